@@ -1,0 +1,74 @@
+package session
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// EventKind types a transcript event.
+type EventKind string
+
+// Transcript event kinds.
+const (
+	EventStatus        EventKind = "status"         // session status or runtime phase changed
+	EventCommand       EventKind = "command"        // a command was recorded or settled
+	EventTurn          EventKind = "turn"           // a turn changed status
+	EventUserMessage   EventKind = "user_message"   // a message delivered into a turn
+	EventAssistantText EventKind = "assistant_text" // coalesced streamed model text
+	EventToolCall      EventKind = "tool_call"      // a tool call changed state
+	EventQuestion      EventKind = "question"       // the agent asked a structured question
+	EventAnswer        EventKind = "answer"         // an answer was delivered
+	EventNotice        EventKind = "notice"         // an operator-facing note (interrupt, stop reason)
+)
+
+// Event is one entry of a session's transcript. Seq is per session, gapless
+// and increasing; it is the SSE event ID. Key makes writes idempotent: a
+// retried activity writing the same key adds nothing.
+type Event struct {
+	SessionID string          `json:"sessionId"`
+	Seq       int64           `json:"seq"`
+	TurnID    string          `json:"turnId,omitempty"`
+	Kind      EventKind       `json:"kind"`
+	Key       string          `json:"key"`
+	Data      json.RawMessage `json:"data"`
+	CreatedAt time.Time       `json:"createdAt"`
+}
+
+// Terminal reports whether this event says the session ended.
+func (e Event) Terminal() bool {
+	if e.Kind != EventStatus {
+		return false
+	}
+	var d StatusData
+	_ = json.Unmarshal(e.Data, &d)
+	return d.Status.Terminal()
+}
+
+// StatusData is the data of a status event.
+type StatusData struct {
+	Status       Status       `json:"status"`
+	RuntimePhase RuntimePhase `json:"runtimePhase,omitempty"`
+	Error        string       `json:"error,omitempty"`
+}
+
+// TextData is the data of user_message, assistant_text and notice events.
+type TextData struct {
+	Text   string  `json:"text"`
+	Sender *Sender `json:"sender,omitempty"`
+}
+
+// TurnData is the data of a turn event.
+type TurnData struct {
+	Status       TurnStatus   `json:"status"`
+	FailureScope FailureScope `json:"failureScope,omitempty"`
+	Error        string       `json:"error,omitempty"`
+}
+
+// CommandData is the data of a command event.
+type CommandData struct {
+	ID     string       `json:"id"`
+	Kind   CommandKind  `json:"kind"`
+	State  CommandState `json:"state"`
+	Sender Sender       `json:"sender"`
+	Error  string       `json:"error,omitempty"`
+}

@@ -1,0 +1,98 @@
+// Package session is the domain of Paddock sessions: sessions, commands, turns
+// and tool calls, their statuses, and the pure rules that move them. It has no
+// I/O; the store persists these types and the engine drives them.
+package session
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Status is a session's one status at any time.
+type Status string
+
+// Session statuses. queued, running and awaiting are resumable; failed and
+// stopped are terminal.
+const (
+	StatusQueued   Status = "queued"
+	StatusRunning  Status = "running"
+	StatusAwaiting Status = "awaiting"
+	StatusFailed   Status = "failed"
+	StatusStopped  Status = "stopped"
+)
+
+// Terminal reports whether no command can reach a session in this status.
+func (s Status) Terminal() bool { return s == StatusFailed || s == StatusStopped }
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusQueued, StatusRunning, StatusAwaiting, StatusFailed, StatusStopped:
+		return true
+	}
+	return false
+}
+
+// RuntimePhase narrates provisioning beneath the status; empty once settled.
+type RuntimePhase string
+
+// Provisioning phases, in order.
+const (
+	PhaseBuildingImage        RuntimePhase = "building_image"
+	PhaseBootingContainer     RuntimePhase = "booting_container"
+	PhasePreparingEnvironment RuntimePhase = "preparing_environment"
+	PhaseStartingRuntime      RuntimePhase = "starting_runtime"
+	PhaseRunning              RuntimePhase = "running"
+)
+
+// Phases lists the provisioning phases in the order they are narrated.
+var Phases = []RuntimePhase{PhaseBuildingImage, PhaseBootingContainer, PhasePreparingEnvironment, PhaseStartingRuntime, PhaseRunning}
+
+// Session is one durable execution of an agent.
+type Session struct {
+	ID             string          `json:"id"`
+	Project        string          `json:"project"`
+	Agent          string          `json:"agent"`
+	AgentSpec      json.RawMessage `json:"agentSpec"`
+	AgentVersion   string          `json:"agentVersion"`
+	SpendCapUSD    float64         `json:"spendCapUsd"`
+	Status         Status          `json:"status"`
+	RuntimePhase   RuntimePhase    `json:"runtimePhase,omitempty"`
+	ArchivedAt     *time.Time      `json:"archivedAt,omitempty"`
+	Error          string          `json:"error,omitempty"`
+	FailureReason  string          `json:"failureReason,omitempty"`
+	DisplayTitle   string          `json:"displayTitle"`
+	AmbientStatus  string          `json:"ambientStatus,omitempty"`
+	Input          string          `json:"input,omitempty"`
+	Repo           string          `json:"repo,omitempty"`
+	Workdir        string          `json:"workdir,omitempty"`
+	BaseCommit     string          `json:"baseCommit,omitempty"`
+	RetryOf        string          `json:"retryOf,omitempty"`
+	Handoff        string          `json:"handoff,omitempty"`
+	StopReason     string          `json:"stopReason,omitempty"`
+	RespawnRequest bool            `json:"respawnRequested,omitempty"`
+	CreatedBy      Sender          `json:"createdBy"`
+	CreatedAt      time.Time       `json:"createdAt"`
+	UpdatedAt      time.Time       `json:"updatedAt"`
+}
+
+// WorkflowID is the ID of the session's SessionWorkflow, derived from its ID.
+func WorkflowID(sessionID string) string { return "session/" + sessionID }
+
+// MaxHandoff is the longest handoff note kept, in characters.
+const MaxHandoff = 20000
+
+// MaxDisplayTitle is the longest display title, in characters.
+const MaxDisplayTitle = 64
+
+// TrimRunes cuts s to at most n characters (runes), marking the cut with "…".
+func TrimRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n <= 1 {
+		return string(r[:n])
+	}
+	return string(r[:n-1]) + "…"
+}

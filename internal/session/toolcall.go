@@ -1,0 +1,71 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// ToolCallState is where a tool call is in its life.
+type ToolCallState string
+
+// Tool-call states: generating → generated → (awaiting_approval) → calling →
+// done | errored, plus canceled and rejected.
+const (
+	CallGenerating       ToolCallState = "generating"
+	CallGenerated        ToolCallState = "generated"
+	CallAwaitingApproval ToolCallState = "awaiting_approval"
+	CallCalling          ToolCallState = "calling"
+	CallDone             ToolCallState = "done"
+	CallErrored          ToolCallState = "errored"
+	CallCanceled         ToolCallState = "canceled"
+	CallRejected         ToolCallState = "rejected"
+)
+
+// Final reports whether the call has left its intermediate states.
+func (s ToolCallState) Final() bool {
+	switch s {
+	case CallDone, CallErrored, CallCanceled, CallRejected:
+		return true
+	}
+	return false
+}
+
+var callTransitions = map[ToolCallState][]ToolCallState{
+	CallGenerating:       {CallGenerated, CallErrored, CallCanceled},
+	CallGenerated:        {CallAwaitingApproval, CallCalling, CallErrored, CallCanceled, CallRejected},
+	CallAwaitingApproval: {CallCalling, CallRejected, CallCanceled},
+	CallCalling:          {CallDone, CallErrored, CallCanceled},
+}
+
+// Transition checks that a tool call may move from one state to another.
+func (s ToolCallState) Transition(to ToolCallState) error {
+	for _, ok := range callTransitions[s] {
+		if ok == to {
+			return nil
+		}
+	}
+	return fmt.Errorf("tool call cannot move from %s to %s", s, to)
+}
+
+// ToolCallData is the data of a tool_call event: the call's state after the change.
+type ToolCallData struct {
+	ID     string          `json:"id"`
+	Name   string          `json:"name"`
+	State  ToolCallState   `json:"state"`
+	Args   json.RawMessage `json:"args,omitempty"`
+	Result string          `json:"result,omitempty"`
+	Error  string          `json:"error,omitempty"`
+}
+
+// Question is a structured question the agent asks the user.
+type Question struct {
+	ToolCallID string         `json:"toolCallId"`
+	Questions  []QuestionItem `json:"questions"`
+}
+
+// QuestionItem is one question with its options; free text is always allowed.
+type QuestionItem struct {
+	ID       string   `json:"id"`
+	Question string   `json:"question"`
+	Options  []string `json:"options,omitempty"`
+}

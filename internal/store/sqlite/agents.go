@@ -1,0 +1,94 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+// EnsureProject implements store.Store.
+func (s *Store) EnsureProject(ctx context.Context, name string) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO projects (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`, name, s.ts())
+	if err != nil {
+		return fmt.Errorf("ensure project %q: %w", name, err)
+	}
+	return nil
+}
+
+// ApplyAgents implements store.Store.
+func (s *Store) ApplyAgents(ctx context.Context, agents []store.Agent) ([]store.ApplyResult, error) {
+	results := make([]store.ApplyResult, len(agents))
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		now := s.ts()
+		for i, a := range agents {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO projects (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`, a.Project, now); err != nil {
+				return err
+			}
+			var digest string
+			err := tx.QueryRowContext(ctx, `SELECT digest FROM agents WHERE project = ? AND name = ?`, a.Project, a.Name).Scan(&digest)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				_, err = tx.ExecContext(ctx, `INSERT INTO agents (project, name, spec, digest, concurrency, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+					a.Project, a.Name, string(a.Spec), a.Digest, a.Concurrency, now, now)
+				results[i] = store.Created
+			case err != nil:
+			case digest == a.Digest:
+				results[i] = store.Unchanged
+			default:
+				_, err = tx.ExecContext(ctx, `UPDATE agents SET spec = ?, digest = ?, concurrency = ?, updated_at = ? WHERE project = ? AND name = ?`,
+					string(a.Spec), a.Digest, a.Concurrency, now, a.Project, a.Name)
+				results[i] = store.Configured
+			}
+			if err != nil {
+				return fmt.Errorf("agent %s: %w", a.Name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("apply agents: %w", err)
+	}
+	return results, nil
+}
+
+const agentCols = `project, name, spec, digest, concurrency, created_at, updated_at`
+
+func scanAgent(row interface{ Scan(...any) error }) (store.Agent, error) {
+	var a store.Agent
+	var spec, created, updated string
+	if err := row.Scan(&a.Project, &a.Name, &spec, &a.Digest, &a.Concurrency, &created, &updated); err != nil {
+		return a, err
+	}
+	a.Spec, a.CreatedAt, a.UpdatedAt = []byte(spec), parseTime(created), parseTime(updated)
+	return a, nil
+}
+
+// GetAgent implements store.Store.
+func (s *Store) GetAgent(ctx context.Context, project, name string) (store.Agent, error) {
+	a, err := scanAgent(s.db.QueryRowContext(ctx, `SELECT `+agentCols+` FROM agents WHERE project = ? AND name = ?`, project, name))
+	if err != nil {
+		return a, notFound("agent", name, err)
+	}
+	return a, nil
+}
+
+// ListAgents implements store.Store.
+func (s *Store) ListAgents(ctx context.Context, project string) ([]store.Agent, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+agentCols+` FROM agents WHERE project = ? ORDER BY name`, project)
+	if err != nil {
+		return nil, fmt.Errorf("list agents: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Agent
+	for rows.Next() {
+		a, err := scanAgent(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list agents: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}

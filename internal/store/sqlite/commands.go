@@ -1,0 +1,209 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+const commandCols = `id, session_id, seq, kind, payload, state, sender, idempotency_key, turn_id, error, created_at, updated_at`
+
+func scanCommand(row interface{ Scan(...any) error }) (session.Command, error) {
+	var c session.Command
+	var payload, sender, created, updated string
+	if err := row.Scan(&c.ID, &c.SessionID, &c.Seq, &c.Kind, &payload, &c.State, &sender, &c.IdempotencyKey, &c.TurnID, &c.Error, &created, &updated); err != nil {
+		return c, err
+	}
+	c.Payload = json.RawMessage(payload)
+	_ = json.Unmarshal([]byte(sender), &c.Sender)
+	c.CreatedAt, c.UpdatedAt = parseTime(created), parseTime(updated)
+	return c, nil
+}
+
+func (s *Store) insertCommand(ctx context.Context, tx *sql.Tx, in store.NewCommand) (session.Command, error) {
+	if len(in.Payload) == 0 {
+		in.Payload = json.RawMessage("{}")
+	}
+	var seq int64
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM commands WHERE session_id = ?`, in.SessionID).Scan(&seq); err != nil {
+		return session.Command{}, err
+	}
+	sender, _ := json.Marshal(in.Sender)
+	now := s.ts()
+	_, err := tx.ExecContext(ctx, `INSERT INTO commands (id, session_id, seq, kind, payload, state, sender, idempotency_key, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, in.ID, in.SessionID, seq, in.Kind, string(in.Payload), session.CommandPending, string(sender), in.IdempotencyKey, now, now)
+	if err != nil {
+		return session.Command{}, err
+	}
+	c, err := scanCommand(tx.QueryRowContext(ctx, `SELECT `+commandCols+` FROM commands WHERE id = ?`, in.ID))
+	if err != nil {
+		return c, err
+	}
+	return c, s.commandEvent(ctx, tx, c)
+}
+
+func (s *Store) commandEvent(ctx context.Context, tx *sql.Tx, c session.Command) error {
+	return s.appendJSON(ctx, tx, c.SessionID, c.TurnID, session.EventCommand, "command/"+c.ID+"/"+string(c.State),
+		session.CommandData{ID: c.ID, Kind: c.Kind, State: c.State, Sender: c.Sender, Error: c.Error})
+}
+
+// AppendCommand implements store.Store.
+func (s *Store) AppendCommand(ctx context.Context, in store.NewCommand) (session.Command, bool, error) {
+	if in.IdempotencyKey == "" {
+		in.IdempotencyKey = in.ID
+	}
+	var out session.Command
+	created := false
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		cur, err := s.getSession(ctx, tx, in.SessionID)
+		if err != nil {
+			return err
+		}
+		existing, err := scanCommand(tx.QueryRowContext(ctx, `SELECT `+commandCols+` FROM commands WHERE session_id = ? AND idempotency_key = ?`, in.SessionID, in.IdempotencyKey))
+		if err == nil {
+			out = existing
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if cur.Status.Terminal() {
+			return &store.TerminalError{SessionID: cur.ID, Status: cur.Status}
+		}
+		if in.Kind.BringsWork() && cur.ArchivedAt != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET archived_at = NULL, updated_at = ? WHERE id = ?`, s.ts(), cur.ID); err != nil {
+				return err
+			}
+		}
+		out, err = s.insertCommand(ctx, tx, in)
+		created = err == nil
+		return err
+	})
+	if err != nil {
+		return out, false, fmt.Errorf("append command: %w", err)
+	}
+	s.notify(in.SessionID)
+	return out, created, nil
+}
+
+// GetCommand implements store.Store.
+func (s *Store) GetCommand(ctx context.Context, id string) (session.Command, error) {
+	c, err := scanCommand(s.db.QueryRowContext(ctx, `SELECT `+commandCols+` FROM commands WHERE id = ?`, id))
+	if err != nil {
+		return c, notFound("command", id, err)
+	}
+	return c, nil
+}
+
+func (s *Store) queryCommands(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, where string, args ...any) ([]session.Command, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+commandCols+` FROM commands WHERE `+where+` ORDER BY seq`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []session.Command
+	for rows.Next() {
+		c, err := scanCommand(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// ListCommands implements store.Store.
+func (s *Store) ListCommands(ctx context.Context, sessionID string) ([]session.Command, error) {
+	out, err := s.queryCommands(ctx, s.db, `session_id = ?`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("list commands: %w", err)
+	}
+	return out, nil
+}
+
+// ClaimBatch implements store.Store.
+func (s *Store) ClaimBatch(ctx context.Context, sessionID string) ([]session.Command, error) {
+	var batch []session.Command
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		cur, err := s.getSession(ctx, tx, sessionID)
+		if err != nil {
+			return err
+		}
+		inFlight, err := s.queryCommands(ctx, tx, `session_id = ? AND state = 'dispatching'`, sessionID)
+		if err != nil || len(inFlight) > 0 {
+			batch = inFlight
+			return err
+		}
+		if cur.Status.Terminal() {
+			return nil
+		}
+		pending, err := s.queryCommands(ctx, tx, `session_id = ? AND state = 'pending' AND kind NOT IN ('pause', 'resume', 'cancel')`, sessionID)
+		if err != nil {
+			return err
+		}
+		batch = session.NextBatch(pending)
+		for i := range batch {
+			batch[i].State = session.CommandDispatching
+			if _, err := tx.ExecContext(ctx, `UPDATE commands SET state = ?, updated_at = ? WHERE id = ?`, batch[i].State, s.ts(), batch[i].ID); err != nil {
+				return err
+			}
+			if err := s.commandEvent(ctx, tx, batch[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim commands: %w", err)
+	}
+	if len(batch) > 0 {
+		s.notify(sessionID)
+	}
+	return batch, nil
+}
+
+// SettleCommands implements store.Store.
+func (s *Store) SettleCommands(ctx context.Context, ids []string, state session.CommandState, errMsg string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	var sessionID string
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		ph := strings.Repeat(",?", len(ids))[1:]
+		args := make([]any, len(ids))
+		for i, id := range ids {
+			args[i] = id
+		}
+		cmds, err := s.queryCommands(ctx, tx, `id IN (`+ph+`)`, args...)
+		if err != nil {
+			return err
+		}
+		for _, c := range cmds {
+			sessionID = c.SessionID
+			if c.State == state || c.State == session.CommandAccepted || c.State == session.CommandFailed || c.State == session.CommandCanceled {
+				continue
+			}
+			c.State, c.Error = state, errMsg
+			if _, err := tx.ExecContext(ctx, `UPDATE commands SET state = ?, error = ?, updated_at = ? WHERE id = ?`, c.State, c.Error, s.ts(), c.ID); err != nil {
+				return err
+			}
+			if err := s.commandEvent(ctx, tx, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("settle commands: %w", err)
+	}
+	s.notify(sessionID)
+	return nil
+}

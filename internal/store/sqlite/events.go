@@ -1,0 +1,89 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+// AppendEvent implements store.Store.
+func (s *Store) AppendEvent(ctx context.Context, e session.Event) (session.Event, error) {
+	var out session.Event
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = s.appendEvent(ctx, tx, e)
+		return err
+	})
+	if err != nil {
+		return session.Event{}, fmt.Errorf("append event: %w", err)
+	}
+	s.notify(e.SessionID)
+	return out, nil
+}
+
+// appendEvent adds e unless an event with its key exists, in which case the
+// existing one is returned. An empty key gets a fresh unique one.
+func (s *Store) appendEvent(ctx context.Context, tx *sql.Tx, e session.Event) (session.Event, error) {
+	if e.Key == "" {
+		e.Key = string(e.Kind) + "/" + uuid.NewString()
+	}
+	if len(e.Data) == 0 {
+		e.Data = json.RawMessage("{}")
+	}
+	row := tx.QueryRowContext(ctx, `SELECT seq, turn_id, kind, data, created_at FROM events WHERE session_id = ? AND key = ?`, e.SessionID, e.Key)
+	var data, created string
+	err := row.Scan(&e.Seq, &e.TurnID, &e.Kind, &data, &created)
+	if err == nil {
+		e.Data, e.CreatedAt = json.RawMessage(data), parseTime(created)
+		return e, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return e, err
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?`, e.SessionID).Scan(&e.Seq); err != nil {
+		return e, err
+	}
+	now := s.ts()
+	e.CreatedAt = parseTime(now)
+	_, err = tx.ExecContext(ctx, `INSERT INTO events (session_id, seq, turn_id, kind, key, data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		e.SessionID, e.Seq, e.TurnID, e.Kind, e.Key, string(e.Data), now)
+	return e, err
+}
+
+func (s *Store) appendJSON(ctx context.Context, tx *sql.Tx, sessionID, turnID string, kind session.EventKind, key string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = s.appendEvent(ctx, tx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: kind, Key: key, Data: data})
+	return err
+}
+
+// ListEvents implements store.Store.
+func (s *Store) ListEvents(ctx context.Context, sessionID string, after int64, limit int) ([]session.Event, error) {
+	if limit <= 0 || limit > 10000 {
+		limit = 10000
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, turn_id, kind, key, data, created_at FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	defer rows.Close()
+	var out []session.Event
+	for rows.Next() {
+		e := session.Event{SessionID: sessionID}
+		var data, created string
+		if err := rows.Scan(&e.Seq, &e.TurnID, &e.Kind, &e.Key, &data, &created); err != nil {
+			return nil, fmt.Errorf("list events: %w", err)
+		}
+		e.Data, e.CreatedAt = json.RawMessage(data), parseTime(created)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

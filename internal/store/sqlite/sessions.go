@@ -1,0 +1,290 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+const sessionCols = `id, project, agent, agent_spec, agent_version, spend_cap_usd, status, runtime_phase, archived_at,
+	error, failure_reason, display_title, ambient_status, input, repo, workdir, base_commit, retry_of, handoff,
+	stop_reason, respawn, created_by, created_at, updated_at`
+
+func scanSession(row interface{ Scan(...any) error }) (session.Session, error) {
+	var x session.Session
+	var spec, createdBy, created, updated string
+	var archived sql.NullString
+	err := row.Scan(&x.ID, &x.Project, &x.Agent, &spec, &x.AgentVersion, &x.SpendCapUSD, &x.Status, &x.RuntimePhase, &archived,
+		&x.Error, &x.FailureReason, &x.DisplayTitle, &x.AmbientStatus, &x.Input, &x.Repo, &x.Workdir, &x.BaseCommit, &x.RetryOf, &x.Handoff,
+		&x.StopReason, &x.RespawnRequest, &createdBy, &created, &updated)
+	if err != nil {
+		return x, err
+	}
+	x.AgentSpec = json.RawMessage(spec)
+	_ = json.Unmarshal([]byte(createdBy), &x.CreatedBy)
+	x.CreatedAt, x.UpdatedAt = parseTime(created), parseTime(updated)
+	if archived.Valid {
+		t := parseTime(archived.String)
+		x.ArchivedAt = &t
+	}
+	return x, nil
+}
+
+func (s *Store) getSession(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, id string) (session.Session, error) {
+	x, err := scanSession(q.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
+	if err != nil {
+		return x, notFound("session", id, err)
+	}
+	return x, nil
+}
+
+// GetSession implements store.Store.
+func (s *Store) GetSession(ctx context.Context, id string) (session.Session, error) {
+	return s.getSession(ctx, s.db, id)
+}
+
+// ListSessions implements store.Store.
+func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]session.Session, error) {
+	var where []string
+	var args []any
+	if f.Project != "" {
+		where, args = append(where, "project = ?"), append(args, f.Project)
+	}
+	if f.Agent != "" {
+		where, args = append(where, "agent = ?"), append(args, f.Agent)
+	}
+	if f.Status != "" {
+		where, args = append(where, "status = ?"), append(args, f.Status)
+	}
+	if !f.IncludeArchived {
+		where = append(where, "archived_at IS NULL")
+	}
+	q := `SELECT ` + sessionCols + ` FROM sessions`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	limit := f.Limit
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+	args = append(args, limit)
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []session.Session
+	for rows.Next() {
+		x, err := scanSession(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		out = append(out, x)
+	}
+	return out, rows.Err()
+}
+
+// CreateSession implements store.Store.
+func (s *Store) CreateSession(ctx context.Context, in store.NewSession) (session.Session, bool, error) {
+	var out session.Session
+	created := false
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if in.IdempotencyKey != "" {
+			var id string
+			err := tx.QueryRowContext(ctx, `SELECT id FROM sessions WHERE idempotency_key = ?`, in.IdempotencyKey).Scan(&id)
+			if err == nil {
+				out, err = s.getSession(ctx, tx, id)
+				return err
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		now := s.ts()
+		if _, err := tx.ExecContext(ctx, `INSERT INTO projects (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`, in.Project, now); err != nil {
+			return err
+		}
+		if in.Agent.Concurrency == 1 {
+			var holder string
+			err := tx.QueryRowContext(ctx, `SELECT session_id FROM agent_slots WHERE project = ? AND agent = ?`, in.Project, in.Agent.Name).Scan(&holder)
+			if err == nil {
+				return &store.SlotConflictError{Agent: in.Agent.Name, SessionID: holder}
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		createdBy, _ := json.Marshal(in.CreatedBy)
+		var key any
+		if in.IdempotencyKey != "" {
+			key = in.IdempotencyKey
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, project, agent, agent_spec, agent_version, spend_cap_usd, status, display_title,
+			input, repo, retry_of, created_by, idempotency_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			in.ID, in.Project, in.Agent.Name, string(in.Agent.Spec), in.Agent.Digest, in.SpendCapUSD, session.StatusQueued,
+			session.TrimRunes(in.DisplayTitle, session.MaxDisplayTitle), in.Input, in.Repo, in.RetryOf, string(createdBy), key, now, now)
+		if err != nil {
+			return err
+		}
+		if in.Agent.Concurrency == 1 {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO agent_slots (project, agent, session_id) VALUES (?, ?, ?)`, in.Project, in.Agent.Name, in.ID); err != nil {
+				return err
+			}
+		}
+		if err := s.appendJSON(ctx, tx, in.ID, "", session.EventStatus, "status/created", session.StatusData{Status: session.StatusQueued}); err != nil {
+			return err
+		}
+		_, err = s.insertCommand(ctx, tx, store.NewCommand{
+			ID: in.ID + "-start", SessionID: in.ID, Kind: in.StartKind, Payload: in.StartPayload,
+			Sender: session.Sender{Kind: session.SenderSystem, ID: "paddock"}, IdempotencyKey: "start",
+		})
+		if err != nil {
+			return err
+		}
+		out, err = s.getSession(ctx, tx, in.ID)
+		created = true
+		return err
+	})
+	if err != nil {
+		return out, false, fmt.Errorf("create session: %w", err)
+	}
+	s.notify(out.ID)
+	return out, created, nil
+}
+
+// setStatus moves a session to status (unless it is terminal: a stop or a
+// failure always wins) and records a status event when anything changed.
+func (s *Store) setStatus(ctx context.Context, tx *sql.Tx, id string, status session.Status, phase session.RuntimePhase, errMsg string) error {
+	cur, err := s.getSession(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	if cur.Status.Terminal() || (cur.Status == status && cur.RuntimePhase == phase) {
+		return nil
+	}
+	failureReason := ""
+	if status == session.StatusFailed {
+		failureReason = session.TrimRunes(firstLine(errMsg), 120)
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE sessions SET status = ?, runtime_phase = ?, error = CASE WHEN ? = '' THEN error ELSE ? END,
+		failure_reason = CASE WHEN ? = '' THEN failure_reason ELSE ? END, updated_at = ? WHERE id = ? AND status NOT IN ('failed', 'stopped')`,
+		status, phase, errMsg, errMsg, failureReason, failureReason, s.ts(), id)
+	if err != nil {
+		return err
+	}
+	if status.Terminal() {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM agent_slots WHERE session_id = ?`, id); err != nil {
+			return err
+		}
+		// Commands that will never be dispatched now settle as canceled.
+		if _, err := tx.ExecContext(ctx, `UPDATE commands SET state = 'canceled', error = 'session ended', updated_at = ? WHERE session_id = ? AND state IN ('pending', 'dispatching') AND kind != 'stop'`, s.ts(), id); err != nil {
+			return err
+		}
+	}
+	return s.appendJSON(ctx, tx, id, "", session.EventStatus, "", session.StatusData{Status: status, RuntimePhase: phase, Error: errMsg})
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func (s *Store) update(ctx context.Context, id string, fn func(tx *sql.Tx) error) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := s.getSession(ctx, tx, id); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+	if err == nil {
+		s.notify(id)
+	}
+	return err
+}
+
+// SetRuntimePhase implements store.Store.
+func (s *Store) SetRuntimePhase(ctx context.Context, id string, phase session.RuntimePhase) error {
+	return s.update(ctx, id, func(tx *sql.Tx) error {
+		cur, err := s.getSession(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		return s.setStatus(ctx, tx, id, cur.Status, phase, "")
+	})
+}
+
+// SetWorkspace implements store.Store.
+func (s *Store) SetWorkspace(ctx context.Context, id, workdir, baseCommit string) error {
+	return s.update(ctx, id, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE sessions SET workdir = ?, base_commit = ?, updated_at = ? WHERE id = ?`, workdir, baseCommit, s.ts(), id)
+		return err
+	})
+}
+
+// SetDisplay implements store.Store.
+func (s *Store) SetDisplay(ctx context.Context, id, title, ambient string) error {
+	return s.update(ctx, id, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE sessions SET display_title = CASE WHEN ? = '' THEN display_title ELSE ? END, ambient_status = ?, updated_at = ? WHERE id = ?`,
+			title, session.TrimRunes(title, session.MaxDisplayTitle), session.TrimRunes(firstLine(ambient), 200), s.ts(), id)
+		return err
+	})
+}
+
+// MarkStarted implements store.Store.
+func (s *Store) MarkStarted(ctx context.Context, id string) error {
+	return s.update(ctx, id, func(tx *sql.Tx) error {
+		cur, err := s.getSession(ctx, tx, id)
+		if err != nil || cur.Status != session.StatusQueued {
+			return err
+		}
+		return s.setStatus(ctx, tx, id, session.StatusAwaiting, "", "")
+	})
+}
+
+// FailSession implements store.Store.
+func (s *Store) FailSession(ctx context.Context, id, errMsg string) error {
+	return s.update(ctx, id, func(tx *sql.Tx) error {
+		return s.setStatus(ctx, tx, id, session.StatusFailed, "", errMsg)
+	})
+}
+
+// StopSession implements store.Store.
+func (s *Store) StopSession(ctx context.Context, id string, p session.StopPayload) error {
+	return s.update(ctx, id, func(tx *sql.Tx) error {
+		cur, err := s.getSession(ctx, tx, id)
+		if err != nil || cur.Status.Terminal() {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE sessions SET stop_reason = ?, respawn = ?, handoff = ?, updated_at = ? WHERE id = ?`,
+			p.Reason, p.Respawn, session.TrimRunes(p.Handoff, session.MaxHandoff), s.ts(), id)
+		if err != nil {
+			return err
+		}
+		return s.setStatus(ctx, tx, id, session.StatusStopped, "", "")
+	})
+}
+
+// Archive implements store.Store.
+func (s *Store) Archive(ctx context.Context, id string, by session.Sender) error {
+	return s.update(ctx, id, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET archived_at = ?, updated_at = ? WHERE id = ? AND archived_at IS NULL`, s.ts(), s.ts(), id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
+		}
+		return s.appendJSON(ctx, tx, id, "", session.EventNotice, "", session.TextData{Text: "archived by " + by.String(), Sender: &by})
+	})
+}

@@ -1,0 +1,35 @@
+package sqlite_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/store/sqlite"
+	"github.com/paddock-dev/paddock/internal/store/storetest"
+)
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "paddock.db"), nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "paddock.db")
+	s, err := sqlite.Open(context.Background(), path, nil)
+	require.NoError(t, err)
+	require.NoError(t, s.EnsureProject(context.Background(), "p"))
+	require.NoError(t, s.Close())
+	s, err = sqlite.Open(context.Background(), path, nil)
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.ApplyAgents(context.Background(), []store.Agent{{Project: "p", Name: "a", Spec: []byte(`{}`), Digest: "x"}})
+	require.NoError(t, err)
+}

@@ -1,0 +1,144 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+const turnCols = `id, session_id, seq, status, failure_scope, error, command_ids, created_at, updated_at`
+
+func scanTurn(row interface{ Scan(...any) error }) (session.Turn, error) {
+	var t session.Turn
+	var ids, created, updated string
+	if err := row.Scan(&t.ID, &t.SessionID, &t.Seq, &t.Status, &t.FailureScope, &t.Error, &ids, &created, &updated); err != nil {
+		return t, err
+	}
+	_ = json.Unmarshal([]byte(ids), &t.CommandIDs)
+	t.CreatedAt, t.UpdatedAt = parseTime(created), parseTime(updated)
+	return t, nil
+}
+
+func (s *Store) turnEvent(ctx context.Context, tx *sql.Tx, t session.Turn) error {
+	return s.appendJSON(ctx, tx, t.SessionID, t.ID, session.EventTurn, "turn/"+t.ID+"/"+string(t.Status),
+		session.TurnData{Status: t.Status, FailureScope: t.FailureScope, Error: t.Error})
+}
+
+// OpenTurn implements store.Store.
+func (s *Store) OpenTurn(ctx context.Context, turnID, sessionID string, commandIDs []string) (session.Turn, error) {
+	var t session.Turn
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		t, err = scanTurn(tx.QueryRowContext(ctx, `SELECT `+turnCols+` FROM turns WHERE id = ?`, turnID))
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		cur, err := s.getSession(ctx, tx, sessionID)
+		if err != nil {
+			return err
+		}
+		var seq int64
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE session_id = ?`, sessionID).Scan(&seq); err != nil {
+			return err
+		}
+		ids, _ := json.Marshal(commandIDs)
+		now := s.ts()
+		if _, err := tx.ExecContext(ctx, `INSERT INTO turns (id, session_id, seq, status, command_ids, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			turnID, sessionID, seq, session.TurnAccepted, string(ids), now, now); err != nil {
+			return err
+		}
+		t, err = scanTurn(tx.QueryRowContext(ctx, `SELECT `+turnCols+` FROM turns WHERE id = ?`, turnID))
+		if err != nil {
+			return err
+		}
+		for _, id := range commandIDs {
+			c, err := scanCommand(tx.QueryRowContext(ctx, `SELECT `+commandCols+` FROM commands WHERE id = ?`, id))
+			if err != nil {
+				return notFound("command", id, err)
+			}
+			c.State, c.TurnID = session.CommandAccepted, turnID
+			if _, err := tx.ExecContext(ctx, `UPDATE commands SET state = ?, turn_id = ?, updated_at = ? WHERE id = ?`, c.State, c.TurnID, now, id); err != nil {
+				return err
+			}
+			if err := s.commandEvent(ctx, tx, c); err != nil {
+				return err
+			}
+		}
+		if err := s.turnEvent(ctx, tx, t); err != nil {
+			return err
+		}
+		return s.setStatus(ctx, tx, sessionID, session.StatusAfterTurn(cur.Status, t.Status, ""), "", "")
+	})
+	if err != nil {
+		return t, fmt.Errorf("open turn: %w", err)
+	}
+	s.notify(sessionID)
+	return t, nil
+}
+
+// SetTurnStatus implements store.Store.
+func (s *Store) SetTurnStatus(ctx context.Context, turnID string, status session.TurnStatus, scope session.FailureScope, errMsg string) error {
+	var sessionID string
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		t, err := scanTurn(tx.QueryRowContext(ctx, `SELECT `+turnCols+` FROM turns WHERE id = ?`, turnID))
+		if err != nil {
+			return notFound("turn", turnID, err)
+		}
+		sessionID = t.SessionID
+		if t.Status == status {
+			return nil
+		}
+		t.Status, t.FailureScope, t.Error = status, scope, errMsg
+		if _, err := tx.ExecContext(ctx, `UPDATE turns SET status = ?, failure_scope = ?, error = ?, updated_at = ? WHERE id = ?`,
+			status, scope, errMsg, s.ts(), turnID); err != nil {
+			return err
+		}
+		if err := s.turnEvent(ctx, tx, t); err != nil {
+			return err
+		}
+		cur, err := s.getSession(ctx, tx, t.SessionID)
+		if err != nil {
+			return err
+		}
+		return s.setStatus(ctx, tx, t.SessionID, session.StatusAfterTurn(cur.Status, status, scope), "", errMsg)
+	})
+	if err != nil {
+		return fmt.Errorf("set turn status: %w", err)
+	}
+	s.notify(sessionID)
+	return nil
+}
+
+// GetTurn implements store.Store.
+func (s *Store) GetTurn(ctx context.Context, id string) (session.Turn, error) {
+	t, err := scanTurn(s.db.QueryRowContext(ctx, `SELECT `+turnCols+` FROM turns WHERE id = ?`, id))
+	if err != nil {
+		return t, notFound("turn", id, err)
+	}
+	return t, nil
+}
+
+// ListTurns implements store.Store.
+func (s *Store) ListTurns(ctx context.Context, sessionID string) ([]session.Turn, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+turnCols+` FROM turns WHERE session_id = ? ORDER BY seq`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("list turns: %w", err)
+	}
+	defer rows.Close()
+	var out []session.Turn
+	for rows.Next() {
+		t, err := scanTurn(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list turns: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,172 @@
+// Package store declares the record Paddock keeps of projects, agents,
+// sessions, commands, turns and transcript events. Backends live in
+// subpackages (sqlite) and all pass the shared suite in storetest.
+//
+// The store is the one deliberately wide interface: it is the system of
+// record, and every method that changes more than one row does it in one
+// transaction.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+// Sentinel errors, mapped to HTTP statuses in one place (package api).
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+	ErrInvalid  = errors.New("invalid")
+)
+
+// SlotConflictError says a concurrency-1 agent's singleton slot is held.
+type SlotConflictError struct {
+	Agent     string
+	SessionID string
+}
+
+func (e *SlotConflictError) Error() string {
+	return "agent " + e.Agent + " has concurrency 1 and live session " + e.SessionID + " holds its slot; send it a message instead, or stop it first"
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *SlotConflictError) Is(target error) bool { return target == ErrConflict }
+
+// TerminalError says a command was sent to a session that has ended.
+type TerminalError struct {
+	SessionID string
+	Status    session.Status
+}
+
+func (e *TerminalError) Error() string {
+	return "session " + e.SessionID + " is " + string(e.Status) + " and accepts no more commands; retry it with `paddock sessions retry " + e.SessionID + "` to start a fresh one"
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *TerminalError) Is(target error) bool { return target == ErrConflict }
+
+// Agent is an applied agent spec.
+type Agent struct {
+	Project     string          `json:"project"`
+	Name        string          `json:"name"`
+	Spec        json.RawMessage `json:"spec"`
+	Digest      string          `json:"digest"`
+	Concurrency int             `json:"concurrency"`
+	CreatedAt   time.Time       `json:"createdAt"`
+	UpdatedAt   time.Time       `json:"updatedAt"`
+}
+
+// ApplyResult says what an apply did to one agent.
+type ApplyResult string
+
+// Apply results, as kubectl prints them.
+const (
+	Created    ApplyResult = "created"
+	Configured ApplyResult = "configured"
+	Unchanged  ApplyResult = "unchanged"
+)
+
+// NewSession is what creation needs. The agent spec is snapshotted from Agent.
+type NewSession struct {
+	ID           string
+	Project      string
+	Agent        Agent
+	SpendCapUSD  float64
+	DisplayTitle string
+	Input        string
+	Repo         string
+	RetryOf      string
+	CreatedBy    session.Sender
+	// Start is the one start command: kind start or startWithMessage.
+	StartKind    session.CommandKind
+	StartPayload json.RawMessage
+	// IdempotencyKey makes creation idempotent; empty means always create.
+	IdempotencyKey string
+}
+
+// NewCommand is a command to record.
+type NewCommand struct {
+	ID             string
+	SessionID      string
+	Kind           session.CommandKind
+	Payload        json.RawMessage
+	Sender         session.Sender
+	IdempotencyKey string
+}
+
+// SessionFilter narrows a session list.
+type SessionFilter struct {
+	Project         string
+	Agent           string
+	Status          session.Status
+	IncludeArchived bool
+	Limit           int
+}
+
+// Store is the system of record.
+type Store interface {
+	Close() error
+
+	EnsureProject(ctx context.Context, name string) error
+
+	// ApplyAgents upserts agents in one transaction: all or nothing.
+	ApplyAgents(ctx context.Context, agents []Agent) ([]ApplyResult, error)
+	GetAgent(ctx context.Context, project, name string) (Agent, error)
+	ListAgents(ctx context.Context, project string) ([]Agent, error)
+
+	// CreateSession records, in one transaction, the session (queued), its
+	// spec snapshot and spend cap, the singleton slot of a concurrency-1
+	// agent, and the start command. With an idempotency key already used it
+	// returns the existing session and created=false.
+	CreateSession(ctx context.Context, in NewSession) (s session.Session, created bool, err error)
+	GetSession(ctx context.Context, id string) (session.Session, error)
+	ListSessions(ctx context.Context, f SessionFilter) ([]session.Session, error)
+	SetRuntimePhase(ctx context.Context, id string, phase session.RuntimePhase) error
+	SetWorkspace(ctx context.Context, id, workdir, baseCommit string) error
+	SetDisplay(ctx context.Context, id, title, ambient string) error
+	// MarkStarted moves a queued session whose bare start booted the
+	// runtime to awaiting.
+	MarkStarted(ctx context.Context, id string) error
+	// FailSession ends a session as failed (provisioning or session-scoped
+	// failure) unless it already ended; it releases the singleton slot.
+	FailSession(ctx context.Context, id, errMsg string) error
+	// StopSession ends a session as stopped; a stop always wins over any
+	// status but a previous terminal one. It releases the singleton slot.
+	StopSession(ctx context.Context, id string, p session.StopPayload) error
+	// Archive sets archivedAt; Unarchive is implied by work-bringing commands.
+	Archive(ctx context.Context, id string, by session.Sender) error
+
+	// AppendCommand records a command idempotently by key. It refuses
+	// commands to terminal sessions, and clears archivedAt of an archived
+	// resumable session for a work-bringing command, in one transaction.
+	AppendCommand(ctx context.Context, c NewCommand) (cmd session.Command, created bool, err error)
+	GetCommand(ctx context.Context, id string) (session.Command, error)
+	ListCommands(ctx context.Context, sessionID string) ([]session.Command, error)
+	// ClaimBatch returns the commands already dispatching (a claim that a
+	// crash interrupted) or else claims the next batch (session.NextBatch)
+	// and marks it dispatching.
+	ClaimBatch(ctx context.Context, sessionID string) ([]session.Command, error)
+	// SettleCommands moves dispatching commands to a final state.
+	SettleCommands(ctx context.Context, ids []string, state session.CommandState, errMsg string) error
+
+	// OpenTurn records (idempotently by id) a turn for the given commands,
+	// marks them accepted, and sets the session running.
+	OpenTurn(ctx context.Context, turnID, sessionID string, commandIDs []string) (session.Turn, error)
+	// SetTurnStatus moves a turn and derives the session status from it.
+	SetTurnStatus(ctx context.Context, turnID string, status session.TurnStatus, scope session.FailureScope, errMsg string) error
+	GetTurn(ctx context.Context, id string) (session.Turn, error)
+	ListTurns(ctx context.Context, sessionID string) ([]session.Turn, error)
+
+	// AppendEvent adds a transcript event idempotently by (session, key)
+	// and returns it with its sequence number.
+	AppendEvent(ctx context.Context, e session.Event) (session.Event, error)
+	// ListEvents returns events with seq > after, in order, at most limit.
+	ListEvents(ctx context.Context, sessionID string, after int64, limit int) ([]session.Event, error)
+	// Subscribe returns a channel that receives (without blocking the
+	// writer) after any event of the session is appended by this process.
+	Subscribe(sessionID string) (ch <-chan struct{}, cancel func())
+}

@@ -1,0 +1,334 @@
+// Package storetest is the one test suite every store backend passes.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+// Run runs the suite; open returns a fresh, empty store for each test.
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
+	tests := map[string]func(t *testing.T, s store.Store){
+		"ApplyAgents":           testApplyAgents,
+		"CreateSessionAndStart": testCreateSession,
+		"IdempotentCreate":      testIdempotentCreate,
+		"SingletonSlot":         testSingletonSlot,
+		"CommandsIdempotent":    testCommandsIdempotent,
+		"TerminalRejects":       testTerminalRejects,
+		"ArchiveRevive":         testArchiveRevive,
+		"ClaimBatch":            testClaimBatch,
+		"TurnDerivesStatus":     testTurnDerivesStatus,
+		"StopWins":              testStopWins,
+		"EventsIdempotent":      testEventsIdempotent,
+		"ListSessions":          testListSessions,
+	}
+	for name, fn := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, open(t))
+		})
+	}
+}
+
+var ctx = context.Background()
+
+func agent(name string, concurrency int) store.Agent {
+	return store.Agent{Project: "default", Name: name, Spec: json.RawMessage(`{"name":"` + name + `"}`), Digest: "d1", Concurrency: concurrency}
+}
+
+var operator = session.Sender{Kind: session.SenderOperator, ID: "ana"}
+
+func newSession(t *testing.T, s store.Store, id string, a store.Agent) session.Session {
+	t.Helper()
+	x, created, err := s.CreateSession(ctx, store.NewSession{
+		ID: id, Project: "default", Agent: a, SpendCapUSD: 2.5, DisplayTitle: "title " + id, Input: "do it",
+		CreatedBy: operator, StartKind: session.KindStartWithMessage, StartPayload: json.RawMessage(`{"message":"do it"}`),
+	})
+	require.NoError(t, err)
+	require.True(t, created)
+	return x
+}
+
+func msg(t *testing.T, s store.Store, sessionID, key string) session.Command {
+	t.Helper()
+	c, _, err := s.AppendCommand(ctx, store.NewCommand{ID: sessionID + "-" + key, SessionID: sessionID, Kind: session.KindMessage,
+		Payload: json.RawMessage(`{"message":"` + key + `"}`), Sender: operator, IdempotencyKey: key})
+	require.NoError(t, err)
+	return c
+}
+
+func testApplyAgents(t *testing.T, s store.Store) {
+	res, err := s.ApplyAgents(ctx, []store.Agent{agent("a", 0), agent("b", 1)})
+	require.NoError(t, err)
+	require.Equal(t, []store.ApplyResult{store.Created, store.Created}, res)
+	changed := agent("a", 0)
+	changed.Digest, changed.Spec = "d2", json.RawMessage(`{"name":"a","v":2}`)
+	res, err = s.ApplyAgents(ctx, []store.Agent{changed, agent("b", 1)})
+	require.NoError(t, err)
+	require.Equal(t, []store.ApplyResult{store.Configured, store.Unchanged}, res)
+	got, err := s.GetAgent(ctx, "default", "a")
+	require.NoError(t, err)
+	require.Equal(t, "d2", got.Digest)
+	require.JSONEq(t, `{"name":"a","v":2}`, string(got.Spec))
+	list, err := s.ListAgents(ctx, "default")
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	_, err = s.GetAgent(ctx, "default", "zzz")
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func testCreateSession(t *testing.T, s store.Store) {
+	a := agent("a", 0)
+	x := newSession(t, s, "s1", a)
+	require.Equal(t, session.StatusQueued, x.Status)
+	require.Equal(t, 2.5, x.SpendCapUSD)
+	require.JSONEq(t, string(a.Spec), string(x.AgentSpec))
+	require.Equal(t, operator, x.CreatedBy)
+	cmds, err := s.ListCommands(ctx, "s1")
+	require.NoError(t, err)
+	require.Len(t, cmds, 1)
+	require.Equal(t, session.KindStartWithMessage, cmds[0].Kind)
+	require.Equal(t, session.SenderSystem, cmds[0].Sender.Kind)
+	// A later apply changes only future sessions.
+	a.Spec, a.Digest = json.RawMessage(`{"name":"a","changed":true}`), "d9"
+	_, err = s.ApplyAgents(ctx, []store.Agent{a})
+	require.NoError(t, err)
+	got, err := s.GetSession(ctx, "s1")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"name":"a"}`, string(got.AgentSpec))
+	_, err = s.GetSession(ctx, "nope")
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func testIdempotentCreate(t *testing.T, s store.Store) {
+	in := store.NewSession{ID: "r1", Project: "default", Agent: agent("a", 0), CreatedBy: operator,
+		StartKind: session.KindStart, IdempotencyKey: "retry:s0"}
+	x, created, err := s.CreateSession(ctx, in)
+	require.NoError(t, err)
+	require.True(t, created)
+	in.ID = "r2"
+	y, created, err := s.CreateSession(ctx, in)
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, x.ID, y.ID)
+}
+
+func testSingletonSlot(t *testing.T, s store.Store) {
+	a := agent("single", 1)
+	newSession(t, s, "one", a)
+	_, _, err := s.CreateSession(ctx, store.NewSession{ID: "two", Project: "default", Agent: a, CreatedBy: operator, StartKind: session.KindStart})
+	var slot *store.SlotConflictError
+	require.ErrorAs(t, err, &slot)
+	require.Equal(t, "one", slot.SessionID)
+	require.ErrorIs(t, err, store.ErrConflict)
+	_, err = s.GetSession(ctx, "two")
+	require.ErrorIs(t, err, store.ErrNotFound, "nothing half-written")
+	require.NoError(t, s.StopSession(ctx, "one", session.StopPayload{Reason: "done"}))
+	newSession(t, s, "three", a)
+}
+
+func testCommandsIdempotent(t *testing.T, s store.Store) {
+	newSession(t, s, "s", agent("a", 0))
+	c1 := msg(t, s, "s", "k1")
+	c2, created, err := s.AppendCommand(ctx, store.NewCommand{ID: "other", SessionID: "s", Kind: session.KindMessage,
+		Payload: json.RawMessage(`{"message":"x"}`), Sender: operator, IdempotencyKey: "k1"})
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, c1.ID, c2.ID)
+	// Concurrent senders with distinct keys get distinct, gapless seqs.
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := s.AppendCommand(ctx, store.NewCommand{ID: fmt.Sprintf("c%d", i), SessionID: "s", Kind: session.KindMessage,
+				Payload: json.RawMessage(`{"message":"x"}`), Sender: operator, IdempotencyKey: fmt.Sprintf("c%d", i)})
+			require.NoError(t, err)
+		}()
+	}
+	wg.Wait()
+	cmds, err := s.ListCommands(ctx, "s")
+	require.NoError(t, err)
+	require.Len(t, cmds, 22)
+	for i, c := range cmds {
+		require.Equal(t, int64(i+1), c.Seq)
+	}
+	_, _, err = s.AppendCommand(ctx, store.NewCommand{ID: "x", SessionID: "missing", Kind: session.KindMessage, Sender: operator})
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func testTerminalRejects(t *testing.T, s store.Store) {
+	newSession(t, s, "s", agent("a", 0))
+	require.NoError(t, s.FailSession(ctx, "s", "boom\ndetail"))
+	x, err := s.GetSession(ctx, "s")
+	require.NoError(t, err)
+	require.Equal(t, session.StatusFailed, x.Status)
+	require.Equal(t, "boom", x.FailureReason)
+	_, _, err = s.AppendCommand(ctx, store.NewCommand{ID: "m", SessionID: "s", Kind: session.KindMessage, Sender: operator})
+	var term *store.TerminalError
+	require.ErrorAs(t, err, &term)
+	require.ErrorIs(t, err, store.ErrConflict)
+	cmds, err := s.ListCommands(ctx, "s")
+	require.NoError(t, err)
+	require.Equal(t, session.CommandCanceled, cmds[0].State, "the never-dispatched start settles canceled")
+}
+
+func testArchiveRevive(t *testing.T, s store.Store) {
+	newSession(t, s, "s", agent("a", 0))
+	require.NoError(t, s.Archive(ctx, "s", operator))
+	x, _ := s.GetSession(ctx, "s")
+	require.NotNil(t, x.ArchivedAt)
+	list, err := s.ListSessions(ctx, store.SessionFilter{Project: "default"})
+	require.NoError(t, err)
+	require.Empty(t, list)
+	// interrupt brings no work: still archived.
+	_, _, err = s.AppendCommand(ctx, store.NewCommand{ID: "i", SessionID: "s", Kind: session.KindInterrupt, Sender: operator})
+	require.NoError(t, err)
+	x, _ = s.GetSession(ctx, "s")
+	require.NotNil(t, x.ArchivedAt)
+	msg(t, s, "s", "wake")
+	x, _ = s.GetSession(ctx, "s")
+	require.Nil(t, x.ArchivedAt)
+}
+
+func testClaimBatch(t *testing.T, s store.Store) {
+	newSession(t, s, "s", agent("a", 0))
+	first, err := s.ClaimBatch(ctx, "s")
+	require.NoError(t, err)
+	require.Len(t, first, 1)
+	require.Equal(t, session.KindStartWithMessage, first[0].Kind)
+	// A crash before settling: the same claim comes back.
+	again, err := s.ClaimBatch(ctx, "s")
+	require.NoError(t, err)
+	require.Equal(t, first[0].ID, again[0].ID)
+	_, err = s.OpenTurn(ctx, "t1", "s", []string{first[0].ID})
+	require.NoError(t, err)
+	for i := range 40 {
+		msg(t, s, "s", fmt.Sprintf("m%02d", i))
+	}
+	_, _, err = s.AppendCommand(ctx, store.NewCommand{ID: "pause", SessionID: "s", Kind: session.KindPause, Sender: operator})
+	require.NoError(t, err)
+	b, err := s.ClaimBatch(ctx, "s")
+	require.NoError(t, err)
+	require.Len(t, b, session.MaxBatch)
+	require.Equal(t, "s-m00", b[0].ID)
+	require.NoError(t, s.SettleCommands(ctx, ids(b), session.CommandAccepted, ""))
+	b, err = s.ClaimBatch(ctx, "s")
+	require.NoError(t, err)
+	require.Len(t, b, 8)
+	require.NoError(t, s.SettleCommands(ctx, ids(b), session.CommandAccepted, ""))
+	b, err = s.ClaimBatch(ctx, "s")
+	require.NoError(t, err)
+	require.Empty(t, b, "pause is persisted, never dispatched")
+	c, err := s.GetCommand(ctx, "pause")
+	require.NoError(t, err)
+	require.Equal(t, session.CommandPending, c.State)
+}
+
+func ids(cs []session.Command) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.ID
+	}
+	return out
+}
+
+func testTurnDerivesStatus(t *testing.T, s store.Store) {
+	newSession(t, s, "s", agent("a", 0))
+	b, err := s.ClaimBatch(ctx, "s")
+	require.NoError(t, err)
+	turn, err := s.OpenTurn(ctx, "t1", "s", ids(b))
+	require.NoError(t, err)
+	require.Equal(t, session.TurnAccepted, turn.Status)
+	again, err := s.OpenTurn(ctx, "t1", "s", ids(b))
+	require.NoError(t, err)
+	require.Equal(t, turn.Seq, again.Seq)
+	x, _ := s.GetSession(ctx, "s")
+	require.Equal(t, session.StatusRunning, x.Status)
+	c, _ := s.GetCommand(ctx, b[0].ID)
+	require.Equal(t, session.CommandAccepted, c.State)
+	require.Equal(t, "t1", c.TurnID)
+	require.NoError(t, s.SetTurnStatus(ctx, "t1", session.TurnFailed, session.ScopeTurn, "model error"))
+	x, _ = s.GetSession(ctx, "s")
+	require.Equal(t, session.StatusAwaiting, x.Status)
+	msg(t, s, "s", "again")
+	b, _ = s.ClaimBatch(ctx, "s")
+	_, err = s.OpenTurn(ctx, "t2", "s", ids(b))
+	require.NoError(t, err)
+	require.NoError(t, s.SetTurnStatus(ctx, "t2", session.TurnFailed, session.ScopeSession, "fatal"))
+	x, _ = s.GetSession(ctx, "s")
+	require.Equal(t, session.StatusFailed, x.Status)
+	require.Equal(t, "fatal", x.Error)
+	turns, err := s.ListTurns(ctx, "s")
+	require.NoError(t, err)
+	require.Len(t, turns, 2)
+}
+
+func testStopWins(t *testing.T, s store.Store) {
+	newSession(t, s, "s", agent("a", 0))
+	b, _ := s.ClaimBatch(ctx, "s")
+	_, err := s.OpenTurn(ctx, "t1", "s", ids(b))
+	require.NoError(t, err)
+	require.NoError(t, s.StopSession(ctx, "s", session.StopPayload{Reason: "enough", Handoff: "notes"}))
+	// The turn settles after the stop: status stays stopped.
+	require.NoError(t, s.SetTurnStatus(ctx, "t1", session.TurnCompleted, "", ""))
+	require.NoError(t, s.FailSession(ctx, "s", "late failure"))
+	require.NoError(t, s.MarkStarted(ctx, "s"))
+	x, _ := s.GetSession(ctx, "s")
+	require.Equal(t, session.StatusStopped, x.Status)
+	require.Equal(t, "enough", x.StopReason)
+	require.Equal(t, "notes", x.Handoff)
+}
+
+func testEventsIdempotent(t *testing.T, s store.Store) {
+	newSession(t, s, "s", agent("a", 0))
+	ch, cancel := s.Subscribe("s")
+	defer cancel()
+	e1, err := s.AppendEvent(ctx, session.Event{SessionID: "s", Kind: session.EventAssistantText, Key: "k", Data: json.RawMessage(`{"text":"hi"}`)})
+	require.NoError(t, err)
+	select {
+	case <-ch:
+	default:
+		t.Fatal("subscriber not notified")
+	}
+	e2, err := s.AppendEvent(ctx, session.Event{SessionID: "s", Kind: session.EventAssistantText, Key: "k", Data: json.RawMessage(`{"text":"other"}`)})
+	require.NoError(t, err)
+	require.Equal(t, e1.Seq, e2.Seq)
+	require.JSONEq(t, `{"text":"hi"}`, string(e2.Data))
+	all, err := s.ListEvents(ctx, "s", 0, 0)
+	require.NoError(t, err)
+	for i, e := range all {
+		require.Equal(t, int64(i+1), e.Seq, "gapless")
+	}
+	tail, err := s.ListEvents(ctx, "s", e1.Seq-1, 0)
+	require.NoError(t, err)
+	require.Len(t, tail, 1)
+}
+
+func testListSessions(t *testing.T, s store.Store) {
+	newSession(t, s, "a1", agent("a", 0))
+	newSession(t, s, "b1", agent("b", 0))
+	require.NoError(t, s.StopSession(ctx, "b1", session.StopPayload{}))
+	all, err := s.ListSessions(ctx, store.SessionFilter{})
+	require.NoError(t, err)
+	require.Len(t, all, 2)
+	byAgent, err := s.ListSessions(ctx, store.SessionFilter{Agent: "a"})
+	require.NoError(t, err)
+	require.Len(t, byAgent, 1)
+	stopped, err := s.ListSessions(ctx, store.SessionFilter{Status: session.StatusStopped})
+	require.NoError(t, err)
+	require.Len(t, stopped, 1)
+	require.Equal(t, "b1", stopped[0].ID)
+	if errors.Is(err, store.ErrNotFound) {
+		t.Fatal("unexpected")
+	}
+}

@@ -1,0 +1,203 @@
+// Package temporalserver runs an embedded Temporal server persisted in SQLite,
+// the way the Temporal CLI's dev server does: one history shard, static hosts on
+// free loopback ports, the pure-Go SQLite persistence plugin.
+//
+// It is the only package that imports go.temporal.io/server; everything else
+// talks to Temporal through the SDK client, so ordinary unit tests never link it.
+package temporalserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/google/uuid"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	tlog "go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/log/tag"
+	"go.temporal.io/server/common/metrics"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+)
+
+// Namespace is the namespace the embedded server creates and Paddock uses.
+const Namespace = "default"
+
+const loopback = "127.0.0.1"
+
+// Server is a running embedded Temporal server.
+type Server struct {
+	srv      temporal.Server
+	hostPort string
+}
+
+// HostPort is the frontend address for SDK clients.
+func (s *Server) HostPort() string { return s.hostPort }
+
+// Start creates (if needed) the SQLite database at dbPath, its schema and the
+// default namespace, and starts all Temporal services on free loopback ports.
+// Server logs at warning level and up go to logger.
+func Start(ctx context.Context, dbPath string, logger *slog.Logger) (*Server, error) {
+	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
+		return nil, fmt.Errorf("temporal data directory: %w", err)
+	}
+	ports, err := freePorts(9)
+	if err != nil {
+		return nil, err
+	}
+	sqlCfg := &config.SQL{
+		PluginName:   sqliteplugin.PluginName,
+		DatabaseName: dbPath,
+		ConnectAttributes: map[string]string{
+			"mode":          "rwc",
+			"_journal_mode": "wal",
+			"_synchronous":  "normal",
+		},
+		// One connection: more gave "database is locked" and half the throughput.
+		MaxConns:     1,
+		MaxIdleConns: 1,
+	}
+	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
+		if err := sqlite.SetupSchema(sqlCfg); err != nil {
+			return nil, fmt.Errorf("temporal schema: %w", err)
+		}
+	}
+	ns, err := sqlite.NewNamespaceConfig("active", Namespace, false, nil)
+	if err != nil {
+		return nil, fmt.Errorf("temporal namespace: %w", err)
+	}
+	if err := sqlite.CreateNamespaces(sqlCfg, ns); err != nil {
+		return nil, fmt.Errorf("temporal namespace: %w", err)
+	}
+
+	hostPort := fmt.Sprintf("%s:%d", loopback, ports[0])
+	svc := func(grpc, membership int) config.Service {
+		return config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnIP: loopback}}
+	}
+	cfg := &config.Config{
+		Global: config.Global{
+			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: loopback},
+			Metrics: &metrics.Config{Prometheus: &metrics.PrometheusConfig{
+				ListenAddress: fmt.Sprintf("%s:%d", loopback, ports[8]), HandlerPath: "/metrics",
+			}},
+		},
+		Persistence: config.Persistence{
+			DefaultStore:     sqliteplugin.PluginName,
+			VisibilityStore:  sqliteplugin.PluginName,
+			NumHistoryShards: 1,
+			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+		},
+		ClusterMetadata: &cluster.Config{
+			EnableGlobalNamespace:    false,
+			FailoverVersionIncrement: 10,
+			MasterClusterName:        "active",
+			CurrentClusterName:       "active",
+			ClusterInformation: map[string]cluster.ClusterInformation{
+				"active": {Enabled: true, InitialFailoverVersion: 1, RPCAddress: hostPort, ClusterID: uuid.NewString()},
+			},
+		},
+		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
+		Services: map[string]config.Service{
+			"frontend": svc(ports[0], ports[1]),
+			"history":  svc(ports[2], ports[3]),
+			"matching": svc(ports[4], ports[5]),
+			"worker":   svc(ports[6], ports[7]),
+		},
+		Archival: config.Archival{
+			History:    config.HistoryArchival{State: "disabled"},
+			Visibility: config.VisibilityArchival{State: "disabled"},
+		},
+		PublicClient: config.PublicClient{HostPort: hostPort},
+		NamespaceDefaults: config.NamespaceDefaults{Archival: config.ArchivalNamespaceDefaults{
+			History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
+			Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
+		}},
+	}
+	dc := dynamicconfig.StaticClient{
+		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
+	}
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(cfg),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithLogger(&slogLogger{l: logger}),
+		temporal.WithDynamicConfigClient(dc),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("temporal server: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("start temporal server: %w", err)
+	}
+	return &Server{srv: srv, hostPort: hostPort}, nil
+}
+
+// Stop shuts the server down.
+func (s *Server) Stop() error { return s.srv.Stop() }
+
+// freePorts reserves n distinct free loopback ports. The frontend cannot be
+// given port 0 because the server's internal client dials the configured port.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", loopback+":0")
+		if err != nil {
+			return nil, fmt.Errorf("find free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// slogLogger adapts slog to the server's logger, passing warnings and up.
+type slogLogger struct {
+	l    *slog.Logger
+	tags []tag.Tag
+}
+
+var _ tlog.Logger = (*slogLogger)(nil)
+
+func (s *slogLogger) log(level slog.Level, msg string, tags []tag.Tag) {
+	if level < slog.LevelWarn || !s.l.Enabled(context.Background(), level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, len(s.tags)+len(tags)+1)
+	attrs = append(attrs, slog.String("component", "temporal"))
+	for _, t := range append(s.tags, tags...) {
+		attrs = append(attrs, slog.Any(t.Key(), t.Value()))
+	}
+	s.l.LogAttrs(context.Background(), level, msg, attrs...)
+}
+
+func (s *slogLogger) Debug(msg string, tags ...tag.Tag)  { s.log(slog.LevelDebug, msg, tags) }
+func (s *slogLogger) Info(msg string, tags ...tag.Tag)   { s.log(slog.LevelInfo, msg, tags) }
+func (s *slogLogger) Warn(msg string, tags ...tag.Tag)   { s.log(slog.LevelWarn, msg, tags) }
+func (s *slogLogger) Error(msg string, tags ...tag.Tag)  { s.log(slog.LevelError, msg, tags) }
+func (s *slogLogger) DPanic(msg string, tags ...tag.Tag) { s.log(slog.LevelError, msg, tags) }
+func (s *slogLogger) Panic(msg string, tags ...tag.Tag) {
+	s.log(slog.LevelError, msg, tags)
+	panic(msg)
+}
+func (s *slogLogger) Fatal(msg string, tags ...tag.Tag) {
+	s.log(slog.LevelError, msg, tags)
+	os.Exit(1)
+}
+
+// With returns a logger with tags prepended.
+func (s *slogLogger) With(tags ...tag.Tag) tlog.Logger {
+	return &slogLogger{l: s.l, tags: append(append([]tag.Tag(nil), s.tags...), tags...)}
+}
