@@ -1,0 +1,95 @@
+// Package agent is the built-in harness: it turns a session's transcript
+// into the conversation a model sees, and streams one model step back into
+// the transcript. It holds no Temporal code; the engine calls it from
+// activities.
+package agent
+
+import (
+	"encoding/json"
+
+	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+// AssistantMessage is the data of an assistant_message event: the complete
+// response of one model step, the record the conversation is rebuilt from.
+type AssistantMessage struct {
+	Step     int               `json:"step"`
+	Response provider.Response `json:"response"`
+}
+
+// EventAssistantMessage is the kind of the complete-response event.
+const EventAssistantMessage session.EventKind = "assistant_message"
+
+// Conversation rebuilds the model conversation from transcript events:
+// delivered messages, complete assistant responses, and the final results
+// of tool calls. A tool call left without a result (interrupted, or a
+// question overtaken by a new message) gets one saying so, so every call
+// the model made is answered.
+func Conversation(events []session.Event) []provider.Message {
+	var msgs []provider.Message
+	results := map[string]provider.Message{}
+	answered := map[string]bool{}
+	for _, e := range events {
+		if e.Kind == session.EventToolCall {
+			var d session.ToolCallData
+			if json.Unmarshal(e.Data, &d) == nil && d.State.Final() {
+				text := d.Result
+				if d.State != session.CallDone {
+					text = string(d.State) + ": " + d.Error
+				}
+				results[d.ID] = provider.Message{Role: provider.RoleTool, ToolCallID: d.ID, Text: text, IsError: d.State != session.CallDone}
+			}
+		}
+	}
+	// pending holds the calls of the last assistant message still owed a result.
+	var pending []string
+	flush := func() {
+		for _, id := range pending {
+			if answered[id] {
+				continue
+			}
+			answered[id] = true
+			if r, ok := results[id]; ok {
+				msgs = append(msgs, r)
+			} else {
+				msgs = append(msgs, provider.Message{Role: provider.RoleTool, ToolCallID: id, IsError: true,
+					Text: "canceled: this call did not run (the turn was interrupted or the user moved on)"})
+			}
+		}
+		pending = nil
+	}
+	for _, e := range events {
+		switch e.Kind {
+		case session.EventUserMessage:
+			flush()
+			var d session.TextData
+			if json.Unmarshal(e.Data, &d) == nil {
+				msgs = append(msgs, provider.Message{Role: provider.RoleUser, Text: d.Text})
+			}
+		case EventAssistantMessage:
+			flush()
+			var d AssistantMessage
+			if json.Unmarshal(e.Data, &d) == nil {
+				msgs = append(msgs, provider.Message{Role: provider.RoleAssistant, Text: d.Response.Text, ToolCalls: d.Response.ToolCalls})
+				for _, c := range d.Response.ToolCalls {
+					pending = append(pending, c.ID)
+				}
+			}
+		case session.EventToolCall:
+			// Results join in call order once all calls of the step are final.
+			all := len(pending) > 0
+			for _, id := range pending {
+				if _, ok := results[id]; !ok {
+					all = false
+				}
+			}
+			if all {
+				flush()
+			}
+		}
+	}
+	// Calls of the last step still running stay open: the model is not
+	// called again until they are final.
+	return msgs
+}

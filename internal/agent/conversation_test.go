@@ -1,0 +1,39 @@
+package agent
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+func ev(kind session.EventKind, v any) session.Event {
+	b, _ := json.Marshal(v)
+	return session.Event{Kind: kind, Data: b}
+}
+
+func TestConversation(t *testing.T) {
+	call := func(id string) provider.ToolCall { return provider.ToolCall{ID: id, Name: "read_file", Args: json.RawMessage(`{}`)} }
+	events := []session.Event{
+		ev(session.EventUserMessage, session.TextData{Text: "hi"}),
+		ev(EventAssistantMessage, AssistantMessage{Response: provider.Response{Text: "reading", ToolCalls: []provider.ToolCall{call("a"), call("b")}}}),
+		ev(session.EventToolCall, session.ToolCallData{ID: "b", State: session.CallCalling}),
+		ev(session.EventToolCall, session.ToolCallData{ID: "b", State: session.CallErrored, Error: "bad"}),
+		ev(session.EventToolCall, session.ToolCallData{ID: "a", State: session.CallDone, Result: "content"}),
+		ev(EventAssistantMessage, AssistantMessage{Response: provider.Response{ToolCalls: []provider.ToolCall{call("q")}}}),
+		ev(session.EventUserMessage, session.TextData{Text: "never mind"}),
+	}
+	got := Conversation(events)
+	require.Equal(t, []provider.Message{
+		{Role: provider.RoleUser, Text: "hi"},
+		{Role: provider.RoleAssistant, Text: "reading", ToolCalls: []provider.ToolCall{call("a"), call("b")}},
+		{Role: provider.RoleTool, ToolCallID: "a", Text: "content"},
+		{Role: provider.RoleTool, ToolCallID: "b", Text: "errored: bad", IsError: true},
+		{Role: provider.RoleAssistant, ToolCalls: []provider.ToolCall{call("q")}},
+		{Role: provider.RoleTool, ToolCallID: "q", IsError: true, Text: "canceled: this call did not run (the turn was interrupted or the user moved on)"},
+		{Role: provider.RoleUser, Text: "never mind"},
+	}, got)
+}

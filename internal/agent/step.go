@@ -1,0 +1,99 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+// Appender is where a step writes transcript events.
+type Appender interface {
+	AppendEvent(ctx context.Context, e session.Event) (session.Event, error)
+}
+
+// Coalescing bounds: streamed text is written when this much has gathered
+// or this long has passed, never one event per token.
+const (
+	flushBytes = 512
+	flushEvery = 150 * time.Millisecond
+)
+
+// StepInput identifies one model step of a turn.
+type StepInput struct {
+	SessionID string
+	TurnID    string
+	Step      int
+	Request   provider.Request
+}
+
+// Step calls the model once, streaming coalesced text and tool-call starts
+// into the transcript, and records the complete response as an
+// assistant_message event. Event keys derive from the turn and step, so a
+// retried deterministic step writes nothing twice. now is the clock.
+func Step(ctx context.Context, p provider.Provider, out Appender, in StepInput, now func() time.Time) (provider.Response, error) {
+	prefix := fmt.Sprintf("%s/step%d", in.TurnID, in.Step)
+	var buf strings.Builder
+	chunk := 0
+	last := now()
+	var writeErr error
+	emit := func(kind session.EventKind, key string, v any) {
+		if writeErr != nil {
+			return
+		}
+		data, _ := json.Marshal(v)
+		_, writeErr = out.AppendEvent(ctx, session.Event{SessionID: in.SessionID, TurnID: in.TurnID, Kind: kind, Key: key, Data: data})
+	}
+	flush := func() {
+		if buf.Len() == 0 {
+			return
+		}
+		emit(session.EventAssistantText, fmt.Sprintf("%s/text%d", prefix, chunk), session.TextData{Text: buf.String()})
+		chunk++
+		buf.Reset()
+		last = now()
+	}
+	resp, err := p.Stream(ctx, in.Request, func(d provider.Delta) {
+		switch d.Kind {
+		case provider.DeltaText:
+			buf.WriteString(d.Text)
+			if buf.Len() >= flushBytes || now().Sub(last) >= flushEvery {
+				flush()
+			}
+		case provider.DeltaToolStart:
+			flush()
+			emit(session.EventToolCall, fmt.Sprintf("call/%s/%s", d.ToolCallID, session.CallGenerating),
+				session.ToolCallData{ID: d.ToolCallID, Name: d.ToolName, State: session.CallGenerating})
+		}
+	})
+	flush()
+	if err != nil {
+		return resp, err
+	}
+	if writeErr != nil {
+		return resp, fmt.Errorf("write transcript: %w", writeErr)
+	}
+	for _, c := range resp.ToolCalls {
+		emit(session.EventToolCall, fmt.Sprintf("call/%s/%s", c.ID, session.CallGenerated),
+			session.ToolCallData{ID: c.ID, Name: c.Name, State: session.CallGenerated, Args: validOrString(c.Args)})
+	}
+	emit(EventAssistantMessage, prefix+"/message", AssistantMessage{Step: in.Step, Response: resp})
+	if writeErr != nil {
+		return resp, fmt.Errorf("write transcript: %w", writeErr)
+	}
+	return resp, nil
+}
+
+// validOrString keeps malformed argument text visible in the transcript
+// without breaking the event's JSON.
+func validOrString(raw json.RawMessage) json.RawMessage {
+	if json.Valid(raw) {
+		return raw
+	}
+	b, _ := json.Marshal(string(raw))
+	return b
+}

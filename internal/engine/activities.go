@@ -1,0 +1,466 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/paddock-dev/paddock/internal/agent"
+	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
+	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/tool"
+)
+
+// Gate decides whether a tool call may run. The engine declares it; the
+// policy pipeline implements it.
+type Gate interface {
+	Decide(ctx context.Context, sessionID string, call provider.ToolCall) (allow bool, reason string, err error)
+}
+
+// AllowAll is the gate that lets every call through.
+type AllowAll struct{}
+
+// Decide implements Gate.
+func (AllowAll) Decide(context.Context, string, provider.ToolCall) (bool, string, error) {
+	return true, "allowed: no policy gate configured", nil
+}
+
+// Activities are the side effects of a session workflow. Every write is
+// idempotent, so a retried activity never duplicates a row or an event.
+type Activities struct {
+	Store     store.Store
+	Providers *provider.Registry
+	Tools     tool.Set
+	Gate      Gate
+	Logger    *slog.Logger
+	Now       func() time.Time
+	// WorkspaceDir holds one working copy per session.
+	WorkspaceDir string
+}
+
+// nonRetryable wraps an error the workflow must see at once.
+func nonRetryable(err error) error {
+	return temporal.NewNonRetryableApplicationError(err.Error(), "paddock", nil)
+}
+
+func (a *Activities) agentSpec(ctx context.Context, sessionID string) (session.Session, spec.Agent, error) {
+	s, err := a.Store.GetSession(ctx, sessionID)
+	if err != nil {
+		return s, spec.Agent{}, err
+	}
+	var sp spec.Agent
+	if err := json.Unmarshal(s.AgentSpec, &sp); err != nil {
+		return s, sp, nonRetryable(fmt.Errorf("session %s has an unreadable agent snapshot: %w", sessionID, err))
+	}
+	sp.Defaults()
+	return s, sp, nil
+}
+
+// Provision narrates the runtime phases and prepares the session's working
+// copy. A failure fails the session with the reason.
+func (a *Activities) Provision(ctx context.Context, sessionID string) error {
+	s, sp, err := a.agentSpec(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	if _, _, err := a.Providers.Resolve(sp.Model); err != nil {
+		return nonRetryable(err)
+	}
+	for _, phase := range session.Phases[:len(session.Phases)-1] {
+		if err := a.Store.SetRuntimePhase(ctx, sessionID, phase); err != nil {
+			return err
+		}
+		if phase == session.PhasePreparingEnvironment {
+			workdir, base, err := a.prepareWorkspace(ctx, s)
+			if err != nil {
+				return nonRetryable(fmt.Errorf("prepare working copy: %w", err))
+			}
+			if err := a.Store.SetWorkspace(ctx, sessionID, workdir, base); err != nil {
+				return err
+			}
+		}
+	}
+	return a.Store.SetRuntimePhase(ctx, sessionID, "")
+}
+
+func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session) (string, string, error) {
+	dir := filepath.Join(a.WorkspaceDir, s.ID)
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		base, err := git(ctx, dir, "rev-parse", "HEAD")
+		return dir, base, err // a retried provision keeps the copy it made
+	}
+	_ = os.RemoveAll(dir)
+	if err := os.MkdirAll(a.WorkspaceDir, 0o700); err != nil {
+		return "", "", err
+	}
+	if s.Repo != "" {
+		if _, err := git(ctx, "", "clone", "--quiet", "--no-hardlinks", "--", s.Repo, dir); err != nil {
+			return "", "", err
+		}
+	} else {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", "", err
+		}
+		if _, err := git(ctx, dir, "init", "--quiet"); err != nil {
+			return "", "", err
+		}
+		if _, err := git(ctx, dir, "-c", "user.name=paddock", "-c", "user.email=paddock@localhost", "commit", "--quiet", "--allow-empty", "-m", "empty working copy"); err != nil {
+			return "", "", err
+		}
+	}
+	base, err := git(ctx, dir, "rev-parse", "HEAD")
+	return dir, base, err
+}
+
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(string(out)))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Fail ends the session as failed.
+func (a *Activities) Fail(ctx context.Context, sessionID, reason string) error {
+	return a.Store.FailSession(ctx, sessionID, reason)
+}
+
+// Claim is the result of claiming commands.
+type Claim struct {
+	Commands []session.Command
+	Terminal bool
+}
+
+// Claim claims the next batch of commands.
+func (a *Activities) Claim(ctx context.Context, sessionID string) (Claim, error) {
+	cmds, err := a.Store.ClaimBatch(ctx, sessionID)
+	if err != nil {
+		return Claim{}, err
+	}
+	s, err := a.Store.GetSession(ctx, sessionID)
+	if err != nil {
+		return Claim{}, err
+	}
+	return Claim{Commands: cmds, Terminal: s.Status.Terminal() && len(cmds) == 0}, nil
+}
+
+// Settle moves commands to a final state.
+func (a *Activities) Settle(ctx context.Context, ids []string, state session.CommandState, reason string) error {
+	return a.Store.SettleCommands(ctx, ids, state, reason)
+}
+
+// MarkStarted records that a bare start booted the runtime.
+func (a *Activities) MarkStarted(ctx context.Context, sessionID string, commandID string) error {
+	if err := a.Store.MarkStarted(ctx, sessionID); err != nil {
+		return err
+	}
+	return a.Store.SettleCommands(ctx, []string{commandID}, session.CommandAccepted, "")
+}
+
+// TurnInfo is what the workflow needs to run a turn.
+type TurnInfo struct {
+	MaxActions int
+}
+
+// OpenTurn records a turn for the commands, delivers their messages into
+// the transcript and moves the turn in_progress.
+func (a *Activities) OpenTurn(ctx context.Context, turnID string, cmds []session.Command) (TurnInfo, error) {
+	if len(cmds) == 0 {
+		return TurnInfo{}, nonRetryable(errors.New("a turn needs at least one command"))
+	}
+	sessionID := cmds[0].SessionID
+	_, sp, err := a.agentSpec(ctx, sessionID)
+	if err != nil {
+		return TurnInfo{}, err
+	}
+	ids := make([]string, len(cmds))
+	for i, c := range cmds {
+		ids[i] = c.ID
+	}
+	if _, err := a.Store.OpenTurn(ctx, turnID, sessionID, ids); err != nil {
+		return TurnInfo{}, err
+	}
+	for _, c := range cmds {
+		if c.Kind != session.KindMessage && c.Kind != session.KindStartWithMessage {
+			continue
+		}
+		var p session.MessagePayload
+		_ = json.Unmarshal(c.Payload, &p)
+		text := p.Message
+		if p.Handoff != "" {
+			text = "Handoff from the previous session:\n" + p.Handoff + "\n\n" + text
+		}
+		sender := c.Sender
+		data, _ := json.Marshal(session.TextData{Text: text, Sender: &sender})
+		if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventUserMessage, Key: "message/" + c.ID, Data: data}); err != nil {
+			return TurnInfo{}, err
+		}
+	}
+	if err := a.Store.SetTurnStatus(ctx, turnID, session.TurnInProgress, "", ""); err != nil {
+		return TurnInfo{}, err
+	}
+	return TurnInfo{MaxActions: sp.Session.MaxActions}, nil
+}
+
+// SettleTurn moves a turn to a settled status; the session status follows.
+func (a *Activities) SettleTurn(ctx context.Context, turnID string, status session.TurnStatus, scope session.FailureScope, reason string) error {
+	t, err := a.Store.GetTurn(ctx, turnID)
+	if err != nil {
+		return err
+	}
+	if err := a.Store.SetTurnStatus(ctx, turnID, status, scope, reason); err != nil {
+		return err
+	}
+	ambient := "idle"
+	if status == session.TurnWaitingForInput {
+		ambient = "waiting for your answer"
+	} else if status == session.TurnFailed {
+		ambient = "turn failed: " + reason
+	}
+	return a.Store.SetDisplay(ctx, t.SessionID, "", ambient)
+}
+
+// ModelStep runs one model step of a turn. A step already recorded (the
+// activity retried after a crash) is returned as recorded.
+func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, step int) (provider.Response, error) {
+	events, err := a.Store.ListEvents(ctx, sessionID, 0, 0)
+	if err != nil {
+		return provider.Response{}, err
+	}
+	key := fmt.Sprintf("%s/step%d/message", turnID, step)
+	for _, e := range events {
+		if e.Key == key {
+			var m agent.AssistantMessage
+			if err := json.Unmarshal(e.Data, &m); err != nil {
+				return provider.Response{}, nonRetryable(err)
+			}
+			return m.Response, nil
+		}
+	}
+	_, sp, err := a.agentSpec(ctx, sessionID)
+	if err != nil {
+		return provider.Response{}, err
+	}
+	p, model, err := a.Providers.Resolve(sp.Model)
+	if err != nil {
+		return provider.Response{}, nonRetryable(err)
+	}
+	_ = a.Store.SetDisplay(ctx, sessionID, "", "thinking")
+	req := provider.Request{Model: model, System: sp.Instructions, Messages: agent.Conversation(events), Tools: a.Tools.Only(sp.Tools).Specs()}
+	stop := heartbeat(ctx)
+	defer stop()
+	return agent.Step(ctx, p, a.Store, agent.StepInput{SessionID: sessionID, TurnID: turnID, Step: step, Request: req}, a.Now)
+}
+
+// heartbeat reports liveness every second until stopped, so a dead worker
+// is noticed quickly and a cancellation (an interrupt) reaches the activity.
+func heartbeat(ctx context.Context) func() {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// ToolOutcome is the result of one tool call.
+type ToolOutcome struct {
+	State    session.ToolCallState
+	Question bool
+}
+
+func (a *Activities) callEvent(ctx context.Context, sessionID, turnID string, d session.ToolCallData) error {
+	data, _ := json.Marshal(d)
+	_, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventToolCall, Key: "call/" + d.ID + "/" + string(d.State), Data: data})
+	return err
+}
+
+// RunTool takes one generated call through the gate and runs it. Errors go
+// back to the model as an errored call; they never stop the session.
+func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call provider.ToolCall) (ToolOutcome, error) {
+	events, err := a.Store.ListEvents(ctx, sessionID, 0, 0)
+	if err != nil {
+		return ToolOutcome{}, err
+	}
+	for _, e := range events {
+		if e.Kind == session.EventQuestion && e.Key == "question/"+call.ID {
+			return ToolOutcome{State: session.CallCalling, Question: true}, nil
+		}
+		if e.Kind == session.EventToolCall && strings.HasPrefix(e.Key, "call/"+call.ID+"/") {
+			var d session.ToolCallData
+			if json.Unmarshal(e.Data, &d) == nil && d.State.Final() {
+				return ToolOutcome{State: d.State}, nil
+			}
+		}
+	}
+	_, sp, err := a.agentSpec(ctx, sessionID)
+	if err != nil {
+		return ToolOutcome{}, err
+	}
+	base := session.ToolCallData{ID: call.ID, Name: call.Name}
+	finish := func(state session.ToolCallState, result, msg string) (ToolOutcome, error) {
+		d := base
+		d.State, d.Result, d.Error = state, result, msg
+		return ToolOutcome{State: state}, a.callEvent(ctx, sessionID, turnID, d)
+	}
+	t, ok := a.Tools.Only(sp.Tools)[call.Name]
+	if !ok {
+		return finish(session.CallErrored, "", fmt.Sprintf("unknown tool %q; available: %s", call.Name, strings.Join(a.Tools.Only(sp.Tools).Names(), ", ")))
+	}
+	allow, reason, err := a.Gate.Decide(ctx, sessionID, call)
+	if err != nil {
+		return finish(session.CallRejected, "", "the policy gate could not decide, so the call is refused: "+err.Error())
+	}
+	if !allow {
+		return finish(session.CallRejected, "", reason)
+	}
+	calling := base
+	calling.State = session.CallCalling
+	if err := a.callEvent(ctx, sessionID, turnID, calling); err != nil {
+		return ToolOutcome{}, err
+	}
+	_ = a.Store.SetDisplay(ctx, sessionID, "", "running "+call.Name)
+	s, err := a.Store.GetSession(ctx, sessionID)
+	if err != nil {
+		return ToolOutcome{}, err
+	}
+	res, runErr := t.Run(ctx, tool.Env{Root: s.Workdir}, call.Args)
+	if runErr != nil {
+		return finish(session.CallErrored, "", runErr.Error())
+	}
+	if res.Question != nil {
+		q := *res.Question
+		q.ToolCallID = call.ID
+		data, _ := json.Marshal(q)
+		if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventQuestion, Key: "question/" + call.ID, Data: data}); err != nil {
+			return ToolOutcome{}, err
+		}
+		return ToolOutcome{State: session.CallCalling, Question: true}, nil
+	}
+	return finish(session.CallDone, res.Output, "")
+}
+
+// Answer delivers an answer command to the question it names: the question's
+// call becomes done with the answer as its result, and the waiting turn
+// completes. It returns an error message (and no error) when the answer
+// matches no open question.
+func (a *Activities) Answer(ctx context.Context, cmd session.Command) (string, error) {
+	var p session.AnswerPayload
+	if err := json.Unmarshal(cmd.Payload, &p); err != nil {
+		return "unreadable answer payload: " + err.Error(), nil
+	}
+	events, err := a.Store.ListEvents(ctx, cmd.SessionID, 0, 0)
+	if err != nil {
+		return "", err
+	}
+	var question *session.Event
+	for i, e := range events {
+		if e.Kind == session.EventQuestion && e.Key == "question/"+p.ToolCallID {
+			question = &events[i]
+		}
+		if e.Kind == session.EventToolCall && strings.HasPrefix(e.Key, "call/"+p.ToolCallID+"/") {
+			var d session.ToolCallData
+			if json.Unmarshal(e.Data, &d) == nil && d.State.Final() && e.Key != "call/"+p.ToolCallID+"/done" {
+				return fmt.Sprintf("question %s is no longer open", p.ToolCallID), nil
+			}
+		}
+	}
+	if question == nil {
+		return fmt.Sprintf("no question with toolCallId %s in this session", p.ToolCallID), nil
+	}
+	answer, _ := json.Marshal(p)
+	if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: cmd.SessionID, TurnID: question.TurnID, Kind: session.EventAnswer, Key: "answer/" + p.ToolCallID, Data: answer}); err != nil {
+		return "", err
+	}
+	if err := a.callEvent(ctx, cmd.SessionID, question.TurnID, session.ToolCallData{ID: p.ToolCallID, Name: tool.AskUser, State: session.CallDone, Result: string(answer)}); err != nil {
+		return "", err
+	}
+	t, err := a.Store.GetTurn(ctx, question.TurnID)
+	if err == nil && t.Status == session.TurnWaitingForInput {
+		err = a.Store.SetTurnStatus(ctx, t.ID, session.TurnCompleted, "", "")
+	}
+	return "", err
+}
+
+// CancelOpenCalls moves the turn's calls still generating, generated or
+// calling to canceled after an interrupt.
+func (a *Activities) CancelOpenCalls(ctx context.Context, sessionID, turnID, reason string) error {
+	events, err := a.Store.ListEvents(ctx, sessionID, 0, 0)
+	if err != nil {
+		return err
+	}
+	last := map[string]session.ToolCallData{}
+	var order []string
+	for _, e := range events {
+		if e.Kind != session.EventToolCall || e.TurnID != turnID {
+			continue
+		}
+		var d session.ToolCallData
+		if json.Unmarshal(e.Data, &d) != nil {
+			continue
+		}
+		if _, ok := last[d.ID]; !ok {
+			order = append(order, d.ID)
+		}
+		last[d.ID] = d
+	}
+	for _, id := range order {
+		d := last[id]
+		if d.State.Final() || d.State.Transition(session.CallCanceled) != nil {
+			continue
+		}
+		d.State, d.Error, d.Result, d.Args = session.CallCanceled, reason, "", nil
+		if err := a.callEvent(ctx, sessionID, turnID, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stop ends the session: the stop command is accepted and the session is
+// stopped with its reason, respawn request and handoff.
+func (a *Activities) Stop(ctx context.Context, cmd session.Command) error {
+	var p session.StopPayload
+	_ = json.Unmarshal(cmd.Payload, &p)
+	if err := a.Store.SettleCommands(ctx, []string{cmd.ID}, session.CommandAccepted, ""); err != nil {
+		return err
+	}
+	if p.Reason != "" {
+		data, _ := json.Marshal(session.TextData{Text: "stopped: " + p.Reason, Sender: &cmd.Sender})
+		if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: cmd.SessionID, Kind: session.EventNotice, Key: "stop/" + cmd.ID, Data: data}); err != nil {
+			return err
+		}
+	}
+	if err := a.Store.StopSession(ctx, cmd.SessionID, p); err != nil {
+		return err
+	}
+	return a.Store.SetDisplay(ctx, cmd.SessionID, "", "stopped")
+}

@@ -1,0 +1,205 @@
+// Package engine runs sessions on Temporal: SessionWorkflow drains a
+// session's command queue in order and runs its turns; Activities hold every
+// side effect. Workflow code here is deterministic; it reads and writes the
+// world only through activities.
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+// TaskQueue is the task queue session workflows and activities run on.
+const TaskQueue = "paddock-sessions"
+
+// SignalCommand wakes the workflow: a command row was recorded.
+const SignalCommand = "command"
+
+// Notice is the payload of SignalCommand. The command itself is read from
+// the store; the notice only says which, so an interrupt or stop can abort
+// the turn in flight at once.
+type Notice struct {
+	CommandID string              `json:"commandId"`
+	Kind      session.CommandKind `json:"kind"`
+}
+
+// Input starts a SessionWorkflow.
+type Input struct {
+	SessionID   string `json:"sessionId"`
+	Provisioned bool   `json:"provisioned"`
+}
+
+// act is the activity set as the workflow names them.
+var act *Activities
+
+// SessionWorkflow is one session's durable dispatch loop.
+func SessionWorkflow(ctx workflow.Context, in Input) error {
+	w := &run{in: in}
+	sig := workflow.GetSignalChannel(ctx, SignalCommand)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var n Notice
+			sig.Receive(ctx, &n)
+			w.wake = true
+			if (n.Kind == session.KindInterrupt || n.Kind == session.KindStop) && w.cancelTurn != nil {
+				w.cancelTurn()
+			}
+		}
+	})
+	if !in.Provisioned {
+		if err := workflow.ExecuteActivity(short(ctx, 5), act.Provision, in.SessionID).Get(ctx, nil); err != nil {
+			return w.fail(ctx, "provisioning failed: "+reason(err))
+		}
+	}
+	for {
+		w.wake = false
+		var claim Claim
+		if err := workflow.ExecuteActivity(short(ctx, 0), act.Claim, in.SessionID).Get(ctx, &claim); err != nil {
+			return err
+		}
+		if claim.Terminal {
+			return nil
+		}
+		if len(claim.Commands) == 0 {
+			if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+				return workflow.NewContinueAsNewError(ctx, SessionWorkflow, Input{SessionID: in.SessionID, Provisioned: true})
+			}
+			if err := workflow.Await(ctx, func() bool { return w.wake }); err != nil {
+				return err
+			}
+			continue
+		}
+		done, err := w.dispatch(ctx, claim.Commands)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+type run struct {
+	in         Input
+	wake       bool
+	cancelTurn workflow.CancelFunc
+}
+
+// short gives activity options for quick store work; attempts 0 retries
+// until it succeeds (the store being briefly unavailable must not lose a
+// session), otherwise at most that many attempts.
+func short(ctx workflow.Context, attempts int32) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumInterval: 10 * time.Second, MaximumAttempts: attempts},
+	})
+}
+
+// long gives activity options for model steps and tools: they heartbeat,
+// so a dead worker is noticed in seconds and an interrupt reaches them.
+func long(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 15 * time.Minute,
+		HeartbeatTimeout:    5 * time.Second,
+		WaitForCancellation: true,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
+	})
+}
+
+func reason(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Message()
+	}
+	return err.Error()
+}
+
+func (w *run) fail(ctx workflow.Context, why string) error {
+	return workflow.ExecuteActivity(short(ctx, 0), act.Fail, w.in.SessionID, why).Get(ctx, nil)
+}
+
+func ids(cmds []session.Command) []string {
+	out := make([]string, len(cmds))
+	for i, c := range cmds {
+		out[i] = c.ID
+	}
+	return out
+}
+
+// dispatch delivers one claimed batch; done means the session ended.
+func (w *run) dispatch(ctx workflow.Context, batch []session.Command) (bool, error) {
+	first := batch[0]
+	settle := func(state session.CommandState, why string) error {
+		return workflow.ExecuteActivity(short(ctx, 0), act.Settle, ids(batch), state, why).Get(ctx, nil)
+	}
+	switch first.Kind {
+	case session.KindStart:
+		return false, workflow.ExecuteActivity(short(ctx, 0), act.MarkStarted, w.in.SessionID, first.ID).Get(ctx, nil)
+	case session.KindStartWithMessage, session.KindMessage:
+		return w.turn(ctx, batch)
+	case session.KindAnswer:
+		var problem string
+		if err := workflow.ExecuteActivity(short(ctx, 0), act.Answer, first).Get(ctx, &problem); err != nil {
+			return false, err
+		}
+		if problem != "" {
+			return false, settle(session.CommandFailed, problem)
+		}
+		return w.turn(ctx, batch)
+	case session.KindInterrupt:
+		return false, settle(session.CommandAccepted, "no turn was in flight")
+	case session.KindStop:
+		return true, workflow.ExecuteActivity(short(ctx, 0), act.Stop, first).Get(ctx, nil)
+	}
+	return false, settle(session.CommandFailed, fmt.Sprintf("command kind %s is not dispatched", first.Kind))
+}
+
+// turn runs one turn for the batch: model steps and tool calls until the
+// model stops calling tools, asks a question, fails, or is interrupted.
+func (w *run) turn(ctx workflow.Context, batch []session.Command) (bool, error) {
+	turnID := "turn-" + batch[0].ID
+	var info TurnInfo
+	if err := workflow.ExecuteActivity(short(ctx, 0), act.OpenTurn, turnID, batch).Get(ctx, &info); err != nil {
+		return false, err
+	}
+	tctx, cancel := workflow.WithCancel(ctx)
+	w.cancelTurn = cancel
+	status, scope, why := w.steps(tctx, turnID, info)
+	w.cancelTurn = nil
+	cancel()
+	if tctx.Err() != nil {
+		status, scope, why = session.TurnFailed, session.ScopeTurn, "interrupted"
+		if err := workflow.ExecuteActivity(short(ctx, 0), act.CancelOpenCalls, w.in.SessionID, turnID, "the turn was interrupted").Get(ctx, nil); err != nil {
+			return false, err
+		}
+	}
+	return false, workflow.ExecuteActivity(short(ctx, 0), act.SettleTurn, turnID, status, scope, why).Get(ctx, nil)
+}
+
+func (w *run) steps(ctx workflow.Context, turnID string, info TurnInfo) (session.TurnStatus, session.FailureScope, string) {
+	for step := range info.MaxActions {
+		var resp provider.Response
+		if err := workflow.ExecuteActivity(long(ctx), act.ModelStep, w.in.SessionID, turnID, step).Get(ctx, &resp); err != nil {
+			return session.TurnFailed, session.ScopeTurn, "model call failed: " + reason(err)
+		}
+		if len(resp.ToolCalls) == 0 {
+			return session.TurnCompleted, "", ""
+		}
+		asked := false
+		for _, call := range resp.ToolCalls {
+			var out ToolOutcome
+			if err := workflow.ExecuteActivity(long(ctx), act.RunTool, w.in.SessionID, turnID, call).Get(ctx, &out); err != nil {
+				return session.TurnFailed, session.ScopeTurn, "tool call failed: " + reason(err)
+			}
+			asked = asked || out.Question
+		}
+		if asked {
+			return session.TurnWaitingForInput, "", ""
+		}
+	}
+	return session.TurnFailed, session.ScopeTurn, fmt.Sprintf("the turn reached its limit of %d actions", info.MaxActions)
+}

@@ -1,0 +1,135 @@
+// Package provider holds the provider-neutral types of a model call and the
+// registry that resolves "PROVIDER/MODEL" names. Each provider lives in its
+// own subpackage (replay today; anthropic and openai plug in the same way).
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Role says who speaks a message.
+type Role string
+
+// Roles.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// ToolCall is one call the model asks for. Args is the complete argument
+// JSON exactly as the model produced it; it is parsed later, strictly.
+type ToolCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+// Message is one message of the conversation.
+type Message struct {
+	Role       Role       `json:"role"`
+	Text       string     `json:"text,omitempty"`
+	ToolCalls  []ToolCall `json:"toolCalls,omitempty"`
+	ToolCallID string     `json:"toolCallId,omitempty"` // for RoleTool
+	IsError    bool       `json:"isError,omitempty"`    // for RoleTool
+}
+
+// ToolSpec describes a tool to the model.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Schema      json.RawMessage `json:"schema"`
+}
+
+// Request is one model call.
+type Request struct {
+	Model    string     `json:"model"`
+	System   string     `json:"system,omitempty"`
+	Messages []Message  `json:"messages"`
+	Tools    []ToolSpec `json:"tools,omitempty"`
+}
+
+// Usage counts tokens of one call.
+type Usage struct {
+	InputTokens  int `json:"inputTokens"`
+	OutputTokens int `json:"outputTokens"`
+}
+
+// Response is the complete assistant message of one call.
+type Response struct {
+	Text       string     `json:"text,omitempty"`
+	ToolCalls  []ToolCall `json:"toolCalls,omitempty"`
+	StopReason string     `json:"stopReason,omitempty"`
+	Usage      Usage      `json:"usage"`
+}
+
+// DeltaKind types a streamed fragment.
+type DeltaKind int
+
+// Delta kinds.
+const (
+	DeltaText      DeltaKind = iota // Text is a piece of assistant text
+	DeltaToolStart                  // a tool call ToolCallID/ToolName begins (state generating)
+	DeltaToolArgs                   // Text is a fragment of the call's argument JSON
+)
+
+// Delta is one streamed fragment.
+type Delta struct {
+	Kind       DeltaKind
+	Text       string
+	ToolCallID string
+	ToolName   string
+}
+
+// Provider streams one model call. Stream calls sink for each fragment, in
+// order, and returns the complete response.
+type Provider interface {
+	Stream(ctx context.Context, req Request, sink func(Delta)) (Response, error)
+}
+
+// Factory makes a provider for a model name (the part after "PROVIDER/").
+type Factory func(model string) (Provider, error)
+
+// Registry resolves "PROVIDER/MODEL" names.
+type Registry struct {
+	factories map[string]Factory
+}
+
+// ErrUnknownModel says a model name cannot be resolved.
+var ErrUnknownModel = errors.New("unknown model")
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{factories: map[string]Factory{}} }
+
+// Register adds a provider under name.
+func (r *Registry) Register(name string, f Factory) { r.factories[name] = f }
+
+// Has reports whether a provider is registered under name.
+func (r *Registry) Has(name string) bool { _, ok := r.factories[name]; return ok }
+
+// Resolve returns the provider for "PROVIDER/MODEL" and the model part.
+func (r *Registry) Resolve(name string) (Provider, string, error) {
+	p, model, ok := strings.Cut(name, "/")
+	if !ok || model == "" {
+		return nil, "", fmt.Errorf("%w %q: want PROVIDER/MODEL", ErrUnknownModel, name)
+	}
+	f, ok := r.factories[p]
+	if !ok {
+		names := make([]string, 0, len(r.factories))
+		for n := range r.factories {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, "", fmt.Errorf("%w %q: no provider %q (have %s)", ErrUnknownModel, name, p, strings.Join(names, ", "))
+	}
+	prov, err := f(model)
+	if err != nil {
+		return nil, "", fmt.Errorf("model %q: %w", name, err)
+	}
+	return prov, model, nil
+}

@@ -1,0 +1,243 @@
+// Package spec parses and validates agent specs written in YAML: strictly
+// (unknown fields and wrong types are errors with the field's path), all
+// documents of a file before any is applied.
+package spec
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Agent is a declared agent.
+type Agent struct {
+	Kind           string   `yaml:"kind" json:"kind"`
+	Name           string   `yaml:"name" json:"name"`
+	Project        string   `yaml:"project" json:"project"`
+	Description    string   `yaml:"description" json:"description,omitempty"`
+	Model          string   `yaml:"model" json:"model"`
+	FallbackModels []string `yaml:"fallbackModels" json:"fallbackModels,omitempty"`
+	Instructions   string   `yaml:"instructions" json:"instructions,omitempty"`
+	InitialPrompt  string   `yaml:"initialPrompt" json:"initialPrompt,omitempty"`
+	// Tools lists the built-in tools the agent may use; empty means all.
+	Tools []string `yaml:"tools" json:"tools,omitempty"`
+	// Concurrency 1 makes the agent a singleton: one live session at a time.
+	Concurrency int    `yaml:"concurrency" json:"concurrency,omitempty"`
+	Replace     string `yaml:"replace" json:"replace,omitempty"`
+	OnReplace   string `yaml:"onReplace" json:"onReplace,omitempty"`
+	// MaxPerSessionUSD is the spend cap frozen onto each session.
+	MaxPerSessionUSD float64 `yaml:"maxPerSessionUsd" json:"maxPerSessionUsd,omitempty"`
+	// DisplayTitle is a template ({{input}} is the kickoff text) or "infer".
+	DisplayTitle string      `yaml:"displayTitle" json:"displayTitle,omitempty"`
+	Session      SessionSpec `yaml:"session" json:"session"`
+}
+
+// SessionSpec holds per-session runtime settings.
+type SessionSpec struct {
+	IdleTimeout          Duration `yaml:"idleTimeout" json:"idleTimeout,omitempty"`
+	ArchiveAfterInactive Duration `yaml:"archiveAfterInactive" json:"archiveAfterInactive,omitempty"`
+	// MaxActions bounds the model steps of one turn.
+	MaxActions int `yaml:"maxActions" json:"maxActions,omitempty"`
+}
+
+// Duration is a time.Duration written as "15m" in YAML and JSON.
+type Duration time.Duration
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	*d = Duration(v)
+	return err
+}
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	*d = Duration(v)
+	return err
+}
+
+// Defaults.
+const (
+	DefaultProject     = "default"
+	DefaultIdleTimeout = Duration(15 * time.Minute)
+	DefaultMaxActions  = 150
+)
+
+var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// Known are the things validation checks names against.
+type Known struct {
+	Tool     func(name string) bool
+	Provider func(name string) bool
+}
+
+// Parse reads every YAML document in r as an agent spec, applies defaults
+// and validates them all; it returns the first problem as a *FieldError.
+func Parse(r io.Reader, known Known) ([]Agent, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var out []Agent
+	seen := map[string]bool{}
+	for doc := 1; ; doc++ {
+		var node yaml.Node
+		err := dec.Decode(&node)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, &FieldError{Doc: doc, Path: "(document)", Reason: "not valid YAML: " + err.Error()}
+		}
+		if len(node.Content) == 0 {
+			continue
+		}
+		var a Agent
+		if err := decodeStrict(doc, node.Content[0], &a); err != nil {
+			return nil, err
+		}
+		a.Defaults()
+		if err := a.Validate(known); err != nil {
+			var fe *FieldError
+			if errors.As(err, &fe) {
+				fe.Doc = doc
+			}
+			return nil, err
+		}
+		if seen[a.Project+"/"+a.Name] {
+			return nil, &FieldError{Doc: doc, Path: "name", Reason: fmt.Sprintf("agent %q appears twice in this file", a.Name)}
+		}
+		seen[a.Project+"/"+a.Name] = true
+		out = append(out, a)
+	}
+	if len(out) == 0 {
+		return nil, &FieldError{Path: "(file)", Reason: "no agent spec found"}
+	}
+	return out, nil
+}
+
+// Defaults fills unset fields.
+func (a *Agent) Defaults() {
+	if a.Kind == "" {
+		a.Kind = "Agent"
+	}
+	if a.Project == "" {
+		a.Project = DefaultProject
+	}
+	if a.Replace == "" {
+		a.Replace = "manual"
+	}
+	if a.Session.IdleTimeout == 0 {
+		a.Session.IdleTimeout = DefaultIdleTimeout
+	}
+	if a.Session.MaxActions == 0 {
+		a.Session.MaxActions = DefaultMaxActions
+	}
+}
+
+// Validate checks a defaulted spec.
+func (a *Agent) Validate(known Known) error {
+	bad := func(path, reason string) error { return &FieldError{Path: path, Reason: reason} }
+	if a.Kind != "Agent" {
+		return bad("kind", fmt.Sprintf("%q is not a kind this file can hold (want Agent)", a.Kind))
+	}
+	if !nameRE.MatchString(a.Name) {
+		return bad("name", fmt.Sprintf("%q: want 1-63 lowercase letters, digits and dashes, starting and ending with a letter or digit", a.Name))
+	}
+	if !nameRE.MatchString(a.Project) {
+		return bad("project", fmt.Sprintf("%q: want 1-63 lowercase letters, digits and dashes", a.Project))
+	}
+	if err := checkModel(a.Model, known); err != nil {
+		return bad("model", err.Error())
+	}
+	for i, m := range a.FallbackModels {
+		if err := checkModel(m, known); err != nil {
+			return bad(fmt.Sprintf("fallbackModels[%d]", i), err.Error())
+		}
+	}
+	for i, t := range a.Tools {
+		if known.Tool != nil && !known.Tool(t) {
+			return bad(fmt.Sprintf("tools[%d]", i), fmt.Sprintf("unknown tool %q", t))
+		}
+	}
+	if a.Concurrency != 0 && a.Concurrency != 1 {
+		return bad("concurrency", fmt.Sprintf("%d: want 1 (a singleton) or leave it out (no limit)", a.Concurrency))
+	}
+	if a.Replace != "manual" && a.Replace != "auto" {
+		return bad("replace", fmt.Sprintf("%q: want manual or auto", a.Replace))
+	}
+	if a.Replace == "auto" && a.Concurrency != 1 {
+		return bad("replace", "auto replacement needs concurrency: 1")
+	}
+	if a.MaxPerSessionUSD < 0 {
+		return bad("maxPerSessionUsd", "must not be negative")
+	}
+	if n := len([]rune(a.DisplayTitle)); n > 200 {
+		return bad("displayTitle", fmt.Sprintf("template of %d characters; keep it under 200", n))
+	}
+	if a.Session.IdleTimeout < Duration(time.Second) {
+		return bad("session.idleTimeout", "must be at least 1s")
+	}
+	if a.Session.ArchiveAfterInactive < 0 {
+		return bad("session.archiveAfterInactive", "must not be negative")
+	}
+	if a.Session.MaxActions < 1 || a.Session.MaxActions > 10000 {
+		return bad("session.maxActions", fmt.Sprintf("%d: want 1 to 10000", a.Session.MaxActions))
+	}
+	return nil
+}
+
+func checkModel(m string, known Known) error {
+	provider, model, ok := strings.Cut(m, "/")
+	if !ok || provider == "" || model == "" {
+		return fmt.Errorf("%q: want PROVIDER/MODEL, e.g. anthropic/claude-sonnet-4-5 or replay/script.yaml", m)
+	}
+	if known.Provider != nil && !known.Provider(provider) {
+		return fmt.Errorf("unknown provider %q", provider)
+	}
+	return nil
+}
+
+// Digest is the content digest of the canonical JSON form of the spec.
+func (a *Agent) Digest() string {
+	b, _ := json.Marshal(a)
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// JSON is the canonical JSON form stored and snapshotted onto sessions.
+func (a *Agent) JSON() json.RawMessage {
+	b, _ := json.Marshal(a)
+	return b
+}
+
+// Title renders the display title for a session from its kickoff input.
+func (a *Agent) Title(input string) string {
+	text := strings.Join(strings.Fields(input), " ")
+	switch a.DisplayTitle {
+	case "", "infer":
+		if text == "" {
+			return a.Name
+		}
+		return text
+	}
+	return strings.ReplaceAll(a.DisplayTitle, "{{input}}", text)
+}

@@ -1,0 +1,151 @@
+// Package tool holds the built-in tools: each has a name, a JSON schema and
+// a description file under descriptions/. Arguments are parsed once,
+// complete and strictly; file tools are confined to the working copy.
+package tool
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+//go:embed descriptions/*.md
+var descriptions embed.FS
+
+// Env is what a tool runs against.
+type Env struct {
+	// Root is the session's working copy; file tools never leave it.
+	Root string
+}
+
+// Result is what a tool returns to the model. A question tool returns a
+// Question instead: the turn waits for the answer.
+type Result struct {
+	Output   string
+	Question *session.Question
+}
+
+// Tool is a built-in tool.
+type Tool struct {
+	Name   string
+	Schema json.RawMessage
+	run    func(ctx context.Context, env Env, args json.RawMessage) (Result, error)
+}
+
+// Spec describes the tool to a model.
+func (t Tool) Spec() provider.ToolSpec {
+	d, _ := descriptions.ReadFile("descriptions/" + t.Name + ".md")
+	return provider.ToolSpec{Name: t.Name, Description: strings.TrimSpace(string(d)), Schema: t.Schema}
+}
+
+// Run executes the tool with raw argument JSON.
+func (t Tool) Run(ctx context.Context, env Env, args json.RawMessage) (Result, error) {
+	return t.run(ctx, env, args)
+}
+
+// ErrArgs marks an argument error: the model sent arguments that do not fit
+// the tool's schema.
+var ErrArgs = errors.New("invalid arguments")
+
+// decode parses args strictly into v: invalid JSON, unknown fields, wrong
+// types and trailing data are errors, never guessed around.
+func decode(args json.RawMessage, v any) error {
+	if len(bytes.TrimSpace(args)) == 0 {
+		return fmt.Errorf("%w: empty; want a JSON object", ErrArgs)
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %v", ErrArgs, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: trailing data after the JSON object", ErrArgs)
+	}
+	return nil
+}
+
+func required(field, value string) error {
+	if value == "" {
+		return fmt.Errorf("%w: %s is required", ErrArgs, field)
+	}
+	return nil
+}
+
+// Set is a lookup of tools by name.
+type Set map[string]Tool
+
+// Builtin returns all built-in tools.
+func Builtin() Set {
+	s := Set{}
+	for _, t := range []Tool{readFile, writeFile, editFile, listDir, askUser} {
+		s[t.Name] = t
+	}
+	return s
+}
+
+// Names lists the tool names, sorted.
+func (s Set) Names() []string {
+	out := make([]string, 0, len(s))
+	for n := range s {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Only returns the subset named; empty names means all.
+func (s Set) Only(names []string) Set {
+	if len(names) == 0 {
+		return s
+	}
+	out := Set{}
+	for _, n := range names {
+		if t, ok := s[n]; ok {
+			out[n] = t
+		}
+	}
+	return out
+}
+
+// Specs describes the set to a model, sorted by name.
+func (s Set) Specs() []provider.ToolSpec {
+	var out []provider.ToolSpec
+	for _, n := range s.Names() {
+		out = append(out, s[n].Spec())
+	}
+	return out
+}
+
+// openRoot opens the working copy as an os.Root: every path is resolved
+// inside it, and symlinks pointing out are refused by the kernel-checked walk.
+func openRoot(env Env) (*os.Root, error) {
+	if env.Root == "" {
+		return nil, errors.New("this session has no working copy")
+	}
+	return os.OpenRoot(env.Root)
+}
+
+// cleanPath checks a model-given path: relative, inside the working copy.
+func cleanPath(p string) (string, error) {
+	if p == "" {
+		return "", fmt.Errorf("%w: path is required", ErrArgs)
+	}
+	if filepath.IsAbs(p) {
+		return "", fmt.Errorf("path %q is absolute; give a path relative to the working copy", p)
+	}
+	c := filepath.Clean(p)
+	if c == ".." || strings.HasPrefix(c, "../") {
+		return "", fmt.Errorf("path %q leaves the working copy", p)
+	}
+	return c, nil
+}
