@@ -170,8 +170,9 @@ func (w *run) turn(ctx workflow.Context, batch []session.Command) (bool, error) 
 	w.cancelTurn = cancel
 	status, scope, why := w.steps(tctx, turnID, info)
 	w.cancelTurn = nil
+	interrupted := tctx.Err() != nil
 	cancel()
-	if tctx.Err() != nil {
+	if interrupted {
 		status, scope, why = session.TurnFailed, session.ScopeTurn, "interrupted"
 		if err := workflow.ExecuteActivity(short(ctx, 0), act.CancelOpenCalls, w.in.SessionID, turnID, "the turn was interrupted").Get(ctx, nil); err != nil {
 			return false, err

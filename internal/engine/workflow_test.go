@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/provider/replay"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
+	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/store/sqlite"
+	"github.com/paddock-dev/paddock/internal/tool"
+)
+
+type fixture struct {
+	store store.Store
+	acts  *Activities
+	env   *testsuite.TestWorkflowEnvironment
+	repo  string
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "paddock.db"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	repo := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "notes.txt"), []byte("a draft note\n"), 0o644))
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"}} {
+		out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	reg := provider.NewRegistry()
+	reg.Register("replay", replay.Factory)
+	acts := &Activities{Store: st, Providers: reg, Tools: tool.Builtin(), Gate: AllowAll{}, Now: time.Now,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), WorkspaceDir: t.TempDir()}
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(SessionWorkflow)
+	env.RegisterActivity(acts)
+	return &fixture{store: st, acts: acts, env: env, repo: repo}
+}
+
+func (f *fixture) create(t *testing.T, id, model, message string) {
+	t.Helper()
+	sp := spec.Agent{Name: "tester", Model: model}
+	sp.Defaults()
+	kind, payload := session.KindStart, json.RawMessage(`{}`)
+	if message != "" {
+		kind = session.KindStartWithMessage
+		payload, _ = json.Marshal(session.MessagePayload{Message: message})
+	}
+	_, _, err := f.store.CreateSession(context.Background(), store.NewSession{ID: id, Project: "default",
+		Agent: store.Agent{Project: "default", Name: "tester", Spec: sp.JSON(), Digest: sp.Digest()}, Repo: f.repo,
+		CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "t"}, StartKind: kind, StartPayload: payload})
+	require.NoError(t, err)
+}
+
+// send records a command and signals the workflow, as the service does.
+func (f *fixture) send(t *testing.T, id string, kind session.CommandKind, payload any) {
+	t.Helper()
+	data, _ := json.Marshal(payload)
+	c, _, err := f.store.AppendCommand(context.Background(), store.NewCommand{ID: id + "-" + string(kind) + time.Now().String(), SessionID: id,
+		Kind: kind, Payload: data, Sender: session.Sender{Kind: session.SenderOperator, ID: "t"}})
+	require.NoError(t, err)
+	f.env.SignalWorkflow(SignalCommand, Notice{CommandID: c.ID, Kind: kind})
+}
+
+func TestSessionWorkflowFullTurn(t *testing.T) {
+	f := setup(t)
+	f.create(t, "s1", "replay/testdata/script.yaml", "finish the notes")
+	f.env.RegisterDelayedCallback(func() {
+		x, err := f.store.GetSession(context.Background(), "s1")
+		require.NoError(t, err)
+		require.Equal(t, session.StatusAwaiting, x.Status)
+		f.send(t, "s1", session.KindAnswer, session.AnswerPayload{ToolCallID: "call_2_0", Answers: map[string]string{"ship": "yes"}})
+	}, time.Minute)
+	f.env.RegisterDelayedCallback(func() {
+		f.send(t, "s1", session.KindMessage, session.MessagePayload{Message: "one"})
+		f.send(t, "s1", session.KindMessage, session.MessagePayload{Message: "two"})
+	}, 2*time.Minute)
+	f.env.RegisterDelayedCallback(func() {
+		f.send(t, "s1", session.KindStop, session.StopPayload{Reason: "done", Handoff: "all shipped"})
+	}, 3*time.Minute)
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1"})
+	require.True(t, f.env.IsWorkflowCompleted())
+	require.NoError(t, f.env.GetWorkflowError())
+
+	ctx := context.Background()
+	x, err := f.store.GetSession(ctx, "s1")
+	require.NoError(t, err)
+	require.Equal(t, session.StatusStopped, x.Status)
+	require.Equal(t, "all shipped", x.Handoff)
+	data, err := os.ReadFile(filepath.Join(x.Workdir, "notes.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "a final note\n", string(data))
+	orig, _ := os.ReadFile(filepath.Join(f.repo, "notes.txt"))
+	require.Equal(t, "a draft note\n", string(orig), "the user's repository is untouched")
+
+	turns, err := f.store.ListTurns(ctx, "s1")
+	require.NoError(t, err)
+	require.Len(t, turns, 3, "start turn, answer turn, one batched message turn")
+	require.Equal(t, session.TurnCompleted, turns[0].Status, "the question was answered")
+	require.Equal(t, session.TurnCompleted, turns[1].Status)
+	require.Len(t, turns[2].CommandIDs, 2, "two pending messages combine into one turn")
+
+	events, err := f.store.ListEvents(ctx, "s1", 0, 0)
+	require.NoError(t, err)
+	states := map[string][]session.ToolCallState{}
+	for i, e := range events {
+		require.Equal(t, int64(i+1), e.Seq)
+		if e.Kind == session.EventToolCall {
+			var d session.ToolCallData
+			require.NoError(t, json.Unmarshal(e.Data, &d))
+			states[d.ID] = append(states[d.ID], d.State)
+		}
+	}
+	require.Equal(t, []session.ToolCallState{"generating", "generated", "calling", "done"}, states["call_0_0"])
+	require.Equal(t, []session.ToolCallState{"generating", "generated", "calling", "errored"}, states["call_0_1"], "unknown field in args → errored, returned to the model")
+	require.Equal(t, []session.ToolCallState{"generating", "generated", "calling", "done"}, states["call_2_0"])
+	cmds, err := f.store.ListCommands(ctx, "s1")
+	require.NoError(t, err)
+	for _, c := range cmds {
+		require.Equal(t, session.CommandAccepted, c.State, c.Kind)
+	}
+}
+
+func TestSessionWorkflowBareStartAndBadAnswer(t *testing.T) {
+	f := setup(t)
+	f.create(t, "s2", "replay/testdata/script.yaml", "")
+	f.env.RegisterDelayedCallback(func() {
+		x, _ := f.store.GetSession(context.Background(), "s2")
+		require.Equal(t, session.StatusAwaiting, x.Status, "a bare start boots the runtime and awaits")
+		f.send(t, "s2", session.KindAnswer, session.AnswerPayload{ToolCallID: "nope", Response: "hi"})
+		f.send(t, "s2", session.KindInterrupt, session.InterruptPayload{})
+		f.send(t, "s2", session.KindStop, session.StopPayload{})
+	}, time.Minute)
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s2"})
+	require.NoError(t, f.env.GetWorkflowError())
+	cmds, err := f.store.ListCommands(context.Background(), "s2")
+	require.NoError(t, err)
+	require.Equal(t, session.CommandFailed, cmds[1].State)
+	require.Contains(t, cmds[1].Error, "no question with toolCallId nope")
+	require.Equal(t, session.CommandAccepted, cmds[2].State)
+}
+
+func TestSessionWorkflowProvisionFailure(t *testing.T) {
+	f := setup(t)
+	f.create(t, "s4", "replay/testdata/script.yaml", "go")
+	f.acts.Providers = provider.NewRegistry() // the model can no longer be resolved
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s4"})
+	require.NoError(t, f.env.GetWorkflowError())
+	x, err := f.store.GetSession(context.Background(), "s4")
+	require.NoError(t, err)
+	require.Equal(t, session.StatusFailed, x.Status)
+	require.Contains(t, x.Error, "provisioning failed")
+	require.Contains(t, x.Error, "no provider \"replay\"")
+	require.Contains(t, x.FailureReason, "provisioning failed")
+}
