@@ -16,7 +16,9 @@ func ev(kind session.EventKind, v any) session.Event {
 }
 
 func TestConversation(t *testing.T) {
-	call := func(id string) provider.ToolCall { return provider.ToolCall{ID: id, Name: "read_file", Args: json.RawMessage(`{}`)} }
+	call := func(id string) provider.ToolCall {
+		return provider.ToolCall{ID: id, Name: "read_file", Args: json.RawMessage(`{}`)}
+	}
 	events := []session.Event{
 		ev(session.EventUserMessage, session.TextData{Text: "hi"}),
 		ev(EventAssistantMessage, AssistantMessage{Response: provider.Response{Text: "reading", ToolCalls: []provider.ToolCall{call("a"), call("b")}}}),

@@ -184,7 +184,7 @@ func (a *Activities) OpenTurn(ctx context.Context, turnID string, cmds []session
 		return TurnInfo{}, nonRetryable(errors.New("a turn needs at least one command"))
 	}
 	sessionID := cmds[0].SessionID
-	_, sp, err := a.agentSpec(ctx, sessionID)
+	s, sp, err := a.agentSpec(ctx, sessionID)
 	if err != nil {
 		return TurnInfo{}, err
 	}
@@ -206,6 +206,9 @@ func (a *Activities) OpenTurn(ctx context.Context, turnID string, cmds []session
 			text = "Handoff from the previous session:\n" + p.Handoff + "\n\n" + text
 		}
 		sender := c.Sender
+		if c.Kind == session.KindStartWithMessage {
+			sender = s.CreatedBy // the platform creates the start; its message is the creator's
+		}
 		data, _ := json.Marshal(session.TextData{Text: text, Sender: &sender})
 		if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventUserMessage, Key: "message/" + c.ID, Data: data}); err != nil {
 			return TurnInfo{}, err

@@ -123,8 +123,8 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 	}
 	x, _, err := s.Store.CreateSession(ctx, store.NewSession{
 		ID: uuid.NewString(), Project: req.Project, SpendCapUSD: sp.MaxPerSessionUSD, DisplayTitle: sp.Title(input),
-		Agent:     store.Agent{Project: sp.Project, Name: sp.Name, Spec: sp.JSON(), Digest: sp.Digest(), Concurrency: sp.Concurrency},
-		Input:     input, Repo: req.Repo, CreatedBy: by, StartKind: kind, StartPayload: payload, IdempotencyKey: req.IdempotencyKey,
+		Agent: store.Agent{Project: sp.Project, Name: sp.Name, Spec: sp.JSON(), Digest: sp.Digest(), Concurrency: sp.Concurrency},
+		Input: input, Repo: req.Repo, CreatedBy: by, StartKind: kind, StartPayload: payload, IdempotencyKey: req.IdempotencyKey,
 	})
 	if err != nil {
 		return x, err

@@ -8,12 +8,15 @@ package temporalserver
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,6 +40,7 @@ const loopback = "127.0.0.1"
 type Server struct {
 	srv      temporal.Server
 	hostPort string
+	log      *slogLogger
 }
 
 // HostPort is the frontend address for SDK clients.
@@ -57,9 +61,10 @@ func Start(ctx context.Context, dbPath string, logger *slog.Logger) (*Server, er
 		PluginName:   sqliteplugin.PluginName,
 		DatabaseName: dbPath,
 		ConnectAttributes: map[string]string{
-			"mode":          "rwc",
-			"_journal_mode": "wal",
-			"_synchronous":  "normal",
+			"mode":         "rwc",
+			"journal_mode": "wal",
+			"synchronous":  "normal",
+			"busy_timeout": "10000",
 		},
 		// One connection: more gave "database is locked" and half the throughput.
 		MaxConns:     1,
@@ -76,6 +81,9 @@ func Start(ctx context.Context, dbPath string, logger *slog.Logger) (*Server, er
 	}
 	if err := sqlite.CreateNamespaces(sqlCfg, ns); err != nil {
 		return nil, fmt.Errorf("temporal namespace: %w", err)
+	}
+	if err := forgetMembers(ctx, dbPath); err != nil {
+		return nil, err
 	}
 
 	hostPort := fmt.Sprintf("%s:%d", loopback, ports[0])
@@ -124,10 +132,11 @@ func Start(ctx context.Context, dbPath string, logger *slog.Logger) (*Server, er
 	dc := dynamicconfig.StaticClient{
 		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
 	}
+	tl := &slogLogger{l: logger, stopping: new(atomic.Bool)}
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(cfg),
 		temporal.ForServices(temporal.DefaultServices),
-		temporal.WithLogger(&slogLogger{l: logger}),
+		temporal.WithLogger(tl),
 		temporal.WithDynamicConfigClient(dc),
 	)
 	if err != nil {
@@ -136,11 +145,31 @@ func Start(ctx context.Context, dbPath string, logger *slog.Logger) (*Server, er
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("start temporal server: %w", err)
 	}
-	return &Server{srv: srv, hostPort: hostPort}, nil
+	return &Server{srv: srv, hostPort: hostPort, log: tl}, nil
 }
 
-// Stop shuts the server down.
-func (s *Server) Stop() error { return s.srv.Stop() }
+// Stop shuts the server down. The services complain about each other while
+// they stop; those messages are dropped.
+func (s *Server) Stop() error {
+	s.log.stopping.Store(true)
+	return s.srv.Stop()
+}
+
+// forgetMembers clears the ring membership a previous run left behind: its
+// hosts are gone (ports are chosen afresh each start), and joining them would
+// hold the start-up for the whole join timeout. The data directory lock
+// guarantees no other embedded server uses this database.
+func forgetMembers(ctx context.Context, dbPath string) error {
+	db, err := sql.Open("sqlite", "file:"+dbPath+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		return fmt.Errorf("temporal database: %w", err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `DELETE FROM cluster_membership`); err != nil {
+		return fmt.Errorf("temporal database: clear stale cluster membership: %w", err)
+	}
+	return nil
+}
 
 // freePorts reserves n distinct free loopback ports. The frontend cannot be
 // given port 0 because the server's internal client dials the configured port.
@@ -165,15 +194,24 @@ func freePorts(n int) ([]int, error) {
 
 // slogLogger adapts slog to the server's logger, passing warnings and up.
 type slogLogger struct {
-	l    *slog.Logger
-	tags []tag.Tag
+	l        *slog.Logger
+	tags     []tag.Tag
+	stopping *atomic.Bool
 }
+
+// noise are messages that say nothing to a Paddock operator.
+var noise = []string{"HTTP API port has not been set"}
 
 var _ tlog.Logger = (*slogLogger)(nil)
 
 func (s *slogLogger) log(level slog.Level, msg string, tags []tag.Tag) {
-	if level < slog.LevelWarn || !s.l.Enabled(context.Background(), level) {
+	if level < slog.LevelWarn || s.stopping.Load() || !s.l.Enabled(context.Background(), level) {
 		return
+	}
+	for _, n := range noise {
+		if strings.HasPrefix(msg, n) {
+			return
+		}
 	}
 	attrs := make([]slog.Attr, 0, len(s.tags)+len(tags)+1)
 	attrs = append(attrs, slog.String("component", "temporal"))
@@ -199,5 +237,5 @@ func (s *slogLogger) Fatal(msg string, tags ...tag.Tag) {
 
 // With returns a logger with tags prepended.
 func (s *slogLogger) With(tags ...tag.Tag) tlog.Logger {
-	return &slogLogger{l: s.l, tags: append(append([]tag.Tag(nil), s.tags...), tags...)}
+	return &slogLogger{l: s.l, tags: append(append([]tag.Tag(nil), s.tags...), tags...), stopping: s.stopping}
 }

@@ -1,0 +1,13 @@
+// Command paddock runs AI coding-agent sessions durably and under governance.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/paddock-dev/paddock/internal/cli"
+)
+
+func main() {
+	os.Exit(cli.Run(context.Background(), os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+}

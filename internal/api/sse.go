@@ -1,0 +1,88 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+// events serves the transcript: as JSON, or as an SSE stream when the
+// client accepts text/event-stream. The stream resumes after Last-Event-ID
+// (or ?after=), subscribes before it reads so nothing falls between, and
+// ends when the session ends or the client goes away.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, err := s.Service.Store.GetSession(r.Context(), id); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	after := int64(0)
+	for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("after")} {
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			s.error(w, r, fmt.Errorf("%w: event position %q: want a non-negative number", store.ErrInvalid, v))
+			return
+		}
+		after = n
+	}
+	if r.Header.Get("Accept") != "text/event-stream" {
+		list, err := s.Service.Store.ListEvents(r.Context(), id, after, 0)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"events": nonNil(list)})
+		return
+	}
+	ch, cancel := s.Service.Store.Subscribe(id)
+	defer cancel()
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	// Polling backs up the in-process notification, for writers in other
+	// processes (workers against an external Temporal cluster).
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
+	for {
+		list, err := s.Service.Store.ListEvents(r.Context(), id, after, 500)
+		if err != nil {
+			return
+		}
+		for _, e := range list {
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: ", e.Seq, e.Kind)
+			b, _ := jsonMarshal(e)
+			w.Write(b)
+			fmt.Fprint(w, "\n\n")
+			after = e.Seq
+			if e.Terminal() {
+				fmt.Fprint(w, "event: end\ndata: {}\n\n")
+				if flusher != nil {
+					flusher.Flush()
+				}
+				return
+			}
+		}
+		if flusher != nil && len(list) > 0 {
+			flusher.Flush()
+		}
+		if len(list) == 500 {
+			continue
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-ch:
+		case <-poll.C:
+		}
+	}
+}

@@ -1,0 +1,193 @@
+// Package app wires one Paddock process: the store, the Temporal engine
+// (embedded or external), the worker and the HTTP API. It is the one place
+// that links the embedded Temporal server.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/paddock-dev/paddock/internal/api"
+	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/provider/replay"
+	"github.com/paddock-dev/paddock/internal/store/sqlite"
+	"github.com/paddock-dev/paddock/internal/temporalserver"
+	"github.com/paddock-dev/paddock/internal/tool"
+)
+
+// App is a running Paddock process.
+type App struct {
+	URL      string
+	Service  *engine.Service
+	temporal *temporalserver.Server
+	client   client.Client
+	worker   worker.Worker
+	http     *http.Server
+	closers  []func() error
+	logger   *slog.Logger
+}
+
+// Providers returns the model providers Paddock knows.
+func Providers() *provider.Registry {
+	r := provider.NewRegistry()
+	r.Register("replay", replay.Factory)
+	return r
+}
+
+// Start brings up everything and returns once the API answers.
+func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (a *App, err error) {
+	a = &App{logger: logger}
+	defer func() {
+		if err != nil {
+			a.Stop()
+		}
+	}()
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
+	}
+	unlock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, unlock)
+	st, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "paddock.db"), nil)
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, st.Close)
+
+	hostPort := cfg.TemporalAddress
+	if hostPort == "" {
+		a.temporal, err = temporalserver.Start(ctx, filepath.Join(cfg.DataDir, "temporal.db"), logger)
+		if err != nil {
+			return nil, err
+		}
+		hostPort = a.temporal.HostPort()
+	}
+	a.client, err = dial(ctx, hostPort, logger)
+	if err != nil {
+		return nil, err
+	}
+	reg := Providers()
+	tools := tool.Builtin()
+	acts := &engine.Activities{Store: st, Providers: reg, Tools: tools, Gate: engine.AllowAll{}, Logger: logger, Now: time.Now,
+		WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces")}
+	a.worker = engine.NewWorker(a.client, acts)
+	if err := a.worker.Start(); err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (set --listen or PADDOCK_LISTEN to another address): %w", cfg.Listen, err)
+	}
+	var ready atomic.Bool
+	srv := &api.Server{Service: a.Service, Logger: logger, Operator: cfg.Operator, Ready: ready.Load}
+	a.http = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	a.URL = "http://" + ln.Addr().String()
+	go func() {
+		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("http server stopped", "err", err)
+		}
+	}()
+	if err := a.Service.Recover(ctx); err != nil {
+		return nil, fmt.Errorf("resume sessions: %w", err)
+	}
+	ready.Store(true)
+	return a, nil
+}
+
+// dial connects to Temporal, waiting for a just-started server to answer.
+func dial(ctx context.Context, hostPort string, logger *slog.Logger) (client.Client, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := client.DialContext(ctx, client.Options{
+			HostPort:  hostPort,
+			Namespace: temporalserver.Namespace,
+			Logger:    tlog.NewStructuredLogger(quiet(logger)),
+		})
+		if err == nil {
+			return c, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("connect to Temporal at %s: %w", hostPort, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// quiet passes the SDK's warnings and errors only.
+func quiet(l *slog.Logger) *slog.Logger {
+	return slog.New(levelFilter{l.Handler(), slog.LevelWarn})
+}
+
+type levelFilter struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (f levelFilter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= f.min && f.Handler.Enabled(ctx, l)
+}
+
+func (f levelFilter) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return levelFilter{f.Handler.WithAttrs(attrs), f.min}
+}
+
+func (f levelFilter) WithGroup(name string) slog.Handler {
+	return levelFilter{f.Handler.WithGroup(name), f.min}
+}
+
+// Stop shuts everything down in reverse order.
+func (a *App) Stop() {
+	if a.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = a.http.Shutdown(ctx)
+		cancel()
+	}
+	if a.worker != nil {
+		a.worker.Stop()
+	}
+	if a.client != nil {
+		a.client.Close()
+	}
+	if a.temporal != nil {
+		if err := a.temporal.Stop(); err != nil {
+			a.logger.Warn("temporal server stop", "err", err)
+		}
+	}
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		_ = a.closers[i]()
+	}
+}
+
+// lockDataDir takes an exclusive lock on the data directory: two processes
+// must never run embedded servers on the same databases.
+func lockDataDir(dir string) (func() error, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("data directory %s is in use by another paddock process; "+
+			"talk to it with --server/PADDOCK_SERVER (e.g. http://127.0.0.1:7470), or use another --data-dir", dir)
+	}
+	return f.Close, nil
+}

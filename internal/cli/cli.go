@@ -1,0 +1,148 @@
+// Package cli implements the paddock command line. Every command writes to
+// injected writers and talks to the HTTP API through the typed client, so
+// each runs end to end in tests.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddock-dev/paddock/internal/app"
+	"github.com/paddock-dev/paddock/internal/client"
+	"github.com/paddock-dev/paddock/internal/config"
+)
+
+// Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
+var Version = "dev"
+
+// IO is where a command reads and writes.
+type IO struct {
+	In       io.Reader
+	Out, Err io.Writer
+	Getenv   func(string) string
+}
+
+// exitError carries an exit code and the reason printed for the person.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// Run runs the paddock command line and returns the process exit code.
+func Run(ctx context.Context, args []string, stdio IO) int {
+	if stdio.Getenv == nil {
+		stdio.Getenv = os.Getenv
+	}
+	root := newRoot(stdio)
+	root.SetArgs(args)
+	root.SetIn(stdio.In)
+	root.SetOut(stdio.Out)
+	root.SetErr(stdio.Err)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(stdio.Err, "paddock:", ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stdio.Err, "paddock:", err)
+	return 1
+}
+
+// globals are the flags every command shares.
+type globals struct {
+	io       IO
+	server   string
+	dataDir  string
+	cfg      config.Config
+	logLevel slog.Level
+}
+
+func newRoot(stdio IO) *cobra.Command {
+	g := &globals{io: stdio}
+	root := &cobra.Command{
+		Use:           "paddock",
+		Short:         "Run AI coding-agent sessions durably and under governance",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(stdio.Getenv)
+			if err != nil {
+				return err
+			}
+			if g.server != "" {
+				cfg.Server = g.server
+			}
+			if g.dataDir != "" {
+				cfg.DataDir = g.dataDir
+			}
+			g.cfg = cfg
+			return nil
+		},
+	}
+	root.PersistentFlags().StringVar(&g.server, "server", "", "URL of the paddock server (default $PADDOCK_SERVER)")
+	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data directory (default $PADDOCK_DATA_DIR or ~/.paddock)")
+	root.AddCommand(newServe(g), newRun(g), newDemo(g), newApply(g), newSessions(g), newAgents(g), newVersion(g))
+	return root
+}
+
+func (g *globals) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(g.io.Err, &slog.HandlerOptions{Level: g.cfg.LogLevel}))
+}
+
+// remote returns a client for the configured server, or for the default
+// local address of `paddock serve`.
+func (g *globals) remote() *client.Client {
+	if g.cfg.Server != "" {
+		return client.New(g.cfg.Server)
+	}
+	return client.New("http://" + g.cfg.Listen)
+}
+
+// connect returns a client for the configured server; with none
+// configured it starts an in-process server on the data directory.
+func (g *globals) connect(ctx context.Context) (*client.Client, func(), error) {
+	if g.cfg.Server != "" {
+		return client.New(g.cfg.Server), func() {}, nil
+	}
+	cfg := g.cfg
+	cfg.Listen = "127.0.0.1:0"
+	fmt.Fprintf(g.io.Err, "starting an in-process paddock server (data in %s)…\n", cfg.DataDir)
+	a, err := app.Start(ctx, cfg, quietLogger(g.io.Err, cfg.LogLevel))
+	if err != nil {
+		return nil, nil, err
+	}
+	return client.New(a.URL), a.Stop, nil
+}
+
+// quietLogger keeps an in-process server's logs to warnings unless the
+// person asked for more.
+func quietLogger(w io.Writer, lvl slog.Level) *slog.Logger {
+	if lvl < slog.LevelWarn {
+		lvl = slog.LevelWarn
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl}))
+}
+
+func newVersion(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the paddock version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintln(g.io.Out, "paddock", Version)
+		},
+	}
+}

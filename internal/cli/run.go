@@ -1,0 +1,232 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddock-dev/paddock/internal/client"
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+func newRun(g *globals) *cobra.Command {
+	var req engine.CreateRequest
+	var nonInteractive bool
+	cmd := &cobra.Command{
+		Use:   `run [--agent NAME] [--model PROVIDER/MODEL] [--repo DIR] "PROMPT"`,
+		Short: "Run a session and stream it to the terminal",
+		Long: "Run a session and stream its transcript. Without --server (or PADDOCK_SERVER) it starts an " +
+			"in-process server on the data directory. Exits 0 when the session's work ends well, non-zero with the reason otherwise.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				req.Message = args[0]
+			}
+			if req.Repo != "" {
+				abs, err := filepath.Abs(req.Repo)
+				if err != nil {
+					return err
+				}
+				req.Repo = abs
+			}
+			c, stop, err := g.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer stop()
+			x, err := c.CreateSession(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "session %s started: %s\n", x.ID, x.DisplayTitle)
+			f := &follower{g: g, c: c, id: x.ID, interactive: !nonInteractive, in: bufio.NewReader(g.io.In)}
+			return f.run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&req.Agent, "agent", "", "applied agent to run (default: an ad-hoc agent)")
+	cmd.Flags().StringVar(&req.Model, "model", "", "model as PROVIDER/MODEL (default: the agent's, or replay/demo)")
+	cmd.Flags().StringVar(&req.Repo, "repo", "", "repository the session works on (a copy of it)")
+	cmd.Flags().BoolVar(&nonInteractive, "non-interactive", false, "never prompt; stop with instructions when the agent asks a question")
+	return cmd
+}
+
+// follower streams a session until its work ends, answering questions at
+// the terminal when interactive.
+type follower struct {
+	g           *globals
+	c           *client.Client
+	id          string
+	interactive bool
+	in          *bufio.Reader
+	// autoAnswer, when set, answers every question (the demo's operator).
+	autoAnswer func(session.Question) session.AnswerPayload
+}
+
+type stopFollowing struct{ err error }
+
+func (stopFollowing) Error() string { return "done" }
+
+func (f *follower) run(ctx context.Context) error {
+	r := &renderer{w: f.g.io.Out}
+	asked := false
+	var turnErr string
+	err := f.c.Stream(ctx, f.id, 0, func(e session.Event) error {
+		r.event(e)
+		switch e.Kind {
+		case session.EventQuestion:
+			var q session.Question
+			_ = json.Unmarshal(e.Data, &q)
+			asked = true
+			return f.answer(ctx, r, q)
+		case session.EventTurn:
+			var d session.TurnData
+			_ = json.Unmarshal(e.Data, &d)
+			if d.Status == session.TurnFailed {
+				turnErr = d.Error
+			}
+		case session.EventStatus:
+			var d session.StatusData
+			_ = json.Unmarshal(e.Data, &d)
+			switch d.Status {
+			case session.StatusRunning:
+				asked, turnErr = false, ""
+			case session.StatusAwaiting:
+				if asked {
+					return nil
+				}
+				r.line("")
+				if turnErr != "" {
+					return stopFollowing{&exitError{code: 1, msg: "the turn failed: " + turnErr +
+						fmt.Sprintf("\nthe session is still open: paddock sessions send %s \"…\"", f.id)}}
+				}
+				return stopFollowing{}
+			case session.StatusFailed:
+				r.line("")
+				return stopFollowing{&exitError{code: 1, msg: fmt.Sprintf("session failed: %s\nretry it: paddock sessions retry %s", d.Error, f.id)}}
+			case session.StatusStopped:
+				r.line("")
+				return stopFollowing{&exitError{code: 1, msg: "session was stopped"}}
+			}
+		}
+		return nil
+	})
+	if sf, ok := err.(stopFollowing); ok {
+		if sf.err != nil {
+			return sf.err
+		}
+		f.summary(ctx)
+		return nil
+	}
+	return err
+}
+
+func (f *follower) summary(ctx context.Context) {
+	x, err := f.c.Session(ctx, f.id)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(f.g.io.Out, "session %s is %s.\n", x.ID, x.Status)
+	if x.Workdir != "" {
+		out, _ := exec.CommandContext(ctx, "git", "-C", x.Workdir, "status", "--short").Output()
+		if len(out) > 0 {
+			fmt.Fprintf(f.g.io.Out, "changes in its working copy %s:\n%s", x.Workdir, out)
+		}
+	}
+	fmt.Fprintf(f.g.io.Out, "next: paddock sessions send %s \"…\"   |   paddock sessions stop %s\n", x.ID, x.ID)
+}
+
+func (f *follower) answer(ctx context.Context, r *renderer, q session.Question) error {
+	var p session.AnswerPayload
+	switch {
+	case f.autoAnswer != nil:
+		p = f.autoAnswer(q)
+	case !f.interactive:
+		return stopFollowing{&exitError{code: 2, msg: fmt.Sprintf("the agent asked a question and this run is non-interactive.\n"+
+			"answer it: paddock sessions answer %s %s %s=OPTION   (or --response \"…\")", f.id, q.ToolCallID, q.Questions[0].ID)}}
+	default:
+		p = session.AnswerPayload{ToolCallID: q.ToolCallID, Answers: map[string]string{}}
+		for _, item := range q.Questions {
+			for i, o := range item.Options {
+				fmt.Fprintf(f.g.io.Out, "    %d) %s\n", i+1, o)
+			}
+			fmt.Fprintf(f.g.io.Out, "  %s > ", item.ID)
+			line, err := f.in.ReadString('\n')
+			line = strings.TrimSpace(line)
+			if err != nil && line == "" {
+				return stopFollowing{&exitError{code: 2, msg: fmt.Sprintf("no answer on standard input; answer later: paddock sessions answer %s %s %s=OPTION", f.id, q.ToolCallID, item.ID)}}
+			}
+			if n, err := strconv.Atoi(line); err == nil && n >= 1 && n <= len(item.Options) {
+				line = item.Options[n-1]
+			}
+			p.Answers[item.ID] = line
+		}
+	}
+	data, _ := json.Marshal(p)
+	_, err := f.c.Send(ctx, f.id, engine.SendRequest{Kind: session.KindAnswer, Payload: data, IdempotencyKey: "answer/" + q.ToolCallID})
+	return err
+}
+
+func newDemo(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "demo",
+		Short: "Run a scripted session end to end on a throwaway repository",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			repo, err := os.MkdirTemp("", "paddock-demo-repo-")
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("# Demo\n\nHelo, world!\n"), 0o644); err != nil {
+				return err
+			}
+			for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=demo", "-c", "user.email=demo@localhost", "commit", "-qm", "initial"}} {
+				if out, err := exec.CommandContext(ctx, "git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+					return fmt.Errorf("git %s: %v: %s (is git installed?)", args[0], err, out)
+				}
+			}
+			fmt.Fprintf(g.io.Out, "demo repository: %s (README.md has a typo)\n", repo)
+			c, stop, err := g.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			x, err := c.CreateSession(ctx, engine.CreateRequest{Model: "replay/demo", Repo: repo, Message: "Fix the typo in the README."})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "session %s started: %s\n", x.ID, x.DisplayTitle)
+			f := &follower{g: g, c: c, id: x.ID, autoAnswer: func(q session.Question) session.AnswerPayload {
+				fmt.Fprintln(g.io.Out, "  (the demo operator answers: yes)")
+				ans := map[string]string{}
+				for _, item := range q.Questions {
+					ans[item.ID] = "yes"
+				}
+				return session.AnswerPayload{ToolCallID: q.ToolCallID, Answers: ans}
+			}}
+			if err := f.run(ctx); err != nil {
+				return err
+			}
+			x, err = c.Session(ctx, x.ID)
+			if err != nil {
+				return err
+			}
+			diff, _ := exec.CommandContext(ctx, "git", "-C", x.Workdir, "diff", "--stat").Output()
+			untracked, _ := exec.CommandContext(ctx, "git", "-C", x.Workdir, "ls-files", "--others", "--exclude-standard").Output()
+			fmt.Fprintf(g.io.Out, "\nthe agent's work, in the session's working copy (your repository is untouched):\n%s", diff)
+			for _, u := range strings.Fields(string(untracked)) {
+				fmt.Fprintf(g.io.Out, " %s (new file)\n", u)
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"fmt"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddock-dev/paddock/internal/app"
+)
+
+func newServe(g *globals) *cobra.Command {
+	var listen, temporalAddr string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the paddock server: API, worker and (unless --temporal-address) an embedded Temporal server",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := g.cfg
+			if listen != "" {
+				cfg.Listen = listen
+			}
+			if temporalAddr != "" {
+				cfg.TemporalAddress = temporalAddr
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			logger := g.logger()
+			a, err := app.Start(ctx, cfg, logger)
+			if err != nil {
+				return err
+			}
+			engine := "embedded Temporal"
+			if cfg.TemporalAddress != "" {
+				engine = "Temporal at " + cfg.TemporalAddress
+			}
+			fmt.Fprintf(g.io.Out, "paddock serving on %s (%s, data in %s)\n", a.URL, engine, cfg.DataDir)
+			fmt.Fprintf(g.io.Out, "use it from another terminal: export PADDOCK_SERVER=%s\n", a.URL)
+			<-ctx.Done()
+			fmt.Fprintln(g.io.Out, "shutting down…")
+			a.Stop()
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on (default $PADDOCK_LISTEN or 127.0.0.1:7470)")
+	cmd.Flags().StringVar(&temporalAddr, "temporal-address", "", "host:port of an external Temporal cluster (default: embedded server)")
+	return cmd
+}

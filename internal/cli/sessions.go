@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newSessions(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "sessions", Aliases: []string{"session", "s"}, Short: "List, watch and steer sessions"}
+	var f store.SessionFilter
+	var status string
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List sessions (newest first; archived ones with --archived)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.Status = session.Status(status)
+			list, err := g.remote().Sessions(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			tw := table(g.io.Out)
+			fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tTITLE\tACTIVITY\tCREATED")
+			for _, x := range list {
+				st := string(x.Status)
+				if x.ArchivedAt != nil {
+					st += " (archived)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", x.ID, x.Agent, st, oneLine(x.DisplayTitle, 40), oneLine(x.AmbientStatus, 30), x.CreatedAt.Local().Format("2006-01-02 15:04"))
+			}
+			return tw.Flush()
+		},
+	}
+	ls.Flags().StringVar(&f.Agent, "agent", "", "only sessions of this agent")
+	ls.Flags().StringVar(&status, "status", "", "only sessions in this status (queued, running, awaiting, failed, stopped)")
+	ls.Flags().BoolVar(&f.IncludeArchived, "archived", false, "include archived sessions")
+	ls.Flags().IntVar(&f.Limit, "limit", 50, "at most this many")
+
+	get := &cobra.Command{
+		Use:   "get ID",
+		Short: "Show a session as JSON",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			x, err := g.remote().Session(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return printJSON(g.io.Out, x)
+		},
+	}
+	var follow bool
+	logs := &cobra.Command{
+		Use:   "logs ID",
+		Short: "Print a session's transcript (-f to follow it live)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := g.remote()
+			r := &renderer{w: g.io.Out}
+			if follow {
+				return c.Stream(cmd.Context(), args[0], 0, func(e session.Event) error { r.event(e); return nil })
+			}
+			events, err := c.Events(cmd.Context(), args[0], 0)
+			if err != nil {
+				return err
+			}
+			for _, e := range events {
+				r.event(e)
+			}
+			r.line("")
+			return nil
+		},
+	}
+	logs.Flags().BoolVarP(&follow, "follow", "f", false, "stream new events until the session ends")
+
+	var key string
+	send := func(kind session.CommandKind, payload func(args []string) (any, error)) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			p, err := payload(args)
+			if err != nil {
+				return &exitError{code: 2, msg: err.Error()}
+			}
+			data, _ := json.Marshal(p)
+			c, err := g.remote().Send(cmd.Context(), args[0], engine.SendRequest{Kind: kind, Payload: data, IdempotencyKey: key})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "%s command %s %s\n", kind, c.ID, c.State)
+			fmt.Fprintf(g.io.Out, "watch it: paddock sessions logs -f %s\n", args[0])
+			return nil
+		}
+	}
+	sendCmd := &cobra.Command{
+		Use:   "send ID MESSAGE",
+		Short: "Send a message to a session",
+		Args:  cobra.ExactArgs(2),
+		RunE: send(session.KindMessage, func(a []string) (any, error) {
+			return session.MessagePayload{Message: a[1]}, nil
+		}),
+	}
+	answer := &cobra.Command{
+		Use:   "answer ID TOOL_CALL_ID [QUESTION_ID=OPTION ...] [--response TEXT]",
+		Short: "Answer a session's structured question",
+		Args:  cobra.MinimumNArgs(2),
+	}
+	var response string
+	answer.Flags().StringVar(&response, "response", "", "free-text answer")
+	answer.RunE = send(session.KindAnswer, func(a []string) (any, error) {
+		p := session.AnswerPayload{ToolCallID: a[1], Response: response, Answers: map[string]string{}}
+		for _, kv := range a[2:] {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return nil, fmt.Errorf("answer %q: want QUESTION_ID=OPTION", kv)
+			}
+			p.Answers[k] = v
+		}
+		return p, nil
+	})
+	var reason string
+	interrupt := &cobra.Command{
+		Use:   "interrupt ID",
+		Short: "Abort the turn in flight; the session survives",
+		Args:  cobra.ExactArgs(1),
+		RunE:  send(session.KindInterrupt, func([]string) (any, error) { return session.InterruptPayload{Reason: reason}, nil }),
+	}
+	interrupt.Flags().StringVar(&reason, "reason", "", "why")
+	var stopP session.StopPayload
+	stop := &cobra.Command{
+		Use:   "stop ID",
+		Short: "End a session: interrupt its work and stop it for good",
+		Args:  cobra.ExactArgs(1),
+		RunE:  send(session.KindStop, func([]string) (any, error) { return stopP, nil }),
+	}
+	stop.Flags().StringVar(&stopP.Reason, "reason", "", "why")
+	stop.Flags().BoolVar(&stopP.Respawn, "respawn", false, "ask for a replacement session (replace: auto agents)")
+	stop.Flags().StringVar(&stopP.Handoff, "handoff", "", "note for the successor (at most 20,000 characters)")
+	for _, c := range []*cobra.Command{sendCmd, answer, interrupt, stop} {
+		c.Flags().StringVar(&key, "idempotency-key", "", "send at most once under this key")
+	}
+	archive := &cobra.Command{
+		Use:   "archive ID",
+		Short: "Archive a session (hidden from lists; a new message revives it)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := g.remote().Archive(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "session %s archived\n", args[0])
+			return nil
+		},
+	}
+	retry := &cobra.Command{
+		Use:   "retry ID",
+		Short: "Start a fresh session for a failed session's input",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			x, err := g.remote().Retry(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "session %s retries %s\nwatch it: paddock sessions logs -f %s\n", x.ID, args[0], x.ID)
+			return nil
+		},
+	}
+	cmd.AddCommand(ls, get, logs, sendCmd, answer, interrupt, stop, archive, retry)
+	return cmd
+}

@@ -1,0 +1,264 @@
+// Package client is the typed Go client of Paddock's HTTP API, used by the
+// CLI and by end-to-end tests.
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/paddock-dev/paddock/internal/api"
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+// Client talks to one Paddock server.
+type Client struct {
+	base string
+	http *http.Client
+}
+
+// New returns a client for a base URL such as http://127.0.0.1:7470.
+func New(base string) *Client {
+	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{}}
+}
+
+// Error is an error response from the server.
+type Error struct {
+	Status int
+	Body   api.Error
+}
+
+func (e *Error) Error() string { return e.Body.Error }
+
+func (c *Client) do(ctx context.Context, method, path string, body io.Reader, contentType string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach the paddock server at %s (start one with `paddock serve`, or set PADDOCK_SERVER): %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		var e api.Error
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if json.Unmarshal(data, &e) != nil || e.Error == "" {
+			e.Error = fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(data)))
+		}
+		return &Error{Status: resp.StatusCode, Body: e}
+	}
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func (c *Client) json(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	return c.do(ctx, method, path, body, "application/json", out)
+}
+
+// Health returns nil when the server is ready.
+func (c *Client) Health(ctx context.Context) error {
+	return c.do(ctx, http.MethodGet, "/healthz", nil, "", nil)
+}
+
+// Apply applies YAML agent specs.
+func (c *Client) Apply(ctx context.Context, yamlText []byte) ([]engine.Applied, error) {
+	var out struct {
+		Applied []engine.Applied `json:"applied"`
+	}
+	err := c.do(ctx, http.MethodPost, "/v1/agents", bytes.NewReader(yamlText), "application/yaml", &out)
+	return out.Applied, err
+}
+
+// Agents lists applied agents.
+func (c *Client) Agents(ctx context.Context) ([]store.Agent, error) {
+	var out struct {
+		Agents []store.Agent `json:"agents"`
+	}
+	err := c.json(ctx, http.MethodGet, "/v1/agents", nil, &out)
+	return out.Agents, err
+}
+
+// Agent gets one agent.
+func (c *Client) Agent(ctx context.Context, name string) (store.Agent, error) {
+	var out store.Agent
+	err := c.json(ctx, http.MethodGet, "/v1/agents/"+url.PathEscape(name), nil, &out)
+	return out, err
+}
+
+// CreateSession starts a session.
+func (c *Client) CreateSession(ctx context.Context, req engine.CreateRequest) (session.Session, error) {
+	var out session.Session
+	err := c.json(ctx, http.MethodPost, "/v1/sessions", req, &out)
+	return out, err
+}
+
+// Sessions lists sessions.
+func (c *Client) Sessions(ctx context.Context, f store.SessionFilter) ([]session.Session, error) {
+	q := url.Values{}
+	if f.Agent != "" {
+		q.Set("agent", f.Agent)
+	}
+	if f.Status != "" {
+		q.Set("status", string(f.Status))
+	}
+	if f.IncludeArchived {
+		q.Set("archived", "true")
+	}
+	if f.Project != "" {
+		q.Set("project", f.Project)
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var out struct {
+		Sessions []session.Session `json:"sessions"`
+	}
+	err := c.json(ctx, http.MethodGet, "/v1/sessions?"+q.Encode(), nil, &out)
+	return out.Sessions, err
+}
+
+// Session gets one session.
+func (c *Client) Session(ctx context.Context, id string) (session.Session, error) {
+	var out session.Session
+	err := c.json(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, &out)
+	return out, err
+}
+
+// Send sends a command.
+func (c *Client) Send(ctx context.Context, id string, req engine.SendRequest) (session.Command, error) {
+	var out session.Command
+	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/commands", req, &out)
+	return out, err
+}
+
+// Commands lists a session's commands.
+func (c *Client) Commands(ctx context.Context, id string) ([]session.Command, error) {
+	var out struct {
+		Commands []session.Command `json:"commands"`
+	}
+	err := c.json(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/commands", nil, &out)
+	return out.Commands, err
+}
+
+// Turns lists a session's turns.
+func (c *Client) Turns(ctx context.Context, id string) ([]session.Turn, error) {
+	var out struct {
+		Turns []session.Turn `json:"turns"`
+	}
+	err := c.json(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/turns", nil, &out)
+	return out.Turns, err
+}
+
+// Events returns the transcript after a position.
+func (c *Client) Events(ctx context.Context, id string, after int64) ([]session.Event, error) {
+	var out struct {
+		Events []session.Event `json:"events"`
+	}
+	err := c.json(ctx, http.MethodGet, fmt.Sprintf("/v1/sessions/%s/events?after=%d", url.PathEscape(id), after), nil, &out)
+	return out.Events, err
+}
+
+// Archive archives a session.
+func (c *Client) Archive(ctx context.Context, id string) (session.Session, error) {
+	var out session.Session
+	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/archive", nil, &out)
+	return out, err
+}
+
+// Retry retries a failed session.
+func (c *Client) Retry(ctx context.Context, id string) (session.Session, error) {
+	var out session.Session
+	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/retry", nil, &out)
+	return out, err
+}
+
+// Stream follows the transcript over SSE from after, calling fn for each
+// event, until the session ends (nil), fn returns an error, or ctx ends. A
+// dropped connection is resumed with Last-Event-ID.
+func (c *Client) Stream(ctx context.Context, id string, after int64, fn func(session.Event) error) error {
+	for {
+		done, err := c.stream(ctx, id, &after, fn)
+		if done || ctx.Err() != nil {
+			return err
+		}
+		if _, ok := err.(*Error); ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Client) stream(ctx context.Context, id string, after *int64, fn func(session.Event) error) (bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/sessions/"+url.PathEscape(id)+"/events", nil)
+	if err != nil {
+		return true, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", strconv.FormatInt(*after, 10))
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e api.Error
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		return true, &Error{Status: resp.StatusCode, Body: e}
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var event, data string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = line[len("event: "):]
+		case strings.HasPrefix(line, "data: "):
+			data = line[len("data: "):]
+		case line == "":
+			if event == "end" {
+				return true, nil
+			}
+			if data != "" {
+				var e session.Event
+				if err := json.Unmarshal([]byte(data), &e); err != nil {
+					return true, fmt.Errorf("bad event from server: %w", err)
+				}
+				*after = e.Seq
+				if err := fn(e); err != nil {
+					return true, err
+				}
+			}
+			event, data = "", ""
+		}
+	}
+	return false, sc.Err()
+}

@@ -1,0 +1,79 @@
+// Package config reads Paddock's settings: defaults, then PADDOCK_*
+// environment variables, then flags (applied by the CLI). It is the only
+// place that reads the environment.
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+)
+
+// Config is the process configuration.
+type Config struct {
+	DataDir         string
+	Listen          string
+	Server          string
+	TemporalAddress string
+	LogLevel        slog.Level
+	Operator        string
+}
+
+// Var documents one environment variable; the README table lists them all.
+type Var struct {
+	Name, Default, Meaning string
+}
+
+// Vars are every PADDOCK_* variable Paddock reads.
+var Vars = []Var{
+	{"PADDOCK_DATA_DIR", "~/.paddock", "where the store, the embedded Temporal database and working copies live"},
+	{"PADDOCK_LISTEN", "127.0.0.1:7470", "address `paddock serve` listens on (loopback unless told otherwise)"},
+	{"PADDOCK_SERVER", "(none)", "URL of a running server for client commands; `run`/`demo` start an in-process server when unset"},
+	{"PADDOCK_TEMPORAL_ADDRESS", "(none: embedded)", "host:port of an external Temporal cluster instead of the embedded server"},
+	{"PADDOCK_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"PADDOCK_OPERATOR", "the OS user name", "identity stamped on commands sent through this server"},
+}
+
+// Load reads the environment through getenv (os.Getenv in production).
+func Load(getenv func(string) string) (Config, error) {
+	c := Config{
+		DataDir:         getenv("PADDOCK_DATA_DIR"),
+		Listen:          getenv("PADDOCK_LISTEN"),
+		Server:          getenv("PADDOCK_SERVER"),
+		TemporalAddress: getenv("PADDOCK_TEMPORAL_ADDRESS"),
+		Operator:        getenv("PADDOCK_OPERATOR"),
+	}
+	if c.DataDir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return c, fmt.Errorf("PADDOCK_DATA_DIR is unset and the home directory is unknown: %w", err)
+		}
+		c.DataDir = filepath.Join(home, ".paddock")
+	}
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:7470"
+	}
+	if c.Operator == "" {
+		if u, err := user.Current(); err == nil {
+			c.Operator = u.Username
+		} else {
+			c.Operator = "operator"
+		}
+	}
+	switch lvl := strings.ToLower(getenv("PADDOCK_LOG_LEVEL")); lvl {
+	case "", "info":
+		c.LogLevel = slog.LevelInfo
+	case "debug":
+		c.LogLevel = slog.LevelDebug
+	case "warn", "warning":
+		c.LogLevel = slog.LevelWarn
+	case "error":
+		c.LogLevel = slog.LevelError
+	default:
+		return c, fmt.Errorf("PADDOCK_LOG_LEVEL=%q: want debug, info, warn or error", lvl)
+	}
+	return c, nil
+}
