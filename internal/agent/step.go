@@ -23,6 +23,13 @@ const (
 	flushEvery = 150 * time.Millisecond
 )
 
+// StopInterrupted is the stop reason of an assistant message cut off by an
+// interrupt; InterruptedText is what the conversation shows of the cut.
+const (
+	StopInterrupted = "interrupted"
+	InterruptedText = "[interrupted by the user]"
+)
+
 // StepInput identifies one model step of a turn.
 type StepInput struct {
 	SessionID string
@@ -71,6 +78,17 @@ func Step(ctx context.Context, p provider.Provider, out Appender, in StepInput, 
 		}
 	})
 	flush()
+	if err != nil && ctx.Err() != nil {
+		// Interrupted: the conversation records what the model had said, so
+		// the next step knows it was cut off.
+		wctx := context.WithoutCancel(ctx)
+		cut := provider.Response{Text: resp.Text + InterruptedText, StopReason: StopInterrupted}
+		data, _ := json.Marshal(AssistantMessage{Step: in.Step, Response: cut})
+		if _, werr := out.AppendEvent(wctx, session.Event{SessionID: in.SessionID, TurnID: in.TurnID, Kind: EventAssistantMessage, Key: prefix + "/message", Data: data}); werr != nil {
+			return resp, fmt.Errorf("%w (and recording the interruption failed: %v)", err, werr)
+		}
+		return resp, err
+	}
 	if err != nil {
 		return resp, err
 	}

@@ -40,6 +40,7 @@ type App struct {
 	http     *http.Server
 	closers  []func() error
 	logger   *slog.Logger
+	hostPort string
 }
 
 // Providers returns the model providers Paddock knows.
@@ -79,6 +80,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (a *App,
 		}
 		hostPort = a.temporal.HostPort()
 	}
+	a.hostPort = hostPort
 	a.client, err = dial(ctx, hostPort, logger)
 	if err != nil {
 		return nil, err
@@ -153,6 +155,9 @@ func (f levelFilter) WithAttrs(attrs []slog.Attr) slog.Handler {
 func (f levelFilter) WithGroup(name string) slog.Handler {
 	return levelFilter{f.Handler.WithGroup(name), f.min}
 }
+
+// TemporalHostPort is the address of the Temporal frontend in use.
+func (a *App) TemporalHostPort() string { return a.hostPort }
 
 // Stop shuts everything down in reverse order.
 func (a *App) Stop() {

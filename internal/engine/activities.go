@@ -413,17 +413,27 @@ func (a *Activities) Answer(ctx context.Context, cmd session.Command) (string, e
 	return "", err
 }
 
-// CancelOpenCalls moves the turn's calls still generating, generated or
-// calling to canceled after an interrupt.
-func (a *Activities) CancelOpenCalls(ctx context.Context, sessionID, turnID, reason string) error {
+// Interrupted settles an interrupted turn's transcript: calls still
+// generating, generated or calling become canceled, and the conversation
+// records that the assistant was cut off (unless the model step recorded
+// that itself while it streamed).
+func (a *Activities) Interrupted(ctx context.Context, sessionID, turnID, reason string) error {
 	events, err := a.Store.ListEvents(ctx, sessionID, 0, 0)
 	if err != nil {
 		return err
 	}
 	last := map[string]session.ToolCallData{}
 	var order []string
+	recorded := false
 	for _, e := range events {
-		if e.Kind != session.EventToolCall || e.TurnID != turnID {
+		if e.TurnID != turnID {
+			continue
+		}
+		if e.Kind == agent.EventAssistantMessage {
+			var m agent.AssistantMessage
+			recorded = recorded || (json.Unmarshal(e.Data, &m) == nil && m.Response.StopReason == agent.StopInterrupted)
+		}
+		if e.Kind != session.EventToolCall {
 			continue
 		}
 		var d session.ToolCallData
@@ -445,7 +455,12 @@ func (a *Activities) CancelOpenCalls(ctx context.Context, sessionID, turnID, rea
 			return err
 		}
 	}
-	return nil
+	if recorded {
+		return nil
+	}
+	data, _ := json.Marshal(agent.AssistantMessage{Step: -1, Response: provider.Response{Text: agent.InterruptedText, StopReason: agent.StopInterrupted}})
+	_, err = a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: agent.EventAssistantMessage, Key: turnID + "/interrupted", Data: data})
+	return err
 }
 
 // Stop ends the session: the stop command is accepted and the session is

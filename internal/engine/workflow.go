@@ -162,19 +162,22 @@ func (w *run) dispatch(ctx workflow.Context, batch []session.Command) (bool, err
 // model stops calling tools, asks a question, fails, or is interrupted.
 func (w *run) turn(ctx workflow.Context, batch []session.Command) (bool, error) {
 	turnID := "turn-" + batch[0].ID
-	var info TurnInfo
-	if err := workflow.ExecuteActivity(short(ctx, 0), act.OpenTurn, turnID, batch).Get(ctx, &info); err != nil {
-		return false, err
-	}
+	// The turn is cancelable from the moment it opens: an interrupt that
+	// lands while the turn is being recorded still aborts it.
 	tctx, cancel := workflow.WithCancel(ctx)
 	w.cancelTurn = cancel
+	var info TurnInfo
+	if err := workflow.ExecuteActivity(short(ctx, 0), act.OpenTurn, turnID, batch).Get(ctx, &info); err != nil {
+		w.cancelTurn = nil
+		return false, err
+	}
 	status, scope, why := w.steps(tctx, turnID, info)
 	w.cancelTurn = nil
 	interrupted := tctx.Err() != nil
 	cancel()
 	if interrupted {
 		status, scope, why = session.TurnFailed, session.ScopeTurn, "interrupted"
-		if err := workflow.ExecuteActivity(short(ctx, 0), act.CancelOpenCalls, w.in.SessionID, turnID, "the turn was interrupted").Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(short(ctx, 0), act.Interrupted, w.in.SessionID, turnID, "the turn was interrupted").Get(ctx, nil); err != nil {
 			return false, err
 		}
 	}

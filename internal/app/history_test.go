@@ -1,0 +1,38 @@
+package app_test
+
+import (
+	"context"
+	"flag"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+var update = flag.Bool("update", false, "rewrite ../engine/testdata/history.json from a real run")
+
+// recordHistory saves a real session's workflow history for the engine's
+// replay test, when run with -update.
+func recordHistory(t *testing.T, sessionID string) {
+	if !*update {
+		return
+	}
+	c, err := client.Dial(client.Options{HostPort: shared.TemporalHostPort(), Namespace: "default"})
+	require.NoError(t, err)
+	defer c.Close()
+	it := c.GetWorkflowHistory(context.Background(), session.WorkflowID(sessionID), "", false, 0)
+	var h historypb.History
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		h.Events = append(h.Events, e)
+	}
+	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&h)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile("../engine/testdata/history.json", data, 0o644))
+}

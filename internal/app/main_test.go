@@ -1,0 +1,89 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock/internal/app"
+	"github.com/paddock-dev/paddock/internal/cli"
+	"github.com/paddock-dev/paddock/internal/client"
+	"github.com/paddock-dev/paddock/internal/config"
+)
+
+// One embedded server for the whole package: starting one takes about a second.
+var (
+	shared *app.App
+	api    *client.Client
+)
+
+func TestMain(m *testing.M) {
+	// The crash test re-executes this binary as a `paddock serve` child.
+	if os.Getenv("PADDOCK_TEST_CHILD") == "serve" {
+		os.Exit(cli.Run(context.Background(), []string{"serve"}, cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+	}
+	dir, err := os.MkdirTemp("", "paddock-app-test-")
+	if err != nil {
+		panic(err)
+	}
+	cfg := config.Config{DataDir: dir, Listen: "127.0.0.1:0", Operator: "tester", LogLevel: slog.LevelWarn}
+	shared, err = app.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start embedded server:", err)
+		os.Exit(1)
+	}
+	api = client.New(shared.URL)
+	code := m.Run()
+	shared.Stop()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// gitRepo makes a repository with one committed file.
+func gitRepo(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("some notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	return dir
+}
+
+func script(t testing.TB, name string) string {
+	t.Helper()
+	abs, err := filepath.Abs(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "replay/" + abs
+}
+
+// waitFor polls cond until it holds; the deadline is generous because the
+// machine may be busy. It never sleeps a fixed time to let work happen.
+func waitFor(t testing.TB, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ok, err := cond()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,259 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/client"
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+func applyAgent(t *testing.T, name, model string, extra string) {
+	t.Helper()
+	res, err := api.Apply(context.Background(), []byte(fmt.Sprintf("name: %s\nmodel: %s\n%s", name, model, extra)))
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+}
+
+func waitStatus(t *testing.T, id string, want session.Status) session.Session {
+	t.Helper()
+	var x session.Session
+	waitFor(t, "session "+id+" "+string(want), func() (bool, error) {
+		var err error
+		x, err = api.Session(context.Background(), id)
+		return x.Status == want, err
+	})
+	return x
+}
+
+func send(t *testing.T, id string, kind session.CommandKind, payload any) session.Command {
+	t.Helper()
+	data, _ := json.Marshal(payload)
+	c, err := api.Send(context.Background(), id, engine.SendRequest{Kind: kind, Payload: data})
+	require.NoError(t, err)
+	return c
+}
+
+func TestSessionLifecycleOverAPI(t *testing.T) {
+	ctx := context.Background()
+	applyAgent(t, "worker", script(t, "work.yaml"), "displayTitle: \"Work: {{input}}\"\nmaxPerSessionUsd: 3\n")
+	repo := gitRepo(t)
+	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: "worker", Message: "process the notes", Repo: repo})
+	require.NoError(t, err)
+	require.Equal(t, "Work: process the notes", x.DisplayTitle)
+	require.Equal(t, 3.0, x.SpendCapUSD)
+
+	// Follow the transcript over SSE until the question, then answer it.
+	var seen []session.Event
+	streamCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errStop := errors.New("stop")
+	err = api.Stream(streamCtx, x.ID, 0, func(e session.Event) error {
+		seen = append(seen, e)
+		if e.Kind == session.EventQuestion {
+			return errStop
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, errStop)
+	var q session.Question
+	require.NoError(t, json.Unmarshal(seen[len(seen)-1].Data, &q))
+	require.Equal(t, "Proceed?", q.Questions[0].Question)
+	waitStatus(t, x.ID, session.StatusAwaiting)
+
+	// A later apply changes only future sessions.
+	applyAgent(t, "worker", "replay/demo", "")
+
+	send(t, x.ID, session.KindAnswer, session.AnswerPayload{ToolCallID: q.ToolCallID, Answers: map[string]string{"go": "yes"}})
+	waitFor(t, "the answer turn to complete", func() (bool, error) {
+		turns, err := api.Turns(ctx, x.ID)
+		return len(turns) == 2 && turns[1].Status == session.TurnCompleted, err
+	})
+	x = waitStatus(t, x.ID, session.StatusAwaiting)
+	data, err := os.ReadFile(filepath.Join(x.Workdir, "result.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "done\n", string(data))
+	require.NoFileExists(t, filepath.Join(repo, "result.txt"), "the user's repository is untouched")
+	require.Contains(t, string(x.AgentSpec), "work.yaml", "the snapshot is what the session was created with")
+
+	// Resume the SSE stream from where it stopped: no gap, no duplicate.
+	last := seen[len(seen)-1].Seq
+	var rest []session.Event
+	waitCtx, cancel2 := context.WithCancel(ctx)
+	defer cancel2()
+	go func() {
+		waitStatus(t, x.ID, session.StatusAwaiting)
+		send(t, x.ID, session.KindStop, session.StopPayload{Reason: "finished"})
+	}()
+	require.NoError(t, api.Stream(waitCtx, x.ID, last, func(e session.Event) error { rest = append(rest, e); return nil }))
+	require.Equal(t, last+1, rest[0].Seq)
+	for i := 1; i < len(rest); i++ {
+		require.Equal(t, rest[i-1].Seq+1, rest[i].Seq)
+	}
+	x = waitStatus(t, x.ID, session.StatusStopped)
+	require.Equal(t, "finished", x.StopReason)
+
+	// Commands to a terminal session are rejected clearly.
+	_, err = api.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"more"}`)})
+	var apiErr *client.Error
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusConflict, apiErr.Status)
+	require.Contains(t, apiErr.Body.Error, "is stopped")
+
+	cmds, err := api.Commands(ctx, x.ID)
+	require.NoError(t, err)
+	for _, c := range cmds {
+		require.Equal(t, session.CommandAccepted, c.State, "%s %s", c.Kind, c.Error)
+	}
+	require.Equal(t, session.SenderOperator, cmds[1].Sender.Kind)
+	require.Equal(t, "tester", cmds[1].Sender.ID, "the server stamps the sender")
+	recordHistory(t, x.ID)
+}
+
+func TestBadInputGets4xx(t *testing.T) {
+	ctx := context.Background()
+	post := func(path, body string) (int, string) {
+		resp, err := http.Post(shared.URL+path, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var e struct{ Error string }
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		return resp.StatusCode, e.Error
+	}
+	x, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "work.yaml")})
+	require.NoError(t, err)
+	cases := []struct {
+		path, body string
+		code       int
+		msg        string
+	}{
+		{"/v1/sessions", `{"agent":"x","bogus":1}`, 400, "unknown field"},
+		{"/v1/sessions", `{"message":42}`, 400, "cannot unmarshal"},
+		{"/v1/sessions", `{"message":"x"} {}`, 400, "trailing data"},
+		{"/v1/sessions", `{"model":"nope/x"}`, 400, "unknown provider \"nope\""},
+		{"/v1/sessions", `{"model":"replay/does-not-exist.yaml"}`, 400, "no such file"},
+		{"/v1/sessions", `{"agent":"never-applied"}`, 404, "paddock apply"},
+		{"/v1/sessions", `{"message":"` + strings.Repeat("x", 2<<20) + `"}`, 413, "too large"},
+		{"/v1/sessions/" + x.ID + "/commands", `{"kind":"explode"}`, 400, "unknown command kind"},
+		{"/v1/sessions/" + x.ID + "/commands", `{"kind":"start"}`, 400, "created by the platform"},
+		{"/v1/sessions/" + x.ID + "/commands", `{"kind":"message","payload":{}}`, 400, "payload.message: required"},
+		{"/v1/sessions/" + x.ID + "/commands", `{"kind":"message","payload":{"message":"x","sender":"admin"}}`, 400, "unknown field"},
+		{"/v1/sessions/" + x.ID + "/commands", `{"kind":"answer","payload":{"answers":{"a":"b"}}}`, 400, "toolCallId: required"},
+		{"/v1/sessions/" + x.ID + "/commands", `{"kind":"stop","payload":{"handoff":"` + strings.Repeat("h", 20001) + `"}}`, 400, "at most 20000"},
+		{"/v1/sessions/nope/commands", `{"kind":"message","payload":{"message":"x"}}`, 404, "not found"},
+		{"/v1/agents", "name: a\nmodel: replay/x\nconcurency: 1\n", 400, "concurency: unknown field"},
+		{"/v1/agents", "name: ok-one\nmodel: replay/x\n---\nname: bad\nmodel: nope\n", 400, "model"},
+		{"/v1/nothing", `{}`, 404, "no route"},
+	}
+	for _, c := range cases {
+		code, msg := post(c.path, c.body)
+		require.Equal(t, c.code, code, "%s %.80s: %s", c.path, c.body, msg)
+		require.Contains(t, strings.ToLower(msg), strings.ToLower(c.msg), c.path)
+	}
+	_, err = api.Agent(ctx, "ok-one")
+	require.Error(t, err, "nothing of a rejected file is applied")
+	resp, err := http.Get(shared.URL + "/v1/sessions?status=sleepy")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 400, resp.StatusCode)
+}
+
+func TestSingletonRetryArchive(t *testing.T) {
+	ctx := context.Background()
+	applyAgent(t, "single", script(t, "work.yaml"), "concurrency: 1\n")
+	first, err := api.CreateSession(ctx, engine.CreateRequest{Agent: "single"})
+	require.NoError(t, err)
+	_, err = api.CreateSession(ctx, engine.CreateRequest{Agent: "single", Message: "another"})
+	var apiErr *client.Error
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusConflict, apiErr.Status)
+	require.Equal(t, first.ID, apiErr.Body.SessionID, "the 409 names the live session")
+	waitStatus(t, first.ID, session.StatusAwaiting)
+
+	// Archive, then a message revives it.
+	_, err = api.Archive(ctx, first.ID)
+	require.NoError(t, err)
+	list, err := api.Sessions(ctx, store.SessionFilter{Agent: "single"})
+	require.NoError(t, err)
+	require.Empty(t, list)
+	send(t, first.ID, session.KindMessage, session.MessagePayload{Message: "wake up"})
+	x, err := api.Session(ctx, first.ID)
+	require.NoError(t, err)
+	require.Nil(t, x.ArchivedAt)
+	send(t, first.ID, session.KindStop, session.StopPayload{})
+	waitStatus(t, first.ID, session.StatusStopped)
+
+	// A stopped session cannot be retried; a failed one can, idempotently.
+	_, err = api.Retry(ctx, first.ID)
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusConflict, apiErr.Status)
+	// A session whose repository cannot be copied fails at provisioning.
+	failed, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "work.yaml"), Repo: "/nonexistent/repo", Message: "hi"})
+	require.NoError(t, err)
+	failed = waitStatus(t, failed.ID, session.StatusFailed)
+	require.Contains(t, failed.FailureReason, "provisioning failed")
+	r1, err := api.Retry(ctx, failed.ID)
+	require.NoError(t, err)
+	r2, err := api.Retry(ctx, failed.ID)
+	require.NoError(t, err)
+	require.Equal(t, r1.ID, r2.ID, "retry is idempotent")
+	require.Equal(t, failed.ID, r1.RetryOf)
+}
+
+func TestInterruptMidTurn(t *testing.T) {
+	ctx := context.Background()
+	x, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "slow.yaml"), Message: "go slowly"})
+	require.NoError(t, err)
+	waitStatus(t, x.ID, session.StatusRunning)
+	waitFor(t, "the model step to be in flight", func() (bool, error) {
+		x, err := api.Session(ctx, x.ID)
+		return x.AmbientStatus == "thinking", err
+	})
+	send(t, x.ID, session.KindInterrupt, session.InterruptPayload{Reason: "changed my mind"})
+	waitFor(t, "the turn to be interrupted", func() (bool, error) {
+		turns, err := api.Turns(ctx, x.ID)
+		return len(turns) == 1 && turns[0].Status == session.TurnFailed, err
+	})
+	turns, err := api.Turns(ctx, x.ID)
+	require.NoError(t, err)
+	require.Equal(t, session.ScopeTurn, turns[0].FailureScope)
+	require.Equal(t, "interrupted", turns[0].Error)
+	x = waitStatus(t, x.ID, session.StatusAwaiting)
+	require.NoFileExists(t, filepath.Join(x.Workdir, "never.txt"))
+
+	// The session survives and takes the next message.
+	send(t, x.ID, session.KindMessage, session.MessagePayload{Message: "continue"})
+	waitFor(t, "the next turn to complete", func() (bool, error) {
+		turns, err := api.Turns(ctx, x.ID)
+		return len(turns) == 2 && turns[1].Status == session.TurnCompleted, err
+	})
+	events, err := api.Events(ctx, x.ID, 0)
+	require.NoError(t, err)
+	var texts bytes.Buffer
+	for _, e := range events {
+		if e.Kind == session.EventAssistantText {
+			var d session.TextData
+			require.NoError(t, json.Unmarshal(e.Data, &d))
+			texts.WriteString(d.Text)
+		}
+	}
+	require.NotContains(t, texts.String(), "Working slowly.", "the interrupted step never streamed")
+	require.Contains(t, texts.String(), "Back after the interrupt.")
+	cmds, err := api.Commands(ctx, x.ID)
+	require.NoError(t, err)
+	for _, c := range cmds {
+		require.Equal(t, session.CommandAccepted, c.State, c.Kind)
+	}
+}
