@@ -46,7 +46,7 @@ func Step(ctx context.Context, p provider.Provider, out Appender, in StepInput, 
 	prefix := fmt.Sprintf("%s/step%d", in.TurnID, in.Step)
 	var buf strings.Builder
 	chunk := 0
-	last := now()
+	var last time.Time
 	var writeErr error
 	emit := func(kind session.EventKind, key string, v any) {
 		if writeErr != nil {
@@ -62,11 +62,13 @@ func Step(ctx context.Context, p provider.Provider, out Appender, in StepInput, 
 		emit(session.EventAssistantText, fmt.Sprintf("%s/text%d", prefix, chunk), session.TextData{Text: buf.String()})
 		chunk++
 		buf.Reset()
-		last = now()
 	}
 	resp, err := p.Stream(ctx, in.Request, func(d provider.Delta) {
 		switch d.Kind {
 		case provider.DeltaText:
+			if buf.Len() == 0 {
+				last = now() // the window opens with the first buffered text
+			}
 			buf.WriteString(d.Text)
 			if buf.Len() >= flushBytes || now().Sub(last) >= flushEvery {
 				flush()

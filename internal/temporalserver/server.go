@@ -200,7 +200,7 @@ type slogLogger struct {
 }
 
 // noise are messages that say nothing to a Paddock operator.
-var noise = []string{"HTTP API port has not been set"}
+var noise = []string{"HTTP API port has not been set", "error creating sdk client"}
 
 var _ tlog.Logger = (*slogLogger)(nil)
 
@@ -210,6 +210,12 @@ func (s *slogLogger) log(level slog.Level, msg string, tags []tag.Tag) {
 	}
 	for _, n := range noise {
 		if strings.HasPrefix(msg, n) {
+			return
+		}
+	}
+	for _, t := range tags {
+		// The services poll each other while they come up.
+		if v, ok := t.Value().(error); ok && strings.Contains(v.Error(), "not healthy yet") {
 			return
 		}
 	}

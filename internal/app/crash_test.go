@@ -1,0 +1,153 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/client"
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+// serveChild starts this test binary as `paddock serve` on dataDir.
+func serveChild(t *testing.T, dataDir string) (*exec.Cmd, *client.Client) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PADDOCK_TEST_CHILD=serve", "PADDOCK_DATA_DIR="+dataDir, "PADDOCK_LISTEN="+addr,
+		"PADDOCK_OPERATOR=crash-tester", "PADDOCK_LOG_LEVEL=warn")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	c := client.New("http://" + addr)
+	waitFor(t, "the child server to be ready", func() (bool, error) { return c.Health(context.Background()) == nil, nil })
+	return cmd, c
+}
+
+// TestCrashRecovery kills the server with SIGKILL in the middle of a turn,
+// starts it again on the same data directory, and checks that nothing was
+// lost: every accepted command is processed exactly once, the transcript has
+// no gap or duplicate, and the session carries on.
+func TestCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and kills real servers")
+	}
+	ctx := context.Background()
+	dataDir := t.TempDir()
+	repo := gitRepo(t)
+	child, c := serveChild(t, dataDir)
+
+	_, err := c.Apply(ctx, []byte("name: crasher\nmodel: "+script(t, "crash.yaml")+"\n"))
+	require.NoError(t, err)
+	create := engine.CreateRequest{Agent: "crasher", Message: "turn one", Repo: repo, IdempotencyKey: "crash-session"}
+	x, err := c.CreateSession(ctx, create)
+	require.NoError(t, err)
+	sendAll := func(c *client.Client, keys ...string) {
+		for _, k := range keys {
+			_, err := c.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"` + k + `"}`), IdempotencyKey: k})
+			require.NoError(t, err)
+		}
+	}
+	sendAll(c, "m1", "m2")
+
+	// Kill it while step one of the first turn is in flight.
+	waitFor(t, "step zero's tool call to finish", func() (bool, error) {
+		events, err := c.Events(ctx, x.ID, 0)
+		for _, e := range events {
+			if e.Key == "call/call_0_0/done" {
+				return true, err
+			}
+		}
+		return false, err
+	})
+	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
+	_ = child.Wait()
+
+	_, c = serveChild(t, dataDir)
+	// Clients retry what they are unsure of: the same keys change nothing.
+	again, err := c.CreateSession(ctx, create)
+	require.NoError(t, err)
+	require.Equal(t, x.ID, again.ID)
+	sendAll(c, "m1", "m2")
+	waitFor(t, "the first two turns to complete", func() (bool, error) {
+		turns, err := c.Turns(ctx, x.ID)
+		if err != nil || len(turns) != 2 {
+			return false, err
+		}
+		s, err := c.Session(ctx, x.ID)
+		return turns[1].Status == session.TurnCompleted && s.Status == session.StatusAwaiting, err
+	})
+	sendAll(c, "m3")
+	waitFor(t, "all three turns to complete", func() (bool, error) {
+		turns, err := c.Turns(ctx, x.ID)
+		if err != nil || len(turns) != 3 {
+			return false, err
+		}
+		for _, tr := range turns {
+			if tr.Status != session.TurnCompleted {
+				return false, nil
+			}
+		}
+		s, err := c.Session(ctx, x.ID)
+		return s.Status == session.StatusAwaiting, err
+	})
+
+	cmds, err := c.Commands(ctx, x.ID)
+	require.NoError(t, err)
+	require.Len(t, cmds, 4, "start, m1, m2, m3: each once")
+	for _, cmd := range cmds {
+		require.Equal(t, session.CommandAccepted, cmd.State, "%s %s", cmd.Kind, cmd.IdempotencyKey)
+	}
+	turns, err := c.Turns(ctx, x.ID)
+	require.NoError(t, err)
+	require.Len(t, turns[1].CommandIDs, 2, "m1 and m2 were pending together and share a turn")
+
+	events, err := c.Events(ctx, x.ID, 0)
+	require.NoError(t, err)
+	var text strings.Builder
+	var users []string
+	calls := map[string][]string{}
+	for i, e := range events {
+		require.Equal(t, int64(i+1), e.Seq, "no gap")
+		switch e.Kind {
+		case session.EventAssistantText:
+			var d session.TextData
+			require.NoError(t, json.Unmarshal(e.Data, &d))
+			text.WriteString(d.Text)
+		case session.EventUserMessage:
+			var d session.TextData
+			require.NoError(t, json.Unmarshal(e.Data, &d))
+			users = append(users, d.Text)
+		case session.EventToolCall:
+			var d session.ToolCallData
+			require.NoError(t, json.Unmarshal(e.Data, &d))
+			calls[d.ID] = append(calls[d.ID], string(d.State))
+		}
+	}
+	require.Equal(t, []string{"turn one", "m1", "m2", "m3"}, users)
+	want := []string{"step zero writes a", "step one writes b", "step two ends turn one", "step three writes c",
+		"step four ends turn two", "step five writes d", "step six ends turn three"}
+	require.Equal(t, strings.Join(want, ""), text.String(), "every step's text exactly once, in order")
+	for _, id := range []string{"call_0_0", "call_1_0", "call_3_0", "call_5_0"} {
+		require.Equal(t, []string{"generating", "generated", "calling", "done"}, calls[id], id)
+	}
+	s, err := c.Session(ctx, x.ID)
+	require.NoError(t, err)
+	for _, f := range []string{"a.txt", "b.txt", "c.txt", "d.txt"} {
+		require.FileExists(t, filepath.Join(s.Workdir, f))
+	}
+	fmt.Fprintf(os.Stderr, "crash test: %d events, %d commands, %d turns after a SIGKILL\n", len(events), len(cmds), len(turns))
+}
