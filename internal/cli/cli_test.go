@@ -1,0 +1,123 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/app"
+	"github.com/paddock-dev/paddock/internal/cli"
+	"github.com/paddock-dev/paddock/internal/config"
+)
+
+var serverURL string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "paddock-cli-test-")
+	if err != nil {
+		panic(err)
+	}
+	a, err := app.Start(context.Background(), config.Config{DataDir: dir, Listen: "127.0.0.1:0", Operator: "cli-tester", LogLevel: slog.LevelWarn},
+		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	serverURL = a.URL
+	code := m.Run()
+	a.Stop()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// run runs paddock with args against the test server.
+func run(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := map[string]string{"PADDOCK_SERVER": serverURL, "PADDOCK_DATA_DIR": t.TempDir()}
+	code := cli.Run(context.Background(), args, cli.IO{In: strings.NewReader(stdin), Out: &out, Err: &errb, Getenv: func(k string) string { return env[k] }})
+	return code, out.String(), errb.String()
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	return p
+}
+
+func TestApplyIsIdempotentAndStrict(t *testing.T) {
+	f := writeFile(t, "agent.yaml", "name: cli-agent\nmodel: replay/demo\n")
+	code, out, _ := run(t, "", "apply", "-f", f)
+	require.Equal(t, 0, code)
+	require.Equal(t, "agent/cli-agent created\n", out)
+	_, out, _ = run(t, "", "apply", "-f", f)
+	require.Equal(t, "agent/cli-agent unchanged\n", out)
+	f2 := writeFile(t, "agent.yaml", "name: cli-agent\nmodel: replay/demo\nconcurrency: 1\n")
+	_, out, _ = run(t, "", "apply", "-f", f2)
+	require.Equal(t, "agent/cli-agent configured\n", out)
+
+	bad := writeFile(t, "bad.yaml", "name: cli-agent\nmodel: replay/demo\ntools: [read_file, nuke]\n")
+	code, out, errOut := run(t, "", "apply", "-f", bad)
+	require.Equal(t, 1, code)
+	require.Empty(t, out)
+	require.Contains(t, errOut, `tools[1]: unknown tool "nuke"`)
+	code, _, errOut = run(t, "", "apply")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "-f FILE")
+	code, out, _ = run(t, "", "agents", "ls")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "cli-agent")
+}
+
+func TestDemo(t *testing.T) {
+	code, out, errOut := run(t, "", "demo")
+	require.Equal(t, 0, code, errOut)
+	for _, want := range []string{"⚙ edit_file", "? Should I also add a CHANGELOG entry?", "the demo operator answers: yes",
+		"· turn completed", "README.md | 2 +-", "CHANGELOG.md (new file)", "your repository is untouched"} {
+		require.Contains(t, out, want)
+	}
+}
+
+func TestRunNonInteractiveStopsAtQuestion(t *testing.T) {
+	code, out, errOut := run(t, "", "run", "--non-interactive", "--model", "replay/demo", "--repo", t.TempDir(), "look around")
+	// The repo is not a git repository: provisioning fails with the reason.
+	require.Equal(t, 1, code, out)
+	require.Contains(t, errOut, "session failed: provisioning failed")
+	require.Contains(t, errOut, "paddock sessions retry")
+
+	code, out, errOut = run(t, "", "run", "--non-interactive", "--model", "replay/demo", "fix the typo")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, "? Should I also add a CHANGELOG entry?")
+	require.Contains(t, errOut, "non-interactive")
+	require.Contains(t, errOut, "paddock sessions answer")
+
+	// Interactive: the answer comes from standard input (option 2 = "no").
+	code, out, errOut = run(t, "2\n", "run", "--model", "replay/demo", "fix the typo")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "changelog=no")
+	require.Contains(t, out, "next: paddock sessions send")
+
+	code, out, _ = run(t, "", "sessions", "ls")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "fix the typo")
+}
+
+func TestSessionsCommandsReportErrors(t *testing.T) {
+	code, _, errOut := run(t, "", "sessions", "send", "no-such-session", "hi")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "not found")
+	code, _, errOut = run(t, "", "sessions", "answer", "x", "call", "notkv")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "QUESTION_ID=OPTION")
+	code, out, _ := run(t, "", "version")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "paddock")
+}
