@@ -51,11 +51,11 @@ func Providers() *provider.Registry {
 }
 
 // Start brings up everything and returns once the API answers.
-func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (a *App, err error) {
-	a = &App{logger: logger}
+func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App, err error) {
+	a := &App{logger: logger}
 	defer func() {
 		if err != nil {
-			a.Stop()
+			a.Stop() // undo what started
 		}
 	}()
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
@@ -89,11 +89,12 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (a *App,
 	tools := tool.Builtin()
 	acts := &engine.Activities{Store: st, Providers: reg, Tools: tools, Gate: engine.AllowAll{}, Logger: logger, Now: time.Now,
 		WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces")}
+	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools}
+	acts.Spawner = a.Service
 	a.worker = engine.NewWorker(a.client, acts)
 	if err := a.worker.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
-	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools}
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -37,6 +37,11 @@ func (AllowAll) Decide(context.Context, string, provider.ToolCall) (bool, string
 	return true, "allowed: no policy gate configured", nil
 }
 
+// Spawner creates the successor of an ended session of a replace: auto agent.
+type Spawner interface {
+	SpawnSuccessor(ctx context.Context, predecessor session.Session) (session.Session, error)
+}
+
 // Activities are the side effects of a session workflow. Every write is
 // idempotent, so a retried activity never duplicates a row or an event.
 type Activities struct {
@@ -48,6 +53,8 @@ type Activities struct {
 	Now       func() time.Time
 	// WorkspaceDir holds one working copy per session.
 	WorkspaceDir string
+	// Spawner replaces ended sessions of replace: auto agents; nil disables it.
+	Spawner Spawner
 }
 
 // nonRetryable wraps an error the workflow must see at once.
@@ -135,9 +142,39 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// Fail ends the session as failed.
+// Fail ends the session as failed; a replace: auto agent gets a successor.
 func (a *Activities) Fail(ctx context.Context, sessionID, reason string) error {
-	return a.Store.FailSession(ctx, sessionID, reason)
+	if err := a.Store.FailSession(ctx, sessionID, reason); err != nil {
+		return err
+	}
+	// Only a session that got work done is replaced: one that fails before
+	// completing any turn would fail again, and replacing it would loop.
+	turns, err := a.Store.ListTurns(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	for _, t := range turns {
+		if t.Status == session.TurnCompleted {
+			return a.replace(ctx, sessionID)
+		}
+	}
+	return nil
+}
+
+// replace spawns the successor of an ended session whose agent declares
+// replace: auto.
+func (a *Activities) replace(ctx context.Context, sessionID string) error {
+	s, sp, err := a.agentSpec(ctx, sessionID)
+	if err != nil || sp.Replace != "auto" || a.Spawner == nil {
+		return err
+	}
+	next, err := a.Spawner.SpawnSuccessor(ctx, s)
+	if err != nil {
+		return err
+	}
+	data, _ := json.Marshal(session.TextData{Text: "replaced by session " + next.ID})
+	_, err = a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, Kind: session.EventNotice, Key: "successor", Data: data})
+	return err
 }
 
 // Claim is the result of claiming commands.
@@ -359,6 +396,11 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 	if runErr != nil {
 		return finish(session.CallErrored, "", runErr.Error())
 	}
+	if res.Archive != nil {
+		if err := a.Store.Archive(ctx, sessionID, session.Sender{Kind: session.SenderAgent, ID: sessionID}, res.Archive.Handoff); err != nil {
+			return ToolOutcome{}, err
+		}
+	}
 	if res.Question != nil {
 		q := *res.Question
 		q.ToolCallID = call.ID
@@ -480,5 +522,11 @@ func (a *Activities) Stop(ctx context.Context, cmd session.Command) error {
 	if err := a.Store.StopSession(ctx, cmd.SessionID, p); err != nil {
 		return err
 	}
-	return a.Store.SetDisplay(ctx, cmd.SessionID, "", "stopped")
+	if err := a.Store.SetDisplay(ctx, cmd.SessionID, "", "stopped"); err != nil {
+		return err
+	}
+	if !p.Respawn {
+		return nil
+	}
+	return a.replace(ctx, cmd.SessionID)
 }

@@ -132,6 +132,39 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 	return x, s.notify(ctx, x.ID, Notice{CommandID: x.ID + "-start", Kind: kind})
 }
 
+// SpawnSuccessor creates the replacement of a replace: auto agent's ended
+// session, on the agent's latest spec, with the predecessor's handoff
+// attached to its kickoff. It is idempotent per predecessor.
+func (s *Service) SpawnSuccessor(ctx context.Context, old session.Session) (session.Session, error) {
+	rec, err := s.Store.GetAgent(ctx, old.Project, old.Agent)
+	if err != nil {
+		return session.Session{}, fmt.Errorf("successor of %s: %w", old.ID, err)
+	}
+	var sp spec.Agent
+	if err := json.Unmarshal(rec.Spec, &sp); err != nil {
+		return session.Session{}, fmt.Errorf("successor of %s: agent spec unreadable: %w", old.ID, err)
+	}
+	sp.Defaults()
+	msg := sp.OnReplace
+	if msg == "" {
+		msg = sp.InitialPrompt
+	}
+	if msg == "" {
+		msg = "You replace an earlier session of this agent. Continue its work."
+	}
+	payload, _ := json.Marshal(session.MessagePayload{Message: msg, Handoff: old.Handoff})
+	x, _, err := s.Store.CreateSession(ctx, store.NewSession{
+		ID: uuid.NewString(), Project: old.Project, SpendCapUSD: sp.MaxPerSessionUSD, DisplayTitle: sp.Title(msg),
+		Agent: store.Agent{Project: sp.Project, Name: sp.Name, Spec: sp.JSON(), Digest: sp.Digest(), Concurrency: sp.Concurrency},
+		Input: msg, Repo: old.Repo, CreatedBy: session.Sender{Kind: session.SenderSystem, ID: "replacement-of-" + old.ID},
+		StartKind: session.KindStartWithMessage, StartPayload: payload, IdempotencyKey: "successor:" + old.ID,
+	})
+	if err != nil {
+		return x, err
+	}
+	return x, s.notify(ctx, x.ID, Notice{CommandID: x.ID + "-start", Kind: session.KindStartWithMessage})
+}
+
 // Retry creates a fresh session for a failed session's input, idempotently.
 func (s *Service) Retry(ctx context.Context, id string, by session.Sender) (session.Session, error) {
 	old, err := s.Store.GetSession(ctx, id)
@@ -194,7 +227,7 @@ func (s *Service) Send(ctx context.Context, sessionID string, req SendRequest, b
 
 // Archive marks a session done-for-now; it stays revivable.
 func (s *Service) Archive(ctx context.Context, sessionID string, by session.Sender) (session.Session, error) {
-	if err := s.Store.Archive(ctx, sessionID, by); err != nil {
+	if err := s.Store.Archive(ctx, sessionID, by, ""); err != nil {
 		return session.Session{}, err
 	}
 	return s.Store.GetSession(ctx, sessionID)

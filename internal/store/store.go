@@ -137,8 +137,9 @@ type Store interface {
 	// StopSession ends a session as stopped; a stop always wins over any
 	// status but a previous terminal one. It releases the singleton slot.
 	StopSession(ctx context.Context, id string, p session.StopPayload) error
-	// Archive sets archivedAt; Unarchive is implied by work-bringing commands.
-	Archive(ctx context.Context, id string, by session.Sender) error
+	// Archive sets archivedAt (a work-bringing command clears it) and, when
+	// handoff is not empty, persists the handoff note.
+	Archive(ctx context.Context, id string, by session.Sender, handoff string) error
 
 	// AppendCommand records a command idempotently by key. It refuses
 	// commands to terminal sessions, and clears archivedAt of an archived

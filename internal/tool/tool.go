@@ -33,6 +33,8 @@ type Env struct {
 type Result struct {
 	Output   string
 	Question *session.Question
+	// Archive asks the engine to archive the session (archive_session).
+	Archive *Archive
 }
 
 // Tool is a built-in tool.
@@ -87,7 +89,7 @@ type Set map[string]Tool
 // Builtin returns all built-in tools.
 func Builtin() Set {
 	s := Set{}
-	for _, t := range []Tool{readFile, writeFile, editFile, listDir, askUser} {
+	for _, t := range []Tool{readFile, writeFile, editFile, listDir, askUser, archiveSession} {
 		s[t.Name] = t
 	}
 	return s

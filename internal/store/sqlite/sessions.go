@@ -276,8 +276,13 @@ func (s *Store) StopSession(ctx context.Context, id string, p session.StopPayloa
 }
 
 // Archive implements store.Store.
-func (s *Store) Archive(ctx context.Context, id string, by session.Sender) error {
+func (s *Store) Archive(ctx context.Context, id string, by session.Sender, handoff string) error {
 	return s.update(ctx, id, func(tx *sql.Tx) error {
+		if handoff != "" {
+			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET handoff = ? WHERE id = ?`, session.TrimRunes(handoff, session.MaxHandoff), id); err != nil {
+				return err
+			}
+		}
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET archived_at = ?, updated_at = ? WHERE id = ? AND archived_at IS NULL`, s.ts(), s.ts(), id)
 		if err != nil {
 			return err

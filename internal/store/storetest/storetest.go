@@ -184,9 +184,10 @@ func testTerminalRejects(t *testing.T, s store.Store) {
 
 func testArchiveRevive(t *testing.T, s store.Store) {
 	newSession(t, s, "s", agent("a", 0))
-	require.NoError(t, s.Archive(ctx, "s", operator))
+	require.NoError(t, s.Archive(ctx, "s", operator, "what I learned"))
 	x, _ := s.GetSession(ctx, "s")
 	require.NotNil(t, x.ArchivedAt)
+	require.Equal(t, "what I learned", x.Handoff)
 	list, err := s.ListSessions(ctx, store.SessionFilter{Project: "default"})
 	require.NoError(t, err)
 	require.Empty(t, list)
