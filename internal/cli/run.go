@@ -159,6 +159,7 @@ func (f *follower) answer(ctx context.Context, r *renderer, q session.Question) 
 				fmt.Fprintf(f.g.io.Out, "    %d) %s\n", i+1, o)
 			}
 			fmt.Fprintf(f.g.io.Out, "  %s > ", item.ID)
+			r.midText = true // the next output starts on a fresh line
 			line, err := f.in.ReadString('\n')
 			line = strings.TrimSpace(line)
 			if err != nil && line == "" {
