@@ -1,0 +1,70 @@
+package shellcheck
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// corpusFree is the free list the corpus files assume (their header).
+var corpusFree = []string{"ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "echo", "pwd",
+	"git status", "git diff", "git log", "go test", "go build", "go vet"}
+
+type corpusLine struct {
+	line    int
+	command string
+	want    Verdict
+	reason  string
+}
+
+// readCorpus reads command<TAB>verdict<TAB>reason[<TAB>hard] lines; a
+// command starting with '"' is a JSON string literal.
+func readCorpus(t testing.TB, path string) []corpusLine {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []corpusLine
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
+			continue
+		}
+		cols := strings.SplitN(line, "\t", 4)
+		if len(cols) < 3 {
+			t.Fatalf("%s:%d: want command<TAB>verdict<TAB>reason", path, n)
+		}
+		cmd := cols[0]
+		if strings.HasPrefix(cmd, `"`) {
+			if cmd, err = strconv.Unquote(cmd); err != nil {
+				t.Fatalf("%s:%d: bad JSON string: %v", path, n, err)
+			}
+		}
+		v, err := ParseVerdict(cols[1])
+		if err != nil {
+			t.Fatalf("%s:%d: %v", path, n, err)
+		}
+		out = append(out, corpusLine{line: n, command: cmd, want: v, reason: cols[2]})
+	}
+	return out
+}
+
+func TestCorpus(t *testing.T) {
+	a := New(corpusFree)
+	for _, file := range []string{"testdata/corpus-sample.tsv", "testdata/corpus-hard.tsv"} {
+		for _, c := range readCorpus(t, file) {
+			got := a.Analyze(c.command)
+			if got.Verdict != c.want {
+				t.Errorf("%s:%d: %q: got %s, want %s (%s)", file, c.line, c.command, got.Verdict, c.want, c.reason)
+				for _, p := range got.Pieces {
+					t.Logf("    %s %s: %s (%s)", p.Verdict, p.Rule, p.Command, p.Reason)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,205 @@
+package shellcheck
+
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// sensitiveVars change what runs or how: setting them is "ask".
+var sensitiveVars = set("PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "ZDOTDIR",
+	"PROMPT_COMMAND", "PS0", "PS1", "PS4", "IFS", "CDPATH", "GLOBIGNORE", "PAGER", "GIT_PAGER", "MANPAGER", "SYSTEMD_PAGER", "LESSOPEN",
+	"LESSCLOSE", "EDITOR", "VISUAL", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "BROWSER", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF",
+	"GIT_ASKPASS", "SSH_ASKPASS", "GIT_EXEC_PATH", "GIT_DIR", "GIT_WORK_TREE", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
+	"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_TEMPLATE_DIR", "GIT_PROXY_COMMAND", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME",
+	"NODE_OPTIONS", "NODE_PATH", "PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB", "GOFLAGS", "GOTOOLCHAIN", "CC", "CXX",
+	"MAKEFLAGS", "TERMINFO", "HOSTALIASES", "TMPDIR", "HOME", "XDG_CONFIG_HOME", "SUDO_ASKPASS", "DYLD_INSERT_LIBRARIES")
+
+func sensitiveVar(name string) (verdict, bool) {
+	switch {
+	case name == "PATH":
+		return ask("path-hijack", "PATH changes which binary runs"), true
+	case strings.HasPrefix(name, "BASH_FUNC_"):
+		return ask("exported-function", name+" imports a shell function"), true
+	case strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "DYLD_") || strings.HasPrefix(name, "GIT_CONFIG_KEY_") ||
+		strings.HasPrefix(name, "GIT_CONFIG_VALUE_") || sensitiveVars[name]:
+		return ask("code-carrying-variable", name+" can make a program run other code"), true
+	}
+	return verdict{}, false
+}
+
+// assigns judges variable assignments (prefixes or declarations).
+func (c *checker) assigns(as []*syntax.Assign, node syntax.Node) {
+	for _, a := range as {
+		if a.Name == nil {
+			continue
+		}
+		if v, bad := sensitiveVar(a.Name.Value); bad {
+			c.add(printNode(node), v.v, v.rule, v.reason)
+		}
+	}
+}
+
+// call judges a simple command.
+func (c *checker) call(x *syntax.CallExpr, depth int) {
+	v := c.judge(argv(x.Args), depth)
+	c.add(printNode(x), v.v, v.rule, v.reason)
+}
+
+// writeOps are redirections that create or truncate their target.
+var writeOps = map[syntax.RedirOperator]bool{syntax.RdrOut: true, syntax.AppOut: true, syntax.RdrClob: true, syntax.AppClob: true,
+	syntax.RdrAll: true, syntax.RdrAllClob: true, syntax.AppAll: true, syntax.AppAllClob: true, syntax.RdrInOut: true}
+
+// redirect judges where a redirection writes.
+func (c *checker) redirect(r *syntax.Redirect) {
+	if r.Word == nil {
+		return
+	}
+	op := r.Op
+	if op == syntax.DplOut || op == syntax.DplIn {
+		if t := words(r.Word); len(t) == 1 && t[0].static && (t[0].s == "-" || strings.Trim(t[0].s, "0123456789") == "") {
+			return // fd duplication, not a file
+		}
+		if op == syntax.DplOut {
+			op = syntax.RdrAll
+		}
+	}
+	src := printNode(r)
+	if op == syntax.RdrIn {
+		for _, t := range words(r.Word) {
+			if strings.HasPrefix(clean(t.prefix), "/dev/tcp/") || strings.HasPrefix(clean(t.prefix), "/dev/udp/") {
+				c.add(src, Ask, "network-device", "reading "+t.s+" opens a network connection")
+			}
+		}
+		return
+	}
+	if !writeOps[op] {
+		return
+	}
+	if len(r.Word.Parts) == 1 {
+		if _, ok := r.Word.Parts[0].(*syntax.ProcSubst); ok {
+			return // a pipe to a process, whose body is judged on its own
+		}
+	}
+	for _, t := range words(r.Word) {
+		s := t.s
+		if !t.static {
+			s = t.prefix
+		}
+		dev, harmless := devicePath(s)
+		switch {
+		case dev && harmless && t.static:
+			c.add(src, Allow, "harmless-sink", "writes to "+clean(s))
+		case dev && (t.static || strings.HasPrefix(clean(s), "/dev/") && len(clean(s)) > len("/dev/")):
+			c.add(src, Refuse, "device-write", "writes to the device "+t.s)
+		case t.static && systemPath(s):
+			c.add(src, Refuse, "system-file", "overwrites the system file "+t.s)
+		case !t.static:
+			c.add(src, Ask, "dynamic-redirect", "writes to a file whose name comes from an expansion")
+		default:
+			c.add(src, Ask, "file-write", "the redirection writes "+t.s)
+		}
+	}
+}
+
+// pipe: feeding a pipe into an interpreter runs whatever flows in.
+func (c *checker) pipe(b *syntax.BinaryCmd) {
+	call, ok := b.Y.Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Args) == 0 {
+		return
+	}
+	args := argv(call.Args)
+	for range 8 {
+		if len(args) == 0 || !args[0].static {
+			return
+		}
+		n := canonical(args[0].s)
+		if w, ok := wrappers[n]; ok && n != "xargs" {
+			inner, _, ok := w(args)
+			if !ok {
+				return
+			}
+			args = inner
+			continue
+		}
+		if isInterpreter(n) && !hasCode(n, args) {
+			c.add(printNode(b), Ask, "pipe-to-interpreter", "the pipe feeds code into "+n)
+		}
+		return
+	}
+}
+
+// hasCode reports an interpreter given its code on the command line
+// (sh -c, python -c, ...), which then does not run what is piped in.
+func hasCode(n string, args []arg) bool {
+	for _, a := range args[1:] {
+		switch a.s {
+		case "-c", "-e", "-E", "-r", "--eval", "--command":
+			return !shells[n] || a.s == "-c"
+		}
+	}
+	return false
+}
+
+// stmtFeeds judges here-documents and here-strings fed to a shell: their
+// text is a script, parsed and judged like any other code.
+func (c *checker) stmtFeeds(s *syntax.Stmt, depth int) {
+	call, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Args) == 0 {
+		return
+	}
+	args := argv(call.Args)
+	if len(args) == 0 || !args[0].static {
+		return
+	}
+	n := canonical(args[0].s)
+	if !isInterpreter(n) || hasCode(n, args) {
+		return
+	}
+	for _, r := range s.Redirs {
+		var body *syntax.Word
+		switch r.Op {
+		case syntax.WordHdoc:
+			body = r.Word
+		case syntax.Hdoc, syntax.DashHdoc:
+			body = r.Hdoc
+		}
+		if body == nil {
+			continue
+		}
+		if !shells[n] {
+			c.add(printNode(s), Ask, "interpreter", "a here-document feeds code into "+n)
+			continue
+		}
+		text := hdocText(body)
+		c.source(text, depth+1)
+	}
+}
+
+// hdocText is the text a here-document or here-string hands the program.
+func hdocText(w *syntax.Word) string {
+	var b strings.Builder
+	for _, p := range w.Parts {
+		switch x := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(x.Value)
+		case *syntax.SglQuoted:
+			if x.Dollar {
+				b.WriteString(ansiC(x.Value))
+			} else {
+				b.WriteString(x.Value)
+			}
+		case *syntax.DblQuoted:
+			for _, q := range x.Parts {
+				if l, ok := q.(*syntax.Lit); ok {
+					b.WriteString(unescapeDouble(l.Value))
+				} else {
+					b.WriteString("$UNKNOWN")
+				}
+			}
+		default:
+			b.WriteString("$UNKNOWN")
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,312 @@
+package shellcheck
+
+import (
+	"path"
+	"regexp"
+	"strings"
+)
+
+// verdict is a judgment with its rule and reason.
+type verdict struct {
+	v      Verdict
+	rule   string
+	reason string
+}
+
+func refuse(rule, reason string) verdict { return verdict{Refuse, rule, reason} }
+func ask(rule, reason string) verdict    { return verdict{Ask, rule, reason} }
+func allow(rule, reason string) verdict  { return verdict{Allow, rule, reason} }
+
+func worst(a, b verdict) verdict {
+	if b.v > a.v {
+		return b
+	}
+	return a
+}
+
+// Refused program families: no approval can run these.
+var (
+	escalation = set("sudo", "su", "doas", "run0", "pkexec", "runas", "sudoedit", "runuser", "ksu", "gosu", "su-exec", "calife",
+		"setpriv", "capsh", "newgrp", "sg", "nsenter", "visudo")
+	evalExec      = set("eval", "exec", "iex", "invoke-expression")
+	kernelModules = set("insmod", "modprobe", "rmmod", "kmod", "kldload", "kldunload", "kextload", "kextunload")
+	firewalls     = set("iptables", "ip6tables", "iptables-legacy", "ip6tables-legacy", "iptables-nft", "ip6tables-nft",
+		"iptables-restore", "ip6tables-restore", "iptables-legacy-restore", "iptables-nft-restore", "nft", "ufw", "firewall-cmd",
+		"firewall-offline-cmd", "ebtables", "arptables", "pfctl", "ipfw", "new-netfirewallrule", "set-netfirewallrule",
+		"remove-netfirewallrule", "set-netfirewallprofile", "disable-netfirewallrule", "enable-netfirewallrule")
+	diskTools = set("mkfs", "mke2fs", "mkswap", "mkdosfs", "mkntfs", "mkexfatfs", "wipefs", "fdisk", "sfdisk", "cfdisk", "gdisk",
+		"sgdisk", "cgdisk", "parted", "diskpart", "blkdiscard", "hdparm", "sgdisk", "zpool", "mdadm", "cryptsetup", "clear-disk",
+		"format-volume", "initialize-disk")
+	shells       = set("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "fish", "csh", "tcsh", "rbash")
+	interpreters = set("python", "python2", "python3", "perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua", "luajit",
+		"tclsh", "wish", "rscript", "r", "osascript", "irb", "jshell", "groovy", "scala", "elixir", "erl", "escript", "awk", "gawk",
+		"mawk", "nawk", "jq", "pwsh", "powershell", "cmd", "source", ".", "busybox", "expect", "gdb", "vim", "vi", "nvim", "emacs", "ed", "ex")
+	pythonRE = regexp.MustCompile(`^(python|pypy)[0-9.]*$`)
+)
+
+func set(names ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// canonical is the name a command is judged by: its base name, lower-cased
+// (Windows names are case-insensitive), without .exe.
+func canonical(name string) string {
+	base := name
+	if i := strings.LastIndexAny(base, `/\`); i >= 0 {
+		base = base[i+1:]
+	}
+	base = strings.ToLower(base)
+	return strings.TrimSuffix(base, ".exe")
+}
+
+// standardBin reports a path in a standard bin directory: /usr/bin/git is git.
+func standardBin(name string) bool {
+	dir := path.Dir(name)
+	switch dir {
+	case "/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin":
+		return true
+	}
+	return false
+}
+
+func refusedName(n string) bool {
+	return escalation[n] || evalExec[n] || kernelModules[n] || firewalls[n] || diskTools[n] || strings.HasPrefix(n, "mkfs.") ||
+		strings.HasPrefix(n, "mke2fs")
+}
+
+func isInterpreter(n string) bool {
+	return shells[n] || interpreters[n] || pythonRE.MatchString(n)
+}
+
+// judge decides on one command line (argv), adding pieces for code nested in
+// it (sh -c, find -exec, ...).
+func (c *checker) judge(args []arg, depth int) verdict {
+	if len(args) == 0 {
+		return allow("empty", "no command")
+	}
+	name := args[0]
+	if !name.static {
+		return c.dynamicName(args, depth)
+	}
+	if name.s == "" {
+		return ask("empty-command-name", "the command name is empty")
+	}
+	if name.glob {
+		return globName(name)
+	}
+	n := canonical(name.s)
+	if v, ok := refusedProgram(n, args); ok {
+		return v
+	}
+	if w, ok := wrappers[n]; ok {
+		return c.wrapper(n, w, args, depth)
+	}
+	if shells[n] {
+		return c.shell(n, args, depth)
+	}
+	if v, ok := c.specific(n, args, depth); ok {
+		return v
+	}
+	if isInterpreter(n) {
+		return ask("interpreter", n+" runs code that is not analyzed")
+	}
+	if c.free(args) {
+		return allow("free-command", "in the free list")
+	}
+	return ask("unknown-command", n+" is not in the free list")
+}
+
+// dynamicName judges a command whose name needs the environment: at least
+// ask, and refuse when any resolution we can make without running anything
+// is refused ($IFS as a space; an empty expansion promoting the next word).
+func (c *checker) dynamicName(args []arg, depth int) verdict {
+	v := ask("dynamic-command", "the command name comes from an expansion or substitution, so what runs is unknown")
+	name := args[0]
+	if name.ifs {
+		alt := static(strings.Fields(strings.ReplaceAll(name.alt, "$", "")))
+		alt = append(alt, args[1:]...)
+		if r := c.quiet(alt, depth); r.v == Refuse {
+			return refuse(r.rule, "with $IFS read as a space: "+r.reason)
+		}
+	}
+	if name.prefix != "" {
+		if g := globName(arg{s: name.prefix + "*", static: true, glob: true}); g.v == Refuse {
+			return refuse(g.rule, "the name starts "+name.prefix+" and may complete to a refused program")
+		}
+	}
+	if len(args) > 1 {
+		if r := c.quiet(args[1:], depth); r.v == Refuse {
+			return refuse(r.rule, "if the expansion is empty, the next word runs: "+r.reason)
+		}
+	}
+	return v
+}
+
+// quiet judges without recording nested pieces.
+func (c *checker) quiet(args []arg, depth int) verdict {
+	sub := &checker{a: c.a}
+	v := sub.judge(args, depth+1)
+	for _, p := range sub.pieces {
+		v = worst(v, verdict{p.Verdict, p.Rule, p.Reason})
+	}
+	return v
+}
+
+// globName judges a command name with glob characters: refused when the
+// pattern can name a refused program.
+func globName(name arg) verdict {
+	base := name.s
+	if i := strings.LastIndex(base, "/"); i >= 0 {
+		base = base[i+1:]
+	}
+	literal := strings.Trim(base, "*?[]") != ""
+	if literal {
+		for _, n := range refusedList {
+			if ok, _ := path.Match(strings.ToLower(base), n); ok {
+				return refuse("glob-command", "the pattern "+name.s+" can name "+n)
+			}
+		}
+	}
+	return ask("glob-command", "a glob as the command name runs whatever file matches")
+}
+
+var refusedList = func() []string {
+	var out []string
+	for _, m := range []map[string]bool{escalation, evalExec, kernelModules, firewalls, diskTools} {
+		for n := range m {
+			out = append(out, n)
+		}
+	}
+	return append(out, "mkfs.ext4", "mkfs.xfs", "mkfs.vfat", "mkfs.btrfs")
+}()
+
+// refusedProgram recognizes the families no approval can run.
+func refusedProgram(n string, args []arg) (verdict, bool) {
+	switch {
+	case escalation[n]:
+		return refuse("privilege-escalation", n+" escalates privileges"), true
+	case evalExec[n]:
+		return refuse("eval-exec", n+" runs code that cannot be judged before it runs"), true
+	case kernelModules[n]:
+		return refuse("kernel-module", n+" loads or unloads kernel modules"), true
+	case firewalls[n]:
+		if strings.HasSuffix(n, "-save") {
+			return verdict{}, false
+		}
+		return refuse("firewall", n+" changes the firewall"), true
+	case diskTools[n] || strings.HasPrefix(n, "mkfs.") || strings.HasPrefix(n, "mke2fs"):
+		return refuse("disk-destruction", n+" formats or repartitions disks"), true
+	case n == "machinectl" && len(args) > 1 && (args[1].s == "shell" || args[1].s == "login"):
+		return refuse("privilege-escalation", "machinectl shell opens a shell as another user"), true
+	case n == "netsh" && len(args) > 1 && (strings.EqualFold(args[1].s, "advfirewall") || strings.EqualFold(args[1].s, "firewall")):
+		return refuse("firewall", "netsh changes the Windows firewall"), true
+	case n == "start-process" && hasFold(args, "-verb", "runas"):
+		return refuse("privilege-escalation", "Start-Process -Verb RunAs elevates"), true
+	case n == "format" && len(args) > 1 && isWindowsPath(args[1].s+`\`):
+		return refuse("disk-destruction", "format erases a drive"), true
+	case (n == "usermod" || n == "gpasswd" || n == "adduser" || n == "addgroup" || n == "useradd") && privilegedGroup(args):
+		return refuse("privilege-escalation", n+" adds a user to an administrators' group"), true
+	case (n == "mount" || n == "umount") && mountsSystem(args):
+		return refuse("system-mount", n+" changes the mounts of the root or a system tree"), true
+	case (n == "systemctl" || n == "service") && firewallUnit(args):
+		return refuse("firewall", n+" stops or changes the firewall service"), true
+	case n == "umask" && len(args) > 1 && strings.Trim(args[1].s, "0") == "":
+		return refuse("open-permissions", "umask 000 makes every new file world-writable"), true
+	}
+	return verdict{}, false
+}
+
+// hasFold reports whether flag is followed by value (case-insensitively).
+func hasFold(args []arg, flag, value string) bool {
+	for i := 0; i+1 < len(args); i++ {
+		if strings.EqualFold(args[i].s, flag) && strings.EqualFold(strings.Trim(args[i+1].s, `"'`), value) {
+			return true
+		}
+	}
+	return false
+}
+
+// free reports whether argv starts with a free command's words.
+func (c *checker) free(args []arg) bool {
+	words := make([]string, len(args))
+	for i, a := range args {
+		if !a.static {
+			words[i] = "\x00" // never equal to a free word
+			continue
+		}
+		words[i] = a.s
+	}
+	if standardBin(words[0]) {
+		words[0] = path.Base(words[0])
+	}
+	if words[0] == "git" {
+		words = gitWords(words)
+	}
+	for _, f := range c.a.free {
+		if len(f) > len(words) {
+			continue
+		}
+		match := true
+		for i := range f {
+			if f[i] != words[i] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+// gitWords drops git's harmless global options so "git --no-pager log"
+// matches "git log".
+func gitWords(words []string) []string {
+	out := []string{words[0]}
+	i := 1
+	for ; i < len(words) && gitHarmlessGlobal[words[i]]; i++ {
+	}
+	return append(out, words[i:]...)
+}
+
+var gitHarmlessGlobal = set("--no-pager", "--no-replace-objects", "--literal-pathspecs", "--glob-pathspecs", "--noglob-pathspecs",
+	"--icase-pathspecs", "--no-optional-locks", "--no-advice", "-P")
+
+func privilegedGroup(args []arg) bool {
+	for _, a := range args[1:] {
+		for _, g := range strings.Split(a.s, ",") {
+			switch g {
+			case "sudo", "wheel", "admin", "root", "adm", "docker", "lxd", "disk", "shadow":
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func mountsSystem(args []arg) bool {
+	for _, a := range args[1:] {
+		if strings.Contains(a.s, "remount") {
+			return true
+		}
+		if strings.HasPrefix(a.s, "/") && a.static && (clean(a.s) == "/" || systemPath(a.s)) {
+			return true
+		}
+	}
+	return false
+}
+
+func firewallUnit(args []arg) bool {
+	for _, a := range args[1:] {
+		switch strings.TrimSuffix(a.s, ".service") {
+		case "firewalld", "ufw", "iptables", "ip6tables", "nftables", "netfilter-persistent":
+			return true
+		}
+	}
+	return false
+}

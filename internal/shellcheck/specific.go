@@ -1,0 +1,477 @@
+package shellcheck
+
+import (
+	"strconv"
+	"strings"
+)
+
+// specific applies the rules of programs whose arguments matter. ok=false
+// means "no opinion": the free list decides.
+func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
+	switch n {
+	case "rm", "unlink", "rmdir", "shred", "srm":
+		return deletion(n, args)
+	case "find":
+		return c.find(args, depth)
+	case "trap":
+		if len(args) > 1 && args[1].static && args[1].s != "-" && !strings.HasPrefix(args[1].s, "-") {
+			c.source(args[1].s, depth+1)
+		}
+	case "setfacl":
+		for _, a := range args[1:] {
+			l := a.s
+			if strings.HasPrefix(l, "o:") || strings.HasPrefix(l, "other:") || strings.Contains(l, ",o:") {
+				if strings.Contains(l, "w") {
+					return refuse("open-permissions", "setfacl gives everyone write access"), true
+				}
+			}
+			if a.static && strings.HasPrefix(a.s, "/") && systemPath(a.s) {
+				return refuse("system-file", "setfacl changes a system file's access: "+a.s), true
+			}
+		}
+	case "chmod":
+		return chmod(args)
+	case "chown", "chgrp", "lchown":
+		return chown(n, args)
+	case "mkdir", "install":
+		if m, ok := modeOption(args); ok && openMode(m) {
+			return refuse("open-permissions", n+" -m "+m+" creates world-writable or setuid/setgid files"), true
+		}
+		return writes(n, args[1:], false)
+	case "dd":
+		return dd(args)
+	case "cp", "mv", "ln", "tee", "truncate", "rsync", "touch", "ditto", "copy-item", "move-item", "set-content", "out-file":
+		return writes(n, args[1:], n == "mv" || n == "move-item")
+	case "sed", "perl":
+		if inPlace(args) {
+			if v, ok := writes(n, args[1:], true); ok && v.v == Refuse {
+				return refuse("system-file", n+" -i edits a system file in place"), true
+			}
+			return ask("in-place-edit", n+" -i rewrites files"), true
+		}
+		if n == "sed" && sedRunsCommands(args) {
+			return ask("sed-execute", "sed's e command or w flag runs commands or writes files"), true
+		}
+	case "awk", "gawk", "mawk", "nawk":
+		for _, a := range args[1:] {
+			if strings.Contains(a.s, "system(") || strings.Contains(a.s, "| getline") || strings.Contains(a.s, "|&") {
+				return ask("awk-system", "awk's system() or pipes run shell commands"), true
+			}
+		}
+	case "git":
+		return git(args)
+	case "rg", "ripgrep":
+		for _, a := range args[1:] {
+			if a.s == "--pre" || strings.HasPrefix(a.s, "--pre=") || a.s == "--hostname-bin" || strings.HasPrefix(a.s, "--hostname-bin=") {
+				return ask("runs-program", "rg "+a.s+" runs a program on each file"), true
+			}
+		}
+	case "go":
+		for _, a := range args[1:] {
+			for _, f := range []string{"-exec", "-toolexec", "-vettool", "-o", "-overlay", "-modfile", "-pgo"} {
+				if a.s == f || a.s == "-"+f || strings.HasPrefix(a.s, f+"=") || strings.HasPrefix(a.s, "-"+f+"=") {
+					return ask("go-flag", "go "+f+" runs a program or writes outside the build cache"), true
+				}
+			}
+		}
+	case "powershell", "pwsh":
+		return powershell(args)
+	case "cmd":
+		return c.cmdExe(args, depth)
+	case "icacls", "cacls", "xcacls":
+		for _, a := range args[1:] {
+			l := strings.ToLower(a.s)
+			if strings.Contains(l, "everyone:") || strings.Contains(l, "*s-1-1-0") || strings.Contains(l, "users:(f)") || strings.Contains(l, "users:f") {
+				return refuse("open-permissions", n+" grants everyone access"), true
+			}
+		}
+	case "sc":
+		if len(args) > 1 && (strings.EqualFold(args[1].s, "create") || strings.EqualFold(args[1].s, "config")) {
+			for i, a := range args {
+				l := strings.ToLower(a.s)
+				if l == "type=kernel" || l == "type=filesys" || (l == "type=" && i+1 < len(args) && (strings.EqualFold(args[i+1].s, "kernel") || strings.EqualFold(args[i+1].s, "filesys"))) {
+					return refuse("kernel-module", "sc registers a kernel driver"), true
+				}
+			}
+		}
+	case "remove-item", "rd", "del", "erase", "ri":
+		for _, a := range args[1:] {
+			if len(a.s) == 2 && a.s[0] == '/' {
+				continue // a cmd.exe switch such as /s or /q
+			}
+			if windowsSystem(a.s) || (strings.HasPrefix(a.s, "/") && rootish(a)) {
+				return refuse("system-destruction", n+" deletes a system directory"), true
+			}
+		}
+		return ask("deletion", n+" deletes files"), true
+	case "reg":
+		if len(args) > 1 && strings.EqualFold(args[1].s, "delete") {
+			return ask("registry", "reg delete removes registry keys"), true
+		}
+	}
+	return verdict{}, false
+}
+
+var deleters = set("rm", "unlink", "rmdir", "shred", "srm", "truncate")
+
+// deletion: rm and friends. Any target in a system tree is refused; a
+// recursive forced deletion of the root, a root-level directory or a home is
+// refused; the rest asks.
+func deletion(n string, args []arg) (verdict, bool) {
+	recursive, force, optionsDone := n == "rmdir", false, false
+	var targets []arg
+	for _, a := range args[1:] {
+		s := a.s
+		switch {
+		case n == "rmdir" && len(s) == 2 && s[0] == '/' && (s[1]|0x20) >= 'a' && (s[1]|0x20) <= 'z':
+			// cmd.exe switches: rmdir /s /q build
+		case optionsDone || !strings.HasPrefix(s, "-") || s == "-":
+			targets = append(targets, a)
+		case s == "--":
+			optionsDone = true
+		case s == "--recursive":
+			recursive = true
+		case s == "--force":
+			force = true
+		case strings.HasPrefix(s, "--"):
+		default:
+			recursive = recursive || strings.ContainsAny(s, "rR")
+			force = force || strings.Contains(s, "f")
+		}
+	}
+	_ = force
+	for _, t := range targets {
+		if (recursive || n == "shred") && rootish(t) {
+			return refuse("system-destruction", n+" deletes "+t.s+" recursively: the root, a root-level directory, a home or a system tree"), true
+		}
+		if t.static && (systemPath(t.s) || windowsSystem(t.s)) || (t.glob && systemPath(t.prefix)) {
+			return refuse("system-file", n+" deletes a system file: "+t.s), true
+		}
+		if dev, harmless := devicePath(t.s); dev && !harmless {
+			return refuse("device-write", n+" destroys a device: "+t.s), true
+		}
+	}
+	return ask("deletion", n+" deletes files"), true
+}
+
+// writes judges programs that write their path arguments: devices and
+// system files are refused. destructive also refuses system sources (mv).
+func writes(n string, args []arg, destructive bool) (verdict, bool) {
+	var paths []arg
+	for _, a := range args {
+		if !strings.HasPrefix(a.s, "-") {
+			paths = append(paths, a)
+		}
+	}
+	for i, p := range paths {
+		if destructive && i < len(paths)-1 && rootish(p) {
+			return refuse("system-destruction", n+" moves away "+p.s), true
+		}
+		s := p.s
+		if !p.static {
+			s = p.prefix
+		}
+		dev, harmless := devicePath(s)
+		if dev && !harmless {
+			return refuse("device-write", n+" writes to the device "+p.s), true
+		}
+		if harmless {
+			continue
+		}
+		isTarget := i == len(paths)-1 || n == "tee" || n == "truncate" || n == "touch" || n == "mkdir" || n == "sed" || n == "perl" ||
+			n == "set-content" || n == "out-file"
+		if (isTarget || destructive) && p.static && (systemPath(s) || windowsSystem(s)) && len(paths) > 0 && !(n == "cp" && i < len(paths)-1) {
+			if n == "mkdir" || n == "touch" {
+				return ask("system-write", n+" creates files in a system directory"), true
+			}
+			return refuse("system-file", n+" overwrites or moves a system file: "+p.s), true
+		}
+	}
+	return verdict{}, false
+}
+
+func inPlace(args []arg) bool {
+	for _, a := range args[1:] {
+		if a.s == "-i" || strings.HasPrefix(a.s, "-i") && !strings.HasPrefix(a.s, "--") || a.s == "--in-place" || strings.HasPrefix(a.s, "--in-place=") ||
+			(strings.HasPrefix(a.s, "-") && !strings.HasPrefix(a.s, "--") && strings.Contains(a.s, "i") && len(a.s) <= 4) {
+			return true
+		}
+	}
+	return false
+}
+
+// sedRunsCommands spots GNU sed's e command and the w/W file writers.
+func sedRunsCommands(args []arg) bool {
+	for _, a := range args[1:] {
+		if strings.HasPrefix(a.s, "-") {
+			continue
+		}
+		s := a.s
+		for _, cmd := range strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == '\n' }) {
+			cmd = strings.TrimSpace(cmd)
+			cmd = strings.TrimLeft(cmd, "0123456789,$/!^ ")
+			if strings.HasPrefix(cmd, "e") || strings.HasPrefix(cmd, "w ") || strings.HasPrefix(cmd, "W ") {
+				return true
+			}
+			if strings.HasPrefix(cmd, "s") && len(cmd) > 1 {
+				delim := cmd[1:2]
+				parts := strings.Split(cmd, delim)
+				if len(parts) >= 4 && strings.ContainsAny(parts[len(parts)-1], "ew") {
+					return true
+				}
+			}
+		}
+		return false // only the first non-option word is the script
+	}
+	return false
+}
+
+func dd(args []arg) (verdict, bool) {
+	for _, a := range args[1:] {
+		if strings.HasPrefix(a.s, "of=") {
+			t := a
+			t.s, t.prefix = strings.TrimPrefix(a.s, "of="), strings.TrimPrefix(a.prefix, "of=")
+			s := t.s
+			if !t.static {
+				s = t.prefix
+			}
+			if dev, harmless := devicePath(s); dev && !harmless {
+				return refuse("device-write", "dd writes to the device "+t.s), true
+			}
+			if t.static && systemPath(s) {
+				return refuse("system-file", "dd overwrites a system file "+t.s), true
+			}
+		}
+	}
+	return verdict{}, false
+}
+
+func modeOption(args []arg) (string, bool) {
+	for i, a := range args[1:] {
+		if (a.s == "-m" || a.s == "--mode") && i+2 < len(args) {
+			return args[i+2].s, true
+		}
+		if strings.HasPrefix(a.s, "--mode=") {
+			return strings.TrimPrefix(a.s, "--mode="), true
+		}
+		if strings.HasPrefix(a.s, "-m") && len(a.s) > 2 {
+			return a.s[2:], true
+		}
+	}
+	return "", false
+}
+
+// openMode reports world-writable modes and setuid/setgid bits, numeric
+// (777, 666, 2755, 4755) or symbolic (a+rwx, o+w, +s, u+s).
+func openMode(m string) bool {
+	if m == "" {
+		return false
+	}
+	if n, err := strconv.ParseUint(m, 8, 32); err == nil && strings.Trim(m, "01234567") == "" {
+		return n&0o002 != 0 || n&0o6000 != 0
+	}
+	for _, clause := range strings.Split(m, ",") {
+		i := strings.IndexAny(clause, "+=")
+		if i < 0 {
+			continue
+		}
+		who, perms := clause[:i], clause[i+1:]
+		if strings.Contains(perms, "s") {
+			return true
+		}
+		if strings.Contains(perms, "w") && (who == "" && clause[i] == '=' || strings.ContainsAny(who, "ao")) {
+			return true
+		}
+		if who == "" && strings.Contains(perms, "w") && strings.Contains(perms, "x") && strings.Contains(perms, "r") {
+			return true // +rwx: a+rwx under the usual umask... and beyond it for "o"
+		}
+	}
+	return false
+}
+
+func chmod(args []arg) (verdict, bool) {
+	for _, a := range args[1:] {
+		if strings.HasPrefix(a.s, "-") && !strings.ContainsAny(a.s[1:], "rwxXst") {
+			continue // an option such as -R
+		}
+		if openMode(strings.TrimPrefix(a.s, "-")) && !strings.HasPrefix(a.s, "-") {
+			return refuse("open-permissions", "chmod "+a.s+" makes files world-writable or setuid/setgid"), true
+		}
+		if !strings.HasPrefix(a.s, "-") {
+			break // the mode is the first non-option word
+		}
+	}
+	for _, a := range skipN(args, 2) {
+		if a.static && systemPath(a.s) && !strings.HasPrefix(a.s, "-") {
+			return refuse("system-file", "chmod changes a system file's permissions: "+a.s), true
+		}
+	}
+	return verdict{}, false
+}
+
+func chown(n string, args []arg) (verdict, bool) {
+	for _, a := range args[1:] {
+		if strings.HasPrefix(a.s, "-") {
+			continue
+		}
+		owner := a.s
+		if n == "chgrp" {
+			owner = ":" + owner
+		}
+		user, group, _ := strings.Cut(owner, ":")
+		if user == "root" || user == "0" || group == "root" || group == "0" || group == "wheel" {
+			return refuse("chown-root", n+" hands files to root"), true
+		}
+		break
+	}
+	for _, a := range skipN(args, 2) {
+		if a.static && systemPath(a.s) && !strings.HasPrefix(a.s, "-") {
+			return refuse("system-file", n+" changes a system file's owner: "+a.s), true
+		}
+	}
+	return verdict{}, false
+}
+
+// find: free only without actions. -exec & co run a command (judged);
+// -delete from a system path is refused; -fprint & co write files.
+func (c *checker) find(args []arg, depth int) (verdict, bool) {
+	var starts []arg
+	i := 1
+	for ; i < len(args); i++ {
+		s := args[i].s
+		if strings.HasPrefix(s, "-") || s == "(" || s == "!" || s == `\(` {
+			if s == "-H" || s == "-L" || s == "-P" || strings.HasPrefix(s, "-O") || s == "-D" {
+				if s == "-D" {
+					i++
+				}
+				continue
+			}
+			break
+		}
+		starts = append(starts, args[i])
+	}
+	var out verdict
+	decided := false
+	for ; i < len(args); i++ {
+		switch s := args[i].s; s {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j := i + 1
+			for j < len(args) && args[j].s != ";" && args[j].s != "+" {
+				j++
+			}
+			inner := append([]arg(nil), args[i+1:j]...)
+			v := ask("find-exec", "find "+s+" runs a command on each file")
+			if len(inner) > 0 {
+				iv := c.judge(inner, depth+1)
+				if iv.v == Refuse {
+					v = refuse(iv.rule, "find "+s+" runs "+strings.Join(strs(inner), " ")+": "+iv.reason)
+				}
+				if inner[0].static && deleters[canonical(inner[0].s)] {
+					for _, st := range starts {
+						if rootish(st) || st.static && systemPath(st.s) {
+							v = refuse("system-destruction", "find "+s+" deletes files from "+st.s)
+						}
+					}
+				}
+			}
+			out, decided = worst(out, v), true
+			i = j
+		case "-delete":
+			v := ask("find-delete", "find -delete deletes files")
+			for _, st := range starts {
+				if rootish(st) || st.static && systemPath(st.s) {
+					v = refuse("system-destruction", "find -delete from "+st.s)
+				}
+			}
+			out, decided = worst(out, v), true
+		case "-fprint", "-fprint0", "-fprintf", "-fls":
+			v := ask("find-write", "find "+s+" writes a file")
+			if i+1 < len(args) {
+				if dev, harmless := devicePath(args[i+1].s); dev && !harmless || systemPath(args[i+1].s) {
+					v = refuse("system-file", "find "+s+" writes "+args[i+1].s)
+				}
+			}
+			out, decided = worst(out, v), true
+		}
+	}
+	return out, decided
+}
+
+// git: global options that change config, directory or pager can run
+// code; some subcommand flags run programs or write files.
+func git(args []arg) (verdict, bool) {
+	i := 1
+	for ; i < len(args); i++ {
+		s := args[i].s
+		if !strings.HasPrefix(s, "-") {
+			break
+		}
+		if gitHarmlessGlobal[s] {
+			continue
+		}
+		switch {
+		case s == "-c" || strings.HasPrefix(s, "-c") || strings.HasPrefix(s, "--config-env"):
+			return ask("git-config", "git -c overrides configuration, which can name programs to run"), true
+		case s == "-p" || s == "--paginate":
+			return ask("git-pager", "git --paginate forces a pager, which configuration can make any program"), true
+		case strings.HasPrefix(s, "--git-dir") || strings.HasPrefix(s, "--work-tree") || s == "-C" || strings.HasPrefix(s, "--exec-path") ||
+			strings.HasPrefix(s, "--namespace") || s == "--bare" || strings.HasPrefix(s, "--super-prefix"):
+			return ask("git-foreign-dir", "git "+s+" reads another repository's configuration and hooks"), true
+		default:
+			return ask("git-option", "git global option "+s), true
+		}
+	}
+	for _, a := range args[i:] {
+		s := a.s
+		for _, f := range []string{"--ext-diff", "--output", "--open-files-in-pager", "--upload-pack", "--receive-pack", "--exec", "--textconv", "--config"} {
+			if s == f || strings.HasPrefix(s, f+"=") {
+				return ask("git-flag", "git "+f+" runs a program or writes a file"), true
+			}
+		}
+		if s == "-O" || strings.HasPrefix(s, "-O") && len(s) > 2 && i < len(args) && args[i].s == "grep" {
+			return ask("git-flag", "git grep -O opens files in a pager"), true
+		}
+	}
+	return verdict{}, false
+}
+
+// powershell: -Command code is scanned for elevation and eval; encoded or
+// file-based code is opaque.
+func powershell(args []arg) (verdict, bool) {
+	for i, a := range args[1:] {
+		l := strings.ToLower(a.s)
+		switch {
+		case l == "-encodedcommand" || l == "-enc" || l == "-e" || l == "-ec":
+			return ask("opaque-code", "powershell -EncodedCommand runs code that cannot be read"), true
+		case l == "-command" || l == "-c" || l == "-file" || l == "-f":
+			code := strings.ToLower(strings.Join(strs(args[i+2:]), " "))
+			if strings.Contains(code, "-verb runas") || strings.Contains(code, "-verb 'runas'") || strings.Contains(code, `-verb "runas"`) {
+				return refuse("privilege-escalation", "the PowerShell code elevates (-Verb RunAs)"), true
+			}
+			for _, w := range strings.FieldsFunc(code, func(r rune) bool { return !(r == '-' || r >= 'a' && r <= 'z') }) {
+				if w == "iex" || w == "invoke-expression" {
+					return refuse("eval-exec", "the PowerShell code uses Invoke-Expression"), true
+				}
+			}
+			return ask("interpreter", "powershell runs code that is not analyzed"), true
+		}
+	}
+	return ask("interpreter", "powershell runs code that is not analyzed"), true
+}
+
+// cmdExe: cmd /c code; each command of the code is judged by name.
+func (c *checker) cmdExe(args []arg, depth int) (verdict, bool) {
+	for i, a := range args[1:] {
+		if strings.EqualFold(a.s, "/c") || strings.EqualFold(a.s, "/k") {
+			code := strings.Join(strs(args[i+2:]), " ")
+			out := ask("interpreter", "cmd runs code")
+			for _, part := range strings.FieldsFunc(code, func(r rune) bool { return r == '&' || r == '|' }) {
+				if f := strings.Fields(part); len(f) > 0 {
+					out = worst(out, c.quiet(static(f), depth))
+				}
+			}
+			return out, true
+		}
+	}
+	return ask("interpreter", "cmd runs code"), true
+}

@@ -1,0 +1,245 @@
+package shellcheck
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// arg is a word resolved as far as it can be without running anything.
+type arg struct {
+	s      string // the value; unresolved parts appear as "$"
+	static bool   // no part needed the environment or a command
+	glob   bool   // it has unquoted glob characters
+	home   bool   // it starts with ~ or $HOME (s starts with "~")
+	ifs    bool   // it has an unquoted $IFS, which splits it
+	prefix string // the static text before the first unresolved part
+	alt    string // the value with each unquoted $IFS read as a space
+}
+
+// words resolves a word into the words it expands to (brace expansion
+// can make several).
+func words(w *syntax.Word) []arg {
+	if w == nil {
+		return nil
+	}
+	cp := *w
+	cp.Parts = append([]syntax.WordPart(nil), w.Parts...)
+	if !syntax.SplitBraces(&cp) {
+		return []arg{resolve(&cp)}
+	}
+	var out []arg
+	for bw, err := range expand.BracesSeq(nil, &cp) {
+		if err != nil || len(out) > 256 {
+			return []arg{{s: "$", prefix: ""}}
+		}
+		out = append(out, resolve(bw))
+	}
+	return out
+}
+
+// argv resolves a command's words.
+func argv(ws []*syntax.Word) []arg {
+	var out []arg
+	for _, w := range ws {
+		out = append(out, words(w)...)
+	}
+	return out
+}
+
+func resolve(w *syntax.Word) arg {
+	a := arg{static: true}
+	var b strings.Builder
+	mark := 0 // b.Len() where $IFS parts start, for alt
+	var alt strings.Builder
+	sync := func() { alt.WriteString(b.String()[mark:]); mark = b.Len() }
+	unresolved := func() {
+		if a.static {
+			a.prefix = b.String()
+		}
+		a.static = false
+		b.WriteString("$")
+	}
+	for i, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			v := p.Value
+			if i == 0 && (v == "~" || strings.HasPrefix(v, "~/")) {
+				a.home = true
+			}
+			unescapeUnquoted(v, &b, &a.glob)
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				b.WriteString(ansiC(p.Value))
+			} else {
+				b.WriteString(p.Value)
+			}
+		case *syntax.DblQuoted:
+			for j, dp := range p.Parts {
+				switch q := dp.(type) {
+				case *syntax.Lit:
+					b.WriteString(unescapeDouble(q.Value))
+				case *syntax.ParamExp:
+					if i == 0 && j == 0 && isHome(q) {
+						a.home = true
+						b.WriteString("~")
+						continue
+					}
+					unresolved()
+				default:
+					unresolved()
+				}
+			}
+		case *syntax.ParamExp:
+			switch {
+			case i == 0 && isHome(p):
+				a.home = true
+				b.WriteString("~")
+			case isParam(p, "IFS"):
+				a.ifs = true
+				sync()
+				unresolved()
+				mark = b.Len()
+				alt.WriteString(" ")
+			default:
+				unresolved()
+			}
+		default:
+			unresolved()
+		}
+	}
+	a.s = b.String()
+	sync()
+	a.alt = alt.String()
+	if a.static {
+		a.prefix = a.s
+	}
+	return a
+}
+
+func isParam(p *syntax.ParamExp, name string) bool {
+	return p.Param != nil && p.Param.Value == name && p.Exp == nil && p.Repl == nil && p.Index == nil && p.Slice == nil &&
+		!p.Length && !p.Excl && !p.Width
+}
+
+func isHome(p *syntax.ParamExp) bool { return isParam(p, "HOME") }
+
+// unescapeUnquoted removes backslashes outside quotes and notes glob characters.
+func unescapeUnquoted(v string, b *strings.Builder, glob *bool) {
+	for i := 0; i < len(v); i++ {
+		ch := v[i]
+		switch {
+		case ch == '\\' && i+1 < len(v):
+			i++
+			if v[i] != '\n' {
+				b.WriteByte(v[i])
+			}
+		case ch == '*' || ch == '?' || ch == '[':
+			*glob = true
+			b.WriteByte(ch)
+		default:
+			b.WriteByte(ch)
+		}
+	}
+}
+
+// unescapeDouble removes the backslashes that escape inside double quotes.
+func unescapeDouble(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] == '\\' && i+1 < len(v) && strings.IndexByte("$`\"\\\n", v[i+1]) >= 0 {
+			i++
+			if v[i] != '\n' {
+				b.WriteByte(v[i])
+			}
+			continue
+		}
+		b.WriteByte(v[i])
+	}
+	return b.String()
+}
+
+// ansiC decodes the escapes of a $'...' string.
+func ansiC(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] != '\\' || i+1 >= len(v) {
+			b.WriteByte(v[i])
+			continue
+		}
+		i++
+		switch c := v[i]; c {
+		case 'a':
+			b.WriteByte('\a')
+		case 'b':
+			b.WriteByte('\b')
+		case 'e', 'E':
+			b.WriteByte(0x1b)
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'v':
+			b.WriteByte('\v')
+		case 'c':
+			if i+1 < len(v) {
+				i++
+				b.WriteByte(v[i] & 0x1f)
+			}
+		case 'x', 'u', 'U':
+			n := map[byte]int{'x': 2, 'u': 4, 'U': 8}[c]
+			j := i + 1
+			for j < len(v) && j-i-1 < n && strings.IndexByte("0123456789abcdefABCDEF", v[j]) >= 0 {
+				j++
+			}
+			if j == i+1 {
+				b.WriteByte('\\')
+				b.WriteByte(c)
+				continue
+			}
+			code, _ := strconv.ParseUint(v[i+1:j], 16, 32)
+			if c == 'x' {
+				b.WriteByte(byte(code))
+			} else if utf8.ValidRune(rune(code)) {
+				b.WriteRune(rune(code))
+			}
+			i = j - 1
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			j := i
+			for j < len(v) && j-i < 3 && v[j] >= '0' && v[j] <= '7' {
+				j++
+			}
+			code, _ := strconv.ParseUint(v[i:j], 8, 16)
+			b.WriteByte(byte(code))
+			i = j - 1
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// strs returns the values of args.
+func strs(as []arg) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.s
+	}
+	return out
+}
+
+// static turns plain strings (from code split without a parser) into args.
+func static(ss []string) []arg {
+	out := make([]arg, len(ss))
+	for i, s := range ss {
+		out[i] = arg{s: s, static: true, prefix: s, alt: s, glob: strings.ContainsAny(s, "*?[")}
+	}
+	return out
+}

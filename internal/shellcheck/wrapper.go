@@ -1,0 +1,320 @@
+package shellcheck
+
+import (
+	"strings"
+)
+
+// unwrap finds the command a wrapper runs. It returns the inner argv, or
+// code (a string the wrapper runs through sh -c), or ok=false when it cannot
+// tell (then the wrapper is "ask").
+type unwrap func(args []arg) (inner []arg, code string, ok bool)
+
+// optionsThen skips options (those in withValue take a value) and returns
+// what follows.
+func optionsThen(withValue string, args []arg) []arg {
+	takes := set(strings.Fields(withValue)...)
+	i := 0
+	for i < len(args) {
+		a := args[i].s
+		if a == "--" {
+			return args[i+1:]
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			break
+		}
+		if takes[a] {
+			i++
+		}
+		i++
+	}
+	if i > len(args) {
+		return nil
+	}
+	return args[i:]
+}
+
+var wrappers = map[string]unwrap{
+	"nohup":  func(a []arg) ([]arg, string, bool) { return optionsThen("", a[1:]), "", true },
+	"nice":   func(a []arg) ([]arg, string, bool) { return optionsThen("-n --adjustment", a[1:]), "", true },
+	"stdbuf": func(a []arg) ([]arg, string, bool) { return optionsThen("-i -o -e", a[1:]), "", true },
+	"ionice": func(a []arg) ([]arg, string, bool) {
+		return optionsThen("-c -n -p -P -u --class --classdata", a[1:]), "", true
+	},
+	"setsid":  func(a []arg) ([]arg, string, bool) { return optionsThen("", a[1:]), "", true },
+	"command": func(a []arg) ([]arg, string, bool) { return commandBuiltin(a) },
+	"builtin": func(a []arg) ([]arg, string, bool) { return a[1:], "", true },
+	"strace": func(a []arg) ([]arg, string, bool) {
+		return optionsThen("-e -o -p -s -u -E -a -b -I -O -S -X -P", a[1:]), "", true
+	},
+	"ltrace": func(a []arg) ([]arg, string, bool) { return optionsThen("-e -o -p -s -u -a -n", a[1:]), "", true },
+	"unbuffer": func(a []arg) ([]arg, string, bool) {
+		return optionsThen("", a[1:]), "", true
+	},
+	"chrt":    func(a []arg) ([]arg, string, bool) { return skipN(optionsThen("-T -P -D", a[1:]), 1), "", true },
+	"taskset": func(a []arg) ([]arg, string, bool) { return taskset(a) },
+	"timeout": func(a []arg) ([]arg, string, bool) {
+		return skipN(optionsThen("-s -k --signal --kill-after", a[1:]), 1), "", true
+	},
+	"time": func(a []arg) ([]arg, string, bool) { return optionsThen("-f -o --format --output", a[1:]), "", true },
+	"unshare": func(a []arg) ([]arg, string, bool) {
+		return optionsThen("-S -G --setuid --setgid --wd -R --root", a[1:]), "", true
+	},
+	"nsenter":  func(a []arg) ([]arg, string, bool) { return optionsThen("-t -S -G --target --wd", a[1:]), "", true },
+	"flock":    func(a []arg) ([]arg, string, bool) { return flock(a) },
+	"env":      func(a []arg) ([]arg, string, bool) { return envInner(a) },
+	"xargs":    func(a []arg) ([]arg, string, bool) { return xargsInner(a) },
+	"watch":    func(a []arg) ([]arg, string, bool) { return watchInner(a) },
+	"script":   func(a []arg) ([]arg, string, bool) { return scriptInner(a) },
+	"parallel": func(a []arg) ([]arg, string, bool) { return parallelInner(a) },
+	"valgrind": func(a []arg) ([]arg, string, bool) { return optionsThen("", a[1:]), "", true },
+	"catchsegv": func(a []arg) ([]arg, string, bool) {
+		return a[1:], "", true
+	},
+	"busybox": func(a []arg) ([]arg, string, bool) { return a[1:], "", true },
+	"sshpass": func(a []arg) ([]arg, string, bool) { return optionsThen("-p -f -d -e -P", a[1:]), "", true },
+}
+
+func skipN(a []arg, n int) []arg {
+	if len(a) < n {
+		return nil
+	}
+	return a[n:]
+}
+
+// commandBuiltin: "command -v x" only looks x up; "command x" runs it.
+func commandBuiltin(a []arg) ([]arg, string, bool) {
+	rest := a[1:]
+	for len(rest) > 0 && strings.HasPrefix(rest[0].s, "-") {
+		if rest[0].s == "-v" || rest[0].s == "-V" {
+			return nil, "", true
+		}
+		rest = rest[1:]
+	}
+	return rest, "", true
+}
+
+func taskset(a []arg) ([]arg, string, bool) {
+	rest := a[1:]
+	cpuList := false
+	for len(rest) > 0 && strings.HasPrefix(rest[0].s, "-") {
+		if strings.Contains(rest[0].s, "p") {
+			return nil, "", false
+		}
+		cpuList = cpuList || strings.Contains(rest[0].s, "c")
+		rest = rest[1:]
+	}
+	_ = cpuList
+	return skipN(rest, 1), "", true
+}
+
+func flock(a []arg) ([]arg, string, bool) {
+	rest := a[1:]
+	for i := 0; i < len(rest); i++ {
+		s := rest[i].s
+		if s == "-c" || s == "--command" {
+			if i+1 < len(rest) {
+				return nil, rest[i+1].s, rest[i+1].static
+			}
+			return nil, "", false
+		}
+		if s == "-w" || s == "--timeout" || s == "-E" || s == "--conflict-exit-code" {
+			i++
+			continue
+		}
+		if !strings.HasPrefix(s, "-") {
+			return rest[i+1:], "", true
+		}
+	}
+	return nil, "", true
+}
+
+// envInner skips env's options and NAME=VALUE pairs; -S splits a string
+// into more arguments.
+func envInner(a []arg) ([]arg, string, bool) {
+	rest := a[1:]
+	for len(rest) > 0 {
+		s := rest[0].s
+		switch {
+		case s == "--":
+			rest = rest[1:]
+			continue
+		case s == "-u" || s == "--unset" || s == "-C" || s == "--chdir":
+			rest = skipN(rest, 2)
+			continue
+		case s == "-S" || s == "--split-string":
+			if len(rest) < 2 || !rest[1].static {
+				return nil, "", false
+			}
+			return append(static(strings.Fields(rest[1].s)), rest[2:]...), "", true
+		case strings.HasPrefix(s, "-S") || strings.HasPrefix(s, "--split-string="):
+			v := strings.TrimPrefix(strings.TrimPrefix(s, "--split-string="), "-S")
+			return append(static(strings.Fields(v)), rest[1:]...), "", true
+		case strings.HasPrefix(s, "-"):
+			rest = rest[1:]
+			continue
+		case strings.Contains(s, "="):
+			rest = rest[1:]
+			continue
+		}
+		break
+	}
+	return rest, "", true
+}
+
+// envAssignments returns the NAME=VALUE words env would set.
+func envAssignments(a []arg) []string {
+	var out []string
+	for _, x := range a[1:] {
+		if strings.HasPrefix(x.s, "-") {
+			continue
+		}
+		if i := strings.Index(x.s, "="); i > 0 {
+			out = append(out, x.s[:i])
+			continue
+		}
+		break
+	}
+	return out
+}
+
+func xargsInner(a []arg) ([]arg, string, bool) {
+	rest := a[1:]
+	takes := set("-n", "-L", "-s", "-P", "-I", "-d", "-E", "-a", "--max-args", "--max-lines", "--max-chars", "--max-procs",
+		"--delimiter", "--eof", "--arg-file", "--process-slot-var")
+	for len(rest) > 0 && strings.HasPrefix(rest[0].s, "-") {
+		s := rest[0].s
+		if s == "--" {
+			rest = rest[1:]
+			break
+		}
+		if takes[s] {
+			rest = skipN(rest, 1)
+		}
+		rest = skipN(rest, 1)
+	}
+	if len(rest) == 0 {
+		return static([]string{"echo"}), "", true
+	}
+	return rest, "", true
+}
+
+// watchInner: watch joins its arguments and runs them with sh -c, unless -x.
+func watchInner(a []arg) ([]arg, string, bool) {
+	rest := a[1:]
+	direct := false
+	takes := set("-n", "--interval", "-q", "--equexit", "--differences")
+	for len(rest) > 0 && strings.HasPrefix(rest[0].s, "-") {
+		s := rest[0].s
+		if s == "--" {
+			rest = rest[1:]
+			break
+		}
+		if s == "-x" || s == "--exec" {
+			direct = true
+		}
+		if takes[s] {
+			rest = skipN(rest, 1)
+		}
+		rest = skipN(rest, 1)
+	}
+	if direct {
+		return rest, "", true
+	}
+	for _, x := range rest {
+		if !x.static {
+			return nil, "", false
+		}
+	}
+	return nil, strings.Join(strs(rest), " "), true
+}
+
+func scriptInner(a []arg) ([]arg, string, bool) {
+	for i := 1; i+1 < len(a); i++ {
+		if a[i].s == "-c" || a[i].s == "--command" {
+			return nil, a[i+1].s, a[i+1].static
+		}
+	}
+	return nil, "", false
+}
+
+// parallelInner: GNU parallel runs its command (before :::) through a shell.
+func parallelInner(a []arg) ([]arg, string, bool) {
+	rest := optionsThen("-j --jobs -S --sshlogin --delay --timeout -a --arg-file", a[1:])
+	var cmd []string
+	for _, x := range rest {
+		if x.s == ":::" || x.s == "::::" || x.s == ":::+" {
+			break
+		}
+		if !x.static {
+			return nil, "", false
+		}
+		cmd = append(cmd, x.s)
+	}
+	if len(cmd) == 0 {
+		return nil, "", false
+	}
+	return nil, strings.Join(cmd, " "), true
+}
+
+// wrapper judges a wrapper by the command it runs; the wrapper itself is
+// free only if the free list says so.
+func (c *checker) wrapper(n string, w unwrap, args []arg, depth int) verdict {
+	own := ask("wrapper", n+" runs another command and is not in the free list")
+	if c.free(args[:1]) {
+		own = allow("free-command", "in the free list")
+	}
+	if n == "env" {
+		for _, name := range envAssignments(args) {
+			if v, bad := sensitiveVar(name); bad {
+				own = worst(own, v)
+			}
+		}
+	}
+	inner, code, ok := w(args)
+	switch {
+	case !ok:
+		return worst(own, ask("wrapper", "cannot tell what "+n+" runs"))
+	case code != "":
+		c.source(code, depth+1)
+		return own
+	case len(inner) == 0:
+		return own
+	}
+	v := c.judge(inner, depth+1)
+	if v.v >= own.v {
+		v.reason = n + " runs " + strings.Join(strs(inner), " ") + ": " + v.reason
+		return v
+	}
+	return own
+}
+
+// shell judges sh/bash/...: -c code is parsed and judged; a script file is
+// unknown code.
+func (c *checker) shell(n string, args []arg, depth int) verdict {
+	for i := 1; i < len(args); i++ {
+		s := args[i].s
+		if s == "--" || !strings.HasPrefix(s, "-") && !strings.HasPrefix(s, "+") {
+			break
+		}
+		if s == "-c" || (strings.HasPrefix(s, "-") && !strings.HasPrefix(s, "--") && strings.Contains(s, "c")) {
+			if i+1 >= len(args) {
+				return ask("shell", n+" -c without code")
+			}
+			if !args[i+1].static {
+				return ask("shell-dynamic-code", n+" -c runs code built from an expansion")
+			}
+			c.source(args[i+1].s, depth+1)
+			if c.free(args[:1]) {
+				return allow("free-command", "in the free list; its code is judged separately")
+			}
+			return allow("shell-code", n+" -c: the code is judged piece by piece")
+		}
+		if s == "--rcfile" || s == "--init-file" || s == "-o" || s == "+o" || s == "-O" || s == "+O" {
+			i++
+		}
+	}
+	if c.free(args) {
+		return allow("free-command", "in the free list")
+	}
+	return ask("shell-script", n+" runs a script whose content is not analyzed")
+}
