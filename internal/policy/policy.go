@@ -1,0 +1,217 @@
+// Package policy is a project's rules for tool calls: per tool disabled,
+// allowedWithPermission or allowedWithoutPermission (exclude, ask, allow
+// for short), the free shell commands, and how rejections and approvals
+// behave. A policy is validated on load, identified by its content digest,
+// and pinned on each session at creation. Evaluation is pure.
+package policy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Value is what a policy says of a tool.
+type Value string
+
+// Values, with their short forms exclude, ask and allow.
+const (
+	Disabled                 Value = "disabled"
+	AllowedWithPermission    Value = "allowedWithPermission"
+	AllowedWithoutPermission Value = "allowedWithoutPermission"
+)
+
+// ParseValue reads a value or its short form; anything else is an error,
+// never a silent default.
+func ParseValue(s string) (Value, error) {
+	switch s {
+	case "disabled", "exclude":
+		return Disabled, nil
+	case "allowedWithPermission", "ask":
+		return AllowedWithPermission, nil
+	case "allowedWithoutPermission", "allow":
+		return AllowedWithoutPermission, nil
+	}
+	return "", fmt.Errorf("%q is not a policy value (want disabled/exclude, allowedWithPermission/ask or allowedWithoutPermission/allow)", s)
+}
+
+// strictness orders values: disabled is the strictest.
+func (v Value) strictness() int {
+	switch v {
+	case Disabled:
+		return 2
+	case AllowedWithPermission:
+		return 1
+	}
+	return 0
+}
+
+// Short is the short form: exclude, ask or allow.
+func (v Value) Short() string {
+	switch v {
+	case Disabled:
+		return "exclude"
+	case AllowedWithPermission:
+		return "ask"
+	}
+	return "allow"
+}
+
+// Policy is a set of rules for tool calls.
+type Policy struct {
+	Default Value            `json:"default"`
+	Tools   map[string]Value `json:"tools,omitempty"`
+	// Commands are free shell commands: argv prefixes such as "git status".
+	Commands []string `json:"commands,omitempty"`
+	// ContinueAfterToolRejection reports a rejected call to the model and
+	// continues the loop; off, a rejection stops the turn.
+	ContinueAfterToolRejection bool `json:"continueAfterToolRejection,omitempty"`
+	// ApprovalTTL bounds how long an approval request waits.
+	ApprovalTTL time.Duration `json:"approvalTtl"`
+}
+
+// DefaultApprovalTTL is how long an approval waits unless the policy says.
+const DefaultApprovalTTL = 24 * time.Hour
+
+// DefaultCommands are free when no policy names any: commands that only read.
+var DefaultCommands = []string{"ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "echo", "pwd",
+	"git status", "git diff", "git log", "go test", "go build", "go vet"}
+
+// Default is the policy of a project that has none: ask for every tool,
+// the read-only commands free.
+func Default() *Policy {
+	return &Policy{Default: AllowedWithPermission, Commands: append([]string(nil), DefaultCommands...), ApprovalTTL: DefaultApprovalTTL}
+}
+
+// file is the YAML form.
+type file struct {
+	Default  string            `yaml:"default"`
+	Tools    map[string]string `yaml:"tools"`
+	Commands *struct {
+		Allow []string `yaml:"allow"`
+	} `yaml:"commands"`
+	ContinueAfterToolRejection bool   `yaml:"continueAfterToolRejection"`
+	ApprovalTTL                string `yaml:"approvalTtl"`
+}
+
+// Parse reads a policy written in YAML, strictly: unknown fields, unknown
+// values and bad durations are errors naming the field.
+func Parse(data []byte) (*Policy, error) {
+	var f file
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	p := &Policy{Default: AllowedWithPermission, Tools: map[string]Value{}, ApprovalTTL: DefaultApprovalTTL}
+	if f.Default != "" {
+		v, err := ParseValue(f.Default)
+		if err != nil {
+			return nil, fmt.Errorf("policy: default: %w", err)
+		}
+		p.Default = v
+	}
+	for name, s := range f.Tools {
+		v, err := ParseValue(s)
+		if err != nil {
+			return nil, fmt.Errorf("policy: tools.%s: %w", name, err)
+		}
+		p.Tools[name] = v
+	}
+	if f.Commands != nil {
+		for i, c := range f.Commands.Allow {
+			if strings.TrimSpace(c) == "" {
+				return nil, fmt.Errorf("policy: commands.allow[%d]: empty command", i)
+			}
+			p.Commands = append(p.Commands, strings.Join(strings.Fields(c), " "))
+		}
+	} else {
+		p.Commands = append([]string(nil), DefaultCommands...)
+	}
+	p.ContinueAfterToolRejection = f.ContinueAfterToolRejection
+	if f.ApprovalTTL != "" {
+		d, err := time.ParseDuration(f.ApprovalTTL)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("policy: approvalTtl: %q is not a positive duration (e.g. 30m, 24h)", f.ApprovalTTL)
+		}
+		p.ApprovalTTL = d
+	}
+	return p, nil
+}
+
+// Digest identifies the policy by its content.
+func (p *Policy) Digest() string {
+	b, _ := json.Marshal(p.canonical())
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func (p *Policy) canonical() *Policy {
+	c := *p
+	c.Commands = append([]string(nil), p.Commands...)
+	sort.Strings(c.Commands)
+	return &c
+}
+
+// Tool returns what the policy says of a tool.
+func (p *Policy) Tool(name string) (Value, string) {
+	if v, ok := p.Tools[name]; ok {
+		return v, "tools." + name + "=" + v.Short()
+	}
+	return p.Default, "default=" + p.Default.Short()
+}
+
+// Stricter combines two policies into one at least as strict as each: per
+// tool the stricter value, only commands free in both, rejection stopping
+// the turn if either says so, the shorter approval TTL. A session's or an
+// agent's policy is combined with its project's this way, so it can only
+// tighten the project's.
+func Stricter(a, b *Policy) *Policy {
+	if a == nil {
+		return b
+	}
+	if b == nil {
+		return a
+	}
+	out := &Policy{Default: stricter(a.Default, b.Default), Tools: map[string]Value{},
+		ContinueAfterToolRejection: a.ContinueAfterToolRejection && b.ContinueAfterToolRejection,
+		ApprovalTTL:                min(a.ApprovalTTL, b.ApprovalTTL)}
+	names := map[string]bool{}
+	for n := range a.Tools {
+		names[n] = true
+	}
+	for n := range b.Tools {
+		names[n] = true
+	}
+	for n := range names {
+		av, _ := a.Tool(n)
+		bv, _ := b.Tool(n)
+		out.Tools[n] = stricter(av, bv)
+	}
+	inB := map[string]bool{}
+	for _, c := range b.Commands {
+		inB[c] = true
+	}
+	for _, c := range a.Commands {
+		if inB[c] {
+			out.Commands = append(out.Commands, c)
+		}
+	}
+	return out
+}
+
+func stricter(a, b Value) Value {
+	if b.strictness() > a.strictness() {
+		return b
+	}
+	return a
+}
