@@ -47,6 +47,12 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/sessions/{id}/events", s.events)
 	mux.HandleFunc("POST /v1/sessions/{id}/archive", s.archive)
 	mux.HandleFunc("POST /v1/sessions/{id}/retry", s.retry)
+	mux.HandleFunc("GET /v1/approvals", s.listApprovals)
+	mux.HandleFunc("GET /v1/approvals/{id}", s.getApproval)
+	mux.HandleFunc("POST /v1/approvals/{id}/approve", s.decide(true))
+	mux.HandleFunc("POST /v1/approvals/{id}/reject", s.decide(false))
+	mux.HandleFunc("GET /v1/projects/{name}/policy", s.getPolicy)
+	mux.HandleFunc("PUT /v1/projects/{name}/policy", s.putPolicy)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, fmt.Errorf("%w: no route %s %s", store.ErrNotFound, r.Method, r.URL.Path))
 	})
@@ -73,6 +79,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusNotFound, "not_found"
 	case errors.Is(err, store.ErrConflict):
 		return http.StatusConflict, "conflict"
+	case errors.Is(err, store.ErrDenied):
+		return http.StatusForbidden, "denied"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "unavailable"
 	}
@@ -297,3 +305,70 @@ func nonNil[T any](v []T) []T {
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.ApprovalFilter{SessionID: q.Get("session"), Status: session.ApprovalStatus(q.Get("status"))}
+	list, err := s.Service.Store.ListApprovals(r.Context(), f)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"approvals": nonNil(list)})
+}
+
+func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
+	a, err := s.Service.Store.GetApproval(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+// Decision is the body of approve and reject.
+type Decision struct {
+	Note string `json:"note,omitempty"`
+}
+
+func (s *Server) decide(approve bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var d Decision
+		if err := decode(w, r, &d); err != nil {
+			s.error(w, r, err)
+			return
+		}
+		a, err := s.Service.DecideApproval(r.Context(), r.PathValue("id"), approve, d.Note, s.operator())
+		if err != nil && a.Status == session.ApprovalPending || err != nil && a.ID == "" {
+			s.error(w, r, err)
+			return
+		}
+		if err != nil {
+			s.Logger.Warn("approval decided, session not woken", "err", err)
+		}
+		writeJSON(w, http.StatusOK, a)
+	}
+}
+
+func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {
+	p, err := s.Service.ProjectPolicy(r.Context(), r.PathValue("name"))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"policy": p, "digest": p.Digest()})
+}
+
+func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	p, err := s.Service.SetProjectPolicy(r.Context(), r.PathValue("name"), body)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"policy": p, "digest": p.Digest()})
+}

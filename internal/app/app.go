@@ -87,7 +87,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	}
 	reg := Providers()
 	tools := tool.Builtin()
-	acts := &engine.Activities{Store: st, Providers: reg, Tools: tools, Gate: engine.AllowAll{}, Logger: logger, Now: time.Now,
+	acts := &engine.Activities{Store: st, Providers: reg, Tools: tools, Logger: logger, Now: time.Now,
 		WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces")}
 	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools}
 	acts.Spawner = a.Service

@@ -38,6 +38,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	api = client.New(shared.URL)
+	// Tests in this package run tools freely unless they set another project;
+	// gate_test.go covers the default and stricter policies.
+	if _, err := api.SetPolicy(context.Background(), "default", []byte("default: allow\ncommands:\n  allow: [ls, cat, echo]\n")); err != nil {
+		fmt.Fprintln(os.Stderr, "set policy:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	shared.Stop()
 	_ = os.RemoveAll(dir)

@@ -93,17 +93,30 @@ func TestRunNonInteractiveStopsAtQuestion(t *testing.T) {
 	require.Contains(t, errOut, "session failed: provisioning failed")
 	require.Contains(t, errOut, "paddock sessions retry")
 
+	// The default policy asks before edits: a non-interactive run rejects
+	// the edit and says why; an interactive one asks at the terminal.
+	code, out, errOut = run(t, "", "run", "--non-interactive", "--model", "replay/demo", "fix the typo")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, errOut, "the tool call edit_file was rejected: this session is non-interactive")
+	code, out, errOut = run(t, "y\n2\ny\n", "run", "--model", "replay/demo", "fix the typo")
+	require.Equal(t, 0, code, errOut+out)
+	require.Contains(t, out, "edit_file needs permission (default=ask)")
+	require.Contains(t, out, "approved by cli-tester")
+	require.Contains(t, out, "changelog=no")
+	require.Contains(t, out, "next: paddock sessions send")
+
+	// With a project policy that allows edits, a non-interactive run stops
+	// at the question instead.
+	f := writeFile(t, "policy.yaml", "default: allow\n")
+	code, out, _ = run(t, "", "policy", "apply", "-f", f)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "project/default policy sha256:")
+	defer run(t, "", "policy", "apply", "-f", writeFile(t, "back.yaml", "default: ask\ntools: {read_file: allow, list_dir: allow, ask_user: allow}\n"))
 	code, out, errOut = run(t, "", "run", "--non-interactive", "--model", "replay/demo", "fix the typo")
 	require.Equal(t, 2, code, out)
 	require.Contains(t, out, "? Should I also add a CHANGELOG entry?")
 	require.Contains(t, errOut, "non-interactive")
 	require.Contains(t, errOut, "paddock sessions answer")
-
-	// Interactive: the answer comes from standard input (option 2 = "no").
-	code, out, errOut = run(t, "2\n", "run", "--model", "replay/demo", "fix the typo")
-	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "changelog=no")
-	require.Contains(t, out, "next: paddock sessions send")
 
 	code, out, _ = run(t, "", "sessions", "ls")
 	require.Equal(t, 0, code)

@@ -12,7 +12,7 @@ import (
 )
 
 func newPolicy(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "policy", Short: "Check commands against a policy"}
+	cmd := &cobra.Command{Use: "policy", Short: "Check commands against a policy; set a project's policy"}
 	var file string
 	var asJSON bool
 	check := &cobra.Command{
@@ -43,7 +43,7 @@ func newPolicy(g *globals) *cobra.Command {
 	}
 	check.Flags().StringVar(&file, "policy", "", "policy YAML file (default: the built-in default policy)")
 	check.Flags().BoolVar(&asJSON, "json", false, "print one JSON object with verdict and pieces")
-	cmd.AddCommand(check)
+	cmd.AddCommand(check, newPolicyApply(g))
 	return cmd
 }
 

@@ -64,6 +64,12 @@ func (r *renderer) event(e session.Event) {
 		switch d.State {
 		case session.CallGenerated:
 			r.line("  ⚙ %s %s", d.Name, oneLine(string(d.Args), 100))
+		case session.CallAwaitingApproval:
+			r.line("    ? %s needs permission (%s)", d.Name, d.Rule)
+		case session.CallCalling:
+			if d.By != nil && d.By.Kind == session.ByHuman {
+				r.line("    ✓ approved by %s", d.By.By)
+			}
 		case session.CallDone:
 			if d.Name != "ask_user" {
 				r.line("    ✓ %s", oneLine(d.Result, 100))

@@ -20,7 +20,7 @@ import (
 
 func newRun(g *globals) *cobra.Command {
 	var req engine.CreateRequest
-	var nonInteractive bool
+	var policyFile string
 	cmd := &cobra.Command{
 		Use:   `run [--agent NAME] [--model PROVIDER/MODEL] [--repo DIR] "PROMPT"`,
 		Short: "Run a session and stream it to the terminal",
@@ -30,6 +30,13 @@ func newRun(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				req.Message = args[0]
+			}
+			if policyFile != "" {
+				data, err := os.ReadFile(policyFile)
+				if err != nil {
+					return &exitError{code: 2, msg: err.Error()}
+				}
+				req.Policy = string(data)
 			}
 			if req.Repo != "" {
 				abs, err := filepath.Abs(req.Repo)
@@ -43,19 +50,27 @@ func newRun(g *globals) *cobra.Command {
 				return err
 			}
 			defer stop()
+			if req.Policy != "" && g.cfg.Server == "" {
+				// A local run: the person running it administers the local project.
+				if _, err := c.SetPolicy(cmd.Context(), "default", []byte(req.Policy)); err != nil {
+					return fmt.Errorf("%s: %w", policyFile, err)
+				}
+			}
 			x, err := c.CreateSession(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(g.io.Out, "session %s started: %s\n", x.ID, x.DisplayTitle)
-			f := &follower{g: g, c: c, id: x.ID, interactive: !nonInteractive, in: bufio.NewReader(g.io.In)}
+			f := &follower{g: g, c: c, id: x.ID, interactive: !req.NonInteractive, in: bufio.NewReader(g.io.In)}
 			return f.run(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVar(&req.Agent, "agent", "", "applied agent to run (default: an ad-hoc agent)")
 	cmd.Flags().StringVar(&req.Model, "model", "", "model as PROVIDER/MODEL (default: the agent's, or replay/demo)")
 	cmd.Flags().StringVar(&req.Repo, "repo", "", "repository the session works on (a copy of it)")
-	cmd.Flags().BoolVar(&nonInteractive, "non-interactive", false, "never prompt; stop with instructions when the agent asks a question")
+	cmd.Flags().BoolVar(&req.NonInteractive, "non-interactive", false, "never prompt: a question stops the run; a call needing permission is rejected unless --approver")
+	cmd.Flags().StringVar(&req.Approver, "approver", "", "identity who approves this run's calls (with paddock approvals approve)")
+	cmd.Flags().StringVar(&policyFile, "policy", "", "policy YAML for this run (a local run makes it the local project's policy)")
 	return cmd
 }
 
@@ -82,6 +97,12 @@ func (f *follower) run(ctx context.Context) error {
 	err := f.c.Stream(ctx, f.id, 0, func(e session.Event) error {
 		r.event(e)
 		switch e.Kind {
+		case session.EventToolCall:
+			var d session.ToolCallData
+			_ = json.Unmarshal(e.Data, &d)
+			if d.State == session.CallAwaitingApproval {
+				return f.approve(ctx, r, d)
+			}
 		case session.EventQuestion:
 			var q session.Question
 			_ = json.Unmarshal(e.Data, &q)
@@ -142,6 +163,27 @@ func (f *follower) summary(ctx context.Context) {
 		}
 	}
 	fmt.Fprintf(f.g.io.Out, "next: paddock sessions send %s \"…\"   |   paddock sessions stop %s\n", x.ID, x.ID)
+}
+
+// approve decides a call waiting for permission: at the terminal when
+// interactive, by the demo operator in the demo; otherwise it says how.
+func (f *follower) approve(ctx context.Context, r *renderer, d session.ToolCallData) error {
+	yes := false
+	switch {
+	case f.autoAnswer != nil:
+		r.line("  (the demo operator approves %s)", d.Name)
+		yes = true
+	case !f.interactive:
+		r.line("  waiting for approval: paddock approvals approve %s   (or reject)", d.Approval)
+		return nil
+	default:
+		fmt.Fprintf(f.g.io.Out, "  allow %s %s? [y/N] ", d.Name, oneLine(string(d.Args), 80))
+		r.midText = true
+		line, _ := f.in.ReadString('\n')
+		yes = strings.EqualFold(strings.TrimSpace(line), "y") || strings.EqualFold(strings.TrimSpace(line), "yes")
+	}
+	_, err := f.c.Decide(ctx, d.Approval, yes, "decided at the terminal of paddock run")
+	return err
 }
 
 func (f *follower) answer(ctx context.Context, r *renderer, q session.Question) error {

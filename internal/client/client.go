@@ -262,3 +262,46 @@ func (c *Client) stream(ctx context.Context, id string, after *int64, fn func(se
 	}
 	return false, sc.Err()
 }
+
+// Approvals lists approvals (filter by session and status).
+func (c *Client) Approvals(ctx context.Context, f store.ApprovalFilter) ([]session.Approval, error) {
+	q := url.Values{}
+	if f.SessionID != "" {
+		q.Set("session", f.SessionID)
+	}
+	if f.Status != "" {
+		q.Set("status", string(f.Status))
+	}
+	var out struct {
+		Approvals []session.Approval `json:"approvals"`
+	}
+	err := c.json(ctx, http.MethodGet, "/v1/approvals?"+q.Encode(), nil, &out)
+	return out.Approvals, err
+}
+
+// Decide approves or rejects an approval.
+func (c *Client) Decide(ctx context.Context, id string, approve bool, note string) (session.Approval, error) {
+	verb := "reject"
+	if approve {
+		verb = "approve"
+	}
+	var out session.Approval
+	err := c.json(ctx, http.MethodPost, "/v1/approvals/"+url.PathEscape(id)+"/"+verb, api.Decision{Note: note}, &out)
+	return out, err
+}
+
+// SetPolicy makes a YAML policy a project's policy and returns its digest.
+func (c *Client) SetPolicy(ctx context.Context, project string, yamlText []byte) (string, error) {
+	var out struct {
+		Digest string `json:"digest"`
+	}
+	err := c.do(ctx, http.MethodPut, "/v1/projects/"+url.PathEscape(project)+"/policy", bytes.NewReader(yamlText), "application/yaml", &out)
+	return out.Digest, err
+}
+
+// Policy returns a project's policy as JSON.
+func (c *Client) Policy(ctx context.Context, project string) (json.RawMessage, error) {
+	var out json.RawMessage
+	err := c.json(ctx, http.MethodGet, "/v1/projects/"+url.PathEscape(project)+"/policy", nil, &out)
+	return out, err
+}

@@ -23,20 +23,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/tool"
 )
 
-// Gate decides whether a tool call may run. The engine declares it; the
-// policy pipeline implements it.
-type Gate interface {
-	Decide(ctx context.Context, sessionID string, call provider.ToolCall) (allow bool, reason string, err error)
-}
-
-// AllowAll is the gate that lets every call through.
-type AllowAll struct{}
-
-// Decide implements Gate.
-func (AllowAll) Decide(context.Context, string, provider.ToolCall) (bool, string, error) {
-	return true, "allowed: no policy gate configured", nil
-}
-
 // Spawner creates the successor of an ended session of a replace: auto agent.
 type Spawner interface {
 	SpawnSuccessor(ctx context.Context, predecessor session.Session) (session.Session, error)
@@ -48,7 +34,6 @@ type Activities struct {
 	Store     store.Store
 	Providers *provider.Registry
 	Tools     tool.Set
-	Gate      Gate
 	Logger    *slog.Logger
 	Now       func() time.Time
 	// WorkspaceDir holds one working copy per session.
@@ -343,76 +328,6 @@ func (a *Activities) callEvent(ctx context.Context, sessionID, turnID string, d 
 	return err
 }
 
-// RunTool takes one generated call through the gate and runs it. Errors go
-// back to the model as an errored call; they never stop the session.
-func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call provider.ToolCall) (ToolOutcome, error) {
-	events, err := a.Store.ListEvents(ctx, sessionID, 0, 0)
-	if err != nil {
-		return ToolOutcome{}, err
-	}
-	for _, e := range events {
-		if e.Kind == session.EventQuestion && e.Key == "question/"+call.ID {
-			return ToolOutcome{State: session.CallCalling, Question: true}, nil
-		}
-		if e.Kind == session.EventToolCall && strings.HasPrefix(e.Key, "call/"+call.ID+"/") {
-			var d session.ToolCallData
-			if json.Unmarshal(e.Data, &d) == nil && d.State.Final() {
-				return ToolOutcome{State: d.State}, nil
-			}
-		}
-	}
-	_, sp, err := a.agentSpec(ctx, sessionID)
-	if err != nil {
-		return ToolOutcome{}, err
-	}
-	base := session.ToolCallData{ID: call.ID, Name: call.Name}
-	finish := func(state session.ToolCallState, result, msg string) (ToolOutcome, error) {
-		d := base
-		d.State, d.Result, d.Error = state, result, msg
-		return ToolOutcome{State: state}, a.callEvent(ctx, sessionID, turnID, d)
-	}
-	t, ok := a.Tools.Only(sp.Tools)[call.Name]
-	if !ok {
-		return finish(session.CallErrored, "", fmt.Sprintf("unknown tool %q; available: %s", call.Name, strings.Join(a.Tools.Only(sp.Tools).Names(), ", ")))
-	}
-	allow, reason, err := a.Gate.Decide(ctx, sessionID, call)
-	if err != nil {
-		return finish(session.CallRejected, "", "the policy gate could not decide, so the call is refused: "+err.Error())
-	}
-	if !allow {
-		return finish(session.CallRejected, "", reason)
-	}
-	calling := base
-	calling.State = session.CallCalling
-	if err := a.callEvent(ctx, sessionID, turnID, calling); err != nil {
-		return ToolOutcome{}, err
-	}
-	_ = a.Store.SetDisplay(ctx, sessionID, "", "running "+call.Name)
-	s, err := a.Store.GetSession(ctx, sessionID)
-	if err != nil {
-		return ToolOutcome{}, err
-	}
-	res, runErr := t.Run(ctx, tool.Env{Root: s.Workdir}, call.Args)
-	if runErr != nil {
-		return finish(session.CallErrored, "", runErr.Error())
-	}
-	if res.Archive != nil {
-		if err := a.Store.Archive(ctx, sessionID, session.Sender{Kind: session.SenderAgent, ID: sessionID}, res.Archive.Handoff); err != nil {
-			return ToolOutcome{}, err
-		}
-	}
-	if res.Question != nil {
-		q := *res.Question
-		q.ToolCallID = call.ID
-		data, _ := json.Marshal(q)
-		if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventQuestion, Key: "question/" + call.ID, Data: data}); err != nil {
-			return ToolOutcome{}, err
-		}
-		return ToolOutcome{State: session.CallCalling, Question: true}, nil
-	}
-	return finish(session.CallDone, res.Output, "")
-}
-
 // Answer delivers an answer command to the question it names: the question's
 // call becomes done with the answer as its result, and the waiting turn
 // completes. It returns an error message (and no error) when the answer
@@ -495,6 +410,17 @@ func (a *Activities) Interrupted(ctx context.Context, sessionID, turnID, reason 
 		d.State, d.Error, d.Result, d.Args = session.CallCanceled, reason, "", nil
 		if err := a.callEvent(ctx, sessionID, turnID, d); err != nil {
 			return err
+		}
+	}
+	pending, err := a.Store.ListApprovals(ctx, store.ApprovalFilter{SessionID: sessionID, Status: session.ApprovalPending})
+	if err != nil {
+		return err
+	}
+	for _, ap := range pending {
+		if ap.TurnID == turnID {
+			if _, err := a.Store.DecideApproval(ctx, ap.ID, session.ApprovalExpired, nil, "the turn was interrupted"); err != nil && !errors.Is(err, store.ErrConflict) {
+				return err
+			}
 		}
 	}
 	if recorded {

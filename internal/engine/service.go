@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -76,6 +77,12 @@ type CreateRequest struct {
 	Repo    string `json:"repo,omitempty"`
 	// IdempotencyKey makes creation idempotent.
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	// Policy (YAML) tightens the project's and agent's policy for this session.
+	Policy string `json:"policy,omitempty"`
+	// NonInteractive sessions reject calls that need permission at once,
+	// unless Approver names who will decide them.
+	NonInteractive bool   `json:"nonInteractive,omitempty"`
+	Approver       string `json:"approver,omitempty"`
 }
 
 // DefaultModel runs ad-hoc sessions when no model is named.
@@ -112,6 +119,10 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 	if _, _, err := s.Providers.Resolve(sp.Model); err != nil {
 		return session.Session{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	pol, err := s.effectivePolicy(ctx, req.Project, &sp, req.Policy)
+	if err != nil {
+		return session.Session{}, err
+	}
 	input := req.Message
 	if input == "" {
 		input = sp.InitialPrompt
@@ -125,11 +136,95 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 		ID: uuid.NewString(), Project: req.Project, SpendCapUSD: sp.MaxPerSessionUSD, DisplayTitle: sp.Title(input),
 		Agent: store.Agent{Project: sp.Project, Name: sp.Name, Spec: sp.JSON(), Digest: sp.Digest(), Concurrency: sp.Concurrency},
 		Input: input, Repo: req.Repo, CreatedBy: by, StartKind: kind, StartPayload: payload, IdempotencyKey: req.IdempotencyKey,
+		Policy: pol.json, PolicyDigest: pol.digest, Interactive: !req.NonInteractive, Approver: req.Approver,
 	})
 	if err != nil {
 		return x, err
 	}
 	return x, s.notify(ctx, x.ID, Notice{CommandID: x.ID + "-start", Kind: kind})
+}
+
+type pinnedPolicy struct {
+	json   json.RawMessage
+	digest string
+}
+
+// ProjectPolicy returns a project's policy, or the default policy.
+func (s *Service) ProjectPolicy(ctx context.Context, project string) (*policy.Policy, error) {
+	raw, err := s.Store.GetProjectPolicy(ctx, project)
+	if err != nil || raw == nil {
+		return policy.Default(), err
+	}
+	var p policy.Policy
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("project %s: stored policy unreadable: %w", project, err)
+	}
+	return &p, nil
+}
+
+// SetProjectPolicy validates a policy written in YAML and makes it the
+// project's; future sessions pin it, running ones keep theirs.
+func (s *Service) SetProjectPolicy(ctx context.Context, project string, yamlText []byte) (*policy.Policy, error) {
+	p, err := policy.Parse(yamlText)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	raw, _ := json.Marshal(p)
+	return p, s.Store.SetProjectPolicy(ctx, project, raw)
+}
+
+// effectivePolicy is the project's policy tightened by the agent's and the
+// request's: the policy a session pins.
+func (s *Service) effectivePolicy(ctx context.Context, project string, sp *spec.Agent, requested string) (pinnedPolicy, error) {
+	p, err := s.ProjectPolicy(ctx, project)
+	if err != nil {
+		return pinnedPolicy{}, err
+	}
+	agentPolicy, err := sp.PolicyValue()
+	if err != nil {
+		return pinnedPolicy{}, fmt.Errorf("%w: agent %s: %w", ErrInvalid, sp.Name, err)
+	}
+	p = policy.Stricter(p, agentPolicy)
+	if requested != "" {
+		rp, err := policy.Parse([]byte(requested))
+		if err != nil {
+			return pinnedPolicy{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		p = policy.Stricter(p, rp)
+	}
+	raw, _ := json.Marshal(p)
+	return pinnedPolicy{json: raw, digest: p.Digest()}, nil
+}
+
+// DecideApproval approves or rejects a pending approval as by, then wakes
+// the session. When the session names an approver, only they may decide.
+func (s *Service) DecideApproval(ctx context.Context, id string, approve bool, note string, by session.Sender) (session.Approval, error) {
+	ap, err := s.Store.GetApproval(ctx, id)
+	if err != nil {
+		return ap, err
+	}
+	x, err := s.Store.GetSession(ctx, ap.SessionID)
+	if err != nil {
+		return ap, err
+	}
+	if x.Approver != "" && x.Approver != by.ID {
+		return ap, fmt.Errorf("session %s names %s as its approver, not %s: %w", x.ID, x.Approver, by.ID, store.ErrDenied)
+	}
+	status := session.ApprovalRejected
+	if approve {
+		status = session.ApprovalApproved
+	}
+	ap, err = s.Store.DecideApproval(ctx, id, status, &by, note)
+	if err != nil {
+		return ap, err
+	}
+	_, err = s.Temporal.SignalWithStartWorkflow(ctx, session.WorkflowID(ap.SessionID), SignalApproval, ap.ID, client.StartWorkflowOptions{
+		ID: session.WorkflowID(ap.SessionID), TaskQueue: TaskQueue, WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, SessionWorkflow, Input{SessionID: ap.SessionID, Provisioned: true})
+	if err != nil {
+		return ap, fmt.Errorf("approval %s recorded, but waking session %s failed: %w", id, ap.SessionID, err)
+	}
+	return ap, nil
 }
 
 // SpawnSuccessor creates the replacement of a replace: auto agent's ended
@@ -153,7 +248,12 @@ func (s *Service) SpawnSuccessor(ctx context.Context, old session.Session) (sess
 		msg = "You replace an earlier session of this agent. Continue its work."
 	}
 	payload, _ := json.Marshal(session.MessagePayload{Message: msg, Handoff: old.Handoff})
+	pol, err := s.effectivePolicy(ctx, old.Project, &sp, "")
+	if err != nil {
+		return session.Session{}, err
+	}
 	x, _, err := s.Store.CreateSession(ctx, store.NewSession{
+		Policy: pol.json, PolicyDigest: pol.digest, Interactive: old.Interactive, Approver: old.Approver,
 		ID: uuid.NewString(), Project: old.Project, SpendCapUSD: sp.MaxPerSessionUSD, DisplayTitle: sp.Title(msg),
 		Agent: store.Agent{Project: sp.Project, Name: sp.Name, Spec: sp.JSON(), Digest: sp.Digest(), Concurrency: sp.Concurrency},
 		Input: msg, Repo: old.Repo, CreatedBy: session.Sender{Kind: session.SenderSystem, ID: "replacement-of-" + old.ID},
@@ -187,7 +287,7 @@ func (s *Service) Retry(ctx context.Context, id string, by session.Sender) (sess
 		ID: uuid.NewString(), Project: old.Project, SpendCapUSD: old.SpendCapUSD, DisplayTitle: old.DisplayTitle,
 		Agent: store.Agent{Project: old.Project, Name: old.Agent, Spec: old.AgentSpec, Digest: old.AgentVersion, Concurrency: sp.Concurrency},
 		Input: old.Input, Repo: old.Repo, RetryOf: old.ID, CreatedBy: by, StartKind: kind, StartPayload: payload,
-		IdempotencyKey: "retry:" + old.ID,
+		IdempotencyKey: "retry:" + old.ID, Policy: old.Policy, PolicyDigest: old.PolicyDigest, Interactive: old.Interactive, Approver: old.Approver,
 	})
 	if err != nil {
 		return x, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/shellcheck"
 )
 
 // TaskQueue is the task queue session workflows and activities run on.
@@ -21,6 +22,9 @@ const TaskQueue = "paddock-sessions"
 
 // SignalCommand wakes the workflow: a command row was recorded.
 const SignalCommand = "command"
+
+// SignalApproval wakes a call waiting for approval: its approval was decided.
+const SignalApproval = "approval"
 
 // Notice is the payload of SignalCommand. The command itself is read from
 // the store; the notice only says which, so an interrupt or stop can abort
@@ -41,8 +45,16 @@ var act *Activities
 
 // SessionWorkflow is one session's durable dispatch loop.
 func SessionWorkflow(ctx workflow.Context, in Input) error {
-	w := &run{in: in}
+	w := &run{in: in, decided: map[string]bool{}}
 	sig := workflow.GetSignalChannel(ctx, SignalCommand)
+	approvals := workflow.GetSignalChannel(ctx, SignalApproval)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var id string
+			approvals.Receive(ctx, &id)
+			w.decided[id] = true
+		}
+	})
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			var n Notice
@@ -87,6 +99,7 @@ type run struct {
 	in         Input
 	wake       bool
 	cancelTurn workflow.CancelFunc
+	decided    map[string]bool // approvals whose decision was signaled
 }
 
 // short gives activity options for quick store work; attempts 0 retries
@@ -195,9 +208,12 @@ func (w *run) steps(ctx workflow.Context, turnID string, info TurnInfo) (session
 		}
 		asked := false
 		for _, call := range resp.ToolCalls {
-			var out ToolOutcome
-			if err := workflow.ExecuteActivity(long(ctx), act.RunTool, w.in.SessionID, turnID, call).Get(ctx, &out); err != nil {
+			out, stop, err := w.toolCall(ctx, turnID, call)
+			if err != nil {
 				return session.TurnFailed, session.ScopeTurn, "tool call failed: " + reason(err)
+			}
+			if stop != "" {
+				return session.TurnFailed, session.ScopeTurn, stop
 			}
 			asked = asked || out.Question
 		}
@@ -206,4 +222,84 @@ func (w *run) steps(ctx workflow.Context, turnID string, info TurnInfo) (session
 		}
 	}
 	return session.TurnFailed, session.ScopeTurn, fmt.Sprintf("the turn reached its limit of %d actions", info.MaxActions)
+}
+
+// toolCall takes one call through the gate: refused calls are rejected;
+// "ask" waits for a human decision (or the TTL); allowed and approved calls
+// run with their attribution. stop is set when a rejection ends the turn.
+func (w *run) toolCall(ctx workflow.Context, turnID string, call provider.ToolCall) (out ToolOutcome, stop string, err error) {
+	var g GateResult
+	if err := workflow.ExecuteActivity(short(ctx, 0), act.Gate, w.in.SessionID, turnID, call).Get(ctx, &g); err != nil {
+		return out, "", err
+	}
+	rejected := func(why string) (ToolOutcome, string, error) {
+		if g.ContinueAfterRejection {
+			return ToolOutcome{State: session.CallRejected}, "", nil
+		}
+		return ToolOutcome{State: session.CallRejected}, "the tool call " + call.Name + " was rejected: " + why, nil
+	}
+	switch {
+	case g.Settled == session.CallRejected:
+		return rejected(g.Decision.Reason)
+	case g.Settled != "":
+		return ToolOutcome{State: g.Settled, Question: g.Question}, "", nil
+	}
+	by := session.Attribution{Kind: session.ByAutomation, Rule: g.Decision.Rule}
+	if g.Decision.Verdict == shellcheck.Ask {
+		var req ApprovalRequest
+		if err := workflow.ExecuteActivity(short(ctx, 0), act.RequestApproval, w.in.SessionID, turnID, call, g.Decision).Get(ctx, &req); err != nil {
+			return out, "", err
+		}
+		if req.Rejected {
+			return rejected(req.Reason)
+		}
+		ap, err := w.awaitApproval(ctx, req)
+		if err != nil {
+			return out, "", err
+		}
+		if ap.Status != session.ApprovalApproved {
+			why := string(ap.Status)
+			if ap.DecidedBy != nil {
+				why += " by " + ap.DecidedBy.String()
+			}
+			if ap.Note != "" {
+				why += ": " + ap.Note
+			}
+			if err := workflow.ExecuteActivity(short(ctx, 0), act.Reject, w.in.SessionID, turnID, call, why).Get(ctx, nil); err != nil {
+				return out, "", err
+			}
+			return rejected(why)
+		}
+		by = session.Attribution{Kind: session.ByHuman, By: ap.DecidedBy.ID, Approval: ap.ID}
+	}
+	err = workflow.ExecuteActivity(long(ctx), act.RunTool, w.in.SessionID, turnID, call, g.Decision, by).Get(ctx, &out)
+	if err == nil && out.State == session.CallRejected {
+		return rejected("refused at execution")
+	}
+	return out, "", err
+}
+
+// awaitApproval waits for the approval's decision, a durable timer bounding
+// the wait; a lapsed approval is expired. An interrupt ends the wait.
+func (w *run) awaitApproval(ctx workflow.Context, req ApprovalRequest) (session.Approval, error) {
+	deadline := workflow.Now(ctx).Add(time.Duration(req.WaitSeconds * float64(time.Second)))
+	for {
+		remaining := deadline.Sub(workflow.Now(ctx))
+		woke := true
+		if remaining > 0 {
+			var err error
+			woke, err = workflow.AwaitWithTimeout(ctx, remaining, func() bool { return w.decided[req.ID] })
+			if err != nil {
+				return session.Approval{}, err
+			}
+		}
+		delete(w.decided, req.ID)
+		var ap session.Approval
+		if err := workflow.ExecuteActivity(short(ctx, 0), act.ApprovalState, req.ID, !woke).Get(ctx, &ap); err != nil {
+			return ap, err
+		}
+		if ap.Status != session.ApprovalPending {
+			return ap, nil
+		}
+	}
 }

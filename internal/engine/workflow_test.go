@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/provider/replay"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -23,7 +24,8 @@ import (
 )
 
 type fixture struct {
-	store store.Store
+	policy json.RawMessage // pinned on sessions the fixture creates
+	store  store.Store
 	acts  *Activities
 	env   *testsuite.TestWorkflowEnvironment
 	repo  string
@@ -43,13 +45,14 @@ func setup(t *testing.T) *fixture {
 	}
 	reg := provider.NewRegistry()
 	reg.Register("replay", replay.Factory)
-	acts := &Activities{Store: st, Providers: reg, Tools: tool.Builtin(), Gate: AllowAll{}, Now: time.Now,
+	acts := &Activities{Store: st, Providers: reg, Tools: tool.Builtin(), Now: time.Now,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), WorkspaceDir: t.TempDir()}
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(SessionWorkflow)
 	env.RegisterActivity(acts)
-	return &fixture{store: st, acts: acts, env: env, repo: repo}
+	allowAll, _ := json.Marshal(&policy.Policy{Default: policy.AllowedWithoutPermission, ApprovalTTL: time.Hour})
+	return &fixture{store: st, acts: acts, env: env, repo: repo, policy: allowAll}
 }
 
 func (f *fixture) create(t *testing.T, id, model, message string) {
@@ -63,6 +66,7 @@ func (f *fixture) create(t *testing.T, id, model, message string) {
 	}
 	_, _, err := f.store.CreateSession(context.Background(), store.NewSession{ID: id, Project: "default",
 		Agent: store.Agent{Project: "default", Name: "tester", Spec: sp.JSON(), Digest: sp.Digest()}, Repo: f.repo,
+		Policy: f.policy, Interactive: true,
 		CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "t"}, StartKind: kind, StartPayload: payload})
 	require.NoError(t, err)
 }

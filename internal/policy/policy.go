@@ -86,10 +86,20 @@ const DefaultApprovalTTL = 24 * time.Hour
 var DefaultCommands = []string{"ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "echo", "pwd",
 	"git status", "git diff", "git log", "go test", "go build", "go vet"}
 
-// Default is the policy of a project that has none: ask for every tool,
-// the read-only commands free.
+// DefaultTools are allowed without permission when no policy says
+// otherwise: they read the working copy or talk to the user.
+var DefaultTools = map[string]Value{"read_file": AllowedWithoutPermission, "list_dir": AllowedWithoutPermission,
+	"search": AllowedWithoutPermission, "ask_user": AllowedWithoutPermission, "archive_session": AllowedWithoutPermission}
+
+// Default is the policy of a project that has none: every tool that
+// changes something asks, tools that only read or talk to the user are
+// allowed, and the read-only commands are free.
 func Default() *Policy {
-	return &Policy{Default: AllowedWithPermission, Commands: append([]string(nil), DefaultCommands...), ApprovalTTL: DefaultApprovalTTL}
+	tools := map[string]Value{}
+	for n, v := range DefaultTools {
+		tools[n] = v
+	}
+	return &Policy{Default: AllowedWithPermission, Tools: tools, Commands: append([]string(nil), DefaultCommands...), ApprovalTTL: DefaultApprovalTTL}
 }
 
 // file is the YAML form.

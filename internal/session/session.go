@@ -71,9 +71,17 @@ type Session struct {
 	Handoff        string          `json:"handoff,omitempty"`
 	StopReason     string          `json:"stopReason,omitempty"`
 	RespawnRequest bool            `json:"respawnRequested,omitempty"`
-	CreatedBy      Sender          `json:"createdBy"`
-	CreatedAt      time.Time       `json:"createdAt"`
-	UpdatedAt      time.Time       `json:"updatedAt"`
+	// Policy is the policy pinned on the session at creation (JSON of
+	// policy.Policy), identified by PolicyDigest.
+	Policy       json.RawMessage `json:"policy,omitempty"`
+	PolicyDigest string          `json:"policyDigest,omitempty"`
+	// Interactive sessions wait for approvals; others reject an "ask" at
+	// once unless Approver names who will decide.
+	Interactive bool      `json:"interactive"`
+	Approver    string    `json:"approver,omitempty"`
+	CreatedBy   Sender    `json:"createdBy"`
+	CreatedAt   time.Time `json:"createdAt"`
+	UpdatedAt   time.Time `json:"updatedAt"`
 }
 
 // WorkflowID is the ID of the session's SessionWorkflow, derived from its ID.

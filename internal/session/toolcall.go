@@ -55,6 +55,12 @@ type ToolCallData struct {
 	Args   json.RawMessage `json:"args,omitempty"`
 	Result string          `json:"result,omitempty"`
 	Error  string          `json:"error,omitempty"`
+	// Verdict and Rule are the gate's decision (on awaiting_approval,
+	// calling and rejected); Approval names the pending request.
+	Verdict  string       `json:"verdict,omitempty"`
+	Rule     string       `json:"rule,omitempty"`
+	Approval string       `json:"approval,omitempty"`
+	By       *Attribution `json:"approvedBy,omitempty"`
 }
 
 // Question is a structured question the agent asks the user.

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/paddock-dev/paddock/internal/policy"
 )
 
 // Agent is a declared agent.
@@ -39,6 +41,32 @@ type Agent struct {
 	// DisplayTitle is a template ({{input}} is the kickoff text) or "infer".
 	DisplayTitle string      `yaml:"displayTitle" json:"displayTitle,omitempty"`
 	Session      SessionSpec `yaml:"session" json:"session"`
+	// Policy tightens the project's policy for this agent's sessions; it
+	// can never loosen it.
+	Policy *PolicySpec `yaml:"policy" json:"policy,omitempty"`
+}
+
+// PolicySpec is an agent's policy, in the same form as a policy file.
+type PolicySpec struct {
+	Default  string            `yaml:"default" json:"default,omitempty"`
+	Tools    map[string]string `yaml:"tools" json:"tools,omitempty"`
+	Commands *struct {
+		Allow []string `yaml:"allow" json:"allow"`
+	} `yaml:"commands" json:"commands,omitempty"`
+	ContinueAfterToolRejection bool   `yaml:"continueAfterToolRejection" json:"continueAfterToolRejection,omitempty"`
+	ApprovalTTL                string `yaml:"approvalTtl" json:"approvalTtl,omitempty"`
+}
+
+// PolicyValue is the agent's policy, or nil when it declares none.
+func (a *Agent) PolicyValue() (*policy.Policy, error) {
+	if a.Policy == nil {
+		return nil, nil
+	}
+	data, err := yaml.Marshal(a.Policy)
+	if err != nil {
+		return nil, err
+	}
+	return policy.Parse(data)
 }
 
 // SessionSpec holds per-session runtime settings.
@@ -198,6 +226,9 @@ func (a *Agent) Validate(known Known) error {
 	}
 	if a.Session.ArchiveAfterInactive < 0 {
 		return bad("session.archiveAfterInactive", "must not be negative")
+	}
+	if _, err := a.PolicyValue(); err != nil {
+		return bad("policy", strings.TrimPrefix(err.Error(), "policy: "))
 	}
 	if a.Session.MaxActions < 1 || a.Session.MaxActions > 10000 {
 		return bad("session.maxActions", fmt.Sprintf("%d: want 1 to 10000", a.Session.MaxActions))

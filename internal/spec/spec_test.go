@@ -22,6 +22,10 @@ replace: auto
 maxPerSessionUsd: 2.5
 session:
   idleTimeout: 5m
+policy:
+  default: ask
+  tools: {read_file: allow}
+  commands: {allow: [ls]}
 ---
 name: helper
 model: anthropic/claude-sonnet-4-5
@@ -32,6 +36,12 @@ model: anthropic/claude-sonnet-4-5
 	require.Equal(t, DefaultIdleTimeout, agents[1].Session.IdleTimeout)
 	require.Equal(t, 150, agents[1].Session.MaxActions)
 	require.NotEqual(t, agents[0].Digest(), agents[1].Digest())
+	p, err := agents[0].PolicyValue()
+	require.NoError(t, err)
+	require.Equal(t, []string{"ls"}, p.Commands)
+	none, err := agents[1].PolicyValue()
+	require.NoError(t, err)
+	require.Nil(t, none)
 }
 
 func TestParseErrors(t *testing.T) {
@@ -50,6 +60,8 @@ func TestParseErrors(t *testing.T) {
 		{"", "no agent spec found"},
 		{"name: a\nmodel: replay/x\n---\nname: a\nmodel: replay/y\n", "appears twice"},
 		{"- a\n- b\n", "want a mapping"},
+		{"name: a\nmodel: replay/x\npolicy:\n  tools:\n    run_command: sometimes\n", "policy: tools.run_command"},
+		{"name: a\nmodel: replay/x\npolicy:\n  commands:\n    deny: [rm]\n", "policy.commands.deny: unknown field"},
 	}
 	for _, c := range cases {
 		t.Run(c.want, func(t *testing.T) {

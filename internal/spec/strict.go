@@ -70,6 +70,9 @@ func check(doc int, n *yaml.Node, t reflect.Type, path string) error {
 		}
 		return nil
 	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {

@@ -21,6 +21,7 @@ var (
 	ErrNotFound = errors.New("not found")
 	ErrConflict = errors.New("conflict")
 	ErrInvalid  = errors.New("invalid")
+	ErrDenied   = errors.New("denied")
 )
 
 // SlotConflictError says a concurrency-1 agent's singleton slot is held.
@@ -81,6 +82,11 @@ type NewSession struct {
 	Repo         string
 	RetryOf      string
 	CreatedBy    session.Sender
+	// Policy is the effective policy pinned on the session.
+	Policy       json.RawMessage
+	PolicyDigest string
+	Interactive  bool
+	Approver     string
 	// Start is the one start command: kind start or startWithMessage.
 	StartKind    session.CommandKind
 	StartPayload json.RawMessage
@@ -107,11 +113,29 @@ type SessionFilter struct {
 	Limit           int
 }
 
+// ApprovalFilter narrows an approval list.
+type ApprovalFilter struct {
+	SessionID string
+	Status    session.ApprovalStatus
+}
+
 // Store is the system of record.
 type Store interface {
 	Close() error
 
 	EnsureProject(ctx context.Context, name string) error
+	// SetProjectPolicy stores a project's policy (JSON); GetProjectPolicy
+	// returns it, or nil when the project has none.
+	SetProjectPolicy(ctx context.Context, project string, policy json.RawMessage) error
+	GetProjectPolicy(ctx context.Context, project string) (json.RawMessage, error)
+
+	// CreateApproval records a pending approval idempotently by ID.
+	CreateApproval(ctx context.Context, a session.Approval) (session.Approval, error)
+	GetApproval(ctx context.Context, id string) (session.Approval, error)
+	ListApprovals(ctx context.Context, f ApprovalFilter) ([]session.Approval, error)
+	// DecideApproval settles a pending approval (approved, rejected or
+	// expired). Deciding one already settled, or lapsed, is ErrConflict.
+	DecideApproval(ctx context.Context, id string, status session.ApprovalStatus, by *session.Sender, note string) (session.Approval, error)
 
 	// ApplyAgents upserts agents in one transaction: all or nothing.
 	ApplyAgents(ctx context.Context, agents []Agent) ([]ApplyResult, error)

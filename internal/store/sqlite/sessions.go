@@ -14,19 +14,22 @@ import (
 
 const sessionCols = `id, project, agent, agent_spec, agent_version, spend_cap_usd, status, runtime_phase, archived_at,
 	error, failure_reason, display_title, ambient_status, input, repo, workdir, base_commit, retry_of, handoff,
-	stop_reason, respawn, created_by, created_at, updated_at`
+	stop_reason, respawn, policy, policy_digest, interactive, approver, created_by, created_at, updated_at`
 
 func scanSession(row interface{ Scan(...any) error }) (session.Session, error) {
 	var x session.Session
-	var spec, createdBy, created, updated string
+	var spec, policy, createdBy, created, updated string
 	var archived sql.NullString
 	err := row.Scan(&x.ID, &x.Project, &x.Agent, &spec, &x.AgentVersion, &x.SpendCapUSD, &x.Status, &x.RuntimePhase, &archived,
 		&x.Error, &x.FailureReason, &x.DisplayTitle, &x.AmbientStatus, &x.Input, &x.Repo, &x.Workdir, &x.BaseCommit, &x.RetryOf, &x.Handoff,
-		&x.StopReason, &x.RespawnRequest, &createdBy, &created, &updated)
+		&x.StopReason, &x.RespawnRequest, &policy, &x.PolicyDigest, &x.Interactive, &x.Approver, &createdBy, &created, &updated)
 	if err != nil {
 		return x, err
 	}
 	x.AgentSpec = json.RawMessage(spec)
+	if policy != "" {
+		x.Policy = json.RawMessage(policy)
+	}
 	_ = json.Unmarshal([]byte(createdBy), &x.CreatedBy)
 	x.CreatedAt, x.UpdatedAt = parseTime(created), parseTime(updated)
 	if archived.Valid {
@@ -129,9 +132,11 @@ func (s *Store) CreateSession(ctx context.Context, in store.NewSession) (session
 			key = in.IdempotencyKey
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, project, agent, agent_spec, agent_version, spend_cap_usd, status, display_title,
-			input, repo, retry_of, created_by, idempotency_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			input, repo, retry_of, policy, policy_digest, interactive, approver, created_by, idempotency_key, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			in.ID, in.Project, in.Agent.Name, string(in.Agent.Spec), in.Agent.Digest, in.SpendCapUSD, session.StatusQueued,
-			session.TrimRunes(in.DisplayTitle, session.MaxDisplayTitle), in.Input, in.Repo, in.RetryOf, string(createdBy), key, now, now)
+			session.TrimRunes(in.DisplayTitle, session.MaxDisplayTitle), in.Input, in.Repo, in.RetryOf, string(in.Policy), in.PolicyDigest,
+			in.Interactive, in.Approver, string(createdBy), key, now, now)
 		if err != nil {
 			return err
 		}

@@ -84,7 +84,9 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-func (s *Store) ts() string { return s.now().UTC().Format(time.RFC3339Nano) }
+const timeFormat = time.RFC3339Nano
+
+func (s *Store) ts() string { return s.now().UTC().Format(timeFormat) }
 
 func parseTime(v string) time.Time {
 	t, _ := time.Parse(time.RFC3339Nano, v)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -30,6 +31,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		"StopWins":              testStopWins,
 		"EventsIdempotent":      testEventsIdempotent,
 		"ListSessions":          testListSessions,
+		"Approvals":             testApprovals,
+		"ProjectPolicy":         testProjectPolicy,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -332,4 +335,45 @@ func testListSessions(t *testing.T, s store.Store) {
 	if errors.Is(err, store.ErrNotFound) {
 		t.Fatal("unexpected")
 	}
+}
+
+func testApprovals(t *testing.T, s store.Store) {
+	newSession(t, s, "s", agent("a", 0))
+	in := session.Approval{ID: "ap1", SessionID: "s", TurnID: "t", ToolCallID: "c", Tool: "write_file", Args: json.RawMessage(`{"path":"x"}`),
+		Digest: "sha256:x", Rule: "default=ask", Reason: "needs permission", ExpiresAt: time.Now().Add(time.Hour)}
+	a, err := s.CreateApproval(ctx, in)
+	require.NoError(t, err)
+	require.Equal(t, session.ApprovalPending, a.Status)
+	again, err := s.CreateApproval(ctx, in)
+	require.NoError(t, err)
+	require.Equal(t, a.CreatedAt, again.CreatedAt, "idempotent")
+	pending, err := s.ListApprovals(ctx, store.ApprovalFilter{Status: session.ApprovalPending})
+	require.NoError(t, err)
+	require.Len(t, pending, 1)
+	d, err := s.DecideApproval(ctx, "ap1", session.ApprovalApproved, &operator, "looks fine")
+	require.NoError(t, err)
+	require.Equal(t, session.ApprovalApproved, d.Status)
+	require.Equal(t, operator, *d.DecidedBy)
+	_, err = s.DecideApproval(ctx, "ap1", session.ApprovalRejected, &operator, "")
+	require.ErrorIs(t, err, store.ErrConflict, "decided once")
+	in.ID, in.ExpiresAt = "ap2", time.Now().Add(-time.Second)
+	_, err = s.CreateApproval(ctx, in)
+	require.NoError(t, err)
+	_, err = s.DecideApproval(ctx, "ap2", session.ApprovalApproved, &operator, "")
+	require.ErrorIs(t, err, store.ErrConflict, "a lapsed approval cannot be approved")
+	exp, err := s.DecideApproval(ctx, "ap2", session.ApprovalExpired, nil, "ttl")
+	require.NoError(t, err)
+	require.Equal(t, session.ApprovalExpired, exp.Status)
+	_, err = s.GetApproval(ctx, "nope")
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func testProjectPolicy(t *testing.T, s store.Store) {
+	p, err := s.GetProjectPolicy(ctx, "p")
+	require.NoError(t, err)
+	require.Nil(t, p)
+	require.NoError(t, s.SetProjectPolicy(ctx, "p", json.RawMessage(`{"default":"disabled"}`)))
+	p, err = s.GetProjectPolicy(ctx, "p")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"default":"disabled"}`, string(p))
 }

@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+func newApprovals(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "approvals", Aliases: []string{"approval"}, Short: "List and decide tool calls waiting for permission"}
+	var f store.ApprovalFilter
+	var all bool
+	ls := &cobra.Command{
+		Use:   "ls [--session ID] [--all]",
+		Short: "List approvals (pending ones unless --all)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !all {
+				f.Status = session.ApprovalPending
+			}
+			list, err := g.remote().Approvals(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			tw := table(g.io.Out)
+			fmt.Fprintln(tw, "ID\tSESSION\tTOOL\tCALL\tRULE\tSTATUS\tEXPIRES")
+			for _, a := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.SessionID, a.Tool, oneLine(string(a.Args), 50), a.Rule, a.Status, a.ExpiresAt.Local().Format("2006-01-02 15:04"))
+			}
+			return tw.Flush()
+		},
+	}
+	ls.Flags().StringVar(&f.SessionID, "session", "", "only this session's approvals")
+	ls.Flags().BoolVar(&all, "all", false, "include decided and expired approvals")
+	var note string
+	decide := func(approve bool) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			a, err := g.remote().Decide(cmd.Context(), args[0], approve, note)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "approval %s %s by %s\n", a.ID, a.Status, a.DecidedBy)
+			return nil
+		}
+	}
+	approve := &cobra.Command{Use: "approve ID", Short: "Approve a call (you are recorded as the approver)", Args: cobra.ExactArgs(1), RunE: decide(true)}
+	reject := &cobra.Command{Use: "reject ID [--reason TEXT]", Short: "Reject a call", Args: cobra.ExactArgs(1), RunE: decide(false)}
+	for _, c := range []*cobra.Command{approve, reject} {
+		c.Flags().StringVar(&note, "reason", "", "why (recorded with the decision)")
+	}
+	cmd.AddCommand(ls, approve, reject)
+	return cmd
+}
+
+func newPolicyApply(g *globals) *cobra.Command {
+	var file, project string
+	cmd := &cobra.Command{
+		Use:   "apply -f POLICY.yaml [--project NAME]",
+		Short: "Make a policy file the project's policy (new sessions pin it)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				return &exitError{code: 2, msg: "give the policy file with -f FILE: " + err.Error()}
+			}
+			digest, err := g.remote().SetPolicy(cmd.Context(), project, data)
+			if err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			fmt.Fprintf(g.io.Out, "project/%s policy %s\n", project, digest)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "policy YAML file")
+	cmd.Flags().StringVar(&project, "project", "default", "project")
+	return cmd
+}

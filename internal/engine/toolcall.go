@@ -1,0 +1,246 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/paddock-dev/paddock/internal/policy"
+	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/shellcheck"
+	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/tool"
+)
+
+// CallDigest binds an approval to one exact call: the tool's name and its
+// arguments in canonical JSON.
+func CallDigest(name string, args json.RawMessage) string {
+	canon := []byte(args)
+	var v any
+	if json.Unmarshal(args, &v) == nil {
+		canon, _ = json.Marshal(v)
+	}
+	sum := sha256.Sum256(append([]byte(name+"\x00"), canon...))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// GateResult is the gate's decision on a call, or the call's recorded end
+// when it already has one (an activity retried after a crash).
+type GateResult struct {
+	Decision policy.Decision
+	// Settled is the call's final state when the gate ended it (unknown
+	// tool, refused) or it ended before.
+	Settled  session.ToolCallState
+	Question bool
+	// ContinueAfterRejection is the pinned policy's setting.
+	ContinueAfterRejection bool
+}
+
+// pinned returns the policy pinned on the session.
+func (a *Activities) pinned(s session.Session) (*policy.Policy, error) {
+	if len(s.Policy) == 0 {
+		return policy.Default(), nil
+	}
+	var p policy.Policy
+	if err := json.Unmarshal(s.Policy, &p); err != nil {
+		return nil, fmt.Errorf("session %s has an unreadable policy: %w", s.ID, err)
+	}
+	return &p, nil
+}
+
+// settledCall returns the call's final state if the transcript has one.
+func settledCall(events []session.Event, callID string) (session.ToolCallState, bool, bool) {
+	for _, e := range events {
+		if e.Kind == session.EventQuestion && e.Key == "question/"+callID {
+			return session.CallCalling, true, true
+		}
+		if e.Kind == session.EventToolCall && strings.HasPrefix(e.Key, "call/"+callID+"/") {
+			var d session.ToolCallData
+			if json.Unmarshal(e.Data, &d) == nil && d.State.Final() {
+				return d.State, false, true
+			}
+		}
+	}
+	return "", false, false
+}
+
+// Gate evaluates a generated call against the session's pinned policy. An
+// unknown tool errors (the model is told which exist); a refusal is
+// recorded as rejected with the deciding rule.
+func (a *Activities) Gate(ctx context.Context, sessionID, turnID string, call provider.ToolCall) (GateResult, error) {
+	events, err := a.Store.ListEvents(ctx, sessionID, 0, 0)
+	if err != nil {
+		return GateResult{}, err
+	}
+	s, sp, err := a.agentSpec(ctx, sessionID)
+	if err != nil {
+		return GateResult{}, err
+	}
+	p, err := a.pinned(s)
+	if err != nil {
+		return GateResult{}, nonRetryable(err)
+	}
+	out := GateResult{ContinueAfterRejection: p.ContinueAfterToolRejection}
+	if st, q, ok := settledCall(events, call.ID); ok {
+		out.Settled, out.Question = st, q
+		return out, nil
+	}
+	base := session.ToolCallData{ID: call.ID, Name: call.Name}
+	if _, ok := a.Tools.Only(sp.Tools)[call.Name]; !ok {
+		d := base
+		d.State, d.Error = session.CallErrored, fmt.Sprintf("unknown tool %q; available: %s", call.Name, strings.Join(a.Tools.Only(sp.Tools).Names(), ", "))
+		out.Settled = d.State
+		return out, a.callEvent(ctx, sessionID, turnID, d)
+	}
+	if !json.Valid(call.Args) {
+		d := base
+		d.State, d.Error = session.CallErrored, "invalid arguments: not valid JSON; send one complete JSON object"
+		out.Settled = d.State
+		return out, a.callEvent(ctx, sessionID, turnID, d)
+	}
+	out.Decision = p.Evaluate(call.Name, call.Args)
+	if out.Decision.Verdict == shellcheck.Refuse {
+		d := base
+		d.State, d.Verdict, d.Rule = session.CallRejected, "refuse", out.Decision.Rule
+		d.Error = "refused by policy (" + out.Decision.Rule + "): " + out.Decision.Reason
+		out.Settled = d.State
+		return out, a.callEvent(ctx, sessionID, turnID, d)
+	}
+	return out, nil
+}
+
+// ApprovalRequest is a parked call's approval, or its immediate rejection.
+type ApprovalRequest struct {
+	ID       string
+	Rejected bool
+	Reason   string
+	// Wait is how long the request may wait, from now.
+	WaitSeconds float64
+}
+
+// RequestApproval parks an "ask" call: a durable approval bound to the
+// call's digest, with the policy's TTL. A non-interactive session without a
+// named approver rejects at once instead, so nothing hangs.
+func (a *Activities) RequestApproval(ctx context.Context, sessionID, turnID string, call provider.ToolCall, d policy.Decision) (ApprovalRequest, error) {
+	s, err := a.Store.GetSession(ctx, sessionID)
+	if err != nil {
+		return ApprovalRequest{}, err
+	}
+	p, err := a.pinned(s)
+	if err != nil {
+		return ApprovalRequest{}, nonRetryable(err)
+	}
+	if !s.Interactive && s.Approver == "" {
+		reason := "this session is non-interactive and names no approver, so a call that needs permission (" + d.Rule + ") is rejected"
+		ev := session.ToolCallData{ID: call.ID, Name: call.Name, State: session.CallRejected, Verdict: "ask", Rule: d.Rule, Error: reason}
+		return ApprovalRequest{Rejected: true, Reason: reason}, a.callEvent(ctx, sessionID, turnID, ev)
+	}
+	ap, err := a.Store.CreateApproval(ctx, session.Approval{
+		ID: "approval-" + call.ID + "-" + sessionID[:min(8, len(sessionID))], SessionID: sessionID, TurnID: turnID, ToolCallID: call.ID,
+		Tool: call.Name, Args: call.Args, Digest: CallDigest(call.Name, call.Args), Rule: d.Rule, Reason: d.Reason,
+		ExpiresAt: a.Now().Add(p.ApprovalTTL),
+	})
+	if err != nil {
+		return ApprovalRequest{}, err
+	}
+	ev := session.ToolCallData{ID: call.ID, Name: call.Name, State: session.CallAwaitingApproval, Args: call.Args, Verdict: "ask", Rule: d.Rule, Approval: ap.ID}
+	if err := a.callEvent(ctx, sessionID, turnID, ev); err != nil {
+		return ApprovalRequest{}, err
+	}
+	_ = a.Store.SetDisplay(ctx, sessionID, "", "waiting for approval of "+call.Name)
+	return ApprovalRequest{ID: ap.ID, WaitSeconds: ap.ExpiresAt.Sub(a.Now()).Seconds()}, nil
+}
+
+// ApprovalState reads an approval; a pending one past its TTL is expired.
+func (a *Activities) ApprovalState(ctx context.Context, id string, expire bool) (session.Approval, error) {
+	ap, err := a.Store.GetApproval(ctx, id)
+	if err != nil || ap.Status != session.ApprovalPending || !expire {
+		return ap, err
+	}
+	ap, err = a.Store.DecideApproval(ctx, id, session.ApprovalExpired, nil, "no decision before the approval lapsed")
+	if errors.Is(err, store.ErrConflict) {
+		return a.Store.GetApproval(ctx, id) // decided just now: honor the decision
+	}
+	return ap, err
+}
+
+// Reject records a call as rejected.
+func (a *Activities) Reject(ctx context.Context, sessionID, turnID string, call provider.ToolCall, reason string) error {
+	return a.callEvent(ctx, sessionID, turnID, session.ToolCallData{ID: call.ID, Name: call.Name, State: session.CallRejected, Error: reason})
+}
+
+// RunTool runs an allowed or approved call. The policy is evaluated once
+// more, at execution: it can harden the verdict, never soften it, and an
+// approval only counts for the exact call it was given for. Errors go back
+// to the model as an errored call; they never stop the session.
+func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call provider.ToolCall, first policy.Decision, by session.Attribution) (ToolOutcome, error) {
+	events, err := a.Store.ListEvents(ctx, sessionID, 0, 0)
+	if err != nil {
+		return ToolOutcome{}, err
+	}
+	if st, q, ok := settledCall(events, call.ID); ok {
+		return ToolOutcome{State: st, Question: q}, nil
+	}
+	s, sp, err := a.agentSpec(ctx, sessionID)
+	if err != nil {
+		return ToolOutcome{}, err
+	}
+	base := session.ToolCallData{ID: call.ID, Name: call.Name}
+	finish := func(state session.ToolCallState, result, msg string) (ToolOutcome, error) {
+		d := base
+		d.State, d.Result, d.Error = state, result, msg
+		if state == session.CallDone {
+			d.By = &by
+		}
+		return ToolOutcome{State: state}, a.callEvent(ctx, sessionID, turnID, d)
+	}
+	p, err := a.pinned(s)
+	if err != nil {
+		return finish(session.CallRejected, "", "the policy could not be evaluated, so the call is refused: "+err.Error())
+	}
+	now := policy.Harden(first, p.Evaluate(call.Name, call.Args))
+	switch {
+	case now.Verdict == shellcheck.Refuse:
+		return finish(session.CallRejected, "", "refused at execution ("+now.Rule+"): "+now.Reason)
+	case by.Kind == session.ByHuman:
+		ap, err := a.Store.GetApproval(ctx, by.Approval)
+		if err != nil || ap.Status != session.ApprovalApproved || ap.Digest != CallDigest(call.Name, call.Args) {
+			return finish(session.CallRejected, "", "the approval does not cover this exact call")
+		}
+	case by.Kind == session.ByAutomation && now.Verdict != shellcheck.Allow:
+		return finish(session.CallRejected, "", "the call needs permission at execution ("+now.Rule+") and has none")
+	case by.Kind != session.ByAutomation:
+		return finish(session.CallRejected, "", "the call has no attribution (human or automation); nothing runs unattributed")
+	}
+	t := a.Tools.Only(sp.Tools)[call.Name]
+	calling := base
+	calling.State, calling.Verdict, calling.Rule, calling.By = session.CallCalling, now.Verdict.String(), now.Rule, &by
+	if err := a.callEvent(ctx, sessionID, turnID, calling); err != nil {
+		return ToolOutcome{}, err
+	}
+	_ = a.Store.SetDisplay(ctx, sessionID, "", "running "+call.Name)
+	res, runErr := t.Run(ctx, tool.Env{Root: s.Workdir}, call.Args)
+	if runErr != nil {
+		return finish(session.CallErrored, "", runErr.Error())
+	}
+	if res.Archive != nil {
+		if err := a.Store.Archive(ctx, sessionID, session.Sender{Kind: session.SenderAgent, ID: sessionID}, res.Archive.Handoff); err != nil {
+			return ToolOutcome{}, err
+		}
+	}
+	if res.Question != nil {
+		q := *res.Question
+		q.ToolCallID = call.ID
+		data, _ := json.Marshal(q)
+		if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventQuestion, Key: "question/" + call.ID, Data: data}); err != nil {
+			return ToolOutcome{}, err
+		}
+		return ToolOutcome{State: session.CallCalling, Question: true}, nil
+	}
+	return finish(session.CallDone, res.Output, "")
+}

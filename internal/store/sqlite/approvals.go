@@ -1,0 +1,161 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+// SetProjectPolicy implements store.Store.
+func (s *Store) SetProjectPolicy(ctx context.Context, project string, policy json.RawMessage) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO projects (name, created_at, policy) VALUES (?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET policy = excluded.policy`, project, s.ts(), string(policy))
+	if err != nil {
+		return fmt.Errorf("set project policy: %w", err)
+	}
+	return nil
+}
+
+// GetProjectPolicy implements store.Store.
+func (s *Store) GetProjectPolicy(ctx context.Context, project string) (json.RawMessage, error) {
+	var p string
+	err := s.db.QueryRowContext(ctx, `SELECT policy FROM projects WHERE name = ?`, project).Scan(&p)
+	if errors.Is(err, sql.ErrNoRows) || p == "" {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get project policy: %w", err)
+	}
+	return json.RawMessage(p), nil
+}
+
+const approvalCols = `id, session_id, turn_id, tool_call_id, tool, args, digest, verdict_rule, reason, status, decided_by, decision_note,
+	expires_at, created_at, decided_at`
+
+func scanApproval(row interface{ Scan(...any) error }) (session.Approval, error) {
+	var a session.Approval
+	var args, by, expires, created string
+	var decided sql.NullString
+	if err := row.Scan(&a.ID, &a.SessionID, &a.TurnID, &a.ToolCallID, &a.Tool, &args, &a.Digest, &a.Rule, &a.Reason, &a.Status, &by,
+		&a.Note, &expires, &created, &decided); err != nil {
+		return a, err
+	}
+	a.Args = json.RawMessage(args)
+	if by != "" {
+		var sender session.Sender
+		if json.Unmarshal([]byte(by), &sender) == nil {
+			a.DecidedBy = &sender
+		}
+	}
+	a.ExpiresAt, a.CreatedAt = parseTime(expires), parseTime(created)
+	if decided.Valid {
+		t := parseTime(decided.String)
+		a.DecidedAt = &t
+	}
+	return a, nil
+}
+
+// CreateApproval implements store.Store.
+func (s *Store) CreateApproval(ctx context.Context, a session.Approval) (session.Approval, error) {
+	var out session.Approval
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		existing, err := scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalCols+` FROM approvals WHERE id = ?`, a.ID))
+		if err == nil {
+			out = existing
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO approvals (id, session_id, turn_id, tool_call_id, tool, args, digest, verdict_rule, reason,
+			status, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			a.ID, a.SessionID, a.TurnID, a.ToolCallID, a.Tool, string(a.Args), a.Digest, a.Rule, a.Reason, session.ApprovalPending,
+			a.ExpiresAt.UTC().Format(timeFormat), s.ts())
+		if err != nil {
+			return err
+		}
+		out, err = scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalCols+` FROM approvals WHERE id = ?`, a.ID))
+		return err
+	})
+	if err != nil {
+		return out, fmt.Errorf("create approval: %w", err)
+	}
+	return out, nil
+}
+
+// GetApproval implements store.Store.
+func (s *Store) GetApproval(ctx context.Context, id string) (session.Approval, error) {
+	a, err := scanApproval(s.db.QueryRowContext(ctx, `SELECT `+approvalCols+` FROM approvals WHERE id = ?`, id))
+	if err != nil {
+		return a, notFound("approval", id, err)
+	}
+	return a, nil
+}
+
+// ListApprovals implements store.Store.
+func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]session.Approval, error) {
+	var where []string
+	var args []any
+	if f.SessionID != "" {
+		where, args = append(where, "session_id = ?"), append(args, f.SessionID)
+	}
+	if f.Status != "" {
+		where, args = append(where, "status = ?"), append(args, f.Status)
+	}
+	q := `SELECT ` + approvalCols + ` FROM approvals`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY created_at LIMIT 1000`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list approvals: %w", err)
+	}
+	defer rows.Close()
+	var out []session.Approval
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list approvals: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// DecideApproval implements store.Store.
+func (s *Store) DecideApproval(ctx context.Context, id string, status session.ApprovalStatus, by *session.Sender, note string) (session.Approval, error) {
+	var out session.Approval
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		a, err := scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalCols+` FROM approvals WHERE id = ?`, id))
+		if err != nil {
+			return notFound("approval", id, err)
+		}
+		if a.Status != session.ApprovalPending {
+			return fmt.Errorf("approval %s is already %s: %w", id, a.Status, store.ErrConflict)
+		}
+		if status != session.ApprovalExpired && !s.now().Before(a.ExpiresAt) {
+			return fmt.Errorf("approval %s lapsed at %s: %w", id, a.ExpiresAt.Format("2006-01-02 15:04:05Z07:00"), store.ErrConflict)
+		}
+		byJSON := ""
+		if by != nil {
+			b, _ := json.Marshal(by)
+			byJSON = string(b)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ?, decided_by = ?, decision_note = ?, decided_at = ? WHERE id = ?`,
+			status, byJSON, note, s.ts(), id); err != nil {
+			return err
+		}
+		out, err = scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalCols+` FROM approvals WHERE id = ?`, id))
+		return err
+	})
+	if err != nil {
+		return out, fmt.Errorf("decide approval: %w", err)
+	}
+	return out, nil
+}
