@@ -1,0 +1,68 @@
+package sandbox
+
+import (
+	"context"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func median(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+}
+
+// BenchmarkSandbox is one command (true) through the Paddock sandbox.
+func BenchmarkSandbox(b *testing.B) {
+	dir := b.TempDir()
+	_ = syscall.Chown(dir, box.UID, box.GID)
+	_ = syscall.Chmod(filepath.Dir(dir), 0o755)
+	var lat []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		res, err := box.Run(context.Background(), Command{Script: "true", Workdir: dir, Stdout: io.Discard, Stderr: io.Discard})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatal(err, res)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	median(b, lat)
+}
+
+// BenchmarkBareBwrap is the same bwrap invocation without Paddock.
+func BenchmarkBareBwrap(b *testing.B) {
+	dir := b.TempDir()
+	_ = syscall.Chown(dir, box.UID, box.GID)
+	_ = syscall.Chmod(filepath.Dir(dir), 0o755)
+	args := append(Args(dir), "--", "/bin/bash", "--noprofile", "--norc", "-c", "true")
+	var lat []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		cmd := exec.Command(box.Path, args...)
+		if currentUID() == 0 {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(box.UID), Gid: uint32(box.GID), Groups: []uint32{}}}
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatal(err, string(out))
+		}
+		lat = append(lat, time.Since(start))
+	}
+	median(b, lat)
+}
+
+// BenchmarkPlainExec is bash -c true without any sandbox.
+func BenchmarkPlainExec(b *testing.B) {
+	var lat []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if err := exec.Command("/bin/bash", "--noprofile", "--norc", "-c", "true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	median(b, lat)
+}

@@ -1,0 +1,161 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+)
+
+// Bwrap is the local sandbox on bubblewrap.
+type Bwrap struct {
+	// Path is the bwrap binary.
+	Path string
+	// UID and GID run the commands when Paddock runs as root (it then owns
+	// the working copy); as an ordinary user, commands run as that user.
+	UID, GID int
+	// MaxProcs and MaxMemory bound each command (cgroups where writable,
+	// RLIMIT_NPROC otherwise).
+	MaxProcs  int
+	MaxMemory int64
+	cgroups   *cgroups
+}
+
+// NewBwrap finds bubblewrap and checks that it can create its namespaces,
+// so a machine that cannot sandbox says so at start, with what to do.
+func NewBwrap(ctx context.Context) (*Bwrap, error) {
+	path, err := exec.LookPath("bwrap")
+	if err != nil {
+		return nil, fmt.Errorf("%w: bubblewrap is not installed; install it (Debian/Ubuntu: apt-get install bubblewrap)", ErrUnavailable)
+	}
+	b := &Bwrap{Path: path, UID: DefaultUID, GID: DefaultUID, MaxProcs: DefaultMaxProcs, MaxMemory: DefaultMaxMemory}
+	b.cgroups = newCgroups()
+	probe := os.TempDir()
+	if currentUID() == 0 {
+		probe, err = os.MkdirTemp("/tmp", "paddock-sandbox-probe-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(probe)
+		if err := os.Chown(probe, b.UID, b.GID); err != nil {
+			return nil, err
+		}
+	}
+	var out bytes.Buffer
+	res, err := b.Run(ctx, Command{Script: "true", Workdir: probe, Stdout: &out, Stderr: &out, Timeout: 30 * 1e9})
+	if err != nil || res.ExitCode != 0 {
+		return nil, fmt.Errorf("%w: bubblewrap cannot create its namespaces here (%v %s); enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 or user.max_user_namespaces > 0)",
+			ErrUnavailable, err, out.String())
+	}
+	return b, nil
+}
+
+// protected are paths of the working copy bound read-only: git hooks and
+// config would run outside the sandbox later.
+var protected = []string{".git/hooks", ".git/config", ".git/info", ".gitmodules"}
+
+// Args are bwrap's arguments for a command in workdir, which appears in
+// the sandbox at the same path.
+func Args(workdir string) []string {
+	args := []string{
+		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--ro-bind", "/", "/",
+		"--dev", "/dev", "--proc", "/proc",
+		// tmpfs first: a working copy under /tmp is bound over it afterwards.
+		"--tmpfs", "/tmp", "--tmpfs", "/root", "--tmpfs", "/home", "--tmpfs", "/run",
+		"--dir", "/home/sandbox",
+		"--bind", workdir, workdir,
+	}
+	for _, p := range protected {
+		full := filepath.Join(workdir, p)
+		if fi, err := os.Lstat(full); err == nil && fi.Mode()&os.ModeSymlink == 0 {
+			args = append(args, "--ro-bind", full, full)
+		}
+	}
+	return append(args, "--chdir", workdir, "--clearenv")
+}
+
+// Reachable reports whether the sandbox user can reach dir: when Paddock
+// runs as root, commands run as an unprivileged uid, which must be able to
+// traverse every directory above the working copies.
+func (b *Bwrap) Reachable(dir string) error {
+	if currentUID() != 0 {
+		return nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("%w: the sandbox user (uid %d) cannot reach %s because %s is not traversable by others; "+
+				"use a data directory such as /var/lib/paddock (the default for root) or chmod o+x %s", ErrUnavailable, b.UID, abs, p, p)
+		}
+		if p == "/" {
+			return nil
+		}
+	}
+}
+
+// Run runs one command in a fresh sandbox.
+func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
+	defaults(&c)
+	workdir, err := filepath.Abs(c.Workdir)
+	if err != nil {
+		return Result{}, err
+	}
+	if fi, err := os.Stat(workdir); err != nil || !fi.IsDir() {
+		return Result{}, fmt.Errorf("sandbox working directory %s: not a directory", c.Workdir)
+	}
+	if err := b.Reachable(workdir); err != nil {
+		return Result{}, err
+	}
+	args := Args(workdir)
+	for _, kv := range Environment(c.Env) {
+		k, v, _ := cut(kv)
+		args = append(args, "--setenv", k, v)
+	}
+	args = append(args, "--", "/bin/bash", "--noprofile", "--norc", "-c", c.Script)
+	// A small launcher sets the process limit and waits until the parent
+	// has put it in the cgroups, then becomes bwrap: nothing escapes the limits.
+	launcher := `ulimit -u "$1" 2>/dev/null; read -r _ <&3; exec 3<&-; shift; exec "$@"`
+	cmd := exec.Command("/bin/sh", append([]string{"-c", launcher, "paddock-sandbox", strconv.Itoa(b.MaxProcs), b.Path}, args...)...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if currentUID() == 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(b.UID), Gid: uint32(b.GID), Groups: []uint32{}}
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return Result{}, err
+	}
+	defer r.Close()
+	cmd.ExtraFiles = []*os.File{r}
+	group := b.cgroups.create(b.MaxProcs, b.MaxMemory)
+	// The PID namespace already took every process down with the command;
+	// the cgroups go away in the background.
+	defer func() { go group.remove() }()
+	return run(ctx, cmd, c, func(pid int) error {
+		defer w.Close()
+		group.add(pid)
+		_, err := w.Write([]byte("go\n"))
+		return err
+	})
+}
+
+func cut(kv string) (string, string, bool) {
+	for i := 0; i < len(kv); i++ {
+		if kv[i] == '=' {
+			return kv[:i], kv[i+1:], true
+		}
+	}
+	return kv, "", false
+}
