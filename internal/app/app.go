@@ -25,6 +25,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/provider/replay"
+	"github.com/paddock-dev/paddock/internal/sandbox"
 	"github.com/paddock-dev/paddock/internal/store/sqlite"
 	"github.com/paddock-dev/paddock/internal/temporalserver"
 	"github.com/paddock-dev/paddock/internal/tool"
@@ -88,7 +89,10 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	reg := Providers()
 	tools := tool.Builtin()
 	acts := &engine.Activities{Store: st, Providers: reg, Tools: tools, Logger: logger, Now: time.Now,
-		WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces")}
+		WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces"), CommandMax: cfg.CommandMax, CommandMaxOutput: cfg.CommandMaxOutput}
+	if err := a.sandbox(ctx, acts, cfg); err != nil {
+		return nil, err
+	}
 	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools}
 	acts.Spawner = a.Service
 	a.worker = engine.NewWorker(a.client, acts)
@@ -155,6 +159,29 @@ func (f levelFilter) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (f levelFilter) WithGroup(name string) slog.Handler {
 	return levelFilter{f.Handler.WithGroup(name), f.min}
+}
+
+// sandbox finds bubblewrap. Without it, sessions that run commands fail
+// at start with what to install; Paddock never runs them unsandboxed.
+func (a *App) sandbox(ctx context.Context, acts *engine.Activities, cfg config.Config) error {
+	if os.Getuid() == 0 {
+		// The sandbox user must traverse the data directory to its working copies.
+		if err := os.Chmod(cfg.DataDir, 0o711); err != nil {
+			return err
+		}
+		acts.SandboxUID = sandbox.DefaultUID
+	}
+	box, err := sandbox.NewBwrap(ctx)
+	if err == nil {
+		err = box.Reachable(filepath.Join(cfg.DataDir, "workspaces"))
+	}
+	if err != nil {
+		a.logger.Warn("SANDBOX UNAVAILABLE: sessions whose agents can run commands will fail at start", "reason", err)
+		acts.SandboxErr = err
+		return nil
+	}
+	acts.Shell = box
+	return nil
 }
 
 // TemporalHostPort is the address of the Temporal frontend in use.

@@ -46,9 +46,9 @@ func TestCrashRecovery(t *testing.T) {
 		t.Skip("starts and kills real servers")
 	}
 	ctx := context.Background()
-	dataDir := t.TempDir()
+	dir := dataDir(t)
 	repo := gitRepo(t)
-	child, c := serveChild(t, dataDir)
+	child, c := serveChild(t, dir)
 	_, err := c.SetPolicy(ctx, "default", []byte("default: allow\n"))
 	require.NoError(t, err)
 
@@ -78,7 +78,7 @@ func TestCrashRecovery(t *testing.T) {
 	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
 	_ = child.Wait()
 
-	_, c = serveChild(t, dataDir)
+	_, c = serveChild(t, dir)
 	// Clients retry what they are unsure of: the same keys change nothing.
 	again, err := c.CreateSession(ctx, create)
 	require.NoError(t, err)

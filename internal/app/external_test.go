@@ -25,7 +25,7 @@ func TestExternalTemporal(t *testing.T) {
 	ts, err := temporalserver.Start(ctx, filepath.Join(t.TempDir(), "cluster.db"), logger)
 	require.NoError(t, err)
 	defer ts.Stop()
-	dir := t.TempDir()
+	dir := dataDir(t)
 	a, err := app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", TemporalAddress: ts.HostPort(), Operator: "ext"}, logger)
 	require.NoError(t, err)
 	defer a.Stop()

@@ -93,3 +93,14 @@ func waitFor(t testing.TB, what string, cond func() (bool, error)) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// dataDir is a data directory the sandbox user can reach (t.TempDir's
+// parent is private).
+func dataDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(filepath.Dir(dir), 0o711); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

@@ -157,7 +157,7 @@ func (f *follower) summary(ctx context.Context) {
 	}
 	fmt.Fprintf(f.g.io.Out, "session %s is %s.\n", x.ID, x.Status)
 	if x.Workdir != "" {
-		out, _ := exec.CommandContext(ctx, "git", "-C", x.Workdir, "status", "--short").Output()
+		out, _ := exec.CommandContext(ctx, "git", "-c", "safe.directory=*", "-C", x.Workdir, "status", "--short").Output()
 		if len(out) > 0 {
 			fmt.Fprintf(f.g.io.Out, "changes in its working copy %s:\n%s", x.Workdir, out)
 		}
@@ -263,8 +263,8 @@ func newDemo(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			diff, _ := exec.CommandContext(ctx, "git", "-C", x.Workdir, "diff", "--stat").Output()
-			untracked, _ := exec.CommandContext(ctx, "git", "-C", x.Workdir, "ls-files", "--others", "--exclude-standard").Output()
+			diff, _ := exec.CommandContext(ctx, "git", "-c", "safe.directory=*", "-C", x.Workdir, "diff", "--stat").Output()
+			untracked, _ := exec.CommandContext(ctx, "git", "-c", "safe.directory=*", "-C", x.Workdir, "ls-files", "--others", "--exclude-standard").Output()
 			fmt.Fprintf(g.io.Out, "\nthe agent's work, in the session's working copy (your repository is untouched):\n%s", diff)
 			for _, u := range strings.Fields(string(untracked)) {
 				fmt.Fprintf(g.io.Out, " %s (new file)\n", u)

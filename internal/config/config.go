@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Config is the process configuration.
@@ -20,7 +22,17 @@ type Config struct {
 	TemporalAddress string
 	LogLevel        slog.Level
 	Operator        string
+	// Execution is where sandboxes run: "workstation" or "server".
+	Execution        string
+	CommandMax       time.Duration
+	CommandMaxOutput int64
 }
+
+// Execution places.
+const (
+	ExecutionWorkstation = "workstation"
+	ExecutionServer      = "server"
+)
 
 // Var documents one environment variable; the README table lists them all.
 type Var struct {
@@ -29,12 +41,15 @@ type Var struct {
 
 // Vars are every PADDOCK_* variable Paddock reads.
 var Vars = []Var{
-	{"PADDOCK_DATA_DIR", "~/.paddock", "where the store, the embedded Temporal database and working copies live"},
+	{"PADDOCK_DATA_DIR", "~/.paddock (/var/lib/paddock as root)", "where the store, the embedded Temporal database and working copies live"},
 	{"PADDOCK_LISTEN", "127.0.0.1:7470", "address `paddock serve` listens on (loopback unless told otherwise)"},
 	{"PADDOCK_SERVER", "(none)", "URL of a running server for client commands; `run`/`demo` start an in-process server when unset"},
 	{"PADDOCK_TEMPORAL_ADDRESS", "(none: embedded)", "host:port of an external Temporal cluster instead of the embedded server"},
 	{"PADDOCK_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"PADDOCK_OPERATOR", "the OS user name", "identity stamped on commands sent through this server"},
+	{"PADDOCK_EXECUTION", "workstation", "where sandboxes run: workstation (beside paddock run) or server (the execution host)"},
+	{"PADDOCK_COMMAND_MAX_SECONDS", "600", "longest a sandboxed command may run"},
+	{"PADDOCK_COMMAND_MAX_OUTPUT_BYTES", "10485760", "most output kept from a command; the rest is counted and discarded"},
 }
 
 // Load reads the environment through getenv (os.Getenv in production).
@@ -46,12 +61,39 @@ func Load(getenv func(string) string) (Config, error) {
 		TemporalAddress: getenv("PADDOCK_TEMPORAL_ADDRESS"),
 		Operator:        getenv("PADDOCK_OPERATOR"),
 	}
+	if c.DataDir == "" && os.Getuid() == 0 {
+		// Root's home is private, and the sandbox user must reach the working copies.
+		c.DataDir = "/var/lib/paddock"
+	}
 	if c.DataDir == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
 			return c, fmt.Errorf("PADDOCK_DATA_DIR is unset and the home directory is unknown: %w", err)
 		}
 		c.DataDir = filepath.Join(home, ".paddock")
+	}
+	switch c.Execution = getenv("PADDOCK_EXECUTION"); c.Execution {
+	case "":
+		c.Execution = ExecutionWorkstation
+	case ExecutionWorkstation, ExecutionServer:
+	default:
+		return c, fmt.Errorf("PADDOCK_EXECUTION=%q: want workstation or server", c.Execution)
+	}
+	c.CommandMax = 10 * time.Minute
+	if v := getenv("PADDOCK_COMMAND_MAX_SECONDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return c, fmt.Errorf("PADDOCK_COMMAND_MAX_SECONDS=%q: want a whole number of seconds, at least 1", v)
+		}
+		c.CommandMax = time.Duration(n) * time.Second
+	}
+	c.CommandMaxOutput = 10 << 20
+	if v := getenv("PADDOCK_COMMAND_MAX_OUTPUT_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return c, fmt.Errorf("PADDOCK_COMMAND_MAX_OUTPUT_BYTES=%q: want a whole number of bytes, at least 1", v)
+		}
+		c.CommandMaxOutput = n
 	}
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:7470"

@@ -40,6 +40,16 @@ type Activities struct {
 	WorkspaceDir string
 	// Spawner replaces ended sessions of replace: auto agents; nil disables it.
 	Spawner Spawner
+	// Shell runs commands in the sandbox. When the sandbox is unavailable,
+	// SandboxErr says why, and sessions whose agent can run commands fail
+	// at start with that message: there is no unsandboxed fallback.
+	Shell      tool.Shell
+	SandboxErr error
+	// SandboxUID owns working copies when Paddock runs as root (0: leave as is).
+	SandboxUID int
+	// CommandMax and CommandMaxOutput bound each command.
+	CommandMax       time.Duration
+	CommandMaxOutput int64
 }
 
 // nonRetryable wraps an error the workflow must see at once.
@@ -70,6 +80,13 @@ func (a *Activities) Provision(ctx context.Context, sessionID string) error {
 	if _, _, err := a.Providers.Resolve(sp.Model); err != nil {
 		return nonRetryable(err)
 	}
+	if _, runs := a.Tools.Only(sp.Tools)[tool.RunCommand]; runs && (a.SandboxErr != nil || a.Shell == nil) {
+		why := "no sandbox is configured"
+		if a.SandboxErr != nil {
+			why = a.SandboxErr.Error()
+		}
+		return nonRetryable(fmt.Errorf("agent %s can run commands, but %s", sp.Name, why))
+	}
 	for _, phase := range session.Phases[:len(session.Phases)-1] {
 		if err := a.Store.SetRuntimePhase(ctx, sessionID, phase); err != nil {
 			return err
@@ -94,7 +111,7 @@ func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session) (s
 		return dir, base, err // a retried provision keeps the copy it made
 	}
 	_ = os.RemoveAll(dir)
-	if err := os.MkdirAll(a.WorkspaceDir, 0o700); err != nil {
+	if err := os.MkdirAll(a.WorkspaceDir, 0o711); err != nil {
 		return "", "", err
 	}
 	if s.Repo != "" {
@@ -112,12 +129,36 @@ func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session) (s
 			return "", "", err
 		}
 	}
+	if a.SandboxUID != 0 {
+		if err := chownTree(dir, a.SandboxUID); err != nil {
+			return "", "", fmt.Errorf("hand the working copy to the sandbox user: %w", err)
+		}
+	}
 	base, err := git(ctx, dir, "rev-parse", "HEAD")
 	return dir, base, err
 }
 
+// chownTree gives a working copy to the sandbox user, except .git's hooks
+// and config, which stay Paddock's (and are bound read-only inside).
+func chownTree(dir string, uid int) error {
+	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == ".git/hooks" || rel == ".git/config" || strings.HasPrefix(rel, ".git/hooks/") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		return os.Lchown(p, uid, uid)
+	})
+}
+
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
+	// Working copies belong to the sandbox user: git must not refuse them.
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "safe.directory=*"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
 	out, err := cmd.CombinedOutput()

@@ -224,7 +224,9 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		return ToolOutcome{}, err
 	}
 	_ = a.Store.SetDisplay(ctx, sessionID, "", "running "+call.Name)
-	res, runErr := t.Run(ctx, tool.Env{Root: s.Workdir}, call.Args)
+	stop := heartbeat(ctx)
+	defer stop()
+	res, runErr := t.Run(ctx, tool.Env{Root: s.Workdir, Shell: a.Shell, MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}, call.Args)
 	if runErr != nil {
 		return finish(session.CallErrored, "", runErr.Error())
 	}

@@ -26,9 +26,9 @@ import (
 type fixture struct {
 	policy json.RawMessage // pinned on sessions the fixture creates
 	store  store.Store
-	acts  *Activities
-	env   *testsuite.TestWorkflowEnvironment
-	repo  string
+	acts   *Activities
+	env    *testsuite.TestWorkflowEnvironment
+	repo   string
 }
 
 func setup(t *testing.T) *fixture {
@@ -57,7 +57,8 @@ func setup(t *testing.T) *fixture {
 
 func (f *fixture) create(t *testing.T, id, model, message string) {
 	t.Helper()
-	sp := spec.Agent{Name: "tester", Model: model}
+	// No run_command: these tests need no sandbox (internal/app covers it).
+	sp := spec.Agent{Name: "tester", Model: model, Tools: []string{"read_file", "write_file", "edit_file", "list_dir", "ask_user"}}
 	sp.Defaults()
 	kind, payload := session.KindStart, json.RawMessage(`{}`)
 	if message != "" {
@@ -171,4 +172,31 @@ func TestSessionWorkflowProvisionFailure(t *testing.T) {
 	require.Contains(t, x.Error, "provisioning failed")
 	require.Contains(t, x.Error, "no provider \"replay\"")
 	require.Contains(t, x.FailureReason, "provisioning failed")
+}
+
+// TestApprovalLapses: a call waiting for approval past the policy's TTL is
+// expired by a durable timer (time-skipped here) and the turn stops.
+func TestApprovalLapses(t *testing.T) {
+	f := setup(t)
+	f.policy, _ = json.Marshal(&policy.Policy{Default: policy.AllowedWithPermission, ApprovalTTL: 2 * time.Hour,
+		Tools: map[string]policy.Value{"read_file": policy.AllowedWithoutPermission}})
+	f.create(t, "s5", "replay/testdata/script.yaml", "go")
+	f.env.RegisterDelayedCallback(func() {
+		pending, err := f.store.ListApprovals(context.Background(), store.ApprovalFilter{SessionID: "s5", Status: session.ApprovalPending})
+		require.NoError(t, err)
+		require.Len(t, pending, 1, "the edit waits for approval")
+	}, time.Hour)
+	f.env.RegisterDelayedCallback(func() {
+		f.send(t, "s5", session.KindStop, session.StopPayload{})
+	}, 3*time.Hour)
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s5"})
+	require.NoError(t, f.env.GetWorkflowError())
+	all, err := f.store.ListApprovals(context.Background(), store.ApprovalFilter{SessionID: "s5"})
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	require.Equal(t, session.ApprovalExpired, all[0].Status)
+	turns, err := f.store.ListTurns(context.Background(), "s5")
+	require.NoError(t, err)
+	require.Equal(t, session.TurnFailed, turns[0].Status)
+	require.Contains(t, turns[0].Error, "rejected: expired")
 }

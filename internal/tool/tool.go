@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -26,6 +27,11 @@ var descriptions embed.FS
 type Env struct {
 	// Root is the session's working copy; file tools never leave it.
 	Root string
+	// Shell runs commands in the sandbox; nil means commands cannot run.
+	Shell Shell
+	// MaxDuration and MaxOutput bound each command (zero: the defaults).
+	MaxDuration time.Duration
+	MaxOutput   int64
 }
 
 // Result is what a tool returns to the model. A question tool returns a
@@ -89,7 +95,7 @@ type Set map[string]Tool
 // Builtin returns all built-in tools.
 func Builtin() Set {
 	s := Set{}
-	for _, t := range []Tool{readFile, writeFile, editFile, listDir, askUser, archiveSession} {
+	for _, t := range []Tool{readFile, writeFile, editFile, listDir, askUser, archiveSession, runCommand} {
 		s[t.Name] = t
 	}
 	return s

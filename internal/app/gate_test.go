@@ -1,0 +1,130 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/client"
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+// TestGatedSession: refused commands never run, a free one runs on the
+// automation's word, and one that needs permission waits for a named
+// person's approval, runs in the sandbox, and records who approved it.
+func TestGatedSession(t *testing.T) {
+	ctx := context.Background()
+	_, err := api.SetPolicy(ctx, "gated", []byte("default: ask\ncommands:\n  allow: [ls]\ncontinueAfterToolRejection: true\n"))
+	require.NoError(t, err)
+	x, err := api.CreateSession(ctx, engine.CreateRequest{Project: "gated", Model: script(t, "gated.yaml"), Message: "go",
+		Repo: gitRepo(t), NonInteractive: true, Approver: "tester"})
+	require.NoError(t, err)
+
+	var pending []session.Approval
+	waitFor(t, "the approval request", func() (bool, error) {
+		var err error
+		pending, err = api.Approvals(ctx, store.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
+		return len(pending) == 1, err
+	})
+	ap := pending[0]
+	require.Equal(t, "run_command", ap.Tool)
+	require.Contains(t, string(ap.Args), "made.txt")
+	require.True(t, strings.HasPrefix(ap.Digest, "sha256:"))
+	s, err := api.Session(ctx, x.ID)
+	require.NoError(t, err)
+	require.Equal(t, session.StatusRunning, s.Status, "the turn waits, parked on the approval")
+	require.Contains(t, s.AmbientStatus, "waiting for approval")
+
+	ap, err = api.Decide(ctx, ap.ID, true, "fine by me")
+	require.NoError(t, err)
+	require.Equal(t, session.ApprovalApproved, ap.Status)
+	require.Equal(t, "tester", ap.DecidedBy.ID)
+	_, err = api.Decide(ctx, ap.ID, false, "")
+	var apiErr *client.Error
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusConflict, apiErr.Status, "decided once")
+
+	waitFor(t, "the turn to complete", func() (bool, error) {
+		turns, err := api.Turns(ctx, x.ID)
+		return len(turns) == 1 && turns[0].Status == session.TurnCompleted, err
+	})
+	events, err := api.Events(ctx, x.ID, 0)
+	require.NoError(t, err)
+	final := map[string]session.ToolCallData{}
+	for _, e := range events {
+		if e.Kind == session.EventToolCall {
+			var d session.ToolCallData
+			require.NoError(t, json.Unmarshal(e.Data, &d))
+			if d.State.Final() {
+				final[d.ID] = d
+			}
+		}
+	}
+	require.Equal(t, session.CallRejected, final["call_0_0"].State)
+	require.Contains(t, final["call_0_0"].Error, "privilege-escalation")
+	require.Equal(t, session.CallRejected, final["call_0_1"].State)
+	require.Contains(t, final["call_0_1"].Error, "system-destruction")
+	require.Equal(t, session.CallDone, final["call_0_2"].State)
+	require.Equal(t, &session.Attribution{Kind: session.ByAutomation, Rule: "commands.allow"}, final["call_0_2"].By)
+	require.Equal(t, session.CallDone, final["call_0_3"].State)
+	require.Equal(t, session.ByHuman, final["call_0_3"].By.Kind)
+	require.Equal(t, "tester", final["call_0_3"].By.By)
+	require.Equal(t, ap.ID, final["call_0_3"].By.Approval)
+	require.Contains(t, final["call_0_3"].Result, "made")
+	s, err = api.Session(ctx, x.ID)
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(s.Workdir, "made.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "made\n", string(data))
+	if os.Getuid() == 0 {
+		require.Contains(t, final["call_0_3"].Result, "61000", "the command ran as the sandbox user")
+	}
+}
+
+// TestApprovalsBelongToTheNamedApprover: a non-interactive run that names
+// someone else cannot be approved by this operator; one that names nobody
+// rejects at once with a clear reason.
+func TestApprovalsBelongToTheNamedApprover(t *testing.T) {
+	ctx := context.Background()
+	_, err := api.SetPolicy(ctx, "gated2", []byte("default: ask\ncommands:\n  allow: [ls]\ncontinueAfterToolRejection: true\n"))
+	require.NoError(t, err)
+	x, err := api.CreateSession(ctx, engine.CreateRequest{Project: "gated2", Model: script(t, "gated.yaml"), Message: "go",
+		Repo: gitRepo(t), NonInteractive: true, Approver: "alice"})
+	require.NoError(t, err)
+	var pending []session.Approval
+	waitFor(t, "the approval request", func() (bool, error) {
+		var err error
+		pending, err = api.Approvals(ctx, store.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
+		return len(pending) == 1, err
+	})
+	_, err = api.Decide(ctx, pending[0].ID, true, "")
+	var apiErr *client.Error
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusForbidden, apiErr.Status)
+	require.Contains(t, apiErr.Body.Error, "names alice as its approver")
+	send(t, x.ID, session.KindStop, session.StopPayload{})
+	waitStatus(t, x.ID, session.StatusStopped)
+
+	y, err := api.CreateSession(ctx, engine.CreateRequest{Project: "gated2", Model: script(t, "gated.yaml"), Message: "go",
+		Repo: gitRepo(t), NonInteractive: true})
+	require.NoError(t, err)
+	waitFor(t, "the turn to complete", func() (bool, error) {
+		turns, err := api.Turns(ctx, y.ID)
+		return len(turns) == 1 && turns[0].Status == session.TurnCompleted, err
+	})
+	events, err := api.Events(ctx, y.ID, 0)
+	require.NoError(t, err)
+	found := false
+	for _, e := range events {
+		found = found || strings.Contains(string(e.Data), "non-interactive and names no approver")
+	}
+	require.True(t, found)
+}

@@ -1,0 +1,64 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/paddock-dev/paddock/internal/sandbox"
+)
+
+// RunCommand is the name of the shell tool; the policy analyzes its command.
+const RunCommand = "run_command"
+
+// Shell runs a command in the session's sandbox.
+type Shell interface {
+	Run(ctx context.Context, c sandbox.Command) (sandbox.Result, error)
+}
+
+// ErrNoSandbox says a command cannot run because no sandbox is available.
+var ErrNoSandbox = errors.New("no sandbox available to run commands")
+
+var runCommand = Tool{
+	Name:   RunCommand,
+	Schema: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"},"timeoutSeconds":{"type":"integer","minimum":1}},"required":["command"],"additionalProperties":false}`),
+	run: func(ctx context.Context, env Env, raw json.RawMessage) (Result, error) {
+		var a struct {
+			Command        string `json:"command"`
+			TimeoutSeconds int    `json:"timeoutSeconds"`
+		}
+		if err := decode(raw, &a); err != nil {
+			return Result{}, err
+		}
+		if err := required("command", a.Command); err != nil {
+			return Result{}, err
+		}
+		if env.Shell == nil {
+			return Result{}, ErrNoSandbox
+		}
+		timeout := env.MaxDuration
+		if a.TimeoutSeconds > 0 && (timeout == 0 || time.Duration(a.TimeoutSeconds)*time.Second < timeout) {
+			timeout = time.Duration(a.TimeoutSeconds) * time.Second
+		}
+		var out bytes.Buffer
+		res, err := env.Shell.Run(ctx, sandbox.Command{Script: a.Command, Workdir: env.Root, Stdout: &out, Stderr: &out,
+			Timeout: timeout, MaxOutput: env.MaxOutput})
+		if err != nil {
+			return Result{}, err
+		}
+		text := out.String()
+		if res.Discarded > 0 {
+			text += fmt.Sprintf("\n[output truncated: %d bytes beyond the %d-byte limit were discarded]", res.Discarded, out.Len())
+		}
+		switch {
+		case res.TimedOut:
+			text += fmt.Sprintf("\n[timed out after %s; every process of the command was killed]", res.Duration.Round(time.Millisecond))
+		case res.ExitCode != 0:
+			text += fmt.Sprintf("\n[exit status %d]", res.ExitCode)
+		}
+		return Result{Output: text}, nil
+	},
+}
