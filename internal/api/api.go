@@ -16,6 +16,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
 // MaxBody is the largest request body accepted.
@@ -47,6 +48,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/sessions/{id}/events", s.events)
 	mux.HandleFunc("POST /v1/sessions/{id}/archive", s.archive)
 	mux.HandleFunc("POST /v1/sessions/{id}/retry", s.retry)
+	mux.HandleFunc("GET /v1/sessions/{id}/diff", s.diff)
+	mux.HandleFunc("POST /v1/sessions/{id}/accept", s.accept)
+	mux.HandleFunc("POST /v1/sessions/{id}/reject", s.reject)
 	mux.HandleFunc("GET /v1/approvals", s.listApprovals)
 	mux.HandleFunc("GET /v1/approvals/{id}", s.getApproval)
 	mux.HandleFunc("POST /v1/approvals/{id}/approve", s.decide(true))
@@ -371,4 +375,43 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"policy": p, "digest": p.Digest()})
+}
+
+// DiffResponse is a session's deliverable.
+type DiffResponse struct {
+	workspace.Diff
+	Repo     string `json:"repo,omitempty"`
+	Delivery string `json:"delivery,omitempty"`
+}
+
+func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
+	d, x, err := s.Service.Diff(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, DiffResponse{Diff: d, Repo: x.Repo, Delivery: x.Delivery})
+}
+
+func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
+	var req engine.AcceptRequest
+	if err := decode(w, r, &req); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	x, err := s.Service.Accept(r.Context(), r.PathValue("id"), req, s.operator())
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, x)
+}
+
+func (s *Server) reject(w http.ResponseWriter, r *http.Request) {
+	x, err := s.Service.Reject(r.Context(), r.PathValue("id"), s.operator())
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, x)
 }

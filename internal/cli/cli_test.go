@@ -103,7 +103,7 @@ func TestRunNonInteractiveStopsAtQuestion(t *testing.T) {
 	require.Contains(t, out, "edit_file needs permission (default=ask)")
 	require.Contains(t, out, "approved by cli-tester")
 	require.Contains(t, out, "changelog=no")
-	require.Contains(t, out, "next: paddock sessions send")
+	require.Contains(t, out, "next: paddock sessions diff")
 
 	// With a project policy that allows edits, a non-interactive run stops
 	// at the question instead.
@@ -133,4 +133,22 @@ func TestSessionsCommandsReportErrors(t *testing.T) {
 	code, out, _ := run(t, "", "version")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "paddock")
+}
+
+func TestSandboxExec(t *testing.T) {
+	dir := t.TempDir()
+	if os.Getuid() == 0 {
+		require.NoError(t, os.Chown(dir, 61000, 61000))
+		require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
+	}
+	code, out, errOut := run(t, "", "sandbox", "exec", "--workdir", dir, "--", "echo hi > f.txt; cat f.txt; exit 7")
+	require.Equal(t, 7, code, errOut)
+	require.Equal(t, "hi\n", out)
+	code, out, errOut = run(t, "", "sandbox", "exec", "--workdir", dir, "--max-output", "5", "--", "printf", "0123456789")
+	require.Equal(t, 0, code)
+	require.Equal(t, "01234", out)
+	require.Contains(t, errOut, "5 bytes beyond the 5-byte limit were discarded")
+	code, _, errOut = run(t, "", "sandbox", "exec", "--workdir", dir, "--timeout", "1s", "--", "sleep 30")
+	require.Equal(t, 124, code)
+	require.Contains(t, errOut, "timed out")
 }

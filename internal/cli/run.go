@@ -162,7 +162,7 @@ func (f *follower) summary(ctx context.Context) {
 			fmt.Fprintf(f.g.io.Out, "changes in its working copy %s:\n%s", x.Workdir, out)
 		}
 	}
-	fmt.Fprintf(f.g.io.Out, "next: paddock sessions send %s \"…\"   |   paddock sessions stop %s\n", x.ID, x.ID)
+	fmt.Fprintf(f.g.io.Out, "next: paddock sessions diff %s   |   paddock sessions accept %s   |   paddock sessions send %s \"…\"\n", x.ID, x.ID, x.ID)
 }
 
 // approve decides a call waiting for permission: at the terminal when

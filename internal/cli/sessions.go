@@ -178,6 +178,6 @@ func newSessions(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(ls, get, logs, sendCmd, answer, interrupt, stop, archive, retry)
+	cmd.AddCommand(ls, get, logs, sendCmd, answer, interrupt, stop, archive, retry, newDiff(g), newAccept(g), newReject(g))
 	return cmd
 }

@@ -305,3 +305,24 @@ func (c *Client) Policy(ctx context.Context, project string) (json.RawMessage, e
 	err := c.json(ctx, http.MethodGet, "/v1/projects/"+url.PathEscape(project)+"/policy", nil, &out)
 	return out, err
 }
+
+// Diff returns a session's diff against its base commit.
+func (c *Client) Diff(ctx context.Context, id string) (api.DiffResponse, error) {
+	var out api.DiffResponse
+	err := c.json(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/diff", nil, &out)
+	return out, err
+}
+
+// Accept records that the diff was applied to the user's repository.
+func (c *Client) Accept(ctx context.Context, id string, req engine.AcceptRequest) (session.Session, error) {
+	var out session.Session
+	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/accept", req, &out)
+	return out, err
+}
+
+// Reject discards the session's changes.
+func (c *Client) Reject(ctx context.Context, id string) (session.Session, error) {
+	var out session.Session
+	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/reject", nil, &out)
+	return out, err
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/tool"
+	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
 // Spawner creates the successor of an ended session of a replace: auto agent.
@@ -207,6 +208,8 @@ func (a *Activities) replace(ctx context.Context, sessionID string) error {
 type Claim struct {
 	Commands []session.Command
 	Terminal bool
+	// Idle is how long the session may idle before its sandbox is released.
+	Idle time.Duration
 }
 
 // Claim claims the next batch of commands.
@@ -215,11 +218,42 @@ func (a *Activities) Claim(ctx context.Context, sessionID string) (Claim, error)
 	if err != nil {
 		return Claim{}, err
 	}
-	s, err := a.Store.GetSession(ctx, sessionID)
+	s, sp, err := a.agentSpec(ctx, sessionID)
 	if err != nil {
 		return Claim{}, err
 	}
-	return Claim{Commands: cmds, Terminal: s.Status.Terminal() && len(cmds) == 0}, nil
+	return Claim{Commands: cmds, Terminal: s.Status.Terminal() && len(cmds) == 0, Idle: time.Duration(sp.Session.IdleTimeout)}, nil
+}
+
+// Reap releases an idle session's sandbox: no process of it is left (each
+// command's sandbox already died with it); the workspace is kept and the
+// session stays awaiting.
+func (a *Activities) Reap(ctx context.Context, sessionID string) error {
+	data, _ := json.Marshal(session.TextData{Text: "idle: sandbox released, working copy kept; the next message picks up where it left off"})
+	if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, Kind: session.EventNotice, Key: "reap/" + a.Now().UTC().Format(time.RFC3339Nano), Data: data}); err != nil {
+		return err
+	}
+	return a.Store.SetDisplay(ctx, sessionID, "", "idle (sandbox released)")
+}
+
+// Rehydrate readies a reaped session for work again: its working copy must
+// still be there, and a sandbox must be available.
+func (a *Activities) Rehydrate(ctx context.Context, sessionID string) error {
+	s, sp, err := a.agentSpec(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	if s.Workdir != "" {
+		if _, err := os.Stat(s.Workdir); err != nil {
+			return nonRetryable(fmt.Errorf("the working copy %s is gone: %w", s.Workdir, err))
+		}
+	}
+	if _, runs := a.Tools.Only(sp.Tools)[tool.RunCommand]; runs && a.SandboxErr != nil {
+		return nonRetryable(a.SandboxErr)
+	}
+	data, _ := json.Marshal(session.TextData{Text: "sandbox ready again"})
+	_, err = a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, Kind: session.EventNotice, Key: "rehydrate/" + a.Now().UTC().Format(time.RFC3339Nano), Data: data})
+	return err
 }
 
 // Settle moves commands to a final state.
@@ -488,6 +522,14 @@ func (a *Activities) Stop(ctx context.Context, cmd session.Command) error {
 	}
 	if err := a.Store.StopSession(ctx, cmd.SessionID, p); err != nil {
 		return err
+	}
+	// Unapproved writes go with the session: only an accepted diff survives.
+	if s, err := a.Store.GetSession(ctx, cmd.SessionID); err == nil && s.Delivery != "accepted" && s.Workdir != "" && s.BaseCommit != "" {
+		if _, err := os.Stat(s.Workdir); err == nil {
+			if err := workspace.Discard(ctx, s.Workdir, s.BaseCommit); err != nil {
+				return err
+			}
+		}
 	}
 	if err := a.Store.SetDisplay(ctx, cmd.SessionID, "", "stopped"); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/google/uuid"
@@ -18,6 +19,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/tool"
+	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
 // ErrInvalid marks bad input from a caller (mapped to 400).
@@ -361,4 +363,63 @@ func (s *Service) Recover(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// Diff is the session's deliverable: its working copy against the base.
+func (s *Service) Diff(ctx context.Context, id string) (workspace.Diff, session.Session, error) {
+	x, err := s.Store.GetSession(ctx, id)
+	if err != nil {
+		return workspace.Diff{}, x, err
+	}
+	if x.Workdir == "" || x.BaseCommit == "" {
+		return workspace.Diff{}, x, fmt.Errorf("session %s has no working copy yet (status %s): %w", id, x.Status, store.ErrConflict)
+	}
+	if _, err := os.Stat(x.Workdir); err != nil {
+		return workspace.Diff{}, x, fmt.Errorf("session %s's working copy is gone: %w", id, store.ErrConflict)
+	}
+	d, err := workspace.Compute(ctx, x.Workdir, x.BaseCommit)
+	return d, x, err
+}
+
+// AcceptRequest records that the diff was applied to the user's repository.
+type AcceptRequest struct {
+	Mode   workspace.ApplyMode `json:"mode"`
+	Commit string              `json:"commit,omitempty"`
+}
+
+// Accept records the acceptance of a session's diff (the CLI applied it
+// to the user's repository with the user's own git identity).
+func (s *Service) Accept(ctx context.Context, id string, req AcceptRequest, by session.Sender) (session.Session, error) {
+	if req.Mode != workspace.AsCommit && req.Mode != workspace.AsUncommitted {
+		return session.Session{}, fmt.Errorf("%w: mode %q: want commit or uncommitted", ErrInvalid, req.Mode)
+	}
+	note := string(req.Mode)
+	if req.Commit != "" {
+		note += " " + req.Commit
+	}
+	if err := s.Store.SetDelivery(ctx, id, "accepted", by, note); err != nil {
+		return session.Session{}, err
+	}
+	return s.Store.GetSession(ctx, id)
+}
+
+// Reject discards the session's changes: the working copy returns to its
+// base, and nothing reaches the user's repository.
+func (s *Service) Reject(ctx context.Context, id string, by session.Sender) (session.Session, error) {
+	x, err := s.Store.GetSession(ctx, id)
+	if err != nil {
+		return x, err
+	}
+	if x.Delivery != "" {
+		return x, fmt.Errorf("session %s's diff was already %s: %w", id, x.Delivery, store.ErrConflict)
+	}
+	if x.Workdir != "" && x.BaseCommit != "" {
+		if err := workspace.Discard(ctx, x.Workdir, x.BaseCommit); err != nil {
+			return x, err
+		}
+	}
+	if err := s.Store.SetDelivery(ctx, id, "rejected", by, "changes discarded"); err != nil {
+		return x, err
+	}
+	return s.Store.GetSession(ctx, id)
 }

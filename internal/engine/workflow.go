@@ -38,6 +38,7 @@ type Notice struct {
 type Input struct {
 	SessionID   string `json:"sessionId"`
 	Provisioned bool   `json:"provisioned"`
+	Reaped      bool   `json:"reaped,omitempty"`
 }
 
 // act is the activity set as the workflow names them.
@@ -45,7 +46,7 @@ var act *Activities
 
 // SessionWorkflow is one session's durable dispatch loop.
 func SessionWorkflow(ctx workflow.Context, in Input) error {
-	w := &run{in: in, decided: map[string]bool{}}
+	w := &run{in: in, decided: map[string]bool{}, reaped: in.Reaped}
 	sig := workflow.GetSignalChannel(ctx, SignalCommand)
 	approvals := workflow.GetSignalChannel(ctx, SignalApproval)
 	workflow.Go(ctx, func(ctx workflow.Context) {
@@ -81,12 +82,32 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 		}
 		if len(claim.Commands) == 0 {
 			if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-				return workflow.NewContinueAsNewError(ctx, SessionWorkflow, Input{SessionID: in.SessionID, Provisioned: true})
+				return workflow.NewContinueAsNewError(ctx, SessionWorkflow, Input{SessionID: in.SessionID, Provisioned: true, Reaped: w.reaped})
 			}
-			if err := workflow.Await(ctx, func() bool { return w.wake }); err != nil {
+			if w.reaped || claim.Idle <= 0 {
+				if err := workflow.Await(ctx, func() bool { return w.wake }); err != nil {
+					return err
+				}
+				continue
+			}
+			woke, err := workflow.AwaitWithTimeout(ctx, claim.Idle, func() bool { return w.wake })
+			if err != nil {
 				return err
 			}
+			if !woke {
+				// Idle: release the sandbox's resources, keep the workspace.
+				if err := workflow.ExecuteActivity(short(ctx, 0), act.Reap, in.SessionID).Get(ctx, nil); err != nil {
+					return err
+				}
+				w.reaped = true
+			}
 			continue
+		}
+		if w.reaped {
+			if err := workflow.ExecuteActivity(short(ctx, 0), act.Rehydrate, in.SessionID).Get(ctx, nil); err != nil {
+				return w.fail(ctx, "rehydration failed: "+reason(err))
+			}
+			w.reaped = false
 		}
 		done, err := w.dispatch(ctx, claim.Commands)
 		if err != nil || done {
@@ -100,6 +121,7 @@ type run struct {
 	wake       bool
 	cancelTurn workflow.CancelFunc
 	decided    map[string]bool // approvals whose decision was signaled
+	reaped     bool            // the idle sandbox was released
 }
 
 // short gives activity options for quick store work; attempts 0 retries

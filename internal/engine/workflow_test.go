@@ -109,7 +109,7 @@ func TestSessionWorkflowFullTurn(t *testing.T) {
 	require.Equal(t, "all shipped", x.Handoff)
 	data, err := os.ReadFile(filepath.Join(x.Workdir, "notes.txt"))
 	require.NoError(t, err)
-	require.Equal(t, "a final note\n", string(data))
+	require.Equal(t, "a draft note\n", string(data), "stop discards the unaccepted edit")
 	orig, _ := os.ReadFile(filepath.Join(f.repo, "notes.txt"))
 	require.Equal(t, "a draft note\n", string(orig), "the user's repository is untouched")
 
@@ -199,4 +199,38 @@ func TestApprovalLapses(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, session.TurnFailed, turns[0].Status)
 	require.Contains(t, turns[0].Error, "rejected: expired")
+}
+
+// TestIdleSessionIsReaped: an idle session's sandbox is released after the
+// agent's idle interval (time-skipped); the next message rehydrates it.
+func TestIdleSessionIsReaped(t *testing.T) {
+	f := setup(t)
+	f.create(t, "s6", "replay/testdata/script.yaml", "")
+	f.env.RegisterDelayedCallback(func() {
+		x, err := f.store.GetSession(context.Background(), "s6")
+		require.NoError(t, err)
+		require.Equal(t, session.StatusAwaiting, x.Status)
+		require.Equal(t, "idle (sandbox released)", x.AmbientStatus)
+		f.send(t, "s6", session.KindMessage, session.MessagePayload{Message: "wake up"})
+	}, 20*time.Minute) // the default idle interval is 15 minutes
+	f.env.RegisterDelayedCallback(func() {
+		f.send(t, "s6", session.KindStop, session.StopPayload{})
+	}, 21*time.Minute)
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s6"})
+	require.NoError(t, f.env.GetWorkflowError())
+	events, err := f.store.ListEvents(context.Background(), "s6", 0, 0)
+	require.NoError(t, err)
+	var notices []string
+	for _, e := range events {
+		if e.Kind == session.EventNotice {
+			var d session.TextData
+			require.NoError(t, json.Unmarshal(e.Data, &d))
+			notices = append(notices, d.Text)
+		}
+	}
+	require.Contains(t, notices[0], "sandbox released")
+	require.Equal(t, "sandbox ready again", notices[1])
+	turns, err := f.store.ListTurns(context.Background(), "s6")
+	require.NoError(t, err)
+	require.Len(t, turns, 1, "the message after the reap ran a turn")
 }

@@ -70,16 +70,17 @@ func forbiddenEnv(name string) bool {
 // Environment is the allowlisted environment of every sandboxed command.
 func Environment(extra map[string]string) []string {
 	env := map[string]string{
-		"PATH":    "/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"HOME":    "/home/sandbox",
-		"USER":    "sandbox",
-		"TMPDIR":  "/tmp",
-		"LANG":    "C.UTF-8",
-		"TERM":    "dumb",
-		"GOCACHE": "/home/sandbox/.cache/go-build",
-		"GOPATH":  "/home/sandbox/go",
-		"GOFLAGS": "-mod=mod",
-		"CI":      "1",
+		"PATH":        "/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME":        "/home/sandbox",
+		"USER":        "sandbox",
+		"TMPDIR":      "/tmp",
+		"LANG":        "C.UTF-8",
+		"TERM":        "dumb",
+		"GOCACHE":     "/home/sandbox/.cache/go-build",
+		"GOPATH":      "/home/sandbox/go",
+		"GOFLAGS":     "-mod=mod",
+		"GOTOOLCHAIN": "local",
+		"CI":          "1",
 	}
 	for k, v := range extra {
 		if !forbiddenEnv(k) && k != "" && !strings.ContainsAny(k, "=\x00") {

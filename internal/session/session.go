@@ -77,11 +77,13 @@ type Session struct {
 	PolicyDigest string          `json:"policyDigest,omitempty"`
 	// Interactive sessions wait for approvals; others reject an "ask" at
 	// once unless Approver names who will decide.
-	Interactive bool      `json:"interactive"`
-	Approver    string    `json:"approver,omitempty"`
-	CreatedBy   Sender    `json:"createdBy"`
-	CreatedAt   time.Time `json:"createdAt"`
-	UpdatedAt   time.Time `json:"updatedAt"`
+	Interactive bool   `json:"interactive"`
+	Approver    string `json:"approver,omitempty"`
+	// Delivery is what became of the diff: "", accepted or rejected.
+	Delivery  string    `json:"delivery,omitempty"`
+	CreatedBy Sender    `json:"createdBy"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // WorkflowID is the ID of the session's SessionWorkflow, derived from its ID.

@@ -161,6 +161,9 @@ type Store interface {
 	// StopSession ends a session as stopped; a stop always wins over any
 	// status but a previous terminal one. It releases the singleton slot.
 	StopSession(ctx context.Context, id string, p session.StopPayload) error
+	// SetDelivery records, once, that the session's diff was accepted or
+	// rejected, and by whom.
+	SetDelivery(ctx context.Context, id, delivery string, by session.Sender, note string) error
 	// Archive sets archivedAt (a work-bringing command clears it) and, when
 	// handoff is not empty, persists the handoff note.
 	Archive(ctx context.Context, id string, by session.Sender, handoff string) error

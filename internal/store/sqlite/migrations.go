@@ -115,4 +115,6 @@ var migrations = []string{
 		decided_at    TEXT
 	);
 	CREATE INDEX approvals_status ON approvals(status, created_at);`,
+	`
+	ALTER TABLE sessions ADD COLUMN delivery TEXT NOT NULL DEFAULT '';`,
 }

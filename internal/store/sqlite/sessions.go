@@ -14,7 +14,7 @@ import (
 
 const sessionCols = `id, project, agent, agent_spec, agent_version, spend_cap_usd, status, runtime_phase, archived_at,
 	error, failure_reason, display_title, ambient_status, input, repo, workdir, base_commit, retry_of, handoff,
-	stop_reason, respawn, policy, policy_digest, interactive, approver, created_by, created_at, updated_at`
+	stop_reason, respawn, policy, policy_digest, interactive, approver, delivery, created_by, created_at, updated_at`
 
 func scanSession(row interface{ Scan(...any) error }) (session.Session, error) {
 	var x session.Session
@@ -22,7 +22,7 @@ func scanSession(row interface{ Scan(...any) error }) (session.Session, error) {
 	var archived sql.NullString
 	err := row.Scan(&x.ID, &x.Project, &x.Agent, &spec, &x.AgentVersion, &x.SpendCapUSD, &x.Status, &x.RuntimePhase, &archived,
 		&x.Error, &x.FailureReason, &x.DisplayTitle, &x.AmbientStatus, &x.Input, &x.Repo, &x.Workdir, &x.BaseCommit, &x.RetryOf, &x.Handoff,
-		&x.StopReason, &x.RespawnRequest, &policy, &x.PolicyDigest, &x.Interactive, &x.Approver, &createdBy, &created, &updated)
+		&x.StopReason, &x.RespawnRequest, &policy, &x.PolicyDigest, &x.Interactive, &x.Approver, &x.Delivery, &createdBy, &created, &updated)
 	if err != nil {
 		return x, err
 	}
@@ -296,5 +296,26 @@ func (s *Store) Archive(ctx context.Context, id string, by session.Sender, hando
 			return nil
 		}
 		return s.appendJSON(ctx, tx, id, "", session.EventNotice, "", session.TextData{Text: "archived by " + by.String(), Sender: &by})
+	})
+}
+
+// SetDelivery implements store.Store.
+func (s *Store) SetDelivery(ctx context.Context, id, delivery string, by session.Sender, note string) error {
+	return s.update(ctx, id, func(tx *sql.Tx) error {
+		cur, err := s.getSession(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if cur.Delivery != "" {
+			return fmt.Errorf("session %s's diff was already %s: %w", id, cur.Delivery, store.ErrConflict)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET delivery = ?, updated_at = ? WHERE id = ?`, delivery, s.ts(), id); err != nil {
+			return err
+		}
+		text := "diff " + delivery + " by " + by.String()
+		if note != "" {
+			text += ": " + note
+		}
+		return s.appendJSON(ctx, tx, id, "", session.EventNotice, "delivery", session.TextData{Text: text, Sender: &by})
 	})
 }

@@ -33,6 +33,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		"ListSessions":          testListSessions,
 		"Approvals":             testApprovals,
 		"ProjectPolicy":         testProjectPolicy,
+		"Delivery":              testDelivery,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -376,4 +377,13 @@ func testProjectPolicy(t *testing.T, s store.Store) {
 	p, err = s.GetProjectPolicy(ctx, "p")
 	require.NoError(t, err)
 	require.JSONEq(t, `{"default":"disabled"}`, string(p))
+}
+
+func testDelivery(t *testing.T, s store.Store) {
+	newSession(t, s, "s", agent("a", 0))
+	require.NoError(t, s.SetDelivery(ctx, "s", "accepted", operator, "commit abc"))
+	x, err := s.GetSession(ctx, "s")
+	require.NoError(t, err)
+	require.Equal(t, "accepted", x.Delivery)
+	require.ErrorIs(t, s.SetDelivery(ctx, "s", "rejected", operator, ""), store.ErrConflict, "decided once")
 }

@@ -1,0 +1,129 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/cli"
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+func goRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module calc\n\ngo 1.26\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "doc.go"), []byte("// Package calc adds.\npackage calc\n"), 0o644))
+	for _, args := range [][]string{{"init", "-q"}, {"config", "user.name", "Repo Owner"}, {"config", "user.email", "owner@example.com"},
+		{"add", "."}, {"commit", "-qm", "init"}} {
+		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	return dir
+}
+
+func paddock(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	var out bytes.Buffer
+	env := map[string]string{"PADDOCK_SERVER": shared.URL}
+	code := cli.Run(context.Background(), args, cli.IO{In: strings.NewReader(""), Out: &out, Err: &out, Getenv: func(k string) string { return env[k] }})
+	return code, out.String()
+}
+
+func head(t *testing.T, repo string) string {
+	out, err := exec.Command("git", "-C", repo, "log", "-1", "--format=%H %an <%ae>").Output()
+	require.NoError(t, err)
+	return strings.TrimSpace(string(out))
+}
+
+// TestDiffAcceptReject: a session edits files and runs the tests in the
+// sandbox; its diff flags go.mod; accepting applies it to the original
+// repository under the owner's identity. A second session is rejected and
+// leaves the repository untouched. An idle session is reaped and answers.
+func TestDiffAcceptReject(t *testing.T) {
+	ctx := context.Background()
+	repo := goRepo(t)
+	_, err := api.SetPolicy(ctx, "deliver", []byte("default: allow\ncommands:\n  allow: [go test, echo]\n"))
+	require.NoError(t, err)
+	applyAgent(t, "builder", script(t, "deliver.yaml"), "project: deliver\nsession:\n  idleTimeout: 2s\n")
+	x, err := api.CreateSession(ctx, engine.CreateRequest{Project: "deliver", Agent: "builder", Repo: repo, Message: "add Add with a test"})
+	require.NoError(t, err)
+	waitFor(t, "the turn to complete", func() (bool, error) {
+		turns, err := api.Turns(ctx, x.ID)
+		return len(turns) == 1 && turns[0].Status.Settled(), err
+	})
+	events, err := api.Events(ctx, x.ID, 0)
+	require.NoError(t, err)
+	testOutput := ""
+	for _, e := range events {
+		var d session.ToolCallData
+		if e.Kind == session.EventToolCall && json.Unmarshal(e.Data, &d) == nil && d.Name == "run_command" && d.State == session.CallDone {
+			testOutput = d.Result
+		}
+	}
+	require.Contains(t, testOutput, "ok  \tcalc", "go test ran in the sandbox")
+	require.Contains(t, testOutput, "tests-exit=0")
+
+	d, err := api.Diff(ctx, x.ID)
+	require.NoError(t, err)
+	byPath := map[string]bool{}
+	for _, f := range d.Files {
+		byPath[f.Path] = f.Flagged
+	}
+	require.Equal(t, map[string]bool{"add.go": false, "add_test.go": false, "go.mod": true}, byPath)
+	code, out := paddock(t, "sessions", "diff", x.ID, "--stat")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "go.mod  ⚑ dependency manifest")
+
+	before := head(t, repo)
+	require.NoFileExists(t, filepath.Join(repo, "add.go"), "nothing reaches the repository before acceptance")
+	code, out = paddock(t, "sessions", "accept", x.ID, "-m", "Add Add")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "applied 3 file(s)")
+	after := head(t, repo)
+	require.NotEqual(t, before, after)
+	require.Contains(t, after, "Repo Owner <owner@example.com>", "committed under the user's identity")
+	require.FileExists(t, filepath.Join(repo, "add_test.go"))
+	code, out = paddock(t, "sessions", "accept", x.ID)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "already accepted")
+
+	// Idle past the agent's 2s interval: reaped, then it answers.
+	waitFor(t, "the idle reap", func() (bool, error) {
+		s, err := api.Session(ctx, x.ID)
+		return s.AmbientStatus == "idle (sandbox released)", err
+	})
+	send(t, x.ID, session.KindMessage, session.MessagePayload{Message: "still there?"})
+	waitFor(t, "the answer after the reap", func() (bool, error) {
+		turns, err := api.Turns(ctx, x.ID)
+		return len(turns) == 2 && turns[1].Status == session.TurnCompleted, err
+	})
+	send(t, x.ID, session.KindStop, session.StopPayload{})
+	waitStatus(t, x.ID, session.StatusStopped)
+
+	// A second session's work is rejected: the repository stays as it is.
+	y, err := api.CreateSession(ctx, engine.CreateRequest{Project: "deliver", Agent: "builder", Repo: repo, Message: "again"})
+	require.NoError(t, err)
+	waitFor(t, "the second turn", func() (bool, error) {
+		turns, err := api.Turns(ctx, y.ID)
+		return len(turns) == 1 && turns[0].Status.Settled(), err
+	})
+	code, out = paddock(t, "sessions", "reject", y.ID)
+	require.Equal(t, 0, code, out)
+	require.Equal(t, after, head(t, repo))
+	status, _ := exec.Command("git", "-C", repo, "status", "--porcelain").Output()
+	require.Empty(t, string(status), "the repository is untouched")
+	d, err = api.Diff(ctx, y.ID)
+	require.NoError(t, err)
+	require.Empty(t, d.Files, "the rejected changes are gone from the working copy")
+	require.Equal(t, "rejected", d.Delivery)
+	send(t, y.ID, session.KindStop, session.StopPayload{})
+}

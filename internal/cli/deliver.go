@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/workspace"
+)
+
+func newDiff(g *globals) *cobra.Command {
+	var stat bool
+	cmd := &cobra.Command{
+		Use:   "diff ID [--stat]",
+		Short: "Show a session's changes against its base commit; files under dedicated control are flagged",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := g.remote().Diff(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if len(d.Files) == 0 {
+				fmt.Fprintf(g.io.Out, "session %s changed nothing (base %s)\n", args[0], short(d.Base))
+				return nil
+			}
+			fmt.Fprintf(g.io.Out, "session %s against base %s:\n", args[0], short(d.Base))
+			for _, f := range d.Files {
+				flag := ""
+				if f.Flagged {
+					flag = "  ⚑ " + f.Reason + ": review with care"
+				}
+				fmt.Fprintf(g.io.Out, "  %-9s %s%s\n", f.Status, f.Path, flag)
+			}
+			if !stat {
+				fmt.Fprintf(g.io.Out, "\n%s", d.Patch)
+			}
+			if d.Delivery != "" {
+				fmt.Fprintf(g.io.Out, "\nthis diff was %s\n", d.Delivery)
+			} else {
+				fmt.Fprintf(g.io.Out, "\naccept it: paddock sessions accept %s   |   discard it: paddock sessions reject %s\n", args[0], args[0])
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&stat, "stat", false, "list the files only")
+	return cmd
+}
+
+func short(s string) string { return s[:min(12, len(s))] }
+
+func newAccept(g *globals) *cobra.Command {
+	var repo, message string
+	var uncommitted bool
+	cmd := &cobra.Command{
+		Use:   "accept ID [--repo DIR] [--uncommitted | -m MESSAGE]",
+		Short: "Apply a session's diff to your repository (a commit under your git identity, or uncommitted changes)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := g.remote()
+			d, err := c.Diff(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if d.Delivery != "" {
+				return &exitError{code: 1, msg: fmt.Sprintf("session %s's diff was already %s", args[0], d.Delivery)}
+			}
+			if repo == "" {
+				repo = d.Repo
+			}
+			if repo == "" {
+				return &exitError{code: 2, msg: "the session has no repository of origin; name yours with --repo DIR"}
+			}
+			if _, err := os.Stat(repo); err != nil {
+				return &exitError{code: 2, msg: fmt.Sprintf("repository %s is not here (%v); name yours with --repo DIR", repo, err)}
+			}
+			mode := workspace.AsCommit
+			if uncommitted {
+				mode = workspace.AsUncommitted
+			}
+			for _, f := range d.Flagged() {
+				fmt.Fprintf(g.io.Out, "⚑ %s changes %s\n", f.Path, f.Reason)
+			}
+			commit, err := workspace.Apply(cmd.Context(), repo, d.Diff, mode, message)
+			if err != nil {
+				return err
+			}
+			if _, err := c.Accept(cmd.Context(), args[0], engine.AcceptRequest{Mode: mode, Commit: commit}); err != nil {
+				return fmt.Errorf("applied to %s, but recording the acceptance failed: %w", repo, err)
+			}
+			if commit != "" {
+				fmt.Fprintf(g.io.Out, "applied %d file(s) to %s as commit %s\n", len(d.Files), repo, short(commit))
+			} else {
+				fmt.Fprintf(g.io.Out, "applied %d file(s) to %s as uncommitted changes\n", len(d.Files), repo)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&repo, "repo", "", "your repository (default: the one the session was started on)")
+	cmd.Flags().BoolVar(&uncommitted, "uncommitted", false, "leave the changes uncommitted instead of committing them")
+	cmd.Flags().StringVarP(&message, "message", "m", "", "commit message")
+	return cmd
+}
+
+func newReject(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "reject ID",
+		Short: "Discard a session's changes; nothing reaches your repository",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := g.remote().Reject(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "session %s's changes discarded\n", args[0])
+			return nil
+		},
+	}
+}

@@ -1,0 +1,196 @@
+// Package workspace is a session's working copy as a deliverable: the diff
+// against the base commit, with files under dedicated control flagged
+// (CI configuration, build scripts, git hooks, dependency manifests and
+// lock files), applying an accepted diff to the user's repository, and
+// discarding what was not accepted.
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// File is one changed file of a diff.
+type File struct {
+	Path    string `json:"path"`
+	Status  string `json:"status"` // added, modified, deleted, renamed
+	Flagged bool   `json:"flagged,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// Diff is the session's deliverable: every change against the base commit.
+type Diff struct {
+	Base  string `json:"base"`
+	Files []File `json:"files"`
+	Patch string `json:"patch"`
+}
+
+// Flagged reports whether any file is under dedicated control.
+func (d Diff) Flagged() []File {
+	var out []File
+	for _, f := range d.Files {
+		if f.Flagged {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func git(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "safe.directory=*", "-c", "core.hooksPath=/dev/null"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), append([]string{"GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1"}, env...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), nil
+}
+
+// Compute returns the diff of the working copy at dir against base,
+// including new files (not ignored ones). It uses a private index, so the
+// working copy's own index is untouched.
+func Compute(ctx context.Context, dir, base string) (Diff, error) {
+	idx, err := os.CreateTemp("", "paddock-index-")
+	if err != nil {
+		return Diff{}, err
+	}
+	idx.Close()
+	defer os.Remove(idx.Name())
+	env := []string{"GIT_INDEX_FILE=" + idx.Name()}
+	if _, err := git(ctx, dir, env, "read-tree", base); err != nil {
+		return Diff{}, err
+	}
+	if _, err := git(ctx, dir, env, "add", "-A", "--", "."); err != nil {
+		return Diff{}, err
+	}
+	patch, err := git(ctx, dir, env, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", base)
+	if err != nil {
+		return Diff{}, err
+	}
+	names, err := git(ctx, dir, env, "diff", "--cached", "--name-status", "-z", "--no-renames", base)
+	if err != nil {
+		return Diff{}, err
+	}
+	d := Diff{Base: base, Patch: patch, Files: []File{}}
+	fields := strings.Split(strings.TrimSuffix(names, "\x00"), "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		f := File{Path: fields[i+1], Status: map[string]string{"A": "added", "M": "modified", "D": "deleted", "T": "modified"}[fields[i][:1]]}
+		f.Flagged, f.Reason = Flag(f.Path)
+		d.Files = append(d.Files, f)
+	}
+	return d, nil
+}
+
+// Flag says whether a path is under dedicated control, and why.
+func Flag(p string) (bool, string) {
+	p = filepath.ToSlash(p)
+	base := path.Base(p)
+	lower := strings.ToLower(base)
+	switch {
+	case strings.HasPrefix(p, ".github/workflows/") || strings.HasPrefix(p, ".github/actions/") || strings.HasPrefix(p, ".circleci/") ||
+		strings.HasPrefix(p, ".buildkite/") || strings.HasPrefix(p, ".gitlab/ci") || base == ".gitlab-ci.yml" || base == "Jenkinsfile" ||
+		base == ".travis.yml" || base == "azure-pipelines.yml" || base == "bitbucket-pipelines.yml" || base == ".drone.yml" ||
+		strings.HasPrefix(p, ".tekton/") || base == "cloudbuild.yaml" || base == "appveyor.yml":
+		return true, "CI configuration"
+	case strings.HasPrefix(p, ".githooks/") || strings.HasPrefix(p, ".husky/") || base == ".pre-commit-config.yaml" ||
+		strings.HasPrefix(p, ".git/") || base == "lefthook.yml" || base == ".gitattributes" || base == ".gitmodules":
+		return true, "git hooks and git configuration"
+	case lockFiles[lower] || strings.HasSuffix(lower, ".lock") || strings.HasSuffix(lower, ".lockfile"):
+		return true, "dependency lock file"
+	case manifests[lower] || strings.HasSuffix(lower, ".csproj") || strings.HasSuffix(lower, ".fsproj") || strings.HasSuffix(lower, ".gemspec") ||
+		strings.HasPrefix(lower, "requirements") && strings.HasSuffix(lower, ".txt"):
+		return true, "dependency manifest"
+	case buildScripts[lower] || strings.HasSuffix(lower, ".mk") || strings.HasSuffix(lower, ".bzl") || strings.HasPrefix(lower, "dockerfile") ||
+		strings.HasSuffix(lower, ".dockerfile"):
+		return true, "build script"
+	}
+	return false, ""
+}
+
+var (
+	lockFiles = set("go.sum", "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "npm-shrinkwrap.json", "cargo.lock", "poetry.lock",
+		"pipfile.lock", "gemfile.lock", "composer.lock", "mix.lock", "packages.lock.json", "pubspec.lock", "flake.lock", "uv.lock", "bun.lockb")
+	manifests = set("go.mod", "go.work", "package.json", "cargo.toml", "pyproject.toml", "setup.py", "setup.cfg", "pipfile", "gemfile",
+		"composer.json", "pom.xml", "build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts", "mix.exs", "pubspec.yaml",
+		"deno.json", "flake.nix", "vcpkg.json", "conanfile.txt", "conanfile.py", "environment.yml")
+	buildScripts = set("makefile", "gnumakefile", "cmakelists.txt", "build.sh", "configure", "configure.ac", "build", "build.bazel",
+		"workspace", "workspace.bazel", "module.bazel", ".bazelrc", "justfile", "taskfile.yml", "taskfile.yaml", "rakefile", "magefile.go",
+		"meson.build", "build.rs", "docker-compose.yml", "docker-compose.yaml", "compose.yaml", "containerfile", "vagrantfile", "noxfile.py", "tox.ini")
+)
+
+func set(names ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// Discard puts the working copy back at its base commit: every change
+// that was not accepted is gone.
+func Discard(ctx context.Context, dir, base string) error {
+	if _, err := git(ctx, dir, nil, "reset", "--hard", "--quiet", base); err != nil {
+		return err
+	}
+	_, err := git(ctx, dir, nil, "clean", "-fdxq")
+	return err
+}
+
+// ApplyMode says how an accepted diff lands in the user's repository.
+type ApplyMode string
+
+// Apply modes.
+const (
+	AsCommit      ApplyMode = "commit"
+	AsUncommitted ApplyMode = "uncommitted"
+)
+
+// Apply applies a diff to the user's repository at repo: checked first (a
+// patch that does not apply changes nothing), then as uncommitted changes
+// or as a commit under the repository's own git identity. It returns the
+// commit, if one was made.
+func Apply(ctx context.Context, repo string, d Diff, mode ApplyMode, message string) (string, error) {
+	if strings.TrimSpace(d.Patch) == "" {
+		return "", fmt.Errorf("the session changed nothing: there is no diff to apply")
+	}
+	patch, err := os.CreateTemp("", "paddock-patch-")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(patch.Name())
+	if _, err := patch.WriteString(d.Patch); err != nil {
+		return "", err
+	}
+	patch.Close()
+	args := []string{"apply", "--whitespace=nowarn"}
+	if mode == AsCommit {
+		args = append(args, "--index")
+	}
+	if _, err := git(ctx, repo, nil, append(append([]string{}, args...), "--check", patch.Name())...); err != nil {
+		return "", fmt.Errorf("the diff does not apply to %s (has it changed since the session's base %s?): %w", repo, short(d.Base), err)
+	}
+	if _, err := git(ctx, repo, nil, append(args, patch.Name())...); err != nil {
+		return "", err
+	}
+	if mode != AsCommit {
+		return "", nil
+	}
+	if message == "" {
+		message = "Apply the changes of a Paddock session"
+	}
+	if _, err := git(ctx, repo, nil, "commit", "--quiet", "--no-verify", "-m", message); err != nil {
+		return "", err
+	}
+	head, err := git(ctx, repo, nil, "rev-parse", "HEAD")
+	return strings.TrimSpace(head), err
+}
+
+func short(s string) string { return s[:min(12, len(s))] }
