@@ -128,3 +128,24 @@ func TestApprovalsBelongToTheNamedApprover(t *testing.T) {
 	}
 	require.True(t, found)
 }
+
+// TestAgentPolicyOnlyTightens: an agent's policy disables run_command; the
+// project allows everything, yet the call is refused, and the agent cannot
+// reopen what the project disables.
+func TestAgentPolicyOnlyTightens(t *testing.T) {
+	ctx := context.Background()
+	_, err := api.SetPolicy(ctx, "tight", []byte("default: allow\ntools:\n  write_file: disabled\n"))
+	require.NoError(t, err)
+	applyAgent(t, "careful", script(t, "gated.yaml"), "project: tight\npolicy:\n  default: allow\n  tools:\n    run_command: exclude\n    write_file: allow\n")
+	x, err := api.CreateSession(ctx, engine.CreateRequest{Project: "tight", Agent: "careful", Message: "go", Repo: gitRepo(t)})
+	require.NoError(t, err)
+	require.Contains(t, string(x.Policy), `"run_command":"disabled"`)
+	require.Contains(t, string(x.Policy), `"write_file":"disabled"`, "the project's disabled tool stays disabled")
+	waitFor(t, "the turn to end", func() (bool, error) {
+		turns, err := api.Turns(ctx, x.ID)
+		return len(turns) == 1 && turns[0].Status.Settled(), err
+	})
+	turns, err := api.Turns(ctx, x.ID)
+	require.NoError(t, err)
+	require.Contains(t, turns[0].Error, "run_command is disabled by policy")
+}

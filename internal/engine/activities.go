@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/paddock-dev/paddock/internal/agent"
+	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -361,10 +362,27 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 		return provider.Response{}, nonRetryable(err)
 	}
 	_ = a.Store.SetDisplay(ctx, sessionID, "", "thinking")
-	req := provider.Request{Model: model, System: sp.Instructions, Messages: agent.Conversation(events), Tools: a.Tools.Only(sp.Tools).Specs()}
+	s, _ := a.Store.GetSession(ctx, sessionID)
+	req := provider.Request{Model: model, System: sp.Instructions, Messages: agent.Conversation(events), Tools: a.offered(s, sp)}
 	stop := heartbeat(ctx)
 	defer stop()
 	return agent.Step(ctx, p, a.Store, agent.StepInput{SessionID: sessionID, TurnID: turnID, Step: step, Request: req}, a.Now)
+}
+
+// offered lists the tools the model is told about: the agent's, without
+// those its pinned policy disables (a call to one would only be refused).
+func (a *Activities) offered(s session.Session, sp spec.Agent) []provider.ToolSpec {
+	p, err := a.pinned(s)
+	var out []provider.ToolSpec
+	for _, t := range a.Tools.Only(sp.Tools).Specs() {
+		if err == nil {
+			if v, _ := p.Tool(t.Name); v == policy.Disabled {
+				continue
+			}
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // heartbeat reports liveness every second until stopped, so a dead worker
