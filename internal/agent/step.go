@@ -36,6 +36,8 @@ type StepInput struct {
 	TurnID    string
 	Step      int
 	Request   provider.Request
+	// Variant tells apart the streamed text of a fallback model's attempt.
+	Variant string
 }
 
 // Step calls the model once, streaming coalesced text and tool-call starts
@@ -44,6 +46,7 @@ type StepInput struct {
 // retried deterministic step writes nothing twice. now is the clock.
 func Step(ctx context.Context, p provider.Provider, out Appender, in StepInput, now func() time.Time) (provider.Response, error) {
 	prefix := fmt.Sprintf("%s/step%d", in.TurnID, in.Step)
+	textPrefix := prefix + in.Variant
 	var buf strings.Builder
 	chunk := 0
 	var last time.Time
@@ -59,7 +62,7 @@ func Step(ctx context.Context, p provider.Provider, out Appender, in StepInput, 
 		if buf.Len() == 0 {
 			return
 		}
-		emit(session.EventAssistantText, fmt.Sprintf("%s/text%d", prefix, chunk), session.TextData{Text: buf.String()})
+		emit(session.EventAssistantText, fmt.Sprintf("%s/text%d", textPrefix, chunk), session.TextData{Text: buf.String()})
 		chunk++
 		buf.Reset()
 	}

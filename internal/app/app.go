@@ -24,6 +24,8 @@ import (
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/provider/anthropic"
+	"github.com/paddock-dev/paddock/internal/provider/openai"
 	"github.com/paddock-dev/paddock/internal/provider/replay"
 	"github.com/paddock-dev/paddock/internal/sandbox"
 	"github.com/paddock-dev/paddock/internal/store/sqlite"
@@ -44,10 +46,14 @@ type App struct {
 	hostPort string
 }
 
-// Providers returns the model providers Paddock knows.
+// Providers returns the model providers Paddock knows. The SDK-backed ones
+// read their own variables (ANTHROPIC_API_KEY, OPENAI_BASE_URL, ...) when a
+// session starts, so a missing key is reported then.
 func Providers() *provider.Registry {
 	r := provider.NewRegistry()
 	r.Register("replay", replay.Factory)
+	r.Register("anthropic", anthropic.Factory(os.Getenv))
+	r.Register("openai", openai.Factory(os.Getenv))
 	return r
 }
 

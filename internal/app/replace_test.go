@@ -3,6 +3,8 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -78,4 +80,33 @@ func TestStopWithRespawnHandsOff(t *testing.T) {
 	require.ErrorContains(t, err, next.ID)
 	send(t, next.ID, session.KindStop, session.StopPayload{})
 	waitStatus(t, next.ID, session.StatusStopped)
+}
+
+// TestFallbackModel: when the agent's model fails (here a 400 from an
+// OpenAI-compatible server), the step falls back to the next model.
+func TestFallbackModel(t *testing.T) {
+	ctx := context.Background()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":{"message":"model not loaded","type":"invalid_request_error"}}`))
+	}))
+	defer srv.Close()
+	t.Setenv("OPENAI_BASE_URL", srv.URL)
+	applyAgent(t, "fallback", "openai/broken", "fallbackModels: ["+script(t, "empty.yaml")+"]\n")
+	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: "fallback", Message: "hello"})
+	require.NoError(t, err)
+	waitFor(t, "the turn", func() (bool, error) {
+		turns, err := api.Turns(ctx, x.ID)
+		return len(turns) == 1 && turns[0].Status.Settled(), err
+	})
+	turns, _ := api.Turns(ctx, x.ID)
+	require.Equal(t, session.TurnCompleted, turns[0].Status, turns[0].Error)
+	events, err := api.Events(ctx, x.ID, 0)
+	require.NoError(t, err)
+	found := false
+	for _, e := range events {
+		found = found || strings.Contains(string(e.Data), "falling back to replay/")
+	}
+	require.True(t, found)
 }

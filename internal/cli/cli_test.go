@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,4 +153,29 @@ func TestSandboxExec(t *testing.T) {
 	code, _, errOut = run(t, "", "sandbox", "exec", "--workdir", dir, "--timeout", "1s", "--", "sleep 30")
 	require.Equal(t, 124, code)
 	require.Contains(t, errOut, "timed out")
+}
+
+// TestRunAgainstOpenAICompatibleServer: paddock run --model openai/NAME
+// talks to whatever OPENAI_BASE_URL names, through the official SDK.
+func TestRunAgainstOpenAICompatibleServer(t *testing.T) {
+	stream, err := os.ReadFile("../provider/openai/testdata/text.sse")
+	require.NoError(t, err)
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths = append(paths, r.URL.Path)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write(stream)
+	}))
+	defer srv.Close()
+	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", "")
+	code, out, errOut := run(t, "", "run", "--model", "openai/qwen2.5-coder", "say hello")
+	require.Equal(t, 0, code, errOut+out)
+	require.Contains(t, out, "All done.")
+	require.Equal(t, []string{"/v1/chat/completions"}, paths)
+
+	t.Setenv("OPENAI_BASE_URL", "")
+	code, _, errOut = run(t, "", "run", "--model", "openai/gpt-x", "say hello")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "OPENAI_API_KEY is not set", "a missing key is a clear error at session start")
 }

@@ -357,16 +357,33 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 	if err != nil {
 		return provider.Response{}, err
 	}
-	p, model, err := a.Providers.Resolve(sp.Model)
-	if err != nil {
-		return provider.Response{}, nonRetryable(err)
-	}
 	_ = a.Store.SetDisplay(ctx, sessionID, "", "thinking")
 	s, _ := a.Store.GetSession(ctx, sessionID)
-	req := provider.Request{Model: model, System: sp.Instructions, Messages: agent.Conversation(events), Tools: a.offered(s, sp)}
 	stop := heartbeat(ctx)
 	defer stop()
-	return agent.Step(ctx, p, a.Store, agent.StepInput{SessionID: sessionID, TurnID: turnID, Step: step, Request: req}, a.Now)
+	// The agent's model, then its fallbacks in order when a model fails
+	// after its own retries (429s and 5xx are retried inside the SDKs).
+	var lastErr error
+	for i, name := range append([]string{sp.Model}, sp.FallbackModels...) {
+		p, model, err := a.Providers.Resolve(name)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		req := provider.Request{Model: model, System: sp.Instructions, Messages: agent.Conversation(events), Tools: a.offered(s, sp)}
+		variant := ""
+		if i > 0 {
+			variant = fmt.Sprintf("/fallback%d", i)
+			data, _ := json.Marshal(session.TextData{Text: fmt.Sprintf("model %s failed (%v); falling back to %s", sp.Model, lastErr, name)})
+			_, _ = a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventNotice, Key: fmt.Sprintf("%s/step%d/fallback%d", turnID, step, i), Data: data})
+		}
+		resp, err := agent.Step(ctx, p, a.Store, agent.StepInput{SessionID: sessionID, TurnID: turnID, Step: step, Request: req, Variant: variant}, a.Now)
+		if err == nil || ctx.Err() != nil {
+			return resp, err
+		}
+		lastErr = err
+	}
+	return provider.Response{}, lastErr
 }
 
 // offered lists the tools the model is told about: the agent's, without

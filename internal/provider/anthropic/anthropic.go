@@ -1,0 +1,168 @@
+// Package anthropic is the model provider for the Anthropic Messages API,
+// on the official Go SDK, streaming. ANTHROPIC_API_KEY and
+// ANTHROPIC_BASE_URL configure it; the SDK retries 429s and 5xx answers
+// with backoff, honoring Retry-After.
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/paddock-dev/paddock/internal/provider"
+)
+
+// MaxTokens bounds one response.
+const MaxTokens = 8192
+
+// Factory returns the provider factory, reading its settings through
+// getenv. A missing key is an error when a session starts, not mid-turn.
+func Factory(getenv func(string) string) provider.Factory {
+	return func(model string) (provider.Provider, error) {
+		key := getenv("ANTHROPIC_API_KEY")
+		if key == "" {
+			return nil, errors.New("ANTHROPIC_API_KEY is not set: export it, or choose another model")
+		}
+		opts := []option.RequestOption{option.WithAPIKey(key), option.WithMaxRetries(4)}
+		if base := getenv("ANTHROPIC_BASE_URL"); base != "" {
+			opts = append(opts, option.WithBaseURL(base))
+		}
+		return &Provider{client: sdk.NewClient(opts...), model: model}, nil
+	}
+}
+
+// Provider calls one Anthropic model.
+type Provider struct {
+	client sdk.Client
+	model  string
+}
+
+var _ provider.Provider = (*Provider)(nil)
+
+// Stream implements provider.Provider.
+func (p *Provider) Stream(ctx context.Context, req provider.Request, sink func(provider.Delta)) (provider.Response, error) {
+	params := sdk.MessageNewParams{Model: sdk.Model(p.model), MaxTokens: MaxTokens, Messages: messages(req.Messages), Tools: tools(req.Tools)}
+	if req.System != "" {
+		params.System = []sdk.TextBlockParam{{Text: req.System}}
+	}
+	stream := p.client.Messages.NewStreaming(ctx, params)
+	defer stream.Close()
+	var msg sdk.Message
+	ids := map[int64]string{}
+	// Arguments are kept exactly as streamed: the SDK's accumulator would
+	// silently replace malformed JSON, and a guessed argument is never run.
+	args := map[int64]*strings.Builder{}
+	for stream.Next() {
+		ev := stream.Current()
+		if err := msg.Accumulate(ev); err != nil {
+			return provider.Response{}, fmt.Errorf("anthropic stream: %w", err)
+		}
+		switch ev.Type {
+		case "content_block_start":
+			if ev.ContentBlock.Type == "tool_use" {
+				ids[ev.Index] = ev.ContentBlock.ID
+				sink(provider.Delta{Kind: provider.DeltaToolStart, ToolCallID: ev.ContentBlock.ID, ToolName: ev.ContentBlock.Name})
+			}
+		case "content_block_delta":
+			switch ev.Delta.Type {
+			case "text_delta":
+				sink(provider.Delta{Kind: provider.DeltaText, Text: ev.Delta.Text})
+			case "input_json_delta":
+				if args[ev.Index] == nil {
+					args[ev.Index] = &strings.Builder{}
+				}
+				args[ev.Index].WriteString(ev.Delta.PartialJSON)
+				sink(provider.Delta{Kind: provider.DeltaToolArgs, ToolCallID: ids[ev.Index], Text: ev.Delta.PartialJSON})
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return provider.Response{}, fmt.Errorf("anthropic: %w", err)
+	}
+	if msg.StopReason == "" {
+		return provider.Response{}, errors.New("anthropic: the stream ended before the message did")
+	}
+	resp := provider.Response{StopReason: string(msg.StopReason),
+		Usage: provider.Usage{InputTokens: int(msg.Usage.InputTokens), OutputTokens: int(msg.Usage.OutputTokens)}}
+	for i, b := range msg.Content {
+		switch b.Type {
+		case "text":
+			resp.Text += b.Text
+		case "tool_use":
+			raw := json.RawMessage(`{}`) // a call without arguments streams none
+			if a := args[int64(i)]; a != nil {
+				raw = json.RawMessage(a.String())
+			}
+			resp.ToolCalls = append(resp.ToolCalls, provider.ToolCall{ID: b.ID, Name: b.Name, Args: raw})
+		}
+	}
+	return resp, nil
+}
+
+// messages converts the conversation; consecutive user-side content (tool
+// results, then text) goes in one user message, as the API wants.
+func messages(in []provider.Message) []sdk.MessageParam {
+	var out []sdk.MessageParam
+	var user []sdk.ContentBlockParamUnion
+	flush := func() {
+		if len(user) > 0 {
+			out = append(out, sdk.NewUserMessage(user...))
+			user = nil
+		}
+	}
+	for _, m := range in {
+		switch m.Role {
+		case provider.RoleUser:
+			user = append(user, sdk.NewTextBlock(m.Text))
+		case provider.RoleTool:
+			user = append(user, sdk.NewToolResultBlock(m.ToolCallID, m.Text, m.IsError))
+		case provider.RoleAssistant:
+			flush()
+			var blocks []sdk.ContentBlockParamUnion
+			if m.Text != "" {
+				blocks = append(blocks, sdk.NewTextBlock(m.Text))
+			}
+			for _, c := range m.ToolCalls {
+				var input any = json.RawMessage(c.Args)
+				if !json.Valid(c.Args) {
+					input = map[string]any{} // malformed arguments were refused; the result says so
+				}
+				blocks = append(blocks, sdk.NewToolUseBlock(c.ID, input, c.Name))
+			}
+			if len(blocks) == 0 {
+				blocks = append(blocks, sdk.NewTextBlock("(no reply)"))
+			}
+			out = append(out, sdk.NewAssistantMessage(blocks...))
+		}
+	}
+	flush()
+	return out
+}
+
+func tools(in []provider.ToolSpec) []sdk.ToolUnionParam {
+	var out []sdk.ToolUnionParam
+	for _, t := range in {
+		var schema struct {
+			Properties any            `json:"properties"`
+			Required   []string       `json:"required"`
+			Extra      map[string]any `json:"-"`
+		}
+		_ = json.Unmarshal(t.Schema, &schema)
+		var all map[string]any
+		_ = json.Unmarshal(t.Schema, &all)
+		extra := map[string]any{}
+		for k, v := range all {
+			if k != "properties" && k != "required" && k != "type" {
+				extra[k] = v
+			}
+		}
+		out = append(out, sdk.ToolUnionParam{OfTool: &sdk.ToolParam{Name: t.Name, Description: sdk.String(t.Description),
+			InputSchema: sdk.ToolInputSchemaParam{Properties: schema.Properties, Required: schema.Required, ExtraFields: extra}}})
+	}
+	return out
+}
