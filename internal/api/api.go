@@ -49,6 +49,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/sessions/{id}/archive", s.archive)
 	mux.HandleFunc("POST /v1/sessions/{id}/retry", s.retry)
 	mux.HandleFunc("GET /v1/sessions/{id}/diff", s.diff)
+	mux.HandleFunc("GET /v1/sessions/{id}/usage", s.usage)
 	mux.HandleFunc("POST /v1/sessions/{id}/accept", s.accept)
 	mux.HandleFunc("POST /v1/sessions/{id}/reject", s.reject)
 	mux.HandleFunc("GET /v1/approvals", s.listApprovals)
@@ -414,4 +415,17 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, x)
+}
+
+func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.Service.Store.GetSession(r.Context(), r.PathValue("id")); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	u, err := s.Service.Store.SessionUsage(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, u)
 }

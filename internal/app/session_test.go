@@ -119,6 +119,10 @@ func TestSessionLifecycleOverAPI(t *testing.T) {
 	}
 	require.Equal(t, session.SenderOperator, cmds[1].Sender.Kind)
 	require.Equal(t, "tester", cmds[1].Sender.ID, "the server stamps the sender")
+	u, err := api.Usage(ctx, x.ID)
+	require.NoError(t, err)
+	require.Positive(t, u.InputTokens, "usage is recorded per model step")
+	require.Len(t, u.Turns, 2)
 	recordHistory(t, x.ID)
 }
 

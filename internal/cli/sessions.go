@@ -178,6 +178,22 @@ func newSessions(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(ls, get, logs, sendCmd, answer, interrupt, stop, archive, retry, newDiff(g), newAccept(g), newReject(g))
+	usage := &cobra.Command{
+		Use:   "usage ID",
+		Short: "Show a session's token usage and cost, per turn",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			u, err := g.remote().Usage(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "input %d tokens, output %d tokens, cost $%.4f\n", u.InputTokens, u.OutputTokens, u.CostUSD)
+			for turn, tu := range u.Turns {
+				fmt.Fprintf(g.io.Out, "  %s: in %d, out %d, $%.4f\n", turn, tu.InputTokens, tu.OutputTokens, tu.CostUSD)
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(usage, ls, get, logs, sendCmd, answer, interrupt, stop, archive, retry, newDiff(g), newAccept(g), newReject(g))
 	return cmd
 }

@@ -326,3 +326,10 @@ func (c *Client) Reject(ctx context.Context, id string) (session.Session, error)
 	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/reject", nil, &out)
 	return out, err
 }
+
+// Usage returns a session's token usage and cost.
+func (c *Client) Usage(ctx context.Context, id string) (session.SessionUsage, error) {
+	var out session.SessionUsage
+	err := c.json(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/usage", nil, &out)
+	return out, err
+}

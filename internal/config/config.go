@@ -4,6 +4,7 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Config is the process configuration.
@@ -26,6 +29,19 @@ type Config struct {
 	Execution        string
 	CommandMax       time.Duration
 	CommandMaxOutput int64
+	// Prices are USD per million tokens by model (PROVIDER/MODEL).
+	Prices map[string]Price
+}
+
+// Price is what a model costs, in USD per million tokens.
+type Price struct {
+	Input  float64 `yaml:"input"`
+	Output float64 `yaml:"output"`
+}
+
+// Cost is the price of a call.
+func (p Price) Cost(in, out int) float64 {
+	return (float64(in)*p.Input + float64(out)*p.Output) / 1e6
 }
 
 // Execution places.
@@ -50,6 +66,7 @@ var Vars = []Var{
 	{"PADDOCK_EXECUTION", "workstation", "where sandboxes run: workstation (beside paddock run) or server (the execution host)"},
 	{"PADDOCK_COMMAND_MAX_SECONDS", "600", "longest a sandboxed command may run"},
 	{"PADDOCK_COMMAND_MAX_OUTPUT_BYTES", "10485760", "most output kept from a command; the rest is counted and discarded"},
+	{"PADDOCK_PRICES", "(none: cost 0)", "YAML file of model prices, USD per million tokens: `anthropic/claude-sonnet-4-5: {input: 3, output: 15}`"},
 }
 
 // Load reads the environment through getenv (os.Getenv in production).
@@ -86,6 +103,17 @@ func Load(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("PADDOCK_COMMAND_MAX_SECONDS=%q: want a whole number of seconds, at least 1", v)
 		}
 		c.CommandMax = time.Duration(n) * time.Second
+	}
+	if f := getenv("PADDOCK_PRICES"); f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return c, fmt.Errorf("PADDOCK_PRICES: %w", err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&c.Prices); err != nil {
+			return c, fmt.Errorf("PADDOCK_PRICES=%s: want MODEL: {input: USD per Mtok, output: USD per Mtok}: %w", f, err)
+		}
 	}
 	c.CommandMaxOutput = 10 << 20
 	if v := getenv("PADDOCK_COMMAND_MAX_OUTPUT_BYTES"); v != "" {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -30,4 +31,15 @@ func TestLoad(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ExecutionServer, c.Execution)
 	require.Equal(t, 30*time.Second, c.CommandMax)
+}
+
+func TestPrices(t *testing.T) {
+	f := t.TempDir() + "/prices.yaml"
+	require.NoError(t, os.WriteFile(f, []byte("anthropic/claude-x: {input: 3, output: 15}\n"), 0o644))
+	c, err := Load(func(k string) string { return map[string]string{"PADDOCK_DATA_DIR": "/d", "PADDOCK_PRICES": f}[k] })
+	require.NoError(t, err)
+	require.InDelta(t, 0.0105, c.Prices["anthropic/claude-x"].Cost(1000, 500), 1e-9)
+	require.NoError(t, os.WriteFile(f, []byte("anthropic/claude-x: {inptu: 3}\n"), 0o644))
+	_, err = Load(func(k string) string { return map[string]string{"PADDOCK_DATA_DIR": "/d", "PADDOCK_PRICES": f}[k] })
+	require.ErrorContains(t, err, "PADDOCK_PRICES")
 }

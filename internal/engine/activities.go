@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/paddock-dev/paddock/internal/agent"
+	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -49,6 +50,8 @@ type Activities struct {
 	SandboxErr error
 	// SandboxUID owns working copies when Paddock runs as root (0: leave as is).
 	SandboxUID int
+	// Prices turn token usage into cost, by PROVIDER/MODEL.
+	Prices map[string]config.Price
 	// CommandMax and CommandMaxOutput bound each command.
 	CommandMax       time.Duration
 	CommandMaxOutput int64
@@ -378,7 +381,12 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 			_, _ = a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventNotice, Key: fmt.Sprintf("%s/step%d/fallback%d", turnID, step, i), Data: data})
 		}
 		resp, err := agent.Step(ctx, p, a.Store, agent.StepInput{SessionID: sessionID, TurnID: turnID, Step: step, Request: req, Variant: variant}, a.Now)
-		if err == nil || ctx.Err() != nil {
+		if err == nil {
+			u := session.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
+				CostUSD: a.Prices[name].Cost(resp.Usage.InputTokens, resp.Usage.OutputTokens)}
+			return resp, a.Store.RecordUsage(ctx, sessionID, turnID, step, name, u)
+		}
+		if ctx.Err() != nil {
 			return resp, err
 		}
 		lastErr = err

@@ -61,3 +61,21 @@ func StatusAfterTurn(current Status, turn TurnStatus, scope FailureScope) Status
 	}
 	return current
 }
+
+// Usage is what model calls consumed.
+type Usage struct {
+	InputTokens  int     `json:"inputTokens"`
+	OutputTokens int     `json:"outputTokens"`
+	CostUSD      float64 `json:"costUsd"`
+}
+
+// Add sums usage.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens, u.CostUSD + o.CostUSD}
+}
+
+// SessionUsage is a session's usage, in all and per turn.
+type SessionUsage struct {
+	Usage
+	Turns map[string]Usage `json:"turns"`
+}

@@ -189,6 +189,11 @@ type Store interface {
 	GetTurn(ctx context.Context, id string) (session.Turn, error)
 	ListTurns(ctx context.Context, sessionID string) ([]session.Turn, error)
 
+	// RecordUsage records one model step's usage, once per (turn, step).
+	RecordUsage(ctx context.Context, sessionID, turnID string, step int, model string, u session.Usage) error
+	// SessionUsage sums a session's usage, in all and per turn.
+	SessionUsage(ctx context.Context, sessionID string) (session.SessionUsage, error)
+
 	// AppendEvent adds a transcript event idempotently by (session, key)
 	// and returns it with its sequence number.
 	AppendEvent(ctx context.Context, e session.Event) (session.Event, error)

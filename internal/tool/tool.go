@@ -95,7 +95,7 @@ type Set map[string]Tool
 // Builtin returns all built-in tools.
 func Builtin() Set {
 	s := Set{}
-	for _, t := range []Tool{readFile, writeFile, editFile, listDir, askUser, archiveSession, runCommand} {
+	for _, t := range []Tool{readFile, writeFile, editFile, listDir, search, askUser, archiveSession, runCommand} {
 		s[t.Name] = t
 	}
 	return s

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -78,4 +79,26 @@ func TestSpecs(t *testing.T) {
 		require.NotEmpty(t, s.Description, s.Name)
 		require.True(t, json.Valid(s.Schema), s.Name)
 	}
+}
+
+func TestSearch(t *testing.T) {
+	env := setup(t)
+	require.NoError(t, os.WriteFile(filepath.Join(env.Root, ".gitignore"), []byte("ignored.txt\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(env.Root, "ignored.txt"), []byte("hello hidden\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(env.Root, "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(env.Root, "sub", "b.go"), []byte("package b\n// Hello again\n"), 0o644))
+	out, err := exec.Command("git", "-C", env.Root, "init", "-q").CombinedOutput()
+	require.NoError(t, err, string(out))
+	r, err := run(t, env, "search", `{"pattern":"hel+o","ignoreCase":true}`)
+	require.NoError(t, err)
+	require.Contains(t, r.Output, "a.txt:1:hello world")
+	require.Contains(t, r.Output, "sub/b.go:2:// Hello again")
+	require.NotContains(t, r.Output, "hidden", ".gitignore is respected")
+	r, err = run(t, env, "search", `{"pattern":"hello","path":"sub"}`)
+	require.NoError(t, err)
+	require.Equal(t, "no matches", r.Output)
+	_, err = run(t, env, "search", `{"pattern":"("}`)
+	require.ErrorIs(t, err, ErrArgs)
+	_, err = run(t, env, "search", `{"pattern":"x","path":"../.."}`)
+	require.Error(t, err)
 }

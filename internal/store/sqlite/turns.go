@@ -142,3 +142,33 @@ func (s *Store) ListTurns(ctx context.Context, sessionID string) ([]session.Turn
 	}
 	return out, rows.Err()
 }
+
+// RecordUsage implements store.Store.
+func (s *Store) RecordUsage(ctx context.Context, sessionID, turnID string, step int, model string, u session.Usage) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO usage (session_id, turn_id, step, model, input_tokens, output_tokens, cost_usd, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, sessionID, turnID, step, model, u.InputTokens, u.OutputTokens, u.CostUSD, s.ts())
+	if err != nil {
+		return fmt.Errorf("record usage: %w", err)
+	}
+	return nil
+}
+
+// SessionUsage implements store.Store.
+func (s *Store) SessionUsage(ctx context.Context, sessionID string) (session.SessionUsage, error) {
+	out := session.SessionUsage{Turns: map[string]session.Usage{}}
+	rows, err := s.db.QueryContext(ctx, `SELECT turn_id, SUM(input_tokens), SUM(output_tokens), SUM(cost_usd) FROM usage WHERE session_id = ? GROUP BY turn_id`, sessionID)
+	if err != nil {
+		return out, fmt.Errorf("session usage: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var turn string
+		var u session.Usage
+		if err := rows.Scan(&turn, &u.InputTokens, &u.OutputTokens, &u.CostUSD); err != nil {
+			return out, fmt.Errorf("session usage: %w", err)
+		}
+		out.Turns[turn] = u
+		out.Usage = out.Usage.Add(u)
+	}
+	return out, rows.Err()
+}

@@ -34,6 +34,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		"Approvals":             testApprovals,
 		"ProjectPolicy":         testProjectPolicy,
 		"Delivery":              testDelivery,
+		"Usage":                 testUsage,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -386,4 +387,17 @@ func testDelivery(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Equal(t, "accepted", x.Delivery)
 	require.ErrorIs(t, s.SetDelivery(ctx, "s", "rejected", operator, ""), store.ErrConflict, "decided once")
+}
+
+func testUsage(t *testing.T, s store.Store) {
+	newSession(t, s, "s", agent("a", 0))
+	u := session.Usage{InputTokens: 100, OutputTokens: 20, CostUSD: 0.5}
+	require.NoError(t, s.RecordUsage(ctx, "s", "t1", 0, "m", u))
+	require.NoError(t, s.RecordUsage(ctx, "s", "t1", 0, "m", u), "a retried step counts once")
+	require.NoError(t, s.RecordUsage(ctx, "s", "t1", 1, "m", u))
+	require.NoError(t, s.RecordUsage(ctx, "s", "t2", 0, "m", u))
+	got, err := s.SessionUsage(ctx, "s")
+	require.NoError(t, err)
+	require.Equal(t, session.Usage{InputTokens: 300, OutputTokens: 60, CostUSD: 1.5}, got.Usage)
+	require.Equal(t, 200, got.Turns["t1"].InputTokens)
 }
