@@ -373,7 +373,7 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 			lastErr = err
 			continue
 		}
-		req := provider.Request{Model: model, System: sp.Instructions, Messages: agent.Conversation(events), Tools: a.offered(s, sp)}
+		req := provider.Request{Model: model, System: sp.Instructions, Messages: agent.Conversation(events), Tools: a.offered(ctx, s, sp, turnID, step)}
 		variant := ""
 		if i > 0 {
 			variant = fmt.Sprintf("/fallback%d", i)
@@ -394,12 +394,46 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 	return provider.Response{}, lastErr
 }
 
-// offered lists the tools the model is told about: the agent's, without
-// those its pinned policy disables (a call to one would only be refused).
-func (a *Activities) offered(s session.Session, sp spec.Agent) []provider.ToolSpec {
+// mcpServers are the agent's MCP servers.
+func mcpServers(sp spec.Agent) []tool.MCPServer {
+	var out []tool.MCPServer
+	for _, m := range sp.MCPServers {
+		out = append(out, tool.MCPServer{Name: m.Name, URL: m.URL})
+	}
+	return out
+}
+
+// mcpServer finds the server a tool name belongs to.
+func mcpServer(sp spec.Agent, name string) (tool.MCPServer, string, bool) {
+	server, t, ok := tool.SplitMCPName(name)
+	if !ok {
+		return tool.MCPServer{}, "", false
+	}
+	for _, m := range mcpServers(sp) {
+		if m.Name == server {
+			return m, t, true
+		}
+	}
+	return tool.MCPServer{}, "", false
+}
+
+// offered lists the tools the model is told about: the agent's built-ins
+// and its MCP servers' tools, without those its pinned policy disables (a
+// call to one would only be refused). An unreachable MCP server is noted
+// in the transcript and its tools left out.
+func (a *Activities) offered(ctx context.Context, s session.Session, sp spec.Agent, turnID string, step int) []provider.ToolSpec {
 	p, err := a.pinned(s)
+	all := a.Tools.Only(sp.Tools).Specs()
+	if servers := mcpServers(sp); len(servers) > 0 {
+		extra, mcpErr := tool.MCPTools(ctx, servers)
+		if mcpErr != nil {
+			data, _ := json.Marshal(session.TextData{Text: "MCP tools unavailable this step: " + mcpErr.Error()})
+			_, _ = a.Store.AppendEvent(ctx, session.Event{SessionID: s.ID, TurnID: turnID, Kind: session.EventNotice, Key: fmt.Sprintf("%s/step%d/mcp", turnID, step), Data: data})
+		}
+		all = append(all, extra...)
+	}
 	var out []provider.ToolSpec
-	for _, t := range a.Tools.Only(sp.Tools).Specs() {
+	for _, t := range all {
 		if err == nil {
 			if v, _ := p.Tool(t.Name); v == policy.Disabled {
 				continue

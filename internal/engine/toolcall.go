@@ -91,7 +91,8 @@ func (a *Activities) Gate(ctx context.Context, sessionID, turnID string, call pr
 		return out, nil
 	}
 	base := session.ToolCallData{ID: call.ID, Name: call.Name}
-	if _, ok := a.Tools.Only(sp.Tools)[call.Name]; !ok {
+	_, builtin := a.Tools.Only(sp.Tools)[call.Name]
+	if _, _, isMCP := mcpServer(sp, call.Name); !builtin && !isMCP {
 		d := base
 		d.State, d.Error = session.CallErrored, fmt.Sprintf("unknown tool %q; available: %s", call.Name, strings.Join(a.Tools.Only(sp.Tools).Names(), ", "))
 		out.Settled = d.State
@@ -217,7 +218,6 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 	case by.Kind != session.ByAutomation:
 		return finish(session.CallRejected, "", "the call has no attribution (human or automation); nothing runs unattributed")
 	}
-	t := a.Tools.Only(sp.Tools)[call.Name]
 	calling := base
 	calling.State, calling.Verdict, calling.Rule, calling.By = session.CallCalling, now.Verdict.String(), now.Rule, &by
 	if err := a.callEvent(ctx, sessionID, turnID, calling); err != nil {
@@ -226,7 +226,13 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 	_ = a.Store.SetDisplay(ctx, sessionID, "", "running "+call.Name)
 	stop := heartbeat(ctx)
 	defer stop()
-	res, runErr := t.Run(ctx, tool.Env{Root: s.Workdir, Shell: a.Shell, MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}, call.Args)
+	var res tool.Result
+	var runErr error
+	if server, name, ok := mcpServer(sp, call.Name); ok {
+		res, runErr = tool.CallMCP(ctx, server, name, call.Args)
+	} else {
+		res, runErr = a.Tools.Only(sp.Tools)[call.Name].Run(ctx, tool.Env{Root: s.Workdir, Shell: a.Shell, MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}, call.Args)
+	}
 	if runErr != nil {
 		return finish(session.CallErrored, "", runErr.Error())
 	}

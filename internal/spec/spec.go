@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -44,6 +45,15 @@ type Agent struct {
 	// Policy tightens the project's policy for this agent's sessions; it
 	// can never loosen it.
 	Policy *PolicySpec `yaml:"policy" json:"policy,omitempty"`
+	// MCPServers contribute tools named mcp__NAME__TOOL.
+	MCPServers []MCPServerSpec `yaml:"mcpServers" json:"mcpServers,omitempty"`
+}
+
+// MCPServerSpec is an MCP server reached over streamable HTTP.
+type MCPServerSpec struct {
+	Name    string   `yaml:"name" json:"name"`
+	URL     string   `yaml:"url" json:"url,omitempty"`
+	Command []string `yaml:"command" json:"command,omitempty"`
 }
 
 // PolicySpec is an agent's policy, in the same form as a policy file.
@@ -108,7 +118,10 @@ const (
 	DefaultMaxActions  = 150
 )
 
-var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+var (
+	nameRE    = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	mcpNameRE = regexp.MustCompile(`^[a-z0-9](_?[a-z0-9-])*$`)
+)
 
 // Known are the things validation checks names against.
 type Known struct {
@@ -226,6 +239,20 @@ func (a *Agent) Validate(known Known) error {
 	}
 	if a.Session.ArchiveAfterInactive < 0 {
 		return bad("session.archiveAfterInactive", "must not be negative")
+	}
+	seen := map[string]bool{}
+	for i, m := range a.MCPServers {
+		path := fmt.Sprintf("mcpServers[%d]", i)
+		if !mcpNameRE.MatchString(m.Name) || seen[m.Name] {
+			return bad(path+".name", fmt.Sprintf("%q: want a unique name of lowercase letters, digits, - and _ (no __)", m.Name))
+		}
+		seen[m.Name] = true
+		if len(m.Command) > 0 {
+			return bad(path+".command", "stdio MCP servers are not supported yet: they would run outside the sandbox; serve it over streamable HTTP and give url")
+		}
+		if u, err := url.Parse(m.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return bad(path+".url", fmt.Sprintf("%q: want an http(s) URL of a streamable HTTP MCP endpoint", m.URL))
+		}
 	}
 	if _, err := a.PolicyValue(); err != nil {
 		return bad("policy", strings.TrimPrefix(err.Error(), "policy: "))

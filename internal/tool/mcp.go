@@ -1,0 +1,101 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/paddock-dev/paddock/internal/provider"
+)
+
+// MCPPrefix starts the name of every tool an MCP server contributes:
+// mcp__SERVER__TOOL. Policies name them the same way.
+const MCPPrefix = "mcp__"
+
+// MCPServer is an MCP server an agent lists. Servers are reached over
+// streamable HTTP; their tools join the agent's tool set and pass the same
+// gate as the built-in tools.
+type MCPServer struct {
+	Name string
+	URL  string
+}
+
+// MCPName is the tool name a server's tool goes by.
+func MCPName(server, tool string) string { return MCPPrefix + server + "__" + tool }
+
+// SplitMCPName splits mcp__SERVER__TOOL.
+func SplitMCPName(name string) (server, tool string, ok bool) {
+	rest, ok := strings.CutPrefix(name, MCPPrefix)
+	if !ok {
+		return "", "", false
+	}
+	return strings.Cut(rest, "__")
+}
+
+func connectMCP(ctx context.Context, s MCPServer) (*mcp.ClientSession, error) {
+	c := mcp.NewClient(&mcp.Implementation{Name: "paddock", Version: "1"}, nil)
+	t := &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &http.Client{Timeout: 5 * time.Minute}, MaxRetries: 2, DisableStandaloneSSE: true}
+	cs, err := c.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("MCP server %s (%s): %w", s.Name, s.URL, err)
+	}
+	return cs, nil
+}
+
+// MCPTools lists the tools of the servers, named mcp__SERVER__TOOL.
+func MCPTools(ctx context.Context, servers []MCPServer) ([]provider.ToolSpec, error) {
+	var out []provider.ToolSpec
+	for _, s := range servers {
+		cs, err := connectMCP(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		for t, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				_ = cs.Close()
+				return nil, fmt.Errorf("MCP server %s: list tools: %w", s.Name, err)
+			}
+			schema, _ := json.Marshal(t.InputSchema)
+			out = append(out, provider.ToolSpec{Name: MCPName(s.Name, t.Name), Description: t.Description, Schema: schema})
+		}
+		_ = cs.Close()
+	}
+	return out, nil
+}
+
+// CallMCP calls a server's tool with the model's arguments, which must be
+// one JSON object (the server validates them against its schema).
+func CallMCP(ctx context.Context, s MCPServer, tool string, args json.RawMessage) (Result, error) {
+	var obj map[string]any
+	if err := decode(args, &obj); err != nil {
+		return Result{}, err
+	}
+	cs, err := connectMCP(ctx, s)
+	if err != nil {
+		return Result{}, err
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: obj})
+	if err != nil {
+		return Result{}, fmt.Errorf("MCP server %s: %s: %w", s.Name, tool, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(t.Text)
+		} else {
+			data, _ := json.Marshal(c)
+			b.Write(data)
+		}
+	}
+	if res.IsError {
+		return Result{}, errors.New(b.String())
+	}
+	return Result{Output: b.String()}, nil
+}

@@ -1,0 +1,51 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+)
+
+// mcpServer is a real MCP server (the official SDK) over streamable HTTP.
+func mcpServer(t *testing.T) string {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, nil)
+	type addArgs struct {
+		A int `json:"a" jsonschema:"first number"`
+		B int `json:"b" jsonschema:"second number"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "Add two numbers."}, func(_ context.Context, _ *mcp.CallToolRequest, in addArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(in.A + in.B)}}}, nil, nil
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestMCPTools(t *testing.T) {
+	ctx := context.Background()
+	servers := []MCPServer{{Name: "calc", URL: mcpServer(t)}}
+	specs, err := MCPTools(ctx, servers)
+	require.NoError(t, err)
+	require.Len(t, specs, 1)
+	require.Equal(t, "mcp__calc__add", specs[0].Name)
+	require.Contains(t, string(specs[0].Schema), `"a"`)
+	server, tool, ok := SplitMCPName(specs[0].Name)
+	require.True(t, ok)
+	require.Equal(t, "calc", server)
+	res, err := CallMCP(ctx, servers[0], tool, json.RawMessage(`{"a":2,"b":40}`))
+	require.NoError(t, err)
+	require.Equal(t, "42", res.Output)
+	_, err = CallMCP(ctx, servers[0], tool, json.RawMessage(`{"a":"two"}`))
+	require.Error(t, err, "the server validates against its schema")
+	_, err = CallMCP(ctx, servers[0], tool, json.RawMessage(`not json`))
+	require.ErrorIs(t, err, ErrArgs)
+	_, err = MCPTools(ctx, []MCPServer{{Name: "dead", URL: "http://127.0.0.1:1/mcp"}})
+	require.ErrorContains(t, err, "MCP server dead")
+}
