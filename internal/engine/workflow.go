@@ -145,6 +145,13 @@ func long(ctx workflow.Context) workflow.Context {
 	})
 }
 
+// silent reports an activity that stopped reporting progress (its
+// heartbeat or time limit lapsed on every attempt): the turn is stale.
+func silent(err error) bool {
+	var te *temporal.TimeoutError
+	return errors.As(err, &te)
+}
+
 func reason(err error) string {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
@@ -223,6 +230,9 @@ func (w *run) steps(ctx workflow.Context, turnID string, info TurnInfo) (session
 	for step := range info.MaxActions {
 		var resp provider.Response
 		if err := workflow.ExecuteActivity(long(ctx), act.ModelStep, w.in.SessionID, turnID, step).Get(ctx, &resp); err != nil {
+			if silent(err) {
+				return session.TurnStale, "", "the model step made no progress: its heartbeats and retries ran out"
+			}
 			return session.TurnFailed, session.ScopeTurn, "model call failed: " + reason(err)
 		}
 		if len(resp.ToolCalls) == 0 {
@@ -232,6 +242,9 @@ func (w *run) steps(ctx workflow.Context, turnID string, info TurnInfo) (session
 		for _, call := range resp.ToolCalls {
 			out, stop, err := w.toolCall(ctx, turnID, call)
 			if err != nil {
+				if silent(err) {
+					return session.TurnStale, "", "the tool call " + call.Name + " made no progress: its heartbeats and retries ran out"
+				}
 				return session.TurnFailed, session.ScopeTurn, "tool call failed: " + reason(err)
 			}
 			if stop != "" {

@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/paddock-dev/paddock/internal/policy"
@@ -233,4 +236,23 @@ func TestIdleSessionIsReaped(t *testing.T) {
 	turns, err := f.store.ListTurns(context.Background(), "s6")
 	require.NoError(t, err)
 	require.Len(t, turns, 1, "the message after the reap ran a turn")
+}
+
+// TestSilentStepMakesTheTurnStale: a model step that times out on every
+// attempt (its worker went silent) concludes the turn stale, and the session
+// awaits the next command.
+func TestSilentStepMakesTheTurnStale(t *testing.T) {
+	f := setup(t)
+	f.create(t, "s7", "replay/testdata/script.yaml", "go")
+	f.env.OnActivity(f.acts.ModelStep, mock.Anything, mock.Anything, mock.Anything, mock.Anything).
+		Return(provider.Response{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil))
+	f.env.RegisterDelayedCallback(func() {
+		f.send(t, "s7", session.KindStop, session.StopPayload{})
+	}, time.Hour)
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s7"})
+	require.NoError(t, f.env.GetWorkflowError())
+	turns, err := f.store.ListTurns(context.Background(), "s7")
+	require.NoError(t, err)
+	require.Equal(t, session.TurnStale, turns[0].Status)
+	require.Contains(t, turns[0].Error, "made no progress")
 }

@@ -124,6 +124,9 @@ func (c *checker) pipe(b *syntax.BinaryCmd) {
 		}
 		if isInterpreter(n) && !hasCode(n, args) {
 			c.add(printNode(b), Ask, "pipe-to-interpreter", "the pipe feeds code into "+n)
+			if shells[n] {
+				c.pipedCode(b.X)
+			}
 		}
 		return
 	}
@@ -202,4 +205,32 @@ func hdocText(w *syntax.Word) string {
 		}
 	}
 	return b.String()
+}
+
+// pipedCode judges what a literal echo or printf pipes into a shell as the
+// code it is: echo 'sudo id' | bash runs sudo.
+func (c *checker) pipedCode(left *syntax.Stmt) {
+	call, ok := left.Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Args) < 2 {
+		return
+	}
+	args := argv(call.Args)
+	if !args[0].static || (args[0].s != "echo" && args[0].s != "printf") {
+		return
+	}
+	var text []string
+	for _, a := range args[1:] {
+		if !a.static {
+			return
+		}
+		if args[0].s == "echo" && (a.s == "-e" || a.s == "-n" || a.s == "-E") {
+			continue
+		}
+		text = append(text, a.s)
+	}
+	code := strings.Join(text, " ")
+	if args[0].s == "printf" {
+		code = strings.ReplaceAll(strings.ReplaceAll(code, `\n`, "\n"), "%s", "")
+	}
+	c.source(code, 1)
 }

@@ -133,6 +133,14 @@ func (c *checker) dynamicName(args []arg, depth int) verdict {
 			return refuse(r.rule, "with $IFS read as a space: "+r.reason)
 		}
 	}
+	// The values the command gives the variable, and an expansion's default.
+	candidates := append(append([]string(nil), c.vars[name.param]...), name.def...)
+	for _, cand := range candidates {
+		alt := append(static(strings.Fields(cand)), args[1:]...)
+		if r := c.quiet(alt, depth); r.v == Refuse {
+			return refuse(r.rule, "$"+name.param+" can be "+cand+": "+r.reason)
+		}
+	}
 	if name.prefix != "" {
 		if g := globName(arg{s: name.prefix + "*", static: true, glob: true}); g.v == Refuse {
 			return refuse(g.rule, "the name starts "+name.prefix+" and may complete to a refused program")
@@ -148,7 +156,7 @@ func (c *checker) dynamicName(args []arg, depth int) verdict {
 
 // quiet judges without recording nested pieces.
 func (c *checker) quiet(args []arg, depth int) verdict {
-	sub := &checker{a: c.a}
+	sub := &checker{a: c.a, vars: c.vars, dirs: c.dirs}
 	v := sub.judge(args, depth+1)
 	for _, p := range sub.pieces {
 		v = worst(v, verdict{p.Verdict, p.Rule, p.Reason})

@@ -118,6 +118,11 @@ func (a *Analyzer) Analyze(command string) Result {
 type checker struct {
 	a      *Analyzer
 	pieces []Piece
+	// vars are the literal values assigned to each variable anywhere in the
+	// command, and dirs the absolute directories it cd's to: what static
+	// analysis can know of $X and of relative paths.
+	vars map[string][]string
+	dirs []string
 }
 
 func (c *checker) add(cmd string, v Verdict, rule, reason string) {
@@ -157,6 +162,7 @@ func (c *checker) source(src string, depth int) {
 		return
 	}
 	before := len(c.pieces)
+	c.learn(f)
 	c.walk(f, depth)
 	if len(c.pieces) == before {
 		c.add(src, Allow, "grammar-only", "no program runs (arithmetic, tests or assignments only)")
@@ -195,4 +201,44 @@ func printNode(n syntax.Node) string {
 		return fmt.Sprintf("%T", n)
 	}
 	return b.String()
+}
+
+// learn collects, before judging, the literal values variables are given
+// and the directories the command changes to. Order does not matter: every
+// value is a candidate, which can only make a verdict stricter.
+func (c *checker) learn(f *syntax.File) {
+	if c.vars == nil {
+		c.vars = map[string][]string{}
+	}
+	assign := func(as []*syntax.Assign) {
+		for _, a := range as {
+			if a.Name == nil || a.Value == nil {
+				continue
+			}
+			if w := words(a.Value); len(w) == 1 && w[0].static {
+				c.vars[a.Name.Value] = append(c.vars[a.Name.Value], w[0].s)
+			}
+		}
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.CallExpr:
+			if len(x.Args) == 0 {
+				assign(x.Assigns)
+			}
+			args := argv(x.Args)
+			if len(args) >= 2 && (args[0].s == "cd" || args[0].s == "pushd") {
+				d := args[len(args)-1]
+				switch {
+				case d.home:
+					c.dirs = append(c.dirs, "~")
+				case d.static && strings.HasPrefix(d.s, "/"):
+					c.dirs = append(c.dirs, clean(d.s))
+				}
+			}
+		case *syntax.DeclClause:
+			assign(x.Args)
+		}
+		return true
+	})
 }

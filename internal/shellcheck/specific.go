@@ -10,7 +10,7 @@ import (
 func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 	switch n {
 	case "rm", "unlink", "rmdir", "shred", "srm":
-		return deletion(n, args)
+		return deletion(n, c.rooted(args))
 	case "find":
 		return c.find(args, depth)
 	case "trap":
@@ -113,6 +113,37 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 }
 
 var deleters = set("rm", "unlink", "rmdir", "shred", "srm", "truncate")
+
+// rooted adds, for each relative path argument, its resolutions against
+// the directories the command cd's to: "cd / && rm -rf *" deletes /*.
+func (c *checker) rooted(args []arg) []arg {
+	if len(c.dirs) == 0 {
+		return args
+	}
+	out := append([]arg(nil), args...)
+	for _, a := range args[1:] {
+		if !a.static || a.home || strings.HasPrefix(a.s, "/") || strings.HasPrefix(a.s, "-") {
+			continue
+		}
+		for _, d := range c.dirs {
+			r := a
+			if d == "~" {
+				r.home, r.s = true, "~/"+a.s
+				if a.s == "." || a.s == "*" || a.s == "./" {
+					r.s = "~/*"
+				}
+			} else {
+				r.s = strings.TrimSuffix(d, "/") + "/" + a.s
+				if a.s == "." {
+					r.s = d
+				}
+			}
+			r.prefix = r.s
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 // deletion: rm and friends. Any target in a system tree is refused; a
 // recursive forced deletion of the root, a root-level directory or a home is

@@ -18,6 +18,10 @@ type arg struct {
 	ifs    bool   // it has an unquoted $IFS, which splits it
 	prefix string // the static text before the first unresolved part
 	alt    string // the value with each unquoted $IFS read as a space
+	// param is the variable when the whole word is one expansion ($X,
+	// ${X:-default}); def is a default value the expansion may yield.
+	param string
+	def   []string
 }
 
 // words resolves a word into the words it expands to (brace expansion
@@ -94,6 +98,16 @@ func resolve(w *syntax.Word) arg {
 				}
 			}
 		case *syntax.ParamExp:
+			if len(w.Parts) == 1 && p.Param != nil {
+				a.param = p.Param.Value
+				if p.Exp != nil && p.Exp.Word != nil && (p.Exp.Op == syntax.DefaultUnset || p.Exp.Op == syntax.DefaultUnsetOrNull ||
+					p.Exp.Op == syntax.AssignUnset || p.Exp.Op == syntax.AssignUnsetOrNull || p.Exp.Op == syntax.AlternateUnset ||
+					p.Exp.Op == syntax.AlternateUnsetOrNull) {
+					if d := resolve(p.Exp.Word); d.static {
+						a.def = append(a.def, d.s)
+					}
+				}
+			}
 			switch {
 			case i == 0 && isHome(p):
 				a.home = true
