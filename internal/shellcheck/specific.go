@@ -149,7 +149,7 @@ func (c *checker) rooted(args []arg) []arg {
 // recursive forced deletion of the root, a root-level directory or a home is
 // refused; the rest asks.
 func deletion(n string, args []arg) (verdict, bool) {
-	recursive, force, optionsDone := n == "rmdir", false, false
+	recursive, optionsDone := n == "rmdir", false
 	var targets []arg
 	for _, a := range args[1:] {
 		s := a.s
@@ -163,14 +163,11 @@ func deletion(n string, args []arg) (verdict, bool) {
 		case s == "--recursive":
 			recursive = true
 		case s == "--force":
-			force = true
 		case strings.HasPrefix(s, "--"):
 		default:
 			recursive = recursive || strings.ContainsAny(s, "rR")
-			force = force || strings.Contains(s, "f")
 		}
 	}
-	_ = force
 	for _, t := range targets {
 		if (recursive || n == "shred") && rootish(t) {
 			return refuse("system-destruction", n+" deletes "+t.s+" recursively: the root, a root-level directory, a home or a system tree"), true

@@ -95,16 +95,13 @@ func commandBuiltin(a []arg) ([]arg, string, bool) {
 
 func taskset(a []arg) ([]arg, string, bool) {
 	rest := a[1:]
-	cpuList := false
 	for len(rest) > 0 && strings.HasPrefix(rest[0].s, "-") {
 		if strings.Contains(rest[0].s, "p") {
-			return nil, "", false
+			return nil, "", false // taskset -p changes a running process
 		}
-		cpuList = cpuList || strings.Contains(rest[0].s, "c")
 		rest = rest[1:]
 	}
-	_ = cpuList
-	return skipN(rest, 1), "", true
+	return skipN(rest, 1), "", true // the mask or CPU list, then the command
 }
 
 func flock(a []arg) ([]arg, string, bool) {
