@@ -13,6 +13,40 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 		return deletion(n, c.rooted(args))
 	case "find":
 		return c.find(args, depth)
+	case "curl", "wget":
+		for i, a := range args[1:] {
+			var target string
+			switch {
+			case a.s == "-o" || a.s == "--output" || (n == "wget" && (a.s == "-O" || a.s == "--output-document")):
+				if i+2 < len(args) {
+					target = args[i+2].s
+				}
+			case strings.HasPrefix(a.s, "--output=") || strings.HasPrefix(a.s, "--output-document="):
+				target = a.s[strings.Index(a.s, "=")+1:]
+			}
+			if target != "" {
+				if v, ok := writes(n, static([]string{target}), false); ok && v.v == Refuse {
+					return v, true
+				}
+			}
+		}
+	case "tar", "unzip", "bsdtar", "cpio":
+		for i, a := range args[1:] {
+			var dir string
+			switch {
+			case a.s == "-C" || a.s == "--directory" || (n == "unzip" && a.s == "-d"):
+				if i+2 < len(args) {
+					dir = args[i+2].s
+				}
+			case strings.HasPrefix(a.s, "--directory="):
+				dir = strings.TrimPrefix(a.s, "--directory=")
+			}
+			if dir != "" && strings.HasPrefix(dir, "/") && (clean(dir) == "/" || systemPath(dir)) {
+				return refuse("system-file", n+" unpacks into "+dir+", overwriting the system tree"), true
+			}
+		}
+	case "setcap":
+		return refuse("privilege-escalation", "setcap grants capabilities to a program"), true
 	case "trap":
 		if len(args) > 1 && args[1].static && args[1].s != "-" && !strings.HasPrefix(args[1].s, "-") {
 			c.source(args[1].s, depth+1)
@@ -208,6 +242,9 @@ func writes(n string, args []arg, destructive bool) (verdict, bool) {
 		}
 		isTarget := i == len(paths)-1 || n == "tee" || n == "truncate" || n == "touch" || n == "mkdir" || n == "sed" || n == "perl" ||
 			n == "set-content" || n == "out-file"
+		if isTarget && p.static && clean(s) == "/" && n != "touch" {
+			return refuse("system-file", n+" writes into the root directory"), true
+		}
 		if (isTarget || destructive) && p.static && (systemPath(s) || windowsSystem(s)) && len(paths) > 0 && !(n == "cp" && i < len(paths)-1) {
 			if n == "mkdir" || n == "touch" {
 				return ask("system-write", n+" creates files in a system directory"), true

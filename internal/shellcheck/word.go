@@ -121,6 +121,19 @@ func resolve(w *syntax.Word) arg {
 			default:
 				unresolved()
 			}
+		case *syntax.CmdSubst:
+			// $(which X), $(command -v X), $(type -P X) name X.
+			if len(w.Parts) == 1 && len(p.Stmts) == 1 {
+				if call, ok := p.Stmts[0].Cmd.(*syntax.CallExpr); ok {
+					if as := argv(call.Args); len(as) >= 2 && as[len(as)-1].static {
+						switch {
+						case as[0].s == "which", as[0].s == "command" && as[1].s == "-v", as[0].s == "type" && strings.HasPrefix(as[1].s, "-"):
+							a.def = append(a.def, as[len(as)-1].s)
+						}
+					}
+				}
+			}
+			unresolved()
 		default:
 			unresolved()
 		}
