@@ -181,6 +181,12 @@ func (a *App) sandbox(ctx context.Context, acts *engine.Activities, cfg config.C
 	if err == nil {
 		err = box.Reachable(filepath.Join(cfg.DataDir, "workspaces"))
 	}
+	if box != nil {
+		// Commands see their own working copy, never the databases or
+		// other sessions' copies.
+		abs, _ := filepath.Abs(cfg.DataDir)
+		box.Hide = []string{abs}
+	}
 	if err != nil {
 		a.logger.Warn("SANDBOX UNAVAILABLE: sessions whose agents can run commands will fail at start", "reason", err)
 		acts.SandboxErr = err

@@ -163,7 +163,7 @@ func chownTree(dir string, uid int) error {
 
 func git(ctx context.Context, dir string, args ...string) (string, error) {
 	// Working copies belong to the sandbox user: git must not refuse them.
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "safe.directory=*"}, args...)...)
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "safe.directory=*", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
 	out, err := cmd.CombinedOutput()

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -22,7 +23,9 @@ type Bwrap struct {
 	// RLIMIT_NPROC otherwise).
 	MaxProcs  int
 	MaxMemory int64
-	cgroups   *cgroups
+	// Hide are host directories commands must not see (Paddock's data).
+	Hide    []string
+	cgroups *cgroups
 }
 
 // NewBwrap finds bubblewrap and checks that it can create its namespaces,
@@ -54,13 +57,16 @@ func NewBwrap(ctx context.Context) (*Bwrap, error) {
 	return b, nil
 }
 
-// protected are paths of the working copy bound read-only: git hooks and
-// config would run outside the sandbox later.
-var protected = []string{".git/hooks", ".git/config", ".git/info", ".gitmodules"}
+// protected are paths of the working copy bound read-only: the whole git
+// directory (its hooks and config would run outside the sandbox later, and
+// a replaced .git could carry both), which also pins .git in place.
+var protected = []string{".git"}
 
 // Args are bwrap's arguments for a command in workdir, which appears in
-// the sandbox at the same path.
-func Args(workdir string) []string {
+// the sandbox at the same path. hide are host directories replaced by an
+// empty tmpfs (Paddock's data directory: other sessions' working copies,
+// the databases), bound before the working copy so it stays visible.
+func Args(workdir string, hide ...string) []string {
 	args := []string{
 		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		"--ro-bind", "/", "/",
@@ -68,8 +74,11 @@ func Args(workdir string) []string {
 		// tmpfs first: a working copy under /tmp is bound over it afterwards.
 		"--tmpfs", "/tmp", "--tmpfs", "/root", "--tmpfs", "/home", "--tmpfs", "/run",
 		"--dir", "/home/sandbox",
-		"--bind", workdir, workdir,
 	}
+	for _, h := range hide {
+		args = append(args, "--tmpfs", h)
+	}
+	args = append(args, "--bind", workdir, workdir)
 	for _, p := range protected {
 		full := filepath.Join(workdir, p)
 		if fi, err := os.Lstat(full); err == nil && fi.Mode()&os.ModeSymlink == 0 {
@@ -118,7 +127,13 @@ func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 	if err := b.Reachable(workdir); err != nil {
 		return Result{}, err
 	}
-	args := Args(workdir)
+	var hide []string
+	for _, h := range b.Hide {
+		if h != "" && h != workdir && !strings.HasPrefix(h, workdir+"/") {
+			hide = append(hide, h)
+		}
+	}
+	args := Args(workdir, hide...)
 	for _, kv := range Environment(c.Env) {
 		k, v, _ := cut(kv)
 		args = append(args, "--setenv", k, v)

@@ -214,3 +214,30 @@ func TestUnreachableWorkdirIsAClearError(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnavailable)
 	require.ErrorContains(t, err, "not traversable")
 }
+
+func TestHiddenDirectoriesAndOtherWorkingCopies(t *testing.T) {
+	data := t.TempDir()
+	require.NoError(t, os.Chmod(filepath.Dir(data), 0o711))
+	require.NoError(t, os.Chmod(data, 0o711))
+	require.NoError(t, os.WriteFile(filepath.Join(data, "paddock.db"), []byte("SECRET-TRANSCRIPTS"), 0o644))
+	mine, other := filepath.Join(data, "ws", "mine"), filepath.Join(data, "ws", "other")
+	for _, d := range []string{mine, other} {
+		require.NoError(t, os.MkdirAll(filepath.Join(d, ".git"), 0o755))
+		if os.Getuid() == 0 {
+			require.NoError(t, os.Chown(d, box.UID, box.GID))
+		}
+	}
+	require.NoError(t, os.Chmod(filepath.Join(data, "ws"), 0o711))
+	require.NoError(t, os.WriteFile(filepath.Join(other, "code.go"), []byte("OTHER-SESSION-CODE"), 0o644))
+	hiding := *box
+	hiding.Hide = []string{data}
+	var out bytes.Buffer
+	res, err := hiding.Run(context.Background(), Command{Workdir: mine, Stdout: &out, Stderr: &out, Timeout: 20 * time.Second,
+		Script: fmt.Sprintf(`cat %s/paddock.db; cat %s/code.go; echo ok > mine.txt; mv .git git-moved; echo mv=$?; ls -a`, data, other)})
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode, out.String())
+	require.NotContains(t, out.String(), "SECRET-TRANSCRIPTS")
+	require.NotContains(t, out.String(), "OTHER-SESSION-CODE")
+	require.NotContains(t, out.String(), "mv=0", ".git is pinned in place")
+	require.FileExists(t, filepath.Join(mine, "mine.txt"))
+}

@@ -43,7 +43,9 @@ func (d Diff) Flagged() []File {
 }
 
 func git(ctx context.Context, dir string, env []string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "safe.directory=*", "-c", "core.hooksPath=/dev/null"}, args...)...)
+	// The working copy was the agent's: never run its hooks, fsmonitor or
+	// external diff drivers from here.
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "safe.directory=*", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), append([]string{"GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1"}, env...)...)
 	var out, errb bytes.Buffer
