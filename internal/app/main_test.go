@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/client"
@@ -24,8 +26,16 @@ var (
 
 func TestMain(m *testing.M) {
 	// The crash test re-executes this binary as a `paddock serve` child.
-	if os.Getenv("PADDOCK_TEST_CHILD") == "serve" {
+	switch os.Getenv("PADDOCK_TEST_CHILD") {
+	case "serve":
 		os.Exit(cli.Run(context.Background(), []string{"serve"}, cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+	case "mcp":
+		// The stdio MCP test re-executes this binary, in the sandbox, as its server.
+		if err := calcServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	dir, err := os.MkdirTemp("", "paddock-app-test-")
 	if err != nil {

@@ -394,11 +394,20 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 	return provider.Response{}, lastErr
 }
 
+// mcpEnv is where the session's stdio MCP servers run: its sandbox.
+func (a *Activities) mcpEnv(s session.Session) tool.MCPEnv {
+	env := tool.MCPEnv{Workdir: s.Workdir}
+	if l, ok := a.Shell.(tool.Launcher); ok && a.SandboxErr == nil {
+		env.Launcher = l
+	}
+	return env
+}
+
 // mcpServers are the agent's MCP servers.
 func mcpServers(sp spec.Agent) []tool.MCPServer {
 	var out []tool.MCPServer
 	for _, m := range sp.MCPServers {
-		out = append(out, tool.MCPServer{Name: m.Name, URL: m.URL})
+		out = append(out, tool.MCPServer{Name: m.Name, URL: m.URL, Command: m.Command, Env: m.Env})
 	}
 	return out
 }
@@ -425,7 +434,7 @@ func (a *Activities) offered(ctx context.Context, s session.Session, sp spec.Age
 	p, err := a.pinned(s)
 	all := a.Tools.Only(sp.Tools).Specs()
 	if servers := mcpServers(sp); len(servers) > 0 {
-		extra, mcpErr := tool.MCPTools(ctx, servers)
+		extra, mcpErr := tool.MCPTools(ctx, servers, a.mcpEnv(s))
 		if mcpErr != nil {
 			data, _ := json.Marshal(session.TextData{Text: "MCP tools unavailable this step: " + mcpErr.Error()})
 			_, _ = a.Store.AppendEvent(ctx, session.Event{SessionID: s.ID, TurnID: turnID, Kind: session.EventNotice, Key: fmt.Sprintf("%s/step%d/mcp", turnID, step), Data: data})

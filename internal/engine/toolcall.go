@@ -229,7 +229,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 	var res tool.Result
 	var runErr error
 	if server, name, ok := mcpServer(sp, call.Name); ok {
-		res, runErr = tool.CallMCP(ctx, server, name, call.Args)
+		res, runErr = tool.CallMCP(ctx, server, a.mcpEnv(s), name, call.Args)
 	} else {
 		res, runErr = a.Tools.Only(sp.Tools)[call.Name].Run(ctx, tool.Env{Root: s.Workdir, Shell: a.Shell, MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}, call.Args)
 	}

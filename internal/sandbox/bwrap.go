@@ -114,6 +114,46 @@ func (b *Bwrap) Reachable(dir string) error {
 	}
 }
 
+// Start prepares a long-lived process in a fresh sandbox, talking over its
+// standard input and output (an MCP server over stdio): same isolation as
+// Run, the process limit by RLIMIT_NPROC, no time limit; it dies with its
+// caller. The caller starts and ends the returned command.
+func (b *Bwrap) Start(workdir string, argv []string, env map[string]string) (*exec.Cmd, error) {
+	workdir, err := filepath.Abs(workdir)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(workdir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("sandbox working directory %s: not a directory", workdir)
+	}
+	if err := b.Reachable(workdir); err != nil {
+		return nil, err
+	}
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("sandbox: no command")
+	}
+	var hide []string
+	for _, h := range b.Hide {
+		if h != "" && h != workdir && !strings.HasPrefix(h, workdir+"/") {
+			hide = append(hide, h)
+		}
+	}
+	args := Args(workdir, hide...)
+	for _, kv := range Environment(env) {
+		k, v, _ := cut(kv)
+		args = append(args, "--setenv", k, v)
+	}
+	args = append(append(args, "--"), argv...)
+	launcher := `ulimit -u "$1" 2>/dev/null; shift; exec "$@"`
+	cmd := exec.Command("/bin/sh", append([]string{"-c", launcher, "paddock-sandbox", strconv.Itoa(b.MaxProcs), b.Path}, args...)...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if currentUID() == 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(b.UID), Gid: uint32(b.GID), Groups: []uint32{}}
+	}
+	return cmd, nil
+}
+
 // Run runs one command in a fresh sandbox.
 func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 	defaults(&c)

@@ -51,9 +51,12 @@ type Agent struct {
 
 // MCPServerSpec is an MCP server reached over streamable HTTP.
 type MCPServerSpec struct {
-	Name    string   `yaml:"name" json:"name"`
-	URL     string   `yaml:"url" json:"url,omitempty"`
-	Command []string `yaml:"command" json:"command,omitempty"`
+	Name string `yaml:"name" json:"name"`
+	// URL reaches a streamable HTTP server; Command starts a stdio server
+	// inside the session's sandbox. One of the two.
+	URL     string            `yaml:"url" json:"url,omitempty"`
+	Command []string          `yaml:"command" json:"command,omitempty"`
+	Env     map[string]string `yaml:"env" json:"env,omitempty"`
 }
 
 // PolicySpec is an agent's policy, in the same form as a policy file.
@@ -247,8 +250,11 @@ func (a *Agent) Validate(known Known) error {
 			return bad(path+".name", fmt.Sprintf("%q: want a unique name of lowercase letters, digits, - and _ (no __)", m.Name))
 		}
 		seen[m.Name] = true
+		if (len(m.Command) > 0) == (m.URL != "") {
+			return bad(path, "give either url (streamable HTTP) or command (stdio, run in the sandbox)")
+		}
 		if len(m.Command) > 0 {
-			return bad(path+".command", "stdio MCP servers are not supported yet: they would run outside the sandbox; serve it over streamable HTTP and give url")
+			continue
 		}
 		if u, err := url.Parse(m.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return bad(path+".url", fmt.Sprintf("%q: want an http(s) URL of a streamable HTTP MCP endpoint", m.URL))

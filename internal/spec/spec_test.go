@@ -62,7 +62,7 @@ func TestParseErrors(t *testing.T) {
 		{"- a\n- b\n", "want a mapping"},
 		{"name: a\nmodel: replay/x\npolicy:\n  tools:\n    run_command: sometimes\n", "policy: tools.run_command"},
 		{"name: a\nmodel: replay/x\npolicy:\n  commands:\n    deny: [rm]\n", "policy.commands.deny: unknown field"},
-		{"name: a\nmodel: replay/x\nmcpServers:\n  - name: fs\n    command: [mcp-fs]\n", "mcpServers[0].command: stdio MCP servers are not supported yet"},
+		{"name: a\nmodel: replay/x\nmcpServers:\n  - name: fs\n    command: [mcp-fs]\n    url: http://x\n", "mcpServers[0]: give either url"},
 		{"name: a\nmodel: replay/x\nmcpServers:\n  - name: a__b\n    url: http://x\n", "mcpServers[0].name"},
 		{"name: a\nmodel: replay/x\nmcpServers:\n  - name: fs\n    url: ftp://x\n", "mcpServers[0].url"},
 	}

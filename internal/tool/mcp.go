@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -18,12 +19,26 @@ import (
 // mcp__SERVER__TOOL. Policies name them the same way.
 const MCPPrefix = "mcp__"
 
-// MCPServer is an MCP server an agent lists. Servers are reached over
-// streamable HTTP; their tools join the agent's tool set and pass the same
-// gate as the built-in tools.
+// MCPServer is an MCP server an agent lists: reached over streamable HTTP
+// (URL), or started over stdio (Command) inside the session's sandbox, on
+// its working copy, with no network. Its tools join the agent's tool set and
+// pass the same gate as the built-in tools.
 type MCPServer struct {
-	Name string
-	URL  string
+	Name    string
+	URL     string
+	Command []string
+	Env     map[string]string
+}
+
+// Launcher starts a process in the sandbox (stdio MCP servers).
+type Launcher interface {
+	Start(workdir string, argv []string, env map[string]string) (*exec.Cmd, error)
+}
+
+// MCPEnv is where stdio MCP servers run.
+type MCPEnv struct {
+	Workdir  string
+	Launcher Launcher
 }
 
 // MCPName is the tool name a server's tool goes by.
@@ -38,21 +53,33 @@ func SplitMCPName(name string) (server, tool string, ok bool) {
 	return strings.Cut(rest, "__")
 }
 
-func connectMCP(ctx context.Context, s MCPServer) (*mcp.ClientSession, error) {
+func connectMCP(ctx context.Context, s MCPServer, env MCPEnv) (*mcp.ClientSession, error) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "paddock", Version: "1"}, nil)
-	t := &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &http.Client{Timeout: 5 * time.Minute}, MaxRetries: 2, DisableStandaloneSSE: true}
+	var t mcp.Transport
+	if len(s.Command) > 0 {
+		if env.Launcher == nil {
+			return nil, fmt.Errorf("MCP server %s runs over stdio, which needs the sandbox, and none is available: %w", s.Name, ErrNoSandbox)
+		}
+		cmd, err := env.Launcher.Start(env.Workdir, s.Command, s.Env)
+		if err != nil {
+			return nil, fmt.Errorf("MCP server %s: %w", s.Name, err)
+		}
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	} else {
+		t = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &http.Client{Timeout: 5 * time.Minute}, MaxRetries: 2, DisableStandaloneSSE: true}
+	}
 	cs, err := c.Connect(ctx, t, nil)
 	if err != nil {
-		return nil, fmt.Errorf("MCP server %s (%s): %w", s.Name, s.URL, err)
+		return nil, fmt.Errorf("MCP server %s: %w", s.Name, err)
 	}
 	return cs, nil
 }
 
 // MCPTools lists the tools of the servers, named mcp__SERVER__TOOL.
-func MCPTools(ctx context.Context, servers []MCPServer) ([]provider.ToolSpec, error) {
+func MCPTools(ctx context.Context, servers []MCPServer, env MCPEnv) ([]provider.ToolSpec, error) {
 	var out []provider.ToolSpec
 	for _, s := range servers {
-		cs, err := connectMCP(ctx, s)
+		cs, err := connectMCP(ctx, s, env)
 		if err != nil {
 			return nil, err
 		}
@@ -71,12 +98,12 @@ func MCPTools(ctx context.Context, servers []MCPServer) ([]provider.ToolSpec, er
 
 // CallMCP calls a server's tool with the model's arguments, which must be
 // one JSON object (the server validates them against its schema).
-func CallMCP(ctx context.Context, s MCPServer, tool string, args json.RawMessage) (Result, error) {
+func CallMCP(ctx context.Context, s MCPServer, env MCPEnv, tool string, args json.RawMessage) (Result, error) {
 	var obj map[string]any
 	if err := decode(args, &obj); err != nil {
 		return Result{}, err
 	}
-	cs, err := connectMCP(ctx, s)
+	cs, err := connectMCP(ctx, s, env)
 	if err != nil {
 		return Result{}, err
 	}

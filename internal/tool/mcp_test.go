@@ -31,7 +31,7 @@ func mcpServer(t *testing.T) string {
 func TestMCPTools(t *testing.T) {
 	ctx := context.Background()
 	servers := []MCPServer{{Name: "calc", URL: mcpServer(t)}}
-	specs, err := MCPTools(ctx, servers)
+	specs, err := MCPTools(ctx, servers, MCPEnv{})
 	require.NoError(t, err)
 	require.Len(t, specs, 1)
 	require.Equal(t, "mcp__calc__add", specs[0].Name)
@@ -39,13 +39,18 @@ func TestMCPTools(t *testing.T) {
 	server, tool, ok := SplitMCPName(specs[0].Name)
 	require.True(t, ok)
 	require.Equal(t, "calc", server)
-	res, err := CallMCP(ctx, servers[0], tool, json.RawMessage(`{"a":2,"b":40}`))
+	res, err := CallMCP(ctx, servers[0], MCPEnv{}, tool, json.RawMessage(`{"a":2,"b":40}`))
 	require.NoError(t, err)
 	require.Equal(t, "42", res.Output)
-	_, err = CallMCP(ctx, servers[0], tool, json.RawMessage(`{"a":"two"}`))
+	_, err = CallMCP(ctx, servers[0], MCPEnv{}, tool, json.RawMessage(`{"a":"two"}`))
 	require.Error(t, err, "the server validates against its schema")
-	_, err = CallMCP(ctx, servers[0], tool, json.RawMessage(`not json`))
+	_, err = CallMCP(ctx, servers[0], MCPEnv{}, tool, json.RawMessage(`not json`))
 	require.ErrorIs(t, err, ErrArgs)
-	_, err = MCPTools(ctx, []MCPServer{{Name: "dead", URL: "http://127.0.0.1:1/mcp"}})
+	_, err = MCPTools(ctx, []MCPServer{{Name: "dead", URL: "http://127.0.0.1:1/mcp"}}, MCPEnv{})
 	require.ErrorContains(t, err, "MCP server dead")
+}
+
+func TestStdioMCPNeedsTheSandbox(t *testing.T) {
+	_, err := MCPTools(context.Background(), []MCPServer{{Name: "local", Command: []string{"mcp-server"}}}, MCPEnv{})
+	require.ErrorIs(t, err, ErrNoSandbox)
 }
