@@ -95,7 +95,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	reg := Providers()
 	tools := tool.Builtin()
 	acts := &engine.Activities{Store: st, Providers: reg, Tools: tools, Logger: logger, Now: time.Now,
-		WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces"), CommandMax: cfg.CommandMax, CommandMaxOutput: cfg.CommandMaxOutput, Prices: cfg.Prices}
+		WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces"), CacheDir: filepath.Join(cfg.DataDir, "caches"), CommandMax: cfg.CommandMax, CommandMaxOutput: cfg.CommandMaxOutput, Prices: cfg.Prices}
 	if err := a.sandbox(ctx, acts, cfg); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,7 +89,7 @@ func script(t testing.TB, name string) string {
 // machine may be busy. It never sleeps a fixed time to let work happen.
 func waitFor(t testing.TB, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(150 * time.Second)
 	for {
 		ok, err := cond()
 		if err != nil {
@@ -113,4 +114,12 @@ func dataDir(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+var uniqueN atomic.Int64
+
+// unique names a resource afresh on every run, so -count=N reruns against
+// the package's one server stay independent.
+func unique(name string) string {
+	return fmt.Sprintf("%s-%d-%d", name, os.Getpid()%10000, uniqueN.Add(1))
 }

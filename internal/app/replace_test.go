@@ -42,15 +42,16 @@ func TestAgentArchivesItself(t *testing.T) {
 
 func TestStopWithRespawnHandsOff(t *testing.T) {
 	ctx := context.Background()
-	applyAgent(t, "keeper", script(t, "work.yaml"), "concurrency: 1\nreplace: auto\nonReplace: pick up where the last one stopped\n")
-	first, err := api.CreateSession(ctx, engine.CreateRequest{Agent: "keeper"})
+	keeper := unique("keeper")
+	applyAgent(t, keeper, script(t, "work.yaml"), "concurrency: 1\nreplace: auto\nonReplace: pick up where the last one stopped\n")
+	first, err := api.CreateSession(ctx, engine.CreateRequest{Agent: keeper})
 	require.NoError(t, err)
 	waitStatus(t, first.ID, session.StatusAwaiting)
 	send(t, first.ID, session.KindStop, session.StopPayload{Reason: "rotate", Respawn: true, Handoff: "the build is flaky on Tuesdays"})
 	waitStatus(t, first.ID, session.StatusStopped)
 	var next session.Session
 	waitFor(t, "the successor", func() (bool, error) {
-		list, err := api.Sessions(ctx, store.SessionFilter{Agent: "keeper", Status: session.StatusAwaiting})
+		list, err := api.Sessions(ctx, store.SessionFilter{Agent: keeper, Status: session.StatusAwaiting})
 		if len(list) == 1 {
 			next = list[0]
 		}
@@ -76,7 +77,7 @@ func TestStopWithRespawnHandsOff(t *testing.T) {
 	}
 	require.Contains(t, firstMessage, "the build is flaky on Tuesdays")
 	// The successor holds the singleton slot now.
-	_, err = api.CreateSession(ctx, engine.CreateRequest{Agent: "keeper"})
+	_, err = api.CreateSession(ctx, engine.CreateRequest{Agent: keeper})
 	require.ErrorContains(t, err, next.ID)
 	send(t, next.ID, session.KindStop, session.StopPayload{})
 	waitStatus(t, next.ID, session.StatusStopped)

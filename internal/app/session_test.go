@@ -176,10 +176,11 @@ func TestBadInputGets4xx(t *testing.T) {
 
 func TestSingletonRetryArchive(t *testing.T) {
 	ctx := context.Background()
-	applyAgent(t, "single", script(t, "work.yaml"), "concurrency: 1\n")
-	first, err := api.CreateSession(ctx, engine.CreateRequest{Agent: "single"})
+	single := unique("single")
+	applyAgent(t, single, script(t, "work.yaml"), "concurrency: 1\n")
+	first, err := api.CreateSession(ctx, engine.CreateRequest{Agent: single})
 	require.NoError(t, err)
-	_, err = api.CreateSession(ctx, engine.CreateRequest{Agent: "single", Message: "another"})
+	_, err = api.CreateSession(ctx, engine.CreateRequest{Agent: single, Message: "another"})
 	var apiErr *client.Error
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusConflict, apiErr.Status)
@@ -189,7 +190,7 @@ func TestSingletonRetryArchive(t *testing.T) {
 	// Archive, then a message revives it.
 	_, err = api.Archive(ctx, first.ID)
 	require.NoError(t, err)
-	list, err := api.Sessions(ctx, store.SessionFilter{Agent: "single"})
+	list, err := api.Sessions(ctx, store.SessionFilter{Agent: single})
 	require.NoError(t, err)
 	require.Empty(t, list)
 	send(t, first.ID, session.KindMessage, session.MessagePayload{Message: "wake up"})

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -56,17 +57,18 @@ func writeFile(t *testing.T, name, content string) string {
 }
 
 func TestApplyIsIdempotentAndStrict(t *testing.T) {
-	f := writeFile(t, "agent.yaml", "name: cli-agent\nmodel: replay/demo\n")
+	name := fmt.Sprintf("cli-agent-%d", time.Now().UnixNano()%1e9)
+	f := writeFile(t, "agent.yaml", "name: "+name+"\nmodel: replay/demo\n")
 	code, out, _ := run(t, "", "apply", "-f", f)
 	require.Equal(t, 0, code)
-	require.Equal(t, "agent/cli-agent created\n", out)
+	require.Equal(t, "agent/"+name+" created\n", out)
 	_, out, _ = run(t, "", "apply", "-f", f)
-	require.Equal(t, "agent/cli-agent unchanged\n", out)
-	f2 := writeFile(t, "agent.yaml", "name: cli-agent\nmodel: replay/demo\nconcurrency: 1\n")
+	require.Equal(t, "agent/"+name+" unchanged\n", out)
+	f2 := writeFile(t, "agent.yaml", "name: "+name+"\nmodel: replay/demo\nconcurrency: 1\n")
 	_, out, _ = run(t, "", "apply", "-f", f2)
-	require.Equal(t, "agent/cli-agent configured\n", out)
+	require.Equal(t, "agent/"+name+" configured\n", out)
 
-	bad := writeFile(t, "bad.yaml", "name: cli-agent\nmodel: replay/demo\ntools: [read_file, nuke]\n")
+	bad := writeFile(t, "bad.yaml", "name: "+name+"\nmodel: replay/demo\ntools: [read_file, nuke]\n")
 	code, out, errOut := run(t, "", "apply", "-f", bad)
 	require.Equal(t, 1, code)
 	require.Empty(t, out)
@@ -76,7 +78,7 @@ func TestApplyIsIdempotentAndStrict(t *testing.T) {
 	require.Contains(t, errOut, "-f FILE")
 	code, out, _ = run(t, "", "agents", "ls")
 	require.Equal(t, 0, code)
-	require.Contains(t, out, "cli-agent")
+	require.Contains(t, out, name)
 }
 
 func TestDemo(t *testing.T) {

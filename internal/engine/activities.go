@@ -39,8 +39,10 @@ type Activities struct {
 	Tools     tool.Set
 	Logger    *slog.Logger
 	Now       func() time.Time
-	// WorkspaceDir holds one working copy per session.
+	// WorkspaceDir holds one working copy per session; CacheDir one build
+	// cache per session (never shared: a session could poison another's).
 	WorkspaceDir string
+	CacheDir     string
 	// Spawner replaces ended sessions of replace: auto agents; nil disables it.
 	Spawner Spawner
 	// Shell runs commands in the sandbox. When the sandbox is unavailable,
@@ -624,4 +626,21 @@ func (a *Activities) Stop(ctx context.Context, cmd session.Command) error {
 		return nil
 	}
 	return a.replace(ctx, cmd.SessionID)
+}
+
+// sessionCache returns (creating it) the session's own cache directory for
+// sandboxed commands, or "" without a CacheDir.
+func (a *Activities) sessionCache(sessionID string) string {
+	if a.CacheDir == "" {
+		return ""
+	}
+	dir := filepath.Join(a.CacheDir, sessionID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return ""
+	}
+	_ = os.Chmod(a.CacheDir, 0o711)
+	if a.SandboxUID != 0 {
+		_ = os.Chown(dir, a.SandboxUID, a.SandboxUID)
+	}
+	return dir
 }

@@ -231,7 +231,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 	if server, name, ok := mcpServer(sp, call.Name); ok {
 		res, runErr = tool.CallMCP(ctx, server, a.mcpEnv(s), name, call.Args)
 	} else {
-		res, runErr = a.Tools.Only(sp.Tools)[call.Name].Run(ctx, tool.Env{Root: s.Workdir, Shell: a.Shell, MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}, call.Args)
+		res, runErr = a.Tools.Only(sp.Tools)[call.Name].Run(ctx, tool.Env{Root: s.Workdir, Shell: a.Shell, Cache: a.sessionCache(s.ID), MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}, call.Args)
 	}
 	if runErr != nil {
 		return finish(session.CallErrored, "", runErr.Error())

@@ -174,6 +174,9 @@ func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 		}
 	}
 	args := Args(workdir, hide...)
+	if c.Cache != "" {
+		args = append(args, "--bind", c.Cache, "/home/sandbox/.cache")
+	}
 	for _, kv := range Environment(c.Env) {
 		k, v, _ := cut(kv)
 		args = append(args, "--setenv", k, v)

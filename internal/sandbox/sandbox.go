@@ -38,7 +38,10 @@ type Command struct {
 	Workdir string
 	// Env adds variables to the allowlisted environment. Variables that
 	// make a shell run code (BASH_ENV, ENV, BASH_FUNC_*, ...) are dropped.
-	Env       map[string]string
+	Env map[string]string
+	// Cache, when set, is a host directory of the session's own, mounted
+	// writable at /home/sandbox/.cache so build caches outlive one command.
+	Cache     string
 	Timeout   time.Duration
 	MaxOutput int64
 	// Stdout and Stderr receive the output (up to MaxOutput in all).
@@ -77,7 +80,7 @@ func Environment(extra map[string]string) []string {
 		"LANG":        "C.UTF-8",
 		"TERM":        "dumb",
 		"GOCACHE":     "/home/sandbox/.cache/go-build",
-		"GOPATH":      "/home/sandbox/go",
+		"GOPATH":      "/home/sandbox/.cache/go",
 		"GOFLAGS":     "-mod=mod",
 		"GOTOOLCHAIN": "local",
 		"CI":          "1",

@@ -45,7 +45,7 @@ var runCommand = Tool{
 		}
 		var out bytes.Buffer
 		res, err := env.Shell.Run(ctx, sandbox.Command{Script: a.Command, Workdir: env.Root, Stdout: &out, Stderr: &out,
-			Timeout: timeout, MaxOutput: env.MaxOutput})
+			Timeout: timeout, MaxOutput: env.MaxOutput, Cache: env.Cache})
 		if err != nil {
 			return Result{}, err
 		}

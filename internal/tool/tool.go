@@ -29,6 +29,8 @@ type Env struct {
 	Root string
 	// Shell runs commands in the sandbox; nil means commands cannot run.
 	Shell Shell
+	// Cache is the session's own build-cache directory for commands.
+	Cache string
 	// MaxDuration and MaxOutput bound each command (zero: the defaults).
 	MaxDuration time.Duration
 	MaxOutput   int64
