@@ -321,10 +321,16 @@ func (s *Service) Send(ctx context.Context, sessionID string, req SendRequest, b
 		key = id
 	}
 	c, created, err := s.Store.AppendCommand(ctx, store.NewCommand{ID: id, SessionID: sessionID, Kind: req.Kind, Payload: req.Payload, Sender: by, IdempotencyKey: key})
-	if err != nil || !created || !c.Kind.Dispatched() {
+	if err != nil || !c.Kind.Dispatched() || c.State != session.CommandPending {
 		return c, err
 	}
-	return c, s.notify(ctx, sessionID, Notice{CommandID: c.ID, Kind: c.Kind})
+	n := Notice{CommandID: c.ID, Kind: c.Kind}
+	if !created {
+		// A retried send whose command is still pending: make up for a wake
+		// that may have been lost, but abort nothing a second time.
+		n.Kind = ""
+	}
+	return c, s.notify(ctx, sessionID, n)
 }
 
 // Archive marks a session done-for-now; it stays revivable.
