@@ -170,7 +170,7 @@ func (c *checker) stmtFeeds(s *syntax.Stmt, depth int) {
 		if body == nil {
 			continue
 		}
-		if !shells[n] {
+		if !shells[n] && n != "source" && n != "." {
 			c.add(printNode(s), Ask, "interpreter", "a here-document feeds code into "+n)
 			continue
 		}
