@@ -309,8 +309,6 @@ func nonNil[T any](v []T) []T {
 	return v
 }
 
-func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
-
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := store.ApprovalFilter{SessionID: q.Get("session"), Status: session.ApprovalStatus(q.Get("status"))}

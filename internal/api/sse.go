@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -60,7 +61,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, e := range list {
 			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: ", e.Seq, e.Kind)
-			b, _ := jsonMarshal(e)
+			b, _ := json.Marshal(e)
 			w.Write(b)
 			fmt.Fprint(w, "\n\n")
 			after = e.Seq

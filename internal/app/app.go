@@ -94,7 +94,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	}
 	reg := Providers()
 	tools := tool.Builtin()
-	acts := &engine.Activities{Store: st, Providers: reg, Tools: tools, Logger: logger, Now: time.Now,
+	acts := &engine.Activities{Store: st, Providers: reg, Tools: tools, Now: time.Now,
 		WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces"), CacheDir: filepath.Join(cfg.DataDir, "caches"), CommandMax: cfg.CommandMax, CommandMaxOutput: cfg.CommandMaxOutput, Prices: cfg.Prices}
 	if err := a.sandbox(ctx, acts, cfg); err != nil {
 		return nil, err

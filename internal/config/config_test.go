@@ -43,3 +43,16 @@ func TestPrices(t *testing.T) {
 	_, err = Load(func(k string) string { return map[string]string{"PADDOCK_DATA_DIR": "/d", "PADDOCK_PRICES": f}[k] })
 	require.ErrorContains(t, err, "PADDOCK_PRICES")
 }
+
+// TestEveryVariableIsReadAndDocumented keeps config.Vars, Load and the
+// README's configuration table in step.
+func TestEveryVariableIsReadAndDocumented(t *testing.T) {
+	src, err := os.ReadFile("config.go")
+	require.NoError(t, err)
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	for _, v := range Vars {
+		require.Contains(t, string(src), `getenv("`+v.Name+`")`, "%s is listed but not read", v.Name)
+		require.Contains(t, string(readme), "| `"+v.Name+"` |", "%s is missing from the README's table", v.Name)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,7 +36,6 @@ type Activities struct {
 	Store     store.Store
 	Providers *provider.Registry
 	Tools     tool.Set
-	Logger    *slog.Logger
 	Now       func() time.Time
 	// WorkspaceDir holds one working copy per session; CacheDir one build
 	// cache per session (never shared: a session could poison another's).

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,8 +47,7 @@ func setup(t *testing.T) *fixture {
 	}
 	reg := provider.NewRegistry()
 	reg.Register("replay", replay.Factory)
-	acts := &Activities{Store: st, Providers: reg, Tools: tool.Builtin(), Now: time.Now,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), WorkspaceDir: t.TempDir()}
+	acts := &Activities{Store: st, Providers: reg, Tools: tool.Builtin(), Now: time.Now, WorkspaceDir: t.TempDir()}
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(SessionWorkflow)
