@@ -3,12 +3,16 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // BenchmarkCommandToTurn measures, on the embedded server, the time from a
@@ -71,4 +75,40 @@ func BenchmarkCommandToTurn(b *testing.B) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds())/1000, "p90-ms")
+}
+
+// BenchmarkLiveSessions starts 500 sessions on the embedded server (each a
+// workflow running one replay turn, then awaiting with its idle timer) and
+// reports how long until all 500 are live and awaiting, and the process's
+// resident memory then. Run it alone: it leaves 500 live sessions behind.
+func BenchmarkLiveSessions(b *testing.B) {
+	const n = 500
+	ctx := context.Background()
+	for b.Loop() {
+		start := time.Now()
+		ids := make([]string, 0, n)
+		for range n {
+			x, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(b, "empty.yaml"), Message: "hello", Project: "load"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids = append(ids, x.ID)
+		}
+		created := time.Since(start)
+		waitFor(b, "all sessions awaiting", func() (bool, error) {
+			list, err := api.Sessions(ctx, store.SessionFilter{Project: "load", Status: session.StatusAwaiting, Limit: 1000})
+			return len(list) >= len(ids), err
+		})
+		b.ReportMetric(created.Seconds(), "create-s")
+		b.ReportMetric(time.Since(start).Seconds(), "all-awaiting-s")
+		if data, err := os.ReadFile("/proc/self/status"); err == nil {
+			for _, line := range strings.Split(string(data), "\n") {
+				if strings.HasPrefix(line, "VmRSS:") {
+					var kb float64
+					fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "VmRSS:")), "%f", &kb)
+					b.ReportMetric(kb/1024, "rss-MiB")
+				}
+			}
+		}
+	}
 }
