@@ -144,7 +144,7 @@ func (b *Bwrap) Start(workdir string, argv []string, env map[string]string) (*ex
 		args = append(args, "--setenv", k, v)
 	}
 	args = append(append(args, "--"), argv...)
-	launcher := `ulimit -u "$1" 2>/dev/null; shift; exec "$@"`
+	launcher := `ulimit -u "$1" 2>/dev/null; ulimit -f 4194304 2>/dev/null; shift; exec "$@"`
 	cmd := exec.Command("/bin/sh", append([]string{"-c", launcher, "paddock-sandbox", strconv.Itoa(b.MaxProcs), b.Path}, args...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -184,7 +184,8 @@ func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 	args = append(args, "--", "/bin/bash", "--noprofile", "--norc", "-c", c.Script)
 	// A small launcher sets the process limit and waits until the parent
 	// has put it in the cgroups, then becomes bwrap: nothing escapes the limits.
-	launcher := `ulimit -u "$1" 2>/dev/null; read -r _ <&3; exec 3<&-; shift; exec "$@"`
+	// RLIMIT_FSIZE bounds any one file (2 GiB: dash counts 512-byte blocks).
+	launcher := `ulimit -u "$1" 2>/dev/null; ulimit -f 4194304 2>/dev/null; read -r _ <&3; exec 3<&-; shift; exec "$@"`
 	cmd := exec.Command("/bin/sh", append([]string{"-c", launcher, "paddock-sandbox", strconv.Itoa(b.MaxProcs), b.Path}, args...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
