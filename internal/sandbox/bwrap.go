@@ -144,14 +144,24 @@ func (b *Bwrap) Start(workdir string, argv []string, env map[string]string) (*ex
 		args = append(args, "--setenv", k, v)
 	}
 	args = append(append(args, "--"), argv...)
-	launcher := `ulimit -u "$1" 2>/dev/null; ulimit -f 4194304 2>/dev/null; shift; exec "$@"`
-	cmd := exec.Command("/bin/sh", append([]string{"-c", launcher, "paddock-sandbox", strconv.Itoa(b.MaxProcs), b.Path}, args...)...)
+	launcher := `{ [ "$1" = 0 ] || ulimit -u "$1"; } && ulimit -f 2097152 || exit 125; shift; exec "$@"`
+	cmd := exec.Command("/bin/bash", append([]string{"--noprofile", "--norc", "-c", launcher, "paddock-sandbox", strconv.Itoa(b.nproc()), b.Path}, args...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if currentUID() == 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(b.UID), Gid: uint32(b.GID), Groups: []uint32{}}
 	}
 	return cmd, nil
+}
+
+// nproc is the RLIMIT_NPROC to set: the process limit when commands run as
+// the dedicated sandbox uid (the limit counts every process of the uid); 0
+// as an ordinary user, whose own processes would count against it too.
+func (b *Bwrap) nproc() int {
+	if currentUID() == 0 {
+		return b.MaxProcs
+	}
+	return 0
 }
 
 // Run runs one command in a fresh sandbox.
@@ -184,9 +194,9 @@ func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 	args = append(args, "--", "/bin/bash", "--noprofile", "--norc", "-c", c.Script)
 	// A small launcher sets the process limit and waits until the parent
 	// has put it in the cgroups, then becomes bwrap: nothing escapes the limits.
-	// RLIMIT_FSIZE bounds any one file (2 GiB: dash counts 512-byte blocks).
-	launcher := `ulimit -u "$1" 2>/dev/null; ulimit -f 4194304 2>/dev/null; read -r _ <&3; exec 3<&-; shift; exec "$@"`
-	cmd := exec.Command("/bin/sh", append([]string{"-c", launcher, "paddock-sandbox", strconv.Itoa(b.MaxProcs), b.Path}, args...)...)
+	// RLIMIT_NPROC bounds the processes, RLIMIT_FSIZE any one file (2 GiB).
+	launcher := `{ [ "$1" = 0 ] || ulimit -u "$1"; } && ulimit -f 2097152 || exit 125; read -r _ <&3; exec 3<&-; shift; exec "$@"`
+	cmd := exec.Command("/bin/bash", append([]string{"--noprofile", "--norc", "-c", launcher, "paddock-sandbox", strconv.Itoa(b.nproc()), b.Path}, args...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if currentUID() == 0 {
