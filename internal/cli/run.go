@@ -243,7 +243,12 @@ func newDemo(g *globals) *cobra.Command {
 				return err
 			}
 			defer stop()
-			x, err := c.CreateSession(ctx, engine.CreateRequest{Model: "replay/demo", Repo: repo, Message: "Fix the typo in the README."})
+			// The demo agent uses only file tools and questions, so the demo
+			// runs even where bubblewrap is not installed yet.
+			if _, err := c.Apply(ctx, []byte(demoAgent)); err != nil {
+				return err
+			}
+			x, err := c.CreateSession(ctx, engine.CreateRequest{Agent: "demo", Repo: repo, Message: "Fix the typo in the README."})
 			if err != nil {
 				return err
 			}
@@ -273,3 +278,10 @@ func newDemo(g *globals) *cobra.Command {
 		},
 	}
 }
+
+const demoAgent = `name: demo
+description: the scripted agent of paddock demo
+model: replay/demo
+tools: [list_dir, read_file, edit_file, write_file, ask_user]
+displayTitle: "Demo: {{input}}"
+`
