@@ -17,24 +17,32 @@ import (
 	"github.com/paddock-dev/paddock/internal/store"
 )
 
-// TestGatedSession: refused commands never run, a free one runs on the
-// automation's word, and one that needs permission waits for a named
-// person's approval, runs in the sandbox, and records who approved it.
-func TestGatedSession(t *testing.T) {
+// gatedSession starts gated.yaml in a project whose policy asks for all but
+// ls, non-interactive with the named approver, and returns the one approval
+// it comes to wait for.
+func gatedSession(t *testing.T, project, approver string) (session.Session, session.Approval) {
+	t.Helper()
 	ctx := context.Background()
-	_, err := api.SetPolicy(ctx, "gated", []byte("default: ask\ncommands:\n  allow: [ls]\ncontinueAfterToolRejection: true\n"))
+	_, err := api.SetPolicy(ctx, project, []byte("default: ask\ncommands:\n  allow: [ls]\ncontinueAfterToolRejection: true\n"))
 	require.NoError(t, err)
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Project: "gated", Model: script(t, "gated.yaml"), Message: "go",
-		Repo: gitRepo(t), NonInteractive: true, Approver: "tester"})
+	x, err := api.CreateSession(ctx, engine.CreateRequest{Project: project, Model: script(t, "gated.yaml"), Message: "go",
+		Repo: gitRepo(t), NonInteractive: true, Approver: approver})
 	require.NoError(t, err)
-
 	var pending []session.Approval
 	waitFor(t, "the approval request", func() (bool, error) {
 		var err error
 		pending, err = api.Approvals(ctx, store.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
 		return len(pending) == 1, err
 	})
-	ap := pending[0]
+	return x, pending[0]
+}
+
+// TestGatedSession: refused commands never run, a free one runs on the
+// automation's word, and one that needs permission waits for a named
+// person's approval, runs in the sandbox, and records who approved it.
+func TestGatedSession(t *testing.T) {
+	ctx := context.Background()
+	x, ap := gatedSession(t, "gated", "tester")
 	require.Equal(t, "run_command", ap.Tool)
 	require.Contains(t, string(ap.Args), "made.txt")
 	require.True(t, strings.HasPrefix(ap.Digest, "sha256:"))
@@ -94,18 +102,8 @@ func TestGatedSession(t *testing.T) {
 // rejects at once with a clear reason.
 func TestApprovalsBelongToTheNamedApprover(t *testing.T) {
 	ctx := context.Background()
-	_, err := api.SetPolicy(ctx, "gated2", []byte("default: ask\ncommands:\n  allow: [ls]\ncontinueAfterToolRejection: true\n"))
-	require.NoError(t, err)
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Project: "gated2", Model: script(t, "gated.yaml"), Message: "go",
-		Repo: gitRepo(t), NonInteractive: true, Approver: "alice"})
-	require.NoError(t, err)
-	var pending []session.Approval
-	waitFor(t, "the approval request", func() (bool, error) {
-		var err error
-		pending, err = api.Approvals(ctx, store.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
-		return len(pending) == 1, err
-	})
-	_, err = api.Decide(ctx, pending[0].ID, true, "")
+	x, ap := gatedSession(t, "gated2", "alice")
+	_, err := api.Decide(ctx, ap.ID, true, "")
 	var apiErr *client.Error
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusForbidden, apiErr.Status)

@@ -356,12 +356,14 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 			return m.Response, nil
 		}
 	}
-	_, sp, err := a.agentSpec(ctx, sessionID)
+	s, sp, err := a.agentSpec(ctx, sessionID)
 	if err != nil {
 		return provider.Response{}, err
 	}
 	_ = a.Store.SetDisplay(ctx, sessionID, "", "thinking")
-	s, _ := a.Store.GetSession(ctx, sessionID)
+	// The conversation and the tools on offer are the same for every model
+	// tried (listing MCP tools is I/O: once per step).
+	messages, tools := agent.Conversation(events), a.offered(ctx, s, sp, turnID, step)
 	stop := heartbeat(ctx)
 	defer stop()
 	// The agent's model, then its fallbacks in order when a model fails
@@ -373,7 +375,7 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 			lastErr = err
 			continue
 		}
-		req := provider.Request{Model: model, System: sp.Instructions, Messages: agent.Conversation(events), Tools: a.offered(ctx, s, sp, turnID, step)}
+		req := provider.Request{Model: model, System: sp.Instructions, Messages: messages, Tools: tools}
 		variant := ""
 		if i > 0 {
 			variant = fmt.Sprintf("/fallback%d", i)
@@ -498,20 +500,19 @@ func (a *Activities) Answer(ctx context.Context, cmd session.Command) (string, e
 	if err := json.Unmarshal(cmd.Payload, &p); err != nil {
 		return "unreadable answer payload: " + err.Error(), nil
 	}
-	events, err := a.Store.ListEvents(ctx, cmd.SessionID, 0, 0)
+	events, err := a.callEvents(ctx, cmd.SessionID, p.ToolCallID)
 	if err != nil {
 		return "", err
 	}
 	var question *session.Event
 	for i, e := range events {
-		if e.Kind == session.EventQuestion && e.Key == "question/"+p.ToolCallID {
+		if e.Kind == session.EventQuestion {
 			question = &events[i]
+			continue
 		}
-		if e.Kind == session.EventToolCall && strings.HasPrefix(e.Key, "call/"+p.ToolCallID+"/") {
-			var d session.ToolCallData
-			if json.Unmarshal(e.Data, &d) == nil && d.State.Final() && e.Key != "call/"+p.ToolCallID+"/done" {
-				return fmt.Sprintf("question %s is no longer open", p.ToolCallID), nil
-			}
+		var d session.ToolCallData
+		if json.Unmarshal(e.Data, &d) == nil && d.State.Final() && e.Key != "call/"+p.ToolCallID+"/done" {
+			return fmt.Sprintf("question %s is no longer open", p.ToolCallID), nil
 		}
 	}
 	if question == nil {
@@ -536,22 +537,25 @@ func (a *Activities) Answer(ctx context.Context, cmd session.Command) (string, e
 // records that the assistant was cut off (unless the model step recorded
 // that itself while it streamed).
 func (a *Activities) Interrupted(ctx context.Context, sessionID, turnID, reason string) error {
-	events, err := a.Store.ListEvents(ctx, sessionID, 0, 0)
+	steps, err := a.Store.EventsByKey(ctx, sessionID, turnID+"/")
+	if err != nil {
+		return err
+	}
+	recorded := false
+	for _, e := range steps {
+		if e.Kind == agent.EventAssistantMessage {
+			var m agent.AssistantMessage
+			recorded = recorded || (json.Unmarshal(e.Data, &m) == nil && m.Response.StopReason == agent.StopInterrupted)
+		}
+	}
+	calls, err := a.Store.EventsByKey(ctx, sessionID, "call/")
 	if err != nil {
 		return err
 	}
 	last := map[string]session.ToolCallData{}
 	var order []string
-	recorded := false
-	for _, e := range events {
-		if e.TurnID != turnID {
-			continue
-		}
-		if e.Kind == agent.EventAssistantMessage {
-			var m agent.AssistantMessage
-			recorded = recorded || (json.Unmarshal(e.Data, &m) == nil && m.Response.StopReason == agent.StopInterrupted)
-		}
-		if e.Kind != session.EventToolCall {
+	for _, e := range calls {
+		if e.TurnID != turnID || e.Kind != session.EventToolCall {
 			continue
 		}
 		var d session.ToolCallData

@@ -53,30 +53,41 @@ func (a *Activities) pinned(s session.Session) (*policy.Policy, error) {
 	return &p, nil
 }
 
-// settledCall returns the call's final state if the transcript has one.
-func settledCall(events []session.Event, callID string) (session.ToolCallState, bool, bool) {
-	for _, e := range events {
-		if e.Kind == session.EventQuestion && e.Key == "question/"+callID {
-			return session.CallCalling, true, true
-		}
-		if e.Kind == session.EventToolCall && strings.HasPrefix(e.Key, "call/"+callID+"/") {
-			var d session.ToolCallData
-			if json.Unmarshal(e.Data, &d) == nil && d.State.Final() {
-				return d.State, false, true
-			}
+// callEvents are the transcript of one call: its state changes and the
+// question it asked, if any.
+func (a *Activities) callEvents(ctx context.Context, sessionID, callID string) ([]session.Event, error) {
+	events, err := a.Store.EventsByKey(ctx, sessionID, "call/"+callID+"/")
+	if err != nil {
+		return nil, err
+	}
+	q, err := a.Store.EventsByKey(ctx, sessionID, "question/"+callID)
+	for _, e := range q {
+		if e.Key == "question/"+callID {
+			events = append(events, e)
 		}
 	}
-	return "", false, false
+	return events, err
+}
+
+// settledCall returns the call's final state if the transcript has one.
+func (a *Activities) settledCall(ctx context.Context, sessionID, callID string) (st session.ToolCallState, question, ok bool, err error) {
+	events, err := a.callEvents(ctx, sessionID, callID)
+	for _, e := range events {
+		if e.Kind == session.EventQuestion {
+			return session.CallCalling, true, true, err
+		}
+		var d session.ToolCallData
+		if json.Unmarshal(e.Data, &d) == nil && d.State.Final() {
+			return d.State, false, true, err
+		}
+	}
+	return "", false, false, err
 }
 
 // Gate evaluates a generated call against the session's pinned policy. An
 // unknown tool errors (the model is told which exist); a refusal is
 // recorded as rejected with the deciding rule.
 func (a *Activities) Gate(ctx context.Context, sessionID, turnID string, call provider.ToolCall) (GateResult, error) {
-	events, err := a.Store.ListEvents(ctx, sessionID, 0, 0)
-	if err != nil {
-		return GateResult{}, err
-	}
 	s, sp, err := a.agentSpec(ctx, sessionID)
 	if err != nil {
 		return GateResult{}, err
@@ -86,7 +97,11 @@ func (a *Activities) Gate(ctx context.Context, sessionID, turnID string, call pr
 		return GateResult{}, nonRetryable(err)
 	}
 	out := GateResult{ContinueAfterRejection: p.ContinueAfterToolRejection}
-	if st, q, ok := settledCall(events, call.ID); ok {
+	st, q, settled, err := a.settledCall(ctx, sessionID, call.ID)
+	if err != nil {
+		return GateResult{}, err
+	}
+	if settled {
 		out.Settled, out.Question = st, q
 		return out, nil
 	}
@@ -180,11 +195,11 @@ func (a *Activities) Reject(ctx context.Context, sessionID, turnID string, call 
 // approval only counts for the exact call it was given for. Errors go back
 // to the model as an errored call; they never stop the session.
 func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call provider.ToolCall, first policy.Decision, by session.Attribution) (ToolOutcome, error) {
-	events, err := a.Store.ListEvents(ctx, sessionID, 0, 0)
+	st, q, settled, err := a.settledCall(ctx, sessionID, call.ID)
 	if err != nil {
 		return ToolOutcome{}, err
 	}
-	if st, q, ok := settledCall(events, call.ID); ok {
+	if settled {
 		return ToolOutcome{State: st, Question: q}, nil
 	}
 	s, sp, err := a.agentSpec(ctx, sessionID)

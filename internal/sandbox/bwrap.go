@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -119,39 +121,10 @@ func (b *Bwrap) Reachable(dir string) error {
 // Run, the process limit by RLIMIT_NPROC, no time limit; it dies with its
 // caller. The caller starts and ends the returned command.
 func (b *Bwrap) Start(workdir string, argv []string, env map[string]string) (*exec.Cmd, error) {
-	workdir, err := filepath.Abs(workdir)
-	if err != nil {
-		return nil, err
-	}
-	if fi, err := os.Stat(workdir); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("sandbox working directory %s: not a directory", workdir)
-	}
-	if err := b.Reachable(workdir); err != nil {
-		return nil, err
-	}
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("sandbox: no command")
 	}
-	var hide []string
-	for _, h := range b.Hide {
-		if h != "" && h != workdir && !strings.HasPrefix(h, workdir+"/") {
-			hide = append(hide, h)
-		}
-	}
-	args := Args(workdir, hide...)
-	for _, kv := range Environment(env) {
-		k, v, _ := cut(kv)
-		args = append(args, "--setenv", k, v)
-	}
-	args = append(append(args, "--"), argv...)
-	launcher := `{ [ "$1" = 0 ] || ulimit -u "$1"; } && ulimit -f 2097152 || exit 125; shift; exec "$@"`
-	cmd := exec.Command("/bin/bash", append([]string{"--noprofile", "--norc", "-c", launcher, "paddock-sandbox", strconv.Itoa(b.nproc()), b.Path}, args...)...)
-	cmd.Env = []string{"PATH=/usr/bin:/bin"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if currentUID() == 0 {
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(b.UID), Gid: uint32(b.GID), Groups: []uint32{}}
-	}
-	return cmd, nil
+	return b.command(workdir, "", env, argv, false)
 }
 
 // nproc is the RLIMIT_NPROC to set: the process limit when commands run as
@@ -164,18 +137,21 @@ func (b *Bwrap) nproc() int {
 	return 0
 }
 
-// Run runs one command in a fresh sandbox.
-func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
-	defaults(&c)
-	workdir, err := filepath.Abs(c.Workdir)
+// command builds the launcher that runs argv in a fresh sandbox on workdir.
+// The launcher, a small bash script, sets RLIMIT_NPROC (the processes) and
+// RLIMIT_FSIZE (any one file, 2 GiB); with waitFD it then waits on fd 3
+// until the parent has put it in the cgroups. Then it becomes bwrap, so
+// nothing escapes the limits.
+func (b *Bwrap) command(workdir, cache string, env map[string]string, argv []string, waitFD bool) (*exec.Cmd, error) {
+	workdir, err := filepath.Abs(workdir)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	if fi, err := os.Stat(workdir); err != nil || !fi.IsDir() {
-		return Result{}, fmt.Errorf("sandbox working directory %s: not a directory", c.Workdir)
+		return nil, fmt.Errorf("sandbox working directory %s: not a directory", workdir)
 	}
 	if err := b.Reachable(workdir); err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	var hide []string
 	for _, h := range b.Hide {
@@ -184,23 +160,34 @@ func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 		}
 	}
 	args := Args(workdir, hide...)
-	if c.Cache != "" {
-		args = append(args, "--bind", c.Cache, "/home/sandbox/.cache")
+	if cache != "" {
+		args = append(args, "--bind", cache, "/home/sandbox/.cache")
 	}
-	for _, kv := range Environment(c.Env) {
-		k, v, _ := cut(kv)
-		args = append(args, "--setenv", k, v)
+	vars := Environment(env)
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		args = append(args, "--setenv", k, vars[k])
 	}
-	args = append(args, "--", "/bin/bash", "--noprofile", "--norc", "-c", c.Script)
-	// A small launcher sets the process limit and waits until the parent
-	// has put it in the cgroups, then becomes bwrap: nothing escapes the limits.
-	// RLIMIT_NPROC bounds the processes, RLIMIT_FSIZE any one file (2 GiB).
-	launcher := `{ [ "$1" = 0 ] || ulimit -u "$1"; } && ulimit -f 2097152 || exit 125; read -r _ <&3; exec 3<&-; shift; exec "$@"`
+	args = append(append(args, "--"), argv...)
+	launcher := `{ [ "$1" = 0 ] || ulimit -u "$1"; } && ulimit -f 2097152 || exit 125; `
+	if waitFD {
+		launcher += `read -r _ <&3; exec 3<&-; `
+	}
+	launcher += `shift; exec "$@"`
 	cmd := exec.Command("/bin/bash", append([]string{"--noprofile", "--norc", "-c", launcher, "paddock-sandbox", strconv.Itoa(b.nproc()), b.Path}, args...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if currentUID() == 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(b.UID), Gid: uint32(b.GID), Groups: []uint32{}}
+	}
+	return cmd, nil
+}
+
+// Run runs one command in a fresh sandbox.
+func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
+	defaults(&c)
+	cmd, err := b.command(c.Workdir, c.Cache, c.Env, []string{"/bin/bash", "--noprofile", "--norc", "-c", c.Script}, true)
+	if err != nil {
+		return Result{}, err
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -218,13 +205,4 @@ func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 		_, err := w.Write([]byte("go\n"))
 		return err
 	})
-}
-
-func cut(kv string) (string, string, bool) {
-	for i := 0; i < len(kv); i++ {
-		if kv[i] == '=' {
-			return kv[:i], kv[i+1:], true
-		}
-	}
-	return kv, "", false
 }

@@ -71,7 +71,7 @@ func forbiddenEnv(name string) bool {
 }
 
 // Environment is the allowlisted environment of every sandboxed command.
-func Environment(extra map[string]string) []string {
+func Environment(extra map[string]string) map[string]string {
 	env := map[string]string{
 		"PATH":        "/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME":        "/home/sandbox",
@@ -90,11 +90,7 @@ func Environment(extra map[string]string) []string {
 			env[k] = v
 		}
 	}
-	out := make([]string, 0, len(env))
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	return out
+	return env
 }
 
 // capWriter passes on the first max bytes and counts the rest.

@@ -96,7 +96,7 @@ func BenchmarkAnalyze(b *testing.B) {
 		"go test -race -count=1 ./internal/...",
 		"ls -la | grep foo | wc -l",
 		"git diff --stat HEAD~1",
-		"find . -name '*.go' -exec grep -l TODO {} +",
+		"find . -name '*.go' -exec grep -l Deprecated {} +",
 	}
 	b.ReportAllocs()
 	var lat []time.Duration

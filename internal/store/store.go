@@ -197,6 +197,9 @@ type Store interface {
 	// AppendEvent adds a transcript event idempotently by (session, key)
 	// and returns it with its sequence number.
 	AppendEvent(ctx context.Context, e session.Event) (session.Event, error)
+	// EventsByKey returns the session's events whose key starts with
+	// prefix, in order (the transcript of one call, one turn, ...).
+	EventsByKey(ctx context.Context, sessionID, prefix string) ([]session.Event, error)
 	// ListEvents returns events with seq > after, in order, at most limit.
 	ListEvents(ctx context.Context, sessionID string, after int64, limit int) ([]session.Event, error)
 	// Subscribe returns a channel that receives (without blocking the

@@ -23,11 +23,7 @@ var readFile = Tool{
 		if err := decode(raw, &a); err != nil {
 			return Result{}, err
 		}
-		p, err := cleanPath(a.Path)
-		if err != nil {
-			return Result{}, err
-		}
-		root, err := openRoot(env)
+		root, p, err := inRoot(env, a.Path)
 		if err != nil {
 			return Result{}, err
 		}
@@ -66,11 +62,7 @@ var writeFile = Tool{
 		if a.Content == nil {
 			return Result{}, fmt.Errorf("%w: content is required", ErrArgs)
 		}
-		p, err := cleanPath(a.Path)
-		if err != nil {
-			return Result{}, err
-		}
-		root, err := openRoot(env)
+		root, p, err := inRoot(env, a.Path)
 		if err != nil {
 			return Result{}, err
 		}
@@ -105,11 +97,7 @@ var editFile = Tool{
 		if a.New == nil {
 			return Result{}, fmt.Errorf("%w: new is required", ErrArgs)
 		}
-		p, err := cleanPath(a.Path)
-		if err != nil {
-			return Result{}, err
-		}
-		root, err := openRoot(env)
+		root, p, err := inRoot(env, a.Path)
 		if err != nil {
 			return Result{}, err
 		}
@@ -145,11 +133,7 @@ var listDir = Tool{
 		if a.Path == "" {
 			a.Path = "."
 		}
-		p, err := cleanPath(a.Path)
-		if err != nil {
-			return Result{}, err
-		}
-		root, err := openRoot(env)
+		root, p, err := inRoot(env, a.Path)
 		if err != nil {
 			return Result{}, err
 		}

@@ -145,6 +145,16 @@ func openRoot(env Env) (*os.Root, error) {
 	return os.OpenRoot(env.Root)
 }
 
+// inRoot checks a model-given path and opens the working copy it lives in.
+func inRoot(env Env, path string) (*os.Root, string, error) {
+	p, err := cleanPath(path)
+	if err != nil {
+		return nil, "", err
+	}
+	root, err := openRoot(env)
+	return root, p, err
+}
+
 // cleanPath checks a model-given path: relative, inside the working copy.
 func cleanPath(p string) (string, error) {
 	if p == "" {

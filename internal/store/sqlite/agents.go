@@ -56,7 +56,7 @@ func (s *Store) ApplyAgents(ctx context.Context, agents []store.Agent) ([]store.
 
 const agentCols = `project, name, spec, digest, concurrency, created_at, updated_at`
 
-func scanAgent(row interface{ Scan(...any) error }) (store.Agent, error) {
+func scanAgent(row scanner) (store.Agent, error) {
 	var a store.Agent
 	var spec, created, updated string
 	if err := row.Scan(&a.Project, &a.Name, &spec, &a.Digest, &a.Concurrency, &created, &updated); err != nil {
@@ -77,18 +77,9 @@ func (s *Store) GetAgent(ctx context.Context, project, name string) (store.Agent
 
 // ListAgents implements store.Store.
 func (s *Store) ListAgents(ctx context.Context, project string) ([]store.Agent, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+agentCols+` FROM agents WHERE project = ? ORDER BY name`, project)
+	out, err := queryAll(ctx, s.db, scanAgent, `SELECT `+agentCols+` FROM agents WHERE project = ? ORDER BY name`, project)
 	if err != nil {
 		return nil, fmt.Errorf("list agents: %w", err)
 	}
-	defer rows.Close()
-	var out []store.Agent
-	for rows.Next() {
-		a, err := scanAgent(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list agents: %w", err)
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -38,7 +38,7 @@ func (s *Store) GetProjectPolicy(ctx context.Context, project string) (json.RawM
 const approvalCols = `id, session_id, turn_id, tool_call_id, tool, args, digest, verdict_rule, reason, status, decided_by, decision_note,
 	expires_at, created_at, decided_at`
 
-func scanApproval(row interface{ Scan(...any) error }) (session.Approval, error) {
+func scanApproval(row scanner) (session.Approval, error) {
 	var a session.Approval
 	var args, by, expires, created string
 	var decided sql.NullString
@@ -112,20 +112,11 @@ func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]se
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	rows, err := s.db.QueryContext(ctx, q+` ORDER BY created_at LIMIT 1000`, args...)
+	out, err := queryAll(ctx, s.db, scanApproval, q+` ORDER BY created_at LIMIT 1000`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list approvals: %w", err)
 	}
-	defer rows.Close()
-	var out []session.Approval
-	for rows.Next() {
-		a, err := scanApproval(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list approvals: %w", err)
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // DecideApproval implements store.Store.

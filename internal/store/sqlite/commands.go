@@ -14,7 +14,7 @@ import (
 
 const commandCols = `id, session_id, seq, kind, payload, state, sender, idempotency_key, turn_id, error, created_at, updated_at`
 
-func scanCommand(row interface{ Scan(...any) error }) (session.Command, error) {
+func scanCommand(row scanner) (session.Command, error) {
 	var c session.Command
 	var payload, sender, created, updated string
 	if err := row.Scan(&c.ID, &c.SessionID, &c.Seq, &c.Kind, &payload, &c.State, &sender, &c.IdempotencyKey, &c.TurnID, &c.Error, &created, &updated); err != nil {
@@ -101,23 +101,8 @@ func (s *Store) GetCommand(ctx context.Context, id string) (session.Command, err
 	return c, nil
 }
 
-func (s *Store) queryCommands(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, where string, args ...any) ([]session.Command, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+commandCols+` FROM commands WHERE `+where+` ORDER BY seq`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []session.Command
-	for rows.Next() {
-		c, err := scanCommand(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+func (s *Store) queryCommands(ctx context.Context, q queryer, where string, args ...any) ([]session.Command, error) {
+	return queryAll(ctx, q, scanCommand, `SELECT `+commandCols+` FROM commands WHERE `+where+` ORDER BY seq`, args...)
 }
 
 // ListCommands implements store.Store.

@@ -36,12 +36,9 @@ func (s *Store) appendEvent(ctx context.Context, tx *sql.Tx, e session.Event) (s
 	if len(e.Data) == 0 {
 		e.Data = json.RawMessage("{}")
 	}
-	row := tx.QueryRowContext(ctx, `SELECT seq, turn_id, kind, data, created_at FROM events WHERE session_id = ? AND key = ?`, e.SessionID, e.Key)
-	var data, created string
-	err := row.Scan(&e.Seq, &e.TurnID, &e.Kind, &data, &created)
+	existing, err := scanEvent(tx.QueryRowContext(ctx, `SELECT `+eventCols+` FROM events WHERE session_id = ? AND key = ?`, e.SessionID, e.Key))
 	if err == nil {
-		e.Data, e.CreatedAt = json.RawMessage(data), parseTime(created)
-		return e, nil
+		return existing, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return e, err
@@ -70,20 +67,31 @@ func (s *Store) ListEvents(ctx context.Context, sessionID string, after int64, l
 	if limit <= 0 || limit > 10000 {
 		limit = 10000
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, turn_id, kind, key, data, created_at FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, after, limit)
+	out, err := queryAll(ctx, s.db, scanEvent, `SELECT `+eventCols+` FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
-	defer rows.Close()
-	var out []session.Event
-	for rows.Next() {
-		e := session.Event{SessionID: sessionID}
-		var data, created string
-		if err := rows.Scan(&e.Seq, &e.TurnID, &e.Kind, &e.Key, &data, &created); err != nil {
-			return nil, fmt.Errorf("list events: %w", err)
-		}
-		e.Data, e.CreatedAt = json.RawMessage(data), parseTime(created)
-		out = append(out, e)
+	return out, nil
+}
+
+// EventsByKey implements store.Store: a range on the (session, key) index.
+func (s *Store) EventsByKey(ctx context.Context, sessionID, prefix string) ([]session.Event, error) {
+	out, err := queryAll(ctx, s.db, scanEvent, `SELECT `+eventCols+` FROM events WHERE session_id = ? AND key >= ? AND key < ? ORDER BY seq`,
+		sessionID, prefix, prefix+"\xff")
+	if err != nil {
+		return nil, fmt.Errorf("events by key: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
+}
+
+const eventCols = `session_id, seq, turn_id, kind, key, data, created_at`
+
+func scanEvent(row scanner) (session.Event, error) {
+	var e session.Event
+	var data, created string
+	if err := row.Scan(&e.SessionID, &e.Seq, &e.TurnID, &e.Kind, &e.Key, &data, &created); err != nil {
+		return e, err
+	}
+	e.Data, e.CreatedAt = json.RawMessage(data), parseTime(created)
+	return e, nil
 }

@@ -16,7 +16,7 @@ const sessionCols = `id, project, agent, agent_spec, agent_version, spend_cap_us
 	error, failure_reason, display_title, ambient_status, input, repo, workdir, base_commit, retry_of, handoff,
 	stop_reason, respawn, policy, policy_digest, interactive, approver, delivery, created_by, created_at, updated_at`
 
-func scanSession(row interface{ Scan(...any) error }) (session.Session, error) {
+func scanSession(row scanner) (session.Session, error) {
 	var x session.Session
 	var spec, policy, createdBy, created, updated string
 	var archived sql.NullString
@@ -80,20 +80,11 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]sess
 	}
 	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
 	args = append(args, limit)
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	out, err := queryAll(ctx, s.db, scanSession, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
-	defer rows.Close()
-	var out []session.Session
-	for rows.Next() {
-		x, err := scanSession(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list sessions: %w", err)
-		}
-		out = append(out, x)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // CreateSession implements store.Store.

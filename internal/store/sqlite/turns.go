@@ -12,7 +12,7 @@ import (
 
 const turnCols = `id, session_id, seq, status, failure_scope, error, command_ids, created_at, updated_at`
 
-func scanTurn(row interface{ Scan(...any) error }) (session.Turn, error) {
+func scanTurn(row scanner) (session.Turn, error) {
 	var t session.Turn
 	var ids, created, updated string
 	if err := row.Scan(&t.ID, &t.SessionID, &t.Seq, &t.Status, &t.FailureScope, &t.Error, &ids, &created, &updated); err != nil {
@@ -127,20 +127,11 @@ func (s *Store) GetTurn(ctx context.Context, id string) (session.Turn, error) {
 
 // ListTurns implements store.Store.
 func (s *Store) ListTurns(ctx context.Context, sessionID string) ([]session.Turn, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+turnCols+` FROM turns WHERE session_id = ? ORDER BY seq`, sessionID)
+	out, err := queryAll(ctx, s.db, scanTurn, `SELECT `+turnCols+` FROM turns WHERE session_id = ? ORDER BY seq`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("list turns: %w", err)
 	}
-	defer rows.Close()
-	var out []session.Turn
-	for rows.Next() {
-		t, err := scanTurn(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list turns: %w", err)
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // RecordUsage implements store.Store.

@@ -318,6 +318,15 @@ func testEventsIdempotent(t *testing.T, s store.Store) {
 	tail, err := s.ListEvents(ctx, "s", e1.Seq-1, 0)
 	require.NoError(t, err)
 	require.Len(t, tail, 1)
+	for _, k := range []string{"call/c1/generated", "call/c1/done", "call/c10/done", "question/c1"} {
+		_, err := s.AppendEvent(ctx, session.Event{SessionID: "s", Kind: session.EventToolCall, Key: k})
+		require.NoError(t, err)
+	}
+	byKey, err := s.EventsByKey(ctx, "s", "call/c1/")
+	require.NoError(t, err)
+	require.Len(t, byKey, 2)
+	require.Equal(t, "call/c1/generated", byKey[0].Key)
+	require.Equal(t, "s", byKey[0].SessionID)
 }
 
 func testListSessions(t *testing.T, s store.Store) {
