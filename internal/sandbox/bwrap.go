@@ -124,12 +124,14 @@ func (b *Bwrap) Start(workdir string, argv []string, env map[string]string) (*ex
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("sandbox: no command")
 	}
-	return b.command(workdir, "", env, argv, false)
+	return b.command(workdir, "", env, argv, b.nproc(), false)
 }
 
-// nproc is the RLIMIT_NPROC to set: the process limit when commands run as
-// the dedicated sandbox uid (the limit counts every process of the uid); 0
-// as an ordinary user, whose own processes would count against it too.
+// nproc is the RLIMIT_NPROC to set where no cgroup bounds the processes:
+// the process limit when commands run as the dedicated sandbox uid; 0 as an
+// ordinary user, whose own processes would count against it too. The limit
+// counts every process of the uid, across sessions, so a cgroup (per
+// command) is preferred whenever there is one.
 func (b *Bwrap) nproc() int {
 	if currentUID() == 0 {
 		return b.MaxProcs
@@ -142,7 +144,7 @@ func (b *Bwrap) nproc() int {
 // RLIMIT_FSIZE (any one file, 2 GiB); with waitFD it then waits on fd 3
 // until the parent has put it in the cgroups. Then it becomes bwrap, so
 // nothing escapes the limits.
-func (b *Bwrap) command(workdir, cache string, env map[string]string, argv []string, waitFD bool) (*exec.Cmd, error) {
+func (b *Bwrap) command(workdir, cache string, env map[string]string, argv []string, nproc int, waitFD bool) (*exec.Cmd, error) {
 	workdir, err := filepath.Abs(workdir)
 	if err != nil {
 		return nil, err
@@ -173,7 +175,7 @@ func (b *Bwrap) command(workdir, cache string, env map[string]string, argv []str
 		launcher += `read -r _ <&3; exec 3<&-; `
 	}
 	launcher += `shift; exec "$@"`
-	cmd := exec.Command("/bin/bash", append([]string{"--noprofile", "--norc", "-c", launcher, "paddock-sandbox", strconv.Itoa(b.nproc()), b.Path}, args...)...)
+	cmd := exec.Command("/bin/bash", append([]string{"--noprofile", "--norc", "-c", launcher, "paddock-sandbox", strconv.Itoa(nproc), b.Path}, args...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if currentUID() == 0 {
@@ -185,7 +187,15 @@ func (b *Bwrap) command(workdir, cache string, env map[string]string, argv []str
 // Run runs one command in a fresh sandbox.
 func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 	defaults(&c)
-	cmd, err := b.command(c.Workdir, c.Cache, c.Env, []string{"/bin/bash", "--noprofile", "--norc", "-c", c.Script}, true)
+	group := b.cgroups.create(b.MaxProcs, b.MaxMemory)
+	// The PID namespace already took every process down with the command;
+	// the cgroups go away in the background.
+	defer func() { go group.remove() }()
+	nproc := b.nproc()
+	if group.pids {
+		nproc = 0
+	}
+	cmd, err := b.command(c.Workdir, c.Cache, c.Env, []string{"/bin/bash", "--noprofile", "--norc", "-c", c.Script}, nproc, true)
 	if err != nil {
 		return Result{}, err
 	}
@@ -195,10 +205,6 @@ func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 	}
 	defer r.Close()
 	cmd.ExtraFiles = []*os.File{r}
-	group := b.cgroups.create(b.MaxProcs, b.MaxMemory)
-	// The PID namespace already took every process down with the command;
-	// the cgroups go away in the background.
-	defer func() { go group.remove() }()
 	return run(ctx, cmd, c, func(pid int) error {
 		defer w.Close()
 		group.add(pid)

@@ -43,8 +43,11 @@ func newCgroups() *cgroups {
 	return c
 }
 
-// group is one command's cgroups.
-type group struct{ dirs []string }
+// group is one command's cgroups; pids says a cgroup bounds its processes.
+type group struct {
+	dirs []string
+	pids bool
+}
 
 func (c *cgroups) create(maxProcs int, maxMemory int64) *group {
 	g := &group{}
@@ -68,12 +71,14 @@ func (c *cgroups) create(maxProcs int, maxMemory int64) *group {
 	}
 	if c.v2 != "" {
 		mk(c.v2, "pids.max", strconv.Itoa(maxProcs))
-		if len(g.dirs) == 1 {
+		g.pids = len(g.dirs) == 1
+		if g.pids {
 			_ = os.WriteFile(filepath.Join(g.dirs[0], "memory.max"), []byte(strconv.FormatInt(maxMemory, 10)), 0o644)
 		}
 		return g
 	}
 	mk(c.v1Pids, "pids.max", strconv.Itoa(maxProcs))
+	g.pids = len(g.dirs) == 1
 	mk(c.v1Mem, "memory.limit_in_bytes", strconv.FormatInt(maxMemory, 10))
 	return g
 }
