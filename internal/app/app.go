@@ -48,10 +48,11 @@ type App struct {
 
 // Providers returns the model providers Paddock knows. The SDK-backed ones
 // read their own variables (ANTHROPIC_API_KEY, OPENAI_BASE_URL, ...) when a
-// session starts, so a missing key is reported then.
-func Providers() *provider.Registry {
+// session starts, so a missing key is reported then. Replay scripts come
+// from the built-in scripts and the data directory's replay folder only.
+func Providers(dataDir string) *provider.Registry {
 	r := provider.NewRegistry()
-	r.Register("replay", replay.Factory)
+	r.Register("replay", replay.Dir(filepath.Join(dataDir, "replay")))
 	r.Register("anthropic", anthropic.Factory(os.Getenv))
 	r.Register("openai", openai.Factory(os.Getenv))
 	return r
@@ -92,7 +93,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	if err != nil {
 		return nil, err
 	}
-	reg := Providers()
+	reg := Providers(cfg.DataDir)
 	tools := tool.Builtin()
 	acts := &engine.Activities{Store: st, Providers: reg, Tools: tools, Now: time.Now,
 		WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces"), CacheDir: filepath.Join(cfg.DataDir, "caches"), CommandMax: cfg.CommandMax, CommandMaxOutput: cfg.CommandMaxOutput, Prices: cfg.Prices}

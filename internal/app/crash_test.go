@@ -52,7 +52,7 @@ func TestCrashRecovery(t *testing.T) {
 	_, err := c.SetPolicy(ctx, "default", []byte("default: allow\n"))
 	require.NoError(t, err)
 
-	_, err = c.Apply(ctx, []byte("name: crasher\nmodel: "+script(t, "crash.yaml")+"\n"))
+	_, err = c.Apply(ctx, []byte("name: crasher\nmodel: "+scriptIn(t, dir, "crash.yaml")+"\n"))
 	require.NoError(t, err)
 	create := engine.CreateRequest{Agent: "crasher", Message: "turn one", Repo: repo, IdempotencyKey: "crash-session"}
 	x, err := c.CreateSession(ctx, create)

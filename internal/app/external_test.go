@@ -31,7 +31,7 @@ func TestExternalTemporal(t *testing.T) {
 	defer a.Stop()
 	require.NoFileExists(t, filepath.Join(dir, "temporal.db"), "no embedded server")
 	c := client.New(a.URL)
-	x, err := c.CreateSession(ctx, engine.CreateRequest{Model: script(t, "empty.yaml"), Message: "hello"})
+	x, err := c.CreateSession(ctx, engine.CreateRequest{Model: scriptIn(t, dir, "empty.yaml"), Message: "hello"})
 	require.NoError(t, err)
 	waitFor(t, "the turn to complete", func() (bool, error) {
 		turns, err := c.Turns(ctx, x.ID)

@@ -21,8 +21,9 @@ import (
 
 // One embedded server for the whole package: starting one takes about a second.
 var (
-	shared *app.App
-	api    *client.Client
+	shared    *app.App
+	api       *client.Client
+	sharedDir string
 )
 
 func TestMain(m *testing.M) {
@@ -42,6 +43,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	sharedDir = dir
 	cfg := config.Config{DataDir: dir, Listen: "127.0.0.1:0", Operator: "tester", LogLevel: slog.LevelWarn}
 	shared, err = app.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
@@ -76,13 +78,26 @@ func gitRepo(t testing.TB) string {
 	return dir
 }
 
+// script installs testdata/NAME in the shared server's replay folder and
+// names its model; scriptIn does so for another data directory.
 func script(t testing.TB, name string) string {
 	t.Helper()
-	abs, err := filepath.Abs(filepath.Join("testdata", name))
+	return scriptIn(t, sharedDir, name)
+}
+
+func scriptIn(t testing.TB, dataDir, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return "replay/" + abs
+	if err := os.MkdirAll(filepath.Join(dataDir, "replay"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dataDir, "replay", name), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return "replay/" + name
 }
 
 // waitFor polls cond until it holds; the deadline is generous because the

@@ -46,7 +46,7 @@ func setup(t *testing.T) *fixture {
 		require.NoError(t, err, string(out))
 	}
 	reg := provider.NewRegistry()
-	reg.Register("replay", replay.Factory)
+	reg.Register("replay", replay.Dir("."))
 	acts := &Activities{Store: st, Providers: reg, Tools: tool.Builtin(), Now: time.Now, WorkspaceDir: t.TempDir()}
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestWorkflowEnvironment()

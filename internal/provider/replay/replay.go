@@ -11,8 +11,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -47,19 +49,92 @@ type ToolCall struct {
 //go:embed scripts/*.yaml
 var builtin embed.FS
 
-// Load reads a script from a file path, or from the built-in scripts by
-// name ("demo" is scripts/demo.yaml).
-func Load(name string) (*Script, error) {
-	data, err := os.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		data, err = builtin.ReadFile("scripts/" + strings.TrimSuffix(name, ".yaml") + ".yaml")
+// Load reads a built-in script by name ("demo" is scripts/demo.yaml).
+func Load(name string) (*Script, error) { return load("", name) }
+
+// Dir is the provider.Factory for "replay/NAME" that plays the built-in
+// scripts and the scripts under dir (the data directory's replay folder).
+// A name is a relative path of plain segments: nothing outside dir is ever
+// read, and no error repeats a file's content.
+func Dir(dir string) provider.Factory {
+	return func(model string) (provider.Provider, error) {
+		s, err := load(dir, model)
 		if err != nil {
-			return nil, fmt.Errorf("replay script %q: no such file, and no built-in script of that name", name)
+			return nil, err
 		}
-	} else if err != nil {
-		return nil, fmt.Errorf("replay script: %w", err)
+		return &Provider{script: s}, nil
 	}
-	return Parse(data)
+}
+
+var segment = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// MaxScript bounds a script file.
+const MaxScript = 4 << 20
+
+func load(dir, name string) (*Script, error) {
+	file := strings.TrimSuffix(name, ".yaml") + ".yaml"
+	for _, seg := range strings.Split(file, "/") {
+		if !segment.MatchString(seg) || len(name) > 200 {
+			return nil, fmt.Errorf("replay script %q: want a name like demo or team/fix.yaml (letters, digits, '.', '-', '_' and '/' between parts)", trunc(name))
+		}
+	}
+	if data, err := builtin.ReadFile("scripts/" + file); err == nil {
+		return parseNamed(name, data)
+	}
+	where := "no built-in script of that name"
+	if dir != "" {
+		where += ", and no file " + file + " in " + dir
+		root, err := os.OpenRoot(dir)
+		if err == nil {
+			defer root.Close()
+			data, err := readCapped(root, file)
+			if err == nil {
+				return parseNamed(name, data)
+			}
+			if !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("replay script %q: cannot read %s in %s", name, file, dir)
+			}
+		}
+	}
+	return nil, fmt.Errorf("replay script %q: no such file: %s", name, where)
+}
+
+func readCapped(root *os.Root, file string) ([]byte, error) {
+	f, err := root.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxScript+1))
+	if err == nil && len(data) > MaxScript {
+		err = fmt.Errorf("larger than %d bytes", MaxScript)
+	}
+	return data, err
+}
+
+var lineNo = regexp.MustCompile(`line \d+`)
+
+// parseNamed parses a script; its errors name the line, never the content.
+func parseNamed(name string, data []byte) (*Script, error) {
+	s, err := Parse(data)
+	if err != nil {
+		where := ""
+		if m := lineNo.FindString(err.Error()); m != "" {
+			where = " at " + m
+		}
+		return nil, fmt.Errorf("replay script %q is not a valid script%s", name, where)
+	}
+	return s, nil
+}
+
+func trunc(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "…"
+	}
+	return s
 }
 
 // Parse parses a script strictly.
@@ -85,14 +160,9 @@ func Parse(data []byte) (*Script, error) {
 	return &s, nil
 }
 
-// Factory is the provider.Factory for "replay/NAME".
-func Factory(model string) (provider.Provider, error) {
-	s, err := Load(model)
-	if err != nil {
-		return nil, err
-	}
-	return &Provider{script: s}, nil
-}
+// Factory is the provider.Factory for "replay/NAME" with the built-in
+// scripts only.
+var Factory = Dir("")
 
 // Provider plays a script.
 type Provider struct{ script *Script }

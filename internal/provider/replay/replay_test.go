@@ -2,6 +2,8 @@ package replay
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -64,4 +66,32 @@ func TestReplayDelayHonorsCancel(t *testing.T) {
 	cancel()
 	_, err = (&Provider{script: s}).Stream(ctx, provider.Request{}, func(provider.Delta) {})
 	require.ErrorIs(t, err, context.Canceled)
+}
+
+func TestReplayReadsOnlyItsFolders(t *testing.T) {
+	dir := t.TempDir()
+	outside := t.TempDir()
+	secret := "root:SECRET-CONTENT:0:0"
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "shadow"), []byte(secret+"\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "script.yaml"), []byte("steps: [{text: hi}]\n"), 0o600))
+	require.NoError(t, os.Symlink(filepath.Join(outside, "script.yaml"), filepath.Join(dir, "link.yaml")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte(secret+"\n"), 0o600))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "team"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "team", "ok.yaml"), []byte("steps: [{text: hi}]\n"), 0o600))
+	f := Dir(dir)
+	for _, name := range []string{
+		"../../../../etc/shadow", "../" + filepath.Base(outside) + "/shadow", outside + "/shadow", "/etc/passwd",
+		"team/../../x", ".hidden", "team//ok", "link", "bad", "a\x00b", strings.Repeat("a", 300),
+	} {
+		_, err := f(name)
+		require.Error(t, err, name)
+		require.NotContains(t, err.Error(), "SECRET", name)
+		require.NotContains(t, err.Error(), "root:", name)
+	}
+	for _, name := range []string{"demo", "demo.yaml", "team/ok", "team/ok.yaml"} {
+		_, err := f(name)
+		require.NoError(t, err, name)
+	}
+	_, err := Factory("team/ok")
+	require.Error(t, err, "without a folder only the built-in scripts play")
 }
