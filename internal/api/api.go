@@ -10,8 +10,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
+	"net"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -30,47 +38,160 @@ type Server struct {
 	Operator string
 	// Ready reports whether /healthz should answer 200.
 	Ready func() bool
+	// BodyTimeout bounds reading a request body (default DefaultBodyTimeout).
+	BodyTimeout time.Duration
 }
 
-// Handler returns the routes.
+// Handler returns the routes. Every route names the query parameters it
+// takes; any other is a 400.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("POST /v1/agents", s.applyAgents)
-	mux.HandleFunc("GET /v1/agents", s.listAgents)
-	mux.HandleFunc("GET /v1/agents/{name}", s.getAgent)
-	mux.HandleFunc("POST /v1/sessions", s.createSession)
-	mux.HandleFunc("GET /v1/sessions", s.listSessions)
-	mux.HandleFunc("GET /v1/sessions/{id}", s.getSession)
-	mux.HandleFunc("POST /v1/sessions/{id}/commands", s.sendCommand)
-	mux.HandleFunc("GET /v1/sessions/{id}/commands", s.listCommands)
-	mux.HandleFunc("GET /v1/sessions/{id}/turns", s.listTurns)
-	mux.HandleFunc("GET /v1/sessions/{id}/events", s.events)
-	mux.HandleFunc("POST /v1/sessions/{id}/archive", s.archive)
-	mux.HandleFunc("POST /v1/sessions/{id}/retry", s.retry)
-	mux.HandleFunc("GET /v1/sessions/{id}/diff", s.diff)
-	mux.HandleFunc("GET /v1/sessions/{id}/usage", s.usage)
-	mux.HandleFunc("POST /v1/sessions/{id}/accept", s.accept)
-	mux.HandleFunc("POST /v1/sessions/{id}/reject", s.reject)
-	mux.HandleFunc("GET /v1/approvals", s.listApprovals)
-	mux.HandleFunc("GET /v1/approvals/{id}", s.getApproval)
-	mux.HandleFunc("POST /v1/approvals/{id}/approve", s.decide(true))
-	mux.HandleFunc("POST /v1/approvals/{id}/reject", s.decide(false))
-	mux.HandleFunc("GET /v1/projects/{name}/policy", s.getPolicy)
-	mux.HandleFunc("PUT /v1/projects/{name}/policy", s.putPolicy)
+	h := func(pattern string, fn http.HandlerFunc, params ...string) {
+		mux.HandleFunc(pattern, s.checked(fn, params))
+	}
+	h("GET /healthz", s.healthz)
+	h("POST /v1/agents", s.applyAgents)
+	h("GET /v1/agents", s.listAgents, "project")
+	h("GET /v1/agents/{name}", s.getAgent, "project")
+	h("POST /v1/sessions", s.createSession)
+	h("GET /v1/sessions", s.listSessions, "project", "agent", "status", "archived", "limit")
+	h("GET /v1/sessions/{id}", s.getSession)
+	h("POST /v1/sessions/{id}/commands", s.sendCommand)
+	h("GET /v1/sessions/{id}/commands", s.listCommands)
+	h("GET /v1/sessions/{id}/turns", s.listTurns)
+	h("GET /v1/sessions/{id}/events", s.events, "after")
+	h("POST /v1/sessions/{id}/archive", s.archive)
+	h("POST /v1/sessions/{id}/retry", s.retry)
+	h("GET /v1/sessions/{id}/diff", s.diff)
+	h("GET /v1/sessions/{id}/usage", s.usage)
+	h("POST /v1/sessions/{id}/accept", s.accept)
+	h("POST /v1/sessions/{id}/reject", s.reject)
+	h("GET /v1/approvals", s.listApprovals, "session", "status")
+	h("GET /v1/approvals/{id}", s.getApproval)
+	h("POST /v1/approvals/{id}/approve", s.decide(true))
+	h("POST /v1/approvals/{id}/reject", s.decide(false))
+	h("GET /v1/projects/{name}/policy", s.getPolicy)
+	h("PUT /v1/projects/{name}/policy", s.putPolicy)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// A path served under other methods is a 405 naming them.
+		if allow := allowed(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			s.error(w, r, fmt.Errorf("%w: %s %s: allowed methods are %s", errMethod, r.Method, r.URL.Path, strings.Join(allow, ", ")))
+			return
+		}
 		s.error(w, r, fmt.Errorf("%w: no route %s %s", store.ErrNotFound, r.Method, r.URL.Path))
 	})
 	return s.recoverer(mux)
+}
+
+// allowed lists the methods the mux serves r's path under.
+func allowed(mux *http.ServeMux, r *http.Request) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+			out = append(out, m)
+			if m == http.MethodGet {
+				out = append(out, http.MethodHead)
+			}
+		}
+	}
+	return out
+}
+
+// MaxField bounds path values and query parameters.
+const MaxField = 256
+
+// checked validates what every route shares before the handler runs: the
+// query names only the route's parameters, once each, and path values and
+// parameters are valid UTF-8 of bounded length.
+func (s *Server) checked(fn http.HandlerFunc, params []string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			s.error(w, r, fmt.Errorf("%w: query: %v", store.ErrInvalid, err))
+			return
+		}
+		for k, v := range q {
+			if !slices.Contains(params, k) {
+				want := "takes no query parameters"
+				if len(params) > 0 {
+					want = "takes " + strings.Join(params, ", ")
+				}
+				s.error(w, r, fmt.Errorf("%w: unknown query parameter %q: this route %s", store.ErrInvalid, clip(k), want))
+				return
+			}
+			if len(v) > 1 {
+				s.error(w, r, fmt.Errorf("%w: query parameter %s given %d times", store.ErrInvalid, k, len(v)))
+				return
+			}
+			if err := field("query parameter "+k, v[0], MaxField); err != nil {
+				s.error(w, r, err)
+				return
+			}
+		}
+		for _, name := range []string{"id", "name"} {
+			if err := field(name, r.PathValue(name), MaxField); err != nil {
+				s.error(w, r, err)
+				return
+			}
+		}
+		if s.BodyTimeout > 0 {
+			r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, s.BodyTimeout))
+		}
+		fn(w, r)
+	}
+}
+
+// field checks one caller-supplied string: valid UTF-8, no control
+// characters, at most max bytes.
+func field(what, v string, max int) error {
+	switch {
+	case !utf8.ValidString(v):
+		return fmt.Errorf("%w: %s is not valid UTF-8", store.ErrInvalid, what)
+	case len(v) > max:
+		return fmt.Errorf("%w: %s has %d bytes, at most %d", store.ErrInvalid, what, len(v), max)
+	case strings.ContainsFunc(v, unicode.IsControl):
+		return fmt.Errorf("%w: %s contains control characters", store.ErrInvalid, what)
+	}
+	return nil
+}
+
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+// boolParam reads an optional true/false query parameter.
+func boolParam(r *http.Request, name string) (bool, error) {
+	switch v := r.URL.Query().Get(name); v {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%w: %s=%q: want true or false", store.ErrInvalid, name, clip(v))
+	}
 }
 
 // Error is the body of every error response.
 type Error struct {
 	Error string `json:"error"`
 	Code  string `json:"code"`
-	// SessionID names the live session holding a singleton slot (409).
+	// SessionID names the live session holding a singleton slot, or the
+	// session of the original request whose idempotency key was reused (409).
 	SessionID string `json:"sessionId,omitempty"`
 }
+
+// Errors of the request itself, beside the store's sentinels.
+var (
+	errMethod      = errors.New("method not allowed")
+	errMediaType   = errors.New("unsupported media type")
+	errBodyTimeout = errors.New("request body timeout")
+)
 
 // statusOf is the one mapping from errors to HTTP statuses.
 func statusOf(err error) (int, string) {
@@ -78,6 +199,12 @@ func statusOf(err error) (int, string) {
 	switch {
 	case errors.As(err, &maxErr):
 		return http.StatusRequestEntityTooLarge, "too_large"
+	case errors.Is(err, errMethod):
+		return http.StatusMethodNotAllowed, "method_not_allowed"
+	case errors.Is(err, errMediaType):
+		return http.StatusUnsupportedMediaType, "unsupported_media_type"
+	case errors.Is(err, errBodyTimeout):
+		return http.StatusRequestTimeout, "timeout"
 	case errors.Is(err, store.ErrInvalid):
 		return http.StatusBadRequest, "invalid"
 	case errors.Is(err, store.ErrNotFound):
@@ -98,6 +225,10 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	var slot *store.SlotConflictError
 	if errors.As(err, &slot) {
 		body.SessionID = slot.SessionID
+	}
+	var key *engine.KeyConflictError
+	if errors.As(err, &key) {
+		body.SessionID = key.SessionID
 	}
 	if code >= 500 {
 		s.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -123,14 +254,65 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// DefaultBodyTimeout bounds reading a request body: a body that stalls is
+// answered 408 instead of holding the connection (SSE has no body).
+const DefaultBodyTimeout = 30 * time.Second
+
+type ctxKey struct{}
+
+// bodyTimeout is the request's body deadline, set by checked.
+func bodyTimeout(r *http.Request) time.Duration {
+	if d, ok := r.Context().Value(ctxKey{}).(time.Duration); ok && d > 0 {
+		return d
+	}
+	return DefaultBodyTimeout
+}
+
+// Media types bodies may have.
+var (
+	jsonTypes = []string{"application/json"}
+	yamlTypes = []string{"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml", "application/json", "text/plain"}
+)
+
+// readBody reads a request body: within BodyTimeout, at most MaxBody
+// bytes, of one of the media types given, valid UTF-8 (U+FFFD substitution
+// would make different requests look alike).
+func readBody(w http.ResponseWriter, r *http.Request, types []string) ([]byte, error) {
+	limit := bodyTimeout(r)
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(limit))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	var maxErr *http.MaxBytesError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &maxErr):
+		return nil, err
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return nil, fmt.Errorf("%w: the request body did not arrive within %s", errBodyTimeout, limit)
+	case err != nil:
+		return nil, fmt.Errorf("%w: request body: incomplete or unreadable (%v)", store.ErrInvalid, err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, nil
+	}
+	ct := r.Header.Get("Content-Type")
+	mt, _, perr := mime.ParseMediaType(ct)
+	if ct == "" || perr != nil || !slices.Contains(types, mt) && !(slices.Contains(types, "application/json") && strings.HasSuffix(mt, "+json")) {
+		return nil, fmt.Errorf("%w: Content-Type %q: this route takes %s", errMediaType, clip(ct), strings.Join(types, ", "))
+	}
+	if !utf8.Valid(body) {
+		return nil, fmt.Errorf("%w: request body is not valid UTF-8", store.ErrInvalid)
+	}
+	return body, nil
+}
+
 // decode reads a JSON body strictly: unknown fields, wrong types and
 // trailing data are 400s; bodies over MaxBody are 413s.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	body, err := readBody(w, r, jsonTypes)
 	if err != nil {
 		return err
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
+	if body == nil {
 		body = []byte("{}")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -157,7 +339,7 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) applyAgents(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	body, err := readBody(w, r, yamlTypes)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -214,7 +396,12 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.SessionFilter{Project: q.Get("project"), Agent: q.Get("agent"), Status: session.Status(q.Get("status")), IncludeArchived: q.Get("archived") == "true"}
+	archived, err := boolParam(r, "archived")
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	f := store.SessionFilter{Project: q.Get("project"), Agent: q.Get("agent"), Status: session.Status(q.Get("status")), IncludeArchived: archived}
 	if f.Status != "" && !f.Status.Valid() {
 		s.error(w, r, fmt.Errorf("%w: status %q: want queued, running, awaiting, failed or stopped", store.ErrInvalid, f.Status))
 		return
@@ -312,6 +499,12 @@ func nonNil[T any](v []T) []T {
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := store.ApprovalFilter{SessionID: q.Get("session"), Status: session.ApprovalStatus(q.Get("status"))}
+	switch f.Status {
+	case "", session.ApprovalPending, session.ApprovalApproved, session.ApprovalRejected, session.ApprovalExpired:
+	default:
+		s.error(w, r, fmt.Errorf("%w: status %q: want pending, approved, rejected or expired", store.ErrInvalid, clip(string(f.Status))))
+		return
+	}
 	list, err := s.Service.Store.ListApprovals(r.Context(), f)
 	if err != nil {
 		s.error(w, r, err)
@@ -354,7 +547,7 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 }
 
 func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {
-	p, err := s.Service.ProjectPolicy(r.Context(), r.PathValue("name"))
+	p, err := s.Service.PolicyOf(r.Context(), r.PathValue("name"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -363,7 +556,7 @@ func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	body, err := readBody(w, r, yamlTypes)
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -79,6 +79,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		if len(list) == 500 {
 			continue
 		}
+		if len(list) == 0 {
+			// Resumed at (or past) the end of a session that has ended: its
+			// terminal event was already sent, so end at once.
+			if x, err := s.Service.Store.GetSession(r.Context(), id); err == nil && x.Status.Terminal() {
+				if more, err := s.Service.Store.ListEvents(r.Context(), id, after, 1); err == nil && len(more) == 0 {
+					fmt.Fprint(w, "event: end\ndata: {}\n\n")
+					if flusher != nil {
+						flusher.Flush()
+					}
+					return
+				}
+			}
+		}
 		select {
 		case <-r.Context().Done():
 			return

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -96,6 +97,9 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 	if req.Project == "" {
 		req.Project = spec.DefaultProject
 	}
+	if err := req.validate(); err != nil {
+		return session.Session{}, err
+	}
 	var sp spec.Agent
 	if req.Agent == "" {
 		sp = spec.Agent{Name: "adhoc", Project: req.Project, Model: DefaultModel}
@@ -134,7 +138,7 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 		kind = session.KindStartWithMessage
 		payload, _ = json.Marshal(session.MessagePayload{Message: input})
 	}
-	x, _, err := s.Store.CreateSession(ctx, store.NewSession{
+	x, created, err := s.Store.CreateSession(ctx, store.NewSession{
 		ID: uuid.NewString(), Project: req.Project, SpendCapUSD: sp.MaxPerSessionUSD, DisplayTitle: sp.Title(input),
 		Agent: store.Agent{Project: sp.Project, Name: sp.Name, Spec: sp.JSON(), Digest: sp.Digest(), Concurrency: sp.Concurrency},
 		Input: input, Repo: req.Repo, CreatedBy: by, StartKind: kind, StartPayload: payload, IdempotencyKey: req.IdempotencyKey,
@@ -143,7 +147,116 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 	if err != nil {
 		return x, err
 	}
+	if !created {
+		if what := sameSession(x, sp, input, req); what != "" {
+			return session.Session{}, &KeyConflictError{Key: req.IdempotencyKey, SessionID: x.ID, Original: "session " + x.ID, What: what}
+		}
+	}
 	return x, s.notify(ctx, x.ID, Notice{CommandID: x.ID + "-start", Kind: kind})
+}
+
+// KeyConflictError says an idempotency key was reused for a different
+// request: the original is named, nothing new is recorded (409).
+type KeyConflictError struct {
+	Key, Original, What string
+	// SessionID is the session the original request made or addressed.
+	SessionID string
+}
+
+func (e *KeyConflictError) Error() string {
+	return fmt.Sprintf("idempotency key %q was already used for %s, with a different %s; send the same request to get its answer again, or use a new key", e.Key, e.Original, e.What)
+}
+
+// Unwrap makes it a conflict.
+func (e *KeyConflictError) Unwrap() error { return store.ErrConflict }
+
+// sameSession reports what differs between an existing session and a
+// create request that reused its idempotency key ("" when nothing does).
+func sameSession(x session.Session, sp spec.Agent, input string, req CreateRequest) string {
+	var old spec.Agent
+	_ = json.Unmarshal(x.AgentSpec, &old)
+	switch {
+	case x.Project != req.Project:
+		return "project"
+	case x.Agent != sp.Name:
+		return "agent"
+	case old.Model != sp.Model:
+		return "model"
+	case x.Input != input:
+		return "message"
+	case x.Repo != req.Repo:
+		return "repo"
+	case x.Interactive == req.NonInteractive:
+		return "nonInteractive"
+	case x.Approver != req.Approver:
+		return "approver"
+	}
+	return ""
+}
+
+// Length limits of request fields, in bytes.
+const (
+	MaxName   = 200
+	MaxPath   = 4096
+	MaxPolicy = 64 << 10
+)
+
+func (req CreateRequest) validate() error {
+	if !spec.ValidName(req.Project) {
+		return fmt.Errorf("%w: project %q: want 1-63 lowercase letters, digits and dashes", ErrInvalid, trim(req.Project))
+	}
+	if req.Agent != "" && !spec.ValidName(req.Agent) {
+		return fmt.Errorf("%w: agent %q: want 1-63 lowercase letters, digits and dashes", ErrInvalid, trim(req.Agent))
+	}
+	err := errors.Join(session.Limit("model", req.Model, MaxName), session.Limit("message", req.Message, session.MaxMessage),
+		session.Limit("repo", req.Repo, MaxPath), session.Limit("idempotencyKey", req.IdempotencyKey, MaxName),
+		session.Limit("policy", req.Policy, MaxPolicy), session.Limit("approver", req.Approver, MaxName))
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
+}
+
+func trim(v string) string {
+	if len(v) > 64 {
+		return v[:64] + "…"
+	}
+	return v
+}
+
+// ValidProject checks a project name from a caller.
+func ValidProject(name string) error {
+	if !spec.ValidName(name) {
+		return fmt.Errorf("%w: project %q: want 1-63 lowercase letters, digits and dashes", ErrInvalid, trim(name))
+	}
+	return nil
+}
+
+// PolicyOf returns an existing project's policy (the default policy when
+// it has none of its own); a project never created is not found. The
+// default project always exists.
+func (s *Service) PolicyOf(ctx context.Context, project string) (*policy.Policy, error) {
+	if err := ValidProject(project); err != nil {
+		return nil, err
+	}
+	raw, err := s.Store.GetProjectPolicy(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	if raw == nil && project != spec.DefaultProject {
+		agents, err := s.Store.ListAgents(ctx, project)
+		if err != nil {
+			return nil, err
+		}
+		sessions, err := s.Store.ListSessions(ctx, store.SessionFilter{Project: project, IncludeArchived: true, Limit: 1})
+		if err != nil {
+			return nil, err
+		}
+		if len(agents) == 0 && len(sessions) == 0 {
+			return nil, fmt.Errorf("project %q does not exist (apply an agent or a policy to it first): %w", project, store.ErrNotFound)
+		}
+	}
+	return s.ProjectPolicy(ctx, project)
 }
 
 type pinnedPolicy struct {
@@ -167,6 +280,12 @@ func (s *Service) ProjectPolicy(ctx context.Context, project string) (*policy.Po
 // SetProjectPolicy validates a policy written in YAML and makes it the
 // project's; future sessions pin it, running ones keep theirs.
 func (s *Service) SetProjectPolicy(ctx context.Context, project string, yamlText []byte) (*policy.Policy, error) {
+	if err := ValidProject(project); err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(yamlText)) == 0 {
+		return nil, fmt.Errorf("%w: empty policy: send the policy YAML (e.g. `default: ask`)", ErrInvalid)
+	}
 	p, err := policy.Parse(yamlText)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -315,12 +434,27 @@ func (s *Service) Send(ctx context.Context, sessionID string, req SendRequest, b
 	if len(req.Payload) == 0 {
 		req.Payload = json.RawMessage(`{}`)
 	}
+	if err := session.Limit("idempotencyKey", req.IdempotencyKey, MaxName); err != nil {
+		return session.Command{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	id := uuid.NewString()
 	key := req.IdempotencyKey
 	if key == "" {
 		key = id
 	}
+	if req.Kind == session.KindAnswer {
+		if err := s.checkAnswer(ctx, sessionID, key, req.Payload); err != nil {
+			return session.Command{}, err
+		}
+	}
 	c, created, err := s.Store.AppendCommand(ctx, store.NewCommand{ID: id, SessionID: sessionID, Kind: req.Kind, Payload: req.Payload, Sender: by, IdempotencyKey: key})
+	if err == nil && !created && (c.Kind != req.Kind || !sameJSON(c.Payload, req.Payload)) {
+		what := "payload"
+		if c.Kind != req.Kind {
+			what = "kind (" + string(c.Kind) + ")"
+		}
+		return session.Command{}, &KeyConflictError{Key: key, SessionID: sessionID, Original: "command " + c.ID, What: what}
+	}
 	if err != nil || !c.Kind.Dispatched() || c.State != session.CommandPending {
 		return c, err
 	}
@@ -333,8 +467,103 @@ func (s *Service) Send(ctx context.Context, sessionID string, req SendRequest, b
 	return c, s.notify(ctx, sessionID, n)
 }
 
-// Archive marks a session done-for-now; it stays revivable.
+// sameJSON compares two JSON documents ignoring formatting and key order.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	ca, _ := json.Marshal(x)
+	cb, _ := json.Marshal(y)
+	return bytes.Equal(ca, cb)
+}
+
+// checkAnswer refuses an answer that cannot be delivered: no question of
+// that toolCallId (400), one already answered or no longer open (409), or
+// a choice outside a question's options where it offers only options
+// (400). A retry of the answer already recorded under key passes.
+func (s *Service) checkAnswer(ctx context.Context, sessionID, key string, payload json.RawMessage) error {
+	x, err := s.Store.GetSession(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	var p session.AnswerPayload
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return fmt.Errorf("%w: payload: %w", ErrInvalid, err)
+	}
+	cmds, err := s.Store.ListCommands(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	for _, c := range cmds {
+		if c.IdempotencyKey == key {
+			return nil // a retry: the key decides
+		}
+	}
+	qs, err := s.Store.EventsByKey(ctx, sessionID, "question/"+p.ToolCallID)
+	if err != nil {
+		return err
+	}
+	var q *session.Question
+	for _, e := range qs {
+		if e.Key == "question/"+p.ToolCallID {
+			q = new(session.Question)
+			if err := json.Unmarshal(e.Data, q); err != nil {
+				return fmt.Errorf("question %s is unreadable: %w", p.ToolCallID, err)
+			}
+		}
+	}
+	if q == nil {
+		return fmt.Errorf("%w: session %s has no question with toolCallId %q", ErrInvalid, x.ID, trim(p.ToolCallID))
+	}
+	if x.Status.Terminal() {
+		return fmt.Errorf("session %s is %s: %w", x.ID, x.Status, store.ErrConflict)
+	}
+	for _, c := range cmds {
+		var other session.AnswerPayload
+		if c.Kind == session.KindAnswer && c.State != session.CommandFailed && c.State != session.CommandCanceled &&
+			json.Unmarshal(c.Payload, &other) == nil && other.ToolCallID == p.ToolCallID {
+			return fmt.Errorf("question %s was already answered (command %s): %w", p.ToolCallID, c.ID, store.ErrConflict)
+		}
+	}
+	calls, err := s.Store.EventsByKey(ctx, sessionID, "call/"+p.ToolCallID+"/")
+	if err != nil {
+		return err
+	}
+	for _, e := range calls {
+		var d session.ToolCallData
+		if json.Unmarshal(e.Data, &d) == nil && d.State.Final() {
+			return fmt.Errorf("question %s is no longer open (its call is %s): %w", p.ToolCallID, d.State, store.ErrConflict)
+		}
+	}
+	items := map[string]session.QuestionItem{}
+	var ids []string
+	for _, it := range q.Questions {
+		items[it.ID] = it
+		ids = append(ids, it.ID)
+	}
+	for id, v := range p.Answers {
+		it, ok := items[id]
+		if !ok {
+			return fmt.Errorf("%w: question %s has no item %q (it has %s)", ErrInvalid, p.ToolCallID, trim(id), strings.Join(ids, ", "))
+		}
+		if len(it.Options) > 0 && !it.AllowOther && !slices.Contains(it.Options, v) {
+			return fmt.Errorf("%w: %s=%q: want one of %s (or send a free-text response)", ErrInvalid, id, trim(v), strings.Join(it.Options, ", "))
+		}
+	}
+	return nil
+}
+
+// Archive marks a session done-for-now; it stays revivable. A session
+// working on a turn is refused: archiving would hide it while it runs.
 func (s *Service) Archive(ctx context.Context, sessionID string, by session.Sender) (session.Session, error) {
+	x, err := s.Store.GetSession(ctx, sessionID)
+	if err != nil {
+		return x, err
+	}
+	if x.Status == session.StatusRunning || x.Status == session.StatusQueued {
+		return x, fmt.Errorf("session %s is %s; archive it once its turn ends (or interrupt it first): %w", sessionID, x.Status, store.ErrConflict)
+	}
 	if err := s.Store.Archive(ctx, sessionID, by, ""); err != nil {
 		return session.Session{}, err
 	}

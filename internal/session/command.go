@@ -2,9 +2,11 @@ package session
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // CommandKind names what a command asks of a session.
@@ -149,6 +151,19 @@ func ValidatePayload(kind CommandKind, raw json.RawMessage) error {
 		if strings.TrimSpace(p.Message) == "" {
 			return fmt.Errorf("payload.message: required for %s", kind)
 		}
+		if len(p.Metadata) > 32 {
+			return fmt.Errorf("payload.metadata: %d entries, at most 32", len(p.Metadata))
+		}
+		for k, v := range p.Metadata {
+			if err := Limit("payload.metadata key", k, MaxShort); err != nil {
+				return err
+			}
+			if err := Limit("payload.metadata."+k, v, MaxReason); err != nil {
+				return err
+			}
+		}
+		return errors.Join(Limit("payload.message", p.Message, MaxMessage), Limit("payload.model", p.Model, MaxShort),
+			Limit("payload.handoff", p.Handoff, MaxHandoff))
 	case KindAnswer:
 		var p AnswerPayload
 		if err := strictJSON(raw, &p); err != nil {
@@ -160,20 +175,47 @@ func ValidatePayload(kind CommandKind, raw json.RawMessage) error {
 		if len(p.Answers) == 0 && strings.TrimSpace(p.Response) == "" {
 			return fmt.Errorf("payload: an answer needs answers or a response")
 		}
+		if len(p.Answers) > 64 {
+			return fmt.Errorf("payload.answers: %d entries, at most 64", len(p.Answers))
+		}
+		for k, v := range p.Answers {
+			if err := errors.Join(Limit("payload.answers key", k, MaxShort), Limit("payload.answers."+k, v, MaxMessage)); err != nil {
+				return err
+			}
+		}
+		return errors.Join(Limit("payload.toolCallId", p.ToolCallID, MaxShort), Limit("payload.response", p.Response, MaxMessage))
 	case KindInterrupt:
 		var p InterruptPayload
-		return strictJSON(raw, &p)
+		if err := strictJSON(raw, &p); err != nil {
+			return err
+		}
+		return Limit("payload.reason", p.Reason, MaxReason)
 	case KindStop:
 		var p StopPayload
 		if err := strictJSON(raw, &p); err != nil {
 			return err
 		}
-		if n := len([]rune(p.Handoff)); n > MaxHandoff {
-			return fmt.Errorf("payload.handoff: %d characters, at most %d", n, MaxHandoff)
-		}
+		return errors.Join(Limit("payload.reason", p.Reason, MaxReason), Limit("payload.handoff", p.Handoff, MaxHandoff))
 	default:
 		var p LifecyclePayload
-		return strictJSON(raw, &p)
+		if err := strictJSON(raw, &p); err != nil {
+			return err
+		}
+		return Limit("payload.reason", p.Reason, MaxReason)
+	}
+}
+
+// Length limits of caller-supplied text, in characters.
+const (
+	MaxMessage = 100000 // a message, an answer
+	MaxReason  = 2000   // a reason, a note, a metadata value
+	MaxShort   = 200    // identifiers, keys, names
+)
+
+// Limit checks that a caller-supplied text field has at most max characters.
+func Limit(field, v string, max int) error {
+	if n := utf8.RuneCountInString(v); n > max {
+		return fmt.Errorf("%s: %d characters, at most %d", field, n, max)
 	}
 	return nil
 }

@@ -69,9 +69,12 @@ type Question struct {
 	Questions  []QuestionItem `json:"questions"`
 }
 
-// QuestionItem is one question with its options; free text is always allowed.
+// QuestionItem is one question with its options. Where it offers options,
+// an answer picks one of them unless AllowOther; free text always fits in
+// the answer's response.
 type QuestionItem struct {
-	ID       string   `json:"id"`
-	Question string   `json:"question"`
-	Options  []string `json:"options,omitempty"`
+	ID         string   `json:"id"`
+	Question   string   `json:"question"`
+	Options    []string `json:"options,omitempty"`
+	AllowOther bool     `json:"allowOther,omitempty"`
 }

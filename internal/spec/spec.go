@@ -126,6 +126,10 @@ var (
 	mcpNameRE = regexp.MustCompile(`^[a-z0-9](_?[a-z0-9-])*$`)
 )
 
+// ValidName reports whether s is a valid agent or project name: 1-63
+// lowercase letters, digits and dashes, starting and ending alphanumeric.
+func ValidName(s string) bool { return nameRE.MatchString(s) }
+
 // Known are the things validation checks names against.
 type Known struct {
 	Tool     func(name string) bool

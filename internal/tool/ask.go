@@ -14,7 +14,7 @@ const AskUser = "ask_user"
 var askUser = Tool{
 	Name: AskUser,
 	Schema: json.RawMessage(`{"type":"object","properties":{"questions":{"type":"array","minItems":1,"items":{"type":"object",` +
-		`"properties":{"id":{"type":"string"},"question":{"type":"string"},"options":{"type":"array","items":{"type":"string"}}},` +
+		`"properties":{"id":{"type":"string"},"question":{"type":"string"},"options":{"type":"array","items":{"type":"string"}},"allowOther":{"type":"boolean"}},` +
 		`"required":["id","question"],"additionalProperties":false}}},"required":["questions"],"additionalProperties":false}`),
 	run: func(_ context.Context, _ Env, raw json.RawMessage) (Result, error) {
 		var a struct {
