@@ -87,7 +87,10 @@ func (c *checker) redirect(r *syntax.Redirect) {
 			s = t.prefix
 		}
 		dev, harmless := devicePath(s)
+		gdev, gsys := globTarget(t.s)
 		switch {
+		case t.glob && (gdev || gsys):
+			c.add(src, Refuse, "device-write", "writes to what the pattern "+t.s+" names, which can be a device or a system file")
 		case dev && harmless && t.static:
 			c.add(src, Allow, "harmless-sink", "writes to "+clean(s))
 		case dev && (t.static || strings.HasPrefix(clean(s), "/dev/") && len(clean(s)) > len("/dev/")):
@@ -109,6 +112,15 @@ func (c *checker) pipe(b *syntax.BinaryCmd) {
 		return
 	}
 	args := argv(call.Args)
+	if len(args) > 0 && args[0].static && canonical(args[0].s) == "xargs" {
+		if text, ok := literalOutput(b.X); ok {
+			inner, _, _ := xargsInner(args)
+			all := append(append([]arg(nil), inner...), static(strings.Fields(text))...)
+			if v := c.quiet(all, 0); v.v == Refuse {
+				c.add(printNode(b), Refuse, v.rule, "xargs reads "+strings.TrimSpace(text)+": "+v.reason)
+			}
+		}
+	}
 	for range 8 {
 		if len(args) == 0 || !args[0].static {
 			return
@@ -210,18 +222,40 @@ func hdocText(w *syntax.Word) string {
 // pipedCode judges what a literal echo or printf pipes into a shell as the
 // code it is: echo 'sudo id' | bash runs sudo.
 func (c *checker) pipedCode(left *syntax.Stmt) {
+	if code, ok := literalOutput(left); ok {
+		c.source(code, 1)
+	}
+}
+
+// literalOutput is what a statement prints when that is literal: echo and
+// printf of literal words, cat of a literal here-string or here-document.
+func literalOutput(left *syntax.Stmt) (string, bool) {
 	call, ok := left.Cmd.(*syntax.CallExpr)
-	if !ok || len(call.Args) < 2 {
-		return
+	if !ok || len(call.Args) < 1 {
+		return "", false
 	}
 	args := argv(call.Args)
-	if !args[0].static || (args[0].s != "echo" && args[0].s != "printf") {
-		return
+	if len(args) == 0 || !args[0].static {
+		return "", false
+	}
+	if args[0].s == "cat" && len(args) == 1 {
+		for _, r := range left.Redirs {
+			switch r.Op {
+			case syntax.WordHdoc:
+				return hdocText(r.Word), true
+			case syntax.Hdoc, syntax.DashHdoc:
+				return hdocText(r.Hdoc), true
+			}
+		}
+		return "", false
+	}
+	if args[0].s != "echo" && args[0].s != "printf" || len(args) < 2 {
+		return "", false
 	}
 	var text []string
 	for _, a := range args[1:] {
 		if !a.static {
-			return
+			return "", false
 		}
 		if args[0].s == "echo" && (a.s == "-e" || a.s == "-n" || a.s == "-E") {
 			continue
@@ -232,5 +266,5 @@ func (c *checker) pipedCode(left *syntax.Stmt) {
 	if args[0].s == "printf" {
 		code = strings.ReplaceAll(strings.ReplaceAll(code, `\n`, "\n"), "%s", "")
 	}
-	c.source(code, 1)
+	return code, true
 }

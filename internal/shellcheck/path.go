@@ -76,6 +76,37 @@ func rootish(a arg) bool {
 	if a.home && (a.s == "~" || strings.Trim(a.s, "/") == "~" || a.s == "~/*" || a.s == "~/.*") {
 		return true
 	}
+	if a.homePattern {
+		return true // ${HOME%/*} and the like: the home's parent, or the root
+	}
+	for _, d := range a.def {
+		if d != "" && rootish(static([]string{d})[0]) {
+			return true
+		}
+	}
+	if a.static && strings.HasPrefix(a.s, "~") {
+		// ~, ~user, ~/.., ~user/x/../..: resolved against a home directory.
+		user, rest, _ := strings.Cut(a.s[1:], "/")
+		home := "/home/" + user
+		switch {
+		case user == "":
+			home = "/home/sandbox"
+		case user == "root":
+			home = "/root"
+		case user == "+" || user == "-":
+			home = "/home/sandbox" // $PWD or $OLDPWD: anywhere
+		}
+		full := path.Clean(home + "/" + rest)
+		if a.glob {
+			if i := strings.IndexAny(full, "*?["); i >= 0 {
+				full = path.Clean(full[:strings.LastIndex(full[:i], "/")+1])
+			}
+		}
+		return rootishDir(full) || user != "" && rest == ""
+	}
+	if a.static && !strings.HasPrefix(a.s, "/") && upLevels(a.s) >= 3 {
+		return true // a long ../.. chain climbs out of the working copy towards the root
+	}
 	s := a.s
 	if !a.static {
 		s = a.prefix
@@ -111,4 +142,43 @@ func rootishDir(p string) bool {
 		return true
 	}
 	return systemPath(p)
+}
+
+// upLevels counts how far a relative path climbs above where it starts.
+func upLevels(p string) int {
+	depth, most := 0, 0
+	for _, part := range strings.Split(p, "/") {
+		switch part {
+		case "..":
+			depth++
+			most = max(most, depth)
+		case ".", "":
+		default:
+			depth--
+		}
+	}
+	return most
+}
+
+// sensitiveTargets are what a glob write target is tried against: a
+// pattern that can name one of them is treated as naming it.
+var sensitiveTargets = []string{"/dev/sda", "/dev/sdb", "/dev/vda", "/dev/hda", "/dev/xvda", "/dev/nvme0n1", "/dev/nvme0n1p1",
+	"/dev/mmcblk0", "/dev/md0", "/dev/dm-0", "/dev/loop0", "/dev/mem", "/dev/kmem", "/dev/port", "/dev/sda1",
+	"/etc/passwd", "/etc/shadow", "/etc/sudoers", "/etc/hosts", "/etc/fstab", "/etc/crontab", "/etc/ld.so.preload",
+	"/boot/vmlinuz", "/bin/sh", "/bin/bash", "/usr/bin/sudo", "/usr/lib/x", "/lib/x", "/sbin/init", "/var/x", "/root/.bashrc"}
+
+// globTarget reports a glob pattern that can name a device or a system file.
+func globTarget(pattern string) (device, system bool) {
+	if !strings.ContainsAny(pattern, "*?[") {
+		return false, false
+	}
+	for _, t := range sensitiveTargets {
+		if ok, _ := path.Match(pattern, t); ok {
+			if strings.HasPrefix(t, "/dev/") {
+				return true, false
+			}
+			system = true
+		}
+	}
+	return false, system
 }

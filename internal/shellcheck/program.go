@@ -27,7 +27,8 @@ func worst(a, b verdict) verdict {
 // Refused program families: no approval can run these.
 var (
 	escalation = set("sudo", "su", "doas", "run0", "pkexec", "runas", "sudoedit", "runuser", "ksu", "gosu", "su-exec", "calife",
-		"setpriv", "capsh", "newgrp", "sg", "nsenter", "visudo")
+		"setpriv", "capsh", "newgrp", "sg", "nsenter", "visudo", "sudo-rs", "su-rs", "please", "pleaseedit", "gsudo", "systemd-run",
+		"psexec", "psexec64", "paexec", "sudo.ws", "doas-rs", "lxsu")
 	evalExec      = set("eval", "exec", "iex", "invoke-expression")
 	kernelModules = set("insmod", "modprobe", "rmmod", "kmod", "kldload", "kldunload", "kextload", "kextunload")
 	firewalls     = set("iptables", "ip6tables", "iptables-legacy", "ip6tables-legacy", "iptables-nft", "ip6tables-nft",
@@ -114,8 +115,8 @@ func (c *checker) judge(args []arg, depth int) verdict {
 	if isInterpreter(n) {
 		return ask("interpreter", n+" runs code that is not analyzed")
 	}
-	if c.free(args) {
-		return allow("free-command", "in the free list")
+	if prefix := c.match(args); prefix != nil {
+		return c.freeArgs(prefix, args)
 	}
 	return ask("unknown-command", n+" is not in the free list")
 }
@@ -216,6 +217,12 @@ func refusedProgram(n string, args []arg) (verdict, bool) {
 		return refuse("privilege-escalation", "Start-Process -Verb RunAs elevates"), true
 	case n == "format" && len(args) > 1 && isWindowsPath(args[1].s+`\`):
 		return refuse("disk-destruction", "format erases a drive"), true
+	case (n == "usermod" || n == "useradd" || n == "adduser" || n == "groupmod" || n == "newusers") && uidZero(args):
+		return refuse("privilege-escalation", n+" gives an account uid 0 (or a duplicate uid)"), true
+	case n == "ssh" && sshRoot(args):
+		return refuse("privilege-escalation", "ssh logs in as root"), true
+	case containerRuntimes[n] && privilegedContainer(args):
+		return refuse("privilege-escalation", n+" starts a container with the host's privileges"), true
 	case (n == "usermod" || n == "gpasswd" || n == "adduser" || n == "addgroup" || n == "useradd") && privilegedGroup(args):
 		return refuse("privilege-escalation", n+" adds a user to an administrators' group"), true
 	case (n == "mount" || n == "umount") && mountsSystem(args):
@@ -239,7 +246,10 @@ func hasFold(args []arg, flag, value string) bool {
 }
 
 // free reports whether argv starts with a free command's words.
-func (c *checker) free(args []arg) bool {
+func (c *checker) free(args []arg) bool { return c.match(args) != nil }
+
+// match returns the free entry argv starts with (the longest), or nil.
+func (c *checker) match(args []arg) []string {
 	words := make([]string, len(args))
 	for i, a := range args {
 		if !a.static {
@@ -254,8 +264,9 @@ func (c *checker) free(args []arg) bool {
 	if words[0] == "git" {
 		words = gitWords(words)
 	}
+	var best []string
 	for _, f := range c.a.free {
-		if len(f) > len(words) {
+		if len(f) > len(words) || len(f) <= len(best) {
 			continue
 		}
 		match := true
@@ -266,10 +277,10 @@ func (c *checker) free(args []arg) bool {
 			}
 		}
 		if match {
-			return true
+			best = f
 		}
 	}
-	return false
+	return best
 }
 
 // gitWords drops git's harmless global options so "git --no-pager log"
@@ -313,6 +324,71 @@ func firewallUnit(args []arg) bool {
 	for _, a := range args[1:] {
 		switch strings.TrimSuffix(a.s, ".service") {
 		case "firewalld", "ufw", "iptables", "ip6tables", "nftables", "netfilter-persistent":
+			return true
+		}
+	}
+	return false
+}
+
+// uidZero: -u 0, --uid=0, -o/--non-unique (a second account sharing a uid).
+func uidZero(args []arg) bool {
+	for i, a := range args[1:] {
+		s := a.s
+		switch {
+		case s == "-o" || s == "--non-unique":
+			return true
+		case (s == "-u" || s == "--uid" || s == "-g" || s == "--gid") && i+2 < len(args):
+			if strings.Trim(args[i+2].s, "0") == "" || !args[i+2].static {
+				return true
+			}
+		case strings.HasPrefix(s, "--uid=") || strings.HasPrefix(s, "--gid="):
+			if strings.Trim(s[6:], "0") == "" {
+				return true
+			}
+		case strings.HasPrefix(s, "-u") && len(s) > 2 && !strings.HasPrefix(s, "--") && strings.Trim(s[2:], "0") == "":
+			return true
+		}
+	}
+	return false
+}
+
+// sshRoot: ssh root@host, ssh -l root, ssh -o User=root, ssh://root@.
+func sshRoot(args []arg) bool {
+	for i, a := range args[1:] {
+		s := strings.ToLower(a.s)
+		if strings.HasPrefix(s, "root@") || strings.Contains(s, "://root@") || s == "-lroot" || strings.Contains(s, "user=root") {
+			return true
+		}
+		if s == "-l" && i+2 < len(args) && args[i+2].s == "root" {
+			return true
+		}
+	}
+	return false
+}
+
+var containerRuntimes = set("docker", "podman", "nerdctl", "ctr", "crictl", "lxc", "incus")
+
+// privilegedContainer: --privileged, the host's namespaces, all
+// capabilities, or the host's root mounted in.
+func privilegedContainer(args []arg) bool {
+	for i, a := range args[1:] {
+		s := strings.ToLower(a.s)
+		next := ""
+		if i+2 < len(args) {
+			next = strings.ToLower(args[i+2].s)
+		}
+		switch {
+		case s == "--privileged" || strings.HasPrefix(s, "--privileged=") && s != "--privileged=false":
+			return true
+		case s == "--pid=host" || s == "--userns=host" || s == "--ipc=host" || (s == "--pid" || s == "--userns") && next == "host":
+			return true
+		case strings.HasPrefix(s, "--cap-add") && (strings.Contains(s+next, "all") || strings.Contains(s+next, "sys_admin")):
+			return true
+		case (s == "-v" || s == "--volume" || s == "--mount") && (strings.HasPrefix(next, "/:") || strings.Contains(next, "source=/,") || next == "/"):
+			return true
+		case strings.HasPrefix(s, "--volume=/:") || strings.HasPrefix(s, "-v/:"):
+			return true
+		case s == "security.privileged=true" || s == "raw.lxc":
 			return true
 		}
 	}

@@ -164,6 +164,7 @@ func (c *checker) source(src string, depth int) {
 	before := len(c.pieces)
 	c.learn(f)
 	c.walk(f, depth)
+	c.prove(f)
 	if len(c.pieces) == before {
 		c.add(src, Allow, "grammar-only", "no program runs (arithmetic, tests or assignments only)")
 	}

@@ -45,6 +45,19 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 				return refuse("system-file", n+" unpacks into "+dir+", overwriting the system tree"), true
 			}
 		}
+	case "hash":
+		for i, a := range args[1:] {
+			if a.s == "-p" || strings.HasPrefix(a.s, "-") && strings.Contains(a.s, "p") {
+				if i+2 < len(args) {
+					if v, ok := refusedProgram(canonical(args[i+2].s), nil); ok || !args[i+2].static {
+						if ok {
+							return refuse(v.rule, "hash -p makes a name run "+args[i+2].s+": "+v.reason), true
+						}
+					}
+				}
+				return ask("hash-path", "hash -p binds a command name to any program"), true
+			}
+		}
 	case "setcap":
 		return refuse("privilege-escalation", "setcap grants capabilities to a program"), true
 	case "trap":
@@ -212,6 +225,9 @@ func deletion(n string, args []arg) (verdict, bool) {
 		if dev, harmless := devicePath(t.s); dev && !harmless {
 			return refuse("device-write", n+" destroys a device: "+t.s), true
 		}
+		if dev, sys := globTarget(t.s); t.glob && (dev || sys) {
+			return refuse("system-file", n+" deletes what the pattern "+t.s+" names, which can be a device or a system file"), true
+		}
 	}
 	return ask("deletion", n+" deletes files"), true
 }
@@ -239,6 +255,9 @@ func writes(n string, args []arg, destructive bool) (verdict, bool) {
 		}
 		if harmless {
 			continue
+		}
+		if gdev, gsys := globTarget(p.s); p.glob && (gdev || gsys) && (i == len(paths)-1 || n == "tee" || n == "truncate" || destructive) {
+			return refuse("device-write", n+" writes what the pattern "+p.s+" names, which can be a device or a system file"), true
 		}
 		isTarget := i == len(paths)-1 || n == "tee" || n == "truncate" || n == "touch" || n == "mkdir" || n == "sed" || n == "perl" ||
 			n == "set-content" || n == "out-file"
@@ -302,6 +321,9 @@ func dd(args []arg) (verdict, bool) {
 			}
 			if dev, harmless := devicePath(s); dev && !harmless {
 				return refuse("device-write", "dd writes to the device "+t.s), true
+			}
+			if gdev, gsys := globTarget(t.s); gdev || gsys {
+				return refuse("device-write", "dd writes what the pattern "+t.s+" names, which can be a device or a system file"), true
 			}
 			if t.static && systemPath(s) {
 				return refuse("system-file", "dd overwrites a system file "+t.s), true

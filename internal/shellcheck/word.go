@@ -22,6 +22,13 @@ type arg struct {
 	// ${X:-default}); def is a default value the expansion may yield.
 	param string
 	def   []string
+	// quoted: some part was quoted (an empty quoted word stays a word);
+	// unknown: brace expansion past the limit, nothing is known of it.
+	quoted  bool
+	unknown bool
+	// homePattern: an expansion of HOME cut by a pattern (${HOME%/*}),
+	// which can be its parent or the root.
+	homePattern bool
 }
 
 // words resolves a word into the words it expands to (brace expansion
@@ -36,14 +43,22 @@ func words(w *syntax.Word) []arg {
 		return []arg{resolve(&cp)}
 	}
 	var out []arg
+	n := 0
 	for bw, err := range expand.BracesSeq(nil, &cp) {
-		if err != nil || len(out) > 256 {
-			return []arg{{s: "$", prefix: ""}}
+		if n++; err != nil || n > maxBraces {
+			return []arg{{s: "$", prefix: "", unknown: true}}
 		}
-		out = append(out, resolve(bw))
+		a := resolve(bw)
+		if a.static && a.s == "" && !a.quoted {
+			continue // bash drops the empty words of {,x}: {,rm} -rf ~ is rm -rf ~
+		}
+		out = append(out, a)
 	}
 	return out
 }
+
+// maxBraces bounds brace expansion: past it a word is unknown ("ask").
+const maxBraces = 256
 
 // argv resolves a command's words.
 func argv(ws []*syntax.Word) []arg {
@@ -76,12 +91,14 @@ func resolve(w *syntax.Word) arg {
 			}
 			unescapeUnquoted(v, &b, &a.glob)
 		case *syntax.SglQuoted:
+			a.quoted = true
 			if p.Dollar {
 				b.WriteString(ansiC(p.Value))
 			} else {
 				b.WriteString(p.Value)
 			}
 		case *syntax.DblQuoted:
+			a.quoted = true
 			for j, dp := range p.Parts {
 				switch q := dp.(type) {
 				case *syntax.Lit:
@@ -92,22 +109,25 @@ func resolve(w *syntax.Word) arg {
 						b.WriteString("~")
 						continue
 					}
+					if len(w.Parts) == 1 && len(p.Parts) == 1 {
+						a.paramDefs(q)
+					}
+					a.homePattern = a.homePattern || homeCut(q)
+					unresolved()
+				case *syntax.CmdSubst:
+					if len(w.Parts) == 1 && len(p.Parts) == 1 {
+						a.def = append(a.def, substDefs(q)...)
+					}
 					unresolved()
 				default:
 					unresolved()
 				}
 			}
 		case *syntax.ParamExp:
-			if len(w.Parts) == 1 && p.Param != nil {
-				a.param = p.Param.Value
-				if p.Exp != nil && p.Exp.Word != nil && (p.Exp.Op == syntax.DefaultUnset || p.Exp.Op == syntax.DefaultUnsetOrNull ||
-					p.Exp.Op == syntax.AssignUnset || p.Exp.Op == syntax.AssignUnsetOrNull || p.Exp.Op == syntax.AlternateUnset ||
-					p.Exp.Op == syntax.AlternateUnsetOrNull) {
-					if d := resolve(p.Exp.Word); d.static {
-						a.def = append(a.def, d.s)
-					}
-				}
+			if len(w.Parts) == 1 {
+				a.paramDefs(p)
 			}
+			a.homePattern = a.homePattern || homeCut(p)
 			switch {
 			case i == 0 && isHome(p):
 				a.home = true
@@ -122,6 +142,9 @@ func resolve(w *syntax.Word) arg {
 				unresolved()
 			}
 		case *syntax.CmdSubst:
+			if len(w.Parts) == 1 {
+				a.def = append(a.def, substDefs(p)...)
+			}
 			// $(which X), $(command -v X), $(type -P X) name X.
 			if len(w.Parts) == 1 && len(p.Stmts) == 1 {
 				if call, ok := p.Stmts[0].Cmd.(*syntax.CallExpr); ok {
@@ -145,6 +168,67 @@ func resolve(w *syntax.Word) arg {
 		a.prefix = a.s
 	}
 	return a
+}
+
+// paramDefs records the variable of a word that is one expansion, and the
+// default or alternative value it may yield (${X:-/}).
+func (a *arg) paramDefs(p *syntax.ParamExp) {
+	if p.Param == nil {
+		return
+	}
+	a.param = p.Param.Value
+	if p.Exp != nil && p.Exp.Word != nil && (p.Exp.Op == syntax.DefaultUnset || p.Exp.Op == syntax.DefaultUnsetOrNull ||
+		p.Exp.Op == syntax.AssignUnset || p.Exp.Op == syntax.AssignUnsetOrNull || p.Exp.Op == syntax.AlternateUnset ||
+		p.Exp.Op == syntax.AlternateUnsetOrNull) {
+		d := resolve(p.Exp.Word)
+		if d.static {
+			a.def = append(a.def, d.s)
+		}
+		a.def = append(a.def, d.def...)
+		if d.home && d.static {
+			a.home = true
+		}
+	}
+}
+
+// homeCut: ${HOME%...}, ${HOME#...}, ${HOME/...}, ${HOME:...}.
+func homeCut(p *syntax.ParamExp) bool {
+	if p.Param == nil || p.Param.Value != "HOME" {
+		return false
+	}
+	if p.Repl != nil || p.Slice != nil {
+		return true
+	}
+	if p.Exp == nil {
+		return false
+	}
+	switch p.Exp.Op {
+	case syntax.RemSmallSuffix, syntax.RemLargeSuffix, syntax.RemSmallPrefix, syntax.RemLargePrefix:
+		return true
+	}
+	return false
+}
+
+// substDefs is what $(echo X) or $(printf X) prints, when literal.
+func substDefs(cs *syntax.CmdSubst) []string {
+	if len(cs.Stmts) != 1 {
+		return nil
+	}
+	call, ok := cs.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Args) < 2 {
+		return nil
+	}
+	as := argv(call.Args)
+	if !as[0].static || (as[0].s != "echo" && as[0].s != "printf") {
+		return nil
+	}
+	var out []string
+	for _, x := range as[1:] {
+		if x.static && !strings.HasPrefix(x.s, "-") {
+			out = append(out, strings.TrimSpace(strings.ReplaceAll(x.s, `\n`, "")))
+		}
+	}
+	return out
 }
 
 func isParam(p *syntax.ParamExp, name string) bool {

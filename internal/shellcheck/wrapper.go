@@ -71,6 +71,29 @@ var wrappers = map[string]unwrap{
 		return a[1:], "", true
 	},
 	"busybox": func(a []arg) ([]arg, string, bool) { return a[1:], "", true },
+	"toybox":  func(a []arg) ([]arg, string, bool) { return a[1:], "", true },
+	"chroot": func(a []arg) ([]arg, string, bool) {
+		return skipN(optionsThen("--userspec --groups", a[1:]), 1), "", true
+	},
+	"setarch": func(a []arg) ([]arg, string, bool) { return optionsThen("", skipN(a, 2)), "", true },
+	"linux32": func(a []arg) ([]arg, string, bool) { return optionsThen("", a[1:]), "", true },
+	"linux64": func(a []arg) ([]arg, string, bool) { return optionsThen("", a[1:]), "", true },
+	"prlimit": func(a []arg) ([]arg, string, bool) { return optionsThen("-p --pid -o --output", a[1:]), "", true },
+	"numactl": func(a []arg) ([]arg, string, bool) {
+		return optionsThen("-N -m -C -i -p -P --cpunodebind --membind --physcpubind --interleave --preferred", a[1:]), "", true
+	},
+	"firejail":         func(a []arg) ([]arg, string, bool) { return optionsThen("", a[1:]), "", true },
+	"bwrap":            func(a []arg) ([]arg, string, bool) { return nil, "", false },
+	"dbus-run-session": func(a []arg) ([]arg, string, bool) { return optionsThen("--config-file --dbus-daemon", a[1:]), "", true },
+	"cgexec":           func(a []arg) ([]arg, string, bool) { return optionsThen("-g", a[1:]), "", true },
+	"systemd-inhibit": func(a []arg) ([]arg, string, bool) {
+		return optionsThen("--what --who --why --mode", a[1:]), "", true
+	},
+	"faketime": func(a []arg) ([]arg, string, bool) { return skipN(optionsThen("", a[1:]), 1), "", true },
+	"torsocks": func(a []arg) ([]arg, string, bool) { return optionsThen("", a[1:]), "", true },
+	"proxychains": func(a []arg) ([]arg, string, bool) {
+		return optionsThen("-f", a[1:]), "", true
+	},
 	"sshpass": func(a []arg) ([]arg, string, bool) { return optionsThen("-p -f -d -e -P", a[1:]), "", true },
 }
 
@@ -286,32 +309,80 @@ func (c *checker) wrapper(n string, w unwrap, args []arg, depth int) verdict {
 }
 
 // shell judges sh/bash/...: -c code is parsed and judged; a script file is
-// unknown code.
+// unknown code. Options may follow -c (bash -c -x CODE): the code is the
+// first word after the options.
 func (c *checker) shell(n string, args []arg, depth int) verdict {
-	for i := 1; i < len(args); i++ {
+	hasC, odd := false, ""
+	i := 1
+	for ; i < len(args); i++ {
 		s := args[i].s
-		if s == "--" || !strings.HasPrefix(s, "-") && !strings.HasPrefix(s, "+") {
+		if !args[i].static {
+			odd = s
 			break
 		}
-		if s == "-c" || (strings.HasPrefix(s, "-") && !strings.HasPrefix(s, "--") && strings.Contains(s, "c")) {
-			if i+1 >= len(args) {
-				return ask("shell", n+" -c without code")
-			}
-			if !args[i+1].static {
-				return ask("shell-dynamic-code", n+" -c runs code built from an expansion")
-			}
-			c.source(args[i+1].s, depth+1)
-			if c.free(args[:1]) {
-				return allow("free-command", "in the free list; its code is judged separately")
-			}
-			return allow("shell-code", n+" -c: the code is judged piece by piece")
-		}
-		if s == "--rcfile" || s == "--init-file" || s == "-o" || s == "+o" || s == "-O" || s == "+O" {
+		if s == "--" || s == "-" {
 			i++
+			break
 		}
+		if !strings.HasPrefix(s, "-") && !strings.HasPrefix(s, "+") {
+			break
+		}
+		switch s {
+		case "--noprofile", "--norc", "--posix", "--noediting", "--restricted":
+			continue
+		case "-o", "+o":
+			if i+1 < len(args) && !shellSafeOption[args[i+1].s] {
+				odd = s + " " + args[i+1].s
+			}
+			i++
+			continue
+		case "--rcfile", "--init-file", "-O", "+O":
+			odd = s
+			i++
+			continue
+		}
+		if strings.HasPrefix(s, "--") {
+			odd = s
+			continue
+		}
+		for _, ch := range s[1:] {
+			switch ch {
+			case 'c':
+				hasC = true
+			case 'e', 'u', 'x', 'v', 'f', 'n', 'C', 'h', 'B', 'H', 'P', 'T', 'E', 'a':
+			default:
+				odd = s
+			}
+		}
+	}
+	if hasC {
+		if i >= len(args) {
+			return ask("shell", n+" -c without code")
+		}
+		if !args[i].static {
+			return ask("shell-dynamic-code", n+" -c runs code built from an expansion")
+		}
+		c.source(args[i].s, depth+1)
+		if odd != "" {
+			return ask("shell-option", n+" "+odd+" is not an option known to keep the shell's code as judged")
+		}
+		for _, a := range args[i+1:] {
+			if !a.static {
+				return ask("dynamic-argument", n+" -c is given positional parameters from an expansion")
+			}
+		}
+		if c.free(args[:1]) {
+			return allow("free-command", "in the free list; its code is judged separately")
+		}
+		return allow("shell-code", n+" -c: the code is judged piece by piece")
+	}
+	if odd != "" {
+		return ask("shell-option", n+" "+odd+" reads or runs code that is not analyzed")
 	}
 	if c.free(args) {
 		return allow("free-command", "in the free list")
 	}
 	return ask("shell-script", n+" runs a script whose content is not analyzed")
 }
+
+var shellSafeOption = set("pipefail", "errexit", "nounset", "xtrace", "noglob", "noclobber", "verbose")

@@ -1,0 +1,457 @@
+package shellcheck
+
+import (
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// optionSpec is what Paddock knows of a free command's options: the ones
+// that keep it free. Anything else (an unknown option, an option whose value
+// is not known, a value that fails its check) is "ask".
+type optionSpec struct {
+	// What the command may do, for --explain and the README.
+	does string
+	// short are single-letter flags (combinable: -la); shortVal are the
+	// letters that take a value (attached, -n5, or next, -n 5).
+	short, shortVal string
+	// long are --name flags, "--name=" take a value (attached or next),
+	// "--name[=]" an optional attached value.
+	long []string
+	// numeric allows -NUM (head -20, grep -3).
+	numeric bool
+	// anyWord: every word is text (echo): no option can do anything.
+	anyWord bool
+	// inert: no option of the program runs another program or writes a
+	// file, so words whose value comes from an expansion (a file name from
+	// a glob or a loop, a substitution's output) may be anything.
+	inert bool
+	// values checks the value of an option (by its name as written in
+	// long, without "=", or "-x" for a short one); absent means any value.
+	values map[string]func(string) bool
+	// custom replaces the generic parser (find, go).
+	custom func(c *checker, args []arg) verdict
+}
+
+// specs are keyed by the free command they describe ("ls", "git diff").
+var specs = map[string]*optionSpec{
+	"ls": {does: "lists directories", inert: true, short: "aAbBcCdDfFgGhHiklLmnNopqQrRsStuUvxXZ1",
+		shortVal: "ITw",
+		long: strings.Fields(`--all --almost-all --author --escape --block-size= --ignore-backups --color[=] --directory --dired
+			--classify[=] --file-type --format= --full-time --group-directories-first --no-group --human-readable --si
+			--dereference-command-line --dereference-command-line-symlink-to-dir --hide= --hyperlink[=] --indicator-style=
+			--inode --ignore= --kibibytes --dereference --literal --numeric-uid-gid --hide-control-chars --show-control-chars
+			--quote-name --quoting-style= --reverse --recursive --size --sort= --time= --time-style= --tabsize= --width=
+			--context --zero --help --version`)},
+	"cat": {does: "prints files", inert: true, short: "AbeEnstTuv",
+		long: strings.Fields(`--show-all --number-nonblank --show-ends --number --squeeze-blank --show-tabs --show-nonprinting --help --version`)},
+	"head": {does: "prints the start of files", inert: true, numeric: true, short: "qvz", shortVal: "cn",
+		long: strings.Fields(`--bytes= --lines= --quiet --silent --verbose --zero-terminated --help --version`)},
+	"tail": {does: "prints the end of files (and may follow them until the time limit)", inert: true, numeric: true, short: "fFqvz",
+		shortVal: "cns", long: strings.Fields(`--bytes= --follow[=] --lines= --max-unchanged-stats= --pid= --quiet --silent --retry
+			--sleep-interval= --verbose --zero-terminated --help --version`)},
+	"wc": {does: "counts lines, words and bytes", inert: true, short: "cmlLw",
+		long: strings.Fields(`--bytes --chars --lines --max-line-length --words --files0-from= --total= --help --version`)},
+	"grep": {does: "searches files", inert: true, numeric: true, short: "EFGPiyvwxcLlomqsbHhnTZzaIrRUV", shortVal: "efmABCdD",
+		long: strings.Fields(`--extended-regexp --fixed-strings --basic-regexp --perl-regexp --regexp= --file= --ignore-case
+			--no-ignore-case --word-regexp --line-regexp --null-data --no-messages --invert-match --version --help --max-count=
+			--byte-offset --line-number --no-line-number --line-buffered --with-filename --no-filename --label= --only-matching
+			--quiet --silent --binary-files= --text --directories= --devices= --recursive --dereference-recursive --include=
+			--exclude= --exclude-from= --exclude-dir= --files-without-match --files-with-matches --count --initial-tab --null
+			--before-context= --after-context= --context= --color[=] --colour[=] --binary`)},
+	"echo": {does: "prints its arguments", inert: true, anyWord: true},
+	"pwd":  {does: "prints the current directory", inert: true, short: "LP", long: []string{"--help", "--version"}},
+	"rg": {does: "searches files; --pre, --hostname-bin and -z/--search-zip (which run other programs) are not free",
+		short: "0aFHhIiLlNnoOpqSsUuvwxcV", shortVal: "ABCdeEfgjmMtTr",
+		long: strings.Fields(`--after-context= --before-context= --context= --binary --block-buffered --byte-offset --case-sensitive
+			--color= --colors= --column --context-separator= --count --count-matches --crlf --debug --dfa-size-limit= --encoding=
+			--engine= --field-context-separator= --field-match-separator= --files --files-with-matches --files-without-match
+			--fixed-strings --follow --glob= --glob-case-insensitive --heading --no-heading --help --hidden --iglob= --ignore-case
+			--ignore-file= --ignore-file-case-insensitive --include-zero --invert-match --json --line-buffered --line-number
+			--line-regexp --max-columns= --max-columns-preview --max-count= --max-depth= --max-filesize= --mmap --multiline
+			--multiline-dotall --no-config --no-ignore --no-ignore-dot --no-ignore-exclude --no-ignore-files --no-ignore-global
+			--no-ignore-messages --no-ignore-parent --no-ignore-vcs --no-line-number --no-messages --no-mmap --no-pcre2-unicode
+			--no-require-git --no-unicode --null --null-data --one-file-system --only-matching --passthru --path-separator=
+			--pcre2 --pcre2-version --quiet --regex-size-limit= --regexp= --replace= --smart-case --sort= --sortr= --stats
+			--text --threads= --trim --type= --type-not= --type-list --unrestricted --vimgrep --with-filename --no-filename
+			--word-regexp --version --no-search-zip --no-pre`)},
+	"find": {does: "lists files; its actions (-exec, -execdir, -ok, -okdir, -delete, -fprint, -fprint0, -fprintf, -fls) are not free",
+		custom: (*checker).findOptions},
+	"git status": {does: "shows the working tree's state", short: "sbvuz", long: strings.Fields(`--short --branch --porcelain[=]
+			--long --verbose --untracked-files[=] --ignore-submodules[=] --ignored[=] --column[=] --no-column --ahead-behind
+			--no-ahead-behind --renames --no-renames --find-renames[=] --show-stash --null`)},
+	"git diff": {does: "shows changes; --ext-diff, --textconv and --output (a program or a file) are not free",
+		short: gitDiffShort, shortVal: gitDiffShortVal, long: gitDiffLong, numeric: true},
+	"git log": {does: "shows history; --show-signature (runs gpg), --ext-diff, --textconv and --output are not free",
+		short: gitDiffShort + "gimi", shortVal: gitDiffShortVal + "n", numeric: true,
+		long: append(strings.Fields(`--oneline --graph --decorate[=] --no-decorate --all --branches[=] --tags[=] --remotes[=]
+			--max-count= --skip= --since= --after= --until= --before= --author= --committer= --grep= --all-match --invert-grep
+			--regexp-ignore-case --extended-regexp --fixed-strings --perl-regexp --merges --no-merges --first-parent --reverse
+			--format= --pretty[=] --abbrev-commit --no-abbrev-commit --date= --relative-date --follow --topo-order --date-order
+			--author-date-order --left-right --cherry-pick --cherry-mark --cherry --boundary --ancestry-path --simplify-by-decoration
+			--full-history --dense --sparse --source --walk-reflogs --notes[=] --no-notes --mailmap --use-mailmap --no-mailmap
+			--log-size --parents --children --count --encoding= --expand-tabs[=] --no-expand-tabs --show-linear-break[=]
+			--left-only --right-only --no-walk[=] --do-walk --exclude= --remerge-diff --diff-merges= --no-diff-merges --cc
+			--combined-all-paths --min-parents= --max-parents= --no-min-parents --no-max-parents --single-worktree
+			--show-pulls --clear-decorations --decorate-refs= --decorate-refs-exclude= --abbrev[=] --no-abbrev
+			--date-order --reflog --alternate-refs --bisect --not`), gitDiffLong...)},
+	"go test":  {does: "builds and runs the repository's tests (the test code runs by design, inside the sandbox); -exec, -toolexec, -vettool, -overlay, -C, -modfile, -ldflags, -gcflags, -asmflags and outputs outside the working copy are not free", custom: goOptions("test")},
+	"go build": {does: "compiles packages; -toolexec, -overlay, -C, -modfile, -ldflags, -gcflags, -asmflags and -o outside the working copy are not free", custom: goOptions("build")},
+	"go vet":   {does: "checks packages with the standard analyzers; -vettool (another program) is not free", custom: goOptions("vet")},
+}
+
+const gitDiffShort = "pusRawbWzBDlM"
+const gitDiffShortVal = "UGSOIC"
+
+var gitDiffLong = strings.Fields(`--stat[=] --numstat --shortstat --dirstat[=] --dirstat-by-file[=] --summary --patch --no-patch
+	--unified= --raw --patch-with-stat --patch-with-raw --name-only --name-status --cached --staged --merge-base --no-index
+	--relative[=] --no-relative --text --color[=] --no-color --color-moved[=] --no-color-moved --color-moved-ws= --color-words[=]
+	--word-diff[=] --word-diff-regex= --ignore-all-space --ignore-space-change --ignore-space-at-eol --ignore-blank-lines
+	--ignore-cr-at-eol --ignore-matching-lines= --diff-algorithm= --minimal --patience --histogram --anchored= --indent-heuristic
+	--no-indent-heuristic --find-renames[=] --find-copies[=] --find-copies-harder --break-rewrites[=] --irreversible-delete
+	--diff-filter= --pickaxe-all --pickaxe-regex --full-index --binary --src-prefix= --dst-prefix= --no-prefix --default-prefix
+	--line-prefix= --ita-invisible-in-index --ita-visible-in-index --exit-code --quiet --check --ws-error-highlight= --submodule[=]
+	--ignore-submodules[=] --function-context --inter-hunk-context= --no-ext-diff --no-textconv --compact-summary --find-object=
+	--skip-to= --rotate-to= --base --ours --theirs --no-renames --rename-empty --no-rename-empty --output-indicator-new=
+	--output-indicator-old= --output-indicator-context= --null --histogram --abbrev[=] --no-abbrev --stat-width= --stat-name-width=
+	--stat-graph-width= --stat-count= --cumulative --follow --no-merges`)
+
+// noSpec describes a free command Paddock knows nothing of.
+const noSpec = "in the free list; Paddock does not know its options, so any literal arguments keep it free"
+
+// longKind: 0 unknown, 1 flag, 2 takes a value, 3 optional attached value.
+func (s *optionSpec) longKind(name string) int {
+	for _, l := range s.long {
+		switch {
+		case l == name:
+			return 1
+		case l == name+"=":
+			return 2
+		case l == name+"[=]":
+			return 3
+		}
+	}
+	return 0
+}
+
+// freeArgs checks the words after a free command's prefix against what is
+// known of its options. prefix is the matched free entry.
+func (c *checker) freeArgs(prefix []string, args []arg) verdict {
+	key := strings.Join(prefix, " ")
+	spec := specs[key]
+	if spec == nil {
+		for _, a := range args[1:] {
+			if v, bad := wordProblem(a, false); bad {
+				return v
+			}
+		}
+		return allow("free-command", noSpec)
+	}
+	if spec.custom != nil {
+		return spec.custom(c, args)
+	}
+	rest := args[len(prefix):]
+	if key == "git status" || key == "git diff" || key == "git log" {
+		rest = args[len(args)-len(gitArgsAfterSub(args)):]
+	}
+	return checkOptions(key, spec, rest)
+}
+
+// gitArgsAfterSub returns the words after git's subcommand (harmless
+// global options skipped).
+func gitArgsAfterSub(args []arg) []arg {
+	i := 1
+	for i < len(args) && gitHarmlessGlobal[args[i].s] {
+		i++
+	}
+	if i < len(args) {
+		i++
+	}
+	return args[i:]
+}
+
+// wordProblem reports a word whose value is not literal where that
+// matters: unknown words always; for commands with options that run or
+// write (inert=false), any expansion, and globs that could expand to an
+// option (a pattern that does not start with a literal character other
+// than '-').
+func wordProblem(a arg, inert bool) (verdict, bool) {
+	if a.unknown {
+		return ask("brace-limit", "brace expansion past the analyzer's limit: the words are unknown"), true
+	}
+	if inert {
+		return verdict{}, false
+	}
+	if !a.static {
+		return ask("dynamic-argument", "an argument comes from an expansion or substitution, so it may be any option: "+a.s), true
+	}
+	if a.glob && globMayBeOption(a.s) {
+		return ask("glob-argument", "the pattern "+a.s+" may expand to a file name that is read as an option"), true
+	}
+	return verdict{}, false
+}
+
+// globMayBeOption: a pattern whose literal start does not pin it to a
+// non-option (./*.go cannot be an option, *.go can be --pre=x.go).
+func globMayBeOption(s string) bool {
+	i := strings.IndexAny(s, "*?[")
+	if i < 0 {
+		return false
+	}
+	lit := s[:i]
+	if lit == "" {
+		return true
+	}
+	return strings.HasPrefix(lit, "-") && !strings.Contains(lit, "=")
+}
+
+// checkOptions is the generic option parser.
+func checkOptions(cmd string, spec *optionSpec, rest []arg) verdict {
+	ok := allow("free-command", "in the free list, with options that keep it free")
+	endOpts := false
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if v, bad := wordProblem(a, spec.inert); bad {
+			return v
+		}
+		if spec.anyWord || !a.static {
+			continue
+		}
+		s := a.s
+		if endOpts || s == "-" || !strings.HasPrefix(s, "-") {
+			continue
+		}
+		if s == "--" {
+			endOpts = true
+			continue
+		}
+		value := func(name, v string, attached bool) (verdict, bool) {
+			if !attached {
+				i++
+				if i >= len(rest) {
+					return ask("unknown-option", cmd+" "+name+" without its value"), false
+				}
+				if v, bad := wordProblem(rest[i], false); bad {
+					return v, false
+				}
+				v = rest[i].s
+			}
+			if chk := spec.values[name]; chk != nil && !chk(v) {
+				return ask("option-value", cmd+" "+name+" "+v+": a value that is not known to keep it free"), false
+			}
+			return verdict{}, true
+		}
+		if strings.HasPrefix(s, "--") {
+			name, val, eq := strings.Cut(s, "=")
+			switch spec.longKind(name) {
+			case 0:
+				return ask("unknown-option", cmd+" "+name+" is not among the options known to keep it free")
+			case 1:
+				if eq {
+					return ask("unknown-option", cmd+" "+name+" takes no value")
+				}
+			case 2:
+				if v, good := value(name, val, eq); !good {
+					return v
+				}
+			case 3:
+				if eq {
+					if v, good := value(name, val, true); !good {
+						return v
+					}
+				}
+			}
+			continue
+		}
+		if spec.numeric && strings.Trim(s[1:], "0123456789") == "" {
+			continue
+		}
+		for j := 1; j < len(s); j++ {
+			ch := s[j]
+			switch {
+			case strings.IndexByte(spec.short, ch) >= 0:
+				continue
+			case strings.IndexByte(spec.shortVal, ch) >= 0:
+				if v, good := value("-"+string(ch), s[j+1:], j+1 < len(s)); !good {
+					return v
+				}
+			default:
+				return ask("unknown-option", cmd+" -"+string(ch)+" is not among the options known to keep it free")
+			}
+			break
+		}
+	}
+	return ok
+}
+
+// findTests are find's expression words that only test or print, with the
+// number of arguments each takes.
+var findTests = map[string]int{"-name": 1, "-iname": 1, "-path": 1, "-ipath": 1, "-wholename": 1, "-iwholename": 1, "-regex": 1,
+	"-iregex": 1, "-regextype": 1, "-type": 1, "-xtype": 1, "-size": 1, "-mtime": 1, "-mmin": 1, "-atime": 1, "-amin": 1,
+	"-ctime": 1, "-cmin": 1, "-newer": 1, "-anewer": 1, "-cnewer": 1, "-perm": 1, "-user": 1, "-group": 1, "-uid": 1, "-gid": 1,
+	"-nouser": 0, "-nogroup": 0, "-empty": 0, "-links": 1, "-inum": 1, "-samefile": 1, "-lname": 1, "-ilname": 1, "-readable": 0,
+	"-writable": 0, "-executable": 0, "-true": 0, "-false": 0, "-maxdepth": 1, "-mindepth": 1, "-depth": 0, "-mount": 0,
+	"-xdev": 0, "-follow": 0, "-noleaf": 0, "-ignore_readdir_race": 0, "-noignore_readdir_race": 0, "-daystart": 0,
+	"-print": 0, "-print0": 0, "-printf": 1, "-ls": 0, "-prune": 0, "-quit": 0, "-not": 0, "-a": 0, "-and": 0, "-o": 0,
+	"-or": 0, "!": 0, "(": 0, ")": 0, ",": 0, "-fstype": 1, "-used": 1, "-context": 1, "-d": 0, "-help": 0, "--help": 0,
+	"-version": 0, "--version": 0, "-warn": 0, "-nowarn": 0, "-files0-from": 1}
+
+var findNewerXY = regexp.MustCompile(`^-newer[aBcmt][aBcmt]$`)
+
+// findOptions: find is free with its starting points and tests; any
+// action, unknown word or expansion is "ask".
+func (c *checker) findOptions(args []arg) verdict {
+	i := 1
+	for i < len(args) {
+		a := args[i]
+		if v, bad := wordProblem(a, false); bad {
+			return v
+		}
+		s := a.s
+		switch {
+		case s == "-H" || s == "-L" || s == "-P" || strings.HasPrefix(s, "-O"):
+			i++
+			continue
+		case s == "-D":
+			i += 2
+			continue
+		}
+		if strings.HasPrefix(s, "-") || s == "!" || s == "(" || s == ")" || s == "," {
+			break
+		}
+		i++ // a starting point
+	}
+	for ; i < len(args); i++ {
+		a := args[i]
+		if v, bad := wordProblem(a, false); bad {
+			return v
+		}
+		n, ok := findTests[a.s]
+		if !ok && findNewerXY.MatchString(a.s) {
+			n, ok = 1, true
+		}
+		if !ok {
+			return ask("unknown-option", "find "+a.s+" is not among the tests known to keep it free")
+		}
+		for k := 0; k < n; k++ {
+			i++
+			if i >= len(args) {
+				return ask("unknown-option", "find "+a.s+" without its value")
+			}
+			if v, bad := wordProblem(args[i], false); bad && args[i].unknown || bad && !args[i].static {
+				return v
+			}
+		}
+	}
+	return allow("free-command", "in the free list: find with tests only")
+}
+
+// insidePath reports an output path that stays inside the working copy:
+// relative, no "..", not under .git.
+func insidePath(p string) bool {
+	if p == "" || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || strings.HasPrefix(p, "-") {
+		return false
+	}
+	cl := path.Clean(p)
+	if cl == ".." || strings.HasPrefix(cl, "../") || cl == ".git" || strings.HasPrefix(cl, ".git/") {
+		return false
+	}
+	return !slices.Contains(strings.Split(p, "/"), "..")
+}
+
+var goBuildBool = set("a", "n", "race", "msan", "asan", "cover", "v", "work", "x", "trimpath", "modcacherw", "linkshared", "json", "i")
+
+// goBuildVal are build flags taking a value, with their check (nil: any).
+var goBuildVal = map[string]func(string) bool{
+	"p": digits, "covermode": oneOf("set", "count", "atomic"), "coverpkg": noSpace, "tags": noSpace,
+	"mod": oneOf("readonly", "vendor", "mod"), "buildvcs": oneOf("true", "false", "auto"), "pgo": oneOf("auto", "off"),
+	"installsuffix": noSpace, "buildmode": oneOf("default", "exe", "pie", "archive"),
+}
+
+var goTestBool = set("benchmem", "failfast", "fullpath", "short", "c", "json", "cover")
+
+var goTestVal = map[string]func(string) bool{
+	"run": nil, "skip": nil, "bench": nil, "benchtime": noSpace, "count": digits, "cpu": noSpace, "list": nil,
+	"parallel": digits, "shuffle": noSpace, "timeout": noSpace, "vet": noSpace, "memprofilerate": digits,
+	"blockprofilerate": digits, "mutexprofilefraction": digits,
+	"o": insidePath, "coverprofile": insidePath, "cpuprofile": insidePath, "memprofile": insidePath, "blockprofile": insidePath,
+	"mutexprofile": insidePath, "trace": insidePath, "outputdir": insidePath,
+}
+
+var vetAnalyzerFlag = regexp.MustCompile(`^[a-z][a-z0-9]*(\.[a-z][a-z0-9]*)?$`)
+
+func digits(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
+func noSpace(s string) bool {
+	return !strings.ContainsAny(s, " \t\n") && !strings.HasPrefix(s, "-")
+}
+func oneOf(vs ...string) func(string) bool {
+	return func(s string) bool { return slices.Contains(vs, s) }
+}
+
+// goOptions checks go test/build/vet flags.
+func goOptions(sub string) func(*checker, []arg) verdict {
+	return func(c *checker, args []arg) verdict {
+		rest := args[2:]
+		for i := 0; i < len(rest); i++ {
+			a := rest[i]
+			if v, bad := wordProblem(a, false); bad {
+				return v
+			}
+			s := a.s
+			if !strings.HasPrefix(s, "-") || s == "-" {
+				continue // a package or file
+			}
+			if s == "--" {
+				if sub == "test" {
+					return ask("unknown-option", "go test -- passes what follows to the test binary")
+				}
+				continue
+			}
+			name, val, eq := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(s, "-"), "-"), "=")
+			if sub == "test" {
+				name = strings.TrimPrefix(name, "test.")
+			}
+			bad := func(what string) verdict {
+				return ask("go-flag", "go "+sub+" -"+name+": "+what)
+			}
+			isBool := goBuildBool[name] || sub == "test" && goTestBool[name]
+			chk, isVal := goBuildVal[name]
+			if sub == "test" && !isVal {
+				chk, isVal = goTestVal[name]
+			}
+			if sub == "build" && name == "o" {
+				chk, isVal = insidePath, true
+			}
+			if sub == "vet" && !isBool && !isVal && name != "vettool" && vetAnalyzerFlag.MatchString(name) {
+				if eq && !noSpace(val) {
+					return bad("an analyzer flag with an unusual value")
+				}
+				continue
+			}
+			switch {
+			case isBool:
+				if eq && val != "true" && val != "false" {
+					return bad("takes true or false")
+				}
+			case isVal:
+				if !eq {
+					i++
+					if i >= len(rest) {
+						return bad("without its value")
+					}
+					if v, bad := wordProblem(rest[i], false); bad {
+						return v
+					}
+					val = rest[i].s
+				}
+				if chk != nil && !chk(val) {
+					return bad(val + " is not a value known to keep it free (outputs must stay inside the working copy)")
+				}
+			default:
+				return bad("not among the flags known to keep it free (it may run a program or write outside the working copy)")
+			}
+		}
+		return allow("free-command", "in the free list, with flags that keep it free")
+	}
+}
