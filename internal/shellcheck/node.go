@@ -42,7 +42,7 @@ func (c *checker) assigns(as []*syntax.Assign, node syntax.Node) {
 
 // call judges a simple command.
 func (c *checker) call(x *syntax.CallExpr, depth int) {
-	v := c.judge(argv(x.Args), depth)
+	v := c.judge(c.argv(x), depth)
 	c.add(printNode(x), v.v, v.rule, v.reason)
 }
 
@@ -111,7 +111,7 @@ func (c *checker) pipe(b *syntax.BinaryCmd) {
 	if !ok || len(call.Args) == 0 {
 		return
 	}
-	args := argv(call.Args)
+	args := c.argv(call)
 	if len(args) > 0 && args[0].static && canonical(args[0].s) == "xargs" {
 		if text, ok := literalOutput(b.X); ok {
 			inner, _, _ := xargsInner(args)
@@ -163,7 +163,7 @@ func (c *checker) stmtFeeds(s *syntax.Stmt, depth int) {
 	if !ok || len(call.Args) == 0 {
 		return
 	}
-	args := argv(call.Args)
+	args := c.argv(call)
 	if len(args) == 0 || !args[0].static {
 		return
 	}

@@ -145,9 +145,12 @@ func inertShellVar(name string) bool {
 // environment and must be inert for it; bare assignments must be to inert
 // shell variables. Array and subscript assignments evaluate arithmetic.
 func (c *checker) callAssigns(x *syntax.CallExpr) {
+	if len(x.Assigns) == 0 {
+		return
+	}
 	var cmd []arg
 	if len(x.Args) > 0 {
-		cmd = argv(x.Args)
+		cmd = c.argv(x)
 	}
 	for _, a := range x.Assigns {
 		if a.Name == nil {

@@ -123,6 +123,21 @@ type checker struct {
 	// analysis can know of $X and of relative paths.
 	vars map[string][]string
 	dirs []string
+	// args caches each simple command's resolved words.
+	args map[*syntax.CallExpr][]arg
+}
+
+// argv resolves a simple command's words once.
+func (c *checker) argv(x *syntax.CallExpr) []arg {
+	if a, ok := c.args[x]; ok {
+		return a
+	}
+	if c.args == nil {
+		c.args = map[*syntax.CallExpr][]arg{}
+	}
+	a := argv(x.Args)
+	c.args[x] = a
+	return a
 }
 
 func (c *checker) add(cmd string, v Verdict, rule, reason string) {
@@ -227,7 +242,7 @@ func (c *checker) learn(f *syntax.File) {
 			if len(x.Args) == 0 {
 				assign(x.Assigns)
 			}
-			args := argv(x.Args)
+			args := c.argv(x)
 			if len(args) >= 2 && (args[0].s == "cd" || args[0].s == "pushd") {
 				d := args[len(args)-1]
 				switch {

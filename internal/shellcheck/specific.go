@@ -61,8 +61,14 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 	case "setcap":
 		return refuse("privilege-escalation", "setcap grants capabilities to a program"), true
 	case "trap":
-		if len(args) > 1 && args[1].static && args[1].s != "-" && !strings.HasPrefix(args[1].s, "-") {
-			c.source(args[1].s, depth+1)
+		rest := args[1:]
+		for len(rest) > 0 && (rest[0].s == "--" || rest[0].s == "-p" || rest[0].s == "-l" || rest[0].s == "-P") {
+			rest = rest[1:]
+		}
+		if len(rest) > 0 && rest[0].static && rest[0].s != "-" {
+			c.source(rest[0].s, depth+1)
+		} else if len(rest) > 0 && !rest[0].static {
+			return ask("trap", "trap runs code built from an expansion"), true
 		}
 	case "setfacl":
 		for _, a := range args[1:] {
@@ -115,7 +121,7 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 		}
 	case "go":
 		for _, a := range args[1:] {
-			for _, f := range []string{"-exec", "-toolexec", "-vettool", "-o", "-overlay", "-modfile", "-pgo"} {
+			for _, f := range []string{"-exec", "-toolexec", "-vettool", "-overlay", "-modfile"} {
 				if a.s == f || a.s == "-"+f || strings.HasPrefix(a.s, f+"=") || strings.HasPrefix(a.s, "-"+f+"=") {
 					return ask("go-flag", "go "+f+" runs a program or writes outside the build cache"), true
 				}

@@ -82,10 +82,12 @@ var wrappers = map[string]unwrap{
 	"numactl": func(a []arg) ([]arg, string, bool) {
 		return optionsThen("-N -m -C -i -p -P --cpunodebind --membind --physcpubind --interleave --preferred", a[1:]), "", true
 	},
-	"firejail":         func(a []arg) ([]arg, string, bool) { return optionsThen("", a[1:]), "", true },
-	"bwrap":            func(a []arg) ([]arg, string, bool) { return nil, "", false },
-	"dbus-run-session": func(a []arg) ([]arg, string, bool) { return optionsThen("--config-file --dbus-daemon", a[1:]), "", true },
-	"cgexec":           func(a []arg) ([]arg, string, bool) { return optionsThen("-g", a[1:]), "", true },
+	"firejail": func(a []arg) ([]arg, string, bool) { return optionsThen("", a[1:]), "", true },
+	"bwrap":    func(a []arg) ([]arg, string, bool) { return nil, "", false },
+	"dbus-run-session": func(a []arg) ([]arg, string, bool) {
+		return optionsThen("--config-file --dbus-daemon", a[1:]), "", true
+	},
+	"cgexec": func(a []arg) ([]arg, string, bool) { return optionsThen("-g", a[1:]), "", true },
 	"systemd-inhibit": func(a []arg) ([]arg, string, bool) {
 		return optionsThen("--what --who --why --mode", a[1:]), "", true
 	},
