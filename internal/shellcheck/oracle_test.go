@@ -1,0 +1,521 @@
+package shellcheck
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/paddock-dev/paddock/internal/sandbox"
+)
+
+// The bash oracle: every command the analyzer allows is run by real bash,
+// inside the real sandbox, with every program on PATH replaced by a shim
+// that records its argv, and with xtrace recording every simple command
+// bash runs after expansion (builtins, eval, source, trap code and
+// functions included). A command is a false allow when bash ran anything
+// the analyzer would not allow on its own (a program outside the free list,
+// a free program with an option not known to keep it free, a code-running
+// builtin, an assignment to a variable not known to be inert) or when a
+// file appeared or changed anywhere writable (the working copy included:
+// an allowed command writes nothing).
+//
+//	go test ./internal/shellcheck -run Oracle -oracle.n 100000 -oracle.seed 1 -timeout 2h
+var (
+	oracleN    = flag.Int("oracle.n", 1500, "generated commands for the bash oracle")
+	oracleSeed = flag.Uint64("oracle.seed", 1, "seed of the command generator")
+)
+
+// shimSource records its argv: name, then each argument, NUL-separated,
+// then a record separator. bash -p ignores BASH_ENV and ENV, so a shim
+// runs nothing the command could have planted.
+const shimSource = `#!/bin/bash -p
+{ printf '%s\0' "${0##*/}" "$@"; printf '\036\0'; } >> "$ORACLE_DIR/log/$ORACLE_N.argv"
+exit 0
+`
+
+// driverSource runs each command file in a fresh bash with PATH set to the
+// shims only, xtrace on a dedicated descriptor, then lists what appeared or
+// changed (path, mtime, ctime, size) in every writable place, the oracle's
+// own directory aside.
+const driverSource = `set -u
+O=$ORACLE_DIR
+R=${O%/*}
+snap() { find "$R" /tmp /home /root /run -path "$O" -prune -o -printf '%p\t%T@\t%C@\t%s\n' 2>/dev/null | sort; }
+snap > "$O/base"
+for f in "$O"/cmds/*; do
+  n=${f##*/}
+  cd "$R/wc" || exit 3
+  ORACLE_DIR=$O ORACLE_N=$n PATH=$O/bin BASH_XTRACEFD=9 PS4='+ ' \
+    /usr/bin/timeout -s KILL 3 /bin/bash --noprofile --norc -x -c "$(cat "$f")" 9>"$O/log/$n.trace" </dev/null >/dev/null 2>&1
+  echo $? > "$O/log/$n.rc"
+  snap > "$O/now"
+  comm -13 "$O/base" "$O/now" | cut -f1 > "$O/log/$n.new"
+  mv "$O/now" "$O/base"
+done
+`
+
+type oracleCase struct {
+	command string
+	origin  string
+}
+
+// oracleResult is what bash did with one command.
+type oracleResult struct {
+	ran      [][]string // simple commands from xtrace (assignments as NAME=VALUE words)
+	programs [][]string // argv recorded by the shims
+	written  []string
+	rc       string
+}
+
+// runOracle runs commands in batches, each batch in one sandbox.
+func runOracle(t *testing.T, b *sandbox.Bwrap, cmds []string) []oracleResult {
+	t.Helper()
+	root, err := os.MkdirTemp("/tmp", "paddock-oracle-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	o := filepath.Join(root, "oracle")
+	for _, d := range []string{"bin", "cmds", "log"} {
+		must(t, os.MkdirAll(filepath.Join(o, d), 0o755))
+	}
+	must(t, os.WriteFile(filepath.Join(o, "shim"), []byte(shimSource), 0o755))
+	must(t, os.WriteFile(filepath.Join(o, "driver"), []byte(driverSource), 0o755))
+	seen := map[string]bool{}
+	for _, dir := range strings.Split(sandbox.Environment(nil)["PATH"], ":") {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if n := e.Name(); !seen[n] && !strings.ContainsAny(n, "/") {
+				seen[n] = true
+				must(t, os.Symlink(filepath.Join(o, "shim"), filepath.Join(o, "bin", n)))
+			}
+		}
+	}
+	wc := filepath.Join(root, "wc")
+	must(t, os.MkdirAll(filepath.Join(wc, "src"), 0o755))
+	for _, f := range []string{"main.go", "src/a.go", "README.md", "x", "f"} {
+		must(t, os.WriteFile(filepath.Join(wc, f), []byte("package main\n// TODO sudo\n"), 0o644))
+	}
+	must(t, os.Chmod(root, 0o755))
+	chownAll(t, root)
+
+	out := make([]oracleResult, len(cmds))
+	const batch = 400
+	for start := 0; start < len(cmds); start += batch {
+		end := min(start+batch, len(cmds))
+		os.RemoveAll(filepath.Join(o, "cmds"))
+		os.RemoveAll(filepath.Join(o, "log"))
+		must(t, os.MkdirAll(filepath.Join(o, "cmds"), 0o755))
+		must(t, os.MkdirAll(filepath.Join(o, "log"), 0o755))
+		for i := start; i < end; i++ {
+			must(t, os.WriteFile(filepath.Join(o, "cmds", fmt.Sprintf("%06d", i)), []byte(cmds[i]), 0o644))
+		}
+		chownAll(t, o)
+		var stderr bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+		res, err := b.Run(ctx, sandbox.Command{Script: "bash " + filepath.Join(o, "driver"), Workdir: root,
+			Env: map[string]string{"ORACLE_DIR": o}, Timeout: 20 * time.Minute, Stderr: &stderr})
+		cancel()
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("oracle batch: %v (exit %d) %s", err, res.ExitCode, stderr.String())
+		}
+		for i := start; i < end; i++ {
+			out[i] = readOracle(t, filepath.Join(o, "log", fmt.Sprintf("%06d", i)))
+		}
+	}
+	return out
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// chownAll hands the tree to the sandbox user when running as root.
+func chownAll(t *testing.T, root string) {
+	if os.Geteuid() != 0 {
+		return
+	}
+	must(t, filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, sandbox.DefaultUID, sandbox.DefaultUID)
+	}))
+}
+
+func readOracle(t *testing.T, base string) oracleResult {
+	var r oracleResult
+	rc, _ := os.ReadFile(base + ".rc")
+	r.rc = strings.TrimSpace(string(rc))
+	if data, err := os.ReadFile(base + ".argv"); err == nil {
+		var cur []string
+		for _, f := range strings.Split(string(data), "\x00") {
+			if f == "\x1e" {
+				r.programs = append(r.programs, cur)
+				cur = nil
+				continue
+			}
+			cur = append(cur, f)
+		}
+	}
+	if data, err := os.ReadFile(base + ".new"); err == nil {
+		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			if l != "" {
+				r.written = append(r.written, l)
+			}
+		}
+	}
+	if data, err := os.ReadFile(base + ".trace"); err == nil {
+		r.ran = parseTrace(string(data))
+	}
+	return r
+}
+
+// parseTrace reads xtrace output: each record starts with one or more '+'
+// and a space, and is shell-quoted; a record may span lines (a quoted
+// newline), so lines are joined until the record parses.
+func parseTrace(s string) [][]string {
+	var out [][]string
+	var buf string
+	flush := func() bool {
+		if buf == "" {
+			return true
+		}
+		f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(buf), "")
+		if err != nil {
+			return false
+		}
+		for _, st := range f.Stmts {
+			call, ok := st.Cmd.(*syntax.CallExpr)
+			if !ok {
+				continue
+			}
+			var rec []string
+			for _, a := range call.Assigns {
+				v := ""
+				if a.Value != nil {
+					v = resolve(a.Value).s
+				}
+				rec = append(rec, "\x00assign", a.Name.Value+"="+v)
+			}
+			for _, w := range call.Args {
+				rec = append(rec, resolve(w).s)
+			}
+			out = append(out, rec)
+		}
+		buf = ""
+		return true
+	}
+	for _, line := range strings.Split(s, "\n") {
+		if strings.HasPrefix(line, "+") && (buf == "" || flush()) {
+			buf = strings.TrimLeft(line, "+")
+			buf = strings.TrimPrefix(buf, " ")
+			continue
+		}
+		if buf != "" {
+			buf += "\n" + line
+		}
+	}
+	flush()
+	return out
+}
+
+// codeBuiltins run code the analyzer never allows.
+var codeBuiltins = set("eval", "source", ".", "exec", "trap", "command", "builtin", "enable", "declare", "typeset", "local",
+	"export", "readonly", "read", "mapfile", "readarray", "printf", "hash", "alias", "set", "shopt", "unset", "let")
+
+// violations judges what bash did: every program and simple command must
+// be allowed on its own, and nothing may be written.
+func violations(a *Analyzer, r oracleResult) []string {
+	var out []string
+	judgeArgv := func(kind string, argv []string) {
+		if len(argv) == 0 {
+			return
+		}
+		if codeBuiltins[argv[0]] {
+			out = append(out, kind+" ran the builtin "+strings.Join(argv, " "))
+			return
+		}
+		c := &checker{a: a}
+		args := make([]arg, len(argv))
+		for i, s := range argv {
+			args[i] = arg{s: s, static: true, prefix: s, alt: s, quoted: true}
+		}
+		// No option of an inert program runs or writes (that is what
+		// inert means), so words that reached it through an expansion may
+		// be any option; only its name must be free.
+		if spec := specs[argv[0]]; spec != nil && spec.inert && c.match(args) != nil {
+			return
+		}
+		v := c.judge(args, 1)
+		for _, p := range c.pieces {
+			v = worst(v, verdict{p.Verdict, p.Rule, p.Reason})
+		}
+		if v.v != Allow {
+			out = append(out, fmt.Sprintf("%s ran %q: %s %s (%s)", kind, argv, v.v, v.rule, v.reason))
+		}
+	}
+	for _, rec := range r.ran {
+		var argv, assigns []string
+		for i := 0; i < len(rec); i++ {
+			if rec[i] == "\x00assign" {
+				assigns = append(assigns, rec[i+1])
+				i++
+				continue
+			}
+			argv = append(argv, rec[i])
+		}
+		// xtrace prints a command's prefix assignments as records of
+		// their own, so an assignment is fine when its name is inert as a
+		// shell variable or for some free command.
+		for _, as := range assigns {
+			name, value, _ := strings.Cut(as, "=")
+			if !inertShellVar(name) && !inertEnv[name] && !goInertEnv[name] && as != "CGO_ENABLED=0" {
+				out = append(out, "bash assigned "+name+"="+value)
+			}
+		}
+		if len(argv) > 0 && argv[0] != "[[" && argv[0] != "((" {
+			judgeArgv("bash", argv)
+		}
+	}
+	for _, p := range r.programs {
+		judgeArgv("a program", p)
+	}
+	for _, w := range r.written {
+		out = append(out, "wrote "+w)
+	}
+	return out
+}
+
+func oracleBwrap(t *testing.T) *sandbox.Bwrap {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("the bash oracle runs real bash in bubblewrap; skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := sandbox.NewBwrap(ctx)
+	if err != nil {
+		t.Skipf("the bash oracle needs bubblewrap (bwrap) able to create namespaces: %v", err)
+	}
+	return b
+}
+
+// TestOracleDetects makes sure the oracle sees what it must: commands that
+// run a non-free program through each class of trick, or write a file.
+func TestOracleDetects(t *testing.T) {
+	b := oracleBwrap(t)
+	a := New(corpusFree)
+	bad := []string{
+		`v='z[$(touch p)]'; : $((v))`,
+		`find . -delete`,
+		`echo x > /tmp/out`,
+		`eval ls`,
+		`o=-fprint; find . $o /tmp/x`,
+		`PATH=/usr/bin; ls`,
+		`x='a[$(id)]'; [[ $x -eq 0 ]]`,
+	}
+	res := runOracle(t, b, bad)
+	for i, r := range res {
+		if len(violations(a, r)) == 0 {
+			t.Errorf("the oracle saw nothing wrong in %q (ran %q, programs %q, wrote %q)", bad[i], r.ran, r.programs, r.written)
+		}
+	}
+	good := []string{`ls -la | grep x`, `for f in *.go; do wc -l "$f"; done`, `x=1`}
+	res = runOracle(t, b, good)
+	for i, r := range res {
+		if v := violations(a, r); len(v) > 0 {
+			t.Errorf("the oracle flags the harmless %q: %q", good[i], v)
+		}
+	}
+}
+
+// TestOracle runs every allowed command of the corpora, and of commands
+// generated from them, through bash.
+func TestOracle(t *testing.T) {
+	b := oracleBwrap(t)
+	a := New(corpusFree)
+	var seeds []string
+	for _, file := range corpusFiles() {
+		for _, c := range readCorpus(t, file) {
+			seeds = append(seeds, c.command)
+		}
+	}
+	var cases []oracleCase
+	for _, s := range seeds {
+		cases = append(cases, oracleCase{s, "corpus"})
+	}
+	var free []string
+	for _, s := range seeds {
+		if a.Analyze(s).Verdict == Allow {
+			free = append(free, s)
+		}
+	}
+	rng := rand.New(rand.NewPCG(*oracleSeed, 9))
+	for range *oracleN {
+		// Half start from an allowed command: mutations of those are the
+		// ones most likely to stay allowed, where a false allow would hide.
+		s := seeds[rng.IntN(len(seeds))]
+		if rng.IntN(2) == 0 {
+			s = free[rng.IntN(len(free))]
+		}
+		for k := rng.IntN(3); k >= 0; k-- {
+			s = mutate(rng, s)
+		}
+		cases = append(cases, oracleCase{s, "generated"})
+	}
+	var allowed []oracleCase
+	count := map[string]int{}
+	for _, c := range cases {
+		count[c.origin]++
+		if a.Analyze(c.command).Verdict == Allow {
+			allowed = append(allowed, c)
+			count[c.origin+" allowed"]++
+		}
+	}
+	cmds := make([]string, len(allowed))
+	for i, c := range allowed {
+		cmds[i] = c.command
+	}
+	start := time.Now()
+	res := runOracle(t, b, cmds)
+	bad, timeouts := 0, 0
+	for i, r := range res {
+		if r.rc == "137" {
+			timeouts++
+		}
+		if v := violations(a, r); len(v) > 0 {
+			bad++
+			t.Errorf("false allow (%s) %q: %s", allowed[i].origin, allowed[i].command, strings.Join(v, "; "))
+		}
+	}
+	keys := make([]string, 0, len(count))
+	for k := range count {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var summary []string
+	for _, k := range keys {
+		summary = append(summary, k+"="+strconv.Itoa(count[k]))
+	}
+	t.Logf("bash oracle: %s; ran %d allowed commands in bash in %s (%d hit the time limit); %d false allows",
+		strings.Join(summary, " "), len(cmds), time.Since(start).Round(time.Second), timeouts, bad)
+}
+
+// corpusFiles are every corpus: ours and the shared one when present.
+func corpusFiles() []string {
+	files := []string{"testdata/corpus-sample.tsv", "testdata/corpus-hard.tsv"}
+	if _, err := os.Stat(sharedCorpus); err == nil {
+		files = append(files, sharedCorpus)
+	}
+	return files
+}
+
+const sharedCorpus = "../../../shared/policy/command-corpus-sample.tsv"
+
+// Pieces the mutator inserts: expansions, quotes, braces, assignments,
+// redirections, options of the free tools (safe and not), separators.
+var (
+	mutExpansions = []string{`$x`, `"$x"`, `${x:-a}`, `${x:--delete}`, `$(echo -a)`, `$(echo --pre=./p)`, `$((1+2))`, `$((v))`,
+		`${!v}`, `${v@P}`, `${a[i]}`, `~`, `~root`, `$'\x2d-output=o'`, `$1`, `"$@"`, `${#x}`, `$(id)`, "`id`", `${x:1}`,
+		`${x:$y}`, `"${x:=y}"`, `${PATH:=/tmp}`}
+	mutWords = []string{`-delete`, `-exec`, `id`, `;`, `--pre=./p`, `-z`, `--output=o`, `-toolexec=x`, `-o`, `/tmp/o`, `-C`,
+		`--ext-diff`, `-fprint`, `-c`, `core.pager=id`, `--show-signature`, `-ldflags=-extld=id`, `-n`, `5`, `-la`, `-r`, `.`,
+		`./...`, `--stat`, `-count=1`, `-v`, `*`, `*.go`, `./*`, `-print`, `-name`, `x`, `--`, `-coverprofile=/tmp/c`,
+		`-coverprofile=c.out`, `--no-pager`, `-p`}
+	mutBraces = []string{`{a,b}`, `{,id}`, `{,-delete}`, `{1..3}`, `{-,}-pre=./p`, `{ls,id}`, `{x..z}`, `{,}`}
+	mutPrefix = []string{`x=1 `, `GOFLAGS=-toolexec=id `, `LC_ALL=C `, `x=1; `, `export x=1; `, `declare x=1; `, `PATH=/tmp; `,
+		`read v <<< a; `, `GIT_DIR=/tmp `, `PAGER=id `, `CGO_ENABLED=0 `, `GOOS=linux `, `BASH_ENV=/tmp/e `, `f() { id; }; `,
+		`trap id EXIT; `, `v='a[$(id)]'; `, `for i in a; do `, `set -x; `, `cd /; `, `hash -p /usr/bin/id ls; `, `: `}
+	mutRedirs = []string{` >/dev/null`, ` 2>&1`, ` > out`, ` < f`, ` <<< x`, " <<E\nx\nE\n", ` {fd}>/dev/null`, ` > /de?/null`,
+		` >> /tmp/o`, ` 2>/dev/null`, ` >&2`, ` <&-`}
+	mutSeps = []string{`; ls`, ` && pwd`, ` | grep x`, ` || echo no`, ` & ls`, ` | bash`, ` | sh -c cat`, `; id`, ` |& wc -l`}
+	mutWraps = [][2]string{{`$(`, `)`}, {`(`, `)`}, {`{ `, `; }`}, {`bash -c '`, `'`}, {`sh -c "`, `"`}, {`eval '`, `'`},
+		{`if `, `; then ls; fi`}, {`echo $(`, `)`}, {`! `, ``}, {`time `, ``}, {`x=$(`, `)`}, {`cat <(`, `)`},
+		{"echo $(cat <<E\n", "\nE\n)"}, {`[[ -n $(`, `) ]]`}}
+)
+
+// mutate edits a command at positions its parse gives: inside a word,
+// between words, around a statement.
+func mutate(rng *rand.Rand, src string) string {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	var words []*syntax.Word
+	if err == nil {
+		syntax.Walk(f, func(n syntax.Node) bool {
+			if w, ok := n.(*syntax.Word); ok && w.Pos().IsValid() && w.End().IsValid() {
+				words = append(words, w)
+			}
+			return true
+		})
+	}
+	pick := func(xs []string) string { return xs[rng.IntN(len(xs))] }
+	if len(words) == 0 {
+		return pick(mutPrefix) + src
+	}
+	w := words[rng.IntN(len(words))]
+	start, end := int(w.Pos().Offset()), int(w.End().Offset())
+	if start > len(src) || end > len(src) || start > end {
+		return src
+	}
+	word := src[start:end]
+	switch rng.IntN(11) {
+	case 0, 1: // a word inserted after this one
+		return src[:end] + " " + pick(mutWords) + src[end:]
+	case 2: // an expansion inserted as a word or inside this one
+		if rng.IntN(2) == 0 {
+			return src[:end] + " " + pick(mutExpansions) + src[end:]
+		}
+		return src[:end] + pick(mutExpansions) + src[end:]
+	case 3: // quotes around the word, or a backslash inside it
+		switch rng.IntN(4) {
+		case 0:
+			return src[:start] + `"` + word + `"` + src[end:]
+		case 1:
+			if !strings.Contains(word, "'") {
+				return src[:start] + `'` + word + `'` + src[end:]
+			}
+		case 2:
+			if len(word) > 1 {
+				k := 1 + rng.IntN(len(word)-1)
+				return src[:start+k] + `\` + src[start+k:]
+			}
+		}
+		return src[:start] + `$'` + strings.ReplaceAll(word, `'`, `\'`) + `'` + src[end:]
+	case 4: // braces
+		if rng.IntN(2) == 0 {
+			return src[:start] + pick(mutBraces) + src[start:]
+		}
+		return src[:end] + " " + pick(mutBraces) + src[end:]
+	case 5: // the word replaced
+		return src[:start] + pick(append(mutWords, mutExpansions...)) + src[end:]
+	case 6, 7:
+		p := pick(mutPrefix)
+		if strings.HasPrefix(p, "for ") {
+			return p + src + "; done"
+		}
+		return p + src
+	case 8:
+		return src + pick(mutRedirs)
+	case 9:
+		return src + pick(mutSeps)
+	}
+	wr := mutWraps[rng.IntN(len(mutWraps))]
+	if strings.Contains(wr[0], "'") && strings.Contains(src, "'") || strings.Contains(wr[0], `"`) && strings.Contains(src, `"`) {
+		return src
+	}
+	return wr[0] + src + wr[1]
+}
