@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/workspace"
@@ -72,6 +73,7 @@ func (s *Server) Handler() http.Handler {
 	h("POST /v1/approvals/{id}/reject", s.decide(false))
 	h("GET /v1/projects/{name}/policy", s.getPolicy)
 	h("PUT /v1/projects/{name}/policy", s.putPolicy)
+	h("POST /v1/projects/{name}/policy/replay", s.replayPolicy, "since", "examples")
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// A path served under other methods is a 405 naming them.
 		if allow := allowed(mux, r); len(allow) > 0 {
@@ -567,6 +569,35 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"policy": p, "digest": p.Digest()})
+}
+
+// replayPolicy judges the project's recorded tool calls under the policy
+// in the body (YAML) and reports what would change; ?since=7d limits it to
+// recent sessions, ?examples=N the examples per rule (default 3).
+func (s *Server) replayPolicy(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, yamlTypes)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	since, err := policy.ParseSince(r.URL.Query().Get("since"), time.Now())
+	if err != nil {
+		s.error(w, r, fmt.Errorf("%w: %w", store.ErrInvalid, err))
+		return
+	}
+	examples := 3
+	if e := r.URL.Query().Get("examples"); e != "" {
+		if examples, err = strconv.Atoi(e); err != nil || examples < 0 {
+			s.error(w, r, fmt.Errorf("%w: examples: want a number ≥ 0", store.ErrInvalid))
+			return
+		}
+	}
+	rep, err := s.Service.ReplayPolicy(r.Context(), r.PathValue("name"), body, since, examples)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
 }
 
 // DiffResponse is a session's deliverable.

@@ -3,48 +3,249 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/paddock-dev/paddock/internal/policy"
+	"github.com/paddock-dev/paddock/internal/shellcheck"
+)
+
+// Exit statuses of `paddock policy check`, for scripts and hooks.
+const (
+	checkAllow = 0 // every piece is free
+	checkError = 1 // the check could not be made (server unreachable, ...)
+	checkUsage = 2 // bad flags or arguments, unreadable policy file
+	checkAsk   = 3 // a person must approve
+	checkRefus = 4 // refused: no approval can run it
 )
 
 func newPolicy(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "policy", Short: "Check commands against a policy; set a project's policy"}
-	var file string
-	var asJSON bool
+	cmd := &cobra.Command{Use: "policy", Short: "Check commands against a policy; set a project's policy; replay a policy on past sessions"}
+	cmd.AddCommand(newPolicyCheck(g), newPolicyApply(g), newPolicyReplay(g))
+	return cmd
+}
+
+func newPolicyCheck(g *globals) *cobra.Command {
+	var file, project string
+	var asJSON, explain bool
+	usage := func(err error) error { return &exitError{code: checkUsage, msg: err.Error()} }
 	check := &cobra.Command{
-		Use:   "check [--policy FILE] [--json] -- COMMAND",
+		Use:   "check [--policy FILE | --project P] [--json] [--explain] -- COMMAND",
 		Short: "Print the verdict (allow, ask or refuse) for a shell command, then why, piece by piece",
-		Long: "Print the verdict for a shell command on the first line, then each piece with the rule that judged it.\n" +
-			"Without --policy the default policy applies (every tool asks; read-only commands such as ls, cat, git status are free).",
-		Args: cobra.MinimumNArgs(1),
+		Long: "Print the verdict for a shell command on the first line, the policy it was judged under on the second,\n" +
+			"then each piece with the rule that judged it and where that rule comes from.\n\n" +
+			"Policy: --policy FILE; else, when a server is configured (--server or PADDOCK_SERVER), the project's\n" +
+			"applied policy on that server; else the built-in default policy.\n\n" +
+			"Exit status: 0 allow, 3 ask, 4 refuse, 2 usage error (bad flags, unreadable policy), 1 other failure\n" +
+			"(e.g. the server cannot be reached).\n\n" +
+			"--explain adds, for each free command involved (or, without a command, for every free command of the\n" +
+			"policy), what it may do and which options keep it free.",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && !explain {
+				return usage(fmt.Errorf("policy check: give the command after --, e.g. paddock policy check -- 'ls -la'"))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := loadPolicy(file)
+			p, source, err := checkPolicy(cmd, g, file, project)
 			if err != nil {
-				return &exitError{code: 2, msg: err.Error()}
+				return err
+			}
+			if len(args) == 0 {
+				fmt.Fprintf(g.io.Out, "policy: %s\n", source)
+				explainFree(g.io.Out, p.Commands)
+				return nil
 			}
 			command := strings.Join(args, " ")
 			raw, _ := json.Marshal(map[string]string{"command": command})
 			d := p.Evaluate(policy.ShellTool, raw)
-			if asJSON {
-				return json.NewEncoder(g.io.Out).Encode(map[string]any{
-					"verdict": d.Verdict, "rule": d.Rule, "reason": d.Reason, "pieces": d.Pieces, "policyDigest": d.PolicyDigest,
-				})
+			for i := range d.Pieces {
+				if strings.HasPrefix(d.Pieces[i].Source, "commands.allow ") {
+					d.Pieces[i].Source += " of " + source
+				}
 			}
-			fmt.Fprintln(g.io.Out, d.Verdict)
+			var entries []string
 			for _, piece := range d.Pieces {
-				fmt.Fprintf(g.io.Out, "  %-6s %-24s %s: %s\n", piece.Verdict, piece.Rule, piece.Command, piece.Reason)
+				if e, ok := strings.CutPrefix(piece.Source, "commands.allow "); ok {
+					if q, err := strconv.QuotedPrefix(e); err == nil {
+						e, _ = strconv.Unquote(q)
+						entries = append(entries, e)
+					}
+				}
 			}
+			if asJSON {
+				out := map[string]any{"verdict": d.Verdict, "rule": d.Rule, "reason": d.Reason, "pieces": d.Pieces,
+					"policyDigest": d.PolicyDigest, "policySource": source}
+				if explain {
+					out["free"] = explainJSON(entries)
+				}
+				if err := json.NewEncoder(g.io.Out).Encode(out); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintln(g.io.Out, d.Verdict)
+				fmt.Fprintf(g.io.Out, "policy: %s (%s)\n", source, d.PolicyDigest)
+				for _, piece := range d.Pieces {
+					fmt.Fprintf(g.io.Out, "  %-6s %-24s %s: %s [%s]\n", piece.Verdict, piece.Rule, piece.Command, piece.Reason, piece.Source)
+				}
+				if explain {
+					explainFree(g.io.Out, entries)
+				}
+			}
+			switch d.Verdict {
+			case shellcheck.Allow:
+				return nil
+			case shellcheck.Ask:
+				return &exitError{code: checkAsk}
+			}
+			return &exitError{code: checkRefus}
+		},
+	}
+	check.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
+	check.Flags().StringVar(&file, "policy", "", "policy YAML file (default: the project's applied policy when a server is configured, else the built-in default)")
+	check.Flags().StringVar(&project, "project", "default", "project whose applied policy is used (with a server and without --policy)")
+	check.Flags().BoolVar(&asJSON, "json", false, "print one JSON object with verdict, pieces and the policy's source")
+	check.Flags().BoolVar(&explain, "explain", false, "say what each free command may do and which options keep it free")
+	return check
+}
+
+// checkPolicy is the policy a check uses and a phrase naming it.
+func checkPolicy(cmd *cobra.Command, g *globals, file, project string) (*policy.Policy, string, error) {
+	if file != "" {
+		p, err := loadPolicy(file)
+		if err != nil {
+			return nil, "", &exitError{code: checkUsage, msg: err.Error()}
+		}
+		return p, "the policy file " + file, nil
+	}
+	if g.cfg.Server == "" {
+		return policy.Default(), "the built-in default policy (no --policy, no server configured)", nil
+	}
+	raw, err := g.remote().Policy(cmd.Context(), project)
+	if err != nil {
+		return nil, "", &exitError{code: checkError, msg: fmt.Sprintf("reading project %s's policy from %s: %v", project, g.cfg.Server, err)}
+	}
+	var out struct {
+		Policy *policy.Policy `json:"policy"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil || out.Policy == nil {
+		return nil, "", &exitError{code: checkError, msg: fmt.Sprintf("project %s's policy from %s is unreadable: %v", project, g.cfg.Server, err)}
+	}
+	return out.Policy, fmt.Sprintf("project %s's applied policy on %s", project, g.cfg.Server), nil
+}
+
+type freeExplained struct {
+	Command string   `json:"command"`
+	Does    string   `json:"does"`
+	Options []string `json:"options,omitempty"`
+	Known   bool     `json:"known"`
+}
+
+func explainJSON(entries []string) []freeExplained {
+	var out []freeExplained
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if seen[e] {
+			continue
+		}
+		seen[e] = true
+		does, opts, known := shellcheck.Explain(e)
+		out = append(out, freeExplained{e, does, opts, known})
+	}
+	return out
+}
+
+// explainFree prints what each free command may do and which options keep
+// it free.
+func explainFree(w io.Writer, entries []string) {
+	for _, f := range explainJSON(entries) {
+		fmt.Fprintf(w, "\nfree: %s — %s\n", f.Command, f.Does)
+		if len(f.Options) > 0 {
+			fmt.Fprintf(w, "  options that keep it free: %s\n", strings.Join(f.Options, " "))
+		}
+	}
+}
+
+func newPolicyReplay(g *globals) *cobra.Command {
+	var file, project, since string
+	var asJSON bool
+	var examples int
+	cmd := &cobra.Command{
+		Use:   "replay --policy NEW.yaml [--project P] [--since 7d] [--examples N] [--json]",
+		Short: "Judge every recorded tool call of past sessions under a new policy and print what would change",
+		Long: "Re-judge the tool calls recorded in the project's sessions (created within --since, e.g. 7d, 12h or a\n" +
+			"date) under NEW.yaml, as the project's policy, and print every change of verdict (allow→ask, ask→refuse,\n" +
+			"…) counted per transition and per rule of the new policy, with examples. Nothing is applied.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return &exitError{code: 2, msg: "give the new policy with --policy FILE"}
+			}
+			data, err := os.ReadFile(file)
+			if err != nil {
+				return &exitError{code: 2, msg: err.Error()}
+			}
+			if _, err := policy.Parse(data); err != nil {
+				return &exitError{code: 2, msg: fmt.Sprintf("%s: %v", file, err)}
+			}
+			rep, err := g.remote().ReplayPolicy(cmd.Context(), project, data, since, examples)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(g.io.Out).Encode(rep)
+			}
+			printReplay(g.io.Out, file, project, since, rep)
 			return nil
 		},
 	}
-	check.Flags().StringVar(&file, "policy", "", "policy YAML file (default: the built-in default policy)")
-	check.Flags().BoolVar(&asJSON, "json", false, "print one JSON object with verdict and pieces")
-	cmd.AddCommand(check, newPolicyApply(g))
+	cmd.Flags().StringVar(&file, "policy", "", "the new policy (YAML)")
+	cmd.Flags().StringVar(&project, "project", "default", "project whose sessions are replayed")
+	cmd.Flags().StringVar(&since, "since", "", "only sessions created within this duration (7d, 12h) or since this date (default: all)")
+	cmd.Flags().IntVar(&examples, "examples", 3, "examples printed per rule")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
+}
+
+func printReplay(w io.Writer, file, project, since string, rep policy.ReplayReport) {
+	window := "all sessions"
+	if since != "" {
+		window = "sessions since " + since
+	}
+	fmt.Fprintf(w, "%s (%s) on project %s, %s: %d calls in %d sessions, %d would change, %d unchanged\n",
+		file, rep.PolicyDigest, project, window, rep.Calls, rep.Sessions, len(rep.Changed), rep.Unchanged)
+	if len(rep.Changed) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nchanges:")
+	for _, t := range []string{"allow→ask", "allow→refuse", "ask→refuse", "refuse→ask", "refuse→allow", "ask→allow"} {
+		if n := rep.Transitions[t]; n > 0 {
+			fmt.Fprintf(w, "  %-13s %d\n", t, n)
+		}
+	}
+	fmt.Fprintln(w, "\nby rule:")
+	for _, r := range rep.Rules {
+		fmt.Fprintf(w, "  %-40s %-13s %d\n", r.Rule, policy.Transition(r.From, r.To), r.Count)
+		for _, ex := range r.Examples {
+			what := ex.Tool
+			if ex.Command != "" {
+				what += ": " + ex.Command
+			}
+			fmt.Fprintf(w, "      %s/%s  %s\n", ex.Session, ex.ID, oneLineCLI(what))
+		}
+	}
+}
+
+func oneLineCLI(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
 }
 
 // loadPolicy reads a policy file; no file means the default policy.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 )
@@ -303,6 +304,20 @@ func (c *Client) SetPolicy(ctx context.Context, project string, yamlText []byte)
 func (c *Client) Policy(ctx context.Context, project string) (json.RawMessage, error) {
 	var out json.RawMessage
 	err := c.json(ctx, http.MethodGet, "/v1/projects/"+url.PathEscape(project)+"/policy", nil, &out)
+	return out, err
+}
+
+// ReplayPolicy judges a project's recorded tool calls under a YAML policy
+// and returns what would change. since is a duration such as 7d or a date
+// ("" for every session); examples bounds the examples per rule.
+func (c *Client) ReplayPolicy(ctx context.Context, project string, yamlText []byte, since string, examples int) (policy.ReplayReport, error) {
+	var out policy.ReplayReport
+	q := url.Values{}
+	if since != "" {
+		q.Set("since", since)
+	}
+	q.Set("examples", strconv.Itoa(examples))
+	err := c.do(ctx, http.MethodPost, "/v1/projects/"+url.PathEscape(project)+"/policy/replay?"+q.Encode(), bytes.NewReader(yamlText), "application/yaml", &out)
 	return out, err
 }
 

@@ -1,6 +1,7 @@
 package shellcheck
 
 import (
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -42,8 +43,13 @@ func (c *checker) assigns(as []*syntax.Assign, node syntax.Node) {
 
 // call judges a simple command.
 func (c *checker) call(x *syntax.CallExpr, depth int) {
+	c.entry = nil
 	v := c.judge(c.argv(x), depth)
-	c.add(printNode(x), v.v, v.rule, v.reason)
+	src := ""
+	if v.v == Allow && v.rule == "free-command" && c.entry != nil {
+		src = "commands.allow " + strconv.Quote(strings.Join(c.entry, " "))
+	}
+	c.addFrom(printNode(x), v.v, v.rule, v.reason, src)
 }
 
 // writeOps are redirections that create or truncate their target.

@@ -140,6 +140,7 @@ func (s *optionSpec) longKind(name string) int {
 func (c *checker) freeArgs(prefix []string, args []arg) verdict {
 	key := strings.Join(prefix, " ")
 	spec := specs[key]
+	c.entry = prefix
 	if spec == nil {
 		for _, a := range args[1:] {
 			if v, bad := wordProblem(a, false); bad {
@@ -454,4 +455,88 @@ func goOptions(sub string) func(*checker, []arg) verdict {
 		}
 		return allow("free-command", "in the free list, with flags that keep it free")
 	}
+}
+
+// Explain says what a free-list entry may do and which options keep it
+// free; known is false for entries Paddock has no knowledge of (any
+// literal arguments keep those free).
+func Explain(entry string) (does string, options []string, known bool) {
+	spec := specs[strings.Join(strings.Fields(entry), " ")]
+	if spec == nil {
+		return noSpec, nil, false
+	}
+	switch {
+	case spec.anyWord:
+		return spec.does, []string{"any words (they are only printed)"}, true
+	case spec.custom != nil:
+		return spec.does, customOptions(entry), true
+	}
+	for _, ch := range spec.short {
+		options = append(options, "-"+string(ch))
+	}
+	for _, ch := range spec.shortVal {
+		options = append(options, "-"+string(ch)+" VALUE")
+	}
+	if spec.numeric {
+		options = append(options, "-NUM")
+	}
+	for _, l := range spec.long {
+		l = strings.Replace(strings.Replace(l, "[=]", "[=VALUE]", 1), "=", "=VALUE", 1)
+		options = append(options, strings.Replace(l, "[=VALUE]VALUE", "[=VALUE]", 1))
+	}
+	if spec.inert {
+		options = append(options, "(no option of it runs a program or writes a file, so words from expansions and globs keep it free)")
+	}
+	return spec.does, options, true
+}
+
+func customOptions(entry string) []string {
+	var out []string
+	if strings.HasPrefix(entry, "find") {
+		out = append(out, "starting points", "-H", "-L", "-P", "-O LEVEL", "-D DEBUGOPTS")
+		for k, n := range findTests {
+			if n > 0 {
+				k += " VALUE"
+			}
+			out = append(out, k)
+		}
+		out = append(out, "-newerXY VALUE")
+		slices.Sort(out[6:])
+		return out
+	}
+	sub := strings.TrimPrefix(entry, "go ")
+	for k := range goBuildBool {
+		out = append(out, "-"+k)
+	}
+	for k := range goBuildVal {
+		out = append(out, "-"+k+"=VALUE")
+	}
+	if sub == "test" {
+		for k := range goTestBool {
+			out = append(out, "-"+k)
+		}
+		for k, chk := range goTestVal {
+			if chk != nil && isInsideCheck(k) {
+				out = append(out, "-"+k+"=PATH (inside the working copy)")
+			} else {
+				out = append(out, "-"+k+"=VALUE")
+			}
+		}
+	}
+	if sub == "build" {
+		out = append(out, "-o PATH (inside the working copy)")
+	}
+	if sub == "vet" {
+		out = append(out, "-ANALYZER[=true|false] (the standard analyzers' flags)")
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func isInsideCheck(name string) bool {
+	switch name {
+	case "o", "coverprofile", "cpuprofile", "memprofile", "blockprofile", "mutexprofile", "trace", "outputdir":
+		return true
+	}
+	return false
 }

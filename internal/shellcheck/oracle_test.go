@@ -443,7 +443,7 @@ var (
 		`trap id EXIT; `, `v='a[$(id)]'; `, `for i in a; do `, `set -x; `, `cd /; `, `hash -p /usr/bin/id ls; `, `: `}
 	mutRedirs = []string{` >/dev/null`, ` 2>&1`, ` > out`, ` < f`, ` <<< x`, " <<E\nx\nE\n", ` {fd}>/dev/null`, ` > /de?/null`,
 		` >> /tmp/o`, ` 2>/dev/null`, ` >&2`, ` <&-`}
-	mutSeps = []string{`; ls`, ` && pwd`, ` | grep x`, ` || echo no`, ` & ls`, ` | bash`, ` | sh -c cat`, `; id`, ` |& wc -l`}
+	mutSeps  = []string{`; ls`, ` && pwd`, ` | grep x`, ` || echo no`, ` & ls`, ` | bash`, ` | sh -c cat`, `; id`, ` |& wc -l`}
 	mutWraps = [][2]string{{`$(`, `)`}, {`(`, `)`}, {`{ `, `; }`}, {`bash -c '`, `'`}, {`sh -c "`, `"`}, {`eval '`, `'`},
 		{`if `, `; then ls; fi`}, {`echo $(`, `)`}, {`! `, ``}, {`time `, ``}, {`x=$(`, `)`}, {`cat <(`, `)`},
 		{"echo $(cat <<E\n", "\nE\n)"}, {`[[ -n $(`, `) ]]`}}

@@ -72,6 +72,10 @@ type Piece struct {
 	Verdict Verdict `json:"verdict"`
 	Rule    string  `json:"rule"`
 	Reason  string  `json:"reason"`
+	// Source is where the rule comes from: the free-list entry that made
+	// the piece free (commands.allow "go test"), or the analyzer's own
+	// rules (a refused family, the analysis).
+	Source string `json:"source"`
 }
 
 // Result is the verdict for a whole command and its explanation.
@@ -125,6 +129,8 @@ type checker struct {
 	dirs []string
 	// args caches each simple command's resolved words.
 	args map[*syntax.CallExpr][]arg
+	// entry is the free-list entry the last free command matched.
+	entry []string
 }
 
 // argv resolves a simple command's words once.
@@ -141,7 +147,28 @@ func (c *checker) argv(x *syntax.CallExpr) []arg {
 }
 
 func (c *checker) add(cmd string, v Verdict, rule, reason string) {
-	c.pieces = append(c.pieces, Piece{Command: oneLine(cmd), Verdict: v, Rule: rule, Reason: reason})
+	c.addFrom(cmd, v, rule, reason, "")
+}
+
+// Sources of rules other than the free list.
+const (
+	SourceRefused  = "built-in refused family (no approval can unblock it)"
+	SourceAnalysis = "built-in command analysis (what is not proven free asks)"
+	SourceGrammar  = "built-in command analysis (shell grammar and harmless sinks)"
+)
+
+func (c *checker) addFrom(cmd string, v Verdict, rule, reason, source string) {
+	if source == "" {
+		switch v {
+		case Refuse:
+			source = SourceRefused
+		case Ask:
+			source = SourceAnalysis
+		default:
+			source = SourceGrammar
+		}
+	}
+	c.pieces = append(c.pieces, Piece{Command: oneLine(cmd), Verdict: v, Rule: rule, Reason: reason, Source: source})
 }
 
 func oneLine(s string) string {
