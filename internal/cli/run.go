@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
 func newRun(g *globals) *cobra.Command {
@@ -157,7 +157,7 @@ func (f *follower) summary(ctx context.Context) {
 	}
 	fmt.Fprintf(f.g.io.Out, "session %s is %s.\n", x.ID, x.Status)
 	if x.Workdir != "" {
-		out, _ := exec.CommandContext(ctx, "git", "-c", "safe.directory=*", "-C", x.Workdir, "status", "--short").Output()
+		out, _ := workspace.Status(ctx, x.Workdir)
 		if len(out) > 0 {
 			fmt.Fprintf(f.g.io.Out, "changes in its working copy %s:\n%s", x.Workdir, out)
 		}
@@ -232,10 +232,8 @@ func newDemo(g *globals) *cobra.Command {
 			if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("# Demo\n\nHelo, world!\n"), 0o644); err != nil {
 				return err
 			}
-			for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=demo", "-c", "user.email=demo@localhost", "commit", "-qm", "initial"}} {
-				if out, err := exec.CommandContext(ctx, "git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
-					return fmt.Errorf("git %s: %v: %s (is git installed?)", args[0], err, out)
-				}
+			if err := workspace.Seed(ctx, repo, "initial"); err != nil {
+				return fmt.Errorf("make the demo repository: %w (is git installed?)", err)
 			}
 			fmt.Fprintf(g.io.Out, "demo repository: %s (README.md has a typo)\n", repo)
 			c, stop, err := g.connect(ctx)
@@ -268,12 +266,8 @@ func newDemo(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			diff, _ := exec.CommandContext(ctx, "git", "-c", "safe.directory=*", "-C", x.Workdir, "diff", "--stat").Output()
-			untracked, _ := exec.CommandContext(ctx, "git", "-c", "safe.directory=*", "-C", x.Workdir, "ls-files", "--others", "--exclude-standard").Output()
-			fmt.Fprintf(g.io.Out, "\nthe agent's work, in the session's working copy (your repository is untouched):\n%s", diff)
-			for _, u := range strings.Fields(string(untracked)) {
-				fmt.Fprintf(g.io.Out, " %s (new file)\n", u)
-			}
+			status, _ := workspace.Status(ctx, x.Workdir)
+			fmt.Fprintf(g.io.Out, "\nthe agent's work, in the session's working copy (your repository is untouched):\n%s", status)
 			return nil
 		},
 	}

@@ -29,6 +29,16 @@ type Config struct {
 	Execution        string
 	CommandMax       time.Duration
 	CommandMaxOutput int64
+	// CommandMaxCPUs bounds the processor time of one command, in CPUs.
+	CommandMaxCPUs float64
+	// SessionMaxDisk bounds all a session writes (working copy, caches).
+	SessionMaxDisk int64
+	// Unenforced are limits the operator accepts running without where
+	// this machine cannot enforce them ("disk", "cpu").
+	Unenforced map[string]bool
+	// ReadOnlyPaths are host paths commands see read-only besides the
+	// default view (toolchains outside /usr).
+	ReadOnlyPaths []string
 	// Prices are USD per million tokens by model (PROVIDER/MODEL).
 	Prices map[string]Price
 }
@@ -66,6 +76,10 @@ var Vars = []Var{
 	{"PADDOCK_EXECUTION", "workstation", "where sandboxes run: workstation (beside paddock run) or server (the execution host)"},
 	{"PADDOCK_COMMAND_MAX_SECONDS", "600", "longest a sandboxed command may run"},
 	{"PADDOCK_COMMAND_MAX_OUTPUT_BYTES", "10485760", "most output kept from a command; the rest is counted and discarded"},
+	{"PADDOCK_COMMAND_MAX_CPUS", "1", "processor time one command may use, in CPUs (fractions allowed: 0.5)"},
+	{"PADDOCK_SESSION_MAX_DISK_BYTES", "10737418240", "most a session's commands may write in all (working copy, caches), enforced by the kernel"},
+	{"PADDOCK_UNENFORCED_LIMITS", "(none)", "comma-separated limits (`disk`, `cpu`) the operator accepts unenforced where this machine cannot enforce them; otherwise sessions that run commands refuse to start"},
+	{"PADDOCK_SANDBOX_READ_ONLY_PATHS", "(none)", "colon-separated absolute host paths commands see read-only besides /usr, /etc and the libraries (toolchains elsewhere, e.g. /opt/sdk)"},
 	{"PADDOCK_PRICES", "(none: cost 0)", "YAML file of model prices, USD per million tokens: `anthropic/claude-sonnet-4-5: {input: 3, output: 15}`"},
 }
 
@@ -122,6 +136,41 @@ func Load(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("PADDOCK_COMMAND_MAX_OUTPUT_BYTES=%q: want a whole number of bytes, at least 1", v)
 		}
 		c.CommandMaxOutput = n
+	}
+	c.CommandMaxCPUs = 1
+	if v := getenv("PADDOCK_COMMAND_MAX_CPUS"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f >= 0.01 && f <= 1024) {
+			return c, fmt.Errorf("PADDOCK_COMMAND_MAX_CPUS=%q: want a number of CPUs between 0.01 and 1024, such as 1 or 0.5", v)
+		}
+		c.CommandMaxCPUs = f
+	}
+	c.SessionMaxDisk = 10 << 30
+	if v := getenv("PADDOCK_SESSION_MAX_DISK_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 64<<20 {
+			return c, fmt.Errorf("PADDOCK_SESSION_MAX_DISK_BYTES=%q: want a whole number of bytes, at least 67108864 (64 MiB)", v)
+		}
+		c.SessionMaxDisk = n
+	}
+	c.Unenforced = map[string]bool{}
+	if v := getenv("PADDOCK_UNENFORCED_LIMITS"); v != "" {
+		for _, l := range strings.Split(v, ",") {
+			switch l = strings.TrimSpace(l); l {
+			case "disk", "cpu":
+				c.Unenforced[l] = true
+			default:
+				return c, fmt.Errorf("PADDOCK_UNENFORCED_LIMITS=%q: %q is not a limit; want a comma-separated list of disk and cpu", v, l)
+			}
+		}
+	}
+	if v := getenv("PADDOCK_SANDBOX_READ_ONLY_PATHS"); v != "" {
+		for _, p := range strings.Split(v, ":") {
+			if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
+				return c, fmt.Errorf("PADDOCK_SANDBOX_READ_ONLY_PATHS=%q: %q must be an absolute path other than /", v, p)
+			}
+			c.ReadOnlyPaths = append(c.ReadOnlyPaths, filepath.Clean(p))
+		}
 	}
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:7470"

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -111,8 +110,8 @@ func (a *Activities) Provision(ctx context.Context, sessionID string) error {
 
 func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session) (string, string, error) {
 	dir := filepath.Join(a.WorkspaceDir, s.ID)
-	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
-		base, err := git(ctx, dir, "rev-parse", "HEAD")
+	if fi, err := os.Lstat(filepath.Join(dir, ".git")); err == nil && fi.IsDir() {
+		base, err := workspace.Head(ctx, dir)
 		return dir, base, err // a retried provision keeps the copy it made
 	}
 	_ = os.RemoveAll(dir)
@@ -120,17 +119,14 @@ func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session) (s
 		return "", "", err
 	}
 	if s.Repo != "" {
-		if _, err := git(ctx, "", "clone", "--quiet", "--no-hardlinks", "--", s.Repo, dir); err != nil {
+		if err := workspace.Clone(ctx, s.Repo, dir); err != nil {
 			return "", "", err
 		}
 	} else {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return "", "", err
 		}
-		if _, err := git(ctx, dir, "init", "--quiet"); err != nil {
-			return "", "", err
-		}
-		if _, err := git(ctx, dir, "-c", "user.name=paddock", "-c", "user.email=paddock@localhost", "commit", "--quiet", "--allow-empty", "-m", "empty working copy"); err != nil {
+		if err := workspace.Init(ctx, dir); err != nil {
 			return "", "", err
 		}
 	}
@@ -139,7 +135,7 @@ func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session) (s
 			return "", "", fmt.Errorf("hand the working copy to the sandbox user: %w", err)
 		}
 	}
-	base, err := git(ctx, dir, "rev-parse", "HEAD")
+	base, err := workspace.Head(ctx, dir)
 	return dir, base, err
 }
 
@@ -159,18 +155,6 @@ func chownTree(dir string, uid int) error {
 		}
 		return os.Lchown(p, uid, uid)
 	})
-}
-
-func git(ctx context.Context, dir string, args ...string) (string, error) {
-	// Working copies belong to the sandbox user: git must not refuse them.
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "safe.directory=*", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(string(out)))
-	}
-	return strings.TrimSpace(string(out)), nil
 }
 
 // Fail ends the session as failed; a replace: auto agent gets a successor.
@@ -325,6 +309,10 @@ func (a *Activities) OpenTurn(ctx context.Context, turnID string, cmds []session
 func (a *Activities) SettleTurn(ctx context.Context, turnID string, status session.TurnStatus, scope session.FailureScope, reason string) error {
 	t, err := a.Store.GetTurn(ctx, turnID)
 	if err != nil {
+		return err
+	}
+	// A turn never ends with a call in an intermediate state.
+	if err := a.closeOpenCalls(ctx, t.SessionID, turnID, status); err != nil {
 		return err
 	}
 	if err := a.Store.SetTurnStatus(ctx, turnID, status, scope, reason); err != nil {

@@ -38,7 +38,7 @@ func BenchmarkBareBwrap(b *testing.B) {
 	dir := b.TempDir()
 	_ = syscall.Chown(dir, box.UID, box.GID)
 	_ = syscall.Chmod(filepath.Dir(dir), 0o755)
-	args := append(Args(dir), "--", "/bin/bash", "--noprofile", "--norc", "-c", "true")
+	args := append(box.Args(dir, ""), "--", "/bin/bash", "--noprofile", "--norc", "-c", "true")
 	var lat []time.Duration
 	for b.Loop() {
 		start := time.Now()

@@ -21,24 +21,46 @@ type Bwrap struct {
 	// UID and GID run the commands when Paddock runs as root (it then owns
 	// the working copy); as an ordinary user, commands run as that user.
 	UID, GID int
-	// MaxProcs and MaxMemory bound each command (cgroups where writable,
-	// RLIMIT_NPROC otherwise).
+	// MaxProcs, MaxMemory and MaxCPUs bound each command (cgroups where
+	// writable; RLIMIT_NPROC for the processes otherwise).
 	MaxProcs  int
 	MaxMemory int64
-	// Hide are host directories commands must not see (Paddock's data).
-	Hide    []string
-	cgroups *cgroups
+	MaxCPUs   float64
+	// TmpSize bounds each in-sandbox tmpfs (/tmp, /home).
+	TmpSize int64
+	// Hide are host directories commands must not see (Paddock's data)
+	// where the view would otherwise show them.
+	Hide []string
+	// readOnly are host paths besides the system trees that commands see
+	// read-only (toolchains outside /usr); masks what the view hides in
+	// them and in /etc.
+	readOnly []string
+	masks    []string
+	cgroups  *cgroups
 }
 
 // NewBwrap finds bubblewrap and checks that it can create its namespaces,
 // so a machine that cannot sandbox says so at start, with what to do.
-func NewBwrap(ctx context.Context) (*Bwrap, error) {
+// readOnly are extra host paths commands may read, besides the system
+// trees.
+func NewBwrap(ctx context.Context, readOnly ...string) (*Bwrap, error) {
 	path, err := exec.LookPath("bwrap")
 	if err != nil {
 		return nil, fmt.Errorf("%w: bubblewrap is not installed; install it (Debian/Ubuntu: apt-get install bubblewrap)", ErrUnavailable)
 	}
-	b := &Bwrap{Path: path, UID: DefaultUID, GID: DefaultUID, MaxProcs: DefaultMaxProcs, MaxMemory: DefaultMaxMemory}
+	b := &Bwrap{Path: path, UID: DefaultUID, GID: DefaultUID, MaxProcs: DefaultMaxProcs, MaxMemory: DefaultMaxMemory,
+		MaxCPUs: DefaultMaxCPUs, TmpSize: DefaultTmpSize}
 	b.cgroups = newCgroups()
+	for _, p := range readOnly {
+		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
+			return nil, fmt.Errorf("sandbox read-only path %q: want an absolute path other than /", p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("sandbox read-only path: %w", err)
+		}
+		b.readOnly = append(b.readOnly, filepath.Clean(p))
+	}
+	b.masks = masks(append([]string{"/etc"}, b.readOnly...))
 	probe := os.TempDir()
 	if currentUID() == 0 {
 		probe, err = os.MkdirTemp("/tmp", "paddock-sandbox-probe-")
@@ -59,26 +81,94 @@ func NewBwrap(ctx context.Context) (*Bwrap, error) {
 	return b, nil
 }
 
+// CPUEnforced says whether a cgroup bounds each command's processor time
+// here (the cpu controller is writable).
+func (b *Bwrap) CPUEnforced() bool { return b.cgroups.cpuUsable() }
+
+// system are the host trees every command sees, read-only: programs,
+// libraries and configuration. Everything else of the host is absent —
+// /run, /var, /tmp, /home, /root, /srv, /mnt, /media, /opt and /sys but
+// for the CPU topology — so no host Unix socket, no other user's files and
+// no host state are reachable.
+var system = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys/devices/system/cpu"}
+
+// secretNames are files under the read-only trees never shown, whatever
+// their mode.
+var secretNames = map[string]bool{"shadow": true, "shadow-": true, "gshadow": true, "gshadow-": true, "sudoers": true,
+	"opasswd": true, "krb5.keytab": true, "master.passwd": true, "machine-id": true}
+
+// masks lists what the view hides under roots: files and directories the
+// sandbox user could not read anyway or that hold secrets (private keys,
+// shadow), and every socket, named pipe and device. Hidden files are
+// "f:PATH" (shown empty), hidden directories "d:PATH" (an empty tmpfs).
+func masks(roots []string) []string {
+	var out []string
+	for _, root := range roots {
+		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err != nil || p == root {
+				return nil
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return nil
+			}
+			m, name := fi.Mode(), d.Name()
+			secret := secretNames[name] || strings.HasSuffix(name, "_key") || strings.HasSuffix(name, ".key") ||
+				(name == "private" && m.IsDir())
+			switch {
+			case m&(os.ModeSocket|os.ModeNamedPipe|os.ModeDevice|os.ModeCharDevice) != 0:
+				out = append(out, "f:"+p)
+			case m.IsDir() && (m.Perm()&0o005 != 0o005 || secret):
+				out = append(out, "d:"+p)
+				return filepath.SkipDir
+			case m.IsRegular() && (m.Perm()&0o004 == 0 || secret):
+				out = append(out, "f:"+p)
+			}
+			return nil
+		})
+	}
+	return out
+}
+
 // protected are paths of the working copy bound read-only: the whole git
 // directory (its hooks and config would run outside the sandbox later, and
 // a replaced .git could carry both), which also pins .git in place.
 var protected = []string{".git"}
 
 // Args are bwrap's arguments for a command in workdir, which appears in
-// the sandbox at the same path. hide are host directories replaced by an
-// empty tmpfs (Paddock's data directory: other sessions' working copies,
-// the databases), bound before the working copy so it stays visible.
-func Args(workdir string, hide ...string) []string {
-	args := []string{
-		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-		"--ro-bind", "/", "/",
-		"--dev", "/dev", "--proc", "/proc",
-		// tmpfs first: a working copy under /tmp is bound over it afterwards.
-		"--tmpfs", "/tmp", "--tmpfs", "/root", "--tmpfs", "/home", "--tmpfs", "/run",
-		"--dir", "/home/sandbox",
+// the sandbox at the same path, with cache (if any) at
+// /home/sandbox/.cache. The view is an allowlist: the system trees and the
+// extra read-only paths with secrets masked, a fresh /dev and /proc,
+// size-bounded tmpfs on /tmp and /home, and the working copy read-write
+// with its .git read-only. The root itself is read-only.
+func (b *Bwrap) Args(workdir, cache string) []string {
+	args := []string{"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL"}
+	for _, p := range append(append([]string{}, system...), b.readOnly...) {
+		fi, err := os.Lstat(p)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(p); err == nil {
+				args = append(args, "--symlink", target, p)
+			}
+		default:
+			args = append(args, "--ro-bind", p, p)
+		}
 	}
-	for _, h := range hide {
-		args = append(args, "--tmpfs", h)
+	for _, m := range b.masks {
+		if strings.HasPrefix(m, "d:") {
+			args = append(args, "--tmpfs", m[2:])
+		} else {
+			args = append(args, "--ro-bind", "/dev/null", m[2:])
+		}
+	}
+	size := strconv.FormatInt(b.TmpSize, 10)
+	args = append(args, "--dev", "/dev", "--proc", "/proc",
+		"--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/home", "--dir", "/home/sandbox", "--dir", "/var/tmp")
+	for _, h := range b.Hide {
+		if h != "" && h != workdir && !strings.HasPrefix(workdir, h+"/") && b.inView(h) {
+			args = append(args, "--tmpfs", h)
+		}
 	}
 	args = append(args, "--bind", workdir, workdir)
 	for _, p := range protected {
@@ -87,7 +177,20 @@ func Args(workdir string, hide ...string) []string {
 			args = append(args, "--ro-bind", full, full)
 		}
 	}
-	return append(args, "--chdir", workdir, "--clearenv")
+	if cache != "" {
+		args = append(args, "--bind", cache, "/home/sandbox/.cache")
+	}
+	return append(args, "--remount-ro", "/", "--chdir", workdir, "--clearenv")
+}
+
+// inView says whether host path p lies in a tree the view binds.
+func (b *Bwrap) inView(p string) bool {
+	for _, root := range append(append([]string{}, system...), b.readOnly...) {
+		if p == root || strings.HasPrefix(p, root+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // Reachable reports whether the sandbox user can reach dir: when Paddock
@@ -155,16 +258,7 @@ func (b *Bwrap) command(workdir, cache string, env map[string]string, argv []str
 	if err := b.Reachable(workdir); err != nil {
 		return nil, err
 	}
-	var hide []string
-	for _, h := range b.Hide {
-		if h != "" && h != workdir && !strings.HasPrefix(h, workdir+"/") {
-			hide = append(hide, h)
-		}
-	}
-	args := Args(workdir, hide...)
-	if cache != "" {
-		args = append(args, "--bind", cache, "/home/sandbox/.cache")
-	}
+	args := b.Args(workdir, cache)
 	vars := Environment(env)
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		args = append(args, "--setenv", k, vars[k])
@@ -187,10 +281,10 @@ func (b *Bwrap) command(workdir, cache string, env map[string]string, argv []str
 // Run runs one command in a fresh sandbox.
 func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 	defaults(&c)
-	group := b.cgroups.create(b.MaxProcs, b.MaxMemory)
+	group := b.cgroups.create(b.MaxProcs, b.MaxMemory, b.MaxCPUs)
 	// The PID namespace already took every process down with the command;
-	// the cgroups go away in the background.
-	defer func() { go group.remove() }()
+	// its cgroups go before Run returns, so none outlives it.
+	defer group.remove()
 	nproc := b.nproc()
 	if group.pids {
 		nproc = 0
@@ -207,7 +301,9 @@ func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 	cmd.ExtraFiles = []*os.File{r}
 	return run(ctx, cmd, c, func(pid int) error {
 		defer w.Close()
-		group.add(pid)
+		if err := group.add(pid); err != nil {
+			return err
+		}
 		_, err := w.Write([]byte("go\n"))
 		return err
 	})

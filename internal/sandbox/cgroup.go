@@ -11,15 +11,23 @@ import (
 	"time"
 )
 
-// cgroups places commands in per-command cgroups (v2, or the v1 pids and
-// memory hierarchies) when Paddock may write them; otherwise the process
-// limit falls back to RLIMIT_NPROC alone.
+// cgroups places each command in cgroups of its own that bound its
+// processes, memory and processor time: on the unified hierarchy (v2)
+// with the pids, memory and cpu controllers, or on the v1 pids, memory and
+// cpu hierarchies. Where Paddock may not write them, the process limit
+// falls back to RLIMIT_NPROC and the processor is not bounded (which the
+// operator must accept explicitly; see PADDOCK_UNENFORCED_LIMITS).
 type cgroups struct {
 	v2      string // the unified hierarchy's paddock directory, if usable
+	v2CPU   bool   // the cpu controller is enabled below v2
 	v1Pids  string
 	v1Mem   string
+	v1CPU   string
 	counter atomic.Int64
 }
+
+// cfsPeriod is the CFS period, in microseconds, that cpu quotas refer to.
+const cfsPeriod = 100000
 
 func newCgroups() *cgroups {
 	c := &cgroups{}
@@ -35,64 +43,94 @@ func newCgroups() *cgroups {
 		return dir
 	}
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		c.v2 = try("/sys/fs/cgroup/paddock")
+		// Controllers must be enabled in every parent's subtree_control
+		// for the per-command groups to have them.
+		_ = os.WriteFile("/sys/fs/cgroup/cgroup.subtree_control", []byte("+pids +memory +cpu"), 0o644)
+		if c.v2 = try("/sys/fs/cgroup/paddock"); c.v2 != "" {
+			for _, ctl := range []string{"+pids", "+memory", "+cpu"} {
+				_ = os.WriteFile(filepath.Join(c.v2, "cgroup.subtree_control"), []byte(ctl), 0o644)
+			}
+			enabled, _ := os.ReadFile(filepath.Join(c.v2, "cgroup.subtree_control"))
+			c.v2CPU = strings.Contains(string(enabled), "cpu")
+		}
 		return c
 	}
 	c.v1Pids = try("/sys/fs/cgroup/pids/paddock")
 	c.v1Mem = try("/sys/fs/cgroup/memory/paddock")
+	c.v1CPU = try("/sys/fs/cgroup/cpu/paddock")
+	if c.v1CPU == "" {
+		c.v1CPU = try("/sys/fs/cgroup/cpu,cpuacct/paddock")
+	}
 	return c
 }
 
-// group is one command's cgroups; pids says a cgroup bounds its processes.
+// cpuUsable says whether commands' processor time can be bounded.
+func (c *cgroups) cpuUsable() bool { return c != nil && (c.v2CPU || c.v1CPU != "") }
+
+// group is one command's cgroups; pids and cpu say which limits hold.
 type group struct {
-	dirs []string
-	pids bool
+	dirs      []string
+	pids, cpu bool
 }
 
-func (c *cgroups) create(maxProcs int, maxMemory int64) *group {
+func (c *cgroups) create(maxProcs int, maxMemory int64, maxCPUs float64) *group {
 	g := &group{}
 	if c == nil {
 		return g
 	}
 	name := fmt.Sprintf("cmd-%d-%d", os.Getpid(), c.counter.Add(1))
-	mk := func(parent, file, value string) {
+	quota := strconv.Itoa(max(1000, int(maxCPUs*cfsPeriod)))
+	// mk makes the group under parent and writes its limits; a group
+	// whose limits cannot all be written is not used.
+	mk := func(parent string, limits ...[2]string) bool {
 		if parent == "" {
-			return
+			return false
 		}
 		dir := filepath.Join(parent, name)
 		if os.Mkdir(dir, 0o755) != nil {
-			return
+			return false
 		}
-		if os.WriteFile(filepath.Join(dir, file), []byte(value), 0o644) != nil {
-			_ = os.Remove(dir)
-			return
+		for _, l := range limits {
+			if os.WriteFile(filepath.Join(dir, l[0]), []byte(l[1]), 0o644) != nil {
+				_ = os.Remove(dir)
+				return false
+			}
 		}
 		g.dirs = append(g.dirs, dir)
+		return true
 	}
 	if c.v2 != "" {
-		mk(c.v2, "pids.max", strconv.Itoa(maxProcs))
-		g.pids = len(g.dirs) == 1
-		if g.pids {
-			_ = os.WriteFile(filepath.Join(g.dirs[0], "memory.max"), []byte(strconv.FormatInt(maxMemory, 10)), 0o644)
+		limits := [][2]string{{"pids.max", strconv.Itoa(maxProcs)}, {"memory.max", strconv.FormatInt(maxMemory, 10)}}
+		if c.v2CPU && maxCPUs > 0 {
+			limits = append(limits, [2]string{"cpu.max", quota + " " + strconv.Itoa(cfsPeriod)})
 		}
+		g.pids = mk(c.v2, limits...)
+		g.cpu = g.pids && c.v2CPU && maxCPUs > 0
 		return g
 	}
-	mk(c.v1Pids, "pids.max", strconv.Itoa(maxProcs))
-	g.pids = len(g.dirs) == 1
-	mk(c.v1Mem, "memory.limit_in_bytes", strconv.FormatInt(maxMemory, 10))
+	g.pids = mk(c.v1Pids, [2]string{"pids.max", strconv.Itoa(maxProcs)})
+	mk(c.v1Mem, [2]string{"memory.limit_in_bytes", strconv.FormatInt(maxMemory, 10)})
+	if maxCPUs > 0 {
+		g.cpu = mk(c.v1CPU, [2]string{"cpu.cfs_period_us", strconv.Itoa(cfsPeriod)}, [2]string{"cpu.cfs_quota_us", quota})
+	}
 	return g
 }
 
-func (g *group) add(pid int) {
+func (g *group) add(pid int) error {
 	for _, d := range g.dirs {
-		_ = os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+			return fmt.Errorf("sandbox: place the command in %s: %w", d, err)
+		}
 	}
+	return nil
 }
 
-// remove kills whatever is left in the cgroups and deletes them.
+// remove kills whatever is left in the cgroups and deletes them. It
+// returns once they are gone (or after about a second of trying), so no
+// group outlives the command that made it.
 func (g *group) remove() {
 	for _, d := range g.dirs {
-		for range 50 {
+		for i := range 100 {
 			data, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
 			pids := strings.Fields(string(data))
 			for _, p := range pids {
@@ -100,14 +138,12 @@ func (g *group) remove() {
 					_ = syscall.Kill(n, syscall.SIGKILL)
 				}
 			}
-			if os.Remove(d) == nil || len(pids) == 0 && !exists(d) {
+			if err := os.Remove(d); err == nil || os.IsNotExist(err) {
 				break
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(time.Duration(i+1) * time.Millisecond)
 		}
 	}
 }
-
-func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 func syscallKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }

@@ -25,6 +25,8 @@ const (
 	DefaultMaxOutput = 10 << 20
 	DefaultMaxProcs  = 512
 	DefaultMaxMemory = 4 << 30
+	DefaultMaxCPUs   = 1.0
+	DefaultTmpSize   = 1 << 30
 	// DefaultUID runs commands when Paddock itself runs as root.
 	DefaultUID = 61000
 )

@@ -4,14 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
-const maxRead = 256 << 10
+const (
+	maxRead = 256 << 10
+	// maxEdit bounds the file edit_file reads whole into memory.
+	maxEdit = 16 << 20
+)
 
 var readFile = Tool{
 	Name:   "read_file",
@@ -28,12 +33,7 @@ var readFile = Tool{
 			return Result{}, err
 		}
 		defer root.Close()
-		f, err := root.Open(p)
-		if err != nil {
-			return Result{}, err
-		}
-		defer f.Close()
-		data, err := io.ReadAll(io.LimitReader(f, maxRead+1))
+		data, err := readRegular(root, p, maxRead)
 		if err != nil {
 			return Result{}, err
 		}
@@ -72,7 +72,7 @@ var writeFile = Tool{
 				return Result{}, err
 			}
 		}
-		if err := root.WriteFile(p, []byte(*a.Content), 0o644); err != nil {
+		if err := writeRegular(root, p, []byte(*a.Content)); err != nil {
 			return Result{}, err
 		}
 		return Result{Output: fmt.Sprintf("wrote %d bytes to %s", len(*a.Content), p)}, nil
@@ -102,7 +102,13 @@ var editFile = Tool{
 			return Result{}, err
 		}
 		defer root.Close()
-		data, err := root.ReadFile(p)
+		data, err := readRegular(root, p, maxEdit)
+		if err != nil {
+			return Result{}, err
+		}
+		if len(data) > maxEdit {
+			return Result{}, fmt.Errorf("%s is larger than %d bytes; edit_file only edits smaller files", p, maxEdit)
+		}
 		if err != nil {
 			return Result{}, err
 		}
@@ -113,7 +119,7 @@ var editFile = Tool{
 		default:
 			return Result{}, fmt.Errorf("the text to replace occurs %d times in %s; include more context so it is unique", n, p)
 		}
-		if err := root.WriteFile(p, []byte(strings.Replace(string(data), a.Old, *a.New, 1)), 0o644); err != nil {
+		if err := writeRegular(root, p, []byte(strings.Replace(string(data), a.Old, *a.New, 1))); err != nil {
 			return Result{}, err
 		}
 		return Result{Output: "edited " + p}, nil
@@ -138,7 +144,8 @@ var listDir = Tool{
 			return Result{}, err
 		}
 		defer root.Close()
-		f, err := root.Open(p)
+		// O_DIRECTORY: a named pipe planted under the name fails at once.
+		f, err := root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_DIRECTORY, 0)
 		if err != nil {
 			return Result{}, err
 		}

@@ -1,14 +1,14 @@
 package tool
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"strings"
+
+	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
 const maxMatches = 200
@@ -43,23 +43,13 @@ var search = Tool{
 		}
 		// git grep searches tracked and untracked files and skips what
 		// .gitignore excludes; no shell is involved, the pattern is one argument.
-		args := []string{"-c", "safe.directory=*", "-c", "core.fsmonitor=false", "-C", env.Root, "grep", "-n", "-I", "--untracked", "-E", "--no-color"}
-		if a.IgnoreCase {
-			args = append(args, "-i")
+		lines, err := workspace.Grep(ctx, env.Root, a.Pattern, p, a.IgnoreCase)
+		if err != nil {
+			return Result{}, fmt.Errorf("search: %w", err)
 		}
-		args = append(args, "-e", a.Pattern, "--", p)
-		cmd := exec.CommandContext(ctx, "git", args...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err = cmd.Run()
-		var exit *exec.ExitError
-		if errors.As(err, &exit) && exit.ExitCode() == 1 {
+		if len(lines) == 0 {
 			return Result{Output: "no matches"}, nil
 		}
-		if err != nil {
-			return Result{}, fmt.Errorf("search: %v: %s", err, strings.TrimSpace(errb.String()))
-		}
-		lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
 		if len(lines) > maxMatches {
 			lines = append(lines[:maxMatches], fmt.Sprintf("[%d more matches not shown; narrow the pattern or the path]", len(lines)-maxMatches))
 		}

@@ -10,10 +10,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/provider"
@@ -167,5 +169,64 @@ func cleanPath(p string) (string, error) {
 	if c == ".." || strings.HasPrefix(c, "../") {
 		return "", fmt.Errorf("path %q leaves the working copy", p)
 	}
+	for _, part := range strings.Split(c, "/") {
+		if strings.EqualFold(part, ".git") {
+			return "", fmt.Errorf("path %q is inside a .git directory, which file tools never touch (its configuration and hooks would run on the host)", p)
+		}
+	}
 	return c, nil
+}
+
+// openRegular opens a regular file of the working copy, never blocking: a
+// named pipe, device or socket the agent planted is refused (opening one
+// would hang or reach outside), checked on the opened file so it cannot be
+// swapped in between. For writing, the file is created if missing and
+// truncated only once it is known to be regular.
+func openRegular(root *os.Root, p string, write bool) (*os.File, error) {
+	if fi, err := root.Lstat(p); err == nil && fi.Mode()&(os.ModeNamedPipe|os.ModeSocket|os.ModeDevice|os.ModeCharDevice) != 0 {
+		return nil, fmt.Errorf("%s is not a regular file (%s); file tools only read and write regular files", p, fi.Mode().Type())
+	}
+	flag := os.O_RDONLY | syscall.O_NONBLOCK
+	if write {
+		flag = os.O_RDWR | os.O_CREATE | syscall.O_NONBLOCK
+	}
+	f, err := root.OpenFile(p, flag, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file (%s); file tools only read and write regular files", p, fi.Mode().Type())
+	}
+	if err == nil && write {
+		err = f.Truncate(0)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// readRegular reads at most limit+1 bytes of a regular file.
+func readRegular(root *os.Root, p string, limit int64) ([]byte, error) {
+	f, err := openRegular(root, p, false)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit+1))
+}
+
+// writeRegular replaces a regular file's content, creating it if missing.
+func writeRegular(root *os.Root, p string, data []byte) error {
+	f, err := openRegular(root, p, true)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

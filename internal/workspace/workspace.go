@@ -8,6 +8,7 @@ package workspace
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,6 +30,8 @@ type Diff struct {
 	Base  string `json:"base"`
 	Files []File `json:"files"`
 	Patch string `json:"patch"`
+	// Skipped are paths left out: nested repositories without a commit.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // Flagged reports whether any file is under dedicated control.
@@ -42,20 +45,6 @@ func (d Diff) Flagged() []File {
 	return out
 }
 
-func git(ctx context.Context, dir string, env []string, args ...string) (string, error) {
-	// The working copy was the agent's: never run its hooks, fsmonitor or
-	// external diff drivers from here.
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "safe.directory=*", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), append([]string{"GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1"}, env...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(errb.String()))
-	}
-	return out.String(), nil
-}
-
 // Compute returns the diff of the working copy at dir against base,
 // including new files (not ignored ones). It uses a private index, so the
 // working copy's own index is untouched.
@@ -67,25 +56,43 @@ func Compute(ctx context.Context, dir, base string) (Diff, error) {
 	idx.Close()
 	defer os.Remove(idx.Name())
 	env := []string{"GIT_INDEX_FILE=" + idx.Name()}
-	if _, err := git(ctx, dir, env, "read-tree", base); err != nil {
+	if _, err := gitRun(ctx, dir, env, "read-tree", base); err != nil {
 		return Diff{}, err
 	}
-	if _, err := git(ctx, dir, env, "add", "-A", "--", "."); err != nil {
-		return Diff{}, err
+	// A nested repository without a commit cannot be recorded; git skips
+	// it (exit 1, one error line each) and the diff says so.
+	var skipped []string
+	if _, err := gitRun(ctx, dir, env, "add", "-A", "--ignore-errors", "--", "."); err != nil {
+		var ge *GitError
+		if !errors.As(err, &ge) || ge.ExitCode() != 1 {
+			return Diff{}, err
+		}
+		for _, line := range strings.Split(ge.Stderr, "\n") {
+			if strings.HasPrefix(line, "error: '") {
+				if end := strings.Index(line[8:], "'"); end > 0 {
+					skipped = append(skipped, line[8:8+end])
+					continue
+				}
+			}
+			return Diff{}, err
+		}
 	}
-	patch, err := git(ctx, dir, env, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", base)
+	patch, err := gitRun(ctx, dir, env, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none", "--submodule=short", base)
 	if err != nil {
 		return Diff{}, err
 	}
-	names, err := git(ctx, dir, env, "diff", "--cached", "--name-status", "-z", "--no-renames", base)
+	names, err := gitRun(ctx, dir, env, "diff", "--cached", "--name-status", "-z", "--no-renames", "--no-ext-diff", "--ignore-submodules=none", base)
 	if err != nil {
 		return Diff{}, err
 	}
-	d := Diff{Base: base, Patch: patch, Files: []File{}}
+	d := Diff{Base: base, Patch: patch, Files: []File{}, Skipped: skipped}
 	fields := strings.Split(strings.TrimSuffix(names, "\x00"), "\x00")
 	for i := 0; i+1 < len(fields); i += 2 {
 		f := File{Path: fields[i+1], Status: map[string]string{"A": "added", "M": "modified", "D": "deleted", "T": "modified"}[fields[i][:1]]}
 		f.Flagged, f.Reason = Flag(f.Path)
+		if fi, err := os.Lstat(filepath.Join(dir, f.Path, ".git")); err == nil && f.Status != "deleted" {
+			f.Flagged, f.Reason = true, fmt.Sprintf("nested repository (recorded as a commit reference, its files are not in the diff; .git is a %s)", kind(fi.Mode()))
+		}
 		d.Files = append(d.Files, f)
 	}
 	return d, nil
@@ -139,10 +146,11 @@ func set(names ...string) map[string]bool {
 // Discard puts the working copy back at its base commit: every change
 // that was not accepted is gone.
 func Discard(ctx context.Context, dir, base string) error {
-	if _, err := git(ctx, dir, nil, "reset", "--hard", "--quiet", base); err != nil {
+	if _, err := gitRun(ctx, dir, nil, "reset", "--hard", "--quiet", "--no-recurse-submodules", base); err != nil {
 		return err
 	}
-	_, err := git(ctx, dir, nil, "clean", "-fdxq")
+	// -ff: nested repositories the agent made go too.
+	_, err := gitRun(ctx, dir, nil, "clean", "-ffdxq")
 	return err
 }
 
@@ -176,10 +184,10 @@ func Apply(ctx context.Context, repo string, d Diff, mode ApplyMode, message str
 	if mode == AsCommit {
 		args = append(args, "--index")
 	}
-	if _, err := git(ctx, repo, nil, append(append([]string{}, args...), "--check", patch.Name())...); err != nil {
+	if _, err := userGit(ctx, repo, append(append([]string{}, args...), "--check", patch.Name())...); err != nil {
 		return "", fmt.Errorf("the diff does not apply to %s (has it changed since the session's base %s?): %w", repo, short(d.Base), err)
 	}
-	if _, err := git(ctx, repo, nil, append(args, patch.Name())...); err != nil {
+	if _, err := userGit(ctx, repo, append(args, patch.Name())...); err != nil {
 		return "", err
 	}
 	if mode != AsCommit {
@@ -188,11 +196,25 @@ func Apply(ctx context.Context, repo string, d Diff, mode ApplyMode, message str
 	if message == "" {
 		message = "Apply the changes of a Paddock session"
 	}
-	if _, err := git(ctx, repo, nil, "commit", "--quiet", "--no-verify", "-m", message); err != nil {
+	if _, err := userGit(ctx, repo, "commit", "--quiet", "--no-verify", "-m", message); err != nil {
 		return "", err
 	}
-	head, err := git(ctx, repo, nil, "rev-parse", "HEAD")
+	head, err := userGit(ctx, repo, "rev-parse", "HEAD")
 	return strings.TrimSpace(head), err
+}
+
+// userGit runs the user's own git in the user's own repository (where an
+// accepted diff lands): their configuration and identity apply, as when
+// they run git themselves; hooks are skipped for the commit (--no-verify).
+func userGit(ctx context.Context, repo string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", repo}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return "", &GitError{Args: args, Err: err, Stderr: strings.TrimSpace(errb.String())}
+	}
+	return out.String(), nil
 }
 
 func short(s string) string { return s[:min(12, len(s))] }

@@ -1,0 +1,57 @@
+package internal_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// starters are the only packages that start programs on the host: the
+// sandbox (bwrap), the workspace (hardened git, the only git on a working
+// copy) and the volume (mkfs, mount). A working copy is hostile input, so
+// any other package that starts a program is a path from it to the host.
+var starters = map[string]bool{"sandbox": true, "workspace": true, "volume": true}
+
+// TestOnlyStartersStartPrograms fails when production code outside those
+// packages calls os/exec (or os.StartProcess, syscall.Exec).
+func TestOnlyStartersStartPrograms(t *testing.T) {
+	fset := token.NewFileSet()
+	for _, root := range []string{".", "../cmd"} {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			pkg := filepath.Base(filepath.Dir(path))
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				return err
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				x, ok := sel.X.(*ast.Ident)
+				if !ok {
+					return true
+				}
+				call := x.Name + "." + sel.Sel.Name
+				switch call {
+				case "exec.Command", "exec.CommandContext", "os.StartProcess", "syscall.Exec", "syscall.ForkExec", "exec.LookPath":
+					if !starters[pkg] {
+						t.Errorf("%s: %s outside the packages that may start programs (%v)", fset.Position(sel.Pos()), call, starters)
+					}
+				}
+				return true
+			})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,241 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// A working copy is hostile input: the agent controlled every byte of it,
+// nested repositories, .gitattributes and symlinks included. This file is
+// the only place the host runs git on one (a test fails if another package
+// starts git), and it runs git so that nothing in the copy can make it run
+// a program, read configuration or leave the copy:
+//
+//   - no system, global or XDG configuration, and the environment rebuilt
+//     (no GIT_* variable from the host reaches git);
+//   - the repository named explicitly (GIT_DIR, GIT_WORK_TREE) and its .git
+//     required to be a real directory, so a .git file or symlink planted to
+//     point elsewhere is refused, and discovery never climbs above the copy;
+//   - hooks, fsmonitor, the untracked cache, pagers and editors off; no
+//     external diff or textconv; submodules never recursed into (a nested
+//     repository is just a directory: its configuration is never read);
+//   - no transport: protocol.allow=never (the clone of the user's
+//     repository, which is trusted, is the one exception, below).
+//
+// The repository's own .git/config is Paddock's: the sandbox binds .git
+// read-only, so nothing there is the agent's. Filter and diff drivers named
+// by an agent-written .gitattributes therefore resolve to nothing: no
+// configuration that git reads defines one.
+
+// hardening is passed as -c to every git run on a working copy.
+var hardening = []string{
+	"core.hooksPath=/dev/null",
+	"core.fsmonitor=false",
+	"core.untrackedCache=false",
+	"core.splitIndex=false",
+	"core.pager=cat",
+	"core.editor=false",
+	"core.sshCommand=false",
+	"core.askPass=false",
+	"core.attributesFile=/dev/null",
+	"core.excludesFile=/dev/null",
+	"core.symlinks=true",
+	"core.protectNTFS=true",
+	"core.protectHFS=true",
+	"diff.ignoreSubmodules=all",
+	"diff.submodule=short",
+	"status.submoduleSummary=false",
+	"submodule.recurse=false",
+	"fetch.recurseSubmodules=false",
+	"protocol.allow=never",
+	"protocol.file.allow=never",
+	"gc.auto=0",
+	"maintenance.auto=false",
+	"safe.directory=*",
+	"credential.helper=",
+	"gpg.program=false",
+	"commit.gpgSign=false",
+	"tag.gpgSign=false",
+	"log.showSignature=false",
+	"advice.detachedHead=false",
+}
+
+// ErrUntrusted says a working copy's layout was changed in a way the host
+// refuses to follow (its .git is not a plain directory).
+var ErrUntrusted = errors.New("working copy refused")
+
+// gitEnv is the whole environment of git on a working copy.
+func gitEnv(dir string) []string {
+	env := []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=/nonexistent",
+		"LANG=C", "LC_ALL=C",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_ATTR_NOSYSTEM=1",
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_OPTIONAL_LOCKS=0",
+		"GIT_NO_REPLACE_OBJECTS=1",
+		"GIT_PROTOCOL_FROM_USER=0",
+		"XDG_CONFIG_HOME=/nonexistent",
+	}
+	if dir != "" {
+		env = append(env, "GIT_DIR="+filepath.Join(dir, ".git"), "GIT_WORK_TREE="+dir, "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
+	}
+	return env
+}
+
+// checkCopy refuses a working copy whose .git is not a real directory, or
+// whose repository would borrow objects from elsewhere (alternates).
+func checkCopy(dir string) error {
+	fi, err := os.Lstat(filepath.Join(dir, ".git"))
+	if err != nil {
+		return fmt.Errorf("%w: %s has no .git directory: %v", ErrUntrusted, dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%w: %s/.git is a %s, not a directory; the host does not follow it", ErrUntrusted, dir, kind(fi.Mode()))
+	}
+	for _, p := range []string{"objects/info/alternates", "objects/info/http-alternates", "commondir"} {
+		if _, err := os.Lstat(filepath.Join(dir, ".git", p)); err == nil {
+			return fmt.Errorf("%w: %s/.git/%s exists; a working copy never borrows another repository", ErrUntrusted, dir, p)
+		}
+	}
+	return nil
+}
+
+// kind names a file mode for messages.
+func kind(m os.FileMode) string {
+	switch {
+	case m&os.ModeSymlink != 0:
+		return "symbolic link"
+	case m&os.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeDevice != 0:
+		return "device"
+	case m.IsDir():
+		return "directory"
+	case m.IsRegular():
+		return "regular file"
+	}
+	return "special file"
+}
+
+// gitRun runs hardened git on the working copy dir (or, with dir "", on
+// nothing: init and clone name their target in args). extraEnv adds
+// variables (a private index).
+func gitRun(ctx context.Context, dir string, extraEnv []string, args ...string) (string, error) {
+	if dir != "" {
+		if err := checkCopy(dir); err != nil {
+			return "", err
+		}
+	}
+	full := make([]string, 0, 2*len(hardening)+len(args))
+	for _, h := range hardening {
+		full = append(full, "-c", h)
+	}
+	cmd := exec.CommandContext(ctx, "git", append(full, args...)...)
+	cmd.Dir = dir
+	if dir == "" {
+		cmd.Dir = "/"
+	}
+	cmd.Env = append(gitEnv(dir), extraEnv...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return out.String(), &GitError{Args: args, Err: err, Stderr: strings.TrimSpace(errb.String())}
+	}
+	return out.String(), nil
+}
+
+// GitError is a failed git run.
+type GitError struct {
+	Args   []string
+	Err    error
+	Stderr string
+}
+
+func (e *GitError) Error() string {
+	return fmt.Sprintf("git %s: %v: %s", e.Args[0], e.Err, e.Stderr)
+}
+
+func (e *GitError) Unwrap() error { return e.Err }
+
+// ExitCode is git's exit status (-1 when it did not exit).
+func (e *GitError) ExitCode() int {
+	var x *exec.ExitError
+	if errors.As(e.Err, &x) {
+		return x.ExitCode()
+	}
+	return -1
+}
+
+// Clone makes a working copy at dir from the user's repository src (a
+// local path, trusted: it is the user's own). Only this clone may use the
+// file transport, and it copies objects (no hardlinks, no alternates).
+// The clone's .git/config is Paddock's from then on.
+func Clone(ctx context.Context, src, dir string) error {
+	_, err := gitRun(ctx, "", nil, "-c", "protocol.file.allow=always", "clone", "--quiet", "--no-hardlinks", "--no-local", "--template=", "--", src, dir)
+	return err
+}
+
+// Init makes an empty working copy at dir with one empty commit.
+func Init(ctx context.Context, dir string) error {
+	if _, err := gitRun(ctx, "", nil, "init", "--quiet", "--template=", dir); err != nil {
+		return err
+	}
+	_, err := gitRun(ctx, dir, nil, "-c", "user.name=paddock", "-c", "user.email=paddock@localhost", "commit", "--quiet", "--allow-empty", "--no-verify", "-m", "empty working copy")
+	return err
+}
+
+// Head is the commit the working copy's HEAD names.
+func Head(ctx context.Context, dir string) (string, error) {
+	out, err := gitRun(ctx, dir, nil, "rev-parse", "--verify", "HEAD^{commit}")
+	return strings.TrimSpace(out), err
+}
+
+// Status lists the working copy's changes in git's short format, new
+// files included: the summary `paddock run` prints at the end.
+func Status(ctx context.Context, dir string) (string, error) {
+	return gitRun(ctx, dir, nil, "status", "--short", "--untracked-files=all", "--ignore-submodules=all", "--no-renames")
+}
+
+// Grep searches the working copy's tracked and untracked files (not those
+// .gitignore excludes) for an extended regular expression under path. It
+// returns the matching lines as path:line:text; no match is not an error.
+func Grep(ctx context.Context, dir, pattern, path string, ignoreCase bool) ([]string, error) {
+	args := []string{"grep", "-n", "-I", "--untracked", "-E", "--no-color", "--no-textconv"}
+	if ignoreCase {
+		args = append(args, "-i")
+	}
+	args = append(args, "-e", pattern, "--", path)
+	out, err := gitRun(ctx, dir, []string{"GIT_LITERAL_PATHSPECS=1"}, args...)
+	var ge *GitError
+	if errors.As(err, &ge) && ge.ExitCode() == 1 && ge.Stderr == "" {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(strings.TrimRight(out, "\n"), "\n"), nil
+}
+
+// Seed makes dir a new repository whose first commit holds its files (a
+// throwaway repository of the demo's; never a working copy).
+func Seed(ctx context.Context, dir, message string) error {
+	if _, err := gitRun(ctx, "", nil, "init", "--quiet", "--template=", dir); err != nil {
+		return err
+	}
+	if _, err := gitRun(ctx, dir, nil, "add", "-A"); err != nil {
+		return err
+	}
+	_, err := gitRun(ctx, dir, nil, "-c", "user.name=paddock", "-c", "user.email=paddock@localhost", "commit", "--quiet", "--no-verify", "-m", message)
+	return err
+}

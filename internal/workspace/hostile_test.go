@@ -1,0 +1,185 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// plainGit is git as a person runs it, to build fixtures.
+func plainGit(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir, "-c", "protocol.file.allow=always", "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...).CombinedOutput()
+	require.NoError(t, err, string(out))
+}
+
+// hostileCopy is a working copy the agent has had its way with: every
+// place git could be talked into running a program holds a script that
+// leaves a marker, and the returned function says whether any ran.
+func hostileCopy(t *testing.T) (dir, base string, ran func() []string) {
+	t.Helper()
+	root := t.TempDir()
+	sub := filepath.Join(root, "sub")
+	require.NoError(t, os.MkdirAll(sub, 0o755))
+	plainGit(t, sub, "init", "-q")
+	require.NoError(t, os.WriteFile(filepath.Join(sub, "s.txt"), []byte("s\n"), 0o644))
+	plainGit(t, sub, "add", ".")
+	plainGit(t, sub, "commit", "-qm", "sub")
+	src := filepath.Join(root, "src")
+	require.NoError(t, os.MkdirAll(src, 0o755))
+	plainGit(t, src, "init", "-q")
+	require.NoError(t, os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\n"), 0o644))
+	plainGit(t, src, "submodule", "add", "-q", sub, "vendor/sub")
+	plainGit(t, src, "add", ".")
+	plainGit(t, src, "commit", "-qm", "init")
+
+	dir = filepath.Join(root, "copy")
+	ctx := context.Background()
+	require.NoError(t, Clone(ctx, src, dir))
+	base, err := Head(ctx, dir)
+	require.NoError(t, err)
+
+	markers := filepath.Join(root, "markers")
+	require.NoError(t, os.MkdirAll(markers, 0o777))
+	script := func(name string) string {
+		p := filepath.Join(dir, "tools", name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf("#!/bin/sh\ntouch %s/%s\ncat\n", markers, name)), 0o755))
+		return p
+	}
+	evilConfig := func(repo string) {
+		cfg := fmt.Sprintf(`[core]
+	fsmonitor = %s
+	hooksPath = %s
+	pager = %s
+	sshCommand = %s
+	attributesFile = %s
+[filter "evil"]
+	clean = %s
+	smudge = %s
+	process = %s
+[diff "evil"]
+	textconv = %s
+	command = %s
+[diff]
+	external = %s
+[include]
+	path = %s
+[includeIf "gitdir:/"]
+	path = %s
+`, script("fsmonitor"), filepath.Dir(script("hooks/pre-commit")), script("pager"), script("ssh"), filepath.Join(dir, "attrs"),
+			script("clean"), script("smudge"), script("process"), script("textconv"), script("diffcmd"), script("external"),
+			filepath.Join(dir, "included"), filepath.Join(dir, "included"))
+		require.NoError(t, os.WriteFile(filepath.Join(repo, ".git", "config"), []byte(cfg), 0o644))
+		for _, h := range []string{"pre-commit", "post-checkout", "post-index-change", "reference-transaction", "pre-auto-gc", "fsmonitor-watchman"} {
+			p := filepath.Join(repo, ".git", "hooks", h)
+			require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+			require.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf("#!/bin/sh\ntouch %s/hook-%s\n", markers, h)), 0o755))
+		}
+	}
+	// 1. The empty submodule directory becomes a repository with a
+	// hostile configuration (the attack the review found).
+	plainGit(t, filepath.Join(dir, "vendor", "sub"), "init", "-q")
+	evilConfig(filepath.Join(dir, "vendor", "sub"))
+	// 2. An untracked nested repository, likewise.
+	nested := filepath.Join(dir, "nested")
+	require.NoError(t, os.MkdirAll(nested, 0o755))
+	plainGit(t, nested, "init", "-q")
+	evilConfig(nested)
+	require.NoError(t, os.WriteFile(filepath.Join(nested, "n.txt"), []byte("n\n"), 0o644))
+	// 3. Attributes naming filter and diff drivers everywhere.
+	for _, p := range []string{".gitattributes", "attrs", "nested/.gitattributes", "vendor/sub/.gitattributes"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, p), []byte("* filter=evil diff=evil merge=evil\n"), 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "included"), []byte(fmt.Sprintf("[core]\n\tfsmonitor = %s\n", script("included-fsmonitor"))), 0o644))
+	// 4. A .git file pointing at another repository, and a symlinked .git.
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "pointer"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "pointer", ".git"), []byte("gitdir: "+filepath.Join(nested, ".git")+"\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "linked"), 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(nested, ".git"), filepath.Join(dir, "linked", ".git")))
+	// 5. A named pipe: nothing may block on it.
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644))
+	// And an ordinary change, so there is a diff.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644))
+
+	return dir, base, func() []string {
+		entries, _ := os.ReadDir(markers)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+}
+
+// TestPlantedConfigurationNeverRuns drives every host-side operation on a
+// working copy over a hostile one: nothing the agent planted runs.
+func TestPlantedConfigurationNeverRuns(t *testing.T) {
+	ctx := context.Background()
+	dir, base, ran := hostileCopy(t)
+
+	status, err := Status(ctx, dir)
+	require.NoError(t, err)
+	require.Contains(t, status, "main.go")
+
+	lines, err := Grep(ctx, dir, "func main", ".", false)
+	require.NoError(t, err)
+	require.Contains(t, lines, "main.go:3:func main() {}")
+
+	d, err := Compute(ctx, dir, base)
+	require.NoError(t, err)
+	require.Contains(t, d.Patch, "+func main() {}")
+
+	// Accepting lands the diff in the user's repository with their git.
+	user := t.TempDir()
+	plainGit(t, user, "init", "-q")
+	require.NoError(t, os.WriteFile(filepath.Join(user, "main.go"), []byte("package main\n"), 0o644))
+	plainGit(t, user, "add", ".")
+	plainGit(t, user, "commit", "-qm", "init")
+
+	require.NoError(t, Discard(ctx, dir, base))
+	require.NoFileExists(t, filepath.Join(dir, "nested", "n.txt"), "discard removes nested repositories too")
+	_, err = Head(ctx, dir)
+	require.NoError(t, err)
+
+	require.Empty(t, ran(), "a program planted in the working copy ran on the host")
+}
+
+// TestCopyWhoseGitIsNotADirectoryIsRefused: a .git replaced by a file or a
+// symlink pointing elsewhere is never followed.
+func TestCopyWhoseGitIsNotADirectoryIsRefused(t *testing.T) {
+	ctx := context.Background()
+	other, _ := repo(t)
+	for name, plant := range map[string]func(dir string) error{
+		"file":    func(dir string) error { return os.WriteFile(filepath.Join(dir, ".git"), []byte("gitdir: "+other+"/.git\n"), 0o644) },
+		"symlink": func(dir string) error { return os.Symlink(filepath.Join(other, ".git"), filepath.Join(dir, ".git")) },
+		"alternates": func(dir string) error {
+			require.NoError(t, exec.Command("git", "init", "-q", dir).Run())
+			return os.WriteFile(filepath.Join(dir, ".git", "objects", "info", "alternates"), []byte(other+"/.git/objects\n"), 0o644)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, plant(dir))
+			_, err := Status(ctx, dir)
+			require.ErrorIs(t, err, ErrUntrusted)
+			_, err = Compute(ctx, dir, "HEAD")
+			require.ErrorIs(t, err, ErrUntrusted)
+			require.ErrorIs(t, Discard(ctx, dir, "HEAD"), ErrUntrusted)
+		})
+	}
+}
+
+// TestHostileFixtureIsReal shows the fixture bites: git run as a person
+// runs it (the host's old summary) executes what the agent planted.
+func TestHostileFixtureIsReal(t *testing.T) {
+	dir, _, ran := hostileCopy(t)
+	_, _ = exec.Command("git", "-c", "safe.directory=*", "-C", dir, "status", "--short").CombinedOutput()
+	require.NotEmpty(t, ran(), "plain git status should have run the planted fsmonitor; the fixture lost its teeth")
+}
