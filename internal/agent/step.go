@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -78,6 +79,9 @@ func Step(ctx context.Context, p provider.Provider, out Appender, in StepInput, 
 			}
 		case provider.DeltaToolStart:
 			flush()
+			if d.ToolCallID == "" {
+				break // Normalize names it when the step is complete
+			}
 			emit(session.EventToolCall, fmt.Sprintf("call/%s/%s", d.ToolCallID, session.CallGenerating),
 				session.ToolCallData{ID: d.ToolCallID, Name: d.ToolName, State: session.CallGenerating})
 		}
@@ -100,7 +104,13 @@ func Step(ctx context.Context, p provider.Provider, out Appender, in StepInput, 
 	if writeErr != nil {
 		return resp, fmt.Errorf("write transcript: %w", writeErr)
 	}
+	var renamed map[string]bool
+	resp.ToolCalls, renamed = Normalize(in.Request.Messages, resp.ToolCalls, fmt.Sprintf("%s-s%d", in.TurnID, in.Step))
 	for _, c := range resp.ToolCalls {
+		if renamed[c.ID] {
+			emit(session.EventToolCall, fmt.Sprintf("call/%s/%s", c.ID, session.CallGenerating),
+				session.ToolCallData{ID: c.ID, Name: c.Name, State: session.CallGenerating})
+		}
 		emit(session.EventToolCall, fmt.Sprintf("call/%s/%s", c.ID, session.CallGenerated),
 			session.ToolCallData{ID: c.ID, Name: c.Name, State: session.CallGenerated, Args: validOrString(c.Args)})
 	}
@@ -111,10 +121,38 @@ func Step(ctx context.Context, p provider.Provider, out Appender, in StepInput, 
 	return resp, nil
 }
 
+// Normalize makes a step's calls safe to carry: a call whose ID is empty,
+// repeats one of the conversation's earlier calls or one of this step gets
+// a fresh ID (prefix-N), so every call has its own record and result; and
+// arguments past provider.MaxArgs are dropped (the gate refuses the call,
+// telling the model why). It reports the IDs it made.
+func Normalize(history []provider.Message, calls []provider.ToolCall, prefix string) ([]provider.ToolCall, map[string]bool) {
+	seen := map[string]bool{}
+	for _, m := range history {
+		for _, c := range m.ToolCalls {
+			seen[c.ID] = true
+		}
+	}
+	renamed := map[string]bool{}
+	out := make([]provider.ToolCall, len(calls))
+	for i, c := range calls {
+		if c.ID == "" || seen[c.ID] || len(c.ID) > 128 {
+			c.ID = fmt.Sprintf("%s-%d", prefix, i)
+			renamed[c.ID] = true
+		}
+		seen[c.ID] = true
+		if len(c.Args) > provider.MaxArgs {
+			c.Dropped, c.Args = len(c.Args), nil
+		}
+		out[i] = c
+	}
+	return out, renamed
+}
+
 // validOrString keeps malformed argument text visible in the transcript
 // without breaking the event's JSON.
 func validOrString(raw json.RawMessage) json.RawMessage {
-	if json.Valid(raw) {
+	if json.Valid(raw) && utf8.Valid(raw) {
 		return raw
 	}
 	b, _ := json.Marshal(string(raw))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
@@ -109,13 +110,13 @@ func (a *Activities) Gate(ctx context.Context, sessionID, turnID string, call pr
 	_, builtin := a.Tools.Only(sp.Tools)[call.Name]
 	if _, _, isMCP := mcpServer(sp, call.Name); !builtin && !isMCP {
 		d := base
-		d.State, d.Error = session.CallErrored, fmt.Sprintf("unknown tool %q; available: %s", call.Name, strings.Join(a.Tools.Only(sp.Tools).Names(), ", "))
+		d.State, d.Error = session.CallErrored, fmt.Sprintf("unknown tool %q; available: %s", clipName(call.Name), strings.Join(a.Tools.Only(sp.Tools).Names(), ", "))
 		out.Settled = d.State
 		return out, a.callEvent(ctx, sessionID, turnID, d)
 	}
-	if !json.Valid(call.Args) {
+	if problem := argsProblem(call); problem != "" {
 		d := base
-		d.State, d.Error = session.CallErrored, "invalid arguments: not valid JSON; send one complete JSON object"
+		d.State, d.Error = session.CallErrored, "invalid arguments: "+problem
 		out.Settled = d.State
 		return out, a.callEvent(ctx, sessionID, turnID, d)
 	}
@@ -128,6 +129,40 @@ func (a *Activities) Gate(ctx context.Context, sessionID, turnID string, call pr
 		return out, a.callEvent(ctx, sessionID, turnID, d)
 	}
 	return out, nil
+}
+
+// argsProblem says what is wrong with a call's argument text, for the
+// model to correct: too large, not UTF-8, not JSON (with the parser's
+// error), or JSON that is not an object.
+func argsProblem(call provider.ToolCall) string {
+	switch {
+	case call.Dropped > 0:
+		return fmt.Sprintf("%d bytes, at most %d; split the work into smaller calls", call.Dropped, provider.MaxArgs)
+	case !utf8.Valid(call.Args):
+		return "not valid UTF-8; send one complete JSON object"
+	}
+	var v any
+	if err := json.Unmarshal(call.Args, &v); err != nil {
+		return fmt.Sprintf("not valid JSON (%v); send one complete JSON object", err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return fmt.Sprintf("want a JSON object, got %s", jsonKind(v))
+	}
+	return ""
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "null"
 }
 
 // ApprovalRequest is a parked call's approval, or its immediate rejection.
@@ -266,4 +301,62 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		return ToolOutcome{State: session.CallCalling, Question: true}, nil
 	}
 	return finish(session.CallDone, res.Output, "")
+}
+
+func clipName(n string) string {
+	if len(n) > 100 {
+		return n[:100] + "…"
+	}
+	return n
+}
+
+// closeOpenCalls ends the turn's calls still in an intermediate state, so a
+// turn never settles with a call generating, generated, awaiting approval
+// or calling: each becomes errored (canceled when awaiting approval) with
+// the reason, which the model sees as the call's result. A question's call
+// stays open when the turn waits for its answer.
+func (a *Activities) closeOpenCalls(ctx context.Context, sessionID, turnID string, status session.TurnStatus) error {
+	calls, err := a.Store.EventsByKey(ctx, sessionID, "call/")
+	if err != nil {
+		return err
+	}
+	last := map[string]session.ToolCallData{}
+	var order []string
+	for _, e := range calls {
+		if e.TurnID != turnID || e.Kind != session.EventToolCall {
+			continue
+		}
+		var d session.ToolCallData
+		if json.Unmarshal(e.Data, &d) != nil {
+			continue
+		}
+		if _, ok := last[d.ID]; !ok {
+			order = append(order, d.ID)
+		}
+		last[d.ID] = d
+	}
+	for _, id := range order {
+		d := last[id]
+		if d.State.Final() {
+			continue
+		}
+		if status == session.TurnWaitingForInput && d.State == session.CallCalling {
+			if _, q, _, err := a.settledCall(ctx, sessionID, id); err != nil || q {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		to := session.CallErrored
+		if d.State.Transition(to) != nil {
+			to = session.CallCanceled
+		}
+		d.State, d.Result, d.Args = to, "", nil
+		d.Error = fmt.Sprintf("the turn ended (%s) before this call finished", status)
+		if err := a.callEvent(ctx, sessionID, turnID, d); err != nil {
+			return err
+		}
+	}
+	return nil
 }

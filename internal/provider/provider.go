@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Role says who speaks a message.
@@ -23,12 +24,67 @@ const (
 )
 
 // ToolCall is one call the model asks for. Args is the complete argument
-// JSON exactly as the model produced it; it is parsed later, strictly.
+// text exactly as the model produced it, which may be malformed JSON; it is
+// parsed later, strictly, and a parse error goes back to the model.
 type ToolCall struct {
 	ID   string          `json:"id"`
 	Name string          `json:"name"`
 	Args json.RawMessage `json:"args"`
+	// Dropped counts argument bytes left out because they exceeded MaxArgs
+	// (the call is then refused, and Args is empty).
+	Dropped int `json:"dropped,omitempty"`
 }
+
+// wireCall is ToolCall as encoded: the arguments as a JSON string (text,
+// verbatim), or base64 when they are not valid UTF-8, so malformed
+// arguments survive every encoding on their way (activity results,
+// transcript events) byte for byte.
+type wireCall struct {
+	ID         string          `json:"id"`
+	Name       string          `json:"name"`
+	Args       json.RawMessage `json:"args,omitempty"`
+	ArgsBase64 []byte          `json:"argsBase64,omitempty"`
+	Dropped    int             `json:"dropped,omitempty"`
+}
+
+// MarshalJSON implements json.Marshaler: it never fails on bad arguments.
+func (c ToolCall) MarshalJSON() ([]byte, error) {
+	w := wireCall{ID: c.ID, Name: c.Name, Dropped: c.Dropped}
+	if utf8.Valid(c.Args) {
+		w.Args, _ = json.Marshal(string(c.Args))
+	} else {
+		w.ArgsBase64 = c.Args
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON implements json.Unmarshaler. Arguments encoded as a JSON
+// value other than a string (records from before they were carried as
+// text) are taken as that value's JSON.
+func (c *ToolCall) UnmarshalJSON(data []byte) error {
+	var w wireCall
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	c.ID, c.Name, c.Args, c.Dropped = w.ID, w.Name, nil, w.Dropped
+	switch {
+	case w.ArgsBase64 != nil:
+		c.Args = w.ArgsBase64
+	case len(w.Args) > 0 && w.Args[0] == '"':
+		var text string
+		if err := json.Unmarshal(w.Args, &text); err != nil {
+			return err
+		}
+		c.Args = json.RawMessage(text)
+	case len(w.Args) > 0:
+		c.Args = w.Args
+	}
+	return nil
+}
+
+// MaxArgs is the most argument text a call may carry; a call with more is
+// refused with an error the model sees.
+const MaxArgs = 256 << 10
 
 // Message is one message of the conversation.
 type Message struct {

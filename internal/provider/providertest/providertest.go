@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,8 @@ type Reply struct {
 	Header   map[string]string
 	Cassette string // file under testdata; empty for an error body
 	Body     string
+	// SSE is a stream given inline (a test's generated cassette).
+	SSE string
 	// Cut drops the connection after the body, mid-stream.
 	Cut bool
 }
@@ -65,6 +68,9 @@ func NewServer(t *testing.T, dir string, replies ...Reply) *Server {
 				return
 			}
 			body2 = string(data)
+			w.Header().Set("Content-Type", "text/event-stream")
+		} else if rep.SSE != "" {
+			body2 = rep.SSE
 			w.Header().Set("Content-Type", "text/event-stream")
 		} else {
 			w.Header().Set("Content-Type", "application/json")
@@ -215,4 +221,95 @@ func Run(t *testing.T, dir string, mk Make) {
 			require.Contains(t, string(body), want)
 		}
 	})
+}
+
+// Call is one tool call of a generated stream; Args is sent verbatim, in
+// chunks, as the provider would stream it.
+type Call struct {
+	ID, Name, Args string
+}
+
+func chunks(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return append(out, s)
+}
+
+// jsonString encodes s as a JSON string, keeping bytes that are not UTF-8
+// as they are (a provider streaming broken text).
+func jsonString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\n':
+			b.WriteString(`\n`)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// AnthropicStream is a Messages API stream of text, then the calls.
+func AnthropicStream(text string, calls ...Call) string {
+	var b strings.Builder
+	ev := func(name, data string) { b.WriteString("event: " + name + "\ndata: " + data + "\n\n") }
+	ev("message_start", `{"type":"message_start","message":{"id":"msg_g","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}`)
+	idx := 0
+	if text != "" {
+		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":`+jsonString(text)+`}}`)
+		ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
+		idx++
+	}
+	for _, c := range calls {
+		i := strconv.Itoa(idx)
+		ev("content_block_start", `{"type":"content_block_start","index":`+i+`,"content_block":{"type":"tool_use","id":`+jsonString(c.ID)+`,"name":`+jsonString(c.Name)+`,"input":{}}}`)
+		for _, part := range chunks(c.Args, 8<<10) {
+			ev("content_block_delta", `{"type":"content_block_delta","index":`+i+`,"delta":{"type":"input_json_delta","partial_json":`+jsonString(part)+`}}`)
+		}
+		ev("content_block_stop", `{"type":"content_block_stop","index":`+i+`}`)
+		idx++
+	}
+	stop := "end_turn"
+	if len(calls) > 0 {
+		stop = "tool_use"
+	}
+	ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"`+stop+`","stop_sequence":null},"usage":{"output_tokens":20}}`)
+	ev("message_stop", `{"type":"message_stop"}`)
+	return b.String()
+}
+
+// OpenAIStream is a Chat Completions stream of text, then the calls.
+func OpenAIStream(text string, calls ...Call) string {
+	var b strings.Builder
+	ev := func(delta, finish string) {
+		b.WriteString(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n")
+	}
+	ev(`{"role":"assistant"}`, "null")
+	if text != "" {
+		ev(`{"content":`+jsonString(text)+`}`, "null")
+	}
+	for i, c := range calls {
+		n := strconv.Itoa(i)
+		ev(`{"tool_calls":[{"index":`+n+`,"id":`+jsonString(c.ID)+`,"type":"function","function":{"name":`+jsonString(c.Name)+`,"arguments":""}}]}`, "null")
+		for _, part := range chunks(c.Args, 8<<10) {
+			ev(`{"tool_calls":[{"index":`+n+`,"function":{"arguments":`+jsonString(part)+`}}]}`, "null")
+		}
+	}
+	finish := `"stop"`
+	if len(calls) > 0 {
+		finish = `"tool_calls"`
+	}
+	ev(`{}`, finish)
+	b.WriteString(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}` + "\n\ndata: [DONE]\n\n")
+	return b.String()
 }
