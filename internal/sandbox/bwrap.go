@@ -142,7 +142,11 @@ var protected = []string{".git"}
 // size-bounded tmpfs on /tmp and /home, and the working copy read-write
 // with its .git read-only. The root itself is read-only.
 func (b *Bwrap) Args(workdir, cache string) []string {
-	args := []string{"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL"}
+	size := strconv.FormatInt(b.TmpSize, 10)
+	args := []string{"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--dev", "/dev", "--proc", "/proc",
+		// tmpfs first: read-only paths and a working copy under them are bound over them.
+		"--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/home", "--dir", "/home/sandbox", "--dir", "/var/tmp"}
 	for _, p := range append(append([]string{}, system...), b.readOnly...) {
 		fi, err := os.Lstat(p)
 		switch {
@@ -162,9 +166,6 @@ func (b *Bwrap) Args(workdir, cache string) []string {
 			args = append(args, "--ro-bind", "/dev/null", m[2:])
 		}
 	}
-	size := strconv.FormatInt(b.TmpSize, 10)
-	args = append(args, "--dev", "/dev", "--proc", "/proc",
-		"--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/home", "--dir", "/home/sandbox", "--dir", "/var/tmp")
 	for _, h := range b.Hide {
 		if h != "" && h != workdir && !strings.HasPrefix(workdir, h+"/") && b.inView(h) {
 			args = append(args, "--tmpfs", h)

@@ -1,0 +1,182 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// probe copies this test binary into the working copy so a command can
+// run it as a real program of its own (a Unix-socket client here).
+func probe(t *testing.T, dir string) string {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	data, err := os.ReadFile(self)
+	require.NoError(t, err)
+	p := filepath.Join(dir, "probe")
+	require.NoError(t, os.WriteFile(p, data, 0o755))
+	return p
+}
+
+// TestProbeConnect is the probe's body when run with PADDOCK_PROBE_SOCKETS
+// set: it dials each socket path and prints what happened.
+func TestProbeConnect(t *testing.T) {
+	list := os.Getenv("PADDOCK_PROBE_SOCKETS")
+	if list == "" {
+		t.Skip("only run as the probe inside a sandbox")
+	}
+	for _, p := range strings.Split(list, ":") {
+		c, err := net.DialTimeout("unix", p, 2*time.Second)
+		if err == nil {
+			fmt.Printf("CONNECTED %s\n", p)
+			c.Close()
+		} else {
+			fmt.Printf("refused %s: %v\n", p, err)
+		}
+	}
+}
+
+// TestHostUnixSocketsAreUnreachable listens on pathname sockets where
+// host daemons keep theirs (/run, /var/tmp, /tmp, the data directory's
+// neighbourhood) and checks that a real client in the sandbox reaches none.
+func TestHostUnixSocketsAreUnreachable(t *testing.T) {
+	dir := workdir(t)
+	bin := probe(t, dir)
+	var paths []string
+	accepted := make(chan string, 8)
+	for _, d := range []string{"/run", "/var/tmp", "/tmp", filepath.Dir(dir)} {
+		p := filepath.Join(d, fmt.Sprintf("paddock-probe-%d.sock", time.Now().UnixNano()))
+		l, err := net.Listen("unix", p)
+		require.NoError(t, err)
+		require.NoError(t, os.Chmod(p, 0o777))
+		t.Cleanup(func() { l.Close(); os.Remove(p) })
+		go func() {
+			if c, err := l.Accept(); err == nil {
+				accepted <- p
+				c.Close()
+			}
+		}()
+		paths = append(paths, p)
+	}
+	res, out := runIn(t, dir, bin+" -test.run=TestProbeConnect -test.v", func(c *Command) {
+		c.Env = map[string]string{"PADDOCK_PROBE_SOCKETS": strings.Join(paths, ":")}
+	})
+	require.Equal(t, 0, res.ExitCode, out)
+	require.Contains(t, out, "refused "+paths[0], "the probe ran")
+	require.NotContains(t, out, "CONNECTED")
+	select {
+	case p := <-accepted:
+		t.Fatalf("a host socket at %s accepted a connection from the sandbox", p)
+	default:
+	}
+}
+
+// TestViewIsAnAllowlist: only the system trees show; host state, other
+// users' homes, network interfaces and secrets do not.
+func TestViewIsAnAllowlist(t *testing.T) {
+	res, out := runIn(t, workdir(t), `
+		for p in /run /var/lib /var/run /srv /mnt /media /opt /root/.bashrc /sys/class/net /sys/fs/cgroup /home/sandbox/x /etc/shadow; do
+			if [ -d "$p" ] && [ -n "$(ls -A "$p" 2>/dev/null)" ]; then echo "VISIBLE $p"; fi
+			if [ -f "$p" ] && [ -n "$(cat "$p" 2>/dev/null)" ]; then echo "VISIBLE $p"; fi
+		done
+		ls /sys/class/net 2>/dev/null; cat /sys/class/net/*/address 2>/dev/null
+		touch /newfile 2>/dev/null && echo "ROOT-WRITABLE"
+		test -x /usr/bin/env && echo usr-ok; test -r /etc/passwd && echo etc-ok; nproc >/dev/null && echo nproc-ok`)
+	require.Equal(t, 0, res.ExitCode, out)
+	require.NotContains(t, out, "VISIBLE")
+	require.NotContains(t, out, "ROOT-WRITABLE")
+	require.NotRegexp(t, `([0-9a-f]{2}:){5}[0-9a-f]{2}`, out, "no MAC address")
+	for _, ok := range []string{"usr-ok", "etc-ok", "nproc-ok"} {
+		require.Contains(t, out, ok)
+	}
+}
+
+// TestExtraReadOnlyPaths: a toolchain outside the default view shows
+// read-only when configured, with its secrets masked.
+func TestExtraReadOnlyPaths(t *testing.T) {
+	sdk := t.TempDir()
+	require.NoError(t, os.Chmod(filepath.Dir(sdk), 0o755))
+	require.NoError(t, os.Chmod(sdk, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(sdk, "tool"), []byte("TOOL\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(sdk, "server.key"), []byte("KEY\n"), 0o644))
+	b, err := NewBwrap(context.Background(), sdk)
+	require.NoError(t, err)
+	var out strings.Builder
+	res, err := b.Run(context.Background(), Command{Workdir: workdir(t), Stdout: &out, Stderr: &out, Timeout: 20 * time.Second,
+		Script: fmt.Sprintf(`cat %[1]s/tool; cat %[1]s/server.key; echo x > %[1]s/new && echo WRITABLE; true`, sdk)})
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode, out.String())
+	require.Contains(t, out.String(), "TOOL")
+	require.NotContains(t, out.String(), "KEY")
+	require.NotContains(t, out.String(), "WRITABLE")
+	_, err = NewBwrap(context.Background(), "relative/path")
+	require.ErrorContains(t, err, "absolute")
+}
+
+// TestCPUIsBounded: four busy loops for 4 s get at most the command's CPU
+// budget (here half a CPU), not every core of the host.
+func TestCPUIsBounded(t *testing.T) {
+	if !box.CPUEnforced() {
+		t.Skip("no writable cpu cgroup controller here")
+	}
+	b := *box
+	b.MaxCPUs = 0.5
+	var out strings.Builder
+	start := time.Now()
+	res, err := b.Run(context.Background(), Command{Workdir: workdir(t), Stdout: &out, Stderr: &out, Timeout: time.Minute, Script: `
+		for i in 1 2 3 4; do ( while :; do :; done ) & done
+		sleep 4; kill $(jobs -p); wait 2>/dev/null
+		times`})
+	require.NoError(t, err)
+	wall := time.Since(start).Seconds()
+	require.Equal(t, 0, res.ExitCode, out.String())
+	// times: the shell's, then its children's "XmY.YYYs XmY.YYYs".
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	cpu := 0.0
+	for _, f := range strings.Fields(lines[len(lines)-1]) {
+		m, s, _ := strings.Cut(strings.TrimSuffix(f, "s"), "m")
+		mv, _ := strconv.ParseFloat(m, 64)
+		sv, _ := strconv.ParseFloat(s, 64)
+		cpu += mv*60 + sv
+	}
+	t.Logf("children used %.2f s of CPU in %.2f s of wall time (budget 0.5 CPU)", cpu, wall)
+	require.LessOrEqual(t, cpu, 0.5*wall*1.1, "the CPU budget did not hold")
+	require.Greater(t, cpu, 0.5*4*0.3, "the loops did run")
+}
+
+// TestNoCgroupOutlivesTheCommand: every per-command cgroup is gone when
+// Run returns, so one-shot callers (paddock sandbox exec) leave nothing.
+func TestNoCgroupOutlivesTheCommand(t *testing.T) {
+	count := func() int {
+		n := 0
+		for _, d := range []string{box.cgroups.v2, box.cgroups.v1Pids, box.cgroups.v1Mem, box.cgroups.v1CPU} {
+			if d == "" {
+				continue
+			}
+			entries, _ := os.ReadDir(d)
+			for _, e := range entries {
+				if e.IsDir() && strings.HasPrefix(e.Name(), fmt.Sprintf("cmd-%d-", os.Getpid())) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	before := count()
+	for range 3 {
+		res, out := runIn(t, workdir(t), "sleep 100 & echo ok")
+		require.Equal(t, 0, res.ExitCode, out)
+	}
+	_, _ = runIn(t, workdir(t), "sleep 100", func(c *Command) { c.Timeout = 500 * time.Millisecond; c.Stdout = io.Discard })
+	require.Equal(t, before, count(), "cgroups left behind")
+}
