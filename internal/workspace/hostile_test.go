@@ -157,7 +157,9 @@ func TestCopyWhoseGitIsNotADirectoryIsRefused(t *testing.T) {
 	ctx := context.Background()
 	other, _ := repo(t)
 	for name, plant := range map[string]func(dir string) error{
-		"file":    func(dir string) error { return os.WriteFile(filepath.Join(dir, ".git"), []byte("gitdir: "+other+"/.git\n"), 0o644) },
+		"file": func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, ".git"), []byte("gitdir: "+other+"/.git\n"), 0o644)
+		},
 		"symlink": func(dir string) error { return os.Symlink(filepath.Join(other, ".git"), filepath.Join(dir, ".git")) },
 		"alternates": func(dir string) error {
 			require.NoError(t, exec.Command("git", "init", "-q", dir).Run())
