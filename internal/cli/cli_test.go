@@ -22,6 +22,10 @@ import (
 
 var serverURL string
 
+// dataDir is the test server's data directory (replay scripts go under
+// its replay/ folder).
+var dataDir string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "paddock-cli-test-")
 	if err != nil {
@@ -34,6 +38,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	serverURL = a.URL
+	dataDir = dir
 	code := m.Run()
 	a.Stop()
 	_ = os.RemoveAll(dir)
