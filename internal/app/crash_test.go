@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -79,6 +80,17 @@ func TestCrashRecovery(t *testing.T) {
 	_ = child.Wait()
 
 	_, c = serveChild(t, dir)
+	// In-flight work resumes within seconds of the server answering: the
+	// activity the crash interrupted heartbeated, so its loss is noticed
+	// after HeartbeatTimeout, not after its whole time limit.
+	healthy := time.Now()
+	waitFor(t, "turn one to go on after the restart", func() (bool, error) {
+		turns, err := c.Turns(ctx, x.ID)
+		return len(turns) > 0 && turns[0].Status == session.TurnCompleted, err
+	})
+	resumed := time.Since(healthy)
+	fmt.Fprintf(os.Stderr, "crash test: turn one completed %s after the restarted server answered healthy\n", resumed.Round(10*time.Millisecond))
+	require.Less(t, resumed, 15*time.Second, "in-flight work resumes within 15 s of a restart")
 	// Clients retry what they are unsure of: the same keys change nothing.
 	again, err := c.CreateSession(ctx, create)
 	require.NoError(t, err)

@@ -126,10 +126,12 @@ type run struct {
 
 // short gives activity options for quick store work; attempts 0 retries
 // until it succeeds (the store being briefly unavailable must not lose a
-// session), otherwise at most that many attempts.
+// session), otherwise at most that many attempts. Like every activity it
+// heartbeats, so one lost with a crashed worker is retried in seconds.
 func short(ctx workflow.Context, attempts int32) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute,
+		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    HeartbeatTimeout, // the worker heartbeats every activity
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumInterval: 10 * time.Second, MaximumAttempts: attempts},
 	})
 }
@@ -139,7 +141,7 @@ func short(ctx workflow.Context, attempts int32) workflow.Context {
 func long(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 15 * time.Minute,
-		HeartbeatTimeout:    5 * time.Second,
+		HeartbeatTimeout:    HeartbeatTimeout,
 		WaitForCancellation: true,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 5},
 	})
