@@ -31,7 +31,9 @@ func NewWorker(c client.Client, acts *Activities) worker.Worker {
 const HeartbeatTimeout = 5 * time.Second
 
 // liveness heartbeats every activity once a second while it runs.
-type liveness struct{ interceptor.WorkerInterceptorBase }
+type liveness struct {
+	interceptor.WorkerInterceptorBase
+}
 
 func (*liveness) InterceptActivity(ctx context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
 	i := &beating{}
@@ -39,7 +41,9 @@ func (*liveness) InterceptActivity(ctx context.Context, next interceptor.Activit
 	return i
 }
 
-type beating struct{ interceptor.ActivityInboundInterceptorBase }
+type beating struct {
+	interceptor.ActivityInboundInterceptorBase
+}
 
 func (b *beating) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
 	stop := heartbeat(ctx)
