@@ -56,7 +56,7 @@ func readCorpus(t testing.TB, path string) []corpusLine {
 
 func TestCorpus(t *testing.T) {
 	a := New(corpusFree)
-	for _, file := range []string{"testdata/corpus-sample.tsv", "testdata/corpus-hard.tsv"} {
+	for _, file := range corpusFiles() {
 		for _, c := range readCorpus(t, file) {
 			got := a.Analyze(c.command)
 			if got.Verdict != c.want {

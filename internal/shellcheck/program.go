@@ -213,7 +213,7 @@ func refusedProgram(n string, args []arg) (verdict, bool) {
 		return refuse("privilege-escalation", "machinectl shell opens a shell as another user"), true
 	case n == "netsh" && len(args) > 1 && (strings.EqualFold(args[1].s, "advfirewall") || strings.EqualFold(args[1].s, "firewall")):
 		return refuse("firewall", "netsh changes the Windows firewall"), true
-	case n == "start-process" && hasFold(args, "-verb", "runas"):
+	case (n == "start-process" || n == "saps" || n == "start") && (hasFold(args, "-verb", "runas") || hasFold(args, "-ve", "runas") || hasPrefixFold(args, "-verb:runas")):
 		return refuse("privilege-escalation", "Start-Process -Verb RunAs elevates"), true
 	case n == "format" && len(args) > 1 && isWindowsPath(args[1].s+`\`):
 		return refuse("disk-destruction", "format erases a drive"), true
@@ -389,6 +389,17 @@ func privilegedContainer(args []arg) bool {
 		case strings.HasPrefix(s, "--volume=/:") || strings.HasPrefix(s, "-v/:"):
 			return true
 		case s == "security.privileged=true" || s == "raw.lxc":
+			return true
+		}
+	}
+	return false
+}
+
+// hasPrefixFold reports an argument equal to s (case-insensitively, quotes
+// trimmed), as in -Verb:RunAs.
+func hasPrefixFold(args []arg, s string) bool {
+	for _, a := range args[1:] {
+		if strings.EqualFold(strings.NewReplacer(`"`, "", "'", "").Replace(a.s), s) {
 			return true
 		}
 	}

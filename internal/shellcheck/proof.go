@@ -56,6 +56,11 @@ func (c *checker) prove(f *syntax.File) {
 			}
 		case *syntax.ExtGlob:
 			c.add(printNode(x), Ask, "parser-differential", "extended globs parse only when bash's extglob is set")
+		case *syntax.FuncDecl:
+			if x.Name != nil && (c.freeName(x.Name.Value) || shellBuiltin[x.Name.Value]) {
+				c.add("function "+x.Name.Value, Ask, "function-shadows-command", "the function "+x.Name.Value+
+					" replaces the command of that name: what runs under it is the function, whatever the free list says")
+			}
 		case *syntax.CmdSubst:
 			c.differentials(x)
 		case *syntax.ProcSubst:
@@ -104,6 +109,14 @@ var differentials = []struct {
 		})
 		return nested
 	}, "backslashes or nested backquotes inside backquotes, whose unescaping differs between parsers"},
+	{"subshell-in-substitution", func(n syntax.Node) bool {
+		cs, ok := n.(*syntax.CmdSubst)
+		if !ok || cs.Backquotes || len(cs.Stmts) == 0 {
+			return false
+		}
+		sub, ok := cs.Stmts[0].Cmd.(*syntax.Subshell)
+		return ok && sub.Lparen.Offset() == cs.Left.Offset()+2
+	}, "$(( read as a substitution of a subshell, which bash first tries as arithmetic"},
 	{"case-in-substitution", func(n syntax.Node) bool {
 		found := false
 		syntax.Walk(n, func(m syntax.Node) bool {
@@ -123,6 +136,10 @@ func (c *checker) differentials(n syntax.Node) {
 		}
 	}
 }
+
+// shellBuiltin are bash builtins and keywords a function could shadow.
+var shellBuiltin = set("echo", "pwd", "cd", "test", "[", "true", "false", ":", "printf", "read", "set", "unset", "export",
+	"declare", "local", "source", ".", "eval", "exec", "command", "builtin", "type", "hash", "trap", "kill", "wait")
 
 // inertEnv are variables that change no program's behaviour beyond
 // formatting, for any free command; goInertEnv only for go build and vet.
@@ -319,4 +336,14 @@ func literalOf(w *syntax.Word) string {
 		return ""
 	}
 	return a.s
+}
+
+// freeName reports a name that starts some free-list entry.
+func (c *checker) freeName(name string) bool {
+	for _, f := range c.a.free {
+		if f[0] == name {
+			return true
+		}
+	}
+	return false
 }
