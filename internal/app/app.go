@@ -7,11 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -69,7 +71,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
 	}
-	unlock, err := lockDataDir(cfg.DataDir)
+	unlock, record, err := lockDataDir(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +116,8 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	var ready atomic.Bool
 	srv := &api.Server{Service: a.Service, Logger: logger, Operator: cfg.Operator, Ready: ready.Load}
 	a.http = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	a.URL = "http://" + ln.Addr().String()
+	a.URL = clientURL(ln.Addr())
+	record(a.URL)
 	go func() {
 		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("http server stopped", "err", err)
@@ -223,17 +226,54 @@ func (a *App) Stop() {
 	}
 }
 
+// InUseError says another process holds the data directory; URL is the
+// address of the server it runs, when it recorded one.
+type InUseError struct {
+	Dir, URL string
+}
+
+func (e *InUseError) Error() string {
+	if e.URL == "" {
+		return fmt.Sprintf("data directory %s is in use by another paddock process (one not serving the API); "+
+			"wait for it to finish, or use another --data-dir", e.Dir)
+	}
+	return fmt.Sprintf("data directory %s is in use by the paddock server at %s; "+
+		"talk to it with --server %s (or PADDOCK_SERVER), or use another --data-dir", e.Dir, e.URL, e.URL)
+}
+
 // lockDataDir takes an exclusive lock on the data directory: two processes
-// must never run embedded servers on the same databases.
-func lockDataDir(dir string) (func() error, error) {
+// must never run embedded servers on the same databases. The lock file
+// then records the API's address (record), so clients find the server.
+func lockDataDir(dir string) (unlock func() error, record func(url string), err error) {
 	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("data directory %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("data directory %s: %w", dir, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		data, _ := io.ReadAll(io.LimitReader(f, 512))
 		_ = f.Close()
-		return nil, fmt.Errorf("data directory %s is in use by another paddock process; "+
-			"talk to it with --server/PADDOCK_SERVER (e.g. http://127.0.0.1:7470), or use another --data-dir", dir)
+		return nil, nil, &InUseError{Dir: dir, URL: strings.TrimSpace(string(data))}
 	}
-	return f.Close, nil
+	_ = f.Truncate(0)
+	record = func(url string) {
+		_ = f.Truncate(0)
+		_, _ = f.WriteAt([]byte(url+"\n"), 0)
+	}
+	unlock = func() error {
+		_ = f.Truncate(0)
+		return f.Close()
+	}
+	return unlock, record, nil
+}
+
+// clientURL is the URL a client on this host reaches a listener at.
+func clientURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

@@ -204,8 +204,16 @@ func TestSingletonRetryArchive(t *testing.T) {
 	_, err = api.Retry(ctx, first.ID)
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusConflict, apiErr.Status)
-	// A session whose repository cannot be copied fails at provisioning.
-	failed, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "work.yaml"), Repo: "/nonexistent/repo", Message: "hi"})
+	// A missing repository or one that is not git is refused at creation.
+	for _, repo := range []string{"/nonexistent/repo", t.TempDir()} {
+		_, err = api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "work.yaml"), Repo: repo, Message: "hi"})
+		require.ErrorAs(t, err, &apiErr)
+		require.Equal(t, http.StatusBadRequest, apiErr.Status, repo)
+	}
+	// One whose copy fails (a .git pointing nowhere) fails at provisioning.
+	broken := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(broken, ".git"), []byte("gitdir: /nonexistent\n"), 0o644))
+	failed, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "work.yaml"), Repo: broken, Message: "hi"})
 	require.NoError(t, err)
 	failed = waitStatus(t, failed.ID, session.StatusFailed)
 	require.Contains(t, failed.FailureReason, "provisioning failed")

@@ -41,7 +41,8 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 	if stdio.Getenv == nil {
 		stdio.Getenv = os.Getenv
 	}
-	root := newRoot(stdio)
+	root, g := newRoot(stdio)
+	defer g.close()
 	root.SetArgs(args)
 	root.SetIn(stdio.In)
 	root.SetOut(stdio.Out)
@@ -68,9 +69,20 @@ type globals struct {
 	dataDir  string
 	cfg      config.Config
 	logLevel slog.Level
+	// local is the client of the data directory opened for this command;
+	// closers stop what it started.
+	local   *client.Client
+	closers []func()
 }
 
-func newRoot(stdio IO) *cobra.Command {
+func (g *globals) close() {
+	for i := len(g.closers) - 1; i >= 0; i-- {
+		g.closers[i]()
+	}
+	g.closers = nil
+}
+
+func newRoot(stdio IO) (*cobra.Command, *globals) {
 	g := &globals{io: stdio}
 	root := &cobra.Command{
 		Use:           "paddock",
@@ -95,34 +107,73 @@ func newRoot(stdio IO) *cobra.Command {
 	root.PersistentFlags().StringVar(&g.server, "server", "", "URL of the paddock server (default $PADDOCK_SERVER)")
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data directory (default $PADDOCK_DATA_DIR or ~/.paddock)")
 	root.AddCommand(newServe(g), newRun(g), newDemo(g), newApply(g), newSessions(g), newAgents(g), newPolicy(g), newApprovals(g), newSandbox(g), newVersion(g))
-	return root
+	refuseUnknown(root)
+	return root, g
+}
+
+// refuseUnknown makes every command group exit 2 on an unknown subcommand
+// (cobra would print help and exit 0), and print its help when bare.
+func refuseUnknown(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		refuseUnknown(sub)
+	}
+	if cmd.HasSubCommands() && !cmd.Runnable() && cmd.HasParent() {
+		cmd.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return &exitError{code: 2, msg: fmt.Sprintf("unknown command %q for %q; see %s --help", args[0], c.CommandPath(), c.CommandPath())}
+			}
+			return c.Help()
+		}
+	}
 }
 
 func (g *globals) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(g.io.Err, &slog.HandlerOptions{Level: g.cfg.LogLevel}))
 }
 
-// remote returns a client for the configured server, or for the default
-// local address of `paddock serve`.
+// remote returns a client for the configured server. With none
+// configured, it talks to the server holding the data directory (its lock
+// records its address), or opens the data directory in-process when
+// nobody holds it; that server stops when the command ends.
 func (g *globals) remote() *client.Client {
 	if g.cfg.Server != "" {
 		return client.New(g.cfg.Server)
 	}
-	return client.New("http://" + g.cfg.Listen)
+	if g.local == nil {
+		c, stop, err := g.open(context.Background(), false)
+		if err != nil {
+			return client.Failing(err)
+		}
+		g.closers = append(g.closers, stop)
+		g.local = c
+	}
+	return g.local
 }
 
-// connect returns a client for the configured server; with none
-// configured it starts an in-process server on the data directory.
+// connect is remote for run and demo, which say what they started.
 func (g *globals) connect(ctx context.Context) (*client.Client, func(), error) {
 	if g.cfg.Server != "" {
 		return client.New(g.cfg.Server), func() {}, nil
 	}
+	return g.open(ctx, true)
+}
+
+func (g *globals) open(ctx context.Context, announce bool) (*client.Client, func(), error) {
 	cfg := g.cfg
 	cfg.Listen = "127.0.0.1:0"
-	fmt.Fprintf(g.io.Err, "starting an in-process paddock server (data in %s)…\n", cfg.DataDir)
 	a, err := app.Start(ctx, cfg, quietLogger(g.io.Err, cfg.LogLevel))
+	var inUse *app.InUseError
+	if errors.As(err, &inUse) && inUse.URL != "" {
+		if announce {
+			fmt.Fprintf(g.io.Err, "using the paddock server at %s (it holds %s)\n", inUse.URL, cfg.DataDir)
+		}
+		return client.New(inUse.URL), func() {}, nil
+	}
 	if err != nil {
 		return nil, nil, err
+	}
+	if announce {
+		fmt.Fprintf(g.io.Err, "started an in-process paddock server (data in %s)\n", cfg.DataDir)
 	}
 	return client.New(a.URL), a.Stop, nil
 }

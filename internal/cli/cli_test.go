@@ -17,7 +17,9 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/cli"
+	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/engine"
 )
 
 var serverURL string
@@ -97,10 +99,16 @@ func TestDemo(t *testing.T) {
 
 func TestRunNonInteractiveStopsAtQuestion(t *testing.T) {
 	code, out, errOut := run(t, "", "run", "--non-interactive", "--model", "replay/demo", "--repo", t.TempDir(), "look around")
-	// The repo is not a git repository: provisioning fails with the reason.
+	// The repo is not a git repository: refused at once, saying so.
 	require.Equal(t, 1, code, out)
-	require.Contains(t, errOut, "session failed: provisioning failed")
-	require.Contains(t, errOut, "paddock sessions retry")
+	require.Contains(t, errOut, "is not a git repository")
+	require.NotContains(t, errOut, "retry")
+	code, _, errOut = run(t, "", "run", "--non-interactive", "--model", "replay/demo", "--repo", "/no/such/dir", "look around")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "does not exist")
+	code, _, errOut = run(t, "", "run", "--model", "replay/demo")
+	require.Equal(t, 2, code, "a run without a prompt is a usage error")
+	require.Contains(t, errOut, "needs a prompt")
 
 	// The default policy asks before edits: a non-interactive run rejects
 	// the edit and says why; an interactive one asks at the terminal.
@@ -185,4 +193,85 @@ func TestRunAgainstOpenAICompatibleServer(t *testing.T) {
 	code, _, errOut = run(t, "", "run", "--model", "openai/gpt-x", "say hello")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "OPENAI_API_KEY is not set", "a missing key is a clear error at session start")
+}
+
+// runEnv runs paddock with exactly env as its environment.
+func runEnv(t *testing.T, env map[string]string, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := cli.Run(context.Background(), args, cli.IO{In: strings.NewReader(stdin), Out: &out, Err: &errb, Getenv: func(k string) string { return env[k] }})
+	return code, out.String(), errb.String()
+}
+
+// TestLocalDataDirectory: with no server configured, client commands open
+// the data directory in-process when nobody holds it, and use the server
+// holding it otherwise (its lock records its address).
+func TestLocalDataDirectory(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711)) // the sandbox user reaches working copies
+	env := map[string]string{"PADDOCK_DATA_DIR": dir}
+	code, out, errOut := runEnv(t, env, "", "run", "--non-interactive", "--model", "replay/demo", "look around")
+	require.NotEqual(t, 0, code, "the default policy rejects the edit non-interactively")
+	require.Contains(t, errOut, "in-process")
+	require.Contains(t, out, "session ")
+	id := strings.Fields(out[strings.Index(out, "session ")+len("session "):])[0]
+	for _, args := range [][]string{{"sessions", "ls"}, {"sessions", "logs", id}, {"sessions", "get", id}, {"approvals", "ls"}} {
+		code, out, errOut = runEnv(t, env, "", args...)
+		require.Equal(t, 0, code, "%v: %s", args, errOut)
+	}
+	code, out, _ = runEnv(t, env, "", "sessions", "ls")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, id)
+
+	// A server holds the directory: the CLI talks to it, and a second
+	// server is told where the first one is.
+	a, err := app.Start(context.Background(), config.Config{DataDir: dir, Listen: "127.0.0.1:0", Operator: "holder"},
+		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	require.NoError(t, err)
+	defer a.Stop()
+	code, out, errOut = runEnv(t, env, "", "sessions", "ls")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, id)
+	_, err = app.Start(context.Background(), config.Config{DataDir: dir, Listen: "127.0.0.1:0"}, slog.New(slog.DiscardHandler))
+	require.ErrorContains(t, err, "in use by the paddock server at "+a.URL)
+}
+
+func TestCLIFailuresAreClear(t *testing.T) {
+	// Unknown subcommands fail.
+	code, _, errOut := run(t, "", "sessions", "bogus")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, `unknown command "bogus"`)
+	code, _, _ = run(t, "", "bogus")
+	require.NotEqual(t, 0, code)
+
+	// Following a session on a server that is not there gives up.
+	old := client.ReconnectFor
+	client.ReconnectFor = time.Second
+	defer func() { client.ReconnectFor = old }()
+	start := time.Now()
+	code, _, errOut = runEnv(t, map[string]string{"PADDOCK_SERVER": "http://127.0.0.1:1"}, "", "sessions", "logs", "-f", "some-id")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "cannot reach the paddock server")
+	require.Less(t, time.Since(start), 30*time.Second)
+
+	// A provider key set here but not on the server: the error says where it belongs.
+	code, _, errOut = runEnv(t, map[string]string{"PADDOCK_SERVER": serverURL, "ANTHROPIC_API_KEY": "sk-here"}, "", "run", "--model", "anthropic/claude-x", "hi")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "environment of `paddock serve`")
+
+	// End of input at an approval prompt is no decision, with how to decide.
+	code, out, errOut := run(t, "", "run", "--model", "replay/demo", "fix the typo")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, errOut, "no decision")
+	require.Contains(t, errOut, "paddock approvals approve approval-")
+
+	// sessions ls says when its limit cut rows.
+	c := client.New(serverURL)
+	for range 2 {
+		_, err := c.CreateSession(context.Background(), engine.CreateRequest{Model: "replay/demo"})
+		require.NoError(t, err)
+	}
+	code, out, _ = run(t, "", "sessions", "ls", "--limit", "1")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "the newest 1 shown; there are more")
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -30,6 +31,9 @@ func newRun(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				req.Message = args[0]
+			}
+			if strings.TrimSpace(req.Message) == "" && req.Agent == "" {
+				return &exitError{code: 2, msg: "run needs a prompt: paddock run [--repo DIR] \"what to do\" (or --agent NAME for an agent with an initialPrompt)"}
 			}
 			if policyFile != "" {
 				data, err := os.ReadFile(policyFile)
@@ -56,9 +60,12 @@ func newRun(g *globals) *cobra.Command {
 					return fmt.Errorf("%s: %w", policyFile, err)
 				}
 			}
+			if req.Repo == "" {
+				fmt.Fprintln(g.io.Err, "no --repo: the agent works in an empty working copy")
+			}
 			x, err := c.CreateSession(cmd.Context(), req)
 			if err != nil {
-				return err
+				return serverEnvHint(g, err)
 			}
 			fmt.Fprintf(g.io.Out, "session %s started: %s\n", x.ID, x.DisplayTitle)
 			f := &follower{g: g, c: c, id: x.ID, interactive: !req.NonInteractive, in: bufio.NewReader(g.io.In)}
@@ -132,7 +139,7 @@ func (f *follower) run(ctx context.Context) error {
 				return stopFollowing{}
 			case session.StatusFailed:
 				r.line("")
-				return stopFollowing{&exitError{code: 1, msg: fmt.Sprintf("session failed: %s\nretry it: paddock sessions retry %s", d.Error, f.id)}}
+				return stopFollowing{&exitError{code: 1, msg: "session failed: " + d.Error + "\n" + retryAdvice(d.Error, f.id)}}
 			case session.StatusStopped:
 				r.line("")
 				return stopFollowing{&exitError{code: 1, msg: "session was stopped"}}
@@ -179,7 +186,12 @@ func (f *follower) approve(ctx context.Context, r *renderer, d session.ToolCallD
 	default:
 		fmt.Fprintf(f.g.io.Out, "  allow %s %s? [y/N] ", d.Name, oneLine(string(d.Args), 80))
 		r.midText = true
-		line, _ := f.in.ReadString('\n')
+		line, err := f.in.ReadString('\n')
+		if err != nil && strings.TrimSpace(line) == "" {
+			// End of input is no decision: the call keeps waiting.
+			return stopFollowing{&exitError{code: 2, msg: fmt.Sprintf("no decision on standard input; the call waits for one:\n"+
+				"paddock approvals approve %s   (or: paddock approvals reject %s)", d.Approval, d.Approval)}}
+		}
 		yes = strings.EqualFold(strings.TrimSpace(line), "y") || strings.EqualFold(strings.TrimSpace(line), "yes")
 	}
 	_, err := f.c.Decide(ctx, d.Approval, yes, "decided at the terminal of paddock run")
@@ -210,11 +222,39 @@ func (f *follower) answer(ctx context.Context, r *renderer, q session.Question) 
 			if n, err := strconv.Atoi(line); err == nil && n >= 1 && n <= len(item.Options) {
 				line = item.Options[n-1]
 			}
+			if len(item.Options) > 0 && !item.AllowOther && !slices.Contains(item.Options, line) {
+				// Free text to a question of options goes as the response.
+				p.Response = strings.TrimSpace(p.Response + "\n" + item.ID + ": " + line)
+				continue
+			}
 			p.Answers[item.ID] = line
 		}
 	}
 	data, _ := json.Marshal(p)
 	_, err := f.c.Send(ctx, f.id, engine.SendRequest{Kind: session.KindAnswer, Payload: data, IdempotencyKey: "answer/" + q.ToolCallID})
+	return err
+}
+
+// retryAdvice says whether retrying a failed session can help: a failure
+// to prepare the session (its repository, its model, its sandbox) repeats
+// until its cause is fixed.
+func retryAdvice(reason, id string) string {
+	if strings.HasPrefix(reason, "provisioning failed") {
+		return "this failure will repeat until its cause is fixed; once it is: paddock sessions retry " + id
+	}
+	return "retry it: paddock sessions retry " + id
+}
+
+// serverEnvHint explains a provider key missing on a server when this
+// client's environment has it: the server running the session reads its
+// own environment.
+func serverEnvHint(g *globals, err error) error {
+	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"} {
+		if strings.Contains(err.Error(), v+" is not set") && g.io.Getenv(v) != "" {
+			return fmt.Errorf("%w\n%s is set here, but the server runs the session and reads its own environment: "+
+				"set it (and any %s_BASE_URL) in the environment of `paddock serve`", err, v, strings.TrimSuffix(v, "_API_KEY"))
+		}
+	}
 	return err
 }
 

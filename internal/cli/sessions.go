@@ -26,15 +26,24 @@ func newSessions(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "sessions", Aliases: []string{"session", "s"}, Short: "List, watch and steer sessions"}
 	var f store.SessionFilter
 	var status string
+	var limit int
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List sessions (newest first; archived ones with --archived)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.Status = session.Status(status)
+			if limit < 1 {
+				return &exitError{code: 2, msg: "--limit: want a positive number"}
+			}
+			f.Limit = limit + 1 // one more says whether rows were cut
 			list, err := g.remote().Sessions(cmd.Context(), f)
 			if err != nil {
 				return err
+			}
+			cut := len(list) > limit
+			if cut {
+				list = list[:limit]
 			}
 			tw := table(g.io.Out)
 			fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tTITLE\tACTIVITY\tCREATED")
@@ -45,13 +54,19 @@ func newSessions(g *globals) *cobra.Command {
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", x.ID, x.Agent, st, oneLine(x.DisplayTitle, 40), oneLine(x.AmbientStatus, 30), x.CreatedAt.Local().Format("2006-01-02 15:04"))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if cut {
+				fmt.Fprintf(g.io.Out, "(the newest %d shown; there are more: --limit N)\n", limit)
+			}
+			return nil
 		},
 	}
 	ls.Flags().StringVar(&f.Agent, "agent", "", "only sessions of this agent")
 	ls.Flags().StringVar(&status, "status", "", "only sessions in this status (queued, running, awaiting, failed, stopped)")
 	ls.Flags().BoolVar(&f.IncludeArchived, "archived", false, "include archived sessions")
-	ls.Flags().IntVar(&f.Limit, "limit", 50, "at most this many")
+	ls.Flags().IntVar(&limit, "limit", 50, "at most this many (the output says when there are more)")
 
 	get := &cobra.Command{
 		Use:   "get ID",

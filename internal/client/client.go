@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,7 +27,12 @@ import (
 type Client struct {
 	base string
 	http *http.Client
+	err  error // every call fails with it (Failing)
 }
+
+// Failing returns a client whose every call fails with err: the reason no
+// server could be reached or started.
+func Failing(err error) *Client { return &Client{err: err, http: &http.Client{}} }
 
 // New returns a client for a base URL such as http://127.0.0.1:7470.
 func New(base string) *Client {
@@ -42,6 +48,9 @@ type Error struct {
 func (e *Error) Error() string { return e.Body.Error }
 
 func (c *Client) do(ctx context.Context, method, path string, body io.Reader, contentType string, out any) error {
+	if c.err != nil {
+		return c.err
+	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
 		return err
@@ -200,7 +209,14 @@ func (c *Client) Retry(ctx context.Context, id string) (session.Session, error) 
 // Stream follows the transcript over SSE from after, calling fn for each
 // event, until the session ends (nil), fn returns an error, or ctx ends. A
 // dropped connection is resumed with Last-Event-ID.
+//
+// While the server cannot be reached at all, Stream keeps trying for
+// ReconnectFor, then gives up with the reason.
 func (c *Client) Stream(ctx context.Context, id string, after int64, fn func(session.Event) error) error {
+	if c.err != nil {
+		return c.err
+	}
+	var downSince time.Time
 	for {
 		done, err := c.stream(ctx, id, &after, fn)
 		if done || ctx.Err() != nil {
@@ -208,6 +224,16 @@ func (c *Client) Stream(ctx context.Context, id string, after int64, fn func(ses
 		}
 		if _, ok := err.(*Error); ok {
 			return err
+		}
+		var down *unreachable
+		switch {
+		case !errors.As(err, &down):
+			downSince = time.Time{}
+		case downSince.IsZero():
+			downSince = time.Now()
+		case time.Since(downSince) > ReconnectFor:
+			return fmt.Errorf("cannot reach the paddock server at %s (tried for %s; is it running? start one with `paddock serve`, or set PADDOCK_SERVER): %w",
+				c.base, ReconnectFor, down.err)
 		}
 		select {
 		case <-ctx.Done():
@@ -226,7 +252,7 @@ func (c *Client) stream(ctx context.Context, id string, after *int64, fn func(se
 	req.Header.Set("Last-Event-ID", strconv.FormatInt(*after, 10))
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return false, err
+		return false, &unreachable{err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -263,6 +289,15 @@ func (c *Client) stream(ctx context.Context, id string, after *int64, fn func(se
 	}
 	return false, sc.Err()
 }
+
+// ReconnectFor is how long Stream keeps trying a server it cannot reach.
+var ReconnectFor = 30 * time.Second
+
+// unreachable is a connection that could not be made at all.
+type unreachable struct{ err error }
+
+func (u *unreachable) Error() string { return u.err.Error() }
+func (u *unreachable) Unwrap() error { return u.err }
 
 // Approvals lists approvals (filter by session and status).
 func (c *Client) Approvals(ctx context.Context, f store.ApprovalFilter) ([]session.Approval, error) {

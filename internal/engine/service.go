@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -98,6 +99,9 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 		req.Project = spec.DefaultProject
 	}
 	if err := req.validate(); err != nil {
+		return session.Session{}, err
+	}
+	if err := checkRepo(req.Repo); err != nil {
 		return session.Session{}, err
 	}
 	var sp spec.Agent
@@ -222,6 +226,31 @@ func trim(v string) string {
 		return v[:64] + "…"
 	}
 	return v
+}
+
+// checkRepo refuses a repository that cannot be copied, when the session
+// is created rather than when it starts: a local path must be a git
+// repository (a working tree, or a bare one). URLs are left to git.
+func checkRepo(repo string) error {
+	if repo == "" || strings.Contains(repo, "://") {
+		return nil
+	}
+	st, err := os.Stat(repo)
+	if err != nil {
+		return fmt.Errorf("%w: repository %s does not exist (or cannot be read): give --repo a git repository, or omit it for an empty working copy", ErrInvalid, repo)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%w: repository %s is not a directory", ErrInvalid, repo)
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".git")); err == nil {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(repo, "HEAD")); err == nil {
+		if _, err := os.Stat(filepath.Join(repo, "objects")); err == nil {
+			return nil // bare
+		}
+	}
+	return fmt.Errorf("%w: %s is not a git repository (run `git init` there and commit, or omit --repo for an empty working copy)", ErrInvalid, repo)
 }
 
 // ValidProject checks a project name from a caller.
