@@ -236,6 +236,9 @@ func checkOptions(cmd string, spec *optionSpec, rest []arg) verdict {
 				if v, bad := wordProblem(rest[i], false); bad {
 					return v, false
 				}
+				if rest[i].glob && !spec.inert {
+					return ask("glob-argument", cmd+" "+name+" "+rest[i].s+": a pattern may expand to several words, shifting what follows"), false
+				}
 				v = rest[i].s
 			}
 			if chk := spec.values[name]; chk != nil && !chk(v) {
@@ -343,6 +346,9 @@ func (c *checker) findOptions(args []arg) verdict {
 			if v, bad := wordProblem(args[i], false); bad && args[i].unknown || bad && !args[i].static {
 				return v
 			}
+			if args[i].glob {
+				return ask("glob-argument", "find "+a.s+" "+args[i].s+": an unquoted pattern in find's expression may expand to several words, or to an action's name")
+			}
 		}
 	}
 	return allow("free-command", "in the free list: find with tests only")
@@ -443,6 +449,9 @@ func goOptions(sub string) func(*checker, []arg) verdict {
 					}
 					if v, bad := wordProblem(rest[i], false); bad {
 						return v
+					}
+					if rest[i].glob {
+						return bad("a pattern as a value may expand to several words")
 					}
 					val = rest[i].s
 				}

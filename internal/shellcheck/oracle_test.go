@@ -37,10 +37,11 @@ var (
 )
 
 // shimSource records its argv: name, then each argument, NUL-separated,
-// then a record separator. bash -p ignores BASH_ENV and ENV, so a shim
+// then a record separator, in a file of its own process (programs run at
+// once, in a pipe or a process substitution, must not interleave). bash -p ignores BASH_ENV and ENV, so a shim
 // runs nothing the command could have planted.
 const shimSource = `#!/bin/bash -p
-{ printf '%s\0' "${0##*/}" "$@"; printf '\036\0'; } >> "$ORACLE_DIR/log/$ORACLE_N.argv"
+{ printf '%s\0' "${0##*/}" "$@"; printf '\036\0'; } >> "$ORACLE_DIR/log/$ORACLE_N.argv.$$"
 exit 0
 `
 
@@ -161,7 +162,12 @@ func readOracle(t *testing.T, base string) oracleResult {
 	var r oracleResult
 	rc, _ := os.ReadFile(base + ".rc")
 	r.rc = strings.TrimSpace(string(rc))
-	if data, err := os.ReadFile(base + ".argv"); err == nil {
+	logs, _ := filepath.Glob(base + ".argv.*")
+	for _, l := range logs {
+		data, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
 		var cur []string
 		for _, f := range strings.Split(string(data), "\x00") {
 			if f == "\x1e" {

@@ -14,7 +14,7 @@ import (
 // (whose bodies are judged on their own), literal arithmetic, tests that
 // evaluate nothing, assignments to variables known to be inert, and no
 // construct that mvdan.cc/sh and bash read differently.
-func (c *checker) prove(f *syntax.File) {
+func (c *checker) prove(f *syntax.File, src string, depth int) {
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch x := n.(type) {
 		case *syntax.ParamExp:
@@ -49,6 +49,14 @@ func (c *checker) prove(f *syntax.File) {
 		case *syntax.Redirect:
 			if x.N != nil && strings.HasPrefix(x.N.Value, "{") {
 				c.add(printNode(x), Ask, "assignment", "{var}> assigns a file descriptor to a variable")
+			}
+			if (x.Op == syntax.DplIn || x.Op == syntax.DplOut) && x.Word != nil && !dupTarget(x.Word, x.Op) {
+				c.add(printNode(x), Ask, "parser-differential",
+					"a duplication whose target is not a descriptor number or -: bash reads <&- apart from what follows (<&-cmd runs cmd)")
+				// Judge it also as bash reads it: "<&-" then the rest as words.
+				if off := int(x.Word.Pos().Offset()); off < len(src) && src[off] == '-' {
+					c.source(src[:off+1]+" "+src[off+1:], depth+1)
+				}
 			}
 		case *syntax.DblQuoted:
 			if x.Dollar {
@@ -346,4 +354,19 @@ func (c *checker) freeName(name string) bool {
 		}
 	}
 	return false
+}
+
+// dupTarget: what bash and the parser agree a duplication's word is: a
+// descriptor (2, 2-) or "-"; for >& also a plain file name (not starting
+// with "-").
+func dupTarget(w *syntax.Word, op syntax.RedirOperator) bool {
+	a := resolve(w)
+	if !a.static {
+		return false
+	}
+	s := strings.TrimSuffix(a.s, "-")
+	if a.s == "-" || s != "" && strings.Trim(s, "0123456789") == "" {
+		return true
+	}
+	return op == syntax.DplOut && !strings.HasPrefix(a.s, "-")
 }

@@ -5,8 +5,16 @@
 // obfuscations that need no execution (quotes, backslashes, $'..', braces,
 // $IFS), and judges each piece. The most restrictive verdict wins.
 //
+// The burden of proof is on "allow": a command is free only when every
+// piece is fully understood — literal words, no expansion bash could
+// evaluate as code, assignments only to variables known to be inert, no
+// construct that mvdan.cc/sh and bash read differently, and each free
+// command with options known to keep it free. Everything else is "ask", or
+// "refuse" where a refused family is reachable.
+//
 // It is hygiene on top of the sandbox, never a replacement for it: anything
-// it cannot resolve is at least "ask".
+// it cannot resolve is at least "ask". The bash oracle (oracle_test.go)
+// runs every allowed command in real bash to check that claim.
 package shellcheck
 
 import (
@@ -206,7 +214,7 @@ func (c *checker) source(src string, depth int) {
 	before := len(c.pieces)
 	c.learn(f)
 	c.walk(f, depth)
-	c.prove(f)
+	c.prove(f, src, depth)
 	if len(c.pieces) == before {
 		c.add(src, Allow, "grammar-only", "no program runs (arithmetic, tests or assignments only)")
 	}

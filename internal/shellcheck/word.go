@@ -330,7 +330,12 @@ func ansiC(v string) string {
 			code, _ := strconv.ParseUint(v[i:j], 8, 16)
 			b.WriteByte(byte(code))
 			i = j - 1
+		case '\\', '\'', '"', '?':
+			b.WriteByte(c)
 		default:
+			// bash keeps the backslash of an escape it does not know:
+			// $'l\s' is l\s, not ls.
+			b.WriteByte('\\')
 			b.WriteByte(c)
 		}
 	}
