@@ -27,6 +27,7 @@ func newSessions(g *globals) *cobra.Command {
 	var f store.SessionFilter
 	var status string
 	var limit int
+	var quiet bool
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List sessions (newest first; archived ones with --archived)",
@@ -44,6 +45,12 @@ func newSessions(g *globals) *cobra.Command {
 			cut := len(list) > limit
 			if cut {
 				list = list[:limit]
+			}
+			if quiet {
+				for _, x := range list {
+					fmt.Fprintln(g.io.Out, x.ID)
+				}
+				return nil
 			}
 			tw := table(g.io.Out)
 			fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tTITLE\tACTIVITY\tCREATED")
@@ -67,6 +74,7 @@ func newSessions(g *globals) *cobra.Command {
 	ls.Flags().StringVar(&status, "status", "", "only sessions in this status (queued, running, awaiting, failed, stopped)")
 	ls.Flags().BoolVar(&f.IncludeArchived, "archived", false, "include archived sessions")
 	ls.Flags().IntVar(&limit, "limit", 50, "at most this many (the output says when there are more)")
+	ls.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the IDs, newest first")
 
 	get := &cobra.Command{
 		Use:   "get ID",
