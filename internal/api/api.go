@@ -65,6 +65,8 @@ func (s *Server) Handler() http.Handler {
 	h("POST /v1/sessions/{id}/retry", s.retry)
 	h("GET /v1/sessions/{id}/diff", s.diff)
 	h("GET /v1/sessions/{id}/usage", s.usage)
+	h("GET /v1/sessions/{id}/disk", s.disk)
+	h("POST /v1/gc", s.gc)
 	h("POST /v1/sessions/{id}/accept", s.accept)
 	h("POST /v1/sessions/{id}/reject", s.reject)
 	h("GET /v1/approvals", s.listApprovals, "session", "status")
@@ -637,6 +639,36 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, x)
+}
+
+// DiskResponse is what a session's working copy and caches use on disk,
+// and its disk budget (0: not bounded).
+type DiskResponse struct {
+	Used   int64 `json:"usedBytes"`
+	Budget int64 `json:"budgetBytes"`
+}
+
+func (s *Server) disk(w http.ResponseWriter, r *http.Request) {
+	x, err := s.Service.Store.GetSession(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	used, budget, err := s.Service.Copies.Usage(x)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, DiskResponse{Used: used, Budget: budget})
+}
+
+func (s *Server) gc(w http.ResponseWriter, r *http.Request) {
+	out, err := s.Service.GC(r.Context(), time.Now())
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"collected": out})
 }
 
 func (s *Server) usage(w http.ResponseWriter, r *http.Request) {

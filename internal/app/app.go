@@ -33,6 +33,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/store/sqlite"
 	"github.com/paddock-dev/paddock/internal/temporalserver"
 	"github.com/paddock-dev/paddock/internal/tool"
+	"github.com/paddock-dev/paddock/internal/volume"
 )
 
 // App is a running Paddock process.
@@ -98,11 +99,11 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	reg := Providers(cfg.DataDir)
 	tools := tool.Builtin()
 	acts := &engine.Activities{Store: st, Providers: reg, Tools: tools, Now: time.Now,
-		WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces"), CacheDir: filepath.Join(cfg.DataDir, "caches"), CommandMax: cfg.CommandMax, CommandMaxOutput: cfg.CommandMaxOutput, Prices: cfg.Prices}
+		Copies: &engine.Copies{WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces"), CacheDir: filepath.Join(cfg.DataDir, "caches")}, CommandMax: cfg.CommandMax, CommandMaxOutput: cfg.CommandMaxOutput, Prices: cfg.Prices}
 	if err := a.sandbox(ctx, acts, cfg); err != nil {
 		return nil, err
 	}
-	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools}
+	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools, Copies: acts.Copies, RetainFailed: cfg.RetainFailed}
 	acts.Spawner = a.Service
 	a.worker = engine.NewWorker(a.client, acts)
 	if err := a.worker.Start(); err != nil {
@@ -126,8 +127,33 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	if err := a.Service.Recover(ctx); err != nil {
 		return nil, fmt.Errorf("resume sessions: %w", err)
 	}
+	a.collect()
 	ready.Store(true)
 	return a, nil
+}
+
+// collect removes working copies no longer needed (Service.GC), now and
+// then hourly, until Stop.
+func (a *App) collect() {
+	done, exited := make(chan struct{}), make(chan struct{})
+	a.closers = append(a.closers, func() error { close(done); <-exited; return nil })
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(time.Hour)
+		defer t.Stop()
+		for {
+			if out, err := a.Service.GC(context.Background(), time.Now()); err != nil {
+				a.logger.Warn("collecting working copies", "err", err)
+			} else if len(out) > 0 {
+				a.logger.Info("collected working copies", "count", len(out))
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
 }
 
 // dial connects to Temporal, waiting for a just-started server to answer.
@@ -171,8 +197,12 @@ func (f levelFilter) WithGroup(name string) slog.Handler {
 	return levelFilter{f.Handler.WithGroup(name), f.min}
 }
 
-// sandbox finds bubblewrap. Without it, sessions that run commands fail
-// at start with what to install; Paddock never runs them unsandboxed.
+// sandbox finds bubblewrap and the means to enforce each command's CPU
+// budget and each session's disk budget. Without bubblewrap, sessions that
+// run commands fail at start with what to install; Paddock never runs them
+// unsandboxed. A limit this machine cannot enforce makes them fail too,
+// unless the operator accepted it unenforced (PADDOCK_UNENFORCED_LIMITS),
+// which is announced.
 func (a *App) sandbox(ctx context.Context, acts *engine.Activities, cfg config.Config) error {
 	if os.Getuid() == 0 {
 		// The sandbox user must traverse the data directory to its working copies.
@@ -181,7 +211,7 @@ func (a *App) sandbox(ctx context.Context, acts *engine.Activities, cfg config.C
 		}
 		acts.SandboxUID = sandbox.DefaultUID
 	}
-	box, err := sandbox.NewBwrap(ctx)
+	box, err := sandbox.NewBwrap(ctx, cfg.ReadOnlyPaths...)
 	if err == nil {
 		err = box.Reachable(filepath.Join(cfg.DataDir, "workspaces"))
 	}
@@ -190,6 +220,7 @@ func (a *App) sandbox(ctx context.Context, acts *engine.Activities, cfg config.C
 		// other sessions' copies.
 		abs, _ := filepath.Abs(cfg.DataDir)
 		box.Hide = []string{abs}
+		box.MaxCPUs = cfg.CommandMaxCPUs
 	}
 	if err != nil {
 		a.logger.Warn("SANDBOX UNAVAILABLE: sessions whose agents can run commands will fail at start", "reason", err)
@@ -197,6 +228,34 @@ func (a *App) sandbox(ctx context.Context, acts *engine.Activities, cfg config.C
 		return nil
 	}
 	acts.Shell = box
+	var missing []string
+	if !box.CPUEnforced() {
+		if !cfg.Unenforced["cpu"] {
+			missing = append(missing, "this machine cannot bound commands' CPU (no writable cgroup cpu controller; run as root on cgroups v1 or v2)")
+		} else {
+			a.logger.Warn("UNENFORCED LIMIT accepted by PADDOCK_UNENFORCED_LIMITS: commands' CPU is not bounded")
+		}
+	}
+	if verr := volume.Probe(); verr != nil {
+		if !cfg.Unenforced["disk"] {
+			missing = append(missing, "this machine cannot bound sessions' disk ("+verr.Error()+")")
+		} else {
+			a.logger.Warn("UNENFORCED LIMIT accepted by PADDOCK_UNENFORCED_LIMITS: sessions' disk is not bounded", "reason", verr)
+		}
+	} else {
+		v := &volume.Volumes{Dir: filepath.Join(cfg.DataDir, "volumes"), Size: cfg.SessionMaxDisk, UID: acts.SandboxUID}
+		acts.Copies.Volumes = v
+		// No mount outlives the process; a session's volume is mounted
+		// again when it is next needed.
+		a.closers = append(a.closers, func() error { return v.UnmountAll(context.Background()) })
+	}
+	if len(missing) > 0 {
+		acts.LimitErr = fmt.Errorf("%s; accept running without with PADDOCK_UNENFORCED_LIMITS=disk,cpu (as needed)", strings.Join(missing, "; "))
+		a.logger.Warn("LIMITS UNENFORCEABLE: sessions whose agents can run commands will fail at start", "reason", acts.LimitErr)
+	}
+	if cfg.CommandMaxCPUs != 1 || cfg.SessionMaxDisk != 10<<30 {
+		a.logger.Info("sandbox budgets differ from the defaults", "cpusPerCommand", cfg.CommandMaxCPUs, "diskBytesPerSession", cfg.SessionMaxDisk)
+	}
 	return nil
 }
 

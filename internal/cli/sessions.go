@@ -203,7 +203,7 @@ func newSessions(g *globals) *cobra.Command {
 	}
 	usage := &cobra.Command{
 		Use:   "usage ID",
-		Short: "Show a session's token usage and cost, per turn",
+		Short: "Show a session's token usage and cost, per turn, and its disk use",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			u, err := g.remote().Usage(cmd.Context(), args[0])
@@ -211,6 +211,13 @@ func newSessions(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(g.io.Out, "input %d tokens, output %d tokens, cost $%.4f\n", u.InputTokens, u.OutputTokens, u.CostUSD)
+			if d, err := g.remote().Disk(cmd.Context(), args[0]); err == nil {
+				budget := "not bounded"
+				if d.Budget > 0 {
+					budget = "of a " + bytesHuman(d.Budget) + " budget"
+				}
+				fmt.Fprintf(g.io.Out, "disk: %s used by the working copy and caches, %s\n", bytesHuman(d.Used), budget)
+			}
 			for turn, tu := range u.Turns {
 				fmt.Fprintf(g.io.Out, "  %s: in %d, out %d, $%.4f\n", turn, tu.InputTokens, tu.OutputTokens, tu.CostUSD)
 			}

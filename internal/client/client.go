@@ -377,6 +377,23 @@ func (c *Client) Reject(ctx context.Context, id string) (session.Session, error)
 	return out, err
 }
 
+// Disk returns what a session's working copy and caches use on disk, and
+// its disk budget.
+func (c *Client) Disk(ctx context.Context, id string) (api.DiskResponse, error) {
+	var out api.DiskResponse
+	err := c.json(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/disk", nil, &out)
+	return out, err
+}
+
+// GC collects the working copies no longer needed.
+func (c *Client) GC(ctx context.Context) ([]engine.Collected, error) {
+	var out struct {
+		Collected []engine.Collected `json:"collected"`
+	}
+	err := c.json(ctx, http.MethodPost, "/v1/gc", nil, &out)
+	return out.Collected, err
+}
+
 // Usage returns a session's token usage and cost.
 func (c *Client) Usage(ctx context.Context, id string) (session.SessionUsage, error) {
 	var out session.SessionUsage

@@ -39,6 +39,8 @@ type Config struct {
 	// ReadOnlyPaths are host paths commands see read-only besides the
 	// default view (toolchains outside /usr).
 	ReadOnlyPaths []string
+	// RetainFailed is how long a failed session's working copy is kept.
+	RetainFailed time.Duration
 	// Prices are USD per million tokens by model (PROVIDER/MODEL).
 	Prices map[string]Price
 }
@@ -80,6 +82,7 @@ var Vars = []Var{
 	{"PADDOCK_SESSION_MAX_DISK_BYTES", "10737418240", "most a session's commands may write in all (working copy, caches), enforced by the kernel"},
 	{"PADDOCK_UNENFORCED_LIMITS", "(none)", "comma-separated limits (`disk`, `cpu`) the operator accepts unenforced where this machine cannot enforce them; otherwise sessions that run commands refuse to start"},
 	{"PADDOCK_SANDBOX_READ_ONLY_PATHS", "(none)", "colon-separated absolute host paths commands see read-only besides /usr, /etc and the libraries (toolchains elsewhere, e.g. /opt/sdk)"},
+	{"PADDOCK_RETAIN_FAILED", "168h", "how long a failed session's working copy is kept for inspection before it is collected (stopped sessions' go at once); `paddock gc` collects now"},
 	{"PADDOCK_PRICES", "(none: cost 0)", "YAML file of model prices, USD per million tokens: `anthropic/claude-sonnet-4-5: {input: 3, output: 15}`"},
 }
 
@@ -171,6 +174,14 @@ func Load(getenv func(string) string) (Config, error) {
 			}
 			c.ReadOnlyPaths = append(c.ReadOnlyPaths, filepath.Clean(p))
 		}
+	}
+	c.RetainFailed = 7 * 24 * time.Hour
+	if v := getenv("PADDOCK_RETAIN_FAILED"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return c, fmt.Errorf("PADDOCK_RETAIN_FAILED=%q: want a duration such as 168h or 30m", v)
+		}
+		c.RetainFailed = d
 	}
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:7470"

@@ -36,10 +36,8 @@ type Activities struct {
 	Providers *provider.Registry
 	Tools     tool.Set
 	Now       func() time.Time
-	// WorkspaceDir holds one working copy per session; CacheDir one build
-	// cache per session (never shared: a session could poison another's).
-	WorkspaceDir string
-	CacheDir     string
+	// Copies is where sessions' working copies and caches live.
+	Copies *Copies
 	// Spawner replaces ended sessions of replace: auto agents; nil disables it.
 	Spawner Spawner
 	// Shell runs commands in the sandbox. When the sandbox is unavailable,
@@ -49,6 +47,10 @@ type Activities struct {
 	SandboxErr error
 	// SandboxUID owns working copies when Paddock runs as root (0: leave as is).
 	SandboxUID int
+	// LimitErr, when set, says which limit (disk, CPU) this machine cannot
+	// enforce and the operator has not accepted unenforced: sessions that
+	// run commands then fail at start with it.
+	LimitErr error
 	// Prices turn token usage into cost, by PROVIDER/MODEL.
 	Prices map[string]config.Price
 	// CommandMax and CommandMaxOutput bound each command.
@@ -84,19 +86,26 @@ func (a *Activities) Provision(ctx context.Context, sessionID string) error {
 	if _, _, err := a.Providers.Resolve(sp.Model); err != nil {
 		return nonRetryable(err)
 	}
-	if _, runs := a.Tools.Only(sp.Tools)[tool.RunCommand]; runs && (a.SandboxErr != nil || a.Shell == nil) {
-		why := "no sandbox is configured"
-		if a.SandboxErr != nil {
+	if a.runsCommands(sp) {
+		why := ""
+		switch {
+		case a.SandboxErr != nil:
 			why = a.SandboxErr.Error()
+		case a.Shell == nil:
+			why = "no sandbox is configured"
+		case a.LimitErr != nil:
+			why = a.LimitErr.Error()
 		}
-		return nonRetryable(fmt.Errorf("agent %s can run commands, but %s", sp.Name, why))
+		if why != "" {
+			return nonRetryable(fmt.Errorf("agent %s can run commands, but %s", sp.Name, why))
+		}
 	}
 	for _, phase := range session.Phases[:len(session.Phases)-1] {
 		if err := a.Store.SetRuntimePhase(ctx, sessionID, phase); err != nil {
 			return err
 		}
 		if phase == session.PhasePreparingEnvironment {
-			workdir, base, err := a.prepareWorkspace(ctx, s)
+			workdir, base, err := a.prepareWorkspace(ctx, s, sp)
 			if err != nil {
 				return nonRetryable(fmt.Errorf("prepare working copy: %w", err))
 			}
@@ -108,14 +117,32 @@ func (a *Activities) Provision(ctx context.Context, sessionID string) error {
 	return a.Store.SetRuntimePhase(ctx, sessionID, "")
 }
 
-func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session) (string, string, error) {
-	dir := filepath.Join(a.WorkspaceDir, s.ID)
+// runsCommands says whether an agent's session runs programs in a
+// sandbox (run_command, or stdio MCP servers): those sessions need the
+// sandbox and its disk and CPU budgets.
+func (a *Activities) runsCommands(sp spec.Agent) bool {
+	if _, ok := a.Tools.Only(sp.Tools)[tool.RunCommand]; ok {
+		return true
+	}
+	for _, m := range sp.MCPServers {
+		if len(m.Command) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session, sp spec.Agent) (string, string, error) {
+	dir, err := a.Copies.dir(ctx, s, a.runsCommands(sp))
+	if err != nil {
+		return "", "", err
+	}
 	if fi, err := os.Lstat(filepath.Join(dir, ".git")); err == nil && fi.IsDir() {
 		base, err := workspace.Head(ctx, dir)
 		return dir, base, err // a retried provision keeps the copy it made
 	}
 	_ = os.RemoveAll(dir)
-	if err := os.MkdirAll(a.WorkspaceDir, 0o711); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
 		return "", "", err
 	}
 	if s.Repo != "" {
@@ -232,6 +259,9 @@ func (a *Activities) Rehydrate(ctx context.Context, sessionID string) error {
 		return err
 	}
 	if s.Workdir != "" {
+		if err := a.Copies.Mount(ctx, s.Workdir); err != nil {
+			return nonRetryable(fmt.Errorf("the working copy's volume cannot be mounted: %w", err))
+		}
 		if _, err := os.Stat(s.Workdir); err != nil {
 			return nonRetryable(fmt.Errorf("the working copy %s is gone: %w", s.Workdir, err))
 		}
@@ -601,12 +631,12 @@ func (a *Activities) Stop(ctx context.Context, cmd session.Command) error {
 	if err := a.Store.StopSession(ctx, cmd.SessionID, p); err != nil {
 		return err
 	}
-	// Unapproved writes go with the session: only an accepted diff survives.
-	if s, err := a.Store.GetSession(ctx, cmd.SessionID); err == nil && s.Delivery != "accepted" && s.Workdir != "" && s.BaseCommit != "" {
-		if _, err := os.Stat(s.Workdir); err == nil {
-			if err := workspace.Discard(ctx, s.Workdir, s.BaseCommit); err != nil {
-				return err
-			}
+	// Unapproved writes go with the session: only an accepted diff
+	// survives (in the user's repository), so the copy, its caches and
+	// its volume go now.
+	if s, err := a.Store.GetSession(ctx, cmd.SessionID); err == nil {
+		if err := a.Copies.Remove(ctx, s); err != nil {
+			return fmt.Errorf("remove the stopped session's working copy: %w", err)
 		}
 	}
 	if err := a.Store.SetDisplay(ctx, cmd.SessionID, "", "stopped"); err != nil {
@@ -616,21 +646,4 @@ func (a *Activities) Stop(ctx context.Context, cmd session.Command) error {
 		return nil
 	}
 	return a.replace(ctx, cmd.SessionID)
-}
-
-// sessionCache returns (creating it) the session's own cache directory for
-// sandboxed commands, or "" without a CacheDir.
-func (a *Activities) sessionCache(sessionID string) string {
-	if a.CacheDir == "" {
-		return ""
-	}
-	dir := filepath.Join(a.CacheDir, sessionID)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return ""
-	}
-	_ = os.Chmod(a.CacheDir, 0o711)
-	if a.SandboxUID != 0 {
-		_ = os.Chown(dir, a.SandboxUID, a.SandboxUID)
-	}
-	return dir
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"go.temporal.io/api/enums/v1"
@@ -34,6 +35,11 @@ type Service struct {
 	Temporal  client.Client
 	Providers *provider.Registry
 	Tools     tool.Set
+	// Copies is where sessions' working copies and caches live.
+	Copies *Copies
+	// RetainFailed is how long a failed session's working copy is kept
+	// for inspection before GC collects it.
+	RetainFailed time.Duration
 }
 
 // Known returns the name checks specs are validated with.
@@ -638,8 +644,18 @@ func (s *Service) Diff(ctx context.Context, id string) (workspace.Diff, session.
 	if x.Workdir == "" || x.BaseCommit == "" {
 		return workspace.Diff{}, x, fmt.Errorf("session %s has no working copy yet (status %s): %w", id, x.Status, store.ErrConflict)
 	}
+	if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
+		return workspace.Diff{}, x, err
+	}
 	if _, err := os.Stat(x.Workdir); err != nil {
-		return workspace.Diff{}, x, fmt.Errorf("session %s's working copy is gone: %w", id, store.ErrConflict)
+		why := "it was removed"
+		switch x.Status {
+		case session.StatusStopped:
+			why = "a stop discards what was not accepted, and the copy went with it"
+		case session.StatusFailed:
+			why = "failed sessions' copies are kept for PADDOCK_RETAIN_FAILED, then collected"
+		}
+		return workspace.Diff{}, x, fmt.Errorf("session %s's working copy is gone (%s): %w", id, why, store.ErrConflict)
 	}
 	d, err := workspace.Compute(ctx, x.Workdir, x.BaseCommit)
 	return d, x, err
@@ -678,6 +694,9 @@ func (s *Service) Reject(ctx context.Context, id string, by session.Sender) (ses
 		return x, fmt.Errorf("session %s's diff was already %s: %w", id, x.Delivery, store.ErrConflict)
 	}
 	if x.Workdir != "" && x.BaseCommit != "" {
+		if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
+			return x, err
+		}
 		if err := workspace.Discard(ctx, x.Workdir, x.BaseCommit); err != nil {
 			return x, err
 		}

@@ -70,6 +70,17 @@ func (a *Activities) callEvents(ctx context.Context, sessionID, callID string) (
 	return events, err
 }
 
+// began says whether the call's execution began (it reached calling).
+func (a *Activities) began(ctx context.Context, sessionID, callID string) (bool, error) {
+	events, err := a.callEvents(ctx, sessionID, callID)
+	for _, e := range events {
+		if e.Key == "call/"+callID+"/"+string(session.CallCalling) {
+			return true, err
+		}
+	}
+	return false, err
+}
+
 // settledCall returns the call's final state if the transcript has one.
 func (a *Activities) settledCall(ctx context.Context, sessionID, callID string) (st session.ToolCallState, question, ok bool, err error) {
 	events, err := a.callEvents(ctx, sessionID, callID)
@@ -242,6 +253,17 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		return ToolOutcome{}, err
 	}
 	base := session.ToolCallData{ID: call.ID, Name: call.Name}
+	// At most once: a call with side effects whose execution began before
+	// a crash is not started again; the model is told and decides.
+	began, err := a.began(ctx, sessionID, call.ID)
+	if err != nil {
+		return ToolOutcome{}, err
+	}
+	if began && !tool.Idempotent(call.Name) {
+		d := base
+		d.State, d.Error = session.CallErrored, "interrupted by a restart of the server; its effects may be partial: check the working copy before going on"
+		return ToolOutcome{State: d.State}, a.callEvent(ctx, sessionID, turnID, d)
+	}
 	finish := func(state session.ToolCallState, result, msg string) (ToolOutcome, error) {
 		d := base
 		d.State, d.Result, d.Error = state, result, msg
@@ -274,6 +296,9 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		return ToolOutcome{}, err
 	}
 	_ = a.Store.SetDisplay(ctx, sessionID, "", "running "+call.Name)
+	if err := a.Copies.Mount(ctx, s.Workdir); err != nil {
+		return finish(session.CallErrored, "", "the working copy's volume cannot be mounted: "+err.Error())
+	}
 	stop := heartbeat(ctx)
 	defer stop()
 	var res tool.Result
@@ -281,7 +306,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 	if server, name, ok := mcpServer(sp, call.Name); ok {
 		res, runErr = tool.CallMCP(ctx, server, a.mcpEnv(s), name, call.Args)
 	} else {
-		res, runErr = a.Tools.Only(sp.Tools)[call.Name].Run(ctx, tool.Env{Root: s.Workdir, Shell: a.Shell, Cache: a.sessionCache(s.ID), MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}, call.Args)
+		res, runErr = a.Tools.Only(sp.Tools)[call.Name].Run(ctx, tool.Env{Root: s.Workdir, Shell: a.Shell, Cache: a.Copies.cache(s, a.SandboxUID), DiskBudget: a.Copies.budget(s.Workdir), MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}, call.Args)
 	}
 	if runErr != nil {
 		return finish(session.CallErrored, "", runErr.Error())

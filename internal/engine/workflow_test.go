@@ -47,7 +47,7 @@ func setup(t *testing.T) *fixture {
 	}
 	reg := provider.NewRegistry()
 	reg.Register("replay", replay.Dir("."))
-	acts := &Activities{Store: st, Providers: reg, Tools: tool.Builtin(), Now: time.Now, WorkspaceDir: t.TempDir()}
+	acts := &Activities{Store: st, Providers: reg, Tools: tool.Builtin(), Now: time.Now, Copies: &Copies{WorkspaceDir: t.TempDir()}}
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(SessionWorkflow)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/sandbox"
+	"github.com/paddock-dev/paddock/internal/volume"
 )
 
 // RunCommand is the name of the shell tool; the policy analyzes its command.
@@ -52,6 +53,9 @@ var runCommand = Tool{
 		text := out.String()
 		if res.Discarded > 0 {
 			text += fmt.Sprintf("\n[output truncated: %d bytes beyond the %d-byte limit were discarded]", res.Discarded, out.Len())
+		}
+		if env.DiskBudget > 0 && volume.Full(env.Root) {
+			text += fmt.Sprintf("\n[the session's disk budget (%d MiB for the working copy and caches) is exhausted: writes fail with \"No space left on device\"; delete files you no longer need]", env.DiskBudget>>20)
 		}
 		switch {
 		case res.TimedOut:

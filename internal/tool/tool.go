@@ -33,6 +33,9 @@ type Env struct {
 	Shell Shell
 	// Cache is the session's own build-cache directory for commands.
 	Cache string
+	// DiskBudget is the size of the volume holding Root (0: no volume);
+	// a command that fills it is told the budget is exhausted.
+	DiskBudget int64
 	// MaxDuration and MaxOutput bound each command (zero: the defaults).
 	MaxDuration time.Duration
 	MaxOutput   int64
@@ -103,6 +106,18 @@ func Builtin() Set {
 		s[t.Name] = t
 	}
 	return s
+}
+
+// Idempotent says whether running a built-in tool twice has the effect of
+// running it once (reads, a whole-file write, a question keyed by its
+// call), so a call interrupted by a crash may simply run again. Commands,
+// edits and MCP calls are not: they run at most once.
+func Idempotent(name string) bool {
+	switch name {
+	case readFile.Name, listDir.Name, search.Name, writeFile.Name, askUser.Name, archiveSession.Name:
+		return true
+	}
+	return false
 }
 
 // Names lists the tool names, sorted.

@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/volume"
+)
+
+// Copies is where sessions' working copies and build caches live: for a
+// session that runs commands, in a volume of its own sized to its disk
+// budget (when Volumes is set); otherwise under WorkspaceDir and CacheDir,
+// one directory per session. Caches are never shared: a session could
+// poison another's builds.
+type Copies struct {
+	WorkspaceDir string
+	CacheDir     string
+	Volumes      *volume.Volumes
+}
+
+// dir is where session s's working copy goes, its volume made and
+// mounted first when it gets one.
+func (c *Copies) dir(ctx context.Context, s session.Session, runsCommands bool) (string, error) {
+	if c.Volumes == nil || !runsCommands {
+		return filepath.Join(c.WorkspaceDir, s.ID), nil
+	}
+	mnt, err := c.Volumes.Ensure(ctx, s.ID)
+	if err != nil {
+		return "", fmt.Errorf("make the session's volume: %w", err)
+	}
+	return filepath.Join(mnt, "work"), nil
+}
+
+// volumeOf says which session's volume holds dir, if any.
+func (c *Copies) volumeOf(dir string) (string, bool) {
+	if c == nil || c.Volumes == nil || dir == "" {
+		return "", false
+	}
+	return c.Volumes.Owns(dir)
+}
+
+// Mount makes sure the volume holding a working copy is mounted: volumes
+// are unmounted when the process ends, and mounted again on demand.
+func (c *Copies) Mount(ctx context.Context, workdir string) error {
+	if id, ok := c.volumeOf(workdir); ok {
+		if _, err := c.Volumes.Ensure(ctx, id); err != nil {
+			return fmt.Errorf("mount the working copy's volume: %w", err)
+		}
+	}
+	return nil
+}
+
+// budget is the size of the volume holding workdir (0: none).
+func (c *Copies) budget(workdir string) int64 {
+	if _, ok := c.volumeOf(workdir); ok {
+		return c.Volumes.Size
+	}
+	return 0
+}
+
+// cache returns (creating it, owned by uid when non-zero) the session's
+// build-cache directory: in its volume beside the working copy, else under
+// CacheDir; "" without either.
+func (c *Copies) cache(s session.Session, uid int) string {
+	var dir string
+	switch id, ok := c.volumeOf(s.Workdir); {
+	case ok:
+		dir = filepath.Join(c.Volumes.Path(id), "cache")
+	case c != nil && c.CacheDir != "":
+		dir = filepath.Join(c.CacheDir, s.ID)
+		_ = os.MkdirAll(c.CacheDir, 0o711)
+		_ = os.Chmod(c.CacheDir, 0o711)
+	default:
+		return ""
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return ""
+	}
+	if uid != 0 {
+		_ = os.Chown(dir, uid, uid)
+	}
+	return dir
+}
+
+// Usage is the disk a session's working copy and caches use, and its
+// budget (0: none).
+func (c *Copies) Usage(s session.Session) (used, budget int64, err error) {
+	if id, ok := c.volumeOf(s.Workdir); ok {
+		if err := c.Mount(context.Background(), s.Workdir); err != nil {
+			return 0, 0, err
+		}
+		u, err := volume.UsageOf(c.Volumes.Path(id))
+		return u.Used, u.Size, err
+	}
+	for _, d := range []string{s.Workdir, c.plainCache(s.ID)} {
+		n, err := du(d)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return used, 0, err
+		}
+		used += n
+	}
+	return used, 0, nil
+}
+
+func (c *Copies) plainCache(id string) string {
+	if c == nil || c.CacheDir == "" {
+		return ""
+	}
+	return filepath.Join(c.CacheDir, id)
+}
+
+// du sums the sizes of the files under dir (symlinks not followed).
+func du(dir string) (int64, error) {
+	if dir == "" {
+		return 0, nil
+	}
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if fi, err := d.Info(); err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n, err
+}
+
+// Remove deletes a session's working copy and caches, its volume with
+// them. Idempotent.
+func (c *Copies) Remove(ctx context.Context, s session.Session) error {
+	if c == nil {
+		return nil
+	}
+	if id, ok := c.volumeOf(s.Workdir); ok {
+		return c.Volumes.Remove(ctx, id)
+	}
+	var errs []error
+	if s.Workdir != "" {
+		errs = append(errs, os.RemoveAll(s.Workdir))
+	}
+	if d := c.plainCache(s.ID); d != "" {
+		errs = append(errs, os.RemoveAll(d))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+// Collected is one working copy the collector removed, and why.
+type Collected struct {
+	SessionID string `json:"sessionId"`
+	Reason    string `json:"reason"`
+	Bytes     int64  `json:"bytes"`
+}
+
+// GC removes the working copies (with their caches and volumes) that are
+// no longer needed: those of stopped sessions (a stop discards what was
+// not accepted), of failed sessions that ended more than retainFailed ago,
+// and leftovers no session owns. Live and completed sessions keep theirs.
+func (s *Service) GC(ctx context.Context, now time.Time) ([]Collected, error) {
+	retainFailed := s.RetainFailed
+	out := []Collected{}
+	owned := map[string]bool{}
+	for _, st := range []session.Status{session.StatusStopped, session.StatusFailed} {
+		list, err := s.Store.ListSessions(ctx, store.SessionFilter{Status: st, IncludeArchived: true})
+		if err != nil {
+			return out, err
+		}
+		for _, x := range list {
+			owned[x.ID] = true
+			reason := "stopped"
+			if st == session.StatusFailed {
+				if now.Sub(x.UpdatedAt) < retainFailed {
+					continue
+				}
+				reason = fmt.Sprintf("failed more than %s ago", retainFailed)
+			}
+			if !s.Copies.exists(x) {
+				continue
+			}
+			used, _, _ := s.Copies.Usage(x)
+			if err := s.Copies.Remove(ctx, x); err != nil {
+				return out, fmt.Errorf("collect session %s's working copy: %w", x.ID, err)
+			}
+			out = append(out, Collected{SessionID: x.ID, Reason: reason, Bytes: used})
+		}
+	}
+	// Leftovers: a directory or volume whose session does not exist.
+	for _, id := range s.Copies.ids() {
+		if owned[id] {
+			continue
+		}
+		if _, err := s.Store.GetSession(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		x := session.Session{ID: id, Workdir: filepath.Join(s.Copies.WorkspaceDir, id)}
+		if s.Copies.hasVolume(id) {
+			x.Workdir = filepath.Join(s.Copies.Volumes.Path(id), "work")
+		}
+		used, _, _ := s.Copies.Usage(x)
+		if err := s.Copies.Remove(ctx, x); err != nil {
+			return out, err
+		}
+		out = append(out, Collected{SessionID: id, Reason: "no such session (a leftover)", Bytes: used})
+	}
+	return out, nil
+}
+
+// exists says whether session x still has a working copy or a volume.
+func (c *Copies) exists(x session.Session) bool {
+	if id, ok := c.volumeOf(x.Workdir); ok {
+		return c.hasVolume(id)
+	}
+	if x.Workdir != "" {
+		if _, err := os.Lstat(x.Workdir); err == nil {
+			return true
+		}
+	}
+	if d := c.plainCache(x.ID); d != "" {
+		if _, err := os.Lstat(d); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Copies) hasVolume(id string) bool {
+	if c.Volumes == nil {
+		return false
+	}
+	ids, _ := c.Volumes.IDs()
+	for _, v := range ids {
+		if v == id {
+			return true
+		}
+	}
+	return false
+}
+
+// ids lists every session ID that has a directory or a volume here.
+func (c *Copies) ids() []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(id string) {
+		if id != "" && !seen[id] && !strings.HasPrefix(id, ".") {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	for _, dir := range []string{c.WorkspaceDir, c.CacheDir} {
+		if dir == "" {
+			continue
+		}
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			add(e.Name())
+		}
+	}
+	if c.Volumes != nil {
+		ids, _ := c.Volumes.IDs()
+		for _, id := range ids {
+			add(id)
+		}
+	}
+	return out
+}

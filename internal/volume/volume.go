@@ -1,0 +1,223 @@
+// Package volume gives each session a filesystem of its own, sized to its
+// disk budget: a sparse ext4 image on a loop device, mounted nosuid and
+// nodev, which holds the session's working copy and build caches. The
+// kernel enforces the budget at write time (a write past it fails with
+// ENOSPC inside the command), and the host's own free space is never the
+// session's to take. Mounting needs root, loop devices and mkfs.ext4;
+// Probe says what is missing.
+package volume
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// ErrUnavailable says volumes cannot be made here; the message says why.
+var ErrUnavailable = errors.New("per-session disk volumes unavailable")
+
+// Volumes are the sessions' volumes under Dir: the image ID.img, mounted
+// at ID/.
+type Volumes struct {
+	Dir string
+	// Size is each new volume's size in bytes: the session's disk budget.
+	Size int64
+	// UID owns the volume's root (the sandbox user), when non-zero.
+	UID int
+}
+
+// Probe checks that this machine can make volumes: root, a loop device
+// controller, mkfs.ext4 and mount.
+func Probe() error {
+	if os.Getuid() != 0 {
+		return fmt.Errorf("%w: mounting a session's volume needs root", ErrUnavailable)
+	}
+	if _, err := os.Stat("/dev/loop-control"); err != nil {
+		return fmt.Errorf("%w: no loop device controller (/dev/loop-control): load the loop module (modprobe loop)", ErrUnavailable)
+	}
+	for _, prog := range []string{"mkfs.ext4", "mount", "umount"} {
+		if _, err := exec.LookPath(prog); err != nil {
+			return fmt.Errorf("%w: %s is not installed (Debian/Ubuntu: apt-get install e2fsprogs mount)", ErrUnavailable, prog)
+		}
+	}
+	return nil
+}
+
+func (v *Volumes) image(id string) string { return filepath.Join(v.Dir, id+".img") }
+
+// Path is where session id's volume is mounted.
+func (v *Volumes) Path(id string) string { return filepath.Join(v.Dir, id) }
+
+// Owns says whether dir lies in a volume of these, and whose.
+func (v *Volumes) Owns(dir string) (string, bool) {
+	rel, err := filepath.Rel(v.Dir, dir)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return "", false
+	}
+	id, _, _ := strings.Cut(rel, string(filepath.Separator))
+	return id, true
+}
+
+func run(ctx context.Context, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %v: %s", name, err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
+
+// Mounted says whether a filesystem is mounted at dir.
+func Mounted(dir string) bool {
+	var d, p syscall.Stat_t
+	if syscall.Stat(dir, &d) != nil || syscall.Stat(filepath.Dir(dir), &p) != nil {
+		return false
+	}
+	return d.Dev != p.Dev
+}
+
+// Ensure makes session id's volume if it has none, and mounts it if it is
+// not mounted (after a reboot, say). It returns the mount point.
+func (v *Volumes) Ensure(ctx context.Context, id string) (string, error) {
+	if id == "" || strings.ContainsAny(id, "/\x00") || id == "." || id == ".." {
+		return "", fmt.Errorf("volume: bad session id %q", id)
+	}
+	mnt := v.Path(id)
+	if Mounted(mnt) {
+		return mnt, nil
+	}
+	if err := os.MkdirAll(mnt, 0o711); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(v.Dir, 0o711); err != nil {
+		return "", err
+	}
+	img := v.image(id)
+	if _, err := os.Stat(img); errors.Is(err, os.ErrNotExist) {
+		if err := v.create(ctx, img); err != nil {
+			_ = os.Remove(img)
+			return "", err
+		}
+	}
+	if err := run(ctx, "mount", "-t", "ext4", "-o", "loop,nosuid,nodev,noatime", img, mnt); err != nil {
+		return "", fmt.Errorf("mount the session's volume: %w", err)
+	}
+	if err := os.Chmod(mnt, 0o711); err != nil {
+		return "", err
+	}
+	return mnt, nil
+}
+
+// create makes a sparse image of the budget's size with an ext4
+// filesystem (no space reserved for root: the budget is all the
+// session's).
+func (v *Volumes) create(ctx context.Context, img string) error {
+	f, err := os.OpenFile(img, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(v.Size); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	owner := ""
+	if v.UID != 0 {
+		owner = ",root_owner=" + strconv.Itoa(v.UID) + ":" + strconv.Itoa(v.UID)
+	}
+	return run(ctx, "mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard"+owner, img)
+}
+
+// Remove unmounts session id's volume and deletes it with everything in
+// it. A volume still in use is detached lazily (it goes when the last
+// user does).
+func (v *Volumes) Remove(ctx context.Context, id string) error {
+	mnt := v.Path(id)
+	if Mounted(mnt) {
+		if err := run(ctx, "umount", mnt); err != nil {
+			if err := run(ctx, "umount", "-l", mnt); err != nil {
+				return err
+			}
+		}
+	}
+	if err := os.Remove(mnt); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.Remove(v.image(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Usage is how much of a filesystem is used, and its size, in bytes.
+type Usage struct {
+	Used, Size int64
+}
+
+// UsageOf reads the usage of the filesystem holding path.
+func UsageOf(path string) (Usage, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return Usage{}, err
+	}
+	size := int64(st.Blocks) * st.Bsize
+	return Usage{Used: size - int64(st.Bfree)*st.Bsize, Size: size}, nil
+}
+
+// Full says whether the volume holding path has no room left (under 1 MiB
+// free): the tool result then says the disk budget is exhausted.
+func Full(path string) bool {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return false
+	}
+	return int64(st.Bavail)*st.Bsize < 1<<20
+}
+
+// UnmountAll unmounts every mounted volume, keeping the images: a process
+// that ends leaves no mount behind, and Ensure mounts a volume again when
+// its session next needs it.
+func (v *Volumes) UnmountAll(ctx context.Context) error {
+	entries, err := os.ReadDir(v.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if mnt := v.Path(e.Name()); e.IsDir() && Mounted(mnt) {
+			if err := run(ctx, "umount", mnt); err != nil {
+				errs = append(errs, run(ctx, "umount", "-l", mnt))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// IDs lists the sessions that have a volume (an image), mounted or not.
+func (v *Volumes) IDs() ([]string, error) {
+	entries, err := os.ReadDir(v.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	var ids []string
+	for _, e := range entries {
+		if id, ok := strings.CutSuffix(e.Name(), ".img"); ok && !e.IsDir() {
+			ids = append(ids, id)
+		}
+	}
+	return ids, err
+}

@@ -1,0 +1,92 @@
+package volume
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func setup(t *testing.T, size int64) *Volumes {
+	t.Helper()
+	if err := Probe(); err != nil {
+		t.Skip(err)
+	}
+	v := &Volumes{Dir: filepath.Join(t.TempDir(), "volumes"), Size: size}
+	require.NoError(t, os.MkdirAll(v.Dir, 0o711))
+	return v
+}
+
+func free(t *testing.T, p string) int64 {
+	var st syscall.Statfs_t
+	require.NoError(t, syscall.Statfs(p, &st))
+	return int64(st.Bavail) * st.Bsize
+}
+
+// TestWritePastTheBudgetFails: the kernel refuses a write past the
+// volume's size, and the host's free space is untouched by it.
+func TestWritePastTheBudgetFails(t *testing.T) {
+	ctx := context.Background()
+	v := setup(t, 256<<20)
+	mnt, err := v.Ensure(ctx, "s1")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = v.Remove(ctx, "s1") })
+	require.True(t, Mounted(mnt))
+	hostBefore := free(t, v.Dir)
+
+	f, err := os.Create(filepath.Join(mnt, "big"))
+	require.NoError(t, err)
+	buf := make([]byte, 1<<20)
+	written := 0
+	for ; written < 512; written++ {
+		if _, err = f.Write(buf); err != nil {
+			break
+		}
+	}
+	f.Close()
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	require.Less(t, written, 256)
+	require.True(t, Full(mnt))
+	u, err := UsageOf(mnt)
+	require.NoError(t, err)
+	require.Greater(t, u.Used, int64(200<<20))
+	// The image is sparse and bounded: the host lost at most the budget.
+	require.Greater(t, free(t, v.Dir), hostBefore-(300<<20))
+
+	// Ensure again is idempotent; Remove leaves nothing behind.
+	again, err := v.Ensure(ctx, "s1")
+	require.NoError(t, err)
+	require.Equal(t, mnt, again)
+	require.NoError(t, v.Remove(ctx, "s1"))
+	require.False(t, Mounted(mnt))
+	require.NoFileExists(t, filepath.Join(v.Dir, "s1.img"))
+	require.NoDirExists(t, mnt)
+}
+
+func TestRemountAfterUnmount(t *testing.T) {
+	ctx := context.Background()
+	v := setup(t, 64<<20)
+	mnt, err := v.Ensure(ctx, "s2")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = v.Remove(ctx, "s2") })
+	require.NoError(t, os.WriteFile(filepath.Join(mnt, "kept"), []byte("x"), 0o644))
+	require.NoError(t, run(ctx, "umount", mnt)) // as after a reboot
+	require.False(t, Mounted(mnt))
+	_, err = v.Ensure(ctx, "s2")
+	require.NoError(t, err)
+	require.FileExists(t, filepath.Join(mnt, "kept"))
+}
+
+func TestOwns(t *testing.T) {
+	v := &Volumes{Dir: "/data/volumes"}
+	id, ok := v.Owns("/data/volumes/abc/work")
+	require.True(t, ok)
+	require.Equal(t, "abc", id)
+	_, ok = v.Owns("/data/workspaces/abc")
+	require.False(t, ok)
+	_, err := v.Ensure(context.Background(), "../x")
+	require.Error(t, err)
+}
