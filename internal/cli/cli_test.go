@@ -261,7 +261,7 @@ func TestCLIFailuresAreClear(t *testing.T) {
 
 	// End of input at an approval prompt is no decision, with how to decide.
 	code, out, errOut := run(t, "", "run", "--model", "replay/demo", "fix the typo")
-	require.Equal(t, 2, code, out)
+	require.Equal(t, 2, code, out+errOut)
 	require.Contains(t, errOut, "no decision")
 	require.Contains(t, errOut, "paddock approvals approve approval-")
 
