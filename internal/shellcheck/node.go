@@ -174,6 +174,18 @@ func (c *checker) stmtFeeds(s *syntax.Stmt, depth int) {
 		return
 	}
 	n := canonical(args[0].s)
+	if n == "xargs" {
+		// xargs reading a literal here-string or here-document: its words
+		// are the inner command's arguments.
+		if text, ok := literalOutput(&syntax.Stmt{Cmd: &syntax.CallExpr{Args: []*syntax.Word{lit("cat")}}, Redirs: s.Redirs}); ok {
+			inner, _, _ := xargsInner(args)
+			all := append(append([]arg(nil), inner...), static(strings.Fields(text))...)
+			if v := c.quiet(all, depth); v.v == Refuse {
+				c.add(printNode(s), Refuse, v.rule, "xargs reads "+strings.TrimSpace(text)+": "+v.reason)
+			}
+		}
+		return
+	}
 	if !isInterpreter(n) || hasCode(n, args) {
 		return
 	}
@@ -273,4 +285,9 @@ func literalOutput(left *syntax.Stmt) (string, bool) {
 		code = strings.ReplaceAll(strings.ReplaceAll(code, `\n`, "\n"), "%s", "")
 	}
 	return code, true
+}
+
+// lit is a literal word.
+func lit(s string) *syntax.Word {
+	return &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: s}}}
 }

@@ -219,7 +219,7 @@ func refusedProgram(n string, args []arg) (verdict, bool) {
 		return refuse("disk-destruction", "format erases a drive"), true
 	case (n == "usermod" || n == "useradd" || n == "adduser" || n == "groupmod" || n == "newusers") && uidZero(args):
 		return refuse("privilege-escalation", n+" gives an account uid 0 (or a duplicate uid)"), true
-	case n == "ssh" && sshRoot(args):
+	case (n == "ssh" || n == "scp" || n == "sftp" || n == "rsync" || n == "sshfs" || n == "mosh" || n == "autossh") && sshRoot(args):
 		return refuse("privilege-escalation", "ssh logs in as root"), true
 	case containerRuntimes[n] && privilegedContainer(args):
 		return refuse("privilege-escalation", n+" starts a container with the host's privileges"), true

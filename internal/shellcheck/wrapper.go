@@ -362,6 +362,10 @@ func (c *checker) shell(n string, args []arg, depth int) verdict {
 			return ask("shell", n+" -c without code")
 		}
 		if !args[i].static {
+			// A literal substitution or default is code we can read.
+			for _, d := range args[i].def {
+				c.source(d, depth+1)
+			}
 			return ask("shell-dynamic-code", n+" -c runs code built from an expansion")
 		}
 		c.source(args[i].s, depth+1)
