@@ -143,7 +143,7 @@ func (c *checker) pipe(b *syntax.BinaryCmd) {
 		if isInterpreter(n) && !hasCode(n, args) {
 			c.add(printNode(b), Ask, "pipe-to-interpreter", "the pipe feeds code into "+n)
 			if shells[n] {
-				c.pipedCode(b.X)
+				c.pipedCode(n, b.X)
 			}
 		}
 		return
@@ -205,7 +205,7 @@ func (c *checker) stmtFeeds(s *syntax.Stmt, depth int) {
 			continue
 		}
 		text := hdocText(body)
-		c.source(text, depth+1)
+		c.shellSource(n, text, depth+1)
 	}
 }
 
@@ -239,9 +239,9 @@ func hdocText(w *syntax.Word) string {
 
 // pipedCode judges what a literal echo or printf pipes into a shell as the
 // code it is: echo 'sudo id' | bash runs sudo.
-func (c *checker) pipedCode(left *syntax.Stmt) {
+func (c *checker) pipedCode(shell string, left *syntax.Stmt) {
 	if code, ok := literalOutput(left); ok {
-		c.source(code, 1)
+		c.shellSource(shell, code, 1)
 	}
 }
 

@@ -139,6 +139,21 @@ type checker struct {
 	args map[*syntax.CallExpr][]arg
 	// entry is the free-list entry the last free command matched.
 	entry []string
+	// posix parses code as POSIX sh reads it (for sh, dash, ...).
+	posix bool
+}
+
+// shellSource judges code a shell runs: as bash reads it, and for other
+// shells (sh is dash on Debian) also as POSIX sh reads it, where "&>" is
+// "&" then ">" and $'..', brace expansion and [[ do not exist.
+func (c *checker) shellSource(shell, code string, depth int) {
+	c.source(code, depth)
+	if shell == "bash" || shell == "rbash" || c.posix {
+		return
+	}
+	c.posix = true
+	c.source(code, depth)
+	c.posix = false
 }
 
 // argv resolves a simple command's words once.
@@ -203,7 +218,11 @@ func (c *checker) source(src string, depth int) {
 			break
 		}
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	lang := syntax.LangBash
+	if c.posix {
+		lang = syntax.LangPOSIX
+	}
+	f, err := syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(src), "")
 	if err != nil {
 		c.add(src, Ask, "parse-error", "the command does not parse: "+err.Error())
 		return

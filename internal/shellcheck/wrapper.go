@@ -364,11 +364,11 @@ func (c *checker) shell(n string, args []arg, depth int) verdict {
 		if !args[i].static {
 			// A literal substitution or default is code we can read.
 			for _, d := range args[i].def {
-				c.source(d, depth+1)
+				c.shellSource(n, d, depth+1)
 			}
 			return ask("shell-dynamic-code", n+" -c runs code built from an expansion")
 		}
-		c.source(args[i].s, depth+1)
+		c.shellSource(n, args[i].s, depth+1)
 		if odd != "" {
 			return ask("shell-option", n+" "+odd+" is not an option known to keep the shell's code as judged")
 		}
