@@ -29,11 +29,9 @@ import (
 	"github.com/paddock-dev/paddock/internal/provider/anthropic"
 	"github.com/paddock-dev/paddock/internal/provider/openai"
 	"github.com/paddock-dev/paddock/internal/provider/replay"
-	"github.com/paddock-dev/paddock/internal/sandbox"
 	"github.com/paddock-dev/paddock/internal/store/sqlite"
 	"github.com/paddock-dev/paddock/internal/temporalserver"
 	"github.com/paddock-dev/paddock/internal/tool"
-	"github.com/paddock-dev/paddock/internal/volume"
 )
 
 // App is a running Paddock process.
@@ -195,68 +193,6 @@ func (f levelFilter) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (f levelFilter) WithGroup(name string) slog.Handler {
 	return levelFilter{f.Handler.WithGroup(name), f.min}
-}
-
-// sandbox finds bubblewrap and the means to enforce each command's CPU
-// budget and each session's disk budget. Without bubblewrap, sessions that
-// run commands fail at start with what to install; Paddock never runs them
-// unsandboxed. A limit this machine cannot enforce makes them fail too,
-// unless the operator accepted it unenforced (PADDOCK_UNENFORCED_LIMITS),
-// which is announced.
-func (a *App) sandbox(ctx context.Context, acts *engine.Activities, cfg config.Config) error {
-	if os.Getuid() == 0 {
-		// The sandbox user must traverse the data directory to its working copies.
-		if err := os.Chmod(cfg.DataDir, 0o711); err != nil {
-			return err
-		}
-		acts.SandboxUID = sandbox.DefaultUID
-	}
-	box, err := sandbox.NewBwrap(ctx, cfg.ReadOnlyPaths...)
-	if err == nil {
-		err = box.Reachable(filepath.Join(cfg.DataDir, "workspaces"))
-	}
-	if box != nil {
-		// Commands see their own working copy, never the databases or
-		// other sessions' copies.
-		abs, _ := filepath.Abs(cfg.DataDir)
-		box.Hide = []string{abs}
-		box.MaxCPUs = cfg.CommandMaxCPUs
-	}
-	if err != nil {
-		a.logger.Warn("SANDBOX UNAVAILABLE: sessions whose agents can run commands will fail at start", "reason", err)
-		acts.SandboxErr = err
-		return nil
-	}
-	acts.Shell = box
-	var missing []string
-	if !box.CPUEnforced() {
-		if !cfg.Unenforced["cpu"] {
-			missing = append(missing, "this machine cannot bound commands' CPU (no writable cgroup cpu controller; run as root on cgroups v1 or v2)")
-		} else {
-			a.logger.Warn("UNENFORCED LIMIT accepted by PADDOCK_UNENFORCED_LIMITS: commands' CPU is not bounded")
-		}
-	}
-	if verr := volume.Probe(); verr != nil {
-		if !cfg.Unenforced["disk"] {
-			missing = append(missing, "this machine cannot bound sessions' disk ("+verr.Error()+")")
-		} else {
-			a.logger.Warn("UNENFORCED LIMIT accepted by PADDOCK_UNENFORCED_LIMITS: sessions' disk is not bounded", "reason", verr)
-		}
-	} else {
-		v := &volume.Volumes{Dir: filepath.Join(cfg.DataDir, "volumes"), Size: cfg.SessionMaxDisk, UID: acts.SandboxUID}
-		acts.Copies.Volumes = v
-		// No mount outlives the process; a session's volume is mounted
-		// again when it is next needed.
-		a.closers = append(a.closers, func() error { return v.UnmountAll(context.Background()) })
-	}
-	if len(missing) > 0 {
-		acts.LimitErr = fmt.Errorf("%s; accept running without with PADDOCK_UNENFORCED_LIMITS=disk,cpu (as needed)", strings.Join(missing, "; "))
-		a.logger.Warn("LIMITS UNENFORCEABLE: sessions whose agents can run commands will fail at start", "reason", acts.LimitErr)
-	}
-	if cfg.CommandMaxCPUs != 1 || cfg.SessionMaxDisk != 10<<30 {
-		a.logger.Info("sandbox budgets differ from the defaults", "cpusPerCommand", cfg.CommandMaxCPUs, "diskBytesPerSession", cfg.SessionMaxDisk)
-	}
-	return nil
 }
 
 // TemporalHostPort is the address of the Temporal frontend in use.

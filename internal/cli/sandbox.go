@@ -3,11 +3,14 @@ package cli
 import (
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/sandbox"
 )
 
@@ -19,11 +22,15 @@ func newSandbox(g *globals) *cobra.Command {
 	exec := &cobra.Command{
 		Use:   "exec [--workdir DIR] [--timeout D] [--max-output N] -- COMMAND...",
 		Short: "Run one command in the session sandbox and exit with its exit code",
-		Long: "Run one command in the same bubblewrap sandbox sessions use: no network, read-only root, only --workdir writable.\n" +
-			"As root, the command runs as the sandbox user (uid 61000), which must be able to reach --workdir.",
+		Long: "Run one command in the same bubblewrap sandbox sessions use: no network, the host's system trees read-only,\n" +
+			"only --workdir writable, the same CPU, memory, process, time and output limits. Nothing it starts outlives it,\n" +
+			"also on SIGINT, SIGTERM or its time limit. As root, the command runs as the sandbox user (uid 61000): --workdir\n" +
+			"must be reachable by it and owned by it (chown -R 61000:61000 DIR) for the command to write there.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			box, err := sandbox.NewBwrap(cmd.Context())
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			box, err := app.NewSandbox(ctx, g.cfg)
 			if err != nil {
 				return err
 			}
@@ -31,6 +38,9 @@ func newSandbox(g *globals) *cobra.Command {
 				if workdir, err = os.Getwd(); err != nil {
 					return err
 				}
+			}
+			if err := writable(workdir, box); err != nil {
+				return &exitError{code: 2, msg: err.Error()}
 			}
 			if timeout == 0 {
 				timeout = g.cfg.CommandMax
@@ -42,8 +52,11 @@ func newSandbox(g *globals) *cobra.Command {
 			if len(args) > 1 {
 				script = shellJoin(args)
 			}
-			res, err := box.Run(cmd.Context(), sandbox.Command{Script: script, Workdir: workdir, Timeout: timeout, MaxOutput: maxOutput,
+			res, err := box.Run(ctx, sandbox.Command{Script: script, Workdir: workdir, Timeout: timeout, MaxOutput: maxOutput,
 				Stdout: g.io.Out, Stderr: g.io.Err})
+			if ctx.Err() != nil {
+				return &exitError{code: 130, msg: "interrupted: the command and everything it started were killed"}
+			}
 			if err != nil {
 				return err
 			}
@@ -64,6 +77,21 @@ func newSandbox(g *globals) *cobra.Command {
 	exec.Flags().Int64Var(&maxOutput, "max-output", 0, "output limit in bytes (default $PADDOCK_COMMAND_MAX_OUTPUT_BYTES or 10 MiB)")
 	cmd.AddCommand(exec)
 	return cmd
+}
+
+// writable checks that the sandbox user may write workdir: as root,
+// commands run as the sandbox uid, never as root.
+func writable(workdir string, box *sandbox.Bwrap) error {
+	fi, err := os.Stat(workdir)
+	if err != nil || !fi.IsDir() {
+		return fmt.Errorf("--workdir %s is not a directory", workdir)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if os.Getuid() == 0 && ok && int(st.Uid) != box.UID && fi.Mode().Perm()&0o002 == 0 {
+		return fmt.Errorf("--workdir %s is owned by uid %d, and sandboxed commands run as the sandbox user (uid %d), never as root: "+
+			"chown -R %d:%d %s, or use a directory of the sandbox user's", workdir, st.Uid, box.UID, box.UID, box.GID, workdir)
+	}
+	return box.Reachable(workdir)
 }
 
 // shellJoin quotes argv words for bash so "sandbox exec -- ls -la 'a b'" runs them as given.

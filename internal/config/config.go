@@ -56,6 +56,9 @@ func (p Price) Cost(in, out int) float64 {
 	return (float64(in)*p.Input + float64(out)*p.Output) / 1e6
 }
 
+// DefaultSessionMaxDisk is a session's disk budget unless configured.
+const DefaultSessionMaxDisk = 10 << 30
+
 // Execution places.
 const (
 	ExecutionWorkstation = "workstation"
@@ -148,7 +151,7 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.CommandMaxCPUs = f
 	}
-	c.SessionMaxDisk = 10 << 30
+	c.SessionMaxDisk = DefaultSessionMaxDisk
 	if v := getenv("PADDOCK_SESSION_MAX_DISK_BYTES"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 64<<20 {

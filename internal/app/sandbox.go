@@ -1,0 +1,116 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/sandbox"
+	"github.com/paddock-dev/paddock/internal/volume"
+)
+
+// NewSandbox builds the one sandbox every entry point uses — sessions'
+// commands and `paddock sandbox exec` alike: bubblewrap with the
+// configured read-only paths and CPU budget, Paddock's data directory
+// hidden. It fails when bubblewrap cannot run here, and with a
+// *LimitError when the CPU budget cannot be enforced and the operator has
+// not accepted that (the box is returned all the same).
+func NewSandbox(ctx context.Context, cfg config.Config) (*sandbox.Bwrap, error) {
+	box, err := sandbox.NewBwrap(ctx, cfg.ReadOnlyPaths...)
+	if err != nil {
+		return nil, err
+	}
+	// Commands see their own working copy, never the databases or other
+	// sessions' copies.
+	if abs, err := filepath.Abs(cfg.DataDir); err == nil && cfg.DataDir != "" {
+		box.Hide = []string{abs}
+	}
+	if cfg.CommandMaxCPUs > 0 {
+		box.MaxCPUs = cfg.CommandMaxCPUs
+	}
+	if !box.CPUEnforced() && !cfg.Unenforced["cpu"] {
+		return box, &LimitError{Missing: []string{"this machine cannot bound commands' CPU (no writable cgroup cpu controller; run as root on cgroups v1 or v2)"}}
+	}
+	return box, nil
+}
+
+// LimitError says which sandbox limits this machine cannot enforce and
+// the operator has not accepted unenforced.
+type LimitError struct {
+	Missing []string
+}
+
+func (e *LimitError) Error() string {
+	msg := ""
+	for i, m := range e.Missing {
+		if i > 0 {
+			msg += "; "
+		}
+		msg += m
+	}
+	return msg + "; accept running without with PADDOCK_UNENFORCED_LIMITS=disk,cpu (as needed)"
+}
+
+// sandbox gives the activities their sandbox and the sessions' volumes.
+// Without bubblewrap, sessions that run commands fail at start with what
+// to install; Paddock never runs them unsandboxed. A limit this machine
+// cannot enforce makes them fail too, unless the operator accepted it
+// unenforced (PADDOCK_UNENFORCED_LIMITS), which is announced.
+func (a *App) sandbox(ctx context.Context, acts *engine.Activities, cfg config.Config) error {
+	if os.Getuid() == 0 {
+		// The sandbox user must traverse the data directory to its working copies.
+		if err := os.Chmod(cfg.DataDir, 0o711); err != nil {
+			return err
+		}
+		acts.SandboxUID = sandbox.DefaultUID
+	}
+	box, err := NewSandbox(ctx, cfg)
+	var limits *LimitError
+	if errors.As(err, &limits) {
+		err = nil
+	}
+	if err == nil {
+		err = box.Reachable(filepath.Join(cfg.DataDir, "workspaces"))
+	}
+	if err != nil {
+		a.logger.Warn("SANDBOX UNAVAILABLE: sessions whose agents can run commands will fail at start", "reason", err)
+		acts.SandboxErr = err
+		return nil
+	}
+	acts.Shell = box
+	if limits == nil {
+		limits = &LimitError{}
+	}
+	if !box.CPUEnforced() && cfg.Unenforced["cpu"] {
+		a.logger.Warn("UNENFORCED LIMIT accepted by PADDOCK_UNENFORCED_LIMITS: commands' CPU is not bounded")
+	}
+	size := cfg.SessionMaxDisk
+	if size == 0 {
+		size = config.DefaultSessionMaxDisk
+	}
+	if verr := volume.Probe(); verr != nil {
+		if !cfg.Unenforced["disk"] {
+			limits.Missing = append(limits.Missing, fmt.Sprintf("this machine cannot bound sessions' disk (%v)", verr))
+		} else {
+			a.logger.Warn("UNENFORCED LIMIT accepted by PADDOCK_UNENFORCED_LIMITS: sessions' disk is not bounded", "reason", verr)
+		}
+	} else {
+		v := &volume.Volumes{Dir: filepath.Join(cfg.DataDir, "volumes"), Size: size, UID: acts.SandboxUID}
+		acts.Copies.Volumes = v
+		// No mount outlives the process; a session's volume is mounted
+		// again when it is next needed.
+		a.closers = append(a.closers, func() error { return v.UnmountAll(context.Background()) })
+	}
+	if len(limits.Missing) > 0 {
+		acts.LimitErr = limits
+		a.logger.Warn("LIMITS UNENFORCEABLE: sessions whose agents can run commands will fail at start", "reason", limits)
+	}
+	if box.MaxCPUs != sandbox.DefaultMaxCPUs || size != config.DefaultSessionMaxDisk {
+		a.logger.Warn("sandbox budgets differ from the defaults", "cpusPerCommand", box.MaxCPUs, "diskBytesPerSession", size)
+	}
+	return nil
+}
