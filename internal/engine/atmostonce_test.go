@@ -1,0 +1,58 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/policy"
+	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/shellcheck"
+)
+
+// TestCallInterruptedByACrashRunsAtMostOnce: a call with side effects
+// whose execution began (it reached calling) before a crash is not started
+// again when its activity is retried; it ends errored saying why. An
+// idempotent read runs again.
+func TestCallInterruptedByACrashRunsAtMostOnce(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	f.create(t, "s1", "replay/demo", "")
+	require.NoError(t, f.acts.Provision(ctx, "s1"))
+	allow := policy.Decision{Verdict: shellcheck.Allow, Rule: "test"}
+	by := session.Attribution{Kind: session.ByAutomation, Rule: "test"}
+	began := func(id, name string, args string) provider.ToolCall {
+		call := provider.ToolCall{ID: id, Name: name, Args: json.RawMessage(args)}
+		require.NoError(t, f.acts.callEvent(ctx, "s1", "turn-1", session.ToolCallData{ID: id, Name: name, State: session.CallCalling, By: &by}))
+		return call
+	}
+	call := began("c1", "edit_file", `{"path":"notes.txt","old":"draft","new":"final"}`)
+	out, err := f.acts.RunTool(ctx, "s1", "turn-1", call, allow, by)
+	require.NoError(t, err)
+	require.Equal(t, session.CallErrored, out.State)
+	events, err := f.acts.callEvents(ctx, "s1", "c1")
+	require.NoError(t, err)
+	var last session.ToolCallData
+	require.NoError(t, json.Unmarshal(events[len(events)-1].Data, &last))
+	require.Contains(t, last.Error, "interrupted by a restart of the server; its effects may be partial")
+
+	// Retried once more: the recorded end stands, still not run.
+	out, err = f.acts.RunTool(ctx, "s1", "turn-1", call, allow, by)
+	require.NoError(t, err)
+	require.Equal(t, session.CallErrored, out.State)
+
+	read := began("c2", "read_file", `{"path":"notes.txt"}`)
+	out, err = f.acts.RunTool(ctx, "s1", "turn-1", read, allow, by)
+	require.NoError(t, err)
+	require.Equal(t, session.CallDone, out.State, "an idempotent read runs again")
+	x, err := f.store.GetSession(ctx, "s1")
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(x.Workdir, "notes.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "a draft note\n", string(data), "the interrupted edit did not run again")
+}
