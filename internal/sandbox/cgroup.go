@@ -30,6 +30,32 @@ type cgroups struct {
 const cfsPeriod = 100000
 
 func newCgroups() *cgroups {
+	c := newHierarchies()
+	c.sweep()
+	return c
+}
+
+// sweep removes the groups of processes that are gone (a Paddock killed
+// with SIGKILL could not remove its own).
+func (c *cgroups) sweep() {
+	for _, parent := range []string{c.v2, c.v1Pids, c.v1Mem, c.v1CPU} {
+		if parent == "" {
+			continue
+		}
+		entries, _ := os.ReadDir(parent)
+		for _, e := range entries {
+			var pid, n int
+			if _, err := fmt.Sscanf(e.Name(), "cmd-%d-%d", &pid, &n); err != nil || pid == os.Getpid() {
+				continue
+			}
+			if syscall.Kill(pid, 0) == syscall.ESRCH {
+				(&group{dirs: []string{filepath.Join(parent, e.Name())}}).remove()
+			}
+		}
+	}
+}
+
+func newHierarchies() *cgroups {
 	c := &cgroups{}
 	try := func(dir string) string {
 		if err := os.MkdirAll(dir, 0o755); err != nil {

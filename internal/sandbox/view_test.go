@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os/exec"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -179,4 +180,22 @@ func TestNoCgroupOutlivesTheCommand(t *testing.T) {
 	}
 	_, _ = runIn(t, workdir(t), "sleep 100", func(c *Command) { c.Timeout = 500 * time.Millisecond; c.Stdout = io.Discard })
 	require.Equal(t, before, count(), "cgroups left behind")
+}
+
+// TestStaleCgroupsAreSwept: groups left by a Paddock that was killed are
+// removed by the next one.
+func TestStaleCgroupsAreSwept(t *testing.T) {
+	parent := box.cgroups.v2
+	if parent == "" {
+		parent = box.cgroups.v1Pids
+	}
+	if parent == "" {
+		t.Skip("no writable cgroup hierarchy here")
+	}
+	dead := exec.Command("true")
+	require.NoError(t, dead.Run())
+	stale := filepath.Join(parent, fmt.Sprintf("cmd-%d-1", dead.Process.Pid))
+	require.NoError(t, os.Mkdir(stale, 0o755))
+	newCgroups()
+	require.NoDirExists(t, stale)
 }
