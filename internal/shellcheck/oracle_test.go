@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,7 +33,7 @@ import (
 //
 //	go test ./internal/shellcheck -run Oracle -oracle.n 100000 -oracle.seed 1 -timeout 2h
 var (
-	oracleN    = flag.Int("oracle.n", 1500, "generated commands for the bash oracle")
+	oracleN    = flag.Int("oracle.n", 5000, "generated commands for the bash oracle")
 	oracleSeed = flag.Uint64("oracle.seed", 1, "seed of the command generator")
 )
 
@@ -42,6 +43,9 @@ var (
 // runs nothing the command could have planted.
 const shimSource = `#!/bin/bash -p
 { printf '%s\0' "${0##*/}" "$@"; printf '\036\0'; } >> "$ORACLE_DIR/log/$ORACLE_N.argv.$$"
+# bash itself runs (traced through the inherited BASH_XTRACEFD), so the
+# code of bash -c is checked too.
+if [ "${0##*/}" = bash ]; then exec /bin/bash -x "$@"; fi
 exit 0
 `
 
@@ -334,6 +338,7 @@ func TestOracleDetects(t *testing.T) {
 		`o=-fprint; find . $o /tmp/x`,
 		`PATH=/usr/bin; ls`,
 		`x='a[$(id)]'; [[ $x -eq 0 ]]`,
+		`bash -c 'find . -delete'`,
 	}
 	res := runOracle(t, b, bad)
 	for i, r := range res {
@@ -341,12 +346,16 @@ func TestOracleDetects(t *testing.T) {
 			t.Errorf("the oracle saw nothing wrong in %q (ran %q, programs %q, wrote %q)", bad[i], r.ran, r.programs, r.written)
 		}
 	}
-	good := []string{`ls -la | grep x`, `for f in *.go; do wc -l "$f"; done`, `x=1`}
+	good := []string{`ls -la | grep x`, `for f in *.go; do wc -l "$f"; done`, `x=1`, `bash -c 'ls -R'`}
 	res = runOracle(t, b, good)
 	for i, r := range res {
 		if v := violations(a, r); len(v) > 0 {
 			t.Errorf("the oracle flags the harmless %q: %q", good[i], v)
 		}
+	}
+	// bash -c's code runs, traced: ls -R is among what bash ran.
+	if !slices.ContainsFunc(res[3].ran, func(rec []string) bool { return slices.Equal(rec, []string{"ls", "-R"}) }) {
+		t.Errorf("the code of bash -c did not run under the oracle: ran %q", res[3].ran)
 	}
 }
 
