@@ -40,5 +40,5 @@ func TestExternalTemporal(t *testing.T) {
 
 	// A second process on the same data directory is refused clearly.
 	_, err = app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", TemporalAddress: ts.HostPort()}, logger)
-	require.ErrorContains(t, err, "in use by another paddock process")
+	require.ErrorContains(t, err, "in use by the paddock server at "+a.URL, "the message names the real address")
 }
