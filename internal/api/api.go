@@ -538,6 +538,10 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
+		if err := session.Limit("note", d.Note, session.MaxReason); err != nil {
+			s.error(w, r, fmt.Errorf("%w: %w", store.ErrInvalid, err))
+			return
+		}
 		a, err := s.Service.DecideApproval(r.Context(), r.PathValue("id"), approve, d.Note, s.operator())
 		if err != nil && a.Status == session.ApprovalPending || err != nil && a.ID == "" {
 			s.error(w, r, err)

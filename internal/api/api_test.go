@@ -80,6 +80,7 @@ func TestRequestValidation(t *testing.T) {
 		{"PUT", "/v1/projects/p/policy", "application/yaml", "", 400, "empty policy"},
 		{"PUT", "/v1/projects/p/policy", "application/yaml", "default: ask\n\xff\n", 400, "not valid UTF-8"},
 		{"PUT", "/v1/projects/p/policy", "image/png", "default: ask\n", 415, "application/yaml"},
+		{"POST", "/v1/approvals/a1/approve", "application/json", `{"note":"` + strings.Repeat("n", 2001) + `"}`, 400, "at most 2000"},
 	}
 	for _, c := range cases {
 		resp, e := do(t, c.method, u+c.path, c.ctype, c.body)
