@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -191,6 +192,9 @@ func newPolicyReplay(g *globals) *cobra.Command {
 			}
 			if _, err := policy.Parse(data); err != nil {
 				return &exitError{code: 2, msg: fmt.Sprintf("%s: %v", file, err)}
+			}
+			if _, err := policy.ParseSince(since, time.Now()); err != nil {
+				return &exitError{code: 2, msg: err.Error()}
 			}
 			rep, err := g.remote().ReplayPolicy(cmd.Context(), project, data, since, examples)
 			if err != nil {

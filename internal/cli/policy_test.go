@@ -150,6 +150,10 @@ func TestPolicyReplay(t *testing.T) {
 	require.Equal(t, map[string]int{"allow→ask": 2}, r.Transitions)
 	require.Equal(t, 3, r.Unchanged, "ls stays free, sudo stays refused, wc still asks")
 
+	code, _, errOut = run(t, "", "policy", "replay", "--policy", tight, "--since", "a while")
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, "is not a duration")
+
 	code, out, _ = run(t, "", "policy", "replay", "--policy", tight, "--project", project)
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "5 calls in 1 sessions, 2 would change, 3 unchanged")
