@@ -43,6 +43,7 @@ var (
 // runs nothing the command could have planted.
 const shimSource = `#!/bin/bash -p
 { printf '%s\0' "${0##*/}" "$@"; printf '\036\0'; } >> "$ORACLE_DIR/log/$ORACLE_N.argv.$$"
+for n in $(compgen -e); do printf '%s=%s\0' "$n" "${!n}"; done > "$ORACLE_DIR/log/$ORACLE_N.env.$$"
 # bash itself runs (traced through the inherited BASH_XTRACEFD), so the
 # code of bash -c is checked too.
 if [ "${0##*/}" = bash ]; then exec /bin/bash -x "$@"; fi
@@ -77,8 +78,9 @@ type oracleCase struct {
 
 // oracleResult is what bash did with one command.
 type oracleResult struct {
-	ran      [][]string // simple commands from xtrace (assignments as NAME=VALUE words)
-	programs [][]string // argv recorded by the shims
+	ran      [][]string          // simple commands from xtrace (assignments as NAME=VALUE words)
+	programs [][]string          // argv recorded by the shims
+	envs     []map[string]string // the environment each program got
 	written  []string
 	rc       string
 }
@@ -166,6 +168,20 @@ func readOracle(t *testing.T, base string) oracleResult {
 	var r oracleResult
 	rc, _ := os.ReadFile(base + ".rc")
 	r.rc = strings.TrimSpace(string(rc))
+	envs, _ := filepath.Glob(base + ".env.*")
+	for _, l := range envs {
+		data, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		env := map[string]string{}
+		for _, kv := range strings.Split(string(data), "\x00") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				env[k] = v
+			}
+		}
+		r.envs = append(r.envs, env)
+	}
 	logs, _ := filepath.Glob(base + ".argv.*")
 	for _, l := range logs {
 		data, err := os.ReadFile(l)
@@ -305,11 +321,33 @@ func violations(a *Analyzer, r oracleResult) []string {
 	for _, p := range r.programs {
 		judgeArgv("a program", p)
 	}
+	// Every program ran in the sandbox's environment, give or take
+	// variables known inert: nothing set GOFLAGS, PAGER, GIT_DIR, HOME, ...
+	base := oracleBaseEnv()
+	for _, env := range r.envs {
+		for k, v := range env {
+			switch {
+			case strings.HasPrefix(k, "ORACLE_") || k == "PWD" || k == "OLDPWD" || k == "SHLVL" || k == "_":
+			case inertEnv[k] || goInertEnv[k] || k+"="+v == "CGO_ENABLED=0":
+			case k == "PATH" || k == "BASH_XTRACEFD" || k == "PS4":
+				if !strings.HasSuffix(v, "/oracle/bin") && k == "PATH" || k == "BASH_XTRACEFD" && v != "9" || k == "PS4" && v != "+ " {
+					out = append(out, "a program ran with "+k+"="+v)
+				}
+			default:
+				if bv, ok := base[k]; !ok || bv != v {
+					out = append(out, "a program ran with "+k+"="+v)
+				}
+			}
+		}
+	}
 	for _, w := range r.written {
 		out = append(out, "wrote "+w)
 	}
 	return out
 }
+
+// oracleBaseEnv is the environment the sandbox gives every command.
+func oracleBaseEnv() map[string]string { return sandbox.Environment(nil) }
 
 func oracleBwrap(t *testing.T) *sandbox.Bwrap {
 	t.Helper()
@@ -339,8 +377,12 @@ func TestOracleDetects(t *testing.T) {
 		`PATH=/usr/bin; ls`,
 		`x='a[$(id)]'; [[ $x -eq 0 ]]`,
 		`bash -c 'find . -delete'`,
+		`export GOFLAGS=-toolexec=x; go build`,
 	}
 	res := runOracle(t, b, bad)
+	if last := res[len(res)-1]; !slices.ContainsFunc(last.envs, func(e map[string]string) bool { return e["GOFLAGS"] == "-toolexec=x" }) {
+		t.Errorf("the shims did not record the environment go ran with: %v", last.envs)
+	}
 	for i, r := range res {
 		if len(violations(a, r)) == 0 {
 			t.Errorf("the oracle saw nothing wrong in %q (ran %q, programs %q, wrote %q)", bad[i], r.ran, r.programs, r.written)
