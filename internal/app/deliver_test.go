@@ -92,9 +92,28 @@ func TestDiffAcceptReject(t *testing.T) {
 	require.NotEqual(t, before, after)
 	require.Contains(t, after, "Repo Owner <owner@example.com>", "committed under the user's identity")
 	require.FileExists(t, filepath.Join(repo, "add_test.go"))
+	msg, _ := exec.Command("git", "-C", repo, "log", "-1", "--format=%B").Output()
+	require.Contains(t, string(msg), "Paddock-Session: "+x.ID, "the commit names the session")
 	code, out = paddock(t, "sessions", "accept", x.ID)
 	require.Equal(t, 1, code)
-	require.Contains(t, out, "already accepted")
+	require.Contains(t, out, "changed nothing since its last diff was accepted")
+
+	// The agent goes on after an acceptance: what it writes next is a new
+	// diff against the accepted snapshot, and deliverable in turn.
+	s, err := api.Session(ctx, x.ID)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "later.txt"), []byte("later\n"), 0o644))
+	d, err = api.Diff(ctx, x.ID)
+	require.NoError(t, err)
+	require.Len(t, d.Files, 1)
+	require.Equal(t, "later.txt", d.Files[0].Path)
+	code, out = paddock(t, "sessions", "accept", x.ID)
+	require.Equal(t, 0, code, out)
+	require.FileExists(t, filepath.Join(repo, "later.txt"))
+	after = head(t, repo)
+	// A stale acceptance (of the diff already delivered) is refused.
+	_, err = api.Accept(ctx, x.ID, engine.AcceptRequest{Mode: "commit", Base: d.Base, Tree: d.Tree})
+	require.ErrorContains(t, err, "already delivered")
 
 	// Idle past the agent's 2s interval: reaped, then it answers.
 	waitFor(t, "the idle reap", func() (bool, error) {

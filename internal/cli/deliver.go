@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -22,7 +23,11 @@ func newDiff(g *globals) *cobra.Command {
 				return err
 			}
 			if len(d.Files) == 0 {
-				fmt.Fprintf(g.io.Out, "session %s changed nothing (base %s)\n", args[0], short(d.Base))
+				if d.Delivery != "" {
+					fmt.Fprintf(g.io.Out, "session %s changed nothing since its last diff was %s (base %s)\n", args[0], d.Delivery, short(d.Base))
+				} else {
+					fmt.Fprintf(g.io.Out, "session %s changed nothing (base %s)\n", args[0], short(d.Base))
+				}
 				return nil
 			}
 			fmt.Fprintf(g.io.Out, "session %s against base %s:\n", args[0], short(d.Base))
@@ -37,10 +42,12 @@ func newDiff(g *globals) *cobra.Command {
 				fmt.Fprintf(g.io.Out, "\n%s", d.Patch)
 			}
 			if d.Delivery != "" {
-				fmt.Fprintf(g.io.Out, "\nthis diff was %s\n", d.Delivery)
-			} else {
-				fmt.Fprintf(g.io.Out, "\naccept it: paddock sessions accept %s   |   discard it: paddock sessions reject %s\n", args[0], args[0])
+				fmt.Fprintf(g.io.Out, "\n(the session's previous diff was %s; these are its changes since)\n", d.Delivery)
 			}
+			for _, p := range d.Skipped {
+				fmt.Fprintf(g.io.Out, "⚑ %s is a nested repository without a commit: left out of the diff\n", p)
+			}
+			fmt.Fprintf(g.io.Out, "\naccept it: paddock sessions accept %s   |   discard it: paddock sessions reject %s\n", args[0], args[0])
 			return nil
 		},
 	}
@@ -63,8 +70,12 @@ func newAccept(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if d.Delivery != "" {
-				return &exitError{code: 1, msg: fmt.Sprintf("session %s's diff was already %s", args[0], d.Delivery)}
+			if len(d.Files) == 0 {
+				what := "nothing"
+				if d.Delivery != "" {
+					what = "nothing since its last diff was " + d.Delivery
+				}
+				return &exitError{code: 1, msg: fmt.Sprintf("session %s changed %s: there is no diff to accept", args[0], what)}
 			}
 			if repo == "" {
 				repo = d.Repo
@@ -82,11 +93,19 @@ func newAccept(g *globals) *cobra.Command {
 			for _, f := range d.Flagged() {
 				fmt.Fprintf(g.io.Out, "⚑ %s changes %s\n", f.Path, f.Reason)
 			}
+			if message == "" {
+				message = "Apply the changes of Paddock session " + args[0]
+				if x, err := c.Session(cmd.Context(), args[0]); err == nil && x.DisplayTitle != "" {
+					message = x.DisplayTitle
+				}
+			}
+			// The commit names the session it came from, as a trailer.
+			message = strings.TrimRight(message, "\n") + "\n\nPaddock-Session: " + args[0] + "\n"
 			commit, err := workspace.Apply(cmd.Context(), repo, d.Diff, mode, message)
 			if err != nil {
 				return err
 			}
-			if _, err := c.Accept(cmd.Context(), args[0], engine.AcceptRequest{Mode: mode, Commit: commit}); err != nil {
+			if _, err := c.Accept(cmd.Context(), args[0], engine.AcceptRequest{Mode: mode, Commit: commit, Base: d.Base, Tree: d.Tree}); err != nil {
 				return fmt.Errorf("applied to %s, but recording the acceptance failed: %w", repo, err)
 			}
 			if commit != "" {

@@ -661,24 +661,50 @@ func (s *Service) Diff(ctx context.Context, id string) (workspace.Diff, session.
 	return d, x, err
 }
 
-// AcceptRequest records that the diff was applied to the user's repository.
+// AcceptRequest records that the diff was applied to the user's
+// repository: the diff is named by the base and tree it was taken from.
 type AcceptRequest struct {
 	Mode   workspace.ApplyMode `json:"mode"`
 	Commit string              `json:"commit,omitempty"`
+	Base   string              `json:"base"`
+	Tree   string              `json:"tree"`
 }
 
 // Accept records the acceptance of a session's diff (the CLI applied it
-// to the user's repository with the user's own git identity).
+// to the user's repository with the user's own git identity). Exactly the
+// snapshot that was reviewed becomes the working copy's new base, so an
+// acceptance while the agent works loses nothing: its later changes are a
+// new diff against what was accepted.
 func (s *Service) Accept(ctx context.Context, id string, req AcceptRequest, by session.Sender) (session.Session, error) {
 	if req.Mode != workspace.AsCommit && req.Mode != workspace.AsUncommitted {
 		return session.Session{}, fmt.Errorf("%w: mode %q: want commit or uncommitted", ErrInvalid, req.Mode)
+	}
+	if req.Base == "" || req.Tree == "" {
+		return session.Session{}, fmt.Errorf("%w: base and tree are required: send those of the diff you applied (GET …/diff)", ErrInvalid)
+	}
+	x, err := s.Store.GetSession(ctx, id)
+	if err != nil {
+		return x, err
+	}
+	if x.BaseCommit != req.Base {
+		return x, fmt.Errorf("session %s's diff against %.12s was already delivered; fetch the diff again for the changes since: %w", id, req.Base, store.ErrConflict)
+	}
+	if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
+		return x, err
+	}
+	next, err := workspace.Snapshot(ctx, x.Workdir, req.Base, req.Tree, "accepted by "+by.String())
+	if errors.Is(err, workspace.ErrUnknownTree) || errors.Is(err, workspace.ErrUntrusted) {
+		return x, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err != nil {
+		return x, err
 	}
 	note := string(req.Mode)
 	if req.Commit != "" {
 		note += " " + req.Commit
 	}
-	if err := s.Store.SetDelivery(ctx, id, "accepted", by, note); err != nil {
-		return session.Session{}, err
+	if err := s.Store.Deliver(ctx, id, req.Base, next, "accepted", by, note); err != nil {
+		return x, err
 	}
 	return s.Store.GetSession(ctx, id)
 }
@@ -690,8 +716,9 @@ func (s *Service) Reject(ctx context.Context, id string, by session.Sender) (ses
 	if err != nil {
 		return x, err
 	}
-	if x.Delivery != "" {
-		return x, fmt.Errorf("session %s's diff was already %s: %w", id, x.Delivery, store.ErrConflict)
+	if x.Status == session.StatusRunning || x.Status == session.StatusQueued {
+		return x, fmt.Errorf("session %s is %s: rejecting would pull files from under the agent; interrupt it (paddock sessions interrupt %s) or wait until it is awaiting, then reject: %w",
+			id, x.Status, id, store.ErrConflict)
 	}
 	if x.Workdir != "" && x.BaseCommit != "" {
 		if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
@@ -701,7 +728,7 @@ func (s *Service) Reject(ctx context.Context, id string, by session.Sender) (ses
 			return x, err
 		}
 	}
-	if err := s.Store.SetDelivery(ctx, id, "rejected", by, "changes discarded"); err != nil {
+	if err := s.Store.Deliver(ctx, id, x.BaseCommit, x.BaseCommit, "rejected", by, "changes discarded"); err != nil {
 		return x, err
 	}
 	return s.Store.GetSession(ctx, id)

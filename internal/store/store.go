@@ -161,9 +161,12 @@ type Store interface {
 	// StopSession ends a session as stopped; a stop always wins over any
 	// status but a previous terminal one. It releases the singleton slot.
 	StopSession(ctx context.Context, id string, p session.StopPayload) error
-	// SetDelivery records, once, that the session's diff was accepted or
-	// rejected, and by whom.
-	SetDelivery(ctx context.Context, id, delivery string, by session.Sender, note string) error
+	// Deliver records what became of the session's diff taken against
+	// base, and by whom: "accepted" moves the working copy's base to next
+	// (the accepted snapshot, so later changes make a new diff), "rejected"
+	// keeps it (next == base). A delivery against a base that is no longer
+	// the session's (another delivery came first) is ErrConflict.
+	Deliver(ctx context.Context, id, base, next, delivery string, by session.Sender, note string) error
 	// Archive sets archivedAt (a work-bringing command clears it) and, when
 	// handoff is not empty, persists the handoff note.
 	Archive(ctx context.Context, id string, by session.Sender, handoff string) error

@@ -30,6 +30,9 @@ type Diff struct {
 	Base  string `json:"base"`
 	Files []File `json:"files"`
 	Patch string `json:"patch"`
+	// Tree is the git tree of the working copy the diff was taken from:
+	// accepting names it, so exactly what was reviewed becomes the new base.
+	Tree string `json:"tree,omitempty"`
 	// Skipped are paths left out: nested repositories without a commit.
 	Skipped []string `json:"skipped,omitempty"`
 }
@@ -77,6 +80,10 @@ func Compute(ctx context.Context, dir, base string) (Diff, error) {
 			return Diff{}, err
 		}
 	}
+	tree, err := gitRun(ctx, dir, env, "write-tree")
+	if err != nil {
+		return Diff{}, err
+	}
 	patch, err := gitRun(ctx, dir, env, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none", "--submodule=short", base)
 	if err != nil {
 		return Diff{}, err
@@ -85,7 +92,7 @@ func Compute(ctx context.Context, dir, base string) (Diff, error) {
 	if err != nil {
 		return Diff{}, err
 	}
-	d := Diff{Base: base, Patch: patch, Files: []File{}, Skipped: skipped}
+	d := Diff{Base: base, Patch: patch, Files: []File{}, Skipped: skipped, Tree: strings.TrimSpace(tree)}
 	fields := strings.Split(strings.TrimSuffix(names, "\x00"), "\x00")
 	for i := 0; i+1 < len(fields); i += 2 {
 		f := File{Path: fields[i+1], Status: map[string]string{"A": "added", "M": "modified", "D": "deleted", "T": "modified"}[fields[i][:1]]}
@@ -141,6 +148,31 @@ func set(names ...string) map[string]bool {
 		m[n] = true
 	}
 	return m
+}
+
+// Snapshot records an accepted diff in the working copy: a commit of tree
+// (the one the diff was taken from) on top of base, which becomes the
+// copy's new base so that what the agent changes afterwards is a new
+// diff. The working copy itself is not touched.
+func Snapshot(ctx context.Context, dir, base, tree, message string) (string, error) {
+	if !isHash(tree) {
+		return "", fmt.Errorf("%w: tree %q is not an object name", ErrUntrusted, tree)
+	}
+	if t, err := gitRun(ctx, dir, nil, "cat-file", "-t", tree); err != nil || strings.TrimSpace(t) != "tree" {
+		return "", fmt.Errorf("tree %.12s is not a snapshot of this working copy: %w", tree, ErrUnknownTree)
+	}
+	out, err := gitRun(ctx, dir, nil, "-c", "user.name=paddock", "-c", "user.email=paddock@localhost", "commit-tree", tree, "-p", base, "-m", message)
+	return strings.TrimSpace(out), err
+}
+
+// ErrUnknownTree says an acceptance named a tree the copy does not have.
+var ErrUnknownTree = errors.New("unknown tree")
+
+func isHash(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	return strings.Trim(s, "0123456789abcdef") == ""
 }
 
 // Discard puts the working copy back at its base commit: every change

@@ -290,23 +290,23 @@ func (s *Store) Archive(ctx context.Context, id string, by session.Sender, hando
 	})
 }
 
-// SetDelivery implements store.Store.
-func (s *Store) SetDelivery(ctx context.Context, id, delivery string, by session.Sender, note string) error {
+// Deliver implements store.Store.
+func (s *Store) Deliver(ctx context.Context, id, base, next, delivery string, by session.Sender, note string) error {
 	return s.update(ctx, id, func(tx *sql.Tx) error {
 		cur, err := s.getSession(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if cur.Delivery != "" {
-			return fmt.Errorf("session %s's diff was already %s: %w", id, cur.Delivery, store.ErrConflict)
+		if cur.BaseCommit != base {
+			return fmt.Errorf("session %s's diff against %.12s was already delivered (%s); its changes since are a new diff: %w", id, base, cur.Delivery, store.ErrConflict)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET delivery = ?, updated_at = ? WHERE id = ?`, delivery, s.ts(), id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET delivery = ?, base_commit = ?, updated_at = ? WHERE id = ?`, delivery, next, s.ts(), id); err != nil {
 			return err
 		}
 		text := "diff " + delivery + " by " + by.String()
 		if note != "" {
 			text += ": " + note
 		}
-		return s.appendJSON(ctx, tx, id, "", session.EventNotice, "delivery", session.TextData{Text: text, Sender: &by})
+		return s.appendJSON(ctx, tx, id, "", session.EventNotice, "delivery/"+base+"/"+delivery, session.TextData{Text: text, Sender: &by})
 	})
 }

@@ -391,11 +391,18 @@ func testProjectPolicy(t *testing.T, s store.Store) {
 
 func testDelivery(t *testing.T, s store.Store) {
 	newSession(t, s, "s", agent("a", 0))
-	require.NoError(t, s.SetDelivery(ctx, "s", "accepted", operator, "commit abc"))
+	require.NoError(t, s.SetWorkspace(ctx, "s", "/w", "base1"))
+	require.NoError(t, s.Deliver(ctx, "s", "base1", "base2", "accepted", operator, "commit abc"))
 	x, err := s.GetSession(ctx, "s")
 	require.NoError(t, err)
 	require.Equal(t, "accepted", x.Delivery)
-	require.ErrorIs(t, s.SetDelivery(ctx, "s", "rejected", operator, ""), store.ErrConflict, "decided once")
+	require.Equal(t, "base2", x.BaseCommit, "later changes diff against the accepted snapshot")
+	require.ErrorIs(t, s.Deliver(ctx, "s", "base1", "base1", "rejected", operator, ""), store.ErrConflict, "that diff was delivered already")
+	require.NoError(t, s.Deliver(ctx, "s", "base2", "base2", "rejected", operator, "changes discarded"))
+	x, err = s.GetSession(ctx, "s")
+	require.NoError(t, err)
+	require.Equal(t, "rejected", x.Delivery)
+	require.Equal(t, "base2", x.BaseCommit)
 }
 
 func testUsage(t *testing.T, s store.Store) {
