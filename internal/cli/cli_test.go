@@ -92,9 +92,12 @@ func TestDemo(t *testing.T) {
 	code, out, errOut := run(t, "", "demo")
 	require.Equal(t, 0, code, errOut)
 	for _, want := range []string{"⚙ edit_file", "? Should I also add a CHANGELOG entry?", "the demo operator answers: yes",
-		"· turn completed", "README.md | 2 +-", "CHANGELOG.md (new file)", "your repository is untouched"} {
+		"· turn completed", "modified  README.md", "added     CHANGELOG.md", "+Hello, world!", "the repository itself is untouched",
+		"throwaway repository removed", "paddock run --model replay/demo --repo DIR"} {
 		require.Contains(t, out, want)
 	}
+	repo := strings.TrimSpace(strings.Split(strings.TrimPrefix(out, "demo repository: "), " ")[0])
+	require.NoDirExists(t, repo, "the demo leaves nothing in /tmp")
 }
 
 func TestRunNonInteractiveStopsAtQuestion(t *testing.T) {

@@ -31,13 +31,7 @@ func newDiff(g *globals) *cobra.Command {
 				return nil
 			}
 			fmt.Fprintf(g.io.Out, "session %s against base %s:\n", args[0], short(d.Base))
-			for _, f := range d.Files {
-				flag := ""
-				if f.Flagged {
-					flag = "  ⚑ " + f.Reason + ": review with care"
-				}
-				fmt.Fprintf(g.io.Out, "  %-9s %s%s\n", f.Status, f.Path, flag)
-			}
+			printFiles(g, d.Files)
 			if !stat {
 				fmt.Fprintf(g.io.Out, "\n%s", d.Patch)
 			}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -91,6 +92,8 @@ type follower struct {
 	in          *bufio.Reader
 	// autoAnswer, when set, answers every question (the demo's operator).
 	autoAnswer func(session.Question) session.AnswerPayload
+	// noSummary leaves the end-of-run summary to the caller (the demo).
+	noSummary bool
 }
 
 type stopFollowing struct{ err error }
@@ -151,7 +154,9 @@ func (f *follower) run(ctx context.Context) error {
 		if sf.err != nil {
 			return sf.err
 		}
-		f.summary(ctx)
+		if !f.noSummary {
+			f.summary(ctx)
+		}
 		return nil
 	}
 	return err
@@ -163,13 +168,22 @@ func (f *follower) summary(ctx context.Context) {
 		return
 	}
 	fmt.Fprintf(f.g.io.Out, "session %s is %s.\n", x.ID, x.Status)
-	if x.Workdir != "" {
-		out, _ := workspace.Status(ctx, x.Workdir)
-		if len(out) > 0 {
-			fmt.Fprintf(f.g.io.Out, "changes in its working copy %s:\n%s", x.Workdir, out)
-		}
+	if d, err := f.c.Diff(ctx, x.ID); err == nil && len(d.Files) > 0 {
+		fmt.Fprintf(f.g.io.Out, "changes in its working copy:\n")
+		printFiles(f.g, d.Files)
 	}
 	fmt.Fprintf(f.g.io.Out, "next: paddock sessions diff %s   |   paddock sessions accept %s   |   paddock sessions send %s \"…\"\n", x.ID, x.ID, x.ID)
+}
+
+// printFiles lists a diff's files, flagged ones marked.
+func printFiles(g *globals, files []workspace.File) {
+	for _, f := range files {
+		flag := ""
+		if f.Flagged {
+			flag = "  ⚑ " + f.Reason + ": review with care"
+		}
+		fmt.Fprintf(g.io.Out, "  %-9s %s%s\n", f.Status, f.Path, flag)
+	}
 }
 
 // approve decides a call waiting for permission: at the terminal when
@@ -291,7 +305,7 @@ func newDemo(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(g.io.Out, "session %s started: %s\n", x.ID, x.DisplayTitle)
-			f := &follower{g: g, c: c, id: x.ID, autoAnswer: func(q session.Question) session.AnswerPayload {
+			f := &follower{g: g, c: c, id: x.ID, noSummary: true, autoAnswer: func(q session.Question) session.AnswerPayload {
 				fmt.Fprintln(g.io.Out, "  (the demo operator answers: yes)")
 				ans := map[string]string{}
 				for _, item := range q.Questions {
@@ -302,12 +316,35 @@ func newDemo(g *globals) *cobra.Command {
 			if err := f.run(ctx); err != nil {
 				return err
 			}
-			x, err = c.Session(ctx, x.ID)
+			d, err := c.Diff(ctx, x.ID)
 			if err != nil {
 				return err
 			}
-			status, _ := workspace.Status(ctx, x.Workdir)
-			fmt.Fprintf(g.io.Out, "\nthe agent's work, in the session's working copy (your repository is untouched):\n%s", status)
+			fmt.Fprintf(g.io.Out, "\nthe agent's work, as the diff you would accept (the repository itself is untouched):\n")
+			printFiles(g, d.Files)
+			fmt.Fprintf(g.io.Out, "\n%s", d.Patch)
+			// The demo cleans up after itself: its session stops (which
+			// removes the working copy) and its throwaway repository goes.
+			payload, _ := json.Marshal(session.StopPayload{Reason: "the demo is over"})
+			if _, err := c.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "demo-stop/" + x.ID}); err != nil {
+				return err
+			}
+			deadline := time.Now().Add(time.Minute)
+			for {
+				s, err := c.Session(ctx, x.ID)
+				if err == nil && s.Status == session.StatusStopped {
+					break
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("the demo session %s did not stop within a minute", x.ID)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if err := os.RemoveAll(repo); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "\nthe demo session is stopped and its throwaway repository removed.\n"+
+				"try it on a repository of yours (it plays the same script): paddock run --model replay/demo --repo DIR \"fix the typo\"\n")
 			return nil
 		},
 	}

@@ -201,12 +201,6 @@ func Head(ctx context.Context, dir string) (string, error) {
 	return strings.TrimSpace(out), err
 }
 
-// Status lists the working copy's changes in git's short format, new
-// files included: the summary `paddock run` prints at the end.
-func Status(ctx context.Context, dir string) (string, error) {
-	return gitRun(ctx, dir, nil, "status", "--short", "--untracked-files=all", "--ignore-submodules=all", "--no-renames")
-}
-
 // Grep searches the working copy's tracked and untracked files (not those
 // .gitignore excludes) for an extended regular expression under path. It
 // returns the matching lines as path:line:text; no match is not an error.
