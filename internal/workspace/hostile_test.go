@@ -131,6 +131,11 @@ func TestPlantedConfigurationNeverRuns(t *testing.T) {
 	d, err := Compute(ctx, dir, base)
 	require.NoError(t, err)
 	require.Contains(t, d.Patch, "+func main() {}")
+	next, err := Snapshot(ctx, dir, base, d.Tree, "accepted")
+	require.NoError(t, err)
+	again, err := Compute(ctx, dir, next)
+	require.NoError(t, err)
+	require.Empty(t, again.Files, "the accepted snapshot is the new base")
 
 	// Accepting lands the diff in the user's repository with their git.
 	user := t.TempDir()
@@ -139,7 +144,7 @@ func TestPlantedConfigurationNeverRuns(t *testing.T) {
 	plainGit(t, user, "add", ".")
 	plainGit(t, user, "commit", "-qm", "init")
 
-	require.NoError(t, Discard(ctx, dir, base))
+	require.NoError(t, Discard(ctx, dir, next))
 	require.NoFileExists(t, filepath.Join(dir, "nested", "n.txt"), "discard removes nested repositories too")
 	_, err = Head(ctx, dir)
 	require.NoError(t, err)
