@@ -111,7 +111,7 @@ var gitDiffLong = strings.Fields(`--stat[=] --numstat --shortstat --dirstat[=] -
 	--ignore-cr-at-eol --ignore-matching-lines= --diff-algorithm= --minimal --patience --histogram --anchored= --indent-heuristic
 	--no-indent-heuristic --find-renames[=] --find-copies[=] --find-copies-harder --break-rewrites[=] --irreversible-delete
 	--diff-filter= --pickaxe-all --pickaxe-regex --full-index --binary --src-prefix= --dst-prefix= --no-prefix --default-prefix
-	--line-prefix= --ita-invisible-in-index --ita-visible-in-index --exit-code --quiet --check --ws-error-highlight= --submodule[=]
+	--line-prefix= --ita-invisible-in-index --ita-visible-in-index --exit-code --quiet --check --ws-error-highlight=
 	--ignore-submodules[=] --function-context --inter-hunk-context= --no-ext-diff --no-textconv --compact-summary --find-object=
 	--skip-to= --rotate-to= --base --ours --theirs --no-renames --rename-empty --no-rename-empty --output-indicator-new=
 	--output-indicator-old= --output-indicator-context= --null --histogram --abbrev[=] --no-abbrev --stat-width= --stat-name-width=
@@ -367,7 +367,7 @@ func insidePath(p string) bool {
 	return !slices.Contains(strings.Split(p, "/"), "..")
 }
 
-var goBuildBool = set("a", "n", "race", "msan", "asan", "cover", "v", "work", "x", "trimpath", "modcacherw", "linkshared", "json", "i")
+var goBuildBool = set("a", "n", "race", "msan", "asan", "cover", "v", "work", "x", "trimpath", "modcacherw", "json", "i")
 
 // goBuildVal are build flags taking a value, with their check (nil: any).
 var goBuildVal = map[string]func(string) bool{
