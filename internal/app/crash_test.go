@@ -32,7 +32,18 @@ func serveChild(t *testing.T, dataDir string) (*exec.Cmd, *client.Client) {
 		"PADDOCK_OPERATOR=crash-tester", "PADDOCK_LOG_LEVEL=warn")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() {
+		// A clean stop unmounts the sessions' volumes; SIGKILL only if it hangs.
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
 	c := client.New("http://" + addr)
 	waitFor(t, "the child server to be ready", func() (bool, error) { return c.Health(context.Background()) == nil, nil })
 	return cmd, c

@@ -24,6 +24,8 @@ var (
 	shared    *app.App
 	api       *client.Client
 	sharedDir string
+	// toolsDir is a read-only path of the sandbox's view (see TestMain).
+	toolsDir string
 )
 
 func TestMain(m *testing.M) {
@@ -44,7 +46,14 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	sharedDir = dir
-	cfg := config.Config{DataDir: dir, Listen: "127.0.0.1:0", Operator: "tester", LogLevel: slog.LevelWarn}
+	// Tools outside the system trees (a stdio MCP server's binary) live
+	// here, shown to commands read-only, as PADDOCK_SANDBOX_READ_ONLY_PATHS does.
+	toolsDir, err = os.MkdirTemp("/var/tmp", "paddock-app-test-tools-")
+	if err != nil {
+		panic(err)
+	}
+	_ = os.Chmod(toolsDir, 0o755)
+	cfg := config.Config{DataDir: dir, Listen: "127.0.0.1:0", Operator: "tester", LogLevel: slog.LevelWarn, ReadOnlyPaths: []string{toolsDir}}
 	shared, err = app.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start embedded server:", err)
@@ -60,6 +69,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	shared.Stop()
 	_ = os.RemoveAll(dir)
+	_ = os.RemoveAll(toolsDir)
 	os.Exit(code)
 }
 

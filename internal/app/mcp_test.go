@@ -48,11 +48,7 @@ func finalCalls(t *testing.T, id string) map[string]session.ToolCallData {
 // session's sandbox (here this test binary, re-executed as the server).
 func TestStdioMCPServerRunsInTheSandbox(t *testing.T) {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("/var/tmp", "paddock-mcp-test-") // /tmp is the sandbox's own tmpfs
-	require.NoError(t, err)
-	defer os.RemoveAll(dir)
-	require.NoError(t, os.Chmod(dir, 0o755))
-	bin := filepath.Join(dir, "calc-server")
+	bin := filepath.Join(toolsDir, "calc-server") // a read-only path of the sandbox's view
 	data, err := os.ReadFile(os.Args[0])
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(bin, data, 0o755))
