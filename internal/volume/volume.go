@@ -43,7 +43,7 @@ func Probe() error {
 		return fmt.Errorf("%w: no loop device controller (/dev/loop-control): load the loop module (modprobe loop)", ErrUnavailable)
 	}
 	for _, prog := range []string{"mkfs.ext4", "mount", "umount"} {
-		if _, err := exec.LookPath(prog); err != nil {
+		if _, err := find(prog); err != nil {
 			return fmt.Errorf("%w: %s is not installed (Debian/Ubuntu: apt-get install e2fsprogs mount)", ErrUnavailable, prog)
 		}
 	}
@@ -65,8 +65,24 @@ func (v *Volumes) Owns(dir string) (string, bool) {
 	return id, true
 }
 
+// find locates a system program in the system directories, whatever the
+// PATH of the process (root's tools live in sbin).
+func find(name string) (string, error) {
+	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/bin", "/bin"} {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %w", name, exec.ErrNotFound)
+}
+
 func run(ctx context.Context, name string, args ...string) error {
-	cmd := exec.CommandContext(ctx, name, args...)
+	path, err := find(name)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
