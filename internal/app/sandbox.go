@@ -82,6 +82,7 @@ func (a *App) sandbox(ctx context.Context, acts *engine.Activities, cfg config.C
 		return nil
 	}
 	acts.Shell = box
+	a.closers = append(a.closers, func() error { box.Close(); return nil })
 	if limits == nil {
 		limits = &LimitError{}
 	}

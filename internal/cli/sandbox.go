@@ -39,6 +39,7 @@ func newSandbox(g *globals) *cobra.Command {
 					return err
 				}
 			}
+			defer box.Close() // no cgroup outlives the command
 			if err := writable(workdir, box); err != nil {
 				return &exitError{code: 2, msg: err.Error()}
 			}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -79,6 +80,12 @@ func NewBwrap(ctx context.Context, readOnly ...string) (*Bwrap, error) {
 			ErrUnavailable, err, out.String())
 	}
 	return b, nil
+}
+
+// Close waits until the cgroups of finished commands are gone: call it
+// before the process exits, so that none outlives it.
+func (b *Bwrap) Close() {
+	b.cgroups.wait()
 }
 
 // CPUEnforced says whether a cgroup bounds each command's processor time
@@ -228,7 +235,7 @@ func (b *Bwrap) Start(workdir string, argv []string, env map[string]string) (*ex
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("sandbox: no command")
 	}
-	return b.command(workdir, "", env, argv, b.nproc(), false)
+	return b.command(workdir, "", env, argv, launcher, b.nproc(), false)
 }
 
 // nproc is the RLIMIT_NPROC to set where no cgroup bounds the processes:
@@ -243,12 +250,21 @@ func (b *Bwrap) nproc() int {
 	return 0
 }
 
-// command builds the launcher that runs argv in a fresh sandbox on workdir.
-// The launcher, a small bash script, sets RLIMIT_NPROC (the processes) and
-// RLIMIT_FSIZE (any one file, 2 GiB); with waitFD it then waits on fd 3
-// until the parent has put it in the cgroups. Then it becomes bwrap, so
-// nothing escapes the limits.
-func (b *Bwrap) command(workdir, cache string, env map[string]string, argv []string, nproc int, waitFD bool) (*exec.Cmd, error) {
+// launch says how a sandbox's first process starts.
+type launch int
+
+const (
+	// direct: bwrap itself, placed in its cgroups as it is cloned.
+	direct launch = iota
+	// launcher: a small bash script sets RLIMIT_NPROC (where no cgroup
+	// bounds the processes) and RLIMIT_FSIZE (any one file, 2 GiB),
+	// waits on fd 3 until the parent has put it in its cgroups (when it
+	// has any), then becomes bwrap, so nothing escapes the limits.
+	launcher
+)
+
+// command builds what runs argv in a fresh sandbox on workdir.
+func (b *Bwrap) command(workdir, cache string, env map[string]string, argv []string, how launch, nproc int, waitFD bool) (*exec.Cmd, error) {
 	workdir, err := filepath.Abs(workdir)
 	if err != nil {
 		return nil, err
@@ -265,12 +281,17 @@ func (b *Bwrap) command(workdir, cache string, env map[string]string, argv []str
 		args = append(args, "--setenv", k, vars[k])
 	}
 	args = append(append(args, "--"), argv...)
-	launcher := `{ [ "$1" = 0 ] || ulimit -u "$1"; } && ulimit -f 2097152 || exit 125; `
-	if waitFD {
-		launcher += `read -r _ <&3; exec 3<&-; `
+	var cmd *exec.Cmd
+	if how == direct {
+		cmd = exec.Command(b.Path, args...)
+	} else {
+		script := `{ [ "$1" = 0 ] || ulimit -u "$1"; } && ulimit -f 2097152 || exit 125; `
+		if waitFD {
+			script += `read -r _ <&3; exec 3<&-; `
+		}
+		script += `shift; exec "$@"`
+		cmd = exec.Command("/bin/bash", append([]string{"--noprofile", "--norc", "-c", script, "paddock-sandbox", strconv.Itoa(nproc), b.Path}, args...)...)
 	}
-	launcher += `shift; exec "$@"`
-	cmd := exec.Command("/bin/bash", append([]string{"--noprofile", "--norc", "-c", launcher, "paddock-sandbox", strconv.Itoa(nproc), b.Path}, args...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if currentUID() == 0 {
@@ -279,18 +300,37 @@ func (b *Bwrap) command(workdir, cache string, env map[string]string, argv []str
 	return cmd, nil
 }
 
-// Run runs one command in a fresh sandbox.
+// Run runs one command in a fresh sandbox. Where cgroups bound its
+// processes, bwrap starts directly inside them; otherwise (or where the
+// kernel cannot place it so) through the launcher.
 func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 	defaults(&c)
 	group := b.cgroups.create(b.MaxProcs, b.MaxMemory, b.MaxCPUs)
 	// The PID namespace already took every process down with the command;
-	// its cgroups go before Run returns, so none outlives it.
-	defer group.remove()
+	// its cgroups go in the background, and Close waits for them.
+	defer b.cgroups.release(group)
+	argv := []string{"/bin/bash", "--noprofile", "--norc", "-c", c.Script}
+	if group.pids {
+		cmd, err := b.command(c.Workdir, c.Cache, c.Env, argv, direct, 0, false)
+		if err != nil {
+			return Result{}, err
+		}
+		res, err := run(ctx, cmd, c, func() error {
+			started, err := group.startIn(cmd, b.cgroups.v2 != "")
+			if !started {
+				return errNotPlaced
+			}
+			return err
+		}, nil)
+		if !errors.Is(err, errNotPlaced) {
+			return res, err
+		}
+	}
 	nproc := b.nproc()
 	if group.pids {
 		nproc = 0
 	}
-	cmd, err := b.command(c.Workdir, c.Cache, c.Env, []string{"/bin/bash", "--noprofile", "--norc", "-c", c.Script}, nproc, true)
+	cmd, err := b.command(c.Workdir, c.Cache, c.Env, argv, launcher, nproc, true)
 	if err != nil {
 		return Result{}, err
 	}
@@ -300,7 +340,7 @@ func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 	}
 	defer r.Close()
 	cmd.ExtraFiles = []*os.File{r}
-	return run(ctx, cmd, c, func(pid int) error {
+	return run(ctx, cmd, c, cmd.Start, func(pid int) error {
 		defer w.Close()
 		if err := group.add(pid); err != nil {
 			return err
@@ -309,3 +349,6 @@ func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 		return err
 	})
 }
+
+// errNotPlaced says bwrap could not be started directly in its cgroups.
+var errNotPlaced = errors.New("not placed in cgroups")

@@ -1,11 +1,15 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -24,6 +28,26 @@ type cgroups struct {
 	v1Mem   string
 	v1CPU   string
 	counter atomic.Int64
+	pending sync.WaitGroup
+}
+
+// release removes a finished command's groups in the background.
+func (c *cgroups) release(g *group) {
+	if c == nil || len(g.dirs) == 0 {
+		return
+	}
+	c.pending.Add(1)
+	go func() {
+		defer c.pending.Done()
+		g.remove()
+	}()
+}
+
+// wait returns once every released group is gone.
+func (c *cgroups) wait() {
+	if c != nil {
+		c.pending.Wait()
+	}
 }
 
 // cfsPeriod is the CFS period, in microseconds, that cpu quotas refer to.
@@ -173,3 +197,79 @@ func (g *group) remove() {
 }
 
 func syscallKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
+
+// startIn starts cmd with its first process already in the group's
+// cgroups, so that nothing it forks escapes them, without a launcher:
+// on v2 the kernel clones it into the group (CLONE_INTO_CGROUP); on v1,
+// where membership is per thread, the starting thread joins the groups for
+// the fork and leaves again. It reports false (cmd not started) when
+// neither applies, and the caller falls back to the launcher.
+func (g *group) startIn(cmd *exec.Cmd, v2 bool) (bool, error) {
+	if len(g.dirs) == 0 {
+		return false, nil
+	}
+	if v2 {
+		dir, err := os.Open(g.dirs[0])
+		if err != nil {
+			return false, nil
+		}
+		defer dir.Close()
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(dir.Fd())
+		if err := cmd.Start(); err != nil {
+			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = false, 0
+			if errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EPERM) {
+				return false, nil // an older kernel: the launcher does it
+			}
+			return true, err
+		}
+		return true, nil
+	}
+	runtime.LockOSThread()
+	tid := strconv.Itoa(syscall.Gettid())
+	home, err := threadCgroups()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return false, nil
+	}
+	back := func() error {
+		var errs []error
+		for _, d := range g.dirs {
+			root := filepath.Dir(filepath.Dir(d)) // HIERARCHY/paddock/cmd-… → HIERARCHY
+			errs = append(errs, os.WriteFile(filepath.Join(root, home[filepath.Base(root)], "tasks"), []byte(tid), 0o644))
+		}
+		return errors.Join(errs...)
+	}
+	for _, d := range g.dirs {
+		if err := os.WriteFile(filepath.Join(d, "tasks"), []byte(tid), 0o644); err != nil {
+			if back() == nil {
+				runtime.UnlockOSThread()
+			}
+			return false, nil
+		}
+	}
+	startErr := cmd.Start()
+	// A thread that cannot go home stays locked: Go ends it with this
+	// goroutine rather than let it run Paddock's work under the limits.
+	if back() == nil {
+		runtime.UnlockOSThread()
+	}
+	return true, startErr
+}
+
+// threadCgroups maps each v1 hierarchy's directory name under
+// /sys/fs/cgroup (pids, memory, cpu, …) to the calling thread's cgroup in it.
+func threadCgroups() (map[string]string, error) {
+	data, err := os.ReadFile("/proc/thread-self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || parts[1] == "" {
+			continue
+		}
+		out[parts[1]] = parts[2]
+	}
+	return out, nil
+}

@@ -129,14 +129,17 @@ func defaults(c *Command) {
 
 // run starts cmd with capped output, kills its process group on timeout,
 // and reports how it ended.
-func run(ctx context.Context, cmd *exec.Cmd, c Command, started func(pid int) error) (Result, error) {
+func run(ctx context.Context, cmd *exec.Cmd, c Command, startCmd func() error, started func(pid int) error) (Result, error) {
 	var mu sync.Mutex
 	left, discarded := c.MaxOutput, int64(0)
 	cmd.Stdout = capWriter{&mu, c.Stdout, &left, &discarded}
 	cmd.Stderr = capWriter{&mu, c.Stderr, &left, &discarded}
 	cmd.Stdin = nil
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := startCmd(); err != nil {
+		if errors.Is(err, errNotPlaced) {
+			return Result{}, err
+		}
 		return Result{}, fmt.Errorf("start sandbox: %w", err)
 	}
 	if started != nil {
