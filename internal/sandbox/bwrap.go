@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -12,7 +13,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 )
 
 // Bwrap is the local sandbox on bubblewrap.
@@ -227,16 +230,118 @@ func (b *Bwrap) Reachable(dir string) error {
 	}
 }
 
-// Start prepares a long-lived process in a fresh sandbox, talking over its
-// standard input and output (an MCP server over stdio): same isolation as
-// Run, the process limit by RLIMIT_NPROC, no time limit; it dies with its
-// caller. The caller starts and ends the returned command.
-func (b *Bwrap) Start(workdir string, argv []string, env map[string]string) (*exec.Cmd, error) {
+// Process is a long-lived process in a sandbox of its own (a stdio MCP
+// server), talking over its standard input and output.
+type Process struct {
+	Stdin  io.WriteCloser
+	Stdout io.ReadCloser
+	cmd    *exec.Cmd
+	group  *group
+	b      *Bwrap
+	once   sync.Once
+}
+
+// Start starts a long-lived process in a fresh sandbox: the same view,
+// namespaces and cgroups (processes, memory, CPU) as Run, no time limit;
+// it dies with its caller. Closing its Stdin ends it: it gets two seconds
+// to exit, then its whole sandbox is killed and its cgroups removed.
+func (b *Bwrap) Start(workdir string, argv []string, env map[string]string) (*Process, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("sandbox: no command")
 	}
-	return b.command(workdir, "", env, argv, launcher, b.nproc(), false)
+	group := b.cgroups.create(b.MaxProcs, b.MaxMemory, b.MaxCPUs)
+	p := &Process{group: group, b: b}
+	fail := func(err error) (*Process, error) {
+		b.cgroups.release(group)
+		return nil, err
+	}
+	pipes := func(cmd *exec.Cmd) error {
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			return err
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		p.cmd, p.Stdout = cmd, out
+		p.Stdin = stdinCloser{in, p}
+		return nil
+	}
+	if group.pids {
+		cmd, err := b.command(workdir, "", env, argv, direct, 0, false)
+		if err != nil {
+			return fail(err)
+		}
+		if err := pipes(cmd); err != nil {
+			return fail(err)
+		}
+		started, err := group.startIn(cmd, b.cgroups.v2 != "")
+		if err != nil {
+			return fail(err)
+		}
+		if started {
+			return p, nil
+		}
+	}
+	// Fallback: the launcher, placed in the cgroups before it goes on.
+	cmd, err := b.command(workdir, "", env, argv, launcher, map[bool]int{true: 0, false: b.nproc()}[group.pids], true)
+	if err != nil {
+		return fail(err)
+	}
+	if err := pipes(cmd); err != nil {
+		return fail(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	cmd.ExtraFiles = []*os.File{r}
+	if err := cmd.Start(); err != nil {
+		return fail(err)
+	}
+	if err := group.add(cmd.Process.Pid); err != nil {
+		p.kill()
+		return nil, err
+	}
+	if _, err := w.Write([]byte("go\n")); err != nil {
+		p.kill()
+		return nil, err
+	}
+	return p, nil
 }
+
+// stdinCloser ends the process when its standard input is closed.
+type stdinCloser struct {
+	io.WriteCloser
+	p *Process
+}
+
+func (s stdinCloser) Close() error {
+	err := s.WriteCloser.Close()
+	s.p.end(2 * time.Second)
+	return err
+}
+
+// end waits up to grace for the process to exit, then kills its sandbox;
+// its cgroups are released either way.
+func (p *Process) end(grace time.Duration) {
+	p.once.Do(func() {
+		done := make(chan struct{})
+		go func() { _ = p.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(grace):
+			killGroup(p.cmd.Process.Pid)
+			<-done
+		}
+		p.b.cgroups.release(p.group)
+	})
+}
+
+func (p *Process) kill() { p.end(0) }
 
 // nproc is the RLIMIT_NPROC to set where no cgroup bounds the processes:
 // the process limit when commands run as the dedicated sandbox uid; 0 as an

@@ -201,3 +201,28 @@ func TestStaleCgroupsAreSwept(t *testing.T) {
 	newCgroups()
 	require.NoDirExists(t, stale)
 }
+
+// TestLongLivedProcessIsBoundedAndEnds: a process started for a stdio MCP
+// server gets the same cgroups as a command, echoes over its pipes, and
+// ends — sandbox and cgroups — when its input is closed.
+func TestLongLivedProcessIsBoundedAndEnds(t *testing.T) {
+	p, err := box.Start(workdir(t), []string{"/bin/sh", "-c", "read line; echo got:$line; cat"}, nil)
+	require.NoError(t, err)
+	if box.cgroups.v1Pids != "" || box.cgroups.v2 != "" {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", p.cmd.Process.Pid))
+		require.NoError(t, err)
+		require.Contains(t, string(data), "/paddock/cmd-", "the process is in its own cgroups")
+	}
+	_, err = p.Stdin.Write([]byte("hello\n"))
+	require.NoError(t, err)
+	buf := make([]byte, 64)
+	n, err := p.Stdout.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, "got:hello\n", string(buf[:n]))
+	require.NoError(t, p.Stdin.Close())
+	require.NotNil(t, p.cmd.ProcessState, "closing its input ended it")
+	box.Close()
+	for _, d := range p.group.dirs {
+		require.NoDirExists(t, d)
+	}
+}

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/sandbox"
 )
 
 // MCPPrefix starts the name of every tool an MCP server contributes:
@@ -32,7 +32,7 @@ type MCPServer struct {
 
 // Launcher starts a process in the sandbox (stdio MCP servers).
 type Launcher interface {
-	Start(workdir string, argv []string, env map[string]string) (*exec.Cmd, error)
+	Start(workdir string, argv []string, env map[string]string) (*sandbox.Process, error)
 }
 
 // MCPEnv is where stdio MCP servers run.
@@ -60,11 +60,12 @@ func connectMCP(ctx context.Context, s MCPServer, env MCPEnv) (*mcp.ClientSessio
 		if env.Launcher == nil {
 			return nil, fmt.Errorf("MCP server %s runs over stdio, which needs the sandbox, and none is available: %w", s.Name, ErrNoSandbox)
 		}
-		cmd, err := env.Launcher.Start(env.Workdir, s.Command, s.Env)
+		proc, err := env.Launcher.Start(env.Workdir, s.Command, s.Env)
 		if err != nil {
 			return nil, fmt.Errorf("MCP server %s: %w", s.Name, err)
 		}
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		// Closing the session closes the server's input, which ends its sandbox.
+		t = &mcp.IOTransport{Reader: proc.Stdout, Writer: proc.Stdin}
 	} else {
 		t = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &http.Client{Timeout: 5 * time.Minute}, MaxRetries: 2, DisableStandaloneSSE: true}
 	}
