@@ -79,6 +79,49 @@ type Policy struct {
 	ApprovalTTL time.Duration `json:"approvalTtl"`
 }
 
+// wirePolicy is Policy without its JSON methods (the TTL in nanoseconds).
+type wirePolicy Policy
+
+// MarshalJSON writes approvalTtl in human form ("24h0m0s").
+func (p Policy) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		wirePolicy
+		ApprovalTTL string `json:"approvalTtl"`
+	}{wirePolicy(p), p.ApprovalTTL.String()})
+}
+
+// UnmarshalJSON reads approvalTtl in human form, or in nanoseconds as
+// policies pinned before it was written so.
+func (p *Policy) UnmarshalJSON(data []byte) error {
+	var w struct {
+		wirePolicy
+		ApprovalTTL json.RawMessage `json:"approvalTtl"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*p = Policy(w.wirePolicy)
+	p.ApprovalTTL = 0
+	if len(w.ApprovalTTL) == 0 || string(w.ApprovalTTL) == "null" {
+		return nil
+	}
+	var text string
+	if json.Unmarshal(w.ApprovalTTL, &text) == nil {
+		d, err := time.ParseDuration(text)
+		if err != nil {
+			return fmt.Errorf("approvalTtl %q: %w", text, err)
+		}
+		p.ApprovalTTL = d
+		return nil
+	}
+	var ns int64
+	if err := json.Unmarshal(w.ApprovalTTL, &ns); err != nil {
+		return fmt.Errorf("approvalTtl: want a duration such as \"24h\": %w", err)
+	}
+	p.ApprovalTTL = time.Duration(ns)
+	return nil
+}
+
 // DefaultApprovalTTL is how long an approval waits unless the policy says.
 const DefaultApprovalTTL = 24 * time.Hour
 
@@ -160,7 +203,9 @@ func Parse(data []byte) (*Policy, error) {
 
 // Digest identifies the policy by its content.
 func (p *Policy) Digest() string {
-	b, _ := json.Marshal(p.canonical())
+	// The digest is over the wire form with the TTL in nanoseconds, as it
+	// always was, so pinned digests stay comparable.
+	b, _ := json.Marshal((*wirePolicy)(p.canonical()))
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }

@@ -110,3 +110,18 @@ func TestHarden(t *testing.T) {
 	require.Equal(t, refuse, Harden(allow, refuse))
 	require.Equal(t, refuse, Harden(refuse, allow), "never softened")
 }
+
+func TestApprovalTTLInHumanFormAndDigestStable(t *testing.T) {
+	p := Default()
+	data, err := json.Marshal(p)
+	require.NoError(t, err)
+	require.Contains(t, string(data), `"approvalTtl":"24h0m0s"`)
+	var back Policy
+	require.NoError(t, json.Unmarshal(data, &back))
+	require.Equal(t, p.ApprovalTTL, back.ApprovalTTL)
+	require.Equal(t, p.Digest(), back.Digest())
+	var legacy Policy
+	require.NoError(t, json.Unmarshal([]byte(`{"default":"allowedWithPermission","approvalTtl":3600000000000}`), &legacy))
+	require.Equal(t, time.Hour, legacy.ApprovalTTL, "policies pinned in nanoseconds still read")
+	require.Error(t, json.Unmarshal([]byte(`{"approvalTtl":"soon"}`), &legacy))
+}
