@@ -41,6 +41,8 @@ type Bwrap struct {
 	readOnly []string
 	masks    []string
 	cgroups  *cgroups
+	// seccomp is the filter program every sandbox loads (--seccomp).
+	seccomp []byte
 }
 
 // NewBwrap finds bubblewrap and checks that it can create its namespaces,
@@ -55,6 +57,9 @@ func NewBwrap(ctx context.Context, readOnly ...string) (*Bwrap, error) {
 	b := &Bwrap{Path: path, UID: DefaultUID, GID: DefaultUID, MaxProcs: DefaultMaxProcs, MaxMemory: DefaultMaxMemory,
 		MaxCPUs: DefaultMaxCPUs, TmpSize: DefaultTmpSize}
 	b.cgroups = newCgroups()
+	if b.seccomp, err = seccompProgram(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
 	for _, p := range readOnly {
 		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
 			return nil, fmt.Errorf("sandbox read-only path %q: want an absolute path other than /", p)
@@ -273,6 +278,7 @@ func (b *Bwrap) Start(workdir string, argv []string, env map[string]string) (*Pr
 		if err != nil {
 			return fail(err)
 		}
+		defer closeExtra(cmd)
 		if err := pipes(cmd); err != nil {
 			return fail(err)
 		}
@@ -294,11 +300,12 @@ func (b *Bwrap) Start(workdir string, argv []string, env map[string]string) (*Pr
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
+		closeExtra(cmd)
 		return fail(err)
 	}
-	defer r.Close()
 	defer w.Close()
-	cmd.ExtraFiles = []*os.File{r}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, r)
+	defer closeExtra(cmd)
 	if err := cmd.Start(); err != nil {
 		return fail(err)
 	}
@@ -355,6 +362,14 @@ func (b *Bwrap) nproc() int {
 	return 0
 }
 
+// closeExtra closes the parent's ends of the files a command inherits
+// (once it has started, or will not).
+func closeExtra(cmd *exec.Cmd) {
+	for _, f := range cmd.ExtraFiles {
+		_ = f.Close()
+	}
+}
+
 // launch says how a sandbox's first process starts.
 type launch int
 
@@ -363,7 +378,7 @@ const (
 	direct launch = iota
 	// launcher: a small bash script sets RLIMIT_NPROC (where no cgroup
 	// bounds the processes) and RLIMIT_FSIZE (any one file, 2 GiB),
-	// waits on fd 3 until the parent has put it in its cgroups (when it
+	// waits on fd 4 until the parent has put it in its cgroups (when it
 	// has any), then becomes bwrap, so nothing escapes the limits.
 	launcher
 )
@@ -385,18 +400,24 @@ func (b *Bwrap) command(workdir, cache string, env map[string]string, argv []str
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		args = append(args, "--setenv", k, vars[k])
 	}
-	args = append(append(args, "--"), argv...)
+	// The filter arrives on fd 3; the launcher's handshake (if any) on fd 4.
+	filter, err := b.seccompFile()
+	if err != nil {
+		return nil, err
+	}
+	args = append(append(args, "--seccomp", "3", "--"), argv...)
 	var cmd *exec.Cmd
 	if how == direct {
 		cmd = exec.Command(b.Path, args...)
 	} else {
 		script := `{ [ "$1" = 0 ] || ulimit -u "$1"; } && ulimit -f 2097152 || exit 125; `
 		if waitFD {
-			script += `read -r _ <&3; exec 3<&-; `
+			script += `read -r _ <&4; exec 4<&-; `
 		}
 		script += `shift; exec "$@"`
 		cmd = exec.Command("/bin/bash", append([]string{"--noprofile", "--norc", "-c", script, "paddock-sandbox", strconv.Itoa(nproc), b.Path}, args...)...)
 	}
+	cmd.ExtraFiles = []*os.File{filter}
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if currentUID() == 0 {
@@ -420,6 +441,7 @@ func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
+		defer closeExtra(cmd)
 		res, err := run(ctx, cmd, c, func() error {
 			started, err := group.startIn(cmd, b.cgroups.v2 != "")
 			if !started {
@@ -441,10 +463,11 @@ func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
+		closeExtra(cmd)
 		return Result{}, err
 	}
-	defer r.Close()
-	cmd.ExtraFiles = []*os.File{r}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, r)
+	defer closeExtra(cmd)
 	return run(ctx, cmd, c, cmd.Start, func(pid int) error {
 		defer w.Close()
 		if err := group.add(pid); err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // probe copies this test binary into the working copy so a command can
@@ -224,5 +225,43 @@ func TestLongLivedProcessIsBoundedAndEnds(t *testing.T) {
 	box.Close()
 	for _, d := range p.group.dirs {
 		require.NoDirExists(t, d)
+	}
+}
+
+// TestProbeSyscalls is the probe's body with PADDOCK_PROBE_SYSCALLS set:
+// it tries system calls the filter denies and prints each errno.
+func TestProbeSyscalls(t *testing.T) {
+	if os.Getenv("PADDOCK_PROBE_SYSCALLS") == "" {
+		t.Skip("only run as the probe inside a sandbox")
+	}
+	for name, nr := range map[string]uintptr{"keyctl": unix.SYS_KEYCTL, "bpf": unix.SYS_BPF, "perf_event_open": unix.SYS_PERF_EVENT_OPEN,
+		"ptrace": unix.SYS_PTRACE, "unshare": unix.SYS_UNSHARE, "userfaultfd": unix.SYS_USERFAULTFD, "add_key": unix.SYS_ADD_KEY} {
+		_, _, errno := unix.Syscall6(nr, 0, 0, 0, 0, 0, 0)
+		fmt.Printf("%s=%d\n", name, errno)
+	}
+	_, _, errno := unix.Syscall(unix.SYS_GETPID, 0, 0, 0)
+	fmt.Printf("getpid=%d\n", errno)
+}
+
+// TestSeccompDeniesKernelAttackSurface: keyrings, eBPF, perf, ptrace,
+// namespaces and userfaultfd fail with EPERM in the sandbox, through the
+// direct start and the launcher alike; ordinary calls work.
+func TestSeccompDeniesKernelAttackSurface(t *testing.T) {
+	noCgroups := *box
+	noCgroups.cgroups = nil // forces the launcher
+	for name, b := range map[string]*Bwrap{"direct": box, "launcher": &noCgroups} {
+		t.Run(name, func(t *testing.T) {
+			dir := workdir(t)
+			bin := probe(t, dir)
+			var out strings.Builder
+			res, err := b.Run(context.Background(), Command{Workdir: dir, Stdout: &out, Stderr: &out, Timeout: 30 * time.Second,
+				Script: bin + " -test.run=TestProbeSyscalls", Env: map[string]string{"PADDOCK_PROBE_SYSCALLS": "1"}})
+			require.NoError(t, err)
+			require.Equal(t, 0, res.ExitCode, out.String())
+			for _, sc := range []string{"keyctl", "bpf", "perf_event_open", "ptrace", "unshare", "userfaultfd", "add_key"} {
+				require.Contains(t, out.String(), fmt.Sprintf("%s=%d\n", sc, unix.EPERM), out.String())
+			}
+			require.Contains(t, out.String(), "getpid=0\n")
+		})
 	}
 }

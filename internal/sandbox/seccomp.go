@@ -1,0 +1,80 @@
+package sandbox
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// denied are the system calls no sandboxed process may make, as defence
+// in depth behind the dropped capabilities and namespaces: the kernel's
+// keyrings (shared by every sandbox of one uid), eBPF and perf (kernel
+// attack surface), tracing and reading other processes, every mount and
+// namespace API, module and kexec loading, and the rest of what only an
+// administrator does. Each fails with EPERM.
+var denied = []string{
+	"keyctl", "add_key", "request_key",
+	"bpf", "perf_event_open", "userfaultfd",
+	"ptrace", "process_vm_readv", "process_vm_writev", "kcmp",
+	"mount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
+	"unshare", "setns",
+	"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
+	"open_by_handle_at", "name_to_handle_at",
+	"swapon", "swapoff", "reboot", "acct", "quotactl", "syslog",
+	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+	"iopl", "ioperm", "lookup_dcookie", "vhangup",
+}
+
+// seccompProgram assembles the filter for bwrap's --seccomp: the raw
+// struct sock_filter array. A system call of another architecture (the
+// 32-bit entry points on x86-64) fails with ENOSYS, so the list cannot be
+// bypassed through them.
+func seccompProgram() ([]byte, error) {
+	info, err := arch.GetInfo("")
+	if err != nil {
+		return nil, err
+	}
+	policy := seccomp.Policy{
+		DefaultAction: seccomp.ActionAllow,
+		Syscalls:      []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, Names: denied}},
+	}
+	inner, err := policy.Assemble()
+	if err != nil {
+		return nil, fmt.Errorf("seccomp filter: %w", err)
+	}
+	prog := append([]bpf.Instruction{
+		bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+	}, inner...)
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp filter: %w", err)
+	}
+	out := make([]byte, 0, 8*len(raw))
+	for _, r := range raw {
+		out = binary.NativeEndian.AppendUint16(out, r.Op)
+		out = append(out, r.Jt, r.Jf)
+		out = binary.NativeEndian.AppendUint32(out, r.K)
+	}
+	return out, nil
+}
+
+// seccompFile is a fresh read descriptor of the filter for one bwrap.
+func (b *Bwrap) seccompFile() (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	if _, err := w.Write(b.seccomp); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
