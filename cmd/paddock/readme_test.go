@@ -140,7 +140,7 @@ func TestREADME(t *testing.T) {
 	if err != nil {
 		t.Fatalf("README commands failed: %v\n%s", err, out)
 	}
-	for _, want := range []string{"### README done", "your repository is untouched", "agent/fixer", "next: paddock sessions diff"} {
+	for _, want := range []string{"### README done", "the repository itself is untouched", "throwaway repository removed", "agent/fixer", "next: paddock sessions diff"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("README output lacks %q:\n%s", want, out)
 		}
