@@ -566,27 +566,11 @@ func (a *Activities) Interrupted(ctx context.Context, sessionID, turnID, reason 
 			recorded = recorded || (json.Unmarshal(e.Data, &m) == nil && m.Response.StopReason == agent.StopInterrupted)
 		}
 	}
-	calls, err := a.Store.EventsByKey(ctx, sessionID, "call/")
+	calls, err := a.turnCalls(ctx, sessionID, turnID)
 	if err != nil {
 		return err
 	}
-	last := map[string]session.ToolCallData{}
-	var order []string
-	for _, e := range calls {
-		if e.TurnID != turnID || e.Kind != session.EventToolCall {
-			continue
-		}
-		var d session.ToolCallData
-		if json.Unmarshal(e.Data, &d) != nil {
-			continue
-		}
-		if _, ok := last[d.ID]; !ok {
-			order = append(order, d.ID)
-		}
-		last[d.ID] = d
-	}
-	for _, id := range order {
-		d := last[id]
+	for _, d := range calls {
 		if d.State.Final() || d.State.Transition(session.CallCanceled) != nil {
 			continue
 		}

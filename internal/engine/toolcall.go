@@ -335,19 +335,16 @@ func clipName(n string) string {
 	return n
 }
 
-// closeOpenCalls ends the turn's calls still in an intermediate state, so a
-// turn never settles with a call generating, generated, awaiting approval
-// or calling: each becomes errored (canceled when awaiting approval) with
-// the reason, which the model sees as the call's result. A question's call
-// stays open when the turn waits for its answer.
-func (a *Activities) closeOpenCalls(ctx context.Context, sessionID, turnID string, status session.TurnStatus) error {
-	calls, err := a.Store.EventsByKey(ctx, sessionID, "call/")
+// turnCalls are the calls of a turn in the order they appeared, each in
+// its latest recorded state.
+func (a *Activities) turnCalls(ctx context.Context, sessionID, turnID string) ([]session.ToolCallData, error) {
+	events, err := a.Store.EventsByKey(ctx, sessionID, "call/")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	last := map[string]session.ToolCallData{}
-	var order []string
-	for _, e := range calls {
+	index := map[string]int{}
+	var out []session.ToolCallData
+	for _, e := range events {
 		if e.TurnID != turnID || e.Kind != session.EventToolCall {
 			continue
 		}
@@ -355,13 +352,28 @@ func (a *Activities) closeOpenCalls(ctx context.Context, sessionID, turnID strin
 		if json.Unmarshal(e.Data, &d) != nil {
 			continue
 		}
-		if _, ok := last[d.ID]; !ok {
-			order = append(order, d.ID)
+		if i, ok := index[d.ID]; ok {
+			out[i] = d
+			continue
 		}
-		last[d.ID] = d
+		index[d.ID] = len(out)
+		out = append(out, d)
 	}
-	for _, id := range order {
-		d := last[id]
+	return out, nil
+}
+
+// closeOpenCalls ends the turn's calls still in an intermediate state, so a
+// turn never settles with a call generating, generated, awaiting approval
+// or calling: each becomes errored (canceled when awaiting approval) with
+// the reason, which the model sees as the call's result. A question's call
+// stays open when the turn waits for its answer.
+func (a *Activities) closeOpenCalls(ctx context.Context, sessionID, turnID string, status session.TurnStatus) error {
+	calls, err := a.turnCalls(ctx, sessionID, turnID)
+	if err != nil {
+		return err
+	}
+	for _, d := range calls {
+		id := d.ID
 		if d.State.Final() {
 			continue
 		}
