@@ -159,7 +159,8 @@ var protected = []string{".git"}
 func (b *Bwrap) Args(workdir, cache string) []string {
 	size := strconv.FormatInt(b.TmpSize, 10)
 	args := []string{"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-		"--dev", "/dev", "--proc", "/proc",
+		// /dev is bwrap's own tmpfs, read-only but for a bounded /dev/shm.
+		"--dev", "/dev", "--remount-ro", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--proc", "/proc",
 		// tmpfs first: read-only paths and a working copy under them are bound over them.
 		"--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/home", "--dir", "/home/sandbox", "--dir", "/var/tmp"}
 	for _, p := range append(append([]string{}, system...), b.readOnly...) {
@@ -176,14 +177,16 @@ func (b *Bwrap) Args(workdir, cache string) []string {
 	}
 	for _, m := range b.masks {
 		if strings.HasPrefix(m, "d:") {
-			args = append(args, "--tmpfs", m[2:])
+			args = append(args, "--size", "4096", "--tmpfs", m[2:], "--remount-ro", m[2:])
 		} else {
 			args = append(args, "--ro-bind", "/dev/null", m[2:])
 		}
 	}
+	// A hidden directory is covered even when it holds the working copy:
+	// the copy (and its cache) are bound back over the cover below.
 	for _, h := range b.Hide {
-		if h != "" && h != workdir && !strings.HasPrefix(workdir, h+"/") && b.inView(h) {
-			args = append(args, "--tmpfs", h)
+		if h != "" && h != workdir && b.inView(h) {
+			args = append(args, "--size", "4096", "--tmpfs", h)
 		}
 	}
 	args = append(args, "--bind", workdir, workdir)

@@ -265,3 +265,34 @@ func TestSeccompDeniesKernelAttackSurface(t *testing.T) {
 		})
 	}
 }
+
+// TestDataDirHiddenEvenAroundTheWorkingCopy: with Paddock's data directory
+// inside the view (under a read-only path), a session whose copy lives in
+// it sees its own copy and nothing else of it: not the databases, not
+// another session's copy.
+func TestDataDirHiddenEvenAroundTheWorkingCopy(t *testing.T) {
+	ro := t.TempDir()
+	require.NoError(t, os.Chmod(filepath.Dir(ro), 0o755))
+	require.NoError(t, os.Chmod(ro, 0o755))
+	data := filepath.Join(ro, "data")
+	mine, other := filepath.Join(data, "workspaces", "a"), filepath.Join(data, "workspaces", "b")
+	for _, d := range []string{mine, other} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		if os.Getuid() == 0 {
+			require.NoError(t, os.Chown(d, box.UID, box.GID))
+		}
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(data, "paddock.db"), []byte("SECRET-DB"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(other, "code.go"), []byte("OTHER-CODE"), 0o644))
+	b, err := NewBwrap(context.Background(), ro)
+	require.NoError(t, err)
+	b.Hide = []string{data}
+	var out strings.Builder
+	res, err := b.Run(context.Background(), Command{Workdir: mine, Stdout: &out, Stderr: &out, Timeout: 20 * time.Second,
+		Script: fmt.Sprintf("cat %s/paddock.db %s/code.go; echo mine > mine.txt && cat mine.txt", data, other)})
+	require.NoError(t, err)
+	require.NotContains(t, out.String(), "SECRET-DB")
+	require.NotContains(t, out.String(), "OTHER-CODE")
+	require.Contains(t, out.String(), "mine")
+	_ = res
+}
