@@ -454,6 +454,11 @@ func (a *Activities) offered(ctx context.Context, s session.Session, sp spec.Age
 	p, err := a.pinned(s)
 	all := a.Tools.Only(sp.Tools).Specs()
 	if servers := mcpServers(sp); len(servers) > 0 {
+		if a.runsCommands(sp) {
+			if release, err := a.Copies.Sandboxed(ctx, s.ID); err == nil {
+				defer release()
+			}
+		}
 		extra, mcpErr := tool.MCPTools(ctx, servers, a.mcpEnv(s))
 		if mcpErr != nil {
 			data, _ := json.Marshal(session.TextData{Text: "MCP tools unavailable this step: " + mcpErr.Error()})

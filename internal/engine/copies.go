@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/volume"
 )
 
@@ -20,6 +23,7 @@ type Copies struct {
 	WorkspaceDir string
 	CacheDir     string
 	Volumes      *volume.Volumes
+	busy         sandboxed
 }
 
 // dir is where session s's working copy goes, its volume made and
@@ -148,4 +152,59 @@ func (c *Copies) Remove(ctx context.Context, s session.Session) error {
 		errs = append(errs, os.RemoveAll(d))
 	}
 	return errors.Join(errs...)
+}
+
+// sandboxed holds, per session, whether a sandboxed process of it runs:
+// the host never reads a working copy while one does, since a process
+// swapping a file for a symlink between git's check and its read could
+// make the host (root) read any file into the diff.
+type sandboxed struct {
+	mu    sync.Mutex
+	slots map[string]chan struct{}
+}
+
+func (s *sandboxed) slot(id string) chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.slots == nil {
+		s.slots = map[string]chan struct{}{}
+	}
+	ch, ok := s.slots[id]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		s.slots[id] = ch
+	}
+	return ch
+}
+
+// Sandboxed marks session id's sandbox in use until release is called:
+// host-side reads of its copy wait (Quiet).
+func (c *Copies) Sandboxed(ctx context.Context, id string) (release func(), err error) {
+	ch := c.busy.slot(id)
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// ErrBusy says a session's sandbox runs a command, so its copy cannot be
+// read by the host now.
+var ErrBusy = errors.New("a command is running in the session's sandbox")
+
+// Quiet waits up to wait for session id's sandbox to have no process, and
+// holds it so until release: the host may then read the copy.
+func (c *Copies) Quiet(ctx context.Context, id string, wait time.Duration) (release func(), err error) {
+	ch := c.busy.slot(id)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-timer.C:
+		return nil, fmt.Errorf("%w: the host reads the working copy between commands; try again when it ends: %w", ErrBusy, store.ErrConflict)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }

@@ -647,6 +647,11 @@ func (s *Service) Diff(ctx context.Context, id string) (workspace.Diff, session.
 	if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
 		return workspace.Diff{}, x, err
 	}
+	release, err := s.Copies.Quiet(ctx, id, quietWait)
+	if err != nil {
+		return workspace.Diff{}, x, err
+	}
+	defer release()
 	if _, err := os.Stat(x.Workdir); err != nil {
 		why := "it was removed"
 		switch x.Status {
@@ -660,6 +665,10 @@ func (s *Service) Diff(ctx context.Context, id string) (workspace.Diff, session.
 	d, err := workspace.Compute(ctx, x.Workdir, x.BaseCommit)
 	return d, x, err
 }
+
+// quietWait is how long a diff or a reject waits for a running command of
+// the session to end before answering 409.
+const quietWait = 10 * time.Second
 
 // AcceptRequest records that the diff was applied to the user's
 // repository: the diff is named by the base and tree it was taken from.
@@ -724,6 +733,11 @@ func (s *Service) Reject(ctx context.Context, id string, by session.Sender) (ses
 		if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
 			return x, err
 		}
+		release, err := s.Copies.Quiet(ctx, id, quietWait)
+		if err != nil {
+			return x, err
+		}
+		defer release()
 		if err := workspace.Discard(ctx, x.Workdir, x.BaseCommit); err != nil {
 			return x, err
 		}

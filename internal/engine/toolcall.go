@@ -303,6 +303,15 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 	defer stop()
 	var res tool.Result
 	var runErr error
+	server, _, isMCP := mcpServer(sp, call.Name)
+	if call.Name == tool.RunCommand || isMCP && len(server.Command) > 0 {
+		// The host reads the copy only when no sandboxed process runs.
+		release, err := a.Copies.Sandboxed(ctx, sessionID)
+		if err != nil {
+			return ToolOutcome{}, err
+		}
+		defer release()
+	}
 	if server, name, ok := mcpServer(sp, call.Name); ok {
 		res, runErr = tool.CallMCP(ctx, server, a.mcpEnv(s), name, call.Args)
 	} else {

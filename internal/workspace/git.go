@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // A working copy is hostile input: the agent controlled every byte of it,
@@ -128,14 +129,35 @@ func kind(m os.FileMode) string {
 	return "special file"
 }
 
+// Bounds of one git run on a working copy: its time (unless the caller's
+// context is shorter) and the output kept (a diff past it is refused, not
+// buffered: a copy could make it as large as its disk budget).
+const (
+	gitTimeout   = 5 * time.Minute
+	maxGitOutput = 64 << 20
+)
+
+// ErrTooLarge says git's output on a working copy passed maxGitOutput.
+var ErrTooLarge = fmt.Errorf("larger than %d MiB", maxGitOutput>>20)
+
 // gitRun runs hardened git on the working copy dir (or, with dir "", on
 // nothing: init and clone name their target in args). extraEnv adds
 // variables (a private index).
 func gitRun(ctx context.Context, dir string, extraEnv []string, args ...string) (string, error) {
+	return gitRunIn(ctx, dir, extraEnv, nil, args...)
+}
+
+// gitRunIn is gitRun with stdin.
+func gitRunIn(ctx context.Context, dir string, extraEnv []string, stdin []byte, args ...string) (string, error) {
 	if dir != "" {
 		if err := checkCopy(dir); err != nil {
 			return "", err
 		}
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, gitTimeout)
+		defer cancel()
 	}
 	full := make([]string, 0, 2*len(hardening)+len(args))
 	for _, h := range hardening {
@@ -147,12 +169,37 @@ func gitRun(ctx context.Context, dir string, extraEnv []string, args ...string) 
 		cmd.Dir = "/"
 	}
 	cmd.Env = append(gitEnv(dir), extraEnv...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return out.String(), &GitError{Args: args, Err: err, Stderr: strings.TrimSpace(errb.String())}
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
 	}
-	return out.String(), nil
+	out, errb := &limitedBuffer{max: maxGitOutput}, &limitedBuffer{max: 1 << 20}
+	cmd.Stdout, cmd.Stderr = out, errb
+	err := cmd.Run()
+	if out.over {
+		return "", fmt.Errorf("git %s: output %w", args[0], ErrTooLarge)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (git on a working copy is bounded to %s)", ctx.Err(), gitTimeout)
+		}
+		return out.buf.String(), &GitError{Args: args, Err: err, Stderr: strings.TrimSpace(errb.buf.String())}
+	}
+	return out.buf.String(), nil
+}
+
+// limitedBuffer keeps up to max bytes and notes that more came.
+type limitedBuffer struct {
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if l.buf.Len()+len(p) > l.max {
+		l.over = true
+		return 0, ErrTooLarge // git stops on the broken pipe
+	}
+	return l.buf.Write(p)
 }
 
 // GitError is a failed git run.
@@ -209,8 +256,16 @@ func Grep(ctx context.Context, dir, pattern, path string, ignoreCase bool) ([]st
 	if ignoreCase {
 		args = append(args, "-i")
 	}
-	args = append(args, "-e", pattern, "--", path)
-	out, err := gitRun(ctx, dir, []string{"GIT_LITERAL_PATHSPECS=1"}, args...)
+	left, err := scan(dir)
+	if err != nil {
+		return nil, err
+	}
+	literal := path
+	if path != "." {
+		literal = ":(literal)" + path
+	}
+	args = append(append(args, "-e", pattern, "--", literal), excludes(left)...)
+	out, err := gitRun(ctx, dir, nil, args...)
 	var ge *GitError
 	if errors.As(err, &ge) && ge.ExitCode() == 1 && ge.Stderr == "" {
 		return nil, nil

@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -103,8 +105,18 @@ func hostileCopy(t *testing.T) (dir, base string, ran func() []string) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "pointer", ".git"), []byte("gitdir: "+filepath.Join(nested, ".git")+"\n"), 0o644))
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "linked"), 0o755))
 	require.NoError(t, os.Symlink(filepath.Join(nested, ".git"), filepath.Join(dir, "linked", ".git")))
-	// 5. A named pipe: nothing may block on it.
+	// 5. Named pipes: at the top, and as a nested repository's HEAD, which
+	// git opens to read the nested commit (it would block forever).
 	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644))
+	for _, d := range []string{"stuck/.git/objects", "stuck/.git/refs"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, d), 0o755))
+	}
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "stuck", ".git", "HEAD"), 0o644))
+	// 6. A sparse file of 3 GiB: free for the agent, costly for git.
+	f, err := os.Create(filepath.Join(dir, "sparse.bin"))
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(3<<30))
+	require.NoError(t, f.Close())
 	// And an ordinary change, so there is a diff.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644))
 
@@ -121,7 +133,9 @@ func hostileCopy(t *testing.T) (dir, base string, ran func() []string) {
 // TestPlantedConfigurationNeverRuns drives every host-side operation on a
 // working copy over a hostile one: nothing the agent planted runs.
 func TestPlantedConfigurationNeverRuns(t *testing.T) {
-	ctx := context.Background()
+	// Nothing may block: a hang fails here instead of hanging the suite.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	dir, base, ran := hostileCopy(t)
 
 	lines, err := Grep(ctx, dir, "func main", ".", false)
@@ -131,6 +145,11 @@ func TestPlantedConfigurationNeverRuns(t *testing.T) {
 	d, err := Compute(ctx, dir, base)
 	require.NoError(t, err)
 	require.Contains(t, d.Patch, "+func main() {}")
+	left := strings.Join(d.Skipped, "\n")
+	for _, want := range []string{"stuck: a nested repository holding a named pipe", "pointer: a nested repository whose .git is a regular file",
+		"linked: a nested repository whose .git is a symbolic link", "sparse.bin: larger than 100 MiB"} {
+		require.Contains(t, left, want)
+	}
 	next, err := Snapshot(ctx, dir, base, d.Tree, "accepted")
 	require.NoError(t, err)
 	again, err := Compute(ctx, dir, next)
@@ -183,6 +202,8 @@ func TestCopyWhoseGitIsNotADirectoryIsRefused(t *testing.T) {
 // runs it (the host's old summary) executes what the agent planted.
 func TestHostileFixtureIsReal(t *testing.T) {
 	dir, _, ran := hostileCopy(t)
+	// The pipe planted as a nested HEAD would block plain git for good.
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "stuck")))
 	_, _ = exec.Command("git", "-c", "safe.directory=*", "-C", dir, "status", "--short").CombinedOutput()
 	require.NotEmpty(t, ran(), "plain git status should have run the planted fsmonitor; the fixture lost its teeth")
 }

@@ -33,7 +33,9 @@ type Diff struct {
 	// Tree is the git tree of the working copy the diff was taken from:
 	// accepting names it, so exactly what was reviewed becomes the new base.
 	Tree string `json:"tree,omitempty"`
-	// Skipped are paths left out: nested repositories without a commit.
+	// Skipped are paths left out, each with why: nested repositories
+	// without a commit or that the host will not read, files over
+	// MaxFileSize.
 	Skipped []string `json:"skipped,omitempty"`
 }
 
@@ -64,8 +66,13 @@ func Compute(ctx context.Context, dir, base string) (Diff, error) {
 	}
 	// A nested repository without a commit cannot be recorded; git skips
 	// it (exit 1, one error line each) and the diff says so.
-	var skipped []string
-	if _, err := gitRun(ctx, dir, env, "add", "-A", "--ignore-errors", "--", "."); err != nil {
+	left, err := scan(dir)
+	if err != nil {
+		return Diff{}, err
+	}
+	skipped := describe(left)
+	spec := strings.Join(append([]string{"."}, excludes(left)...), "\x00")
+	if _, err := gitRunIn(ctx, dir, env, []byte(spec), "add", "-A", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
 		var ge *GitError
 		if !errors.As(err, &ge) || ge.ExitCode() != 1 {
 			return Diff{}, err
@@ -73,7 +80,7 @@ func Compute(ctx context.Context, dir, base string) (Diff, error) {
 		for _, line := range strings.Split(ge.Stderr, "\n") {
 			if strings.HasPrefix(line, "error: '") {
 				if end := strings.Index(line[8:], "'"); end > 0 {
-					skipped = append(skipped, line[8:8+end])
+					skipped = append(skipped, line[8:8+end]+": a nested repository without a commit (not recorded)")
 					continue
 				}
 			}
@@ -178,11 +185,21 @@ func isHash(s string) bool {
 // Discard puts the working copy back at its base commit: every change
 // that was not accepted is gone.
 func Discard(ctx context.Context, dir, base string) error {
+	if err := checkCopy(dir); err != nil {
+		return err
+	}
+	left, err := scan(dir)
+	if err != nil {
+		return err
+	}
+	if err := removeLeftOut(dir, left); err != nil {
+		return err
+	}
 	if _, err := gitRun(ctx, dir, nil, "reset", "--hard", "--quiet", "--no-recurse-submodules", base); err != nil {
 		return err
 	}
 	// -ff: nested repositories the agent made go too.
-	_, err := gitRun(ctx, dir, nil, "clean", "-ffdxq")
+	_, err = gitRun(ctx, dir, nil, "clean", "-ffdxq")
 	return err
 }
 

@@ -1,0 +1,110 @@
+package workspace
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// MaxFileSize is the largest file the host reads from a working copy for
+// the diff and the search tool; larger ones (a sparse file of terabytes
+// costs the agent nothing) are left out and the diff says so.
+const MaxFileSize = 100 << 20
+
+// maxLeftOut bounds how many paths one scan may leave out.
+const maxLeftOut = 10000
+
+// leftOut is a path of the working copy the host does not let git read,
+// and why.
+type leftOut struct {
+	Path, Why string
+}
+
+// scan walks a working copy (not its own .git) for what host git must
+// not read: nested repositories whose .git is a file or a link (it would
+// be followed to wherever it points) or holds anything but directories and
+// regular files (git would block opening a planted named pipe), and files
+// larger than MaxFileSize. It never opens a file.
+func scan(dir string) ([]leftOut, error) {
+	var out []leftOut
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable: git will say so itself
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == ".git" {
+			return filepath.SkipDir
+		}
+		if len(out) > maxLeftOut {
+			return fmt.Errorf("the working copy has more than %d paths the host will not read (nested repositories, files over %d MiB)", maxLeftOut, MaxFileSize>>20)
+		}
+		if d.Name() == ".git" {
+			parent := filepath.Dir(rel)
+			if !d.IsDir() {
+				out = append(out, leftOut{parent, "a nested repository whose .git is a " + kind(d.Type()) + " (not followed)"})
+				return nil
+			}
+			if bad := irregular(p); bad != "" {
+				out = append(out, leftOut{parent, "a nested repository holding a " + bad + " (not read)"})
+			}
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil && fi.Size() > MaxFileSize {
+				out = append(out, leftOut{rel, fmt.Sprintf("larger than %d MiB (not read)", MaxFileSize>>20)})
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// irregular names the first thing in a nested .git that is neither a
+// directory nor a regular file ("" when there is none).
+func irregular(gitDir string) string {
+	bad := ""
+	_ = filepath.WalkDir(gitDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || bad != "" {
+			return filepath.SkipAll
+		}
+		if !d.IsDir() && !d.Type().IsRegular() {
+			bad = kind(d.Type())
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return bad
+}
+
+// excludes are git pathspecs leaving those paths out.
+func excludes(left []leftOut) []string {
+	out := make([]string, 0, len(left))
+	for _, l := range left {
+		out = append(out, ":(exclude,literal)"+l.Path)
+	}
+	return out
+}
+
+// describe lists what was left out, for the diff.
+func describe(left []leftOut) []string {
+	out := make([]string, 0, len(left))
+	for _, l := range left {
+		out = append(out, l.Path+": "+l.Why)
+	}
+	return out
+}
+
+// removeLeftOut deletes the nested repositories scan flagged (Go's
+// RemoveAll opens no file), so git clean never meets them.
+func removeLeftOut(dir string, left []leftOut) error {
+	for _, l := range left {
+		if strings.HasPrefix(l.Why, "a nested repository") {
+			if err := os.RemoveAll(filepath.Join(dir, l.Path)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
