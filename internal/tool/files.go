@@ -68,11 +68,11 @@ var writeFile = Tool{
 		}
 		defer root.Close()
 		if dir := filepath.Dir(p); dir != "." {
-			if err := root.MkdirAll(dir, 0o755); err != nil {
+			if err := mkdirOwned(root, dir, env.Owner); err != nil {
 				return Result{}, err
 			}
 		}
-		if err := writeRegular(root, p, []byte(*a.Content)); err != nil {
+		if err := writeRegular(root, p, []byte(*a.Content), env.Owner); err != nil {
 			return Result{}, err
 		}
 		return Result{Output: fmt.Sprintf("wrote %d bytes to %s", len(*a.Content), p)}, nil
@@ -119,7 +119,7 @@ var editFile = Tool{
 		default:
 			return Result{}, fmt.Errorf("the text to replace occurs %d times in %s; include more context so it is unique", n, p)
 		}
-		if err := writeRegular(root, p, []byte(strings.Replace(string(data), a.Old, *a.New, 1))); err != nil {
+		if err := writeRegular(root, p, []byte(strings.Replace(string(data), a.Old, *a.New, 1)), env.Owner); err != nil {
 			return Result{}, err
 		}
 		return Result{Output: "edited " + p}, nil
@@ -168,4 +168,28 @@ var listDir = Tool{
 		sort.Strings(names)
 		return Result{Output: strings.Join(names, "\n")}, nil
 	},
+}
+
+// mkdirOwned makes dir and its missing parents inside root, each new one
+// owned by owner when non-zero.
+func mkdirOwned(root *os.Root, dir string, owner int) error {
+	var missing []string
+	for d := dir; d != "." && d != "/"; d = filepath.Dir(d) {
+		if _, err := root.Lstat(d); err == nil {
+			break
+		}
+		missing = append(missing, d)
+	}
+	if err := root.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if owner == 0 {
+		return nil
+	}
+	for _, d := range missing {
+		if err := root.Lchown(d, owner, owner); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -36,6 +36,9 @@ type Env struct {
 	// DiskBudget is the size of the volume holding Root (0: no volume);
 	// a command that fills it is told the budget is exhausted.
 	DiskBudget int64
+	// Owner, when non-zero, owns what file tools create (the sandbox user,
+	// so the agent's commands can go on editing it).
+	Owner int
 	// MaxDuration and MaxOutput bound each command (zero: the defaults).
 	MaxDuration time.Duration
 	MaxOutput   int64
@@ -233,11 +236,18 @@ func readRegular(root *os.Root, p string, limit int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, limit+1))
 }
 
-// writeRegular replaces a regular file's content, creating it if missing.
-func writeRegular(root *os.Root, p string, data []byte) error {
+// writeRegular replaces a regular file's content, creating it if missing
+// (owned by owner when non-zero).
+func writeRegular(root *os.Root, p string, data []byte, owner int) error {
 	f, err := openRegular(root, p, true)
 	if err != nil {
 		return err
+	}
+	if owner != 0 {
+		if err := f.Chown(owner, owner); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()

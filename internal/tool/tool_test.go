@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -101,4 +102,40 @@ func TestSearch(t *testing.T) {
 	require.ErrorIs(t, err, ErrArgs)
 	_, err = run(t, env, "search", `{"pattern":"x","path":"../.."}`)
 	require.Error(t, err)
+}
+
+// TestWrittenFilesBelongToTheSandboxUser: what the host's file tools
+// create is the sandbox user's, so the agent's commands can edit it.
+func TestWrittenFilesBelongToTheSandboxUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("only root hands files to another user")
+	}
+	env := setup(t)
+	env.Owner = 61000
+	_, err := run(t, env, "write_file", `{"path":"new/deep/c.txt","content":"x"}`)
+	require.NoError(t, err)
+	for _, p := range []string{"new", "new/deep", "new/deep/c.txt"} {
+		fi, err := os.Stat(filepath.Join(env.Root, p))
+		require.NoError(t, err)
+		require.Equal(t, uint32(61000), fi.Sys().(*syscall.Stat_t).Uid, p)
+	}
+}
+
+// TestSpecialFilesAndGitAreRefused: a named pipe is refused, not waited
+// on; paths inside any .git are refused.
+func TestSpecialFilesAndGitAreRefused(t *testing.T) {
+	env := setup(t)
+	require.NoError(t, syscall.Mkfifo(filepath.Join(env.Root, "pipe"), 0o644))
+	for _, tc := range []struct{ name, args, want string }{
+		{"read_file", `{"path":"pipe"}`, "not a regular file"},
+		{"write_file", `{"path":"pipe","content":"x"}`, "not a regular file"},
+		{"edit_file", `{"path":"pipe","old":"a","new":"b"}`, "not a regular file"},
+		{"list_dir", `{"path":"pipe"}`, "not a directory"},
+		{"write_file", `{"path":".git/config","content":"x"}`, "inside a .git directory"},
+		{"write_file", `{"path":"sub/.GIT/hooks/pre-commit","content":"x"}`, "inside a .git directory"},
+		{"read_file", `{"path":"x/../.git/config"}`, "inside a .git directory"},
+	} {
+		_, err := run(t, env, tc.name, tc.args)
+		require.ErrorContains(t, err, tc.want, tc.name+" "+tc.args)
+	}
 }
