@@ -20,7 +20,8 @@ func TestLoad(t *testing.T) {
 	require.Equal(t, ExecutionWorkstation, c.Execution)
 	require.Equal(t, int64(10<<20), c.CommandMaxOutput)
 	for k, v := range map[string]string{"PADDOCK_LOG_LEVEL": "loud", "PADDOCK_EXECUTION": "cloud", "PADDOCK_COMMAND_MAX_SECONDS": "-1",
-		"PADDOCK_COMMAND_MAX_OUTPUT_BYTES": "lots"} {
+		"PADDOCK_COMMAND_MAX_OUTPUT_BYTES": "lots", "PADDOCK_COMMAND_MAX_CPUS": "two", "PADDOCK_SESSION_MAX_DISK_BYTES": "1000",
+		"PADDOCK_UNENFORCED_LIMITS": "disk,memory", "PADDOCK_SANDBOX_READ_ONLY_PATHS": "opt/sdk", "PADDOCK_RETAIN_FAILED": "a week"} {
 		bad := map[string]string{"PADDOCK_DATA_DIR": "/d", k: v}
 		_, err = Load(func(k string) string { return bad[k] })
 		require.ErrorContains(t, err, k)
@@ -31,6 +32,18 @@ func TestLoad(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ExecutionServer, c.Execution)
 	require.Equal(t, 30*time.Second, c.CommandMax)
+	require.Equal(t, 1.0, c.CommandMaxCPUs)
+	require.Equal(t, int64(10<<30), c.SessionMaxDisk)
+	require.Empty(t, c.Unenforced)
+	env["PADDOCK_COMMAND_MAX_CPUS"], env["PADDOCK_SESSION_MAX_DISK_BYTES"], env["PADDOCK_UNENFORCED_LIMITS"] = "0.5", "1073741824", "disk, cpu"
+	env["PADDOCK_SANDBOX_READ_ONLY_PATHS"], env["PADDOCK_RETAIN_FAILED"] = "/opt/sdk:/opt/jdk", "30m"
+	c, err = Load(func(k string) string { return env[k] })
+	require.NoError(t, err)
+	require.Equal(t, 0.5, c.CommandMaxCPUs)
+	require.Equal(t, int64(1<<30), c.SessionMaxDisk)
+	require.Equal(t, map[string]bool{"disk": true, "cpu": true}, c.Unenforced)
+	require.Equal(t, []string{"/opt/sdk", "/opt/jdk"}, c.ReadOnlyPaths)
+	require.Equal(t, 30*time.Minute, c.RetainFailed)
 }
 
 func TestPrices(t *testing.T) {
