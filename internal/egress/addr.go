@@ -1,0 +1,90 @@
+package egress
+
+import "net/netip"
+
+// Address classes a destination may not be in, whatever the allowlist says.
+const (
+	ClassLoopback    = "loopback"
+	ClassPrivate     = "private"
+	ClassLinkLocal   = "link-local"
+	ClassShared      = "shared (CGNAT)"
+	ClassUnspecified = "unspecified"
+	ClassMulticast   = "multicast"
+	ClassMetadata    = "cloud metadata"
+	ClassReserved    = "reserved"
+)
+
+// metadata are the cloud instance-metadata endpoints: AWS, GCP, Azure,
+// OpenStack (169.254.169.254), AWS over IPv6, Alibaba, Oracle.
+var metadata = []netip.Addr{
+	netip.MustParseAddr("169.254.169.254"),
+	netip.MustParseAddr("fd00:ec2::254"),
+	netip.MustParseAddr("100.100.100.200"),
+	netip.MustParseAddr("192.0.0.192"),
+}
+
+var reserved = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),      // "this network"
+	netip.MustParsePrefix("192.0.0.0/24"),   // IETF protocol assignments
+	netip.MustParsePrefix("198.18.0.0/15"),  // benchmarking
+	netip.MustParsePrefix("240.0.0.0/4"),    // reserved, and the broadcast address
+	netip.MustParsePrefix("::/96"),          // IPv4-compatible (deprecated)
+	netip.MustParsePrefix("100::/64"),       // discard-only
+	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64
+	netip.MustParsePrefix("fec0::/10"),      // site-local (deprecated)
+}
+
+var (
+	shared = netip.MustParsePrefix("100.64.0.0/10")
+	nat64  = netip.MustParsePrefix("64:ff9b::/96")
+	sixTo4 = netip.MustParsePrefix("2002::/16")
+)
+
+// Forbidden says which refused class a destination address is in, or ""
+// when it may be dialed. IPv4-mapped addresses are judged as IPv4, and
+// the IPv4 address embedded in a NAT64 (64:ff9b::/96) or 6to4 (2002::/16)
+// address is judged too, so a private address cannot be reached through
+// a translator.
+func Forbidden(a netip.Addr) string {
+	a = a.Unmap()
+	for _, m := range metadata {
+		if a == m {
+			return ClassMetadata
+		}
+	}
+	switch {
+	case !a.IsValid(), a.IsUnspecified():
+		return ClassUnspecified
+	case a.IsLoopback():
+		return ClassLoopback
+	case a.IsPrivate():
+		return ClassPrivate
+	case a.IsLinkLocalUnicast():
+		return ClassLinkLocal
+	case a.IsMulticast(), a.IsLinkLocalMulticast(), a.IsInterfaceLocalMulticast():
+		return ClassMulticast
+	case shared.Contains(a):
+		return ClassShared
+	}
+	for _, p := range reserved {
+		if p.Contains(a) {
+			return ClassReserved
+		}
+	}
+	if a.Is6() {
+		b := a.As16()
+		var v4 [4]byte
+		switch {
+		case nat64.Contains(a):
+			copy(v4[:], b[12:16])
+		case sixTo4.Contains(a):
+			copy(v4[:], b[2:6])
+		default:
+			return ""
+		}
+		if c := Forbidden(netip.AddrFrom4(v4)); c != "" {
+			return c + " (embedded in " + a.String() + ")"
+		}
+	}
+	return ""
+}

@@ -1,0 +1,80 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// Forward runs inside the sandbox: it accepts connections on ln (a TCP
+// listener on the sandbox's loopback, where HTTPS_PROXY points) and
+// relays each, byte for byte and both ways, to a connection of its own to
+// the proxy's Unix socket at socketPath. It returns nil once ctx ends,
+// after closing ln and every relay, or the error that stopped ln.
+func Forward(ctx context.Context, ln net.Listener, socketPath string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	d := net.Dialer{Timeout: 10 * time.Second}
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("egress forwarder: accepting: %w", err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			u, err := d.DialContext(ctx, "unix", socketPath)
+			if err != nil {
+				return
+			}
+			defer u.Close()
+			pipe(ctx, c, u)
+		}()
+	}
+}
+
+// pipe copies both ways between a and b, passing on half-closes, until
+// both directions end, one fails or ctx ends; then both are closed. (The
+// proxy's connections are wrapped, so its copies go through the buffer and
+// are counted; the forwarder's may splice.)
+func pipe(ctx context.Context, a, b net.Conn) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer a.Close()
+	defer b.Close()
+	stop := context.AfterFunc(ctx, func() { a.Close(); b.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	one := func(dst, src net.Conn) {
+		defer wg.Done()
+		buf := getBuf()
+		defer putBuf(buf)
+		if _, err := io.CopyBuffer(dst, src, *buf); err != nil {
+			cancel()
+			return
+		}
+		if cw, ok := dst.(interface{ CloseWrite() error }); !ok || cw.CloseWrite() != nil {
+			cancel()
+		}
+	}
+	wg.Add(2)
+	go one(a, b)
+	go one(b, a)
+	wg.Wait()
+}
