@@ -13,14 +13,14 @@ import (
 
 // denied are the system calls no sandboxed process may make, as defence
 // in depth behind the dropped capabilities and namespaces: the kernel's
-// keyrings (shared by every sandbox of one uid), eBPF and perf (kernel
-// attack surface), tracing and reading other processes, every mount and
+// keyrings (shared by every sandbox of one uid), eBPF, perf and io_uring
+// (kernel attack surface), tracing and reading other processes, every mount and
 // namespace API, module and kexec loading, and the rest of what only an
 // administrator does. Each fails with EPERM.
 var denied = []string{
 	"keyctl", "add_key", "request_key",
-	"bpf", "perf_event_open", "userfaultfd",
-	"ptrace", "process_vm_readv", "process_vm_writev", "kcmp",
+	"bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+	"ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
 	"mount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
 	"unshare", "setns",
 	"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",

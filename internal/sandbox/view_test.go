@@ -235,7 +235,8 @@ func TestProbeSyscalls(t *testing.T) {
 		t.Skip("only run as the probe inside a sandbox")
 	}
 	for name, nr := range map[string]uintptr{"keyctl": unix.SYS_KEYCTL, "bpf": unix.SYS_BPF, "perf_event_open": unix.SYS_PERF_EVENT_OPEN,
-		"ptrace": unix.SYS_PTRACE, "unshare": unix.SYS_UNSHARE, "userfaultfd": unix.SYS_USERFAULTFD, "add_key": unix.SYS_ADD_KEY} {
+		"ptrace": unix.SYS_PTRACE, "unshare": unix.SYS_UNSHARE, "userfaultfd": unix.SYS_USERFAULTFD, "add_key": unix.SYS_ADD_KEY,
+		"io_uring_setup": unix.SYS_IO_URING_SETUP} {
 		_, _, errno := unix.Syscall6(nr, 0, 0, 0, 0, 0, 0)
 		fmt.Printf("%s=%d\n", name, errno)
 	}
@@ -258,7 +259,7 @@ func TestSeccompDeniesKernelAttackSurface(t *testing.T) {
 				Script: bin + " -test.run=TestProbeSyscalls", Env: map[string]string{"PADDOCK_PROBE_SYSCALLS": "1"}})
 			require.NoError(t, err)
 			require.Equal(t, 0, res.ExitCode, out.String())
-			for _, sc := range []string{"keyctl", "bpf", "perf_event_open", "ptrace", "unshare", "userfaultfd", "add_key"} {
+			for _, sc := range []string{"keyctl", "bpf", "perf_event_open", "ptrace", "unshare", "userfaultfd", "add_key", "io_uring_setup"} {
 				require.Contains(t, out.String(), fmt.Sprintf("%s=%d\n", sc, unix.EPERM), out.String())
 			}
 			require.Contains(t, out.String(), "getpid=0\n")
