@@ -146,7 +146,7 @@ func (p *Proxy) forbidden(a netip.Addr) string {
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := &serving{p: p}
+	s := &serving{p: p, ctx: ctx}
 	s.cond.L = &s.mu
 	ll := &limitListener{Listener: ln, slots: p.slots, spare: p.spare, done: make(chan struct{})}
 	srv := &http.Server{
@@ -185,6 +185,7 @@ type connKey struct{}
 // returns only after each has recorded its connection.
 type serving struct {
 	p       *Proxy
+	ctx     context.Context // Serve's
 	mu      sync.Mutex
 	cond    sync.Cond
 	running int
@@ -264,7 +265,13 @@ func (s *serving) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.answer(w, connect, rec.Status, "network to "+display(t.Host())+" refused: "+rec.Reason+" through this agent's network proxy; retry when others end")
 		return
 	}
+	// A tunnel lives on Serve's context: the request's ends when the server
+	// reads the end of the client's stream, and a client may send its first
+	// bytes and half-close before the tunnel is up.
 	ctx := r.Context()
+	if connect {
+		ctx = s.ctx
+	}
 	addrs, reason, bad, err := p.check(ctx, t)
 	switch {
 	case reason != "":
