@@ -83,7 +83,7 @@ var specs = map[string]*optionSpec{
 			--no-ahead-behind --renames --no-renames --find-renames[=] --show-stash --null`)},
 	"git diff": {does: "shows changes; --ext-diff, --textconv and --output (a program or a file) are not free",
 		short: gitDiffShort, shortVal: gitDiffShortVal, long: gitDiffLong, numeric: true},
-	"git log": {does: "shows history; --show-signature (runs gpg), --ext-diff, --textconv and --output are not free",
+	"git log": {does: "shows history; --show-signature and the %G placeholders of --format/--pretty (they run gpg), --ext-diff, --textconv and --output are not free",
 		short: gitDiffShort + "gimi", shortVal: gitDiffShortVal + "n", numeric: true,
 		long: append(strings.Fields(`--oneline --graph --decorate[=] --no-decorate --all --branches[=] --tags[=] --remotes[=]
 			--max-count= --skip= --since= --after= --until= --before= --author= --committer= --grep= --all-match --invert-grep
@@ -95,10 +95,11 @@ var specs = map[string]*optionSpec{
 			--left-only --right-only --no-walk[=] --do-walk --exclude= --remerge-diff --diff-merges= --no-diff-merges --cc
 			--combined-all-paths --min-parents= --max-parents= --no-min-parents --no-max-parents --single-worktree
 			--show-pulls --clear-decorations --decorate-refs= --decorate-refs-exclude= --abbrev[=] --no-abbrev
-			--date-order --reflog --alternate-refs --bisect --not`), gitDiffLong...)},
+			--date-order --reflog --alternate-refs --bisect --not`), gitDiffLong...),
+		values: map[string]func(string) bool{"--format": noSignature, "--pretty": noSignature}},
 	"go test":  {does: "builds and runs the repository's tests (the test code runs by design, inside the sandbox); -exec, -toolexec, -vettool, -overlay, -C, -modfile, -ldflags, -gcflags, -asmflags and outputs outside the working copy are not free", custom: goOptions("test")},
 	"go build": {does: "compiles packages; -toolexec, -overlay, -C, -modfile, -ldflags, -gcflags, -asmflags and -o outside the working copy are not free", custom: goOptions("build")},
-	"go vet":   {does: "checks packages with the standard analyzers; -vettool (another program) is not free", custom: goOptions("vet")},
+	"go vet":   {does: "checks packages with the standard analyzers; -vettool (another program) and -fix (rewrites the sources) are not free", custom: goOptions("vet")},
 }
 
 const gitDiffShort = "pusRawbWzBDlM"
@@ -367,7 +368,9 @@ func insidePath(p string) bool {
 	return !slices.Contains(strings.Split(p, "/"), "..")
 }
 
-var goBuildBool = set("a", "n", "race", "msan", "asan", "cover", "v", "work", "x", "trimpath", "modcacherw", "json", "i")
+// -work is left out: it keeps the build's temporary files outside the
+// working copy.
+var goBuildBool = set("a", "n", "race", "msan", "asan", "cover", "v", "x", "trimpath", "modcacherw", "json", "i")
 
 // goBuildVal are build flags taking a value, with their check (nil: any).
 var goBuildVal = map[string]func(string) bool{
@@ -386,7 +389,22 @@ var goTestVal = map[string]func(string) bool{
 	"mutexprofile": insidePath, "trace": insidePath, "outputdir": insidePath,
 }
 
-var vetAnalyzerFlag = regexp.MustCompile(`^[a-z][a-z0-9]*(\.[a-z][a-z0-9]*)?$`)
+// gitSignaturePlaceholder: %G?, %GS, %GK, ... (also %+G, %-G, % G) make
+// git log verify signatures, which runs gpg (or gpg.program).
+var gitSignaturePlaceholder = regexp.MustCompile(`%[-+ ]?G`)
+
+func noSignature(s string) bool { return !gitSignaturePlaceholder.MatchString(s) }
+
+// vetFlags are the flags of the standard vet tool (go tool vet -flags),
+// less -V and -fix (which rewrites the sources): an analyzer's name
+// (enabling it) or its settings. Any other flag is not proven free.
+var vetFlags = set("all", "appends", "asmdecl", "assign", "atomic", "bool", "bools", "buildtag", "buildtags", "c", "cgocall",
+	"composites", "composites.whitelist", "compositewhitelist", "copylocks", "defers", "diff", "directive", "errorsas", "flags",
+	"framepointer", "hostport", "httpresponse", "ifaceassert", "json", "loopclosure", "lostcancel", "methods", "nilfunc", "printf",
+	"printf.funcs", "printfuncs", "rangeloops", "shift", "sigchanyzer", "slog", "source", "stdmethods", "stdversion",
+	"stringintconv", "structtag", "tags", "testinggoroutine", "testinggoroutine.subtest", "tests", "timeformat", "unmarshal",
+	"unreachable", "unsafeptr", "unusedfuncs", "unusedresult", "unusedresult.funcs", "unusedresult.stringmethods",
+	"unusedstringmethods", "v", "waitgroup")
 
 func digits(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
 func noSpace(s string) bool {
@@ -430,7 +448,8 @@ func goOptions(sub string) func(*checker, []arg) verdict {
 			if sub == "build" && name == "o" {
 				chk, isVal = insidePath, true
 			}
-			if sub == "vet" && !isBool && !isVal && name != "vettool" && vetAnalyzerFlag.MatchString(name) {
+			// -fix rewrites the sources: not a check any more.
+			if sub == "vet" && !isBool && !isVal && vetFlags[name] {
 				if eq && !noSpace(val) {
 					return bad("an analyzer flag with an unusual value")
 				}

@@ -103,6 +103,15 @@ func (c *checker) judge(args []arg, depth int) verdict {
 	if v, ok := refusedProgram(n, args); ok {
 		return v
 	}
+	// An alias the command defines (with expand_aliases) replaces the name.
+	if value, ok := c.aliases[name.s]; ok && depth < maxDepth {
+		delete(c.aliases, name.s)
+		r := c.quiet(append(static(strings.Fields(value)), args[1:]...), depth)
+		c.aliases[name.s] = value
+		if r.v == Refuse {
+			return refuse(r.rule, "the alias "+name.s+" is "+value+": "+r.reason)
+		}
+	}
 	if w, ok := wrappers[n]; ok {
 		return c.wrapper(n, w, args, depth)
 	}
@@ -136,6 +145,7 @@ func (c *checker) dynamicName(args []arg, depth int) verdict {
 	}
 	// The values the command gives the variable, and an expansion's default.
 	candidates := append(append([]string(nil), c.vars[name.param]...), name.def...)
+	candidates = append(candidates, c.alternatives(name)...)
 	for _, cand := range candidates {
 		alt := append(static(strings.Fields(cand)), args[1:]...)
 		if r := c.quiet(alt, depth); r.v == Refuse {
@@ -152,12 +162,19 @@ func (c *checker) dynamicName(args []arg, depth int) verdict {
 			return refuse(r.rule, "if the expansion is empty, the next word runs: "+r.reason)
 		}
 	}
+	// a=(sudo id); "${a[@]}", set -- sudo; "$1", read x <<< sudo: values
+	// reach variables in more ways than are tracked; a refused name
+	// written anywhere in the command is one the name may take.
+	if lit := c.refusedLiteral(); lit != "" {
+		r, _ := refusedProgram(lit, nil)
+		return refuse(r.rule, "the command name is computed at run time and the command holds "+lit+": "+r.reason)
+	}
 	return v
 }
 
 // quiet judges without recording nested pieces.
 func (c *checker) quiet(args []arg, depth int) verdict {
-	sub := &checker{a: c.a, vars: c.vars, dirs: c.dirs}
+	sub := &checker{a: c.a, vars: c.vars, dirs: c.dirs, roots: c.roots, aliases: c.aliases, rel: c.rel}
 	v := sub.judge(args, depth+1)
 	for _, p := range sub.pieces {
 		v = worst(v, verdict{p.Verdict, p.Rule, p.Reason})

@@ -152,8 +152,11 @@ var shellBuiltin = set("echo", "pwd", "cd", "test", "[", "true", "false", ":", "
 // inertEnv are variables that change no program's behaviour beyond
 // formatting, for any free command; goInertEnv only for go build and vet.
 var inertEnv = set("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_COLLATE", "LC_MESSAGES", "LC_NUMERIC", "LC_TIME", "LC_MONETARY",
-	"TZ", "NO_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "GOMAXPROCS", "GOTRACEBACK", "GOPROXY", "GONOSUMDB",
-	"GOPRIVATE", "GONOPROXY", "GOSUMDB", "GOAMD64", "GOARM64")
+	"TZ", "NO_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES", "GOMAXPROCS", "GOTRACEBACK", "GOAMD64", "GOARM64")
+
+// Not inert: GOPROXY, GOPRIVATE, GONOPROXY (direct fetches run git, hg, svn
+// ...), GOSUMDB, GONOSUMDB, GOINSECURE (code no longer checked against the
+// checksum database, then compiled and run by go test).
 
 var goInertEnv = set("GOOS", "GOARCH")
 

@@ -20,6 +20,7 @@ package shellcheck
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -141,6 +142,15 @@ type checker struct {
 	entry []string
 	// posix parses code as POSIX sh reads it (for sh, dash, ...).
 	posix bool
+	// roots are the parsed code, the command's first; lits, computed on
+	// demand, are the refused program names written anywhere in it.
+	roots   []syntax.Node
+	lits    []string
+	litsSet bool
+	// aliases are the alias definitions the command makes.
+	aliases map[string]string
+	// rel is the relative directory the cd's so far lead to.
+	rel string
 }
 
 // shellSource judges code a shell runs: as bash reads it, and for other
@@ -231,6 +241,8 @@ func (c *checker) source(src string, depth int) {
 		return
 	}
 	before := len(c.pieces)
+	c.roots = append(c.roots, f)
+	c.litsSet = false
 	c.learn(f)
 	c.walk(f, depth)
 	c.prove(f, src, depth)
@@ -285,8 +297,12 @@ func (c *checker) learn(f *syntax.File) {
 			if a.Name == nil || a.Value == nil {
 				continue
 			}
-			if w := words(a.Value); len(w) == 1 && w[0].static {
-				c.vars[a.Name.Value] = append(c.vars[a.Name.Value], w[0].s)
+			// bash does not brace-expand an assignment's value.
+			if w := resolve(a.Value); w.static {
+				c.vars[a.Name.Value] = append(c.vars[a.Name.Value], w.s)
+			} else {
+				// x=${y:-/}, x=$(echo sudo): what the value may be.
+				c.vars[a.Name.Value] = append(c.vars[a.Name.Value], w.def...)
 			}
 		}
 	}
@@ -297,18 +313,113 @@ func (c *checker) learn(f *syntax.File) {
 				assign(x.Assigns)
 			}
 			args := c.argv(x)
-			if len(args) >= 2 && (args[0].s == "cd" || args[0].s == "pushd") {
-				d := args[len(args)-1]
-				switch {
-				case d.home:
-					c.dirs = append(c.dirs, "~")
-				case d.static && strings.HasPrefix(d.s, "/"):
-					c.dirs = append(c.dirs, clean(d.s))
+			for len(args) > 1 && (args[0].s == "builtin" || args[0].s == "command") {
+				args = args[1:]
+			}
+			if len(args) >= 1 && args[0].static && args[0].s == "alias" {
+				for _, a := range args[1:] {
+					if name, value, ok := strings.Cut(a.s, "="); ok && a.static {
+						if c.aliases == nil {
+							c.aliases = map[string]string{}
+						}
+						c.aliases[name] = value
+					}
 				}
+			}
+			if len(args) >= 1 && (args[0].s == "cd" || args[0].s == "pushd") {
+				c.learnCd(args)
 			}
 		case *syntax.DeclClause:
 			assign(x.Args)
 		}
 		return true
 	})
+}
+
+// learnCd records where a cd leads: an absolute directory, the home (cd,
+// cd ~, cd $HOME), or a relative path, joined to the relative cd's before
+// it (cd ..; cd ..; cd .. climbs three levels).
+func (c *checker) learnCd(args []arg) {
+	var d arg
+	found := false
+	for _, a := range args[1:] {
+		if a.static && (a.s == "--" || strings.HasPrefix(a.s, "-") && a.s != "-") {
+			continue
+		}
+		d, found = a, true
+	}
+	switch {
+	case !found || d.home:
+		c.dirs = append(c.dirs, "~")
+		c.rel = ""
+	case d.static && strings.HasPrefix(d.s, "/"):
+		c.dirs = append(c.dirs, clean(d.s))
+		c.rel = ""
+	case d.static && d.s != "-":
+		c.rel = path.Join(c.rel, d.s)
+		if c.rel != "." {
+			c.dirs = append(c.dirs, c.rel)
+		}
+	}
+}
+
+// alternatives are the values a word can take given the variables the
+// command assigns literally (x=su; ${x}do is sudo), at most 64.
+func (c *checker) alternatives(a arg) []string {
+	if a.static || len(a.tmpl) == 0 {
+		return nil
+	}
+	out := []string{""}
+	for _, piece := range a.tmpl {
+		if !strings.HasPrefix(piece, "\x00") {
+			for i := range out {
+				out[i] += piece
+			}
+			continue
+		}
+		vals := c.vars[piece[1:]]
+		if len(vals) == 0 {
+			return nil
+		}
+		var next []string
+		for _, o := range out {
+			for _, v := range vals {
+				if len(next) < 64 {
+					next = append(next, o+v)
+				}
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// refusedLiteral is a refused program's name written anywhere in the
+// command (a word, a value, a here-document's text), if any: a command
+// name computed at run time may take it (a=(sudo id); "${a[@]}").
+func (c *checker) refusedLiteral() string {
+	if !c.litsSet {
+		c.litsSet = true
+		c.lits = nil
+		for _, r := range c.roots {
+			syntax.Walk(r, func(n syntax.Node) bool {
+				w, ok := n.(*syntax.Word)
+				if !ok {
+					return true
+				}
+				for _, a := range words(w) {
+					for _, f := range strings.Fields(a.s) {
+						if n := canonical(f); refusedName(n) {
+							c.lits = append(c.lits, n)
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	if len(c.lits) > 0 {
+		return c.lits[0]
+	}
+	return ""
 }

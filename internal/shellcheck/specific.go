@@ -58,6 +58,13 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 				return ask("hash-path", "hash -p binds a command name to any program"), true
 			}
 		}
+	case "alias":
+		// An alias's value is code wherever the alias is used.
+		for _, a := range args[1:] {
+			if _, value, ok := strings.Cut(a.s, "="); ok && a.static && value != "" {
+				c.source(value, depth+1)
+			}
+		}
 	case "setcap":
 		return refuse("privilege-escalation", "setcap grants capabilities to a program"), true
 	case "trap":
@@ -170,6 +177,12 @@ var deleters = set("rm", "unlink", "rmdir", "shred", "srm", "truncate")
 // rooted adds, for each relative path argument, its resolutions against
 // the directories the command cd's to: "cd / && rm -rf *" deletes /*.
 func (c *checker) rooted(args []arg) []arg {
+	// x=/; rm -rf $x: the values the command gives its variables.
+	for _, a := range args[1:] {
+		for _, alt := range c.alternatives(a) {
+			args = append(args, static([]string{alt})...)
+		}
+	}
 	if len(c.dirs) == 0 {
 		return args
 	}

@@ -29,6 +29,11 @@ type arg struct {
 	// homePattern: an expansion of HOME cut by a pattern (${HOME%/*}),
 	// which can be its parent or the root.
 	homePattern bool
+	// tmpl is the word as literal text and plain variables ($x, ${x},
+	// "$x"), when it is nothing else: a variable is "\x00name"; the
+	// checker fills in the values it tracked (x=su; ${x}do is sudo).
+	tmpl []string
+	noTmpl bool
 }
 
 // words resolves a word into the words it expands to (brace expansion
@@ -82,6 +87,13 @@ func resolve(w *syntax.Word) arg {
 		a.static = false
 		b.WriteString("$")
 	}
+	tmplParam := func(p *syntax.ParamExp) {
+		if p.Param != nil && isParam(p, p.Param.Value) {
+			a.tmpl = append(a.tmpl, "\x00"+p.Param.Value)
+			return
+		}
+		a.noTmpl = true
+	}
 	for i, part := range w.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
@@ -89,21 +101,30 @@ func resolve(w *syntax.Word) arg {
 			if i == 0 && (v == "~" || strings.HasPrefix(v, "~/")) {
 				a.home = true
 			}
+			n := b.Len()
 			unescapeUnquoted(v, &b, &a.glob)
+			a.tmpl = append(a.tmpl, b.String()[n:])
 		case *syntax.SglQuoted:
 			a.quoted = true
 			if p.Dollar {
 				b.WriteString(ansiC(p.Value))
+				a.tmpl = append(a.tmpl, ansiC(p.Value))
 			} else {
 				b.WriteString(p.Value)
+				a.tmpl = append(a.tmpl, p.Value)
 			}
 		case *syntax.DblQuoted:
 			a.quoted = true
+			if p.Dollar {
+				a.noTmpl = true
+			}
 			for j, dp := range p.Parts {
 				switch q := dp.(type) {
 				case *syntax.Lit:
 					b.WriteString(unescapeDouble(q.Value))
+					a.tmpl = append(a.tmpl, unescapeDouble(q.Value))
 				case *syntax.ParamExp:
+					tmplParam(q)
 					if i == 0 && j == 0 && isHome(q) {
 						a.home = true
 						b.WriteString("~")
@@ -115,15 +136,18 @@ func resolve(w *syntax.Word) arg {
 					a.homePattern = a.homePattern || homeCut(q)
 					unresolved()
 				case *syntax.CmdSubst:
+					a.noTmpl = true
 					if len(w.Parts) == 1 && len(p.Parts) == 1 {
 						a.def = append(a.def, substDefs(q)...)
 					}
 					unresolved()
 				default:
+					a.noTmpl = true
 					unresolved()
 				}
 			}
 		case *syntax.ParamExp:
+			tmplParam(p)
 			if len(w.Parts) == 1 {
 				a.paramDefs(p)
 			}
@@ -142,6 +166,7 @@ func resolve(w *syntax.Word) arg {
 				unresolved()
 			}
 		case *syntax.CmdSubst:
+			a.noTmpl = true
 			if len(w.Parts) == 1 {
 				a.def = append(a.def, substDefs(p)...)
 			}
@@ -158,8 +183,12 @@ func resolve(w *syntax.Word) arg {
 			}
 			unresolved()
 		default:
+			a.noTmpl = true
 			unresolved()
 		}
+	}
+	if a.noTmpl || a.static {
+		a.tmpl = nil
 	}
 	a.s = b.String()
 	sync()
@@ -226,6 +255,10 @@ func substDefs(cs *syntax.CmdSubst) []string {
 	for _, x := range as[1:] {
 		if x.static && !strings.HasPrefix(x.s, "-") {
 			out = append(out, strings.TrimSpace(strings.ReplaceAll(x.s, `\n`, "")))
+			// printf's format and %b, echo -e: \163, \x73, \u0073 are s.
+			if d := strings.TrimSpace(ansiC(strings.ReplaceAll(x.s, `\0`, `\`))); d != out[len(out)-1] {
+				out = append(out, d)
+			}
 		}
 	}
 	return out

@@ -24,6 +24,8 @@ func optionsThen(withValue string, args []arg) []arg {
 		}
 		if takes[a] {
 			i++
+		} else if clusterTakesNext(a, takes) {
+			i++
 		}
 		i++
 	}
@@ -31,6 +33,21 @@ func optionsThen(withValue string, args []arg) []arg {
 		return nil
 	}
 	return args[i:]
+}
+
+// clusterTakesNext: in a cluster of short options (-vk 5), the first
+// letter that takes a value takes the rest of the word, or the next word
+// when it is the cluster's last letter.
+func clusterTakesNext(a string, takes map[string]bool) bool {
+	if strings.HasPrefix(a, "--") || len(a) <= 2 {
+		return false
+	}
+	for j := 1; j < len(a); j++ {
+		if takes["-"+string(a[j])] {
+			return j == len(a)-1
+		}
+	}
+	return false
 }
 
 var wrappers = map[string]unwrap{
@@ -151,7 +168,8 @@ func flock(a []arg) ([]arg, string, bool) {
 }
 
 // envInner skips env's options and NAME=VALUE pairs; -S splits a string
-// into more arguments.
+// into more arguments, which env then reads as its own (options and
+// assignments included). Options may be clustered (-iu NAME, -vS 'CMD').
 func envInner(a []arg) ([]arg, string, bool) {
 	rest := a[1:]
 	for len(rest) > 0 {
@@ -159,20 +177,51 @@ func envInner(a []arg) ([]arg, string, bool) {
 		switch {
 		case s == "--":
 			rest = rest[1:]
-			continue
-		case s == "-u" || s == "--unset" || s == "-C" || s == "--chdir":
+			return skipAssignments(rest), "", true
+		case s == "-u" || s == "--unset" || s == "-C" || s == "--chdir" || s == "-P":
 			rest = skipN(rest, 2)
 			continue
 		case s == "-S" || s == "--split-string":
 			if len(rest) < 2 || !rest[1].static {
 				return nil, "", false
 			}
-			return append(static(strings.Fields(rest[1].s)), rest[2:]...), "", true
-		case strings.HasPrefix(s, "-S") || strings.HasPrefix(s, "--split-string="):
-			v := strings.TrimPrefix(strings.TrimPrefix(s, "--split-string="), "-S")
-			return append(static(strings.Fields(v)), rest[1:]...), "", true
-		case strings.HasPrefix(s, "-"):
+			return envSplit(rest[1].s, rest[2:])
+		case strings.HasPrefix(s, "--split-string="):
+			if !rest[0].static {
+				return nil, "", false
+			}
+			return envSplit(strings.TrimPrefix(s, "--split-string="), rest[1:])
+		case strings.HasPrefix(s, "--"):
 			rest = rest[1:]
+			continue
+		case strings.HasPrefix(s, "-") && len(s) > 1:
+			// A cluster: the first of u, C, P, S takes the rest of the
+			// word or the next word.
+			consumed := false
+			for j := 1; j < len(s); j++ {
+				switch s[j] {
+				case 'u', 'C', 'P':
+					if j == len(s)-1 {
+						rest = skipN(rest, 1)
+					}
+					consumed = true
+				case 'S':
+					if j < len(s)-1 {
+						if !rest[0].static {
+							return nil, "", false
+						}
+						return envSplit(s[j+1:], rest[1:])
+					}
+					if len(rest) < 2 || !rest[1].static {
+						return nil, "", false
+					}
+					return envSplit(rest[1].s, rest[2:])
+				}
+				if consumed {
+					break
+				}
+			}
+			rest = skipN(rest, 1)
 			continue
 		case strings.Contains(s, "="):
 			rest = rest[1:]
@@ -181,6 +230,20 @@ func envInner(a []arg) ([]arg, string, bool) {
 		break
 	}
 	return rest, "", true
+}
+
+// envSplit: env -S splits its string into words that env then reads as
+// its own arguments.
+func envSplit(str string, after []arg) ([]arg, string, bool) {
+	words := append(append(static([]string{"env"}), static(strings.Fields(str))...), after...)
+	return envInner(words)
+}
+
+func skipAssignments(rest []arg) []arg {
+	for len(rest) > 0 && strings.Contains(rest[0].s, "=") && !strings.HasPrefix(rest[0].s, "=") {
+		rest = rest[1:]
+	}
+	return rest
 }
 
 // envAssignments returns the NAME=VALUE words env would set.
@@ -209,7 +272,7 @@ func xargsInner(a []arg) ([]arg, string, bool) {
 			rest = rest[1:]
 			break
 		}
-		if takes[s] {
+		if takes[s] || clusterTakesNext(s, takes) {
 			rest = skipN(rest, 1)
 		}
 		rest = skipN(rest, 1)
@@ -369,6 +432,9 @@ func (c *checker) shell(n string, args []arg, depth int) verdict {
 			return ask("shell-dynamic-code", n+" -c runs code built from an expansion")
 		}
 		c.shellSource(n, args[i].s, depth+1)
+		if foreignShell[n] {
+			return ask("foreign-shell", n+" reads its own startup files (~/.zshenv, config.fish, ~/.cshrc) and its grammar is not bash's: its code is not proven to be what was judged")
+		}
 		if odd != "" {
 			return ask("shell-option", n+" "+odd+" is not an option known to keep the shell's code as judged")
 		}
@@ -390,5 +456,9 @@ func (c *checker) shell(n string, args []arg, depth int) verdict {
 	}
 	return ask("shell-script", n+" runs a script whose content is not analyzed")
 }
+
+// foreignShell: shells whose -c code bash's grammar does not describe, and
+// which run startup files even when not interactive.
+var foreignShell = set("zsh", "fish", "csh", "tcsh")
 
 var shellSafeOption = set("pipefail", "errexit", "nounset", "xtrace", "noglob", "noclobber", "verbose")
