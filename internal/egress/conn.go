@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -66,7 +67,7 @@ func (c *limitedConn) CloseWrite() error {
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}
-	return nil
+	return errors.ErrUnsupported
 }
 
 // countedConn counts the bytes written to (up) and read from (down) an
@@ -99,7 +100,7 @@ func (c *countedConn) CloseWrite() error {
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}
-	return nil
+	return errors.ErrUnsupported
 }
 
 // watcher calls onIdle once when no transfer has touched it for d.

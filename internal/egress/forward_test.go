@@ -1,0 +1,129 @@
+package egress
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// unixEcho is an echo server on a Unix socket, passing on half-closes.
+func unixEcho(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "egress")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "echo.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = io.Copy(c, c)
+				_ = c.(*net.UnixConn).CloseWrite()
+			}()
+		}
+	}()
+	return path
+}
+
+func forwarder(t *testing.T, socket string) (addr string, cancel context.CancelFunc, done chan error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done = make(chan error, 1)
+	go func() { done <- Forward(ctx, ln, socket) }()
+	t.Cleanup(cancel)
+	return ln.Addr().String(), cancel, done
+}
+
+// Each TCP connection gets a Unix connection of its own; bytes and
+// half-closes pass both ways; ending the context closes the listener and
+// every relay, and Forward returns nil.
+func TestForward(t *testing.T) {
+	addr, cancel, done := forwarder(t, unixEcho(t))
+	a, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	payload := bytes.Repeat([]byte("forward "), 200_000)
+	go func() {
+		a.Write(payload)
+		a.(*net.TCPConn).CloseWrite()
+	}()
+	io.WriteString(b, "other")
+	got, err := io.ReadAll(a)
+	if err != nil || !bytes.Equal(got, payload) {
+		t.Fatalf("read %d bytes, %v; want %d", len(got), err, len(payload))
+	}
+	small := make([]byte, 5)
+	if _, err := io.ReadFull(b, small); err != nil || string(small) != "other" {
+		t.Fatalf("second connection: %q %v", small, err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Forward: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Forward did not return")
+	}
+	_ = b.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := b.Read(small); err == nil {
+		t.Error("a relay is still open after Forward returned")
+	}
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Error("the listener still accepts")
+	}
+}
+
+// With no proxy behind the socket, a connection is closed at once.
+func TestForwardWithoutProxy(t *testing.T) {
+	addr, _, _ := forwarder(t, filepath.Join(t.TempDir(), "absent.sock"))
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil || os.IsTimeout(err) {
+		t.Fatalf("read %d, %v; want the connection closed", n, err)
+	}
+}
+
+// A listener that fails (not because the context ended) is an error.
+func TestForwardListenerError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	if err := Forward(context.Background(), ln, "/nonexistent"); err == nil {
+		t.Fatal("Forward on a closed listener returned nil")
+	}
+}
