@@ -61,7 +61,7 @@ func (r *resolver) lookups(host string) int {
 // harness is a proxy served on a Unix socket, and a forwarder relaying a
 // TCP port on 127.0.0.1 to it, as the sandbox will have them.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	p      *Proxy
 	sock   string
 	fwd    string // the forwarder's address: what HTTPS_PROXY names
@@ -72,7 +72,7 @@ type harness struct {
 	once   sync.Once
 }
 
-func start(t *testing.T, cfg Config) *harness {
+func start(t testing.TB, cfg Config) *harness {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "egress") // short: a socket path is at most 108 bytes
 	if err != nil {
