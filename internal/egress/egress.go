@@ -10,9 +10,10 @@
 // reserved or a cloud metadata endpoint, and dials exactly the address it
 // checked: a name is never resolved a second time, so DNS rebinding cannot
 // move a connection after the check. A refused request is answered 403
-// with "network to HOST is not allowed by this agent's environment", as
-// the status line's reason phrase and as the body, so the command (and the
-// model reading its output) sees why. Every connection, allowed or
+// with "network to HOST is not allowed by this agent's environment" and
+// the reason, in the body and, for CONNECT, as the status line's reason
+// phrase (what Go, Python and curl report of a failed tunnel), so the
+// command, and the model reading its output, sees why. Every connection, allowed or
 // refused, is reported through Config.Record when it ends, with its bytes
 // and duration. Connections, headers, connecting and idleness are bounded.
 package egress

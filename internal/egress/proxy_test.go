@@ -590,3 +590,22 @@ func TestNewRefusesABadAllowlist(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// Records take their times from the injected clock.
+func TestRecordUsesTheClock(t *testing.T) {
+	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var calls time.Duration
+	h := start(t, Config{Now: func() time.Time { calls++; return base.Add(calls * time.Second) }})
+	c, _, resp, err := h.connect("nowhere.example:443")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("%s", resp.Status)
+	}
+	r := only(t, h.records())
+	if !r.Start.Equal(base.Add(time.Second)) || r.Duration != time.Second {
+		t.Errorf("start %s, duration %s", r.Start, r.Duration)
+	}
+}
