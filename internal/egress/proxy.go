@@ -349,13 +349,18 @@ func (p *Proxy) check(ctx context.Context, t Target) (addrs []netip.Addr, reason
 }
 
 // dial connects to the first of the checked addresses that answers, within
-// the connect timeout.
+// the connect timeout, each address getting a share of the time left (as
+// net.Dialer does), so one that never answers does not starve the others.
 func (p *Proxy) dial(ctx context.Context, t Target, addrs []netip.Addr) (net.Conn, netip.Addr, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.ConnectTimeout)
 	defer cancel()
+	deadline, _ := ctx.Deadline()
 	var errs []error
-	for _, a := range addrs {
-		c, err := p.cfg.Dial(ctx, "tcp", netip.AddrPortFrom(a, t.Port).String())
+	for i, a := range addrs {
+		share := time.Until(deadline) / time.Duration(len(addrs)-i)
+		actx, acancel := context.WithTimeout(ctx, max(share, min(2*time.Second, time.Until(deadline))))
+		c, err := p.cfg.Dial(actx, "tcp", netip.AddrPortFrom(a, t.Port).String())
+		acancel()
 		if err == nil {
 			return c, a, nil
 		}
@@ -499,11 +504,9 @@ func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	w.WriteHeader(resp.StatusCode)
 	buf := getBuf()
 	defer putBuf(buf)
-	var dst io.Writer = w
-	if resp.ContentLength < 0 {
-		dst = flushWriter{w}
-	}
-	if _, err := io.CopyBuffer(dst, resp.Body, *buf); err != nil {
+	// Flushed as it comes: a stream (or a stalled upstream) reaches the
+	// command as far as it got.
+	if _, err := io.CopyBuffer(flushWriter{w}, resp.Body, *buf); err != nil {
 		fail("relaying the response of %s: %v", t, err)
 	}
 }
