@@ -78,3 +78,18 @@ func pipe(ctx context.Context, a, b net.Conn) {
 	go one(b, a)
 	wg.Wait()
 }
+
+// Env is the environment that points a command's clients at a forwarder
+// listening on addr (HOST:PORT on the sandbox's loopback): HTTPS_PROXY and
+// HTTP_PROXY in both cases (curl reads only the lower-case http_proxy),
+// and NO_PROXY for the sandbox's own loopback, where a command's local
+// servers are reached directly.
+func Env(addr string) []string {
+	proxy := "http://" + addr
+	noProxy := "localhost,127.0.0.1,::1"
+	return []string{
+		"HTTPS_PROXY=" + proxy, "https_proxy=" + proxy,
+		"HTTP_PROXY=" + proxy, "http_proxy=" + proxy,
+		"NO_PROXY=" + noProxy, "no_proxy=" + noProxy,
+	}
+}

@@ -5,10 +5,14 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http/httpproxy"
 )
 
 // unixEcho is an echo server on a Unix socket, passing on half-closes.
@@ -125,5 +129,37 @@ func TestForwardListenerError(t *testing.T) {
 	ln.Close()
 	if err := Forward(context.Background(), ln, "/nonexistent"); err == nil {
 		t.Fatal("Forward on a closed listener returned nil")
+	}
+}
+
+// Clients reading Env's variables send remote requests to the forwarder
+// and keep loopback ones direct.
+func TestEnv(t *testing.T) {
+	vars := map[string]string{}
+	for _, kv := range Env("127.0.0.1:3128") {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	cfg := httpproxy.Config{HTTPSProxy: vars["HTTPS_PROXY"], HTTPProxy: vars["HTTP_PROXY"], NoProxy: vars["NO_PROXY"]}
+	proxyFor := cfg.ProxyFunc()
+	for _, tc := range []struct {
+		url, want string
+	}{
+		{"https://proxy.golang.org/x", "http://127.0.0.1:3128"},
+		{"http://deb.debian.org/", "http://127.0.0.1:3128"},
+		{"http://localhost:8080/", ""},
+		{"http://127.0.0.1:8080/", ""},
+		{"http://[::1]:8080/", ""},
+	} {
+		u, _ := url.Parse(tc.url)
+		got, err := proxyFor(u)
+		if err != nil || (got == nil) != (tc.want == "") || got != nil && got.String() != tc.want {
+			t.Errorf("%s: proxy %v, %v; want %q", tc.url, got, err, tc.want)
+		}
+	}
+	for _, k := range []string{"https_proxy", "http_proxy", "no_proxy"} {
+		if vars[k] != vars[strings.ToUpper(k)] {
+			t.Errorf("%s differs from its upper case", k)
+		}
 	}
 }
