@@ -3,6 +3,7 @@ package shellcheck
 import (
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -28,13 +29,17 @@ func worst(a, b verdict) verdict {
 var (
 	escalation = set("sudo", "su", "doas", "run0", "pkexec", "runas", "sudoedit", "runuser", "ksu", "gosu", "su-exec", "calife",
 		"setpriv", "capsh", "newgrp", "sg", "nsenter", "visudo", "sudo-rs", "su-rs", "please", "pleaseedit", "gsudo", "systemd-run",
-		"psexec", "psexec64", "paexec", "sudo.ws", "doas-rs", "lxsu")
+		"psexec", "psexec64", "paexec", "sudo.ws", "doas-rs", "lxsu", "gksu", "gksudo", "kdesu", "kdesudo", "beesu", "lxqt-sudo",
+		"xdg-su", "su-to-root", "pfexec", "dzdo", "pbrun", "pmrun", "sesu", "suexec", "s6-setuidgid", "setuidgid", "elevate",
+		"sudo-run", "mate-su")
 	evalExec      = set("eval", "exec", "iex", "invoke-expression")
 	kernelModules = set("insmod", "modprobe", "rmmod", "kmod", "kldload", "kldunload", "kextload", "kextunload")
 	firewalls     = set("iptables", "ip6tables", "iptables-legacy", "ip6tables-legacy", "iptables-nft", "ip6tables-nft",
 		"iptables-restore", "ip6tables-restore", "iptables-legacy-restore", "iptables-nft-restore", "nft", "ufw", "firewall-cmd",
 		"firewall-offline-cmd", "ebtables", "arptables", "pfctl", "ipfw", "new-netfirewallrule", "set-netfirewallrule",
-		"remove-netfirewallrule", "set-netfirewallprofile", "disable-netfirewallrule", "enable-netfirewallrule")
+		"remove-netfirewallrule", "set-netfirewallprofile", "disable-netfirewallrule", "enable-netfirewallrule", "iptables-apply",
+		"ip6tables-apply", "ebtables-restore", "arptables-restore", "ebtables-nft", "arptables-nft", "ebtables-legacy",
+		"arptables-legacy", "ebtables-nft-restore", "arptables-nft-restore", "firewallctl")
 	diskTools = set("mkfs", "mke2fs", "mkswap", "mkdosfs", "mkntfs", "mkexfatfs", "wipefs", "fdisk", "sfdisk", "cfdisk", "gdisk",
 		"sgdisk", "cgdisk", "parted", "diskpart", "blkdiscard", "hdparm", "sgdisk", "zpool", "mdadm", "cryptsetup", "clear-disk",
 		"format-volume", "initialize-disk")
@@ -212,6 +217,9 @@ var refusedList = func() []string {
 
 // refusedProgram recognizes the families no approval can run.
 func refusedProgram(n string, args []arg) (verdict, bool) {
+	if len(args) == 0 {
+		args = static([]string{n})
+	}
 	switch {
 	case escalation[n]:
 		return refuse("privilege-escalation", n+" escalates privileges"), true
@@ -228,9 +236,7 @@ func refusedProgram(n string, args []arg) (verdict, bool) {
 		return refuse("disk-destruction", n+" formats or repartitions disks"), true
 	case n == "machinectl" && len(args) > 1 && (args[1].s == "shell" || args[1].s == "login"):
 		return refuse("privilege-escalation", "machinectl shell opens a shell as another user"), true
-	case n == "netsh" && len(args) > 1 && (strings.EqualFold(args[1].s, "advfirewall") || strings.EqualFold(args[1].s, "firewall")):
-		return refuse("firewall", "netsh changes the Windows firewall"), true
-	case (n == "start-process" || n == "saps" || n == "start") && (hasFold(args, "-verb", "runas") || hasFold(args, "-ve", "runas") || hasPrefixFold(args, "-verb:runas")):
+	case (n == "start-process" || n == "saps" || n == "start") && verbRunAs.MatchString(strings.ToLower(strings.Join(strs(args[1:]), " "))):
 		return refuse("privilege-escalation", "Start-Process -Verb RunAs elevates"), true
 	case n == "format" && len(args) > 1 && isWindowsPath(args[1].s+`\`):
 		return refuse("disk-destruction", "format erases a drive"), true
@@ -240,16 +246,123 @@ func refusedProgram(n string, args []arg) (verdict, bool) {
 		return refuse("privilege-escalation", "ssh logs in as root"), true
 	case containerRuntimes[n] && privilegedContainer(args):
 		return refuse("privilege-escalation", n+" starts a container with the host's privileges"), true
+	case (n == "lxc" || n == "incus") && lxcPrivileged(args):
+		return refuse("privilege-escalation", n+" makes a container privileged"), true
 	case (n == "usermod" || n == "gpasswd" || n == "adduser" || n == "addgroup" || n == "useradd") && privilegedGroup(args):
 		return refuse("privilege-escalation", n+" adds a user to an administrators' group"), true
 	case (n == "mount" || n == "umount") && mountsSystem(args):
 		return refuse("system-mount", n+" changes the mounts of the root or a system tree"), true
 	case (n == "systemctl" || n == "service") && firewallUnit(args):
 		return refuse("firewall", n+" stops or changes the firewall service"), true
-	case n == "umask" && len(args) > 1 && strings.Trim(args[1].s, "0") == "":
-		return refuse("open-permissions", "umask 000 makes every new file world-writable"), true
+	case n == "umask" && openUmask(args):
+		return refuse("open-permissions", "umask lets others write every new file"), true
+	case strings.Contains(n, "-netfirewall") && !strings.HasPrefix(n, "get-") && !strings.HasPrefix(n, "show-"):
+		return refuse("firewall", n+" changes the Windows firewall"), true
+	case n == "netsh" && hasAnyFold(args, "advfirewall", "firewall"):
+		return refuse("firewall", "netsh changes the Windows firewall"), true
+	case initScript(args[0].s) && firewallUnit([]arg{{}, {s: canonical(args[0].s)}}):
+		return refuse("firewall", args[0].s+" stops or changes the firewall service"), true
+	case serviceManagers[n] && firewallUnit(args):
+		return refuse("firewall", n+" stops or changes the firewall service"), true
+	case n == "wsl" && wslRoot(args):
+		return refuse("privilege-escalation", "wsl runs the command as root"), true
+	case n == "schtasks" && schtasksElevated(args):
+		return refuse("privilege-escalation", "schtasks runs a task as SYSTEM or with the highest privileges"), true
+	case (n == "nircmd" || n == "nircmdc") && hasAnyFold(args, "elevate", "elevatecmd", "runassystem"):
+		return refuse("privilege-escalation", n+" elevate runs a program elevated"), true
+	case n == "osascript" && containsFold(args, "with administrator privileges"):
+		return refuse("privilege-escalation", "osascript ... with administrator privileges elevates"), true
+	case n == "chpst" && hasAnyFold(args, "-u", "-U"):
+		return refuse("privilege-escalation", "chpst -u runs the command as another user"), true
 	}
 	return verdict{}, false
+}
+
+var serviceManagers = set("systemctl", "service", "invoke-rc.d", "rc-service", "update-rc.d", "chkconfig", "sv", "rc-update",
+	"initctl", "launchctl", "stop-service", "set-service", "sc")
+
+// initScript: /etc/init.d/NAME, /etc/rc.d/NAME, /etc/rc.d/init.d/NAME.
+func initScript(name string) bool {
+	d := path.Dir(clean(name))
+	return d == "/etc/init.d" || d == "/etc/rc.d" || d == "/etc/rc.d/init.d"
+}
+
+func hasAnyFold(args []arg, words ...string) bool {
+	for _, a := range args[1:] {
+		for _, w := range words {
+			if strings.EqualFold(a.s, w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func containsFold(args []arg, s string) bool {
+	for _, a := range args[1:] {
+		if strings.Contains(strings.Join(strings.Fields(strings.ToLower(a.s)), " "), s) {
+			return true
+		}
+	}
+	return false
+}
+
+// openUmask: a umask that leaves others' write bit open (umask 000, 001,
+// 020, 0) or grants it symbolically (umask o=rwx, umask a+w).
+func openUmask(args []arg) bool {
+	for _, a := range args[1:] {
+		s := a.s
+		if strings.HasPrefix(s, "-") {
+			continue
+		}
+		if n, err := strconv.ParseUint(s, 8, 32); err == nil {
+			return n&0o002 == 0
+		}
+		for _, clause := range strings.Split(s, ",") {
+			i := strings.IndexAny(clause, "+=")
+			if i < 0 {
+				continue
+			}
+			who, perms := clause[:i], clause[i+1:]
+			if strings.Contains(perms, "w") && (who == "" || strings.ContainsAny(who, "ao")) {
+				return true
+			}
+		}
+		return false
+	}
+	return false
+}
+
+// wslRoot: wsl -u root, --user root, -u 0.
+func wslRoot(args []arg) bool {
+	for i, a := range args[1:] {
+		s := strings.ToLower(a.s)
+		if (s == "-u" || s == "--user") && i+2 < len(args) {
+			u := strings.ToLower(args[i+2].s)
+			if u == "root" || strings.Trim(u, "0") == "" {
+				return true
+			}
+		}
+		if s == "--user=root" || s == "-uroot" {
+			return true
+		}
+	}
+	return false
+}
+
+// schtasksElevated: /ru SYSTEM (or another built-in account) or /rl HIGHEST.
+func schtasksElevated(args []arg) bool {
+	for i, a := range args[1:] {
+		s := strings.ToLower(strings.TrimLeft(a.s, "/-"))
+		if i+2 >= len(args) {
+			break
+		}
+		v := strings.ToLower(args[i+2].s)
+		if s == "ru" && (strings.Contains(v, "system") || strings.Contains(v, "administrator")) || s == "rl" && v == "highest" {
+			return true
+		}
+	}
+	return false
 }
 
 // hasFold reports whether flag is followed by value (case-insensitively).
@@ -369,11 +482,30 @@ func uidZero(args []arg) bool {
 	return false
 }
 
+// verbRunAs: -Verb RunAs and its abbreviations (-V, -Ve, -Ver), with a
+// space or a colon, quoted or not.
+var verbRunAs = regexp.MustCompile(`(^|[\s;(])-v(e(r(b)?)?)?(\s+|\s*:\s*)['"]?runas\b`)
+
+// lxcPrivileged: lxc config set C security.privileged true (or =true).
+func lxcPrivileged(args []arg) bool {
+	for i, a := range args[1:] {
+		s := strings.ToLower(a.s)
+		if s == "security.privileged" && i+2 < len(args) && strings.EqualFold(args[i+2].s, "true") {
+			return true
+		}
+		if strings.HasPrefix(s, "security.privileged=") && s != "security.privileged=false" {
+			return true
+		}
+	}
+	return false
+}
+
 // sshRoot: ssh root@host, ssh -l root, ssh -o User=root, ssh://root@.
 func sshRoot(args []arg) bool {
 	for i, a := range args[1:] {
 		s := strings.ToLower(a.s)
-		if strings.HasPrefix(s, "root@") || strings.Contains(s, "://root@") || s == "-lroot" || strings.Contains(s, "user=root") {
+		if strings.HasPrefix(s, "root@") || strings.Contains(s, "://root@") || s == "-lroot" || strings.Contains(s, "user=root") ||
+			userRoot.MatchString(s) {
 			return true
 		}
 		if s == "-l" && i+2 < len(args) && args[i+2].s == "root" {
@@ -382,6 +514,8 @@ func sshRoot(args []arg) bool {
 	}
 	return false
 }
+
+var userRoot = regexp.MustCompile(`(^|-o)\s*user\s*=?\s*root$`)
 
 var containerRuntimes = set("docker", "podman", "nerdctl", "ctr", "crictl", "lxc", "incus")
 
@@ -399,17 +533,59 @@ func privilegedContainer(args []arg) bool {
 			return true
 		case s == "--pid=host" || s == "--userns=host" || s == "--ipc=host" || (s == "--pid" || s == "--userns") && next == "host":
 			return true
-		case strings.HasPrefix(s, "--cap-add") && (strings.Contains(s+next, "all") || strings.Contains(s+next, "sys_admin")):
+		case strings.HasPrefix(s, "--cap-add") && capEscalates(s+" "+next):
 			return true
-		case (s == "-v" || s == "--volume" || s == "--mount") && (strings.HasPrefix(next, "/:") || strings.Contains(next, "source=/,") || next == "/"):
+		case (s == "-v" || s == "--volume" || s == "--mount") && hostMount(next):
 			return true
-		case strings.HasPrefix(s, "--volume=/:") || strings.HasPrefix(s, "-v/:"):
+		case strings.HasPrefix(s, "--volume=") && hostMount(s[len("--volume="):]) || strings.HasPrefix(s, "--mount=") && hostMount(s[len("--mount="):]):
+			return true
+		case strings.HasPrefix(s, "-v") && !strings.HasPrefix(s, "--") && len(s) > 2 && hostMount(strings.TrimPrefix(s[2:], "=")):
+			return true
+		case (s == "--device" || s == "--device=") && strings.HasPrefix(next, "/dev/") || strings.HasPrefix(s, "--device=/dev/"):
+			return true
+		case s == "--security-opt" && (strings.Contains(next, "unconfined") || strings.Contains(next, "no-new-privileges=false")):
 			return true
 		case s == "security.privileged=true" || s == "raw.lxc":
 			return true
 		}
 	}
 	return false
+}
+
+// capEscalates: capabilities that give a container the host: all,
+// sys_admin, sys_module (kernel modules), sys_rawio, sys_ptrace,
+// dac_read_search, dac_override.
+func capEscalates(s string) bool {
+	for _, c := range []string{"all", "sys_admin", "sys_module", "sys_rawio", "sys_ptrace", "dac_read_search", "dac_override"} {
+		if strings.Contains(s, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostMount: a volume or mount whose source is the host's root, a system
+// tree, a home or the container runtime's socket.
+func hostMount(spec string) bool {
+	src := spec
+	if strings.Contains(spec, "=") {
+		src = ""
+		for _, kv := range strings.Split(spec, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			if k == "source" || k == "src" {
+				src = v
+			}
+		}
+	} else if i := strings.Index(spec, ":"); i >= 0 {
+		src = spec[:i]
+	}
+	if !strings.HasPrefix(src, "/") && !strings.HasPrefix(src, "~") {
+		return false
+	}
+	if strings.HasSuffix(src, ".sock") {
+		return true
+	}
+	return rootish(static([]string{src})[0])
 }
 
 // hasPrefixFold reports an argument equal to s (case-insensitively, quotes

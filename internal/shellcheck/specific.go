@@ -1,8 +1,11 @@
 package shellcheck
 
 import (
+	"encoding/base64"
+	"path"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 )
 
 // specific applies the rules of programs whose arguments matter. ok=false
@@ -79,9 +82,10 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 		}
 	case "setfacl":
 		for _, a := range args[1:] {
-			l := a.s
-			if strings.HasPrefix(l, "o:") || strings.HasPrefix(l, "other:") || strings.Contains(l, ",o:") {
-				if strings.Contains(l, "w") {
+			for _, clause := range strings.Split(a.s, ",") {
+				// d:o::rwx and default:other::rwx open what is created later.
+				clause = strings.TrimPrefix(strings.TrimPrefix(clause, "default:"), "d:")
+				if (strings.HasPrefix(clause, "o:") || strings.HasPrefix(clause, "other:")) && strings.Contains(clause[strings.LastIndex(clause, ":"):], "w") {
 					return refuse("open-permissions", "setfacl gives everyone write access"), true
 				}
 			}
@@ -100,6 +104,26 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 		return writes(n, args[1:], false)
 	case "dd":
 		return dd(args)
+	case "ssh", "autossh":
+		if code := sshRemoteCommand(args); code != "" {
+			if v := c.quietSource(code, depth); v.v == Refuse {
+				return refuse(v.rule, "ssh runs "+code+" on the remote host: "+v.reason), true
+			}
+		}
+	}
+	switch n {
+	case "rsync":
+		if v, ok := rsyncDeletes(args); ok {
+			return v, true
+		}
+	case "ln", "link":
+		for _, a := range args[1:] {
+			if a.static && strings.HasPrefix(a.s, "/") && refusedName(canonical(a.s)) {
+				return refuse("privilege-escalation", n+" gives "+a.s+", a refused program, another name"), true
+			}
+		}
+	}
+	switch n {
 	case "cp", "mv", "ln", "tee", "truncate", "rsync", "touch", "ditto", "copy-item", "move-item", "set-content", "out-file":
 		return writes(n, args[1:], n == "mv" || n == "move-item")
 	case "sed", "perl":
@@ -395,7 +419,31 @@ func openMode(m string) bool {
 	return false
 }
 
+// worldWritable are system paths whose mode is open to everyone: a mode
+// copied from them (chmod --reference) opens the target.
+var worldWritable = set("/tmp", "/var/tmp", "/dev/shm", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+	"/dev/tty", "/dev/ptmx", "/run/lock", "/var/lock", "/var/crash", "/var/mail")
+
+// reference is the file of --reference=F or --reference F.
+func reference(args []arg) (string, bool) {
+	for i, a := range args[1:] {
+		if strings.HasPrefix(a.s, "--reference=") {
+			return strings.TrimPrefix(a.s, "--reference="), true
+		}
+		if a.s == "--reference" && i+2 < len(args) {
+			return args[i+2].s, true
+		}
+	}
+	return "", false
+}
+
 func chmod(args []arg) (verdict, bool) {
+	if ref, ok := reference(args); ok {
+		if worldWritable[clean(ref)] {
+			return refuse("open-permissions", "chmod --reference="+ref+" copies a world-writable mode"), true
+		}
+		return verdict{}, false
+	}
 	for _, a := range args[1:] {
 		if strings.HasPrefix(a.s, "-") && !strings.ContainsAny(a.s[1:], "rwxXst") {
 			continue // an option such as -R
@@ -416,16 +464,30 @@ func chmod(args []arg) (verdict, bool) {
 }
 
 func chown(n string, args []arg) (verdict, bool) {
-	for _, a := range args[1:] {
+	if ref, ok := reference(args); ok {
+		if r := clean(ref); strings.HasPrefix(r, "/") && (rootishDir(r) || systemPath(r) || worldWritable[r]) {
+			return refuse("chown-root", n+" --reference="+ref+" copies the owner of a file root owns"), true
+		}
+		return verdict{}, false
+	}
+	for i := 1; i < len(args); i++ {
+		a := args[i]
 		if strings.HasPrefix(a.s, "-") {
+			if a.s == "--from" {
+				i++ // --from OWNER: the owner the files must have now
+			}
 			continue
 		}
 		owner := a.s
 		if n == "chgrp" {
 			owner = ":" + owner
 		}
-		user, group, _ := strings.Cut(owner, ":")
-		if user == "root" || user == "0" || group == "root" || group == "0" || group == "wheel" {
+		user, group, found := strings.Cut(owner, ":")
+		if !found {
+			// The old OWNER.GROUP form.
+			user, group, _ = strings.Cut(owner, ".")
+		}
+		if rootName(user) || rootName(group) || group == "wheel" {
 			return refuse("chown-root", n+" hands files to root"), true
 		}
 		break
@@ -541,28 +603,92 @@ func git(args []arg) (verdict, bool) {
 	return verdict{}, false
 }
 
-// powershell: -Command code is scanned for elevation and eval; encoded or
-// file-based code is opaque.
+// powershell: the code, wherever it is given (-Command and its
+// abbreviations, a positional script block, -EncodedCommand decoded), is
+// scanned for elevation, Invoke-Expression and refused programs; the rest
+// is not analyzed.
 func powershell(args []arg) (verdict, bool) {
+	code := strings.Join(strs(args[1:]), " ")
 	for i, a := range args[1:] {
 		l := strings.ToLower(a.s)
-		switch {
-		case l == "-encodedcommand" || l == "-enc" || l == "-e" || l == "-ec":
-			return ask("opaque-code", "powershell -EncodedCommand runs code that cannot be read"), true
-		case l == "-command" || l == "-c" || l == "-file" || l == "-f":
-			code := strings.ToLower(strings.Join(strs(args[i+2:]), " "))
-			if strings.Contains(code, "-verb runas") || strings.Contains(code, "-verb 'runas'") || strings.Contains(code, `-verb "runas"`) {
-				return refuse("privilege-escalation", "the PowerShell code elevates (-Verb RunAs)"), true
+		if l == "-ec" || len(l) >= 2 && strings.HasPrefix("-encodedcommand", l) {
+			if i+2 >= len(args) {
+				return ask("opaque-code", "powershell -EncodedCommand without its code"), true
 			}
-			for _, w := range strings.FieldsFunc(code, func(r rune) bool { return !(r == '-' || r >= 'a' && r <= 'z') }) {
-				if w == "iex" || w == "invoke-expression" {
-					return refuse("eval-exec", "the PowerShell code uses Invoke-Expression"), true
-				}
+			dec, ok := decodePowerShell(args[i+2].s)
+			if !ok {
+				return ask("opaque-code", "powershell -EncodedCommand runs code that cannot be read"), true
 			}
-			return ask("interpreter", "powershell runs code that is not analyzed"), true
+			// Decoded, it is judged for elevation and refused programs;
+			// what it evaluates stays opaque (ask).
+			if v, bad := powershellCode(dec, false); bad {
+				return v, true
+			}
+			return ask("opaque-code", "powershell -EncodedCommand runs code that is not analyzed"), true
 		}
 	}
+	if v, bad := powershellCode(code, true); bad {
+		return v, true
+	}
+	// The code proper: from the first word that is not an option (or an
+	// option's value), so its first command is at a statement's start.
+	valued := set("-executionpolicy", "-ep", "-ex", "-windowstyle", "-w", "-configurationname", "-outputformat", "-of",
+		"-inputformat", "-if", "-psconsolefile", "-version", "-v", "-workingdirectory", "-wd", "-settingsfile")
+	for i := 1; i < len(args); i++ {
+		l := strings.ToLower(args[i].s)
+		if valued[l] {
+			i++
+			continue
+		}
+		if strings.HasPrefix(l, "-") {
+			continue
+		}
+		if v, bad := powershellCode(strings.Join(strs(args[i:]), " "), true); bad {
+			return v, true
+		}
+		break
+	}
 	return ask("interpreter", "powershell runs code that is not analyzed"), true
+}
+
+// powershellCode refuses elevation, Invoke-Expression and refused
+// programs at the start of a statement.
+func powershellCode(code string, evals bool) (verdict, bool) {
+	l := strings.ToLower(code)
+	if verbRunAs.MatchString(l) {
+		return refuse("privilege-escalation", "the PowerShell code elevates (-Verb RunAs)"), true
+	}
+	for _, w := range strings.FieldsFunc(l, func(r rune) bool { return !(r == '-' || r == '.' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') }) {
+		if w == "iex" || w == "invoke-expression" {
+			if !evals {
+				return verdict{}, false
+			}
+			return refuse("eval-exec", "the PowerShell code uses Invoke-Expression"), true
+		}
+	}
+	for _, stmt := range strings.FieldsFunc(l, func(r rune) bool { return strings.ContainsRune(";|&\n{}()'\"", r) }) {
+		f := strings.Fields(stmt)
+		if len(f) == 0 {
+			continue
+		}
+		if v, ok := refusedProgram(canonical(f[0]), static(f)); ok {
+			return refuse(v.rule, "the PowerShell code runs "+f[0]+": "+v.reason), true
+		}
+	}
+	return verdict{}, false
+}
+
+// decodePowerShell decodes -EncodedCommand: base64 of UTF-16LE text.
+func decodePowerShell(s string) (string, bool) {
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s))
+	if err != nil || len(b)%2 != 0 {
+		return "", false
+	}
+	u := make([]uint16, len(b)/2)
+	for i := range u {
+		u[i] = uint16(b[2*i]) | uint16(b[2*i+1])<<8
+	}
+	return string(utf16.Decode(u)), true
 }
 
 // cmdExe: cmd /c code; each command of the code is judged by name.
@@ -580,4 +706,82 @@ func (c *checker) cmdExe(args []arg, depth int) (verdict, bool) {
 		}
 	}
 	return ask("interpreter", "cmd runs code"), true
+}
+
+// quietSource judges code without recording its pieces: the worst verdict.
+func (c *checker) quietSource(code string, depth int) verdict {
+	sub := &checker{a: c.a}
+	sub.source(code, depth+1)
+	v := allow("empty", "")
+	for _, p := range sub.pieces {
+		v = worst(v, verdict{p.Verdict, p.Rule, p.Reason})
+	}
+	return v
+}
+
+// sshRemoteCommand is the command ssh runs on the remote host: the words
+// after the destination.
+func sshRemoteCommand(args []arg) string {
+	const withValue = "BbcDEeFIiJLlmOoPpQRSWw"
+	i := 1
+	for i < len(args) {
+		s := args[i].s
+		if s == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(s, "-") || s == "-" {
+			break
+		}
+		last := s[len(s)-1]
+		if strings.IndexByte(withValue, last) >= 0 && !strings.ContainsAny(s[1:len(s)-1], withValue) {
+			i++
+		}
+		i++
+	}
+	if i+1 >= len(args) {
+		return ""
+	}
+	return strings.Join(strs(args[i+1:]), " ")
+}
+
+// rsyncDeletes: --delete (and its variants) into the root, a system tree
+// or a home; --remove-source-files from one.
+func rsyncDeletes(args []arg) (verdict, bool) {
+	del, removeSrc := false, false
+	var paths []arg
+	for _, a := range args[1:] {
+		switch {
+		case strings.HasPrefix(a.s, "--del"):
+			del = true
+		case a.s == "--remove-source-files":
+			removeSrc = true
+		case !strings.HasPrefix(a.s, "-"):
+			paths = append(paths, a)
+		}
+	}
+	if len(paths) == 0 {
+		return verdict{}, false
+	}
+	dest := paths[len(paths)-1]
+	if del && (rootish(dest) || dest.static && systemPath(strings.TrimPrefix(path.Clean("/"+dest.s), "")) && strings.HasPrefix(dest.s, "/")) {
+		return refuse("system-destruction", "rsync --delete empties "+dest.s+": the root, a home or a system tree"), true
+	}
+	if removeSrc {
+		for _, p := range paths[:len(paths)-1] {
+			if rootish(p) {
+				return refuse("system-destruction", "rsync --remove-source-files deletes "+p.s), true
+			}
+		}
+	}
+	return verdict{}, false
+}
+
+// rootName: root, or uid/gid 0 however written (0, 00, +0).
+func rootName(s string) bool {
+	if s == "root" {
+		return true
+	}
+	s = strings.TrimPrefix(s, "+")
+	return s != "" && strings.Trim(s, "0") == ""
 }

@@ -32,7 +32,7 @@ type arg struct {
 	// tmpl is the word as literal text and plain variables ($x, ${x},
 	// "$x"), when it is nothing else: a variable is "\x00name"; the
 	// checker fills in the values it tracked (x=su; ${x}do is sudo).
-	tmpl []string
+	tmpl   []string
 	noTmpl bool
 }
 

@@ -88,7 +88,18 @@ var wrappers = map[string]unwrap{
 		return a[1:], "", true
 	},
 	"busybox": func(a []arg) ([]arg, string, bool) { return a[1:], "", true },
-	"toybox":  func(a []arg) ([]arg, string, bool) { return a[1:], "", true },
+	// Multicall binaries: the first word names the program.
+	"xtables-legacy-multi": func(a []arg) ([]arg, string, bool) { return a[1:], "", true },
+	"xtables-nft-multi":    func(a []arg) ([]arg, string, bool) { return a[1:], "", true },
+	"xtables-multi":        func(a []arg) ([]arg, string, bool) { return a[1:], "", true },
+	"wsl": func(a []arg) ([]arg, string, bool) {
+		rest := optionsThen("-d --distribution -u --user --cd --shell-type", a[1:])
+		if len(rest) > 0 && (rest[0].s == "-e" || rest[0].s == "--exec") {
+			rest = rest[1:]
+		}
+		return rest, "", true
+	},
+	"toybox": func(a []arg) ([]arg, string, bool) { return a[1:], "", true },
 	"chroot": func(a []arg) ([]arg, string, bool) {
 		return skipN(optionsThen("--userspec --groups", a[1:]), 1), "", true
 	},
