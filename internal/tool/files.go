@@ -68,6 +68,9 @@ var writeFile = Tool{
 		}
 		defer root.Close()
 		if dir := filepath.Dir(p); dir != "." {
+			if err := realPath(root, dir); err != nil {
+				return Result{}, err
+			}
 			if err := mkdirOwned(root, dir, env.Owner); err != nil {
 				return Result{}, err
 			}

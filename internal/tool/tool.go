@@ -201,6 +201,11 @@ func cleanPath(p string) (string, error) {
 // swapped in between. For writing, the file is created if missing and
 // truncated only once it is known to be regular.
 func openRegular(root *os.Root, p string, write bool) (*os.File, error) {
+	if write {
+		if err := realPath(root, p); err != nil {
+			return nil, err
+		}
+	}
 	if fi, err := root.Lstat(p); err == nil && fi.Mode()&(os.ModeNamedPipe|os.ModeSocket|os.ModeDevice|os.ModeCharDevice) != 0 {
 		return nil, fmt.Errorf("%s is not a regular file (%s); file tools only read and write regular files", p, fi.Mode().Type())
 	}
@@ -224,6 +229,26 @@ func openRegular(root *os.Root, p string, write bool) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// realPath refuses a path that goes through a symbolic link: the host
+// writes only where the path itself says, never where a link the agent
+// made points (a link to .git would let a write land in its
+// configuration, which host git reads). No sandboxed process runs while a
+// file tool does, so the check holds for the write that follows.
+func realPath(root *os.Root, p string) error {
+	parts := strings.Split(p, "/")
+	for i := range parts {
+		prefix := strings.Join(parts[:i+1], "/")
+		fi, err := root.Lstat(prefix)
+		if err != nil {
+			return nil // the rest does not exist yet: created as real directories
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("path %q goes through the symbolic link %q; file tools write only to real paths (run_command can follow links inside the sandbox)", p, prefix)
+		}
+	}
+	return nil
 }
 
 // readRegular reads at most limit+1 bytes of a regular file.

@@ -126,6 +126,11 @@ func TestWrittenFilesBelongToTheSandboxUser(t *testing.T) {
 func TestSpecialFilesAndGitAreRefused(t *testing.T) {
 	env := setup(t)
 	require.NoError(t, syscall.Mkfifo(filepath.Join(env.Root, "pipe"), 0o644))
+	// A link the agent made to .git: writing through it would reach the
+	// configuration host git reads.
+	require.NoError(t, os.MkdirAll(filepath.Join(env.Root, ".git", "info"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(env.Root, ".git", "config"), []byte("[core]\n"), 0o644))
+	require.NoError(t, os.Symlink(".git", filepath.Join(env.Root, "g")))
 	for _, tc := range []struct{ name, args, want string }{
 		{"read_file", `{"path":"pipe"}`, "not a regular file"},
 		{"write_file", `{"path":"pipe","content":"x"}`, "not a regular file"},
@@ -134,8 +139,15 @@ func TestSpecialFilesAndGitAreRefused(t *testing.T) {
 		{"write_file", `{"path":".git/config","content":"x"}`, "inside a .git directory"},
 		{"write_file", `{"path":"sub/.GIT/hooks/pre-commit","content":"x"}`, "inside a .git directory"},
 		{"read_file", `{"path":"x/../.git/config"}`, "inside a .git directory"},
+		{"write_file", `{"path":"g/config","content":"[filter \"x\"]\n"}`, "symbolic link"},
+		{"write_file", `{"path":"g/info/attributes","content":"* filter=x\n"}`, "symbolic link"},
+		{"edit_file", `{"path":"g/config","old":"[core]","new":"[x]"}`, "symbolic link"},
 	} {
 		_, err := run(t, env, tc.name, tc.args)
 		require.ErrorContains(t, err, tc.want, tc.name+" "+tc.args)
 	}
+	cfg, err := os.ReadFile(filepath.Join(env.Root, ".git", "config"))
+	require.NoError(t, err)
+	require.Equal(t, "[core]\n", string(cfg), "nothing reached .git")
+	require.NoFileExists(t, filepath.Join(env.Root, ".git", "info", "attributes"))
 }
