@@ -207,3 +207,31 @@ func TestHostileFixtureIsReal(t *testing.T) {
 	_, _ = exec.Command("git", "-c", "safe.directory=*", "-C", dir, "status", "--short").CombinedOutput()
 	require.NotEmpty(t, ran(), "plain git status should have run the planted fsmonitor; the fixture lost its teeth")
 }
+
+// TestAcceptingRunsNoDeliveredHook: a diff that adds hooks to a
+// repository whose hooksPath names a tracked directory (husky) does not
+// run them as it lands; and such paths are flagged in any case.
+func TestAcceptingRunsNoDeliveredHook(t *testing.T) {
+	ctx := context.Background()
+	src, base := repo(t)
+	plainGit(t, src, "config", "core.hooksPath", ".husky")
+	work := filepath.Join(t.TempDir(), "copy")
+	require.NoError(t, Clone(ctx, src, work))
+	marker := filepath.Join(t.TempDir(), "hook-ran")
+	hook := fmt.Sprintf("#!/bin/sh\ntouch %s\n", marker)
+	for _, h := range []string{"post-commit", "prepare-commit-msg", "post-index-change", "pre-commit"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(work, ".husky"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(work, ".husky", h), []byte(hook), 0o755))
+	}
+	d, err := Compute(ctx, work, base)
+	require.NoError(t, err)
+	for _, f := range d.Files {
+		require.True(t, f.Flagged, f.Path)
+	}
+	_, err = Apply(ctx, src, d, AsCommit, "with hooks")
+	require.NoError(t, err)
+	require.FileExists(t, filepath.Join(src, ".husky", "post-commit"), "the hooks are delivered")
+	require.NoFileExists(t, marker, "but none ran while accepting")
+	flagged, _ := Flag(".HUSKY/post-commit")
+	require.True(t, flagged, "flags ignore case")
+}

@@ -114,12 +114,14 @@ func Compute(ctx context.Context, dir, base string) (Diff, error) {
 
 // Flag says whether a path is under dedicated control, and why.
 func Flag(p string) (bool, string) {
-	p = filepath.ToSlash(p)
+	// Case-insensitively: on a case-insensitive filesystem (macOS,
+	// Windows) .HUSKY/post-commit lands in .husky/.
+	p = strings.ToLower(filepath.ToSlash(p))
 	base := path.Base(p)
-	lower := strings.ToLower(base)
+	lower := base
 	switch {
 	case strings.HasPrefix(p, ".github/workflows/") || strings.HasPrefix(p, ".github/actions/") || strings.HasPrefix(p, ".circleci/") ||
-		strings.HasPrefix(p, ".buildkite/") || strings.HasPrefix(p, ".gitlab/ci") || base == ".gitlab-ci.yml" || base == "Jenkinsfile" ||
+		strings.HasPrefix(p, ".buildkite/") || strings.HasPrefix(p, ".gitlab/ci") || base == ".gitlab-ci.yml" || base == "jenkinsfile" ||
 		base == ".travis.yml" || base == "azure-pipelines.yml" || base == "bitbucket-pipelines.yml" || base == ".drone.yml" ||
 		strings.HasPrefix(p, ".tekton/") || base == "cloudbuild.yaml" || base == "appveyor.yml":
 		return true, "CI configuration"
@@ -254,9 +256,11 @@ func Apply(ctx context.Context, repo string, d Diff, mode ApplyMode, message str
 
 // userGit runs the user's own git in the user's own repository (where an
 // accepted diff lands): their configuration and identity apply, as when
-// they run git themselves; hooks are skipped for the commit (--no-verify).
+// they run git themselves, but no hook runs — the diff may carry hooks
+// (a tracked .husky/ or .githooks/ the repository's hooksPath names), and
+// accepting must not execute what it delivers.
 func userGit(ctx context.Context, repo string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", repo}, args...)...)
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", repo, "-c", "core.hooksPath=/dev/null"}, args...)...)
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
