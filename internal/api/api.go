@@ -24,6 +24,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
@@ -319,6 +320,9 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	if body == nil {
 		body = []byte("{}")
 	}
+	if err := session.CheckJSON(body, v); err != nil {
+		return fmt.Errorf("%w: request body: %w", store.ErrInvalid, err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -328,6 +332,13 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 		return fmt.Errorf("%w: request body: trailing data after the JSON object", store.ErrInvalid)
 	}
 	return nil
+}
+
+// noBody checks the body of a route that takes none: empty, or an empty
+// JSON object; anything else is refused like any other body (415, 400).
+func noBody(w http.ResponseWriter, r *http.Request) error {
+	var none struct{}
+	return decode(w, r, &none)
 }
 
 func (s *Server) operator() session.Sender {
@@ -356,15 +367,24 @@ func (s *Server) applyAgents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"applied": res})
 }
 
-func project(r *http.Request) string {
-	if p := r.URL.Query().Get("project"); p != "" {
-		return p
+// project is the project a request names with ?project= (default: the
+// default project): a name that is not valid is a 400, a project never
+// created a 404.
+func (s *Server) project(r *http.Request) (string, error) {
+	p := r.URL.Query().Get("project")
+	if p == "" && !r.URL.Query().Has("project") {
+		return "default", nil
 	}
-	return "default"
+	return p, s.Service.CheckProject(r.Context(), p)
 }
 
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
-	list, err := s.Service.Store.ListAgents(r.Context(), project(r))
+	p, err := s.project(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	list, err := s.Service.Store.ListAgents(r.Context(), p)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -373,7 +393,16 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
-	a, err := s.Service.Store.GetAgent(r.Context(), project(r), r.PathValue("name"))
+	p, err := s.project(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if name := r.PathValue("name"); !spec.ValidName(name) {
+		s.error(w, r, fmt.Errorf("%w: agent %q: want 1-63 lowercase letters, digits and dashes", store.ErrInvalid, clip(name)))
+		return
+	}
+	a, err := s.Service.Store.GetAgent(r.Context(), p, r.PathValue("name"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -404,6 +433,12 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.error(w, r, err)
 		return
+	}
+	if q.Has("project") {
+		if err := s.Service.CheckProject(r.Context(), q.Get("project")); err != nil {
+			s.error(w, r, err)
+			return
+		}
 	}
 	f := store.SessionFilter{Project: q.Get("project"), Agent: q.Get("agent"), Status: session.Status(q.Get("status")), IncludeArchived: archived}
 	if f.Status != "" && !f.Status.Valid() {
@@ -476,6 +511,10 @@ func (s *Server) listTurns(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) archive(w http.ResponseWriter, r *http.Request) {
+	if err := noBody(w, r); err != nil {
+		s.error(w, r, err)
+		return
+	}
 	x, err := s.Service.Archive(r.Context(), r.PathValue("id"), s.operator())
 	if err != nil {
 		s.error(w, r, err)
@@ -485,6 +524,10 @@ func (s *Server) archive(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) retry(w http.ResponseWriter, r *http.Request) {
+	if err := noBody(w, r); err != nil {
+		s.error(w, r, err)
+		return
+	}
 	x, err := s.Service.Retry(r.Context(), r.PathValue("id"), s.operator())
 	if err != nil && (x.ID == "" || x.ID == r.PathValue("id")) {
 		s.error(w, r, err)
@@ -637,6 +680,10 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) reject(w http.ResponseWriter, r *http.Request) {
+	if err := noBody(w, r); err != nil {
+		s.error(w, r, err)
+		return
+	}
 	x, err := s.Service.Reject(r.Context(), r.PathValue("id"), s.operator())
 	if err != nil {
 		s.error(w, r, err)
@@ -667,6 +714,10 @@ func (s *Server) disk(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) gc(w http.ResponseWriter, r *http.Request) {
+	if err := noBody(w, r); err != nil {
+		s.error(w, r, err)
+		return
+	}
 	out, err := s.Service.GC(r.Context(), time.Now())
 	if err != nil {
 		s.error(w, r, err)

@@ -3,8 +3,10 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/store"
@@ -32,7 +34,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
-	if r.Header.Get("Accept") != "text/event-stream" {
+	if !wantsStream(r) {
 		list, err := s.Service.Store.ListEvents(r.Context(), id, after, 0)
 		if err != nil {
 			s.error(w, r, err)
@@ -99,4 +101,18 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-poll.C:
 		}
 	}
+}
+
+// wantsStream reports whether the client accepts text/event-stream (in
+// any position of its Accept list, with any parameters but q=0).
+func wantsStream(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err == nil && mt == "text/event-stream" && strings.TrimSpace(params["q"]) != "0" {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -85,6 +85,12 @@ func (s *Service) RecordedCalls(ctx context.Context, project string, since time.
 // written in YAML (as the project's policy, before any agent's own
 // tightening) and reports what would change.
 func (s *Service) ReplayPolicy(ctx context.Context, project string, yamlText []byte, since time.Time, examples int) (policy.ReplayReport, error) {
+	if err := s.CheckProject(ctx, project); err != nil {
+		return policy.ReplayReport{}, err
+	}
+	if policy.Empty(yamlText) {
+		return policy.ReplayReport{}, fmt.Errorf("%w: empty policy: send the policy YAML to replay (e.g. `default: ask`)", ErrInvalid)
+	}
 	p, err := policy.Parse(yamlText)
 	if err != nil {
 		return policy.ReplayReport{}, fmt.Errorf("%w: %w", ErrInvalid, err)

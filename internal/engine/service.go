@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,6 +41,14 @@ type Service struct {
 	// RetainFailed is how long a failed session's working copy is kept
 	// for inspection before GC collects it.
 	RetainFailed time.Duration
+
+	// answerMu makes checking an answer and recording it one step, so two
+	// concurrent answers to one question cannot both be recorded.
+	answerMu sync.Mutex
+	// diffs remembers the snapshots GET …/diff handed out, per session and
+	// base: only those can be accepted.
+	diffsMu sync.Mutex
+	diffs   map[string]map[string]bool
 }
 
 // Known returns the name checks specs are validated with.
@@ -158,7 +167,11 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 		return x, err
 	}
 	if !created {
-		if what := sameSession(x, sp, input, req); what != "" {
+		what := sameSession(x, sp, input, req)
+		if what == "" && x.PolicyDigest != pol.digest {
+			what = "policy"
+		}
+		if what != "" {
 			return session.Session{}, &KeyConflictError{Key: req.IdempotencyKey, SessionID: x.ID, Original: "session " + x.ID, What: what}
 		}
 	}
@@ -224,6 +237,21 @@ func (req CreateRequest) validate() error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	if err := reservedKey(req.IdempotencyKey); err != nil {
+		return err
+	}
+	return nil
+}
+
+// reservedKey refuses a caller's session idempotency key in the namespace
+// the platform keys its own creations with (a retry, a successor): such a
+// key would make the platform's creation answer with the caller's session.
+func reservedKey(key string) error {
+	for _, prefix := range []string{"retry:", "successor:"} {
+		if strings.HasPrefix(key, prefix) {
+			return fmt.Errorf("%w: idempotencyKey %q: keys starting with %q are reserved for the platform", ErrInvalid, trim(key), prefix)
+		}
+	}
 	return nil
 }
 
@@ -271,27 +299,38 @@ func ValidProject(name string) error {
 // it has none of its own); a project never created is not found. The
 // default project always exists.
 func (s *Service) PolicyOf(ctx context.Context, project string) (*policy.Policy, error) {
-	if err := ValidProject(project); err != nil {
+	if err := s.CheckProject(ctx, project); err != nil {
 		return nil, err
-	}
-	raw, err := s.Store.GetProjectPolicy(ctx, project)
-	if err != nil {
-		return nil, err
-	}
-	if raw == nil && project != spec.DefaultProject {
-		agents, err := s.Store.ListAgents(ctx, project)
-		if err != nil {
-			return nil, err
-		}
-		sessions, err := s.Store.ListSessions(ctx, store.SessionFilter{Project: project, IncludeArchived: true, Limit: 1})
-		if err != nil {
-			return nil, err
-		}
-		if len(agents) == 0 && len(sessions) == 0 {
-			return nil, fmt.Errorf("project %q does not exist (apply an agent or a policy to it first): %w", project, store.ErrNotFound)
-		}
 	}
 	return s.ProjectPolicy(ctx, project)
+}
+
+// CheckProject refuses a project name from a caller that is not valid
+// (ErrInvalid) or names a project never created (ErrNotFound). The
+// default project always exists.
+func (s *Service) CheckProject(ctx context.Context, project string) error {
+	if err := ValidProject(project); err != nil {
+		return err
+	}
+	if project == spec.DefaultProject {
+		return nil
+	}
+	raw, err := s.Store.GetProjectPolicy(ctx, project)
+	if err != nil || raw != nil {
+		return err
+	}
+	agents, err := s.Store.ListAgents(ctx, project)
+	if err != nil {
+		return err
+	}
+	sessions, err := s.Store.ListSessions(ctx, store.SessionFilter{Project: project, IncludeArchived: true, Limit: 1})
+	if err != nil {
+		return err
+	}
+	if len(agents) == 0 && len(sessions) == 0 {
+		return fmt.Errorf("project %q does not exist (apply an agent or a policy to it first): %w", project, store.ErrNotFound)
+	}
+	return nil
 }
 
 type pinnedPolicy struct {
@@ -318,7 +357,7 @@ func (s *Service) SetProjectPolicy(ctx context.Context, project string, yamlText
 	if err := ValidProject(project); err != nil {
 		return nil, err
 	}
-	if len(bytes.TrimSpace(yamlText)) == 0 {
+	if policy.Empty(yamlText) {
 		return nil, fmt.Errorf("%w: empty policy: send the policy YAML (e.g. `default: ask`)", ErrInvalid)
 	}
 	p, err := policy.Parse(yamlText)
@@ -342,6 +381,9 @@ func (s *Service) effectivePolicy(ctx context.Context, project string, sp *spec.
 	}
 	p = policy.Stricter(p, agentPolicy)
 	if requested != "" {
+		if policy.Empty([]byte(requested)) {
+			return pinnedPolicy{}, fmt.Errorf("%w: policy: empty: give the policy YAML (e.g. `default: ask`), or leave policy out", ErrInvalid)
+		}
 		rp, err := policy.Parse([]byte(requested))
 		if err != nil {
 			return pinnedPolicy{}, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -478,6 +520,8 @@ func (s *Service) Send(ctx context.Context, sessionID string, req SendRequest, b
 		key = id
 	}
 	if req.Kind == session.KindAnswer {
+		s.answerMu.Lock()
+		defer s.answerMu.Unlock()
 		if err := s.checkAnswer(ctx, sessionID, key, req.Payload); err != nil {
 			return session.Command{}, err
 		}
@@ -652,18 +696,55 @@ func (s *Service) Diff(ctx context.Context, id string) (workspace.Diff, session.
 		return workspace.Diff{}, x, err
 	}
 	defer release()
-	if _, err := os.Stat(x.Workdir); err != nil {
-		why := "it was removed"
-		switch x.Status {
-		case session.StatusStopped:
-			why = "a stop discards what was not accepted, and the copy went with it"
-		case session.StatusFailed:
-			why = "failed sessions' copies are kept for PADDOCK_RETAIN_FAILED, then collected"
-		}
-		return workspace.Diff{}, x, fmt.Errorf("session %s's working copy is gone (%s): %w", id, why, store.ErrConflict)
+	if err := copyGone(x); err != nil {
+		return workspace.Diff{}, x, err
 	}
 	d, err := workspace.Compute(ctx, x.Workdir, x.BaseCommit)
+	if err == nil {
+		s.remember(id, d.Base, d.Tree)
+	}
 	return d, x, err
+}
+
+// copyGone is a 409 when the session's working copy was removed.
+func copyGone(x session.Session) error {
+	if _, err := os.Stat(x.Workdir); err == nil {
+		return nil
+	}
+	why := "it was removed"
+	switch x.Status {
+	case session.StatusStopped:
+		why = "a stop discards what was not accepted, and the copy went with it"
+	case session.StatusFailed:
+		why = "failed sessions' copies are kept for PADDOCK_RETAIN_FAILED, then collected"
+	}
+	return fmt.Errorf("session %s's working copy is gone (%s): %w", x.ID, why, store.ErrConflict)
+}
+
+// remember records a snapshot handed out by Diff (only those of the
+// session's current base are kept).
+func (s *Service) remember(id, base, tree string) {
+	s.diffsMu.Lock()
+	defer s.diffsMu.Unlock()
+	if s.diffs == nil {
+		s.diffs = map[string]map[string]bool{}
+	}
+	m := s.diffs[id]
+	if m == nil || !m["base:"+base] {
+		m = map[string]bool{"base:" + base: true}
+		s.diffs[id] = m
+	}
+	if len(m) < 1000 {
+		m[tree] = true
+	}
+}
+
+// handedOut reports whether Diff gave out tree at base for the session.
+func (s *Service) handedOut(id, base, tree string) bool {
+	s.diffsMu.Lock()
+	defer s.diffsMu.Unlock()
+	m := s.diffs[id]
+	return m != nil && m["base:"+base] && m[tree]
 }
 
 // quietWait is how long a diff or a reject waits for a running command of
@@ -691,6 +772,9 @@ func (s *Service) Accept(ctx context.Context, id string, req AcceptRequest, by s
 	if req.Base == "" || req.Tree == "" {
 		return session.Session{}, fmt.Errorf("%w: base and tree are required: send those of the diff you applied (GET …/diff)", ErrInvalid)
 	}
+	if err := errors.Join(session.Limit("base", req.Base, MaxName), session.Limit("tree", req.Tree, MaxName), session.Limit("commit", req.Commit, MaxName)); err != nil {
+		return session.Session{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	x, err := s.Store.GetSession(ctx, id)
 	if err != nil {
 		return x, err
@@ -698,8 +782,25 @@ func (s *Service) Accept(ctx context.Context, id string, req AcceptRequest, by s
 	if x.BaseCommit != req.Base {
 		return x, fmt.Errorf("session %s's diff against %.12s was already delivered; fetch the diff again for the changes since: %w", id, req.Base, store.ErrConflict)
 	}
+	if x.Workdir == "" {
+		return x, fmt.Errorf("session %s has no working copy yet (status %s): %w", id, x.Status, store.ErrConflict)
+	}
 	if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
 		return x, err
+	}
+	if err := copyGone(x); err != nil {
+		return x, err
+	}
+	if !s.handedOut(id, req.Base, req.Tree) {
+		// Not a snapshot this server handed out (it may have restarted since):
+		// only the working copy's current state can be accepted then.
+		d, _, err := s.Diff(ctx, id)
+		if err != nil {
+			return x, err
+		}
+		if d.Base != req.Base || d.Tree != req.Tree {
+			return x, fmt.Errorf("%w: tree %.12s is not a diff of session %s against %.12s: accept the base and tree GET …/diff gives", ErrInvalid, req.Tree, id, req.Base)
+		}
 	}
 	next, err := workspace.Snapshot(ctx, x.Workdir, req.Base, req.Tree, "accepted by "+by.String())
 	if errors.Is(err, workspace.ErrUnknownTree) || errors.Is(err, workspace.ErrUntrusted) {
@@ -731,6 +832,9 @@ func (s *Service) Reject(ctx context.Context, id string, by session.Sender) (ses
 	}
 	if x.Workdir != "" && x.BaseCommit != "" {
 		if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
+			return x, err
+		}
+		if err := copyGone(x); err != nil {
 			return x, err
 		}
 		release, err := s.Copies.Quiet(ctx, id, quietWait)

@@ -156,6 +156,23 @@ type file struct {
 	ApprovalTTL                string `yaml:"approvalTtl"`
 }
 
+// Empty reports whether a policy document sets nothing: no document, a
+// null one, or an empty mapping (Parse reads each as the default policy,
+// which a caller sending one almost certainly did not mean).
+func Empty(data []byte) bool {
+	var v any
+	if err := yaml.Unmarshal(data, &v); err != nil {
+		return false // Parse reports it
+	}
+	switch v := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(v) == 0
+	}
+	return false
+}
+
 // Parse reads a policy written in YAML, strictly: unknown fields, unknown
 // values and bad durations are errors naming the field.
 func Parse(data []byte) (*Policy, error) {
@@ -164,6 +181,10 @@ func Parse(data []byte) (*Policy, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("policy: %w", err)
+	}
+	var more yaml.Node
+	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("policy: more than one YAML document: a policy is one document")
 	}
 	p := &Policy{Default: AllowedWithPermission, Tools: map[string]Value{}, ApprovalTTL: DefaultApprovalTTL}
 	if f.Default != "" {

@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -118,6 +119,9 @@ func (p *Policy) Replay(calls []Call, examples int) ReplayReport {
 	return r
 }
 
+// maxDays is the most days a time.Duration holds (about 292 years).
+const maxDays = int(math.MaxInt64 / int64(24*time.Hour))
+
 // ParseSince reads how far back a replay looks: a duration such as 7d, 12h
 // or 90m (days are 24 hours), or an RFC 3339 time or date. Empty is zero
 // (everything).
@@ -126,7 +130,7 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	if n, ok := strings.CutSuffix(s, "d"); ok {
-		if days, err := strconv.Atoi(n); err == nil && days >= 0 {
+		if days, err := strconv.Atoi(n); err == nil && days >= 0 && days <= maxDays {
 			return now.Add(-time.Duration(days) * 24 * time.Hour), nil
 		}
 	}

@@ -221,6 +221,9 @@ func Limit(field, v string, max int) error {
 }
 
 func strictJSON(raw json.RawMessage, v any) error {
+	if err := CheckJSON(raw, v); err != nil {
+		return fmt.Errorf("payload: %w", err)
+	}
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -1,0 +1,142 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/client"
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+// TestConcurrentAnswersOneWins: answers to one question sent at once under
+// different keys record one answer; the others are 409s.
+func TestConcurrentAnswersOneWins(t *testing.T) {
+	ctx := context.Background()
+	x, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "work.yaml"), Message: "go", Repo: gitRepo(t)})
+	require.NoError(t, err)
+	var q session.Question
+	waitFor(t, "the question", func() (bool, error) {
+		events, err := api.Events(ctx, x.ID, 0)
+		for _, e := range events {
+			if e.Kind == session.EventQuestion {
+				return true, json.Unmarshal(e.Data, &q)
+			}
+		}
+		return false, err
+	})
+	const n = 60
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	codes := make([]int, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			data, _ := json.Marshal(session.AnswerPayload{ToolCallID: q.ToolCallID, Answers: map[string]string{"go": []string{"yes", "no"}[i%2]}})
+			// Each on its own warm connection, so they arrive together.
+			c := client.New(shared.URL)
+			_, _ = c.Session(ctx, x.ID)
+			<-start
+			_, err := c.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindAnswer, Payload: data, IdempotencyKey: fmt.Sprintf("race-%d", i)})
+			if err == nil {
+				codes[i] = http.StatusAccepted
+			} else {
+				codes[i] = apiStatus(t, err)
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond) // every connection warm
+	close(start)
+	wg.Wait()
+	accepted := 0
+	for _, c := range codes {
+		if c == http.StatusAccepted {
+			accepted++
+		} else {
+			require.Equal(t, http.StatusConflict, c)
+		}
+	}
+	require.Equal(t, 1, accepted, "one answer is recorded")
+	cmds, err := api.Commands(ctx, x.ID)
+	require.NoError(t, err)
+	answers := 0
+	for _, c := range cmds {
+		if c.Kind == session.KindAnswer {
+			answers++
+		}
+	}
+	require.Equal(t, 1, answers)
+	send(t, x.ID, session.KindStop, session.StopPayload{})
+}
+
+// TestAcceptOnlyWhatWasDiffed: an acceptance names a snapshot GET …/diff
+// gave; any other tree the working copy's object store happens to hold
+// (the empty tree, the base's own) is refused, and the base stays.
+func TestAcceptOnlyWhatWasDiffed(t *testing.T) {
+	ctx := context.Background()
+	x, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "empty.yaml"), Message: "hello", Repo: gitRepo(t)})
+	require.NoError(t, err)
+	waitFor(t, "the turn", func() (bool, error) {
+		turns, err := api.Turns(ctx, x.ID)
+		return len(turns) == 1 && turns[0].Status.Settled(), err
+	})
+	s, err := api.Session(ctx, x.ID)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "new.txt"), []byte("new\n"), 0o644))
+	baseTree, err := exec.Command("git", "-C", s.Workdir, "-c", "safe.directory=*", "rev-parse", s.BaseCommit+"^{tree}").Output()
+	require.NoError(t, err)
+	for _, tree := range []string{"4b825dc642cb6eb9a060e54bf8d69288fbee4904", strings.TrimSpace(string(baseTree))} {
+		_, err = api.Accept(ctx, x.ID, engine.AcceptRequest{Mode: "commit", Base: s.BaseCommit, Tree: tree})
+		require.Equal(t, http.StatusBadRequest, apiStatus(t, err), tree)
+		require.ErrorContains(t, err, "is not a diff of session")
+	}
+	d, err := api.Diff(ctx, x.ID)
+	require.NoError(t, err)
+	require.Len(t, d.Files, 1, "nothing was accepted")
+	_, err = api.Accept(ctx, x.ID, engine.AcceptRequest{Mode: "commit", Base: d.Base, Tree: d.Tree})
+	require.NoError(t, err)
+	d, err = api.Diff(ctx, x.ID)
+	require.NoError(t, err)
+	require.Empty(t, d.Files)
+
+	// Once a stop took the working copy, a reject is a 409, not a 500.
+	send(t, x.ID, session.KindStop, session.StopPayload{})
+	waitStatus(t, x.ID, session.StatusStopped)
+	waitFor(t, "the copy to go", func() (bool, error) {
+		_, err := api.Diff(ctx, x.ID)
+		return err != nil && apiStatus(t, err) == http.StatusConflict && strings.Contains(err.Error(), "gone"), nil
+	})
+	_, err = api.Reject(ctx, x.ID)
+	require.Equal(t, http.StatusConflict, apiStatus(t, err))
+	require.ErrorContains(t, err, "working copy is gone")
+}
+
+// TestIdempotencyKeyCoversPolicy: a create reusing a key with another
+// session policy is a 409, not the original session under a policy the
+// caller did not ask for.
+func TestIdempotencyKeyCoversPolicy(t *testing.T) {
+	ctx := context.Background()
+	create := engine.CreateRequest{Model: script(t, "empty.yaml"), Message: "hello", IdempotencyKey: unique("policy"), Policy: "default: ask\n"}
+	x, err := api.CreateSession(ctx, create)
+	require.NoError(t, err)
+	again, err := api.CreateSession(ctx, create)
+	require.NoError(t, err)
+	require.Equal(t, x.ID, again.ID)
+	other := create
+	other.Policy = ""
+	_, err = api.CreateSession(ctx, other)
+	require.Equal(t, http.StatusConflict, apiStatus(t, err))
+	require.ErrorContains(t, err, "different policy")
+}
