@@ -85,7 +85,11 @@ func TestDiffAcceptReject(t *testing.T) {
 
 	before := head(t, repo)
 	require.NoFileExists(t, filepath.Join(repo, "add.go"), "nothing reaches the repository before acceptance")
-	code, out = paddock(t, "sessions", "accept", x.ID, "-m", "Add Add")
+	code, out = paddock(t, "sessions", "accept", x.ID, "--tree", "0000000000000000000000000000000000000000")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "changed since the review")
+	require.Equal(t, before, head(t, repo), "a stale review applies nothing")
+	code, out = paddock(t, "sessions", "accept", x.ID, "-m", "Add Add", "--tree", d.Tree)
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "applied 3 file(s)")
 	after := head(t, repo)

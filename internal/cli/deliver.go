@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
@@ -30,18 +31,18 @@ func newDiff(g *globals) *cobra.Command {
 				}
 				return nil
 			}
-			fmt.Fprintf(g.io.Out, "session %s against base %s:\n", args[0], short(d.Base))
+			fmt.Fprintf(g.io.Out, "session %s against base %s (snapshot tree %s):\n", args[0], short(d.Base), d.Tree)
 			printFiles(g, d.Files)
 			if !stat {
-				fmt.Fprintf(g.io.Out, "\n%s", d.Patch)
+				fmt.Fprintf(g.io.Out, "\n%s", printable(d.Patch))
 			}
 			if d.Delivery != "" {
 				fmt.Fprintf(g.io.Out, "\n(the session's previous diff was %s; these are its changes since)\n", d.Delivery)
 			}
 			for _, p := range d.Skipped {
-				fmt.Fprintf(g.io.Out, "⚑ %s is a nested repository without a commit: left out of the diff\n", p)
+				fmt.Fprintf(g.io.Out, "⚑ left out of the diff: %s\n", printable(p))
 			}
-			fmt.Fprintf(g.io.Out, "\naccept it: paddock sessions accept %s   |   discard it: paddock sessions reject %s\n", args[0], args[0])
+			fmt.Fprintf(g.io.Out, "\naccept exactly this: paddock sessions accept %s --tree %s   |   discard it: paddock sessions reject %s\n", args[0], d.Tree, args[0])
 			return nil
 		},
 	}
@@ -49,13 +50,31 @@ func newDiff(g *globals) *cobra.Command {
 	return cmd
 }
 
+// printable escapes control characters (but newlines and tabs) so that
+// names and lines from the agent's copy cannot rewrite the reviewer's
+// terminal (hide a flag, fake a line).
+func printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) }) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 func short(s string) string { return s[:min(12, len(s))] }
 
 func newAccept(g *globals) *cobra.Command {
-	var repo, message string
+	var repo, message, tree string
 	var uncommitted bool
 	cmd := &cobra.Command{
-		Use:   "accept ID [--repo DIR] [--uncommitted | -m MESSAGE]",
+		Use:   "accept ID [--tree TREE] [--repo DIR] [--uncommitted | -m MESSAGE]",
 		Short: "Apply a session's diff to your repository (a commit under your git identity, or uncommitted changes)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -63,6 +82,17 @@ func newAccept(g *globals) *cobra.Command {
 			d, err := c.Diff(cmd.Context(), args[0])
 			if err != nil {
 				return err
+			}
+			switch {
+			case tree != "" && tree != d.Tree:
+				return &exitError{code: 1, msg: fmt.Sprintf("session %s's working copy changed since the review (reviewed snapshot %s, now %s); nothing was applied.\nreview it again: paddock sessions diff %s", args[0], tree, d.Tree, args[0])}
+			case tree == "":
+				// Without a pinned snapshot, accept only while nothing can
+				// change the copy between the review and now.
+				if x, err := c.Session(cmd.Context(), args[0]); err == nil && (x.Status == session.StatusRunning || x.Status == session.StatusQueued) {
+					return &exitError{code: 1, msg: fmt.Sprintf("session %s is %s, so its copy may change between your review and this accept; nothing was applied.\n"+
+						"accept exactly what you reviewed: paddock sessions accept %s --tree TREE   (TREE as printed by paddock sessions diff %s)", args[0], x.Status, args[0], args[0])}
+				}
 			}
 			if len(d.Files) == 0 {
 				what := "nothing"
@@ -113,6 +143,7 @@ func newAccept(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&repo, "repo", "", "your repository (default: the one the session was started on)")
 	cmd.Flags().BoolVar(&uncommitted, "uncommitted", false, "leave the changes uncommitted instead of committing them")
 	cmd.Flags().StringVarP(&message, "message", "m", "", "commit message")
+	cmd.Flags().StringVar(&tree, "tree", "", "the snapshot you reviewed (printed by sessions diff): refuse if the copy changed since")
 	return cmd
 }
 

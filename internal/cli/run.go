@@ -182,7 +182,7 @@ func printFiles(g *globals, files []workspace.File) {
 		if f.Flagged {
 			flag = "  ⚑ " + f.Reason + ": review with care"
 		}
-		fmt.Fprintf(g.io.Out, "  %-9s %s%s\n", f.Status, f.Path, flag)
+		fmt.Fprintf(g.io.Out, "  %-9s %s%s\n", f.Status, printable(f.Path), flag)
 	}
 }
 
@@ -322,7 +322,7 @@ func newDemo(g *globals) *cobra.Command {
 			}
 			fmt.Fprintf(g.io.Out, "\nthe agent's work, as the diff you would accept (the repository itself is untouched):\n")
 			printFiles(g, d.Files)
-			fmt.Fprintf(g.io.Out, "\n%s", d.Patch)
+			fmt.Fprintf(g.io.Out, "\n%s", printable(d.Patch))
 			// The demo cleans up after itself: its session stops (which
 			// removes the working copy) and its throwaway repository goes.
 			payload, _ := json.Marshal(session.StopPayload{Reason: "the demo is over"})
