@@ -47,6 +47,7 @@ func (c *checker) prove(f *syntax.File, src string, depth int) {
 		case *syntax.CallExpr:
 			c.callAssigns(x)
 		case *syntax.Redirect:
+			c.heredocExtent(x, src, depth)
 			if x.N != nil && strings.HasPrefix(x.N.Value, "{") {
 				c.add(printNode(x), Ask, "assignment", "{var}> assigns a file descriptor to a variable")
 			}
@@ -372,4 +373,53 @@ func dupTarget(w *syntax.Word, op syntax.RedirOperator) bool {
 		return true
 	}
 	return op == syntax.DplOut && !strings.HasPrefix(a.s, "-")
+}
+
+// heredocExtent: bash ends a here-document at the first line equal to its
+// delimiter, reading the body as raw lines; the parser reads expansions in
+// an unquoted body first, so a quote or a substitution that spans the
+// delimiter line ($(echo '<NL>EOF<NL>sudo id<NL>')) hides from it what bash
+// runs after the delimiter. Such a body is "ask", and what follows bash's
+// end is judged as the code bash reads it to be.
+func (c *checker) heredocExtent(r *syntax.Redirect, src string, depth int) {
+	if (r.Op != syntax.Hdoc && r.Op != syntax.DashHdoc) || r.Hdoc == nil || r.Word == nil || len(r.Hdoc.Parts) == 0 {
+		return
+	}
+	start, end := int(r.Hdoc.Pos().Offset()), int(r.Hdoc.End().Offset())
+	if start < 0 || end > len(src) || start >= end {
+		return
+	}
+	delim := resolve(r.Word)
+	d := delim.s
+	if !delim.static {
+		ws, we := int(r.Word.Pos().Offset()), int(r.Word.End().Offset())
+		if ws < 0 || we > len(src) || ws >= we {
+			return
+		}
+		d = src[ws:we]
+	}
+	off := start
+	for _, line := range strings.SplitAfter(src[start:end], "\n") {
+		next := off + len(line)
+		l := strings.TrimSuffix(line, "\n")
+		if r.Op == syntax.DashHdoc {
+			l = strings.TrimLeft(l, "\t")
+		}
+		if l == d && strings.HasSuffix(line, "\n") {
+			c.add("<<"+d, Ask, "parser-differential",
+				"the here-document's body holds its delimiter line inside an expansion: bash ends the body there and runs what follows")
+			if depth < maxDepth {
+				c.source(src[next:], depth+1)
+				// bash runs it command by command, before it meets the
+				// unbalanced quote or parenthesis: each line on its own.
+				for _, l := range strings.Split(src[next:], "\n") {
+					if v := c.quietSource(l, depth); v.v == Refuse {
+						c.add(l, Refuse, v.rule, "after the here-document's end as bash reads it: "+v.reason)
+					}
+				}
+			}
+			return
+		}
+		off = next
+	}
 }
