@@ -57,6 +57,7 @@ func NewBwrap(ctx context.Context, readOnly ...string) (*Bwrap, error) {
 	b := &Bwrap{Path: path, UID: DefaultUID, GID: DefaultUID, MaxProcs: DefaultMaxProcs, MaxMemory: DefaultMaxMemory,
 		MaxCPUs: DefaultMaxCPUs, TmpSize: DefaultTmpSize}
 	b.cgroups = newCgroups()
+	closeInherited()
 	if b.seccomp, err = seccompProgram(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -94,6 +95,21 @@ func NewBwrap(ctx context.Context, readOnly ...string) (*Bwrap, error) {
 // before the process exits, so that none outlives it.
 func (b *Bwrap) Close() {
 	b.cgroups.wait()
+}
+
+// closeInherited marks every descriptor this process inherited
+// close-on-exec: Go passes on any that lacks the flag, and bwrap would
+// hand it to the command (a socket or file a supervisor leaked).
+func closeInherited() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // CPUEnforced says whether a cgroup bounds each command's processor time

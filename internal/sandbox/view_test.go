@@ -297,3 +297,21 @@ func TestDataDirHiddenEvenAroundTheWorkingCopy(t *testing.T) {
 	require.Contains(t, out.String(), "mine")
 	_ = res
 }
+
+// TestInheritedDescriptorsDoNotReachTheSandbox: a descriptor the process
+// inherited without close-on-exec (a supervisor's leak) is not handed to
+// commands.
+func TestInheritedDescriptorsDoNotReachTheSandbox(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("INHERITED-SECRET"), 0o600))
+	fd, err := syscall.Open(secret, syscall.O_RDONLY, 0) // no O_CLOEXEC, as if inherited
+	require.NoError(t, err)
+	defer syscall.Close(fd)
+	b, err := NewBwrap(context.Background())
+	require.NoError(t, err)
+	var out strings.Builder
+	_, err = b.Run(context.Background(), Command{Workdir: workdir(t), Stdout: &out, Stderr: &out, Timeout: 20 * time.Second,
+		Script: fmt.Sprintf("cat <&%d; ls /proc/self/fd", fd)})
+	require.NoError(t, err)
+	require.NotContains(t, out.String(), "INHERITED-SECRET")
+}
