@@ -112,6 +112,13 @@ func hostileCopy(t *testing.T) (dir, base string, ran func() []string) {
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, d), 0o755))
 	}
 	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "stuck", ".git", "HEAD"), 0o644))
+	// 5b. A nested repository whose commondir points at a directory of
+	// links and pipes outside its .git.
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "borrower", ".git", "objects"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "elsewhere", "refs"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "borrower", ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "borrower", ".git", "commondir"), []byte("../../elsewhere\n"), 0o644))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "elsewhere", "packed-refs"), 0o644))
 	// 6. A sparse file of 3 GiB: free for the agent, costly for git.
 	f, err := os.Create(filepath.Join(dir, "sparse.bin"))
 	require.NoError(t, err)
@@ -147,7 +154,7 @@ func TestPlantedConfigurationNeverRuns(t *testing.T) {
 	require.Contains(t, d.Patch, "+func main() {}")
 	left := strings.Join(d.Skipped, "\n")
 	for _, want := range []string{"stuck: a nested repository holding a named pipe", "pointer: a nested repository whose .git is a regular file",
-		"linked: a nested repository whose .git is a symbolic link", "sparse.bin: larger than 100 MiB"} {
+		"linked: a nested repository whose .git is a symbolic link", "sparse.bin: larger than 100 MiB", "borrower: a nested repository whose .git/commondir points elsewhere"} {
 		require.Contains(t, left, want)
 	}
 	next, err := Snapshot(ctx, dir, base, d.Tree, "accepted")
@@ -202,8 +209,9 @@ func TestCopyWhoseGitIsNotADirectoryIsRefused(t *testing.T) {
 // runs it (the host's old summary) executes what the agent planted.
 func TestHostileFixtureIsReal(t *testing.T) {
 	dir, _, ran := hostileCopy(t)
-	// The pipe planted as a nested HEAD would block plain git for good.
+	// The pipes planted for nested repositories would block plain git for good.
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, "stuck")))
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "borrower")))
 	_, _ = exec.Command("git", "-c", "safe.directory=*", "-C", dir, "status", "--short").CombinedOutput()
 	require.NotEmpty(t, ran(), "plain git status should have run the planted fsmonitor; the fixture lost its teeth")
 }

@@ -48,6 +48,8 @@ func scan(dir string) ([]leftOut, error) {
 			}
 			if bad := irregular(p); bad != "" {
 				out = append(out, leftOut{parent, "a nested repository holding a " + bad + " (not read)"})
+			} else if ref := borrows(p); ref != "" {
+				out = append(out, leftOut{parent, "a nested repository whose " + ref + " points elsewhere (not followed)"})
 			}
 			return filepath.SkipDir
 		}
@@ -76,6 +78,17 @@ func irregular(gitDir string) string {
 		return nil
 	})
 	return bad
+}
+
+// borrows names the file by which a nested .git would make git read
+// another directory ("" when there is none).
+func borrows(gitDir string) string {
+	for _, f := range []string{"commondir", "gitdir", "objects/info/alternates", "objects/info/http-alternates"} {
+		if _, err := os.Lstat(filepath.Join(gitDir, f)); err == nil {
+			return ".git/" + f
+		}
+	}
+	return ""
 }
 
 // excludes are git pathspecs leaving those paths out.
