@@ -184,7 +184,9 @@ func (g *group) remove() {
 			data, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
 			pids := strings.Fields(string(data))
 			for _, p := range pids {
-				if n, err := strconv.Atoi(p); err == nil {
+				// Never Paddock itself: on v1 a group lists the process of
+				// any member thread.
+				if n, err := strconv.Atoi(p); err == nil && n != os.Getpid() {
 					_ = syscall.Kill(n, syscall.SIGKILL)
 				}
 			}
@@ -226,16 +228,28 @@ func (g *group) startIn(cmd *exec.Cmd, v2 bool) (bool, error) {
 	}
 	runtime.LockOSThread()
 	tid := strconv.Itoa(syscall.Gettid())
-	home, err := threadCgroups()
+	cgs, err := threadCgroups()
 	if err != nil {
 		runtime.UnlockOSThread()
 		return false, nil
 	}
+	// Where this thread goes home to in each hierarchy, found before it
+	// leaves: a hierarchy that cannot be matched (a symlinked mount such
+	// as cpu → cpu,cpuacct is resolved first) means no direct start.
+	var homes []string
+	for _, d := range g.dirs {
+		root, err := filepath.EvalSymlinks(filepath.Dir(filepath.Dir(d))) // HIERARCHY/paddock/cmd-… → HIERARCHY
+		path, ok := cgs[filepath.Base(root)]
+		if err != nil || !ok {
+			runtime.UnlockOSThread()
+			return false, nil
+		}
+		homes = append(homes, filepath.Join(root, path, "tasks"))
+	}
 	back := func() error {
 		var errs []error
-		for _, d := range g.dirs {
-			root := filepath.Dir(filepath.Dir(d)) // HIERARCHY/paddock/cmd-… → HIERARCHY
-			errs = append(errs, os.WriteFile(filepath.Join(root, home[filepath.Base(root)], "tasks"), []byte(tid), 0o644))
+		for _, h := range homes {
+			errs = append(errs, os.WriteFile(h, []byte(tid), 0o644))
 		}
 		return errors.Join(errs...)
 	}
