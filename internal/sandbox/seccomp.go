@@ -39,9 +39,19 @@ func seccompProgram() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// socket(2) only for the families a command has a use for: others
+	// (vsock, which ignores network namespaces and reaches the hypervisor;
+	// AF_ALG, rds, tipc, …) are kernel surface or a way out.
+	var otherFamily seccomp.ArgumentConditions
+	for _, f := range []uint64{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK} {
+		otherFamily = append(otherFamily, seccomp.Condition{Argument: 0, Operation: seccomp.NotEqual, Value: f})
+	}
 	policy := seccomp.Policy{
 		DefaultAction: seccomp.ActionAllow,
-		Syscalls:      []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, Names: denied}},
+		Syscalls: []seccomp.SyscallGroup{
+			{Action: seccomp.ActionErrno, Names: denied},
+			{Action: seccomp.ActionErrno, NamesWithCondtions: []seccomp.NameWithConditions{{Name: "socket", Conditions: otherFamily}}},
+		},
 	}
 	inner, err := policy.Assemble()
 	if err != nil {

@@ -243,6 +243,16 @@ func TestProbeSyscalls(t *testing.T) {
 	}
 	_, _, errno := unix.Syscall(unix.SYS_GETPID, 0, 0, 0)
 	fmt.Printf("getpid=%d\n", errno)
+	for name, family := range map[string]int{"vsock": unix.AF_VSOCK, "alg": unix.AF_ALG, "inet": unix.AF_INET, "unix": unix.AF_UNIX} {
+		fd, err := unix.Socket(family, unix.SOCK_STREAM, 0)
+		if name == "alg" {
+			fd, err = unix.Socket(family, unix.SOCK_SEQPACKET, 0)
+		}
+		if err == nil {
+			unix.Close(fd)
+		}
+		fmt.Printf("socket-%s=%v\n", name, err)
+	}
 }
 
 // TestSeccompDeniesKernelAttackSurface: keyrings, eBPF, perf, ptrace,
@@ -264,6 +274,10 @@ func TestSeccompDeniesKernelAttackSurface(t *testing.T) {
 				require.Contains(t, out.String(), fmt.Sprintf("%s=%d\n", sc, unix.EPERM), out.String())
 			}
 			require.Contains(t, out.String(), "getpid=0\n")
+			require.Contains(t, out.String(), "socket-vsock=operation not permitted\n")
+			require.Contains(t, out.String(), "socket-alg=operation not permitted\n")
+			require.Contains(t, out.String(), "socket-inet=<nil>\n", "ordinary families still work (loopback only)")
+			require.Contains(t, out.String(), "socket-unix=<nil>\n")
 		})
 	}
 }
