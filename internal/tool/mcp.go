@@ -76,6 +76,13 @@ func connectMCP(ctx context.Context, s MCPServer, env MCPEnv) (*mcp.ClientSessio
 	return cs, nil
 }
 
+// Bounds of what an MCP server may hand Paddock.
+const (
+	maxMCPTools   = 256
+	maxMCPListing = 4 << 20
+	maxMCPOutput  = 10 << 20
+)
+
 // MCPTools lists the tools of the servers, named mcp__SERVER__TOOL.
 func MCPTools(ctx context.Context, servers []MCPServer, env MCPEnv) ([]provider.ToolSpec, error) {
 	var out []provider.ToolSpec
@@ -84,12 +91,22 @@ func MCPTools(ctx context.Context, servers []MCPServer, env MCPEnv) ([]provider.
 		if err != nil {
 			return nil, err
 		}
+		n, size := 0, 0
 		for t, err := range cs.Tools(ctx, nil) {
 			if err != nil {
 				_ = cs.Close()
 				return nil, fmt.Errorf("MCP server %s: list tools: %w", s.Name, err)
 			}
 			schema, _ := json.Marshal(t.InputSchema)
+			// A server cannot make Paddock hold without bound what it lists.
+			if n++; n > maxMCPTools {
+				_ = cs.Close()
+				return nil, fmt.Errorf("MCP server %s lists more than %d tools; Paddock offers at most %d per server", s.Name, maxMCPTools, maxMCPTools)
+			}
+			if size += len(schema) + len(t.Description) + len(t.Name); size > maxMCPListing {
+				_ = cs.Close()
+				return nil, fmt.Errorf("MCP server %s describes its tools in more than %d bytes; Paddock accepts at most that", s.Name, maxMCPListing)
+			}
 			out = append(out, provider.ToolSpec{Name: MCPName(s.Name, t.Name), Description: t.Description, Schema: schema})
 		}
 		_ = cs.Close()
@@ -121,6 +138,14 @@ func CallMCP(ctx context.Context, s MCPServer, env MCPEnv, tool string, args jso
 			data, _ := json.Marshal(c)
 			b.Write(data)
 		}
+		if b.Len() > maxMCPOutput {
+			break
+		}
+	}
+	if b.Len() > maxMCPOutput {
+		out := b.String()[:maxMCPOutput]
+		b.Reset()
+		b.WriteString(out + fmt.Sprintf("\n[output truncated: the result is longer than %d bytes]", maxMCPOutput))
 	}
 	if res.IsError {
 		return Result{}, errors.New(b.String())

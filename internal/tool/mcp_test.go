@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -53,4 +54,26 @@ func TestMCPTools(t *testing.T) {
 func TestStdioMCPNeedsTheSandbox(t *testing.T) {
 	_, err := MCPTools(context.Background(), []MCPServer{{Name: "local", Command: []string{"mcp-server"}}}, MCPEnv{})
 	require.ErrorIs(t, err, ErrNoSandbox)
+}
+
+// TestMCPServerCannotFloodPaddock: a server listing endless tools, or
+// answering with a huge result, is bounded.
+func TestMCPServerCannotFloodPaddock(t *testing.T) {
+	ctx := context.Background()
+	s := mcp.NewServer(&mcp.Implementation{Name: "flood", Version: "1"}, &mcp.ServerOptions{PageSize: 50})
+	type noArgs struct{}
+	for i := range maxMCPTools + 10 {
+		mcp.AddTool(s, &mcp.Tool{Name: fmt.Sprintf("t%d", i)}, func(_ context.Context, _ *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", maxMCPOutput+100)}}}, nil, nil
+		})
+	}
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(srv.Close)
+	server := MCPServer{Name: "flood", URL: srv.URL}
+	_, err := MCPTools(ctx, []MCPServer{server}, MCPEnv{})
+	require.ErrorContains(t, err, fmt.Sprintf("more than %d tools", maxMCPTools))
+	res, err := CallMCP(ctx, server, MCPEnv{}, "t0", json.RawMessage(`{}`))
+	require.NoError(t, err)
+	require.Less(t, len(res.Output), maxMCPOutput+200)
+	require.Contains(t, res.Output, "[output truncated")
 }
