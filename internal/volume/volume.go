@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -31,6 +32,9 @@ type Volumes struct {
 	Size int64
 	// UID owns the volume's root (the sandbox user), when non-zero.
 	UID int
+	// mu serializes making, mounting and removing volumes (two callers
+	// must never mount one image twice).
+	mu sync.Mutex
 }
 
 // Probe checks that this machine can make volumes: root, a loop device
@@ -107,6 +111,8 @@ func (v *Volumes) Ensure(ctx context.Context, id string) (string, error) {
 	if id == "" || strings.ContainsAny(id, "/\x00") || id == "." || id == ".." {
 		return "", fmt.Errorf("volume: bad session id %q", id)
 	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	mnt := v.Path(id)
 	if Mounted(mnt) {
 		return mnt, nil
@@ -159,6 +165,8 @@ func (v *Volumes) create(ctx context.Context, img string) error {
 // it. A volume still in use is detached lazily (it goes when the last
 // user does).
 func (v *Volumes) Remove(ctx context.Context, id string) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	mnt := v.Path(id)
 	if Mounted(mnt) {
 		if err := run(ctx, "umount", mnt); err != nil {
@@ -205,6 +213,8 @@ func Full(path string) bool {
 // that ends leaves no mount behind, and Ensure mounts a volume again when
 // its session next needs it.
 func (v *Volumes) UnmountAll(ctx context.Context) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	entries, err := os.ReadDir(v.Dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil

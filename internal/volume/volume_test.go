@@ -90,3 +90,20 @@ func TestOwns(t *testing.T) {
 	_, err := v.Ensure(context.Background(), "../x")
 	require.Error(t, err)
 }
+
+// TestConcurrentEnsureMountsOnce: callers racing to mount one volume
+// (after a restart) mount it once.
+func TestConcurrentEnsureMountsOnce(t *testing.T) {
+	ctx := context.Background()
+	v := setup(t, 64<<20)
+	t.Cleanup(func() { _ = v.Remove(ctx, "s3") })
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() { _, err := v.Ensure(ctx, "s3"); errs <- err }()
+	}
+	for range 8 {
+		require.NoError(t, <-errs)
+	}
+	require.NoError(t, run(ctx, "umount", v.Path("s3")))
+	require.False(t, Mounted(v.Path("s3")), "one umount leaves nothing mounted: it was mounted once")
+}
