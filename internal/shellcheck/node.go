@@ -38,6 +38,33 @@ func (c *checker) assigns(as []*syntax.Assign, node syntax.Node) {
 		if v, bad := sensitiveVar(a.Name.Value); bad {
 			c.add(printNode(node), v.v, v.rule, v.reason)
 		}
+		if a.Value != nil {
+			c.codeValue(a.Name.Value, resolve(a.Value), printNode(node))
+		}
+	}
+}
+
+// codeVars hold code that bash or a program runs: their values are judged
+// as code, so a refused program there is refused.
+var codeVars = set("PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS3", "PS4", "GIT_SSH_COMMAND", "GIT_PAGER", "PAGER", "GIT_EDITOR",
+	"EDITOR", "VISUAL", "GIT_EXTERNAL_DIFF", "GIT_PROXY_COMMAND", "LESSOPEN", "LESSCLOSE", "MANPAGER", "SYSTEMD_PAGER",
+	"GIT_SEQUENCE_EDITOR", "BROWSER", "GIT_SSH", "GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "FCEDIT", "GOCACHEPROG",
+	"GOTOOLCHAIN", "CC", "CXX", "GOGCCFLAGS")
+
+// codeValue judges the value of a variable that holds code.
+func (c *checker) codeValue(name string, v arg, where string) {
+	if !codeVars[name] {
+		return
+	}
+	code := v.s
+	if !v.static {
+		if len(v.def) == 0 {
+			return
+		}
+		code = strings.Join(v.def, "\n")
+	}
+	if r := c.quietSource(code, 0); r.v == Refuse {
+		c.add(where, Refuse, r.rule, name+" holds code that runs: "+r.reason)
 	}
 }
 

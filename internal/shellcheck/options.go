@@ -425,7 +425,13 @@ func goOptions(sub string) func(*checker, []arg) verdict {
 			}
 			s := a.s
 			if !strings.HasPrefix(s, "-") || s == "-" {
-				continue // a package or file
+				// A package or file: inside the working copy, or an
+				// import path; go test runs the code it names.
+				if sub == "test" && (strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~") || isWindowsPath(s) ||
+					slices.Contains(strings.Split(strings.ReplaceAll(s, `\`, "/"), "/"), "..")) {
+					return ask("go-package", "go test "+s+": runs code outside the working copy")
+				}
+				continue
 			}
 			if s == "--" {
 				if sub == "test" {

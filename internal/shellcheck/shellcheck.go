@@ -348,6 +348,15 @@ func (c *checker) learnCd(args []arg) {
 		}
 		d, found = a, true
 	}
+	if found && !d.static {
+		// cd $d with d assigned literally: each value.
+		for _, alt := range c.alternatives(d) {
+			if alt != "" {
+				c.learnCd([]arg{args[0], static([]string{alt})[0]})
+			}
+		}
+		return
+	}
 	switch {
 	case !found || d.home:
 		c.dirs = append(c.dirs, "~")
@@ -378,6 +387,9 @@ func (c *checker) alternatives(a arg) []string {
 			continue
 		}
 		vals := c.vars[piece[1:]]
+		if len(vals) == 0 && piece[1:] == "PWD" {
+			vals = []string{"."} // the working directory: where relative paths start
+		}
 		if len(vals) == 0 {
 			return nil
 		}

@@ -68,6 +68,12 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 				c.source(value, depth+1)
 			}
 		}
+	case "mapfile", "readarray":
+		for i, a := range args[1:] {
+			if a.s == "-C" && i+2 < len(args) && args[i+2].static {
+				c.source(args[i+2].s, depth+1)
+			}
+		}
 	case "setcap":
 		return refuse("privilege-escalation", "setcap grants capabilities to a program"), true
 	case "trap":
@@ -579,6 +585,13 @@ func git(args []arg) (verdict, bool) {
 		}
 		switch {
 		case s == "-c" || strings.HasPrefix(s, "-c") || strings.HasPrefix(s, "--config-env"):
+			kv := strings.TrimPrefix(s, "-c")
+			if kv == "" && i+1 < len(args) {
+				kv = args[i+1].s
+			}
+			if v, ok := gitConfigCode(kv); ok {
+				return v, true
+			}
 			return ask("git-config", "git -c overrides configuration, which can name programs to run"), true
 		case s == "-p" || s == "--paginate":
 			return ask("git-pager", "git --paginate forces a pager, which configuration can make any program"), true
@@ -784,4 +797,35 @@ func rootName(s string) bool {
 	}
 	s = strings.TrimPrefix(s, "+")
 	return s != "" && strings.Trim(s, "0") == ""
+}
+
+// gitConfigCode judges the code a git -c setting names: an alias starting
+// with "!", a pager, an editor, an ssh command, a helper, a filter.
+func gitConfigCode(kv string) (verdict, bool) {
+	key, value, ok := strings.Cut(kv, "=")
+	if !ok {
+		return verdict{}, false
+	}
+	key = strings.ToLower(key)
+	code := ""
+	switch {
+	case strings.HasPrefix(key, "alias.") && strings.HasPrefix(value, "!"):
+		code = value[1:]
+	case strings.HasPrefix(key, "alias."):
+		return verdict{}, false
+	case key == "core.pager" || key == "core.editor" || key == "core.sshcommand" || key == "sequence.editor" ||
+		key == "diff.external" || key == "core.fsmonitor" || key == "gpg.program" || strings.HasPrefix(key, "pager.") ||
+		strings.HasSuffix(key, ".command") || strings.HasSuffix(key, ".textconv") || strings.HasSuffix(key, ".clean") ||
+		strings.HasSuffix(key, ".smudge") || strings.HasSuffix(key, ".process") || strings.HasSuffix(key, ".cmd") ||
+		strings.HasSuffix(key, ".helper") || strings.HasSuffix(key, ".program") || strings.HasSuffix(key, ".tool") ||
+		key == "core.askpass" || key == "core.hookspath":
+		code = strings.TrimPrefix(value, "!")
+	default:
+		return verdict{}, false
+	}
+	sub := &checker{a: New(nil)}
+	if v := sub.quietSource(code, 0); v.v == Refuse {
+		return refuse(v.rule, "git -c "+key+" runs "+code+": "+v.reason), true
+	}
+	return verdict{}, false
 }

@@ -136,7 +136,7 @@ func resolve(w *syntax.Word) arg {
 					a.homePattern = a.homePattern || homeCut(q)
 					unresolved()
 				case *syntax.CmdSubst:
-					a.noTmpl = true
+					pwdSubst(q, &a)
 					if len(w.Parts) == 1 && len(p.Parts) == 1 {
 						a.def = append(a.def, substDefs(q)...)
 					}
@@ -166,7 +166,7 @@ func resolve(w *syntax.Word) arg {
 				unresolved()
 			}
 		case *syntax.CmdSubst:
-			a.noTmpl = true
+			pwdSubst(p, &a)
 			if len(w.Parts) == 1 {
 				a.def = append(a.def, substDefs(p)...)
 			}
@@ -391,4 +391,18 @@ func static(ss []string) []arg {
 		out[i] = arg{s: s, static: true, prefix: s, alt: s, glob: strings.ContainsAny(s, "*?[")}
 	}
 	return out
+}
+
+// pwdSubst: $(pwd) is $PWD in a word's template; any other substitution
+// leaves the word without one.
+func pwdSubst(cs *syntax.CmdSubst, a *arg) {
+	if len(cs.Stmts) == 1 {
+		if call, ok := cs.Stmts[0].Cmd.(*syntax.CallExpr); ok && len(call.Args) >= 1 && len(call.Args) <= 2 {
+			if as := argv(call.Args); as[0].static && as[0].s == "pwd" && (len(as) == 1 || as[1].s == "-P" || as[1].s == "-L") {
+				a.tmpl = append(a.tmpl, "\x00PWD")
+				return
+			}
+		}
+	}
+	a.noTmpl = true
 }

@@ -365,6 +365,13 @@ func (c *checker) wrapper(n string, w unwrap, args []arg, depth int) verdict {
 				own = worst(own, v)
 			}
 		}
+		for _, a := range args[1:] {
+			if name, value, ok := strings.Cut(a.s, "="); ok && codeVars[name] && a.static {
+				if r := c.quietSource(value, depth); r.v == Refuse {
+					own = worst(own, refuse(r.rule, "env sets "+name+", code that runs: "+r.reason))
+				}
+			}
+		}
 	}
 	inner, code, ok := w(args)
 	switch {
