@@ -140,3 +140,23 @@ func TestIdempotencyKeyCoversPolicy(t *testing.T) {
 	require.Equal(t, http.StatusConflict, apiStatus(t, err))
 	require.ErrorContains(t, err, "different policy")
 }
+
+// TestUsageErrorsExit2: bad flags and a wrong number of arguments are
+// usage errors on every command (exit 2), like unknown subcommands.
+func TestUsageErrorsExit2(t *testing.T) {
+	for _, args := range [][]string{
+		{"--bogus"},
+		{"sessions", "ls", "--limit", "abc"},
+		{"sessions", "get"},
+		{"sessions", "answer"},
+		{"approvals", "ls", "--status", "x"},
+		{"gc", "--bogus"},
+		{"policy", "check", "--bogus"},
+		{"sessions", "bogus"},
+	} {
+		code, out := paddock(t, args...)
+		require.Equal(t, 2, code, "%v: %s", args, out)
+	}
+	code, out := paddock(t, "sessions", "get", "no-such-session")
+	require.Equal(t, 1, code, "a failure, not a usage error: %s", out)
+}

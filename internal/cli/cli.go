@@ -108,7 +108,31 @@ func newRoot(stdio IO) (*cobra.Command, *globals) {
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data directory (default $PADDOCK_DATA_DIR or ~/.paddock)")
 	root.AddCommand(newServe(g), newRun(g), newDemo(g), newApply(g), newSessions(g), newAgents(g), newPolicy(g), newApprovals(g), newSandbox(g), newGC(g), newVersion(g))
 	refuseUnknown(root)
+	usageErrors(root)
 	return root, g
+}
+
+// usageErrors makes bad flags and a wrong number of arguments exit 2 on
+// every command, as unknown subcommands do (cobra's errors would exit 1,
+// like a failure of the command itself).
+func usageErrors(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		usageErrors(sub)
+	}
+	if !cmd.HasParent() {
+		cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return asUsage(err) })
+	}
+	if args := cmd.Args; args != nil {
+		cmd.Args = func(c *cobra.Command, a []string) error { return asUsage(args(c, a)) }
+	}
+}
+
+func asUsage(err error) error {
+	var ee *exitError
+	if err == nil || errors.As(err, &ee) {
+		return err
+	}
+	return &exitError{code: 2, msg: err.Error()}
 }
 
 // refuseUnknown makes every command group exit 2 on an unknown subcommand
