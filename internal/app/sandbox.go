@@ -66,7 +66,7 @@ func (a *App) sandbox(ctx context.Context, acts *engine.Activities, cfg config.C
 		if err := os.Chmod(cfg.DataDir, 0o711); err != nil {
 			return err
 		}
-		acts.SandboxUID = sandbox.DefaultUID
+		acts.Copies.UID = sandbox.DefaultUID
 	}
 	box, err := NewSandbox(ctx, cfg)
 	var limits *LimitError
@@ -100,7 +100,7 @@ func (a *App) sandbox(ctx context.Context, acts *engine.Activities, cfg config.C
 			a.logger.Warn("UNENFORCED LIMIT accepted by PADDOCK_UNENFORCED_LIMITS: sessions' disk is not bounded", "reason", verr)
 		}
 	} else {
-		v := &volume.Volumes{Dir: filepath.Join(cfg.DataDir, "volumes"), Size: size, UID: acts.SandboxUID}
+		v := &volume.Volumes{Dir: filepath.Join(cfg.DataDir, "volumes"), Size: size, UID: acts.Copies.UID}
 		acts.Copies.Volumes = v
 		// No mount outlives the process; a session's volume is mounted
 		// again when it is next needed.

@@ -45,8 +45,6 @@ type Activities struct {
 	// at start with that message: there is no unsandboxed fallback.
 	Shell      tool.Shell
 	SandboxErr error
-	// SandboxUID owns working copies when Paddock runs as root (0: leave as is).
-	SandboxUID int
 	// LimitErr, when set, says which limit (disk, CPU) this machine cannot
 	// enforce and the operator has not accepted unenforced: sessions that
 	// run commands then fail at start with it.
@@ -157,8 +155,8 @@ func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session, sp
 			return "", "", err
 		}
 	}
-	if a.SandboxUID != 0 {
-		if err := chownTree(dir, a.SandboxUID); err != nil {
+	if a.Copies.UID != 0 {
+		if err := chownTree(dir, a.Copies.UID); err != nil {
 			return "", "", fmt.Errorf("hand the working copy to the sandbox user: %w", err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/volume"
+	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
 // Copies is where sessions' working copies and build caches live: for a
@@ -23,7 +24,21 @@ type Copies struct {
 	WorkspaceDir string
 	CacheDir     string
 	Volumes      *volume.Volumes
-	busy         sandboxed
+	// UID, when non-zero, is the sandbox user copies belong to.
+	UID  int
+	busy sandboxed
+}
+
+// Discard puts a session's copy back at base and hands what git restored
+// (as root) back to the sandbox user, so the agent can go on editing it.
+func (c *Copies) Discard(ctx context.Context, workdir, base string) error {
+	if err := workspace.Discard(ctx, workdir, base); err != nil {
+		return err
+	}
+	if c.UID != 0 {
+		return chownTree(workdir, c.UID)
+	}
+	return nil
 }
 
 // dir is where session s's working copy goes, its volume made and
@@ -66,10 +81,10 @@ func (c *Copies) budget(workdir string) int64 {
 	return 0
 }
 
-// cache returns (creating it, owned by uid when non-zero) the session's
+// cache returns (creating it, owned by UID when non-zero) the session's
 // build-cache directory: in its volume beside the working copy, else under
 // CacheDir; "" without either.
-func (c *Copies) cache(s session.Session, uid int) string {
+func (c *Copies) cache(s session.Session) string {
 	var dir string
 	switch id, ok := c.volumeOf(s.Workdir); {
 	case ok:
@@ -84,8 +99,8 @@ func (c *Copies) cache(s session.Session, uid int) string {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return ""
 	}
-	if uid != 0 {
-		_ = os.Chown(dir, uid, uid)
+	if c.UID != 0 {
+		_ = os.Chown(dir, c.UID, c.UID)
 	}
 	return dir
 }

@@ -315,7 +315,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 	if server, name, ok := mcpServer(sp, call.Name); ok {
 		res, runErr = tool.CallMCP(ctx, server, a.mcpEnv(s), name, call.Args)
 	} else {
-		res, runErr = a.Tools.Only(sp.Tools)[call.Name].Run(ctx, tool.Env{Root: s.Workdir, Shell: a.Shell, Cache: a.Copies.cache(s, a.SandboxUID), DiskBudget: a.Copies.budget(s.Workdir), Owner: a.SandboxUID, MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}, call.Args)
+		res, runErr = a.Tools.Only(sp.Tools)[call.Name].Run(ctx, tool.Env{Root: s.Workdir, Shell: a.Shell, Cache: a.Copies.cache(s), DiskBudget: a.Copies.budget(s.Workdir), Owner: a.Copies.UID, MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}, call.Args)
 	}
 	if runErr != nil {
 		return finish(session.CallErrored, "", runErr.Error())
