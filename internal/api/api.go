@@ -299,6 +299,9 @@ func readBody(w http.ResponseWriter, r *http.Request, types []string) ([]byte, e
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, nil
 	}
+	if n := len(r.Header.Values("Content-Type")); n > 1 {
+		return nil, fmt.Errorf("%w: Content-Type given %d times: give it once", errMediaType, n)
+	}
 	ct := r.Header.Get("Content-Type")
 	mt, _, perr := mime.ParseMediaType(ct)
 	if ct == "" || perr != nil || !slices.Contains(types, mt) && !(slices.Contains(types, "application/json") && strings.HasSuffix(mt, "+json")) {
@@ -439,6 +442,10 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 			s.error(w, r, err)
 			return
 		}
+	}
+	if a := q.Get("agent"); a != "" && !spec.ValidName(a) {
+		s.error(w, r, fmt.Errorf("%w: agent %q: want 1-63 lowercase letters, digits and dashes", store.ErrInvalid, clip(a)))
+		return
 	}
 	f := store.SessionFilter{Project: q.Get("project"), Agent: q.Get("agent"), Status: session.Status(q.Get("status")), IncludeArchived: archived}
 	if f.Status != "" && !f.Status.Valid() {

@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -87,6 +88,21 @@ func TestBodiesReadOneWay(t *testing.T) {
 	}
 	resp, e = do(t, "POST", u+"/v1/sessions/s/commands", js, `{"kind":"message","payload":{"message":"\ud83d\ude00"}}`)
 	require.Equal(t, 404, resp.StatusCode, "past the body checks to the missing session: %s", e.Error)
+}
+
+// TestOneContentType: a body typed twice is ambiguous and refused.
+func TestOneContentType(t *testing.T) {
+	srv := server(t)
+	req, err := http.NewRequest("POST", srv.URL+"/v1/sessions", strings.NewReader(`{"message":"x"}`))
+	require.NoError(t, err)
+	req.Header.Add("Content-Type", "application/json")
+	req.Header.Add("Content-Type", "text/plain")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode)
+	r, e := do(t, "GET", srv.URL+"/v1/sessions?agent=Not_A_Name", "", "")
+	require.Equal(t, http.StatusBadRequest, r.StatusCode, e.Error)
 }
 
 func repeat(s string, n int) string {
