@@ -211,8 +211,20 @@ func firstWord(cmd []arg) string {
 	return cmd[0].s
 }
 
+// localeValue: a locale name (C, C.UTF-8, en_US.UTF-8@euro, fr:en). A
+// value with a slash is a path glibc and gettext load locale data and
+// message catalogs from, whose translated formats the program prints.
+var localeValue = regexp.MustCompile(`^[A-Za-z0-9_.@:+-]*$`)
+
 func inertEnvFor(name string, value *syntax.Word, cmd []arg) bool {
 	if inertEnv[name] {
+		if strings.HasPrefix(name, "LC_") || name == "LANG" || name == "LANGUAGE" {
+			if value == nil || len(value.Parts) == 0 {
+				return true
+			}
+			v := literalOf(value)
+			return v != "" && localeValue.MatchString(v) && !strings.Contains(v, "..")
+		}
 		return true
 	}
 	if len(cmd) >= 2 && canonical(cmd[0].s) == "go" && (cmd[1].s == "build" || cmd[1].s == "vet") && goInertEnv[name] {
