@@ -18,6 +18,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // TestConcurrentAnswersOneWins: answers to one question sent at once under
@@ -159,4 +160,19 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}
 	code, out := paddock(t, "sessions", "get", "no-such-session")
 	require.Equal(t, 1, code, "a failure, not a usage error: %s", out)
+}
+
+// TestAcceptBeforeAWorkingCopy: a session not provisioned yet has nothing
+// to accept (409 saying so, not "already delivered").
+func TestAcceptBeforeAWorkingCopy(t *testing.T) {
+	ctx := context.Background()
+	// Recorded but never woken: it stays queued without a working copy.
+	x, _, err := shared.Service.Store.CreateSession(ctx, store.NewSession{
+		ID: unique("unprovisioned"), Project: "default", Agent: store.Agent{Project: "default", Name: "adhoc", Spec: json.RawMessage(`{}`)},
+		CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "tester"}, StartKind: session.KindStart, StartPayload: json.RawMessage(`{}`),
+	})
+	require.NoError(t, err)
+	_, err = api.Accept(ctx, x.ID, engine.AcceptRequest{Mode: "commit", Base: "a", Tree: "b"})
+	require.Equal(t, http.StatusConflict, apiStatus(t, err))
+	require.ErrorContains(t, err, "no working copy yet")
 }

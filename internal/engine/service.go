@@ -779,11 +779,11 @@ func (s *Service) Accept(ctx context.Context, id string, req AcceptRequest, by s
 	if err != nil {
 		return x, err
 	}
+	if x.Workdir == "" || x.BaseCommit == "" {
+		return x, fmt.Errorf("session %s has no working copy yet (status %s): nothing to accept: %w", id, x.Status, store.ErrConflict)
+	}
 	if x.BaseCommit != req.Base {
 		return x, fmt.Errorf("session %s's diff against %.12s was already delivered; fetch the diff again for the changes since: %w", id, req.Base, store.ErrConflict)
-	}
-	if x.Workdir == "" {
-		return x, fmt.Errorf("session %s has no working copy yet (status %s): %w", id, x.Status, store.ErrConflict)
 	}
 	if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
 		return x, err
