@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -68,17 +70,6 @@ func (a *Activities) callEvents(ctx context.Context, sessionID, callID string) (
 		}
 	}
 	return events, err
-}
-
-// began says whether the call's execution began (it reached calling).
-func (a *Activities) began(ctx context.Context, sessionID, callID string) (bool, error) {
-	events, err := a.callEvents(ctx, sessionID, callID)
-	for _, e := range events {
-		if e.Key == "call/"+callID+"/"+string(session.CallCalling) {
-			return true, err
-		}
-	}
-	return false, err
 }
 
 // settledCall returns the call's final state if the transcript has one.
@@ -253,17 +244,6 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		return ToolOutcome{}, err
 	}
 	base := session.ToolCallData{ID: call.ID, Name: call.Name}
-	// At most once: a call with side effects whose execution began before
-	// a crash is not started again; the model is told and decides.
-	began, err := a.began(ctx, sessionID, call.ID)
-	if err != nil {
-		return ToolOutcome{}, err
-	}
-	if began && !tool.Idempotent(call.Name) {
-		d := base
-		d.State, d.Error = session.CallErrored, "interrupted by a restart of the server; its effects may be partial: check the working copy before going on"
-		return ToolOutcome{State: d.State}, a.callEvent(ctx, sessionID, turnID, d)
-	}
 	finish := func(state session.ToolCallState, result, msg string) (ToolOutcome, error) {
 		d := base
 		d.State, d.Result, d.Error = state, result, msg
@@ -290,10 +270,22 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 	case by.Kind != session.ByAutomation:
 		return finish(session.CallRejected, "", "the call has no attribution (human or automation); nothing runs unattributed")
 	}
+	// At most once: recording calling is the compare-and-set. An attempt
+	// that finds another's run recorded (a crash interrupted it, or it
+	// still runs) does not start a call with side effects again; the model
+	// is told and decides. Idempotent tools simply run again.
 	calling := base
-	calling.State, calling.Verdict, calling.Rule, calling.By = session.CallCalling, now.Verdict.String(), now.Rule, &by
-	if err := a.callEvent(ctx, sessionID, turnID, calling); err != nil {
+	calling.State, calling.Verdict, calling.Rule, calling.By, calling.Run = session.CallCalling, now.Verdict.String(), now.Rule, &by, uuid.NewString()
+	data, _ := json.Marshal(calling)
+	recorded, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventToolCall, Key: "call/" + call.ID + "/" + string(session.CallCalling), Data: data})
+	if err != nil {
 		return ToolOutcome{}, err
+	}
+	var owner session.ToolCallData
+	if json.Unmarshal(recorded.Data, &owner) != nil || owner.Run != calling.Run {
+		if !tool.Idempotent(call.Name) {
+			return finish(session.CallErrored, "", "interrupted by a restart of the server; its effects may be partial: check the working copy before going on")
+		}
 	}
 	_ = a.Store.SetDisplay(ctx, sessionID, "", "running "+call.Name)
 	if err := a.Copies.Mount(ctx, s.Workdir); err != nil {

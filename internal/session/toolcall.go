@@ -61,6 +61,10 @@ type ToolCallData struct {
 	Rule     string       `json:"rule,omitempty"`
 	Approval string       `json:"approval,omitempty"`
 	By       *Attribution `json:"approvedBy,omitempty"`
+	// Run names the execution that recorded calling: of two attempts at
+	// one call (a retry after a crash, or while the first still runs),
+	// only the one whose run was recorded executes.
+	Run string `json:"run,omitempty"`
 }
 
 // Question is a structured question the agent asks the user.
