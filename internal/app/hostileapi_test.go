@@ -176,3 +176,18 @@ func TestAcceptBeforeAWorkingCopy(t *testing.T) {
 	require.Equal(t, http.StatusConflict, apiStatus(t, err))
 	require.ErrorContains(t, err, "no working copy yet")
 }
+
+// TestSpendCapIsFinite: a NaN or infinite spend cap is refused; stored, it
+// could not be encoded, and every agent listing and session of the agent
+// would fail.
+func TestSpendCapIsFinite(t *testing.T) {
+	for _, v := range []string{".nan", ".inf", "-.inf", ".NaN"} {
+		body := "kind: Agent\nname: capped\nmodel: replay/demo\nmaxPerSessionUsd: " + v + "\n"
+		resp, err := http.Post(shared.URL+"/v1/agents", "application/yaml", strings.NewReader(body))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, v)
+	}
+	_, err := api.Agents(context.Background())
+	require.NoError(t, err, "the agents still list")
+}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"regexp"
 	"strings"
@@ -234,6 +235,9 @@ func (a *Agent) Validate(known Known) error {
 	}
 	if a.Replace == "auto" && a.Concurrency != 1 {
 		return bad("replace", "auto replacement needs concurrency: 1")
+	}
+	if math.IsNaN(a.MaxPerSessionUSD) || math.IsInf(a.MaxPerSessionUSD, 0) {
+		return bad("maxPerSessionUsd", "want a finite number of dollars (leave it out for no cap)")
 	}
 	if a.MaxPerSessionUSD < 0 {
 		return bad("maxPerSessionUsd", "must not be negative")
