@@ -32,8 +32,14 @@ func NewSandbox(ctx context.Context, cfg config.Config) (*sandbox.Bwrap, error) 
 	if cfg.CommandMaxCPUs > 0 {
 		box.MaxCPUs = cfg.CommandMaxCPUs
 	}
-	if !box.CPUEnforced() && !cfg.Unenforced["cpu"] {
-		return box, &LimitError{Missing: []string{"this machine cannot bound commands' CPU (no writable cgroup cpu controller; run as root on cgroups v1 or v2)"}}
+	var missing []string
+	for _, l := range box.Unenforced() {
+		if !cfg.Unenforced[l] {
+			missing = append(missing, fmt.Sprintf("this machine cannot bound commands' %s (no writable cgroup controller for it; run as root on cgroups v1 or v2)", l))
+		}
+	}
+	if len(missing) > 0 {
+		return box, &LimitError{Missing: missing}
 	}
 	return box, nil
 }
@@ -52,7 +58,7 @@ func (e *LimitError) Error() string {
 		}
 		msg += m
 	}
-	return msg + "; accept running without with PADDOCK_UNENFORCED_LIMITS=disk,cpu (as needed)"
+	return msg + "; accept running without with PADDOCK_UNENFORCED_LIMITS (a comma-separated list of disk, cpu, memory, processes)"
 }
 
 // sandbox gives the activities their sandbox and the sessions' volumes.
@@ -86,8 +92,10 @@ func (a *App) sandbox(ctx context.Context, acts *engine.Activities, cfg config.C
 	if limits == nil {
 		limits = &LimitError{}
 	}
-	if !box.CPUEnforced() && cfg.Unenforced["cpu"] {
-		a.logger.Warn("UNENFORCED LIMIT accepted by PADDOCK_UNENFORCED_LIMITS: commands' CPU is not bounded")
+	for _, l := range box.Unenforced() {
+		if cfg.Unenforced[l] {
+			a.logger.Warn("UNENFORCED LIMIT accepted by PADDOCK_UNENFORCED_LIMITS: commands' " + l + " is not bounded")
+		}
 	}
 	size := cfg.SessionMaxDisk
 	if size == 0 {

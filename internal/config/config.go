@@ -34,7 +34,7 @@ type Config struct {
 	// SessionMaxDisk bounds all a session writes (working copy, caches).
 	SessionMaxDisk int64
 	// Unenforced are limits the operator accepts running without where
-	// this machine cannot enforce them ("disk", "cpu").
+	// this machine cannot enforce them ("disk", "cpu", "memory", "processes").
 	Unenforced map[string]bool
 	// ReadOnlyPaths are host paths commands see read-only besides the
 	// default view (toolchains outside /usr).
@@ -83,7 +83,7 @@ var Vars = []Var{
 	{"PADDOCK_COMMAND_MAX_OUTPUT_BYTES", "10485760", "most output kept from a command; the rest is counted and discarded"},
 	{"PADDOCK_COMMAND_MAX_CPUS", "1", "processor time one command may use, in CPUs (fractions allowed: 0.5)"},
 	{"PADDOCK_SESSION_MAX_DISK_BYTES", "10737418240", "most a session's commands may write in all (working copy, caches), enforced by the kernel"},
-	{"PADDOCK_UNENFORCED_LIMITS", "(none)", "comma-separated limits (`disk`, `cpu`) the operator accepts unenforced where this machine cannot enforce them; otherwise sessions that run commands refuse to start"},
+	{"PADDOCK_UNENFORCED_LIMITS", "(none)", "comma-separated limits (`disk`, `cpu`, `memory`, `processes`) the operator accepts unenforced where this machine cannot enforce them; otherwise sessions that run commands refuse to start"},
 	{"PADDOCK_SANDBOX_READ_ONLY_PATHS", "(none)", "colon-separated absolute host paths commands see read-only besides /usr, /etc and the libraries (toolchains elsewhere, e.g. /opt/sdk)"},
 	{"PADDOCK_RETAIN_FAILED", "168h", "how long a failed session's working copy is kept for inspection before it is collected (stopped sessions' go at once); `paddock gc` collects now"},
 	{"PADDOCK_PRICES", "(none: cost 0)", "YAML file of model prices, USD per million tokens: `anthropic/claude-sonnet-4-5: {input: 3, output: 15}`"},
@@ -163,10 +163,10 @@ func Load(getenv func(string) string) (Config, error) {
 	if v := getenv("PADDOCK_UNENFORCED_LIMITS"); v != "" {
 		for _, l := range strings.Split(v, ",") {
 			switch l = strings.TrimSpace(l); l {
-			case "disk", "cpu":
+			case "disk", "cpu", "memory", "processes":
 				c.Unenforced[l] = true
 			default:
-				return c, fmt.Errorf("PADDOCK_UNENFORCED_LIMITS=%q: %q is not a limit; want a comma-separated list of disk and cpu", v, l)
+				return c, fmt.Errorf("PADDOCK_UNENFORCED_LIMITS=%q: %q is not a limit; want a comma-separated list of disk, cpu, memory and processes", v, l)
 			}
 		}
 	}

@@ -21,7 +21,7 @@ func TestLoad(t *testing.T) {
 	require.Equal(t, int64(10<<20), c.CommandMaxOutput)
 	for k, v := range map[string]string{"PADDOCK_LOG_LEVEL": "loud", "PADDOCK_EXECUTION": "cloud", "PADDOCK_COMMAND_MAX_SECONDS": "-1",
 		"PADDOCK_COMMAND_MAX_OUTPUT_BYTES": "lots", "PADDOCK_COMMAND_MAX_CPUS": "two", "PADDOCK_SESSION_MAX_DISK_BYTES": "1000",
-		"PADDOCK_UNENFORCED_LIMITS": "disk,memory", "PADDOCK_SANDBOX_READ_ONLY_PATHS": "opt/sdk", "PADDOCK_RETAIN_FAILED": "a week"} {
+		"PADDOCK_UNENFORCED_LIMITS": "disk,gpu", "PADDOCK_SANDBOX_READ_ONLY_PATHS": "opt/sdk", "PADDOCK_RETAIN_FAILED": "a week"} {
 		bad := map[string]string{"PADDOCK_DATA_DIR": "/d", k: v}
 		_, err = Load(func(k string) string { return bad[k] })
 		require.ErrorContains(t, err, k)

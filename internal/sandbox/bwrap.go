@@ -112,9 +112,22 @@ func closeInherited() {
 	}
 }
 
-// CPUEnforced says whether a cgroup bounds each command's processor time
-// here (the cpu controller is writable).
-func (b *Bwrap) CPUEnforced() bool { return b.cgroups.cpuUsable() }
+// Unenforced names the per-command limits this machine cannot enforce:
+// "cpu", "memory" (no writable controller), "processes" (no pids
+// controller, and not root, so no RLIMIT_NPROC of a dedicated uid).
+func (b *Bwrap) Unenforced() []string {
+	var out []string
+	if !b.cgroups.cpuUsable() {
+		out = append(out, "cpu")
+	}
+	if !b.cgroups.memUsable() {
+		out = append(out, "memory")
+	}
+	if !b.cgroups.pidsUsable() && currentUID() != 0 {
+		out = append(out, "processes")
+	}
+	return out
+}
 
 // system are the host trees every command sees, read-only: programs,
 // libraries and configuration. Everything else of the host is absent —

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,8 @@ import (
 type cgroups struct {
 	v2      string // the unified hierarchy's paddock directory, if usable
 	v2CPU   bool   // the cpu controller is enabled below v2
+	v2Mem   bool   // the memory controller is enabled below v2
+	v2Pids  bool   // the pids controller is enabled below v2
 	v1Pids  string
 	v1Mem   string
 	v1CPU   string
@@ -101,7 +104,8 @@ func newHierarchies() *cgroups {
 				_ = os.WriteFile(filepath.Join(c.v2, "cgroup.subtree_control"), []byte(ctl), 0o644)
 			}
 			enabled, _ := os.ReadFile(filepath.Join(c.v2, "cgroup.subtree_control"))
-			c.v2CPU = strings.Contains(string(enabled), "cpu")
+			ctl := strings.Fields(string(enabled))
+			c.v2CPU, c.v2Mem, c.v2Pids = slices.Contains(ctl, "cpu"), slices.Contains(ctl, "memory"), slices.Contains(ctl, "pids")
 		}
 		return c
 	}
@@ -114,8 +118,10 @@ func newHierarchies() *cgroups {
 	return c
 }
 
-// cpuUsable says whether commands' processor time can be bounded.
-func (c *cgroups) cpuUsable() bool { return c != nil && (c.v2CPU || c.v1CPU != "") }
+// cpuUsable, memUsable and pidsUsable say which limits cgroups enforce.
+func (c *cgroups) cpuUsable() bool  { return c != nil && (c.v2CPU || c.v1CPU != "") }
+func (c *cgroups) memUsable() bool  { return c != nil && (c.v2Mem || c.v1Mem != "") }
+func (c *cgroups) pidsUsable() bool { return c != nil && (c.v2Pids || c.v1Pids != "") }
 
 // group is one command's cgroups; pids and cpu say which limits hold.
 type group struct {
