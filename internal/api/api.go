@@ -253,10 +253,17 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 	})
 }
 
+// writeJSON encodes before it writes: a value that cannot be encoded is a
+// 500, never a 200 with an empty or cut body.
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code = http.StatusInternalServerError
+		b, _ = json.Marshal(Error{Error: "internal error: the response could not be encoded", Code: "internal"})
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // DefaultBodyTimeout bounds reading a request body: a body that stalls is

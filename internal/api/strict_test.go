@@ -1,6 +1,7 @@
 package api
 
 import (
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -130,4 +131,17 @@ func TestStreamAcceptLists(t *testing.T) {
 		}
 		require.Equal(t, want, wantsStream(r), accept)
 	}
+}
+
+// TestUnencodableIsA500: a value that cannot be encoded is a 500, not a
+// 200 with an empty body.
+func TestUnencodableIsA500(t *testing.T) {
+	w := httptest.NewRecorder()
+	writeJSON(w, http.StatusOK, map[string]any{"x": math.NaN()})
+	require.Equal(t, http.StatusInternalServerError, w.Code)
+	require.Contains(t, w.Body.String(), `"code":"internal"`)
+	w = httptest.NewRecorder()
+	writeJSON(w, http.StatusOK, map[string]any{"x": 1})
+	require.Equal(t, http.StatusOK, w.Code)
+	require.Equal(t, "{\"x\":1}\n", w.Body.String())
 }
