@@ -61,7 +61,12 @@ func CheckJSON(raw []byte, v any) error {
 			top.keys[k] = true
 			top.wantKey = false
 			if n == 1 && fields != nil && !fields[k] {
-				return fmt.Errorf("unknown field %q (field names are case-sensitive)", clipKey(k))
+				for f := range fields {
+					if strings.EqualFold(f, k) {
+						return fmt.Errorf("unknown field %q (field names are case-sensitive: %q)", clipKey(k), f)
+					}
+				}
+				return fmt.Errorf("unknown field %q", clipKey(k))
 			}
 			continue
 		}
