@@ -42,7 +42,7 @@ var (
 		"arptables-legacy", "ebtables-nft-restore", "arptables-nft-restore", "firewallctl")
 	diskTools = set("mkfs", "mke2fs", "mkswap", "mkdosfs", "mkntfs", "mkexfatfs", "wipefs", "fdisk", "sfdisk", "cfdisk", "gdisk",
 		"sgdisk", "cgdisk", "parted", "diskpart", "blkdiscard", "hdparm", "sgdisk", "zpool", "mdadm", "cryptsetup", "clear-disk",
-		"format-volume", "initialize-disk")
+		"format-volume", "initialize-disk", "lvremove", "vgremove", "pvremove", "remove-partition")
 	shells       = set("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "fish", "csh", "tcsh", "rbash")
 	interpreters = set("python", "python2", "python3", "perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua", "luajit",
 		"tclsh", "wish", "rscript", "r", "osascript", "irb", "jshell", "groovy", "scala", "elixir", "erl", "escript", "awk", "gawk",

@@ -420,7 +420,14 @@ func (c *checker) refusedLiteral() string {
 					return true
 				}
 				for _, a := range words(w) {
-					for _, f := range strings.Fields(a.s) {
+					if !a.static {
+						continue
+					}
+					// Split as IFS, read -d or a pattern may split it: on
+					// anything that cannot be part of a program's name.
+					for _, f := range strings.FieldsFunc(a.s, func(r rune) bool {
+						return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._+-", r))
+					}) {
 						if n := canonical(f); refusedName(n) {
 							c.lits = append(c.lits, n)
 						}

@@ -269,7 +269,21 @@ func isParam(p *syntax.ParamExp, name string) bool {
 		!p.Length && !p.Excl && !p.Width
 }
 
-func isHome(p *syntax.ParamExp) bool { return isParam(p, "HOME") }
+// isHome: $HOME, and the expansions of it that yield its value when it is
+// set (${HOME:?}, ${HOME:-x}, ${HOME:=x}).
+func isHome(p *syntax.ParamExp) bool {
+	if isParam(p, "HOME") {
+		return true
+	}
+	if p.Param == nil || p.Param.Value != "HOME" || p.Repl != nil || p.Index != nil || p.Slice != nil || p.Length || p.Excl || p.Width {
+		return false
+	}
+	switch p.Exp.Op {
+	case syntax.ErrorUnset, syntax.ErrorUnsetOrNull, syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull:
+		return true
+	}
+	return false
+}
 
 // unescapeUnquoted removes backslashes outside quotes and notes glob characters.
 func unescapeUnquoted(v string, b *strings.Builder, glob *bool) {
