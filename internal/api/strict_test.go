@@ -49,6 +49,9 @@ func TestBodiesReadOneWay(t *testing.T) {
 		// The platform's own idempotency keys are not the caller's.
 		{"POST", "/v1/sessions", js, `{"message":"x","idempotencyKey":"retry:abc"}`, 400, "reserved"},
 		{"POST", "/v1/sessions", js, `{"message":"x","idempotencyKey":"successor:abc"}`, 400, "reserved"},
+		// A relative repository would be relative to the server's directory.
+		{"POST", "/v1/sessions", js, `{"message":"x","repo":"."}`, 400, "absolute path"},
+		{"POST", "/v1/sessions", js, `{"message":"x","repo":"../x"}`, 400, "absolute path"},
 		// Accept's fields have length limits.
 		{"POST", "/v1/sessions/s/accept", js, `{"mode":"commit","base":"b","tree":"t","commit":"` + repeat("c", 201) + `"}`, 400, "commit"},
 		// Project and agent names are checked wherever they are taken.

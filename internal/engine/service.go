@@ -269,6 +269,11 @@ func checkRepo(repo string) error {
 	if repo == "" || strings.Contains(repo, "://") {
 		return nil
 	}
+	if !filepath.IsAbs(repo) {
+		// Relative to what? The server's working directory is not the
+		// caller's, and the CLI would later apply the diff to its own.
+		return fmt.Errorf("%w: repository %q: want an absolute path (or a URL)", ErrInvalid, trim(repo))
+	}
 	st, err := os.Stat(repo)
 	if err != nil {
 		return fmt.Errorf("%w: repository %s does not exist (or cannot be read): give --repo a git repository, or omit it for an empty working copy", ErrInvalid, repo)
