@@ -3,6 +3,7 @@ package shellcheck
 import (
 	"encoding/base64"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -191,6 +192,9 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 			}
 			if windowsSystem(a.s) || (strings.HasPrefix(a.s, "/") && rootish(a)) {
 				return refuse("system-destruction", n+" deletes a system directory"), true
+			}
+			if (a.home || strings.HasPrefix(a.s, "~")) && rootish(a) || windowsHome(a.s) {
+				return refuse("system-destruction", n+" deletes the home directory"), true
 			}
 		}
 		return ask("deletion", n+" deletes files"), true
@@ -668,7 +672,7 @@ func powershell(args []arg) (verdict, bool) {
 // programs at the start of a statement.
 func powershellCode(code string, evals bool) (verdict, bool) {
 	l := strings.ToLower(code)
-	if verbRunAs.MatchString(l) {
+	if verbRunAs.MatchString(l) || verbProperty.MatchString(l) {
 		return refuse("privilege-escalation", "the PowerShell code elevates (-Verb RunAs)"), true
 	}
 	for _, w := range strings.FieldsFunc(l, func(r rune) bool { return !(r == '-' || r == '.' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') }) {
@@ -690,6 +694,10 @@ func powershellCode(code string, evals bool) (verdict, bool) {
 	}
 	return verdict{}, false
 }
+
+// verbProperty: elevation through ProcessStartInfo (Verb = 'runas') or
+// Shell.Application's ShellExecute(..., 'runas').
+var verbProperty = regexp.MustCompile(`verb\s*=\s*['"]?runas|shellexecute\s*\(.*['"]runas['"]`)
 
 // decodePowerShell decodes -EncodedCommand: base64 of UTF-16LE text.
 func decodePowerShell(s string) (string, bool) {
@@ -828,4 +836,17 @@ func gitConfigCode(kv string) (verdict, bool) {
 		return refuse(v.rule, "git -c "+key+" runs "+code+": "+v.reason), true
 	}
 	return verdict{}, false
+}
+
+// windowsHome: the user's profile as PowerShell and cmd.exe name it
+// ($env:USERPROFILE, %USERPROFILE%, $HOME, ~), without a path below it.
+func windowsHome(s string) bool {
+	u := strings.ToUpper(strings.Trim(s, `"'\/`))
+	for _, h := range []string{"$ENV:USERPROFILE", "%USERPROFILE%", "$$:USERPROFILE", "$:USERPROFILE", "%HOMEDRIVE%%HOMEPATH%",
+		"$ENV:HOMEDRIVE$ENV:HOMEPATH", "$HOME", "~"} {
+		if u == h {
+			return true
+		}
+	}
+	return false
 }
