@@ -232,6 +232,9 @@ func (c *checker) stmtFeeds(s *syntax.Stmt, depth int) {
 			continue
 		}
 		text := hdocText(body)
+		if r.Op != syntax.WordHdoc && !quotedDelim(r.Word) {
+			text = hdocUnescape(text)
+		}
 		c.shellSource(n, text, depth+1)
 	}
 }
@@ -289,6 +292,9 @@ func literalOutput(left *syntax.Stmt) (string, bool) {
 			case syntax.WordHdoc:
 				return hdocText(r.Word), true
 			case syntax.Hdoc, syntax.DashHdoc:
+				if !quotedDelim(r.Word) {
+					return hdocUnescape(hdocText(r.Hdoc)), true
+				}
 				return hdocText(r.Hdoc), true
 			}
 		}
@@ -317,4 +323,36 @@ func literalOutput(left *syntax.Stmt) (string, bool) {
 // lit is a literal word.
 func lit(s string) *syntax.Word {
 	return &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: s}}}
+}
+
+// quotedDelim: a here-document delimiter with any quoting (its body is
+// then taken as it is written).
+func quotedDelim(w *syntax.Word) bool {
+	if w == nil {
+		return false
+	}
+	for _, p := range w.Parts {
+		l, ok := p.(*syntax.Lit)
+		if !ok || strings.Contains(l.Value, `\`) {
+			return true
+		}
+	}
+	return false
+}
+
+// hdocUnescape: in an unquoted here-document, a backslash escapes $, `, \
+// and the newline; the program gets \$(cmd) as $(cmd).
+func hdocUnescape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\\\n", s[i+1]) >= 0 {
+			i++
+			if s[i] != '\n' {
+				b.WriteByte(s[i])
+			}
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
