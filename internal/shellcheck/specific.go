@@ -35,6 +35,23 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 			}
 		}
 	case "tar", "unzip", "bsdtar", "cpio":
+		// tar --remove-files deletes what it archived.
+		if n == "tar" || n == "bsdtar" {
+			remove := false
+			for _, a := range args[1:] {
+				remove = remove || a.s == "--remove-files"
+			}
+			for i, a := range args[1:] {
+				prev := args[i].s
+				if prev == "--file" || strings.HasPrefix(prev, "-") && !strings.HasPrefix(prev, "--") && strings.HasSuffix(prev, "f") ||
+					i == 0 && !strings.HasPrefix(a.s, "-") && strings.Contains(a.s, "f") && len(args) > 2 {
+					continue // the archive itself
+				}
+				if remove && !strings.HasPrefix(a.s, "-") && (rootish(a) || a.static && strings.HasPrefix(a.s, "/") && systemPath(a.s)) {
+					return refuse("system-destruction", n+" --remove-files deletes "+a.s+" once archived"), true
+				}
+			}
+		}
 		for i, a := range args[1:] {
 			var dir string
 			switch {
@@ -144,6 +161,15 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 			return ask("sed-execute", "sed's e command or w flag runs commands or writes files"), true
 		}
 	case "awk", "gawk", "mawk", "nawk":
+		inplace := false
+		for i, a := range args[1:] {
+			if a.s == "-i" && i+2 < len(args) && args[i+2].s == "inplace" || a.s == "-iinplace" || a.s == "--include=inplace" {
+				inplace = true
+			}
+			if inplace && a.static && strings.HasPrefix(a.s, "/") && systemPath(a.s) {
+				return refuse("system-file", n+" -i inplace edits a system file: "+a.s), true
+			}
+		}
 		for _, a := range args[1:] {
 			if strings.Contains(a.s, "system(") || strings.Contains(a.s, "| getline") || strings.Contains(a.s, "|&") {
 				return ask("awk-system", "awk's system() or pipes run shell commands"), true
