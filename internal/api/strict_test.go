@@ -72,6 +72,9 @@ func TestBodiesReadOneWay(t *testing.T) {
 		{"PUT", "/v1/projects/p/policy", "application/json", "{}", 400, "empty policy"},
 		{"PUT", "/v1/projects/p/policy", "application/yaml", "default: ask\n---\ndefault: allow\n", 400, "more than one YAML document"},
 		{"POST", "/v1/projects/default/policy/replay", "application/yaml", "", 400, "empty policy"},
+		// A !!binary scalar is bytes, not text: it would be replaced with U+FFFD.
+		{"PUT", "/v1/projects/p/policy", "application/yaml", "commands:\n  allow: [!!binary /w==]\n", 400, "not valid UTF-8"},
+		{"PUT", "/v1/projects/p/policy", "application/yaml", "tools:\n  !!binary /w==: allow\n", 400, "not valid UTF-8"},
 	}
 	for _, c := range cases {
 		resp, e := do(t, c.method, u+c.path, c.ctype, c.body)

@@ -188,6 +188,11 @@ func TestSpendCapIsFinite(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, v)
 	}
-	_, err := api.Agents(context.Background())
+	// Text that is not UTF-8 (a !!binary scalar) is refused, not replaced.
+	resp, err := http.Post(shared.URL+"/v1/agents", "application/yaml", strings.NewReader("kind: Agent\nname: binary\nmodel: replay/demo\ninstructions: !!binary /w==\n"))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	_, err = api.Agents(context.Background())
 	require.NoError(t, err, "the agents still list")
 }

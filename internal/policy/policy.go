@@ -186,6 +186,9 @@ func Parse(data []byte) (*Policy, error) {
 	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("policy: more than one YAML document: a policy is one document")
 	}
+	if err := CheckUTF8("policy", f); err != nil {
+		return nil, err
+	}
 	p := &Policy{Default: AllowedWithPermission, Tools: map[string]Value{}, ApprovalTTL: DefaultApprovalTTL}
 	if f.Default != "" {
 		v, err := ParseValue(f.Default)

@@ -205,6 +205,9 @@ func (a *Agent) Defaults() {
 // Validate checks a defaulted spec.
 func (a *Agent) Validate(known Known) error {
 	bad := func(path, reason string) error { return &FieldError{Path: path, Reason: reason} }
+	if err := policy.CheckUTF8("agent", a); err != nil {
+		return bad("(text)", err.Error()+" (nothing is silently replaced)")
+	}
 	if a.Kind != "Agent" {
 		return bad("kind", fmt.Sprintf("%q is not a kind this file can hold (want Agent)", a.Kind))
 	}
