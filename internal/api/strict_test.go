@@ -36,6 +36,7 @@ func TestBodiesReadOneWay(t *testing.T) {
 		{"POST", "/v1/sessions", js, `{"IdempotencyKey":"a"}`, 400, "unknown field"},
 		{"POST", "/v1/sessions/s/commands", js, `{"kind":"message","payload":{"Message":"a"}}`, 400, `unknown field "Message"`},
 		{"POST", "/v1/approvals/a/approve", js, `{"Note":"x"}`, 400, "unknown field"},
+		{"POST", "/v1/sessions/s/commands", js, `{"kind":"message","payload":{"message":"x","metadata":` + repeat("[", 5000) + `}}`, 400, "nested more than"},
 		// A body is a JSON object.
 		{"POST", "/v1/sessions", js, `null`, 400, "want a JSON object"},
 		{"POST", "/v1/sessions", js, `"x"`, 400, "want a JSON object"},

@@ -70,6 +70,9 @@ func CheckJSON(raw []byte, v any) error {
 			}
 			continue
 		}
+		if len(stack) > maxDepth {
+			return fmt.Errorf("nested more than %d deep", maxDepth)
+		}
 		switch d := tok.(type) {
 		case json.Delim:
 			switch d {
@@ -91,6 +94,9 @@ func CheckJSON(raw []byte, v any) error {
 		}
 	}
 }
+
+// maxDepth bounds the nesting of a document.
+const maxDepth = 100
 
 func clipKey(k string) string {
 	if len(k) > 40 {
