@@ -515,8 +515,13 @@ func Explain(entry string) (does string, options []string, known bool) {
 		options = append(options, "-NUM")
 	}
 	for _, l := range spec.long {
-		l = strings.Replace(strings.Replace(l, "[=]", "[=VALUE]", 1), "=", "=VALUE", 1)
-		options = append(options, strings.Replace(l, "[=VALUE]VALUE", "[=VALUE]", 1))
+		switch {
+		case strings.HasSuffix(l, "[=]"):
+			l = strings.TrimSuffix(l, "[=]") + "[=VALUE]"
+		case strings.HasSuffix(l, "="):
+			l += "VALUE"
+		}
+		options = append(options, l)
 	}
 	if spec.inert {
 		options = append(options, "(no option of it runs a program or writes a file, so words from expansions and globs keep it free)")
@@ -561,7 +566,12 @@ func customOptions(entry string) []string {
 		out = append(out, "-o PATH (inside the working copy)")
 	}
 	if sub == "vet" {
-		out = append(out, "-ANALYZER[=true|false] (the standard analyzers' flags)")
+		names := make([]string, 0, len(vetFlags))
+		for k := range vetFlags {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		out = append(out, "-NAME[=VALUE], NAME a flag of the standard vet tool ("+strings.Join(names, " ")+")")
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
