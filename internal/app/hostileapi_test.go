@@ -196,3 +196,20 @@ func TestSpendCapIsFinite(t *testing.T) {
 	_, err = api.Agents(context.Background())
 	require.NoError(t, err, "the agents still list")
 }
+
+// TestPrintedAnswerCommandRuns: the command a non-interactive run prints
+// at a question works as typed.
+func TestPrintedAnswerCommandRuns(t *testing.T) {
+	code, out := paddock(t, "run", "--non-interactive", "--model", "replay/demo", "fix the typo")
+	require.Equal(t, 2, code, out)
+	_, hint, ok := strings.Cut(out, "answer it: ")
+	require.True(t, ok, out)
+	hint, _, _ = strings.Cut(hint, "\n")
+	cmd, options, _ := strings.Cut(hint, "   (")
+	require.Contains(t, options, "changelog: yes, no", "the options are listed")
+	args := strings.Fields(cmd)
+	require.Equal(t, "paddock", args[0])
+	code, out = paddock(t, args[1:]...)
+	require.Equal(t, 0, code, "%s: %s", cmd, out)
+	require.Contains(t, out, "answer command")
+}

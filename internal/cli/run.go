@@ -212,14 +212,39 @@ func (f *follower) approve(ctx context.Context, r *renderer, d session.ToolCallD
 	return err
 }
 
+// answerHint is a command that answers q as typed: each item's first
+// option (all of them listed), or a free-text response.
+func answerHint(id string, q session.Question) string {
+	parts := []string{"paddock sessions answer", id, q.ToolCallID}
+	var opts []string
+	for _, it := range q.Questions {
+		if len(it.Options) == 0 {
+			continue
+		}
+		parts = append(parts, shellWord(it.ID+"="+it.Options[0]))
+		opts = append(opts, it.ID+": "+strings.Join(it.Options, ", "))
+	}
+	if len(opts) == 0 {
+		return strings.Join(append(parts, `--response "…"`), " ")
+	}
+	return strings.Join(parts, " ") + "   (options " + strings.Join(opts, "; ") + `; or --response "…" instead)`
+}
+
+// shellWord quotes s for a POSIX shell when it needs it.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789=_-.,/:@+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 func (f *follower) answer(ctx context.Context, r *renderer, q session.Question) error {
 	var p session.AnswerPayload
 	switch {
 	case f.autoAnswer != nil:
 		p = f.autoAnswer(q)
 	case !f.interactive:
-		return stopFollowing{&exitError{code: 2, msg: fmt.Sprintf("the agent asked a question and this run is non-interactive.\n"+
-			"answer it: paddock sessions answer %s %s %s=OPTION   (or --response \"…\")", f.id, q.ToolCallID, q.Questions[0].ID)}}
+		return stopFollowing{&exitError{code: 2, msg: "the agent asked a question and this run is non-interactive.\nanswer it: " + answerHint(f.id, q)}}
 	default:
 		p = session.AnswerPayload{ToolCallID: q.ToolCallID, Answers: map[string]string{}}
 		for _, item := range q.Questions {
@@ -231,7 +256,7 @@ func (f *follower) answer(ctx context.Context, r *renderer, q session.Question) 
 			line, err := f.in.ReadString('\n')
 			line = strings.TrimSpace(line)
 			if err != nil && line == "" {
-				return stopFollowing{&exitError{code: 2, msg: fmt.Sprintf("no answer on standard input; answer later: paddock sessions answer %s %s %s=OPTION", f.id, q.ToolCallID, item.ID)}}
+				return stopFollowing{&exitError{code: 2, msg: "no answer on standard input; answer later: " + answerHint(f.id, q)}}
 			}
 			if n, err := strconv.Atoi(line); err == nil && n >= 1 && n <= len(item.Options) {
 				line = item.Options[n-1]
