@@ -147,9 +147,7 @@ func (c *checker) pipe(b *syntax.BinaryCmd) {
 	args := c.argv(call)
 	if len(args) > 0 && args[0].static && canonical(args[0].s) == "xargs" {
 		if text, ok := literalOutput(b.X); ok {
-			inner, _, _ := xargsInner(args)
-			all := append(append([]arg(nil), inner...), static(strings.Fields(text))...)
-			if v := c.quiet(all, 0); v.v == Refuse {
+			if v := c.xargsInput(args, text, 0); v.v == Refuse {
 				c.add(printNode(b), Refuse, v.rule, "xargs reads "+strings.TrimSpace(text)+": "+v.reason)
 			}
 		}
@@ -205,9 +203,7 @@ func (c *checker) stmtFeeds(s *syntax.Stmt, depth int) {
 		// xargs reading a literal here-string or here-document: its words
 		// are the inner command's arguments.
 		if text, ok := literalOutput(&syntax.Stmt{Cmd: &syntax.CallExpr{Args: []*syntax.Word{lit("cat")}}, Redirs: s.Redirs}); ok {
-			inner, _, _ := xargsInner(args)
-			all := append(append([]arg(nil), inner...), static(strings.Fields(text))...)
-			if v := c.quiet(all, depth); v.v == Refuse {
+			if v := c.xargsInput(args, text, depth); v.v == Refuse {
 				c.add(printNode(s), Refuse, v.rule, "xargs reads "+strings.TrimSpace(text)+": "+v.reason)
 			}
 		}
@@ -215,6 +211,20 @@ func (c *checker) stmtFeeds(s *syntax.Stmt, depth int) {
 	}
 	if !isInterpreter(n) || hasCode(n, args) {
 		return
+	}
+	// bash <(echo CODE), . <(printf CODE): a script whose text is the
+	// literal output of a process substitution.
+	if shells[n] || n == "source" || n == "." {
+		for _, w := range call.Args[1:] {
+			if len(w.Parts) != 1 {
+				continue
+			}
+			if ps, ok := w.Parts[0].(*syntax.ProcSubst); ok && ps.Op == syntax.CmdIn && len(ps.Stmts) == 1 {
+				if code, ok := literalOutput(ps.Stmts[0]); ok {
+					c.shellSource(n, code, depth+1)
+				}
+			}
+		}
 	}
 	for _, r := range s.Redirs {
 		var body *syntax.Word
@@ -355,4 +365,38 @@ func hdocUnescape(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// xargsInput judges what xargs runs given a literal input: the words
+// appended to its command, or, with -I R (-i: {}), each input line put in
+// place of R.
+func (c *checker) xargsInput(args []arg, text string, depth int) verdict {
+	inner, _, _ := xargsInner(args)
+	v := c.quiet(append(append([]arg(nil), inner...), static(strings.Fields(text))...), depth)
+	repl := ""
+	for i, a := range args[1:] {
+		switch {
+		case a.s == "-I" && i+2 < len(args):
+			repl = args[i+2].s
+		case strings.HasPrefix(a.s, "-I") && len(a.s) > 2:
+			repl = a.s[2:]
+		case a.s == "-i" || a.s == "--replace":
+			repl = "{}"
+		case strings.HasPrefix(a.s, "-i") && len(a.s) > 2:
+			repl = a.s[2:]
+		case strings.HasPrefix(a.s, "--replace="):
+			repl = strings.TrimPrefix(a.s, "--replace=")
+		}
+	}
+	if repl == "" {
+		return v
+	}
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		sub := make([]arg, len(inner))
+		for i, a := range inner {
+			sub[i] = static([]string{strings.ReplaceAll(a.s, repl, strings.TrimSpace(line))})[0]
+		}
+		v = worst(v, c.quiet(sub, depth))
+	}
+	return v
 }

@@ -102,6 +102,9 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 		if len(rest) > 0 && rest[0].static && rest[0].s != "-" {
 			c.source(rest[0].s, depth+1)
 		} else if len(rest) > 0 && !rest[0].static {
+			for _, d := range rest[0].def {
+				c.source(d, depth+1)
+			}
 			return ask("trap", "trap runs code built from an expansion"), true
 		}
 	case "setfacl":

@@ -2,6 +2,8 @@ package shellcheck
 
 import (
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // unwrap finds the command a wrapper runs. It returns the inner argv, or
@@ -246,7 +248,14 @@ func envInner(a []arg) ([]arg, string, bool) {
 // envSplit: env -S splits its string into words that env then reads as
 // its own arguments.
 func envSplit(str string, after []arg) ([]arg, string, bool) {
-	words := append(append(static([]string{"env"}), static(strings.Fields(str))...), after...)
+	split := static(strings.Fields(str))
+	// -S honours quotes and backslashes: bash -c "sudo id" is three words.
+	if f, err := syntax.NewParser().Parse(strings.NewReader("env "+str), ""); err == nil && len(f.Stmts) == 1 {
+		if call, ok := f.Stmts[0].Cmd.(*syntax.CallExpr); ok && len(call.Assigns) == 0 {
+			split = argv(call.Args[1:])
+		}
+	}
+	words := append(append(static([]string{"env"}), split...), after...)
 	return envInner(words)
 }
 
@@ -347,7 +356,21 @@ func parallelInner(a []arg) ([]arg, string, bool) {
 		cmd = append(cmd, x.s)
 	}
 	if len(cmd) == 0 {
-		return nil, "", false
+		// No command: each argument after ::: is a command line.
+		var lines []string
+		for _, x := range rest {
+			if x.s == ":::" || x.s == "::::" || x.s == ":::+" {
+				continue
+			}
+			if !x.static {
+				return nil, "", false
+			}
+			lines = append(lines, x.s)
+		}
+		if len(lines) == 0 {
+			return nil, "", false
+		}
+		return nil, strings.Join(lines, "\n"), true
 	}
 	return nil, strings.Join(cmd, " "), true
 }
