@@ -424,9 +424,10 @@ func (c *checker) refusedLiteral() string {
 						continue
 					}
 					// Split as IFS, read -d or a pattern may split it: on
-					// anything that cannot be part of a program's name.
+					// anything that cannot be part of a program's name
+					// (but not on "=": --grep=exec names no program).
 					for _, f := range strings.FieldsFunc(a.s, func(r rune) bool {
-						return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._+-", r))
+						return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._+-=", r))
 					}) {
 						if n := canonical(f); refusedName(n) {
 							c.lits = append(c.lits, n)
