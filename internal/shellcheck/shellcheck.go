@@ -19,6 +19,7 @@ package shellcheck
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -235,6 +236,7 @@ func (c *checker) source(src string, depth int) {
 	f, err := syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(src), "")
 	if err != nil {
 		c.add(src, Ask, "parse-error", "the command does not parse: "+err.Error())
+		c.beforeError(src, lang, depth, err)
 		return
 	}
 	if len(f.Stmts) == 0 {
@@ -442,4 +444,30 @@ func (c *checker) refusedLiteral() string {
 		return c.lits[0]
 	}
 	return ""
+}
+
+// beforeError: bash runs a script command by command and stops at the
+// first line it cannot parse, so the complete lines before a syntax error
+// run (sudo id<NL>) is sudo, then an error). The longest run of whole
+// lines that parses is judged as the code it is.
+func (c *checker) beforeError(src string, lang syntax.LangVariant, depth int, perr error) {
+	if depth >= maxDepth || !strings.Contains(src, "\n") {
+		return
+	}
+	lines := strings.Split(src, "\n")
+	start := len(lines) - 1
+	var pe syntax.ParseError
+	if errors.As(perr, &pe) && int(pe.Pos.Line()) >= 1 {
+		start = min(start, int(pe.Pos.Line())-1)
+	}
+	for k := start; k >= 1 && k > start-32; k-- {
+		prefix := strings.Join(lines[:k], "\n")
+		if strings.TrimSpace(prefix) == "" {
+			return
+		}
+		if _, err := syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(prefix), ""); err == nil {
+			c.source(prefix, depth+1)
+			return
+		}
+	}
 }
