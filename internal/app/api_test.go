@@ -30,16 +30,7 @@ func TestAnswersAreChecked(t *testing.T) {
 	ctx := context.Background()
 	x, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "work.yaml"), Message: "go"})
 	require.NoError(t, err)
-	var q session.Question
-	waitFor(t, "the question", func() (bool, error) {
-		events, err := api.Events(ctx, x.ID, 0)
-		for _, e := range events {
-			if e.Kind == session.EventQuestion {
-				return true, json.Unmarshal(e.Data, &q)
-			}
-		}
-		return false, err
-	})
+	q := waitQuestion(t, x.ID)
 	answer := func(key string, p session.AnswerPayload) error {
 		data, _ := json.Marshal(p)
 		_, err := api.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindAnswer, Payload: data, IdempotencyKey: key})

@@ -27,16 +27,7 @@ func TestConcurrentAnswersOneWins(t *testing.T) {
 	ctx := context.Background()
 	x, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "work.yaml"), Message: "go", Repo: gitRepo(t)})
 	require.NoError(t, err)
-	var q session.Question
-	waitFor(t, "the question", func() (bool, error) {
-		events, err := api.Events(ctx, x.ID, 0)
-		for _, e := range events {
-			if e.Kind == session.EventQuestion {
-				return true, json.Unmarshal(e.Data, &q)
-			}
-		}
-		return false, err
-	})
+	q := waitQuestion(t, x.ID)
 	const n = 60
 	var wg sync.WaitGroup
 	start := make(chan struct{})

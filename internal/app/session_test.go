@@ -270,3 +270,19 @@ func TestInterruptMidTurn(t *testing.T) {
 		require.Equal(t, session.CommandAccepted, c.State, c.Kind)
 	}
 }
+
+// waitQuestion waits for the session's first question and returns it.
+func waitQuestion(t *testing.T, id string) session.Question {
+	t.Helper()
+	var q session.Question
+	waitFor(t, "the question", func() (bool, error) {
+		events, err := api.Events(context.Background(), id, 0)
+		for _, e := range events {
+			if e.Kind == session.EventQuestion {
+				return true, json.Unmarshal(e.Data, &q)
+			}
+		}
+		return false, err
+	})
+	return q
+}
