@@ -264,15 +264,20 @@ func trim(v string) string {
 
 // checkRepo refuses a repository that cannot be copied, when the session
 // is created rather than when it starts: a local path must be a git
-// repository (a working tree, or a bare one). URLs are left to git.
+// repository (a working tree, or a bare one). Remote URLs are refused: the
+// host's git never fetches on a caller's behalf (it would reach any
+// address the server can).
 func checkRepo(repo string) error {
-	if repo == "" || strings.Contains(repo, "://") {
+	if repo == "" {
 		return nil
+	}
+	if strings.Contains(repo, "://") || strings.HasPrefix(repo, "ext::") {
+		return fmt.Errorf("%w: repository %q: a remote URL; Paddock copies local repositories only: clone it where the server runs and give its absolute path", ErrInvalid, trim(repo))
 	}
 	if !filepath.IsAbs(repo) {
 		// Relative to what? The server's working directory is not the
 		// caller's, and the CLI would later apply the diff to its own.
-		return fmt.Errorf("%w: repository %q: want an absolute path (or a URL)", ErrInvalid, trim(repo))
+		return fmt.Errorf("%w: repository %q: want an absolute path", ErrInvalid, trim(repo))
 	}
 	st, err := os.Stat(repo)
 	if err != nil {
