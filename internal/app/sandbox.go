@@ -83,6 +83,9 @@ func (a *App) sandbox(ctx context.Context, acts *engine.Activities, cfg config.C
 		err = box.Reachable(filepath.Join(cfg.DataDir, "workspaces"))
 	}
 	if err != nil {
+		if box != nil {
+			box.Close()
+		}
 		a.logger.Warn("SANDBOX UNAVAILABLE: sessions whose agents can run commands will fail at start", "reason", err)
 		acts.SandboxErr = err
 		return nil

@@ -31,6 +31,9 @@ func newSandbox(g *globals) *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			box, err := app.NewSandbox(ctx, g.cfg)
+			if box != nil {
+				defer box.Close() // no cgroup outlives the command
+			}
 			if err != nil {
 				return err
 			}
@@ -39,7 +42,6 @@ func newSandbox(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			defer box.Close() // no cgroup outlives the command
 			if err := writable(workdir, box); err != nil {
 				return &exitError{code: 2, msg: err.Error()}
 			}

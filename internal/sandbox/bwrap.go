@@ -85,6 +85,7 @@ func NewBwrap(ctx context.Context, readOnly ...string) (*Bwrap, error) {
 	var out bytes.Buffer
 	res, err := b.Run(ctx, Command{Script: "true", Workdir: probe, Stdout: &out, Stderr: &out, Timeout: 30 * 1e9})
 	if err != nil || res.ExitCode != 0 {
+		b.Close()
 		return nil, fmt.Errorf("%w: bubblewrap cannot create its namespaces here (%v %s); enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 or user.max_user_namespaces > 0)",
 			ErrUnavailable, err, out.String())
 	}
@@ -286,7 +287,7 @@ func (b *Bwrap) Start(workdir string, argv []string, env map[string]string) (*Pr
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("sandbox: no command")
 	}
-	group := b.cgroups.create(b.MaxProcs, b.MaxMemory, b.MaxCPUs)
+	group := b.cgroups.take(b.MaxProcs, b.MaxMemory, b.MaxCPUs)
 	p := &Process{group: group, b: b}
 	fail := func(err error) (*Process, error) {
 		b.cgroups.release(group)
@@ -463,7 +464,7 @@ func (b *Bwrap) command(workdir, cache string, env map[string]string, argv []str
 // kernel cannot place it so) through the launcher.
 func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 	defaults(&c)
-	group := b.cgroups.create(b.MaxProcs, b.MaxMemory, b.MaxCPUs)
+	group := b.cgroups.take(b.MaxProcs, b.MaxMemory, b.MaxCPUs)
 	// The PID namespace already took every process down with the command;
 	// its cgroups go in the background, and Close waits for them.
 	defer b.cgroups.release(group)

@@ -32,6 +32,51 @@ type cgroups struct {
 	v1CPU   string
 	counter atomic.Int64
 	pending sync.WaitGroup
+	// spare is one group made ahead, in the background, for the next
+	// command with the same limits: making it is off the critical path.
+	mu    sync.Mutex
+	spare *group
+}
+
+// limits are what a group was made with.
+type limits struct {
+	procs  int
+	memory int64
+	cpus   float64
+}
+
+// take returns a group with the given limits: the spare one when it
+// matches, else a new one; another spare is then made in the background.
+func (c *cgroups) take(maxProcs int, maxMemory int64, maxCPUs float64) *group {
+	if c == nil {
+		return &group{}
+	}
+	want := limits{maxProcs, maxMemory, maxCPUs}
+	c.mu.Lock()
+	g := c.spare
+	c.spare = nil
+	c.mu.Unlock()
+	if g != nil && g.limits != want {
+		c.release(g)
+		g = nil
+	}
+	if g == nil {
+		g = c.create(maxProcs, maxMemory, maxCPUs)
+	}
+	c.pending.Add(1)
+	go func() {
+		defer c.pending.Done()
+		next := c.create(maxProcs, maxMemory, maxCPUs)
+		c.mu.Lock()
+		if c.spare == nil {
+			c.spare, next = next, nil
+		}
+		c.mu.Unlock()
+		if next != nil {
+			next.remove()
+		}
+	}()
+	return g
 }
 
 // release removes a finished command's groups in the background.
@@ -46,10 +91,18 @@ func (c *cgroups) release(g *group) {
 	}()
 }
 
-// wait returns once every released group is gone.
+// wait returns once every released group is gone, the spare too.
 func (c *cgroups) wait() {
-	if c != nil {
-		c.pending.Wait()
+	if c == nil {
+		return
+	}
+	c.pending.Wait()
+	c.mu.Lock()
+	g := c.spare
+	c.spare = nil
+	c.mu.Unlock()
+	if g != nil {
+		g.remove()
 	}
 }
 
@@ -127,10 +180,11 @@ func (c *cgroups) pidsUsable() bool { return c != nil && (c.v2Pids || c.v1Pids !
 type group struct {
 	dirs      []string
 	pids, cpu bool
+	limits    limits
 }
 
 func (c *cgroups) create(maxProcs int, maxMemory int64, maxCPUs float64) *group {
-	g := &group{}
+	g := &group{limits: limits{maxProcs, maxMemory, maxCPUs}}
 	if c == nil {
 		return g
 	}

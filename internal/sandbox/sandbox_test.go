@@ -27,7 +27,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "sandbox tests need bubblewrap:", err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	box.Close()
+	os.Exit(code)
 }
 
 // workdir makes a working copy the sandbox user may write.

@@ -115,6 +115,7 @@ func TestExtraReadOnlyPaths(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(sdk, "server.key"), []byte("KEY\n"), 0o644))
 	b, err := NewBwrap(context.Background(), sdk)
 	require.NoError(t, err)
+	t.Cleanup(b.Close)
 	var out strings.Builder
 	res, err := b.Run(context.Background(), Command{Workdir: workdir(t), Stdout: &out, Stderr: &out, Timeout: 20 * time.Second,
 		Script: fmt.Sprintf(`cat %[1]s/tool; cat %[1]s/server.key; echo x > %[1]s/new && echo WRITABLE; true`, sdk)})
@@ -303,6 +304,7 @@ func TestDataDirHiddenEvenAroundTheWorkingCopy(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(other, "code.go"), []byte("OTHER-CODE"), 0o644))
 	b, err := NewBwrap(context.Background(), ro)
 	require.NoError(t, err)
+	t.Cleanup(b.Close)
 	b.Hide = []string{data}
 	var out strings.Builder
 	res, err := b.Run(context.Background(), Command{Workdir: mine, Stdout: &out, Stderr: &out, Timeout: 20 * time.Second,
@@ -325,6 +327,7 @@ func TestInheritedDescriptorsDoNotReachTheSandbox(t *testing.T) {
 	defer syscall.Close(fd)
 	b, err := NewBwrap(context.Background())
 	require.NoError(t, err)
+	t.Cleanup(b.Close)
 	var out strings.Builder
 	_, err = b.Run(context.Background(), Command{Workdir: workdir(t), Stdout: &out, Stderr: &out, Timeout: 20 * time.Second,
 		Script: fmt.Sprintf("cat <&%d; ls /proc/self/fd", fd)})

@@ -360,6 +360,7 @@ func oracleBwrap(t *testing.T) *sandbox.Bwrap {
 	if err != nil {
 		t.Skipf("the bash oracle needs bubblewrap (bwrap) able to create namespaces: %v", err)
 	}
+	t.Cleanup(b.Close) // no cgroup outlives the test
 	return b
 }
 
