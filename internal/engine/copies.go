@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -222,4 +223,54 @@ func (c *Copies) Quiet(ctx context.Context, id string, wait time.Duration) (rele
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// exists says whether session x still has a working copy or a volume.
+func (c *Copies) exists(x session.Session) bool {
+	if id, ok := c.volumeOf(x.Workdir); ok {
+		return c.hasVolume(id)
+	}
+	if x.Workdir != "" {
+		if _, err := os.Lstat(x.Workdir); err == nil {
+			return true
+		}
+	}
+	if d := c.plainCache(x.ID); d != "" {
+		if _, err := os.Lstat(d); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Copies) hasVolume(id string) bool {
+	return c.Volumes != nil && c.Volumes.Has(id)
+}
+
+// ids lists every session ID that has a directory or a volume here.
+func (c *Copies) ids() []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(id string) {
+		if id != "" && !seen[id] && !strings.HasPrefix(id, ".") {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	for _, dir := range []string{c.WorkspaceDir, c.CacheDir} {
+		if dir == "" {
+			continue
+		}
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			add(e.Name())
+		}
+	}
+	if c.Volumes != nil {
+		ids, _ := c.Volumes.IDs()
+		for _, id := range ids {
+			add(id)
+		}
+	}
+	return out
 }

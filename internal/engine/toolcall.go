@@ -295,7 +295,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 	defer stop()
 	var res tool.Result
 	var runErr error
-	server, _, isMCP := mcpServer(sp, call.Name)
+	server, name, isMCP := mcpServer(sp, call.Name)
 	if call.Name == tool.RunCommand || isMCP && len(server.Command) > 0 {
 		// The host reads the copy only when no sandboxed process runs.
 		release, err := a.Copies.Sandboxed(ctx, sessionID)
@@ -304,7 +304,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		}
 		defer release()
 	}
-	if server, name, ok := mcpServer(sp, call.Name); ok {
+	if isMCP {
 		res, runErr = tool.CallMCP(ctx, server, a.mcpEnv(s), name, call.Args)
 	} else {
 		res, runErr = a.Tools.Only(sp.Tools)[call.Name].Run(ctx, tool.Env{Root: s.Workdir, Shell: a.Shell, Cache: a.Copies.cache(s), DiskBudget: a.Copies.budget(s.Workdir), Owner: a.Copies.UID, MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}, call.Args)

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -289,68 +288,32 @@ func (b *Bwrap) Start(workdir string, argv []string, env map[string]string) (*Pr
 	}
 	group := b.cgroups.take(b.MaxProcs, b.MaxMemory, b.MaxCPUs)
 	p := &Process{group: group, b: b}
-	fail := func(err error) (*Process, error) {
+	cmd, err := b.spawn(workdir, "", env, argv, group, p.wire)
+	if err != nil {
 		b.cgroups.release(group)
 		return nil, err
 	}
-	pipes := func(cmd *exec.Cmd) error {
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			return err
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			return err
-		}
-		p.cmd, p.Stdout = cmd, out
-		p.Stdin = stdinCloser{in, p}
-		return nil
-	}
-	if group.pids {
-		cmd, err := b.command(workdir, "", env, argv, direct, 0, false)
-		if err != nil {
-			return fail(err)
-		}
-		defer closeExtra(cmd)
-		if err := pipes(cmd); err != nil {
-			return fail(err)
-		}
-		started, err := group.startIn(cmd, b.cgroups.v2 != "")
-		if err != nil {
-			return fail(err)
-		}
-		if started {
-			return p, nil
-		}
-	}
-	// Fallback: the launcher, placed in the cgroups before it goes on.
-	cmd, err := b.command(workdir, "", env, argv, launcher, map[bool]int{true: 0, false: b.nproc()}[group.pids], true)
-	if err != nil {
-		return fail(err)
-	}
-	if err := pipes(cmd); err != nil {
-		return fail(err)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		closeExtra(cmd)
-		return fail(err)
-	}
-	defer w.Close()
-	cmd.ExtraFiles = append(cmd.ExtraFiles, r)
-	defer closeExtra(cmd)
-	if err := cmd.Start(); err != nil {
-		return fail(err)
-	}
-	if err := group.add(cmd.Process.Pid); err != nil {
-		p.kill()
-		return nil, err
-	}
-	if _, err := w.Write([]byte("go\n")); err != nil {
-		p.kill()
-		return nil, err
-	}
+	p.cmd = cmd
 	return p, nil
+}
+
+// wire gives the process's command its pipes (again, for the launcher,
+// when a direct start could not be placed).
+func (p *Process) wire(cmd *exec.Cmd) error {
+	if p.Stdin != nil {
+		p.Stdin.(stdinCloser).WriteCloser.Close()
+		p.Stdout.Close()
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	p.Stdin, p.Stdout = stdinCloser{in, p}, out
+	return nil
 }
 
 // stdinCloser ends the process when its standard input is closed.
@@ -380,8 +343,6 @@ func (p *Process) end(grace time.Duration) {
 		p.b.cgroups.release(p.group)
 	})
 }
-
-func (p *Process) kill() { p.end(0) }
 
 // nproc is the RLIMIT_NPROC to set where no cgroup bounds the processes:
 // the process limit when commands run as the dedicated sandbox uid; 0 as an
@@ -459,9 +420,7 @@ func (b *Bwrap) command(workdir, cache string, env map[string]string, argv []str
 	return cmd, nil
 }
 
-// Run runs one command in a fresh sandbox. Where cgroups bound its
-// processes, bwrap starts directly inside them; otherwise (or where the
-// kernel cannot place it so) through the launcher.
+// Run runs one command in a fresh sandbox.
 func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 	defaults(&c)
 	group := b.cgroups.take(b.MaxProcs, b.MaxMemory, b.MaxCPUs)
@@ -469,47 +428,63 @@ func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 	// its cgroups go in the background, and Close waits for them.
 	defer b.cgroups.release(group)
 	argv := []string{"/bin/bash", "--noprofile", "--norc", "-c", c.Script}
+	return run(ctx, c, func(wire func(*exec.Cmd) error) (*exec.Cmd, error) {
+		return b.spawn(c.Workdir, c.Cache, c.Env, argv, group, wire)
+	})
+}
+
+// spawn starts argv in a fresh sandbox on workdir inside group: where
+// cgroups bound its processes, bwrap starts directly inside them;
+// otherwise (or where the kernel cannot place it so) through the
+// launcher, placed in the group before it goes on. wire sets up the
+// command's standard streams before it starts.
+func (b *Bwrap) spawn(workdir, cache string, env map[string]string, argv []string, group *group, wire func(*exec.Cmd) error) (*exec.Cmd, error) {
 	if group.pids {
-		cmd, err := b.command(c.Workdir, c.Cache, c.Env, argv, direct, 0, false)
+		cmd, err := b.command(workdir, cache, env, argv, direct, 0, false)
 		if err != nil {
-			return Result{}, err
+			return nil, err
 		}
 		defer closeExtra(cmd)
-		res, err := run(ctx, cmd, c, func() error {
-			started, err := group.startIn(cmd, b.cgroups.v2 != "")
-			if !started {
-				return errNotPlaced
+		if err := wire(cmd); err != nil {
+			return nil, err
+		}
+		if started, err := group.startIn(cmd, b.cgroups.v2 != ""); started {
+			if err != nil {
+				return nil, err
 			}
-			return err
-		}, nil)
-		if !errors.Is(err, errNotPlaced) {
-			return res, err
+			return cmd, nil
 		}
 	}
 	nproc := b.nproc()
 	if group.pids {
 		nproc = 0
 	}
-	cmd, err := b.command(c.Workdir, c.Cache, c.Env, argv, launcher, nproc, true)
+	cmd, err := b.command(workdir, cache, env, argv, launcher, nproc, true)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
+	defer closeExtra(cmd)
 	r, w, err := os.Pipe()
 	if err != nil {
-		closeExtra(cmd)
-		return Result{}, err
+		return nil, err
 	}
+	defer w.Close()
 	cmd.ExtraFiles = append(cmd.ExtraFiles, r)
-	defer closeExtra(cmd)
-	return run(ctx, cmd, c, cmd.Start, func(pid int) error {
-		defer w.Close()
-		if err := group.add(pid); err != nil {
-			return err
-		}
-		_, err := w.Write([]byte("go\n"))
-		return err
-	})
+	if err := wire(cmd); err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	if err := group.add(cmd.Process.Pid); err != nil {
+		killGroup(cmd.Process.Pid)
+		_ = cmd.Wait()
+		return nil, err
+	}
+	if _, err := w.Write([]byte("go\n")); err != nil {
+		killGroup(cmd.Process.Pid)
+		_ = cmd.Wait()
+		return nil, err
+	}
+	return cmd, nil
 }
-
-// errNotPlaced says bwrap could not be started directly in its cgroups.
-var errNotPlaced = errors.New("not placed in cgroups")

@@ -127,34 +127,26 @@ func defaults(c *Command) {
 	}
 }
 
-// run starts cmd with capped output, kills its process group on timeout,
-// and reports how it ended.
-func run(ctx context.Context, cmd *exec.Cmd, c Command, startCmd func() error, started func(pid int) error) (Result, error) {
+// run starts a command through spawn with capped output, kills its
+// process group on timeout, and reports how it ended.
+func run(ctx context.Context, c Command, spawn func(wire func(*exec.Cmd) error) (*exec.Cmd, error)) (Result, error) {
 	var mu sync.Mutex
 	left, discarded := c.MaxOutput, int64(0)
-	cmd.Stdout = capWriter{&mu, c.Stdout, &left, &discarded}
-	cmd.Stderr = capWriter{&mu, c.Stderr, &left, &discarded}
-	cmd.Stdin = nil
 	start := time.Now()
-	if err := startCmd(); err != nil {
-		if errors.Is(err, errNotPlaced) {
-			return Result{}, err
-		}
+	cmd, err := spawn(func(cmd *exec.Cmd) error {
+		cmd.Stdout = capWriter{&mu, c.Stdout, &left, &discarded}
+		cmd.Stderr = capWriter{&mu, c.Stderr, &left, &discarded}
+		cmd.Stdin = nil
+		return nil
+	})
+	if err != nil {
 		return Result{}, fmt.Errorf("start sandbox: %w", err)
-	}
-	if started != nil {
-		if err := started(cmd.Process.Pid); err != nil {
-			killGroup(cmd.Process.Pid)
-			_ = cmd.Wait()
-			return Result{}, err
-		}
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	timer := time.NewTimer(c.Timeout)
 	defer timer.Stop()
 	res := Result{}
-	var err error
 	select {
 	case err = <-done:
 	case <-timer.C:

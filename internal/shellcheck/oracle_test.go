@@ -111,6 +111,7 @@ func runOracle(t *testing.T, b *sandbox.Bwrap, cmds []string) []oracleResult {
 	}
 	wc := filepath.Join(root, "wc")
 	must(t, os.MkdirAll(filepath.Join(wc, "src"), 0o755))
+	// Fixture text that corpus commands grep for (the words TODO and sudo).
 	for _, f := range []string{"main.go", "src/a.go", "README.md", "x", "f"} {
 		must(t, os.WriteFile(filepath.Join(wc, f), []byte("package main\n// TODO sudo\n"), 0o644))
 	}

@@ -233,6 +233,12 @@ func (v *Volumes) UnmountAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// Has says whether session id has a volume (an image), mounted or not.
+func (v *Volumes) Has(id string) bool {
+	_, err := os.Stat(v.image(id))
+	return err == nil
+}
+
 // IDs lists the sessions that have a volume (an image), mounted or not.
 func (v *Volumes) IDs() ([]string, error) {
 	entries, err := os.ReadDir(v.Dir)

@@ -154,21 +154,37 @@ func gitRunIn(ctx context.Context, dir string, extraEnv []string, stdin []byte, 
 			return "", err
 		}
 	}
+	full := make([]string, 0, 2*len(hardening)+len(args))
+	for _, h := range hardening {
+		full = append(full, "-c", h)
+	}
+	wd := dir
+	if wd == "" {
+		wd = "/"
+	}
+	return execGit(ctx, wd, append(gitEnv(dir), extraEnv...), stdin, append(full, args...), args[0])
+}
+
+// userGit runs the user's own git in the user's own repository (where an
+// accepted diff lands): their configuration and identity apply, as when
+// they run git themselves, but no hook runs — the diff may carry hooks
+// (a tracked .husky/ or .githooks/ the repository's hooksPath names), and
+// accepting must not execute what it delivers.
+func userGit(ctx context.Context, repo string, args ...string) (string, error) {
+	return execGit(ctx, repo, append(os.Environ(), "GIT_TERMINAL_PROMPT=0"), nil, append([]string{"-c", "core.hooksPath=/dev/null"}, args...), args[0])
+}
+
+// execGit is the one place git is started: time-bounded (unless the
+// caller's context is shorter), its output capped. verb names the run in
+// errors.
+func execGit(ctx context.Context, dir string, env []string, stdin []byte, argv []string, verb string) (string, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, gitTimeout)
 		defer cancel()
 	}
-	full := make([]string, 0, 2*len(hardening)+len(args))
-	for _, h := range hardening {
-		full = append(full, "-c", h)
-	}
-	cmd := exec.CommandContext(ctx, "git", append(full, args...)...)
-	cmd.Dir = dir
-	if dir == "" {
-		cmd.Dir = "/"
-	}
-	cmd.Env = append(gitEnv(dir), extraEnv...)
+	cmd := exec.CommandContext(ctx, "git", argv...)
+	cmd.Dir, cmd.Env = dir, env
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
@@ -176,13 +192,13 @@ func gitRunIn(ctx context.Context, dir string, extraEnv []string, stdin []byte, 
 	cmd.Stdout, cmd.Stderr = out, errb
 	err := cmd.Run()
 	if out.over {
-		return "", fmt.Errorf("git %s: output %w", args[0], ErrTooLarge)
+		return "", fmt.Errorf("git %s: output %w", verb, ErrTooLarge)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			err = fmt.Errorf("%w (git on a working copy is bounded to %s)", ctx.Err(), gitTimeout)
+			err = fmt.Errorf("%w (a git run is bounded to %s)", ctx.Err(), gitTimeout)
 		}
-		return out.buf.String(), &GitError{Args: args, Err: err, Stderr: strings.TrimSpace(errb.buf.String())}
+		return out.buf.String(), &GitError{Verb: verb, Err: err, Stderr: strings.TrimSpace(errb.buf.String())}
 	}
 	return out.buf.String(), nil
 }
@@ -204,13 +220,13 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 
 // GitError is a failed git run.
 type GitError struct {
-	Args   []string
+	Verb   string // the git command: add, diff, …
 	Err    error
 	Stderr string
 }
 
 func (e *GitError) Error() string {
-	return fmt.Sprintf("git %s: %v: %s", e.Args[0], e.Err, e.Stderr)
+	return fmt.Sprintf("git %s: %v: %s", e.Verb, e.Err, e.Stderr)
 }
 
 func (e *GitError) Unwrap() error { return e.Err }

@@ -6,12 +6,10 @@
 package workspace
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
@@ -252,22 +250,6 @@ func Apply(ctx context.Context, repo string, d Diff, mode ApplyMode, message str
 	}
 	head, err := userGit(ctx, repo, "rev-parse", "HEAD")
 	return strings.TrimSpace(head), err
-}
-
-// userGit runs the user's own git in the user's own repository (where an
-// accepted diff lands): their configuration and identity apply, as when
-// they run git themselves, but no hook runs — the diff may carry hooks
-// (a tracked .husky/ or .githooks/ the repository's hooksPath names), and
-// accepting must not execute what it delivers.
-func userGit(ctx context.Context, repo string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", repo, "-c", "core.hooksPath=/dev/null"}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return "", &GitError{Args: args, Err: err, Stderr: strings.TrimSpace(errb.String())}
-	}
-	return out.String(), nil
 }
 
 func short(s string) string { return s[:min(12, len(s))] }
