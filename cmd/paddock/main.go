@@ -6,8 +6,11 @@ import (
 	"os"
 
 	"github.com/paddock-dev/paddock/internal/cli"
+	"github.com/paddock-dev/paddock/internal/egress"
 )
 
 func main() {
+	// Inside a sandbox allowed the network, this binary is the forwarder.
+	egress.Reexec()
 	os.Exit(cli.Run(context.Background(), os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
 }

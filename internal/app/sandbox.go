@@ -92,6 +92,9 @@ func (a *App) sandbox(ctx context.Context, acts *engine.Activities, cfg config.C
 	}
 	acts.Shell = box
 	a.closers = append(a.closers, func() error { box.Close(); return nil })
+	if err := environments(acts, box, cfg); err != nil {
+		return err
+	}
 	if limits == nil {
 		limits = &LimitError{}
 	}

@@ -41,6 +41,8 @@ type Config struct {
 	ReadOnlyPaths []string
 	// RetainFailed is how long a failed session's working copy is kept.
 	RetainFailed time.Duration
+	// LayersMax bounds the environment layers kept (bytes).
+	LayersMax int64
 	// Prices are USD per million tokens by model (PROVIDER/MODEL).
 	Prices map[string]Price
 }
@@ -58,6 +60,9 @@ func (p Price) Cost(in, out int) float64 {
 
 // DefaultSessionMaxDisk is a session's disk budget unless configured.
 const DefaultSessionMaxDisk = 10 << 30
+
+// DefaultLayersMax bounds the environment layers kept unless configured.
+const DefaultLayersMax = 20 << 30
 
 // Execution places.
 const (
@@ -177,6 +182,14 @@ func Load(getenv func(string) string) (Config, error) {
 			}
 			c.ReadOnlyPaths = append(c.ReadOnlyPaths, filepath.Clean(p))
 		}
+	}
+	c.LayersMax = DefaultLayersMax
+	if v := getenv("PADDOCK_LAYERS_MAX_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return c, fmt.Errorf("PADDOCK_LAYERS_MAX_BYTES=%q: want a whole number of bytes (0 keeps only the layers live sessions use)", v)
+		}
+		c.LayersMax = n
 	}
 	c.RetainFailed = 7 * 24 * time.Hour
 	if v := getenv("PADDOCK_RETAIN_FAILED"); v != "" {

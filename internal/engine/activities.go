@@ -51,6 +51,9 @@ type Activities struct {
 	LimitErr error
 	// Prices turn token usage into cost, by PROVIDER/MODEL.
 	Prices map[string]config.Price
+	// Egress serves the network agents' environments allow; nil refuses
+	// agents that declare any.
+	Egress *Egress
 	// CommandMax and CommandMaxOutput bound each command.
 	CommandMax       time.Duration
 	CommandMaxOutput int64
@@ -74,8 +77,11 @@ func (a *Activities) agentSpec(ctx context.Context, sessionID string) (session.S
 	return s, sp, nil
 }
 
-// Provision narrates the runtime phases and prepares the session's working
-// copy. A failure fails the session with the reason.
+// Provision prepares the session's runtime, entering only the phases
+// that happen, each recorded with its duration: the working copy, then
+// the environment (its setup run and saved as a layer, or a saved layer
+// restored), then the model's provider. A failure fails the session with
+// the reason (a failing setup, with the tail of its output).
 func (a *Activities) Provision(ctx context.Context, sessionID string) error {
 	s, sp, err := a.agentSpec(ctx, sessionID)
 	if err != nil {
@@ -98,27 +104,49 @@ func (a *Activities) Provision(ctx context.Context, sessionID string) error {
 			return nonRetryable(fmt.Errorf("agent %s can run commands, but %s", sp.Name, why))
 		}
 	}
-	for _, phase := range session.Phases[:len(session.Phases)-1] {
-		if err := a.Store.SetRuntimePhase(ctx, sessionID, phase); err != nil {
-			return err
+	stop := heartbeat(ctx)
+	defer stop()
+	if err := a.provisionEnvironment(ctx, s, sp); err != nil {
+		return err
+	}
+	err = a.phase(ctx, sessionID, session.PhaseStartingRuntime, func() (string, error) {
+		if _, _, err := a.Providers.Resolve(sp.Model); err != nil {
+			return "", nonRetryable(err)
 		}
-		if phase == session.PhasePreparingEnvironment {
-			workdir, base, err := a.prepareWorkspace(ctx, s, sp)
-			if err != nil {
-				return nonRetryable(fmt.Errorf("prepare working copy: %w", err))
-			}
-			if err := a.Store.SetWorkspace(ctx, sessionID, workdir, base); err != nil {
-				return err
-			}
-		}
+		return "model " + sp.Model, nil
+	})
+	if err != nil {
+		return err
 	}
 	return a.Store.SetRuntimePhase(ctx, sessionID, "")
+}
+
+// phase enters a provisioning phase, runs it and records it with its
+// duration and what it did (or why it failed).
+func (a *Activities) phase(ctx context.Context, sessionID string, p session.RuntimePhase, run func() (string, error)) error {
+	if err := a.Store.SetRuntimePhase(ctx, sessionID, p); err != nil {
+		return err
+	}
+	start := a.Now()
+	detail, err := run()
+	d := session.PhaseData{Phase: p, DurationMs: a.Now().Sub(start).Milliseconds(), Detail: detail}
+	if err != nil {
+		d.Error = err.Error()
+	}
+	data, _ := json.Marshal(d)
+	if _, aerr := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, Kind: session.EventPhase, Key: "phase/" + string(p), Data: data}); aerr != nil && err == nil {
+		return aerr
+	}
+	return err
 }
 
 // runsCommands says whether an agent's session runs programs in a
 // sandbox (run_command, or stdio MCP servers): those sessions need the
 // sandbox and its disk and CPU budgets.
 func (a *Activities) runsCommands(sp spec.Agent) bool {
+	if sp.Environment.Setup != "" {
+		return true
+	}
 	if _, ok := a.Tools.Only(sp.Tools)[tool.RunCommand]; ok {
 		return true
 	}
@@ -413,8 +441,8 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 }
 
 // mcpEnv is where the session's stdio MCP servers run: its sandbox.
-func (a *Activities) mcpEnv(s session.Session) tool.MCPEnv {
-	env := tool.MCPEnv{Workdir: s.Workdir}
+func (a *Activities) mcpEnv(s session.Session, sp spec.Agent) tool.MCPEnv {
+	env := tool.MCPEnv{Place: a.place(s, sp)}
 	if l, ok := a.Shell.(tool.Launcher); ok && a.SandboxErr == nil {
 		env.Launcher = l
 	}
@@ -457,7 +485,7 @@ func (a *Activities) offered(ctx context.Context, s session.Session, sp spec.Age
 				defer release()
 			}
 		}
-		extra, mcpErr := tool.MCPTools(ctx, servers, a.mcpEnv(s))
+		extra, mcpErr := tool.MCPTools(ctx, servers, a.mcpEnv(s, sp))
 		if mcpErr != nil {
 			data, _ := json.Marshal(session.TextData{Text: "MCP tools unavailable this step: " + mcpErr.Error()})
 			_, _ = a.Store.AppendEvent(ctx, session.Event{SessionID: s.ID, TurnID: turnID, Kind: session.EventNotice, Key: fmt.Sprintf("%s/step%d/mcp", turnID, step), Data: data})

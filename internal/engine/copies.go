@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/layer"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/volume"
@@ -25,6 +26,9 @@ type Copies struct {
 	WorkspaceDir string
 	CacheDir     string
 	Volumes      *volume.Volumes
+	// Layers are the environment layers setup scripts leave; a session
+	// uses one until its copy is removed.
+	Layers *layer.Layers
 	// UID, when non-zero, is the sandbox user copies belong to.
 	UID  int
 	busy sandboxed
@@ -157,6 +161,7 @@ func (c *Copies) Remove(ctx context.Context, s session.Session) error {
 	if c == nil {
 		return nil
 	}
+	c.Layers.Release(s.ID)
 	if id, ok := c.volumeOf(s.Workdir); ok {
 		return c.Volumes.Remove(ctx, id)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/paddock-dev/paddock/internal/egress"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -305,9 +306,24 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		defer release()
 	}
 	if isMCP {
-		res, runErr = tool.CallMCP(ctx, server, a.mcpEnv(s), name, call.Args)
+		res, runErr = tool.CallMCP(ctx, server, a.mcpEnv(s, sp), name, call.Args)
 	} else {
-		res, runErr = a.Tools.Only(sp.Tools)[call.Name].Run(ctx, tool.Env{Root: s.Workdir, Shell: a.Shell, Cache: a.Copies.cache(s), DiskBudget: a.Copies.budget(s.Workdir), Owner: a.Copies.UID, MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}, call.Args)
+		env := tool.Env{Root: s.Workdir, Shell: a.Shell, Place: a.place(s, sp), DiskBudget: a.Copies.budget(s.Workdir), Owner: a.Copies.UID, MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}
+		// The network the environment allows commands, through a proxy of
+		// this command's own; none when it allows none.
+		var ep *egress.Endpoint
+		if call.Name == tool.RunCommand {
+			if ep, err = a.openEgress(ctx, sessionID, turnID, "command", call.ID, sp.Environment.Network.Commands); err != nil {
+				return finish(session.CallErrored, "", err.Error())
+			}
+			if ep != nil {
+				env.Place.Egress = ep.Socket
+			}
+		}
+		res, runErr = a.Tools.Only(sp.Tools)[call.Name].Run(ctx, env, call.Args)
+		if ep != nil {
+			_ = ep.Close() // every connection recorded before the call's result
+		}
 	}
 	if runErr != nil {
 		return finish(session.CallErrored, "", runErr.Error())

@@ -67,7 +67,7 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 		}
 	})
 	if !in.Provisioned {
-		if err := workflow.ExecuteActivity(short(ctx, 5), act.Provision, in.SessionID).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(provisioning(ctx), act.Provision, in.SessionID).Get(ctx, nil); err != nil {
 			return w.fail(ctx, "provisioning failed: "+reason(err))
 		}
 	}
@@ -133,6 +133,16 @@ func short(ctx workflow.Context, attempts int32) workflow.Context {
 		StartToCloseTimeout: 10 * time.Minute,
 		HeartbeatTimeout:    HeartbeatTimeout, // the worker heartbeats every activity
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumInterval: 10 * time.Second, MaximumAttempts: attempts},
+	})
+}
+
+// provisioning gives the options of Provision, which runs an
+// environment's setup script (up to its 6-hour maximum) and heartbeats.
+func provisioning(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 7 * time.Hour,
+		HeartbeatTimeout:    HeartbeatTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumInterval: 10 * time.Second, MaximumAttempts: 5},
 	})
 }
 

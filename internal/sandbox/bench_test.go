@@ -24,7 +24,7 @@ func BenchmarkSandbox(b *testing.B) {
 	var lat []time.Duration
 	for b.Loop() {
 		start := time.Now()
-		res, err := box.Run(context.Background(), Command{Script: "true", Workdir: dir, Stdout: io.Discard, Stderr: io.Discard})
+		res, err := box.Run(context.Background(), Command{Place: Place{Workdir: dir}, Script: "true", Stdout: io.Discard, Stderr: io.Discard})
 		if err != nil || res.ExitCode != 0 {
 			b.Fatal(err, res)
 		}
@@ -38,7 +38,11 @@ func BenchmarkBareBwrap(b *testing.B) {
 	dir := b.TempDir()
 	_ = syscall.Chown(dir, box.UID, box.GID)
 	_ = syscall.Chmod(filepath.Dir(dir), 0o755)
-	args := append(box.Args(dir, ""), "--", "/bin/bash", "--noprofile", "--norc", "-c", "true")
+	args, err := box.Args(Place{Workdir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	args = append(args, "--", "/bin/bash", "--noprofile", "--norc", "-c", "true")
 	var lat []time.Duration
 	for b.Loop() {
 		start := time.Now()
@@ -75,11 +79,15 @@ func BenchmarkOverhead(b *testing.B) {
 	dir := b.TempDir()
 	_ = syscall.Chown(dir, box.UID, box.GID)
 	_ = syscall.Chmod(filepath.Dir(dir), 0o755)
-	args := append(box.Args(dir, ""), "--", "/bin/bash", "--noprofile", "--norc", "-c", "true")
+	args, err := box.Args(Place{Workdir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	args = append(args, "--", "/bin/bash", "--noprofile", "--norc", "-c", "true")
 	var paddock, bare []time.Duration
 	for b.Loop() {
 		start := time.Now()
-		res, err := box.Run(context.Background(), Command{Script: "true", Workdir: dir, Stdout: io.Discard, Stderr: io.Discard})
+		res, err := box.Run(context.Background(), Command{Place: Place{Workdir: dir}, Script: "true", Stdout: io.Discard, Stderr: io.Discard})
 		if err != nil || res.ExitCode != 0 {
 			b.Fatal(err, res)
 		}

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/paddock-dev/paddock/internal/egress"
 )
 
 // Bwrap is the local sandbox on bubblewrap.
@@ -39,7 +41,14 @@ type Bwrap struct {
 	// them and in /etc.
 	readOnly []string
 	masks    []string
-	cgroups  *cgroups
+	// Forwarder is the host path of the program that, inside a sandbox
+	// with egress, listens on its loopback and relays to the proxy's
+	// socket (the paddock binary, see egress.ForwarderName).
+	Forwarder string
+	// placeMasks caches the masks of places' own read-only paths.
+	maskMu     sync.Mutex
+	placeMasks map[string][]string
+	cgroups    *cgroups
 	// seccomp is the filter program every sandbox loads (--seccomp).
 	seccomp []byte
 }
@@ -82,7 +91,7 @@ func NewBwrap(ctx context.Context, readOnly ...string) (*Bwrap, error) {
 		}
 	}
 	var out bytes.Buffer
-	res, err := b.Run(ctx, Command{Script: "true", Workdir: probe, Stdout: &out, Stderr: &out, Timeout: 30 * 1e9})
+	res, err := b.Run(ctx, Command{Place: Place{Workdir: probe}, Script: "true", Stdout: &out, Stderr: &out, Timeout: 30 * 1e9})
 	if err != nil || res.ExitCode != 0 {
 		b.Close()
 		return nil, fmt.Errorf("%w: bubblewrap cannot create its namespaces here (%v %s); enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 or user.max_user_namespaces > 0)",
@@ -179,32 +188,45 @@ func masks(roots []string) []string {
 // a replaced .git could carry both), which also pins .git in place.
 var protected = []string{".git"}
 
-// Args are bwrap's arguments for a command in workdir, which appears in
-// the sandbox at the same path, with cache (if any) at
-// /home/sandbox/.cache. The view is an allowlist: the system trees and the
-// extra read-only paths with secrets masked, a fresh /dev and /proc,
-// size-bounded tmpfs on /tmp and /home, and the working copy read-write
-// with its .git read-only. The root itself is read-only.
-func (b *Bwrap) Args(workdir, cache string) []string {
+// In-sandbox paths of the egress forwarder and the proxy's socket.
+const (
+	forwarderMount = "/run/paddock/" + egress.ForwarderName
+	egressMount    = "/run/paddock/egress.sock"
+	forwarderAddr  = "127.0.0.1:3128"
+)
+
+// Args are bwrap's arguments for a command at place p: the working copy
+// appears at the same path, the cache (if any) at CacheMount, the
+// dependency caches (if any) at DepsMount. The view is an allowlist: the
+// system trees and the read-only paths (Paddock's and the place's) with
+// secrets masked, a fresh /dev and /proc, size-bounded tmpfs on /tmp and
+// /home, and the working copy read-write with its .git read-only. The
+// root itself is read-only.
+func (b *Bwrap) Args(p Place) ([]string, error) {
 	size := strconv.FormatInt(b.TmpSize, 10)
 	args := []string{"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		// /dev is bwrap's own tmpfs, read-only but for a bounded /dev/shm.
 		"--dev", "/dev", "--remount-ro", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--proc", "/proc",
 		// tmpfs first: read-only paths and a working copy under them are bound over them.
-		"--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/home", "--dir", "/home/sandbox", "--dir", "/var/tmp"}
-	for _, p := range append(append([]string{}, system...), b.readOnly...) {
-		fi, err := os.Lstat(p)
+		"--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/home", "--dir", Home, "--dir", "/var/tmp"}
+	extra, err := b.placeReadOnly(p.ReadOnly)
+	if err != nil {
+		return nil, err
+	}
+	view := b.view(extra)
+	for _, v := range view {
+		fi, err := os.Lstat(v)
 		switch {
 		case err != nil:
 		case fi.Mode()&os.ModeSymlink != 0:
-			if target, err := os.Readlink(p); err == nil {
-				args = append(args, "--symlink", target, p)
+			if target, err := os.Readlink(v); err == nil {
+				args = append(args, "--symlink", target, v)
 			}
 		default:
-			args = append(args, "--ro-bind", p, p)
+			args = append(args, "--ro-bind", v, v)
 		}
 	}
-	for _, m := range b.masks {
+	for _, m := range append(append([]string{}, b.masks...), b.masksOf(extra)...) {
 		if strings.HasPrefix(m, "d:") {
 			args = append(args, "--size", "4096", "--tmpfs", m[2:], "--remount-ro", m[2:])
 		} else {
@@ -214,26 +236,85 @@ func (b *Bwrap) Args(workdir, cache string) []string {
 	// A hidden directory is covered even when it holds the working copy:
 	// the copy (and its cache) are bound back over the cover below.
 	for _, h := range b.Hide {
-		if h != "" && h != workdir && b.inView(h) {
+		if h != "" && h != p.Workdir && inView(view, h) {
 			args = append(args, "--size", "4096", "--tmpfs", h)
 		}
 	}
-	args = append(args, "--bind", workdir, workdir)
-	for _, p := range protected {
-		full := filepath.Join(workdir, p)
+	args = append(args, "--bind", p.Workdir, p.Workdir)
+	for _, pr := range protected {
+		full := filepath.Join(p.Workdir, pr)
 		if fi, err := os.Lstat(full); err == nil && fi.Mode()&os.ModeSymlink == 0 {
 			args = append(args, "--ro-bind", full, full)
 		}
 	}
-	if cache != "" {
-		args = append(args, "--bind", cache, "/home/sandbox/.cache")
+	if p.Cache != "" {
+		args = append(args, "--bind", p.Cache, CacheMount)
 	}
-	return append(args, "--remount-ro", "/", "--chdir", workdir, "--clearenv")
+	if p.Deps != "" {
+		bind := "--ro-bind"
+		if p.DepsWritable {
+			bind = "--bind"
+		}
+		args = append(args, bind, p.Deps, DepsMount)
+	}
+	if p.Egress != "" {
+		if b.Forwarder == "" {
+			return nil, fmt.Errorf("sandbox: this command may reach the network, but no egress forwarder is configured")
+		}
+		args = append(args, "--ro-bind", b.Forwarder, forwarderMount, "--ro-bind", p.Egress, egressMount)
+	}
+	return append(args, "--remount-ro", "/", "--chdir", p.Workdir, "--clearenv"), nil
 }
 
-// inView says whether host path p lies in a tree the view binds.
-func (b *Bwrap) inView(p string) bool {
-	for _, root := range append(append([]string{}, system...), b.readOnly...) {
+// view is every host tree a command sees read-only.
+func (b *Bwrap) view(extra []string) []string {
+	return append(append(append([]string{}, system...), b.readOnly...), extra...)
+}
+
+// placeReadOnly checks a place's read-only paths: absolute, existing, not
+// the root, and not inside a hidden directory.
+func (b *Bwrap) placeReadOnly(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		c := filepath.Clean(p)
+		if !filepath.IsAbs(p) || c == "/" {
+			return nil, fmt.Errorf("sandbox read-only path %q: want an absolute path other than /", p)
+		}
+		if _, err := os.Stat(c); err != nil {
+			return nil, fmt.Errorf("sandbox read-only path: %w", err)
+		}
+		for _, h := range b.Hide {
+			if h != "" && (c == h || strings.HasPrefix(c, h+"/")) {
+				return nil, fmt.Errorf("sandbox read-only path %s: inside Paddock's data directory, which commands never see", c)
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// masksOf are the masks of a place's read-only paths, computed once each.
+func (b *Bwrap) masksOf(paths []string) []string {
+	b.maskMu.Lock()
+	defer b.maskMu.Unlock()
+	if b.placeMasks == nil {
+		b.placeMasks = map[string][]string{}
+	}
+	var out []string
+	for _, p := range paths {
+		m, ok := b.placeMasks[p]
+		if !ok {
+			m = masks([]string{p})
+			b.placeMasks[p] = m
+		}
+		out = append(out, m...)
+	}
+	return out
+}
+
+// inView says whether host path p lies in one of the trees of view.
+func inView(view []string, p string) bool {
+	for _, root := range view {
 		if p == root || strings.HasPrefix(p, root+"/") {
 			return true
 		}
@@ -282,13 +363,13 @@ type Process struct {
 // namespaces and cgroups (processes, memory, CPU) as Run, no time limit;
 // it dies with its caller. Closing its Stdin ends it: it gets two seconds
 // to exit, then its whole sandbox is killed and its cgroups removed.
-func (b *Bwrap) Start(workdir string, argv []string, env map[string]string) (*Process, error) {
+func (b *Bwrap) Start(place Place, argv []string) (*Process, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("sandbox: no command")
 	}
 	group := b.cgroups.take(b.MaxProcs, b.MaxMemory, b.MaxCPUs)
 	p := &Process{group: group, b: b}
-	cmd, err := b.spawn(workdir, "", env, argv, group, p.wire)
+	cmd, err := b.spawn(place, argv, group, p.wire)
 	if err != nil {
 		b.cgroups.release(group)
 		return nil, err
@@ -378,19 +459,33 @@ const (
 )
 
 // command builds what runs argv in a fresh sandbox on workdir.
-func (b *Bwrap) command(workdir, cache string, env map[string]string, argv []string, how launch, nproc int, waitFD bool) (*exec.Cmd, error) {
-	workdir, err := filepath.Abs(workdir)
+func (b *Bwrap) command(p Place, argv []string, how launch, nproc int, waitFD bool) (*exec.Cmd, error) {
+	workdir, err := filepath.Abs(p.Workdir)
 	if err != nil {
 		return nil, err
 	}
+	p.Workdir = workdir
 	if fi, err := os.Stat(workdir); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("sandbox working directory %s: not a directory", workdir)
 	}
 	if err := b.Reachable(workdir); err != nil {
 		return nil, err
 	}
-	args := b.Args(workdir, cache)
-	vars := Environment(env)
+	args, err := b.Args(p)
+	if err != nil {
+		return nil, err
+	}
+	vars := Environment(p.Env)
+	if p.Deps != "" {
+		maps.Copy(vars, depsEnv())
+	}
+	if p.Egress != "" {
+		for _, kv := range egress.Env(forwarderAddr) {
+			k, v, _ := strings.Cut(kv, "=")
+			vars[k] = v
+		}
+		argv = append([]string{forwarderMount, "-listen", forwarderAddr, "-socket", egressMount, "--"}, argv...)
+	}
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		args = append(args, "--setenv", k, vars[k])
 	}
@@ -429,7 +524,7 @@ func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 	defer b.cgroups.release(group)
 	argv := []string{"/bin/bash", "--noprofile", "--norc", "-c", c.Script}
 	return run(ctx, c, func(wire func(*exec.Cmd) error) (*exec.Cmd, error) {
-		return b.spawn(c.Workdir, c.Cache, c.Env, argv, group, wire)
+		return b.spawn(c.Place, argv, group, wire)
 	})
 }
 
@@ -438,9 +533,9 @@ func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 // otherwise (or where the kernel cannot place it so) through the
 // launcher, placed in the group before it goes on. wire sets up the
 // command's standard streams before it starts.
-func (b *Bwrap) spawn(workdir, cache string, env map[string]string, argv []string, group *group, wire func(*exec.Cmd) error) (*exec.Cmd, error) {
+func (b *Bwrap) spawn(p Place, argv []string, group *group, wire func(*exec.Cmd) error) (*exec.Cmd, error) {
 	if group.pids {
-		cmd, err := b.command(workdir, cache, env, argv, direct, 0, false)
+		cmd, err := b.command(p, argv, direct, 0, false)
 		if err != nil {
 			return nil, err
 		}
@@ -459,7 +554,7 @@ func (b *Bwrap) spawn(workdir, cache string, env map[string]string, argv []strin
 	if group.pids {
 		nproc = 0
 	}
-	cmd, err := b.command(workdir, cache, env, argv, launcher, nproc, true)
+	cmd, err := b.command(p, argv, launcher, nproc, true)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"time"
 )
@@ -31,19 +30,38 @@ const (
 	DefaultUID = 61000
 )
 
-// Command is one command to run.
-type Command struct {
-	// Script is run by bash --noprofile --norc -c.
-	Script string
+// Place is where a sandbox runs and what it sees besides the system view:
+// the working copy, the session's caches, its extra read-only paths and
+// variables, and its way out (if any).
+type Place struct {
 	// Workdir is the working copy: the only writable host directory, and
 	// the command's current directory.
 	Workdir string
-	// Env adds variables to the allowlisted environment. Variables that
-	// make a shell run code (BASH_ENV, ENV, BASH_FUNC_*, ...) are dropped.
+	// Env adds variables to the allowlisted environment; code-carrying and
+	// Paddock-owned names are dropped (see CodeCarrying).
 	Env map[string]string
 	// Cache, when set, is a host directory of the session's own, mounted
-	// writable at /home/sandbox/.cache so build caches outlive one command.
-	Cache     string
+	// writable at CacheMount so build caches outlive one command.
+	Cache string
+	// ReadOnly are host paths (toolchains outside the system trees) shown
+	// read-only at the same path, secrets and sockets in them masked.
+	ReadOnly []string
+	// Deps, when set, is the host directory of the dependency caches
+	// (Go modules, npm, pip), mounted at DepsMount: read-only unless
+	// DepsWritable (while setup fills them).
+	Deps         string
+	DepsWritable bool
+	// Egress, when set, is the host Unix socket of the command's egress
+	// proxy: a forwarder on the sandbox's loopback relays to it and the
+	// proxy variables point there. Without it the command has no network.
+	Egress string
+}
+
+// Command is one command to run.
+type Command struct {
+	Place
+	// Script is run by bash --noprofile --norc -c.
+	Script    string
 	Timeout   time.Duration
 	MaxOutput int64
 	// Stdout and Stderr receive the output (up to MaxOutput in all).
@@ -62,38 +80,6 @@ type Result struct {
 // ErrUnavailable says the sandbox cannot run here; the message says what
 // to install or enable. There is no unsandboxed fallback.
 var ErrUnavailable = errors.New("sandbox unavailable")
-
-// forbiddenEnv never reaches a sandboxed shell.
-func forbiddenEnv(name string) bool {
-	switch name {
-	case "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "ZDOTDIR", "PROMPT_COMMAND", "PS4", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "IFS":
-		return true
-	}
-	return strings.HasPrefix(name, "BASH_FUNC_") || strings.HasPrefix(name, "LD_")
-}
-
-// Environment is the allowlisted environment of every sandboxed command.
-func Environment(extra map[string]string) map[string]string {
-	env := map[string]string{
-		"PATH":        "/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"HOME":        "/home/sandbox",
-		"USER":        "sandbox",
-		"TMPDIR":      "/tmp",
-		"LANG":        "C.UTF-8",
-		"TERM":        "dumb",
-		"GOCACHE":     "/home/sandbox/.cache/go-build",
-		"GOPATH":      "/home/sandbox/.cache/go",
-		"GOFLAGS":     "-mod=mod",
-		"GOTOOLCHAIN": "local",
-		"CI":          "1",
-	}
-	for k, v := range extra {
-		if !forbiddenEnv(k) && k != "" && !strings.ContainsAny(k, "=\x00") {
-			env[k] = v
-		}
-	}
-	return env
-}
 
 // capWriter passes on the first max bytes and counts the rest.
 type capWriter struct {

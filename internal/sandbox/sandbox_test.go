@@ -13,11 +13,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/egress"
 )
 
 var box *Bwrap
 
 func TestMain(m *testing.M) {
+	egress.Reexec() // this binary is also the forwarder (egress_test.go)
 	if os.Getenv("PADDOCK_PROBE_SOCKETS") != "" || os.Getenv("PADDOCK_PROBE_SYSCALLS") != "" {
 		os.Exit(m.Run()) // this binary is the probe, inside a sandbox
 	}
@@ -48,7 +51,7 @@ func workdir(t *testing.T) string {
 func runIn(t *testing.T, dir, script string, mod ...func(*Command)) (Result, string) {
 	t.Helper()
 	var out bytes.Buffer
-	c := Command{Script: script, Workdir: dir, Stdout: &out, Stderr: &out, Timeout: 20 * time.Second}
+	c := Command{Place: Place{Workdir: dir}, Script: script, Stdout: &out, Stderr: &out, Timeout: 20 * time.Second}
 	for _, m := range mod {
 		m(&c)
 	}
@@ -181,8 +184,7 @@ func TestForkBombIsBounded(t *testing.T) {
 
 func TestOutputIsCappedAndCounted(t *testing.T) {
 	var out bytes.Buffer
-	res, err := box.Run(context.Background(), Command{Script: "head -c 52428800 /dev/zero; echo err >&2", Workdir: workdir(t),
-		Stdout: &out, Stderr: &out, MaxOutput: 10 << 20, Timeout: time.Minute})
+	res, err := box.Run(context.Background(), Command{Place: Place{Workdir: workdir(t)}, Script: "head -c 52428800 /dev/zero; echo err >&2", Stdout: &out, Stderr: &out, MaxOutput: 10 << 20, Timeout: time.Minute})
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode)
 	require.Equal(t, 10<<20, out.Len())
@@ -206,7 +208,7 @@ func TestTimeoutKillsTheTree(t *testing.T) {
 }
 
 func TestMissingWorkdir(t *testing.T) {
-	_, err := box.Run(context.Background(), Command{Script: "true", Workdir: "/nonexistent/dir"})
+	_, err := box.Run(context.Background(), Command{Place: Place{Workdir: "/nonexistent/dir"}, Script: "true"})
 	require.ErrorContains(t, err, "not a directory")
 }
 
@@ -215,7 +217,7 @@ func TestUnreachableWorkdirIsAClearError(t *testing.T) {
 		t.Skip("only root runs commands as another user")
 	}
 	dir := t.TempDir() // its parent is 0700
-	_, err := box.Run(context.Background(), Command{Script: "true", Workdir: dir})
+	_, err := box.Run(context.Background(), Command{Place: Place{Workdir: dir}, Script: "true"})
 	require.ErrorIs(t, err, ErrUnavailable)
 	require.ErrorContains(t, err, "not traversable")
 }
@@ -237,8 +239,7 @@ func TestHiddenDirectoriesAndOtherWorkingCopies(t *testing.T) {
 	hiding := *box
 	hiding.Hide = []string{data}
 	var out bytes.Buffer
-	res, err := hiding.Run(context.Background(), Command{Workdir: mine, Stdout: &out, Stderr: &out, Timeout: 20 * time.Second,
-		Script: fmt.Sprintf(`cat %s/paddock.db; cat %s/code.go; echo ok > mine.txt; mv .git git-moved; echo mv=$?; ls -a`, data, other)})
+	res, err := hiding.Run(context.Background(), Command{Place: Place{Workdir: mine}, Stdout: &out, Stderr: &out, Timeout: 20 * time.Second, Script: fmt.Sprintf(`cat %s/paddock.db; cat %s/code.go; echo ok > mine.txt; mv .git git-moved; echo mv=$?; ls -a`, data, other)})
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode, out.String())
 	require.NotContains(t, out.String(), "SECRET-TRANSCRIPTS")

@@ -117,8 +117,7 @@ func TestExtraReadOnlyPaths(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(b.Close)
 	var out strings.Builder
-	res, err := b.Run(context.Background(), Command{Workdir: workdir(t), Stdout: &out, Stderr: &out, Timeout: 20 * time.Second,
-		Script: fmt.Sprintf(`cat %[1]s/tool; cat %[1]s/server.key; echo x > %[1]s/new && echo WRITABLE; true`, sdk)})
+	res, err := b.Run(context.Background(), Command{Place: Place{Workdir: workdir(t)}, Stdout: &out, Stderr: &out, Timeout: 20 * time.Second, Script: fmt.Sprintf(`cat %[1]s/tool; cat %[1]s/server.key; echo x > %[1]s/new && echo WRITABLE; true`, sdk)})
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode, out.String())
 	require.Contains(t, out.String(), "TOOL")
@@ -138,7 +137,7 @@ func TestCPUIsBounded(t *testing.T) {
 	b.MaxCPUs = 0.5
 	var out strings.Builder
 	start := time.Now()
-	res, err := b.Run(context.Background(), Command{Workdir: workdir(t), Stdout: &out, Stderr: &out, Timeout: time.Minute, Script: `
+	res, err := b.Run(context.Background(), Command{Place: Place{Workdir: workdir(t)}, Stdout: &out, Stderr: &out, Timeout: time.Minute, Script: `
 		for i in 1 2 3 4; do ( while :; do :; done ) & done
 		sleep 4; kill $(jobs -p); wait 2>/dev/null
 		times`})
@@ -210,7 +209,7 @@ func TestStaleCgroupsAreSwept(t *testing.T) {
 // server gets the same cgroups as a command, echoes over its pipes, and
 // ends — sandbox and cgroups — when its input is closed.
 func TestLongLivedProcessIsBoundedAndEnds(t *testing.T) {
-	p, err := box.Start(workdir(t), []string{"/bin/sh", "-c", "read line; echo got:$line; cat"}, nil)
+	p, err := box.Start(Place{Workdir: workdir(t)}, []string{"/bin/sh", "-c", "read line; echo got:$line; cat"})
 	require.NoError(t, err)
 	if box.cgroups.v1Pids != "" || box.cgroups.v2 != "" {
 		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", p.cmd.Process.Pid))
@@ -268,8 +267,7 @@ func TestSeccompDeniesKernelAttackSurface(t *testing.T) {
 			dir := workdir(t)
 			bin := probe(t, dir)
 			var out strings.Builder
-			res, err := b.Run(context.Background(), Command{Workdir: dir, Stdout: &out, Stderr: &out, Timeout: 30 * time.Second,
-				Script: bin + " -test.run=TestProbeSyscalls", Env: map[string]string{"PADDOCK_PROBE_SYSCALLS": "1"}})
+			res, err := b.Run(context.Background(), Command{Place: Place{Workdir: dir, Env: map[string]string{"PADDOCK_PROBE_SYSCALLS": "1"}}, Stdout: &out, Stderr: &out, Timeout: 30 * time.Second, Script: bin + " -test.run=TestProbeSyscalls"})
 			require.NoError(t, err)
 			require.Equal(t, 0, res.ExitCode, out.String())
 			for _, sc := range []string{"keyctl", "bpf", "perf_event_open", "ptrace", "unshare", "userfaultfd", "add_key", "io_uring_setup"} {
@@ -307,8 +305,7 @@ func TestDataDirHiddenEvenAroundTheWorkingCopy(t *testing.T) {
 	t.Cleanup(b.Close)
 	b.Hide = []string{data}
 	var out strings.Builder
-	res, err := b.Run(context.Background(), Command{Workdir: mine, Stdout: &out, Stderr: &out, Timeout: 20 * time.Second,
-		Script: fmt.Sprintf("cat %s/paddock.db %s/code.go; echo mine > mine.txt && cat mine.txt", data, other)})
+	res, err := b.Run(context.Background(), Command{Place: Place{Workdir: mine}, Stdout: &out, Stderr: &out, Timeout: 20 * time.Second, Script: fmt.Sprintf("cat %s/paddock.db %s/code.go; echo mine > mine.txt && cat mine.txt", data, other)})
 	require.NoError(t, err)
 	require.NotContains(t, out.String(), "SECRET-DB")
 	require.NotContains(t, out.String(), "OTHER-CODE")
@@ -329,8 +326,7 @@ func TestInheritedDescriptorsDoNotReachTheSandbox(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(b.Close)
 	var out strings.Builder
-	_, err = b.Run(context.Background(), Command{Workdir: workdir(t), Stdout: &out, Stderr: &out, Timeout: 20 * time.Second,
-		Script: fmt.Sprintf("cat <&%d; ls /proc/self/fd", fd)})
+	_, err = b.Run(context.Background(), Command{Place: Place{Workdir: workdir(t)}, Stdout: &out, Stderr: &out, Timeout: 20 * time.Second, Script: fmt.Sprintf("cat <&%d; ls /proc/self/fd", fd)})
 	require.NoError(t, err)
 	require.NotContains(t, out.String(), "INHERITED-SECRET")
 }

@@ -19,6 +19,8 @@ const (
 	EventQuestion      EventKind = "question"       // the agent asked a structured question
 	EventAnswer        EventKind = "answer"         // an answer was delivered
 	EventNotice        EventKind = "notice"         // an operator-facing note (interrupt, stop reason)
+	EventPhase         EventKind = "phase"          // a provisioning phase ended, with its duration
+	EventNetwork       EventKind = "network"        // a connection through the egress proxy, allowed or refused
 )
 
 // Event is one entry of a session's transcript. Seq is per session, gapless
@@ -71,4 +73,34 @@ type CommandData struct {
 	State  CommandState `json:"state"`
 	Sender Sender       `json:"sender"`
 	Error  string       `json:"error,omitempty"`
+}
+
+// PhaseData is the data of a phase event: a provisioning phase that
+// really happened, how long it took and what it did.
+type PhaseData struct {
+	Phase      RuntimePhase `json:"phase"`
+	DurationMs int64        `json:"durationMs"`
+	Detail     string       `json:"detail,omitempty"`
+	Error      string       `json:"error,omitempty"`
+}
+
+// NetworkData is the data of a network event: one connection a sandboxed
+// process made through the egress proxy, allowed or refused.
+type NetworkData struct {
+	// Phase is "setup" or "command"; CallID names the command's call.
+	Phase   string `json:"phase"`
+	CallID  string `json:"callId,omitempty"`
+	Method  string `json:"method"`
+	Host    string `json:"host"`
+	Port    int    `json:"port"`
+	Addr    string `json:"addr,omitempty"`
+	Allowed bool   `json:"allowed"`
+	Reason  string `json:"reason,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Status  int    `json:"status,omitempty"`
+	// BytesUp and BytesDown are the bytes sent to and received from the
+	// destination.
+	BytesUp    int64 `json:"bytesUp"`
+	BytesDown  int64 `json:"bytesDown"`
+	DurationMs int64 `json:"durationMs"`
 }

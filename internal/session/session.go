@@ -36,17 +36,19 @@ func (s Status) Valid() bool {
 // RuntimePhase narrates provisioning beneath the status; empty once settled.
 type RuntimePhase string
 
-// Provisioning phases, in order.
+// Provisioning phases, in order; only those that happen are entered.
+// building_image runs the environment's setup and saves its result as a
+// layer (a cache miss); preparing_environment makes the working copy and
+// restores the layer into it (a hit, or no setup); booting_container is
+// reserved for runtimes that boot a machine or container per session (the
+// local sandbox starts one per command, so it is never entered);
+// starting_runtime resolves the model's provider.
 const (
 	PhaseBuildingImage        RuntimePhase = "building_image"
 	PhaseBootingContainer     RuntimePhase = "booting_container"
 	PhasePreparingEnvironment RuntimePhase = "preparing_environment"
 	PhaseStartingRuntime      RuntimePhase = "starting_runtime"
-	PhaseRunning              RuntimePhase = "running"
 )
-
-// Phases lists the provisioning phases in the order they are narrated.
-var Phases = []RuntimePhase{PhaseBuildingImage, PhaseBootingContainer, PhasePreparingEnvironment, PhaseStartingRuntime, PhaseRunning}
 
 // Session is one durable execution of an agent.
 type Session struct {

@@ -132,8 +132,7 @@ func runOracle(t *testing.T, b *sandbox.Bwrap, cmds []string) []oracleResult {
 		chownAll(t, o)
 		var stderr bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-		res, err := b.Run(ctx, sandbox.Command{Script: "bash " + filepath.Join(o, "driver"), Workdir: root,
-			Env: map[string]string{"ORACLE_DIR": o}, Timeout: 20 * time.Minute, Stderr: &stderr})
+		res, err := b.Run(ctx, sandbox.Command{Place: sandbox.Place{Workdir: root, Env: map[string]string{"ORACLE_DIR": o}}, Script: "bash " + filepath.Join(o, "driver"), Timeout: 20 * time.Minute, Stderr: &stderr})
 		cancel()
 		if err != nil || res.ExitCode != 0 {
 			t.Fatalf("oracle batch: %v (exit %d) %s", err, res.ExitCode, stderr.String())

@@ -11,15 +11,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/url"
+	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/paddock-dev/paddock/internal/egress"
 	"github.com/paddock-dev/paddock/internal/policy"
+	"github.com/paddock-dev/paddock/internal/sandbox"
 )
 
 // Agent is a declared agent.
@@ -48,6 +53,34 @@ type Agent struct {
 	Policy *PolicySpec `yaml:"policy" json:"policy,omitempty"`
 	// MCPServers contribute tools named mcp__NAME__TOOL.
 	MCPServers []MCPServerSpec `yaml:"mcpServers" json:"mcpServers,omitempty"`
+	// Environment prepares the sandbox the agent's commands run in.
+	Environment EnvironmentSpec `yaml:"environment" json:"environment,omitzero"`
+}
+
+// EnvironmentSpec is what a session's sandbox is prepared with: a setup
+// script run before the first turn (its result cached as a layer), the
+// network each phase may reach through the egress proxy, variables and
+// host toolchains for the commands.
+type EnvironmentSpec struct {
+	// Setup is a bash script run in the session's sandbox on the working
+	// copy before the first turn; it fills the dependency caches.
+	Setup   string      `yaml:"setup" json:"setup,omitempty"`
+	Network NetworkSpec `yaml:"network" json:"network,omitzero"`
+	// Env are extra variables for setup and commands; code-carrying and
+	// Paddock-owned names are refused.
+	Env map[string]string `yaml:"env" json:"env,omitempty"`
+	// ReadOnlyPaths are host paths (toolchains) shown read-only.
+	ReadOnlyPaths []string `yaml:"readOnlyPaths" json:"readOnlyPaths,omitempty"`
+	// SetupTimeout bounds the setup script (default 30m).
+	SetupTimeout Duration `yaml:"setupTimeout" json:"setupTimeout,omitempty"`
+}
+
+// NetworkSpec lists the HOST:PORT destinations each phase may reach.
+type NetworkSpec struct {
+	// Setup is the egress allowed while setup runs.
+	Setup []string `yaml:"setup" json:"setup,omitempty"`
+	// Commands is the egress allowed to the agent's commands.
+	Commands []string `yaml:"commands" json:"commands,omitempty"`
 }
 
 // MCPServerSpec is an MCP server reached over streamable HTTP.
@@ -120,6 +153,8 @@ const (
 	DefaultProject     = "default"
 	DefaultIdleTimeout = Duration(15 * time.Minute)
 	DefaultMaxActions  = 150
+	// DefaultSetupTimeout bounds an environment's setup script.
+	DefaultSetupTimeout = Duration(30 * time.Minute)
 )
 
 var (
@@ -200,6 +235,9 @@ func (a *Agent) Defaults() {
 	if a.Session.MaxActions == 0 {
 		a.Session.MaxActions = DefaultMaxActions
 	}
+	if a.Environment.Setup != "" && a.Environment.SetupTimeout == 0 {
+		a.Environment.SetupTimeout = DefaultSetupTimeout
+	}
 }
 
 // Validate checks a defaulted spec.
@@ -277,8 +315,57 @@ func (a *Agent) Validate(known Known) error {
 	if a.Session.MaxActions < 1 || a.Session.MaxActions > 10000 {
 		return bad("session.maxActions", fmt.Sprintf("%d: want 1 to 10000", a.Session.MaxActions))
 	}
+	return a.Environment.validate()
+}
+
+// validate checks an environment; paths are relative to environment.
+func (e EnvironmentSpec) validate() error {
+	bad := func(path, reason string) error { return &FieldError{Path: "environment." + path, Reason: reason} }
+	if len(e.Setup) > 64<<10 {
+		return bad("setup", fmt.Sprintf("%d bytes; keep the script under 64 KiB (put a longer one in the repository and call it)", len(e.Setup)))
+	}
+	if e.Setup == "" && len(e.Network.Setup) > 0 {
+		return bad("network.setup", "egress for setup, but no setup script")
+	}
+	if e.SetupTimeout < 0 || (e.Setup != "" && e.SetupTimeout < Duration(time.Second)) || e.SetupTimeout > Duration(6*time.Hour) {
+		return bad("setupTimeout", "want 1s to 6h")
+	}
+	for _, l := range []struct {
+		name    string
+		entries []string
+	}{{"network.setup", e.Network.Setup}, {"network.commands", e.Network.Commands}} {
+		for i, entry := range l.entries {
+			if _, err := egress.ParseAllowlist([]string{entry}); err != nil {
+				return bad(fmt.Sprintf("%s[%d]", l.name, i), fmt.Sprintf("%q: want HOST:PORT, *.DOMAIN:PORT or an IP literal with a port (e.g. proxy.golang.org:443)", entry))
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(e.Env)) {
+		if !envNameRE.MatchString(name) {
+			return bad("env."+name, "want a variable name of letters, digits and _ not starting with a digit")
+		}
+		if why := sandbox.CodeCarrying(name, e.Env[name]); why != "" {
+			return bad("env."+name, "refused: "+why)
+		}
+		if strings.ContainsRune(e.Env[name], 0) {
+			return bad("env."+name, "a value cannot hold a NUL byte")
+		}
+	}
+	for i, p := range e.ReadOnlyPaths {
+		c := path.Clean(p)
+		switch {
+		case !path.IsAbs(p) || c == "/":
+			return bad(fmt.Sprintf("readOnlyPaths[%d]", i), fmt.Sprintf("%q: want an absolute host path other than /", p))
+		case c == "/proc" || c == "/sys" || c == "/dev" || c == "/run" || c == "/var/run" ||
+			strings.HasPrefix(c, "/proc/") || strings.HasPrefix(c, "/sys/") || strings.HasPrefix(c, "/dev/") ||
+			strings.HasPrefix(c, "/run/") || strings.HasPrefix(c, "/var/run/"):
+			return bad(fmt.Sprintf("readOnlyPaths[%d]", i), fmt.Sprintf("%q: kernel and runtime state (/proc, /sys, /dev, /run) is never shown to commands", p))
+		}
+	}
 	return nil
 }
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func checkModel(m string, known Known) error {
 	provider, model, ok := strings.Cut(m, "/")

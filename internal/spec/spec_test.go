@@ -29,6 +29,13 @@ policy:
 ---
 name: helper
 model: anthropic/claude-sonnet-4-5
+environment:
+  setup: |
+    go mod download
+  network:
+    setup: ["proxy.golang.org:443", "*.npmjs.org:443"]
+  env: {GOFLAGS: -mod=mod, MY_SETTING: "1"}
+  readOnlyPaths: [/opt/sdk]
 `), known)
 	require.NoError(t, err)
 	require.Len(t, agents, 2)
@@ -36,6 +43,13 @@ model: anthropic/claude-sonnet-4-5
 	require.Equal(t, DefaultIdleTimeout, agents[1].Session.IdleTimeout)
 	require.Equal(t, 150, agents[1].Session.MaxActions)
 	require.NotEqual(t, agents[0].Digest(), agents[1].Digest())
+	env := agents[1].Environment
+	require.Equal(t, "go mod download\n", env.Setup)
+	require.Equal(t, []string{"proxy.golang.org:443", "*.npmjs.org:443"}, env.Network.Setup)
+	require.Empty(t, env.Network.Commands)
+	require.Equal(t, DefaultSetupTimeout, env.SetupTimeout)
+	require.Equal(t, "-mod=mod", env.Env["GOFLAGS"])
+	require.NotContains(t, string(agents[0].JSON()), "environment", "an agent without one keeps its digest")
 	p, err := agents[0].PolicyValue()
 	require.NoError(t, err)
 	require.Equal(t, []string{"ls"}, p.Commands)
@@ -65,6 +79,21 @@ func TestParseErrors(t *testing.T) {
 		{"name: a\nmodel: replay/x\nmcpServers:\n  - name: fs\n    command: [mcp-fs]\n    url: http://x\n", "mcpServers[0]: give either url"},
 		{"name: a\nmodel: replay/x\nmcpServers:\n  - name: a__b\n    url: http://x\n", "mcpServers[0].name"},
 		{"name: a\nmodel: replay/x\nmcpServers:\n  - name: fs\n    url: ftp://x\n", "mcpServers[0].url"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  setup: x\n  netwrk: {}\n", "environment.netwrk: unknown field"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  setup: x\n  network:\n    setup: [proxy.golang.org]\n", "environment.network.setup[0]: \"proxy.golang.org\": want HOST:PORT"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  network:\n    commands: [\"x:443\", \"*:443\"]\n", "environment.network.commands[1]"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  network:\n    setup: [\"x:443\"]\n", "environment.network.setup: egress for setup, but no setup script"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  env: {BASH_ENV: /tmp/x}\n", "environment.env.BASH_ENV: refused"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  env: {LD_PRELOAD: /x.so}\n", "environment.env.LD_PRELOAD: refused"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  env: {NODE_OPTIONS: --require=/x}\n", "environment.env.NODE_OPTIONS: refused"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  env: {GIT_SSH_COMMAND: x}\n", "environment.env.GIT_SSH_COMMAND: refused"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  env: {GOFLAGS: -toolexec=/tmp/x}\n", "environment.env.GOFLAGS: refused: its flag -toolexec=/tmp/x"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  env: {PATH: /x}\n", "environment.env.PATH: refused: Paddock sets it"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  env: {https_proxy: http://x}\n", "environment.env.https_proxy: refused: Paddock sets it"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  env: {1X: y}\n", "environment.env.1X: want a variable name"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  readOnlyPaths: [opt/sdk]\n", "environment.readOnlyPaths[0]: \"opt/sdk\": want an absolute"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  readOnlyPaths: [/opt/x, /run/docker.sock]\n", "environment.readOnlyPaths[1]: \"/run/docker.sock\": kernel and runtime state"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  setup: x\n  setupTimeout: 12h\n", "environment.setupTimeout: want 1s to 6h"},
 	}
 	for _, c := range cases {
 		t.Run(c.want, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -32,12 +33,14 @@ type MCPServer struct {
 
 // Launcher starts a process in the sandbox (stdio MCP servers).
 type Launcher interface {
-	Start(workdir string, argv []string, env map[string]string) (*sandbox.Process, error)
+	Start(place sandbox.Place, argv []string) (*sandbox.Process, error)
 }
 
 // MCPEnv is where stdio MCP servers run.
 type MCPEnv struct {
-	Workdir  string
+	// Place is where the session's sandboxes run; a server's own
+	// variables are added to its Env.
+	Place    sandbox.Place
 	Launcher Launcher
 }
 
@@ -60,7 +63,13 @@ func connectMCP(ctx context.Context, s MCPServer, env MCPEnv) (*mcp.ClientSessio
 		if env.Launcher == nil {
 			return nil, fmt.Errorf("MCP server %s runs over stdio, which needs the sandbox, and none is available: %w", s.Name, ErrNoSandbox)
 		}
-		proc, err := env.Launcher.Start(env.Workdir, s.Command, s.Env)
+		place := env.Place
+		place.Env = maps.Clone(place.Env)
+		if place.Env == nil {
+			place.Env = map[string]string{}
+		}
+		maps.Copy(place.Env, s.Env)
+		proc, err := env.Launcher.Start(place, s.Command)
 		if err != nil {
 			return nil, fmt.Errorf("MCP server %s: %w", s.Name, err)
 		}

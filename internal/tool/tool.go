@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/sandbox"
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
@@ -31,8 +32,10 @@ type Env struct {
 	Root string
 	// Shell runs commands in the sandbox; nil means commands cannot run.
 	Shell Shell
-	// Cache is the session's own build-cache directory for commands.
-	Cache string
+	// Place is where the session's commands run: Root, the session's
+	// caches, its environment's variables and read-only paths, and, for
+	// a command allowed the network, its egress proxy.
+	Place sandbox.Place
 	// DiskBudget is the size of the volume holding Root (0: no volume);
 	// a command that fills it is told the budget is exhausted.
 	DiskBudget int64

@@ -1,0 +1,263 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/paddock-dev/paddock/internal/egress"
+	"github.com/paddock-dev/paddock/internal/layer"
+	"github.com/paddock-dev/paddock/internal/sandbox"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
+	"github.com/paddock-dev/paddock/internal/workspace"
+)
+
+// Egress is how sandboxed runs allowed the network reach it: through a
+// proxy of their own, serving a Unix socket in Dir.
+type Egress struct {
+	Dir string
+	// Resolver resolves the names commands connect to (the system's when
+	// nil).
+	Resolver egress.Resolver
+}
+
+// provisionEnvironment makes the session's working copy and, when its
+// agent declares a setup script, its environment: restored from the
+// layer of an earlier identical setup, or built by running setup.
+func (a *Activities) provisionEnvironment(ctx context.Context, s session.Session, sp spec.Agent) error {
+	env := sp.Environment
+	var workdir, base string
+	prepare := func() (string, error) {
+		var err error
+		workdir, base, err = a.prepareWorkspace(ctx, s, sp)
+		if err != nil {
+			return "", nonRetryable(fmt.Errorf("prepare working copy: %w", err))
+		}
+		if err := a.Store.SetWorkspace(ctx, s.ID, workdir, base); err != nil {
+			return "", err
+		}
+		s.Workdir = workdir
+		return "working copy at " + shortHash(base), nil
+	}
+	if env.Setup == "" {
+		return a.phase(ctx, s.ID, session.PhasePreparingEnvironment, prepare)
+	}
+	if a.Copies.Layers == nil {
+		return nonRetryable(fmt.Errorf("agent %s declares an environment setup, but this server keeps no environment layers", sp.Name))
+	}
+	if _, ok := a.Copies.Layers.Of(s.ID); ok {
+		_, err := prepare() // a retried provision that already has its environment
+		return err
+	}
+	// The key needs the manifests at the base commit, so the working copy
+	// comes first; which phase it belongs to is known once the key is.
+	start := a.Now()
+	if _, err := prepare(); err != nil {
+		return a.phase(ctx, s.ID, session.PhasePreparingEnvironment, func() (string, error) { return "", err })
+	}
+	cloned := a.Now().Sub(start)
+	manifests, err := workspace.Tracked(ctx, workdir, base, layer.IsManifest)
+	if err != nil {
+		return nonRetryable(fmt.Errorf("read the dependency manifests: %w", err))
+	}
+	in := layer.Inputs{Project: s.Project, Repo: s.Repo, Manifests: manifests, Setup: env.Setup, Network: env.Network.Setup,
+		Env: env.Env, ReadOnly: env.ReadOnlyPaths, Toolchains: layer.Toolchains(sandbox.Environment(nil)["PATH"], env.ReadOnlyPaths)}
+	key := in.Key()
+	if l, ok := a.Copies.Layers.Get(key); ok {
+		return a.phase(ctx, s.ID, session.PhasePreparingEnvironment, func() (string, error) {
+			files, err := l.Restore(workdir, a.Copies.UID)
+			if err != nil {
+				return "", nonRetryable(fmt.Errorf("restore environment layer %s: %w", key[:12], err))
+			}
+			if err := a.Copies.Layers.Use(key, s.ID); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("working copy at %s (%s); environment layer %s restored, setup skipped (%d files, %s)",
+				shortHash(base), cloned.Round(time.Millisecond), key[:12], files, bytesHuman(l.Bytes)), nil
+		})
+	}
+	return a.phase(ctx, s.ID, session.PhaseBuildingImage, func() (string, error) {
+		return a.buildLayer(ctx, s, sp, base, in, key)
+	})
+}
+
+// buildLayer runs the setup script in the session's sandbox on its working
+// copy, its dependency caches writable and the network its environment
+// allows for setup, then saves the result as the layer named key.
+func (a *Activities) buildLayer(ctx context.Context, s session.Session, sp spec.Agent, base string, in layer.Inputs, key string) (string, error) {
+	env := sp.Environment
+	b, err := a.Copies.Layers.Build()
+	if err != nil {
+		return "", err
+	}
+	done := false
+	defer func() {
+		if !done {
+			b.Abort()
+		}
+	}()
+	place := a.place(s, sp)
+	place.Deps, place.DepsWritable = b.Deps(), true
+	ep, err := a.openEgress(ctx, s.ID, "", "setup", "", env.Network.Setup)
+	if err != nil {
+		return "", err
+	}
+	if ep != nil {
+		place.Egress = ep.Socket
+	}
+	release, err := a.Copies.Sandboxed(ctx, s.ID)
+	if err != nil {
+		if ep != nil {
+			_ = ep.Close()
+		}
+		return "", err
+	}
+	out := &tail{max: 16 << 10}
+	res, err := a.Shell.Run(ctx, sandbox.Command{Place: place, Script: env.Setup, Timeout: time.Duration(env.SetupTimeout),
+		MaxOutput: 1 << 40, Stdout: out, Stderr: out})
+	if ep != nil {
+		_ = ep.Close()
+	}
+	release()
+	if err != nil {
+		return "", nonRetryable(fmt.Errorf("setup could not run: %w", err))
+	}
+	if res.TimedOut || res.ExitCode != 0 {
+		why := fmt.Sprintf("exit status %d", res.ExitCode)
+		if res.TimedOut {
+			why = "timed out after " + time.Duration(env.SetupTimeout).String()
+		}
+		return "", nonRetryable(fmt.Errorf("environment setup failed (%s, after %s); the last of its output:\n%s",
+			why, res.Duration.Round(time.Millisecond), out.String()))
+	}
+	changed, err := workspace.RestoreTracked(ctx, s.Workdir, base)
+	if err != nil {
+		return "", nonRetryable(fmt.Errorf("after setup: %w", err))
+	}
+	if len(changed) > 0 && a.Copies.UID != 0 {
+		if err := chownTree(s.Workdir, a.Copies.UID); err != nil {
+			return "", err
+		}
+	}
+	paths, err := workspace.Untracked(ctx, s.Workdir)
+	if err != nil {
+		return "", nonRetryable(fmt.Errorf("after setup: %w", err))
+	}
+	files, err := b.Capture(s.Workdir, paths)
+	if err != nil {
+		return "", nonRetryable(fmt.Errorf("save the environment layer: %w", err))
+	}
+	l, err := b.Commit(layer.Meta{Key: key, Inputs: in, SetupSeconds: res.Duration.Seconds(), Files: files})
+	done = true
+	if err != nil {
+		return "", fmt.Errorf("save the environment layer: %w", err)
+	}
+	if err := a.Copies.Layers.Use(key, s.ID); err != nil {
+		return "", err
+	}
+	_, _ = a.Copies.Layers.Evict()
+	detail := fmt.Sprintf("setup ran in %s; environment layer %s saved (%d files, %s)", res.Duration.Round(time.Millisecond), key[:12], files, bytesHuman(l.Bytes))
+	if len(changed) > 0 {
+		detail += fmt.Sprintf("; setup's changes to %d tracked file(s) (%s) were undone: the environment holds only untracked files and caches",
+			len(changed), strings.Join(changed[:min(3, len(changed))], ", "))
+	}
+	return detail, nil
+}
+
+// place is where session s's sandboxes run: its working copy and build
+// cache, its environment's variables and read-only paths, and its
+// layer's dependency caches (read-only).
+func (a *Activities) place(s session.Session, sp spec.Agent) sandbox.Place {
+	p := sandbox.Place{Workdir: s.Workdir, Cache: a.Copies.cache(s), Env: sp.Environment.Env, ReadOnly: sp.Environment.ReadOnlyPaths}
+	if l, ok := a.Copies.Layers.Of(s.ID); ok {
+		p.Deps = l.Deps()
+	}
+	return p
+}
+
+// openEgress serves a proxy allowing allow for one sandboxed run of the
+// session (setup, or the command of call callID), each connection
+// recorded in the transcript; nil when allow is empty (no network).
+func (a *Activities) openEgress(ctx context.Context, sessionID, turnID, phase, callID string, allow []string) (*egress.Endpoint, error) {
+	if len(allow) == 0 {
+		return nil, nil
+	}
+	if a.Egress == nil || a.Egress.Dir == "" {
+		return nil, nonRetryable(fmt.Errorf("the agent's environment allows network, but this server has no egress proxy"))
+	}
+	bg := context.WithoutCancel(ctx)
+	var mu sync.Mutex
+	ep, err := egress.Open(filepath.Join(a.Egress.Dir, sessionID), a.Copies.UID, egress.Config{
+		Allow:    allow,
+		Resolver: a.Egress.Resolver,
+		Now:      a.Now,
+		Record: func(r egress.Record) {
+			mu.Lock()
+			defer mu.Unlock()
+			d := session.NetworkData{Phase: phase, CallID: callID, Method: r.Method, Host: r.Host, Port: r.Port, Allowed: r.Allowed,
+				Reason: r.Reason, Error: r.Error, Status: r.Status, BytesUp: r.Up, BytesDown: r.Down, DurationMs: r.Duration.Milliseconds()}
+			if r.Addr.IsValid() {
+				d.Addr = r.Addr.String()
+			}
+			data, _ := json.Marshal(d)
+			_, _ = a.Store.AppendEvent(bg, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventNetwork, Data: data})
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("egress proxy: %w", err)
+	}
+	return ep, nil
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+	cut bool
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+		t.cut = true
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := strings.ToValidUTF8(string(t.buf), "�")
+	if t.cut {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+		s = "[…]\n" + s
+	}
+	return strings.TrimRight(s, "\n")
+}
+
+// shortHash is a commit name for people.
+func shortHash(h string) string { return h[:min(12, len(h))] }
+
+// bytesHuman writes a size for people.
+func bytesHuman(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
