@@ -1,10 +1,10 @@
 package app_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,15 +23,25 @@ import (
 // serveChild starts this test binary as `paddock serve` on dataDir.
 func serveChild(t *testing.T, dataDir string) (*exec.Cmd, *client.Client) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	// The child listens on a port of its own choosing (one picked here
+	// and closed could be taken meanwhile) and prints its address.
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "PADDOCK_TEST_CHILD=serve", "PADDOCK_DATA_DIR="+dataDir, "PADDOCK_LISTEN="+addr,
+	cmd.Env = append(os.Environ(), "PADDOCK_TEST_CHILD=serve", "PADDOCK_DATA_DIR="+dataDir, "PADDOCK_LISTEN=127.0.0.1:0",
 		"PADDOCK_OPERATOR=crash-tester", "PADDOCK_LOG_LEVEL=warn")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
 	require.NoError(t, cmd.Start())
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			fmt.Fprintln(os.Stderr, sc.Text())
+			if rest, ok := strings.CutPrefix(sc.Text(), "paddock serving on "); ok {
+				urls <- strings.Fields(rest)[0]
+			}
+		}
+	}()
 	t.Cleanup(func() {
 		// A clean stop unmounts the sessions' volumes; SIGKILL only if it hangs.
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -44,7 +54,13 @@ func serveChild(t *testing.T, dataDir string) (*exec.Cmd, *client.Client) {
 			<-done
 		}
 	})
-	c := client.New("http://" + addr)
+	var url string
+	select {
+	case url = <-urls:
+	case <-time.After(150 * time.Second):
+		t.Fatal("the child server never said where it serves")
+	}
+	c := client.New(url)
 	waitFor(t, "the child server to be ready", func() (bool, error) { return c.Health(context.Background()) == nil, nil })
 	return cmd, c
 }

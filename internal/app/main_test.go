@@ -17,6 +17,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/egress"
 )
 
 // One embedded server for the whole package: starting one takes about a second.
@@ -29,6 +30,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// Inside a sandbox allowed the network, this binary is the forwarder.
+	egress.Reexec()
 	// The crash test re-executes this binary as a `paddock serve` child.
 	switch os.Getenv("PADDOCK_TEST_CHILD") {
 	case "serve":

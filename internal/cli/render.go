@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/paddock-dev/paddock/internal/session"
 )
@@ -111,6 +114,28 @@ func (r *renderer) event(e session.Event) {
 		var d session.TextData
 		_ = json.Unmarshal(e.Data, &d)
 		r.line("· %s", d.Text)
+	case session.EventPhase:
+		var d session.PhaseData
+		_ = json.Unmarshal(e.Data, &d)
+		took := (time.Duration(d.DurationMs) * time.Millisecond).String()
+		if d.Error != "" {
+			r.line("  ✗ %s failed after %s", d.Phase, took)
+		} else {
+			r.line("  ✓ %s in %s: %s", d.Phase, took, d.Detail)
+		}
+	case session.EventNetwork:
+		var d session.NetworkData
+		_ = json.Unmarshal(e.Data, &d)
+		dest := net.JoinHostPort(d.Host, strconv.Itoa(d.Port))
+		switch {
+		case !d.Allowed:
+			r.line("    ⛔ %s network to %s refused: %s", d.Phase, dest, d.Reason)
+		case d.Error != "":
+			r.line("    ↯ %s network to %s failed: %s", d.Phase, dest, oneLine(d.Error, 100))
+		default:
+			r.line("    ⇄ %s network to %s: %s up, %s down, %s", d.Phase, dest, bytesHuman(d.BytesUp), bytesHuman(d.BytesDown),
+				(time.Duration(d.DurationMs) * time.Millisecond).String())
+		}
 	}
 }
 

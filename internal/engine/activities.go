@@ -124,10 +124,15 @@ func (a *Activities) Provision(ctx context.Context, sessionID string) error {
 // phase enters a provisioning phase, runs it and records it with its
 // duration and what it did (or why it failed).
 func (a *Activities) phase(ctx context.Context, sessionID string, p session.RuntimePhase, run func() (string, error)) error {
+	return a.phaseSince(ctx, sessionID, p, a.Now(), run)
+}
+
+// phaseSince is phase for a phase whose work began at start, before it
+// was known which phase the work belonged to.
+func (a *Activities) phaseSince(ctx context.Context, sessionID string, p session.RuntimePhase, start time.Time, run func() (string, error)) error {
 	if err := a.Store.SetRuntimePhase(ctx, sessionID, p); err != nil {
 		return err
 	}
-	start := a.Now()
 	detail, err := run()
 	d := session.PhaseData{Phase: p, DurationMs: a.Now().Sub(start).Milliseconds(), Detail: detail}
 	if err != nil {

@@ -58,9 +58,8 @@ func (a *Activities) provisionEnvironment(ctx context.Context, s session.Session
 	// comes first; which phase it belongs to is known once the key is.
 	start := a.Now()
 	if _, err := prepare(); err != nil {
-		return a.phase(ctx, s.ID, session.PhasePreparingEnvironment, func() (string, error) { return "", err })
+		return a.phaseSince(ctx, s.ID, session.PhasePreparingEnvironment, start, func() (string, error) { return "", err })
 	}
-	cloned := a.Now().Sub(start)
 	manifests, err := workspace.Tracked(ctx, workdir, base, layer.IsManifest)
 	if err != nil {
 		return nonRetryable(fmt.Errorf("read the dependency manifests: %w", err))
@@ -69,7 +68,7 @@ func (a *Activities) provisionEnvironment(ctx context.Context, s session.Session
 		Env: env.Env, ReadOnly: env.ReadOnlyPaths, Toolchains: layer.Toolchains(sandbox.Environment(nil)["PATH"], env.ReadOnlyPaths)}
 	key := in.Key()
 	if l, ok := a.Copies.Layers.Get(key); ok {
-		return a.phase(ctx, s.ID, session.PhasePreparingEnvironment, func() (string, error) {
+		return a.phaseSince(ctx, s.ID, session.PhasePreparingEnvironment, start, func() (string, error) {
 			files, err := l.Restore(workdir, a.Copies.UID)
 			if err != nil {
 				return "", nonRetryable(fmt.Errorf("restore environment layer %s: %w", key[:12], err))
@@ -77,11 +76,11 @@ func (a *Activities) provisionEnvironment(ctx context.Context, s session.Session
 			if err := a.Copies.Layers.Use(key, s.ID); err != nil {
 				return "", err
 			}
-			return fmt.Sprintf("working copy at %s (%s); environment layer %s restored, setup skipped (%d files, %s)",
-				shortHash(base), cloned.Round(time.Millisecond), key[:12], files, bytesHuman(l.Bytes)), nil
+			return fmt.Sprintf("working copy at %s; environment layer %s restored, setup skipped (%d files, %s)",
+				shortHash(base), key[:12], files, bytesHuman(l.Bytes)), nil
 		})
 	}
-	return a.phase(ctx, s.ID, session.PhaseBuildingImage, func() (string, error) {
+	return a.phaseSince(ctx, s.ID, session.PhaseBuildingImage, start, func() (string, error) {
 		return a.buildLayer(ctx, s, sp, base, in, key)
 	})
 }
@@ -108,20 +107,21 @@ func (a *Activities) buildLayer(ctx context.Context, s session.Session, sp spec.
 		return "", err
 	}
 	if ep != nil {
-		place.Egress = ep.Socket
+		place.Egress = ep.Socket()
 	}
 	release, err := a.Copies.Sandboxed(ctx, s.ID)
 	if err != nil {
 		if ep != nil {
-			_ = ep.Close()
+			ep.close()
 		}
 		return "", err
 	}
 	out := &tail{max: 16 << 10}
 	res, err := a.Shell.Run(ctx, sandbox.Command{Place: place, Script: env.Setup, Timeout: time.Duration(env.SetupTimeout),
 		MaxOutput: 1 << 40, Stdout: out, Stderr: out})
+	refused := ""
 	if ep != nil {
-		_ = ep.Close()
+		refused = ep.close()
 	}
 	release()
 	if err != nil {
@@ -132,8 +132,8 @@ func (a *Activities) buildLayer(ctx context.Context, s session.Session, sp spec.
 		if res.TimedOut {
 			why = "timed out after " + time.Duration(env.SetupTimeout).String()
 		}
-		return "", nonRetryable(fmt.Errorf("environment setup failed (%s, after %s); the last of its output:\n%s",
-			why, res.Duration.Round(time.Millisecond), out.String()))
+		return "", nonRetryable(fmt.Errorf("environment setup failed (%s, after %s); the last of its output:\n%s%s",
+			why, res.Duration.Round(time.Millisecond), out.String(), "\n"+refused))
 	}
 	changed, err := workspace.RestoreTracked(ctx, s.Workdir, base)
 	if err != nil {
@@ -180,10 +180,33 @@ func (a *Activities) place(s session.Session, sp spec.Agent) sandbox.Place {
 	return p
 }
 
+// egressRun is the proxy of one sandboxed run allowed the network.
+type egressRun struct {
+	ep      *egress.Endpoint
+	mu      sync.Mutex
+	refused []string
+}
+
+// Socket is the proxy's socket, to bind into the sandbox.
+func (r *egressRun) Socket() string { return r.ep.Socket }
+
+// close stops the proxy once the run has ended, every connection
+// recorded, and says what was refused, for the command's output: not
+// every client prints the proxy's reason (curl shows only "403").
+func (r *egressRun) close() string {
+	_ = r.ep.Close()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.refused) == 0 {
+		return ""
+	}
+	return "[egress refused: " + strings.Join(r.refused, "; ") + "]"
+}
+
 // openEgress serves a proxy allowing allow for one sandboxed run of the
 // session (setup, or the command of call callID), each connection
 // recorded in the transcript; nil when allow is empty (no network).
-func (a *Activities) openEgress(ctx context.Context, sessionID, turnID, phase, callID string, allow []string) (*egress.Endpoint, error) {
+func (a *Activities) openEgress(ctx context.Context, sessionID, turnID, phase, callID string, allow []string) (*egressRun, error) {
 	if len(allow) == 0 {
 		return nil, nil
 	}
@@ -191,18 +214,23 @@ func (a *Activities) openEgress(ctx context.Context, sessionID, turnID, phase, c
 		return nil, nonRetryable(fmt.Errorf("the agent's environment allows network, but this server has no egress proxy"))
 	}
 	bg := context.WithoutCancel(ctx)
-	var mu sync.Mutex
+	run := &egressRun{}
 	ep, err := egress.Open(filepath.Join(a.Egress.Dir, sessionID), a.Copies.UID, egress.Config{
 		Allow:    allow,
 		Resolver: a.Egress.Resolver,
 		Now:      a.Now,
 		Record: func(r egress.Record) {
-			mu.Lock()
-			defer mu.Unlock()
 			d := session.NetworkData{Phase: phase, CallID: callID, Method: r.Method, Host: r.Host, Port: r.Port, Allowed: r.Allowed,
 				Reason: r.Reason, Error: r.Error, Status: r.Status, BytesUp: r.Up, BytesDown: r.Down, DurationMs: r.Duration.Milliseconds()}
 			if r.Addr.IsValid() {
 				d.Addr = r.Addr.String()
+			}
+			if !r.Allowed {
+				run.mu.Lock()
+				if len(run.refused) < 10 {
+					run.refused = append(run.refused, egress.Refusal(r.Host, r.Reason))
+				}
+				run.mu.Unlock()
 			}
 			data, _ := json.Marshal(d)
 			_, _ = a.Store.AppendEvent(bg, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventNetwork, Data: data})
@@ -211,7 +239,8 @@ func (a *Activities) openEgress(ctx context.Context, sessionID, turnID, phase, c
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
-	return ep, nil
+	run.ep = ep
+	return run, nil
 }
 
 // tail keeps the last max bytes written to it.

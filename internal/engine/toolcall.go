@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/paddock-dev/paddock/internal/egress"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -311,18 +310,22 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		env := tool.Env{Root: s.Workdir, Shell: a.Shell, Place: a.place(s, sp), DiskBudget: a.Copies.budget(s.Workdir), Owner: a.Copies.UID, MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}
 		// The network the environment allows commands, through a proxy of
 		// this command's own; none when it allows none.
-		var ep *egress.Endpoint
+		var ep *egressRun
 		if call.Name == tool.RunCommand {
 			if ep, err = a.openEgress(ctx, sessionID, turnID, "command", call.ID, sp.Environment.Network.Commands); err != nil {
 				return finish(session.CallErrored, "", err.Error())
 			}
 			if ep != nil {
-				env.Place.Egress = ep.Socket
+				env.Place.Egress = ep.Socket()
 			}
 		}
 		res, runErr = a.Tools.Only(sp.Tools)[call.Name].Run(ctx, env, call.Args)
 		if ep != nil {
-			_ = ep.Close() // every connection recorded before the call's result
+			// Every connection is recorded before the call's result, and
+			// the refused ones are named in it.
+			if refused := ep.close(); refused != "" {
+				res.Output = strings.TrimRight(res.Output, "\n") + "\n" + refused
+			}
 		}
 	}
 	if runErr != nil {

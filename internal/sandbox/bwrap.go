@@ -45,9 +45,9 @@ type Bwrap struct {
 	// with egress, listens on its loopback and relays to the proxy's
 	// socket (the paddock binary, see egress.ForwarderName).
 	Forwarder string
-	// placeMasks caches the masks of places' own read-only paths.
-	maskMu     sync.Mutex
-	placeMasks map[string][]string
+	// placeMasks caches the masks of places' own read-only paths
+	// (path → []string).
+	placeMasks *sync.Map
 	cgroups    *cgroups
 	// seccomp is the filter program every sandbox loads (--seccomp).
 	seccomp []byte
@@ -65,6 +65,7 @@ func NewBwrap(ctx context.Context, readOnly ...string) (*Bwrap, error) {
 	b := &Bwrap{Path: path, UID: DefaultUID, GID: DefaultUID, MaxProcs: DefaultMaxProcs, MaxMemory: DefaultMaxMemory,
 		MaxCPUs: DefaultMaxCPUs, TmpSize: DefaultTmpSize}
 	b.cgroups = newCgroups()
+	b.placeMasks = &sync.Map{}
 	closeInherited()
 	if b.seccomp, err = seccompProgram(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
@@ -295,18 +296,14 @@ func (b *Bwrap) placeReadOnly(paths []string) ([]string, error) {
 
 // masksOf are the masks of a place's read-only paths, computed once each.
 func (b *Bwrap) masksOf(paths []string) []string {
-	b.maskMu.Lock()
-	defer b.maskMu.Unlock()
-	if b.placeMasks == nil {
-		b.placeMasks = map[string][]string{}
-	}
 	var out []string
 	for _, p := range paths {
-		m, ok := b.placeMasks[p]
-		if !ok {
-			m = masks([]string{p})
-			b.placeMasks[p] = m
+		if m, ok := b.placeMasks.Load(p); ok {
+			out = append(out, m.([]string)...)
+			continue
 		}
+		m := masks([]string{p})
+		b.placeMasks.Store(p, m)
 		out = append(out, m...)
 	}
 	return out

@@ -71,7 +71,7 @@ func TestEgressOnlyThroughTheProxy(t *testing.T) {
 	open := func(allowLoopback bool, allow ...string) *egress.Endpoint {
 		ep, err := egress.Open(filepath.Join(sockDir, "s"), b.UID, egress.Config{Allow: allow, TestingAllowLoopback: allowLoopback,
 			Resolver: names{"allowed.test": {netip.MustParseAddr("127.0.0.1")}, "sneaky.test": {netip.MustParseAddr("127.0.0.1")}},
-			Record: func(r egress.Record) { mu.Lock(); recs = append(recs, r); mu.Unlock() }})
+			Record:   func(r egress.Record) { mu.Lock(); recs = append(recs, r); mu.Unlock() }})
 		require.NoError(t, err)
 		return ep
 	}
