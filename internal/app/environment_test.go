@@ -102,9 +102,10 @@ func provisioning(phases map[session.RuntimePhase]session.PhaseData) time.Durati
 }
 
 // TestGoEnvironmentSetupThenOffline: setup downloads a third-party module
-// with only the module proxy allowed; the agent's `go test` then passes
-// with no network at all, its module cache read-only; a second session on
-// the same repository starts from the saved layer and skips setup.
+// with only the module proxy allowed, and warms the build cache; the
+// agent's `go test` then passes with no network at all, its module cache
+// read-only; a second session on the same repository starts from the
+// saved layer (and a copy of the warmed build cache) and skips setup.
 func TestGoEnvironmentSetupThenOffline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reaches the Go module proxy")
@@ -121,7 +122,7 @@ func TestGoEnvironmentSetupThenOffline(t *testing.T) {
 	model := replayCommand(t, name, `go test -count=1 ./... 2>&1; touch "$(go env GOMODCACHE)/planted" 2>/dev/null && echo CACHE-WRITABLE || echo module cache read-only; curl -sS --max-time 10 https://`+proxy+`/ >/dev/null 2>&1 || echo offline`)
 	applyAgent(t, name, model, fmt.Sprintf(`tools: [run_command]
 environment:
-  setup: go mod download -x 2>&1 | tail -5
+  setup: go mod download && go test -count=1 -run '^$' ./...
   network:
     setup: [%q]
 `, proxy))
@@ -139,6 +140,7 @@ environment:
 	require.NotContains(t, phases2, session.PhaseBuildingImage, "the second session skips setup")
 	require.Contains(t, phases2[session.PhasePreparingEnvironment].Detail, "setup skipped")
 	require.Contains(t, fmt.Sprint(results2), "ok  \tenvtest", "%v", results2)
+	require.NotContains(t, fmt.Sprint(results2), "CACHE-WRITABLE")
 	require.False(t, hasNetwork(t, second.ID, "setup", true))
 	t.Logf("provisioning: first session (setup) %s, second (layer restored) %s", provisioning(phases), provisioning(phases2))
 }
@@ -199,6 +201,23 @@ func TestFailingSetupFailsTheSession(t *testing.T) {
 	s := waitStatus(t, x.ID, session.StatusFailed)
 	require.Contains(t, s.Error, "environment setup failed (exit status 3")
 	require.Contains(t, s.Error, "github.com/x/y@v1: no network")
+	// Nothing was saved: a retry runs setup again.
+	again, err := api.Retry(context.Background(), x.ID)
+	require.NoError(t, err)
+	s = waitStatus(t, again.ID, session.StatusFailed)
+	require.Contains(t, s.Error, "environment setup failed (exit status 3")
+	events, err := api.Events(context.Background(), again.ID, 0)
+	require.NoError(t, err)
+	var phases []string
+	for _, e := range events {
+		if e.Kind == session.EventPhase {
+			var d session.PhaseData
+			require.NoError(t, json.Unmarshal(e.Data, &d))
+			phases = append(phases, string(d.Phase)+": "+d.Error)
+		}
+	}
+	require.Len(t, phases, 1)
+	require.Contains(t, phases[0], "building_image: environment setup failed")
 }
 
 // TestCommandsEgressIsRecordedAndRefusalsNamed: an agent whose commands

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -69,7 +70,7 @@ func (a *Activities) provisionEnvironment(ctx context.Context, s session.Session
 	key := in.Key()
 	if l, ok := a.Copies.Layers.Get(key); ok {
 		return a.phaseSince(ctx, s.ID, session.PhasePreparingEnvironment, start, func() (string, error) {
-			files, err := l.Restore(workdir, a.Copies.UID)
+			files, err := l.Restore(workdir, a.Copies.cache(s), a.Copies.UID)
 			if err != nil {
 				return "", nonRetryable(fmt.Errorf("restore environment layer %s: %w", key[:12], err))
 			}
@@ -132,8 +133,11 @@ func (a *Activities) buildLayer(ctx context.Context, s session.Session, sp spec.
 		if res.TimedOut {
 			why = "timed out after " + time.Duration(env.SetupTimeout).String()
 		}
-		return "", nonRetryable(fmt.Errorf("environment setup failed (%s, after %s); the last of its output:\n%s%s",
-			why, res.Duration.Round(time.Millisecond), out.String(), "\n"+refused))
+		msg := fmt.Sprintf("environment setup failed (%s, after %s); the last of its output:\n%s", why, res.Duration.Round(time.Millisecond), out.String())
+		if refused != "" {
+			msg += "\n" + refused
+		}
+		return "", nonRetryable(errors.New(msg))
 	}
 	changed, err := workspace.RestoreTracked(ctx, s.Workdir, base)
 	if err != nil {
@@ -149,6 +153,11 @@ func (a *Activities) buildLayer(ctx context.Context, s session.Session, sp spec.
 		return "", nonRetryable(fmt.Errorf("after setup: %w", err))
 	}
 	files, err := b.Capture(s.Workdir, paths)
+	if err == nil && place.Cache != "" {
+		var n int
+		n, err = b.CaptureCache(place.Cache)
+		files += n
+	}
 	if err != nil {
 		return "", nonRetryable(fmt.Errorf("save the environment layer: %w", err))
 	}

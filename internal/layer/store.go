@@ -126,9 +126,11 @@ func (l *Layers) Build() (*Build, error) {
 			}
 		}
 	}
-	if err := os.Mkdir(filepath.Join(dir, "copy"), 0o700); err != nil {
-		b.Abort()
-		return nil, err
+	for _, sub := range []string{"copy", "cache"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
+			b.Abort()
+			return nil, err
+		}
 	}
 	return b, nil
 }
@@ -164,6 +166,38 @@ func (b *Build) Capture(workdir string, paths []string) (files int, err error) {
 		files += n
 	}
 	return files, nil
+}
+
+// CaptureCache copies the session's build cache as setup left it (its
+// GOCACHE, say) into the layer, by the same rules as Capture: each later
+// session starts with a copy of its own, so nothing flows between
+// sessions but what setup made.
+func (b *Build) CaptureCache(cache string) (files int, err error) {
+	return copyTree(cache, filepath.Join(b.dir, "cache"), -1)
+}
+
+// copyTree copies every file and link under from into to, owned by uid
+// when uid >= 0; what to already has is kept.
+func copyTree(from, to string, uid int) (files int, err error) {
+	src, err := os.OpenRoot(from)
+	if err != nil {
+		return 0, err
+	}
+	defer src.Close()
+	dst, err := os.OpenRoot(to)
+	if err != nil {
+		return 0, err
+	}
+	defer dst.Close()
+	err = fs.WalkDir(src.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		n, err := copyOne(src, dst, p, uid)
+		files += n
+		return err
+	})
+	return files, err
 }
 
 // copyOne copies path p from src to dst (creating its parent directories),
@@ -291,6 +325,7 @@ func (b *Build) Commit(m Meta) (Layer, error) {
 		b.Abort()
 		return Layer{}, err
 	}
+	_ = os.Chtimes(filepath.Join(b.dir, "meta.json"), m.Built, m.Built) // last used: now
 	b.l.mu.Lock()
 	defer b.l.mu.Unlock()
 	final := filepath.Join(b.l.Dir, m.Key)
@@ -304,33 +339,23 @@ func (b *Build) Commit(m Meta) (Layer, error) {
 	return Layer{Meta: m, Dir: final}, nil
 }
 
-// Restore copies the layer's files into workdir (a fresh working copy),
-// owned by uid when it is not 0; a path the copy already has (tracked at
-// its base) is left as it is.
-func (l Layer) Restore(workdir string, uid int) (files int, err error) {
-	src, err := os.OpenRoot(filepath.Join(l.Dir, "copy"))
-	if err != nil {
-		return 0, err
-	}
-	defer src.Close()
-	dst, err := os.OpenRoot(workdir)
-	if err != nil {
-		return 0, err
-	}
-	defer dst.Close()
+// Restore copies the layer's files into workdir (a fresh working copy)
+// and its build cache into cache (the session's own, "" for none), owned
+// by uid when it is not 0; a path the copy already has (tracked at its
+// base) is left as it is.
+func (l Layer) Restore(workdir, cache string, uid int) (files int, err error) {
 	owner := -1
 	if uid != 0 {
 		owner = uid
 	}
-	err = fs.WalkDir(src.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		n, err := copyOne(src, dst, p, owner)
-		files += n
-		return err
-	})
-	return files, err
+	if files, err = copyTree(filepath.Join(l.Dir, "copy"), workdir, owner); err != nil || cache == "" {
+		return files, err
+	}
+	if _, err := os.Stat(filepath.Join(l.Dir, "cache")); err != nil {
+		return files, nil
+	}
+	n, err := copyTree(filepath.Join(l.Dir, "cache"), cache, owner)
+	return files + n, err
 }
 
 // Use records that session uses the layer: it is not evicted while so.
