@@ -127,6 +127,36 @@ func TestExtraReadOnlyPaths(t *testing.T) {
 	require.ErrorContains(t, err, "absolute")
 }
 
+// TestPlaceReadOnlyPaths: an agent's environment shows its own toolchain
+// read-only (secrets masked) to its commands only, and can never name a
+// path inside Paddock's hidden data directory.
+func TestPlaceReadOnlyPaths(t *testing.T) {
+	sdk := t.TempDir()
+	require.NoError(t, os.Chmod(filepath.Dir(sdk), 0o755))
+	require.NoError(t, os.Chmod(sdk, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(sdk, "tool"), []byte("TOOL\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(sdk, "id_ed25519_key"), []byte("KEY\n"), 0o644))
+	script := fmt.Sprintf(`cat %[1]s/tool; cat %[1]s/id_ed25519_key; echo x > %[1]s/new && echo WRITABLE; true`, sdk)
+	var out strings.Builder
+	res, err := box.Run(context.Background(), Command{Place: Place{Workdir: workdir(t), ReadOnly: []string{sdk}}, Stdout: &out, Stderr: &out, Timeout: 20 * time.Second, Script: script})
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode, out.String())
+	require.Contains(t, out.String(), "TOOL")
+	require.NotContains(t, out.String(), "KEY")
+	require.NotContains(t, out.String(), "WRITABLE")
+	out.Reset()
+	_, err = box.Run(context.Background(), Command{Place: Place{Workdir: workdir(t)}, Stdout: &out, Stderr: &out, Timeout: 20 * time.Second, Script: script})
+	require.NoError(t, err)
+	require.NotContains(t, out.String(), "TOOL", "another place does not see it")
+
+	hiding := *box
+	hiding.Hide = []string{filepath.Dir(sdk)}
+	_, err = hiding.Run(context.Background(), Command{Place: Place{Workdir: workdir(t), ReadOnly: []string{sdk}}, Script: "true"})
+	require.ErrorContains(t, err, "inside Paddock's data directory")
+	_, err = box.Run(context.Background(), Command{Place: Place{Workdir: workdir(t), ReadOnly: []string{"/nonexistent/sdk"}}, Script: "true"})
+	require.ErrorContains(t, err, "no such file")
+}
+
 // TestCPUIsBounded: four busy loops for 4 s get at most the command's CPU
 // budget (here half a CPU), not every core of the host.
 func TestCPUIsBounded(t *testing.T) {
