@@ -16,6 +16,11 @@ import (
 // any other package that starts a program is a path from it to the host.
 var starters = map[string]bool{"sandbox": true, "workspace": true, "volume": true}
 
+// inSandbox are files whose code runs only inside a sandbox: the egress
+// forwarder starts the sandboxed command as its child (the paddock binary
+// started as paddock-egress-forward by bwrap, see egress.Reexec).
+var inSandbox = map[string]bool{"egress/forwarder.go": true}
+
 // TestOnlyStartersStartPrograms fails when production code outside those
 // packages calls os/exec (or os.StartProcess, syscall.Exec).
 func TestOnlyStartersStartPrograms(t *testing.T) {
@@ -42,7 +47,7 @@ func TestOnlyStartersStartPrograms(t *testing.T) {
 				call := x.Name + "." + sel.Sel.Name
 				switch call {
 				case "exec.Command", "exec.CommandContext", "os.StartProcess", "syscall.Exec", "syscall.ForkExec", "exec.LookPath":
-					if !starters[pkg] {
+					if !starters[pkg] && !inSandbox[filepath.ToSlash(path)] {
 						t.Errorf("%s: %s outside the packages that may start programs (%v)", fset.Position(sel.Pos()), call, starters)
 					}
 				}

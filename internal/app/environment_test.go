@@ -187,6 +187,14 @@ environment:
 	d, err := api.Diff(context.Background(), x.ID)
 	require.NoError(t, err)
 	require.Empty(t, d.Files, "restored dependencies are not the agent's changes")
+
+	// Another commit, same manifests: setup may run any file of the
+	// repository, so by default a layer serves only the same files.
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "test.js"), []byte("console.log('npm tests passed');\n"), 0o644))
+	out, err := exec.Command("git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "change").CombinedOutput()
+	require.NoError(t, err, string(out))
+	_, phases3, _ := envSession(t, name, repo)
+	require.Contains(t, phases3, session.PhaseBuildingImage, "a new tree builds its own layer")
 	t.Logf("provisioning: first session (setup) %s, second (layer restored) %s", provisioning(phases), provisioning(phases2))
 }
 

@@ -34,16 +34,31 @@ type Copies struct {
 	busy sandboxed
 }
 
-// Discard puts a session's copy back at base and hands what git restored
-// (as root) back to the sandbox user, so the agent can go on editing it.
-func (c *Copies) Discard(ctx context.Context, workdir, base string) error {
-	if err := workspace.Discard(ctx, workdir, base); err != nil {
+// Discard puts session x's copy back at its base, its environment layer
+// (if any) restored again, and hands what git restored (as root) back to
+// the sandbox user, so the agent can go on editing it.
+func (c *Copies) Discard(ctx context.Context, x session.Session) error {
+	if err := workspace.Discard(ctx, x.Workdir, x.BaseCommit); err != nil {
 		return err
 	}
+	if l, ok := c.Layers.Of(x.ID); ok {
+		if _, err := l.Restore(x.Workdir, "", c.UID); err != nil {
+			return fmt.Errorf("restore the environment layer: %w", err)
+		}
+	}
 	if c.UID != 0 {
-		return chownTree(workdir, c.UID)
+		return chownTree(x.Workdir, c.UID)
 	}
 	return nil
+}
+
+// scratch is a directory of session s's own in its volume (so its disk
+// budget bounds it), "" when s has no volume.
+func (c *Copies) scratch(s session.Session, name string) string {
+	if id, ok := c.volumeOf(s.Workdir); ok {
+		return filepath.Join(c.Volumes.Path(id), name)
+	}
+	return ""
 }
 
 // dir is where session s's working copy goes, its volume made and

@@ -2,10 +2,11 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -52,8 +53,8 @@ func (a *Activities) provisionEnvironment(ctx context.Context, s session.Session
 		return nonRetryable(fmt.Errorf("agent %s declares an environment setup, but this server keeps no environment layers", sp.Name))
 	}
 	if _, ok := a.Copies.Layers.Of(s.ID); ok {
-		_, err := prepare() // a retried provision that already has its environment
-		return err
+		// A retried provision that already has its environment.
+		return a.phase(ctx, s.ID, session.PhasePreparingEnvironment, prepare)
 	}
 	// The key needs the manifests at the base commit, so the working copy
 	// comes first; which phase it belongs to is known once the key is.
@@ -67,15 +68,24 @@ func (a *Activities) provisionEnvironment(ctx context.Context, s session.Session
 	}
 	in := layer.Inputs{Project: s.Project, Repo: s.Repo, Manifests: manifests, Setup: env.Setup, Network: env.Network.Setup,
 		Env: env.Env, ReadOnly: env.ReadOnlyPaths, Toolchains: layer.Toolchains(sandbox.Environment(nil)["PATH"], env.ReadOnlyPaths)}
+	if env.Reuse != spec.ReuseManifests {
+		// By default a layer serves only the same files: setup may run
+		// any of them (scripts/setup.sh, a postinstall), so a layer built
+		// on one commit must not be trusted on another.
+		if in.Tree, err = workspace.Tree(ctx, workdir, base); err != nil {
+			return nonRetryable(fmt.Errorf("read the base tree: %w", err))
+		}
+	}
 	key := in.Key()
-	if l, ok := a.Copies.Layers.Get(key); ok {
+	l, ok, err := a.Copies.Layers.Acquire(key, s.ID)
+	if err != nil {
+		return err
+	}
+	if ok {
 		return a.phaseSince(ctx, s.ID, session.PhasePreparingEnvironment, start, func() (string, error) {
 			files, err := l.Restore(workdir, a.Copies.cache(s), a.Copies.UID)
 			if err != nil {
 				return "", nonRetryable(fmt.Errorf("restore environment layer %s: %w", key[:12], err))
-			}
-			if err := a.Copies.Layers.Use(key, s.ID); err != nil {
-				return "", err
 			}
 			return fmt.Sprintf("working copy at %s; environment layer %s restored, setup skipped (%d files, %s)",
 				shortHash(base), key[:12], files, bytesHuman(l.Bytes)), nil
@@ -91,9 +101,14 @@ func (a *Activities) provisionEnvironment(ctx context.Context, s session.Session
 // allows for setup, then saves the result as the layer named key.
 func (a *Activities) buildLayer(ctx context.Context, s session.Session, sp spec.Agent, base string, in layer.Inputs, key string) (string, error) {
 	env := sp.Environment
-	b, err := a.Copies.Layers.Build()
+	b, err := a.Copies.Layers.Build(a.Copies.scratch(s, "deps"))
 	if err != nil {
 		return "", err
+	}
+	// A layer is bounded by the session's disk budget (what setup could
+	// write at all), or by the layers' whole bound.
+	if b.Limit = a.Copies.budget(s.Workdir); b.Limit == 0 {
+		b.Limit = a.Copies.Layers.MaxBytes
 	}
 	done := false
 	defer func() {
@@ -161,13 +176,10 @@ func (a *Activities) buildLayer(ctx context.Context, s session.Session, sp spec.
 	if err != nil {
 		return "", nonRetryable(fmt.Errorf("save the environment layer: %w", err))
 	}
-	l, err := b.Commit(layer.Meta{Key: key, Inputs: in, SetupSeconds: res.Duration.Seconds(), Files: files})
+	l, err := b.Commit(layer.Meta{Key: key, Inputs: in, SetupSeconds: res.Duration.Seconds(), Files: files}, s.ID)
 	done = true
 	if err != nil {
-		return "", fmt.Errorf("save the environment layer: %w", err)
-	}
-	if err := a.Copies.Layers.Use(key, s.ID); err != nil {
-		return "", err
+		return "", nonRetryable(fmt.Errorf("save the environment layer: %w", err))
 	}
 	_, _ = a.Copies.Layers.Evict()
 	detail := fmt.Sprintf("setup ran in %s; environment layer %s saved (%d files, %s)", res.Duration.Round(time.Millisecond), key[:12], files, bytesHuman(l.Bytes))
@@ -189,11 +201,20 @@ func (a *Activities) place(s session.Session, sp spec.Agent) sandbox.Place {
 	return p
 }
 
+// maxNetworkEvents bounds the connections of one run recorded one by
+// one; the rest are counted in one notice (a command could otherwise
+// flood the transcript with refused requests on a keep-alive connection).
+const maxNetworkEvents = 200
+
 // egressRun is the proxy of one sandboxed run allowed the network.
 type egressRun struct {
-	ep      *egress.Endpoint
-	mu      sync.Mutex
-	refused []string
+	ep       *egress.Endpoint
+	mu       sync.Mutex
+	refused  []string
+	recorded int
+	more     int // connections beyond maxNetworkEvents
+	moreRefs int // of which refused
+	notice   func(text string)
 }
 
 // Socket is the proxy's socket, to bind into the sandbox.
@@ -206,6 +227,9 @@ func (r *egressRun) close() string {
 	_ = r.ep.Close()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.more > 0 {
+		r.notice(fmt.Sprintf("%d more connections through the egress proxy (%d refused) were counted, not recorded one by one", r.more, r.moreRefs))
+	}
 	if len(r.refused) == 0 {
 		return ""
 	}
@@ -223,7 +247,10 @@ func (a *Activities) openEgress(ctx context.Context, sessionID, turnID, phase, c
 		return nil, nonRetryable(fmt.Errorf("the agent's environment allows network, but this server has no egress proxy"))
 	}
 	bg := context.WithoutCancel(ctx)
-	run := &egressRun{}
+	run := &egressRun{notice: func(text string) {
+		data, _ := json.Marshal(session.TextData{Text: text})
+		_, _ = a.Store.AppendEvent(bg, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventNotice, Data: data})
+	}}
 	ep, err := egress.Open(filepath.Join(a.Egress.Dir, sessionID), a.Copies.UID, egress.Config{
 		Allow:    allow,
 		Resolver: a.Egress.Resolver,
@@ -234,13 +261,20 @@ func (a *Activities) openEgress(ctx context.Context, sessionID, turnID, phase, c
 			if r.Addr.IsValid() {
 				d.Addr = r.Addr.String()
 			}
-			if !r.Allowed {
-				run.mu.Lock()
-				if len(run.refused) < 10 {
-					run.refused = append(run.refused, egress.Refusal(r.Host, r.Reason))
+			run.mu.Lock()
+			if msg := egress.Refusal(r.Host, r.Reason); !r.Allowed && len(run.refused) < 10 && !slices.Contains(run.refused, msg) {
+				run.refused = append(run.refused, msg)
+			}
+			if run.recorded >= maxNetworkEvents {
+				run.more++
+				if !r.Allowed {
+					run.moreRefs++
 				}
 				run.mu.Unlock()
+				return
 			}
+			run.recorded++
+			run.mu.Unlock()
 			data, _ := json.Marshal(d)
 			_, _ = a.Store.AppendEvent(bg, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventNetwork, Data: data})
 		},

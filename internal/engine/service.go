@@ -852,7 +852,7 @@ func (s *Service) Reject(ctx context.Context, id string, by session.Sender) (ses
 			return x, err
 		}
 		defer release()
-		if err := s.Copies.Discard(ctx, x.Workdir, x.BaseCommit); err != nil {
+		if err := s.Copies.Discard(ctx, x); err != nil {
 			return x, err
 		}
 	}

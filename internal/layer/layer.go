@@ -39,6 +39,9 @@ type Inputs struct {
 	ReadOnly  []string          `json:"readOnly"`
 	// Toolchains identify the toolchains commands find (see Toolchains).
 	Toolchains []string `json:"toolchains"`
+	// Tree is the base commit's tree: set unless the environment reuses
+	// its layer across commits with the same manifests.
+	Tree string `json:"tree,omitempty"`
 }
 
 // Key is the layer's name: the SHA-256 of the canonical form of its inputs.

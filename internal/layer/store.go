@@ -73,8 +73,8 @@ func validKey(key string) bool {
 	return err == nil
 }
 
-// Get returns the layer named key if it is built, and marks it used now.
-func (l *Layers) Get(key string) (Layer, bool) {
+// get reads the layer named key, if it is built.
+func (l *Layers) get(key string) (Layer, bool) {
 	if !validKey(key) {
 		return Layer{}, false
 	}
@@ -87,9 +87,33 @@ func (l *Layers) Get(key string) (Layer, bool) {
 	if json.Unmarshal(b, &m) != nil || m.Key != key {
 		return Layer{}, false
 	}
-	now := l.now()
-	_ = os.Chtimes(filepath.Join(dir, "meta.json"), now, now)
 	return Layer{Meta: m, Dir: dir}, true
+}
+
+// Acquire returns the layer named key if it is built, marked used now and
+// used by session: it is not evicted until Release(session).
+func (l *Layers) Acquire(key, session string) (Layer, bool, error) {
+	if !validSession(session) {
+		return Layer{}, false, fmt.Errorf("layer: invalid session %q", session)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lay, ok := l.get(key)
+	if !ok {
+		return Layer{}, false, nil
+	}
+	return lay, true, l.use(lay, session)
+}
+
+// use marks lay used now, by session. Call with mu held.
+func (l *Layers) use(lay Layer, session string) error {
+	now := l.now()
+	_ = os.Chtimes(filepath.Join(lay.Dir, "meta.json"), now, now)
+	dir := filepath.Join(lay.Dir, "users")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, session), nil, 0o600)
 }
 
 // Build is a layer being built: setup fills Deps (bound writable into its
@@ -98,10 +122,23 @@ func (l *Layers) Get(key string) (Layer, bool) {
 type Build struct {
 	l   *Layers
 	dir string
+	// deps is where setup writes the dependency caches: under the build,
+	// or a directory of the session's own (its volume, so its disk budget
+	// bounds what setup writes), copied into the layer at Commit.
+	deps string
+	// Limit bounds the bytes a layer may hold (apparent sizes, so a sparse
+	// or hard-linked file counts in full); 0 for no bound.
+	Limit int64
+	bytes int64
 }
 
-// Build starts building a layer.
-func (l *Layers) Build() (*Build, error) {
+// ErrTooLarge says an environment outgrew its layer's bound.
+var ErrTooLarge = errors.New("the environment is larger than its bound")
+
+// Build starts building a layer; deps, when set, is an empty directory of
+// the session's own where setup writes the dependency caches (owned by
+// the sandbox user), else they go under the build.
+func (l *Layers) Build(deps string) (*Build, error) {
 	if err := os.MkdirAll(l.Dir, 0o711); err != nil {
 		return nil, err
 	}
@@ -112,10 +149,17 @@ func (l *Layers) Build() (*Build, error) {
 	if err := os.Mkdir(dir, 0o711); err != nil {
 		return nil, err
 	}
-	b := &Build{l: l, dir: dir}
-	for _, sub := range []string{"deps", "deps/go", "deps/go/mod", "deps/npm", "deps/pip"} {
-		p := filepath.Join(dir, sub)
-		if err := os.Mkdir(p, 0o700); err != nil {
+	b := &Build{l: l, dir: dir, deps: deps}
+	if deps == "" {
+		b.deps = filepath.Join(dir, "deps")
+		if err := os.Mkdir(b.deps, 0o700); err != nil {
+			b.Abort()
+			return nil, err
+		}
+	}
+	for _, sub := range []string{".", "go", "go/mod", "npm", "pip"} {
+		p := filepath.Join(b.deps, sub)
+		if err := os.MkdirAll(p, 0o700); err != nil {
 			b.Abort()
 			return nil, err
 		}
@@ -136,36 +180,26 @@ func (l *Layers) Build() (*Build, error) {
 }
 
 // Deps is where setup writes the dependency caches.
-func (b *Build) Deps() string { return filepath.Join(b.dir, "deps") }
+func (b *Build) Deps() string { return b.deps }
 
 // Abort throws the build away.
-func (b *Build) Abort() { _ = os.RemoveAll(b.dir) }
+func (b *Build) Abort() {
+	_ = os.RemoveAll(b.dir)
+	if b.deps != filepath.Join(b.dir, "deps") {
+		_ = os.RemoveAll(b.deps)
+	}
+}
 
 // Capture copies the files at paths (relative to workdir, as git lists
-// untracked files) into the layer. The working copy is hostile: every path
-// is resolved inside workdir (os.Root: no symbolic link leads out), a
-// regular file is read only after it is opened without following a link
-// and found regular, a symbolic link is kept as a link (never followed),
-// and anything else (pipes, sockets, devices) is left out.
+// untracked files) into the layer. The working copy is hostile: a path
+// with a symbolic link among its directories is left out (and os.Root
+// keeps every path inside workdir), a regular file is read only after it
+// is opened without following a link and found regular, a symbolic link
+// is kept as a link (never followed), anything else (pipes, sockets,
+// devices) and anything in a .git directory is left out, and the bytes
+// copied count against Limit.
 func (b *Build) Capture(workdir string, paths []string) (files int, err error) {
-	src, err := os.OpenRoot(workdir)
-	if err != nil {
-		return 0, err
-	}
-	defer src.Close()
-	dst, err := os.OpenRoot(filepath.Join(b.dir, "copy"))
-	if err != nil {
-		return 0, err
-	}
-	defer dst.Close()
-	for _, p := range paths {
-		n, err := copyOne(src, dst, p, -1)
-		if err != nil {
-			return files, fmt.Errorf("capture %s: %w", p, err)
-		}
-		files += n
-	}
-	return files, nil
+	return b.copy(workdir, filepath.Join(b.dir, "copy"), paths)
 }
 
 // CaptureCache copies the session's build cache as setup left it (its
@@ -173,12 +207,28 @@ func (b *Build) Capture(workdir string, paths []string) (files int, err error) {
 // session starts with a copy of its own, so nothing flows between
 // sessions but what setup made.
 func (b *Build) CaptureCache(cache string) (files int, err error) {
-	return copyTree(cache, filepath.Join(b.dir, "cache"), -1)
+	return b.copy(cache, filepath.Join(b.dir, "cache"), nil)
 }
 
-// copyTree copies every file and link under from into to, owned by uid
-// when uid >= 0; what to already has is kept.
-func copyTree(from, to string, uid int) (files int, err error) {
+// copy copies paths (every file under from when nil) into to, counting
+// against the build's Limit.
+func (b *Build) copy(from, to string, paths []string) (int, error) {
+	c := copier{uid: -1, limit: b.Limit, used: b.bytes}
+	n, err := c.tree(from, to, paths)
+	b.bytes = c.used
+	return n, err
+}
+
+// copier copies files between two trees, hostile ones included.
+type copier struct {
+	// uid owns what is created, when >= 0.
+	uid int
+	// limit bounds used (0: none).
+	limit, used int64
+}
+
+// tree copies paths (every file under from when nil) from from into to.
+func (c *copier) tree(from, to string, paths []string) (files int, err error) {
 	src, err := os.OpenRoot(from)
 	if err != nil {
 		return 0, err
@@ -189,24 +239,50 @@ func copyTree(from, to string, uid int) (files int, err error) {
 		return 0, err
 	}
 	defer dst.Close()
+	one := func(p string) error {
+		n, err := c.one(src, dst, p)
+		files += n
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		return nil
+	}
+	if paths != nil {
+		for _, p := range paths {
+			if err := one(p); err != nil {
+				return files, err
+			}
+		}
+		return files, nil
+	}
 	err = fs.WalkDir(src.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		n, err := copyOne(src, dst, p, uid)
-		files += n
-		return err
+		return one(p)
 	})
 	return files, err
 }
 
-// copyOne copies path p from src to dst (creating its parent directories),
-// owned by uid when uid >= 0; it skips p when dst already has it. It
-// reports 1 when it copied something.
-func copyOne(src, dst *os.Root, p string, uid int) (int, error) {
+// one copies path p from src to dst, making the directories above it
+// (owned by uid when uid >= 0; directories that exist are left as they
+// are). It skips p when a directory above it is a link or not a directory
+// on either side, when dst already has it, and when it is not a regular
+// file or a link. It reports 1 when it copied something.
+func (c *copier) one(src, dst *os.Root, p string) (int, error) {
 	p = filepath.Clean(p)
-	if p == "." || strings.HasPrefix(p, "..") || filepath.IsAbs(p) || p == ".git" || strings.HasPrefix(p, ".git/") {
+	if p == "." || p == ".." || strings.HasPrefix(p, "../") || filepath.IsAbs(p) {
 		return 0, nil
+	}
+	parts := strings.Split(p, "/")
+	if slices.Contains(parts, ".git") {
+		return 0, nil
+	}
+	for i := 1; i < len(parts); i++ {
+		fi, err := src.Lstat(filepath.Join(parts[:i]...))
+		if err != nil || !fi.IsDir() {
+			return 0, nil
+		}
 	}
 	fi, err := src.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -215,21 +291,32 @@ func copyOne(src, dst *os.Root, p string, uid int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, err := dst.Lstat(p); err == nil {
-		return 0, nil // the working copy's own (tracked) file wins
+	if !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0 {
+		return 0, nil
 	}
-	if dir := filepath.Dir(p); dir != "." {
-		if err := dst.MkdirAll(dir, 0o755); err != nil {
-			return 0, err
-		}
-		if uid >= 0 {
-			if err := chownParents(dst, dir, uid); err != nil {
+	for i := 1; i < len(parts); i++ {
+		dir := filepath.Join(parts[:i]...)
+		di, err := dst.Lstat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err := dst.Mkdir(dir, 0o755); err != nil {
 				return 0, err
 			}
+			if c.uid >= 0 {
+				if err := dst.Lchown(dir, c.uid, c.uid); err != nil {
+					return 0, err
+				}
+			}
+		case err != nil:
+			return 0, err
+		case !di.IsDir():
+			return 0, nil // a link or a file of the destination's own: left alone
 		}
 	}
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
+	if _, err := dst.Lstat(p); err == nil {
+		return 0, nil // the destination's own (tracked) file wins
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
 		target, err := src.Readlink(p)
 		if err != nil {
 			return 0, err
@@ -237,7 +324,7 @@ func copyOne(src, dst *os.Root, p string, uid int) (int, error) {
 		if err := dst.Symlink(target, p); err != nil {
 			return 0, err
 		}
-	case fi.Mode().IsRegular():
+	} else {
 		in, err := src.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			return 0, err
@@ -247,46 +334,54 @@ func copyOne(src, dst *os.Root, p string, uid int) (int, error) {
 		if err != nil || !st.Mode().IsRegular() {
 			return 0, nil // swapped for something else: left out
 		}
+		if c.limit > 0 && c.used+st.Size() > c.limit {
+			return 0, fmt.Errorf("%w (%d bytes)", ErrTooLarge, c.limit)
+		}
+		c.used += st.Size()
 		out, err := dst.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, st.Mode().Perm()&0o755)
 		if err != nil {
 			return 0, err
 		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
+		_, err = io.Copy(out, io.LimitReader(in, st.Size()))
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
 			return 0, err
 		}
-		if err := out.Close(); err != nil {
-			return 0, err
-		}
-	default:
-		return 0, nil
+		_ = dst.Chtimes(p, st.ModTime(), st.ModTime())
 	}
-	if uid >= 0 {
-		if err := dst.Lchown(p, uid, uid); err != nil {
+	if c.uid >= 0 {
+		if err := dst.Lchown(p, c.uid, c.uid); err != nil {
 			return 0, err
 		}
 	}
 	return 1, nil
 }
 
-// chownParents gives dir and its parents (inside dst) to uid.
-func chownParents(dst *os.Root, dir string, uid int) error {
-	for d := dir; d != "." && d != "/"; d = filepath.Dir(d) {
-		if err := dst.Lchown(d, uid, uid); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Commit makes the build the layer named by m.Key: the dependency caches
-// become root's, readable by all (the sandbox binds them read-only), and
-// the build is renamed into place. When another build of the same key got
-// there first, that one is kept and this one thrown away.
-func (b *Build) Commit(m Meta) (Layer, error) {
-	if !validKey(m.Key) {
+// Commit makes the build the layer named by m.Key, used by session: the
+// dependency caches are copied into it when setup wrote them elsewhere
+// (counting against Limit), become root's and readable by all (the
+// sandbox binds them read-only), and the build is renamed into place.
+// When another build of the same key got there first, that one is kept
+// and this one thrown away.
+func (b *Build) Commit(m Meta, session string) (Layer, error) {
+	if !validKey(m.Key) || !validSession(session) {
 		b.Abort()
-		return Layer{}, fmt.Errorf("layer: invalid key %q", m.Key)
+		return Layer{}, fmt.Errorf("layer: invalid key %q or session %q", m.Key, session)
+	}
+	deps := filepath.Join(b.dir, "deps")
+	if b.deps != deps {
+		if err := os.Mkdir(deps, 0o755); err != nil {
+			b.Abort()
+			return Layer{}, err
+		}
+		if _, err := b.copy(b.deps, deps, nil); err != nil {
+			b.Abort()
+			return Layer{}, fmt.Errorf("dependency caches: %w", err)
+		}
+		_ = os.RemoveAll(b.deps)
+		b.deps = deps
 	}
 	var size int64
 	err := filepath.WalkDir(b.dir, func(p string, d fs.DirEntry, err error) error {
@@ -300,7 +395,7 @@ func (b *Build) Commit(m Meta) (Layer, error) {
 		if fi.Mode().IsRegular() {
 			size += fi.Size()
 		}
-		if strings.HasPrefix(p, b.Deps()) {
+		if p == deps || strings.HasPrefix(p, deps+"/") {
 			if err := os.Lchown(p, 0, 0); err != nil {
 				return err
 			}
@@ -325,49 +420,37 @@ func (b *Build) Commit(m Meta) (Layer, error) {
 		b.Abort()
 		return Layer{}, err
 	}
-	_ = os.Chtimes(filepath.Join(b.dir, "meta.json"), m.Built, m.Built) // last used: now
 	b.l.mu.Lock()
 	defer b.l.mu.Unlock()
-	final := filepath.Join(b.l.Dir, m.Key)
-	if err := os.Rename(b.dir, final); err != nil {
+	lay := Layer{Meta: m, Dir: filepath.Join(b.l.Dir, m.Key)}
+	if err := os.Rename(b.dir, lay.Dir); err != nil {
 		b.Abort()
-		if l, ok := b.l.Get(m.Key); ok {
-			return l, nil
+		var ok bool
+		if lay, ok = b.l.get(m.Key); !ok {
+			return Layer{}, err
 		}
-		return Layer{}, err
 	}
-	return Layer{Meta: m, Dir: final}, nil
+	return lay, b.l.use(lay, session)
 }
 
 // Restore copies the layer's files into workdir (a fresh working copy)
 // and its build cache into cache (the session's own, "" for none), owned
 // by uid when it is not 0; a path the copy already has (tracked at its
-// base) is left as it is.
+// base) is left as it is, and nothing is written through a link of the
+// copy's or into its .git.
 func (l Layer) Restore(workdir, cache string, uid int) (files int, err error) {
-	owner := -1
+	c := copier{uid: -1}
 	if uid != 0 {
-		owner = uid
+		c.uid = uid
 	}
-	if files, err = copyTree(filepath.Join(l.Dir, "copy"), workdir, owner); err != nil || cache == "" {
+	if files, err = c.tree(filepath.Join(l.Dir, "copy"), workdir, nil); err != nil || cache == "" {
 		return files, err
 	}
 	if _, err := os.Stat(filepath.Join(l.Dir, "cache")); err != nil {
 		return files, nil
 	}
-	n, err := copyTree(filepath.Join(l.Dir, "cache"), cache, owner)
+	n, err := c.tree(filepath.Join(l.Dir, "cache"), cache, nil)
 	return files + n, err
-}
-
-// Use records that session uses the layer: it is not evicted while so.
-func (l *Layers) Use(key, session string) error {
-	if !validKey(key) || !validSession(session) {
-		return fmt.Errorf("layer: invalid key or session")
-	}
-	dir := filepath.Join(l.Dir, key, "users")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, session), nil, 0o600)
 }
 
 // Of is the layer session uses, if any.
@@ -377,7 +460,7 @@ func (l *Layers) Of(session string) (Layer, bool) {
 	}
 	matches, _ := filepath.Glob(filepath.Join(l.Dir, "*", "users", session))
 	for _, m := range matches {
-		if lay, ok := l.Get(filepath.Base(filepath.Dir(filepath.Dir(m)))); ok {
+		if lay, ok := l.get(filepath.Base(filepath.Dir(filepath.Dir(m)))); ok {
 			return lay, true
 		}
 	}

@@ -210,7 +210,7 @@ func (b *Bwrap) Args(p Place) ([]string, error) {
 		"--dev", "/dev", "--remount-ro", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--proc", "/proc",
 		// tmpfs first: read-only paths and a working copy under them are bound over them.
 		"--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/home", "--dir", Home, "--dir", "/var/tmp"}
-	extra, err := b.placeReadOnly(p.ReadOnly)
+	extra, links, err := b.placeReadOnly(p.ReadOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -225,6 +225,11 @@ func (b *Bwrap) Args(p Place) ([]string, error) {
 			}
 		default:
 			args = append(args, "--ro-bind", v, v)
+		}
+	}
+	for _, from := range slices.Sorted(maps.Keys(links)) {
+		if !inView(view, from) {
+			args = append(args, "--symlink", links[from], from)
 		}
 	}
 	for _, m := range append(append([]string{}, b.masks...), b.masksOf(extra)...) {
@@ -272,26 +277,47 @@ func (b *Bwrap) view(extra []string) []string {
 	return append(append(append([]string{}, system...), b.readOnly...), extra...)
 }
 
-// placeReadOnly checks a place's read-only paths: absolute, existing, not
-// the root, and not inside a hidden directory.
-func (b *Bwrap) placeReadOnly(paths []string) ([]string, error) {
-	var out []string
+// placeReadOnly checks a place's read-only paths and resolves their
+// links: each must be absolute, exist, not be the root, and neither it
+// nor what it resolves to may lie inside a hidden directory. It returns
+// the resolved paths (to bind) and, for a path that is itself a link or
+// lies under one (/opt/sdk -> sdk-1.2), the link to make to it.
+func (b *Bwrap) placeReadOnly(paths []string) (real []string, links map[string]string, err error) {
+	links = map[string]string{}
 	for _, p := range paths {
 		c := filepath.Clean(p)
 		if !filepath.IsAbs(p) || c == "/" {
-			return nil, fmt.Errorf("sandbox read-only path %q: want an absolute path other than /", p)
+			return nil, nil, fmt.Errorf("sandbox read-only path %q: want an absolute path other than /", p)
 		}
-		if _, err := os.Stat(c); err != nil {
-			return nil, fmt.Errorf("sandbox read-only path: %w", err)
+		r, err := filepath.EvalSymlinks(c)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sandbox read-only path: %w", err)
+		}
+		if r == "/" {
+			return nil, nil, fmt.Errorf("sandbox read-only path %q resolves to /", p)
 		}
 		for _, h := range b.Hide {
-			if h != "" && (c == h || strings.HasPrefix(c, h+"/")) {
-				return nil, fmt.Errorf("sandbox read-only path %s: inside Paddock's data directory, which commands never see", c)
+			if h == "" {
+				continue
+			}
+			hidden := []string{h}
+			if rh, err := filepath.EvalSymlinks(h); err == nil {
+				hidden = append(hidden, rh)
+			}
+			for _, hh := range hidden {
+				for _, x := range []string{c, r} {
+					if x == hh || strings.HasPrefix(x, hh+"/") || strings.HasPrefix(hh, x+"/") {
+						return nil, nil, fmt.Errorf("sandbox read-only path %s: holds or lies in Paddock's data directory, which commands never see", p)
+					}
+				}
 			}
 		}
-		out = append(out, c)
+		real = append(real, r)
+		if r != c {
+			links[c] = r
+		}
 	}
-	return out, nil
+	return real, links, nil
 }
 
 // masksOf are the masks of a place's read-only paths, computed once each.

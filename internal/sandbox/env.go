@@ -62,47 +62,78 @@ var owned = map[string]bool{"PATH": true, "HOME": true, "USER": true, "TMPDIR": 
 
 // carriers make a program run code of their value's choosing: a shell's
 // startup files and hooks, the dynamic loader, interpreters' startup and
-// module paths, the compilers and helpers build tools start, git's
-// helpers and configuration, editors and pagers programs open.
+// module paths, the compilers and helpers build tools start, editors and
+// pagers programs open.
 var carriers = map[string]bool{
 	"BASH_ENV": true, "ENV": true, "SHELLOPTS": true, "BASHOPTS": true, "ZDOTDIR": true, "PROMPT_COMMAND": true,
 	"PS0": true, "PS1": true, "PS2": true, "PS4": true, "IFS": true, "CDPATH": true, "GLOBIGNORE": true, "BASH_XTRACEFD": true,
-	"NODE_OPTIONS": true, "NODE_PATH": true, "PYTHONSTARTUP": true, "PYTHONPATH": true, "PYTHONHOME": true,
-	"PYTHONUSERBASE": true, "PERL5OPT": true, "PERL5LIB": true, "PERLLIB": true, "PERL5DB": true, "RUBYOPT": true,
-	"RUBYLIB": true, "JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true, "JDK_JAVA_OPTIONS": true, "CLASSPATH": true,
-	"GCONV_PATH": true, "CC": true, "CXX": true, "CPP": true, "LD": true, "AR": true, "FC": true, "CGO_LDFLAGS": true,
-	"CGO_CFLAGS": true, "CGO_CXXFLAGS": true, "CGO_CPPFLAGS": true, "RUSTC": true, "RUSTC_WRAPPER": true, "RUSTFLAGS": true,
-	"CARGO_BUILD_RUSTC_WRAPPER": true, "MAKEFLAGS": true, "MAKEFILES": true, "EDITOR": true, "VISUAL": true, "PAGER": true,
-	"MANPAGER": true, "LESSOPEN": true, "LESSCLOSE": true, "BROWSER": true, "SSH_ASKPASS": true, "SUDO_ASKPASS": true,
-	"GIT_ASKPASS": true, "GIT_EDITOR": true, "GIT_PAGER": true, "GIT_EXTERNAL_DIFF": true, "GIT_EXEC_PATH": true,
-	"GIT_DIR": true, "GIT_WORK_TREE": true, "GIT_TEMPLATE_DIR": true, "GIT_PROXY_COMMAND": true, "GIT_SEQUENCE_EDITOR": true,
+	"FCEDIT": true, "CLASSPATH": true, "CC": true, "CXX": true, "CPP": true, "LD": true, "AR": true, "AS": true, "FC": true,
+	"NM": true, "RANLIB": true, "STRIP": true, "OBJCOPY": true, "COMPILER_PATH": true, "LIBRARY_PATH": true, "CPATH": true,
+	"C_INCLUDE_PATH": true, "CPLUS_INCLUDE_PATH": true, "EDITOR": true, "VISUAL": true, "PAGER": true, "MANPAGER": true,
+	"BROWSER": true, "TAR_OPTIONS": true, "TMOUT": true, "INPUTRC": true, "TERMINFO": true, "HGRCPATH": true,
+	"RSYNC_RSH": true, "CVS_RSH": true, "MAIL": true, "MAILPATH": true, "HISTFILE": true,
 }
+
+// carrierPrefixes are families of variables that configure a toolchain,
+// a package manager or a program it starts (or stands in for its
+// configuration file), any of which can name a program to run: all are
+// refused, whatever the member.
+var carrierPrefixes = []string{
+	"BASH_FUNC_", "LD_", "DYLD_", "GCONV", "GIT_", "XDG_", "SSH_", "SUDO_", "LESS", "NPM_CONFIG_", "YARN_", "PNPM_",
+	"COREPACK_", "NODE_", "NVM_", "PYTHON", "PIP_", "PERL", "RUBY", "GEM_", "BUNDLE_", "JAVA", "JDK_", "_JAVA", "MAVEN_",
+	"GRADLE_", "ANT_", "SBT_", "CARGO_", "RUSTC", "RUSTDOC", "RUSTFLAGS", "RUSTUP", "CGO_", "GCC_", "CMAKE_", "PKG_CONFIG", "LUA_", "PHP", "ERL_",
+	"ELIXIR_", "DOTNET_", "OPENSSL_", "GH_", "MAKE", "GNUMAKE", "GOROOT", "GOPATH", "GOENV", "GOWORK", "GOBIN",
+	"GOCACHE", "GOMODCACHE", "GOTOOLCHAIN", "GOTOOLDIR", "GCCGO",
+}
+
+// goVars are the Go settings an environment may set (GOFLAGS only with
+// the flags goFlags lists); every other GO* name is refused.
+var goVars = map[string]bool{"GOOS": true, "GOARCH": true, "GOAMD64": true, "GOARM": true, "GOARM64": true, "GO386": true,
+	"GOEXPERIMENT": true, "GODEBUG": true, "GOMAXPROCS": true, "GOGC": true, "GOMEMLIMIT": true, "GOTRACEBACK": true,
+	"GOPRIVATE": true, "GONOPROXY": true, "GONOSUMDB": true, "GOPROXY": true, "GOSUMDB": true, "GOINSECURE": true,
+	"GOFLAGS": true, "CGO_ENABLED": true}
+
+// goFlags are the flags GOFLAGS may carry: none names a program or a
+// file the go command would use instead of the repository's.
+var goFlags = map[string]bool{"mod": true, "tags": true, "trimpath": true, "race": true, "buildvcs": true, "p": true,
+	"modcacherw": true, "cover": true, "covermode": true, "v": true, "buildmode": true, "msan": true, "asan": true}
 
 // CodeCarrying says why a variable may not be set for a sandboxed
 // command ("" when it may): its name makes a program run code of the
-// value's choosing (BASH_ENV, LD_PRELOAD, NODE_OPTIONS, CC, GIT_SSH_COMMAND,
-// ...), so that a command the policy allows would run something else; or
-// Paddock sets it itself (PATH, HOME, the caches, the proxy); or, for
-// GOFLAGS, its value hands the go command a program to run (-toolexec,
-// -exec, -overlay).
+// value's choosing (BASH_ENV, LD_PRELOAD, NODE_OPTIONS, CC, GIT_*,
+// npm_config_*, PYTHON*, JAVA*, CARGO_*, ...), so that a command the
+// policy allows would run something else; or Paddock sets it itself
+// (PATH, HOME, the caches, the proxy); or, for GOFLAGS, it carries a flag
+// not known to be inert (-toolexec, -exec, -overlay, quoting).
 func CodeCarrying(name, value string) string {
 	upper := strings.ToUpper(name)
+	const runs = "it makes programs run code of its value's choosing, so commands the policy allows would run something else"
 	switch {
 	case owned[upper]:
 		return "Paddock sets it (the sandbox's view, caches and proxy depend on it)"
-	case carriers[name], strings.HasPrefix(name, "BASH_FUNC_"), strings.HasPrefix(name, "LD_"),
-		strings.HasPrefix(name, "GIT_CONFIG"), strings.HasPrefix(name, "GIT_SSH"), strings.HasPrefix(upper, "NPM_CONFIG_SCRIPT"),
-		strings.HasPrefix(upper, "NPM_CONFIG_NODE_OPTIONS"), strings.HasPrefix(upper, "NPM_CONFIG_SHELL"):
-		return "it makes programs run code of its value's choosing, so commands the policy allows would run something else"
+	case carriers[upper]:
+		return runs
 	case name == "GOFLAGS":
+		if strings.ContainsAny(value, `'"\`) {
+			return "quoted GOFLAGS are not accepted (the go command unquotes them; write plain flags)"
+		}
 		for _, f := range strings.Fields(value) {
-			flag := strings.TrimLeft(f, "-")
-			flag, _, _ = strings.Cut(flag, "=")
-			switch flag {
-			case "toolexec", "exec", "overlay":
-				return fmt.Sprintf("its flag %s hands the go command a program or file to use instead of the repository's", f)
+			flag, _, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
+			if !strings.HasPrefix(f, "-") || !goFlags[flag] {
+				return fmt.Sprintf("its flag %s is not one known to be inert (allowed: -mod, -tags, -trimpath, -race, -buildvcs, -p, -cover, -covermode, -v, -modcacherw)", f)
 			}
 		}
+		return ""
+	case goVars[upper]:
+		return ""
+	}
+	for _, p := range carrierPrefixes {
+		if strings.HasPrefix(upper, p) {
+			return runs
+		}
+	}
+	if strings.HasPrefix(upper, "GO") {
+		return "of Go's settings, only the target, experiment, runtime and module-source ones may be set (GOOS, GOARCH, GOFLAGS, GOPROXY, GOPRIVATE, ...)"
 	}
 	return ""
 }

@@ -152,7 +152,7 @@ func TestPlaceReadOnlyPaths(t *testing.T) {
 	hiding := *box
 	hiding.Hide = []string{filepath.Dir(sdk)}
 	_, err = hiding.Run(context.Background(), Command{Place: Place{Workdir: workdir(t), ReadOnly: []string{sdk}}, Script: "true"})
-	require.ErrorContains(t, err, "inside Paddock's data directory")
+	require.ErrorContains(t, err, "Paddock's data directory")
 	_, err = box.Run(context.Background(), Command{Place: Place{Workdir: workdir(t), ReadOnly: []string{"/nonexistent/sdk"}}, Script: "true"})
 	require.ErrorContains(t, err, "no such file")
 }

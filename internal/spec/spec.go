@@ -73,7 +73,18 @@ type EnvironmentSpec struct {
 	ReadOnlyPaths []string `yaml:"readOnlyPaths" json:"readOnlyPaths,omitempty"`
 	// SetupTimeout bounds the setup script (default 30m).
 	SetupTimeout Duration `yaml:"setupTimeout" json:"setupTimeout,omitempty"`
+	// Reuse says which sessions may start from the layer setup leaves:
+	// "tree" (the default), only those on the same files; "manifests",
+	// those on any commit with the same dependency manifests and lock
+	// files, trusting that setup reads nothing else of the repository.
+	Reuse string `yaml:"reuse" json:"reuse,omitempty"`
 }
+
+// Layer reuse modes.
+const (
+	ReuseTree      = "tree"
+	ReuseManifests = "manifests"
+)
 
 // NetworkSpec lists the HOST:PORT destinations each phase may reach.
 type NetworkSpec struct {
@@ -326,6 +337,9 @@ func (e EnvironmentSpec) validate() error {
 	}
 	if e.Setup == "" && len(e.Network.Setup) > 0 {
 		return bad("network.setup", "egress for setup, but no setup script")
+	}
+	if e.Reuse != "" && e.Reuse != ReuseTree && e.Reuse != ReuseManifests {
+		return bad("reuse", fmt.Sprintf("%q: want tree (the default: a layer serves the same files only) or manifests (any commit with the same manifests and lock files)", e.Reuse))
 	}
 	if e.SetupTimeout < 0 || (e.Setup != "" && e.SetupTimeout < Duration(time.Second)) || e.SetupTimeout > Duration(6*time.Hour) {
 		return bad("setupTimeout", "want 1s to 6h")

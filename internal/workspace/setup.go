@@ -75,3 +75,12 @@ func RestoreTracked(ctx context.Context, dir, base string) ([]string, error) {
 func errBase(base string) error {
 	return fmt.Errorf("%w: base %q is not a commit name", ErrUntrusted, base)
 }
+
+// Tree is the ID of commit base's tree: the same files have the same tree.
+func Tree(ctx context.Context, dir, base string) (string, error) {
+	if !isHash(base) {
+		return "", errBase(base)
+	}
+	out, err := gitRun(ctx, dir, nil, "rev-parse", "--verify", "--end-of-options", base+"^{tree}")
+	return strings.TrimSpace(out), err
+}
