@@ -21,6 +21,8 @@ const (
 	EventNotice        EventKind = "notice"         // an operator-facing note (interrupt, stop reason)
 	EventPhase         EventKind = "phase"          // a provisioning phase ended, with its duration
 	EventNetwork       EventKind = "network"        // a connection through the egress proxy, allowed or refused
+	EventPark          EventKind = "park"           // the session parked, or its park resolved
+	EventBudget        EventKind = "budget"         // consumption of the session's budget (an action, active time), or an extension
 )
 
 // Event is one entry of a session's transcript. Seq is per session, gapless
@@ -103,4 +105,16 @@ type NetworkData struct {
 	BytesUp    int64 `json:"bytesUp"`
 	BytesDown  int64 `json:"bytesDown"`
 	DurationMs int64 `json:"durationMs"`
+}
+
+// BudgetData is the data of a budget event: what one step, call or
+// compaction consumed, or an extension granted (and by whom).
+type BudgetData struct {
+	Actions  int   `json:"actions,omitempty"`
+	ActiveMs int64 `json:"activeMs,omitempty"`
+	// Extension is set on a granted extension; SpendCapUSD on a raised cap.
+	Extension   bool    `json:"extension,omitempty"`
+	SpendCapUSD float64 `json:"spendCapUsd,omitempty"`
+	By          *Sender `json:"by,omitempty"`
+	Note        string  `json:"note,omitempty"`
 }

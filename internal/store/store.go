@@ -192,6 +192,21 @@ type Store interface {
 	GetTurn(ctx context.Context, id string) (session.Turn, error)
 	ListTurns(ctx context.Context, sessionID string) ([]session.Turn, error)
 
+	// OpenPark parks a session: in one transaction, the park and its held
+	// recovery command. While the session has an open park of the same
+	// reason, that one is returned (created=false) and nothing is added.
+	OpenPark(ctx context.Context, p session.Park, recovery NewCommand) (park session.Park, created bool, err error)
+	// ResolvePark resolves an open park (session.ParkGranted, ParkCleared,
+	// ParkExpired, ParkCanceled): its recovery command becomes pending
+	// (granted, cleared) or canceled. One already resolved is ErrConflict.
+	ResolvePark(ctx context.Context, id, resolution string, by *session.Sender, note string) (session.Park, error)
+	GetPark(ctx context.Context, id string) (session.Park, error)
+	// ListParks lists a session's parks ("" for every session's), only
+	// the open ones when open is set, oldest first.
+	ListParks(ctx context.Context, sessionID string, open bool) ([]session.Park, error)
+	// RaiseSpendCap sets a live session's spend cap.
+	RaiseSpendCap(ctx context.Context, id string, usd float64) error
+
 	// RecordUsage records one model step's usage, once per (turn, step).
 	RecordUsage(ctx context.Context, sessionID, turnID string, step int, model string, u session.Usage) error
 	// SessionUsage sums a session's usage, in all and per turn.

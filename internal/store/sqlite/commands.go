@@ -27,6 +27,10 @@ func scanCommand(row scanner) (session.Command, error) {
 }
 
 func (s *Store) insertCommand(ctx context.Context, tx *sql.Tx, in store.NewCommand) (session.Command, error) {
+	return s.insertCommandIn(ctx, tx, in, session.CommandPending)
+}
+
+func (s *Store) insertCommandIn(ctx context.Context, tx *sql.Tx, in store.NewCommand, state session.CommandState) (session.Command, error) {
 	if len(in.Payload) == 0 {
 		in.Payload = json.RawMessage("{}")
 	}
@@ -37,7 +41,7 @@ func (s *Store) insertCommand(ctx context.Context, tx *sql.Tx, in store.NewComma
 	sender, _ := json.Marshal(in.Sender)
 	now := s.ts()
 	_, err := tx.ExecContext(ctx, `INSERT INTO commands (id, session_id, seq, kind, payload, state, sender, idempotency_key, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, in.ID, in.SessionID, seq, in.Kind, string(in.Payload), session.CommandPending, string(sender), in.IdempotencyKey, now, now)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, in.ID, in.SessionID, seq, in.Kind, string(in.Payload), state, string(sender), in.IdempotencyKey, now, now)
 	if err != nil {
 		return session.Command{}, err
 	}

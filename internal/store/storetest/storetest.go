@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		"ProjectPolicy":         testProjectPolicy,
 		"Delivery":              testDelivery,
 		"Usage":                 testUsage,
+		"Parks":                 testParks,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -416,4 +417,67 @@ func testUsage(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Equal(t, session.Usage{InputTokens: 300, OutputTokens: 60, CostUSD: 1.5}, got.Usage)
 	require.Equal(t, 200, got.Turns["t1"].InputTokens)
+}
+
+// testParks: a park holds its recovery command out of every claim; one
+// open park per reason; granting makes the command due, expiring cancels
+// it; a resolved park cannot be resolved again.
+func testParks(t *testing.T, s store.Store) {
+	newSession(t, s, "s", agent("a", 0))
+	first, err := s.ClaimBatch(ctx, "s")
+	require.NoError(t, err)
+	require.NoError(t, s.SettleCommands(ctx, ids(first), session.CommandAccepted, ""))
+	recovery := store.NewCommand{ID: "r1", SessionID: "s", Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"go on"}`),
+		Sender: session.Sender{Kind: session.SenderSystem, ID: "budget"}}
+	p, created, err := s.OpenPark(ctx, session.Park{ID: "p1", SessionID: "s", Reason: "awaiting_extension", Detail: "used 150 of 150 actions", Needs: "an extension"}, recovery)
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, "r1", p.RecoveryCommand)
+	again, created, err := s.OpenPark(ctx, session.Park{ID: "p2", SessionID: "s", Reason: "awaiting_extension"}, store.NewCommand{ID: "r2", SessionID: "s", Kind: session.KindMessage, Sender: recovery.Sender})
+	require.NoError(t, err)
+	require.False(t, created, "one open park per reason")
+	require.Equal(t, "p1", again.ID)
+	_, err = s.GetCommand(ctx, "r2")
+	require.ErrorIs(t, err, store.ErrNotFound)
+	c, err := s.GetCommand(ctx, "r1")
+	require.NoError(t, err)
+	require.Equal(t, session.CommandHeld, c.State)
+	b, err := s.ClaimBatch(ctx, "s")
+	require.NoError(t, err)
+	require.Empty(t, b, "a held command is never claimed")
+	open, err := s.ListParks(ctx, "s", true)
+	require.NoError(t, err)
+	require.Len(t, open, 1)
+
+	p, err = s.ResolvePark(ctx, "p1", session.ParkGranted, &operator, "go on")
+	require.NoError(t, err)
+	require.Equal(t, session.ParkGranted, p.Resolution)
+	require.Equal(t, operator, *p.ResolvedBy)
+	_, err = s.ResolvePark(ctx, "p1", session.ParkExpired, nil, "")
+	require.ErrorIs(t, err, store.ErrConflict)
+	b, err = s.ClaimBatch(ctx, "s")
+	require.NoError(t, err)
+	require.Len(t, b, 1)
+	require.Equal(t, "r1", b[0].ID)
+	require.NoError(t, s.SettleCommands(ctx, ids(b), session.CommandAccepted, ""))
+
+	exp := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
+	p, _, err = s.OpenPark(ctx, session.Park{ID: "p3", SessionID: "s", Reason: "provider_outage", ExpiresAt: &exp}, store.NewCommand{ID: "r3", SessionID: "s", Kind: session.KindMessage, Sender: recovery.Sender})
+	require.NoError(t, err)
+	require.True(t, p.ExpiresAt.Equal(exp))
+	_, err = s.ResolvePark(ctx, "p3", session.ParkExpired, nil, "")
+	require.NoError(t, err)
+	c, err = s.GetCommand(ctx, "r3")
+	require.NoError(t, err)
+	require.Equal(t, session.CommandCanceled, c.State)
+	open, err = s.ListParks(ctx, "", true)
+	require.NoError(t, err)
+	require.Empty(t, open)
+	all, err := s.ListParks(ctx, "s", false)
+	require.NoError(t, err)
+	require.Len(t, all, 2)
+	require.NoError(t, s.RaiseSpendCap(ctx, "s", 9))
+	x, err := s.GetSession(ctx, "s")
+	require.NoError(t, err)
+	require.Equal(t, 9.0, x.SpendCapUSD)
 }

@@ -1,0 +1,176 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+const parkCols = `id, session_id, reason, detail, needs, recovery_command_id, created_at, expires_at, resolved_at, resolution, resolved_by, note`
+
+func scanPark(row scanner) (session.Park, error) {
+	var p session.Park
+	var created, by string
+	var expires, resolved sql.NullString
+	if err := row.Scan(&p.ID, &p.SessionID, &p.Reason, &p.Detail, &p.Needs, &p.RecoveryCommand, &created, &expires, &resolved,
+		&p.Resolution, &by, &p.Note); err != nil {
+		return p, err
+	}
+	p.CreatedAt = parseTime(created)
+	if expires.Valid {
+		t := parseTime(expires.String)
+		p.ExpiresAt = &t
+	}
+	if resolved.Valid {
+		t := parseTime(resolved.String)
+		p.ResolvedAt = &t
+	}
+	if by != "" {
+		var sender session.Sender
+		if json.Unmarshal([]byte(by), &sender) == nil {
+			p.ResolvedBy = &sender
+		}
+	}
+	return p, nil
+}
+
+// OpenPark implements store.Store.
+func (s *Store) OpenPark(ctx context.Context, p session.Park, recovery store.NewCommand) (session.Park, bool, error) {
+	var out session.Park
+	created := false
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		cur, err := s.getSession(ctx, tx, p.SessionID)
+		if err != nil {
+			return err
+		}
+		existing, err := scanPark(tx.QueryRowContext(ctx, `SELECT `+parkCols+` FROM parks WHERE (id = ?) OR (session_id = ? AND reason = ? AND resolved_at IS NULL)
+			ORDER BY created_at LIMIT 1`, p.ID, p.SessionID, p.Reason))
+		if err == nil {
+			out = existing
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if cur.Status.Terminal() {
+			return &store.TerminalError{SessionID: cur.ID, Status: cur.Status}
+		}
+		if recovery.IdempotencyKey == "" {
+			recovery.IdempotencyKey = recovery.ID
+		}
+		if _, err := s.insertCommandIn(ctx, tx, recovery, session.CommandHeld); err != nil {
+			return err
+		}
+		var expires any
+		if p.ExpiresAt != nil {
+			expires = p.ExpiresAt.UTC().Format(timeFormat)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO parks (id, session_id, reason, detail, needs, recovery_command_id, created_at, expires_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, p.ID, p.SessionID, p.Reason, p.Detail, p.Needs, recovery.ID, s.ts(), expires); err != nil {
+			return err
+		}
+		out, err = scanPark(tx.QueryRowContext(ctx, `SELECT `+parkCols+` FROM parks WHERE id = ?`, p.ID))
+		if err != nil {
+			return err
+		}
+		created = true
+		return s.appendJSON(ctx, tx, p.SessionID, "", session.EventPark, "park/"+p.ID+"/open", session.ParkData{Park: out})
+	})
+	if err != nil {
+		return out, false, fmt.Errorf("open park: %w", err)
+	}
+	s.notify(p.SessionID)
+	return out, created, nil
+}
+
+// ResolvePark implements store.Store.
+func (s *Store) ResolvePark(ctx context.Context, id, resolution string, by *session.Sender, note string) (session.Park, error) {
+	var out session.Park
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		p, err := scanPark(tx.QueryRowContext(ctx, `SELECT `+parkCols+` FROM parks WHERE id = ?`, id))
+		if err != nil {
+			return notFound("park", id, err)
+		}
+		if p.ResolvedAt != nil {
+			return fmt.Errorf("park %s is already %s: %w", id, p.Resolution, store.ErrConflict)
+		}
+		byJSON := ""
+		if by != nil {
+			b, _ := json.Marshal(by)
+			byJSON = string(b)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE parks SET resolved_at = ?, resolution = ?, resolved_by = ?, note = ? WHERE id = ?`,
+			s.ts(), resolution, byJSON, note, id); err != nil {
+			return err
+		}
+		next := session.CommandCanceled
+		if resolution == session.ParkGranted || resolution == session.ParkCleared {
+			next = session.CommandPending
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE commands SET state = ?, updated_at = ? WHERE id = ? AND state = ?`, next, s.ts(), p.RecoveryCommand, session.CommandHeld)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			c, err := scanCommand(tx.QueryRowContext(ctx, `SELECT `+commandCols+` FROM commands WHERE id = ?`, p.RecoveryCommand))
+			if err != nil {
+				return err
+			}
+			if err := s.commandEvent(ctx, tx, c); err != nil {
+				return err
+			}
+		}
+		out, err = scanPark(tx.QueryRowContext(ctx, `SELECT `+parkCols+` FROM parks WHERE id = ?`, id))
+		if err != nil {
+			return err
+		}
+		return s.appendJSON(ctx, tx, p.SessionID, "", session.EventPark, "park/"+id+"/"+resolution, session.ParkData{Park: out})
+	})
+	if err != nil {
+		return out, fmt.Errorf("resolve park: %w", err)
+	}
+	s.notify(out.SessionID)
+	return out, nil
+}
+
+// GetPark implements store.Store.
+func (s *Store) GetPark(ctx context.Context, id string) (session.Park, error) {
+	p, err := scanPark(s.db.QueryRowContext(ctx, `SELECT `+parkCols+` FROM parks WHERE id = ?`, id))
+	if err != nil {
+		return p, notFound("park", id, err)
+	}
+	return p, nil
+}
+
+// ListParks implements store.Store.
+func (s *Store) ListParks(ctx context.Context, sessionID string, open bool) ([]session.Park, error) {
+	where, args := `1 = 1`, []any{}
+	if sessionID != "" {
+		where, args = `session_id = ?`, append(args, sessionID)
+	}
+	if open {
+		where += ` AND resolved_at IS NULL`
+	}
+	out, err := queryAll(ctx, s.db, scanPark, `SELECT `+parkCols+` FROM parks WHERE `+where+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list parks: %w", err)
+	}
+	return out, nil
+}
+
+// RaiseSpendCap implements store.Store.
+func (s *Store) RaiseSpendCap(ctx context.Context, id string, usd float64) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET spend_cap_usd = ?, updated_at = ? WHERE id = ?`, usd, s.ts(), id)
+	if err != nil {
+		return fmt.Errorf("raise spend cap: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("session %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
