@@ -70,6 +70,10 @@ func (s *Server) Handler() http.Handler {
 	h("POST /v1/gc", s.gc)
 	h("POST /v1/sessions/{id}/accept", s.accept)
 	h("POST /v1/sessions/{id}/reject", s.reject)
+	h("POST /v1/sessions/{id}/extend", s.extend)
+	h("POST /v1/sessions/{id}/unpark", s.unpark)
+	h("GET /v1/sessions/{id}/parks", s.listParks)
+	h("GET /v1/parked", s.parked, "project", "agent")
 	h("GET /v1/approvals", s.listApprovals, "session", "status")
 	h("GET /v1/approvals/{id}", s.getApproval)
 	h("POST /v1/approvals/{id}/approve", s.decide(true))
@@ -691,6 +695,77 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, x)
+}
+
+func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
+	var req engine.ExtendRequest
+	if err := decode(w, r, &req); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := session.Limit("note", req.Note, session.MaxReason); err != nil {
+		s.error(w, r, fmt.Errorf("%w: %w", store.ErrInvalid, err))
+		return
+	}
+	p, err := s.Service.Extend(r.Context(), r.PathValue("id"), req, s.operator())
+	if err != nil && p.ResolvedAt == nil {
+		s.error(w, r, err)
+		return
+	}
+	if err != nil {
+		s.Logger.Warn("extension granted, session not woken", "err", err)
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) unpark(w http.ResponseWriter, r *http.Request) {
+	var d Decision
+	if err := decode(w, r, &d); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := session.Limit("note", d.Note, session.MaxReason); err != nil {
+		s.error(w, r, fmt.Errorf("%w: %w", store.ErrInvalid, err))
+		return
+	}
+	p, err := s.Service.Unpark(r.Context(), r.PathValue("id"), d.Note, s.operator())
+	if err != nil && p.ResolvedAt == nil {
+		s.error(w, r, err)
+		return
+	}
+	if err != nil {
+		s.Logger.Warn("park resolved, session not woken", "err", err)
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) listParks(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.Service.Store.GetSession(r.Context(), r.PathValue("id")); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	list, err := s.Service.Store.ListParks(r.Context(), r.PathValue("id"), false)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, nonNil(list))
+}
+
+func (s *Server) parked(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Has("project") {
+		if err := s.Service.CheckProject(r.Context(), q.Get("project")); err != nil {
+			s.error(w, r, err)
+			return
+		}
+	}
+	list, err := s.Service.Parked(r.Context(), store.SessionFilter{Project: q.Get("project"), Agent: q.Get("agent"), IncludeArchived: true})
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, list)
 }
 
 func (s *Server) reject(w http.ResponseWriter, r *http.Request) {

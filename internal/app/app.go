@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/paddock-dev/paddock/internal/api"
+	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/provider"
@@ -97,7 +98,11 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	reg := Providers(cfg.DataDir)
 	tools := tool.Builtin()
 	acts := &engine.Activities{Store: st, Providers: reg, Tools: tools, Now: time.Now,
-		Copies: &engine.Copies{WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces"), CacheDir: filepath.Join(cfg.DataDir, "caches")}, CommandMax: cfg.CommandMax, CommandMaxOutput: cfg.CommandMaxOutput, Prices: cfg.Prices}
+		Copies: &engine.Copies{WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces"), CacheDir: filepath.Join(cfg.DataDir, "caches")}, CommandMax: cfg.CommandMax, CommandMaxOutput: cfg.CommandMaxOutput, Prices: cfg.Prices, Budget: cfg.Budget}
+	if cfg.Budget.Actions == 0 {
+		acts.Budget = config.DefaultBudget() // a Config not from Load
+	}
+	announceBudget(logger, acts.Budget)
 	if err := a.sandbox(ctx, acts, cfg); err != nil {
 		return nil, err
 	}
@@ -271,4 +276,25 @@ func clientURL(addr net.Addr) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// announceBudget says at startup when the session budget differs from
+// the defaults, tighter or looser.
+func announceBudget(logger *slog.Logger, b bound.Limits) {
+	for _, d := range []struct {
+		name      string
+		got, want int64
+	}{
+		{"actions", int64(b.Actions), bound.DefaultActions},
+		{"active minutes", int64(b.Active / time.Minute), int64(bound.DefaultActive / time.Minute)},
+		{"extensions", int64(b.Extensions), bound.DefaultExtensions},
+		{"lifetime hours", int64(b.Lifetime / time.Hour), int64(bound.DefaultLifetime / time.Hour)},
+	} {
+		switch {
+		case d.got > d.want:
+			logger.Warn("session budget LOOSENED from the default", "budget", d.name, "value", d.got, "default", d.want)
+		case d.got < d.want:
+			logger.Warn("session budget tightened from the default", "budget", d.name, "value", d.got, "default", d.want)
+		}
+	}
 }

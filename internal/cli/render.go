@@ -123,6 +123,18 @@ func (r *renderer) event(e session.Event) {
 		} else {
 			r.line("  ✓ %s in %s: %s", d.Phase, took, d.Detail)
 		}
+	case session.EventPark:
+		var d session.ParkData
+		_ = json.Unmarshal(e.Data, &d)
+		if d.Park.ResolvedAt == nil {
+			r.line("· parked (%s): %s\n  needs %s", d.Park.Reason, d.Park.Detail, d.Park.Needs)
+		} else {
+			by := ""
+			if d.Park.ResolvedBy != nil {
+				by = " by " + d.Park.ResolvedBy.String()
+			}
+			r.line("· park %s: %s%s", d.Park.Reason, d.Park.Resolution, by)
+		}
 	case session.EventNetwork:
 		var d session.NetworkData
 		_ = json.Unmarshal(e.Data, &d)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
@@ -102,11 +103,19 @@ func (stopFollowing) Error() string { return "done" }
 
 func (f *follower) run(ctx context.Context) error {
 	r := &renderer{w: f.g.io.Out}
-	asked := false
+	asked, extended := false, false
 	var turnErr string
 	err := f.c.Stream(ctx, f.id, 0, func(e session.Event) error {
 		r.event(e)
 		switch e.Kind {
+		case session.EventPark:
+			var d session.ParkData
+			_ = json.Unmarshal(e.Data, &d)
+			if d.Park.ResolvedAt == nil && d.Park.Reason == string(bound.AwaitingExtension) {
+				granted, err := f.extend(ctx, r, d.Park)
+				extended = granted
+				return err
+			}
 		case session.EventToolCall:
 			var d session.ToolCallData
 			_ = json.Unmarshal(e.Data, &d)
@@ -129,9 +138,9 @@ func (f *follower) run(ctx context.Context) error {
 			_ = json.Unmarshal(e.Data, &d)
 			switch d.Status {
 			case session.StatusRunning:
-				asked, turnErr = false, ""
+				asked, turnErr, extended = false, "", false
 			case session.StatusAwaiting:
-				if asked {
+				if asked || extended {
 					return nil
 				}
 				r.line("")
@@ -145,6 +154,10 @@ func (f *follower) run(ctx context.Context) error {
 				return stopFollowing{&exitError{code: 1, msg: "session failed: " + d.Error + "\n" + retryAdvice(d.Error, f.id)}}
 			case session.StatusStopped:
 				r.line("")
+				if x, err := f.c.Session(ctx, f.id); err == nil && x.BudgetStopped() {
+					return stopFollowing{&exitError{code: 3, msg: "the session stopped: " + x.StopReason +
+						fmt.Sprintf("\nits work is kept for review: paddock sessions diff %s   |   paddock sessions accept %s", f.id, f.id)}}
+				}
 				return stopFollowing{&exitError{code: 1, msg: "session was stopped"}}
 			}
 		}
@@ -184,6 +197,27 @@ func printFiles(g *globals, files []workspace.File) {
 		}
 		fmt.Fprintf(g.io.Out, "  %-9s %s%s\n", f.Status, printable(f.Path), flag)
 	}
+}
+
+// extend asks at the terminal whether to grant a session whose budget ran
+// out an extension; a run that cannot ask ends with exit status 3 and the
+// command that grants it.
+func (f *follower) extend(ctx context.Context, r *renderer, p session.Park) (bool, error) {
+	parked := stopFollowing{&exitError{code: 3, msg: "the session's budget ran out and it is parked: " + p.Detail +
+		"\ngrant an extension: paddock sessions extend " + f.id}}
+	if !f.interactive || f.autoAnswer != nil {
+		return false, parked
+	}
+	fmt.Fprintf(f.g.io.Out, "  %s\n  grant an extension? [y/N] ", p.Detail)
+	r.midText = true
+	line, _ := f.in.ReadString('\n')
+	if a := strings.TrimSpace(line); !strings.EqualFold(a, "y") && !strings.EqualFold(a, "yes") {
+		return false, parked
+	}
+	if _, err := f.c.Extend(ctx, f.id, engine.ExtendRequest{Note: "granted at the terminal of paddock run"}); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // approve decides a call waiting for permission: at the terminal when

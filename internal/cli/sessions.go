@@ -27,12 +27,15 @@ func newSessions(g *globals) *cobra.Command {
 	var f store.SessionFilter
 	var status string
 	var limit int
-	var quiet bool
+	var quiet, parked bool
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List sessions (newest first; archived ones with --archived)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if parked {
+				return listParked(cmd, g, f, quiet)
+			}
 			f.Status = session.Status(status)
 			if limit < 1 {
 				return &exitError{code: 2, msg: "--limit: want a positive number"}
@@ -75,6 +78,7 @@ func newSessions(g *globals) *cobra.Command {
 	ls.Flags().BoolVar(&f.IncludeArchived, "archived", false, "include archived sessions")
 	ls.Flags().IntVar(&limit, "limit", 50, "at most this many (the output says when there are more)")
 	ls.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the IDs, newest first")
+	ls.Flags().BoolVar(&parked, "parked", false, "only sessions waiting on someone (an extension, an approval, an answer, credits, the provider) and what each needs")
 
 	get := &cobra.Command{
 		Use:   "get ID",
@@ -201,6 +205,38 @@ func newSessions(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	var extendNote string
+	var spendCap float64
+	extend := &cobra.Command{
+		Use:   "extend ID [--spend-cap USD] [--note TEXT]",
+		Short: "Grant a session parked on its budget one more extension (or, with --spend-cap, a higher spend cap); you are recorded as granting it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := g.remote().Extend(cmd.Context(), args[0], engine.ExtendRequest{Note: extendNote, SpendCapUSD: spendCap})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "session %s: %s %s by %s; it carries on\nwatch it: paddock sessions logs -f %s\n", args[0], p.Reason, p.Resolution, p.ResolvedBy, args[0])
+			return nil
+		},
+	}
+	extend.Flags().StringVar(&extendNote, "note", "", "why (recorded)")
+	extend.Flags().Float64Var(&spendCap, "spend-cap", 0, "raise the session's spend cap to this many USD (for a session parked on its cap)")
+	var unparkNote string
+	unpark := &cobra.Command{
+		Use:   "unpark ID [--note TEXT]",
+		Short: "Resume a session parked on credits or a provider outage once that is fixed; you are recorded",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := g.remote().Unpark(cmd.Context(), args[0], unparkNote)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "session %s: %s %s; it carries on\nwatch it: paddock sessions logs -f %s\n", args[0], p.Reason, p.Resolution, args[0])
+			return nil
+		},
+	}
+	unpark.Flags().StringVar(&unparkNote, "note", "", "why (recorded)")
 	usage := &cobra.Command{
 		Use:   "usage ID",
 		Short: "Show a session's token usage and cost, per turn, and its disk use",
@@ -224,6 +260,30 @@ func newSessions(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(usage, ls, get, logs, sendCmd, answer, interrupt, stop, archive, retry, newDiff(g), newAccept(g), newReject(g))
+	cmd.AddCommand(usage, ls, get, logs, sendCmd, answer, interrupt, stop, archive, retry, extend, unpark, newDiff(g), newAccept(g), newReject(g))
 	return cmd
+}
+
+// listParked prints the sessions waiting on someone and what each needs.
+func listParked(cmd *cobra.Command, g *globals, f store.SessionFilter, quiet bool) error {
+	list, err := g.remote().Parked(cmd.Context(), f.Project, f.Agent)
+	if err != nil {
+		return err
+	}
+	if quiet {
+		for _, p := range list {
+			fmt.Fprintln(g.io.Out, p.Session.ID)
+		}
+		return nil
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(g.io.Out, "no session waits on anyone")
+		return nil
+	}
+	tw := table(g.io.Out)
+	fmt.Fprintln(tw, "ID\tAGENT\tWAITING ON\tNEEDS")
+	for _, p := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Session.ID, p.Session.Agent, p.Reason, p.Needs)
+	}
+	return tw.Flush()
 }

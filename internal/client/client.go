@@ -206,6 +206,42 @@ func (c *Client) Retry(ctx context.Context, id string) (session.Session, error) 
 	return out, err
 }
 
+// Extend grants a session parked on its budget an extension, or a
+// higher spend cap.
+func (c *Client) Extend(ctx context.Context, id string, req engine.ExtendRequest) (session.Park, error) {
+	var out session.Park
+	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/extend", req, &out)
+	return out, err
+}
+
+// Unpark resolves a session's park on credits or the provider.
+func (c *Client) Unpark(ctx context.Context, id, note string) (session.Park, error) {
+	var out session.Park
+	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/unpark", api.Decision{Note: note}, &out)
+	return out, err
+}
+
+// Parks lists a session's parks, open and resolved.
+func (c *Client) Parks(ctx context.Context, id string) ([]session.Park, error) {
+	var out []session.Park
+	err := c.json(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/parks", nil, &out)
+	return out, err
+}
+
+// Parked lists the sessions waiting on someone, and what they need.
+func (c *Client) Parked(ctx context.Context, project, agent string) ([]engine.Parked, error) {
+	q := url.Values{}
+	if project != "" {
+		q.Set("project", project)
+	}
+	if agent != "" {
+		q.Set("agent", agent)
+	}
+	var out []engine.Parked
+	err := c.json(ctx, http.MethodGet, "/v1/parked?"+q.Encode(), nil, &out)
+	return out, err
+}
+
 // Stream follows the transcript over SSE from after, calling fn for each
 // event, until the session ends (nil), fn returns an error, or ctx ends. A
 // dropped connection is resumed with Last-Event-ID.

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/paddock-dev/paddock/internal/bound"
 )
 
 // Config is the process configuration.
@@ -43,6 +45,8 @@ type Config struct {
 	RetainFailed time.Duration
 	// LayersMax bounds the environment layers kept (bytes).
 	LayersMax int64
+	// Budget is the default session budget (agents may override it).
+	Budget bound.Limits
 	// Prices are USD per million tokens by model (PROVIDER/MODEL).
 	Prices map[string]Price
 }
@@ -60,6 +64,12 @@ func (p Price) Cost(in, out int) float64 {
 
 // DefaultSessionMaxDisk is a session's disk budget unless configured.
 const DefaultSessionMaxDisk = 10 << 30
+
+// DefaultBudget is a session's budget unless configured.
+func DefaultBudget() bound.Limits {
+	return bound.Limits{Actions: bound.DefaultActions, Active: bound.DefaultActive, Extensions: bound.DefaultExtensions,
+		Grant: bound.DefaultGrant, Lifetime: bound.DefaultLifetime}
+}
 
 // DefaultLayersMax bounds the environment layers kept unless configured.
 const DefaultLayersMax = 20 << 30
@@ -90,6 +100,11 @@ var Vars = []Var{
 	{"PADDOCK_SESSION_MAX_DISK_BYTES", "10737418240", "most a session's commands may write in all (working copy, caches), enforced by the kernel"},
 	{"PADDOCK_UNENFORCED_LIMITS", "(none)", "comma-separated limits (`disk`, `cpu`, `memory`, `processes`) the operator accepts unenforced where this machine cannot enforce them; otherwise sessions that run commands refuse to start"},
 	{"PADDOCK_SANDBOX_READ_ONLY_PATHS", "(none)", "colon-separated absolute host paths commands see read-only besides /usr, /etc and the libraries (toolchains elsewhere, e.g. /opt/sdk)"},
+	{"PADDOCK_LAYERS_MAX_BYTES", "21474836480", "most disk environment layers (what setup scripts leave) may take; the least recently used unused ones go first"},
+	{"PADDOCK_SESSION_MAX_ACTIONS", "150", "a session's action budget (each tool call and each compaction is one); an agent's session.maxActions overrides it"},
+	{"PADDOCK_SESSION_MAX_MINUTES", "45", "a session's active-time budget in minutes (time parked on a person or idle does not count); session.maxMinutes overrides it"},
+	{"PADDOCK_SESSION_MAX_EXTENSIONS", "5", "extensions a person may grant a session whose budget ran out, each +50 actions and +15 minutes; session.maxExtensions overrides it"},
+	{"PADDOCK_SESSION_MAX_LIFETIME", "168h", "a session's hard wall-clock expiry, counted from its creation, asleep or not; session.maxLifetime overrides it"},
 	{"PADDOCK_RETAIN_FAILED", "168h", "how long a failed session's working copy is kept for inspection before it is collected (stopped sessions' go at once); `paddock gc` collects now"},
 	{"PADDOCK_PRICES", "(none: cost 0)", "YAML file of model prices, USD per million tokens: `anthropic/claude-sonnet-4-5: {input: 3, output: 15}`"},
 }
@@ -182,6 +197,31 @@ func Load(getenv func(string) string) (Config, error) {
 			}
 			c.ReadOnlyPaths = append(c.ReadOnlyPaths, filepath.Clean(p))
 		}
+	}
+	c.Budget = DefaultBudget()
+	for _, v := range []struct {
+		name, value, want string
+		min, max          int
+		set               func(int)
+	}{
+		{"PADDOCK_SESSION_MAX_ACTIONS", getenv("PADDOCK_SESSION_MAX_ACTIONS"), "a whole number of actions from 1 to 100000", 1, 100000, func(n int) { c.Budget.Actions = n }},
+		{"PADDOCK_SESSION_MAX_MINUTES", getenv("PADDOCK_SESSION_MAX_MINUTES"), "a whole number of minutes from 1 to 100000", 1, 100000, func(n int) { c.Budget.Active = time.Duration(n) * time.Minute }},
+		{"PADDOCK_SESSION_MAX_EXTENSIONS", getenv("PADDOCK_SESSION_MAX_EXTENSIONS"), "a whole number of extensions from 0 to 1000", 0, 1000, func(n int) { c.Budget.Extensions = n }},
+	} {
+		if s := v.value; s != "" {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n < v.min || n > v.max {
+				return c, fmt.Errorf("%s=%q: want %s (an unreadable bound is never replaced by the default)", v.name, s, v.want)
+			}
+			v.set(n)
+		}
+	}
+	if s := getenv("PADDOCK_SESSION_MAX_LIFETIME"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < time.Minute {
+			return c, fmt.Errorf("PADDOCK_SESSION_MAX_LIFETIME=%q: want a duration of at least 1m, such as 168h (an unreadable bound is never replaced by the default)", s)
+		}
+		c.Budget.Lifetime = d
 	}
 	c.LayersMax = DefaultLayersMax
 	if v := getenv("PADDOCK_LAYERS_MAX_BYTES"); v != "" {

@@ -21,7 +21,9 @@ func TestLoad(t *testing.T) {
 	require.Equal(t, int64(10<<20), c.CommandMaxOutput)
 	for k, v := range map[string]string{"PADDOCK_LOG_LEVEL": "loud", "PADDOCK_EXECUTION": "cloud", "PADDOCK_COMMAND_MAX_SECONDS": "-1",
 		"PADDOCK_COMMAND_MAX_OUTPUT_BYTES": "lots", "PADDOCK_COMMAND_MAX_CPUS": "two", "PADDOCK_SESSION_MAX_DISK_BYTES": "1000",
-		"PADDOCK_UNENFORCED_LIMITS": "disk,gpu", "PADDOCK_SANDBOX_READ_ONLY_PATHS": "opt/sdk", "PADDOCK_RETAIN_FAILED": "a week"} {
+		"PADDOCK_UNENFORCED_LIMITS": "disk,gpu", "PADDOCK_SANDBOX_READ_ONLY_PATHS": "opt/sdk", "PADDOCK_RETAIN_FAILED": "a week",
+		"PADDOCK_SESSION_MAX_ACTIONS": "lots", "PADDOCK_SESSION_MAX_MINUTES": "0", "PADDOCK_SESSION_MAX_EXTENSIONS": "-1",
+		"PADDOCK_SESSION_MAX_LIFETIME": "forever", "PADDOCK_LAYERS_MAX_BYTES": "big"} {
 		bad := map[string]string{"PADDOCK_DATA_DIR": "/d", k: v}
 		_, err = Load(func(k string) string { return bad[k] })
 		require.ErrorContains(t, err, k)
@@ -44,6 +46,13 @@ func TestLoad(t *testing.T) {
 	require.Equal(t, map[string]bool{"disk": true, "cpu": true}, c.Unenforced)
 	require.Equal(t, []string{"/opt/sdk", "/opt/jdk"}, c.ReadOnlyPaths)
 	require.Equal(t, 30*time.Minute, c.RetainFailed)
+	require.Equal(t, 150, c.Budget.Actions)
+	env["PADDOCK_SESSION_MAX_ACTIONS"], env["PADDOCK_SESSION_MAX_MINUTES"], env["PADDOCK_SESSION_MAX_EXTENSIONS"] = "20", "10", "0"
+	c, err = Load(func(k string) string { return env[k] })
+	require.NoError(t, err)
+	require.Equal(t, 20, c.Budget.Actions)
+	require.Equal(t, 10*time.Minute, c.Budget.Active)
+	require.Zero(t, c.Budget.Extensions)
 }
 
 func TestPrices(t *testing.T) {

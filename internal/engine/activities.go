@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/paddock-dev/paddock/internal/agent"
+	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
@@ -54,6 +55,8 @@ type Activities struct {
 	// Egress serves the network agents' environments allow; nil refuses
 	// agents that declare any.
 	Egress *Egress
+	// Budget is the server's default session budget (agents override it).
+	Budget bound.Limits
 	// CommandMax and CommandMaxOutput bound each command.
 	CommandMax       time.Duration
 	CommandMaxOutput int64
@@ -256,6 +259,10 @@ type Claim struct {
 	Terminal bool
 	// Idle is how long the session may idle before its sandbox is released.
 	Idle time.Duration
+	// Parks are the timers of its open parks (expiry, re-probe).
+	Parks []ParkTimer `json:"parks,omitempty"`
+	// ExpiresAt is the session's hard wall-clock expiry (zero: none).
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 }
 
 // Claim claims the next batch of commands.
@@ -268,7 +275,26 @@ func (a *Activities) Claim(ctx context.Context, sessionID string) (Claim, error)
 	if err != nil {
 		return Claim{}, err
 	}
-	return Claim{Commands: cmds, Terminal: s.Status.Terminal() && len(cmds) == 0, Idle: time.Duration(sp.Session.IdleTimeout)}, nil
+	c := Claim{Commands: cmds, Terminal: s.Status.Terminal() && len(cmds) == 0, Idle: time.Duration(sp.Session.IdleTimeout)}
+	if len(cmds) == 0 && !c.Terminal {
+		if c.Parks, err = a.parkTimers(ctx, sessionID); err != nil {
+			return Claim{}, err
+		}
+		if l := a.limits(s, sp); l.Lifetime > 0 {
+			c.ExpiresAt = s.CreatedAt.Add(l.Lifetime)
+		}
+	}
+	return c, nil
+}
+
+// Expire ends a session that reached its hard wall-clock expiry while it
+// slept.
+func (a *Activities) Expire(ctx context.Context, sessionID string) error {
+	s, sp, err := a.agentSpec(ctx, sessionID)
+	if err != nil || s.Status.Terminal() {
+		return err
+	}
+	return a.EndForBudget(ctx, sessionID, fmt.Sprintf("the session reached its lifetime of %s", a.limits(s, sp).Lifetime), "")
 }
 
 // Reap releases an idle session's sandbox: no process of it is left (each
@@ -318,28 +344,23 @@ func (a *Activities) MarkStarted(ctx context.Context, sessionID string, commandI
 	return a.Store.SettleCommands(ctx, []string{commandID}, session.CommandAccepted, "")
 }
 
-// TurnInfo is what the workflow needs to run a turn.
-type TurnInfo struct {
-	MaxActions int
-}
-
 // OpenTurn records a turn for the commands, delivers their messages into
 // the transcript and moves the turn in_progress.
-func (a *Activities) OpenTurn(ctx context.Context, turnID string, cmds []session.Command) (TurnInfo, error) {
+func (a *Activities) OpenTurn(ctx context.Context, turnID string, cmds []session.Command) error {
 	if len(cmds) == 0 {
-		return TurnInfo{}, nonRetryable(errors.New("a turn needs at least one command"))
+		return nonRetryable(errors.New("a turn needs at least one command"))
 	}
 	sessionID := cmds[0].SessionID
-	s, sp, err := a.agentSpec(ctx, sessionID)
+	s, _, err := a.agentSpec(ctx, sessionID)
 	if err != nil {
-		return TurnInfo{}, err
+		return err
 	}
 	ids := make([]string, len(cmds))
 	for i, c := range cmds {
 		ids[i] = c.ID
 	}
 	if _, err := a.Store.OpenTurn(ctx, turnID, sessionID, ids); err != nil {
-		return TurnInfo{}, err
+		return err
 	}
 	for _, c := range cmds {
 		if c.Kind != session.KindMessage && c.Kind != session.KindStartWithMessage {
@@ -357,13 +378,13 @@ func (a *Activities) OpenTurn(ctx context.Context, turnID string, cmds []session
 		}
 		data, _ := json.Marshal(session.TextData{Text: text, Sender: &sender})
 		if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventUserMessage, Key: "message/" + c.ID, Data: data}); err != nil {
-			return TurnInfo{}, err
+			return err
 		}
 	}
 	if err := a.Store.SetTurnStatus(ctx, turnID, session.TurnInProgress, "", ""); err != nil {
-		return TurnInfo{}, err
+		return err
 	}
-	return TurnInfo{MaxActions: sp.Session.MaxActions}, nil
+	return nil
 }
 
 // SettleTurn moves a turn to a settled status; the session status follows.
@@ -409,6 +430,12 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 	if err != nil {
 		return provider.Response{}, err
 	}
+	// The step's time is active time of the session's budget.
+	start := a.Now()
+	defer func() {
+		_ = a.consume(context.WithoutCancel(ctx), sessionID, turnID, fmt.Sprintf("step/%s/%d", turnID, step),
+			session.BudgetData{ActiveMs: a.Now().Sub(start).Milliseconds()})
+	}()
 	_ = a.Store.SetDisplay(ctx, sessionID, "", "thinking")
 	// The conversation and the tools on offer are the same for every model
 	// tried (listing MCP tools is I/O: once per step).
@@ -442,7 +469,30 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 		}
 		lastErr = err
 	}
+	// A provider that is down or out of credits parks the session rather
+	// than failing it: the condition is waited out (or resolved by a
+	// person) and the work resumes.
+	if reason := parkFor(provider.Classify(lastErr)); reason != "" {
+		return provider.Response{}, temporal.NewNonRetryableApplicationError(lastErr.Error(), parkErrorType+string(reason), nil)
+	}
 	return provider.Response{}, lastErr
+}
+
+// parkErrorType prefixes the type of an activity error that asks the
+// workflow to park the session for the reason that follows.
+const parkErrorType = "park:"
+
+// parkFor is the park reason of a provider failure, "" for none.
+func parkFor(f provider.Failure) bound.Reason {
+	switch f {
+	case provider.Outage:
+		return bound.ProviderOutage
+	case provider.NoCredits:
+		return bound.BillingInsufficientCredits
+	case provider.SpendingLimit:
+		return bound.BillingSpendingLimitExceeded
+	}
+	return ""
 }
 
 // mcpEnv is where the session's stdio MCP servers run: its sandbox.

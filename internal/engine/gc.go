@@ -20,7 +20,8 @@ type Collected struct {
 
 // GC removes the working copies (with their caches and volumes) that are
 // no longer needed: those of stopped sessions (a stop discards what was
-// not accepted), of failed sessions that ended more than retainFailed ago,
+// not accepted), of failed sessions and sessions stopped because their
+// budget ran out that ended more than retainFailed ago,
 // and leftovers no session owns. Live and completed sessions keep theirs.
 func (s *Service) GC(ctx context.Context, now time.Time) ([]Collected, error) {
 	retainFailed := s.RetainFailed
@@ -34,11 +35,11 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]Collected, error) {
 		for _, x := range list {
 			owned[x.ID] = true
 			reason := "stopped"
-			if st == session.StatusFailed {
+			if st == session.StatusFailed || x.BudgetStopped() {
 				if now.Sub(x.UpdatedAt) < retainFailed {
 					continue
 				}
-				reason = fmt.Sprintf("failed more than %s ago", retainFailed)
+				reason = fmt.Sprintf("%s more than %s ago", x.Status, retainFailed)
 			}
 			if !s.Copies.exists(x) {
 				continue

@@ -108,6 +108,10 @@ func (a *Activities) Gate(ctx context.Context, sessionID, turnID string, call pr
 		out.Settled, out.Question = st, q
 		return out, nil
 	}
+	// Each tool call the model makes is one action of the session's budget.
+	if err := a.consume(ctx, sessionID, turnID, "call/"+call.ID, session.BudgetData{Actions: 1}); err != nil {
+		return GateResult{}, err
+	}
 	base := session.ToolCallData{ID: call.ID, Name: call.Name}
 	_, builtin := a.Tools.Only(sp.Tools)[call.Name]
 	if _, _, isMCP := mcpServer(sp, call.Name); !builtin && !isMCP {
@@ -293,6 +297,10 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 	}
 	stop := heartbeat(ctx)
 	defer stop()
+	start := a.Now()
+	defer func() {
+		_ = a.consume(context.WithoutCancel(ctx), sessionID, turnID, "run/"+call.ID, session.BudgetData{ActiveMs: a.Now().Sub(start).Milliseconds()})
+	}()
 	var res tool.Result
 	var runErr error
 	server, name, isMCP := mcpServer(sp, call.Name)

@@ -7,11 +7,13 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/shellcheck"
@@ -84,22 +86,9 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 			if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 				return workflow.NewContinueAsNewError(ctx, SessionWorkflow, Input{SessionID: in.SessionID, Provisioned: true, Reaped: w.reaped})
 			}
-			if w.reaped || claim.Idle <= 0 {
-				if err := workflow.Await(ctx, func() bool { return w.wake }); err != nil {
-					return err
-				}
-				continue
-			}
-			woke, err := workflow.AwaitWithTimeout(ctx, claim.Idle, func() bool { return w.wake })
-			if err != nil {
+			done, err := w.sleep(ctx, claim)
+			if err != nil || done {
 				return err
-			}
-			if !woke {
-				// Idle: release the sandbox's resources, keep the workspace.
-				if err := workflow.ExecuteActivity(short(ctx, 0), act.Reap, in.SessionID).Get(ctx, nil); err != nil {
-					return err
-				}
-				w.reaped = true
 			}
 			continue
 		}
@@ -116,8 +105,62 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 	}
 }
 
+// sleep waits, holding no process, until a command arrives or the first
+// of the session's timers fires: its sandbox's idle release, its hard
+// expiry, a park's expiry or re-probe. done says the session ended.
+func (w *run) sleep(ctx workflow.Context, claim Claim) (bool, error) {
+	now := workflow.Now(ctx)
+	type timer struct {
+		at   time.Time
+		fire func() (bool, error)
+	}
+	var timers []timer
+	if !w.reaped && claim.Idle > 0 {
+		timers = append(timers, timer{now.Add(claim.Idle), func() (bool, error) {
+			// Idle: release the sandbox's resources, keep the workspace.
+			w.reaped = true
+			return false, workflow.ExecuteActivity(short(ctx, 0), act.Reap, w.in.SessionID).Get(ctx, nil)
+		}})
+	}
+	if !claim.ExpiresAt.IsZero() {
+		timers = append(timers, timer{claim.ExpiresAt, func() (bool, error) {
+			return true, workflow.ExecuteActivity(short(ctx, 0), act.Expire, w.in.SessionID).Get(ctx, nil)
+		}})
+	}
+	for _, p := range claim.Parks {
+		if p.ExpiresAt != nil {
+			timers = append(timers, timer{*p.ExpiresAt, func() (bool, error) {
+				var ended bool
+				return ended, workflow.ExecuteActivity(short(ctx, 0), act.ExpirePark, p.ID).Get(ctx, &ended)
+			}})
+		}
+		if p.Reprobe > 0 {
+			timers = append(timers, timer{now.Add(p.Reprobe), func() (bool, error) {
+				return false, workflow.ExecuteActivity(short(ctx, 0), act.ProbePark, p.ID).Get(ctx, nil)
+			}})
+		}
+	}
+	if len(timers) == 0 {
+		return false, workflow.Await(ctx, func() bool { return w.wake })
+	}
+	first := timers[0]
+	for _, t := range timers[1:] {
+		if t.at.Before(first.at) {
+			first = t
+		}
+	}
+	woke, err := workflow.AwaitWithTimeout(ctx, max(first.at.Sub(now), 0), func() bool { return w.wake })
+	if err != nil || woke {
+		return false, err
+	}
+	return first.fire()
+}
+
 type run struct {
 	in         Input
+	// ended is set when the turn ended the session (its budget ran out
+	// and could not be extended): why, and the final summary.
+	ended, summary string
 	wake       bool
 	cancelTurn workflow.CancelFunc
 	decided    map[string]bool // approvals whose decision was signaled
@@ -220,12 +263,11 @@ func (w *run) turn(ctx workflow.Context, batch []session.Command) (bool, error) 
 	// lands while the turn is being recorded still aborts it.
 	tctx, cancel := workflow.WithCancel(ctx)
 	w.cancelTurn = cancel
-	var info TurnInfo
-	if err := workflow.ExecuteActivity(short(ctx, 0), act.OpenTurn, turnID, batch).Get(ctx, &info); err != nil {
+	if err := workflow.ExecuteActivity(short(ctx, 0), act.OpenTurn, turnID, batch).Get(ctx, nil); err != nil {
 		w.cancelTurn = nil
 		return false, err
 	}
-	status, scope, why := w.steps(tctx, turnID, info)
+	status, scope, why := w.steps(tctx, turnID)
 	w.cancelTurn = nil
 	interrupted := tctx.Err() != nil
 	cancel()
@@ -235,13 +277,27 @@ func (w *run) turn(ctx workflow.Context, batch []session.Command) (bool, error) 
 			return false, err
 		}
 	}
-	return false, workflow.ExecuteActivity(short(ctx, 0), act.SettleTurn, turnID, status, scope, why).Get(ctx, nil)
+	if err := workflow.ExecuteActivity(short(ctx, 0), act.SettleTurn, turnID, status, scope, why).Get(ctx, nil); err != nil || w.ended == "" {
+		return false, err
+	}
+	return true, workflow.ExecuteActivity(short(ctx, 0), act.EndForBudget, w.in.SessionID, w.ended, w.summary).Get(ctx, nil)
 }
 
-func (w *run) steps(ctx workflow.Context, turnID string, info TurnInfo) (session.TurnStatus, session.FailureScope, string) {
-	for step := range info.MaxActions {
+func (w *run) steps(ctx workflow.Context, turnID string) (session.TurnStatus, session.FailureScope, string) {
+	for step := 0; ; step++ {
+		// The budget is evaluated before each model call.
+		var b BudgetCheck
+		if err := workflow.ExecuteActivity(short(ctx, 0), act.CheckBudget, w.in.SessionID).Get(ctx, &b); err != nil {
+			return session.TurnFailed, session.ScopeTurn, "budget check failed: " + reason(err)
+		}
+		if o := b.Overrun; o != nil {
+			return w.overrun(ctx, turnID, *o, b.Summary)
+		}
 		var resp provider.Response
 		if err := workflow.ExecuteActivity(long(ctx), act.ModelStep, w.in.SessionID, turnID, step).Get(ctx, &resp); err != nil {
+			if r := parkReason(err); r != "" {
+				return w.park(ctx, turnID, r, "model call failed: "+reason(err))
+			}
 			if silent(err) {
 				return session.TurnStale, "", "the model step made no progress: its heartbeats and retries ran out"
 			}
@@ -268,7 +324,42 @@ func (w *run) steps(ctx workflow.Context, turnID string, info TurnInfo) (session
 			return session.TurnWaitingForInput, "", ""
 		}
 	}
-	return session.TurnFailed, session.ScopeTurn, fmt.Sprintf("the turn reached its limit of %d actions", info.MaxActions)
+}
+
+// park ends the turn turn-scoped and parks the session for r: a held
+// command resumes the work when the park resolves.
+func (w *run) park(ctx workflow.Context, turnID string, r bound.Reason, why string) (session.TurnStatus, session.FailureScope, string) {
+	var p ParkResult
+	if err := workflow.ExecuteActivity(short(ctx, 0), act.Park, w.in.SessionID, turnID, r, why).Get(ctx, &p); err != nil {
+		return session.TurnFailed, session.ScopeTurn, "park failed: " + reason(err)
+	}
+	return session.TurnFailed, session.ScopeTurn, why + "; parked " + string(r) + ", needs " + p.Park.Needs
+}
+
+// parkReason is the park an activity's error asks for, "" for none.
+func parkReason(err error) bound.Reason {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && strings.HasPrefix(app.Type(), parkErrorType) {
+		return bound.Reason(strings.TrimPrefix(app.Type(), parkErrorType))
+	}
+	return ""
+}
+
+// overrun ends a turn whose session spent a budget: where a person can
+// lift it, the session parks (the turn fails turn-scoped, a held command
+// resumes the work once they do); otherwise the model writes a final
+// summary without tools and the session stops cleanly.
+func (w *run) overrun(ctx workflow.Context, turnID string, o bound.Overrun, summary string) (session.TurnStatus, session.FailureScope, string) {
+	why := "budget: the session " + o.Message + " (" + summary + ")"
+	if o.Park != "" {
+		return w.park(ctx, turnID, o.Park, why)
+	}
+	var text string
+	if err := workflow.ExecuteActivity(long(ctx), act.FinalSummary, w.in.SessionID, turnID, o.Message).Get(ctx, &text); err != nil {
+		text = ""
+	}
+	w.ended, w.summary = o.Message, text
+	return session.TurnCompleted, "", ""
 }
 
 // toolCall takes one call through the gate: refused calls are rejected;

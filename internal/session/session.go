@@ -5,6 +5,7 @@ package session
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -86,6 +87,17 @@ type Session struct {
 	CreatedBy Sender    `json:"createdBy"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// StopBudget begins the stop reason of a session whose budget ran out and
+// could not be extended: it stopped cleanly, with a final summary, and
+// its work is kept for review like a failed session's.
+const StopBudget = "budget exhausted"
+
+// BudgetStopped says whether the session stopped because its budget ran
+// out.
+func (s Session) BudgetStopped() bool {
+	return s.Status == StatusStopped && strings.HasPrefix(s.StopReason, StopBudget)
 }
 
 // WorkflowID is the ID of the session's SessionWorkflow, derived from its ID.

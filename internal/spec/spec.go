@@ -22,6 +22,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/egress"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/sandbox"
@@ -131,8 +132,46 @@ func (a *Agent) PolicyValue() (*policy.Policy, error) {
 type SessionSpec struct {
 	IdleTimeout          Duration `yaml:"idleTimeout" json:"idleTimeout,omitempty"`
 	ArchiveAfterInactive Duration `yaml:"archiveAfterInactive" json:"archiveAfterInactive,omitempty"`
-	// MaxActions bounds the model steps of one turn.
-	MaxActions int `yaml:"maxActions" json:"maxActions,omitempty"`
+	// The session's budget; unset fields take the server's defaults
+	// (PADDOCK_SESSION_MAX_*). MaxActions counts tool calls and
+	// compactions; MaxMinutes active time; MaxExtensions what a person may
+	// grant when one runs out; MaxTokens and MaxTurns are unbounded unless
+	// set; MaxLifetime is the wall-clock expiry from creation.
+	MaxActions    int      `yaml:"maxActions" json:"maxActions,omitempty"`
+	MaxMinutes    int      `yaml:"maxMinutes" json:"maxMinutes,omitempty"`
+	MaxExtensions *int     `yaml:"maxExtensions" json:"maxExtensions,omitempty"`
+	MaxTokens     int64    `yaml:"maxTokens" json:"maxTokens,omitempty"`
+	MaxTurns      int      `yaml:"maxTurns" json:"maxTurns,omitempty"`
+	MaxLifetime   Duration `yaml:"maxLifetime" json:"maxLifetime,omitempty"`
+	// Watchdog concludes a turn stale when its model step makes no
+	// progress for this long (default 5m).
+	Watchdog Duration `yaml:"watchdog" json:"watchdog,omitempty"`
+}
+
+// Limits are the session's budget: the server's defaults with what the
+// agent sets on top, and the spend cap frozen on the session.
+func (s SessionSpec) Limits(defaults bound.Limits, spendCapUSD float64) bound.Limits {
+	l := defaults
+	if s.MaxActions > 0 {
+		l.Actions = s.MaxActions
+	}
+	if s.MaxMinutes > 0 {
+		l.Active = time.Duration(s.MaxMinutes) * time.Minute
+	}
+	if s.MaxExtensions != nil {
+		l.Extensions = *s.MaxExtensions
+	}
+	if s.MaxTokens > 0 {
+		l.Tokens = s.MaxTokens
+	}
+	if s.MaxTurns > 0 {
+		l.Turns = s.MaxTurns
+	}
+	if s.MaxLifetime > 0 {
+		l.Lifetime = time.Duration(s.MaxLifetime)
+	}
+	l.SpendUSD = spendCapUSD
+	return l
 }
 
 // Duration is a time.Duration written as "15m" in YAML and JSON.
@@ -163,7 +202,6 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 const (
 	DefaultProject     = "default"
 	DefaultIdleTimeout = Duration(15 * time.Minute)
-	DefaultMaxActions  = 150
 	// DefaultSetupTimeout bounds an environment's setup script.
 	DefaultSetupTimeout = Duration(30 * time.Minute)
 )
@@ -243,8 +281,8 @@ func (a *Agent) Defaults() {
 	if a.Session.IdleTimeout == 0 {
 		a.Session.IdleTimeout = DefaultIdleTimeout
 	}
-	if a.Session.MaxActions == 0 {
-		a.Session.MaxActions = DefaultMaxActions
+	if a.Session.Watchdog == 0 {
+		a.Session.Watchdog = Duration(bound.DefaultWatchdog)
 	}
 	if a.Environment.Setup != "" && a.Environment.SetupTimeout == 0 {
 		a.Environment.SetupTimeout = DefaultSetupTimeout
@@ -323,8 +361,23 @@ func (a *Agent) Validate(known Known) error {
 	if _, err := a.PolicyValue(); err != nil {
 		return bad("policy", strings.TrimPrefix(err.Error(), "policy: "))
 	}
-	if a.Session.MaxActions < 1 || a.Session.MaxActions > 10000 {
-		return bad("session.maxActions", fmt.Sprintf("%d: want 1 to 10000", a.Session.MaxActions))
+	for _, n := range []struct {
+		path     string
+		v, limit int64
+	}{{"session.maxActions", int64(a.Session.MaxActions), 100000}, {"session.maxMinutes", int64(a.Session.MaxMinutes), 100000},
+		{"session.maxTurns", int64(a.Session.MaxTurns), 100000}, {"session.maxTokens", a.Session.MaxTokens, 1 << 40}} {
+		if n.v < 0 || n.v > n.limit {
+			return bad(n.path, fmt.Sprintf("%d: want 1 to %d (leave it out for the server's default)", n.v, n.limit))
+		}
+	}
+	if e := a.Session.MaxExtensions; e != nil && (*e < 0 || *e > 1000) {
+		return bad("session.maxExtensions", fmt.Sprintf("%d: want 0 to 1000", *e))
+	}
+	if a.Session.MaxLifetime < 0 || (a.Session.MaxLifetime > 0 && a.Session.MaxLifetime < Duration(time.Minute)) {
+		return bad("session.maxLifetime", "want at least 1m (leave it out for the server's default)")
+	}
+	if a.Session.Watchdog < Duration(10*time.Second) {
+		return bad("session.watchdog", "want at least 10s")
 	}
 	return a.Environment.validate()
 }

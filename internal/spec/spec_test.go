@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/bound"
 )
 
 var known = Known{
@@ -41,7 +43,8 @@ environment:
 	require.Len(t, agents, 2)
 	require.Equal(t, "default", agents[0].Project)
 	require.Equal(t, DefaultIdleTimeout, agents[1].Session.IdleTimeout)
-	require.Equal(t, 150, agents[1].Session.MaxActions)
+	require.Zero(t, agents[1].Session.MaxActions, "unset: the server's default applies")
+	require.Equal(t, 150, agents[1].Session.Limits(bound.Limits{Actions: 150}, 0).Actions)
 	require.NotEqual(t, agents[0].Digest(), agents[1].Digest())
 	env := agents[1].Environment
 	require.Equal(t, "go mod download\n", env.Setup)

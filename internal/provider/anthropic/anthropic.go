@@ -82,6 +82,10 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, sink func(p
 		}
 	}
 	if err := stream.Err(); err != nil {
+		var apiErr *sdk.Error
+		if errors.As(err, &apiErr) {
+			return provider.Response{}, &provider.StatusError{Status: apiErr.StatusCode, Message: apiErr.Message + " " + apiErr.RawJSON(), Err: fmt.Errorf("anthropic: %w", err)}
+		}
 		return provider.Response{}, fmt.Errorf("anthropic: %w", err)
 	}
 	if msg.StopReason == "" {

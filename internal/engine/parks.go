@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/paddock-dev/paddock/internal/bound"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+// ExtendRequest grants a parked session what its budget needs: one more
+// extension (+50 actions, +15 minutes by default), or, with SpendCapUSD,
+// a higher spend cap.
+type ExtendRequest struct {
+	Note        string  `json:"note,omitempty"`
+	SpendCapUSD float64 `json:"spendCapUsd,omitempty"`
+}
+
+// ErrNotParked says a session has no open park of the kind a request
+// resolves.
+var ErrNotParked = fmt.Errorf("not parked for that: %w", store.ErrConflict)
+
+// Extend grants a session parked on its budget an extension (or raises
+// its spend cap), attributed to by and recorded, and wakes it: its held
+// recovery command becomes due. When the session names an approver, only
+// they may grant it.
+func (s *Service) Extend(ctx context.Context, id string, req ExtendRequest, by session.Sender) (session.Park, error) {
+	x, err := s.Store.GetSession(ctx, id)
+	if err != nil {
+		return session.Park{}, err
+	}
+	if x.Approver != "" && x.Approver != by.ID {
+		return session.Park{}, fmt.Errorf("session %s names %s as its approver, not %s: %w", x.ID, x.Approver, by.ID, store.ErrDenied)
+	}
+	reason := bound.AwaitingExtension
+	if req.SpendCapUSD != 0 {
+		if math.IsNaN(req.SpendCapUSD) || math.IsInf(req.SpendCapUSD, 0) || req.SpendCapUSD <= x.SpendCapUSD {
+			return session.Park{}, fmt.Errorf("spendCapUsd %v: want more than the session's cap of $%.2f: %w", req.SpendCapUSD, x.SpendCapUSD, store.ErrInvalid)
+		}
+		reason = bound.BillingSpendCapExceeded
+	}
+	p, err := s.openPark(ctx, id, reason)
+	if err != nil {
+		return p, err
+	}
+	d := session.BudgetData{Extension: reason == bound.AwaitingExtension, By: &by, Note: req.Note}
+	key := "extension/" + p.ID
+	if reason == bound.BillingSpendCapExceeded {
+		if err := s.Store.RaiseSpendCap(ctx, id, req.SpendCapUSD); err != nil {
+			return p, err
+		}
+		d.SpendCapUSD, key = req.SpendCapUSD, "spend-cap/"+p.ID
+	}
+	data, _ := json.Marshal(d)
+	if _, err := s.Store.AppendEvent(ctx, session.Event{SessionID: id, Kind: session.EventBudget, Key: budgetPrefix + key, Data: data}); err != nil {
+		return p, err
+	}
+	return s.resolve(ctx, p, session.ParkGranted, by, req.Note)
+}
+
+// Unpark resolves a session's open park on a condition outside Paddock
+// (credits added, the provider back) as cleared, attributed to by, and
+// wakes it.
+func (s *Service) Unpark(ctx context.Context, id, note string, by session.Sender) (session.Park, error) {
+	x, err := s.Store.GetSession(ctx, id)
+	if err != nil {
+		return session.Park{}, err
+	}
+	if x.Approver != "" && x.Approver != by.ID {
+		return session.Park{}, fmt.Errorf("session %s names %s as its approver, not %s: %w", x.ID, x.Approver, by.ID, store.ErrDenied)
+	}
+	open, err := s.Store.ListParks(ctx, id, true)
+	if err != nil {
+		return session.Park{}, err
+	}
+	for _, p := range open {
+		switch bound.Reason(p.Reason) {
+		case bound.BillingInsufficientCredits, bound.BillingSpendingLimitExceeded, bound.ProviderOutage:
+			return s.resolve(ctx, p, session.ParkCleared, by, note)
+		}
+	}
+	return session.Park{}, fmt.Errorf("session %s has no park on credits or the provider (an exhausted budget needs `paddock sessions extend`): %w", id, ErrNotParked)
+}
+
+func (s *Service) openPark(ctx context.Context, id string, reason bound.Reason) (session.Park, error) {
+	open, err := s.Store.ListParks(ctx, id, true)
+	if err != nil {
+		return session.Park{}, err
+	}
+	for _, p := range open {
+		if p.Reason == string(reason) {
+			return p, nil
+		}
+	}
+	return session.Park{}, fmt.Errorf("session %s is not parked %s: %w", id, reason, ErrNotParked)
+}
+
+func (s *Service) resolve(ctx context.Context, p session.Park, resolution string, by session.Sender, note string) (session.Park, error) {
+	p, err := s.Store.ResolvePark(ctx, p.ID, resolution, &by, note)
+	if err != nil {
+		return p, err
+	}
+	return p, s.notify(ctx, p.SessionID, Notice{CommandID: p.RecoveryCommand, Kind: session.KindMessage})
+}
+
+// Parked is a session waiting on a person or a condition, and what it
+// needs.
+type Parked struct {
+	Session session.Session `json:"session"`
+	Reason  string          `json:"reason"`
+	Needs   string          `json:"needs"`
+	Detail  string          `json:"detail,omitempty"`
+}
+
+// Parked lists the sessions that wait on someone: open parks, pending
+// approvals, unanswered questions.
+func (s *Service) Parked(ctx context.Context, f store.SessionFilter) ([]Parked, error) {
+	list, err := s.Store.ListSessions(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	pending, err := s.Store.ListApprovals(ctx, store.ApprovalFilter{Status: session.ApprovalPending})
+	if err != nil {
+		return nil, err
+	}
+	approvals := map[string]int{}
+	for _, a := range pending {
+		approvals[a.SessionID]++
+	}
+	out := []Parked{}
+	for _, x := range list {
+		if x.Status.Terminal() {
+			continue
+		}
+		open, err := s.Store.ListParks(ctx, x.ID, true)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range open {
+			out = append(out, Parked{Session: x, Reason: p.Reason, Needs: p.Needs, Detail: p.Detail})
+		}
+		if n := approvals[x.ID]; n > 0 {
+			out = append(out, Parked{Session: x, Reason: string(bound.AwaitingApproval), Needs: bound.Needs(bound.AwaitingApproval, x.ID),
+				Detail: fmt.Sprintf("%d pending approval(s)", n)})
+		}
+		if turns, err := s.Store.ListTurns(ctx, x.ID); err == nil && len(turns) > 0 && turns[len(turns)-1].Status == session.TurnWaitingForInput {
+			out = append(out, Parked{Session: x, Reason: string(bound.AwaitingAnswer), Needs: bound.Needs(bound.AwaitingAnswer, x.ID)})
+		}
+	}
+	return out, nil
+}
