@@ -157,14 +157,14 @@ func (w *run) sleep(ctx workflow.Context, claim Claim) (bool, error) {
 }
 
 type run struct {
-	in         Input
+	in Input
 	// ended is set when the turn ended the session (its budget ran out
 	// and could not be extended): why, and the final summary.
 	ended, summary string
-	wake       bool
-	cancelTurn workflow.CancelFunc
-	decided    map[string]bool // approvals whose decision was signaled
-	reaped     bool            // the idle sandbox was released
+	wake           bool
+	cancelTurn     workflow.CancelFunc
+	decided        map[string]bool // approvals whose decision was signaled
+	reaped         bool            // the idle sandbox was released
 }
 
 // short gives activity options for quick store work; attempts 0 retries
