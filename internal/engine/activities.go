@@ -305,6 +305,9 @@ func (a *Activities) Reap(ctx context.Context, sessionID string) error {
 	if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, Kind: session.EventNotice, Key: "reap/" + a.Now().UTC().Format(time.RFC3339Nano), Data: data}); err != nil {
 		return err
 	}
+	if _, ok := a.parked(ctx, sessionID); ok {
+		return nil // what it waits on stays on display
+	}
 	return a.Store.SetDisplay(ctx, sessionID, "", "idle (sandbox released)")
 }
 
@@ -406,7 +409,19 @@ func (a *Activities) SettleTurn(ctx context.Context, turnID string, status sessi
 	} else if status == session.TurnFailed {
 		ambient = "turn failed: " + reason
 	}
+	if parked, ok := a.parked(ctx, t.SessionID); ok {
+		ambient = parked
+	}
 	return a.Store.SetDisplay(ctx, t.SessionID, "", ambient)
+}
+
+// parked is the display of a session's open park, if it has one.
+func (a *Activities) parked(ctx context.Context, sessionID string) (string, bool) {
+	open, err := a.Store.ListParks(ctx, sessionID, true)
+	if err != nil || len(open) == 0 {
+		return "", false
+	}
+	return "parked (" + open[0].Reason + "): needs " + open[0].Needs, true
 }
 
 // ModelStep runs one model step of a turn. A step already recorded (the

@@ -58,6 +58,11 @@ func setup(t *testing.T) *fixture {
 
 func (f *fixture) create(t *testing.T, id, model, message string) {
 	t.Helper()
+	f.createWith(t, id, model, message, true)
+}
+
+func (f *fixture) createWith(t *testing.T, id, model, message string, interactive bool) {
+	t.Helper()
 	// No run_command: these tests need no sandbox (internal/app covers it).
 	sp := spec.Agent{Name: "tester", Model: model, Tools: []string{"read_file", "write_file", "edit_file", "list_dir", "ask_user"}}
 	sp.Defaults()
@@ -68,7 +73,7 @@ func (f *fixture) create(t *testing.T, id, model, message string) {
 	}
 	_, _, err := f.store.CreateSession(context.Background(), store.NewSession{ID: id, Project: "default",
 		Agent: store.Agent{Project: "default", Name: "tester", Spec: sp.JSON(), Digest: sp.Digest()}, Repo: f.repo,
-		Policy: f.policy, Interactive: true,
+		Policy: f.policy, Interactive: interactive,
 		CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "t"}, StartKind: kind, StartPayload: payload})
 	require.NoError(t, err)
 }

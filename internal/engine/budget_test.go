@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/bound"
+	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+// grant does what Service.Extend does, without a Temporal client: the
+// extension recorded and attributed, the park resolved, the session woken.
+func (f *fixture) grant(t *testing.T, id string) {
+	t.Helper()
+	ctx := context.Background()
+	open, err := f.store.ListParks(ctx, id, true)
+	require.NoError(t, err)
+	require.Len(t, open, 1)
+	require.Equal(t, string(bound.AwaitingExtension), open[0].Reason)
+	ana := session.Sender{Kind: session.SenderOperator, ID: "ana"}
+	data, _ := json.Marshal(session.BudgetData{Extension: true, By: &ana})
+	_, err = f.store.AppendEvent(ctx, session.Event{SessionID: id, Kind: session.EventBudget, Key: budgetPrefix + "extension/" + open[0].ID, Data: data})
+	require.NoError(t, err)
+	p, err := f.store.ResolvePark(ctx, open[0].ID, session.ParkGranted, &ana, "")
+	require.NoError(t, err)
+	f.env.SignalWorkflow(SignalCommand, Notice{CommandID: p.RecoveryCommand, Kind: session.KindMessage})
+}
+
+func (f *fixture) consumed(t *testing.T, id string) bound.Consumption {
+	t.Helper()
+	x, err := f.store.GetSession(context.Background(), id)
+	require.NoError(t, err)
+	c, err := f.acts.consumption(context.Background(), x)
+	require.NoError(t, err)
+	return c
+}
+
+// TestRunawayParksForAnExtensionThenStops: a runaway agent spends its
+// actions; the interactive session parks asking for an extension (saying
+// what was consumed and what the next grants), a named person grants it,
+// the work goes on where it stopped; when the budget runs out again with
+// no extension left, the model writes a final summary without tools and
+// the session stops cleanly, its work kept.
+func TestRunawayParksForAnExtensionThenStops(t *testing.T) {
+	f := setup(t)
+	f.acts.Budget = bound.Limits{Actions: 3, Active: time.Hour, Extensions: 1, Grant: bound.Grant{Actions: 2, Active: time.Minute}}
+	f.create(t, "s1", "replay/testdata/runaway.yaml", "look around")
+	f.env.RegisterDelayedCallback(func() {
+		x, err := f.store.GetSession(context.Background(), "s1")
+		require.NoError(t, err)
+		require.Equal(t, session.StatusAwaiting, x.Status, "parked, not failed")
+		require.Contains(t, x.AmbientStatus, "paddock sessions extend s1")
+		require.Equal(t, 3, f.consumed(t, "s1").Actions)
+		f.grant(t, "s1")
+	}, time.Hour)
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1"})
+	require.True(t, f.env.IsWorkflowCompleted())
+	require.NoError(t, f.env.GetWorkflowError())
+
+	ctx := context.Background()
+	x, err := f.store.GetSession(ctx, "s1")
+	require.NoError(t, err)
+	require.True(t, x.BudgetStopped(), "%s: %s", x.Status, x.StopReason)
+	require.Contains(t, x.StopReason, "used 5 of 5 actions")
+	require.NotEmpty(t, x.Handoff, "the final summary")
+	require.DirExists(t, x.Workdir, "its work is kept for review")
+	c := f.consumed(t, "s1")
+	require.Equal(t, 5, c.Actions)
+	require.Equal(t, 1, c.Extensions)
+	parks, err := f.store.ListParks(ctx, "s1", false)
+	require.NoError(t, err)
+	require.Len(t, parks, 1)
+	require.Equal(t, session.ParkGranted, parks[0].Resolution)
+	require.Equal(t, "ana", parks[0].ResolvedBy.ID)
+	require.Contains(t, parks[0].Detail, "used 3 of 3 actions")
+	require.Contains(t, parks[0].Detail, "the next extension grants 2 more actions")
+	turns, err := f.store.ListTurns(ctx, "s1")
+	require.NoError(t, err)
+	require.Len(t, turns, 2)
+	require.Equal(t, session.TurnFailed, turns[0].Status)
+	require.Equal(t, session.ScopeTurn, turns[0].FailureScope)
+	require.Equal(t, session.TurnCompleted, turns[1].Status)
+}
+
+// TestNonInteractiveBudgetStopsAtOnce: nobody can grant an extension, so
+// the session stops with its summary at once.
+func TestNonInteractiveBudgetStopsAtOnce(t *testing.T) {
+	f := setup(t)
+	f.acts.Budget = bound.Limits{Actions: 2, Active: time.Hour, Extensions: 5, Grant: bound.DefaultGrant}
+	f.createWith(t, "s1", "replay/testdata/runaway.yaml", "look around", false)
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1"})
+	require.NoError(t, f.env.GetWorkflowError())
+	x, err := f.store.GetSession(context.Background(), "s1")
+	require.NoError(t, err)
+	require.True(t, x.BudgetStopped(), "%s: %s", x.Status, x.StopReason)
+	parks, err := f.store.ListParks(context.Background(), "s1", false)
+	require.NoError(t, err)
+	require.Empty(t, parks)
+}
+
+// TestApprovalWaitIsNotActiveTime: a call waits an hour (skipped time)
+// for a person's decision: the session's active time does not grow.
+func TestApprovalWaitIsNotActiveTime(t *testing.T) {
+	f := setup(t)
+	ask, _ := json.Marshal(map[string]any{"default": "ask", "approvalTtl": "2h"})
+	f.policy = ask
+	f.create(t, "s1", "replay/testdata/script.yaml", "finish the notes")
+	f.env.RegisterDelayedCallback(func() {
+		pending, err := f.store.ListApprovals(context.Background(), store.ApprovalFilter{SessionID: "s1", Status: session.ApprovalPending})
+		require.NoError(t, err)
+		require.NotEmpty(t, pending)
+		require.Less(t, f.consumed(t, "s1").Active, time.Minute, "an hour waiting on a person is not active time")
+		f.send(t, "s1", session.KindStop, session.StopPayload{Reason: "enough"})
+	}, time.Hour)
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1"})
+	require.NoError(t, f.env.GetWorkflowError())
+	c := f.consumed(t, "s1")
+	require.Less(t, c.Active, time.Minute)
+	require.Positive(t, c.Actions)
+}
+
+// outage is a provider that is down until up is set.
+type outage struct{ up *bool }
+
+func (o outage) Stream(_ context.Context, _ provider.Request, sink func(provider.Delta)) (provider.Response, error) {
+	if !*o.up {
+		return provider.Response{}, &provider.StatusError{Status: 529, Message: "overloaded", Err: errors.New("provider: 529 overloaded")}
+	}
+	sink(provider.Delta{Kind: provider.DeltaText, Text: "back"})
+	return provider.Response{Text: "back", StopReason: "end_turn"}, nil
+}
+
+// TestProviderOutageParksReprobesAndResumes: a provider outage parks the
+// session; it is probed every 5 minutes and resumes when the provider
+// answers again.
+func TestProviderOutageParksReprobesAndResumes(t *testing.T) {
+	f := setup(t)
+	up := false
+	f.acts.Providers.Register("flaky", func(string) (provider.Provider, error) { return outage{&up}, nil })
+	f.create(t, "s1", "flaky/model", "hello")
+	f.env.RegisterDelayedCallback(func() {
+		open, err := f.store.ListParks(context.Background(), "s1", true)
+		require.NoError(t, err)
+		require.Len(t, open, 1)
+		require.Equal(t, string(bound.ProviderOutage), open[0].Reason)
+		require.NotNil(t, open[0].ExpiresAt)
+		up = true // the next probe finds it back
+	}, 12*time.Minute)
+	f.env.RegisterDelayedCallback(func() {
+		f.send(t, "s1", session.KindStop, session.StopPayload{Reason: "done"})
+	}, time.Hour)
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1"})
+	require.NoError(t, f.env.GetWorkflowError())
+	parks, err := f.store.ListParks(context.Background(), "s1", false)
+	require.NoError(t, err)
+	require.Len(t, parks, 1)
+	require.Equal(t, session.ParkCleared, parks[0].Resolution)
+	turns, err := f.store.ListTurns(context.Background(), "s1")
+	require.NoError(t, err)
+	require.Len(t, turns, 2, "the failed turn, then the recovery")
+	require.Equal(t, session.TurnCompleted, turns[1].Status)
+}
+
+// TestProviderOutageExpiresAfterSixHours: a provider that never comes
+// back: the park expires after its 6-hour TTL and the session fails.
+func TestProviderOutageExpiresAfterSixHours(t *testing.T) {
+	f := setup(t)
+	up := false
+	f.acts.Providers.Register("flaky", func(string) (provider.Provider, error) { return outage{&up}, nil })
+	f.create(t, "s1", "flaky/model", "hello")
+	start := f.env.Now()
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1"})
+	require.NoError(t, f.env.GetWorkflowError())
+	require.GreaterOrEqual(t, f.env.Now().Sub(start), 6*time.Hour)
+	x, err := f.store.GetSession(context.Background(), "s1")
+	require.NoError(t, err)
+	require.Equal(t, session.StatusFailed, x.Status)
+	require.Contains(t, x.Error, "provider_outage")
+	parks, err := f.store.ListParks(context.Background(), "s1", false)
+	require.NoError(t, err)
+	require.Equal(t, session.ParkExpired, parks[0].Resolution)
+}
+
+// TestLifetimeHoldsWhileAsleep: a session idle past its lifetime is
+// ended by a durable timer, not on its next wake.
+func TestLifetimeHoldsWhileAsleep(t *testing.T) {
+	f := setup(t)
+	f.acts.Budget = bound.Limits{Actions: 100, Active: time.Hour, Lifetime: 3 * time.Hour}
+	f.create(t, "s1", "replay/testdata/script.yaml", "")
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1"})
+	require.NoError(t, f.env.GetWorkflowError())
+	x, err := f.store.GetSession(context.Background(), "s1")
+	require.NoError(t, err)
+	require.True(t, x.BudgetStopped())
+	require.Contains(t, x.StopReason, "lifetime of 3h0m0s")
+}
