@@ -208,7 +208,7 @@ func (f *follower) extend(ctx context.Context, r *renderer, p session.Park) (boo
 	if !f.interactive || f.autoAnswer != nil {
 		return false, parked
 	}
-	fmt.Fprintf(f.g.io.Out, "  %s\n  grant an extension? [y/N] ", p.Detail)
+	fmt.Fprint(f.g.io.Out, "  grant an extension? [y/N] ")
 	r.midText = true
 	line, _ := f.in.ReadString('\n')
 	if a := strings.TrimSpace(line); !strings.EqualFold(a, "y") && !strings.EqualFold(a, "yes") {

@@ -209,8 +209,12 @@ func (a *Activities) FinalSummary(ctx context.Context, sessionID, turnID, why st
 	if prov, model, err := a.Providers.Resolve(sp.Model); err == nil {
 		messages := append(agent.Conversation(events), provider.Message{Role: provider.RoleUser,
 			Text: "The session's budget is exhausted (" + why + "). Without calling any tool, write a short final summary for the person who started it: what was done, what remains, and where things stand."})
-		if resp, err := prov.Stream(ctx, provider.Request{Model: model, System: sp.Instructions, Messages: messages}, func(provider.Delta) {}); err == nil && resp.Text != "" {
+		resp, err := prov.Stream(ctx, provider.Request{Model: model, System: sp.Instructions, Messages: messages}, func(provider.Delta) {})
+		switch {
+		case err == nil && resp.Text != "":
 			text = resp.Text
+		case err == nil:
+			text = "(the model wrote no summary)"
 		}
 	}
 	data, _ := json.Marshal(session.TextData{Text: text})

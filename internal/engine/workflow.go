@@ -277,10 +277,13 @@ func (w *run) turn(ctx workflow.Context, batch []session.Command) (bool, error) 
 			return false, err
 		}
 	}
-	if err := workflow.ExecuteActivity(short(ctx, 0), act.SettleTurn, turnID, status, scope, why).Get(ctx, nil); err != nil || w.ended == "" {
-		return false, err
+	if w.ended != "" {
+		// Stopped first, so that nobody sees the session idle in between.
+		if err := workflow.ExecuteActivity(short(ctx, 0), act.EndForBudget, w.in.SessionID, w.ended, w.summary).Get(ctx, nil); err != nil {
+			return false, err
+		}
 	}
-	return true, workflow.ExecuteActivity(short(ctx, 0), act.EndForBudget, w.in.SessionID, w.ended, w.summary).Get(ctx, nil)
+	return w.ended != "", workflow.ExecuteActivity(short(ctx, 0), act.SettleTurn, turnID, status, scope, why).Get(ctx, nil)
 }
 
 func (w *run) steps(ctx workflow.Context, turnID string) (session.TurnStatus, session.FailureScope, string) {

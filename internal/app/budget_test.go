@@ -1,0 +1,85 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/cli"
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+// paddockIn is paddock with standard input.
+func paddockIn(t *testing.T, in string, args ...string) (int, string) {
+	t.Helper()
+	var out bytes.Buffer
+	env := map[string]string{"PADDOCK_SERVER": shared.URL}
+	code := cli.Run(context.Background(), args, cli.IO{In: strings.NewReader(in), Out: &out, Err: &out, Getenv: func(k string) string { return env[k] }})
+	return code, out.String()
+}
+
+// TestRunawayNonInteractiveExits3: a runaway agent spends its actions in
+// a non-interactive run: the session stops cleanly with a final summary
+// written without tools, and `paddock run` exits 3 saying so.
+func TestRunawayNonInteractiveExits3(t *testing.T) {
+	name := unique("runaway")
+	applyAgent(t, name, script(t, "runaway.yaml"), "tools: [list_dir]\nsession:\n  maxActions: 3\n")
+	code, out := paddock(t, "run", "--agent", name, "--repo", gitRepo(t), "--non-interactive", "look around")
+	require.Equal(t, 3, code, out)
+	require.Contains(t, out, "budget exhausted: used 3 of 3 actions")
+	require.Contains(t, out, "paddock sessions diff")
+	list, err := api.Sessions(context.Background(), store.SessionFilter{Agent: name})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.True(t, list[0].BudgetStopped())
+	require.NotEmpty(t, list[0].Handoff, "the final summary")
+}
+
+// TestRunawayInteractiveExtension: interactively, the session parks
+// asking for an extension, saying what it consumed and what the next one
+// grants; the person at the terminal grants it (recorded as them) and the
+// work goes on; with no extension left, the run exits 3.
+func TestRunawayInteractiveExtension(t *testing.T) {
+	name := unique("runaway")
+	applyAgent(t, name, script(t, "runaway.yaml"), "tools: [list_dir]\nsession:\n  maxActions: 3\n  maxExtensions: 1\n")
+	code, out := paddockIn(t, "y\n", "run", "--agent", name, "--repo", gitRepo(t), "look around")
+	require.Equal(t, 3, code, out)
+	require.Contains(t, out, "parked (awaiting_extension)")
+	require.Contains(t, out, "the next extension grants 50 more actions")
+	require.Contains(t, out, "grant an extension? [y/N]")
+	require.Contains(t, out, "park awaiting_extension: granted by operator:tester")
+	require.Contains(t, out, "used 53 of 53 actions")
+}
+
+// TestExtensionBelongsToTheNamedApprover: a session that names who
+// decides for it is extended by them only (403 for anyone else), and a
+// session not parked has nothing to extend (409).
+func TestExtensionBelongsToTheNamedApprover(t *testing.T) {
+	ctx := context.Background()
+	name := unique("runaway")
+	applyAgent(t, name, script(t, "runaway.yaml"), "tools: [list_dir]\nsession:\n  maxActions: 2\n")
+	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "go", NonInteractive: true, Approver: "ana"})
+	require.NoError(t, err)
+	waitFor(t, "the park", func() (bool, error) {
+		parks, err := api.Parks(ctx, x.ID)
+		return len(parks) == 1, err
+	})
+	parked, err := api.Parked(ctx, "", name)
+	require.NoError(t, err)
+	require.Len(t, parked, 1)
+	require.Equal(t, "awaiting_extension", parked[0].Reason)
+	code, out := paddock(t, "sessions", "ls", "--parked", "--agent", name)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "paddock sessions extend "+x.ID)
+	_, err = api.Extend(ctx, x.ID, engine.ExtendRequest{})
+	require.Equal(t, 403, apiStatus(t, err), "%v", err)
+	_, err = api.Unpark(ctx, x.ID, "")
+	require.Equal(t, 403, apiStatus(t, err))
+	s := waitStatus(t, x.ID, session.StatusAwaiting)
+	require.Contains(t, s.AmbientStatus, "awaiting_extension")
+}
