@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -426,7 +427,7 @@ func (a *Activities) parked(ctx context.Context, sessionID string) (string, bool
 
 // ModelStep runs one model step of a turn. A step already recorded (the
 // activity retried after a crash) is returned as recorded.
-func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, step int) (provider.Response, error) {
+func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, step int) (_ provider.Response, err error) {
 	events, err := a.Store.ListEvents(ctx, sessionID, 0, 0)
 	if err != nil {
 		return provider.Response{}, err
@@ -457,6 +458,14 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 	messages, tools := agent.Conversation(events), a.offered(ctx, s, sp, turnID, step)
 	stop := heartbeat(ctx)
 	defer stop()
+	// The watchdog: a step whose model streams nothing for the agent's
+	// interval is abandoned and its turn concluded stale.
+	ctx, progress, stale := watchdog(ctx, time.Duration(sp.Session.Watchdog), a.Now)
+	defer func() {
+		if stale() {
+			err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("the model made no progress for %s (the agent's watchdog)", time.Duration(sp.Session.Watchdog)), staleErrorType, nil)
+		}
+	}()
 	// The agent's model, then its fallbacks in order when a model fails
 	// after its own retries (429s and 5xx are retried inside the SDKs).
 	var lastErr error
@@ -473,7 +482,7 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 			data, _ := json.Marshal(session.TextData{Text: fmt.Sprintf("model %s failed (%v); falling back to %s", sp.Model, lastErr, name)})
 			_, _ = a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventNotice, Key: fmt.Sprintf("%s/step%d/fallback%d", turnID, step, i), Data: data})
 		}
-		resp, err := agent.Step(ctx, p, a.Store, agent.StepInput{SessionID: sessionID, TurnID: turnID, Step: step, Request: req, Variant: variant}, a.Now)
+		resp, err := agent.Step(ctx, progressed{p, progress}, a.Store, agent.StepInput{SessionID: sessionID, TurnID: turnID, Step: step, Request: req, Variant: variant}, a.Now)
 		if err == nil {
 			u := session.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
 				CostUSD: a.Prices[name].Cost(resp.Usage.InputTokens, resp.Usage.OutputTokens)}
@@ -491,6 +500,54 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 		return provider.Response{}, temporal.NewNonRetryableApplicationError(lastErr.Error(), parkErrorType+string(reason), nil)
 	}
 	return provider.Response{}, lastErr
+}
+
+// staleErrorType is the type of a model step's error when the watchdog
+// abandoned it.
+const staleErrorType = "stale"
+
+// errStale cancels a step the watchdog abandoned.
+var errStale = errors.New("no progress")
+
+// watchdog gives a context that is canceled when progress (to be called
+// on every streamed delta) has not been reported for wd, and reports
+// whether that happened.
+func watchdog(ctx context.Context, wd time.Duration, now func() time.Time) (context.Context, func(), func() bool) {
+	if wd <= 0 {
+		return ctx, func() {}, func() bool { return false }
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	var last atomic.Int64
+	last.Store(now().UnixNano())
+	go func() {
+		t := time.NewTicker(min(wd/10, time.Second))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if now().Sub(time.Unix(0, last.Load())) >= wd {
+					cancel(errStale)
+					return
+				}
+			}
+		}
+	}()
+	return ctx, func() { last.Store(now().UnixNano()) }, func() bool { return errors.Is(context.Cause(ctx), errStale) }
+}
+
+// progressed reports each streamed delta of a provider as progress.
+type progressed struct {
+	provider.Provider
+	progress func()
+}
+
+func (p progressed) Stream(ctx context.Context, req provider.Request, sink func(provider.Delta)) (provider.Response, error) {
+	return p.Provider.Stream(ctx, req, func(d provider.Delta) {
+		p.progress()
+		sink(d)
+	})
 }
 
 // parkErrorType prefixes the type of an activity error that asks the

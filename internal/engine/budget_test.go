@@ -12,6 +12,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 )
 
@@ -200,4 +201,31 @@ func TestLifetimeHoldsWhileAsleep(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, x.BudgetStopped())
 	require.Contains(t, x.StopReason, "lifetime of 3h0m0s")
+}
+
+// hung is a provider that streams nothing until its call is abandoned.
+type hung struct{}
+
+func (hung) Stream(ctx context.Context, _ provider.Request, _ func(provider.Delta)) (provider.Response, error) {
+	<-ctx.Done()
+	return provider.Response{}, ctx.Err()
+}
+
+// TestWatchdogConcludesASilentTurnStale: a model step that streams
+// nothing for the agent's watchdog interval is abandoned; the turn is
+// stale and the session awaiting (not failed).
+func TestWatchdogConcludesASilentTurnStale(t *testing.T) {
+	f := setup(t)
+	f.acts.Providers.Register("hung", func(string) (provider.Provider, error) { return hung{}, nil })
+	f.tweak = func(a *spec.Agent) { a.Session.Watchdog = spec.Duration(300 * time.Millisecond) }
+	f.create(t, "s1", "hung/model", "hello")
+	f.env.RegisterDelayedCallback(func() {
+		f.send(t, "s1", session.KindStop, session.StopPayload{Reason: "done"})
+	}, time.Hour)
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1"})
+	require.NoError(t, f.env.GetWorkflowError())
+	turns, err := f.store.ListTurns(context.Background(), "s1")
+	require.NoError(t, err)
+	require.Equal(t, session.TurnStale, turns[0].Status)
+	require.Contains(t, turns[0].Error, "no progress for 300ms")
 }

@@ -301,6 +301,10 @@ func (w *run) steps(ctx workflow.Context, turnID string) (session.TurnStatus, se
 			if r := parkReason(err); r != "" {
 				return w.park(ctx, turnID, r, "model call failed: "+reason(err))
 			}
+			var app *temporal.ApplicationError
+			if errors.As(err, &app) && app.Type() == staleErrorType {
+				return session.TurnStale, "", reason(err)
+			}
 			if silent(err) {
 				return session.TurnStale, "", "the model step made no progress: its heartbeats and retries ran out"
 			}

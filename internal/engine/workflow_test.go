@@ -27,6 +27,7 @@ import (
 
 type fixture struct {
 	policy json.RawMessage // pinned on sessions the fixture creates
+	tweak  func(*spec.Agent)
 	store  store.Store
 	acts   *Activities
 	env    *testsuite.TestWorkflowEnvironment
@@ -65,6 +66,9 @@ func (f *fixture) createWith(t *testing.T, id, model, message string, interactiv
 	t.Helper()
 	// No run_command: these tests need no sandbox (internal/app covers it).
 	sp := spec.Agent{Name: "tester", Model: model, Tools: []string{"read_file", "write_file", "edit_file", "list_dir", "ask_user"}}
+	if f.tweak != nil {
+		f.tweak(&sp)
+	}
 	sp.Defaults()
 	kind, payload := session.KindStart, json.RawMessage(`{}`)
 	if message != "" {
