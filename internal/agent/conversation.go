@@ -26,7 +26,20 @@ const EventAssistantMessage session.EventKind = "assistant_message"
 // of tool calls. A tool call left without a result (interrupted, or a
 // question overtaken by a new message) gets one saying so, so every call
 // the model made is answered.
+//
+// When the conversation was compacted, the latest compaction replaces the
+// messages it summarized: the task keeps its place, the summary follows
+// it, then the messages after the cut as they were.
 func Conversation(events []session.Event) []provider.Message {
+	msgs := Full(events)
+	if c := LatestCompaction(events); c != nil {
+		return c.Apply(msgs)
+	}
+	return msgs
+}
+
+// Full is the conversation as if it had never been compacted.
+func Full(events []session.Event) []provider.Message {
 	var msgs []provider.Message
 	results := map[string]provider.Message{}
 	answered := map[string]bool{}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/agent"
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
@@ -123,6 +124,10 @@ func (r *renderer) event(e session.Event) {
 		} else {
 			r.line("  ✓ %s in %s: %s", d.Phase, took, d.Detail)
 		}
+	case agent.EventCompaction:
+		var d agent.Compaction
+		_ = json.Unmarshal(e.Data, &d)
+		r.line("· conversation compacted to fit the model's context window: ~%d → ~%d tokens (%d messages summarized)", d.TokensBefore, d.TokensAfter, d.Messages-1)
 	case session.EventPark:
 		var d session.ParkData
 		_ = json.Unmarshal(e.Data, &d)

@@ -455,7 +455,7 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 	_ = a.Store.SetDisplay(ctx, sessionID, "", "thinking")
 	// The conversation and the tools on offer are the same for every model
 	// tried (listing MCP tools is I/O: once per step).
-	messages, tools := agent.Conversation(events), a.offered(ctx, s, sp, turnID, step)
+	messages, tools := a.compacted(ctx, sessionID, turnID, step, sp, events), a.offered(ctx, s, sp, turnID, step)
 	stop := heartbeat(ctx)
 	defer stop()
 	// The watchdog: a step whose model streams nothing for the agent's

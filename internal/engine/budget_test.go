@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/agent"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -228,4 +230,48 @@ func TestWatchdogConcludesASilentTurnStale(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, session.TurnStale, turns[0].Status)
 	require.Contains(t, turns[0].Error, "no progress for 300ms")
+}
+
+// TestLongConversationIsCompacted: a conversation that outgrows the
+// model's context window is compacted (its middle summarized by the
+// model, recorded, one action consumed) and the work goes on to the end.
+func TestLongConversationIsCompacted(t *testing.T) {
+	f := setup(t)
+	f.tweak = func(a *spec.Agent) { a.ContextWindow = 2000 }
+	f.create(t, "s1", "replay/testdata/long.yaml", "work through the notes")
+	f.env.RegisterDelayedCallback(func() {
+		f.send(t, "s1", session.KindStop, session.StopPayload{Reason: "done"})
+	}, time.Hour)
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1"})
+	require.NoError(t, f.env.GetWorkflowError())
+	ctx := context.Background()
+	events, err := f.store.ListEvents(ctx, "s1", 0, 0)
+	require.NoError(t, err)
+	var compactions []agent.Compaction
+	done := false
+	for _, e := range events {
+		switch e.Kind {
+		case agent.EventCompaction:
+			var c agent.Compaction
+			require.NoError(t, json.Unmarshal(e.Data, &c))
+			compactions = append(compactions, c)
+		case session.EventAssistantText:
+			var d session.TextData
+			require.NoError(t, json.Unmarshal(e.Data, &d))
+			done = done || strings.Contains(d.Text, "All done after the long conversation")
+		}
+	}
+	require.NotEmpty(t, compactions)
+	for _, c := range compactions {
+		require.Less(t, c.TokensAfter, c.TokensBefore)
+		require.NotEmpty(t, c.Summary)
+	}
+	require.True(t, done, "the conversation went on to its end")
+	turns, err := f.store.ListTurns(ctx, "s1")
+	require.NoError(t, err)
+	require.Equal(t, session.TurnCompleted, turns[0].Status)
+	c := f.consumed(t, "s1")
+	require.Equal(t, 14+len(compactions), c.Actions, "each call and each compaction is an action")
+	// What the model is shown now fits its window.
+	require.Less(t, agent.Tokens(agent.Conversation(events)), 2000)
 }

@@ -189,3 +189,21 @@ func (r *Registry) Resolve(name string) (Provider, string, error) {
 	}
 	return prov, model, nil
 }
+
+// ContextWindow is the context window of a model, in tokens, as its
+// vendor documents it; 128,000 for a model not known here (agents may
+// declare contextWindow).
+func ContextWindow(name string) int {
+	_, model, _ := strings.Cut(name, "/")
+	switch {
+	case strings.HasPrefix(model, "claude-"):
+		return 200_000
+	case strings.HasPrefix(model, "gpt-4.1"):
+		return 1_047_576
+	case strings.HasPrefix(model, "gpt-5"):
+		return 400_000
+	case strings.HasPrefix(model, "o3"), strings.HasPrefix(model, "o4"):
+		return 200_000
+	}
+	return 128_000
+}

@@ -54,6 +54,9 @@ type Agent struct {
 	Policy *PolicySpec `yaml:"policy" json:"policy,omitempty"`
 	// MCPServers contribute tools named mcp__NAME__TOOL.
 	MCPServers []MCPServerSpec `yaml:"mcpServers" json:"mcpServers,omitempty"`
+	// ContextWindow is the model's context window in tokens, when it is
+	// not one Paddock knows; the conversation is compacted near it.
+	ContextWindow int `yaml:"contextWindow" json:"contextWindow,omitempty"`
 	// Environment prepares the sandbox the agent's commands run in.
 	Environment EnvironmentSpec `yaml:"environment" json:"environment,omitzero"`
 }
@@ -378,6 +381,9 @@ func (a *Agent) Validate(known Known) error {
 	}
 	if a.Session.Watchdog < Duration(10*time.Second) {
 		return bad("session.watchdog", "want at least 10s")
+	}
+	if a.ContextWindow != 0 && (a.ContextWindow < 1000 || a.ContextWindow > 100_000_000) {
+		return bad("contextWindow", fmt.Sprintf("%d: want a number of tokens from 1000 (leave it out for the model's own)", a.ContextWindow))
 	}
 	return a.Environment.validate()
 }

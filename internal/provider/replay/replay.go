@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -169,13 +170,25 @@ type Provider struct{ script *Script }
 
 var _ provider.Provider = (*Provider)(nil)
 
+// summarized finds the count of the model's messages a compaction
+// summarized (see agent.Compaction).
+var summarized = regexp.MustCompile(`\(\d+ messages, (\d+) of them yours\)`)
+
 // Stream implements provider.Provider: the step played is the number of
 // assistant messages already in the conversation.
 func (p *Provider) Stream(ctx context.Context, req provider.Request, sink func(provider.Delta)) (provider.Response, error) {
+	// A compacted conversation says how many of the model's messages its
+	// summary replaced: they count as played.
 	n := 0
 	for _, m := range req.Messages {
 		if m.Role == provider.RoleAssistant {
 			n++
+		}
+	}
+	if len(req.Messages) > 0 {
+		if m := summarized.FindStringSubmatch(req.Messages[0].Text); m != nil {
+			k, _ := strconv.Atoi(m[1])
+			n += k
 		}
 	}
 	if n >= len(p.script.Steps) {
