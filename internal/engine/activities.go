@@ -264,6 +264,8 @@ type Claim struct {
 	Parks []ParkTimer `json:"parks,omitempty"`
 	// ExpiresAt is the session's hard wall-clock expiry (zero: none).
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+	// Held counts the trigger deliveries waiting in the held lane.
+	Held int `json:"held,omitempty"`
 }
 
 // Claim claims the next batch of commands.
@@ -277,6 +279,13 @@ func (a *Activities) Claim(ctx context.Context, sessionID string) (Claim, error)
 		return Claim{}, err
 	}
 	c := Claim{Commands: cmds, Terminal: s.Status.Terminal() && len(cmds) == 0, Idle: time.Duration(sp.Session.IdleTimeout)}
+	if !c.Terminal {
+		held, err := a.Store.HeldDeliveries(ctx, sessionID)
+		if err != nil {
+			return Claim{}, err
+		}
+		c.Held = len(held)
+	}
 	if len(cmds) == 0 && !c.Terminal {
 		if c.Parks, err = a.parkTimers(ctx, sessionID); err != nil {
 			return Claim{}, err

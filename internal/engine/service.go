@@ -70,6 +70,9 @@ func (s *Service) ApplyAgents(ctx context.Context, yamlText []byte) ([]Applied, 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	if err := s.checkTriggers(ctx, agents); err != nil {
+		return nil, err
+	}
 	recs := make([]store.Agent, len(agents))
 	for i, a := range agents {
 		recs[i] = store.Agent{Project: a.Project, Name: a.Name, Spec: a.JSON(), Digest: a.Digest(), Concurrency: a.Concurrency}

@@ -62,12 +62,17 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 		for {
 			var n Notice
 			sig.Receive(ctx, &n)
+			if n.Kind == noticeDelivery {
+				w.hold(ctx, 1)
+				continue
+			}
 			w.wake = true
 			if (n.Kind == session.KindInterrupt || n.Kind == session.KindStop) && w.cancelTurn != nil {
 				w.cancelTurn()
 			}
 		}
 	})
+	workflow.Go(ctx, w.lane)
 	if !in.Provisioned {
 		if err := workflow.ExecuteActivity(provisioning(ctx), act.Provision, in.SessionID).Get(ctx, nil); err != nil {
 			return w.fail(ctx, "provisioning failed: "+reason(err))
@@ -81,6 +86,9 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 		}
 		if claim.Terminal {
 			return nil
+		}
+		if claim.Held > 0 && w.held == 0 {
+			w.hold(ctx, claim.Held) // deliveries a restart or continue-as-new left held
 		}
 		if len(claim.Commands) == 0 {
 			if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
@@ -156,8 +164,58 @@ func (w *run) sleep(ctx workflow.Context, claim Claim) (bool, error) {
 	return first.fire()
 }
 
+// hold notes n more deliveries waiting in the held lane.
+func (w *run) hold(ctx workflow.Context, n int) {
+	now := workflow.Now(ctx)
+	if w.held == 0 {
+		w.oldest = now
+	}
+	w.newest = now
+	w.held += n
+}
+
+// lane flushes the held trigger deliveries as one command once
+// bound.DebounceOldest has passed since the oldest, or
+// bound.DebounceNewest since the newest, whichever comes first; unless
+// every one of them is a CI verdict, the turn in flight is interrupted so
+// the steering lands at once (a CI verdict waits until the session is idle).
+func (w *run) lane(ctx workflow.Context) {
+	for {
+		if err := workflow.Await(ctx, func() bool { return w.held > 0 }); err != nil {
+			return
+		}
+		for {
+			n := w.held
+			wait := bound.FlushAt(w.oldest, w.newest).Sub(workflow.Now(ctx))
+			moved, err := workflow.AwaitWithTimeout(ctx, max(wait, 0), func() bool { return w.held != n })
+			if err != nil {
+				return
+			}
+			if !moved {
+				break
+			}
+		}
+		w.held = 0
+		var f Flush
+		if err := workflow.ExecuteActivity(short(ctx, 0), act.FlushDeliveries, w.in.SessionID).Get(ctx, &f); err != nil {
+			return
+		}
+		if f.Delivered == "" {
+			continue
+		}
+		if f.Interrupt && w.cancelTurn != nil {
+			w.cancelTurn()
+		}
+		w.wake = true
+	}
+}
+
 type run struct {
 	in Input
+	// held counts the deliveries waiting in the held lane, the oldest and
+	// newest arrived at those times.
+	held           int
+	oldest, newest time.Time
 	// ended is set when the turn ended the session (its budget ran out
 	// and could not be extended): why, and the final summary.
 	ended, summary string

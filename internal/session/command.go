@@ -69,6 +69,8 @@ const (
 	SenderOperator SenderKind = "operator"
 	SenderAgent    SenderKind = "agent"
 	SenderSystem   SenderKind = "system"
+	// SenderTrigger is a trigger's delivery (ID: the trigger's name).
+	SenderTrigger SenderKind = "trigger"
 )
 
 // Sender is who sent a command, stamped by the server, never by the client.
@@ -104,6 +106,30 @@ type MessagePayload struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// Handoff is the predecessor's note attached to a successor's kickoff.
 	Handoff string `json:"handoff,omitempty"`
+	// Deliveries are the trigger deliveries a message carries (one, or
+	// several held and flushed together), each still shown as its own.
+	Deliveries []Delivery `json:"deliveries,omitempty"`
+}
+
+// Delivery is one trigger delivery: an external event for a session.
+type Delivery struct {
+	Trigger string `json:"trigger"`
+	// Event is the event's kind (github.push, github.check_run.completed).
+	Event string `json:"event"`
+	// Key identifies the delivery (the sender's delivery ID).
+	Key     string    `json:"key"`
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
+}
+
+// CIVerdict says whether an event kind is a CI verdict: it never
+// interrupts a turn, but waits until the session is idle.
+func CIVerdict(event string) bool {
+	switch event {
+	case "github.check_run.completed", "github.check_suite.completed", "github.workflow_run.completed":
+		return true
+	}
+	return false
 }
 
 // AnswerPayload answers a pending structured question.

@@ -18,8 +18,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"text/template"
 	"time"
 
+	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
 
 	"github.com/paddock-dev/paddock/internal/bound"
@@ -54,6 +56,9 @@ type Agent struct {
 	Policy *PolicySpec `yaml:"policy" json:"policy,omitempty"`
 	// MCPServers contribute tools named mcp__NAME__TOOL.
 	MCPServers []MCPServerSpec `yaml:"mcpServers" json:"mcpServers,omitempty"`
+	// Triggers bring external events to the agent: HTTP deliveries
+	// (POST /v1/triggers/NAME, HMAC-signed) or a cron schedule.
+	Triggers []TriggerSpec `yaml:"triggers" json:"triggers,omitempty"`
 	// ContextWindow is the model's context window in tokens, when it is
 	// not one Paddock knows; the conversation is compacted near it.
 	ContextWindow int `yaml:"contextWindow" json:"contextWindow,omitempty"`
@@ -89,6 +94,71 @@ const (
 	ReuseTree      = "tree"
 	ReuseManifests = "manifests"
 )
+
+// TriggerSpec is one trigger of an agent.
+type TriggerSpec struct {
+	// Name is unique on the server: deliveries are POSTed to
+	// /v1/triggers/NAME, signed with the secret PADDOCK_TRIGGER_SECRETS
+	// gives it.
+	Name string `yaml:"name" json:"name"`
+	// Routing is "spawn" (a new session per delivery) or "session" (into
+	// the agent's live session, spawning one when none is live); default
+	// session for a singleton agent, spawn otherwise.
+	Routing string `yaml:"routing" json:"routing,omitempty"`
+	// Message is a Go template of the instruction, over .event (the
+	// event's kind) and .payload (its JSON body).
+	Message string `yaml:"message" json:"message"`
+	// Events are the event kinds accepted (empty: all).
+	Events []string `yaml:"events" json:"events,omitempty"`
+	// Schedule is a cron schedule ("*/15 * * * *") that fires the
+	// trigger without any HTTP delivery.
+	Schedule string `yaml:"schedule" json:"schedule,omitempty"`
+	// Repo is the local repository spawned sessions work on.
+	Repo string `yaml:"repo" json:"repo,omitempty"`
+}
+
+// Trigger routings.
+const (
+	RouteSpawn   = "spawn"
+	RouteSession = "session"
+)
+
+// Route is the trigger's routing for agent a.
+func (t TriggerSpec) Route(a *Agent) string {
+	if t.Routing != "" {
+		return t.Routing
+	}
+	if a.Concurrency == 1 {
+		return RouteSession
+	}
+	return RouteSpawn
+}
+
+// Render renders the trigger's message for an event.
+func (t TriggerSpec) Render(event string, payload any) (string, error) {
+	tpl, err := template.New(t.Name).Option("missingkey=zero").Parse(t.Message)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	if err := tpl.Execute(&limitedBuilder{&b, 64 << 10}, map[string]any{"event": event, "payload": payload}); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// limitedBuilder refuses to grow a rendered message past its limit.
+type limitedBuilder struct {
+	b   *strings.Builder
+	max int
+}
+
+func (l *limitedBuilder) Write(p []byte) (int, error) {
+	if l.b.Len()+len(p) > l.max {
+		return 0, fmt.Errorf("the rendered message is longer than %d bytes", l.max)
+	}
+	return l.b.Write(p)
+}
 
 // NetworkSpec lists the HOST:PORT destinations each phase may reach.
 type NetworkSpec struct {
@@ -381,6 +451,34 @@ func (a *Agent) Validate(known Known) error {
 	}
 	if a.Session.Watchdog < Duration(10*time.Second) {
 		return bad("session.watchdog", "want at least 10s")
+	}
+	for i, t := range a.Triggers {
+		path := fmt.Sprintf("triggers[%d]", i)
+		if !nameRE.MatchString(t.Name) {
+			return bad(path+".name", fmt.Sprintf("%q: want 1-63 lowercase letters, digits and dashes", t.Name))
+		}
+		for _, u := range a.Triggers[:i] {
+			if u.Name == t.Name {
+				return bad(path+".name", fmt.Sprintf("%q appears twice", t.Name))
+			}
+		}
+		if t.Routing != "" && t.Routing != RouteSpawn && t.Routing != RouteSession {
+			return bad(path+".routing", fmt.Sprintf("%q: want spawn or session", t.Routing))
+		}
+		if t.Routing == RouteSession && a.Concurrency != 1 {
+			return bad(path+".routing", "session routing needs a singleton agent (concurrency: 1): which live session would it reach?")
+		}
+		if strings.TrimSpace(t.Message) == "" {
+			return bad(path+".message", "required: the instruction each delivery brings (a template over .event and .payload)")
+		}
+		if _, err := template.New("m").Parse(t.Message); err != nil {
+			return bad(path+".message", "not a valid template: "+err.Error())
+		}
+		if t.Schedule != "" {
+			if _, err := cron.ParseStandard(t.Schedule); err != nil {
+				return bad(path+".schedule", fmt.Sprintf("%q: want a cron schedule such as \"*/15 * * * *\": %v", t.Schedule, err))
+			}
+		}
 	}
 	if a.ContextWindow != 0 && (a.ContextWindow < 1000 || a.ContextWindow > 100_000_000) {
 		return bad("contextWindow", fmt.Sprintf("%d: want a number of tokens from 1000 (leave it out for the model's own)", a.ContextWindow))

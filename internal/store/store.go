@@ -102,6 +102,9 @@ type NewCommand struct {
 	Payload        json.RawMessage
 	Sender         session.Sender
 	IdempotencyKey string
+	// Held records the command held (a trigger delivery waiting in its
+	// lane), not pending.
+	Held bool
 }
 
 // SessionFilter narrows a session list.
@@ -140,6 +143,7 @@ type Store interface {
 	// ApplyAgents upserts agents in one transaction: all or nothing.
 	ApplyAgents(ctx context.Context, agents []Agent) ([]ApplyResult, error)
 	GetAgent(ctx context.Context, project, name string) (Agent, error)
+	// ListAgents lists a project's agents (every project's for "").
 	ListAgents(ctx context.Context, project string) ([]Agent, error)
 
 	// CreateSession records, in one transaction, the session (queued), its
@@ -204,6 +208,13 @@ type Store interface {
 	// ListParks lists a session's parks ("" for every session's), only
 	// the open ones when open is set, oldest first.
 	ListParks(ctx context.Context, sessionID string, open bool) ([]session.Park, error)
+	// HeldDeliveries lists a session's trigger deliveries held in their
+	// lane (held commands sent by triggers), oldest first.
+	HeldDeliveries(ctx context.Context, sessionID string) ([]session.Command, error)
+	// AbsorbDeliveries records, in one transaction, into (pending) and the
+	// held deliveries ids as accepted, absorbed into it. Idempotent by
+	// into's key: a flush retried after a crash adds nothing.
+	AbsorbDeliveries(ctx context.Context, ids []string, into NewCommand) (session.Command, error)
 	// RaiseSpendCap sets a live session's spend cap.
 	RaiseSpendCap(ctx context.Context, id string, usd float64) error
 

@@ -77,7 +77,7 @@ func (s *Store) GetAgent(ctx context.Context, project, name string) (store.Agent
 
 // ListAgents implements store.Store.
 func (s *Store) ListAgents(ctx context.Context, project string) ([]store.Agent, error) {
-	out, err := queryAll(ctx, s.db, scanAgent, `SELECT `+agentCols+` FROM agents WHERE project = ? ORDER BY name`, project)
+	out, err := queryAll(ctx, s.db, scanAgent, `SELECT `+agentCols+` FROM agents WHERE (? = '' OR project = ?) ORDER BY project, name`, project, project)
 	if err != nil {
 		return nil, fmt.Errorf("list agents: %w", err)
 	}

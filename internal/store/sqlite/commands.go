@@ -85,7 +85,11 @@ func (s *Store) AppendCommand(ctx context.Context, in store.NewCommand) (session
 				return err
 			}
 		}
-		out, err = s.insertCommand(ctx, tx, in)
+		state := session.CommandPending
+		if in.Held {
+			state = session.CommandHeld
+		}
+		out, err = s.insertCommandIn(ctx, tx, in, state)
 		created = err == nil
 		return err
 	})
@@ -195,4 +199,57 @@ func (s *Store) SettleCommands(ctx context.Context, ids []string, state session.
 	}
 	s.notify(sessionID)
 	return nil
+}
+
+// HeldDeliveries implements store.Store.
+func (s *Store) HeldDeliveries(ctx context.Context, sessionID string) ([]session.Command, error) {
+	out, err := s.queryCommands(ctx, s.db, `session_id = ? AND state = 'held' AND json_extract(sender, '$.kind') = 'trigger'`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("held deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// AbsorbDeliveries implements store.Store.
+func (s *Store) AbsorbDeliveries(ctx context.Context, ids []string, into store.NewCommand) (session.Command, error) {
+	if into.IdempotencyKey == "" {
+		into.IdempotencyKey = into.ID
+	}
+	var out session.Command
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		existing, err := scanCommand(tx.QueryRowContext(ctx, `SELECT `+commandCols+` FROM commands WHERE session_id = ? AND idempotency_key = ?`, into.SessionID, into.IdempotencyKey))
+		if err == nil {
+			out = existing
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if out, err = s.insertCommandIn(ctx, tx, into, session.CommandPending); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			res, err := tx.ExecContext(ctx, `UPDATE commands SET state = ?, error = ?, updated_at = ? WHERE id = ? AND session_id = ? AND state = 'held'`,
+				session.CommandAccepted, "absorbed into "+out.ID, s.ts(), id, into.SessionID)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				return fmt.Errorf("delivery %s is no longer held: %w", id, store.ErrConflict)
+			}
+			c, err := scanCommand(tx.QueryRowContext(ctx, `SELECT `+commandCols+` FROM commands WHERE id = ?`, id))
+			if err != nil {
+				return err
+			}
+			if err := s.commandEvent(ctx, tx, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return out, fmt.Errorf("absorb deliveries: %w", err)
+	}
+	s.notify(into.SessionID)
+	return out, nil
 }

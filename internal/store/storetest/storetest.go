@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		"Delivery":              testDelivery,
 		"Usage":                 testUsage,
 		"Parks":                 testParks,
+		"Deliveries":            testDeliveries,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -480,4 +481,42 @@ func testParks(t *testing.T, s store.Store) {
 	x, err := s.GetSession(ctx, "s")
 	require.NoError(t, err)
 	require.Equal(t, 9.0, x.SpendCapUSD)
+}
+
+// testDeliveries: trigger deliveries wait held, out of every claim, and
+// flush as one pending command that absorbs them, once.
+func testDeliveries(t *testing.T, s store.Store) {
+	newSession(t, s, "s", agent("a", 0))
+	first, err := s.ClaimBatch(ctx, "s")
+	require.NoError(t, err)
+	require.NoError(t, s.SettleCommands(ctx, ids(first), session.CommandAccepted, ""))
+	hook := session.Sender{Kind: session.SenderTrigger, ID: "push"}
+	for _, id := range []string{"d1", "d2"} {
+		_, created, err := s.AppendCommand(ctx, store.NewCommand{ID: id, SessionID: "s", Kind: session.KindMessage, Sender: hook, Held: true})
+		require.NoError(t, err)
+		require.True(t, created)
+	}
+	b, err := s.ClaimBatch(ctx, "s")
+	require.NoError(t, err)
+	require.Empty(t, b)
+	held, err := s.HeldDeliveries(ctx, "s")
+	require.NoError(t, err)
+	require.Len(t, held, 2)
+	into := store.NewCommand{ID: "agg", SessionID: "s", Kind: session.KindMessage, Sender: hook}
+	c, err := s.AbsorbDeliveries(ctx, []string{"d1", "d2"}, into)
+	require.NoError(t, err)
+	again, err := s.AbsorbDeliveries(ctx, []string{"d1", "d2"}, into)
+	require.NoError(t, err, "a retried flush adds nothing")
+	require.Equal(t, c.ID, again.ID)
+	held, err = s.HeldDeliveries(ctx, "s")
+	require.NoError(t, err)
+	require.Empty(t, held)
+	d1, err := s.GetCommand(ctx, "d1")
+	require.NoError(t, err)
+	require.Equal(t, session.CommandAccepted, d1.State)
+	require.Contains(t, d1.Error, "absorbed into agg")
+	b, err = s.ClaimBatch(ctx, "s")
+	require.NoError(t, err)
+	require.Len(t, b, 1)
+	require.Equal(t, "agg", b[0].ID)
 }
