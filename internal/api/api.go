@@ -5,6 +5,9 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,6 +41,8 @@ type Server struct {
 	Logger  *slog.Logger
 	// Operator is the identity stamped on commands from this API's callers.
 	Operator string
+	// TriggerSecrets are the HMAC secrets of triggers, by name.
+	TriggerSecrets map[string]string
 	// Ready reports whether /healthz should answer 200.
 	Ready func() bool
 	// BodyTimeout bounds reading a request body (default DefaultBodyTimeout).
@@ -74,6 +79,7 @@ func (s *Server) Handler() http.Handler {
 	h("POST /v1/sessions/{id}/unpark", s.unpark)
 	h("GET /v1/sessions/{id}/parks", s.listParks)
 	h("GET /v1/parked", s.parked, "project", "agent")
+	h("POST /v1/triggers/{name}", s.trigger)
 	h("GET /v1/approvals", s.listApprovals, "session", "status")
 	h("GET /v1/approvals/{id}", s.getApproval)
 	h("POST /v1/approvals/{id}/approve", s.decide(true))
@@ -222,6 +228,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusConflict, "conflict"
 	case errors.Is(err, store.ErrDenied):
 		return http.StatusForbidden, "denied"
+	case errors.Is(err, errUnsigned):
+		return http.StatusUnauthorized, "unauthenticated"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "unavailable"
 	}
@@ -766,6 +774,89 @@ func (s *Server) parked(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, list)
+}
+
+// trigger takes a delivery for a trigger: its body HMAC-SHA256-signed
+// with the trigger's secret, in GitHub's format (X-Hub-Signature-256:
+// sha256=HEX) or Paddock's (X-Paddock-Signature); the event's kind from
+// X-GitHub-Event (with the payload's action) or X-Paddock-Event; its key
+// from X-GitHub-Delivery or X-Paddock-Delivery (else the body's digest),
+// so a redelivery lands once.
+func (s *Server) trigger(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	body, err := readBody(w, r, []string{"application/json", "application/x-www-form-urlencoded"})
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	secret, ok := s.TriggerSecrets[name]
+	if !ok {
+		s.error(w, r, fmt.Errorf("trigger %q has no secret configured (PADDOCK_TRIGGER_SECRETS): every delivery is refused: %w", clip(name), store.ErrDenied))
+		return
+	}
+	sig := r.Header.Get("X-Hub-Signature-256")
+	if sig == "" {
+		sig = r.Header.Get("X-Paddock-Signature")
+	}
+	if !validSignature(secret, body, sig) {
+		s.error(w, r, fmt.Errorf("%w: the delivery's signature does not match the trigger's secret (want X-Hub-Signature-256: sha256=HMAC-SHA256 of the body)", errUnsigned))
+		return
+	}
+	var payload any
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, &payload); err != nil {
+			payload = string(body)
+		}
+	}
+	event := r.Header.Get("X-Paddock-Event")
+	if gh := r.Header.Get("X-GitHub-Event"); gh != "" {
+		event = "github." + gh
+		if m, ok := payload.(map[string]any); ok {
+			if a, ok := m["action"].(string); ok && a != "" {
+				event += "." + a
+			}
+		}
+	}
+	if event == "" {
+		event = "webhook"
+	}
+	key := r.Header.Get("X-GitHub-Delivery")
+	if key == "" {
+		key = r.Header.Get("X-Paddock-Delivery")
+	}
+	if key == "" {
+		sum := sha256.Sum256(body)
+		key = hex.EncodeToString(sum[:16])
+	}
+	if err := session.Limit("delivery", key, 128); err != nil {
+		s.error(w, r, fmt.Errorf("%w: %w", store.ErrInvalid, err))
+		return
+	}
+	res, err := s.Service.Trigger(r.Context(), name, clip(event), key, payload)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, res)
+}
+
+// errUnsigned maps to 401.
+var errUnsigned = errors.New("unauthenticated")
+
+// validSignature checks sig ("sha256=HEX") against body's HMAC-SHA256
+// under secret, in constant time.
+func validSignature(secret string, body []byte, sig string) bool {
+	hexSig, ok := strings.CutPrefix(sig, "sha256=")
+	if !ok {
+		return false
+	}
+	got, err := hex.DecodeString(hexSig)
+	if err != nil {
+		return false
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return hmac.Equal(got, mac.Sum(nil))
 }
 
 func (s *Server) reject(w http.ResponseWriter, r *http.Request) {

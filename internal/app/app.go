@@ -118,7 +118,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		return nil, fmt.Errorf("listen on %s (set --listen or PADDOCK_LISTEN to another address): %w", cfg.Listen, err)
 	}
 	var ready atomic.Bool
-	srv := &api.Server{Service: a.Service, Logger: logger, Operator: cfg.Operator, Ready: ready.Load}
+	srv := &api.Server{Service: a.Service, Logger: logger, Operator: cfg.Operator, Ready: ready.Load, TriggerSecrets: cfg.TriggerSecrets}
 	a.http = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	a.URL = clientURL(ln.Addr())
 	record(a.URL)

@@ -56,7 +56,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	_ = os.Chmod(toolsDir, 0o755)
-	cfg := config.Config{DataDir: dir, Listen: "127.0.0.1:0", Operator: "tester", LogLevel: slog.LevelWarn, ReadOnlyPaths: []string{toolsDir}}
+	cfg := config.Config{DataDir: dir, Listen: "127.0.0.1:0", Operator: "tester", LogLevel: slog.LevelWarn, ReadOnlyPaths: []string{toolsDir},
+		TriggerSecrets: map[string]string{"gh-push": triggerSecret, "steer": triggerSecret, "unowned": triggerSecret}}
 	shared, err = app.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start embedded server:", err)

@@ -45,6 +45,8 @@ type Config struct {
 	RetainFailed time.Duration
 	// LayersMax bounds the environment layers kept (bytes).
 	LayersMax int64
+	// TriggerSecrets are the HMAC secrets of triggers, by name.
+	TriggerSecrets map[string]string
 	// Budget is the default session budget (agents may override it).
 	Budget bound.Limits
 	// Prices are USD per million tokens by model (PROVIDER/MODEL).
@@ -106,6 +108,7 @@ var Vars = []Var{
 	{"PADDOCK_SESSION_MAX_EXTENSIONS", "5", "extensions a person may grant a session whose budget ran out, each +50 actions and +15 minutes; session.maxExtensions overrides it"},
 	{"PADDOCK_SESSION_MAX_LIFETIME", "168h", "a session's hard wall-clock expiry, counted from its creation, asleep or not; session.maxLifetime overrides it"},
 	{"PADDOCK_RETAIN_FAILED", "168h", "how long a failed session's working copy is kept for inspection before it is collected (stopped sessions' go at once); `paddock gc` collects now"},
+	{"PADDOCK_TRIGGER_SECRETS", "(none: triggers refuse deliveries)", "YAML file (mode 600) of the HMAC-SHA256 secrets of triggers, `NAME: SECRET` (16 characters or more); a delivery to /v1/triggers/NAME must be signed with it"},
 	{"PADDOCK_PRICES", "(none: cost 0)", "YAML file of model prices, USD per million tokens: `anthropic/claude-sonnet-4-5: {input: 3, output: 15}`"},
 }
 
@@ -153,6 +156,29 @@ func Load(getenv func(string) string) (Config, error) {
 		dec.KnownFields(true)
 		if err := dec.Decode(&c.Prices); err != nil {
 			return c, fmt.Errorf("PADDOCK_PRICES=%s: want MODEL: {input: USD per Mtok, output: USD per Mtok}: %w", f, err)
+		}
+	}
+	if f := getenv("PADDOCK_TRIGGER_SECRETS"); f != "" {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return c, fmt.Errorf("PADDOCK_TRIGGER_SECRETS: %w", err)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			return c, fmt.Errorf("PADDOCK_TRIGGER_SECRETS=%s: the file is readable by others (mode %o); chmod 600 it", f, fi.Mode().Perm())
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return c, fmt.Errorf("PADDOCK_TRIGGER_SECRETS: %w", err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&c.TriggerSecrets); err != nil {
+			return c, fmt.Errorf("PADDOCK_TRIGGER_SECRETS=%s: want TRIGGER-NAME: SECRET lines: %w", f, err)
+		}
+		for name, secret := range c.TriggerSecrets {
+			if len(secret) < 16 {
+				return c, fmt.Errorf("PADDOCK_TRIGGER_SECRETS=%s: the secret of trigger %q is shorter than 16 characters", f, name)
+			}
 		}
 	}
 	c.CommandMaxOutput = 10 << 20
