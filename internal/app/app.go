@@ -107,7 +107,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		return nil, err
 	}
 	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools, Copies: acts.Copies, RetainFailed: cfg.RetainFailed}
-	acts.Spawner = a.Service
+	acts.Spawner, acts.Triggers = a.Service, a.Service
 	a.worker = engine.NewWorker(a.client, acts)
 	if err := a.worker.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)

@@ -44,7 +44,10 @@ func post(t *testing.T, name, secret, event, delivery string, body []byte) (int,
 func TestTriggerSpawnsAndRefusesForgeries(t *testing.T) {
 	name := unique("pusher")
 	repo := gitRepo(t)
-	applyAgent(t, name, script(t, "work.yaml"), "triggers:\n  - name: gh-push\n    routing: spawn\n    repo: "+repo+"\n    message: \"Push to {{.payload.ref}} by {{.payload.pusher.name}}: check it\"\n")
+	spec := "triggers:\n  - name: gh-push\n    routing: spawn\n    repo: " + repo + "\n    message: \"Push to {{.payload.ref}} by {{.payload.pusher.name}}: check it\"\n" +
+		"  - name: " + name + "-yearly\n    schedule: \"0 0 1 1 *\"\n    message: happy new year\n"
+	applyAgent(t, name, script(t, "work.yaml"), spec) // starts the schedule's workflow
+	applyAgent(t, name, script(t, "work.yaml"), spec) // unchanged: keeps it
 	body := []byte(`{"ref":"refs/heads/main","pusher":{"name":"ana"}}`)
 	code, _ := post(t, "gh-push", "not-the-secret-at-all!!", "push", "d-1", body)
 	require.Equal(t, http.StatusUnauthorized, code, "a forged HMAC is refused")

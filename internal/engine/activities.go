@@ -42,6 +42,8 @@ type Activities struct {
 	Copies *Copies
 	// Spawner replaces ended sessions of replace: auto agents; nil disables it.
 	Spawner Spawner
+	// Triggers delivers scheduled ticks through their triggers.
+	Triggers Triggerer
 	// Shell runs commands in the sandbox. When the sandbox is unavailable,
 	// SandboxErr says why, and sessions whose agent can run commands fail
 	// at start with that message: there is no unsandboxed fallback.

@@ -77,9 +77,21 @@ func (s *Service) ApplyAgents(ctx context.Context, yamlText []byte) ([]Applied, 
 	for i, a := range agents {
 		recs[i] = store.Agent{Project: a.Project, Name: a.Name, Spec: a.JSON(), Digest: a.Digest(), Concurrency: a.Concurrency}
 	}
+	var before []spec.Agent
+	for _, a := range agents {
+		if old, err := s.Store.GetAgent(ctx, a.Project, a.Name); err == nil {
+			var sp spec.Agent
+			if json.Unmarshal(old.Spec, &sp) == nil {
+				before = append(before, sp)
+			}
+		}
+	}
 	res, err := s.Store.ApplyAgents(ctx, recs)
 	if err != nil {
 		return nil, err
+	}
+	if err := s.reconcileSchedules(ctx, before, agents); err != nil {
+		return nil, fmt.Errorf("agents applied, but their schedules: %w", err)
 	}
 	out := make([]Applied, len(res))
 	for i, r := range res {
@@ -689,7 +701,19 @@ func (s *Service) Recover(ctx context.Context) error {
 			}
 		}
 	}
-	return nil
+	// Every declared schedule runs (one a lost cluster forgot restarts).
+	recs, err := s.Store.ListAgents(ctx, "")
+	if err != nil {
+		return err
+	}
+	var all []spec.Agent
+	for _, a := range recs {
+		var sp spec.Agent
+		if json.Unmarshal(a.Spec, &sp) == nil {
+			all = append(all, sp)
+		}
+	}
+	return s.reconcileSchedules(ctx, nil, all)
 }
 
 // Diff is the session's deliverable: its working copy against the base.

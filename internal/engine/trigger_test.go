@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +122,33 @@ func TestCIVerdictWaitsButSteeringInterrupts(t *testing.T) {
 			f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1"})
 			require.NoError(t, f.env.GetWorkflowError())
 		})
+	}
+}
+
+// ticks records the scheduled ticks delivered.
+type ticks struct{ keys []string }
+
+func (r *ticks) Trigger(_ context.Context, name, event, key string, _ any) (TriggerResult, error) {
+	r.keys = append(r.keys, name+"/"+event+"/"+key)
+	return TriggerResult{Routed: "spawn"}, nil
+}
+
+// TestScheduleFiresEveryTick: a trigger's cron schedule fires once per
+// tick: an hour of a */15 schedule is four deliveries, each keyed by its
+// run.
+func TestScheduleFiresEveryTick(t *testing.T) {
+	f := setup(t)
+	r := &ticks{}
+	f.acts.Triggers = r
+	f.env.RegisterWorkflow(ScheduleWorkflow)
+	f.env.RegisterDelayedCallback(f.env.CancelWorkflow, time.Hour+time.Minute)
+	f.env.ExecuteWorkflow(ScheduleWorkflow, "nightly", "*/15 * * * *")
+	require.GreaterOrEqual(t, len(r.keys), 4)
+	require.LessOrEqual(t, len(r.keys), 5)
+	seen := map[string]bool{}
+	for _, k := range r.keys {
+		require.True(t, strings.HasPrefix(k, "nightly/schedule/tick-"))
+		require.False(t, seen[k], "each tick has its own key")
+		seen[k] = true
 	}
 }

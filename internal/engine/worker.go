@@ -21,6 +21,7 @@ func NewWorker(c client.Client, acts *Activities) worker.Worker {
 		StickyScheduleToStartTimeout: 2 * time.Second,
 	})
 	w.RegisterWorkflow(SessionWorkflow)
+	w.RegisterWorkflow(ScheduleWorkflow)
 	w.RegisterActivity(acts)
 	return w
 }
