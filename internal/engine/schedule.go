@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"time"
 
-	"go.temporal.io/api/serviceerror"
 	"github.com/robfig/cron/v3"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
