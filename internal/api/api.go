@@ -80,6 +80,8 @@ func (s *Server) Handler() http.Handler {
 	h("GET /v1/sessions/{id}/parks", s.listParks)
 	h("GET /v1/parked", s.parked, "project", "agent")
 	h("POST /v1/triggers/{name}", s.trigger)
+	h("POST /v1/sessions/{id}/hold", s.hold)
+	h("POST /v1/sessions/{id}/release", s.release)
 	h("GET /v1/approvals", s.listApprovals, "session", "status")
 	h("GET /v1/approvals/{id}", s.getApproval)
 	h("POST /v1/approvals/{id}/approve", s.decide(true))
@@ -745,6 +747,37 @@ func (s *Server) unpark(w http.ResponseWriter, r *http.Request) {
 		s.Logger.Warn("park resolved, session not woken", "err", err)
 	}
 	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) hold(w http.ResponseWriter, r *http.Request) {
+	var d Decision
+	if err := decode(w, r, &d); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := session.Limit("note", d.Note, session.MaxReason); err != nil {
+		s.error(w, r, fmt.Errorf("%w: %w", store.ErrInvalid, err))
+		return
+	}
+	x, err := s.Service.Hold(r.Context(), r.PathValue("id"), d.Note, s.operator())
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, x)
+}
+
+func (s *Server) release(w http.ResponseWriter, r *http.Request) {
+	if err := noBody(w, r); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	x, err := s.Service.Release(r.Context(), r.PathValue("id"), s.operator())
+	if err != nil && x.ID == "" {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, x)
 }
 
 func (s *Server) listParks(w http.ResponseWriter, r *http.Request) {

@@ -83,3 +83,30 @@ func TestExtensionBelongsToTheNamedApprover(t *testing.T) {
 	s := waitStatus(t, x.ID, session.StatusAwaiting)
 	require.Contains(t, s.AmbientStatus, "awaiting_extension")
 }
+
+// TestHoldFreezesASession: a held session runs no turn (the message
+// waits), discards nothing (reject is 409), and picks up on release.
+func TestHoldFreezesASession(t *testing.T) {
+	ctx := context.Background()
+	name := unique("held")
+	applyAgent(t, name, script(t, "work.yaml"), "")
+	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "start"})
+	require.NoError(t, err)
+	waitStatus(t, x.ID, session.StatusAwaiting)
+	code, out := paddock(t, "sessions", "hold", x.ID, "--reason", "looking at it")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "paddock sessions release "+x.ID)
+	send(t, x.ID, session.KindMessage, session.MessagePayload{Message: "more"})
+	code, out = paddock(t, "sessions", "reject", x.ID)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, out, "held by operator:tester")
+	turns, err := api.Turns(ctx, x.ID)
+	require.NoError(t, err)
+	require.Len(t, turns, 1, "no turn runs while held")
+	code, out = paddock(t, "sessions", "release", x.ID)
+	require.Equal(t, 0, code, out)
+	waitFor(t, "the waiting message's turn", func() (bool, error) {
+		turns, err := api.Turns(ctx, x.ID)
+		return len(turns) == 2 && turns[1].Status.Settled(), err
+	})
+}

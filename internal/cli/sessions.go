@@ -222,6 +222,32 @@ func newSessions(g *globals) *cobra.Command {
 	}
 	extend.Flags().StringVar(&extendNote, "note", "", "why (recorded)")
 	extend.Flags().Float64Var(&spendCap, "spend-cap", 0, "raise the session's spend cap to this many USD (for a session parked on its cap)")
+	var holdReason string
+	hold := &cobra.Command{
+		Use:   "hold ID [--reason TEXT]",
+		Short: "Freeze a session for inspection: no turn starts, nothing is reaped, discarded or collected until released",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := g.remote().Hold(cmd.Context(), args[0], holdReason); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "session %s held\nrelease it: paddock sessions release %s\n", args[0], args[0])
+			return nil
+		},
+	}
+	hold.Flags().StringVar(&holdReason, "reason", "", "why (recorded)")
+	release := &cobra.Command{
+		Use:   "release ID",
+		Short: "Release a held session: it picks up what waits",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := g.remote().Release(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "session %s released\n", args[0])
+			return nil
+		},
+	}
 	var unparkNote string
 	unpark := &cobra.Command{
 		Use:   "unpark ID [--note TEXT]",
@@ -260,7 +286,7 @@ func newSessions(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(usage, ls, get, logs, sendCmd, answer, interrupt, stop, archive, retry, extend, unpark, newDiff(g), newAccept(g), newReject(g))
+	cmd.AddCommand(usage, ls, get, logs, sendCmd, answer, interrupt, stop, archive, retry, extend, unpark, hold, release, newDiff(g), newAccept(g), newReject(g))
 	return cmd
 }
 

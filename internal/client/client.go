@@ -214,6 +214,20 @@ func (c *Client) Extend(ctx context.Context, id string, req engine.ExtendRequest
 	return out, err
 }
 
+// Hold freezes a session for inspection.
+func (c *Client) Hold(ctx context.Context, id, reason string) (session.Session, error) {
+	var out session.Session
+	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/hold", api.Decision{Note: reason}, &out)
+	return out, err
+}
+
+// Release ends a session's hold.
+func (c *Client) Release(ctx context.Context, id string) (session.Session, error) {
+	var out session.Session
+	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/release", nil, &out)
+	return out, err
+}
+
 // Unpark resolves a session's park on credits or the provider.
 func (c *Client) Unpark(ctx context.Context, id, note string) (session.Park, error) {
 	var out session.Park

@@ -268,10 +268,17 @@ type Claim struct {
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 	// Held counts the trigger deliveries waiting in the held lane.
 	Held int `json:"held,omitempty"`
+	// Frozen says the session is held: nothing is claimed, no timer runs.
+	Frozen bool `json:"frozen,omitempty"`
 }
 
 // Claim claims the next batch of commands.
 func (a *Activities) Claim(ctx context.Context, sessionID string) (Claim, error) {
+	if x, err := a.Store.GetSession(ctx, sessionID); err != nil {
+		return Claim{}, err
+	} else if x.Held() && !x.Status.Terminal() {
+		return Claim{Frozen: true}, nil // nothing runs until it is released
+	}
 	cmds, err := a.Store.ClaimBatch(ctx, sessionID)
 	if err != nil {
 		return Claim{}, err
@@ -786,8 +793,9 @@ func (a *Activities) Stop(ctx context.Context, cmd session.Command) error {
 	}
 	// Unapproved writes go with the session: only an accepted diff
 	// survives (in the user's repository), so the copy, its caches and
-	// its volume go now.
-	if s, err := a.Store.GetSession(ctx, cmd.SessionID); err == nil {
+	// its volume go now (unless the session is held for inspection: then
+	// when the collector finds it released).
+	if s, err := a.Store.GetSession(ctx, cmd.SessionID); err == nil && !s.Held() {
 		if err := a.Copies.Remove(ctx, s); err != nil {
 			return fmt.Errorf("remove the stopped session's working copy: %w", err)
 		}

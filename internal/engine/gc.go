@@ -34,6 +34,9 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]Collected, error) {
 		}
 		for _, x := range list {
 			owned[x.ID] = true
+			if x.Held() {
+				continue // held for inspection: kept until released
+			}
 			reason := "stopped"
 			if st == session.StatusFailed || x.BudgetStopped() {
 				if now.Sub(x.UpdatedAt) < retainFailed {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -151,4 +152,25 @@ func (s *Service) Parked(ctx context.Context, f store.SessionFilter) ([]Parked, 
 		}
 	}
 	return out, nil
+}
+
+// Hold freezes a session for inspection, as by: no turn starts, nothing
+// is reaped, discarded or collected until Release.
+func (s *Service) Hold(ctx context.Context, id, reason string, by session.Sender) (session.Session, error) {
+	if err := s.Store.SetHold(ctx, id, &session.Hold{By: by, Reason: reason, At: time.Now().UTC()}); err != nil {
+		return session.Session{}, err
+	}
+	return s.Store.GetSession(ctx, id)
+}
+
+// Release ends a hold and wakes the session.
+func (s *Service) Release(ctx context.Context, id string, by session.Sender) (session.Session, error) {
+	if err := s.Store.SetHold(ctx, id, nil); err != nil {
+		return session.Session{}, err
+	}
+	x, err := s.Store.GetSession(ctx, id)
+	if err != nil || x.Status.Terminal() {
+		return x, err
+	}
+	return x, s.notify(ctx, id, Notice{})
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/paddock-dev/paddock/internal/policy"
@@ -701,6 +702,12 @@ func (s *Service) Recover(ctx context.Context) error {
 			}
 		}
 	}
+	// The sweeper runs (one per cluster).
+	_, err := s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: SweepWorkflowID, TaskQueue: TaskQueue}, SweepWorkflow)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &started) {
+		return fmt.Errorf("start the sweeper: %w", err)
+	}
 	// Every declared schedule runs (one a lost cluster forgot restarts).
 	recs, err := s.Store.ListAgents(ctx, "")
 	if err != nil {
@@ -866,6 +873,10 @@ func (s *Service) Reject(ctx context.Context, id string, by session.Sender) (ses
 	if x.Status == session.StatusRunning || x.Status == session.StatusQueued {
 		return x, fmt.Errorf("session %s is %s: rejecting would pull files from under the agent; interrupt it (paddock sessions interrupt %s) or wait until it is awaiting, then reject: %w",
 			id, x.Status, id, store.ErrConflict)
+	}
+	if x.Held() {
+		return x, fmt.Errorf("session %s is held by %s for inspection: nothing is discarded until it is released (paddock sessions release %s): %w",
+			id, x.Hold.By, id, store.ErrConflict)
 	}
 	if x.Workdir != "" && x.BaseCommit != "" {
 		if err := s.Copies.Mount(ctx, x.Workdir); err != nil {

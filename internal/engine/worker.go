@@ -22,6 +22,7 @@ func NewWorker(c client.Client, acts *Activities) worker.Worker {
 	})
 	w.RegisterWorkflow(SessionWorkflow)
 	w.RegisterWorkflow(ScheduleWorkflow)
+	w.RegisterWorkflow(SweepWorkflow)
 	w.RegisterActivity(acts)
 	return w
 }

@@ -87,6 +87,13 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 		if claim.Terminal {
 			return nil
 		}
+		if claim.Frozen {
+			w.wake = false
+			if err := workflow.Await(ctx, func() bool { return w.wake }); err != nil {
+				return err
+			}
+			continue
+		}
 		if claim.Held > 0 && w.held == 0 {
 			w.hold(ctx, claim.Held) // deliveries a restart or continue-as-new left held
 		}

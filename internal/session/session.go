@@ -82,12 +82,26 @@ type Session struct {
 	// once unless Approver names who will decide.
 	Interactive bool   `json:"interactive"`
 	Approver    string `json:"approver,omitempty"`
-	// Delivery is what became of the diff: "", accepted or rejected.
-	Delivery  string    `json:"delivery,omitempty"`
+	// Delivery is what became of the diff: "", accepted, rejected or
+	// waived.
+	Delivery string `json:"delivery,omitempty"`
+	// Hold freezes the session for inspection: no turn runs, nothing is
+	// reaped, discarded or deleted until it is released.
+	Hold      *Hold     `json:"hold,omitempty"`
 	CreatedBy Sender    `json:"createdBy"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }
+
+// Hold is who froze a session, why and when.
+type Hold struct {
+	By     Sender    `json:"by"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}
+
+// Held says whether the session is held.
+func (s Session) Held() bool { return s.Hold != nil }
 
 // StopBudget begins the stop reason of a session whose budget ran out and
 // could not be extended: it stopped cleanly, with a final summary, and

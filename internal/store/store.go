@@ -159,6 +159,14 @@ type Store interface {
 	// MarkStarted moves a queued session whose bare start booted the
 	// runtime to awaiting.
 	MarkStarted(ctx context.Context, id string) error
+	// SetHold holds a session (h) or releases it (nil); holding a held
+	// one, or releasing one not held, is ErrConflict.
+	SetHold(ctx context.Context, id string, h *session.Hold) error
+	// Repair moves a queued or running session that has no active work
+	// (no pending or dispatching command, no turn accepted or in
+	// progress) to awaiting, in one transaction; it reports whether it
+	// did.
+	Repair(ctx context.Context, id string) (bool, error)
 	// FailSession ends a session as failed (provisioning or session-scoped
 	// failure) unless it already ended; it releases the singleton slot.
 	FailSession(ctx context.Context, id, errMsg string) error

@@ -144,5 +144,6 @@ var migrations = []string{
 		resolved_by         TEXT NOT NULL DEFAULT '',
 		note                TEXT NOT NULL DEFAULT ''
 	);
-	CREATE INDEX parks_session ON parks(session_id, created_at);`,
+	CREATE INDEX parks_session ON parks(session_id, created_at);
+	ALTER TABLE sessions ADD COLUMN hold TEXT NOT NULL DEFAULT '';`,
 }

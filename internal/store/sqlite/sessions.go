@@ -14,15 +14,15 @@ import (
 
 const sessionCols = `id, project, agent, agent_spec, agent_version, spend_cap_usd, status, runtime_phase, archived_at,
 	error, failure_reason, display_title, ambient_status, input, repo, workdir, base_commit, retry_of, handoff,
-	stop_reason, respawn, policy, policy_digest, interactive, approver, delivery, created_by, created_at, updated_at`
+	stop_reason, respawn, policy, policy_digest, interactive, approver, delivery, hold, created_by, created_at, updated_at`
 
 func scanSession(row scanner) (session.Session, error) {
 	var x session.Session
-	var spec, policy, createdBy, created, updated string
+	var spec, policy, hold, createdBy, created, updated string
 	var archived sql.NullString
 	err := row.Scan(&x.ID, &x.Project, &x.Agent, &spec, &x.AgentVersion, &x.SpendCapUSD, &x.Status, &x.RuntimePhase, &archived,
 		&x.Error, &x.FailureReason, &x.DisplayTitle, &x.AmbientStatus, &x.Input, &x.Repo, &x.Workdir, &x.BaseCommit, &x.RetryOf, &x.Handoff,
-		&x.StopReason, &x.RespawnRequest, &policy, &x.PolicyDigest, &x.Interactive, &x.Approver, &x.Delivery, &createdBy, &created, &updated)
+		&x.StopReason, &x.RespawnRequest, &policy, &x.PolicyDigest, &x.Interactive, &x.Approver, &x.Delivery, &hold, &createdBy, &created, &updated)
 	if err != nil {
 		return x, err
 	}
@@ -31,6 +31,12 @@ func scanSession(row scanner) (session.Session, error) {
 		x.Policy = json.RawMessage(policy)
 	}
 	_ = json.Unmarshal([]byte(createdBy), &x.CreatedBy)
+	if hold != "" {
+		var h session.Hold
+		if json.Unmarshal([]byte(hold), &h) == nil {
+			x.Hold = &h
+		}
+	}
 	x.CreatedAt, x.UpdatedAt = parseTime(created), parseTime(updated)
 	if archived.Valid {
 		t := parseTime(archived.String)
@@ -246,6 +252,62 @@ func (s *Store) MarkStarted(ctx context.Context, id string) error {
 		}
 		return s.setStatus(ctx, tx, id, session.StatusAwaiting, "", "")
 	})
+}
+
+// SetHold implements store.Store.
+func (s *Store) SetHold(ctx context.Context, id string, h *session.Hold) error {
+	v := ""
+	if h != nil {
+		b, _ := json.Marshal(h)
+		v = string(b)
+	}
+	err := s.update(ctx, id, func(tx *sql.Tx) error {
+		cur, err := s.getSession(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if (h != nil) == cur.Held() {
+			if h != nil {
+				return fmt.Errorf("session %s is already held by %s: %w", id, cur.Hold.By, store.ErrConflict)
+			}
+			return fmt.Errorf("session %s is not held: %w", id, store.ErrConflict)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET hold = ?, updated_at = ? WHERE id = ?`, v, s.ts(), id); err != nil {
+			return err
+		}
+		text := "released"
+		if h != nil {
+			text = "held by " + h.By.String() + ": " + h.Reason
+		}
+		return s.appendJSON(ctx, tx, id, "", session.EventNotice, "hold/"+s.ts(), session.TextData{Text: text})
+	})
+	if err != nil {
+		return fmt.Errorf("hold: %w", err)
+	}
+	return nil
+}
+
+// Repair implements store.Store.
+func (s *Store) Repair(ctx context.Context, id string) (bool, error) {
+	repaired := false
+	err := s.update(ctx, id, func(tx *sql.Tx) error {
+		cur, err := s.getSession(ctx, tx, id)
+		if err != nil || (cur.Status != session.StatusQueued && cur.Status != session.StatusRunning) {
+			return err
+		}
+		var active int
+		if err := tx.QueryRowContext(ctx, `SELECT
+			(SELECT COUNT(*) FROM commands WHERE session_id = ? AND state IN ('pending', 'dispatching')) +
+			(SELECT COUNT(*) FROM turns WHERE session_id = ? AND status IN ('accepted', 'in_progress'))`, id, id).Scan(&active); err != nil {
+			return err
+		}
+		if active > 0 {
+			return nil
+		}
+		repaired = true
+		return s.setStatus(ctx, tx, id, session.StatusAwaiting, "", "")
+	})
+	return repaired, err
 }
 
 // FailSession implements store.Store.

@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		"Usage":                 testUsage,
 		"Parks":                 testParks,
 		"Deliveries":            testDeliveries,
+		"RepairAndHold":         testRepairAndHold,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -519,4 +520,33 @@ func testDeliveries(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Len(t, b, 1)
 	require.Equal(t, "agg", b[0].ID)
+}
+
+// testRepairAndHold: a queued row with its start still pending is active
+// work, not repaired; once nothing is in flight it is; a hold is set,
+// cannot be set twice, and is released.
+func testRepairAndHold(t *testing.T, s store.Store) {
+	newSession(t, s, "s", agent("a", 0))
+	ok, err := s.Repair(ctx, "s")
+	require.NoError(t, err)
+	require.False(t, ok, "its start command is pending")
+	b, err := s.ClaimBatch(ctx, "s")
+	require.NoError(t, err)
+	require.NoError(t, s.SettleCommands(ctx, ids(b), session.CommandAccepted, ""))
+	ok, err = s.Repair(ctx, "s")
+	require.NoError(t, err)
+	require.True(t, ok)
+	x, err := s.GetSession(ctx, "s")
+	require.NoError(t, err)
+	require.Equal(t, session.StatusAwaiting, x.Status)
+	require.False(t, x.Held())
+	h := &session.Hold{By: operator, Reason: "inspect"}
+	require.NoError(t, s.SetHold(ctx, "s", h))
+	require.ErrorIs(t, s.SetHold(ctx, "s", h), store.ErrConflict)
+	x, err = s.GetSession(ctx, "s")
+	require.NoError(t, err)
+	require.True(t, x.Held())
+	require.Equal(t, "inspect", x.Hold.Reason)
+	require.NoError(t, s.SetHold(ctx, "s", nil))
+	require.ErrorIs(t, s.SetHold(ctx, "s", nil), store.ErrConflict)
 }

@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+// SweepEvery is how often the sweeper runs.
+const SweepEvery = 10 * time.Minute
+
+// SweepWorkflowID is the one sweeper's workflow ID.
+const SweepWorkflowID = "sweeper"
+
+// SweepWorkflow runs the sweeper every SweepEvery on a durable timer,
+// continuing as new every 100 sweeps.
+func SweepWorkflow(ctx workflow.Context) error {
+	for range 100 {
+		if err := workflow.Sleep(ctx, SweepEvery); err != nil {
+			return err
+		}
+		var res Swept
+		if err := workflow.ExecuteActivity(short(ctx, 3), act.Sweep).Get(ctx, &res); err != nil {
+			workflow.GetLogger(ctx).Warn("sweep failed", "err", err)
+		}
+	}
+	return workflow.NewContinueAsNewError(ctx, SweepWorkflow)
+}
+
+// Swept is what one sweep did.
+type Swept struct {
+	Archived []string `json:"archived,omitempty"`
+	Repaired []string `json:"repaired,omitempty"`
+}
+
+// sweeper is who archives inactive sessions.
+var sweeper = session.Sender{Kind: session.SenderSystem, ID: "sweeper"}
+
+// Sweep archives awaiting sessions inactive for longer than their agent's
+// session.archiveAfterInactive (skipping any with active commands or
+// turns, or held), and repairs queued or running rows with no active work
+// back to awaiting.
+func (a *Activities) Sweep(ctx context.Context) (Swept, error) {
+	var out Swept
+	for _, st := range []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting} {
+		list, err := a.Store.ListSessions(ctx, store.SessionFilter{Status: st})
+		if err != nil {
+			return out, err
+		}
+		for _, x := range list {
+			if x.Held() {
+				continue
+			}
+			if st != session.StatusAwaiting {
+				// A row is stale only when its status has not moved for a
+				// while: work that just started is left alone.
+				if a.Now().Sub(x.UpdatedAt) < SweepEvery {
+					continue
+				}
+				ok, err := a.Store.Repair(ctx, x.ID)
+				if err != nil {
+					return out, err
+				}
+				if ok {
+					out.Repaired = append(out.Repaired, x.ID)
+				}
+				continue
+			}
+			var sp struct {
+				Session struct {
+					ArchiveAfterInactive string `json:"archiveAfterInactive"`
+				} `json:"session"`
+			}
+			_ = json.Unmarshal(x.AgentSpec, &sp)
+			after, err := time.ParseDuration(sp.Session.ArchiveAfterInactive)
+			if err != nil || after <= 0 || a.Now().Sub(x.UpdatedAt) < after {
+				continue
+			}
+			if active, err := a.activeWork(ctx, x.ID); err != nil || active {
+				continue
+			}
+			if err := a.Store.Archive(ctx, x.ID, sweeper, ""); err != nil {
+				return out, err
+			}
+			out.Archived = append(out.Archived, x.ID)
+		}
+	}
+	return out, nil
+}
+
+// activeWork says whether a session has a command or a turn in flight.
+func (a *Activities) activeWork(ctx context.Context, id string) (bool, error) {
+	cmds, err := a.Store.ListCommands(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range cmds {
+		if c.State == session.CommandPending || c.State == session.CommandDispatching {
+			return true, nil
+		}
+	}
+	turns, err := a.Store.ListTurns(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	for _, t := range turns {
+		if !t.Status.Settled() {
+			return true, nil
+		}
+	}
+	return false, nil
+}
