@@ -81,6 +81,7 @@ func (s *Server) Handler() http.Handler {
 	h("GET /v1/parked", s.parked, "project", "agent")
 	h("POST /v1/triggers/{name}", s.trigger)
 	h("POST /v1/sessions/{id}/hold", s.hold)
+	h("POST /v1/sessions/{id}/waive", s.waive)
 	h("POST /v1/sessions/{id}/release", s.release)
 	h("GET /v1/approvals", s.listApprovals, "session", "status")
 	h("GET /v1/approvals/{id}", s.getApproval)
@@ -760,6 +761,24 @@ func (s *Server) hold(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x, err := s.Service.Hold(r.Context(), r.PathValue("id"), d.Note, s.operator())
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, x)
+}
+
+func (s *Server) waive(w http.ResponseWriter, r *http.Request) {
+	var d Decision
+	if err := decode(w, r, &d); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := session.Limit("note", d.Note, session.MaxReason); err != nil {
+		s.error(w, r, fmt.Errorf("%w: %w", store.ErrInvalid, err))
+		return
+	}
+	x, err := s.Service.Waive(r.Context(), r.PathValue("id"), d.Note, s.operator())
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -248,6 +248,20 @@ func newSessions(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	var waiveReason string
+	waive := &cobra.Command{
+		Use:   "waive ID --reason TEXT",
+		Short: "Waive a session's delivery requirement (its work need not be accepted before it completes); you and the reason are recorded",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := g.remote().Waive(cmd.Context(), args[0], waiveReason); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "session %s: delivery requirement waived\n", args[0])
+			return nil
+		},
+	}
+	waive.Flags().StringVar(&waiveReason, "reason", "", "why (required, recorded)")
 	var unparkNote string
 	unpark := &cobra.Command{
 		Use:   "unpark ID [--note TEXT]",
@@ -286,7 +300,7 @@ func newSessions(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(usage, ls, get, logs, sendCmd, answer, interrupt, stop, archive, retry, extend, unpark, hold, release, newDiff(g), newAccept(g), newReject(g))
+	cmd.AddCommand(usage, ls, get, logs, sendCmd, answer, interrupt, stop, archive, retry, extend, unpark, hold, release, waive, newDiff(g), newAccept(g), newReject(g))
 	return cmd
 }
 

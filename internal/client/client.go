@@ -221,6 +221,13 @@ func (c *Client) Hold(ctx context.Context, id, reason string) (session.Session, 
 	return out, err
 }
 
+// Waive waives a session's delivery requirement, with the reason.
+func (c *Client) Waive(ctx context.Context, id, reason string) (session.Session, error) {
+	var out session.Session
+	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/waive", api.Decision{Note: reason}, &out)
+	return out, err
+}
+
 // Release ends a session's hold.
 func (c *Client) Release(ctx context.Context, id string) (session.Session, error) {
 	var out session.Session

@@ -275,3 +275,42 @@ func TestLongConversationIsCompacted(t *testing.T) {
 	// What the model is shown now fits its window.
 	require.Less(t, agent.Tokens(agent.Conversation(events)), 2000)
 }
+
+// TestDeliveryRequirementHoldsCompletion: an agent that must have its
+// work accepted cannot archive itself until then; a person's waiver lets
+// it complete.
+func TestDeliveryRequirementHoldsCompletion(t *testing.T) {
+	f := setup(t)
+	f.tweak = func(a *spec.Agent) {
+		a.Delivery.Require = spec.RequireAccepted
+		a.Tools = append(a.Tools, "archive_session")
+	}
+	f.create(t, "s1", "replay/testdata/deliver.yaml", "finish")
+	ctx := context.Background()
+	f.env.RegisterDelayedCallback(func() {
+		x, err := f.store.GetSession(ctx, "s1")
+		require.NoError(t, err)
+		require.Nil(t, x.ArchivedAt, "it may not complete yet")
+		require.NoError(t, f.store.Deliver(ctx, "s1", x.BaseCommit, x.BaseCommit, session.DeliveryWaived, session.Sender{Kind: session.SenderOperator, ID: "ana"}, "nothing to ship"))
+		f.send(t, "s1", session.KindMessage, session.MessagePayload{Message: "waived: go ahead"})
+	}, time.Minute)
+	f.env.RegisterDelayedCallback(func() {
+		f.send(t, "s1", session.KindStop, session.StopPayload{Reason: "done"})
+	}, time.Hour)
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1"})
+	require.NoError(t, f.env.GetWorkflowError())
+	events, err := f.store.ListEvents(ctx, "s1", 0, 0)
+	require.NoError(t, err)
+	var refused, archived bool
+	for _, e := range events {
+		if e.Kind != session.EventToolCall {
+			continue
+		}
+		var d session.ToolCallData
+		require.NoError(t, json.Unmarshal(e.Data, &d))
+		refused = refused || d.State == session.CallErrored && strings.Contains(d.Error, "cannot complete until its work is accepted")
+		archived = archived || d.State == session.CallDone && d.Name == "archive_session"
+	}
+	require.True(t, refused, "the first archive is refused")
+	require.True(t, archived, "after the waiver it completes")
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/bound"
@@ -173,4 +174,20 @@ func (s *Service) Release(ctx context.Context, id string, by session.Sender) (se
 		return x, err
 	}
 	return x, s.notify(ctx, id, Notice{})
+}
+
+// Waive records that a person waived the session's delivery requirement
+// (its work need not be accepted before it completes), with the reason.
+func (s *Service) Waive(ctx context.Context, id, reason string, by session.Sender) (session.Session, error) {
+	x, err := s.Store.GetSession(ctx, id)
+	if err != nil {
+		return x, err
+	}
+	if strings.TrimSpace(reason) == "" {
+		return x, fmt.Errorf("%w: waiving a delivery requirement needs a reason (it is recorded)", store.ErrInvalid)
+	}
+	if err := s.Store.Deliver(ctx, id, x.BaseCommit, x.BaseCommit, session.DeliveryWaived, by, reason); err != nil {
+		return x, err
+	}
+	return s.Store.GetSession(ctx, id)
 }

@@ -857,7 +857,7 @@ func (s *Service) Accept(ctx context.Context, id string, req AcceptRequest, by s
 	if req.Commit != "" {
 		note += " " + req.Commit
 	}
-	if err := s.Store.Deliver(ctx, id, req.Base, next, "accepted", by, note); err != nil {
+	if err := s.Store.Deliver(ctx, id, req.Base, next, session.DeliveryAccepted, by, note); err != nil {
 		return x, err
 	}
 	return s.Store.GetSession(ctx, id)
@@ -894,7 +894,7 @@ func (s *Service) Reject(ctx context.Context, id string, by session.Sender) (ses
 			return x, err
 		}
 	}
-	if err := s.Store.Deliver(ctx, id, x.BaseCommit, x.BaseCommit, "rejected", by, "changes discarded"); err != nil {
+	if err := s.Store.Deliver(ctx, id, x.BaseCommit, x.BaseCommit, session.DeliveryRejected, by, "changes discarded"); err != nil {
 		return x, err
 	}
 	return s.Store.GetSession(ctx, id)

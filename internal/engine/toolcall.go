@@ -16,6 +16,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/shellcheck"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/tool"
 )
@@ -340,6 +341,11 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		return finish(session.CallErrored, "", runErr.Error())
 	}
 	if res.Archive != nil {
+		// A session that owes its work cannot declare itself done.
+		if sp.Delivery.Require == spec.RequireAccepted && s.Delivery != session.DeliveryAccepted && s.Delivery != session.DeliveryWaived {
+			return finish(session.CallErrored, "", "this session cannot complete until its work is accepted: the person who started it reviews it "+
+				"(paddock sessions diff "+sessionID+", then accept) or waives the requirement (paddock sessions waive "+sessionID+"); say so and wait")
+		}
 		if err := a.Store.Archive(ctx, sessionID, session.Sender{Kind: session.SenderAgent, ID: sessionID}, res.Archive.Handoff); err != nil {
 			return ToolOutcome{}, err
 		}

@@ -93,6 +93,14 @@ type Session struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
+// Deliveries of a session's diff.
+const (
+	DeliveryAccepted = "accepted"
+	DeliveryRejected = "rejected"
+	// DeliveryWaived: a person waived the agent's delivery requirement.
+	DeliveryWaived = "waived"
+)
+
 // Hold is who froze a session, why and when.
 type Hold struct {
 	By     Sender    `json:"by"`

@@ -56,6 +56,8 @@ type Agent struct {
 	Policy *PolicySpec `yaml:"policy" json:"policy,omitempty"`
 	// MCPServers contribute tools named mcp__NAME__TOOL.
 	MCPServers []MCPServerSpec `yaml:"mcpServers" json:"mcpServers,omitempty"`
+	// Delivery says what a session owes before it may complete.
+	Delivery DeliverySpec `yaml:"delivery" json:"delivery,omitzero"`
 	// Triggers bring external events to the agent: HTTP deliveries
 	// (POST /v1/triggers/NAME, HMAC-signed) or a cron schedule.
 	Triggers []TriggerSpec `yaml:"triggers" json:"triggers,omitempty"`
@@ -94,6 +96,16 @@ const (
 	ReuseTree      = "tree"
 	ReuseManifests = "manifests"
 )
+
+// DeliverySpec is a delivery requirement.
+type DeliverySpec struct {
+	// Require "accepted": a session cannot complete (archive itself)
+	// until its diff was accepted, or a person waived the requirement.
+	Require string `yaml:"require" json:"require,omitempty"`
+}
+
+// RequireAccepted is the one delivery requirement.
+const RequireAccepted = "accepted"
 
 // TriggerSpec is one trigger of an agent.
 type TriggerSpec struct {
@@ -451,6 +463,9 @@ func (a *Agent) Validate(known Known) error {
 	}
 	if a.Session.Watchdog < Duration(10*time.Second) {
 		return bad("session.watchdog", "want at least 10s")
+	}
+	if a.Delivery.Require != "" && a.Delivery.Require != RequireAccepted {
+		return bad("delivery.require", fmt.Sprintf("%q: want accepted (or leave it out)", a.Delivery.Require))
 	}
 	for i, t := range a.Triggers {
 		path := fmt.Sprintf("triggers[%d]", i)
