@@ -314,3 +314,33 @@ func TestDeliveryRequirementHoldsCompletion(t *testing.T) {
 	require.True(t, refused, "the first archive is refused")
 	require.True(t, archived, "after the waiver it completes")
 }
+
+// broke is a provider whose account has no credits.
+type broke struct{}
+
+func (broke) Stream(context.Context, provider.Request, func(provider.Delta)) (provider.Response, error) {
+	return provider.Response{}, &provider.StatusError{Status: 400, Message: "Your credit balance is too low to access the API", Err: errors.New("provider: 400 credit balance")}
+}
+
+// TestBillingParkExpiresAfterSevenDays: a session parked on credits is
+// not re-probed (a person says when credits were added); unresolved, its
+// park expires after 7 days and the session fails.
+func TestBillingParkExpiresAfterSevenDays(t *testing.T) {
+	f := setup(t)
+	f.acts.Providers.Register("broke", func(string) (provider.Provider, error) { return broke{}, nil })
+	f.create(t, "s1", "broke/model", "hello")
+	start := f.env.Now()
+	f.env.RegisterDelayedCallback(func() {
+		x, err := f.store.GetSession(context.Background(), "s1")
+		require.NoError(t, err)
+		require.Equal(t, session.StatusAwaiting, x.Status, "six days in, still parked")
+		require.Contains(t, x.AmbientStatus, "billing_insufficient_credits")
+	}, 6*24*time.Hour)
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1"})
+	require.NoError(t, f.env.GetWorkflowError())
+	require.GreaterOrEqual(t, f.env.Now().Sub(start), 7*24*time.Hour)
+	x, err := f.store.GetSession(context.Background(), "s1")
+	require.NoError(t, err)
+	require.Equal(t, session.StatusFailed, x.Status)
+	require.Contains(t, x.Error, "billing_insufficient_credits")
+}
