@@ -80,8 +80,8 @@ func (s *Server) Handler() http.Handler {
 	h("GET /v1/sessions/{id}/parks", s.listParks)
 	h("GET /v1/parked", s.parked, "project", "agent")
 	h("POST /v1/triggers/{name}", s.trigger)
-	h("POST /v1/sessions/{id}/hold", s.hold)
-	h("POST /v1/sessions/{id}/waive", s.waive)
+	h("POST /v1/sessions/{id}/hold", s.noted(s.Service.Hold))
+	h("POST /v1/sessions/{id}/waive", s.noted(s.Service.Waive))
 	h("POST /v1/sessions/{id}/release", s.release)
 	h("GET /v1/approvals", s.listApprovals, "session", "status")
 	h("GET /v1/approvals/{id}", s.getApproval)
@@ -605,16 +605,12 @@ type Decision struct {
 
 func (s *Server) decide(approve bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var d Decision
-		if err := decode(w, r, &d); err != nil {
+		n, err := note(w, r)
+		if err != nil {
 			s.error(w, r, err)
 			return
 		}
-		if err := session.Limit("note", d.Note, session.MaxReason); err != nil {
-			s.error(w, r, fmt.Errorf("%w: %w", store.ErrInvalid, err))
-			return
-		}
-		a, err := s.Service.DecideApproval(r.Context(), r.PathValue("id"), approve, d.Note, s.operator())
+		a, err := s.Service.DecideApproval(r.Context(), r.PathValue("id"), approve, n, s.operator())
 		if err != nil && a.Status == session.ApprovalPending || err != nil && a.ID == "" {
 			s.error(w, r, err)
 			return
@@ -730,16 +726,12 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) unpark(w http.ResponseWriter, r *http.Request) {
-	var d Decision
-	if err := decode(w, r, &d); err != nil {
+	n, err := note(w, r)
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	if err := session.Limit("note", d.Note, session.MaxReason); err != nil {
-		s.error(w, r, fmt.Errorf("%w: %w", store.ErrInvalid, err))
-		return
-	}
-	p, err := s.Service.Unpark(r.Context(), r.PathValue("id"), d.Note, s.operator())
+	p, err := s.Service.Unpark(r.Context(), r.PathValue("id"), n, s.operator())
 	if err != nil && p.ResolvedAt == nil {
 		s.error(w, r, err)
 		return
@@ -750,40 +742,34 @@ func (s *Server) unpark(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, p)
 }
 
-func (s *Server) hold(w http.ResponseWriter, r *http.Request) {
+// note reads a request's optional {"note": …} body, bounded.
+func note(w http.ResponseWriter, r *http.Request) (string, error) {
 	var d Decision
 	if err := decode(w, r, &d); err != nil {
-		s.error(w, r, err)
-		return
+		return "", err
 	}
 	if err := session.Limit("note", d.Note, session.MaxReason); err != nil {
-		s.error(w, r, fmt.Errorf("%w: %w", store.ErrInvalid, err))
-		return
+		return "", fmt.Errorf("%w: %w", store.ErrInvalid, err)
 	}
-	x, err := s.Service.Hold(r.Context(), r.PathValue("id"), d.Note, s.operator())
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, x)
+	return d.Note, nil
 }
 
-func (s *Server) waive(w http.ResponseWriter, r *http.Request) {
-	var d Decision
-	if err := decode(w, r, &d); err != nil {
-		s.error(w, r, err)
-		return
+// noted serves a route that acts on a session with a note, as the
+// operator, and answers the session.
+func (s *Server) noted(act func(ctx context.Context, id, note string, by session.Sender) (session.Session, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		n, err := note(w, r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		x, err := act(r.Context(), r.PathValue("id"), n, s.operator())
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, x)
 	}
-	if err := session.Limit("note", d.Note, session.MaxReason); err != nil {
-		s.error(w, r, fmt.Errorf("%w: %w", store.ErrInvalid, err))
-		return
-	}
-	x, err := s.Service.Waive(r.Context(), r.PathValue("id"), d.Note, s.operator())
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, x)
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request) {
