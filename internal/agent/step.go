@@ -39,6 +39,9 @@ type StepInput struct {
 	Request   provider.Request
 	// Variant tells apart the streamed text of a fallback model's attempt.
 	Variant string
+	// History is the whole conversation (Full: compaction hides part of
+	// it from the request), whose call IDs a new call may not reuse.
+	History []provider.Message
 }
 
 // Step calls the model once, streaming coalesced text and tool-call starts
@@ -105,7 +108,7 @@ func Step(ctx context.Context, p provider.Provider, out Appender, in StepInput, 
 		return resp, fmt.Errorf("write transcript: %w", writeErr)
 	}
 	var renamed map[string]bool
-	resp.ToolCalls, renamed = Normalize(in.Request.Messages, resp.ToolCalls, fmt.Sprintf("%s-s%d", in.TurnID, in.Step))
+	resp.ToolCalls, renamed = Normalize(append(append([]provider.Message{}, in.History...), in.Request.Messages...), resp.ToolCalls, fmt.Sprintf("%s-s%d", in.TurnID, in.Step))
 	for _, c := range resp.ToolCalls {
 		if renamed[c.ID] {
 			emit(session.EventToolCall, fmt.Sprintf("call/%s/%s", c.ID, session.CallGenerating),

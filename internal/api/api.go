@@ -822,22 +822,19 @@ func (s *Server) parked(w http.ResponseWriter, r *http.Request) {
 // so a redelivery lands once.
 func (s *Server) trigger(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	body, err := readBody(w, r, []string{"application/json", "application/x-www-form-urlencoded"})
+	body, err := readBody(w, r, []string{"application/json"})
 	if err != nil {
 		s.error(w, r, err)
-		return
-	}
-	secret, ok := s.TriggerSecrets[name]
-	if !ok {
-		s.error(w, r, fmt.Errorf("trigger %q has no secret configured (PADDOCK_TRIGGER_SECRETS): every delivery is refused: %w", clip(name), store.ErrDenied))
 		return
 	}
 	sig := r.Header.Get("X-Hub-Signature-256")
 	if sig == "" {
 		sig = r.Header.Get("X-Paddock-Signature")
 	}
-	if !validSignature(secret, body, sig) {
-		s.error(w, r, fmt.Errorf("%w: the delivery's signature does not match the trigger's secret (want X-Hub-Signature-256: sha256=HMAC-SHA256 of the body)", errUnsigned))
+	// One answer for an unknown trigger, one without a secret and a bad
+	// signature: an unsigned caller learns no trigger's name.
+	if secret, ok := s.TriggerSecrets[name]; !ok || !validSignature(secret, body, sig) {
+		s.error(w, r, fmt.Errorf("%w: the delivery's signature does not match the trigger's secret, or the trigger has none configured (PADDOCK_TRIGGER_SECRETS); sign the body as GitHub does: X-Hub-Signature-256: sha256=HMAC-SHA256", errUnsigned))
 		return
 	}
 	var payload any

@@ -40,7 +40,7 @@ func post(t *testing.T, name, secret, event, delivery string, body []byte) (int,
 
 // TestTriggerSpawnsAndRefusesForgeries: a GitHub-signed push spawns a
 // session whose instruction is rendered from the payload (a redelivery
-// lands once); a forged signature is 401, a trigger without a secret 403.
+// lands once); a forged signature and a trigger without a secret are 401.
 func TestTriggerSpawnsAndRefusesForgeries(t *testing.T) {
 	name := unique("pusher")
 	repo := gitRepo(t)
@@ -54,7 +54,7 @@ func TestTriggerSpawnsAndRefusesForgeries(t *testing.T) {
 	code, _ = post(t, "unowned", triggerSecret, "push", "d-1", body)
 	require.Equal(t, http.StatusNotFound, code, "no agent declares it")
 	code, _ = post(t, "no-secret", triggerSecret, "push", "d-1", body)
-	require.Equal(t, http.StatusForbidden, code, "a trigger without a secret refuses every delivery")
+	require.Equal(t, http.StatusUnauthorized, code, "a trigger without a secret refuses every delivery, as a forgery (no name is given away)")
 
 	code, res := post(t, "gh-push", triggerSecret, "push", "d-1", body)
 	require.Equal(t, http.StatusAccepted, code)

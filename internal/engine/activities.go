@@ -310,8 +310,8 @@ func (a *Activities) Claim(ctx context.Context, sessionID string) (Claim, error)
 // slept.
 func (a *Activities) Expire(ctx context.Context, sessionID string) error {
 	s, sp, err := a.agentSpec(ctx, sessionID)
-	if err != nil || s.Status.Terminal() {
-		return err
+	if err != nil || s.Status.Terminal() || s.Held() {
+		return err // a held session's end waits for its release
 	}
 	return a.EndForBudget(ctx, sessionID, fmt.Sprintf("the session reached its lifetime of %s", a.limits(s, sp).Lifetime), "")
 }
@@ -320,6 +320,9 @@ func (a *Activities) Expire(ctx context.Context, sessionID string) error {
 // command's sandbox already died with it); the workspace is kept and the
 // session stays awaiting.
 func (a *Activities) Reap(ctx context.Context, sessionID string) error {
+	if a.held(ctx, sessionID) {
+		return nil
+	}
 	data, _ := json.Marshal(session.TextData{Text: "idle: sandbox released, working copy kept; the next message picks up where it left off"})
 	if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, Kind: session.EventNotice, Key: "reap/" + a.Now().UTC().Format(time.RFC3339Nano), Data: data}); err != nil {
 		return err
@@ -434,6 +437,12 @@ func (a *Activities) SettleTurn(ctx context.Context, turnID string, status sessi
 	return a.Store.SetDisplay(ctx, t.SessionID, "", ambient)
 }
 
+// held says whether a session is held (nothing reaped or ended meanwhile).
+func (a *Activities) held(ctx context.Context, sessionID string) bool {
+	x, err := a.Store.GetSession(ctx, sessionID)
+	return err == nil && x.Held()
+}
+
 // parked is the display of a session's open park, if it has one.
 func (a *Activities) parked(ctx context.Context, sessionID string) (string, bool) {
 	open, err := a.Store.ListParks(ctx, sessionID, true)
@@ -467,7 +476,7 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 	// The step's time is active time of the session's budget.
 	start := a.Now()
 	defer func() {
-		_ = a.consume(context.WithoutCancel(ctx), sessionID, turnID, fmt.Sprintf("step/%s/%d", turnID, step),
+		_ = a.consume(context.WithoutCancel(ctx), sessionID, turnID, fmt.Sprintf("step/%s/%d/%d", turnID, step, attempt(ctx)),
 			session.BudgetData{ActiveMs: a.Now().Sub(start).Milliseconds()})
 	}()
 	_ = a.Store.SetDisplay(ctx, sessionID, "", "thinking")
@@ -500,8 +509,10 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 			data, _ := json.Marshal(session.TextData{Text: fmt.Sprintf("model %s failed (%v); falling back to %s", sp.Model, lastErr, name)})
 			_, _ = a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventNotice, Key: fmt.Sprintf("%s/step%d/fallback%d", turnID, step, i), Data: data})
 		}
-		resp, err := agent.Step(ctx, progressed{p, progress}, a.Store, agent.StepInput{SessionID: sessionID, TurnID: turnID, Step: step, Request: req, Variant: variant}, a.Now)
+		resp, err := agent.Step(ctx, progressed{p, progress}, a.Store, agent.StepInput{SessionID: sessionID, TurnID: turnID, Step: step, Request: req, Variant: variant,
+			History: agent.Full(events)}, a.Now)
 		if err == nil {
+			a.clearProviderParks(ctx, sessionID)
 			u := session.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
 				CostUSD: a.Prices[name].Cost(resp.Usage.InputTokens, resp.Usage.OutputTokens)}
 			return resp, a.Store.RecordUsage(ctx, sessionID, turnID, step, name, u)
@@ -566,6 +577,30 @@ func (p progressed) Stream(ctx context.Context, req provider.Request, sink func(
 		p.progress()
 		sink(d)
 	})
+}
+
+// attempt is the activity's attempt (1 outside one).
+func attempt(ctx context.Context) int32 {
+	if activity.IsActivity(ctx) {
+		return activity.GetInfo(ctx).Attempt
+	}
+	return 1
+}
+
+// clearProviderParks resolves open parks on the provider or billing once
+// a model answered again (someone sent a message instead of unparking):
+// their recovery commands are canceled, the work having resumed already.
+func (a *Activities) clearProviderParks(ctx context.Context, sessionID string) {
+	open, err := a.Store.ListParks(ctx, sessionID, true)
+	if err != nil {
+		return
+	}
+	for _, p := range open {
+		switch bound.Reason(p.Reason) {
+		case bound.ProviderOutage, bound.BillingInsufficientCredits, bound.BillingSpendingLimitExceeded:
+			_, _ = a.Store.ResolvePark(ctx, p.ID, session.ParkCanceled, &session.Sender{Kind: session.SenderSystem, ID: "model"}, "the model answered again")
+		}
+	}
 }
 
 // parkErrorType prefixes the type of an activity error that asks the

@@ -120,7 +120,7 @@ func (a *Activities) Park(ctx context.Context, sessionID, turnID string, reason 
 // failed, saying so. A park already resolved is left as it is.
 func (a *Activities) ExpirePark(ctx context.Context, parkID string) (bool, error) {
 	p, err := a.Store.GetPark(ctx, parkID)
-	if err != nil || p.ResolvedAt != nil {
+	if err != nil || p.ResolvedAt != nil || a.held(ctx, p.SessionID) {
 		return false, err
 	}
 	if _, err := a.Store.ResolvePark(ctx, parkID, session.ParkExpired, nil, "its TTL ran out"); err != nil {
@@ -210,6 +210,11 @@ func (a *Activities) FinalSummary(ctx context.Context, sessionID, turnID, why st
 		messages := append(agent.Conversation(events), provider.Message{Role: provider.RoleUser,
 			Text: "The session's budget is exhausted (" + why + "). Without calling any tool, write a short final summary for the person who started it: what was done, what remains, and where things stand."})
 		resp, err := prov.Stream(ctx, provider.Request{Model: model, System: sp.Instructions, Messages: messages}, func(provider.Delta) {})
+		if err == nil {
+			u := session.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
+				CostUSD: a.Prices[sp.Model].Cost(resp.Usage.InputTokens, resp.Usage.OutputTokens)}
+			_ = a.Store.RecordUsage(ctx, sessionID, turnID, finalSummaryStep, sp.Model, u)
+		}
 		switch {
 		case err == nil && resp.Text != "":
 			text = resp.Text
@@ -221,6 +226,9 @@ func (a *Activities) FinalSummary(ctx context.Context, sessionID, turnID, why st
 	_, err = a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventAssistantText, Key: key, Data: data})
 	return text, err
 }
+
+// finalSummaryStep keys the usage row of a final summary.
+const finalSummaryStep = 2_000_000
 
 // EndForBudget stops a session whose budget ran out and cannot be
 // extended: cleanly, with the reason and the final summary as its

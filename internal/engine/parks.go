@@ -161,7 +161,12 @@ func (s *Service) Hold(ctx context.Context, id, reason string, by session.Sender
 	if err := s.Store.SetHold(ctx, id, &session.Hold{By: by, Reason: reason, At: time.Now().UTC()}); err != nil {
 		return session.Session{}, err
 	}
-	return s.Store.GetSession(ctx, id)
+	x, err := s.Store.GetSession(ctx, id)
+	if err != nil || x.Status.Terminal() {
+		return x, err
+	}
+	// Woken, the workflow finds it frozen and disarms its timers.
+	return x, s.notify(ctx, id, Notice{})
 }
 
 // Release ends a hold and wakes the session.

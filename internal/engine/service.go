@@ -129,7 +129,7 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 	if req.Project == "" {
 		req.Project = spec.DefaultProject
 	}
-	if err := req.validate(); err != nil {
+	if err := errors.Join(req.validate(), callerKey(req.IdempotencyKey, by)); err != nil {
 		return session.Session{}, err
 	}
 	if err := checkRepo(req.Repo); err != nil {
@@ -253,17 +253,18 @@ func (req CreateRequest) validate() error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	if err := reservedKey(req.IdempotencyKey); err != nil {
-		return err
-	}
 	return nil
 }
 
-// reservedKey refuses a caller's session idempotency key in the namespace
-// the platform keys its own creations with (a retry, a successor): such a
-// key would make the platform's creation answer with the caller's session.
-func reservedKey(key string) error {
-	for _, prefix := range []string{"retry:", "successor:"} {
+// callerKey refuses an idempotency key a caller gives (of a session or a
+// command) in the namespaces the platform keeps for its own: retries,
+// successors, trigger spawns and deliveries, their flushes and parks'
+// recoveries. A caller's key there could pre-empt the platform's.
+func callerKey(key string, by session.Sender) error {
+	if by.Kind != session.SenderOperator && by.Kind != session.SenderAgent {
+		return nil // the platform's own (triggers, the system)
+	}
+	for _, prefix := range []string{"retry:", "successor:", reservedTrigger, reservedDelivery, "flush:", "recover-"} {
 		if strings.HasPrefix(key, prefix) {
 			return fmt.Errorf("%w: idempotencyKey %q: keys starting with %q are reserved for the platform", ErrInvalid, trim(key), prefix)
 		}
@@ -539,6 +540,9 @@ func (s *Service) Send(ctx context.Context, sessionID string, req SendRequest, b
 	}
 	if err := session.Limit("idempotencyKey", req.IdempotencyKey, MaxName); err != nil {
 		return session.Command{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if err := callerKey(req.IdempotencyKey, by); err != nil {
+		return session.Command{}, err
 	}
 	id := uuid.NewString()
 	key := req.IdempotencyKey

@@ -84,6 +84,9 @@ func (a *Activities) Sweep(ctx context.Context) (Swept, error) {
 			if active, err := a.activeWork(ctx, x.ID); err != nil || active {
 				continue
 			}
+			if _, parked := a.parked(ctx, x.ID); parked {
+				continue // it waits on someone: not done
+			}
 			if err := a.Store.Archive(ctx, x.ID, sweeper, ""); err != nil {
 				return out, err
 			}

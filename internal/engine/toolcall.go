@@ -109,11 +109,21 @@ func (a *Activities) Gate(ctx context.Context, sessionID, turnID string, call pr
 		out.Settled, out.Question = st, q
 		return out, nil
 	}
-	// Each tool call the model makes is one action of the session's budget.
+	// Each tool call the model makes is one action of the session's budget;
+	// one past the budget does not run (a step may ask for many calls at
+	// once), and the next budget check parks or ends the session.
 	if err := a.consume(ctx, sessionID, turnID, "call/"+call.ID, session.BudgetData{Actions: 1}); err != nil {
 		return GateResult{}, err
 	}
 	base := session.ToolCallData{ID: call.ID, Name: call.Name}
+	if c, err := a.consumption(ctx, s); err != nil {
+		return GateResult{}, err
+	} else if l := a.limits(s, sp).Effective(c.Extensions); l.Actions > 0 && c.Actions > l.Actions {
+		d := base
+		d.State, d.Error = session.CallErrored, fmt.Sprintf("not run: the session's action budget (%d) is spent", l.Actions)
+		out.Settled = d.State
+		return out, a.callEvent(ctx, sessionID, turnID, d)
+	}
 	_, builtin := a.Tools.Only(sp.Tools)[call.Name]
 	if _, _, isMCP := mcpServer(sp, call.Name); !builtin && !isMCP {
 		d := base

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -98,32 +99,47 @@ func (s *Service) Trigger(ctx context.Context, name, event, key string, payload 
 	}
 	by := session.Sender{Kind: session.SenderTrigger, ID: name}
 	d := session.Delivery{Trigger: name, Event: event, Key: key, Message: text, At: time.Now().UTC()}
+	route := func(sessionID string) (TriggerResult, error) {
+		payload, _ := json.Marshal(session.MessagePayload{Message: text, Deliveries: []session.Delivery{d}})
+		c, _, err := s.Store.AppendCommand(ctx, store.NewCommand{ID: uuid.NewString(), SessionID: sessionID, Kind: session.KindMessage, Payload: payload,
+			Sender: by, IdempotencyKey: reservedDelivery + name + ":" + key, Held: true})
+		if err != nil {
+			return TriggerResult{}, err
+		}
+		return TriggerResult{Routed: spec.RouteSession, SessionID: sessionID, CommandID: c.ID},
+			s.notify(ctx, sessionID, Notice{CommandID: c.ID, Kind: noticeDelivery})
+	}
 	if t.Route(&sp) == spec.RouteSession {
 		live, err := s.Store.ListSessions(ctx, store.SessionFilter{Project: sp.Project, Agent: sp.Name, IncludeArchived: true, Limit: 20})
 		if err != nil {
 			return TriggerResult{}, err
 		}
 		for _, x := range live {
-			if x.Status.Terminal() {
-				continue
+			if !x.Status.Terminal() {
+				return route(x.ID)
 			}
-			payload, _ := json.Marshal(session.MessagePayload{Message: text, Deliveries: []session.Delivery{d}})
-			c, _, err := s.Store.AppendCommand(ctx, store.NewCommand{ID: uuid.NewString(), SessionID: x.ID, Kind: session.KindMessage, Payload: payload,
-				Sender: by, IdempotencyKey: "delivery:" + name + ":" + key, Held: true})
-			if err != nil {
-				return TriggerResult{}, err
-			}
-			return TriggerResult{Routed: spec.RouteSession, SessionID: x.ID, CommandID: c.ID},
-				s.notify(ctx, x.ID, Notice{CommandID: c.ID, Kind: noticeDelivery})
 		}
 	}
 	x, err := s.CreateSession(ctx, CreateRequest{Project: sp.Project, Agent: sp.Name, Message: text, Repo: t.Repo,
-		IdempotencyKey: "trigger:" + name + ":" + key, NonInteractive: true}, by)
+		IdempotencyKey: reservedTrigger + name + ":" + key, NonInteractive: true}, by)
+	var slot *store.SlotConflictError
+	if errors.As(err, &slot) && t.Route(&sp) == spec.RouteSession {
+		// Another delivery of the same burst spawned the live session
+		// meanwhile: this one joins it.
+		return route(slot.SessionID)
+	}
 	if err != nil {
 		return TriggerResult{}, err
 	}
 	return TriggerResult{Routed: spec.RouteSpawn, SessionID: x.ID}, nil
 }
+
+// Idempotency keys the platform makes for triggers; a caller may not use
+// them (see reservedKey).
+const (
+	reservedTrigger  = "trigger:"
+	reservedDelivery = "delivery:"
+)
 
 // Flush says what a flush of held deliveries did.
 type Flush struct {
@@ -165,6 +181,10 @@ func (a *Activities) FlushDeliveries(ctx context.Context, sessionID string) (Flu
 	payload, _ := json.Marshal(session.MessagePayload{Message: text, Deliveries: all})
 	c, err := a.Store.AbsorbDeliveries(ctx, ids, store.NewCommand{ID: "flush-" + held[0].ID, SessionID: sessionID, Kind: session.KindMessage,
 		Payload: payload, Sender: held[0].Sender, IdempotencyKey: "flush:" + held[0].ID})
+	var ended *store.TerminalError
+	if errors.As(err, &ended) {
+		return Flush{}, nil // the session ended: its deliveries were canceled with it
+	}
 	if err != nil {
 		return Flush{}, err
 	}

@@ -225,6 +225,13 @@ func (s *Store) AbsorbDeliveries(ctx context.Context, ids []string, into store.N
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
+		cur, err := s.getSession(ctx, tx, into.SessionID)
+		if err != nil {
+			return err
+		}
+		if cur.Status.Terminal() {
+			return &store.TerminalError{SessionID: cur.ID, Status: cur.Status}
+		}
 		if out, err = s.insertCommandIn(ctx, tx, into, session.CommandPending); err != nil {
 			return err
 		}

@@ -116,6 +116,12 @@ func (s *Store) ResolvePark(ctx context.Context, id, resolution string, by *sess
 		if err != nil {
 			return err
 		}
+		if n, _ := res.RowsAffected(); n == 1 && next == session.CommandPending {
+			// Work resumes: an archived session is revived, as by a command.
+			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET archived_at = NULL, updated_at = ? WHERE id = ?`, s.ts(), p.SessionID); err != nil {
+				return err
+			}
+		}
 		if n, _ := res.RowsAffected(); n == 1 {
 			c, err := scanCommand(tx.QueryRowContext(ctx, `SELECT `+commandCols+` FROM commands WHERE id = ?`, p.RecoveryCommand))
 			if err != nil {
