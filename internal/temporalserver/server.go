@@ -223,9 +223,12 @@ func (s *slogLogger) log(level slog.Level, msg string, tags []tag.Tag) {
 		}
 	}
 	for _, t := range tags {
-		// The services poll each other while they come up.
-		if v, ok := t.Value().(error); ok && strings.Contains(v.Error(), "not healthy yet") {
-			return
+		// The services poll each other while they come up, and a poll its
+		// caller (the worker, stopping) canceled says nothing either.
+		if t.Key() == "error" {
+			if v := fmt.Sprint(t.Value()); strings.Contains(v, "not healthy yet") || strings.Contains(v, "context canceled") {
+				return
+			}
 		}
 	}
 	attrs := make([]slog.Attr, 0, len(s.tags)+len(tags)+1)
