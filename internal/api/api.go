@@ -80,6 +80,8 @@ func (s *Server) Handler() http.Handler {
 	h("GET /v1/sessions/{id}/parks", s.listParks)
 	h("GET /v1/parked", s.parked, "project", "agent")
 	h("POST /v1/triggers/{name}", s.trigger)
+	h("GET /v1/sessions/{id}/audit", s.auditLog)
+	h("GET /v1/audit/verify", s.verifyAudit, "session")
 	h("POST /v1/sessions/{id}/hold", s.noted(s.Service.Hold))
 	h("POST /v1/sessions/{id}/waive", s.noted(s.Service.Waive))
 	h("POST /v1/sessions/{id}/release", s.release)
@@ -740,6 +742,28 @@ func (s *Server) unpark(w http.ResponseWriter, r *http.Request) {
 		s.Logger.Warn("park resolved, session not woken", "err", err)
 	}
 	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.Service.Store.GetSession(r.Context(), r.PathValue("id")); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	log, err := s.Service.Store.AuditLog(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, nonNil(log))
+}
+
+func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) {
+	reports, err := s.Service.VerifyAudit(r.Context(), r.URL.Query().Get("session"))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, reports)
 }
 
 // note reads a request's optional {"note": …} body, bounded.

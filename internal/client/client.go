@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/api"
+	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -211,6 +212,24 @@ func (c *Client) Retry(ctx context.Context, id string) (session.Session, error) 
 func (c *Client) Extend(ctx context.Context, id string, req engine.ExtendRequest) (session.Park, error) {
 	var out session.Park
 	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/extend", req, &out)
+	return out, err
+}
+
+// AuditLog is a session's audit log.
+func (c *Client) AuditLog(ctx context.Context, id string) ([]audit.Entry, error) {
+	var out []audit.Entry
+	err := c.json(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/audit", nil, &out)
+	return out, err
+}
+
+// VerifyAudit verifies a session's audit log, or every session's ("").
+func (c *Client) VerifyAudit(ctx context.Context, id string) ([]engine.AuditReport, error) {
+	q := url.Values{}
+	if id != "" {
+		q.Set("session", id)
+	}
+	var out []engine.AuditReport
+	err := c.json(ctx, http.MethodGet, "/v1/audit/verify?"+q.Encode(), nil, &out)
 	return out, err
 }
 

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
@@ -225,6 +226,10 @@ type Store interface {
 	AbsorbDeliveries(ctx context.Context, ids []string, into NewCommand) (session.Command, error)
 	// RaiseSpendCap sets a live session's spend cap.
 	RaiseSpendCap(ctx context.Context, id string, usd float64) error
+
+	// AuditLog is a session's audit log as stored, in order: an entry per
+	// transcript event, chained, written in the event's transaction.
+	AuditLog(ctx context.Context, sessionID string) ([]audit.Entry, error)
 
 	// RecordUsage records one model step's usage, once per (turn, step).
 	RecordUsage(ctx context.Context, sessionID, turnID string, step int, model string, u session.Usage) error

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
@@ -48,9 +49,70 @@ func (s *Store) appendEvent(ctx context.Context, tx *sql.Tx, e session.Event) (s
 	}
 	now := s.ts()
 	e.CreatedAt = parseTime(now)
-	_, err = tx.ExecContext(ctx, `INSERT INTO events (session_id, seq, turn_id, kind, key, data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		e.SessionID, e.Seq, e.TurnID, e.Kind, e.Key, string(e.Data), now)
-	return e, err
+	if _, err = tx.ExecContext(ctx, `INSERT INTO events (session_id, seq, turn_id, kind, key, data, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		e.SessionID, e.Seq, e.TurnID, e.Kind, e.Key, string(e.Data), now); err != nil {
+		return e, err
+	}
+	return e, s.appendAudit(ctx, tx, e)
+}
+
+// appendAudit chains the audit entry of event e, in e's transaction: an
+// event is never recorded without its entry, nor an entry without its
+// event, so a crash leaves no gap that verifies as good.
+func (s *Store) appendAudit(ctx context.Context, tx *sql.Tx, e session.Event) error {
+	x, err := s.getSession(ctx, tx, e.SessionID)
+	if err != nil {
+		return err
+	}
+	var prev *audit.Entry
+	if e.Seq > 1 {
+		var raw string
+		err := tx.QueryRowContext(ctx, `SELECT entry FROM audit WHERE session_id = ? AND seq = ?`, e.SessionID, e.Seq-1).Scan(&raw)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			// A session older than its audit log: the log starts here, and
+			// verification says it does not start at its beginning.
+		case err != nil:
+			return fmt.Errorf("audit: the entry before %d: %w", e.Seq, err)
+		default:
+			var p audit.Entry
+			if err := json.Unmarshal([]byte(raw), &p); err != nil {
+				return fmt.Errorf("audit: the entry before %d is unreadable: %w", e.Seq, err)
+			}
+			prev = &p
+		}
+	}
+	entry := audit.Link(prev, audit.FromEvent(x, e))
+	if entry.Seq != e.Seq {
+		entry.Seq = e.Seq
+		entry.Hash = entry.Sum()
+	}
+	data, _ := json.Marshal(entry)
+	_, err = tx.ExecContext(ctx, `INSERT INTO audit (session_id, seq, entry, hash) VALUES (?, ?, ?, ?)`, e.SessionID, entry.Seq, string(data), entry.Hash)
+	return err
+}
+
+// AuditLog implements store.Store.
+func (s *Store) AuditLog(ctx context.Context, sessionID string) ([]audit.Entry, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT entry FROM audit WHERE session_id = ? ORDER BY seq`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	defer rows.Close()
+	var out []audit.Entry
+	for rows.Next() {
+		var raw string
+		if err := rows.Scan(&raw); err != nil {
+			return nil, err
+		}
+		var e audit.Entry
+		if err := json.Unmarshal([]byte(raw), &e); err != nil {
+			// An unreadable entry is kept as a broken one: verification names it.
+			e = audit.Entry{Session: sessionID, Kind: "unreadable"}
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
 }
 
 func (s *Store) appendJSON(ctx context.Context, tx *sql.Tx, sessionID, turnID string, kind session.EventKind, key string, v any) error {

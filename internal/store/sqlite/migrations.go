@@ -146,4 +146,12 @@ var migrations = []string{
 	);
 	CREATE INDEX parks_session ON parks(session_id, created_at);
 	ALTER TABLE sessions ADD COLUMN hold TEXT NOT NULL DEFAULT '';`,
+	`
+	CREATE TABLE audit (
+		session_id TEXT NOT NULL,
+		seq        INTEGER NOT NULL,
+		entry      TEXT NOT NULL,
+		hash       TEXT NOT NULL,
+		PRIMARY KEY (session_id, seq)
+	);`,
 }

@@ -1,0 +1,84 @@
+package app_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+// TestAuditLogVerifiesAndCatchesTampering: a session's every transcript
+// event has its chained audit entry (the first one its frame); the log
+// verifies; editing an entry, an event, or removing an entry in the
+// database is caught at that entry by `paddock audit verify`.
+func TestAuditLogVerifiesAndCatchesTampering(t *testing.T) {
+	ctx := context.Background()
+	name := unique("audited")
+	applyAgent(t, name, script(t, "work.yaml"), "")
+	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "process the notes"})
+	require.NoError(t, err)
+	waitStatus(t, x.ID, session.StatusAwaiting)
+
+	log, err := api.AuditLog(ctx, x.ID)
+	require.NoError(t, err)
+	events, err := api.Events(ctx, x.ID, 0)
+	require.NoError(t, err)
+	require.Len(t, log, len(events), "one entry per event")
+	require.Equal(t, "true", log[0].Meta["frame"])
+	require.Equal(t, "operator:tester", log[0].Meta["createdBy"])
+	require.NotEmpty(t, log[0].Meta["instruction"])
+	for _, e := range log {
+		require.NotContains(t, strings.Join(mapValues(e.Meta), " "), "process the notes", "metadata, never content")
+	}
+	code, out := paddock(t, "audit", "verify", "--session", x.ID)
+	require.Equal(t, 0, code, out)
+	code, out = paddock(t, "audit", "show", x.ID)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "frame=true")
+
+	db, err := sql.Open("sqlite", filepath.Join(sharedDir, "paddock.db")+"?_pragma=busy_timeout(10000)")
+	require.NoError(t, err)
+	defer db.Close()
+	tamper := func(q string, args ...any) {
+		t.Helper()
+		_, err := db.ExecContext(ctx, q, args...)
+		require.NoError(t, err)
+	}
+	// An event's content changed behind the log's back.
+	var data string
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT data FROM events WHERE session_id = ? AND seq = 3`, x.ID).Scan(&data))
+	tamper(`UPDATE events SET data = ? WHERE session_id = ? AND seq = 3`, strings.Replace(data, "}", `,"x":1}`, 1), x.ID)
+	code, out = paddock(t, "audit", "verify", "--session", x.ID)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "entry 3: the transcript's event differs")
+	tamper(`UPDATE events SET data = ? WHERE session_id = ? AND seq = 3`, data, x.ID)
+	// An entry's identity rewritten.
+	var entry string
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT entry FROM audit WHERE session_id = ? AND seq = 2`, x.ID).Scan(&entry))
+	tamper(`UPDATE audit SET entry = replace(entry, '"identity":"', '"identity":"operator:mallory/') WHERE session_id = ? AND seq = 2`, x.ID)
+	code, out = paddock(t, "audit", "verify", "--session", x.ID)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "entry 2: its content does not match its recorded hash")
+	tamper(`UPDATE audit SET entry = ? WHERE session_id = ? AND seq = 2`, entry, x.ID)
+	code, out = paddock(t, "audit", "verify", "--session", x.ID)
+	require.Equal(t, 0, code, out)
+	// An entry removed.
+	tamper(`DELETE FROM audit WHERE session_id = ? AND seq = 4`, x.ID)
+	code, out = paddock(t, "audit", "verify")
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "session "+x.ID+": entry 4:")
+}
+
+func mapValues(m map[string]string) []string {
+	var out []string
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}

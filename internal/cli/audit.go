@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func newAudit(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "audit", Short: "The tamper-evident audit log of sessions"}
+	var session string
+	verify := &cobra.Command{
+		Use:   "verify [--session ID]",
+		Short: "Verify the audit logs (one session's with --session): exit 0 when intact, 1 naming the first broken entry",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			reports, err := g.remote().VerifyAudit(cmd.Context(), session)
+			if err != nil {
+				return err
+			}
+			var broken []string
+			entries := 0
+			for _, r := range reports {
+				entries += r.Entries
+				if !r.OK {
+					broken = append(broken, fmt.Sprintf("session %s: entry %d: %s", r.SessionID, r.BrokenAt, r.Problem))
+				}
+			}
+			if len(broken) > 0 {
+				slices.Sort(broken)
+				return &exitError{code: 1, msg: fmt.Sprintf("audit log broken in %d of %d sessions:\n%s", len(broken), len(reports), strings.Join(broken, "\n"))}
+			}
+			fmt.Fprintf(g.io.Out, "audit logs intact: %d sessions, %d entries\n", len(reports), entries)
+			return nil
+		},
+	}
+	verify.Flags().StringVar(&session, "session", "", "only this session's log")
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Print a session's audit log, one entry per line",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			log, err := g.remote().AuditLog(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			for _, e := range log {
+				keys := make([]string, 0, len(e.Meta))
+				for k := range e.Meta {
+					keys = append(keys, k)
+				}
+				slices.Sort(keys)
+				var meta []string
+				for _, k := range keys {
+					meta = append(meta, k+"="+e.Meta[k])
+				}
+				fmt.Fprintf(g.io.Out, "%4d %s %-22s %-14s %s  %.12s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), oneLine(e.Identity, 22), e.Kind,
+					oneLine(strings.Join(meta, " "), 160), e.Hash)
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(verify, show)
+	return cmd
+}

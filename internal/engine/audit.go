@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/paddock-dev/paddock/internal/audit"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+// AuditReport is one session's audit log verified.
+type AuditReport struct {
+	SessionID string `json:"sessionId"`
+	Entries   int    `json:"entries"`
+	OK        bool   `json:"ok"`
+	// BrokenAt is the first entry that does not hold (0 with OK: none),
+	// and Problem why.
+	BrokenAt int64  `json:"brokenAt,omitempty"`
+	Problem  string `json:"problem,omitempty"`
+}
+
+// VerifyAudit verifies the audit log of session id, or of every session
+// when id is empty.
+func (s *Service) VerifyAudit(ctx context.Context, id string) ([]AuditReport, error) {
+	var ids []string
+	if id != "" {
+		if _, err := s.Store.GetSession(ctx, id); err != nil {
+			return nil, err
+		}
+		ids = []string{id}
+	} else {
+		for _, st := range []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting, session.StatusFailed, session.StatusStopped} {
+			list, err := s.Store.ListSessions(ctx, store.SessionFilter{Status: st, IncludeArchived: true})
+			if err != nil {
+				return nil, err
+			}
+			for _, x := range list {
+				ids = append(ids, x.ID)
+			}
+		}
+	}
+	out := []AuditReport{}
+	for _, sid := range ids {
+		log, err := s.Store.AuditLog(ctx, sid)
+		if err != nil {
+			return nil, err
+		}
+		r := AuditReport{SessionID: sid, Entries: len(log), OK: true}
+		var b *audit.Broken
+		if err := audit.Verify(sid, log, nil, nil); errors.As(err, &b) {
+			r.OK, r.BrokenAt, r.Problem = false, b.Seq, b.Reason
+		} else if err != nil {
+			return nil, err
+		} else if seq, problem, err := s.matchTranscript(ctx, sid, log); err != nil {
+			return nil, err
+		} else if problem != "" {
+			r.OK, r.BrokenAt, r.Problem = false, seq, problem
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// matchTranscript checks the transcript against the log: every event has
+// its entry, and its content the entry's digest.
+func (s *Service) matchTranscript(ctx context.Context, id string, log []audit.Entry) (int64, string, error) {
+	var after int64
+	for {
+		events, err := s.Store.ListEvents(ctx, id, after, 0)
+		if err != nil {
+			return 0, "", err
+		}
+		if len(events) == 0 {
+			return 0, "", nil
+		}
+		for _, e := range events {
+			i := e.Seq - 1
+			switch {
+			case i < 0 || i >= int64(len(log)):
+				return e.Seq, "the transcript has an event the audit log does not (added after the fact)", nil
+			case log[i].Digest != audit.Digest(e.Data):
+				return e.Seq, "the transcript's event differs from what its entry recorded (the event was altered)", nil
+			}
+		}
+		after = events[len(events)-1].Seq
+	}
+}
