@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -82,6 +83,7 @@ func (s *Server) Handler() http.Handler {
 	h("POST /v1/triggers/{name}", s.trigger)
 	h("GET /v1/sessions/{id}/audit", s.auditLog)
 	h("GET /v1/audit/verify", s.verifyAudit, "session")
+	h("GET /v1/audit/key", s.auditKey)
 	h("POST /v1/sessions/{id}/hold", s.noted(s.Service.Hold))
 	h("POST /v1/sessions/{id}/waive", s.noted(s.Service.Waive))
 	h("POST /v1/sessions/{id}/release", s.release)
@@ -755,6 +757,15 @@ func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, nonNil(log))
+}
+
+func (s *Server) auditKey(w http.ResponseWriter, r *http.Request) {
+	pub := s.Service.Sealer.Public()
+	if pub == nil {
+		s.error(w, r, fmt.Errorf("this server seals no audit logs: %w", store.ErrNotFound))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"algorithm": "ed25519", "publicKey": base64.StdEncoding.EncodeToString(pub)})
 }
 
 func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) {

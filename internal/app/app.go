@@ -106,7 +106,13 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	if err := a.sandbox(ctx, acts, cfg); err != nil {
 		return nil, err
 	}
-	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools, Copies: acts.Copies, RetainFailed: cfg.RetainFailed}
+	key, err := auditKey(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	sealer := &engine.Sealer{Store: st, Key: key, Now: time.Now}
+	acts.Sealer = sealer
+	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools, Copies: acts.Copies, RetainFailed: cfg.RetainFailed, Sealer: sealer}
 	acts.Spawner, acts.Triggers = a.Service, a.Service
 	a.worker = engine.NewWorker(a.client, acts)
 	if err := a.worker.Start(); err != nil {

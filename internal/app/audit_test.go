@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -81,4 +83,56 @@ func mapValues(m map[string]string) []string {
 		out = append(out, v)
 	}
 	return out
+}
+
+// TestStoppedSessionIsSealed: a stop seals the session's log with the
+// server's key before its copy goes; the seal verifies with the key
+// `paddock audit key` prints; a sealed log gains no entries; a forged or
+// truncated seal is caught.
+func TestStoppedSessionIsSealed(t *testing.T) {
+	ctx := context.Background()
+	name := unique("sealed")
+	applyAgent(t, name, script(t, "work.yaml"), "")
+	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "process the notes"})
+	require.NoError(t, err)
+	waitStatus(t, x.ID, session.StatusAwaiting)
+	send(t, x.ID, session.KindStop, session.StopPayload{Reason: "done"})
+	waitStatus(t, x.ID, session.StatusStopped)
+	waitFor(t, "the seal", func() (bool, error) {
+		r, err := api.VerifyAudit(ctx, x.ID)
+		return err == nil && len(r) == 1 && r[0].Sealed, err
+	})
+	code, out := paddock(t, "audit", "verify", "--session", x.ID)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "1 sealed, seals verified")
+	code, out = paddock(t, "audit", "key")
+	require.Equal(t, 0, code, out)
+	require.Regexp(t, `^ed25519 [A-Za-z0-9+/]{43}=\n$`, out)
+
+	_, err = api.Hold(ctx, x.ID, "too late")
+	require.Equal(t, 409, apiStatus(t, err), "a sealed log gains no entries")
+
+	db, err := sql.Open("sqlite", filepath.Join(sharedDir, "paddock.db")+"?_pragma=busy_timeout(10000)")
+	require.NoError(t, err)
+	defer db.Close()
+	var seal string
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT seal FROM audit_seals WHERE session_id = ?`, x.ID).Scan(&seal))
+	var last int64
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT MAX(seq) FROM audit WHERE session_id = ?`, x.ID).Scan(&last))
+	// Truncated after sealing: the last entry removed.
+	_, err = db.ExecContext(ctx, `DELETE FROM audit WHERE session_id = ? AND seq = ?`, x.ID, last)
+	require.NoError(t, err)
+	code, out = paddock(t, "audit", "verify", "--session", x.ID)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "truncated")
+	// A seal forged over the truncated log: its signature fails.
+	var head string
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT hash FROM audit WHERE session_id = ? AND seq = ?`, x.ID, last-1).Scan(&head))
+	forged := strings.Replace(seal, `"count":`+strconv.FormatInt(last, 10), `"count":`+strconv.FormatInt(last-1, 10), 1)
+	forged = regexp.MustCompile(`"head":"[0-9a-f]+"`).ReplaceAllString(forged, `"head":"`+head+`"`)
+	_, err = db.ExecContext(ctx, `UPDATE audit_seals SET seal = ? WHERE session_id = ?`, forged, x.ID)
+	require.NoError(t, err)
+	code, out = paddock(t, "audit", "verify", "--session", x.ID)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "signature does not verify")
 }

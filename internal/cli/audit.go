@@ -32,7 +32,13 @@ func newAudit(g *globals) *cobra.Command {
 				slices.Sort(broken)
 				return &exitError{code: 1, msg: fmt.Sprintf("audit log broken in %d of %d sessions:\n%s", len(broken), len(reports), strings.Join(broken, "\n"))}
 			}
-			fmt.Fprintf(g.io.Out, "audit logs intact: %d sessions, %d entries\n", len(reports), entries)
+			sealed := 0
+			for _, r := range reports {
+				if r.Sealed {
+					sealed++
+				}
+			}
+			fmt.Fprintf(g.io.Out, "audit logs intact: %d sessions (%d sealed, seals verified), %d entries\n", len(reports), sealed, entries)
 			return nil
 		},
 	}
@@ -62,6 +68,19 @@ func newAudit(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(verify, show)
+	key := &cobra.Command{
+		Use:   "key",
+		Short: "Print the server's Ed25519 public key that seals audit logs (base64), to verify seals with",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			k, err := g.remote().AuditKey(cmd.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "ed25519 %s\n", k)
+			return nil
+		},
+	}
+	cmd.AddCommand(verify, show, key)
 	return cmd
 }

@@ -222,6 +222,15 @@ func (c *Client) AuditLog(ctx context.Context, id string) ([]audit.Entry, error)
 	return out, err
 }
 
+// AuditKey is the server's public key that seals audit logs (base64).
+func (c *Client) AuditKey(ctx context.Context) (string, error) {
+	var out struct {
+		PublicKey string `json:"publicKey"`
+	}
+	err := c.json(ctx, http.MethodGet, "/v1/audit/key", nil, &out)
+	return out.PublicKey, err
+}
+
 // VerifyAudit verifies a session's audit log, or every session's ("").
 func (c *Client) VerifyAudit(ctx context.Context, id string) ([]engine.AuditReport, error) {
 	q := url.Values{}

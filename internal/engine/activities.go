@@ -44,6 +44,8 @@ type Activities struct {
 	Spawner Spawner
 	// Triggers delivers scheduled ticks through their triggers.
 	Triggers Triggerer
+	// Sealer seals a session's audit log before its copy is reaped.
+	Sealer *Sealer
 	// Shell runs commands in the sandbox. When the sandbox is unavailable,
 	// SandboxErr says why, and sessions whose agent can run commands fail
 	// at start with that message: there is no unsandboxed fallback.
@@ -826,20 +828,22 @@ func (a *Activities) Stop(ctx context.Context, cmd session.Command) error {
 	if err := a.Store.StopSession(ctx, cmd.SessionID, p); err != nil {
 		return err
 	}
+	if p.Respawn {
+		if err := a.replace(ctx, cmd.SessionID); err != nil {
+			return err
+		}
+	}
 	// Unapproved writes go with the session: only an accepted diff
 	// survives (in the user's repository), so the copy, its caches and
-	// its volume go now (unless the session is held for inspection: then
-	// when the collector finds it released).
+	// its volume go now, its audit log sealed first (unless the session is
+	// held for inspection: then when the collector finds it released).
 	if s, err := a.Store.GetSession(ctx, cmd.SessionID); err == nil && !s.Held() {
+		if err := a.Sealer.Seal(ctx, s.ID); err != nil {
+			return fmt.Errorf("seal the stopped session's audit log: %w", err)
+		}
 		if err := a.Copies.Remove(ctx, s); err != nil {
 			return fmt.Errorf("remove the stopped session's working copy: %w", err)
 		}
 	}
-	if err := a.Store.SetDisplay(ctx, cmd.SessionID, "", "stopped"); err != nil {
-		return err
-	}
-	if !p.Respawn {
-		return nil
-	}
-	return a.replace(ctx, cmd.SessionID)
+	return a.Store.SetDisplay(ctx, cmd.SessionID, "", "stopped")
 }

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -14,8 +17,10 @@ type AuditReport struct {
 	SessionID string `json:"sessionId"`
 	Entries   int    `json:"entries"`
 	OK        bool   `json:"ok"`
-	// BrokenAt is the first entry that does not hold (0 with OK: none),
-	// and Problem why.
+	// Sealed says the log was sealed (and the seal verified, when OK).
+	Sealed bool `json:"sealed"`
+	// BrokenAt is the first entry that does not hold (0 with OK: none; 0
+	// without: the seal), and Problem why.
 	BrokenAt int64  `json:"brokenAt,omitempty"`
 	Problem  string `json:"problem,omitempty"`
 }
@@ -46,9 +51,13 @@ func (s *Service) VerifyAudit(ctx context.Context, id string) ([]AuditReport, er
 		if err != nil {
 			return nil, err
 		}
-		r := AuditReport{SessionID: sid, Entries: len(log), OK: true}
+		seal, err := s.Store.AuditSeal(ctx, sid)
+		if err != nil {
+			return nil, err
+		}
+		r := AuditReport{SessionID: sid, Entries: len(log), OK: true, Sealed: seal != nil}
 		var b *audit.Broken
-		if err := audit.Verify(sid, log, nil, nil); errors.As(err, &b) {
+		if err := audit.Verify(sid, log, seal, s.Sealer.Public()); errors.As(err, &b) {
 			r.OK, r.BrokenAt, r.Problem = false, b.Seq, b.Reason
 		} else if err != nil {
 			return nil, err
@@ -85,4 +94,49 @@ func (s *Service) matchTranscript(ctx context.Context, id string, log []audit.En
 		}
 		after = events[len(events)-1].Seq
 	}
+}
+
+// Sealer seals sessions' audit logs with the server's Ed25519 key, when
+// they are reaped: a stopped session at once, a failed or budget-stopped
+// one (whose work may still be reviewed and accepted, decisions its log
+// records) when the collector removes its copy. Nothing is reaped
+// unsealed.
+type Sealer struct {
+	Store store.Store
+	Key   ed25519.PrivateKey
+	Now   func() time.Time
+}
+
+// Public is the key seals verify with.
+func (s *Sealer) Public() ed25519.PublicKey {
+	if s == nil || s.Key == nil {
+		return nil
+	}
+	return s.Key.Public().(ed25519.PublicKey)
+}
+
+// Seal signs and stores the head of session id's log; a log sealed
+// already is left as it is.
+func (s *Sealer) Seal(ctx context.Context, id string) error {
+	if s == nil || s.Key == nil {
+		return nil
+	}
+	for range 3 {
+		if seal, err := s.Store.AuditSeal(ctx, id); err != nil || seal != nil {
+			return err
+		}
+		log, err := s.Store.AuditLog(ctx, id)
+		if err != nil || len(log) == 0 {
+			return err
+		}
+		seal, err := audit.SealOf(log, s.Key, s.Now())
+		if err != nil {
+			return err
+		}
+		if err = s.Store.SealAudit(ctx, seal); !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		// An entry landed meanwhile: seal the new head.
+	}
+	return fmt.Errorf("seal session %s's audit log: its head kept moving", id)
 }

@@ -47,6 +47,9 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]Collected, error) {
 			if !s.Copies.exists(x) {
 				continue
 			}
+			if err := s.Sealer.Seal(ctx, x.ID); err != nil {
+				return out, fmt.Errorf("collect session %s: %w", x.ID, err)
+			}
 			used, _, _ := s.Copies.Usage(x)
 			if err := s.Copies.Remove(ctx, x); err != nil {
 				return out, fmt.Errorf("collect session %s's working copy: %w", x.ID, err)

@@ -42,6 +42,9 @@ type Service struct {
 	// RetainFailed is how long a failed session's working copy is kept
 	// for inspection before GC collects it.
 	RetainFailed time.Duration
+	// Sealer seals audit logs before their sessions are reaped, and
+	// verifies the seals.
+	Sealer *Sealer
 
 	// answerMu makes checking an answer and recording it one step, so two
 	// concurrent answers to one question cannot both be recorded.

@@ -88,7 +88,7 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 			return nil
 		}
 		if claim.Frozen {
-			w.wake = false
+			// (A release signaled while Claim ran has set wake already.)
 			if err := workflow.Await(ctx, func() bool { return w.wake }); err != nil {
 				return err
 			}

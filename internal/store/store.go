@@ -230,6 +230,11 @@ type Store interface {
 	// AuditLog is a session's audit log as stored, in order: an entry per
 	// transcript event, chained, written in the event's transaction.
 	AuditLog(ctx context.Context, sessionID string) ([]audit.Entry, error)
+	// SealAudit stores a session's seal (once; a seal of a head that is no
+	// longer the log's is ErrConflict); a sealed log gains no entries.
+	SealAudit(ctx context.Context, seal audit.Seal) error
+	// AuditSeal is a session's seal, nil when unsealed.
+	AuditSeal(ctx context.Context, sessionID string) (*audit.Seal, error)
 
 	// RecordUsage records one model step's usage, once per (turn, step).
 	RecordUsage(ctx context.Context, sessionID, turnID string, step int, model string, u session.Usage) error

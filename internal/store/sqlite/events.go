@@ -11,6 +11,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // AppendEvent implements store.Store.
@@ -63,6 +64,11 @@ func (s *Store) appendAudit(ctx context.Context, tx *sql.Tx, e session.Event) er
 	x, err := s.getSession(ctx, tx, e.SessionID)
 	if err != nil {
 		return err
+	}
+	if sealed, err := s.sealed(ctx, tx, e.SessionID); err != nil {
+		return err
+	} else if sealed {
+		return fmt.Errorf("session %s's audit log is sealed: it gains no entries: %w", e.SessionID, store.ErrConflict)
 	}
 	var prev *audit.Entry
 	if e.Seq > 1 {
@@ -156,4 +162,50 @@ func scanEvent(row scanner) (session.Event, error) {
 	}
 	e.Data, e.CreatedAt = json.RawMessage(data), parseTime(created)
 	return e, nil
+}
+
+// SealAudit implements store.Store.
+func (s *Store) SealAudit(ctx context.Context, seal audit.Seal) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_seals WHERE session_id = ?`, seal.Session).Scan(&n); err != nil || n > 0 {
+			return err // sealed once
+		}
+		var head sql.NullString
+		var count int64
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), (SELECT hash FROM audit WHERE session_id = ? ORDER BY seq DESC LIMIT 1) FROM audit WHERE session_id = ?`,
+			seal.Session, seal.Session).Scan(&count, &head); err != nil {
+			return err
+		}
+		if count != seal.Count || head.String != seal.Head {
+			return fmt.Errorf("seal of session %s: the log moved on (%d entries): %w", seal.Session, count, store.ErrConflict)
+		}
+		data, _ := json.Marshal(seal)
+		_, err := tx.ExecContext(ctx, `INSERT INTO audit_seals (session_id, seal) VALUES (?, ?)`, seal.Session, string(data))
+		return err
+	})
+}
+
+// AuditSeal implements store.Store.
+func (s *Store) AuditSeal(ctx context.Context, sessionID string) (*audit.Seal, error) {
+	var raw string
+	err := s.db.QueryRowContext(ctx, `SELECT seal FROM audit_seals WHERE session_id = ?`, sessionID).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("audit seal: %w", err)
+	}
+	var seal audit.Seal
+	if err := json.Unmarshal([]byte(raw), &seal); err != nil {
+		return &audit.Seal{Session: sessionID}, nil // unreadable: verification says so
+	}
+	return &seal, nil
+}
+
+// sealed says whether a session's audit log is sealed.
+func (s *Store) sealed(ctx context.Context, tx *sql.Tx, id string) (bool, error) {
+	var n int
+	err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_seals WHERE session_id = ?`, id).Scan(&n)
+	return n > 0, err
 }

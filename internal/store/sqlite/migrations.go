@@ -153,5 +153,9 @@ var migrations = []string{
 		entry      TEXT NOT NULL,
 		hash       TEXT NOT NULL,
 		PRIMARY KEY (session_id, seq)
+	);
+	CREATE TABLE audit_seals (
+		session_id TEXT PRIMARY KEY,
+		seal       TEXT NOT NULL
 	);`,
 }

@@ -353,6 +353,9 @@ func (s *Store) Archive(ctx context.Context, id string, by session.Sender, hando
 		if n, _ := res.RowsAffected(); n == 0 {
 			return nil
 		}
+		if sealed, err := s.sealed(ctx, tx, id); err != nil || sealed {
+			return err // filing away an ended session adds nothing to its sealed log
+		}
 		return s.appendJSON(ctx, tx, id, "", session.EventNotice, "", session.TextData{Text: "archived by " + by.String(), Sender: &by})
 	})
 }
