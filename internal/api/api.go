@@ -25,6 +25,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -84,6 +85,7 @@ func (s *Server) Handler() http.Handler {
 	h("GET /v1/sessions/{id}/audit", s.auditLog)
 	h("GET /v1/audit/verify", s.verifyAudit, "session")
 	h("GET /v1/audit/key", s.auditKey)
+	h("GET /v1/audit/export", s.exportAudit, "format", "since")
 	h("POST /v1/sessions/{id}/hold", s.noted(s.Service.Hold))
 	h("POST /v1/sessions/{id}/waive", s.noted(s.Service.Waive))
 	h("POST /v1/sessions/{id}/release", s.release)
@@ -757,6 +759,36 @@ func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, nonNil(log))
+}
+
+func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	format := q.Get("format")
+	if format == "" {
+		format = audit.FormatJSONL
+	}
+	if format != audit.FormatJSONL && format != audit.FormatCEF {
+		s.error(w, r, fmt.Errorf("%w: format %q: want jsonl or cef", store.ErrInvalid, clip(format)))
+		return
+	}
+	var since time.Time
+	if v := q.Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			s.error(w, r, fmt.Errorf("%w: since %q: want an RFC 3339 time such as 2026-11-30T12:00:00Z", store.ErrInvalid, clip(v)))
+			return
+		}
+		since = t
+	}
+	entries, err := s.Service.Store.AuditSince(r.Context(), since, 0)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if err := audit.Export(w, format, "1", entries); err != nil {
+		s.Logger.Warn("audit export cut short", "err", err)
+	}
 }
 
 func (s *Server) auditKey(w http.ResponseWriter, r *http.Request) {

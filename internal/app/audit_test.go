@@ -43,6 +43,13 @@ func TestAuditLogVerifiesAndCatchesTampering(t *testing.T) {
 	code, out = paddock(t, "audit", "show", x.ID)
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "frame=true")
+	code, out = paddock(t, "audit", "export", "--format", "cef", "--since", "1h")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "CEF:0|Paddock|paddock|1|")
+	require.Contains(t, out, "cs1="+x.ID)
+	code, out = paddock(t, "audit", "export")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, `"session":"`+x.ID+`"`)
 
 	db, err := sql.Open("sqlite", filepath.Join(sharedDir, "paddock.db")+"?_pragma=busy_timeout(10000)")
 	require.NoError(t, err)

@@ -3,8 +3,10 @@ package audit
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,4 +172,33 @@ func BenchmarkLink(b *testing.B) {
 	for range b.N {
 		prev = Link(&prev, e)
 	}
+}
+
+func TestExport(t *testing.T) {
+	log := chain(t, 1)
+	log = append(log, Link(&log[0], Entry{Project: "p", Identity: "operator:ana", Kind: "tool_call", Time: log[0].Time,
+		Meta: map[string]string{"reason": "a=b|c\nd"}}))
+	var b strings.Builder
+	require.NoError(t, Export(&b, FormatJSONL, "1.0", log))
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	require.Len(t, lines, 2)
+	var back Entry
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &back))
+	require.Equal(t, log[1].Hash, back.Hash)
+	require.NoError(t, Verify("s1", []Entry{mustEntry(t, lines[0]), back}, nil, nil), "an export verifies on its own")
+	b.Reset()
+	require.NoError(t, Export(&b, FormatCEF, "1.0", log))
+	cef := strings.Split(strings.TrimSpace(b.String()), "\n")
+	require.Len(t, cef, 2)
+	require.True(t, strings.HasPrefix(cef[1], "CEF:0|Paddock|paddock|1.0|tool_call|tool_call|3|rt="))
+	require.Contains(t, cef[1], `reason\=a\=b|c\nd`, "extension values escaped")
+	require.Contains(t, cef[1], "suser=operator:ana")
+	require.Error(t, Export(&b, "xml", "1.0", log))
+}
+
+func mustEntry(t *testing.T, line string) Entry {
+	t.Helper()
+	var e Entry
+	require.NoError(t, json.Unmarshal([]byte(line), &e))
+	return e
 }

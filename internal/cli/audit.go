@@ -2,8 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -81,6 +83,39 @@ func newAudit(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(verify, show, key)
+	var format, since, output string
+	export := &cobra.Command{
+		Use:   "export [--format jsonl|cef] [--since TIME] [--output FILE]",
+		Short: "Export every session's audit entries, in the order written, for a SIEM: JSON lines (each verifiable) or Common Event Format",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var from time.Time
+			if since != "" {
+				t, err := time.Parse(time.RFC3339, since)
+				if err != nil {
+					d, derr := time.ParseDuration(since)
+					if derr != nil || d <= 0 {
+						return &exitError{code: 2, msg: fmt.Sprintf("--since %q: want an RFC 3339 time (2026-11-30T12:00:00Z) or a duration back from now (24h)", since)}
+					}
+					t = time.Now().Add(-d)
+				}
+				from = t
+			}
+			w := g.io.Out
+			if output != "" {
+				f, err := os.OpenFile(output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				w = f
+			}
+			return g.remote().ExportAudit(cmd.Context(), w, format, from)
+		},
+	}
+	export.Flags().StringVar(&format, "format", "jsonl", "jsonl or cef")
+	export.Flags().StringVar(&since, "since", "", "only entries written since this time (RFC 3339) or this long ago (24h)")
+	export.Flags().StringVar(&output, "output", "", "write to this file (mode 600) instead of standard output")
+	cmd.AddCommand(verify, show, key, export)
 	return cmd
 }

@@ -75,6 +75,10 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, co
 	if out == nil {
 		return nil
 	}
+	if w, ok := out.(io.Writer); ok {
+		_, err := io.Copy(w, resp.Body)
+		return err
+	}
 	return json.NewDecoder(resp.Body).Decode(out)
 }
 
@@ -220,6 +224,16 @@ func (c *Client) AuditLog(ctx context.Context, id string) ([]audit.Entry, error)
 	var out []audit.Entry
 	err := c.json(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/audit", nil, &out)
 	return out, err
+}
+
+// ExportAudit streams every session's audit entries written since (zero:
+// all) in format (jsonl or cef) to w.
+func (c *Client) ExportAudit(ctx context.Context, w io.Writer, format string, since time.Time) error {
+	q := url.Values{"format": {format}}
+	if !since.IsZero() {
+		q.Set("since", since.UTC().Format(time.RFC3339))
+	}
+	return c.do(ctx, http.MethodGet, "/v1/audit/export?"+q.Encode(), nil, "", w)
 }
 
 // AuditKey is the server's public key that seals audit logs (base64).

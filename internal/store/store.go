@@ -230,6 +230,9 @@ type Store interface {
 	// AuditLog is a session's audit log as stored, in order: an entry per
 	// transcript event, chained, written in the event's transaction.
 	AuditLog(ctx context.Context, sessionID string) ([]audit.Entry, error)
+	// AuditSince lists every session's entries written at or after since,
+	// in the order written, at most limit (0: all).
+	AuditSince(ctx context.Context, since time.Time, limit int) ([]audit.Entry, error)
 	// SealAudit stores a session's seal (once; a seal of a head that is no
 	// longer the log's is ErrConflict); a sealed log gains no entries.
 	SealAudit(ctx context.Context, seal audit.Seal) error

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -162,6 +163,27 @@ func scanEvent(row scanner) (session.Event, error) {
 	}
 	e.Data, e.CreatedAt = json.RawMessage(data), parseTime(created)
 	return e, nil
+}
+
+// AuditSince implements store.Store.
+func (s *Store) AuditSince(ctx context.Context, since time.Time, limit int) ([]audit.Entry, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT entry FROM audit ORDER BY rowid`)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	defer rows.Close()
+	var out []audit.Entry
+	for rows.Next() && (limit <= 0 || len(out) < limit) {
+		var raw string
+		if err := rows.Scan(&raw); err != nil {
+			return nil, err
+		}
+		var e audit.Entry
+		if json.Unmarshal([]byte(raw), &e) == nil && !e.Time.Before(since) {
+			out = append(out, e)
+		}
+	}
+	return out, rows.Err()
 }
 
 // SealAudit implements store.Store.

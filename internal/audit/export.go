@@ -1,0 +1,82 @@
+package audit
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Formats entries are exported in.
+const (
+	FormatJSONL = "jsonl"
+	FormatCEF   = "cef"
+)
+
+// Export writes entries in format: one JSON object per line (jsonl), or
+// ArcSight Common Event Format lines (cef) that SIEMs ingest.
+func Export(w io.Writer, format, version string, entries []Entry) error {
+	for _, e := range entries {
+		var line string
+		switch format {
+		case FormatJSONL:
+			b, err := json.Marshal(e)
+			if err != nil {
+				return err
+			}
+			line = string(b)
+		case FormatCEF:
+			line = CEF(e, version)
+		default:
+			return fmt.Errorf("audit export: format %q: want jsonl or cef", format)
+		}
+		if _, err := io.WriteString(w, line+"\n"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CEF is the entry as one Common Event Format line.
+func CEF(e Entry, version string) string {
+	keys := make([]string, 0, len(e.Meta))
+	for k := range e.Meta {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var msg []string
+	for _, k := range keys {
+		msg = append(msg, k+"="+e.Meta[k])
+	}
+	ext := []string{
+		"rt=" + fmt.Sprint(e.Time.UnixMilli()),
+		"suser=" + cefValue(e.Identity),
+		"cs1Label=session", "cs1=" + cefValue(e.Session),
+		"cs2Label=project", "cs2=" + cefValue(e.Project),
+		"cn1Label=seq", "cn1=" + fmt.Sprint(e.Seq),
+		"cs3Label=hash", "cs3=" + e.Hash,
+		"cs4Label=prev", "cs4=" + e.Prev,
+		"cs5Label=digest", "cs5=" + e.Digest,
+		"msg=" + cefValue(strings.Join(msg, " ")),
+	}
+	severity := "3"
+	switch e.Meta["state"] {
+	case "rejected", "errored":
+		severity = "6"
+	}
+	if e.Meta["allowed"] == "false" {
+		severity = "7"
+	}
+	return fmt.Sprintf("CEF:0|Paddock|paddock|%s|%s|%s|%s|%s", cefHeader(version), cefHeader(e.Kind), cefHeader(e.Kind), severity, strings.Join(ext, " "))
+}
+
+// cefHeader escapes a CEF header field (backslash and pipe).
+func cefHeader(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `|`, `\|`, "\n", " ", "\r", " ").Replace(s)
+}
+
+// cefValue escapes a CEF extension value (backslash, equals, newlines).
+func cefValue(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `=`, `\=`, "\n", `\n`, "\r", `\r`).Replace(s)
+}
