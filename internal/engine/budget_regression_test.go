@@ -139,17 +139,6 @@ func TestRegressionCompactionLetsARepeatedCallIDThrough(t *testing.T) {
 	require.Empty(t, orphans, "a request showed a tool call without its result")
 }
 
-// credits is a provider whose account has no credits until ok is set.
-type credits struct{ ok *bool }
-
-func (c credits) Stream(_ context.Context, _ provider.Request, sink func(provider.Delta)) (provider.Response, error) {
-	if !*c.ok {
-		return broke{}.Stream(context.Background(), provider.Request{}, nil)
-	}
-	sink(provider.Delta{Kind: provider.DeltaText, Text: "fine"})
-	return provider.Response{Text: "fine", StopReason: "end_turn"}, nil
-}
-
 // TestRegressionBillingParkOutlivesItsRecovery: a session parks on credits;
 // credits are added and the person simply writes to it (no `unpark`):
 // its turns complete, yet the park stays open, the session keeps showing
@@ -157,7 +146,7 @@ func (c credits) Stream(_ context.Context, _ provider.Request, sink func(provide
 func TestRegressionBillingParkOutlivesItsRecovery(t *testing.T) {
 	f := setup(t)
 	ok := false
-	f.acts.Providers.Register("credits", func(string) (provider.Provider, error) { return credits{&ok}, nil })
+	f.acts.Providers.Register("credits", func(string) (provider.Provider, error) { return failing{noCredits, &ok}, nil })
 	f.create(t, "s1", "credits/model", "hello")
 	ctx := context.Background()
 	f.env.RegisterDelayedCallback(func() {

@@ -129,16 +129,25 @@ func TestApprovalWaitIsNotActiveTime(t *testing.T) {
 	require.Positive(t, c.Actions)
 }
 
-// outage is a provider that is down until up is set.
-type outage struct{ up *bool }
+// failing is a provider that answers err until ok is set (never when ok
+// is nil), then "back".
+type failing struct {
+	err error
+	ok  *bool
+}
 
-func (o outage) Stream(_ context.Context, _ provider.Request, sink func(provider.Delta)) (provider.Response, error) {
-	if !*o.up {
-		return provider.Response{}, &provider.StatusError{Status: 529, Message: "overloaded", Err: errors.New("provider: 529 overloaded")}
+func (f failing) Stream(_ context.Context, _ provider.Request, sink func(provider.Delta)) (provider.Response, error) {
+	if f.ok == nil || !*f.ok {
+		return provider.Response{}, f.err
 	}
 	sink(provider.Delta{Kind: provider.DeltaText, Text: "back"})
 	return provider.Response{Text: "back", StopReason: "end_turn"}, nil
 }
+
+var (
+	overloaded = &provider.StatusError{Status: 529, Message: "overloaded", Err: errors.New("provider: 529 overloaded")}
+	noCredits  = &provider.StatusError{Status: 400, Message: "Your credit balance is too low to access the API", Err: errors.New("provider: 400 credit balance")}
+)
 
 // TestProviderOutageParksReprobesAndResumes: a provider outage parks the
 // session; it is probed every 5 minutes and resumes when the provider
@@ -146,7 +155,7 @@ func (o outage) Stream(_ context.Context, _ provider.Request, sink func(provider
 func TestProviderOutageParksReprobesAndResumes(t *testing.T) {
 	f := setup(t)
 	up := false
-	f.acts.Providers.Register("flaky", func(string) (provider.Provider, error) { return outage{&up}, nil })
+	f.acts.Providers.Register("flaky", func(string) (provider.Provider, error) { return failing{overloaded, &up}, nil })
 	f.create(t, "s1", "flaky/model", "hello")
 	f.env.RegisterDelayedCallback(func() {
 		open, err := f.store.ListParks(context.Background(), "s1", true)
@@ -176,7 +185,7 @@ func TestProviderOutageParksReprobesAndResumes(t *testing.T) {
 func TestProviderOutageExpiresAfterSixHours(t *testing.T) {
 	f := setup(t)
 	up := false
-	f.acts.Providers.Register("flaky", func(string) (provider.Provider, error) { return outage{&up}, nil })
+	f.acts.Providers.Register("flaky", func(string) (provider.Provider, error) { return failing{overloaded, &up}, nil })
 	f.create(t, "s1", "flaky/model", "hello")
 	start := f.env.Now()
 	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1"})
@@ -315,19 +324,12 @@ func TestDeliveryRequirementHoldsCompletion(t *testing.T) {
 	require.True(t, archived, "after the waiver it completes")
 }
 
-// broke is a provider whose account has no credits.
-type broke struct{}
-
-func (broke) Stream(context.Context, provider.Request, func(provider.Delta)) (provider.Response, error) {
-	return provider.Response{}, &provider.StatusError{Status: 400, Message: "Your credit balance is too low to access the API", Err: errors.New("provider: 400 credit balance")}
-}
-
 // TestBillingParkExpiresAfterSevenDays: a session parked on credits is
 // not re-probed (a person says when credits were added); unresolved, its
 // park expires after 7 days and the session fails.
 func TestBillingParkExpiresAfterSevenDays(t *testing.T) {
 	f := setup(t)
-	f.acts.Providers.Register("broke", func(string) (provider.Provider, error) { return broke{}, nil })
+	f.acts.Providers.Register("broke", func(string) (provider.Provider, error) { return failing{noCredits, nil}, nil })
 	f.create(t, "s1", "broke/model", "hello")
 	start := f.env.Now()
 	f.env.RegisterDelayedCallback(func() {
