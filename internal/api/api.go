@@ -86,6 +86,8 @@ func (s *Server) Handler() http.Handler {
 	h("GET /v1/audit/verify", s.verifyAudit, "session")
 	h("GET /v1/audit/key", s.auditKey)
 	h("GET /v1/audit/export", s.exportAudit, "format", "since")
+	h("GET /v1/audit/checkpoint", s.checkpoint)
+	h("GET /v1/audit/prove", s.prove, "session", "seq", "old")
 	h("POST /v1/sessions/{id}/hold", s.noted(s.Service.Hold))
 	h("POST /v1/sessions/{id}/waive", s.noted(s.Service.Waive))
 	h("POST /v1/sessions/{id}/release", s.release)
@@ -789,6 +791,38 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
 	if err := audit.Export(w, format, "1", entries); err != nil {
 		s.Logger.Warn("audit export cut short", "err", err)
 	}
+}
+
+func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
+	cp, err := s.Service.Checkpoint(r.Context())
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write(cp)
+}
+
+func (s *Server) prove(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	seq, err := strconv.ParseInt(q.Get("seq"), 10, 64)
+	if err != nil || seq < 1 {
+		s.error(w, r, fmt.Errorf("%w: seq %q: want an entry's number (1, 2, …)", store.ErrInvalid, clip(q.Get("seq"))))
+		return
+	}
+	var old int64
+	if v := q.Get("old"); v != "" {
+		if old, err = strconv.ParseInt(v, 10, 64); err != nil || old < 0 {
+			s.error(w, r, fmt.Errorf("%w: old %q: want the size of an older checkpoint", store.ErrInvalid, clip(v)))
+			return
+		}
+	}
+	p, err := s.Service.Prove(r.Context(), q.Get("session"), seq, old)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
 }
 
 func (s *Server) auditKey(w http.ResponseWriter, r *http.Request) {

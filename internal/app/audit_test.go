@@ -2,7 +2,10 @@ package app_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"database/sql"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -10,7 +13,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 )
@@ -142,4 +147,40 @@ func TestStoppedSessionIsSealed(t *testing.T) {
 	code, out = paddock(t, "audit", "verify", "--session", x.ID)
 	require.Equal(t, 1, code, out)
 	require.Contains(t, out, "signature does not verify")
+}
+
+// TestCheckpointsAndProofs: a checkpoint kept, more sessions run, then an
+// entry's inclusion and the log's growth since the kept checkpoint are
+// proven and checked with the public key; a checkpoint by another key is
+// refused.
+func TestCheckpointsAndProofs(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	code, out := paddock(t, "audit", "checkpoint")
+	require.Equal(t, 0, code, out)
+	require.True(t, strings.HasPrefix(out, "paddock-audit-log\n"), out)
+	kept := filepath.Join(dir, "old.checkpoint")
+	require.NoError(t, os.WriteFile(kept, []byte(out), 0o600))
+
+	name := unique("proven")
+	applyAgent(t, name, script(t, "work.yaml"), "")
+	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "process the notes"})
+	require.NoError(t, err)
+	waitStatus(t, x.ID, session.StatusAwaiting)
+	code, out = paddock(t, "audit", "prove", "--session", x.ID, "--seq", "2", "--since-checkpoint", kept)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "entry 2 of session "+x.ID)
+	require.Contains(t, out, "it only grew")
+
+	// A checkpoint that is not the server's.
+	code, key := paddock(t, "audit", "key")
+	require.Equal(t, 0, code)
+	_, other, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	forged, err := audit.Checkpoint(3, tlog.Hash{}, other)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(kept, forged, 0o600))
+	code, out = paddock(t, "audit", "prove", "--session", x.ID, "--seq", "2", "--since-checkpoint", kept, "--key", strings.TrimSpace(key))
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "the older checkpoint")
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"slices"
@@ -8,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/paddock-dev/paddock/internal/audit"
 )
 
 func newAudit(g *globals) *cobra.Command {
@@ -116,6 +120,72 @@ func newAudit(g *globals) *cobra.Command {
 	export.Flags().StringVar(&format, "format", "jsonl", "jsonl or cef")
 	export.Flags().StringVar(&since, "since", "", "only entries written since this time (RFC 3339) or this long ago (24h)")
 	export.Flags().StringVar(&output, "output", "", "write to this file (mode 600) instead of standard output")
-	cmd.AddCommand(verify, show, key, export)
+	checkpoint := &cobra.Command{
+		Use:   "checkpoint",
+		Short: "Print a signed checkpoint (C2SP signed note) of the Merkle tree of every audit entry: keep it to prove later that the log only grew",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cp, err := g.remote().Checkpoint(cmd.Context())
+			if err != nil {
+				return err
+			}
+			_, err = g.io.Out.Write(cp)
+			return err
+		},
+	}
+	var proveSession, older, pubKey string
+	var proveSeq int64
+	prove := &cobra.Command{
+		Use:   "prove --session ID --seq N [--since-checkpoint FILE] [--key BASE64]",
+		Short: "Prove an entry is in the log, and (with an older checkpoint) that the log only grew since; checked here with the public key",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if proveSession == "" || proveSeq < 1 {
+				return &exitError{code: 2, msg: "prove needs --session ID and --seq N (an entry of `paddock audit show ID`)"}
+			}
+			var old []byte
+			var oldSize int64
+			keyText := pubKey
+			if keyText == "" {
+				k, err := g.remote().AuditKey(cmd.Context())
+				if err != nil {
+					return err
+				}
+				keyText = k
+			}
+			raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(keyText, "ed25519 "))
+			if err != nil || len(raw) != ed25519.PublicKeySize {
+				return &exitError{code: 2, msg: "--key: want the base64 Ed25519 key `paddock audit key` prints"}
+			}
+			pub := ed25519.PublicKey(raw)
+			if older != "" {
+				if old, err = os.ReadFile(older); err != nil {
+					return err
+				}
+				if oldSize, _, err = audit.OpenCheckpoint(old, pub); err != nil {
+					return &exitError{code: 1, msg: "the older checkpoint: " + err.Error()}
+				}
+			}
+			p, err := g.remote().Prove(cmd.Context(), proveSession, proveSeq, oldSize)
+			if err != nil {
+				return err
+			}
+			e, err := p.Check(pub, old)
+			if err != nil {
+				return &exitError{code: 1, msg: "proof refused: " + err.Error()}
+			}
+			size, _, _ := audit.OpenCheckpoint([]byte(p.Checkpoint), pub)
+			fmt.Fprintf(g.io.Out, "entry %d of session %s (%s, %s) is leaf %d of the signed log of %d entries\n", e.Seq, e.Session, e.Kind, e.Identity, p.Leaf, size)
+			if old != nil {
+				fmt.Fprintf(g.io.Out, "and the log of %d entries in %s is a prefix of it: it only grew\n", oldSize, older)
+			}
+			return nil
+		},
+	}
+	prove.Flags().StringVar(&proveSession, "session", "", "the entry's session")
+	prove.Flags().Int64Var(&proveSeq, "seq", 0, "the entry's number in its session's log")
+	prove.Flags().StringVar(&older, "since-checkpoint", "", "a checkpoint kept earlier (paddock audit checkpoint > FILE)")
+	prove.Flags().StringVar(&pubKey, "key", "", "the server's public key, as `paddock audit key` prints it (default: asked of the server)")
+	cmd.AddCommand(verify, show, key, export, checkpoint, prove)
 	return cmd
 }

@@ -236,6 +236,25 @@ func (c *Client) ExportAudit(ctx context.Context, w io.Writer, format string, si
 	return c.do(ctx, http.MethodGet, "/v1/audit/export?"+q.Encode(), nil, "", w)
 }
 
+// Checkpoint is a signed checkpoint of the audit tree.
+func (c *Client) Checkpoint(ctx context.Context) ([]byte, error) {
+	var b bytes.Buffer
+	err := c.do(ctx, http.MethodGet, "/v1/audit/checkpoint", nil, "", &b)
+	return b.Bytes(), err
+}
+
+// Prove asks for the proofs of entry seq of session id (and of the log's
+// growth since a checkpoint of oldSize, when > 0).
+func (c *Client) Prove(ctx context.Context, id string, seq, oldSize int64) (audit.Proof, error) {
+	q := url.Values{"session": {id}, "seq": {strconv.FormatInt(seq, 10)}}
+	if oldSize > 0 {
+		q.Set("old", strconv.FormatInt(oldSize, 10))
+	}
+	var out audit.Proof
+	err := c.json(ctx, http.MethodGet, "/v1/audit/prove?"+q.Encode(), nil, &out)
+	return out, err
+}
+
 // AuditKey is the server's public key that seals audit logs (base64).
 func (c *Client) AuditKey(ctx context.Context) (string, error) {
 	var out struct {

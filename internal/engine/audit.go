@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/mod/sumdb/tlog"
+
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
@@ -139,4 +141,62 @@ func (s *Sealer) Seal(ctx context.Context, id string) error {
 		// An entry landed meanwhile: seal the new head.
 	}
 	return fmt.Errorf("seal session %s's audit log: its head kept moving", id)
+}
+
+// Checkpoint signs the current head of the Merkle tree of every audit
+// entry (a C2SP signed note).
+func (s *Service) Checkpoint(ctx context.Context) ([]byte, error) {
+	if s.Sealer == nil || s.Sealer.Key == nil {
+		return nil, fmt.Errorf("this server signs no checkpoints: %w", store.ErrNotFound)
+	}
+	size, r, err := s.Store.AuditTree(ctx)
+	if err != nil {
+		return nil, err
+	}
+	root, err := tlog.TreeHash(size, r)
+	if err != nil {
+		return nil, err
+	}
+	return audit.Checkpoint(size, root, s.Sealer.Key)
+}
+
+// Prove proves entry seq of session id is in the tree of a fresh
+// checkpoint and, with oldSize > 0, that the tree of oldSize leaves is a
+// prefix of it.
+func (s *Service) Prove(ctx context.Context, id string, seq, oldSize int64) (audit.Proof, error) {
+	if s.Sealer == nil || s.Sealer.Key == nil {
+		return audit.Proof{}, fmt.Errorf("this server signs no checkpoints: %w", store.ErrNotFound)
+	}
+	leaf, data, err := s.Store.AuditLeaf(ctx, id, seq)
+	if err != nil {
+		return audit.Proof{}, err
+	}
+	size, r, err := s.Store.AuditTree(ctx)
+	if err != nil {
+		return audit.Proof{}, err
+	}
+	if oldSize < 0 || oldSize > size {
+		return audit.Proof{}, fmt.Errorf("%w: the older checkpoint's size %d: the log has %d entries", ErrInvalid, oldSize, size)
+	}
+	root, err := tlog.TreeHash(size, r)
+	if err != nil {
+		return audit.Proof{}, err
+	}
+	cp, err := audit.Checkpoint(size, root, s.Sealer.Key)
+	if err != nil {
+		return audit.Proof{}, err
+	}
+	inc, err := tlog.ProveRecord(size, leaf, r)
+	if err != nil {
+		return audit.Proof{}, err
+	}
+	p := audit.Proof{Checkpoint: string(cp), Leaf: leaf, Entry: data, Inclusion: audit.Hashes(inc)}
+	if oldSize > 0 {
+		cons, err := tlog.ProveTree(size, oldSize, r)
+		if err != nil {
+			return audit.Proof{}, err
+		}
+		p.OldSize, p.Consistency = oldSize, audit.Hashes(cons)
+	}
+	return p, nil
 }

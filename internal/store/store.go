@@ -13,6 +13,8 @@ import (
 	"errors"
 	"time"
 
+	"golang.org/x/mod/sumdb/tlog"
+
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/session"
 )
@@ -233,6 +235,11 @@ type Store interface {
 	// AuditSince lists every session's entries written at or after since,
 	// in the order written, at most limit (0: all).
 	AuditSince(ctx context.Context, since time.Time, limit int) ([]audit.Entry, error)
+	// AuditTree is the size of the Merkle tree of every audit entry and a
+	// reader of its stored hashes; AuditLeaf an entry's leaf index and
+	// leaf data (its stored JSON).
+	AuditTree(ctx context.Context) (int64, tlog.HashReader, error)
+	AuditLeaf(ctx context.Context, sessionID string, seq int64) (int64, string, error)
 	// SealAudit stores a session's seal (once; a seal of a head that is no
 	// longer the log's is ErrConflict); a sealed log gains no entries.
 	SealAudit(ctx context.Context, seal audit.Seal) error

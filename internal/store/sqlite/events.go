@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -95,8 +96,71 @@ func (s *Store) appendAudit(ctx context.Context, tx *sql.Tx, e session.Event) er
 		entry.Hash = entry.Sum()
 	}
 	data, _ := json.Marshal(entry)
-	_, err = tx.ExecContext(ctx, `INSERT INTO audit (session_id, seq, entry, hash) VALUES (?, ?, ?, ?)`, e.SessionID, entry.Seq, string(data), entry.Hash)
+	// The entry is also the next leaf of the Merkle tree of every entry.
+	// The leaf count is kept apart: no change to the entries moves it.
+	var leaf int64
+	if err := tx.QueryRowContext(ctx, `SELECT n FROM audit_leaves`).Scan(&leaf); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE audit_leaves SET n = n + 1`); err != nil {
+		return err
+	}
+	hashes, err := tlog.StoredHashes(leaf, data, treeReader{tx})
+	if err != nil {
+		return fmt.Errorf("audit tree: %w", err)
+	}
+	first := tlog.StoredHashIndex(0, leaf)
+	for i, h := range hashes {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO audit_tree (idx, hash) VALUES (?, ?)`, first+int64(i), h[:]); err != nil {
+			return err
+		}
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO audit (session_id, seq, entry, hash, leaf) VALUES (?, ?, ?, ?, ?)`, e.SessionID, entry.Seq, string(data), entry.Hash, leaf)
 	return err
+}
+
+// treeReader reads the audit tree's stored hashes (in a transaction, or
+// from the database).
+type treeReader struct {
+	q interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}
+}
+
+// ReadHashes implements tlog.HashReader.
+func (r treeReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for i, idx := range indexes {
+		var b []byte
+		if err := r.q.QueryRowContext(context.Background(), `SELECT hash FROM audit_tree WHERE idx = ?`, idx).Scan(&b); err != nil {
+			return nil, fmt.Errorf("audit tree hash %d: %w", idx, err)
+		}
+		copy(out[i][:], b)
+	}
+	return out, nil
+}
+
+// AuditTree implements store.Store.
+func (s *Store) AuditTree(ctx context.Context) (int64, tlog.HashReader, error) {
+	var size int64
+	if err := s.db.QueryRowContext(ctx, `SELECT n FROM audit_leaves`).Scan(&size); err != nil {
+		return 0, nil, fmt.Errorf("audit tree: %w", err)
+	}
+	return size, treeReader{s.db}, nil
+}
+
+// AuditLeaf implements store.Store.
+func (s *Store) AuditLeaf(ctx context.Context, sessionID string, seq int64) (int64, string, error) {
+	var leaf sql.NullInt64
+	var data string
+	err := s.db.QueryRowContext(ctx, `SELECT leaf, entry FROM audit WHERE session_id = ? AND seq = ?`, sessionID, seq).Scan(&leaf, &data)
+	if err != nil {
+		return 0, "", notFound("audit entry", sessionID, err)
+	}
+	if !leaf.Valid {
+		return 0, "", fmt.Errorf("audit entry %d of session %s predates the tree: %w", seq, sessionID, store.ErrNotFound)
+	}
+	return leaf.Int64, data, nil
 }
 
 // AuditLog implements store.Store.
