@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/session"
 )
 
 func chain(t testing.TB, n int) []Entry {
@@ -201,4 +203,25 @@ func mustEntry(t *testing.T, line string) Entry {
 	var e Entry
 	require.NoError(t, json.Unmarshal([]byte(line), &e))
 	return e
+}
+
+func TestFromEventKeepsMetadataNotContent(t *testing.T) {
+	x := session.Session{ID: "s1", Project: "p", PolicyDigest: "sha256:pol", Input: "the secret plan", CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "ana"}}
+	call, _ := json.Marshal(session.ToolCallData{ID: "c1", Name: "write_file", State: session.CallDone, Args: json.RawMessage(`{"path":"main.go","content":"package main // the code"}`),
+		Result: "wrote 24 bytes", Verdict: "allow", Rule: "tool:write_file", By: &session.Attribution{Kind: session.ByHuman, By: "ana", Approval: "a1"}})
+	e := FromEvent(x, session.Event{SessionID: "s1", Seq: 5, Kind: session.EventToolCall, Data: call})
+	require.Equal(t, "human:ana", e.Identity)
+	require.Equal(t, "main.go", e.Meta["path"])
+	require.Equal(t, "allow", e.Meta["verdict"])
+	require.Equal(t, "sha256:pol", e.Meta["policy"])
+	require.Equal(t, Digest(call), e.Digest)
+	for _, v := range e.Meta {
+		require.NotContains(t, v, "the code")
+	}
+	cmd, _ := json.Marshal(session.ToolCallData{ID: "c2", Name: "run_command", State: session.CallDone, Result: "boom\n[exit status 2]"})
+	require.Equal(t, "2", FromEvent(x, session.Event{SessionID: "s1", Seq: 6, Kind: session.EventToolCall, Data: cmd}).Meta["exit"])
+	frame := FromEvent(x, session.Event{SessionID: "s1", Seq: 1, Kind: session.EventStatus, Data: json.RawMessage(`{"status":"queued"}`)})
+	require.Equal(t, "true", frame.Meta["frame"])
+	require.Equal(t, Digest([]byte("the secret plan")), frame.Meta["instruction"])
+	require.Equal(t, "operator:ana", frame.Meta["createdBy"])
 }

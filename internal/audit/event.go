@@ -61,6 +61,13 @@ func FromEvent(x session.Session, e session.Event) Entry {
 		}
 		if len(d.Args) > 0 {
 			m["args"] = Digest(d.Args)
+			// The file a file tool reads or modifies is metadata.
+			var a struct {
+				Path string `json:"path"`
+			}
+			if json.Unmarshal(d.Args, &a) == nil && a.Path != "" && len(a.Path) <= 1024 {
+				m["path"] = a.Path
+			}
 		}
 		if d.State == session.CallDone && d.Name == "run_command" {
 			m["exit"] = "0"
