@@ -110,3 +110,20 @@ func TestHoldFreezesASession(t *testing.T) {
 		return len(turns) == 2 && turns[1].Status.Settled(), err
 	})
 }
+
+// TestHeldSessionStillStops: a hold freezes turns, never the one-gesture
+// stop.
+func TestHeldSessionStillStops(t *testing.T) {
+	ctx := context.Background()
+	name := unique("heldstop")
+	applyAgent(t, name, script(t, "work.yaml"), "")
+	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "start"})
+	require.NoError(t, err)
+	waitStatus(t, x.ID, session.StatusAwaiting)
+	_, err = api.Hold(ctx, x.ID, "inspect")
+	require.NoError(t, err)
+	send(t, x.ID, session.KindStop, session.StopPayload{Reason: "enough"})
+	s := waitStatus(t, x.ID, session.StatusStopped)
+	require.True(t, s.Held(), "still held: its copy is kept for the inspection")
+	require.DirExists(t, s.Workdir)
+}

@@ -276,11 +276,8 @@ type Claim struct {
 
 // Claim claims the next batch of commands.
 func (a *Activities) Claim(ctx context.Context, sessionID string) (Claim, error) {
-	if x, err := a.Store.GetSession(ctx, sessionID); err != nil {
-		return Claim{}, err
-	} else if x.Held() && !x.Status.Terminal() {
-		return Claim{Frozen: true}, nil // nothing runs until it is released
-	}
+	// A held session's claim holds only a stop (checked in the claim's
+	// own transaction, so a hold can never let a turn slip through).
 	cmds, err := a.Store.ClaimBatch(ctx, sessionID)
 	if err != nil {
 		return Claim{}, err
@@ -288,6 +285,9 @@ func (a *Activities) Claim(ctx context.Context, sessionID string) (Claim, error)
 	s, sp, err := a.agentSpec(ctx, sessionID)
 	if err != nil {
 		return Claim{}, err
+	}
+	if len(cmds) == 0 && s.Held() && !s.Status.Terminal() {
+		return Claim{Frozen: true}, nil // nothing runs until it is released
 	}
 	c := Claim{Commands: cmds, Terminal: s.Status.Terminal() && len(cmds) == 0, Idle: time.Duration(sp.Session.IdleTimeout)}
 	if !c.Terminal {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/paddock-dev/paddock/internal/session"
@@ -141,6 +142,10 @@ func (s *Store) ClaimBatch(ctx context.Context, sessionID string) ([]session.Com
 		pending, err := s.queryCommands(ctx, tx, `session_id = ? AND state = 'pending' AND kind NOT IN ('pause', 'resume', 'cancel')`, sessionID)
 		if err != nil {
 			return err
+		}
+		if cur.Held() {
+			// A held session runs nothing but a stop, which always goes through.
+			pending = slices.DeleteFunc(pending, func(c session.Command) bool { return c.Kind != session.KindStop })
 		}
 		batch = session.NextBatch(pending)
 		for i := range batch {
