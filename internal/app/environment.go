@@ -48,6 +48,11 @@ func forwarder(dir string) (string, error) {
 	}
 	_ = os.Chmod(dir, 0o711)
 	dst := filepath.Join(dir, egress.ForwarderName)
+	if a, err := os.Stat(self); err == nil {
+		if b, err := os.Stat(dst); err == nil && os.SameFile(a, b) {
+			return dst, nil // linked by an earlier start of this binary
+		}
+	}
 	tmp := dst + ".new"
 	_ = os.Remove(tmp)
 	// A link serves when the sandbox user may run it as it is (its mode

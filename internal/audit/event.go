@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/paddock-dev/paddock/internal/agent"
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
@@ -103,7 +104,7 @@ func FromEvent(x session.Session, e session.Event) Entry {
 		m["phase"], m["ms"] = string(d.Phase), strconv.FormatInt(d.DurationMs, 10)
 	default:
 		// Model output (text, complete messages, compactions): the model's.
-		if e.Kind == session.EventAssistantText || e.Kind == "assistant_message" || e.Kind == "compaction" {
+		if e.Kind == session.EventAssistantText || e.Kind == agent.EventAssistantMessage || e.Kind == agent.EventCompaction {
 			en.Identity = "model"
 		}
 	}

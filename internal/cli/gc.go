@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/paddock-dev/paddock/internal/engine"
 )
 
 func newGC(g *globals) *cobra.Command {
@@ -19,24 +21,10 @@ func newGC(g *globals) *cobra.Command {
 			var total int64
 			for _, c := range out {
 				total += c.Bytes
-				fmt.Fprintf(g.io.Out, "removed %s's working copy (%s): %s\n", c.SessionID, c.Reason, bytesHuman(c.Bytes))
+				fmt.Fprintf(g.io.Out, "removed %s's working copy (%s): %s\n", c.SessionID, c.Reason, engine.BytesHuman(c.Bytes))
 			}
-			fmt.Fprintf(g.io.Out, "%d working copies removed, %s freed\n", len(out), bytesHuman(total))
+			fmt.Fprintf(g.io.Out, "%d working copies removed, %s freed\n", len(out), engine.BytesHuman(total))
 			return nil
 		},
 	}
-}
-
-// bytesHuman prints a byte count in binary units.
-func bytesHuman(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

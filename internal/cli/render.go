@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/agent"
+	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
@@ -150,7 +151,7 @@ func (r *renderer) event(e session.Event) {
 		case d.Error != "":
 			r.line("    ↯ %s network to %s failed: %s", d.Phase, dest, oneLine(d.Error, 100))
 		default:
-			r.line("    ⇄ %s network to %s: %s up, %s down, %s", d.Phase, dest, bytesHuman(d.BytesUp), bytesHuman(d.BytesDown),
+			r.line("    ⇄ %s network to %s: %s up, %s down, %s", d.Phase, dest, engine.BytesHuman(d.BytesUp), engine.BytesHuman(d.BytesDown),
 				(time.Duration(d.DurationMs) * time.Millisecond).String())
 		}
 	}

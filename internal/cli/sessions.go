@@ -290,9 +290,9 @@ func newSessions(g *globals) *cobra.Command {
 			if d, err := g.remote().Disk(cmd.Context(), args[0]); err == nil {
 				budget := "not bounded"
 				if d.Budget > 0 {
-					budget = "of a " + bytesHuman(d.Budget) + " budget"
+					budget = "of a " + engine.BytesHuman(d.Budget) + " budget"
 				}
-				fmt.Fprintf(g.io.Out, "disk: %s used by the working copy and caches, %s\n", bytesHuman(d.Used), budget)
+				fmt.Fprintf(g.io.Out, "disk: %s used by the working copy and caches, %s\n", engine.BytesHuman(d.Used), budget)
 			}
 			for turn, tu := range u.Turns {
 				fmt.Fprintf(g.io.Out, "  %s: in %d, out %d, $%.4f\n", turn, tu.InputTokens, tu.OutputTokens, tu.CostUSD)

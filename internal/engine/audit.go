@@ -37,14 +37,12 @@ func (s *Service) VerifyAudit(ctx context.Context, id string) ([]AuditReport, er
 		}
 		ids = []string{id}
 	} else {
-		for _, st := range []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting, session.StatusFailed, session.StatusStopped} {
-			list, err := s.Store.ListSessions(ctx, store.SessionFilter{Status: st, IncludeArchived: true})
-			if err != nil {
-				return nil, err
-			}
-			for _, x := range list {
-				ids = append(ids, x.ID)
-			}
+		list, err := sessionsIn(ctx, s.Store, true, session.StatusQueued, session.StatusRunning, session.StatusAwaiting, session.StatusFailed, session.StatusStopped)
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range list {
+			ids = append(ids, x.ID)
 		}
 	}
 	out := []AuditReport{}

@@ -27,35 +27,33 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]Collected, error) {
 	retainFailed := s.RetainFailed
 	out := []Collected{}
 	owned := map[string]bool{}
-	for _, st := range []session.Status{session.StatusStopped, session.StatusFailed} {
-		list, err := s.Store.ListSessions(ctx, store.SessionFilter{Status: st, IncludeArchived: true})
-		if err != nil {
-			return out, err
+	list, err := sessionsIn(ctx, s.Store, true, session.StatusStopped, session.StatusFailed)
+	if err != nil {
+		return out, err
+	}
+	for _, x := range list {
+		owned[x.ID] = true
+		if x.Held() {
+			continue // held for inspection: kept until released
 		}
-		for _, x := range list {
-			owned[x.ID] = true
-			if x.Held() {
-				continue // held for inspection: kept until released
-			}
-			reason := "stopped"
-			if st == session.StatusFailed || x.BudgetStopped() {
-				if now.Sub(x.UpdatedAt) < retainFailed {
-					continue
-				}
-				reason = fmt.Sprintf("%s more than %s ago", x.Status, retainFailed)
-			}
-			if !s.Copies.exists(x) {
+		reason := "stopped"
+		if x.Status == session.StatusFailed || x.BudgetStopped() {
+			if now.Sub(x.UpdatedAt) < retainFailed {
 				continue
 			}
-			if err := s.Sealer.Seal(ctx, x.ID); err != nil {
-				return out, fmt.Errorf("collect session %s: %w", x.ID, err)
-			}
-			used, _, _ := s.Copies.Usage(x)
-			if err := s.Copies.Remove(ctx, x); err != nil {
-				return out, fmt.Errorf("collect session %s's working copy: %w", x.ID, err)
-			}
-			out = append(out, Collected{SessionID: x.ID, Reason: reason, Bytes: used})
+			reason = fmt.Sprintf("%s more than %s ago", x.Status, retainFailed)
 		}
+		if !s.Copies.exists(x) {
+			continue
+		}
+		if err := s.Sealer.Seal(ctx, x.ID); err != nil {
+			return out, fmt.Errorf("collect session %s: %w", x.ID, err)
+		}
+		used, _, _ := s.Copies.Usage(x)
+		if err := s.Copies.Remove(ctx, x); err != nil {
+			return out, fmt.Errorf("collect session %s's working copy: %w", x.ID, err)
+		}
+		out = append(out, Collected{SessionID: x.ID, Reason: reason, Bytes: used})
 	}
 	// Leftovers: a directory or volume whose session does not exist.
 	for _, id := range s.Copies.ids() {

@@ -695,22 +695,34 @@ func (s *Service) notify(ctx context.Context, sessionID string, n Notice) error 
 	return nil
 }
 
+// sessionsIn lists the sessions in any of statuses (archived ones too
+// when archived is set).
+func sessionsIn(ctx context.Context, st store.Store, archived bool, statuses ...session.Status) ([]session.Session, error) {
+	var out []session.Session
+	for _, status := range statuses {
+		list, err := st.ListSessions(ctx, store.SessionFilter{Status: status, IncludeArchived: archived})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, list...)
+	}
+	return out, nil
+}
+
 // Recover wakes the workflow of every resumable session, so work recorded
 // while the engine was unreachable is picked up.
 func (s *Service) Recover(ctx context.Context) error {
-	for _, st := range []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting} {
-		list, err := s.Store.ListSessions(ctx, store.SessionFilter{Status: st, IncludeArchived: true})
-		if err != nil {
+	list, err := sessionsIn(ctx, s.Store, true, session.StatusQueued, session.StatusRunning, session.StatusAwaiting)
+	if err != nil {
+		return err
+	}
+	for _, x := range list {
+		if err := s.notify(ctx, x.ID, Notice{}); err != nil {
 			return err
-		}
-		for _, x := range list {
-			if err := s.notify(ctx, x.ID, Notice{}); err != nil {
-				return err
-			}
 		}
 	}
 	// The sweeper runs (one per cluster).
-	_, err := s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: SweepWorkflowID, TaskQueue: TaskQueue}, SweepWorkflow)
+	_, err = s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: SweepWorkflowID, TaskQueue: TaskQueue}, SweepWorkflow)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &started) {
 		return fmt.Errorf("start the sweeper: %w", err)

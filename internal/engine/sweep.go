@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // SweepEvery is how often the sweeper runs.
@@ -47,51 +46,49 @@ var sweeper = session.Sender{Kind: session.SenderSystem, ID: "sweeper"}
 // back to awaiting.
 func (a *Activities) Sweep(ctx context.Context) (Swept, error) {
 	var out Swept
-	for _, st := range []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting} {
-		list, err := a.Store.ListSessions(ctx, store.SessionFilter{Status: st})
-		if err != nil {
-			return out, err
+	list, err := sessionsIn(ctx, a.Store, false, session.StatusQueued, session.StatusRunning, session.StatusAwaiting)
+	if err != nil {
+		return out, err
+	}
+	for _, x := range list {
+		if x.Held() {
+			continue
 		}
-		for _, x := range list {
-			if x.Held() {
+		if x.Status != session.StatusAwaiting {
+			// A row is stale only when its status has not moved for a
+			// while: work that just started is left alone.
+			if a.Now().Sub(x.UpdatedAt) < SweepEvery {
 				continue
 			}
-			if st != session.StatusAwaiting {
-				// A row is stale only when its status has not moved for a
-				// while: work that just started is left alone.
-				if a.Now().Sub(x.UpdatedAt) < SweepEvery {
-					continue
-				}
-				ok, err := a.Store.Repair(ctx, x.ID)
-				if err != nil {
-					return out, err
-				}
-				if ok {
-					out.Repaired = append(out.Repaired, x.ID)
-				}
-				continue
-			}
-			var sp struct {
-				Session struct {
-					ArchiveAfterInactive string `json:"archiveAfterInactive"`
-				} `json:"session"`
-			}
-			_ = json.Unmarshal(x.AgentSpec, &sp)
-			after, err := time.ParseDuration(sp.Session.ArchiveAfterInactive)
-			if err != nil || after <= 0 || a.Now().Sub(x.UpdatedAt) < after {
-				continue
-			}
-			if active, err := a.activeWork(ctx, x.ID); err != nil || active {
-				continue
-			}
-			if _, parked := a.parked(ctx, x.ID); parked {
-				continue // it waits on someone: not done
-			}
-			if err := a.Store.Archive(ctx, x.ID, sweeper, ""); err != nil {
+			ok, err := a.Store.Repair(ctx, x.ID)
+			if err != nil {
 				return out, err
 			}
-			out.Archived = append(out.Archived, x.ID)
+			if ok {
+				out.Repaired = append(out.Repaired, x.ID)
+			}
+			continue
 		}
+		var sp struct {
+			Session struct {
+				ArchiveAfterInactive string `json:"archiveAfterInactive"`
+			} `json:"session"`
+		}
+		_ = json.Unmarshal(x.AgentSpec, &sp)
+		after, err := time.ParseDuration(sp.Session.ArchiveAfterInactive)
+		if err != nil || after <= 0 || a.Now().Sub(x.UpdatedAt) < after {
+			continue
+		}
+		if active, err := a.activeWork(ctx, x.ID); err != nil || active {
+			continue
+		}
+		if _, parked := a.parked(ctx, x.ID); parked {
+			continue // it waits on someone: not done
+		}
+		if err := a.Store.Archive(ctx, x.ID, sweeper, ""); err != nil {
+			return out, err
+		}
+		out.Archived = append(out.Archived, x.ID)
 	}
 	return out, nil
 }

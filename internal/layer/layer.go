@@ -20,6 +20,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -94,7 +95,7 @@ func Toolchains(pathList string, readOnly []string) []string {
 			return
 		}
 		if fi, err := os.Stat(real); err == nil {
-			out = append(out, name+" "+real+" "+fi.ModTime().UTC().Format("2006-01-02T15:04:05.999999999Z")+" "+itoa(fi.Size()))
+			out = append(out, name+" "+real+" "+fi.ModTime().UTC().Format("2006-01-02T15:04:05.999999999Z")+" "+strconv.FormatInt(fi.Size(), 10))
 		}
 	}
 	for _, name := range toolchainNames {
@@ -111,9 +112,4 @@ func Toolchains(pathList string, readOnly []string) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-func itoa(n int64) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }

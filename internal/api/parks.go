@@ -1,0 +1,90 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
+	var req engine.ExtendRequest
+	if err := decode(w, r, &req); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := session.Limit("note", req.Note, session.MaxReason); err != nil {
+		s.error(w, r, fmt.Errorf("%w: %w", store.ErrInvalid, err))
+		return
+	}
+	p, err := s.Service.Extend(r.Context(), r.PathValue("id"), req, s.operator())
+	if err != nil && p.ResolvedAt == nil {
+		s.error(w, r, err)
+		return
+	}
+	if err != nil {
+		s.Logger.Warn("extension granted, session not woken", "err", err)
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) unpark(w http.ResponseWriter, r *http.Request) {
+	n, err := note(w, r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	p, err := s.Service.Unpark(r.Context(), r.PathValue("id"), n, s.operator())
+	if err != nil && p.ResolvedAt == nil {
+		s.error(w, r, err)
+		return
+	}
+	if err != nil {
+		s.Logger.Warn("park resolved, session not woken", "err", err)
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) listParks(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.Service.Store.GetSession(r.Context(), r.PathValue("id")); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	list, err := s.Service.Store.ListParks(r.Context(), r.PathValue("id"), false)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, nonNil(list))
+}
+
+func (s *Server) parked(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Has("project") {
+		if err := s.Service.CheckProject(r.Context(), q.Get("project")); err != nil {
+			s.error(w, r, err)
+			return
+		}
+	}
+	list, err := s.Service.Parked(r.Context(), store.SessionFilter{Project: q.Get("project"), Agent: q.Get("agent"), IncludeArchived: true})
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (s *Server) release(w http.ResponseWriter, r *http.Request) {
+	if err := noBody(w, r); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	x, err := s.Service.Release(r.Context(), r.PathValue("id"), s.operator())
+	if err != nil && x.ID == "" {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, x)
+}
