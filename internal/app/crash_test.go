@@ -190,5 +190,10 @@ func TestCrashRecovery(t *testing.T) {
 	for _, f := range []string{"a.txt", "b.txt", "c.txt", "d.txt"} {
 		require.FileExists(t, filepath.Join(s.Workdir, f))
 	}
+	// The SIGKILL left no gap: every event has its chained audit entry.
+	reports, err := c.VerifyAudit(ctx, x.ID)
+	require.NoError(t, err)
+	require.True(t, reports[0].OK, "%+v", reports[0])
+	require.Equal(t, len(events), reports[0].Entries)
 	fmt.Fprintf(os.Stderr, "crash test: %d events, %d commands, %d turns after a SIGKILL\n", len(events), len(cmds), len(turns))
 }
