@@ -20,6 +20,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/paddock-dev/paddock/internal/api"
@@ -30,9 +31,11 @@ import (
 	"github.com/paddock-dev/paddock/internal/provider/anthropic"
 	"github.com/paddock-dev/paddock/internal/provider/openai"
 	"github.com/paddock-dev/paddock/internal/provider/replay"
+	"github.com/paddock-dev/paddock/internal/secret"
 	"github.com/paddock-dev/paddock/internal/store/sqlite"
 	"github.com/paddock-dev/paddock/internal/temporalserver"
 	"github.com/paddock-dev/paddock/internal/tool"
+	"github.com/paddock-dev/paddock/internal/vault"
 )
 
 // App is a running Paddock process.
@@ -76,11 +79,16 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		return nil, err
 	}
 	a.closers = append(a.closers, unlock)
-	st, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "paddock.db"), nil)
+	db, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "paddock.db"), nil)
 	if err != nil {
 		return nil, err
 	}
-	a.closers = append(a.closers, st.Close)
+	a.closers = append(a.closers, db.Close)
+	st := secret.Store{Store: db} // no detected secret is written in clear text
+	contentKey, err := vault.Load(cfg.DataDir, cfg.EncryptionKey)
+	if err != nil {
+		return nil, err
+	}
 
 	hostPort := cfg.TemporalAddress
 	if hostPort == "" {
@@ -91,7 +99,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		hostPort = a.temporal.HostPort()
 	}
 	a.hostPort = hostPort
-	a.client, err = dial(ctx, hostPort, logger)
+	a.client, err = dial(ctx, hostPort, vault.Codec{Key: contentKey}, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -166,13 +174,17 @@ func (a *App) collect() {
 }
 
 // dial connects to Temporal, waiting for a just-started server to answer.
-func dial(ctx context.Context, hostPort string, logger *slog.Logger) (client.Client, error) {
+func dial(ctx context.Context, hostPort string, codec vault.Codec, logger *slog.Logger) (client.Client, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, err := client.DialContext(ctx, client.Options{
 			HostPort:  hostPort,
 			Namespace: temporalserver.Namespace,
 			Logger:    tlog.NewStructuredLogger(quiet(logger)),
+			// Payloads and failure messages are encrypted before they reach
+			// workflow history.
+			DataConverter:    codec.DataConverter(),
+			FailureConverter: temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: codec.DataConverter(), EncodeCommonAttributes: true}),
 		})
 		if err == nil {
 			return c, nil

@@ -51,6 +51,9 @@ type Config struct {
 	Budget bound.Limits
 	// Prices are USD per million tokens by model (PROVIDER/MODEL).
 	Prices map[string]Price
+	// EncryptionKey is the base64 AES-256 key of content at rest (empty:
+	// DATA_DIR/encryption.key, generated on first start).
+	EncryptionKey string
 }
 
 // Price is what a model costs, in USD per million tokens.
@@ -109,6 +112,7 @@ var Vars = []Var{
 	{"PADDOCK_SESSION_MAX_LIFETIME", "168h", "a session's hard wall-clock expiry, counted from its creation, asleep or not; session.maxLifetime overrides it"},
 	{"PADDOCK_RETAIN_FAILED", "168h", "how long a failed session's working copy is kept for inspection before it is collected (stopped sessions' go at once); `paddock gc` collects now"},
 	{"PADDOCK_TRIGGER_SECRETS", "(none: triggers refuse deliveries)", "YAML file (mode 600) of the HMAC-SHA256 secrets of triggers, `NAME: SECRET` (16 characters or more); a delivery to /v1/triggers/NAME must be signed with it"},
+	{"PADDOCK_ENCRYPTION_KEY", "(none: DATA_DIR/encryption.key, generated)", "base64 of 32 random bytes: the AES-256-GCM key of content at rest (workflow history, retained audit content)"},
 	{"PADDOCK_PRICES", "(none: cost 0)", "YAML file of model prices, USD per million tokens: `anthropic/claude-sonnet-4-5: {input: 3, output: 15}`"},
 }
 
@@ -120,6 +124,7 @@ func Load(getenv func(string) string) (Config, error) {
 		Server:          getenv("PADDOCK_SERVER"),
 		TemporalAddress: getenv("PADDOCK_TEMPORAL_ADDRESS"),
 		Operator:        getenv("PADDOCK_OPERATOR"),
+		EncryptionKey:   getenv("PADDOCK_ENCRYPTION_KEY"),
 	}
 	if c.DataDir == "" && os.Getuid() == 0 {
 		// Root's home is private, and the sandbox user must reach the working copies.

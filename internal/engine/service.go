@@ -766,7 +766,7 @@ func (s *Service) Diff(ctx context.Context, id string) (workspace.Diff, session.
 	if err == nil {
 		s.remember(id, d.Base, d.Tree)
 	}
-	return d, x, err
+	return d.Redacted(), x, err
 }
 
 // copyGone is a 409 when the session's working copy was removed.

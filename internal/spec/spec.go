@@ -332,6 +332,9 @@ func Parse(r io.Reader, known Known) ([]Agent, error) {
 		if err := decodeStrict(doc, node.Content[0], &a); err != nil {
 			return nil, err
 		}
+		if err := noSecret(doc, node.Content[0], ""); err != nil {
+			return nil, err
+		}
 		a.Defaults()
 		if err := a.Validate(known); err != nil {
 			var fe *FieldError

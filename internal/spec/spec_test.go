@@ -73,6 +73,8 @@ func TestParseErrors(t *testing.T) {
 		{"name: a\nmodel: replay/x\nsession:\n  idleTimeout: soon\n", "session.idleTimeout: \"soon\" is not a duration"},
 		{"name: a\nmodel: replay/x\nsession:\n  bogus: 1\n", "session.bogus: unknown field"},
 		{"name: a\nmodel: replay/x\nreplace: auto\n", "replace: auto replacement needs concurrency: 1"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  env:\n    GH_TOKEN: ghp_" + "R5tP9zKq2LmX8vN3bW7cY1dF6gH4jS0aQeUi\n", "environment.env.GH_TOKEN: holds a secret (github-pat)"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  setup: git clone https://bob:s3cr3tPa55@git.example.com/x.git\n", "environment.setup: holds a secret (url-password)"},
 		{"name: [\n", "not valid YAML"},
 		{"", "no agent spec found"},
 		{"name: a\nmodel: replay/x\n---\nname: a\nmodel: replay/y\n", "appears twice"},

@@ -12,7 +12,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/paddock-dev/paddock/internal/secret"
 )
 
 // File is one changed file of a diff.
@@ -253,3 +256,35 @@ func Apply(ctx context.Context, repo string, d Diff, mode ApplyMode, message str
 }
 
 func short(s string) string { return s[:min(12, len(s))] }
+
+// Redacted is the diff as a person is shown it: every secret the detector
+// finds in the patch replaced by [REDACTED:RULE], and each file holding one
+// flagged with its rules (accepting writes the file as the session left it,
+// secret included, so the flag asks for a look first).
+func (d Diff) Redacted() Diff {
+	if len(secret.Find(d.Patch)) == 0 {
+		return d
+	}
+	sections := strings.SplitAfter(d.Patch, "\ndiff --git ")
+	files := slices.Clone(d.Files)
+	for i, sec := range sections {
+		red, rules := secret.Redact(sec)
+		if rules == nil {
+			continue
+		}
+		sections[i] = red
+		header, _, _ := strings.Cut(sec, "\n")
+		for j := range files {
+			p := files[j].Path
+			if strings.Contains(header, "a/"+p+" ") || strings.HasSuffix(header, " b/"+p) {
+				why := "holds a secret (" + strings.Join(rules, ", ") + "), shown redacted"
+				if files[j].Reason != "" {
+					why = files[j].Reason + "; " + why
+				}
+				files[j].Flagged, files[j].Reason = true, why
+			}
+		}
+	}
+	d.Patch, d.Files = strings.Join(sections, ""), files
+	return d
+}

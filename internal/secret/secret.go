@@ -1,0 +1,185 @@
+// Package secret finds credentials in text with gitleaks' rule set (cloud
+// keys, tokens, private keys, and so on: over two hundred maintained rules)
+// plus Paddock's rule for passwords in URLs, and redacts them: each secret
+// becomes [REDACTED:RULE]. Store wraps a store so that nothing it is handed
+// reaches disk with a secret in clear text.
+package secret
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/viper"
+	"github.com/zricethezav/gitleaks/v8/config"
+	"github.com/zricethezav/gitleaks/v8/detect"
+	"github.com/zricethezav/gitleaks/v8/logging"
+	"github.com/zricethezav/gitleaks/v8/regexp"
+)
+
+// URLPassword is the rule Paddock adds to gitleaks' set: the password of a
+// URL's userinfo (scheme://user:password@host), which gitleaks leaves to
+// service-specific rules.
+const URLPassword = "url-password"
+
+// Marker is what a redacted secret is replaced with: "[REDACTED:" + rule + "]".
+const Marker = "[REDACTED:"
+
+// minLen is the shortest text worth scanning: no rule matches fewer bytes.
+const minLen = 8
+
+var detector = sync.OnceValues(func() (*detect.Detector, error) {
+	logging.Logger = logging.Logger.Level(zerolog.Disabled)
+	v := viper.New()
+	v.SetConfigType("toml")
+	if err := v.ReadConfig(strings.NewReader(config.DefaultConfig)); err != nil {
+		return nil, fmt.Errorf("gitleaks rules: %w", err)
+	}
+	var vc config.ViperConfig
+	if err := v.Unmarshal(&vc); err != nil {
+		return nil, fmt.Errorf("gitleaks rules: %w", err)
+	}
+	cfg, err := vc.Translate()
+	if err != nil {
+		return nil, fmt.Errorf("gitleaks rules: %w", err)
+	}
+	url := config.Rule{
+		RuleID:      URLPassword,
+		Description: "A password in a URL's userinfo",
+		Regex:       regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^:/?#@\s"'<>]{1,256}:([^@/?#\s"'<>]{1,256})@[^\s"'<>]`),
+		SecretGroup: 1,
+		Keywords:    []string{"://"},
+	}
+	if err := url.Validate(); err != nil {
+		return nil, fmt.Errorf("url-password rule: %w", err)
+	}
+	cfg.Rules[url.RuleID] = url
+	cfg.OrderedRules = append(cfg.OrderedRules, url.RuleID)
+	cfg.Keywords["://"] = struct{}{}
+	return detect.NewDetector(cfg), nil
+})
+
+// Rules is how many rules the detector applies.
+func Rules() int {
+	d, err := detector()
+	if err != nil {
+		return 0
+	}
+	return len(d.Config.Rules)
+}
+
+// Find returns the secrets in s with the rule that found each, the longest
+// first. It panics only if gitleaks' embedded rule set does not load, which
+// the package's tests would have caught.
+func Find(s string) []Found {
+	if len(s) < minLen {
+		return nil
+	}
+	d, err := detector()
+	if err != nil {
+		panic(err)
+	}
+	var out []Found
+	for _, f := range d.DetectString(s) {
+		v := f.Secret
+		if v == "" {
+			v = f.Match
+		}
+		if v == "" || strings.HasPrefix(v, Marker) {
+			continue
+		}
+		out = append(out, Found{Rule: f.RuleID, Secret: v})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i].Secret) > len(out[j].Secret) })
+	return out
+}
+
+// Found is one secret and the rule that found it.
+type Found struct {
+	Rule   string
+	Secret string
+}
+
+// Redact returns s with every secret replaced by [REDACTED:RULE], and the
+// rules that matched (sorted, each once).
+func Redact(s string) (string, []string) {
+	found := Find(s)
+	if len(found) == 0 {
+		return s, nil
+	}
+	return replace(s, found), rulesOf(found)
+}
+
+func replace(s string, found []Found) string {
+	for _, f := range found {
+		s = strings.ReplaceAll(s, f.Secret, Marker+f.Rule+"]")
+	}
+	return s
+}
+
+func rulesOf(found []Found) []string {
+	var rules []string
+	for _, f := range found {
+		rules = append(rules, f.Rule)
+	}
+	slices.Sort(rules)
+	return slices.Compact(rules)
+}
+
+// RedactJSON redacts the string values of a JSON document (object keys are
+// names, kept). Secrets are looked for in the decoded strings, so an escape
+// sequence does not hide one. The document comes back unchanged, byte for
+// byte, when nothing is found; re-encoded otherwise. A document that is not
+// JSON is redacted as text and returned as a JSON string.
+func RedactJSON(raw json.RawMessage) (json.RawMessage, []string) {
+	if len(raw) < minLen {
+		return raw, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		text, rules := Redact(string(raw))
+		if rules == nil {
+			return raw, nil
+		}
+		b, _ := json.Marshal(text)
+		return b, rules
+	}
+	var texts []string
+	walk(v, func(s string) string { texts = append(texts, s); return s })
+	found := Find(strings.Join(texts, "\n"))
+	if len(found) == 0 {
+		return raw, nil
+	}
+	v = walk(v, func(s string) string { return replace(s, found) })
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return raw, nil // unreachable: v came from a decoder
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), rulesOf(found)
+}
+
+// walk applies f to every string value in v, returning the new value.
+func walk(v any, f func(string) string) any {
+	switch x := v.(type) {
+	case string:
+		return f(x)
+	case []any:
+		for i := range x {
+			x[i] = walk(x[i], f)
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = walk(x[k], f)
+		}
+	}
+	return v
+}

@@ -1,0 +1,94 @@
+package secret
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+// Store is a store that never writes a detected secret: every free text it
+// is handed (messages and other command payloads, transcript events, tool
+// calls awaiting approval, titles, reasons, notes, handoffs, park details)
+// is redacted before the inner store sees it. Everything read back (the
+// transcript, the SSE stream, the audit log built from events) is therefore
+// redacted too, and so is the conversation rebuilt from the transcript: a
+// credential that appeared in a tool's output is not sent back to the model.
+type Store struct {
+	store.Store
+}
+
+func text(s string) string { out, _ := Redact(s); return out }
+
+func doc(raw json.RawMessage) json.RawMessage { out, _ := RedactJSON(raw); return out }
+
+func command(c store.NewCommand) store.NewCommand {
+	c.Payload = doc(c.Payload)
+	return c
+}
+
+func (s Store) CreateSession(ctx context.Context, in store.NewSession) (session.Session, bool, error) {
+	in.DisplayTitle, in.Input, in.StartPayload = text(in.DisplayTitle), text(in.Input), doc(in.StartPayload)
+	return s.Store.CreateSession(ctx, in)
+}
+
+func (s Store) AppendCommand(ctx context.Context, c store.NewCommand) (session.Command, bool, error) {
+	return s.Store.AppendCommand(ctx, command(c))
+}
+
+func (s Store) AbsorbDeliveries(ctx context.Context, ids []string, into store.NewCommand) (session.Command, error) {
+	return s.Store.AbsorbDeliveries(ctx, ids, command(into))
+}
+
+func (s Store) AppendEvent(ctx context.Context, e session.Event) (session.Event, error) {
+	e.Data = doc(e.Data)
+	return s.Store.AppendEvent(ctx, e)
+}
+
+func (s Store) CreateApproval(ctx context.Context, a session.Approval) (session.Approval, error) {
+	a.Args, a.Reason = doc(a.Args), text(a.Reason)
+	return s.Store.CreateApproval(ctx, a)
+}
+
+func (s Store) DecideApproval(ctx context.Context, id string, st session.ApprovalStatus, by *session.Sender, note string) (session.Approval, error) {
+	return s.Store.DecideApproval(ctx, id, st, by, text(note))
+}
+
+func (s Store) SetDisplay(ctx context.Context, id, title, ambient string) error {
+	return s.Store.SetDisplay(ctx, id, text(title), text(ambient))
+}
+
+func (s Store) FailSession(ctx context.Context, id, errMsg string) error {
+	return s.Store.FailSession(ctx, id, text(errMsg))
+}
+
+func (s Store) StopSession(ctx context.Context, id string, p session.StopPayload) error {
+	p.Reason, p.Handoff = text(p.Reason), text(p.Handoff)
+	return s.Store.StopSession(ctx, id, p)
+}
+
+func (s Store) Deliver(ctx context.Context, id, base, next, delivery string, by session.Sender, note string) error {
+	return s.Store.Deliver(ctx, id, base, next, delivery, by, text(note))
+}
+
+func (s Store) Archive(ctx context.Context, id string, by session.Sender, handoff string) error {
+	return s.Store.Archive(ctx, id, by, text(handoff))
+}
+
+func (s Store) SettleCommands(ctx context.Context, ids []string, st session.CommandState, errMsg string) error {
+	return s.Store.SettleCommands(ctx, ids, st, text(errMsg))
+}
+
+func (s Store) SetTurnStatus(ctx context.Context, turnID string, st session.TurnStatus, scope session.FailureScope, errMsg string) error {
+	return s.Store.SetTurnStatus(ctx, turnID, st, scope, text(errMsg))
+}
+
+func (s Store) OpenPark(ctx context.Context, p session.Park, recovery store.NewCommand) (session.Park, bool, error) {
+	p.Detail = text(p.Detail)
+	return s.Store.OpenPark(ctx, p, command(recovery))
+}
+
+func (s Store) ResolvePark(ctx context.Context, id, resolution string, by *session.Sender, note string) (session.Park, error) {
+	return s.Store.ResolvePark(ctx, id, resolution, by, text(note))
+}
