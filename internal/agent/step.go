@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/secret"
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
@@ -62,13 +63,23 @@ func Step(ctx context.Context, p provider.Provider, out Appender, in StepInput, 
 		data, _ := json.Marshal(v)
 		_, writeErr = out.AppendEvent(ctx, session.Event{SessionID: in.SessionID, TurnID: in.TurnID, Kind: kind, Key: key, Data: data})
 	}
-	flush := func() {
-		if buf.Len() == 0 {
+	// flush writes the buffered text; unless whole, it stops where no
+	// secret can be split in two (each event is redacted on its own) and
+	// keeps the rest for the next event.
+	flush := func(whole bool) {
+		text := buf.String()
+		n := len(text)
+		if !whole {
+			n = secret.Boundary(text)
+		}
+		if n == 0 {
 			return
 		}
-		emit(session.EventAssistantText, fmt.Sprintf("%s/text%d", textPrefix, chunk), session.TextData{Text: buf.String()})
+		emit(session.EventAssistantText, fmt.Sprintf("%s/text%d", textPrefix, chunk), session.TextData{Text: text[:n]})
 		chunk++
 		buf.Reset()
+		buf.WriteString(text[n:])
+		last = now()
 	}
 	resp, err := p.Stream(ctx, in.Request, func(d provider.Delta) {
 		switch d.Kind {
@@ -78,10 +89,10 @@ func Step(ctx context.Context, p provider.Provider, out Appender, in StepInput, 
 			}
 			buf.WriteString(d.Text)
 			if buf.Len() >= flushBytes || now().Sub(last) >= flushEvery {
-				flush()
+				flush(false)
 			}
 		case provider.DeltaToolStart:
-			flush()
+			flush(true)
 			if d.ToolCallID == "" {
 				break // Normalize names it when the step is complete
 			}
@@ -89,7 +100,7 @@ func Step(ctx context.Context, p provider.Provider, out Appender, in StepInput, 
 				session.ToolCallData{ID: d.ToolCallID, Name: d.ToolName, State: session.CallGenerating})
 		}
 	})
-	flush()
+	flush(true)
 	if err != nil && ctx.Err() != nil {
 		// Interrupted: the conversation records what the model had said, so
 		// the next step knows it was cut off.

@@ -31,7 +31,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/provider/anthropic"
 	"github.com/paddock-dev/paddock/internal/provider/openai"
 	"github.com/paddock-dev/paddock/internal/provider/replay"
-	"github.com/paddock-dev/paddock/internal/secret"
+	"github.com/paddock-dev/paddock/internal/store/redacted"
 	"github.com/paddock-dev/paddock/internal/store/sqlite"
 	"github.com/paddock-dev/paddock/internal/temporalserver"
 	"github.com/paddock-dev/paddock/internal/tool"
@@ -84,7 +84,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		return nil, err
 	}
 	a.closers = append(a.closers, db.Close)
-	st := secret.Store{Store: db} // no detected secret is written in clear text
+	st := redacted.Store{Store: db} // no detected secret is written in clear text
 	contentKey, err := vault.Load(cfg.DataDir, cfg.EncryptionKey)
 	if err != nil {
 		return nil, err

@@ -39,7 +39,8 @@ func reverse(s string) string {
 
 // TestPlantedSecretsAreNowhereInTheDataDirectory: a model (an OpenAI-wire
 // server driven through the official SDK) writes a GitHub token in its
-// message and runs a command whose output holds an AWS key and a PEM
+// message (across the 512 bytes where streamed text is cut into events)
+// and runs a command whose output holds an AWS key and a PEM
 // private key (the command itself holds neither: it decodes them). The
 // transcript shows them redacted with their rules, the model is not sent
 // them back, and after the server stops no file under its data directory
@@ -51,7 +52,7 @@ func TestPlantedSecretsAreNowhereInTheDataDirectory(t *testing.T) {
 	command := "printf %s " + b64("aws_access_key_id = "+plantedAWS+"\n") + " | base64 -d; printf %s " + b64(plantedPEM+"\n") + " | base64 -d"
 	args, _ := json.Marshal(map[string]string{"command": command})
 	srv := providertest.NewServer(t, "",
-		providertest.Reply{SSE: providertest.OpenAIStream("Found the deploy token "+plantedGitHub+" in the notes; checking the keys.",
+		providertest.Reply{SSE: providertest.OpenAIStream(strings.Repeat("reading ", 61)+"found the deploy token "+plantedGitHub+" in the notes; checking the keys.",
 			providertest.Call{ID: "call_1", Name: "run_command", Args: string(args)})},
 		providertest.Reply{SSE: providertest.OpenAIStream("Done: the keys are in the output.")})
 	t.Setenv("OPENAI_API_KEY", "test-key")
@@ -90,17 +91,19 @@ func TestPlantedSecretsAreNowhereInTheDataDirectory(t *testing.T) {
 	for _, marker := range []string{"[REDACTED:github-pat]", "[REDACTED:aws-access-token]", "[REDACTED:private-key]"} {
 		require.Contains(t, transcript, marker, "the transcript shows each secret redacted with its rule")
 	}
-	for _, s := range []string{plantedAWS, plantedGitHub, pemBody} {
+	// A piece of each is enough to count as a leak (streamed text is
+	// cut into events; a key cut in two would match no rule).
+	needles := []string{plantedAWS[4:], plantedGitHub[4:20], pemBody}
+	for _, s := range needles {
 		require.NotContains(t, transcript, s)
 	}
 	require.Len(t, srv.Requests, 2)
 	second, _ := json.Marshal(srv.Requests[1])
-	require.NotContains(t, string(second), plantedAWS, "the model is not sent a secret from a tool's output")
+	require.NotContains(t, string(second), plantedAWS[4:], "the model is not sent a secret from a tool's output")
 	require.Contains(t, string(second), "[REDACTED:aws-access-token]")
 
 	require.NoError(t, child.Process.Signal(syscall.SIGTERM))
 	_ = child.Wait()
-	needles := []string{plantedAWS, plantedGitHub, pemBody}
 	files := 0
 	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {

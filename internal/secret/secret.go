@@ -61,7 +61,11 @@ var detector = sync.OnceValues(func() (*detect.Detector, error) {
 	cfg.Rules[url.RuleID] = url
 	cfg.OrderedRules = append(cfg.OrderedRules, url.RuleID)
 	cfg.Keywords["://"] = struct{}{}
-	return detect.NewDetector(cfg), nil
+	d := detect.NewDetector(cfg)
+	// Secrets base64-, hex- or percent-encoded (once, or that encoded
+	// again) are found too; the encoded text is what gets redacted.
+	d.MaxDecodeDepth = 2
+	return d, nil
 })
 
 // Rules is how many rules the detector applies.
@@ -90,6 +94,13 @@ func Find(s string) []Found {
 		if v == "" {
 			v = f.Match
 		}
+		if encoded(f.Tags) {
+			// The finding's columns are those of the encoded text on its line.
+			if f.StartColumn < 1 || f.EndColumn > len(f.Line) || f.StartColumn > f.EndColumn {
+				continue
+			}
+			v = f.Line[f.StartColumn-1 : f.EndColumn]
+		}
 		if v == "" || strings.HasPrefix(v, Marker) {
 			continue
 		}
@@ -97,6 +108,15 @@ func Find(s string) []Found {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return len(out[i].Secret) > len(out[j].Secret) })
 	return out
+}
+
+func encoded(tags []string) bool {
+	for _, t := range tags {
+		if strings.HasPrefix(t, "decoded:") {
+			return true
+		}
+	}
+	return false
 }
 
 // Found is one secret and the rule that found it.
@@ -182,4 +202,40 @@ func walk(v any, f func(string) string) any {
 		}
 	}
 	return v
+}
+
+// holdMax bounds what Boundary holds back: text this long without a place
+// to cut is let through (each piece is still redacted on its own).
+const holdMax = 16 << 10
+
+// Boundary is where streamed text s may be cut so that no secret is split
+// between two pieces (each piece is redacted on its own, and half a key
+// matches no rule): after the last line break, else after the last space,
+// and never inside a PEM block whose END line has not arrived. What follows
+// the cut waits for more text. It returns 0 when nothing may go yet.
+func Boundary(s string) int {
+	if len(s) > holdMax {
+		return len(s)
+	}
+	cut := strings.LastIndexByte(s, '\n') + 1
+	if cut == 0 {
+		cut = strings.LastIndexAny(s, " \t\r") + 1
+	}
+	if i := strings.LastIndex(s, "-----BEGIN"); i >= 0 {
+		// The block goes whole, with its END line, or waits.
+		end := strings.Index(s[i:], "-----END")
+		closing := -1
+		if end >= 0 {
+			after := i + end + len("-----END")
+			if j := strings.Index(s[after:], "-----"); j >= 0 {
+				closing = after + j + len("-----")
+			}
+		}
+		if closing < 0 {
+			cut = min(cut, i)
+		} else {
+			cut = max(cut, closing)
+		}
+	}
+	return cut
 }

@@ -1,6 +1,8 @@
 package secret
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -25,6 +27,8 @@ func TestRedact(t *testing.T) {
 		{"github", "token: " + githubPAT, []string{"github-pat"}, []string{githubPAT}},
 		{"pem", "key:\n" + pemKey + "\ndone", []string{"private-key"}, []string{"MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0"}},
 		{"url password", "git clone https://bob:" + urlPass + "@git.example.com/r.git", []string{URLPassword}, []string{urlPass}},
+		{"base64", "run printf %s " + base64.StdEncoding.EncodeToString([]byte("aws_access_key_id = "+awsKey+"\n")) + " | base64 -d", []string{"aws-access-token"}, []string{base64.StdEncoding.EncodeToString([]byte("aws_access_key_id = " + awsKey + "\n"))}},
+		{"hex on a later line", "first line\nsecond " + hex.EncodeToString([]byte("token "+githubPAT)) + " end", []string{"github-pat"}, []string{hex.EncodeToString([]byte("token " + githubPAT))}},
 		{"several", awsKey + " " + githubPAT, []string{"aws-access-token", "github-pat"}, []string{awsKey, githubPAT}},
 		{"plain text", "the quick brown fox jumps over the lazy dog; go test ./... passed", nil, nil},
 		{"digests and ids", "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 session 3f1c2a9e-6b7d-4c1e-9a55-0e6f1d2c3b4a", nil, nil},
@@ -110,5 +114,45 @@ func BenchmarkRedactJSON(b *testing.B) {
 				RedactJSON(c.doc)
 			}
 		})
+	}
+}
+
+func TestBoundary(t *testing.T) {
+	cases := []struct {
+		in   string
+		want int
+	}{
+		{"no place to cut", len("no place to ")},
+		{"line one\nline tw", len("line one\n")},
+		{"token ghp_R5tP9", len("token ")},
+		{"nothingtocut", 0},
+		{"key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\nabc\n", len("key:\n")},
+		{"key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIV", len("key:\n")},
+		{"key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\nnext", len("key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\n")},
+		{strings.Repeat("x", holdMax+1), holdMax + 1},
+	}
+	for _, c := range cases {
+		if got := Boundary(c.in); got != c.want {
+			t.Errorf("Boundary(%.40q) = %d, want %d", c.in, got, c.want)
+		}
+	}
+	// Streamed in pieces of any size, a key never leaves in two halves.
+	text := "the key is " + githubPAT + " and\n" + pemKey + "\nthat is all"
+	for size := 1; size <= 600; size += 7 {
+		var out, buf strings.Builder
+		for i := 0; i < len(text); i += size {
+			buf.WriteString(text[i:min(i+size, len(text))])
+			s := buf.String()
+			n := Boundary(s)
+			piece, _ := Redact(s[:n])
+			out.WriteString(piece)
+			buf.Reset()
+			buf.WriteString(s[n:])
+		}
+		last, _ := Redact(buf.String())
+		out.WriteString(last)
+		if strings.Contains(out.String(), "R5tP9zKq2LmX8vN3") || strings.Contains(out.String(), "MIIEowIBAAKCAQEAu1SU1LfVLP") {
+			t.Fatalf("pieces of %d bytes let a secret through: %q", size, out.String())
+		}
 	}
 }

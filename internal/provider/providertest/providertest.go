@@ -229,6 +229,10 @@ type Call struct {
 	ID, Name, Args string
 }
 
+// textDelta is the size of the text deltas a generated stream carries, as
+// a model streams tokens.
+const textDelta = 16
+
 func chunks(s string, n int) []string {
 	var out []string
 	for len(s) > n {
@@ -266,7 +270,9 @@ func AnthropicStream(text string, calls ...Call) string {
 	idx := 0
 	if text != "" {
 		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
-		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":`+jsonString(text)+`}}`)
+		for _, part := range chunks(text, textDelta) {
+			ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":`+jsonString(part)+`}}`)
+		}
 		ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
 		idx++
 	}
@@ -296,7 +302,9 @@ func OpenAIStream(text string, calls ...Call) string {
 	}
 	ev(`{"role":"assistant"}`, "null")
 	if text != "" {
-		ev(`{"content":`+jsonString(text)+`}`, "null")
+		for _, part := range chunks(text, textDelta) {
+			ev(`{"content":`+jsonString(part)+`}`, "null")
+		}
 	}
 	for i, c := range calls {
 		n := strconv.Itoa(i)

@@ -1,9 +1,11 @@
-package secret
+// Package redacted is a store that never writes a detected secret.
+package redacted
 
 import (
 	"context"
 	"encoding/json"
 
+	"github.com/paddock-dev/paddock/internal/secret"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 )
@@ -19,9 +21,9 @@ type Store struct {
 	store.Store
 }
 
-func text(s string) string { out, _ := Redact(s); return out }
+func text(s string) string { out, _ := secret.Redact(s); return out }
 
-func doc(raw json.RawMessage) json.RawMessage { out, _ := RedactJSON(raw); return out }
+func doc(raw json.RawMessage) json.RawMessage { out, _ := secret.RedactJSON(raw); return out }
 
 func command(c store.NewCommand) store.NewCommand {
 	c.Payload = doc(c.Payload)
