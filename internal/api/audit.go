@@ -12,16 +12,50 @@ import (
 )
 
 func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.Service.Store.GetSession(r.Context(), r.PathValue("id")); err != nil {
+	content, err := boolParam(r, "content")
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	log, err := s.Service.Store.AuditLog(r.Context(), r.PathValue("id"))
+	log, err := s.Service.AuditLog(r.Context(), r.PathValue("id"), content)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, nonNil(log))
+}
+
+// Retention is a project's audit content retention, as sent and shown.
+type Retention struct {
+	// Content is how long content is kept ("720h"; "0s": not kept).
+	Content string `json:"content"`
+}
+
+func (s *Server) contentRetention(w http.ResponseWriter, r *http.Request) {
+	d, err := s.Service.Store.ContentRetention(r.Context(), r.PathValue("project"))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Retention{Content: d.String()})
+}
+
+func (s *Server) setContentRetention(w http.ResponseWriter, r *http.Request) {
+	var in Retention
+	if err := decode(w, r, &in); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	d, err := time.ParseDuration(in.Content)
+	if err != nil {
+		s.error(w, r, fmt.Errorf("%w: content %q: want a duration such as 720h (0s: keep none)", store.ErrInvalid, clip(in.Content)))
+		return
+	}
+	if err := s.Service.SetContentRetention(r.Context(), r.PathValue("project"), d); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Retention{Content: d.String()})
 }
 
 func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) {
@@ -52,16 +86,56 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
 		}
 		since = t
 	}
-	entries, err := s.Service.Store.AuditSince(r.Context(), since, 0)
+	follow, err := boolParam(r, "follow")
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if err := audit.Export(w, format, "1", entries); err != nil {
-		s.Logger.Warn("audit export cut short", "err", err)
+	// Pages in the order written (the Merkle tree's leaf order), then, when
+	// following, what is written next, checked for every second.
+	cursor := int64(-1)
+	for started := false; ; started = true {
+		entries, next, err := s.Service.Store.AuditAfter(r.Context(), cursor, exportPage)
+		if err != nil {
+			if !started {
+				s.error(w, r, err)
+			} else if r.Context().Err() == nil {
+				s.Logger.Warn("audit export cut short", "err", err)
+			}
+			return
+		}
+		if !started {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusOK)
+		}
+		cursor = next
+		kept := entries[:0:0]
+		for _, e := range entries {
+			if e.Kind != "unreadable" && !e.Time.Before(since) {
+				kept = append(kept, e)
+			}
+		}
+		if err := audit.Export(w, format, "1", kept); err != nil {
+			s.Logger.Warn("audit export cut short", "err", err)
+			return
+		}
+		if len(entries) == exportPage {
+			continue
+		}
+		if !follow {
+			return
+		}
+		_ = http.NewResponseController(w).Flush()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(time.Second):
+		}
 	}
 }
+
+// exportPage is how many entries an export reads at a time.
+const exportPage = 1000
 
 func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
 	cp, err := s.Service.Checkpoint(r.Context())

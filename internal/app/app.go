@@ -84,11 +84,12 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		return nil, err
 	}
 	a.closers = append(a.closers, db.Close)
-	st := redacted.Store{Store: db} // no detected secret is written in clear text
 	contentKey, err := vault.Load(cfg.DataDir, cfg.EncryptionKey)
 	if err != nil {
 		return nil, err
 	}
+	db.Content = contentKey         // audit content projects retain, sealed
+	st := redacted.Store{Store: db} // no detected secret is written in clear text
 
 	hostPort := cfg.TemporalAddress
 	if hostPort == "" {
@@ -120,7 +121,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	}
 	sealer := &engine.Sealer{Store: st, Key: key, Now: time.Now}
 	acts.Sealer = sealer
-	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools, Copies: acts.Copies, RetainFailed: cfg.RetainFailed, Sealer: sealer}
+	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools, Copies: acts.Copies, RetainFailed: cfg.RetainFailed, Sealer: sealer, ContentKey: contentKey}
 	acts.Spawner, acts.Triggers = a.Service, a.Service
 	a.worker = engine.NewWorker(a.client, acts)
 	if err := a.worker.Start(); err != nil {

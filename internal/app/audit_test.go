@@ -32,7 +32,7 @@ func TestAuditLogVerifiesAndCatchesTampering(t *testing.T) {
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusAwaiting)
 
-	log, err := api.AuditLog(ctx, x.ID)
+	log, err := api.AuditLog(ctx, x.ID, false)
 	require.NoError(t, err)
 	events, err := api.Events(ctx, x.ID, 0)
 	require.NoError(t, err)

@@ -170,3 +170,10 @@ func Verify(session string, entries []Entry, seal *Seal, pub ed25519.PublicKey) 
 	}
 	return nil
 }
+
+// ContentAD is the associated data an entry's retained content is sealed
+// with: it binds the ciphertext to the session, the entry's place and its
+// digest, so it cannot be moved to another entry.
+func ContentAD(e Entry) []byte {
+	return []byte(fmt.Sprintf("paddock-audit-content-v1\n%s\n%d\n%s", e.Session, e.Seq, e.Digest))
+}

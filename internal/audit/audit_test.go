@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -196,6 +197,16 @@ func TestExport(t *testing.T) {
 	require.Contains(t, cef[1], `reason\=a\=b|c\nd`, "extension values escaped")
 	require.Contains(t, cef[1], "suser=operator:ana")
 	require.Error(t, Export(&b, "xml", "1.0", log))
+}
+
+func TestSyslogFrame(t *testing.T) {
+	e := Entry{Time: time.Date(2026, 11, 30, 12, 0, 0, 123456000, time.UTC)}
+	frame := string(Syslog(e, "host-1", "CEF:0|Paddock|x"))
+	n, body, ok := strings.Cut(frame, " ")
+	require.True(t, ok)
+	require.Equal(t, strconv.Itoa(len(body)), n, "octet counting: the length of what follows")
+	require.Equal(t, "<86>1 2026-11-30T12:00:00.123456Z host-1 paddock - audit - CEF:0|Paddock|x", body)
+	require.Contains(t, string(Syslog(e, "", "m")), " - paddock - audit - m", "no host name is the nil value")
 }
 
 func mustEntry(t *testing.T, line string) Entry {

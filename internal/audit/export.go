@@ -18,18 +18,9 @@ const (
 // ArcSight Common Event Format lines (cef) that SIEMs ingest.
 func Export(w io.Writer, format, version string, entries []Entry) error {
 	for _, e := range entries {
-		var line string
-		switch format {
-		case FormatJSONL:
-			b, err := json.Marshal(e)
-			if err != nil {
-				return err
-			}
-			line = string(b)
-		case FormatCEF:
-			line = CEF(e, version)
-		default:
-			return fmt.Errorf("audit export: format %q: want jsonl or cef", format)
+		line, err := Line(e, format, version)
+		if err != nil {
+			return err
 		}
 		if _, err := io.WriteString(w, line+"\n"); err != nil {
 			return err
@@ -79,4 +70,30 @@ func cefHeader(s string) string {
 // cefValue escapes a CEF extension value (backslash, equals, newlines).
 func cefValue(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `=`, `\=`, "\n", `\n`, "\r", `\r`).Replace(s)
+}
+
+// Line is one entry in format, without its line break.
+func Line(e Entry, format, version string) (string, error) {
+	switch format {
+	case FormatJSONL:
+		b, err := json.Marshal(e)
+		return string(b), err
+	case FormatCEF:
+		return CEF(e, version), nil
+	}
+	return "", fmt.Errorf("audit export: format %q: want jsonl or cef", format)
+}
+
+// syslogPRI is facility authpriv (10), severity informational (6).
+const syslogPRI = 10*8 + 6
+
+// Syslog frames msg (an exported line) as an RFC 5424 message for syslog
+// over TCP with octet counting (RFC 6587): "LEN <86>1 TIME HOST paddock -
+// audit - MSG". The timestamp is the entry's; host is the sender's name.
+func Syslog(e Entry, host, msg string) []byte {
+	if host == "" {
+		host = "-"
+	}
+	body := fmt.Sprintf("<%d>1 %s %s paddock - audit - %s", syslogPRI, e.Time.UTC().Format("2006-01-02T15:04:05.000000Z07:00"), host, msg)
+	return []byte(fmt.Sprintf("%d %s", len(body), body))
 }

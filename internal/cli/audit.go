@@ -49,15 +49,17 @@ func newAudit(g *globals) *cobra.Command {
 		},
 	}
 	verify.Flags().StringVar(&session, "session", "", "only this session's log")
+	var content bool
 	show := &cobra.Command{
-		Use:   "show ID",
-		Short: "Print a session's audit log, one entry per line",
+		Use:   "show ID [--content]",
+		Short: "Print a session's audit log, one entry per line (with --content, what its project retained of each)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			log, err := g.remote().AuditLog(cmd.Context(), args[0])
+			log, err := g.remote().AuditLog(cmd.Context(), args[0], content)
 			if err != nil {
 				return err
 			}
+			kept := 0
 			for _, e := range log {
 				keys := make([]string, 0, len(e.Meta))
 				for k := range e.Meta {
@@ -70,10 +72,21 @@ func newAudit(g *globals) *cobra.Command {
 				}
 				fmt.Fprintf(g.io.Out, "%4d %s %-22s %-14s %s  %.12s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), oneLine(e.Identity, 22), e.Kind,
 					oneLine(strings.Join(meta, " "), 160), e.Hash)
+				switch {
+				case e.ContentProblem != "":
+					fmt.Fprintf(g.io.Out, "     content: %s\n", e.ContentProblem)
+				case len(e.Content) > 0:
+					kept++
+					fmt.Fprintf(g.io.Out, "     content: %s\n", oneLine(string(e.Content), 400))
+				}
+			}
+			if content && kept == 0 {
+				fmt.Fprintln(g.io.Err, "no content retained for this session: its project keeps none (`paddock audit retain PROJECT 720h` keeps it from now on), or its retention is over")
 			}
 			return nil
 		},
 	}
+	show.Flags().BoolVar(&content, "content", false, "also print each entry's retained content (decrypted, checked against the entry's digest)")
 	key := &cobra.Command{
 		Use:   "key",
 		Short: "Print the server's Ed25519 public key that seals audit logs (base64), to verify seals with",
@@ -87,39 +100,57 @@ func newAudit(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	var format, since, output string
+	var x exporter
 	export := &cobra.Command{
-		Use:   "export [--format jsonl|cef] [--since TIME] [--output FILE]",
-		Short: "Export every session's audit entries, in the order written, for a SIEM: JSON lines (each verifiable) or Common Event Format",
+		Use:   "export [--format jsonl|cef] [--since TIME] [--follow] [--output FILE | --syslog tcp://HOST:PORT]",
+		Short: "Export every session's audit entries, in the order written, for a SIEM: JSON lines (each verifiable) or Common Event Format, to standard output, a file or syslog over TCP; --follow goes on with new entries",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var from time.Time
-			if since != "" {
-				t, err := time.Parse(time.RFC3339, since)
-				if err != nil {
-					d, derr := time.ParseDuration(since)
-					if derr != nil || d <= 0 {
-						return &exitError{code: 2, msg: fmt.Sprintf("--since %q: want an RFC 3339 time (2026-11-30T12:00:00Z) or a duration back from now (24h)", since)}
-					}
-					t = time.Now().Add(-d)
-				}
-				from = t
-			}
-			w := g.io.Out
-			if output != "" {
-				f, err := os.OpenFile(output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+			return x.run(cmd.Context(), g)
+		},
+	}
+	export.Flags().StringVar(&x.format, "format", "jsonl", "jsonl or cef")
+	export.Flags().StringVar(&x.since, "since", "", "only entries written since this time (RFC 3339) or this long ago (24h)")
+	export.Flags().StringVar(&x.output, "output", "", "write to this file (mode 600; appended to when following) instead of standard output")
+	export.Flags().StringVar(&x.syslog, "syslog", "", "send each entry to this syslog server over TCP (RFC 5424, octet counting), e.g. tcp://siem.example.com:6514")
+	export.Flags().BoolVar(&x.follow, "follow", false, "keep exporting entries as they are written, reconnecting to the server and the syslog server when they drop, until interrupted")
+	retain := &cobra.Command{
+		Use:   "retain PROJECT [DURATION|off]",
+		Short: "Show or set how long a project keeps its sessions' audit content (instructions, messages, outputs), encrypted and apart from the log; off keeps none (the default)",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				d, err := g.remote().ContentRetention(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
-				defer f.Close()
-				w = f
+				if d == "0s" {
+					fmt.Fprintf(g.io.Out, "project %s keeps no audit content (only digests); `paddock audit retain %s 720h` keeps it for 30 days\n", args[0], args[0])
+					return nil
+				}
+				fmt.Fprintf(g.io.Out, "project %s keeps audit content for %s, encrypted\n", args[0], d)
+				return nil
 			}
-			return g.remote().ExportAudit(cmd.Context(), w, format, from)
+			v := args[1]
+			if v == "off" {
+				v = "0s"
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return &exitError{code: 2, msg: fmt.Sprintf("retention %q: want a duration such as 720h (30 days), or off", args[1])}
+			}
+			got, err := g.remote().SetContentRetention(cmd.Context(), args[0], d)
+			if err != nil {
+				return err
+			}
+			if d == 0 {
+				fmt.Fprintf(g.io.Out, "project %s keeps no audit content from now on (content already kept is deleted when its retention ends)\n", args[0])
+				return nil
+			}
+			fmt.Fprintf(g.io.Out, "project %s keeps audit content for %s from now on, encrypted; see it with `paddock audit show ID --content`\n", args[0], got)
+			return nil
 		},
 	}
-	export.Flags().StringVar(&format, "format", "jsonl", "jsonl or cef")
-	export.Flags().StringVar(&since, "since", "", "only entries written since this time (RFC 3339) or this long ago (24h)")
-	export.Flags().StringVar(&output, "output", "", "write to this file (mode 600) instead of standard output")
 	checkpoint := &cobra.Command{
 		Use:   "checkpoint",
 		Short: "Print a signed checkpoint (C2SP signed note) of the Merkle tree of every audit entry: keep it to prove later that the log only grew",
@@ -186,6 +217,6 @@ func newAudit(g *globals) *cobra.Command {
 	prove.Flags().Int64Var(&proveSeq, "seq", 0, "the entry's number in its session's log")
 	prove.Flags().StringVar(&older, "since-checkpoint", "", "a checkpoint kept earlier (paddock audit checkpoint > FILE)")
 	prove.Flags().StringVar(&pubKey, "key", "", "the server's public key, as `paddock audit key` prints it (default: asked of the server)")
-	cmd.AddCommand(verify, show, key, export, checkpoint, prove)
+	cmd.AddCommand(verify, show, key, export, retain, checkpoint, prove)
 	return cmd
 }

@@ -219,21 +219,44 @@ func (c *Client) Extend(ctx context.Context, id string, req engine.ExtendRequest
 	return out, err
 }
 
-// AuditLog is a session's audit log.
-func (c *Client) AuditLog(ctx context.Context, id string) ([]audit.Entry, error) {
-	var out []audit.Entry
-	err := c.json(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/audit", nil, &out)
+// AuditLog is a session's audit log; with content, each entry carries
+// the content its project retained.
+func (c *Client) AuditLog(ctx context.Context, id string, content bool) ([]engine.AuditEntry, error) {
+	var out []engine.AuditEntry
+	path := "/v1/sessions/" + url.PathEscape(id) + "/audit"
+	if content {
+		path += "?content=true"
+	}
+	err := c.json(ctx, http.MethodGet, path, nil, &out)
 	return out, err
 }
 
 // ExportAudit streams every session's audit entries written since (zero:
-// all) in format (jsonl or cef) to w.
-func (c *Client) ExportAudit(ctx context.Context, w io.Writer, format string, since time.Time) error {
+// all) in format (jsonl or cef) to w, in the order written; following, it
+// goes on with the entries written next until ctx ends.
+func (c *Client) ExportAudit(ctx context.Context, w io.Writer, format string, since time.Time, follow bool) error {
 	q := url.Values{"format": {format}}
 	if !since.IsZero() {
-		q.Set("since", since.UTC().Format(time.RFC3339))
+		q.Set("since", since.UTC().Format(time.RFC3339Nano))
+	}
+	if follow {
+		q.Set("follow", "true")
 	}
 	return c.do(ctx, http.MethodGet, "/v1/audit/export?"+q.Encode(), nil, "", w)
+}
+
+// ContentRetention is how long project keeps audit content ("0s": none).
+func (c *Client) ContentRetention(ctx context.Context, project string) (string, error) {
+	var out api.Retention
+	err := c.json(ctx, http.MethodGet, "/v1/projects/"+url.PathEscape(project)+"/retention", nil, &out)
+	return out.Content, err
+}
+
+// SetContentRetention sets how long project keeps audit content.
+func (c *Client) SetContentRetention(ctx context.Context, project string, d time.Duration) (string, error) {
+	var out api.Retention
+	err := c.json(ctx, http.MethodPut, "/v1/projects/"+url.PathEscape(project)+"/retention", api.Retention{Content: d.String()}, &out)
+	return out.Content, err
 }
 
 // Checkpoint is a signed checkpoint of the audit tree.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -197,4 +198,75 @@ func (s *Service) Prove(ctx context.Context, id string, seq, oldSize int64) (aud
 		p.OldSize, p.Consistency = oldSize, audit.Hashes(cons)
 	}
 	return p, nil
+}
+
+// MaxContentRetention bounds how long a project may keep audit content.
+const MaxContentRetention = 10 * 365 * 24 * time.Hour
+
+// Decrypter opens retained audit content (vault.Key).
+type Decrypter interface {
+	Decrypt(sealed, ad []byte) ([]byte, error)
+}
+
+// AuditEntry is an entry as shown, with its retained content when asked
+// for and kept: decrypted and checked against the entry's digest.
+type AuditEntry struct {
+	audit.Entry
+	Content json.RawMessage `json:"content,omitempty"`
+	// ContentProblem says why retained content could not be shown.
+	ContentProblem string `json:"contentProblem,omitempty"`
+}
+
+// AuditLog is session id's log; with content, each entry carries what its
+// project retained (nothing once the retention period is over).
+func (s *Service) AuditLog(ctx context.Context, id string, content bool) ([]AuditEntry, error) {
+	if _, err := s.Store.GetSession(ctx, id); err != nil {
+		return nil, err
+	}
+	log, err := s.Store.AuditLog(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var sealed map[int64][]byte
+	if content {
+		if sealed, err = s.Store.AuditContent(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]AuditEntry, len(log))
+	for i, e := range log {
+		out[i].Entry = e
+		c, ok := sealed[e.Seq]
+		if !ok {
+			continue
+		}
+		switch plain, err := s.openContent(c, e); {
+		case err != nil:
+			out[i].ContentProblem = err.Error()
+		case audit.Digest(plain) != e.Digest:
+			out[i].ContentProblem = "the retained content does not match the entry's digest"
+		default:
+			out[i].Content = plain
+		}
+	}
+	return out, nil
+}
+
+func (s *Service) openContent(sealed []byte, e audit.Entry) ([]byte, error) {
+	if s.ContentKey == nil {
+		return nil, errors.New("no content key configured")
+	}
+	return s.ContentKey.Decrypt(sealed, audit.ContentAD(e))
+}
+
+// SetContentRetention sets how long project keeps its sessions' audit
+// content (encrypted, apart from the log); 0 stops keeping new content.
+func (s *Service) SetContentRetention(ctx context.Context, project string, d time.Duration) error {
+	if err := ValidProject(project); err != nil {
+		return err
+	}
+	if d < 0 || d > MaxContentRetention {
+		return fmt.Errorf("%w: content retention %s: want 0 (off) up to %s", ErrInvalid, d, MaxContentRetention)
+	}
+	return s.Store.SetContentRetention(ctx, project, d)
 }

@@ -45,6 +45,8 @@ type Service struct {
 	// Sealer seals audit logs before their sessions are reaped, and
 	// verifies the seals.
 	Sealer *Sealer
+	// ContentKey opens the audit content projects retain.
+	ContentKey Decrypter
 
 	// answerMu makes checking an answer and recording it one step, so two
 	// concurrent answers to one question cannot both be recorded.

@@ -35,17 +35,24 @@ func SweepWorkflow(ctx workflow.Context) error {
 type Swept struct {
 	Archived []string `json:"archived,omitempty"`
 	Repaired []string `json:"repaired,omitempty"`
+	// Expired counts audit contents deleted at the end of their retention.
+	Expired int64 `json:"expired,omitempty"`
 }
 
 // sweeper is who archives inactive sessions.
 var sweeper = session.Sender{Kind: session.SenderSystem, ID: "sweeper"}
 
-// Sweep archives awaiting sessions inactive for longer than their agent's
+// Sweep deletes audit content whose retention is over, archives awaiting sessions inactive for longer than their agent's
 // session.archiveAfterInactive (skipping any with active commands or
 // turns, or held), and repairs queued or running rows with no active work
 // back to awaiting.
 func (a *Activities) Sweep(ctx context.Context) (Swept, error) {
 	var out Swept
+	n, err := a.Store.ExpireAuditContent(ctx, a.Now())
+	if err != nil {
+		return out, err
+	}
+	out.Expired = n
 	list, err := sessionsIn(ctx, a.Store, false, session.StatusQueued, session.StatusRunning, session.StatusAwaiting)
 	if err != nil {
 		return out, err

@@ -7,8 +7,12 @@ package secret
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	stdregexp "regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -89,22 +93,23 @@ func Find(s string) []Found {
 		panic(err)
 	}
 	var out []Found
+	var hidden []Found // secrets found only once decoded
 	for _, f := range d.DetectString(s) {
 		v := f.Secret
 		if v == "" {
 			v = f.Match
 		}
-		if encoded(f.Tags) {
-			// The finding's columns are those of the encoded text on its line.
-			if f.StartColumn < 1 || f.EndColumn > len(f.Line) || f.StartColumn > f.EndColumn {
-				continue
-			}
-			v = f.Line[f.StartColumn-1 : f.EndColumn]
-		}
 		if v == "" || strings.HasPrefix(v, Marker) {
 			continue
 		}
+		if encoded(f.Tags) {
+			hidden = append(hidden, Found{Rule: f.RuleID, Secret: v})
+			continue
+		}
 		out = append(out, Found{Rule: f.RuleID, Secret: v})
+	}
+	if len(hidden) > 0 {
+		out = append(out, encodings(s, hidden)...)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return len(out[i].Secret) > len(out[j].Secret) })
 	return out
@@ -117,6 +122,77 @@ func encoded(tags []string) bool {
 		}
 	}
 	return false
+}
+
+// encodedRun is a run of characters that may be base64 (standard or URL
+// alphabet, with its padding) or hex; percentRun one of percent-encoding.
+var (
+	encodedRun = stdregexp.MustCompile(`[A-Za-z0-9+/_-]{16,}={0,2}`)
+	percentRun = stdregexp.MustCompile(`(?:[A-Za-z0-9._~+-]|%[0-9A-Fa-f]{2}){16,}`)
+)
+
+// runs are the encoded runs of s.
+func runs(s string) []string {
+	out := encodedRun.FindAllString(s, -1)
+	for _, r := range percentRun.FindAllString(s, -1) {
+		if strings.Contains(r, "%") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// encodings returns, as findings of the hidden secrets' rules, the encoded
+// runs of s that decode (once or twice) to text holding one: what must be
+// redacted is the encoded form, found and checked here rather than taken
+// from the detector's positions.
+func encodings(s string, hidden []Found) []Found {
+	var out []Found
+	for _, run := range runs(s) {
+		if h, ok := holds(decodings(run, 2), hidden); ok {
+			out = append(out, Found{Rule: h.Rule, Secret: run})
+		}
+	}
+	return out
+}
+
+func holds(texts []string, hidden []Found) (Found, bool) {
+	for _, t := range texts {
+		for _, h := range hidden {
+			if strings.Contains(t, h.Secret) {
+				return h, true
+			}
+		}
+	}
+	return Found{}, false
+}
+
+// decodings are what run decodes to as base64 (either alphabet, padded or
+// not), hex or percent-encoding, and what those decode to, depth times.
+func decodings(run string, depth int) []string {
+	if depth == 0 {
+		return nil
+	}
+	var out []string
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(run); err == nil {
+			out = append(out, string(b))
+		}
+	}
+	if b, err := hex.DecodeString(run); err == nil {
+		out = append(out, string(b))
+	}
+	if strings.Contains(run, "%") {
+		if u, err := url.PathUnescape(run); err == nil {
+			out = append(out, u)
+		}
+	}
+	for _, d := range slices.Clone(out) {
+		for _, inner := range runs(d) {
+			out = append(out, decodings(inner, depth-1)...)
+		}
+	}
+	return out
 }
 
 // Found is one secret and the rule that found it.

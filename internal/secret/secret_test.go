@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -29,6 +30,8 @@ func TestRedact(t *testing.T) {
 		{"url password", "git clone https://bob:" + urlPass + "@git.example.com/r.git", []string{URLPassword}, []string{urlPass}},
 		{"base64", "run printf %s " + base64.StdEncoding.EncodeToString([]byte("aws_access_key_id = "+awsKey+"\n")) + " | base64 -d", []string{"aws-access-token"}, []string{base64.StdEncoding.EncodeToString([]byte("aws_access_key_id = " + awsKey + "\n"))}},
 		{"hex on a later line", "first line\nsecond " + hex.EncodeToString([]byte("token "+githubPAT)) + " end", []string{"github-pat"}, []string{hex.EncodeToString([]byte("token " + githubPAT))}},
+		{"base64 after a key", "AWS=" + base64.StdEncoding.EncodeToString([]byte(awsKey)) + ";", []string{"aws-access-token"}, []string{base64.StdEncoding.EncodeToString([]byte(awsKey))}},
+		{"percent-encoded", "u=" + url.QueryEscape("x "+githubPAT+" y") + "&z", []string{"github-pat"}, []string{githubPAT}},
 		{"several", awsKey + " " + githubPAT, []string{"aws-access-token", "github-pat"}, []string{awsKey, githubPAT}},
 		{"plain text", "the quick brown fox jumps over the lazy dog; go test ./... passed", nil, nil},
 		{"digests and ids", "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 session 3f1c2a9e-6b7d-4c1e-9a55-0e6f1d2c3b4a", nil, nil},
@@ -77,6 +80,13 @@ func TestRedactJSON(t *testing.T) {
 		{"unicode escapes", json.RawMessage(`{"text":"\u0041KIA` + awsKey[4:] + `"}`), []string{awsKey[4:]}, nil},
 		{"keys are names", doc(map[string]string{"aws_access_key_id": "none"}), nil, []string{"aws_access_key_id"}},
 		{"not JSON", json.RawMessage("raw " + githubPAT), []string{githubPAT}, nil},
+		// A model step: long text and a call whose arguments carry two
+		// encoded secrets; the text keeps every other word.
+		{"text and encoded arguments", doc(map[string]any{"step": 0, "response": map[string]any{
+			"text": strings.Repeat("reading ", 61) + "found the token " + githubPAT + " in the notes.",
+			"toolCalls": []any{map[string]any{"args": `{"command":"printf %s ` + base64.StdEncoding.EncodeToString([]byte("id = "+awsKey+"\n")) + ` | base64 -d; printf %s ` + base64.StdEncoding.EncodeToString([]byte(pemKey)) + ` | base64 -d"}`}}}}),
+			[]string{githubPAT, base64.StdEncoding.EncodeToString([]byte("id = " + awsKey + "\n")), base64.StdEncoding.EncodeToString([]byte(pemKey))[:40]},
+			[]string{strings.Repeat("reading ", 61) + "found the token [REDACTED:github-pat] in the notes.", "printf %s [REDACTED:aws-access-token] | base64 -d", "printf %s [REDACTED:private-key] | base64 -d"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -232,9 +232,20 @@ type Store interface {
 	// AuditLog is a session's audit log as stored, in order: an entry per
 	// transcript event, chained, written in the event's transaction.
 	AuditLog(ctx context.Context, sessionID string) ([]audit.Entry, error)
-	// AuditSince lists every session's entries written at or after since,
-	// in the order written, at most limit (0: all).
-	AuditSince(ctx context.Context, since time.Time, limit int) ([]audit.Entry, error)
+	// AuditAfter lists every session's entries in the order written (their
+	// leaf index in the Merkle tree), from the one after leaf (-1: from the
+	// first), at most limit, with the leaf of the last one listed (leaf
+	// when none): a cursor for following the log as it grows.
+	AuditAfter(ctx context.Context, leaf int64, limit int) ([]audit.Entry, int64, error)
+	// AuditContent is the retained content of a session's entries, by seq,
+	// as sealed (encrypted) when written; ExpireAuditContent deletes the
+	// content whose retention ended before now, returning how much.
+	AuditContent(ctx context.Context, sessionID string) (map[int64][]byte, error)
+	ExpireAuditContent(ctx context.Context, now time.Time) (int64, error)
+	// SetContentRetention sets how long a project's audit content is kept
+	// (0: not kept, the default); ContentRetention reads it.
+	SetContentRetention(ctx context.Context, project string, d time.Duration) error
+	ContentRetention(ctx context.Context, project string) (time.Duration, error)
 	// AuditTree is the size of the Merkle tree of every audit entry and a
 	// reader of its stored hashes; AuditLeaf an entry's leaf index and
 	// leaf data (its stored JSON).

@@ -71,8 +71,10 @@ func (s *Store) appendAudit(ctx context.Context, tx *sql.Tx, e session.Event) er
 			return err
 		}
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO audit (session_id, seq, entry, hash, leaf) VALUES (?, ?, ?, ?, ?)`, e.SessionID, entry.Seq, string(data), entry.Hash, leaf)
-	return err
+	if _, err := tx.ExecContext(ctx, `INSERT INTO audit (session_id, seq, entry, hash, leaf) VALUES (?, ?, ?, ?, ?)`, e.SessionID, entry.Seq, string(data), entry.Hash, leaf); err != nil {
+		return err
+	}
+	return s.retainContent(ctx, tx, x, e, entry)
 }
 
 // treeReader reads the audit tree's stored hashes (in a transaction, or
@@ -147,19 +149,103 @@ func scanEntry(row scanner) (audit.Entry, error) {
 	return e, nil
 }
 
-// AuditSince implements store.Store.
-func (s *Store) AuditSince(ctx context.Context, since time.Time, limit int) ([]audit.Entry, error) {
-	all, err := queryAll(ctx, s.db, scanEntry, `SELECT entry FROM audit ORDER BY rowid`)
-	if err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
+// AuditAfter implements store.Store.
+func (s *Store) AuditAfter(ctx context.Context, leaf int64, limit int) ([]audit.Entry, int64, error) {
+	if limit <= 0 {
+		limit = -1
 	}
-	out := all[:0]
-	for _, e := range all {
-		if e.Kind != "unreadable" && !e.Time.Before(since) && (limit <= 0 || len(out) < limit) {
-			out = append(out, e)
+	type row struct {
+		e    audit.Entry
+		leaf int64
+	}
+	rows, err := queryAll(ctx, s.db, func(r scanner) (row, error) {
+		var raw string
+		var x row
+		if err := r.Scan(&raw, &x.leaf); err != nil {
+			return x, err
 		}
+		if err := json.Unmarshal([]byte(raw), &x.e); err != nil {
+			x.e = audit.Entry{Kind: "unreadable"}
+		}
+		return x, nil
+	}, `SELECT entry, leaf FROM audit WHERE leaf > ? ORDER BY leaf LIMIT ?`, leaf, limit)
+	if err != nil {
+		return nil, leaf, fmt.Errorf("audit: %w", err)
+	}
+	out := make([]audit.Entry, len(rows))
+	for i, r := range rows {
+		out[i], leaf = r.e, r.leaf
+	}
+	return out, leaf, nil
+}
+
+// retainContent keeps e's content, sealed, when its project retains
+// content (in e's transaction).
+func (s *Store) retainContent(ctx context.Context, tx *sql.Tx, x session.Session, e session.Event, entry audit.Entry) error {
+	if s.Content == nil || len(e.Data) == 0 {
+		return nil
+	}
+	var ns int64
+	err := tx.QueryRowContext(ctx, `SELECT content_retention_ns FROM projects WHERE name = ?`, x.Project).Scan(&ns)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && ns <= 0) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("content retention: %w", err)
+	}
+	expires := s.now().Add(time.Duration(ns)).UTC().Format(time.RFC3339Nano)
+	_, err = tx.ExecContext(ctx, `INSERT INTO audit_content (session_id, seq, expires_at, sealed) VALUES (?, ?, ?, ?)`,
+		e.SessionID, e.Seq, expires, s.Content.Encrypt(e.Data, audit.ContentAD(entry)))
+	return err
+}
+
+// AuditContent implements store.Store.
+func (s *Store) AuditContent(ctx context.Context, sessionID string) (map[int64][]byte, error) {
+	type row struct {
+		seq    int64
+		sealed []byte
+	}
+	rows, err := queryAll(ctx, s.db, func(r scanner) (row, error) {
+		var x row
+		return x, r.Scan(&x.seq, &x.sealed)
+	}, `SELECT seq, sealed FROM audit_content WHERE session_id = ? AND expires_at > ?`, sessionID, s.ts())
+	if err != nil {
+		return nil, fmt.Errorf("audit content: %w", err)
+	}
+	out := make(map[int64][]byte, len(rows))
+	for _, r := range rows {
+		out[r.seq] = r.sealed
 	}
 	return out, nil
+}
+
+// ExpireAuditContent implements store.Store.
+func (s *Store) ExpireAuditContent(ctx context.Context, now time.Time) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM audit_content WHERE expires_at <= ?`, now.UTC().Format(time.RFC3339Nano))
+	if err != nil {
+		return 0, fmt.Errorf("expire audit content: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// SetContentRetention implements store.Store.
+func (s *Store) SetContentRetention(ctx context.Context, project string, d time.Duration) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO projects (name, created_at, content_retention_ns) VALUES (?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET content_retention_ns = excluded.content_retention_ns`, project, s.ts(), int64(d))
+	if err != nil {
+		return fmt.Errorf("set content retention: %w", err)
+	}
+	return nil
+}
+
+// ContentRetention implements store.Store.
+func (s *Store) ContentRetention(ctx context.Context, project string) (time.Duration, error) {
+	var ns int64
+	err := s.db.QueryRowContext(ctx, `SELECT content_retention_ns FROM projects WHERE name = ?`, project).Scan(&ns)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return time.Duration(ns), err
 }
 
 // SealAudit implements store.Store.

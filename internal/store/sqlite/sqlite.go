@@ -22,12 +22,20 @@ import (
 type Store struct {
 	db  *sql.DB
 	now func() time.Time
+	// Content seals the audit content of projects that retain it; nil
+	// retains none.
+	Content Encrypter
 
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{}
 }
 
 var _ store.Store = (*Store)(nil)
+
+// Encrypter seals content bound to associated data (vault.Key).
+type Encrypter interface {
+	Encrypt(plain, ad []byte) []byte
+}
 
 // Open opens (creating if needed) the database at path and migrates it.
 // now is the clock; nil means time.Now.
