@@ -83,7 +83,7 @@ func TestRedactJSON(t *testing.T) {
 		// A model step: long text and a call whose arguments carry two
 		// encoded secrets; the text keeps every other word.
 		{"text and encoded arguments", doc(map[string]any{"step": 0, "response": map[string]any{
-			"text": strings.Repeat("reading ", 61) + "found the token " + githubPAT + " in the notes.",
+			"text":      strings.Repeat("reading ", 61) + "found the token " + githubPAT + " in the notes.",
 			"toolCalls": []any{map[string]any{"args": `{"command":"printf %s ` + base64.StdEncoding.EncodeToString([]byte("id = "+awsKey+"\n")) + ` | base64 -d; printf %s ` + base64.StdEncoding.EncodeToString([]byte(pemKey)) + ` | base64 -d"}`}}}}),
 			[]string{githubPAT, base64.StdEncoding.EncodeToString([]byte("id = " + awsKey + "\n")), base64.StdEncoding.EncodeToString([]byte(pemKey))[:40]},
 			[]string{strings.Repeat("reading ", 61) + "found the token [REDACTED:github-pat] in the notes.", "printf %s [REDACTED:aws-access-token] | base64 -d", "printf %s [REDACTED:private-key] | base64 -d"}},
