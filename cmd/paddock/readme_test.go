@@ -132,7 +132,7 @@ func TestREADME(t *testing.T) {
 	cmd := exec.CommandContext(ctx, "bash", "-c", text)
 	cmd.Dir = work
 	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "PADDOCK_DATA_DIR=" + filepath.Join(home, ".paddock"),
-		"PADDOCK_LISTEN=" + addr, "PADDOCK_LOG_LEVEL=warn", "PADDOCK_OPERATOR=readme", "TMPDIR=" + work}
+		"PADDOCK_LISTEN=" + addr, "PADDOCK_LOG_LEVEL=warn", "PADDOCK_ADMIN_USER=readme", "TMPDIR=" + work}
 	// What a person types at the run's prompts: allow the edit, pick the
 	// second option, allow the next write.
 	cmd.Stdin = strings.NewReader("y\n2\ny\n")

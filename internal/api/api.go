@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -36,8 +37,6 @@ const MaxBody = 1 << 20
 type Server struct {
 	Service *engine.Service
 	Logger  *slog.Logger
-	// Operator is the identity stamped on commands from this API's callers.
-	Operator string
 	// TriggerSecrets are the HMAC secrets of triggers, by name.
 	TriggerSecrets map[string]string
 	// Ready reports whether /healthz should answer 200.
@@ -50,51 +49,67 @@ type Server struct {
 // takes; any other is a 400.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	h := func(pattern string, fn http.HandlerFunc, params ...string) {
-		mux.HandleFunc(pattern, s.checked(fn, params))
+	h := func(pattern string, acc access, fn http.HandlerFunc, params ...string) {
+		mux.HandleFunc(pattern, s.checked(acc, fn, params))
 	}
-	h("GET /healthz", s.healthz)
-	h("POST /v1/agents", s.applyAgents)
-	h("GET /v1/agents", s.listAgents, "project")
-	h("GET /v1/agents/{name}", s.getAgent, "project")
-	h("POST /v1/sessions", s.createSession)
-	h("GET /v1/sessions", s.listSessions, "project", "agent", "status", "archived", "limit")
-	h("GET /v1/sessions/{id}", s.getSession)
-	h("POST /v1/sessions/{id}/commands", s.sendCommand)
-	h("GET /v1/sessions/{id}/commands", s.listCommands)
-	h("GET /v1/sessions/{id}/turns", s.listTurns)
-	h("GET /v1/sessions/{id}/events", s.events, "after")
-	h("POST /v1/sessions/{id}/archive", s.archive)
-	h("POST /v1/sessions/{id}/retry", s.retry)
-	h("GET /v1/sessions/{id}/diff", s.diff)
-	h("GET /v1/sessions/{id}/usage", s.usage)
-	h("GET /v1/sessions/{id}/disk", s.disk)
-	h("POST /v1/gc", s.gc)
-	h("POST /v1/sessions/{id}/accept", s.accept)
-	h("POST /v1/sessions/{id}/reject", s.reject)
-	h("POST /v1/sessions/{id}/extend", s.extend)
-	h("POST /v1/sessions/{id}/unpark", s.unpark)
-	h("GET /v1/sessions/{id}/parks", s.listParks)
-	h("GET /v1/parked", s.parked, "project", "agent")
-	h("POST /v1/triggers/{name}", s.trigger)
-	h("GET /v1/sessions/{id}/audit", s.auditLog, "content")
-	h("GET /v1/audit/verify", s.verifyAudit, "session")
-	h("GET /v1/audit/key", s.auditKey)
-	h("GET /v1/audit/export", s.exportAudit, "format", "since", "follow")
-	h("GET /v1/projects/{project}/retention", s.contentRetention)
-	h("PUT /v1/projects/{project}/retention", s.setContentRetention)
-	h("GET /v1/audit/checkpoint", s.checkpoint)
-	h("GET /v1/audit/prove", s.prove, "session", "seq", "old")
-	h("POST /v1/sessions/{id}/hold", s.noted(s.Service.Hold))
-	h("POST /v1/sessions/{id}/waive", s.noted(s.Service.Waive))
-	h("POST /v1/sessions/{id}/release", s.release)
-	h("GET /v1/approvals", s.listApprovals, "session", "status")
-	h("GET /v1/approvals/{id}", s.getApproval)
-	h("POST /v1/approvals/{id}/approve", s.decide(true))
-	h("POST /v1/approvals/{id}/reject", s.decide(false))
-	h("GET /v1/projects/{name}/policy", s.getPolicy)
-	h("PUT /v1/projects/{name}/policy", s.putPolicy)
-	h("POST /v1/projects/{name}/policy/replay", s.replayPolicy, "since", "examples")
+	read, start, steer, approve, audit, manage := identity.Read, identity.Start, identity.Steer, identity.Approve, identity.Audit, identity.Manage
+	h("GET /healthz", public, s.healthz)
+	h("POST /v1/login/oidc", public, s.loginOIDC)
+	h("GET /v1/login/oidc", public, s.oidcConfig)
+	h("POST /v1/triggers/{name}", public, s.trigger) // signed with the trigger's secret
+	h("GET /v1/whoami", caller, s.whoami)
+	h("POST /v1/agents", caller, s.applyAgents) // each agent's project: manage
+	h("GET /v1/agents", onProjectQuery(read), s.listAgents, "project")
+	h("GET /v1/agents/{name}", onProjectQuery(read), s.getAgent, "project")
+	h("POST /v1/sessions", caller, s.createSession) // its project: start
+	h("GET /v1/sessions", caller, s.listSessions, "project", "agent", "status", "archived", "limit")
+	h("GET /v1/sessions/{id}", onSession(read), s.getSession)
+	h("POST /v1/sessions/{id}/commands", onSession(steer), s.sendCommand)
+	h("GET /v1/sessions/{id}/commands", onSession(read), s.listCommands)
+	h("GET /v1/sessions/{id}/turns", onSession(read), s.listTurns)
+	h("GET /v1/sessions/{id}/events", onSession(read), s.events, "after")
+	h("POST /v1/sessions/{id}/archive", onSession(steer), s.archive)
+	h("POST /v1/sessions/{id}/retry", onSession(start), s.retry)
+	h("GET /v1/sessions/{id}/diff", onSession(read), s.diff)
+	h("GET /v1/sessions/{id}/usage", onSession(read), s.usage)
+	h("GET /v1/sessions/{id}/disk", onSession(read), s.disk)
+	h("POST /v1/gc", admin, s.gc)
+	h("POST /v1/sessions/{id}/accept", onSession(steer), s.accept)
+	h("POST /v1/sessions/{id}/reject", onSession(steer), s.reject)
+	h("POST /v1/sessions/{id}/extend", onSession(approve), s.extend)
+	h("POST /v1/sessions/{id}/unpark", onSession(approve), s.unpark)
+	h("GET /v1/sessions/{id}/parks", onSession(read), s.listParks)
+	h("GET /v1/parked", caller, s.parked, "project", "agent")
+	h("GET /v1/sessions/{id}/audit", onSession(audit), s.auditLog, "content")
+	h("GET /v1/audit/verify", caller, s.verifyAudit, "session") // scoped to what the caller may audit
+	h("GET /v1/audit/key", caller, s.auditKey)
+	h("GET /v1/audit/export", caller, s.exportAudit, "format", "since", "follow") // scoped likewise
+	h("GET /v1/audit/checkpoint", caller, s.checkpoint)
+	h("GET /v1/audit/prove", caller, s.prove, "session", "seq", "old") // the session's project: audit
+	h("POST /v1/sessions/{id}/hold", onSession(steer), s.noted(s.Service.Hold))
+	h("POST /v1/sessions/{id}/waive", onSession(approve), s.noted(s.Service.Waive))
+	h("POST /v1/sessions/{id}/release", onSession(steer), s.release)
+	h("POST /v1/sessions/{id}/revoke", onSession(manage), s.revokeSession)
+	h("GET /v1/approvals", caller, s.listApprovals, "session", "status")
+	h("GET /v1/approvals/{id}", onApproval(read), s.getApproval)
+	h("POST /v1/approvals/{id}/approve", onApproval(approve), s.decide(true))
+	h("POST /v1/approvals/{id}/reject", onApproval(approve), s.decide(false))
+	h("GET /v1/projects", caller, s.listProjects)
+	h("POST /v1/projects", admin, s.createProject)
+	h("GET /v1/projects/{name}/members", onProject("name", read), s.listMembers)
+	h("PUT /v1/projects/{name}/members/{user}", onProject("name", manage), s.setMember)
+	h("DELETE /v1/projects/{name}/members/{user}", onProject("name", manage), s.removeMember)
+	h("GET /v1/projects/{name}/policy", onProject("name", read), s.getPolicy)
+	h("PUT /v1/projects/{name}/policy", onProject("name", manage), s.putPolicy)
+	h("POST /v1/projects/{name}/policy/replay", onProject("name", manage), s.replayPolicy, "since", "examples")
+	h("GET /v1/projects/{name}/retention", onProject("name", read), s.contentRetention)
+	h("PUT /v1/projects/{name}/retention", onProject("name", manage), s.setContentRetention)
+	h("GET /v1/users", admin, s.listUsers)
+	h("POST /v1/users", admin, s.createUser)
+	h("POST /v1/users/{user}/revoke", admin, s.revokeUser)
+	h("GET /v1/tokens", caller, s.listTokens, "user")
+	h("POST /v1/tokens", caller, s.createToken)
+	h("POST /v1/tokens/{id}/revoke", caller, s.revokeToken)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// A path served under other methods is a 405 naming them.
 		if allow := allowed(mux, r); len(allow) > 0 {
@@ -129,7 +144,7 @@ const MaxField = 256
 // checked validates what every route shares before the handler runs: the
 // query names only the route's parameters, once each, and path values and
 // parameters are valid UTF-8 of bounded length.
-func (s *Server) checked(fn http.HandlerFunc, params []string) http.HandlerFunc {
+func (s *Server) checked(acc access, fn http.HandlerFunc, params []string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
@@ -154,11 +169,19 @@ func (s *Server) checked(fn http.HandlerFunc, params []string) http.HandlerFunc 
 				return
 			}
 		}
-		for _, name := range []string{"id", "name"} {
+		for _, name := range []string{"id", "name", "user"} {
 			if err := field(name, r.PathValue(name), MaxField); err != nil {
 				s.error(w, r, err)
 				return
 			}
+		}
+		r, err = s.authorize(r, acc)
+		if err != nil {
+			if errors.Is(err, store.ErrUnauthenticated) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="paddock"`)
+			}
+			s.error(w, r, err)
+			return
 		}
 		if s.BodyTimeout > 0 {
 			r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, s.BodyTimeout))
@@ -236,7 +259,7 @@ func statusOf(err error) (int, string) {
 		return http.StatusConflict, "conflict"
 	case errors.Is(err, store.ErrDenied):
 		return http.StatusForbidden, "denied"
-	case errors.Is(err, errUnsigned):
+	case errors.Is(err, errUnsigned), errors.Is(err, store.ErrUnauthenticated):
 		return http.StatusUnauthorized, "unauthenticated"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "unavailable"
@@ -371,10 +394,6 @@ func noBody(w http.ResponseWriter, r *http.Request) error {
 	return decode(w, r, &none)
 }
 
-func (s *Server) operator() session.Sender {
-	return session.Sender{Kind: session.SenderOperator, ID: s.Operator}
-}
-
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	if s.Ready != nil && !s.Ready() {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
@@ -389,7 +408,7 @@ func (s *Server) applyAgents(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	res, err := s.Service.ApplyAgents(r.Context(), body)
+	res, err := s.Service.ApplyAgents(r.Context(), principal(r), body)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -446,7 +465,21 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	x, err := s.Service.CreateSession(r.Context(), req, s.operator())
+	project := req.Project
+	if project == "" {
+		project = spec.DefaultProject
+	}
+	if err := s.Service.Allow(r.Context(), principal(r), project, identity.Start, fmt.Sprintf("project %q", project)); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if req.Approver != "" {
+		if err := s.Service.CheckApprover(r.Context(), project, req.Approver); err != nil {
+			s.error(w, r, err)
+			return
+		}
+	}
+	x, err := s.Service.CreateSession(r.Context(), req, sender(r))
 	if err != nil && x.ID == "" {
 		s.error(w, r, err)
 		return
@@ -469,12 +502,20 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 			s.error(w, r, err)
 			return
 		}
+		if err := s.Service.Allow(r.Context(), principal(r), q.Get("project"), identity.Read, fmt.Sprintf("project %q", q.Get("project"))); err != nil {
+			s.error(w, r, err)
+			return
+		}
 	}
 	if a := q.Get("agent"); a != "" && !spec.ValidName(a) {
 		s.error(w, r, fmt.Errorf("%w: agent %q: want 1-63 lowercase letters, digits and dashes", store.ErrInvalid, clip(a)))
 		return
 	}
 	f := store.SessionFilter{Project: q.Get("project"), Agent: q.Get("agent"), Status: session.Status(q.Get("status")), IncludeArchived: archived}
+	if f.Within, f.Scoped, err = s.scope(r, identity.Read); err != nil {
+		s.error(w, r, err)
+		return
+	}
 	if f.Status != "" && !f.Status.Valid() {
 		s.error(w, r, fmt.Errorf("%w: status %q: want queued, running, awaiting, failed or stopped", store.ErrInvalid, f.Status))
 		return
@@ -510,7 +551,7 @@ func (s *Server) sendCommand(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	c, err := s.Service.Send(r.Context(), r.PathValue("id"), req, s.operator())
+	c, err := s.Service.Send(r.Context(), r.PathValue("id"), req, sender(r))
 	if err != nil && c.ID == "" {
 		s.error(w, r, err)
 		return
@@ -549,7 +590,7 @@ func (s *Server) archive(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	x, err := s.Service.Archive(r.Context(), r.PathValue("id"), s.operator())
+	x, err := s.Service.Archive(r.Context(), r.PathValue("id"), sender(r))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -562,7 +603,7 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	x, err := s.Service.Retry(r.Context(), r.PathValue("id"), s.operator())
+	x, err := s.Service.Retry(r.Context(), r.PathValue("id"), sender(r))
 	if err != nil && (x.ID == "" || x.ID == r.PathValue("id")) {
 		s.error(w, r, err)
 		return
@@ -584,6 +625,11 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	case "", session.ApprovalPending, session.ApprovalApproved, session.ApprovalRejected, session.ApprovalExpired:
 	default:
 		s.error(w, r, fmt.Errorf("%w: status %q: want pending, approved, rejected or expired", store.ErrInvalid, clip(string(f.Status))))
+		return
+	}
+	var err error
+	if f.Within, f.Scoped, err = s.scope(r, identity.Read); err != nil {
+		s.error(w, r, err)
 		return
 	}
 	list, err := s.Service.Store.ListApprovals(r.Context(), f)
@@ -615,7 +661,7 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		a, err := s.Service.DecideApproval(r.Context(), r.PathValue("id"), approve, n, s.operator())
+		a, err := s.Service.DecideApproval(r.Context(), r.PathValue("id"), approve, n, sender(r))
 		if err != nil && a.Status == session.ApprovalPending || err != nil && a.ID == "" {
 			s.error(w, r, err)
 			return
@@ -701,7 +747,7 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	x, err := s.Service.Accept(r.Context(), r.PathValue("id"), req, s.operator())
+	x, err := s.Service.Accept(r.Context(), r.PathValue("id"), req, sender(r))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -730,7 +776,7 @@ func (s *Server) noted(act func(ctx context.Context, id, note string, by session
 			s.error(w, r, err)
 			return
 		}
-		x, err := act(r.Context(), r.PathValue("id"), n, s.operator())
+		x, err := act(r.Context(), r.PathValue("id"), n, sender(r))
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -744,7 +790,7 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	x, err := s.Service.Reject(r.Context(), r.PathValue("id"), s.operator())
+	x, err := s.Service.Reject(r.Context(), r.PathValue("id"), sender(r))
 	if err != nil {
 		s.error(w, r, err)
 		return

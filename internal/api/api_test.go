@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/store/sqlite"
 )
 
@@ -27,8 +30,32 @@ func server(t *testing.T) *httptest.Server {
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "paddock.db"), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
-	s := &Server{Service: &engine.Service{Store: st}, Logger: slog.New(slog.DiscardHandler), Operator: "t", BodyTimeout: time.Second}
-	srv := httptest.NewServer(s.Handler())
+	svc := &engine.Service{Store: st}
+	dir := t.TempDir()
+	_, err = svc.Bootstrap(context.Background(), dir, "tester")
+	require.NoError(t, err)
+	// Sessions that exist, for the routes that check a session first.
+	for _, id := range []string{"s", "abc", "done"} {
+		_, _, err := st.CreateSession(context.Background(), store.NewSession{ID: id, Project: "default", Agent: store.Agent{Project: "default", Name: "a", Spec: []byte(`{}`), Digest: "d"},
+			CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "tester"}, StartKind: session.KindStart})
+		require.NoError(t, err)
+	}
+	require.NoError(t, st.StopSession(context.Background(), "done", session.StopPayload{Reason: "test"}))
+	for _, id := range []string{"a", "a1"} {
+		_, err := st.CreateApproval(context.Background(), session.Approval{ID: id, SessionID: "s", TurnID: "t", ToolCallID: "c-" + id, Tool: "write_file", Args: []byte(`{}`), Digest: "d", ExpiresAt: time.Now().Add(time.Hour)})
+		require.NoError(t, err)
+	}
+	token, err := os.ReadFile(filepath.Join(dir, engine.AdminTokenFile))
+	require.NoError(t, err)
+	s := &Server{Service: svc, Logger: slog.New(slog.DiscardHandler), BodyTimeout: time.Second}
+	h := s.Handler()
+	// Requests are the first administrator's unless they say otherwise.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "" {
+			r.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+		}
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
 	return srv
 }

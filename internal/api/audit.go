@@ -4,10 +4,12 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/audit"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/store"
 )
 
@@ -32,7 +34,7 @@ type Retention struct {
 }
 
 func (s *Server) contentRetention(w http.ResponseWriter, r *http.Request) {
-	d, err := s.Service.Store.ContentRetention(r.Context(), r.PathValue("project"))
+	d, err := s.Service.Store.ContentRetention(r.Context(), r.PathValue("name"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -51,15 +53,39 @@ func (s *Server) setContentRetention(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, fmt.Errorf("%w: content %q: want a duration such as 720h (0s: keep none)", store.ErrInvalid, clip(in.Content)))
 		return
 	}
-	if err := s.Service.SetContentRetention(r.Context(), r.PathValue("project"), d); err != nil {
+	if err := s.Service.SetContentRetention(r.Context(), r.PathValue("name"), d); err != nil {
 		s.error(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, Retention{Content: d.String()})
 }
 
+// auditable is whether the caller may audit a project's sessions.
+func (s *Server) auditable(r *http.Request) (func(project string) bool, error) {
+	within, scoped, err := s.scope(r, identity.Audit)
+	return func(project string) bool { return !scoped || slices.Contains(within, project) }, err
+}
+
+// auditSession checks that the caller may audit session id (404 when they
+// have no role in its project).
+func (s *Server) auditSession(r *http.Request, id string) error {
+	x, err := s.Service.Store.GetSession(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return s.Service.Allow(r.Context(), principal(r), x.Project, identity.Audit, fmt.Sprintf("session %q", id))
+}
+
 func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) {
-	reports, err := s.Service.VerifyAudit(r.Context(), r.URL.Query().Get("session"))
+	keep, err := s.auditable(r)
+	if err == nil && r.URL.Query().Get("session") != "" {
+		err = s.auditSession(r, r.URL.Query().Get("session"))
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	reports, err := s.Service.VerifyAudit(r.Context(), r.URL.Query().Get("session"), keep)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -91,6 +117,11 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
+	keep, err := s.auditable(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
 	// Pages in the order written (the Merkle tree's leaf order), then, when
 	// following, what is written next, checked for every second.
 	cursor := int64(-1)
@@ -111,7 +142,7 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
 		cursor = next
 		kept := entries[:0:0]
 		for _, e := range entries {
-			if e.Kind != "unreadable" && !e.Time.Before(since) {
+			if e.Kind != "unreadable" && !e.Time.Before(since) && keep(e.Project) {
 				kept = append(kept, e)
 			}
 		}
@@ -160,6 +191,10 @@ func (s *Server) prove(w http.ResponseWriter, r *http.Request) {
 			s.error(w, r, fmt.Errorf("%w: old %q: want the size of an older checkpoint", store.ErrInvalid, clip(v)))
 			return
 		}
+	}
+	if err := s.auditSession(r, q.Get("session")); err != nil {
+		s.error(w, r, err)
+		return
 	}
 	p, err := s.Service.Prove(r.Context(), q.Get("session"), seq, old)
 	if err != nil {

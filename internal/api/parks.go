@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 )
@@ -19,7 +20,7 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, fmt.Errorf("%w: %w", store.ErrInvalid, err))
 		return
 	}
-	p, err := s.Service.Extend(r.Context(), r.PathValue("id"), req, s.operator())
+	p, err := s.Service.Extend(r.Context(), r.PathValue("id"), req, sender(r))
 	if err != nil && p.ResolvedAt == nil {
 		s.error(w, r, err)
 		return
@@ -36,7 +37,7 @@ func (s *Server) unpark(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	p, err := s.Service.Unpark(r.Context(), r.PathValue("id"), n, s.operator())
+	p, err := s.Service.Unpark(r.Context(), r.PathValue("id"), n, sender(r))
 	if err != nil && p.ResolvedAt == nil {
 		s.error(w, r, err)
 		return
@@ -68,7 +69,13 @@ func (s *Server) parked(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	list, err := s.Service.Parked(r.Context(), store.SessionFilter{Project: q.Get("project"), Agent: q.Get("agent"), IncludeArchived: true})
+	f := store.SessionFilter{Project: q.Get("project"), Agent: q.Get("agent"), IncludeArchived: true}
+	var err error
+	if f.Within, f.Scoped, err = s.scope(r, identity.Read); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	list, err := s.Service.Parked(r.Context(), f)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -81,7 +88,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	x, err := s.Service.Release(r.Context(), r.PathValue("id"), s.operator())
+	x, err := s.Service.Release(r.Context(), r.PathValue("id"), sender(r))
 	if err != nil && x.ID == "" {
 		s.error(w, r, err)
 		return

@@ -96,8 +96,8 @@ func TestBodiesReadOneWay(t *testing.T) {
 		resp, e = do(t, "GET", u+path, "", "")
 		require.Equal(t, 200, resp.StatusCode, "%s: %s", path, e.Error)
 	}
-	resp, e = do(t, "POST", u+"/v1/sessions/s/commands", js, `{"kind":"message","payload":{"message":"\ud83d\ude00"}}`)
-	require.Equal(t, 404, resp.StatusCode, "past the body checks to the missing session: %s", e.Error)
+	resp, e = do(t, "POST", u+"/v1/sessions/done/commands", js, `{"kind":"message","payload":{"message":"\ud83d\ude00"}}`)
+	require.Equal(t, 409, resp.StatusCode, "past the body checks to the stopped session: %s", e.Error)
 }
 
 // TestOneContentType: a body typed twice is ambiguous and refused.

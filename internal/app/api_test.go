@@ -111,6 +111,7 @@ func TestStoppedStreamEndsAtOnce(t *testing.T) {
 	for _, after := range []int64{last, last + 5} {
 		req, _ := http.NewRequest("GET", shared.URL+"/v1/sessions/"+x.ID+"/events", nil)
 		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+adminToken)
 		req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
 		hc := &http.Client{Timeout: 20 * time.Second}
 		start := time.Now()

@@ -121,24 +121,38 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	}
 	sealer := &engine.Sealer{Store: st, Key: key, Now: time.Now}
 	acts.Sealer = sealer
-	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools, Copies: acts.Copies, RetainFailed: cfg.RetainFailed, Sealer: sealer, ContentKey: contentKey}
+	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools, Copies: acts.Copies, RetainFailed: cfg.RetainFailed, Sealer: sealer, ContentKey: contentKey,
+		Now: time.Now, OIDC: engine.NewOIDC(cfg.OIDCIssuer, cfg.OIDCClientID, cfg.OIDCUsernameClaim)}
+	if created, err := a.Service.Bootstrap(ctx, cfg.DataDir, cfg.AdminUser); err != nil {
+		return nil, fmt.Errorf("first administrator: %w", err)
+	} else if created {
+		logger.Info("created the first administrator; paddock commands on this machine use its token", "user", cfg.AdminUser,
+			"token", filepath.Join(cfg.DataDir, engine.AdminTokenFile))
+	}
 	acts.Spawner, acts.Triggers = a.Service, a.Service
 	a.worker = engine.NewWorker(a.client, acts)
 	if err := a.worker.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
 
+	if err := listenSafely(cfg); err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s (set --listen or PADDOCK_LISTEN to another address): %w", cfg.Listen, err)
 	}
 	var ready atomic.Bool
-	srv := &api.Server{Service: a.Service, Logger: logger, Operator: cfg.Operator, Ready: ready.Load, TriggerSecrets: cfg.TriggerSecrets}
+	srv := &api.Server{Service: a.Service, Logger: logger, Ready: ready.Load, TriggerSecrets: cfg.TriggerSecrets}
 	a.http = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	a.URL = clientURL(ln.Addr())
+	a.URL = clientURL(ln.Addr(), cfg.TLSCert != "")
 	record(a.URL)
 	go func() {
-		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := func() error { return a.http.Serve(ln) }
+		if cfg.TLSCert != "" {
+			serve = func() error { return a.http.ServeTLS(ln, cfg.TLSCert, cfg.TLSKey) }
+		}
+		if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("http server stopped", "err", err)
 		}
 	}()
@@ -286,15 +300,39 @@ func lockDataDir(dir string) (unlock func() error, record func(url string), err 
 }
 
 // clientURL is the URL a client on this host reaches a listener at.
-func clientURL(addr net.Addr) string {
+func clientURL(addr net.Addr, tls bool) string {
+	scheme := "http://"
+	if tls {
+		scheme = "https://"
+	}
 	host, port, err := net.SplitHostPort(addr.String())
 	if err != nil {
-		return "http://" + addr.String()
+		return scheme + addr.String()
 	}
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, port)
+	return scheme + net.JoinHostPort(host, port)
+}
+
+// listenSafely refuses plain HTTP on an address other machines reach:
+// tokens would cross the network in clear. TLS (PADDOCK_TLS_CERT/KEY) or an
+// explicit PADDOCK_INSECURE_LISTEN=true (a proxy terminates TLS) allows it.
+func listenSafely(cfg config.Config) error {
+	if cfg.TLSCert != "" || cfg.InsecureListen {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", cfg.Listen, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("listen on %s: plain HTTP beyond loopback would send tokens in clear; set PADDOCK_TLS_CERT and PADDOCK_TLS_KEY, or PADDOCK_INSECURE_LISTEN=true behind a proxy that terminates TLS", cfg.Listen)
 }
 
 // announceBudget says at startup when the session budget differs from

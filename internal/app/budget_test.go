@@ -10,6 +10,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 )
@@ -18,7 +19,7 @@ import (
 func paddockIn(t *testing.T, in string, args ...string) (int, string) {
 	t.Helper()
 	var out bytes.Buffer
-	env := map[string]string{"PADDOCK_SERVER": shared.URL}
+	env := map[string]string{"PADDOCK_SERVER": shared.URL, "PADDOCK_TOKEN": adminToken}
 	code := cli.Run(context.Background(), args, cli.IO{In: strings.NewReader(in), Out: &out, Err: &out, Getenv: func(k string) string { return env[k] }})
 	return code, out.String()
 }
@@ -63,6 +64,7 @@ func TestExtensionBelongsToTheNamedApprover(t *testing.T) {
 	ctx := context.Background()
 	name := unique("runaway")
 	applyAgent(t, name, script(t, "runaway.yaml"), "tools: [list_dir]\nsession:\n  maxActions: 2\n")
+	member(t, "default", "ana", identity.Member)
 	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "go", NonInteractive: true, Approver: "ana"})
 	require.NoError(t, err)
 	waitFor(t, "the park", func() (bool, error) {

@@ -27,7 +27,7 @@ func serveChild(t *testing.T, dataDir string) (*exec.Cmd, *client.Client) {
 	// and closed could be taken meanwhile) and prints its address.
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "PADDOCK_TEST_CHILD=serve", "PADDOCK_DATA_DIR="+dataDir, "PADDOCK_LISTEN=127.0.0.1:0",
-		"PADDOCK_OPERATOR=crash-tester", "PADDOCK_LOG_LEVEL=warn")
+		"PADDOCK_ADMIN_USER=crash-tester", "PADDOCK_LOG_LEVEL=warn")
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = os.Stderr
@@ -60,7 +60,7 @@ func serveChild(t *testing.T, dataDir string) (*exec.Cmd, *client.Client) {
 	case <-time.After(150 * time.Second):
 		t.Fatal("the child server never said where it serves")
 	}
-	c := client.New(url)
+	c := client.New(url).WithToken(readToken(dataDir))
 	waitFor(t, "the child server to be ready", func() (bool, error) { return c.Health(context.Background()) == nil, nil })
 	return cmd, c
 }

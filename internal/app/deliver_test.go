@@ -32,8 +32,13 @@ func goRepo(t *testing.T) string {
 
 func paddock(t *testing.T, args ...string) (int, string) {
 	t.Helper()
+	return paddockEnv(t, map[string]string{"PADDOCK_SERVER": shared.URL, "PADDOCK_TOKEN": adminToken}, args...)
+}
+
+// paddockEnv runs the CLI in-process with env as its environment.
+func paddockEnv(t *testing.T, env map[string]string, args ...string) (int, string) {
+	t.Helper()
 	var out bytes.Buffer
-	env := map[string]string{"PADDOCK_SERVER": shared.URL}
 	code := cli.Run(context.Background(), args, cli.IO{In: strings.NewReader(""), Out: &out, Err: &out, Getenv: func(k string) string { return env[k] }})
 	return code, out.String()
 }

@@ -26,11 +26,11 @@ func TestExternalTemporal(t *testing.T) {
 	require.NoError(t, err)
 	defer ts.Stop()
 	dir := dataDir(t)
-	a, err := app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", TemporalAddress: ts.HostPort(), Operator: "ext"}, logger)
+	a, err := app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", TemporalAddress: ts.HostPort(), AdminUser: "ext"}, logger)
 	require.NoError(t, err)
 	defer a.Stop()
 	require.NoFileExists(t, filepath.Join(dir, "temporal.db"), "no embedded server")
-	c := client.New(a.URL)
+	c := client.New(a.URL).WithToken(readToken(dir))
 	x, err := c.CreateSession(ctx, engine.CreateRequest{Model: scriptIn(t, dir, "empty.yaml"), Message: "hello"})
 	require.NoError(t, err)
 	waitFor(t, "the turn to complete", func() (bool, error) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 )
@@ -102,12 +103,25 @@ func TestGatedSession(t *testing.T) {
 // rejects at once with a clear reason.
 func TestApprovalsBelongToTheNamedApprover(t *testing.T) {
 	ctx := context.Background()
+	member(t, "gated2", "alice", identity.Member)
+	member(t, "gated2", "vic", identity.Viewer)
+	_, err := api.CreateSession(ctx, engine.CreateRequest{Project: "gated2", Model: "replay/demo", Message: "go", NonInteractive: true, Approver: "vic"})
+	require.Equal(t, http.StatusBadRequest, apiStatus(t, err), "a viewer may not be named approver: %v", err)
+	_, err = api.CreateSession(ctx, engine.CreateRequest{Project: "gated2", Model: "replay/demo", Message: "go", NonInteractive: true, Approver: "nobody-here"})
+	require.Equal(t, http.StatusBadRequest, apiStatus(t, err), "nor someone who is not a user: %v", err)
 	x, ap := gatedSession(t, "gated2", "alice")
-	_, err := api.Decide(ctx, ap.ID, true, "")
+	_, err = api.Decide(ctx, ap.ID, true, "")
 	var apiErr *client.Error
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusForbidden, apiErr.Status)
 	require.Contains(t, apiErr.Body.Error, "names alice as its approver")
+	_, asVic := tokenOf(t, "vic")
+	_, err = asVic.Decide(ctx, ap.ID, true, "")
+	require.Equal(t, http.StatusForbidden, apiStatus(t, err), "a viewer cannot decide: %v", err)
+	_, asAlice := tokenOf(t, "alice")
+	decided, err := asAlice.Decide(ctx, ap.ID, true, "looks fine")
+	require.NoError(t, err, "the named approver decides with her own token")
+	require.Equal(t, "alice", decided.DecidedBy.ID)
 	send(t, x.ID, session.KindStop, session.StopPayload{})
 	waitStatus(t, x.ID, session.StatusStopped)
 

@@ -38,7 +38,7 @@ func TestConcurrentAnswersOneWins(t *testing.T) {
 			defer wg.Done()
 			data, _ := json.Marshal(session.AnswerPayload{ToolCallID: q.ToolCallID, Answers: map[string]string{"go": []string{"yes", "no"}[i%2]}})
 			// Each on its own warm connection, so they arrive together.
-			c := client.New(shared.URL)
+			c := client.New(shared.URL).WithToken(adminToken)
 			_, _ = c.Session(ctx, x.ID)
 			<-start
 			_, err := c.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindAnswer, Payload: data, IdempotencyKey: fmt.Sprintf("race-%d", i)})
@@ -174,13 +174,13 @@ func TestAcceptBeforeAWorkingCopy(t *testing.T) {
 func TestSpendCapIsFinite(t *testing.T) {
 	for _, v := range []string{".nan", ".inf", "-.inf", ".NaN"} {
 		body := "kind: Agent\nname: capped\nmodel: replay/demo\nmaxPerSessionUsd: " + v + "\n"
-		resp, err := http.Post(shared.URL+"/v1/agents", "application/yaml", strings.NewReader(body))
+		resp, err := authed(http.MethodPost, shared.URL+"/v1/agents", "application/yaml", strings.NewReader(body))
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, v)
 	}
 	// Text that is not UTF-8 (a !!binary scalar) is refused, not replaced.
-	resp, err := http.Post(shared.URL+"/v1/agents", "application/yaml", strings.NewReader("kind: Agent\nname: binary\nmodel: replay/demo\ninstructions: !!binary /w==\n"))
+	resp, err := authed(http.MethodPost, shared.URL+"/v1/agents", "application/yaml", strings.NewReader("kind: Agent\nname: binary\nmodel: replay/demo\ninstructions: !!binary /w==\n"))
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)

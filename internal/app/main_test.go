@@ -3,21 +3,27 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	apipkg "github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/egress"
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/identity"
 )
 
 // One embedded server for the whole package: starting one takes about a second.
@@ -25,6 +31,8 @@ var (
 	shared    *app.App
 	api       *client.Client
 	sharedDir string
+	// adminToken is the shared server's first administrator's.
+	adminToken string
 	// toolsDir is a read-only path of the sandbox's view (see TestMain).
 	toolsDir string
 )
@@ -56,14 +64,15 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	_ = os.Chmod(toolsDir, 0o755)
-	cfg := config.Config{DataDir: dir, Listen: "127.0.0.1:0", Operator: "tester", LogLevel: slog.LevelWarn, ReadOnlyPaths: []string{toolsDir},
+	cfg := config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "tester", LogLevel: slog.LevelWarn, ReadOnlyPaths: []string{toolsDir},
 		TriggerSecrets: map[string]string{"gh-push": triggerSecret, "steer": triggerSecret, "unowned": triggerSecret}}
 	shared, err = app.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start embedded server:", err)
 		os.Exit(1)
 	}
-	api = client.New(shared.URL)
+	adminToken = readToken(dir)
+	api = client.New(shared.URL).WithToken(adminToken)
 	// Tests in this package run tools freely unless they set another project;
 	// gate_test.go covers the default and stricter policies.
 	if _, err := api.SetPolicy(context.Background(), "default", []byte("default: allow\ncommands:\n  allow: [ls, cat, echo]\n")); err != nil {
@@ -151,4 +160,51 @@ var uniqueN atomic.Int64
 // the package's one server stay independent.
 func unique(name string) string {
 	return fmt.Sprintf("%s-%d-%d", name, os.Getpid()%10000, uniqueN.Add(1))
+}
+
+// readToken is the first administrator's token of a data directory.
+func readToken(dataDir string) string {
+	data, err := os.ReadFile(filepath.Join(dataDir, engine.AdminTokenFile))
+	if err != nil {
+		panic(err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// authed is an HTTP request as the shared server's first administrator.
+func authed(method, url, contentType string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		return nil, err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	return http.DefaultClient.Do(req)
+}
+
+// member makes user (created when new) role in project (created when new).
+func member(t *testing.T, project, user string, role identity.Role) {
+	t.Helper()
+	ctx := context.Background()
+	if err := api.CreateProject(ctx, project); err != nil && apiStatus(t, err) != http.StatusConflict {
+		t.Fatal(err)
+	}
+	if _, err := api.CreateUser(ctx, user, false); err != nil && apiStatus(t, err) != http.StatusConflict {
+		t.Fatal(err)
+	}
+	if err := api.SetMember(ctx, project, user, role); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tokenOf is a new token of user, and a client sending it.
+func tokenOf(t *testing.T, user string) (string, *client.Client) {
+	t.Helper()
+	res, err := api.CreateToken(context.Background(), apipkg.NewToken{User: user})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Secret, client.New(shared.URL).WithToken(res.Secret)
 }

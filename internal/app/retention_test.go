@@ -166,7 +166,7 @@ func TestAuditExportFollowsToSyslog(t *testing.T) {
 	done := make(chan int, 1)
 	var errOut strings.Builder
 	go func() {
-		env := map[string]string{"PADDOCK_SERVER": shared.URL}
+		env := map[string]string{"PADDOCK_SERVER": shared.URL, "PADDOCK_TOKEN": adminToken}
 		done <- cli.Run(fctx, []string{"audit", "export", "--follow", "--format", "cef", "--since", "10m", "--syslog", "tcp://" + ln.Addr().String()},
 			cli.IO{In: strings.NewReader(""), Out: &errOut, Err: &errOut, Getenv: func(k string) string { return env[k] }})
 	}()

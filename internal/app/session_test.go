@@ -129,7 +129,7 @@ func TestSessionLifecycleOverAPI(t *testing.T) {
 func TestBadInputGets4xx(t *testing.T) {
 	ctx := context.Background()
 	post := func(path, body string) (int, string) {
-		resp, err := http.Post(shared.URL+path, "application/json", strings.NewReader(body))
+		resp, err := authed(http.MethodPost, shared.URL+path, "application/json", strings.NewReader(body))
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		var e struct{ Error string }
@@ -168,7 +168,7 @@ func TestBadInputGets4xx(t *testing.T) {
 	}
 	_, err = api.Agent(ctx, "ok-one")
 	require.Error(t, err, "nothing of a rejected file is applied")
-	resp, err := http.Get(shared.URL + "/v1/sessions?status=sleepy")
+	resp, err := authed(http.MethodGet, shared.URL+"/v1/sessions?status=sleepy", "", nil)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, 400, resp.StatusCode)

@@ -106,7 +106,7 @@ func newRoot(stdio IO) (*cobra.Command, *globals) {
 	}
 	root.PersistentFlags().StringVar(&g.server, "server", "", "URL of the paddock server (default $PADDOCK_SERVER)")
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data directory (default $PADDOCK_DATA_DIR or ~/.paddock)")
-	root.AddCommand(newServe(g), newRun(g), newDemo(g), newApply(g), newSessions(g), newAgents(g), newPolicy(g), newApprovals(g), newSandbox(g), newGC(g), newAudit(g), newVersion(g))
+	root.AddCommand(newServe(g), newRun(g), newDemo(g), newApply(g), newSessions(g), newAgents(g), newPolicy(g), newApprovals(g), newSandbox(g), newGC(g), newAudit(g), newWhoami(g), newLogin(g), newProjects(g), newMembers(g), newUsers(g), newTokens(g), newAdmin(g), newVersion(g))
 	refuseUnknown(root)
 	usageErrors(root)
 	return root, g
@@ -161,7 +161,7 @@ func (g *globals) logger() *slog.Logger {
 // nobody holds it; that server stops when the command ends.
 func (g *globals) remote() *client.Client {
 	if g.cfg.Server != "" {
-		return client.New(g.cfg.Server)
+		return client.New(g.cfg.Server).WithToken(g.token(g.cfg.Server))
 	}
 	if g.local == nil {
 		c, stop, err := g.open(context.Background(), false)
@@ -177,7 +177,7 @@ func (g *globals) remote() *client.Client {
 // connect is remote for run and demo, which say what they started.
 func (g *globals) connect(ctx context.Context) (*client.Client, func(), error) {
 	if g.cfg.Server != "" {
-		return client.New(g.cfg.Server), func() {}, nil
+		return client.New(g.cfg.Server).WithToken(g.token(g.cfg.Server)), func() {}, nil
 	}
 	return g.open(ctx, true)
 }
@@ -191,7 +191,7 @@ func (g *globals) open(ctx context.Context, announce bool) (*client.Client, func
 		if announce {
 			fmt.Fprintf(g.io.Err, "using the paddock server at %s (it holds %s)\n", inUse.URL, cfg.DataDir)
 		}
-		return client.New(inUse.URL), func() {}, nil
+		return client.New(inUse.URL).WithToken(g.token(inUse.URL)), func() {}, nil
 	}
 	if err != nil {
 		return nil, nil, err
@@ -199,7 +199,7 @@ func (g *globals) open(ctx context.Context, announce bool) (*client.Client, func
 	if announce {
 		fmt.Fprintf(g.io.Err, "started an in-process paddock server (data in %s)\n", cfg.DataDir)
 	}
-	return client.New(a.URL), a.Stop, nil
+	return client.New(a.URL).WithToken(g.token(a.URL)), a.Stop, nil
 }
 
 // quietLogger keeps an in-process server's logs to warnings unless the

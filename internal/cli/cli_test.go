@@ -28,12 +28,15 @@ var serverURL string
 // its replay/ folder).
 var dataDir string
 
+// adminToken is the test server's first administrator's token.
+var adminToken string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "paddock-cli-test-")
 	if err != nil {
 		panic(err)
 	}
-	a, err := app.Start(context.Background(), config.Config{DataDir: dir, Listen: "127.0.0.1:0", Operator: "cli-tester", LogLevel: slog.LevelWarn},
+	a, err := app.Start(context.Background(), config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "cli-tester", LogLevel: slog.LevelWarn},
 		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -41,6 +44,12 @@ func TestMain(m *testing.M) {
 	}
 	serverURL = a.URL
 	dataDir = dir
+	token, err := os.ReadFile(filepath.Join(dir, engine.AdminTokenFile))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	adminToken = strings.TrimSpace(string(token))
 	code := m.Run()
 	a.Stop()
 	_ = os.RemoveAll(dir)
@@ -51,7 +60,7 @@ func TestMain(m *testing.M) {
 func run(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	env := map[string]string{"PADDOCK_SERVER": serverURL, "PADDOCK_DATA_DIR": t.TempDir()}
+	env := map[string]string{"PADDOCK_SERVER": serverURL, "PADDOCK_DATA_DIR": t.TempDir(), "PADDOCK_TOKEN": adminToken}
 	code := cli.Run(context.Background(), args, cli.IO{In: strings.NewReader(stdin), Out: &out, Err: &errb, Getenv: func(k string) string { return env[k] }})
 	return code, out.String(), errb.String()
 }
@@ -202,6 +211,9 @@ func TestRunAgainstOpenAICompatibleServer(t *testing.T) {
 func runEnv(t *testing.T, env map[string]string, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
+	if env["PADDOCK_SERVER"] == serverURL && env["PADDOCK_TOKEN"] == "" {
+		env["PADDOCK_TOKEN"] = adminToken
+	}
 	code := cli.Run(context.Background(), args, cli.IO{In: strings.NewReader(stdin), Out: &out, Err: &errb, Getenv: func(k string) string { return env[k] }})
 	return code, out.String(), errb.String()
 }
@@ -228,7 +240,7 @@ func TestLocalDataDirectory(t *testing.T) {
 
 	// A server holds the directory: the CLI talks to it, and a second
 	// server is told where the first one is.
-	a, err := app.Start(context.Background(), config.Config{DataDir: dir, Listen: "127.0.0.1:0", Operator: "holder"},
+	a, err := app.Start(context.Background(), config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "holder"},
 		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	require.NoError(t, err)
 	defer a.Stop()
@@ -269,7 +281,7 @@ func TestCLIFailuresAreClear(t *testing.T) {
 	require.Contains(t, errOut, "paddock approvals approve approval-")
 
 	// sessions ls says when its limit cut rows.
-	c := client.New(serverURL)
+	c := client.New(serverURL).WithToken(adminToken)
 	for range 2 {
 		_, err := c.CreateSession(context.Background(), engine.CreateRequest{Model: "replay/demo"})
 		require.NoError(t, err)

@@ -101,7 +101,7 @@ func TestPolicyReplay(t *testing.T) {
 	code, out, errOut := run(t, "", "apply", "-f", agent)
 	require.Equal(t, 0, code, errOut+out)
 	// paddock run has no --project: the session is created through the API.
-	c := client.New(serverURL)
+	c := client.New(serverURL).WithToken(adminToken)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ss, err := c.CreateSession(ctx, engine.CreateRequest{Project: project, Agent: "replayer", Message: "look around", NonInteractive: true})

@@ -19,6 +19,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
@@ -26,9 +27,24 @@ import (
 
 // Client talks to one Paddock server.
 type Client struct {
-	base string
-	http *http.Client
-	err  error // every call fails with it (Failing)
+	base  string
+	token string
+	http  *http.Client
+	err   error // every call fails with it (Failing)
+}
+
+// WithToken is the client sending token (Authorization: Bearer) on every
+// call.
+func (c *Client) WithToken(token string) *Client {
+	d := *c
+	d.token = strings.TrimSpace(token)
+	return &d
+}
+
+func (c *Client) authorize(req *http.Request) {
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 }
 
 // Failing returns a client whose every call fails with err: the reason no
@@ -56,6 +72,7 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, co
 	if err != nil {
 		return err
 	}
+	c.authorize(req)
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
@@ -389,6 +406,7 @@ func (c *Client) stream(ctx context.Context, id string, after *int64, fn func(se
 	if err != nil {
 		return true, err
 	}
+	c.authorize(req)
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Last-Event-ID", strconv.FormatInt(*after, 10))
 	resp, err := c.http.Do(req)
@@ -539,5 +557,112 @@ func (c *Client) GC(ctx context.Context) ([]engine.Collected, error) {
 func (c *Client) Usage(ctx context.Context, id string) (session.SessionUsage, error) {
 	var out session.SessionUsage
 	err := c.json(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/usage", nil, &out)
+	return out, err
+}
+
+// Whoami is the caller and their projects.
+func (c *Client) Whoami(ctx context.Context) (api.Whoami, error) {
+	var out api.Whoami
+	err := c.json(ctx, http.MethodGet, "/v1/whoami", nil, &out)
+	return out, err
+}
+
+// Projects lists the caller's projects and roles.
+func (c *Client) Projects(ctx context.Context) ([]identity.Membership, error) {
+	var out struct {
+		Projects []identity.Membership `json:"projects"`
+	}
+	err := c.json(ctx, http.MethodGet, "/v1/projects", nil, &out)
+	return out.Projects, err
+}
+
+// CreateProject adds a project.
+func (c *Client) CreateProject(ctx context.Context, name string) error {
+	return c.json(ctx, http.MethodPost, "/v1/projects", api.NewProject{Name: name}, nil)
+}
+
+// Members lists a project's members.
+func (c *Client) Members(ctx context.Context, project string) ([]identity.Membership, error) {
+	var out struct {
+		Members []identity.Membership `json:"members"`
+	}
+	err := c.json(ctx, http.MethodGet, "/v1/projects/"+url.PathEscape(project)+"/members", nil, &out)
+	return out.Members, err
+}
+
+// SetMember gives user a role in project.
+func (c *Client) SetMember(ctx context.Context, project, user string, role identity.Role) error {
+	return c.json(ctx, http.MethodPut, "/v1/projects/"+url.PathEscape(project)+"/members/"+url.PathEscape(user), api.NewMember{Role: role}, nil)
+}
+
+// RemoveMember takes user's role in project away.
+func (c *Client) RemoveMember(ctx context.Context, project, user string) error {
+	return c.json(ctx, http.MethodDelete, "/v1/projects/"+url.PathEscape(project)+"/members/"+url.PathEscape(user), nil, nil)
+}
+
+// Users lists users.
+func (c *Client) Users(ctx context.Context) ([]identity.User, error) {
+	var out struct {
+		Users []identity.User `json:"users"`
+	}
+	err := c.json(ctx, http.MethodGet, "/v1/users", nil, &out)
+	return out.Users, err
+}
+
+// CreateUser adds a user.
+func (c *Client) CreateUser(ctx context.Context, name string, admin bool) (identity.User, error) {
+	var out identity.User
+	err := c.json(ctx, http.MethodPost, "/v1/users", api.NewUser{Name: name, Admin: admin}, &out)
+	return out, err
+}
+
+// RevokeUser revokes a user and stops their live sessions.
+func (c *Client) RevokeUser(ctx context.Context, name string) (api.Revoked, error) {
+	var out api.Revoked
+	err := c.json(ctx, http.MethodPost, "/v1/users/"+url.PathEscape(name)+"/revoke", nil, &out)
+	return out, err
+}
+
+// RevokeSession stops a session on an administrator's word.
+func (c *Client) RevokeSession(ctx context.Context, id string) error {
+	return c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/revoke", nil, nil)
+}
+
+// CreateToken mints a token; its text is in the result, shown once.
+func (c *Client) CreateToken(ctx context.Context, req api.NewToken) (api.NewTokenResult, error) {
+	var out api.NewTokenResult
+	err := c.json(ctx, http.MethodPost, "/v1/tokens", req, &out)
+	return out, err
+}
+
+// Tokens lists a user's tokens ("" with all: everyone's).
+func (c *Client) Tokens(ctx context.Context, user string, all bool) ([]identity.Token, error) {
+	var out struct {
+		Tokens []identity.Token `json:"tokens"`
+	}
+	path := "/v1/tokens"
+	if all || user != "" {
+		path += "?user=" + url.QueryEscape(user)
+	}
+	err := c.json(ctx, http.MethodGet, path, nil, &out)
+	return out.Tokens, err
+}
+
+// RevokeToken revokes a token.
+func (c *Client) RevokeToken(ctx context.Context, id string) error {
+	return c.json(ctx, http.MethodPost, "/v1/tokens/"+url.PathEscape(id)+"/revoke", nil, nil)
+}
+
+// OIDCConfig is how to log in through the server's directory.
+func (c *Client) OIDCConfig(ctx context.Context) (api.OIDCConfig, error) {
+	var out api.OIDCConfig
+	err := c.json(ctx, http.MethodGet, "/v1/login/oidc", nil, &out)
+	return out, err
+}
+
+// LoginOIDC exchanges a directory's ID token for a Paddock token.
+func (c *Client) LoginOIDC(ctx context.Context, idToken string) (api.NewTokenResult, error) {
+	var out api.NewTokenResult
+	err := c.json(ctx, http.MethodPost, "/v1/login/oidc", api.OIDCLogin{IDToken: idToken}, &out)
 	return out, err
 }

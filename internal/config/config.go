@@ -17,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/paddock-dev/paddock/internal/bound"
+	"github.com/paddock-dev/paddock/internal/identity"
 )
 
 // Config is the process configuration.
@@ -26,7 +27,17 @@ type Config struct {
 	Server          string
 	TemporalAddress string
 	LogLevel        slog.Level
-	Operator        string
+	// AdminUser names the first administrator, created on first start.
+	AdminUser string
+	// Token is the API token client commands send (PADDOCK_TOKEN).
+	Token string
+	// OIDC is login through the organization's directory (empty Issuer:
+	// API tokens only).
+	OIDCIssuer, OIDCClientID, OIDCUsernameClaim string
+	// TLSCert and TLSKey serve HTTPS; InsecureListen allows a plain-HTTP
+	// listener beyond loopback (behind a proxy terminating TLS).
+	TLSCert, TLSKey string
+	InsecureListen  bool
 	// Execution is where sandboxes run: "workstation" or "server".
 	Execution        string
 	CommandMax       time.Duration
@@ -97,7 +108,14 @@ var Vars = []Var{
 	{"PADDOCK_SERVER", "(none)", "URL of a running server for client commands; `run`/`demo` start an in-process server when unset"},
 	{"PADDOCK_TEMPORAL_ADDRESS", "(none: embedded)", "host:port of an external Temporal cluster instead of the embedded server"},
 	{"PADDOCK_LOG_LEVEL", "info", "debug, info, warn or error"},
-	{"PADDOCK_OPERATOR", "the OS user name", "identity stamped on commands sent through this server"},
+	{"PADDOCK_TOKEN", "(none)", "API token client commands send; otherwise the one `paddock login` saved for the server, else DATA_DIR/admin.token"},
+	{"PADDOCK_ADMIN_USER", "the OS user name", "name of the first administrator, created on first start with a token in DATA_DIR/admin.token (mode 600)"},
+	{"PADDOCK_OIDC_ISSUER", "(none: API tokens only)", "issuer URL of the organization's OpenID Connect directory, for `paddock login`"},
+	{"PADDOCK_OIDC_CLIENT_ID", "(none)", "Paddock's client ID at the directory (a public client allowing loopback redirects)"},
+	{"PADDOCK_OIDC_USERNAME_CLAIM", "preferred_username", "the ID token claim a user is named after on their first login"},
+	{"PADDOCK_TLS_CERT", "(none)", "PEM certificate file: serve HTTPS (with PADDOCK_TLS_KEY)"},
+	{"PADDOCK_TLS_KEY", "(none)", "PEM private key file of PADDOCK_TLS_CERT"},
+	{"PADDOCK_INSECURE_LISTEN", "false", "true allows plain HTTP on an address beyond loopback (only behind a proxy that terminates TLS)"},
 	{"PADDOCK_EXECUTION", "workstation", "where sandboxes run: workstation (beside paddock run) or server (the execution host)"},
 	{"PADDOCK_COMMAND_MAX_SECONDS", "600", "longest a sandboxed command may run"},
 	{"PADDOCK_COMMAND_MAX_OUTPUT_BYTES", "10485760", "most output kept from a command; the rest is counted and discarded"},
@@ -119,12 +137,18 @@ var Vars = []Var{
 // Load reads the environment through getenv (os.Getenv in production).
 func Load(getenv func(string) string) (Config, error) {
 	c := Config{
-		DataDir:         getenv("PADDOCK_DATA_DIR"),
-		Listen:          getenv("PADDOCK_LISTEN"),
-		Server:          getenv("PADDOCK_SERVER"),
-		TemporalAddress: getenv("PADDOCK_TEMPORAL_ADDRESS"),
-		Operator:        getenv("PADDOCK_OPERATOR"),
-		EncryptionKey:   getenv("PADDOCK_ENCRYPTION_KEY"),
+		DataDir:           getenv("PADDOCK_DATA_DIR"),
+		Listen:            getenv("PADDOCK_LISTEN"),
+		Server:            getenv("PADDOCK_SERVER"),
+		TemporalAddress:   getenv("PADDOCK_TEMPORAL_ADDRESS"),
+		AdminUser:         getenv("PADDOCK_ADMIN_USER"),
+		Token:             getenv("PADDOCK_TOKEN"),
+		TLSCert:           getenv("PADDOCK_TLS_CERT"),
+		TLSKey:            getenv("PADDOCK_TLS_KEY"),
+		OIDCIssuer:        getenv("PADDOCK_OIDC_ISSUER"),
+		OIDCClientID:      getenv("PADDOCK_OIDC_CLIENT_ID"),
+		OIDCUsernameClaim: getenv("PADDOCK_OIDC_USERNAME_CLAIM"),
+		EncryptionKey:     getenv("PADDOCK_ENCRYPTION_KEY"),
 	}
 	if c.DataDir == "" && os.Getuid() == 0 {
 		// Root's home is private, and the sandbox user must reach the working copies.
@@ -273,12 +297,26 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:7470"
 	}
-	if c.Operator == "" {
+	if c.AdminUser == "" {
+		c.AdminUser = "admin"
 		if u, err := user.Current(); err == nil {
-			c.Operator = u.Username
-		} else {
-			c.Operator = "operator"
+			if name, err := identity.UserFromClaim(u.Username); err == nil {
+				c.AdminUser = name
+			}
 		}
+	}
+	switch v := getenv("PADDOCK_INSECURE_LISTEN"); v {
+	case "", "false":
+	case "true":
+		c.InsecureListen = true
+	default:
+		return c, fmt.Errorf("PADDOCK_INSECURE_LISTEN=%q: want true or false", v)
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return c, fmt.Errorf("PADDOCK_TLS_CERT and PADDOCK_TLS_KEY go together: set both or neither")
+	}
+	if (c.OIDCIssuer == "") != (c.OIDCClientID == "") {
+		return c, fmt.Errorf("PADDOCK_OIDC_ISSUER and PADDOCK_OIDC_CLIENT_ID go together: set both or neither")
 	}
 	switch lvl := strings.ToLower(getenv("PADDOCK_LOG_LEVEL")); lvl {
 	case "", "info":

@@ -10,13 +10,13 @@ import (
 )
 
 func TestLoad(t *testing.T) {
-	env := map[string]string{"PADDOCK_DATA_DIR": "/d", "PADDOCK_LOG_LEVEL": "warn", "PADDOCK_OPERATOR": "ana"}
+	env := map[string]string{"PADDOCK_DATA_DIR": "/d", "PADDOCK_LOG_LEVEL": "warn", "PADDOCK_ADMIN_USER": "ana"}
 	c, err := Load(func(k string) string { return env[k] })
 	require.NoError(t, err)
 	require.Equal(t, "/d", c.DataDir)
 	require.Equal(t, "127.0.0.1:7470", c.Listen)
 	require.Equal(t, slog.LevelWarn, c.LogLevel)
-	require.Equal(t, "ana", c.Operator)
+	require.Equal(t, "ana", c.AdminUser)
 	require.Equal(t, ExecutionWorkstation, c.Execution)
 	require.Equal(t, int64(10<<20), c.CommandMaxOutput)
 	for k, v := range map[string]string{"PADDOCK_LOG_LEVEL": "loud", "PADDOCK_EXECUTION": "cloud", "PADDOCK_COMMAND_MAX_SECONDS": "-1",

@@ -29,8 +29,8 @@ type AuditReport struct {
 }
 
 // VerifyAudit verifies the audit log of session id, or of every session
-// when id is empty.
-func (s *Service) VerifyAudit(ctx context.Context, id string) ([]AuditReport, error) {
+// in a project keep accepts when id is empty.
+func (s *Service) VerifyAudit(ctx context.Context, id string, keep func(project string) bool) ([]AuditReport, error) {
 	var ids []string
 	if id != "" {
 		if _, err := s.Store.GetSession(ctx, id); err != nil {
@@ -43,7 +43,9 @@ func (s *Service) VerifyAudit(ctx context.Context, id string) ([]AuditReport, er
 			return nil, err
 		}
 		for _, x := range list {
-			ids = append(ids, x.ID)
+			if keep(x.Project) {
+				ids = append(ids, x.ID)
+			}
 		}
 	}
 	out := []AuditReport{}

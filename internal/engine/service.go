@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -47,6 +48,11 @@ type Service struct {
 	Sealer *Sealer
 	// ContentKey opens the audit content projects retain.
 	ContentKey Decrypter
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	// OIDC verifies logins through the organization's directory (nil: not
+	// configured).
+	OIDC *OIDC
 
 	// answerMu makes checking an answer and recording it one step, so two
 	// concurrent answers to one question cannot both be recorded.
@@ -71,10 +77,15 @@ type Applied struct {
 
 // ApplyAgents parses and validates every spec in the YAML, then applies all
 // of them in one transaction: nothing is half-applied.
-func (s *Service) ApplyAgents(ctx context.Context, yamlText []byte) ([]Applied, error) {
+func (s *Service) ApplyAgents(ctx context.Context, p identity.Principal, yamlText []byte) ([]Applied, error) {
 	agents, err := spec.Parse(bytes.NewReader(yamlText), s.Known())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	for _, a := range agents {
+		if err := s.Allow(ctx, p, a.Project, identity.Manage, fmt.Sprintf("project %q", a.Project)); err != nil {
+			return nil, fmt.Errorf("agent %s: %w", a.Name, err)
+		}
 	}
 	if err := s.checkTriggers(ctx, agents); err != nil {
 		return nil, err

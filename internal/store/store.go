@@ -16,6 +16,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/paddock-dev/paddock/internal/audit"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
@@ -25,6 +26,8 @@ var (
 	ErrConflict = errors.New("conflict")
 	ErrInvalid  = errors.New("invalid")
 	ErrDenied   = errors.New("denied")
+	// ErrUnauthenticated is a caller without a valid credential (401).
+	ErrUnauthenticated = errors.New("unauthenticated")
 )
 
 // SlotConflictError says a concurrency-1 agent's singleton slot is held.
@@ -117,12 +120,19 @@ type SessionFilter struct {
 	Status          session.Status
 	IncludeArchived bool
 	Limit           int
+	// Within, when Scoped, keeps only these projects' (none when empty):
+	// what the caller may read.
+	Scoped bool
+	Within []string
 }
 
 // ApprovalFilter narrows an approval list.
 type ApprovalFilter struct {
 	SessionID string
 	Status    session.ApprovalStatus
+	// Scoped and Within: as in SessionFilter, by the session's project.
+	Scoped bool
+	Within []string
 }
 
 // Store is the system of record.
@@ -228,6 +238,34 @@ type Store interface {
 	AbsorbDeliveries(ctx context.Context, ids []string, into NewCommand) (session.Command, error)
 	// RaiseSpendCap sets a live session's spend cap.
 	RaiseSpendCap(ctx context.Context, id string, usd float64) error
+
+	// CreateUser adds a user (ErrConflict when the name is taken, or the
+	// directory identity already has one); GetUser, UserBySubject (by the
+	// directory's issuer and subject) and ListUsers read them; RevokeUser
+	// marks a user revoked and revokes every token of theirs.
+	CreateUser(ctx context.Context, u identity.User) (identity.User, error)
+	GetUser(ctx context.Context, name string) (identity.User, error)
+	UserBySubject(ctx context.Context, issuer, subject string) (identity.User, error)
+	ListUsers(ctx context.Context) ([]identity.User, error)
+	RevokeUser(ctx context.Context, name string) error
+	// CreateToken stores a token (its hash, never its secret); GetToken,
+	// ListTokens (a user's, or all for ""), RevokeToken; TouchToken
+	// records its use (at most once a minute).
+	CreateToken(ctx context.Context, t identity.Token) (identity.Token, error)
+	GetToken(ctx context.Context, id string) (identity.Token, error)
+	ListTokens(ctx context.Context, user string) ([]identity.Token, error)
+	RevokeToken(ctx context.Context, id string) error
+	TouchToken(ctx context.Context, id string) error
+	// CreateProject adds a project (ErrConflict when it exists);
+	// ListProjects names them all.
+	CreateProject(ctx context.Context, name string) error
+	ListProjects(ctx context.Context) ([]string, error)
+	// SetMember gives a user a role in a project (replacing any other);
+	// RemoveMember takes it away; Members lists a project's members or a
+	// user's memberships.
+	SetMember(ctx context.Context, m identity.Membership) error
+	RemoveMember(ctx context.Context, project, user string) error
+	Members(ctx context.Context, project, user string) ([]identity.Membership, error)
 
 	// AuditLog is a session's audit log as stored, in order: an entry per
 	// transcript event, chained, written in the event's transaction.

@@ -108,6 +108,10 @@ func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]se
 	if f.Status != "" {
 		where, args = append(where, "status = ?"), append(args, f.Status)
 	}
+	if f.Scoped {
+		w, a := within("(SELECT project FROM sessions WHERE sessions.id = approvals.session_id)", f.Within)
+		where, args = append(where, w), append(args, a...)
+	}
 	q := `SELECT ` + approvalCols + ` FROM approvals`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")

@@ -76,6 +76,10 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]sess
 	if !f.IncludeArchived {
 		where = append(where, "archived_at IS NULL")
 	}
+	if f.Scoped {
+		w, a := within("project", f.Within)
+		where, args = append(where, w), append(args, a...)
+	}
 	q := `SELECT ` + sessionCols + ` FROM sessions`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")

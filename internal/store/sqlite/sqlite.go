@@ -126,6 +126,18 @@ func notFound(what, id string, err error) error {
 	return err
 }
 
+// within is the condition "col is one of values" (false for none).
+func within(col string, values []string) (string, []any) {
+	if len(values) == 0 {
+		return "0", nil
+	}
+	args := make([]any, len(values))
+	for i, v := range values {
+		args[i] = v
+	}
+	return col + " IN (" + strings.TrimSuffix(strings.Repeat("?,", len(values)), ",") + ")", args
+}
+
 func isUnique(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
 }

@@ -1,0 +1,124 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+// access is who may call a route: every route declares one, and the
+// router checks it before the handler runs.
+type access struct {
+	kind   accessKind
+	action identity.Action
+	param  string // the path value naming the project, for onProject
+}
+
+type accessKind int
+
+const (
+	kindPublic       accessKind = iota // no credential (health, login, signed trigger deliveries)
+	kindCaller                         // any authenticated caller; the handler scopes what it returns
+	kindAdmin                          // server administrators
+	kindSession                        // the {id} session's project, for action
+	kindApproval                       // the {id} approval's session's project, for action
+	kindProject                        // the project named by a path value, for action
+	kindProjectQuery                   // the project in ?project= (default: "default"), for action
+)
+
+var (
+	public = access{kind: kindPublic}
+	caller = access{kind: kindCaller}
+	admin  = access{kind: kindAdmin}
+)
+
+func onSession(a identity.Action) access  { return access{kind: kindSession, action: a} }
+func onApproval(a identity.Action) access { return access{kind: kindApproval, action: a} }
+func onProject(param string, a identity.Action) access {
+	return access{kind: kindProject, action: a, param: param}
+}
+func onProjectQuery(a identity.Action) access { return access{kind: kindProjectQuery, action: a} }
+
+type principalKey struct{}
+
+// caller is who is calling (set by authorize; empty on public routes).
+func principal(r *http.Request) identity.Principal {
+	p, _ := r.Context().Value(principalKey{}).(identity.Principal)
+	return p
+}
+
+// sender is the caller as the sender of what they do.
+func sender(r *http.Request) session.Sender {
+	return session.Sender{Kind: session.SenderOperator, ID: principal(r).User}
+}
+
+// authorize authenticates r (Authorization: Bearer TOKEN) and checks acc,
+// returning the request carrying its principal. Things of a project the
+// caller has no role in are not found, never forbidden: their existence is
+// not given away.
+func (s *Server) authorize(r *http.Request, acc access) (*http.Request, error) {
+	if acc.kind == kindPublic {
+		return r, nil
+	}
+	auth := r.Header.Get("Authorization")
+	token, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok {
+		return r, fmt.Errorf("%w: no credential: send Authorization: Bearer TOKEN (`paddock login`, or `paddock tokens create`)", store.ErrUnauthenticated)
+	}
+	p, err := s.Service.Authenticate(r.Context(), token)
+	if err != nil {
+		if s.Logger != nil {
+			s.Logger.Info("authentication refused", "err", err, "remote", r.RemoteAddr)
+		}
+		return r, fmt.Errorf("%w: the token is not valid (unknown, expired or revoked): log in again with `paddock login` or ask for a new token", store.ErrUnauthenticated)
+	}
+	r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+	ctx := r.Context()
+	switch acc.kind {
+	case kindAdmin:
+		if !p.Admin {
+			return r, fmt.Errorf("%w: %s %s needs a server administrator", store.ErrDenied, r.Method, r.URL.Path)
+		}
+	case kindSession:
+		id := r.PathValue("id")
+		x, err := s.Service.Store.GetSession(ctx, id)
+		if err != nil {
+			return r, err
+		}
+		return r, s.Service.Allow(ctx, p, x.Project, acc.action, fmt.Sprintf("session %q", id))
+	case kindApproval:
+		id := r.PathValue("id")
+		a, err := s.Service.Store.GetApproval(ctx, id)
+		if err != nil {
+			return r, err
+		}
+		x, err := s.Service.Store.GetSession(ctx, a.SessionID)
+		if err != nil {
+			return r, err
+		}
+		return r, s.Service.Allow(ctx, p, x.Project, acc.action, fmt.Sprintf("approval %q", id))
+	case kindProject:
+		project := r.PathValue(acc.param)
+		return r, s.Service.Allow(ctx, p, project, acc.action, fmt.Sprintf("project %q", project))
+	case kindProjectQuery:
+		project := r.URL.Query().Get("project")
+		if project == "" {
+			project = spec.DefaultProject
+		}
+		return r, s.Service.Allow(ctx, p, project, acc.action, fmt.Sprintf("project %q", project))
+	}
+	return r, nil
+}
+
+// scope is what a list may show the caller: the projects where they may
+// do a (scoped), or everything for a server administrator (not scoped).
+func (s *Server) scope(r *http.Request, a identity.Action) ([]string, bool, error) {
+	within, all, err := s.Service.Readable(r.Context(), principal(r), a)
+	return within, !all, err
+}

@@ -1,0 +1,158 @@
+package app_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	apipkg "github.com/paddock-dev/paddock/internal/api"
+	"github.com/paddock-dev/paddock/internal/client"
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+// TestEveryCallIsAuthenticated: without a valid token every route but the
+// health check is a 401 saying what to do.
+func TestEveryCallIsAuthenticated(t *testing.T) {
+	resp, err := http.Get(shared.URL + "/healthz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	for _, token := range []string{"", "pdk_nope", "pdk_AAAAAAAAAAAA_" + strings.Repeat("A", 43), adminToken + "x"} {
+		for _, path := range []string{"/v1/sessions", "/v1/approvals", "/v1/agents", "/v1/audit/export", "/v1/users", "/v1/whoami"} {
+			req, _ := http.NewRequest(http.MethodGet, shared.URL+path, nil)
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "%s with %q", path, token)
+			require.Contains(t, resp.Header.Get("WWW-Authenticate"), "Bearer")
+		}
+	}
+	code, out := paddockAs(t, "", "sessions", "ls")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, out, "paddock login")
+}
+
+// TestProjectsScopeEverything: a user sees and touches only their
+// projects' sessions; another project's are not found (the same answer as
+// a session that does not exist), whatever the route; roles narrow what a
+// member may do; revoking a user stops their tokens and their sessions.
+func TestProjectsScopeEverything(t *testing.T) {
+	ctx := context.Background()
+	alpha, beta := unique("alpha"), unique("beta")
+	ann, bea, aud := unique("ann"), unique("bea"), unique("aud")
+	code, out := paddock(t, "projects", "create", alpha)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "paddock members add "+alpha)
+	for _, u := range []string{ann, bea, aud} {
+		code, out = paddock(t, "users", "create", u)
+		require.Equal(t, 0, code, out)
+	}
+	member(t, beta, bea, identity.Member)
+	for _, m := range []struct{ user, role string }{{ann, "member"}, {aud, "auditor"}} {
+		code, out = paddock(t, "members", "add", alpha, m.user, "--role", m.role)
+		require.Equal(t, 0, code, out)
+	}
+	code, out = paddock(t, "members", "add", alpha, bea, "--role", "owner")
+	require.Equal(t, 2, code, out)
+	code, annToken := paddock(t, "tokens", "create", "--user", ann, "--quiet")
+	require.Equal(t, 0, code, annToken)
+	annToken = strings.TrimSpace(annToken)
+	_, asBea := tokenOf(t, bea)
+	_, asAud := tokenOf(t, aud)
+	asAnn := client.New(shared.URL).WithToken(annToken)
+
+	x, err := asAnn.CreateSession(ctx, engine.CreateRequest{Project: alpha, Model: script(t, "work.yaml"), Repo: gitRepo(t), Message: "process the notes"})
+	require.NoError(t, err)
+	require.Equal(t, ann, x.CreatedBy.ID, "the session records its requester")
+	waitStatus(t, x.ID, session.StatusAwaiting)
+
+	// Another project's session does not exist for bea, on every route.
+	missing := "no-such-session"
+	for _, id := range []string{x.ID, missing} {
+		_, err := asBea.Session(ctx, id)
+		require.Equal(t, http.StatusNotFound, apiStatus(t, err))
+		_, err = asBea.Events(ctx, id, 0)
+		require.Equal(t, http.StatusNotFound, apiStatus(t, err))
+		_, err = asBea.AuditLog(ctx, id, false)
+		require.Equal(t, http.StatusNotFound, apiStatus(t, err))
+		_, err = asBea.Diff(ctx, id)
+		require.Equal(t, http.StatusNotFound, apiStatus(t, err))
+		_, err = asBea.Send(ctx, id, engine.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"hi"}`)})
+		require.Equal(t, http.StatusNotFound, apiStatus(t, err))
+	}
+	_, err = asBea.Session(ctx, x.ID)
+	_, errMissing := asBea.Session(ctx, missing)
+	require.Equal(t, strings.Replace(errMissing.Error(), missing, x.ID, 1), err.Error(), "no hint that it exists")
+	list, err := asBea.Sessions(ctx, store.SessionFilter{})
+	require.NoError(t, err)
+	for _, s := range list {
+		require.NotEqual(t, x.ID, s.ID)
+	}
+	_, err = asBea.CreateSession(ctx, engine.CreateRequest{Project: alpha, Model: "replay/demo", Message: "x"})
+	require.Equal(t, http.StatusNotFound, apiStatus(t, err), "no role in alpha: it does not exist for bea")
+	var exported strings.Builder
+	require.NoError(t, asBea.ExportAudit(ctx, &exported, "jsonl", time.Time{}, false))
+	require.NotContains(t, exported.String(), x.ID, "an export shows only the caller's projects")
+
+	// Ann sees it; the auditor reads its log but may not steer it.
+	list, err = asAnn.Sessions(ctx, store.SessionFilter{})
+	require.NoError(t, err)
+	require.True(t, hasSession(list, x.ID))
+	_, err = asAud.AuditLog(ctx, x.ID, false)
+	require.NoError(t, err)
+	_, err = asAud.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"hi"}`)})
+	require.Equal(t, http.StatusForbidden, apiStatus(t, err))
+	_, err = asAnn.AuditLog(ctx, x.ID, false)
+	require.Equal(t, http.StatusForbidden, apiStatus(t, err), "a member is no auditor")
+
+	// Tokens: a user mints their own, not others'; administrators only
+	// manage users and projects.
+	_, err = asAnn.CreateToken(ctx, apipkg.NewToken{User: bea})
+	require.Equal(t, http.StatusForbidden, apiStatus(t, err))
+	_, err = asAnn.CreateUser(ctx, unique("eve"), false)
+	require.Equal(t, http.StatusForbidden, apiStatus(t, err))
+	w, err := asAnn.Whoami(ctx)
+	require.NoError(t, err)
+	require.Equal(t, ann, w.User)
+	require.Equal(t, []identity.Membership{{Project: alpha, User: ann, Role: identity.Member}}, w.Projects)
+
+	// Revoking ann stops her live session and her tokens.
+	code, out = paddock(t, "admin", "revoke", "--user", ann)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, x.ID)
+	waitStatus(t, x.ID, session.StatusStopped)
+	_, err = asAnn.Sessions(ctx, store.SessionFilter{})
+	require.Equal(t, http.StatusUnauthorized, apiStatus(t, err))
+	log, err := api.AuditLog(ctx, x.ID, false)
+	require.NoError(t, err)
+	found := false
+	for _, e := range log {
+		found = found || strings.Contains(e.Identity, "operator:tester") && e.Kind == "command" && strings.Contains(strings.Join(mapValues(e.Meta), " "), "stop")
+	}
+	require.True(t, found, "the log records who revoked it")
+}
+
+func hasSession(list []session.Session, id string) bool {
+	for _, s := range list {
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// paddockAs runs the CLI against the shared server with token.
+func paddockAs(t *testing.T, token string, args ...string) (int, string) {
+	t.Helper()
+	return paddockEnv(t, map[string]string{"PADDOCK_SERVER": shared.URL, "PADDOCK_TOKEN": token, "PADDOCK_DATA_DIR": t.TempDir()}, args...)
+}

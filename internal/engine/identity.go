@@ -1,0 +1,365 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+// AdminTokenFile is where the first administrator's token is written on
+// first start (mode 0600), for `paddock` commands on the same machine.
+const AdminTokenFile = "admin.token"
+
+// MaxTokenLifetime bounds a token's expiry; DefaultTokenLifetime is a
+// login's.
+const (
+	MaxTokenLifetime     = 366 * 24 * time.Hour
+	DefaultTokenLifetime = 30 * 24 * time.Hour
+)
+
+// ErrUnauthenticated is a caller without a valid credential.
+var ErrUnauthenticated = store.ErrUnauthenticated
+
+// Authenticate checks an API token and returns who holds it. Every failure
+// is the same 401 to the caller; the reason is for the server's log.
+func (s *Service) Authenticate(ctx context.Context, token string) (identity.Principal, error) {
+	id, secret, err := identity.ParseToken(token)
+	if err != nil {
+		return identity.Principal{}, fmt.Errorf("%w: %v", ErrUnauthenticated, err)
+	}
+	t, err := s.Store.GetToken(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !identity.Matches(secret, t.Hash)) {
+		return identity.Principal{}, fmt.Errorf("%w: unknown token", ErrUnauthenticated)
+	}
+	if err != nil {
+		return identity.Principal{}, err
+	}
+	if err := t.Usable(s.now()); err != nil {
+		return identity.Principal{}, fmt.Errorf("%w: %v", ErrUnauthenticated, err)
+	}
+	u, err := s.Store.GetUser(ctx, t.User)
+	if err != nil {
+		return identity.Principal{}, err
+	}
+	if u.RevokedAt != nil {
+		return identity.Principal{}, fmt.Errorf("%w: user %s was revoked", ErrUnauthenticated, u.Name)
+	}
+	_ = s.Store.TouchToken(ctx, t.ID)
+	return identity.Principal{User: u.Name, Admin: u.Admin, Via: "token:" + t.ID}, nil
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// Role is p's role in project: a server administrator is every project's
+// admin; false when p has none.
+func (s *Service) Role(ctx context.Context, p identity.Principal, project string) (identity.Role, bool, error) {
+	if p.Admin {
+		return identity.Admin, true, nil
+	}
+	ms, err := s.Store.Members(ctx, project, p.User)
+	if err != nil || len(ms) == 0 {
+		return "", false, err
+	}
+	return ms[0].Role, true, nil
+}
+
+// Allow checks that p may do a in project. Without any role there the
+// project's things do not exist for p (hidden: what names a 404); with a
+// role that does not allow a, it is a 403 naming the role.
+func (s *Service) Allow(ctx context.Context, p identity.Principal, project string, a identity.Action, hidden string) error {
+	role, ok, err := s.Role(ctx, p, project)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%s: %w", hidden, store.ErrNotFound)
+	}
+	if !role.Can(a) {
+		return fmt.Errorf("%w: %s is %s in project %s, which does not allow %s", store.ErrDenied, p.User, role, project, a)
+	}
+	return nil
+}
+
+// Readable lists the projects p may read (nil for a server admin: all).
+func (s *Service) Readable(ctx context.Context, p identity.Principal, a identity.Action) ([]string, bool, error) {
+	if p.Admin {
+		return nil, true, nil
+	}
+	ms, err := s.Store.Members(ctx, "", p.User)
+	if err != nil {
+		return nil, false, err
+	}
+	var out []string
+	for _, m := range ms {
+		if m.Role.Can(a) {
+			out = append(out, m.Project)
+		}
+	}
+	return out, false, nil
+}
+
+func mustAdmin(p identity.Principal, what string) error {
+	if !p.Admin {
+		return fmt.Errorf("%w: %s needs a server administrator; %s is not one", store.ErrDenied, what, p.User)
+	}
+	return nil
+}
+
+// CreateUser adds a user (server administrators only).
+func (s *Service) CreateUser(ctx context.Context, p identity.Principal, name string, admin bool) (identity.User, error) {
+	if err := mustAdmin(p, "creating users"); err != nil {
+		return identity.User{}, err
+	}
+	if err := identity.ValidUser(name); err != nil {
+		return identity.User{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return s.Store.CreateUser(ctx, identity.User{Name: name, Admin: admin})
+}
+
+// Users lists users (server administrators only).
+func (s *Service) Users(ctx context.Context, p identity.Principal) ([]identity.User, error) {
+	if err := mustAdmin(p, "listing users"); err != nil {
+		return nil, err
+	}
+	return s.Store.ListUsers(ctx)
+}
+
+// NewToken mints a token for user (the user themself, or a server
+// administrator for anyone): its full text is returned once and never
+// stored. ttl 0 is DefaultTokenLifetime.
+func (s *Service) NewToken(ctx context.Context, p identity.Principal, user, label string, ttl time.Duration) (identity.Token, string, error) {
+	if user != p.User {
+		if err := mustAdmin(p, "a token for another user"); err != nil {
+			return identity.Token{}, "", err
+		}
+	}
+	if ttl == 0 {
+		ttl = DefaultTokenLifetime
+	}
+	if ttl < time.Minute || ttl > MaxTokenLifetime {
+		return identity.Token{}, "", fmt.Errorf("%w: token lifetime %s: want 1m up to %s", ErrInvalid, ttl, MaxTokenLifetime)
+	}
+	if err := session.Limit("label", label, 100); err != nil {
+		return identity.Token{}, "", fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	u, err := s.Store.GetUser(ctx, user)
+	if err != nil {
+		return identity.Token{}, "", err
+	}
+	if u.RevokedAt != nil {
+		return identity.Token{}, "", fmt.Errorf("%w: user %s is revoked", store.ErrConflict, user)
+	}
+	return s.mint(ctx, user, label, ttl)
+}
+
+func (s *Service) mint(ctx context.Context, user, label string, ttl time.Duration) (identity.Token, string, error) {
+	id, full, hash := identity.NewToken()
+	exp := s.now().Add(ttl)
+	t, err := s.Store.CreateToken(ctx, identity.Token{ID: id, User: user, Label: label, Hash: hash, ExpiresAt: &exp})
+	return t, full, err
+}
+
+// Tokens lists user's tokens (theirs, or anyone's for an administrator;
+// "" is everyone's, administrators only).
+func (s *Service) Tokens(ctx context.Context, p identity.Principal, user string) ([]identity.Token, error) {
+	if user != p.User {
+		if err := mustAdmin(p, "another user's tokens"); err != nil {
+			return nil, err
+		}
+	}
+	return s.Store.ListTokens(ctx, user)
+}
+
+// RevokeToken revokes a token of p's own, or any for an administrator; it
+// stops working on the next call.
+func (s *Service) RevokeToken(ctx context.Context, p identity.Principal, id string) error {
+	t, err := s.Store.GetToken(ctx, id)
+	if err != nil {
+		return err
+	}
+	if t.User != p.User && !p.Admin {
+		return fmt.Errorf("token %q: %w", id, store.ErrNotFound)
+	}
+	return s.Store.RevokeToken(ctx, id)
+}
+
+// CreateProject adds a project (server administrators only).
+func (s *Service) CreateProject(ctx context.Context, p identity.Principal, name string) error {
+	if err := mustAdmin(p, "creating projects"); err != nil {
+		return err
+	}
+	if err := ValidProject(name); err != nil {
+		return err
+	}
+	return s.Store.CreateProject(ctx, name)
+}
+
+// Projects lists the projects p has a role in (every one for an admin).
+func (s *Service) Projects(ctx context.Context, p identity.Principal) ([]identity.Membership, error) {
+	if !p.Admin {
+		return s.Store.Members(ctx, "", p.User)
+	}
+	names, err := s.Store.ListProjects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]identity.Membership, len(names))
+	for i, n := range names {
+		out[i] = identity.Membership{Project: n, User: p.User, Role: identity.Admin}
+	}
+	return out, nil
+}
+
+// SetMember gives user a role in project (the project's admins and server
+// administrators).
+func (s *Service) SetMember(ctx context.Context, p identity.Principal, m identity.Membership) error {
+	if err := s.Allow(ctx, p, m.Project, identity.Manage, "project "+m.Project); err != nil {
+		return err
+	}
+	if !m.Role.Valid() {
+		_, err := identity.ParseRole(string(m.Role))
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return s.Store.SetMember(ctx, m)
+}
+
+// RemoveMember takes user's role in project away.
+func (s *Service) RemoveMember(ctx context.Context, p identity.Principal, project, user string) error {
+	if err := s.Allow(ctx, p, project, identity.Manage, "project "+project); err != nil {
+		return err
+	}
+	return s.Store.RemoveMember(ctx, project, user)
+}
+
+// Members lists a project's members (anyone who may read it).
+func (s *Service) Members(ctx context.Context, p identity.Principal, project string) ([]identity.Membership, error) {
+	if err := s.Allow(ctx, p, project, identity.Read, "project "+project); err != nil {
+		return nil, err
+	}
+	return s.Store.Members(ctx, project, "")
+}
+
+// CheckApprover says whether user may be named a session's approver in
+// project: a real member whose role may approve.
+func (s *Service) CheckApprover(ctx context.Context, project, user string) error {
+	u, err := s.Store.GetUser(ctx, user)
+	if err != nil || u.RevokedAt != nil {
+		return fmt.Errorf("%w: approver %q is not a user", ErrInvalid, user)
+	}
+	role, ok, err := s.Role(ctx, identity.Principal{User: u.Name, Admin: u.Admin}, project)
+	if err != nil {
+		return err
+	}
+	if !ok || !role.Can(identity.Approve) {
+		return fmt.Errorf("%w: approver %q may not approve in project %s (a member, admin or server administrator may)", ErrInvalid, user, project)
+	}
+	return nil
+}
+
+// Bootstrap makes sure the server has an administrator: on first start it
+// creates one named admin (server administrator, admin of the default
+// project), and whenever DATA_DIR/admin.token is missing it writes a new
+// token of the first administrator there (mode 0600), for local use.
+func (s *Service) Bootstrap(ctx context.Context, dataDir, admin string) (created bool, err error) {
+	if err := identity.ValidUser(admin); err != nil {
+		return false, fmt.Errorf("first administrator: %w (set PADDOCK_ADMIN_USER)", err)
+	}
+	users, err := s.Store.ListUsers(ctx)
+	if err != nil {
+		return false, err
+	}
+	first := ""
+	for _, u := range users {
+		if u.Admin && u.RevokedAt == nil {
+			first = u.Name
+			break
+		}
+	}
+	if len(users) == 0 {
+		if _, err := s.Store.CreateUser(ctx, identity.User{Name: admin, Admin: true}); err != nil {
+			return false, err
+		}
+		if err := s.Store.EnsureProject(ctx, spec.DefaultProject); err != nil {
+			return false, err
+		}
+		if err := s.Store.SetMember(ctx, identity.Membership{Project: spec.DefaultProject, User: admin, Role: identity.Admin}); err != nil {
+			return false, err
+		}
+		first, created = admin, true
+	}
+	path := filepath.Join(dataDir, AdminTokenFile)
+	if _, err := os.Stat(path); err == nil || first == "" {
+		return created, nil
+	}
+	_, full, err := s.mint(ctx, first, "admin.token", MaxTokenLifetime)
+	if err != nil {
+		return created, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return created, fmt.Errorf("admin token: %w", err)
+	}
+	if _, err := f.WriteString(full + "\n"); err != nil {
+		f.Close()
+		return created, fmt.Errorf("admin token: %w", err)
+	}
+	return created, f.Close()
+}
+
+// RevokeSession stops a session at once on an administrator's word: the
+// stop is a command like any other (its sandbox is destroyed when the turn
+// in flight is cut, its log records who revoked it and is sealed).
+func (s *Service) RevokeSession(ctx context.Context, p identity.Principal, id string) error {
+	payload, _ := json.Marshal(session.StopPayload{Reason: "revoked by " + p.User})
+	_, err := s.Send(ctx, id, SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "revoke/" + id},
+		session.Sender{Kind: session.SenderOperator, ID: p.User})
+	if errors.Is(err, store.ErrConflict) {
+		return nil // already ended
+	}
+	return err
+}
+
+// RevokeUser revokes a user (server administrators only): their tokens
+// stop working on the next call, and every live session they requested is
+// stopped. It returns the sessions stopped and what could not be.
+func (s *Service) RevokeUser(ctx context.Context, p identity.Principal, name string) ([]string, []string, error) {
+	if err := mustAdmin(p, "revoking users"); err != nil {
+		return nil, nil, err
+	}
+	if name == p.User {
+		return nil, nil, fmt.Errorf("%w: you cannot revoke yourself", ErrInvalid)
+	}
+	if err := s.Store.RevokeUser(ctx, name); err != nil {
+		return nil, nil, err
+	}
+	live, err := sessionsIn(ctx, s.Store, false, session.StatusQueued, session.StatusRunning, session.StatusAwaiting)
+	if err != nil {
+		return nil, nil, err
+	}
+	var stopped, problems []string
+	for _, x := range live {
+		if x.CreatedBy.Kind != session.SenderOperator || x.CreatedBy.ID != name {
+			continue
+		}
+		if err := s.RevokeSession(ctx, p, x.ID); err != nil {
+			problems = append(problems, x.ID+": "+err.Error())
+			continue
+		}
+		stopped = append(stopped, x.ID)
+	}
+	return stopped, problems, nil
+}

@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+
+	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+// OIDCConfig tells a client how to log in through the organization's
+// directory (OpenID Connect): the issuer, Paddock's client there (a public
+// client: the CLI uses the authorization code flow with PKCE and a loopback
+// redirect) and the scopes to ask for. An empty Issuer: not configured.
+type OIDCConfig struct {
+	Issuer   string   `json:"issuer,omitempty"`
+	ClientID string   `json:"clientId,omitempty"`
+	Scopes   []string `json:"scopes,omitempty"`
+}
+
+// OIDC verifies ID tokens the directory issued to Paddock's client
+// (coreos/go-oidc: signature against the issuer's published keys, issuer,
+// audience, expiry). The issuer is discovered at the first login, so a
+// directory that is down at start does not stop the server.
+type OIDC struct {
+	cfg OIDCConfig
+	// Claim names the user: preferred_username by default.
+	claim string
+
+	mu       sync.Mutex
+	verifier *oidc.IDTokenVerifier
+}
+
+// NewOIDC configures login through issuer for clientID; nil when issuer
+// is empty.
+func NewOIDC(issuer, clientID, claim string) *OIDC {
+	if issuer == "" {
+		return nil
+	}
+	if claim == "" {
+		claim = "preferred_username"
+	}
+	return &OIDC{cfg: OIDCConfig{Issuer: issuer, ClientID: clientID, Scopes: []string{oidc.ScopeOpenID, "profile", "email"}}, claim: claim}
+}
+
+// Config is what a client needs to log in (empty when not configured).
+func (o *OIDC) Config() OIDCConfig {
+	if o == nil {
+		return OIDCConfig{}
+	}
+	return o.cfg
+}
+
+func (o *OIDC) verifierFor(ctx context.Context) (*oidc.IDTokenVerifier, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.verifier != nil {
+		return o.verifier, nil
+	}
+	p, err := oidc.NewProvider(ctx, o.cfg.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("the directory %s cannot be reached: %w", o.cfg.Issuer, err)
+	}
+	o.verifier = p.Verifier(&oidc.Config{ClientID: o.cfg.ClientID})
+	return o.verifier, nil
+}
+
+// Verify checks an ID token and returns its issuer, subject and the claim
+// naming the user.
+func (o *OIDC) Verify(ctx context.Context, raw string) (issuer, subject, name string, err error) {
+	v, err := o.verifierFor(ctx)
+	if err != nil {
+		return "", "", "", err
+	}
+	tok, err := v.Verify(ctx, raw)
+	if err != nil {
+		return "", "", "", fmt.Errorf("%w: the ID token does not verify: %v", ErrUnauthenticated, err)
+	}
+	claims := map[string]any{}
+	if err := tok.Claims(&claims); err != nil {
+		return "", "", "", fmt.Errorf("%w: the ID token's claims: %v", ErrUnauthenticated, err)
+	}
+	name, _ = claims[o.claim].(string)
+	if name == "" {
+		return "", "", "", fmt.Errorf("%w: the ID token has no %s claim to name the user by (set PADDOCK_OIDC_USERNAME_CLAIM)", ErrUnauthenticated, o.claim)
+	}
+	return tok.Issuer, tok.Subject, name, nil
+}
+
+// LoginOIDC exchanges a verified ID token for a Paddock API token (30
+// days). The directory identity (issuer and subject) finds its user; the
+// first login creates one, named after the configured claim, with no role
+// in any project until an administrator gives one. A name already taken by
+// another user is refused, never linked: a directory must not be able to
+// claim an existing account by choosing its name.
+func (s *Service) LoginOIDC(ctx context.Context, raw string) (identity.Token, string, error) {
+	if s.OIDC == nil {
+		return identity.Token{}, "", fmt.Errorf("login through a directory is not configured on this server (PADDOCK_OIDC_ISSUER and PADDOCK_OIDC_CLIENT_ID); use an API token: %w", store.ErrNotFound)
+	}
+	iss, sub, claim, err := s.OIDC.Verify(ctx, raw)
+	if err != nil {
+		return identity.Token{}, "", err
+	}
+	u, err := s.Store.UserBySubject(ctx, iss, sub)
+	if errors.Is(err, store.ErrNotFound) {
+		name, nerr := identity.UserFromClaim(claim)
+		if nerr != nil {
+			return identity.Token{}, "", fmt.Errorf("%w: %v", ErrInvalid, nerr)
+		}
+		u, err = s.Store.CreateUser(ctx, identity.User{Name: name, Issuer: iss, Subject: sub})
+		if errors.Is(err, store.ErrConflict) {
+			return identity.Token{}, "", fmt.Errorf("%w: the user name %q is taken by an account not tied to this directory identity; an administrator must resolve it", store.ErrConflict, name)
+		}
+	}
+	if err != nil {
+		return identity.Token{}, "", err
+	}
+	if u.RevokedAt != nil {
+		return identity.Token{}, "", fmt.Errorf("%w: user %s is revoked", ErrUnauthenticated, u.Name)
+	}
+	return s.mint(ctx, u.Name, "oidc login", DefaultTokenLifetime)
+}
