@@ -93,7 +93,7 @@ func Step(ctx context.Context, p provider.Provider, out Appender, in StepInput, 
 			}
 		case provider.DeltaToolStart:
 			flush(true)
-			if d.ToolCallID == "" {
+			if badID(d.ToolCallID) {
 				break // Normalize names it when the step is complete
 			}
 			emit(session.EventToolCall, fmt.Sprintf("call/%s/%s", d.ToolCallID, session.CallGenerating),
@@ -150,7 +150,7 @@ func Normalize(history []provider.Message, calls []provider.ToolCall, prefix str
 	renamed := map[string]bool{}
 	out := make([]provider.ToolCall, len(calls))
 	for i, c := range calls {
-		if c.ID == "" || seen[c.ID] || len(c.ID) > 128 {
+		if badID(c.ID) || seen[c.ID] {
 			c.ID = fmt.Sprintf("%s-%d", prefix, i)
 			renamed[c.ID] = true
 		}
@@ -161,6 +161,12 @@ func Normalize(history []provider.Message, calls []provider.ToolCall, prefix str
 		out[i] = c
 	}
 	return out, renamed
+}
+
+// badID is a call ID not to keep: empty, longer than 128 bytes, or holding
+// a secret (IDs go into event keys, which are never redacted).
+func badID(id string) bool {
+	return id == "" || len(id) > 128 || len(secret.Find(id)) > 0
 }
 
 // validOrString keeps malformed argument text visible in the transcript

@@ -34,6 +34,9 @@ const URLPassword = "url-password"
 // Marker is what a redacted secret is replaced with: "[REDACTED:" + rule + "]".
 const Marker = "[REDACTED:"
 
+// markerRE is a marker alone: what a redaction left, not a secret.
+var markerRE = stdregexp.MustCompile(`^\[REDACTED:[A-Za-z0-9_.-]+\]$`)
+
 // minLen is the shortest text worth scanning: no rule matches fewer bytes.
 const minLen = 8
 
@@ -65,7 +68,14 @@ var detector = sync.OnceValues(func() (*detect.Detector, error) {
 	cfg.Rules[url.RuleID] = url
 	cfg.OrderedRules = append(cfg.OrderedRules, url.RuleID)
 	cfg.Keywords["://"] = struct{}{}
+	// The global allowlist is for repositories (lock files, vendored
+	// paths) and its value patterns drop real secrets ("^true|false|null$"
+	// is unanchored on one side): text here has no path to excuse it.
+	cfg.Allowlists = nil
 	d := detect.NewDetector(cfg)
+	// The model writes the text: a "gitleaks:allow" comment must not let a
+	// secret through.
+	d.IgnoreGitleaksAllow = true
 	// Secrets base64-, hex- or percent-encoded (once, or that encoded
 	// again) are found too; the encoded text is what gets redacted.
 	d.MaxDecodeDepth = 2
@@ -88,6 +98,56 @@ func Find(s string) []Found {
 	if len(s) < minLen {
 		return nil
 	}
+	if !longLine(s) {
+		return find(s)
+	}
+	// The detector's cost grows with findings times line length: long
+	// lines are broken at spaces into windows, twice with the breaks
+	// shifted by half a window, so that any short "key = value" lies
+	// whole in one of them.
+	out := find(breakLines(s, 0))
+	for _, f := range find(breakLines(s, window/2)) {
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i].Secret) > len(out[j].Secret) })
+	return out
+}
+
+// window is the longest line the detector is given.
+const window = 1024
+
+func longLine(s string) bool {
+	for len(s) > window {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 || i > window {
+			return true
+		}
+		s = s[i+1:]
+	}
+	return false
+}
+
+// breakLines replaces with line breaks the first space or tab after every
+// window bytes of a line (the first break after window-shift bytes).
+func breakLines(s string, shift int) string {
+	b := []byte(s)
+	col := shift
+	for i, c := range b {
+		switch {
+		case c == '\n':
+			col = 0
+		case col >= window && (c == ' ' || c == '\t'):
+			b[i], col = '\n', 0
+		default:
+			col++
+		}
+	}
+	return string(b)
+}
+
+func find(s string) []Found {
 	d, err := detector()
 	if err != nil {
 		panic(err)
@@ -99,7 +159,7 @@ func Find(s string) []Found {
 		if v == "" {
 			v = f.Match
 		}
-		if v == "" || strings.HasPrefix(v, Marker) {
+		if v == "" || markerRE.MatchString(v) {
 			continue
 		}
 		if encoded(f.Tags) {
@@ -109,7 +169,14 @@ func Find(s string) []Found {
 		out = append(out, Found{Rule: f.RuleID, Secret: v})
 	}
 	if len(hidden) > 0 {
-		out = append(out, encodings(s, hidden)...)
+		placed := encodings(s, hidden)
+		out = append(out, placed...)
+		for _, h := range hidden {
+			if !slices.ContainsFunc(placed, func(f Found) bool { return f.Rule == h.Rule }) {
+				// Encoded in a way not found again here: fail closed.
+				out = append(out, Found{Rule: h.Rule, Whole: true})
+			}
+		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return len(out[i].Secret) > len(out[j].Secret) })
 	return out
@@ -195,10 +262,21 @@ func decodings(run string, depth int) []string {
 	return out
 }
 
-// Found is one secret and the rule that found it.
+// Found is one secret and the rule that found it. Whole means the secret
+// was found encoded in a form not located again: the whole text must go.
 type Found struct {
 	Rule   string
 	Secret string
+	Whole  bool
+}
+
+func whole(found []Found) (string, bool) {
+	for _, f := range found {
+		if f.Whole {
+			return f.Rule, true
+		}
+	}
+	return "", false
 }
 
 // Redact returns s with every secret replaced by [REDACTED:RULE], and the
@@ -212,6 +290,9 @@ func Redact(s string) (string, []string) {
 }
 
 func replace(s string, found []Found) string {
+	if rule, ok := whole(found); ok {
+		return Marker + rule + "] (an encoded secret: the whole text is withheld)"
+	}
 	for _, f := range found {
 		s = strings.ReplaceAll(s, f.Secret, Marker+f.Rule+"]")
 	}
@@ -227,8 +308,7 @@ func rulesOf(found []Found) []string {
 	return slices.Compact(rules)
 }
 
-// RedactJSON redacts the string values of a JSON document (object keys are
-// names, kept). Secrets are looked for in the decoded strings, so an escape
+// RedactJSON redacts the strings of a JSON document (values and names). Secrets are looked for in the decoded strings, so an escape
 // sequence does not hide one. The document comes back unchanged, byte for
 // byte, when nothing is found; re-encoded otherwise. A document that is not
 // JSON is redacted as text and returned as a JSON string.
@@ -236,10 +316,7 @@ func RedactJSON(raw json.RawMessage) (json.RawMessage, []string) {
 	if len(raw) < minLen {
 		return raw, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil || dec.More() {
+	asText := func() (json.RawMessage, []string) {
 		text, rules := Redact(string(raw))
 		if rules == nil {
 			return raw, nil
@@ -247,20 +324,85 @@ func RedactJSON(raw json.RawMessage) (json.RawMessage, []string) {
 		b, _ := json.Marshal(text)
 		return b, rules
 	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || len(bytes.TrimSpace(raw[dec.InputOffset():])) > 0 {
+		return asText() // not one JSON document: text
+	}
 	var texts []string
 	walk(v, func(s string) string { texts = append(texts, s); return s })
 	found := Find(strings.Join(texts, "\n"))
+	if duplicateKeys(raw) {
+		// The decoded document keeps only a key's last value: what the
+		// others hold would be written unseen. Redact the bytes as text.
+		return asText()
+	}
 	if len(found) == 0 {
 		return raw, nil
 	}
-	v = walk(v, func(s string) string { return replace(s, found) })
+	if _, ok := whole(found); ok {
+		// Some string holds an encoded secret not located again: each
+		// string is judged alone, and the one holding it withheld whole.
+		v = walk(v, func(s string) string { out, _ := Redact(s); return out })
+	} else {
+		v = walk(v, func(s string) string { return replace(s, found) })
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return raw, nil // unreachable: v came from a decoder
+		return asText()
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), rulesOf(found)
+}
+
+// duplicateKeys reports whether an object of the JSON document raw names a
+// key twice.
+func duplicateKeys(raw []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	type frame struct {
+		object bool
+		keys   map[string]bool
+		key    bool // the next string token is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false // io.EOF, or invalid: Decode judged it already
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, &frame{object: true, keys: map[string]bool{}, key: true})
+				continue
+			case '[':
+				stack = append(stack, &frame{})
+				continue
+			default:
+				stack = stack[:len(stack)-1]
+			}
+		case string:
+			if top != nil && top.object && top.key {
+				if top.keys[t] {
+					return true
+				}
+				top.keys[t] = true
+				top.key = false
+				continue
+			}
+		}
+		// A value ended: in an object, a key comes next.
+		if len(stack) > 0 && stack[len(stack)-1].object {
+			stack[len(stack)-1].key = true
+		}
+	}
 }
 
 // walk applies f to every string value in v, returning the new value.
@@ -273,9 +415,11 @@ func walk(v any, f func(string) string) any {
 			x[i] = walk(x[i], f)
 		}
 	case map[string]any:
-		for k := range x {
-			x[k] = walk(x[k], f)
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[f(k)] = walk(e, f) // names are looked at too
 		}
+		return out
 	}
 	return v
 }
@@ -286,32 +430,53 @@ const holdMax = 16 << 10
 
 // Boundary is where streamed text s may be cut so that no secret is split
 // between two pieces (each piece is redacted on its own, and half a key
-// matches no rule): after the last line break, else after the last space,
-// and never inside a PEM block whose END line has not arrived. What follows
-// the cut waits for more text. It returns 0 when nothing may go yet.
+// matches no rule): after the last line break (before it when that line
+// ends in "=", ":" or an authorization scheme, whose value may follow),
+// never inside a PEM block whose END line has not arrived (any case). A
+// line longer than holdMax is cut at its last space. What follows the cut
+// waits for more text. It returns 0 when nothing may go yet.
 func Boundary(s string) int {
-	if len(s) > holdMax {
-		return len(s)
-	}
 	cut := strings.LastIndexByte(s, '\n') + 1
-	if cut == 0 {
-		cut = strings.LastIndexAny(s, " \t\r") + 1
-	}
-	if i := strings.LastIndex(s, "-----BEGIN"); i >= 0 {
-		// The block goes whole, with its END line, or waits.
-		end := strings.Index(s[i:], "-----END")
-		closing := -1
-		if end >= 0 {
-			after := i + end + len("-----END")
-			if j := strings.Index(s[after:], "-----"); j >= 0 {
-				closing = after + j + len("-----")
-			}
+	if cut > 0 {
+		// A line ending in an assignment or an authorization scheme goes
+		// with the value on the next line.
+		line := s[strings.LastIndexByte(s[:cut-1], '\n')+1 : cut-1]
+		if pendingValue.MatchString(line) {
+			cut = strings.LastIndexByte(s[:cut-1], '\n') + 1
 		}
-		if closing < 0 {
-			cut = min(cut, i)
-		} else {
+	}
+	if len(s) > holdMax && cut == 0 {
+		cut = strings.LastIndexAny(s, " \t\r") + 1
+		if cut == 0 {
+			return len(s)
+		}
+	}
+	if loc := lastBegin(s); loc >= 0 {
+		// The block goes whole, with its END line, or waits.
+		closing := -1
+		if end := pemEnd.FindStringIndex(s[loc:]); end != nil {
+			closing = loc + end[1]
+		}
+		switch {
+		case closing >= 0:
 			cut = max(cut, closing)
+		case len(s)-loc <= holdMax:
+			cut = min(cut, loc)
 		}
 	}
 	return cut
+}
+
+var (
+	pemBegin     = stdregexp.MustCompile(`(?i)-----BEGIN`)
+	pemEnd       = stdregexp.MustCompile(`(?i)-----END[^\n]*?-----`)
+	pendingValue = stdregexp.MustCompile(`(?i)(?:[=:]|bearer|token|basic)\s*["']?\s*$`)
+)
+
+func lastBegin(s string) int {
+	all := pemBegin.FindAllStringIndex(s, -1)
+	if len(all) == 0 {
+		return -1
+	}
+	return all[len(all)-1][0]
 }

@@ -132,9 +132,12 @@ func TestBoundary(t *testing.T) {
 		in   string
 		want int
 	}{
-		{"no place to cut", len("no place to ")},
+		{"no place to cut", 0},
+		{"api_key =\nR5tP9zKq", 0},
+		{"done.\nAuthorization: Bearer\nR5t", len("done.\n")},
 		{"line one\nline tw", len("line one\n")},
-		{"token ghp_R5tP9", len("token ")},
+		{"token ghp_R5tP9", 0},
+		{strings.Repeat("x", holdMax) + " tail", holdMax + 1},
 		{"nothingtocut", 0},
 		{"key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\nabc\n", len("key:\n")},
 		{"key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIV", len("key:\n")},

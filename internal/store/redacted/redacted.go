@@ -44,12 +44,12 @@ func (s Store) AbsorbDeliveries(ctx context.Context, ids []string, into store.Ne
 }
 
 func (s Store) AppendEvent(ctx context.Context, e session.Event) (session.Event, error) {
-	e.Data = doc(e.Data)
+	e.Data, e.Key = doc(e.Data), text(e.Key)
 	return s.Store.AppendEvent(ctx, e)
 }
 
 func (s Store) CreateApproval(ctx context.Context, a session.Approval) (session.Approval, error) {
-	a.Args, a.Reason = doc(a.Args), text(a.Reason)
+	a.Args, a.Reason, a.Tool, a.ToolCallID = doc(a.Args), text(a.Reason), text(a.Tool), text(a.ToolCallID)
 	return s.Store.CreateApproval(ctx, a)
 }
 
