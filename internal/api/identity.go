@@ -231,6 +231,9 @@ type OIDCConfig = engine.OIDCConfig
 // issued to Paddock's client.
 type OIDCLogin struct {
 	IDToken string `json:"idToken"`
+	// AccessToken, of the same login, lets the server read the user's
+	// name at the directory's userinfo endpoint when the ID token lacks it.
+	AccessToken string `json:"accessToken,omitempty"`
 }
 
 func (s *Server) oidcConfig(w http.ResponseWriter, r *http.Request) {
@@ -243,7 +246,7 @@ func (s *Server) loginOIDC(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	t, full, err := s.Service.LoginOIDC(r.Context(), in.IDToken)
+	t, full, err := s.Service.LoginOIDC(r.Context(), in.IDToken, in.AccessToken)
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -43,11 +43,11 @@ func newLogin(g *globals) *cobra.Command {
 			if cfg.Issuer == "" {
 				return fmt.Errorf("the server at %s has no directory login (PADDOCK_OIDC_ISSUER); ask an administrator for a token: `paddock tokens create --user YOU`", server)
 			}
-			idToken, err := directoryLogin(ctx, g, cfg.Issuer, cfg.ClientID, cfg.Scopes)
+			idToken, access, err := directoryLogin(ctx, g, cfg.Issuer, cfg.ClientID, cfg.Scopes)
 			if err != nil {
 				return err
 			}
-			t, err := c.LoginOIDC(ctx, idToken)
+			t, err := c.LoginOIDC(ctx, idToken, access)
 			if err != nil {
 				return err
 			}
@@ -63,15 +63,15 @@ func newLogin(g *globals) *cobra.Command {
 
 // directoryLogin runs the authorization code flow with PKCE against the
 // issuer, receiving the code on a loopback port (RFC 8252), and returns
-// the ID token.
-func directoryLogin(ctx context.Context, g *globals, issuer, clientID string, scopes []string) (string, error) {
+// the ID token and the access token of the login.
+func directoryLogin(ctx context.Context, g *globals, issuer, clientID string, scopes []string) (string, string, error) {
 	provider, err := oidc.NewProvider(ctx, issuer)
 	if err != nil {
-		return "", fmt.Errorf("the directory %s cannot be reached: %w", issuer, err)
+		return "", "", fmt.Errorf("the directory %s cannot be reached: %w", issuer, err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer ln.Close()
 	oc := oauth2.Config{ClientID: clientID, Endpoint: provider.Endpoint(), Scopes: scopes,
@@ -82,8 +82,8 @@ func directoryLogin(ctx context.Context, g *globals, issuer, clientID string, sc
 	state := base64.RawURLEncoding.EncodeToString(stateBytes)
 
 	type result struct {
-		idToken string
-		err     error
+		idToken, access string
+		err             error
 	}
 	done := make(chan result, 1)
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -108,7 +108,7 @@ func directoryLogin(ctx context.Context, g *globals, issuer, clientID string, sc
 			if id == "" {
 				res.err = errors.New("the directory returned no ID token (is the openid scope allowed for this client?)")
 			}
-			res.idToken = id
+			res.idToken, res.access = id, tok.AccessToken
 		}
 		if res.err != nil {
 			http.Error(w, res.err.Error(), http.StatusBadRequest)
@@ -126,8 +126,8 @@ func directoryLogin(ctx context.Context, g *globals, issuer, clientID string, sc
 		oc.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier)), loginWait)
 	select {
 	case res := <-done:
-		return res.idToken, res.err
+		return res.idToken, res.access, res.err
 	case <-ctx.Done():
-		return "", fmt.Errorf("no answer from the directory within %s: start `paddock login` again", loginWait)
+		return "", "", fmt.Errorf("no answer from the directory within %s: start `paddock login` again", loginWait)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
 
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/store"
@@ -32,6 +33,7 @@ type OIDC struct {
 	claim string
 
 	mu       sync.Mutex
+	provider *oidc.Provider
 	verifier *oidc.IDTokenVerifier
 }
 
@@ -65,13 +67,15 @@ func (o *OIDC) verifierFor(ctx context.Context) (*oidc.IDTokenVerifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the directory %s cannot be reached: %w", o.cfg.Issuer, err)
 	}
-	o.verifier = p.Verifier(&oidc.Config{ClientID: o.cfg.ClientID})
+	o.provider, o.verifier = p, p.Verifier(&oidc.Config{ClientID: o.cfg.ClientID})
 	return o.verifier, nil
 }
 
 // Verify checks an ID token and returns its issuer, subject and the claim
-// naming the user.
-func (o *OIDC) Verify(ctx context.Context, raw string) (issuer, subject, name string, err error) {
+// naming the user. A directory that leaves the claim out of ID tokens is
+// asked for it at its userinfo endpoint with the access token of the same
+// login, whose subject must be the ID token's.
+func (o *OIDC) Verify(ctx context.Context, raw, access string) (issuer, subject, name string, err error) {
 	v, err := o.verifierFor(ctx)
 	if err != nil {
 		return "", "", "", err
@@ -85,8 +89,21 @@ func (o *OIDC) Verify(ctx context.Context, raw string) (issuer, subject, name st
 		return "", "", "", fmt.Errorf("%w: the ID token's claims: %v", ErrUnauthenticated, err)
 	}
 	name, _ = claims[o.claim].(string)
+	if name == "" && access != "" {
+		info, err := o.provider.UserInfo(ctx, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: access}))
+		if err != nil {
+			return "", "", "", fmt.Errorf("%w: the directory's userinfo: %v", ErrUnauthenticated, err)
+		}
+		if info.Subject != tok.Subject {
+			return "", "", "", fmt.Errorf("%w: the userinfo's subject is not the ID token's", ErrUnauthenticated)
+		}
+		claims = map[string]any{}
+		if err := info.Claims(&claims); err == nil {
+			name, _ = claims[o.claim].(string)
+		}
+	}
 	if name == "" {
-		return "", "", "", fmt.Errorf("%w: the ID token has no %s claim to name the user by (set PADDOCK_OIDC_USERNAME_CLAIM)", ErrUnauthenticated, o.claim)
+		return "", "", "", fmt.Errorf("%w: the directory gives no %s claim to name the user by (set PADDOCK_OIDC_USERNAME_CLAIM)", ErrUnauthenticated, o.claim)
 	}
 	return tok.Issuer, tok.Subject, name, nil
 }
@@ -97,11 +114,11 @@ func (o *OIDC) Verify(ctx context.Context, raw string) (issuer, subject, name st
 // in any project until an administrator gives one. A name already taken by
 // another user is refused, never linked: a directory must not be able to
 // claim an existing account by choosing its name.
-func (s *Service) LoginOIDC(ctx context.Context, raw string) (identity.Token, string, error) {
+func (s *Service) LoginOIDC(ctx context.Context, raw, access string) (identity.Token, string, error) {
 	if s.OIDC == nil {
 		return identity.Token{}, "", fmt.Errorf("login through a directory is not configured on this server (PADDOCK_OIDC_ISSUER and PADDOCK_OIDC_CLIENT_ID); use an API token: %w", store.ErrNotFound)
 	}
-	iss, sub, claim, err := s.OIDC.Verify(ctx, raw)
+	iss, sub, claim, err := s.OIDC.Verify(ctx, raw, access)
 	if err != nil {
 		return identity.Token{}, "", err
 	}
