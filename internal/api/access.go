@@ -55,7 +55,8 @@ func principal(r *http.Request) identity.Principal {
 
 // sender is the caller as the sender of what they do.
 func sender(r *http.Request) session.Sender {
-	return session.Sender{Kind: session.SenderOperator, ID: principal(r).User}
+	p := principal(r)
+	return session.Sender{Kind: session.SenderOperator, ID: p.User, Via: p.Via}
 }
 
 // authorize authenticates r (Authorization: Bearer TOKEN) and checks acc,

@@ -135,6 +135,10 @@ func TestProjectsScopeEverything(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, apiStatus(t, err))
 	log, err := api.AuditLog(ctx, x.ID, false)
 	require.NoError(t, err)
+	annID, _, err := identity.ParseToken(annToken)
+	require.NoError(t, err)
+	require.Equal(t, "operator:"+ann, log[0].Meta["createdBy"])
+	require.Equal(t, "token:"+annID, log[0].Meta["createdVia"], "the frame records how the requester authenticated")
 	found := false
 	for _, e := range log {
 		found = found || strings.Contains(e.Identity, "operator:tester") && e.Kind == "command" && strings.Contains(strings.Join(mapValues(e.Meta), " "), "stop")

@@ -25,6 +25,7 @@ func FromEvent(x session.Session, e session.Event) Entry {
 	sender := func(s *session.Sender) {
 		if s != nil && s.Kind != "" {
 			en.Identity = s.String()
+			m["authenticatedBy"] = s.Via
 		}
 	}
 	switch e.Kind {
@@ -115,6 +116,7 @@ func FromEvent(x session.Session, e session.Event) Entry {
 		m["instruction"] = Digest([]byte(x.Input))
 		m["interactive"] = strconv.FormatBool(x.Interactive)
 		m["createdBy"] = x.CreatedBy.String()
+		m["createdVia"] = x.CreatedBy.Via
 		m["approver"] = x.Approver
 	}
 	for k, v := range m {

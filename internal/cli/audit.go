@@ -71,7 +71,7 @@ func newAudit(g *globals) *cobra.Command {
 					meta = append(meta, k+"="+e.Meta[k])
 				}
 				fmt.Fprintf(g.io.Out, "%4d %s %-22s %-14s %s  %.12s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), oneLine(e.Identity, 22), e.Kind,
-					oneLine(strings.Join(meta, " "), 160), e.Hash)
+					oneLine(strings.Join(meta, " "), 400), e.Hash)
 				switch {
 				case e.ContentProblem != "":
 					fmt.Fprintf(g.io.Out, "     content: %s\n", e.ContentProblem)

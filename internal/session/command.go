@@ -79,6 +79,9 @@ type Sender struct {
 	// ID is the operator's identity, the sending session's ID, or the system
 	// component's name.
 	ID string `json:"id"`
+	// Via is how an operator authenticated: "token:ID" (a Paddock token,
+	// minted by an administrator or by a directory login).
+	Via string `json:"via,omitempty"`
 }
 
 func (s Sender) String() string { return string(s.Kind) + ":" + s.ID }
