@@ -123,3 +123,13 @@ func (s *Server) scope(r *http.Request, a identity.Action) ([]string, bool, erro
 	within, all, err := s.Service.Readable(r.Context(), principal(r), a)
 	return within, !all, err
 }
+
+// readProject checks a project named in a query: one the caller has no
+// role in is not found, worded as one that does not exist would be (the
+// role is checked before existence, so neither answer tells them apart).
+func (s *Server) readProject(r *http.Request, project string) error {
+	if err := s.Service.Allow(r.Context(), principal(r), project, identity.Read, fmt.Sprintf("project %q", project)); err != nil {
+		return err
+	}
+	return s.Service.CheckProject(r.Context(), project)
+}

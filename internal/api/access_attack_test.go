@@ -126,8 +126,9 @@ func TestAttackIdempotencyKeyCrossesProjects(t *testing.T) {
 }
 
 // An operator who may steer a session can pre-empt its revocation:
-// RevokeSession sends its stop under the guessable key "revoke/ID", and
-// takes the conflict with the attacker's command as "already ended".
+// RevokeSession sent its stop under the guessable key "revoke/ID", and took
+// the conflict with the attacker's command as "already ended". Now the key
+// is reserved (the attempt is a 400) and only an ended session is let be.
 func TestAttackRevocationPreempted(t *testing.T) {
 	e := attackServer(t)
 	e.project(t, "p")
@@ -137,7 +138,7 @@ func TestAttackRevocationPreempted(t *testing.T) {
 
 	code, body := e.call(t, mallory, "POST", "/v1/sessions/runaway/commands", "application/json",
 		`{"kind":"message","payload":{"message":"keep going"},"idempotencyKey":"revoke/runaway"}`)
-	require.Equal(t, 202, code, body)
+	require.Equal(t, 400, code, "the revocation's key is the platform's: %s", body)
 
 	code, body = e.call(t, e.admin, "POST", "/v1/sessions/runaway/revoke", "", "")
 	t.Logf("revoke: %d %s", code, body)
@@ -165,7 +166,7 @@ func TestAttackRevokeUserPreempted(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(body), &x))
 	code, body = e.call(t, mallory, "POST", "/v1/sessions/"+x.ID+"/commands", "application/json",
 		`{"kind":"message","payload":{"message":"x"},"idempotencyKey":"revoke/`+x.ID+`"}`)
-	require.Equal(t, 202, code, body)
+	require.Equal(t, 400, code, "the revocation's key is the platform's: %s", body)
 
 	code, body = e.call(t, e.admin, "POST", "/v1/users/mallory/revoke", "", "")
 	require.Equal(t, 200, code, body)

@@ -90,6 +90,7 @@ func (s *Server) Handler() http.Handler {
 	h("POST /v1/sessions/{id}/waive", onSession(approve), s.noted(s.Service.Waive))
 	h("POST /v1/sessions/{id}/release", onSession(steer), s.release)
 	h("POST /v1/sessions/{id}/revoke", onSession(manage), s.revokeSession)
+	h("POST /v1/sessions/{id}/start", onSession(approve), s.approveStart)
 	h("GET /v1/approvals", caller, s.listApprovals, "session", "status")
 	h("GET /v1/approvals/{id}", onApproval(read), s.getApproval)
 	h("POST /v1/approvals/{id}/approve", onApproval(approve), s.decide(true))
@@ -498,11 +499,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if q.Has("project") {
-		if err := s.Service.CheckProject(r.Context(), q.Get("project")); err != nil {
-			s.error(w, r, err)
-			return
-		}
-		if err := s.Service.Allow(r.Context(), principal(r), q.Get("project"), identity.Read, fmt.Sprintf("project %q", q.Get("project"))); err != nil {
+		if err := s.readProject(r, q.Get("project")); err != nil {
 			s.error(w, r, err)
 			return
 		}

@@ -64,7 +64,7 @@ func (s *Server) listParks(w http.ResponseWriter, r *http.Request) {
 func (s *Server) parked(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if q.Has("project") {
-		if err := s.Service.CheckProject(r.Context(), q.Get("project")); err != nil {
+		if err := s.readProject(r, q.Get("project")); err != nil {
 			s.error(w, r, err)
 			return
 		}
@@ -94,4 +94,31 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, x)
+}
+
+// StartDecision is the body of POST /v1/sessions/{id}/start.
+type StartDecision struct {
+	Approve bool   `json:"approve"`
+	Note    string `json:"note,omitempty"`
+}
+
+func (s *Server) approveStart(w http.ResponseWriter, r *http.Request) {
+	var in StartDecision
+	if err := decode(w, r, &in); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := session.Limit("note", in.Note, session.MaxReason); err != nil {
+		s.error(w, r, fmt.Errorf("%w: %w", store.ErrInvalid, err))
+		return
+	}
+	p, err := s.Service.ApproveStart(r.Context(), r.PathValue("id"), in.Approve, in.Note, sender(r))
+	if err != nil && p.ResolvedAt == nil {
+		s.error(w, r, err)
+		return
+	}
+	if err != nil {
+		s.Logger.Warn("start decided; waking the session failed (it starts when the engine is reachable)", "session", p.SessionID, "err", err)
+	}
+	writeJSON(w, http.StatusOK, p)
 }

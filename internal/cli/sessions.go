@@ -277,6 +277,26 @@ func newSessions(g *globals) *cobra.Command {
 		},
 	}
 	unpark.Flags().StringVar(&unparkNote, "note", "", "why (recorded)")
+	var startNote string
+	var reject bool
+	approveStart := &cobra.Command{
+		Use:   "approve-start ID [--reject] [--note TEXT]",
+		Short: "Let a guest's session start (or, with --reject, stop it before it runs anything); you are recorded",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := g.remote().ApproveStart(cmd.Context(), args[0], !reject, startNote); err != nil {
+				return err
+			}
+			if reject {
+				fmt.Fprintf(g.io.Out, "session %s: start rejected; it is stopped and ran nothing\n", args[0])
+				return nil
+			}
+			fmt.Fprintf(g.io.Out, "session %s: start approved; it runs now\nwatch it: paddock sessions logs -f %s\n", args[0], args[0])
+			return nil
+		},
+	}
+	approveStart.Flags().StringVar(&startNote, "note", "", "why (recorded)")
+	approveStart.Flags().BoolVar(&reject, "reject", false, "stop the session instead")
 	usage := &cobra.Command{
 		Use:   "usage ID",
 		Short: "Show a session's token usage and cost, per turn, and its disk use",
@@ -300,7 +320,7 @@ func newSessions(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(usage, ls, get, logs, sendCmd, answer, interrupt, stop, archive, retry, extend, unpark, hold, release, waive, newDiff(g), newAccept(g), newReject(g))
+	cmd.AddCommand(usage, ls, get, logs, sendCmd, answer, interrupt, stop, archive, retry, extend, unpark, approveStart, hold, release, waive, newDiff(g), newAccept(g), newReject(g))
 	return cmd
 }
 

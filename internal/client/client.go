@@ -666,3 +666,10 @@ func (c *Client) LoginOIDC(ctx context.Context, idToken, accessToken string) (ap
 	err := c.json(ctx, http.MethodPost, "/v1/login/oidc", api.OIDCLogin{IDToken: idToken, AccessToken: accessToken}, &out)
 	return out, err
 }
+
+// ApproveStart decides a session waiting for its start approval.
+func (c *Client) ApproveStart(ctx context.Context, id string, approve bool, note string) (session.Park, error) {
+	var out session.Park
+	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/start", api.StartDecision{Approve: approve, Note: note}, &out)
+	return out, err
+}

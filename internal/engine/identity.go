@@ -7,8 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -163,13 +167,27 @@ func (s *Service) NewToken(ctx context.Context, p identity.Principal, user, labe
 	if u.RevokedAt != nil {
 		return identity.Token{}, "", fmt.Errorf("%w: user %s is revoked", store.ErrConflict, user)
 	}
-	return s.mint(ctx, user, label, ttl)
+	// A token minted with one's own token is its child: it ends no later,
+	// and is revoked with it, so a short-lived or revoked credential leaves
+	// nothing longer-lived behind.
+	parent := ""
+	if id, ok := strings.CutPrefix(p.Via, "token:"); ok && user == p.User {
+		pt, err := s.Store.GetToken(ctx, id)
+		if err != nil {
+			return identity.Token{}, "", err
+		}
+		parent = pt.ID
+		if pt.ExpiresAt != nil && s.now().Add(ttl).After(*pt.ExpiresAt) {
+			ttl = pt.ExpiresAt.Sub(s.now())
+		}
+	}
+	return s.mint(ctx, user, label, ttl, parent)
 }
 
-func (s *Service) mint(ctx context.Context, user, label string, ttl time.Duration) (identity.Token, string, error) {
+func (s *Service) mint(ctx context.Context, user, label string, ttl time.Duration, parent string) (identity.Token, string, error) {
 	id, full, hash := identity.NewToken()
 	exp := s.now().Add(ttl)
-	t, err := s.Store.CreateToken(ctx, identity.Token{ID: id, User: user, Label: label, Hash: hash, ExpiresAt: &exp})
+	t, err := s.Store.CreateToken(ctx, identity.Token{ID: id, User: user, Label: label, Hash: hash, ExpiresAt: &exp, Parent: parent})
 	return t, full, err
 }
 
@@ -256,16 +274,18 @@ func (s *Service) Members(ctx context.Context, p identity.Principal, project str
 // CheckApprover says whether user may be named a session's approver in
 // project: a real member whose role may approve.
 func (s *Service) CheckApprover(ctx context.Context, project, user string) error {
+	// One answer for every refusal: it tells nobody who exists.
+	refused := fmt.Errorf("%w: approver %q may not approve in project %s (name a member or admin of the project)", ErrInvalid, user, project)
 	u, err := s.Store.GetUser(ctx, user)
 	if err != nil || u.RevokedAt != nil {
-		return fmt.Errorf("%w: approver %q is not a user", ErrInvalid, user)
+		return refused
 	}
 	role, ok, err := s.Role(ctx, identity.Principal{User: u.Name, Admin: u.Admin}, project)
 	if err != nil {
 		return err
 	}
 	if !ok || !role.Can(identity.Approve) {
-		return fmt.Errorf("%w: approver %q may not approve in project %s (a member, admin or server administrator may)", ErrInvalid, user, project)
+		return refused
 	}
 	return nil
 }
@@ -305,7 +325,7 @@ func (s *Service) Bootstrap(ctx context.Context, dataDir, admin string) (created
 	if _, err := os.Stat(path); err == nil || first == "" {
 		return created, nil
 	}
-	_, full, err := s.mint(ctx, first, "admin.token", MaxTokenLifetime)
+	_, full, err := s.mint(ctx, first, "admin.token", MaxTokenLifetime, "")
 	if err != nil {
 		return created, err
 	}
@@ -325,13 +345,17 @@ func (s *Service) Bootstrap(ctx context.Context, dataDir, admin string) (created
 // in flight is cut, its log records who revoked it and is sealed).
 func (s *Service) RevokeSession(ctx context.Context, p identity.Principal, id string) error {
 	payload, _ := json.Marshal(session.StopPayload{Reason: "revoked by " + p.User})
-	_, err := s.Send(ctx, id, SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "revoke/" + id},
-		session.Sender{Kind: session.SenderOperator, ID: p.User})
-	if errors.Is(err, store.ErrConflict) {
+	_, err := s.send(ctx, id, SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: revokeKey + id},
+		session.Sender{Kind: session.SenderOperator, ID: p.User, Via: p.Via})
+	if _, terminal := errors.AsType[*store.TerminalError](err); terminal {
 		return nil // already ended
 	}
 	return err
 }
+
+// revokeKey starts the idempotency key of a revocation's stop: reserved,
+// so no caller can take it first and make the revocation a no-op.
+const revokeKey = "revoke/"
 
 // RevokeUser revokes a user (server administrators only): their tokens
 // stop working on the next call, and every live session they requested is
@@ -362,4 +386,66 @@ func (s *Service) RevokeUser(ctx context.Context, p identity.Principal, name str
 		stopped = append(stopped, x.ID)
 	}
 	return stopped, problems, nil
+}
+
+// startGate is the park a session waits in before it starts: a guest's
+// sessions need a member's approval to start (nil otherwise).
+func (s *Service) startGate(ctx context.Context, id, project string, by session.Sender) (*session.Park, error) {
+	if by.Kind != session.SenderOperator {
+		return nil, nil
+	}
+	u, err := s.Store.GetUser(ctx, by.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil // not a user: an embedding's caller, not gated here
+	}
+	if err != nil {
+		return nil, err
+	}
+	role, ok, err := s.Role(ctx, identity.Principal{User: u.Name, Admin: u.Admin}, project)
+	if err != nil || !ok || role != identity.Guest {
+		return nil, err
+	}
+	r := bound.AwaitingStartApproval
+	return &session.Park{ID: uuid.NewString(), SessionID: id, Reason: string(r), Needs: bound.Needs(r, id),
+		Detail: "requested by " + u.Name + ", a guest in project " + project}, nil
+}
+
+// awaitingStart says whether session id waits for its start approval.
+func (s *Service) awaitingStart(ctx context.Context, id string) (bool, error) {
+	_, err := s.openPark(ctx, id, bound.AwaitingStartApproval)
+	if errors.Is(err, ErrNotParked) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ApproveStart decides a guest's session waiting at the door: approved,
+// its start command is released and its workflow starts; rejected, it
+// stops without having run anything, its log sealed. Who decides is
+// recorded; the requester cannot decide their own.
+func (s *Service) ApproveStart(ctx context.Context, id string, approve bool, note string, by session.Sender) (session.Park, error) {
+	p, err := s.openPark(ctx, id, bound.AwaitingStartApproval)
+	if err != nil {
+		return p, err
+	}
+	x, err := s.Store.GetSession(ctx, id)
+	if err != nil {
+		return p, err
+	}
+	if x.CreatedBy.ID == by.ID && x.CreatedBy.Kind == by.Kind {
+		return p, fmt.Errorf("%w: %s requested session %s and cannot approve its start", store.ErrDenied, by.ID, id)
+	}
+	if approve {
+		return s.resolve(ctx, p, session.ParkGranted, by, note)
+	}
+	if p, err = s.Store.ResolvePark(ctx, p.ID, session.ParkCanceled, &by, note); err != nil {
+		return p, err
+	}
+	if err := s.Store.StopSession(ctx, id, session.StopPayload{Reason: "start rejected by " + by.ID}); err != nil {
+		return p, err
+	}
+	if s.Sealer != nil {
+		return p, s.Sealer.Seal(ctx, id)
+	}
+	return p, nil
 }

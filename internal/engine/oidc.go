@@ -139,5 +139,5 @@ func (s *Service) LoginOIDC(ctx context.Context, raw, access string) (identity.T
 	if u.RevokedAt != nil {
 		return identity.Token{}, "", fmt.Errorf("%w: user %s is revoked", ErrUnauthenticated, u.Name)
 	}
-	return s.mint(ctx, u.Name, "oidc login", DefaultTokenLifetime)
+	return s.mint(ctx, u.Name, "oidc login", DefaultTokenLifetime, "")
 }

@@ -87,7 +87,7 @@ func (s *Service) ApplyAgents(ctx context.Context, p identity.Principal, yamlTex
 			return nil, fmt.Errorf("agent %s: %w", a.Name, err)
 		}
 	}
-	if err := s.checkTriggers(ctx, agents); err != nil {
+	if err := s.checkTriggers(ctx, p, agents); err != nil {
 		return nil, err
 	}
 	recs := make([]store.Agent, len(agents))
@@ -189,10 +189,15 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 		kind = session.KindStartWithMessage
 		payload, _ = json.Marshal(session.MessagePayload{Message: input})
 	}
+	id := uuid.NewString()
+	gate, err := s.startGate(ctx, id, req.Project, by)
+	if err != nil {
+		return session.Session{}, err
+	}
 	x, created, err := s.Store.CreateSession(ctx, store.NewSession{
-		ID: uuid.NewString(), Project: req.Project, SpendCapUSD: sp.MaxPerSessionUSD, DisplayTitle: sp.Title(input),
+		ID: id, Project: req.Project, AwaitStart: gate, SpendCapUSD: sp.MaxPerSessionUSD, DisplayTitle: sp.Title(input),
 		Agent: store.Agent{Project: sp.Project, Name: sp.Name, Spec: sp.JSON(), Digest: sp.Digest(), Concurrency: sp.Concurrency},
-		Input: input, Repo: req.Repo, CreatedBy: by, StartKind: kind, StartPayload: payload, IdempotencyKey: req.IdempotencyKey,
+		Input: input, Repo: req.Repo, CreatedBy: by, StartKind: kind, StartPayload: payload, IdempotencyKey: scopedKey(req.IdempotencyKey, req.Project, by),
 		Policy: pol.json, PolicyDigest: pol.digest, Interactive: !req.NonInteractive, Approver: req.Approver,
 	})
 	if err != nil {
@@ -206,6 +211,9 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 		if what != "" {
 			return session.Session{}, &KeyConflictError{Key: req.IdempotencyKey, SessionID: x.ID, Original: "session " + x.ID, What: what}
 		}
+	}
+	if waiting, err := s.awaitingStart(ctx, x.ID); err != nil || waiting {
+		return x, err // nothing runs before the start is approved
 	}
 	return x, s.notify(ctx, x.ID, Notice{CommandID: x.ID + "-start", Kind: kind})
 }
@@ -276,11 +284,22 @@ func (req CreateRequest) validate() error {
 // command) in the namespaces the platform keeps for its own: retries,
 // successors, trigger spawns and deliveries, their flushes and parks'
 // recoveries. A caller's key there could pre-empt the platform's.
+// scopedKey is the session idempotency key as stored: a caller's keys are
+// theirs in their project (another's same key is another session, and no
+// answer ever names a session of a project the caller cannot see); the
+// platform's own keys (retries, successors, triggers) are global.
+func scopedKey(key, project string, by session.Sender) string {
+	if key == "" || (by.Kind != session.SenderOperator && by.Kind != session.SenderAgent) {
+		return key
+	}
+	return "caller:" + project + "/" + string(by.Kind) + ":" + by.ID + "/" + key
+}
+
 func callerKey(key string, by session.Sender) error {
 	if by.Kind != session.SenderOperator && by.Kind != session.SenderAgent {
 		return nil // the platform's own (triggers, the system)
 	}
-	for _, prefix := range []string{"retry:", "successor:", reservedTrigger, reservedDelivery, "flush:", "recover-"} {
+	for _, prefix := range []string{"retry:", "successor:", reservedTrigger, reservedDelivery, "flush:", "recover-", revokeKey} {
 		if strings.HasPrefix(key, prefix) {
 			return fmt.Errorf("%w: idempotencyKey %q: keys starting with %q are reserved for the platform", ErrInvalid, trim(key), prefix)
 		}
@@ -533,6 +552,9 @@ func (s *Service) Retry(ctx context.Context, id string, by session.Sender) (sess
 	if err != nil {
 		return x, err
 	}
+	if waiting, err := s.awaitingStart(ctx, x.ID); err != nil || waiting {
+		return x, err // nothing runs before the start is approved
+	}
 	return x, s.notify(ctx, x.ID, Notice{CommandID: x.ID + "-start", Kind: kind})
 }
 
@@ -545,6 +567,14 @@ type SendRequest struct {
 
 // Send records a command (idempotently by key) and wakes the workflow.
 func (s *Service) Send(ctx context.Context, sessionID string, req SendRequest, by session.Sender) (session.Command, error) {
+	if err := callerKey(req.IdempotencyKey, by); err != nil {
+		return session.Command{}, err
+	}
+	return s.send(ctx, sessionID, req, by)
+}
+
+// send is Send with any key (the platform's own commands).
+func (s *Service) send(ctx context.Context, sessionID string, req SendRequest, by session.Sender) (session.Command, error) {
 	if req.Kind.PlatformOnly() {
 		return session.Command{}, fmt.Errorf("%w: %s commands are created by the platform, one per session", ErrInvalid, req.Kind)
 	}
@@ -556,9 +586,6 @@ func (s *Service) Send(ctx context.Context, sessionID string, req SendRequest, b
 	}
 	if err := session.Limit("idempotencyKey", req.IdempotencyKey, MaxName); err != nil {
 		return session.Command{}, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	if err := callerKey(req.IdempotencyKey, by); err != nil {
-		return session.Command{}, err
 	}
 	id := uuid.NewString()
 	key := req.IdempotencyKey
@@ -730,6 +757,9 @@ func (s *Service) Recover(ctx context.Context) error {
 		return err
 	}
 	for _, x := range list {
+		if waiting, err := s.awaitingStart(ctx, x.ID); err != nil || waiting {
+			continue // not started: its workflow starts when the start is approved
+		}
 		if err := s.notify(ctx, x.ID, Notice{}); err != nil {
 			return err
 		}

@@ -67,6 +67,9 @@ func (a *Activities) Sweep(ctx context.Context) (Swept, error) {
 			if a.Now().Sub(x.UpdatedAt) < SweepEvery {
 				continue
 			}
+			if _, parked := a.parked(ctx, x.ID); parked {
+				continue // waiting on someone (a start approval, say), not stale
+			}
 			ok, err := a.Store.Repair(ctx, x.ID)
 			if err != nil {
 				return out, err

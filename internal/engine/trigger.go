@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
@@ -52,26 +53,31 @@ func (s *Service) findTrigger(ctx context.Context, name string) (spec.Agent, spe
 
 // checkTriggers refuses agents whose trigger names another agent already
 // uses: a delivery must reach exactly one.
-func (s *Service) checkTriggers(ctx context.Context, agents []spec.Agent) error {
+func (s *Service) checkTriggers(ctx context.Context, p identity.Principal, agents []spec.Agent) error {
 	existing, err := s.Store.ListAgents(ctx, "")
 	if err != nil {
 		return err
 	}
-	owner := map[string]string{}
+	type agent struct{ project, name string }
+	owner := map[string]agent{}
 	for _, a := range existing {
 		var sp spec.Agent
 		if json.Unmarshal(a.Spec, &sp) == nil {
 			for _, t := range sp.Triggers {
-				owner[t.Name] = a.Project + "/" + a.Name
+				owner[t.Name] = agent{a.Project, a.Name}
 			}
 		}
 	}
 	for _, a := range agents {
 		for _, t := range a.Triggers {
-			if o, ok := owner[t.Name]; ok && o != a.Project+"/"+a.Name {
-				return fmt.Errorf("%w: agent %s: trigger %q is already agent %s's", ErrInvalid, a.Name, t.Name, o)
+			if o, ok := owner[t.Name]; ok && o != (agent{a.Project, a.Name}) {
+				// Another project's agent is named only to who may read it.
+				if s.Allow(ctx, p, o.project, identity.Read, "") == nil {
+					return fmt.Errorf("%w: agent %s: trigger %q is already agent %s/%s's", ErrInvalid, a.Name, t.Name, o.project, o.name)
+				}
+				return fmt.Errorf("%w: agent %s: the trigger name %q is taken: choose another", ErrInvalid, a.Name, t.Name)
 			}
-			owner[t.Name] = a.Project + "/" + a.Name
+			owner[t.Name] = agent{a.Project, a.Name}
 		}
 	}
 	return nil

@@ -167,7 +167,10 @@ type Token struct {
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 	LastUsed  *time.Time `json:"lastUsed,omitempty"`
 	RevokedAt *time.Time `json:"revokedAt,omitempty"`
-	Hash      string     `json:"-"`
+	// Parent is the token that minted this one (its user's own, from a
+	// session of theirs): revoking it revokes this one too.
+	Parent string `json:"parent,omitempty"`
+	Hash   string `json:"-"`
 }
 
 // Usable says why a token cannot be used now, or nil.

@@ -96,6 +96,9 @@ type NewSession struct {
 	// Start is the one start command: kind start or startWithMessage.
 	StartKind    session.CommandKind
 	StartPayload json.RawMessage
+	// AwaitStart, when set, parks the session at the door: the start
+	// command is held, the park's recovery, until someone resolves it.
+	AwaitStart *session.Park
 	// IdempotencyKey makes creation idempotent; empty means always create.
 	IdempotencyKey string
 }

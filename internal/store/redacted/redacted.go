@@ -32,6 +32,11 @@ func command(c store.NewCommand) store.NewCommand {
 
 func (s Store) CreateSession(ctx context.Context, in store.NewSession) (session.Session, bool, error) {
 	in.DisplayTitle, in.Input, in.StartPayload = text(in.DisplayTitle), text(in.Input), doc(in.StartPayload)
+	if in.AwaitStart != nil {
+		p := *in.AwaitStart
+		p.Detail = text(p.Detail)
+		in.AwaitStart = &p
+	}
 	return s.Store.CreateSession(ctx, in)
 }
 

@@ -95,17 +95,17 @@ func scanToken(r scanner) (identity.Token, error) {
 	var t identity.Token
 	var created string
 	var expires, used, revoked sql.NullString
-	err := r.Scan(&t.ID, &t.User, &t.Label, &t.Hash, &created, &expires, &used, &revoked)
+	err := r.Scan(&t.ID, &t.User, &t.Label, &t.Hash, &created, &expires, &used, &revoked, &t.Parent)
 	t.CreatedAt, t.ExpiresAt, t.LastUsed, t.RevokedAt = parseTime(created), optTime(expires), optTime(used), optTime(revoked)
 	return t, err
 }
 
-const tokenCols = `id, user_name, label, hash, created_at, expires_at, last_used_at, revoked_at`
+const tokenCols = `id, user_name, label, hash, created_at, expires_at, last_used_at, revoked_at, parent`
 
 // CreateToken implements store.Store.
 func (s *Store) CreateToken(ctx context.Context, t identity.Token) (identity.Token, error) {
 	t.CreatedAt = parseTime(s.ts())
-	_, err := s.db.ExecContext(ctx, `INSERT INTO tokens (`+tokenCols+`) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)`, t.ID, t.User, t.Label, t.Hash, s.ts(), optTS(t.ExpiresAt))
+	_, err := s.db.ExecContext(ctx, `INSERT INTO tokens (`+tokenCols+`) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?)`, t.ID, t.User, t.Label, t.Hash, s.ts(), optTS(t.ExpiresAt), t.Parent)
 	if err != nil && strings.Contains(err.Error(), "FOREIGN KEY") {
 		return t, fmt.Errorf("user %q: %w", t.User, store.ErrNotFound)
 	}
@@ -126,9 +126,12 @@ func (s *Store) ListTokens(ctx context.Context, user string) ([]identity.Token, 
 	return queryAll(ctx, s.db, scanToken, `SELECT `+tokenCols+` FROM tokens WHERE user_name = ? OR ? = '' ORDER BY created_at, id`, user, user)
 }
 
-// RevokeToken implements store.Store.
+// RevokeToken implements store.Store: the tokens it minted, and theirs,
+// go with it.
 func (s *Store) RevokeToken(ctx context.Context, id string) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`, s.ts(), id)
+	res, err := s.db.ExecContext(ctx, `WITH RECURSIVE family(id) AS (SELECT id FROM tokens WHERE id = ?
+		UNION SELECT tokens.id FROM tokens JOIN family ON tokens.parent = family.id)
+		UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE id IN (SELECT id FROM family)`, id, s.ts())
 	if err != nil {
 		return err
 	}

@@ -205,4 +205,6 @@ var migrations = []string{
 		PRIMARY KEY (project, user_name)
 	);
 	CREATE INDEX members_user ON members(user_name);`,
+	`ALTER TABLE tokens ADD COLUMN parent TEXT NOT NULL DEFAULT '';
+	CREATE INDEX tokens_parent ON tokens(parent);`,
 }

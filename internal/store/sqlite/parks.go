@@ -66,20 +66,9 @@ func (s *Store) OpenPark(ctx context.Context, p session.Park, recovery store.New
 		if _, err := s.insertCommandIn(ctx, tx, recovery, session.CommandHeld); err != nil {
 			return err
 		}
-		var expires any
-		if p.ExpiresAt != nil {
-			expires = p.ExpiresAt.UTC().Format(timeFormat)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO parks (id, session_id, reason, detail, needs, recovery_command_id, created_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, p.ID, p.SessionID, p.Reason, p.Detail, p.Needs, recovery.ID, s.ts(), expires); err != nil {
-			return err
-		}
-		out, err = scanPark(tx.QueryRowContext(ctx, `SELECT `+parkCols+` FROM parks WHERE id = ?`, p.ID))
-		if err != nil {
-			return err
-		}
-		created = true
-		return s.appendJSON(ctx, tx, p.SessionID, "", session.EventPark, "park/"+p.ID+"/open", session.ParkData{Park: out})
+		out, err = s.insertPark(ctx, tx, p, recovery.ID)
+		created = err == nil
+		return err
 	})
 	if err != nil {
 		return out, false, fmt.Errorf("open park: %w", err)
@@ -179,4 +168,22 @@ func (s *Store) RaiseSpendCap(ctx context.Context, id string, usd float64) error
 		return fmt.Errorf("session %s: %w", id, store.ErrNotFound)
 	}
 	return nil
+}
+
+// insertPark records park p, its recovery the held command recoveryID,
+// and its event.
+func (s *Store) insertPark(ctx context.Context, tx *sql.Tx, p session.Park, recoveryID string) (session.Park, error) {
+	var expires any
+	if p.ExpiresAt != nil {
+		expires = p.ExpiresAt.UTC().Format(timeFormat)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO parks (id, session_id, reason, detail, needs, recovery_command_id, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, p.ID, p.SessionID, p.Reason, p.Detail, p.Needs, recoveryID, s.ts(), expires); err != nil {
+		return session.Park{}, err
+	}
+	out, err := scanPark(tx.QueryRowContext(ctx, `SELECT `+parkCols+` FROM parks WHERE id = ?`, p.ID))
+	if err != nil {
+		return out, err
+	}
+	return out, s.appendJSON(ctx, tx, p.SessionID, "", session.EventPark, "park/"+p.ID+"/open", session.ParkData{Park: out})
 }

@@ -149,12 +149,25 @@ func (s *Store) CreateSession(ctx context.Context, in store.NewSession) (session
 		if err := s.appendJSON(ctx, tx, in.ID, "", session.EventStatus, "status/created", session.StatusData{Status: session.StatusQueued}); err != nil {
 			return err
 		}
-		_, err = s.insertCommand(ctx, tx, store.NewCommand{
+		state := session.CommandPending
+		if in.AwaitStart != nil {
+			state = session.CommandHeld
+		}
+		_, err = s.insertCommandIn(ctx, tx, store.NewCommand{
 			ID: in.ID + "-start", SessionID: in.ID, Kind: in.StartKind, Payload: in.StartPayload,
 			Sender: session.Sender{Kind: session.SenderSystem, ID: "paddock"}, IdempotencyKey: "start",
-		})
+		}, state)
 		if err != nil {
 			return err
+		}
+		if p := in.AwaitStart; p != nil {
+			p.SessionID = in.ID
+			if _, err := s.insertPark(ctx, tx, *p, in.ID+"-start"); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET ambient_status = ? WHERE id = ?`, "parked ("+p.Reason+"): needs "+p.Needs, in.ID); err != nil {
+				return err
+			}
 		}
 		out, err = s.getSession(ctx, tx, in.ID)
 		created = true
