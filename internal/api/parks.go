@@ -122,3 +122,27 @@ func (s *Server) approveStart(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, p)
 }
+
+// Credentials is the body of POST /v1/sessions/{id}/credentials: the
+// values of the credentials the session's agent declares, by name.
+type Credentials struct {
+	Values map[string]string `json:"values"`
+}
+
+func (s *Server) setCredentials(w http.ResponseWriter, r *http.Request) {
+	var in Credentials
+	if err := decode(w, r, &in); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	p, err := s.Service.SetCredentials(r.Context(), r.PathValue("id"), in.Values, sender(r))
+	if err != nil && p.ResolvedAt == nil {
+		s.error(w, r, err)
+		return
+	}
+	if err != nil {
+		s.Logger.Warn("credentials given; waking the session failed (it starts when the engine is reachable)", "session", p.SessionID, "err", err)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, p)
+}

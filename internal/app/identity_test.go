@@ -2,7 +2,11 @@ package app_test
 
 import (
 	"context"
+	"database/sql"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	apipkg "github.com/paddock-dev/paddock/internal/api"
+	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
@@ -159,4 +164,74 @@ func hasSession(list []session.Session, id string) bool {
 func paddockAs(t *testing.T, token string, args ...string) (int, string) {
 	t.Helper()
 	return paddockEnv(t, map[string]string{"PADDOCK_SERVER": shared.URL, "PADDOCK_TOKEN": token, "PADDOCK_DATA_DIR": t.TempDir()}, args...)
+}
+
+// TestPassthroughCredentials: an agent that acts with the requester's
+// credentials waits at the door for them; only the requester may give
+// them (from standard input); commands get them in their environment, the
+// transcript shows their names, not their values, nothing in the data
+// directory's databases holds them in clear text, and they are deleted
+// when the session ends.
+func TestPassthroughCredentials(t *testing.T) {
+	ctx := context.Background()
+	project := unique("deploys")
+	cara := unique("cara")
+	member(t, project, cara, identity.Member)
+	_, err := api.SetPolicy(ctx, project, []byte("default: allow\ncommands:\n  allow: [echo, printf, wc]\n"))
+	require.NoError(t, err)
+	caraToken, asCara := tokenOf(t, cara)
+	name := unique("deployer")
+	_, err = api.Apply(ctx, []byte("name: "+name+"\nproject: "+project+"\nmodel: "+script(t, "credentials.yaml")+
+		"\ntools: [run_command]\nenvironment:\n  credentials: [DEPLOY_TOKEN]\n"))
+	require.NoError(t, err)
+	x, err := asCara.CreateSession(ctx, engine.CreateRequest{Project: project, Agent: name, Repo: gitRepo(t), Message: "deploy"})
+	require.NoError(t, err)
+	require.Contains(t, x.AmbientStatus, "awaiting_credentials")
+
+	value := "dpl-" + unique("Zq7Rk2Lm9Xv4")
+	_, err = api.SetCredentials(ctx, x.ID, map[string]string{"DEPLOY_TOKEN": value})
+	require.Equal(t, http.StatusForbidden, apiStatus(t, err), "an administrator may not give another's credentials")
+	_, err = asCara.SetCredentials(ctx, x.ID, map[string]string{"OTHER": value})
+	require.Equal(t, http.StatusBadRequest, apiStatus(t, err))
+
+	var out strings.Builder
+	env := map[string]string{"PADDOCK_SERVER": shared.URL, "PADDOCK_TOKEN": caraToken, "PADDOCK_DATA_DIR": t.TempDir()}
+	code := cli.Run(ctx, []string{"sessions", "credentials", x.ID}, cli.IO{In: strings.NewReader(value + "\n"), Out: &out, Err: &out, Getenv: func(k string) string { return env[k] }})
+	require.Equal(t, 0, code, out.String())
+	require.NotContains(t, out.String(), value)
+	waitFor(t, "the turn, the command approved by cara", func() (bool, error) {
+		s, err := asCara.Session(ctx, x.ID)
+		if s.Status == session.StatusAwaiting || err != nil {
+			return true, err
+		}
+		aps, _ := asCara.Approvals(ctx, store.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
+		for _, ap := range aps {
+			_, err = asCara.Decide(ctx, ap.ID, true, "")
+		}
+		return false, err
+	})
+
+	events, err := api.Events(ctx, x.ID, 0)
+	require.NoError(t, err)
+	var transcript strings.Builder
+	for _, e := range events {
+		transcript.Write(e.Data)
+	}
+	require.NotContains(t, transcript.String(), value)
+	require.Contains(t, transcript.String(), "token is [REDACTED:credential DEPLOY_TOKEN]")
+	require.Contains(t, transcript.String(), strconv.Itoa(len(value)), "the command had the value in its environment")
+
+	send(t, x.ID, session.KindStop, session.StopPayload{Reason: "deployed"})
+	waitStatus(t, x.ID, session.StatusStopped)
+	db, err := sql.Open("sqlite", filepath.Join(sharedDir, "paddock.db")+"?_pragma=busy_timeout(10000)")
+	require.NoError(t, err)
+	defer db.Close()
+	var left int
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT COUNT(*) FROM session_credentials WHERE session_id = ?`, x.ID).Scan(&left))
+	require.Zero(t, left, "deleted when the session ends")
+	for _, f := range []string{"paddock.db", "paddock.db-wal", "temporal.db", "temporal.db-wal"} {
+		if _, err := os.Stat(filepath.Join(sharedDir, f)); err == nil {
+			require.Empty(t, scanFile(t, filepath.Join(sharedDir, f), []string{value}), "%s holds the credential in clear text", f)
+		}
+	}
 }

@@ -198,6 +198,8 @@ func Needs(r Reason, id string) string {
 		return "a decision: paddock approvals ls"
 	case AwaitingAnswer:
 		return "an answer: paddock sessions logs " + id
+	case AwaitingCredentials:
+		return "the requester's credentials: paddock sessions credentials " + id + " (the requester runs it)"
 	case AwaitingStartApproval:
 		return "a member's approval to start: paddock sessions approve-start " + id + " (or --reject)"
 	}

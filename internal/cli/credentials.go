@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/term"
 	"gopkg.in/yaml.v3"
 
 	"github.com/paddock-dev/paddock/internal/engine"
@@ -101,4 +103,33 @@ func (g *globals) token(server string) string {
 		return strings.TrimSpace(string(data))
 	}
 	return ""
+}
+
+// readSecrets reads one line per name from standard input, prompting on
+// standard error; on a terminal the input is not echoed.
+func readSecrets(g *globals, names []string) (map[string]string, error) {
+	out := map[string]string{}
+	f, isFile := g.io.In.(*os.File)
+	tty := isFile && term.IsTerminal(int(f.Fd()))
+	r := bufio.NewReader(g.io.In)
+	for _, name := range names {
+		fmt.Fprintf(g.io.Err, "%s: ", name)
+		var line string
+		if tty {
+			b, err := term.ReadPassword(int(f.Fd()))
+			fmt.Fprintln(g.io.Err)
+			if err != nil {
+				return nil, err
+			}
+			line = string(b)
+		} else {
+			l, err := r.ReadString('\n')
+			if err != nil && l == "" {
+				return nil, fmt.Errorf("no value for %s on standard input (one line per credential: %s)", name, strings.Join(names, ", "))
+			}
+			line = strings.TrimRight(l, "\r\n")
+		}
+		out[name] = line
+	}
+	return out, nil
 }

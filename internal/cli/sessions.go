@@ -11,6 +11,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 )
 
@@ -297,6 +298,32 @@ func newSessions(g *globals) *cobra.Command {
 	}
 	approveStart.Flags().StringVar(&startNote, "note", "", "why (recorded)")
 	approveStart.Flags().BoolVar(&reject, "reject", false, "stop the session instead")
+	credentialsCmd := &cobra.Command{
+		Use:   "credentials ID",
+		Short: "Give a session you requested the credentials its agent acts with: each is read from standard input (one line each, not echoed on a terminal), never from the command line",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			x, err := g.remote().Session(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			var sp spec.Agent
+			_ = json.Unmarshal(x.AgentSpec, &sp)
+			if len(sp.Environment.Credentials) == 0 {
+				return fmt.Errorf("session %s's agent takes no credentials", args[0])
+			}
+			values, err := readSecrets(g, sp.Environment.Credentials)
+			if err != nil {
+				return err
+			}
+			if _, err := g.remote().SetCredentials(cmd.Context(), args[0], values); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "session %s: %d credentials given (kept encrypted, deleted when it ends); it starts now\nwatch it: paddock sessions logs -f %s\n",
+				args[0], len(values), args[0])
+			return nil
+		},
+	}
 	usage := &cobra.Command{
 		Use:   "usage ID",
 		Short: "Show a session's token usage and cost, per turn, and its disk use",
@@ -320,7 +347,7 @@ func newSessions(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(usage, ls, get, logs, sendCmd, answer, interrupt, stop, archive, retry, extend, unpark, approveStart, hold, release, waive, newDiff(g), newAccept(g), newReject(g))
+	cmd.AddCommand(usage, ls, get, logs, sendCmd, answer, interrupt, stop, archive, retry, extend, unpark, approveStart, credentialsCmd, hold, release, waive, newDiff(g), newAccept(g), newReject(g))
 	return cmd
 }
 

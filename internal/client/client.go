@@ -673,3 +673,11 @@ func (c *Client) ApproveStart(ctx context.Context, id string, approve bool, note
 	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/start", api.StartDecision{Approve: approve, Note: note}, &out)
 	return out, err
 }
+
+// SetCredentials gives a session waiting for them its requester's
+// credentials.
+func (c *Client) SetCredentials(ctx context.Context, id string, values map[string]string) (session.Park, error) {
+	var out session.Park
+	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/credentials", api.Credentials{Values: values}, &out)
+	return out, err
+}

@@ -38,6 +38,8 @@ type Activities struct {
 	Providers *provider.Registry
 	Tools     tool.Set
 	Now       func() time.Time
+	// ContentKey opens sessions' credentials.
+	ContentKey Cipher
 	// Copies is where sessions' working copies and caches live.
 	Copies *Copies
 	// Spawner replaces ended sessions of replace: auto agents; nil disables it.

@@ -205,8 +205,10 @@ func (s *Service) Prove(ctx context.Context, id string, seq, oldSize int64) (aud
 // MaxContentRetention bounds how long a project may keep audit content.
 const MaxContentRetention = 10 * 365 * 24 * time.Hour
 
-// Decrypter opens retained audit content (vault.Key).
-type Decrypter interface {
+// Cipher seals and opens content at rest (vault.Key): retained audit
+// content, a session's credentials.
+type Cipher interface {
+	Encrypt(plain, ad []byte) []byte
 	Decrypt(sealed, ad []byte) ([]byte, error)
 }
 

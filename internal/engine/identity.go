@@ -389,34 +389,59 @@ func (s *Service) RevokeUser(ctx context.Context, p identity.Principal, name str
 }
 
 // startGate is the park a session waits in before it starts: a guest's
-// sessions need a member's approval to start (nil otherwise).
-func (s *Service) startGate(ctx context.Context, id, project string, by session.Sender) (*session.Park, error) {
-	if by.Kind != session.SenderOperator {
-		return nil, nil
-	}
-	u, err := s.Store.GetUser(ctx, by.ID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil // not a user: an embedding's caller, not gated here
-	}
+// sessions need a member's approval to start; an agent whose commands act
+// with the requester's credentials waits for them (nil: it starts at once).
+func (s *Service) startGate(ctx context.Context, id, project string, by session.Sender, sp spec.Agent) (*session.Park, error) {
+	guest, err := s.isGuest(ctx, project, by)
 	if err != nil {
 		return nil, err
 	}
-	role, ok, err := s.Role(ctx, identity.Principal{User: u.Name, Admin: u.Admin}, project)
-	if err != nil || !ok || role != identity.Guest {
-		return nil, err
+	switch {
+	case guest:
+		return gatePark(id, bound.AwaitingStartApproval, "requested by "+by.ID+", a guest in project "+project), nil
+	case len(sp.Environment.Credentials) > 0:
+		return credentialsPark(id, sp, by), nil
 	}
-	r := bound.AwaitingStartApproval
-	return &session.Park{ID: uuid.NewString(), SessionID: id, Reason: string(r), Needs: bound.Needs(r, id),
-		Detail: "requested by " + u.Name + ", a guest in project " + project}, nil
+	return nil, nil
 }
 
-// awaitingStart says whether session id waits for its start approval.
-func (s *Service) awaitingStart(ctx context.Context, id string) (bool, error) {
-	_, err := s.openPark(ctx, id, bound.AwaitingStartApproval)
-	if errors.Is(err, ErrNotParked) {
+func gatePark(id string, r bound.Reason, detail string) *session.Park {
+	return &session.Park{ID: uuid.NewString(), SessionID: id, Reason: string(r), Needs: bound.Needs(r, id), Detail: detail}
+}
+
+func credentialsPark(id string, sp spec.Agent, by session.Sender) *session.Park {
+	return gatePark(id, bound.AwaitingCredentials, "agent "+sp.Name+" acts with the requester's credentials ("+
+		strings.Join(sp.Environment.Credentials, ", ")+"): "+by.ID+" gives them")
+}
+
+func (s *Service) isGuest(ctx context.Context, project string, by session.Sender) (bool, error) {
+	if by.Kind != session.SenderOperator {
 		return false, nil
 	}
-	return err == nil, err
+	u, err := s.Store.GetUser(ctx, by.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil // not a user: an embedding's caller, not gated here
+	}
+	if err != nil {
+		return false, err
+	}
+	role, ok, err := s.Role(ctx, identity.Principal{User: u.Name, Admin: u.Admin}, project)
+	return ok && role == identity.Guest, err
+}
+
+// awaitingStart says whether session id waits at the door (for a start
+// approval or credentials): its start command held, no workflow yet.
+func (s *Service) awaitingStart(ctx context.Context, id string) (bool, error) {
+	open, err := s.Store.ListParks(ctx, id, true)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range open {
+		if p.RecoveryCommand == id+"-start" {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // ApproveStart decides a guest's session waiting at the door: approved,
@@ -436,6 +461,11 @@ func (s *Service) ApproveStart(ctx context.Context, id string, approve bool, not
 		return p, fmt.Errorf("%w: %s requested session %s and cannot approve its start", store.ErrDenied, by.ID, id)
 	}
 	if approve {
+		var sp spec.Agent
+		if err := json.Unmarshal(x.AgentSpec, &sp); err == nil && len(sp.Environment.Credentials) > 0 {
+			// The next gate: the requester's credentials.
+			return s.Store.PassPark(ctx, p.ID, &by, note, *credentialsPark(id, sp, x.CreatedBy))
+		}
 		return s.resolve(ctx, p, session.ParkGranted, by, note)
 	}
 	if p, err = s.Store.ResolvePark(ctx, p.ID, session.ParkCanceled, &by, note); err != nil {
@@ -448,4 +478,51 @@ func (s *Service) ApproveStart(ctx context.Context, id string, approve bool, not
 		return p, s.Sealer.Seal(ctx, id)
 	}
 	return p, nil
+}
+
+// MaxCredential bounds one credential's value.
+const MaxCredential = 16 << 10
+
+// credentialAD binds a sealed credential to its session and name.
+func credentialAD(sessionID, name string) []byte {
+	return []byte("paddock-credential-v1\n" + sessionID + "\n" + name)
+}
+
+// SetCredentials gives a session waiting for them the credentials its
+// agent declares: the requester's own, so only the requester may give
+// them. They are kept encrypted, never written to the transcript or to
+// workflow history, put in its commands' environment, taken out of their
+// output, and deleted when the session ends.
+func (s *Service) SetCredentials(ctx context.Context, id string, values map[string]string, by session.Sender) (session.Park, error) {
+	x, err := s.Store.GetSession(ctx, id)
+	if err != nil {
+		return session.Park{}, err
+	}
+	if x.CreatedBy.Kind != by.Kind || x.CreatedBy.ID != by.ID {
+		return session.Park{}, fmt.Errorf("%w: session %s acts with the credentials of %s, who requested it; only they may give them", store.ErrDenied, id, x.CreatedBy)
+	}
+	p, err := s.openPark(ctx, id, bound.AwaitingCredentials)
+	if err != nil {
+		return p, err
+	}
+	var sp spec.Agent
+	_ = json.Unmarshal(x.AgentSpec, &sp)
+	sealed := map[string][]byte{}
+	for _, name := range sp.Environment.Credentials {
+		v, ok := values[name]
+		switch {
+		case !ok || v == "":
+			return p, fmt.Errorf("%w: credential %s is missing (agent %s needs %s)", ErrInvalid, name, sp.Name, strings.Join(sp.Environment.Credentials, ", "))
+		case len(v) > MaxCredential || strings.ContainsRune(v, 0):
+			return p, fmt.Errorf("%w: credential %s: at most %d bytes, no NUL", ErrInvalid, name, MaxCredential)
+		}
+		sealed[name] = s.ContentKey.Encrypt([]byte(v), credentialAD(id, name))
+	}
+	if len(values) != len(sealed) {
+		return p, fmt.Errorf("%w: agent %s takes the credentials %s, no others", ErrInvalid, sp.Name, strings.Join(sp.Environment.Credentials, ", "))
+	}
+	if err := s.Store.SetCredentials(ctx, id, sealed); err != nil {
+		return p, err
+	}
+	return s.resolve(ctx, p, session.ParkGranted, by, "credentials given")
 }

@@ -46,8 +46,9 @@ type Service struct {
 	// Sealer seals audit logs before their sessions are reaped, and
 	// verifies the seals.
 	Sealer *Sealer
-	// ContentKey opens the audit content projects retain.
-	ContentKey Decrypter
+	// ContentKey seals and opens content at rest (audit content projects
+	// retain, sessions' credentials).
+	ContentKey Cipher
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// OIDC verifies logins through the organization's directory (nil: not
@@ -190,7 +191,7 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 		payload, _ = json.Marshal(session.MessagePayload{Message: input})
 	}
 	id := uuid.NewString()
-	gate, err := s.startGate(ctx, id, req.Project, by)
+	gate, err := s.startGate(ctx, id, req.Project, by, sp)
 	if err != nil {
 		return session.Session{}, err
 	}

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -20,6 +22,34 @@ import (
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/tool"
 )
+
+// credentials opens session id's credentials.
+func (a *Activities) credentials(ctx context.Context, id string) (map[string]string, error) {
+	sealed, err := a.Store.Credentials(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(sealed))
+	for name, v := range sealed {
+		plain, err := a.ContentKey.Decrypt(v, credentialAD(id, name))
+		if err != nil {
+			return nil, fmt.Errorf("credential %s cannot be opened (%v): the requester gives it again once the session is stopped and retried", name, err)
+		}
+		out[name] = string(plain)
+	}
+	return out, nil
+}
+
+// withoutValues takes the credentials' values out of a command's output:
+// the transcript and the model see their names instead.
+func withoutValues(out string, creds map[string]string) string {
+	for _, name := range slices.Sorted(maps.Keys(creds)) {
+		if v := creds[name]; len(v) >= 4 {
+			out = strings.ReplaceAll(out, v, "[REDACTED:credential "+name+"]")
+		}
+	}
+	return out
+}
 
 // CallDigest binds an approval to one exact call: the tool's name and its
 // arguments in canonical JSON.
@@ -327,6 +357,20 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		res, runErr = tool.CallMCP(ctx, server, a.mcpEnv(s, sp), name, call.Args)
 	} else {
 		env := tool.Env{Root: s.Workdir, Shell: a.Shell, Place: a.place(s, sp), DiskBudget: a.Copies.budget(s.Workdir), Owner: a.Copies.UID, MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}
+		var creds map[string]string
+		if call.Name == tool.RunCommand && len(sp.Environment.Credentials) > 0 {
+			// The requester's credentials, read here (never carried through
+			// workflow history) for this command's environment only.
+			if creds, err = a.credentials(ctx, sessionID); err != nil {
+				return finish(session.CallErrored, "", err.Error())
+			}
+			env.Place.Env = maps.Clone(env.Place.Env)
+			if env.Place.Env == nil {
+				env.Place.Env = map[string]string{}
+			}
+			maps.Copy(env.Place.Env, creds)
+		}
+
 		// The network the environment allows commands, through a proxy of
 		// this command's own; none when it allows none.
 		var ep *egressRun
@@ -339,6 +383,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 			}
 		}
 		res, runErr = a.Tools.Only(sp.Tools)[call.Name].Run(ctx, env, call.Args)
+		res.Output = withoutValues(res.Output, creds)
 		if ep != nil {
 			// Every connection is recorded before the call's result, and
 			// the refused ones are named in it.

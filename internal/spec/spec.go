@@ -80,6 +80,11 @@ type EnvironmentSpec struct {
 	// Env are extra variables for setup and commands; code-carrying and
 	// Paddock-owned names are refused.
 	Env map[string]string `yaml:"env" json:"env,omitempty"`
+	// Credentials are variables the requester supplies when a session
+	// starts (passthrough: the session acts with their credentials): the
+	// session waits at the door until they are given, commands get them in
+	// their environment, and they go when the session ends.
+	Credentials []string `yaml:"credentials" json:"credentials,omitempty"`
 	// ReadOnlyPaths are host paths (toolchains) shown read-only.
 	ReadOnlyPaths []string `yaml:"readOnlyPaths" json:"readOnlyPaths,omitempty"`
 	// SetupTimeout bounds the setup script (default 30m).
@@ -539,6 +544,19 @@ func (e EnvironmentSpec) validate() error {
 		if strings.ContainsRune(e.Env[name], 0) {
 			return bad("env."+name, "a value cannot hold a NUL byte")
 		}
+	}
+	seen := map[string]bool{}
+	for i, name := range e.Credentials {
+		where := fmt.Sprintf("credentials[%d]", i)
+		switch {
+		case !envNameRE.MatchString(name):
+			return bad(where, fmt.Sprintf("%q: want a variable name of letters, digits and _ not starting with a digit", name))
+		case sandbox.CodeCarrying(name, "") != "":
+			return bad(where, name+" refused: "+sandbox.CodeCarrying(name, ""))
+		case seen[name] || e.Env[name] != "":
+			return bad(where, name+" is given twice (credentials and env are one namespace)")
+		}
+		seen[name] = true
 	}
 	for i, p := range e.ReadOnlyPaths {
 		c := path.Clean(p)

@@ -242,6 +242,16 @@ type Store interface {
 	// RaiseSpendCap sets a live session's spend cap.
 	RaiseSpendCap(ctx context.Context, id string, usd float64) error
 
+	// SetCredentials keeps a session's credentials, sealed (encrypted by
+	// the caller), replacing any; Credentials reads them. A session's
+	// credentials are deleted when it ends.
+	SetCredentials(ctx context.Context, sessionID string, sealed map[string][]byte) error
+	Credentials(ctx context.Context, sessionID string) (map[string][]byte, error)
+	// PassPark resolves park id as granted without releasing its held
+	// recovery command, and opens next (the next gate) on the same command,
+	// in one transaction.
+	PassPark(ctx context.Context, id string, by *session.Sender, note string, next session.Park) (session.Park, error)
+
 	// CreateUser adds a user (ErrConflict when the name is taken, or the
 	// directory identity already has one); GetUser, UserBySubject (by the
 	// directory's issuer and subject) and ListUsers read them; RevokeUser

@@ -207,4 +207,10 @@ var migrations = []string{
 	CREATE INDEX members_user ON members(user_name);`,
 	`ALTER TABLE tokens ADD COLUMN parent TEXT NOT NULL DEFAULT '';
 	CREATE INDEX tokens_parent ON tokens(parent);`,
+	`CREATE TABLE session_credentials (
+		session_id TEXT NOT NULL,
+		name       TEXT NOT NULL,
+		sealed     BLOB NOT NULL,
+		PRIMARY KEY (session_id, name)
+	);`,
 }

@@ -187,3 +187,86 @@ func (s *Store) insertPark(ctx context.Context, tx *sql.Tx, p session.Park, reco
 	}
 	return out, s.appendJSON(ctx, tx, p.SessionID, "", session.EventPark, "park/"+p.ID+"/open", session.ParkData{Park: out})
 }
+
+// SetCredentials implements store.Store.
+func (s *Store) SetCredentials(ctx context.Context, sessionID string, sealed map[string][]byte) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		cur, err := s.getSession(ctx, tx, sessionID)
+		if err != nil {
+			return err
+		}
+		if cur.Status.Terminal() {
+			return &store.TerminalError{SessionID: cur.ID, Status: cur.Status}
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM session_credentials WHERE session_id = ?`, sessionID); err != nil {
+			return err
+		}
+		for name, v := range sealed {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO session_credentials (session_id, name, sealed) VALUES (?, ?, ?)`, sessionID, name, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Credentials implements store.Store.
+func (s *Store) Credentials(ctx context.Context, sessionID string) (map[string][]byte, error) {
+	type row struct {
+		name   string
+		sealed []byte
+	}
+	rows, err := queryAll(ctx, s.db, func(r scanner) (row, error) {
+		var x row
+		return x, r.Scan(&x.name, &x.sealed)
+	}, `SELECT name, sealed FROM session_credentials WHERE session_id = ?`, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]byte, len(rows))
+	for _, r := range rows {
+		out[r.name] = r.sealed
+	}
+	return out, nil
+}
+
+// PassPark implements store.Store.
+func (s *Store) PassPark(ctx context.Context, id string, by *session.Sender, note string, next session.Park) (session.Park, error) {
+	var out session.Park
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		p, err := scanPark(tx.QueryRowContext(ctx, `SELECT `+parkCols+` FROM parks WHERE id = ?`, id))
+		if err != nil {
+			return notFound("park", id, err)
+		}
+		if p.ResolvedAt != nil {
+			return fmt.Errorf("park %s is already %s: %w", id, p.Resolution, store.ErrConflict)
+		}
+		byJSON := ""
+		if by != nil {
+			b, _ := json.Marshal(by)
+			byJSON = string(b)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE parks SET resolved_at = ?, resolution = ?, resolved_by = ?, note = ? WHERE id = ?`,
+			s.ts(), session.ParkGranted, byJSON, note, id); err != nil {
+			return err
+		}
+		resolved, err := scanPark(tx.QueryRowContext(ctx, `SELECT `+parkCols+` FROM parks WHERE id = ?`, id))
+		if err != nil {
+			return err
+		}
+		if err := s.appendJSON(ctx, tx, p.SessionID, "", session.EventPark, "park/"+id+"/"+session.ParkGranted, session.ParkData{Park: resolved}); err != nil {
+			return err
+		}
+		next.SessionID = p.SessionID
+		out, err = s.insertPark(ctx, tx, next, p.RecoveryCommand)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE sessions SET ambient_status = ?, updated_at = ? WHERE id = ?`, "parked ("+next.Reason+"): needs "+next.Needs, s.ts(), p.SessionID)
+		return err
+	})
+	if err == nil {
+		s.notify(out.SessionID)
+	}
+	return out, err
+}

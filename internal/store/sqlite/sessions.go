@@ -201,6 +201,10 @@ func (s *Store) setStatus(ctx context.Context, tx *sql.Tx, id string, status ses
 		return err
 	}
 	if status.Terminal() {
+		// Credentials never outlive their session.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM session_credentials WHERE session_id = ?`, id); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM agent_slots WHERE session_id = ?`, id); err != nil {
 			return err
 		}
