@@ -85,6 +85,7 @@ func (s *Server) Handler() http.Handler {
 	h("GET /v1/audit/key", caller, s.auditKey)
 	h("GET /v1/audit/export", caller, s.exportAudit, "format", "since", "follow") // scoped likewise
 	h("GET /v1/audit/checkpoint", caller, s.checkpoint)
+	h("GET /v1/audit/access", admin, s.accessLog)
 	h("GET /v1/audit/prove", caller, s.prove, "session", "seq", "old") // the session's project: audit
 	h("POST /v1/sessions/{id}/hold", onSession(steer), s.noted(s.Service.Hold))
 	h("POST /v1/sessions/{id}/waive", onSession(approve), s.noted(s.Service.Waive))

@@ -212,3 +212,12 @@ func (s *Server) auditKey(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"algorithm": "ed25519", "publicKey": base64.StdEncoding.EncodeToString(pub)})
 }
+
+func (s *Server) accessLog(w http.ResponseWriter, r *http.Request) {
+	log, err := s.Service.AccessLog(r.Context(), principal(r))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, nonNil(log))
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	apipkg "github.com/paddock-dev/paddock/internal/api"
+	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/engine"
@@ -149,6 +150,33 @@ func TestProjectsScopeEverything(t *testing.T) {
 		found = found || strings.Contains(e.Identity, "operator:tester") && e.Kind == "command" && strings.Contains(strings.Join(mapValues(e.Meta), " "), "stop")
 	}
 	require.True(t, found, "the log records who revoked it")
+
+	// Every change of who may do what is in the access log, with who
+	// made it and how they authenticated; only administrators read it.
+	access, err := api.AccessLog(ctx)
+	require.NoError(t, err)
+	kinds := map[string]bool{}
+	for _, e := range access {
+		if e.Meta["user"] == ann || e.Meta["project"] == alpha {
+			kinds[e.Kind] = true
+			require.Equal(t, "operator:tester", e.Identity)
+			require.True(t, strings.HasPrefix(e.Meta["authenticatedBy"], "token:"), "%+v", e)
+		}
+	}
+	for _, k := range []string{"project_created", "user_created", "member_set", "token_created", "user_revoked"} {
+		require.True(t, kinds[k], "access log lacks %s: %v", k, kinds)
+	}
+	_, err = asBea.AccessLog(ctx)
+	require.Equal(t, http.StatusForbidden, apiStatus(t, err))
+	reports, err := api.VerifyAudit(ctx, "")
+	require.NoError(t, err)
+	verified := false
+	for _, r := range reports {
+		if r.SessionID == audit.AccessLog {
+			verified = r.OK && r.Entries == len(access)
+		}
+	}
+	require.True(t, verified, "the access log verifies with the rest")
 }
 
 func hasSession(list []session.Session, id string) bool {

@@ -42,6 +42,11 @@ type Entry struct {
 	Hash string `json:"hash"`
 }
 
+// AccessLog names the chain of access entries: logins, tokens, users,
+// projects and memberships (who may do what changed, and who changed it).
+// It is a log like a session's, in the same Merkle tree, never sealed.
+const AccessLog = "paddock:access"
+
 // Genesis is the Prev of a session's first entry.
 func Genesis(session string) string {
 	sum := sha256.Sum256([]byte("paddock-audit-v1\n" + session))

@@ -61,17 +61,7 @@ func newAudit(g *globals) *cobra.Command {
 			}
 			kept := 0
 			for _, e := range log {
-				keys := make([]string, 0, len(e.Meta))
-				for k := range e.Meta {
-					keys = append(keys, k)
-				}
-				slices.Sort(keys)
-				var meta []string
-				for _, k := range keys {
-					meta = append(meta, k+"="+e.Meta[k])
-				}
-				fmt.Fprintf(g.io.Out, "%4d %s %-22s %-14s %s  %.12s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), oneLine(e.Identity, 22), e.Kind,
-					oneLine(strings.Join(meta, " "), 400), e.Hash)
+				printEntry(g, e.Entry)
 				switch {
 				case e.ContentProblem != "":
 					fmt.Fprintf(g.io.Out, "     content: %s\n", e.ContentProblem)
@@ -87,6 +77,21 @@ func newAudit(g *globals) *cobra.Command {
 		},
 	}
 	show.Flags().BoolVar(&content, "content", false, "also print each entry's retained content (decrypted, checked against the entry's digest)")
+	access := &cobra.Command{
+		Use:   "access",
+		Short: "Print the access log (server administrators): logins, tokens, users, projects and members, who changed them and how they authenticated",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := g.remote().AccessLog(cmd.Context())
+			if err != nil {
+				return err
+			}
+			for _, e := range log {
+				printEntry(g, e)
+			}
+			return nil
+		},
+	}
 	key := &cobra.Command{
 		Use:   "key",
 		Short: "Print the server's Ed25519 public key that seals audit logs (base64), to verify seals with",
@@ -217,6 +222,22 @@ func newAudit(g *globals) *cobra.Command {
 	prove.Flags().Int64Var(&proveSeq, "seq", 0, "the entry's number in its session's log")
 	prove.Flags().StringVar(&older, "since-checkpoint", "", "a checkpoint kept earlier (paddock audit checkpoint > FILE)")
 	prove.Flags().StringVar(&pubKey, "key", "", "the server's public key, as `paddock audit key` prints it (default: asked of the server)")
-	cmd.AddCommand(verify, show, key, export, retain, checkpoint, prove)
+	cmd.AddCommand(verify, show, access, key, export, retain, checkpoint, prove)
 	return cmd
+}
+
+// printEntry prints one audit entry on a line: its place, time, who, kind,
+// metadata and the start of its hash.
+func printEntry(g *globals, e audit.Entry) {
+	keys := make([]string, 0, len(e.Meta))
+	for k := range e.Meta {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var meta []string
+	for _, k := range keys {
+		meta = append(meta, k+"="+e.Meta[k])
+	}
+	fmt.Fprintf(g.io.Out, "%4d %s %-22s %-14s %s  %.12s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), oneLine(e.Identity, 22), e.Kind,
+		oneLine(strings.Join(meta, " "), 400), e.Hash)
 }

@@ -681,3 +681,10 @@ func (c *Client) SetCredentials(ctx context.Context, id string, values map[strin
 	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/credentials", api.Credentials{Values: values}, &out)
 	return out, err
 }
+
+// AccessLog is the access log: logins, tokens, users, projects, members.
+func (c *Client) AccessLog(ctx context.Context) ([]audit.Entry, error) {
+	var out []audit.Entry
+	err := c.json(ctx, http.MethodGet, "/v1/audit/access", nil, &out)
+	return out, err
+}

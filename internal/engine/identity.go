@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -131,7 +132,11 @@ func (s *Service) CreateUser(ctx context.Context, p identity.Principal, name str
 	if err := identity.ValidUser(name); err != nil {
 		return identity.User{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	return s.Store.CreateUser(ctx, identity.User{Name: name, Admin: admin})
+	u, err := s.Store.CreateUser(ctx, identity.User{Name: name, Admin: admin})
+	if err != nil {
+		return u, err
+	}
+	return u, s.recordAccess(ctx, p, "user_created", map[string]string{"user": name, "admin": fmt.Sprint(admin)})
 }
 
 // Users lists users (server administrators only).
@@ -181,7 +186,12 @@ func (s *Service) NewToken(ctx context.Context, p identity.Principal, user, labe
 			ttl = pt.ExpiresAt.Sub(s.now())
 		}
 	}
-	return s.mint(ctx, user, label, ttl, parent)
+	t, full, err := s.mint(ctx, user, label, ttl, parent)
+	if err != nil {
+		return t, "", err
+	}
+	return t, full, s.recordAccess(ctx, p, "token_created", map[string]string{"token": t.ID, "user": user, "parent": parent,
+		"expires": t.ExpiresAt.UTC().Format(time.RFC3339)})
 }
 
 func (s *Service) mint(ctx context.Context, user, label string, ttl time.Duration, parent string) (identity.Token, string, error) {
@@ -212,7 +222,10 @@ func (s *Service) RevokeToken(ctx context.Context, p identity.Principal, id stri
 	if t.User != p.User && !p.Admin {
 		return fmt.Errorf("token %q: %w", id, store.ErrNotFound)
 	}
-	return s.Store.RevokeToken(ctx, id)
+	if err := s.Store.RevokeToken(ctx, id); err != nil {
+		return err
+	}
+	return s.recordAccess(ctx, p, "token_revoked", map[string]string{"token": id, "user": t.User})
 }
 
 // CreateProject adds a project (server administrators only).
@@ -223,7 +236,10 @@ func (s *Service) CreateProject(ctx context.Context, p identity.Principal, name 
 	if err := ValidProject(name); err != nil {
 		return err
 	}
-	return s.Store.CreateProject(ctx, name)
+	if err := s.Store.CreateProject(ctx, name); err != nil {
+		return err
+	}
+	return s.recordAccess(ctx, p, "project_created", map[string]string{"project": name})
 }
 
 // Projects lists the projects p has a role in (every one for an admin).
@@ -252,7 +268,10 @@ func (s *Service) SetMember(ctx context.Context, p identity.Principal, m identit
 		_, err := identity.ParseRole(string(m.Role))
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	return s.Store.SetMember(ctx, m)
+	if err := s.Store.SetMember(ctx, m); err != nil {
+		return err
+	}
+	return s.recordAccess(ctx, p, "member_set", map[string]string{"project": m.Project, "user": m.User, "role": string(m.Role)})
 }
 
 // RemoveMember takes user's role in project away.
@@ -260,7 +279,10 @@ func (s *Service) RemoveMember(ctx context.Context, p identity.Principal, projec
 	if err := s.Allow(ctx, p, project, identity.Manage, "project "+project); err != nil {
 		return err
 	}
-	return s.Store.RemoveMember(ctx, project, user)
+	if err := s.Store.RemoveMember(ctx, project, user); err != nil {
+		return err
+	}
+	return s.recordAccess(ctx, p, "member_removed", map[string]string{"project": project, "user": user})
 }
 
 // Members lists a project's members (anyone who may read it).
@@ -320,13 +342,19 @@ func (s *Service) Bootstrap(ctx context.Context, dataDir, admin string) (created
 			return false, err
 		}
 		first, created = admin, true
+		if err := s.recordAccess(ctx, identity.Principal{}, "user_created", map[string]string{"user": admin, "admin": "true", "first": "true"}); err != nil {
+			return created, err
+		}
 	}
 	path := filepath.Join(dataDir, AdminTokenFile)
 	if _, err := os.Stat(path); err == nil || first == "" {
 		return created, nil
 	}
-	_, full, err := s.mint(ctx, first, "admin.token", MaxTokenLifetime, "")
+	t, full, err := s.mint(ctx, first, "admin.token", MaxTokenLifetime, "")
 	if err != nil {
+		return created, err
+	}
+	if err := s.recordAccess(ctx, identity.Principal{}, "token_created", map[string]string{"token": t.ID, "user": first, "file": AdminTokenFile}); err != nil {
 		return created, err
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -368,6 +396,9 @@ func (s *Service) RevokeUser(ctx context.Context, p identity.Principal, name str
 		return nil, nil, fmt.Errorf("%w: you cannot revoke yourself", ErrInvalid)
 	}
 	if err := s.Store.RevokeUser(ctx, name); err != nil {
+		return nil, nil, err
+	}
+	if err := s.recordAccess(ctx, p, "user_revoked", map[string]string{"user": name}); err != nil {
 		return nil, nil, err
 	}
 	live, err := sessionsIn(ctx, s.Store, false, session.StatusQueued, session.StatusRunning, session.StatusAwaiting)
@@ -525,4 +556,28 @@ func (s *Service) SetCredentials(ctx context.Context, id string, values map[stri
 		return p, err
 	}
 	return s.resolve(ctx, p, session.ParkGranted, by, "credentials given")
+}
+
+// recordAccess appends to the access log what by did (kind, with its
+// metadata: names and IDs, never secrets), before the act is reported.
+func (s *Service) recordAccess(ctx context.Context, by identity.Principal, kind string, meta map[string]string) error {
+	if by.Via != "" {
+		meta["authenticatedBy"] = by.Via
+	}
+	who := "operator:" + by.User
+	if by.User == "" {
+		who = "system:paddock"
+	}
+	if _, err := s.Store.AppendAccess(ctx, audit.Entry{Time: s.now().UTC(), Identity: who, Kind: kind, Meta: meta}); err != nil {
+		return fmt.Errorf("%s done, but the access log could not record it: %w", kind, err)
+	}
+	return nil
+}
+
+// AccessLog is the access log (server administrators).
+func (s *Service) AccessLog(ctx context.Context, p identity.Principal) ([]audit.Entry, error) {
+	if err := mustAdmin(p, "the access log"); err != nil {
+		return nil, err
+	}
+	return s.Store.AuditLog(ctx, audit.AccessLog)
 }

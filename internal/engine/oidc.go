@@ -132,6 +132,9 @@ func (s *Service) LoginOIDC(ctx context.Context, raw, access string) (identity.T
 		if errors.Is(err, store.ErrConflict) {
 			return identity.Token{}, "", fmt.Errorf("%w: the user name %q is taken by an account not tied to this directory identity; an administrator must resolve it", store.ErrConflict, name)
 		}
+		if err == nil {
+			err = s.recordAccess(ctx, identity.Principal{User: u.Name, Via: "oidc:" + iss}, "user_created", map[string]string{"user": u.Name, "issuer": iss})
+		}
 	}
 	if err != nil {
 		return identity.Token{}, "", err
@@ -139,5 +142,9 @@ func (s *Service) LoginOIDC(ctx context.Context, raw, access string) (identity.T
 	if u.RevokedAt != nil {
 		return identity.Token{}, "", fmt.Errorf("%w: user %s is revoked", ErrUnauthenticated, u.Name)
 	}
-	return s.mint(ctx, u.Name, "oidc login", DefaultTokenLifetime, "")
+	t, full, err := s.mint(ctx, u.Name, "oidc login", DefaultTokenLifetime, "")
+	if err != nil {
+		return t, "", err
+	}
+	return t, full, s.recordAccess(ctx, identity.Principal{User: u.Name, Via: "oidc:" + iss}, "login", map[string]string{"token": t.ID, "issuer": iss})
 }

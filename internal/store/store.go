@@ -305,6 +305,10 @@ type Store interface {
 	// SealAudit stores a session's seal (once; a seal of a head that is no
 	// longer the log's is ErrConflict); a sealed log gains no entries.
 	SealAudit(ctx context.Context, seal audit.Seal) error
+	// AppendAccess chains e onto the access log (audit.AccessLog) as the
+	// next leaf of the tree, returning it as stored; AuditLog of
+	// audit.AccessLog reads that log.
+	AppendAccess(ctx context.Context, e audit.Entry) (audit.Entry, error)
 	// AuditSeal is a session's seal, nil when unsealed.
 	AuditSeal(ctx context.Context, sessionID string) (*audit.Seal, error)
 

@@ -51,27 +51,7 @@ func (s *Store) appendAudit(ctx context.Context, tx *sql.Tx, e session.Event) er
 		entry.Seq = e.Seq
 		entry.Hash = entry.Sum()
 	}
-	data, _ := json.Marshal(entry)
-	// The entry is also the next leaf of the Merkle tree of every entry.
-	// The leaf count is kept apart: no change to the entries moves it.
-	var leaf int64
-	if err := tx.QueryRowContext(ctx, `SELECT n FROM audit_leaves`).Scan(&leaf); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE audit_leaves SET n = n + 1`); err != nil {
-		return err
-	}
-	hashes, err := tlog.StoredHashes(leaf, data, treeReader{tx})
-	if err != nil {
-		return fmt.Errorf("audit tree: %w", err)
-	}
-	first := tlog.StoredHashIndex(0, leaf)
-	for i, h := range hashes {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO audit_tree (idx, hash) VALUES (?, ?)`, first+int64(i), h[:]); err != nil {
-			return err
-		}
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO audit (session_id, seq, entry, hash, leaf) VALUES (?, ?, ?, ?, ?)`, e.SessionID, entry.Seq, string(data), entry.Hash, leaf); err != nil {
+	if err := s.insertEntry(ctx, tx, entry); err != nil {
 		return err
 	}
 	return s.retainContent(ctx, tx, x, e, entry)
@@ -291,4 +271,60 @@ func (s *Store) sealed(ctx context.Context, tx *sql.Tx, id string) (bool, error)
 	var n int
 	err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_seals WHERE session_id = ?`, id).Scan(&n)
 	return n > 0, err
+}
+
+// insertEntry stores a linked entry as the next leaf of the Merkle tree of
+// every entry (the leaf count is kept apart: no change to the entries
+// moves it).
+func (s *Store) insertEntry(ctx context.Context, tx *sql.Tx, entry audit.Entry) error {
+	data, _ := json.Marshal(entry)
+	// The entry is also the next leaf of the Merkle tree of every entry.
+	// The leaf count is kept apart: no change to the entries moves it.
+	var leaf int64
+	if err := tx.QueryRowContext(ctx, `SELECT n FROM audit_leaves`).Scan(&leaf); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE audit_leaves SET n = n + 1`); err != nil {
+		return err
+	}
+	hashes, err := tlog.StoredHashes(leaf, data, treeReader{tx})
+	if err != nil {
+		return fmt.Errorf("audit tree: %w", err)
+	}
+	first := tlog.StoredHashIndex(0, leaf)
+	for i, h := range hashes {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO audit_tree (idx, hash) VALUES (?, ?)`, first+int64(i), h[:]); err != nil {
+			return err
+		}
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO audit (session_id, seq, entry, hash, leaf) VALUES (?, ?, ?, ?, ?)`, entry.Session, entry.Seq, string(data), entry.Hash, leaf)
+	return err
+}
+
+// AppendAccess implements store.Store.
+func (s *Store) AppendAccess(ctx context.Context, e audit.Entry) (audit.Entry, error) {
+	var out audit.Entry
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var prev *audit.Entry
+		var raw string
+		err := tx.QueryRowContext(ctx, `SELECT entry FROM audit WHERE session_id = ? ORDER BY seq DESC LIMIT 1`, audit.AccessLog).Scan(&raw)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		default:
+			var p audit.Entry
+			if err := json.Unmarshal([]byte(raw), &p); err != nil {
+				return fmt.Errorf("access log: the last entry is unreadable: %w", err)
+			}
+			prev = &p
+		}
+		e.Session = audit.AccessLog
+		if e.Time.IsZero() {
+			e.Time = parseTime(s.ts())
+		}
+		out = audit.Link(prev, e)
+		return s.insertEntry(ctx, tx, out)
+	})
+	return out, err
 }
