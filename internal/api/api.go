@@ -93,6 +93,8 @@ func (s *Server) Handler() http.Handler {
 	h("POST /v1/sessions/{id}/revoke", onSession(manage), s.revokeSession)
 	h("POST /v1/sessions/{id}/start", onSession(approve), s.approveStart)
 	h("POST /v1/sessions/{id}/credentials", onSession(read), s.setCredentials) // the requester's own
+	h("POST /v1/sessions/{id}/identity", onSession(read), s.chooseIdentity)    // the requester's choice
+	h("PUT /v1/projects/{name}/credentials", onProject("name", manage), s.setProjectCredentials)
 	h("GET /v1/approvals", caller, s.listApprovals, "session", "status")
 	h("GET /v1/approvals/{id}", onApproval(read), s.getApproval)
 	h("POST /v1/approvals/{id}/approve", onApproval(approve), s.decide(true))

@@ -146,3 +146,38 @@ func (s *Server) setCredentials(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, p)
 }
+
+// IdentityChoice is the body of POST /v1/sessions/{id}/identity.
+type IdentityChoice struct {
+	As string `json:"as"`
+}
+
+func (s *Server) chooseIdentity(w http.ResponseWriter, r *http.Request) {
+	var in IdentityChoice
+	if err := decode(w, r, &in); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	p, err := s.Service.ChooseIdentity(r.Context(), r.PathValue("id"), in.As, sender(r))
+	if err != nil && p.ResolvedAt == nil {
+		s.error(w, r, err)
+		return
+	}
+	if err != nil {
+		s.Logger.Warn("identity chosen; waking the session failed (it starts when the engine is reachable)", "session", p.SessionID, "err", err)
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) setProjectCredentials(w http.ResponseWriter, r *http.Request) {
+	var in Credentials
+	if err := decode(w, r, &in); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := s.Service.SetProjectCredentials(r.Context(), principal(r), r.PathValue("name"), in.Values); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -263,3 +263,65 @@ func TestPassthroughCredentials(t *testing.T) {
 		}
 	}
 }
+
+// TestIdentityChoice: an agent whose requester chooses its identity waits
+// for the choice; as the project's service identity its commands get the
+// credentials the project's admin set (never the requester's), and as the
+// requester it waits for theirs. Only the requester chooses.
+func TestIdentityChoice(t *testing.T) {
+	ctx := context.Background()
+	project := unique("choices")
+	dana := unique("dana")
+	member(t, project, dana, identity.Member)
+	_, err := api.SetPolicy(ctx, project, []byte("default: allow\ncommands:\n  allow: [echo, printf, wc]\n"))
+	require.NoError(t, err)
+	danaToken, asDana := tokenOf(t, dana)
+	name := unique("chooser")
+	_, err = api.Apply(ctx, []byte("name: "+name+"\nproject: "+project+"\nmodel: "+script(t, "credentials.yaml")+
+		"\ntools: [run_command]\nidentity: ask\nenvironment:\n  credentials: [DEPLOY_TOKEN]\n"))
+	require.NoError(t, err)
+
+	serviceValue := "svc-" + unique("Hq4Wn8Tz")
+	var out strings.Builder
+	code := cli.Run(ctx, []string{"projects", "credentials", project, "DEPLOY_TOKEN"}, cli.IO{In: strings.NewReader(serviceValue + "\n"), Out: &out, Err: &out,
+		Getenv: func(k string) string { return map[string]string{"PADDOCK_SERVER": shared.URL, "PADDOCK_TOKEN": adminToken}[k] }})
+	require.Equal(t, 0, code, out.String())
+	require.NotContains(t, out.String(), serviceValue)
+
+	x, err := asDana.CreateSession(ctx, engine.CreateRequest{Project: project, Agent: name, Repo: gitRepo(t), Message: "deploy"})
+	require.NoError(t, err)
+	require.Contains(t, x.AmbientStatus, "awaiting_identity")
+	_, err = api.ChooseIdentity(ctx, x.ID, "service")
+	require.Equal(t, http.StatusForbidden, apiStatus(t, err), "only the requester chooses")
+	code, got := paddockAs(t, danaToken, "sessions", "identity", x.ID, "--as", "service")
+	require.Equal(t, 0, code, got)
+	waitFor(t, "the turn, acting as the service identity", func() (bool, error) {
+		s, err := asDana.Session(ctx, x.ID)
+		if s.Status == session.StatusAwaiting || err != nil {
+			return true, err
+		}
+		aps, _ := asDana.Approvals(ctx, store.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
+		for _, ap := range aps {
+			_, err = asDana.Decide(ctx, ap.ID, true, "")
+		}
+		return false, err
+	})
+	events, err := api.Events(ctx, x.ID, 0)
+	require.NoError(t, err)
+	var transcript strings.Builder
+	for _, e := range events {
+		transcript.Write(e.Data)
+	}
+	require.NotContains(t, transcript.String(), serviceValue)
+	require.Contains(t, transcript.String(), strconv.Itoa(len(serviceValue)), "the command had the service credential")
+	require.Contains(t, transcript.String(), "acting as project "+project+"'s service identity")
+
+	y, err := asDana.CreateSession(ctx, engine.CreateRequest{Project: project, Agent: name, Repo: gitRepo(t), Message: "deploy as me"})
+	require.NoError(t, err)
+	p, err := asDana.ChooseIdentity(ctx, y.ID, "requester")
+	require.NoError(t, err)
+	require.Equal(t, "awaiting_credentials", p.Reason, "acting as the requester, it waits for her credentials")
+	_, err = asDana.ChooseIdentity(ctx, y.ID, "service")
+	require.Error(t, err, "chosen once")
+	send(t, y.ID, session.KindStop, session.StopPayload{})
+}

@@ -200,6 +200,8 @@ func Needs(r Reason, id string) string {
 		return "an answer: paddock sessions logs " + id
 	case AwaitingCredentials:
 		return "the requester's credentials: paddock sessions credentials " + id + " (the requester runs it)"
+	case AwaitingIdentity:
+		return "the requester's choice of identity: paddock sessions identity " + id + " --as requester|service"
 	case AwaitingStartApproval:
 		return "a member's approval to start: paddock sessions approve-start " + id + " (or --reject)"
 	}

@@ -56,6 +56,21 @@ func newProjects(g *globals) *cobra.Command {
 			return nil
 		},
 	}, &cobra.Command{
+		Use:   "credentials PROJECT NAME...",
+		Short: "Set the project's service credentials (its admins): each value is read from standard input, one line each (not echoed on a terminal); agents with identity: service (or a requester who chooses it) give them to their commands",
+		Args:  cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			values, err := readSecrets(g, args[1:])
+			if err != nil {
+				return err
+			}
+			if err := g.remote().SetProjectCredentials(cmd.Context(), args[0], values); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "project %s: service credentials %s set (kept encrypted; names in the access log, values nowhere)\n", args[0], strings.Join(args[1:], ", "))
+			return nil
+		},
+	}, &cobra.Command{
 		Use:   "ls",
 		Short: "List your projects and your role in each",
 		Args:  cobra.NoArgs,

@@ -298,6 +298,26 @@ func newSessions(g *globals) *cobra.Command {
 	}
 	approveStart.Flags().StringVar(&startNote, "note", "", "why (recorded)")
 	approveStart.Flags().BoolVar(&reject, "reject", false, "stop the session instead")
+	var as string
+	identityCmd := &cobra.Command{
+		Use:   "identity ID --as requester|service",
+		Short: "Choose whose credentials a session you requested acts with: yours (you give them next) or the project's service identity",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := g.remote().ChooseIdentity(cmd.Context(), args[0], as)
+			if err != nil {
+				return err
+			}
+			if p.Reason == "awaiting_credentials" && p.ResolvedAt == nil {
+				fmt.Fprintf(g.io.Out, "session %s acts as you; give your credentials: paddock sessions credentials %s\n", args[0], args[0])
+				return nil
+			}
+			fmt.Fprintf(g.io.Out, "session %s acts as the project's service identity; it starts now\nwatch it: paddock sessions logs -f %s\n", args[0], args[0])
+			return nil
+		},
+	}
+	identityCmd.Flags().StringVar(&as, "as", "", "requester or service")
+	_ = identityCmd.MarkFlagRequired("as")
 	credentialsCmd := &cobra.Command{
 		Use:   "credentials ID",
 		Short: "Give a session you requested the credentials its agent acts with: each is read from standard input (one line each, not echoed on a terminal), never from the command line",
@@ -347,7 +367,7 @@ func newSessions(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(usage, ls, get, logs, sendCmd, answer, interrupt, stop, archive, retry, extend, unpark, approveStart, credentialsCmd, hold, release, waive, newDiff(g), newAccept(g), newReject(g))
+	cmd.AddCommand(usage, ls, get, logs, sendCmd, answer, interrupt, stop, archive, retry, extend, unpark, approveStart, identityCmd, credentialsCmd, hold, release, waive, newDiff(g), newAccept(g), newReject(g))
 	return cmd
 }
 

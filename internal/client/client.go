@@ -688,3 +688,15 @@ func (c *Client) AccessLog(ctx context.Context) ([]audit.Entry, error) {
 	err := c.json(ctx, http.MethodGet, "/v1/audit/access", nil, &out)
 	return out, err
 }
+
+// ChooseIdentity answers a session waiting for its identity choice.
+func (c *Client) ChooseIdentity(ctx context.Context, id, as string) (session.Park, error) {
+	var out session.Park
+	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/identity", api.IdentityChoice{As: as}, &out)
+	return out, err
+}
+
+// SetProjectCredentials keeps a project's service credentials.
+func (c *Client) SetProjectCredentials(ctx context.Context, project string, values map[string]string) error {
+	return c.json(ctx, http.MethodPut, "/v1/projects/"+url.PathEscape(project)+"/credentials", api.Credentials{Values: values}, nil)
+}

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -427,13 +430,26 @@ func (s *Service) startGate(ctx context.Context, id, project string, by session.
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case guest:
+	if guest {
 		return gatePark(id, bound.AwaitingStartApproval, "requested by "+by.ID+", a guest in project "+project), nil
-	case len(sp.Environment.Credentials) > 0:
-		return credentialsPark(id, sp, by), nil
 	}
-	return nil, nil
+	return identityGate(id, sp, by), nil
+}
+
+// identityGate is the gate after any start approval: the identity choice
+// (ask), or the requester's credentials (requester); nil for an agent
+// without credentials or acting as the project's service identity.
+func identityGate(id string, sp spec.Agent, by session.Sender) *session.Park {
+	if len(sp.Environment.Credentials) == 0 {
+		return nil
+	}
+	switch sp.Identity {
+	case spec.IdentityAsk:
+		return gatePark(id, bound.AwaitingIdentity, "agent "+sp.Name+" acts as its requester or as project "+sp.Project+"'s service identity: "+by.ID+" chooses")
+	case spec.IdentityService:
+		return nil
+	}
+	return credentialsPark(id, sp, by)
 }
 
 func gatePark(id string, r bound.Reason, detail string) *session.Park {
@@ -493,9 +509,14 @@ func (s *Service) ApproveStart(ctx context.Context, id string, approve bool, not
 	}
 	if approve {
 		var sp spec.Agent
-		if err := json.Unmarshal(x.AgentSpec, &sp); err == nil && len(sp.Environment.Credentials) > 0 {
-			// The next gate: the requester's credentials.
-			return s.Store.PassPark(ctx, p.ID, &by, note, *credentialsPark(id, sp, x.CreatedBy))
+		_ = json.Unmarshal(x.AgentSpec, &sp)
+		if next := identityGate(id, sp, x.CreatedBy); next != nil {
+			return s.Store.PassPark(ctx, p.ID, &by, note, *next)
+		}
+		if sp.Identity == spec.IdentityService {
+			if err := s.adoptServiceCredentials(ctx, x, sp); err != nil {
+				return p, err
+			}
 		}
 		return s.resolve(ctx, p, session.ParkGranted, by, note)
 	}
@@ -580,4 +601,88 @@ func (s *Service) AccessLog(ctx context.Context, p identity.Principal) ([]audit.
 		return nil, err
 	}
 	return s.Store.AuditLog(ctx, audit.AccessLog)
+}
+
+// projectCredentialAD binds a sealed service credential to its project.
+func projectCredentialAD(project, name string) []byte {
+	return []byte("paddock-project-credential-v1\n" + project + "\n" + name)
+}
+
+// SetProjectCredentials keeps a project's service credentials (its admins
+// only): what agents acting as the project's service identity give their
+// commands. Values are sealed, never shown again; names are logged.
+func (s *Service) SetProjectCredentials(ctx context.Context, p identity.Principal, project string, values map[string]string) error {
+	if err := s.Allow(ctx, p, project, identity.Manage, fmt.Sprintf("project %q", project)); err != nil {
+		return err
+	}
+	if len(values) == 0 {
+		return fmt.Errorf("%w: no credentials given", ErrInvalid)
+	}
+	sealed := map[string][]byte{}
+	for _, name := range slices.Sorted(maps.Keys(values)) {
+		v := values[name]
+		if !credentialName.MatchString(name) || v == "" || len(v) > MaxCredential || strings.ContainsRune(v, 0) {
+			return fmt.Errorf("%w: credential %q: want a variable name and a value of 1 to %d bytes without NUL", ErrInvalid, name, MaxCredential)
+		}
+		sealed[name] = s.ContentKey.Encrypt([]byte(v), projectCredentialAD(project, name))
+	}
+	if err := s.Store.SetProjectCredentials(ctx, project, sealed); err != nil {
+		return err
+	}
+	return s.recordAccess(ctx, p, "service_credentials_set", map[string]string{"project": project, "names": strings.Join(slices.Sorted(maps.Keys(values)), ",")})
+}
+
+var credentialName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// adoptServiceCredentials gives session x the project's service
+// credentials its agent declares (sealed again under the session's own
+// binding), or says which one the project lacks.
+func (s *Service) adoptServiceCredentials(ctx context.Context, x session.Session, sp spec.Agent) error {
+	have, err := s.Store.ProjectCredentials(ctx, x.Project)
+	if err != nil {
+		return err
+	}
+	sealed := map[string][]byte{}
+	for _, name := range sp.Environment.Credentials {
+		v, ok := have[name]
+		if !ok {
+			return fmt.Errorf("%w: project %s has no service credential %s for agent %s: an admin of the project sets it with `paddock projects credentials %s %s`",
+				store.ErrConflict, x.Project, name, sp.Name, x.Project, name)
+		}
+		plain, err := s.ContentKey.Decrypt(v, projectCredentialAD(x.Project, name))
+		if err != nil {
+			return fmt.Errorf("service credential %s of project %s cannot be opened: %w", name, x.Project, err)
+		}
+		sealed[name] = s.ContentKey.Encrypt(plain, credentialAD(x.ID, name))
+	}
+	return s.Store.SetCredentials(ctx, x.ID, sealed)
+}
+
+// ChooseIdentity answers a session waiting for its identity choice (its
+// requester only): as the project's service identity it starts with the
+// project's credentials; as the requester it waits for theirs.
+func (s *Service) ChooseIdentity(ctx context.Context, id, as string, by session.Sender) (session.Park, error) {
+	x, err := s.Store.GetSession(ctx, id)
+	if err != nil {
+		return session.Park{}, err
+	}
+	if x.CreatedBy.Kind != by.Kind || x.CreatedBy.ID != by.ID {
+		return session.Park{}, fmt.Errorf("%w: session %s's identity is chosen by %s, who requested it", store.ErrDenied, id, x.CreatedBy)
+	}
+	p, err := s.openPark(ctx, id, bound.AwaitingIdentity)
+	if err != nil {
+		return p, err
+	}
+	var sp spec.Agent
+	_ = json.Unmarshal(x.AgentSpec, &sp)
+	switch as {
+	case spec.IdentityService:
+		if err := s.adoptServiceCredentials(ctx, x, sp); err != nil {
+			return p, err
+		}
+		return s.resolve(ctx, p, session.ParkGranted, by, "acting as project "+x.Project+"'s service identity")
+	case spec.IdentityRequester:
+		return s.Store.PassPark(ctx, p.ID, &by, "acting as "+by.ID, *credentialsPark(id, sp, x.CreatedBy))
+	}
+	return p, fmt.Errorf("%w: identity %q: want requester or service", ErrInvalid, as)
 }

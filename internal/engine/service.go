@@ -213,10 +213,7 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 			return session.Session{}, &KeyConflictError{Key: req.IdempotencyKey, SessionID: x.ID, Original: "session " + x.ID, What: what}
 		}
 	}
-	if waiting, err := s.awaitingStart(ctx, x.ID); err != nil || waiting {
-		return x, err // nothing runs before the start is approved
-	}
-	return x, s.notify(ctx, x.ID, Notice{CommandID: x.ID + "-start", Kind: kind})
+	return s.started(ctx, x, created, gate, sp, kind)
 }
 
 // KeyConflictError says an idempotency key was reused for a different
@@ -544,8 +541,13 @@ func (s *Service) Retry(ctx context.Context, id string, by session.Sender) (sess
 		kind = session.KindStartWithMessage
 		payload, _ = json.Marshal(session.MessagePayload{Message: old.Input})
 	}
-	x, _, err := s.Store.CreateSession(ctx, store.NewSession{
-		ID: uuid.NewString(), Project: old.Project, SpendCapUSD: old.SpendCapUSD, DisplayTitle: old.DisplayTitle,
+	newID := uuid.NewString()
+	gate, err := s.startGate(ctx, newID, old.Project, by, sp)
+	if err != nil {
+		return session.Session{}, err
+	}
+	x, created, err := s.Store.CreateSession(ctx, store.NewSession{
+		ID: newID, Project: old.Project, SpendCapUSD: old.SpendCapUSD, DisplayTitle: old.DisplayTitle, AwaitStart: gate,
 		Agent: store.Agent{Project: old.Project, Name: old.Agent, Spec: old.AgentSpec, Digest: old.AgentVersion, Concurrency: sp.Concurrency},
 		Input: old.Input, Repo: old.Repo, RetryOf: old.ID, CreatedBy: by, StartKind: kind, StartPayload: payload,
 		IdempotencyKey: "retry:" + old.ID, Policy: old.Policy, PolicyDigest: old.PolicyDigest, Interactive: old.Interactive, Approver: old.Approver,
@@ -553,10 +555,7 @@ func (s *Service) Retry(ctx context.Context, id string, by session.Sender) (sess
 	if err != nil {
 		return x, err
 	}
-	if waiting, err := s.awaitingStart(ctx, x.ID); err != nil || waiting {
-		return x, err // nothing runs before the start is approved
-	}
-	return x, s.notify(ctx, x.ID, Notice{CommandID: x.ID + "-start", Kind: kind})
+	return s.started(ctx, x, created, gate, sp, kind)
 }
 
 // SendRequest is a command from a caller.
@@ -961,4 +960,20 @@ func (s *Service) Reject(ctx context.Context, id string, by session.Sender) (ses
 		return x, err
 	}
 	return s.Store.GetSession(ctx, id)
+}
+
+// started wakes a session just created, unless it waits at the door: a
+// session acting as its project's service identity gets the project's
+// credentials first.
+func (s *Service) started(ctx context.Context, x session.Session, created bool, gate *session.Park, sp spec.Agent, kind session.CommandKind) (session.Session, error) {
+	if waiting, err := s.awaitingStart(ctx, x.ID); err != nil || waiting {
+		return x, err // nothing runs before the start is approved
+	}
+	if created && gate == nil && sp.Identity == spec.IdentityService && len(sp.Environment.Credentials) > 0 {
+		if err := s.adoptServiceCredentials(ctx, x, sp); err != nil {
+			_ = s.Store.FailSession(ctx, x.ID, err.Error())
+			return x, err
+		}
+	}
+	return x, s.notify(ctx, x.ID, Notice{CommandID: x.ID + "-start", Kind: kind})
 }

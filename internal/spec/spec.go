@@ -66,7 +66,19 @@ type Agent struct {
 	ContextWindow int `yaml:"contextWindow" json:"contextWindow,omitempty"`
 	// Environment prepares the sandbox the agent's commands run in.
 	Environment EnvironmentSpec `yaml:"environment" json:"environment,omitzero"`
+	// Identity is whose credentials (environment.credentials) a session's
+	// commands act with: the requester's (passthrough, the default: the
+	// session waits for them), the project's service credentials (set by
+	// its admins), or ask (the requester chooses when the session starts).
+	Identity string `yaml:"identity" json:"identity,omitempty"`
 }
+
+// Identities an agent's sessions act as.
+const (
+	IdentityRequester = "requester"
+	IdentityService   = "service"
+	IdentityAsk       = "ask"
+)
 
 // EnvironmentSpec is what a session's sandbox is prepared with: a setup
 // script run before the first turn (its result cached as a layer), the
@@ -390,6 +402,14 @@ func (a *Agent) Validate(known Known) error {
 	}
 	if a.Kind != "Agent" {
 		return bad("kind", fmt.Sprintf("%q is not a kind this file can hold (want Agent)", a.Kind))
+	}
+	switch a.Identity {
+	case "", IdentityRequester, IdentityService, IdentityAsk:
+		if a.Identity != "" && len(a.Environment.Credentials) == 0 {
+			return bad("identity", "an identity says whose environment.credentials commands get; this agent declares none")
+		}
+	default:
+		return bad("identity", fmt.Sprintf("%q: want requester (the requester's credentials), service (the project's) or ask (the requester chooses at start)", a.Identity))
 	}
 	if !nameRE.MatchString(a.Name) {
 		return bad("name", fmt.Sprintf("%q: want 1-63 lowercase letters, digits and dashes, starting and ending with a letter or digit", a.Name))

@@ -247,6 +247,10 @@ type Store interface {
 	// credentials are deleted when it ends.
 	SetCredentials(ctx context.Context, sessionID string, sealed map[string][]byte) error
 	Credentials(ctx context.Context, sessionID string) (map[string][]byte, error)
+	// SetProjectCredentials keeps a project's service credentials, sealed,
+	// by name (others kept); ProjectCredentials reads them.
+	SetProjectCredentials(ctx context.Context, project string, sealed map[string][]byte) error
+	ProjectCredentials(ctx context.Context, project string) (map[string][]byte, error)
 	// PassPark resolves park id as granted without releasing its held
 	// recovery command, and opens next (the next gate) on the same command,
 	// in one transaction.

@@ -213,4 +213,10 @@ var migrations = []string{
 		sealed     BLOB NOT NULL,
 		PRIMARY KEY (session_id, name)
 	);`,
+	`CREATE TABLE project_credentials (
+		project TEXT NOT NULL REFERENCES projects(name),
+		name    TEXT NOT NULL,
+		sealed  BLOB NOT NULL,
+		PRIMARY KEY (project, name)
+	);`,
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
@@ -269,4 +270,40 @@ func (s *Store) PassPark(ctx context.Context, id string, by *session.Sender, not
 		s.notify(out.SessionID)
 	}
 	return out, err
+}
+
+// SetProjectCredentials implements store.Store.
+func (s *Store) SetProjectCredentials(ctx context.Context, project string, sealed map[string][]byte) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		for name, v := range sealed {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO project_credentials (project, name, sealed) VALUES (?, ?, ?)
+				ON CONFLICT (project, name) DO UPDATE SET sealed = excluded.sealed`, project, name, v); err != nil {
+				if strings.Contains(err.Error(), "FOREIGN KEY") {
+					return fmt.Errorf("project %q: %w", project, store.ErrNotFound)
+				}
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ProjectCredentials implements store.Store.
+func (s *Store) ProjectCredentials(ctx context.Context, project string) (map[string][]byte, error) {
+	type row struct {
+		name   string
+		sealed []byte
+	}
+	rows, err := queryAll(ctx, s.db, func(r scanner) (row, error) {
+		var x row
+		return x, r.Scan(&x.name, &x.sealed)
+	}, `SELECT name, sealed FROM project_credentials WHERE project = ?`, project)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]byte, len(rows))
+	for _, r := range rows {
+		out[r.name] = r.sealed
+	}
+	return out, nil
 }
