@@ -284,7 +284,9 @@ func TestIdentityChoice(t *testing.T) {
 	serviceValue := "svc-" + unique("Hq4Wn8Tz")
 	var out strings.Builder
 	code := cli.Run(ctx, []string{"projects", "credentials", project, "DEPLOY_TOKEN"}, cli.IO{In: strings.NewReader(serviceValue + "\n"), Out: &out, Err: &out,
-		Getenv: func(k string) string { return map[string]string{"PADDOCK_SERVER": shared.URL, "PADDOCK_TOKEN": adminToken}[k] }})
+		Getenv: func(k string) string {
+			return map[string]string{"PADDOCK_SERVER": shared.URL, "PADDOCK_TOKEN": adminToken}[k]
+		}})
 	require.Equal(t, 0, code, out.String())
 	require.NotContains(t, out.String(), serviceValue)
 
