@@ -227,17 +227,7 @@ func TestPassthroughCredentials(t *testing.T) {
 	code := cli.Run(ctx, []string{"sessions", "credentials", x.ID}, cli.IO{In: strings.NewReader(value + "\n"), Out: &out, Err: &out, Getenv: func(k string) string { return env[k] }})
 	require.Equal(t, 0, code, out.String())
 	require.NotContains(t, out.String(), value)
-	waitFor(t, "the turn, the command approved by cara", func() (bool, error) {
-		s, err := asCara.Session(ctx, x.ID)
-		if s.Status == session.StatusAwaiting || err != nil {
-			return true, err
-		}
-		aps, _ := asCara.Approvals(ctx, store.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
-		for _, ap := range aps {
-			_, err = asCara.Decide(ctx, ap.ID, true, "")
-		}
-		return false, err
-	})
+	turnApproving(t, asCara, x.ID, "the turn, the command approved by cara")
 
 	events, err := api.Events(ctx, x.ID, 0)
 	require.NoError(t, err)
@@ -297,17 +287,7 @@ func TestIdentityChoice(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, apiStatus(t, err), "only the requester chooses")
 	code, got := paddockAs(t, danaToken, "sessions", "identity", x.ID, "--as", "service")
 	require.Equal(t, 0, code, got)
-	waitFor(t, "the turn, acting as the service identity", func() (bool, error) {
-		s, err := asDana.Session(ctx, x.ID)
-		if s.Status == session.StatusAwaiting || err != nil {
-			return true, err
-		}
-		aps, _ := asDana.Approvals(ctx, store.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
-		for _, ap := range aps {
-			_, err = asDana.Decide(ctx, ap.ID, true, "")
-		}
-		return false, err
-	})
+	turnApproving(t, asDana, x.ID, "the turn, acting as the service identity")
 	events, err := api.Events(ctx, x.ID, 0)
 	require.NoError(t, err)
 	var transcript strings.Builder
@@ -326,4 +306,22 @@ func TestIdentityChoice(t *testing.T) {
 	_, err = asDana.ChooseIdentity(ctx, y.ID, "service")
 	require.Error(t, err, "chosen once")
 	send(t, y.ID, session.KindStop, session.StopPayload{})
+}
+
+// turnApproving waits for session id's turn to end, c approving every
+// call that asks on the way.
+func turnApproving(t *testing.T, c *client.Client, id, what string) {
+	t.Helper()
+	ctx := context.Background()
+	waitFor(t, what, func() (bool, error) {
+		s, err := c.Session(ctx, id)
+		if s.Status == session.StatusAwaiting || err != nil {
+			return true, err
+		}
+		aps, _ := c.Approvals(ctx, store.ApprovalFilter{SessionID: id, Status: session.ApprovalPending})
+		for _, ap := range aps {
+			_, err = c.Decide(ctx, ap.ID, true, "")
+		}
+		return false, err
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -31,15 +32,7 @@ func Export(w io.Writer, format, version string, entries []Entry) error {
 
 // CEF is the entry as one Common Event Format line.
 func CEF(e Entry, version string) string {
-	keys := make([]string, 0, len(e.Meta))
-	for k := range e.Meta {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var msg []string
-	for _, k := range keys {
-		msg = append(msg, k+"="+e.Meta[k])
-	}
+	msg := e.MetaPairs()
 	ext := []string{
 		"rt=" + fmt.Sprint(e.Time.UnixMilli()),
 		"suser=" + cefValue(e.Identity),
@@ -96,4 +89,13 @@ func Syslog(e Entry, host, msg string) []byte {
 	}
 	body := fmt.Sprintf("<%d>1 %s %s paddock - audit - %s", syslogPRI, e.Time.UTC().Format("2006-01-02T15:04:05.000000Z07:00"), host, msg)
 	return []byte(fmt.Sprintf("%d %s", len(body), body))
+}
+
+// MetaPairs is the entry's metadata as KEY=VALUE, sorted by key.
+func (e Entry) MetaPairs() []string {
+	out := make([]string, 0, len(e.Meta))
+	for _, k := range slices.Sorted(maps.Keys(e.Meta)) {
+		out = append(out, k+"="+e.Meta[k])
+	}
+	return out
 }

@@ -229,15 +229,6 @@ func newAudit(g *globals) *cobra.Command {
 // printEntry prints one audit entry on a line: its place, time, who, kind,
 // metadata and the start of its hash.
 func printEntry(g *globals, e audit.Entry) {
-	keys := make([]string, 0, len(e.Meta))
-	for k := range e.Meta {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var meta []string
-	for _, k := range keys {
-		meta = append(meta, k+"="+e.Meta[k])
-	}
 	fmt.Fprintf(g.io.Out, "%4d %s %-22s %-14s %s  %.12s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), oneLine(e.Identity, 22), e.Kind,
-		oneLine(strings.Join(meta, " "), 400), e.Hash)
+		oneLine(strings.Join(e.MetaPairs(), " "), 400), e.Hash)
 }

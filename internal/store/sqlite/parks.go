@@ -213,6 +213,11 @@ func (s *Store) SetCredentials(ctx context.Context, sessionID string, sealed map
 
 // Credentials implements store.Store.
 func (s *Store) Credentials(ctx context.Context, sessionID string) (map[string][]byte, error) {
+	return s.sealedByName(ctx, `SELECT name, sealed FROM session_credentials WHERE session_id = ?`, sessionID)
+}
+
+// sealedByName reads (name, sealed) rows into a map.
+func (s *Store) sealedByName(ctx context.Context, query string, arg string) (map[string][]byte, error) {
 	type row struct {
 		name   string
 		sealed []byte
@@ -220,7 +225,7 @@ func (s *Store) Credentials(ctx context.Context, sessionID string) (map[string][
 	rows, err := queryAll(ctx, s.db, func(r scanner) (row, error) {
 		var x row
 		return x, r.Scan(&x.name, &x.sealed)
-	}, `SELECT name, sealed FROM session_credentials WHERE session_id = ?`, sessionID)
+	}, query, arg)
 	if err != nil {
 		return nil, err
 	}
@@ -290,20 +295,5 @@ func (s *Store) SetProjectCredentials(ctx context.Context, project string, seale
 
 // ProjectCredentials implements store.Store.
 func (s *Store) ProjectCredentials(ctx context.Context, project string) (map[string][]byte, error) {
-	type row struct {
-		name   string
-		sealed []byte
-	}
-	rows, err := queryAll(ctx, s.db, func(r scanner) (row, error) {
-		var x row
-		return x, r.Scan(&x.name, &x.sealed)
-	}, `SELECT name, sealed FROM project_credentials WHERE project = ?`, project)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string][]byte, len(rows))
-	for _, r := range rows {
-		out[r.name] = r.sealed
-	}
-	return out, nil
+	return s.sealedByName(ctx, `SELECT name, sealed FROM project_credentials WHERE project = ?`, project)
 }
