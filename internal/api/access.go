@@ -47,6 +47,10 @@ func onProjectQuery(a identity.Action) access { return access{kind: kindProjectQ
 
 type principalKey struct{}
 
+// TokenCookie is the web app's login cookie: the API token, HttpOnly and
+// SameSite=Strict.
+const TokenCookie = "paddock_token"
+
 // caller is who is calling (set by authorize; empty on public routes).
 func principal(r *http.Request) identity.Principal {
 	p, _ := r.Context().Value(principalKey{}).(identity.Principal)
@@ -69,6 +73,12 @@ func (s *Server) authorize(r *http.Request, acc access) (*http.Request, error) {
 	}
 	auth := r.Header.Get("Authorization")
 	token, ok := strings.CutPrefix(auth, "Bearer ")
+	if c, err := r.Cookie(TokenCookie); !ok && err == nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		// The web app's pages read the API (the transcript's SSE stream)
+		// with their login cookie; changes go through the web app's forms,
+		// which check a CSRF token, never through the API with a cookie.
+		token, ok = c.Value, true
+	}
 	if !ok {
 		return r, fmt.Errorf("%w: no credential: send Authorization: Bearer TOKEN (`paddock login`, or `paddock tokens create`)", store.ErrUnauthenticated)
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/temporalserver"
 	"github.com/paddock-dev/paddock/internal/tool"
 	"github.com/paddock-dev/paddock/internal/vault"
+	"github.com/paddock-dev/paddock/internal/web"
 )
 
 // App is a running Paddock process.
@@ -144,7 +145,11 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	}
 	var ready atomic.Bool
 	srv := &api.Server{Service: a.Service, Logger: logger, Ready: ready.Load, TriggerSecrets: cfg.TriggerSecrets}
-	a.http = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	ui, err := web.New(a.Service, logger)
+	if err != nil {
+		return nil, err
+	}
+	a.http = &http.Server{Handler: routes(srv.Handler(), ui.Handler()), ReadHeaderTimeout: 10 * time.Second}
 	a.URL = clientURL(ln.Addr(), cfg.TLSCert != "")
 	record(a.URL)
 	go func() {
@@ -313,6 +318,17 @@ func clientURL(addr net.Addr, tls bool) string {
 		host = "127.0.0.1"
 	}
 	return scheme + net.JoinHostPort(host, port)
+}
+
+// routes sends the API's paths to the API and the rest to the web app.
+func routes(apiHandler, webHandler http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" || strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == "/v1" {
+			apiHandler.ServeHTTP(w, r)
+			return
+		}
+		webHandler.ServeHTTP(w, r)
+	})
 }
 
 // listenSafely refuses plain HTTP on an address other machines reach:

@@ -1,0 +1,311 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+func (a *App) loginPage(w http.ResponseWriter, r *http.Request) {
+	msg := ""
+	if r.URL.Query().Get("expired") != "" {
+		msg = "Your login is no longer valid (expired or revoked): log in again."
+	}
+	a.render(w, r, http.StatusOK, "login", "Log in", struct{ Message, Next string }{msg, localPath(r.URL.Query().Get("next"))})
+}
+
+// localPath keeps a redirect on this site.
+func localPath(p string) string {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") {
+		return "/"
+	}
+	return p
+}
+
+func (a *App) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		a.fail(w, r, http.StatusBadRequest, "the form could not be read")
+		return
+	}
+	if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r) {
+		a.fail(w, r, http.StatusForbidden, "a login from another site was refused")
+		return
+	}
+	token := strings.TrimSpace(r.PostFormValue("token"))
+	if _, err := a.Service.Authenticate(r.Context(), token); err != nil {
+		a.render(w, r, http.StatusUnauthorized, "login", "Log in", struct{ Message, Next string }{
+			"That token is not valid (unknown, expired or revoked). Create one with `paddock tokens create`, or use `paddock login`.", localPath(r.PostFormValue("next"))})
+		return
+	}
+	setCookie(w, r, token)
+	http.Redirect(w, r, localPath(r.PostFormValue("next")), http.StatusSeeOther)
+}
+
+func (a *App) logout(w http.ResponseWriter, r *http.Request) {
+	clearCookie(w, r)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// Row is one session in the list.
+type Row struct {
+	session.Session
+	Park    string
+	CostUSD float64
+	Actions int
+}
+
+// List is the sessions page.
+type List struct {
+	Rows                          []Row
+	Status, Agent, Query          string
+	Parked, Archived              bool
+	Statuses                      []session.Status
+	Fragment                      bool
+	Total                         int
+}
+
+func (a *App) sessions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	l := List{Status: q.Get("status"), Agent: q.Get("agent"), Query: strings.TrimSpace(q.Get("q")), Parked: q.Get("parked") == "true",
+		Archived: q.Get("archived") == "true", Fragment: q.Get("fragment") == "rows",
+		Statuses: []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting, session.StatusFailed, session.StatusStopped}}
+	f := store.SessionFilter{Agent: l.Agent, Status: session.Status(l.Status), IncludeArchived: l.Archived, Limit: 500}
+	if f.Status != "" && !f.Status.Valid() {
+		a.fail(w, r, http.StatusBadRequest, "unknown status "+l.Status)
+		return
+	}
+	within, all, err := a.Service.Readable(r.Context(), principal(r), identity.Read)
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	f.Within, f.Scoped = within, !all
+	parked, err := a.Service.Parked(r.Context(), f)
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	waits := map[string]string{}
+	for _, p := range parked {
+		waits[p.Session.ID] = p.Reason
+	}
+	list, err := a.Service.Store.ListSessions(r.Context(), f)
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	needle := strings.ToLower(l.Query)
+	for _, x := range list {
+		if l.Parked && waits[x.ID] == "" {
+			continue
+		}
+		if needle != "" && !strings.Contains(strings.ToLower(x.DisplayTitle+" "+x.ID+" "+x.Agent+" "+x.CreatedBy.ID), needle) {
+			continue
+		}
+		row := Row{Session: x, Park: waits[x.ID]}
+		if u, err := a.Service.Store.SessionUsage(r.Context(), x.ID); err == nil {
+			row.CostUSD = u.CostUSD
+		}
+		l.Rows = append(l.Rows, row)
+	}
+	l.Total = len(l.Rows)
+	if l.Fragment {
+		t := a.pages["sessions"]
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if err := t.ExecuteTemplate(w, "rows", view{CSRF: a.csrf(r), User: principal(r), Data: l}); err != nil {
+			a.Logger.Error("web rows", "err", err)
+		}
+		return
+	}
+	a.render(w, r, http.StatusOK, "sessions", "Sessions", l)
+}
+
+// Page is the session page.
+type Page struct {
+	Session   session.Session
+	Question  *session.Question
+	Approvals []session.Approval
+	Parks     []session.Park
+	CanSteer  bool
+	CanDecide bool
+	CanAudit  bool
+	// Seen is the last event when the page was rendered.
+	Seen int64
+}
+
+// sessionFor loads session id for the caller, checking action a.
+func (a *App) sessionFor(r *http.Request, id string, act identity.Action) (session.Session, error) {
+	x, err := a.Service.Store.GetSession(r.Context(), id)
+	if err != nil {
+		return x, err
+	}
+	return x, a.Service.Allow(r.Context(), principal(r), x.Project, act, fmt.Sprintf("session %q", id))
+}
+
+func (a *App) can(r *http.Request, project string, act identity.Action) bool {
+	return a.Service.Allow(r.Context(), principal(r), project, act, "") == nil
+}
+
+func (a *App) session(w http.ResponseWriter, r *http.Request) {
+	x, err := a.sessionFor(r, r.PathValue("id"), identity.Read)
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	p := Page{Session: x, CanSteer: a.can(r, x.Project, identity.Steer), CanDecide: a.can(r, x.Project, identity.Approve),
+		CanAudit: a.can(r, x.Project, identity.Audit)}
+	p.Approvals, _ = a.Service.Store.ListApprovals(r.Context(), store.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
+	p.Parks, _ = a.Service.Store.ListParks(r.Context(), x.ID, true)
+	p.Question = a.openQuestion(r, x.ID)
+	if last, err := a.Service.Store.ListEvents(r.Context(), x.ID, 0, 0); err == nil && len(last) > 0 {
+		p.Seen = last[len(last)-1].Seq
+	}
+	a.render(w, r, http.StatusOK, "session", x.DisplayTitle, p)
+}
+
+// openQuestion is the session's question waiting for its answer.
+func (a *App) openQuestion(r *http.Request, id string) *session.Question {
+	qs, err := a.Service.Store.EventsByKey(r.Context(), id, "question/")
+	if err != nil || len(qs) == 0 {
+		return nil
+	}
+	answered, _ := a.Service.Store.EventsByKey(r.Context(), id, "answer/")
+	last := qs[len(qs)-1]
+	var q session.Question
+	if json.Unmarshal(last.Data, &q) != nil {
+		return nil
+	}
+	for _, e := range answered {
+		if strings.TrimPrefix(e.Key, "answer/") == q.ToolCallID {
+			return nil
+		}
+	}
+	return &q
+}
+
+func (a *App) back(w http.ResponseWriter, r *http.Request) {
+	http.Redirect(w, r, "/sessions/"+url.PathEscape(r.PathValue("id")), http.StatusSeeOther)
+}
+
+func (a *App) send(w http.ResponseWriter, r *http.Request, kind session.CommandKind, payload any) {
+	if _, err := a.sessionFor(r, r.PathValue("id"), identity.Steer); err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	data, _ := json.Marshal(payload)
+	if _, err := a.Service.Send(r.Context(), r.PathValue("id"), engine.SendRequest{Kind: kind, Payload: data}, sender(r)); err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	a.back(w, r)
+}
+
+func (a *App) message(w http.ResponseWriter, r *http.Request) {
+	text := strings.TrimSpace(r.PostFormValue("message"))
+	if text == "" {
+		a.back(w, r)
+		return
+	}
+	a.send(w, r, session.KindMessage, session.MessagePayload{Message: text})
+}
+
+func (a *App) stop(w http.ResponseWriter, r *http.Request) {
+	a.send(w, r, session.KindStop, session.StopPayload{Reason: r.PostFormValue("reason"), Handoff: r.PostFormValue("handoff")})
+}
+
+func (a *App) interrupt(w http.ResponseWriter, r *http.Request) {
+	a.send(w, r, session.KindInterrupt, session.InterruptPayload{Reason: "interrupted from the web app"})
+}
+
+func (a *App) answer(w http.ResponseWriter, r *http.Request) {
+	p := session.AnswerPayload{ToolCallID: r.PostFormValue("toolCallId"), Answers: map[string]string{}, Response: strings.TrimSpace(r.PostFormValue("response"))}
+	for k, v := range r.PostForm {
+		if id, ok := strings.CutPrefix(k, "q."); ok && len(v) > 0 && v[0] != "" {
+			p.Answers[id] = v[0]
+		}
+	}
+	a.send(w, r, session.KindAnswer, p)
+}
+
+// Inbox is what waits on the caller.
+type Inbox struct {
+	Approvals []session.Approval
+	Parked    []engine.Parked
+}
+
+func (a *App) inbox(w http.ResponseWriter, r *http.Request) {
+	within, all, err := a.Service.Readable(r.Context(), principal(r), identity.Approve)
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	var in Inbox
+	in.Approvals, err = a.Service.Store.ListApprovals(r.Context(), store.ApprovalFilter{Status: session.ApprovalPending, Scoped: !all, Within: within})
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	parked, err := a.Service.Parked(r.Context(), store.SessionFilter{Scoped: !all, Within: within})
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	for _, p := range parked {
+		if p.Reason != string(session.ApprovalPending) && !slices.ContainsFunc(in.Approvals, func(ap session.Approval) bool { return ap.SessionID == p.Session.ID }) {
+			in.Parked = append(in.Parked, p)
+		}
+	}
+	a.render(w, r, http.StatusOK, "inbox", "Inbox", in)
+}
+
+func (a *App) decide(w http.ResponseWriter, r *http.Request) {
+	ap, err := a.Service.Store.GetApproval(r.Context(), r.PathValue("id"))
+	if err == nil {
+		_, err = a.sessionFor(r, ap.SessionID, identity.Approve)
+	}
+	if err == nil {
+		_, err = a.Service.DecideApproval(r.Context(), ap.ID, r.PostFormValue("decision") == "approve", r.PostFormValue("note"), sender(r))
+	}
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	http.Redirect(w, r, localPath(r.PostFormValue("next")), http.StatusSeeOther)
+}
+
+// AuditPage is a session's log and its verification.
+type AuditPage struct {
+	Session session.Session
+	Entries []engine.AuditEntry
+	Report  engine.AuditReport
+}
+
+func (a *App) audit(w http.ResponseWriter, r *http.Request) {
+	x, err := a.sessionFor(r, r.PathValue("id"), identity.Audit)
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	p := AuditPage{Session: x}
+	if p.Entries, err = a.Service.AuditLog(r.Context(), x.ID, false); err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	reports, err := a.Service.VerifyAudit(r.Context(), x.ID, func(string) bool { return true })
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	p.Report = reports[0]
+	a.render(w, r, http.StatusOK, "audit", "Audit of "+x.DisplayTitle, p)
+}

@@ -1,0 +1,256 @@
+// Package web is the web app `paddock serve` serves beside the API:
+// server-rendered pages (html/template, embedded) with a little JavaScript
+// for what moves (the transcript over SSE, the sessions list refreshing).
+// Login is an API token kept in an HttpOnly, SameSite=Strict cookie; every
+// form carries a CSRF token bound to it; every page is sent with a strict
+// Content-Security-Policy (scripts and styles from this origin only).
+package web
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/paddock-dev/paddock/internal/api"
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// CSP is every page's Content-Security-Policy.
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// App serves the pages.
+type App struct {
+	Service *engine.Service
+	Logger  *slog.Logger
+	// csrfKey binds forms to their login (random per process: a form
+	// served before a restart is refused after it, and says so).
+	csrfKey []byte
+	pages   map[string]*template.Template
+}
+
+// New parses the templates.
+func New(svc *engine.Service, logger *slog.Logger) (*App, error) {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	a := &App{Service: svc, Logger: logger, csrfKey: key, pages: map[string]*template.Template{}}
+	funcs := template.FuncMap{
+		"ago":   ago,
+		"short": func(s string) string { return shortID(s) },
+		"json":  func(b []byte) string { return string(b) },
+		// dict passes a page and an approval to the approval partial,
+		// which returns to the page it was decided from.
+		"dict": func(root view, a session.Approval) map[string]any {
+			next := "/inbox"
+			if root.Title != "Inbox" {
+				next = "/sessions/" + a.SessionID
+			}
+			return map[string]any{"Root": root, "A": a, "Next": next}
+		},
+	}
+	for _, page := range []string{"login", "sessions", "session", "inbox", "audit"} {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
+		if err != nil {
+			return nil, fmt.Errorf("web template %s: %w", page, err)
+		}
+		a.pages[page] = t
+	}
+	return a, nil
+}
+
+// Handler routes the pages and their assets.
+func (a *App) Handler() http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(staticFS, "static")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /login", a.loginPage)
+	mux.HandleFunc("POST /login", a.login)
+	mux.HandleFunc("POST /logout", a.authed(a.form(a.logout)))
+	mux.HandleFunc("GET /{$}", a.authed(a.sessions))
+	mux.HandleFunc("GET /sessions/{id}", a.authed(a.session))
+	mux.HandleFunc("POST /sessions/{id}/message", a.authed(a.form(a.message)))
+	mux.HandleFunc("POST /sessions/{id}/stop", a.authed(a.form(a.stop)))
+	mux.HandleFunc("POST /sessions/{id}/interrupt", a.authed(a.form(a.interrupt)))
+	mux.HandleFunc("POST /sessions/{id}/answer", a.authed(a.form(a.answer)))
+	mux.HandleFunc("GET /sessions/{id}/audit", a.authed(a.audit))
+	mux.HandleFunc("GET /inbox", a.authed(a.inbox))
+	mux.HandleFunc("POST /approvals/{id}", a.authed(a.form(a.decide)))
+	return secured(mux)
+}
+
+// secured adds the headers every page is sent with.
+func secured(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", CSP)
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "same-origin")
+		w.Header().Set("X-Frame-Options", "DENY")
+		h.ServeHTTP(w, r)
+	})
+}
+
+type userKey struct{}
+
+// authed runs h for a logged-in caller; others go to the login page.
+func (a *App) authed(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, err := r.Cookie(api.TokenCookie)
+		if err != nil {
+			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		p, err := a.Service.Authenticate(r.Context(), c.Value)
+		if err != nil {
+			clearCookie(w, r)
+			http.Redirect(w, r, "/login?expired=1", http.StatusSeeOther)
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), userKey{}, p)))
+	}
+}
+
+func principal(r *http.Request) identity.Principal {
+	p, _ := r.Context().Value(userKey{}).(identity.Principal)
+	return p
+}
+
+func sender(r *http.Request) session.Sender {
+	p := principal(r)
+	return session.Sender{Kind: session.SenderOperator, ID: p.User, Via: p.Via}
+}
+
+// csrf is the form token of the caller's login.
+func (a *App) csrf(r *http.Request) string {
+	c, _ := r.Cookie(api.TokenCookie)
+	if c == nil {
+		return ""
+	}
+	m := hmac.New(sha256.New, a.csrfKey)
+	m.Write([]byte(c.Value))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// form checks a state-changing request: same origin, and the CSRF token
+// of the caller's login.
+func (a *App) form(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		if err := r.ParseForm(); err != nil {
+			a.fail(w, r, http.StatusBadRequest, "the form could not be read: "+err.Error())
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r) {
+			a.fail(w, r, http.StatusForbidden, "a form from another site was refused")
+			return
+		}
+		if !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(a.csrf(r))) {
+			a.fail(w, r, http.StatusForbidden, "this form has expired or was not sent by this page: reload the page and try again")
+			return
+		}
+		h(w, r)
+	}
+}
+
+func sameOrigin(origin string, r *http.Request) bool {
+	u, err := url.Parse(origin)
+	return err == nil && u.Host == r.Host
+}
+
+func setCookie(w http.ResponseWriter, r *http.Request, token string) {
+	http.SetCookie(w, &http.Cookie{Name: api.TokenCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil, MaxAge: int((30 * 24 * time.Hour).Seconds())})
+}
+
+func clearCookie(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: api.TokenCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
+}
+
+// view is what every page template gets.
+type view struct {
+	Title string
+	User  identity.Principal
+	CSRF  string
+	Error string
+	Data  any
+}
+
+func (a *App) render(w http.ResponseWriter, r *http.Request, status int, page, title string, data any) {
+	t := a.pages[page]
+	var b strings.Builder
+	if err := t.Execute(&b, view{Title: title, User: principal(r), CSRF: a.csrf(r), Data: data}); err != nil {
+		a.Logger.Error("web page", "page", page, "err", err)
+		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// fail shows an error on a page of its own.
+func (a *App) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	a.render(w, r, status, "login", "Paddock", struct{ Message, Next string }{msg, ""})
+}
+
+// problem maps an engine error to a page.
+func (a *App) problem(w http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		status = http.StatusNotFound
+	case errors.Is(err, store.ErrDenied):
+		status = http.StatusForbidden
+	case errors.Is(err, store.ErrInvalid):
+		status = http.StatusBadRequest
+	case errors.Is(err, store.ErrConflict):
+		status = http.StatusConflict
+	}
+	msg := err.Error()
+	if status == http.StatusInternalServerError {
+		a.Logger.Error("web", "path", r.URL.Path, "err", err)
+		msg = "something went wrong; the server log has the details"
+	}
+	a.fail(w, r, status, msg)
+}
+
+func ago(t time.Time) string {
+	d := time.Since(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
