@@ -65,12 +65,12 @@ type Row struct {
 
 // List is the sessions page.
 type List struct {
-	Rows                          []Row
-	Status, Agent, Query          string
-	Parked, Archived              bool
-	Statuses                      []session.Status
-	Fragment                      bool
-	Total                         int
+	Rows                 []Row
+	Status, Agent, Query string
+	Parked, Archived     bool
+	Statuses             []session.Status
+	Fragment             bool
+	Total                int
 }
 
 func (a *App) sessions(w http.ResponseWriter, r *http.Request) {
