@@ -22,9 +22,15 @@ func (a *App) loginPage(w http.ResponseWriter, r *http.Request) {
 	a.render(w, r, http.StatusOK, "login", "Log in", struct{ Message, Next string }{msg, localPath(r.URL.Query().Get("next"))})
 }
 
-// localPath keeps a redirect on this site.
+// localPath keeps a redirect on this site: a path of its own, nothing a
+// browser could read as another host (browsers drop tabs and newlines and
+// read "\\" as "/", so "/\t/evil" would be "//evil").
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") {
+	if strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
+		return "/"
+	}
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") {
 		return "/"
 	}
 	return p
@@ -261,7 +267,7 @@ func (a *App) inbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, p := range parked {
-		if p.Reason != string(session.ApprovalPending) && !slices.ContainsFunc(in.Approvals, func(ap session.Approval) bool { return ap.SessionID == p.Session.ID }) {
+		if !slices.ContainsFunc(in.Approvals, func(ap session.Approval) bool { return ap.SessionID == p.Session.ID }) {
 			in.Parked = append(in.Parked, p)
 		}
 	}
@@ -269,12 +275,23 @@ func (a *App) inbox(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *App) decide(w http.ResponseWriter, r *http.Request) {
-	ap, err := a.Service.Store.GetApproval(r.Context(), r.PathValue("id"))
+	id := r.PathValue("id")
+	ap, err := a.Service.Store.GetApproval(r.Context(), id)
 	if err == nil {
-		_, err = a.sessionFor(r, ap.SessionID, identity.Approve)
+		var x session.Session
+		if x, err = a.Service.Store.GetSession(r.Context(), ap.SessionID); err == nil {
+			// Worded as a missing approval: nothing of a hidden project shows.
+			err = a.Service.Allow(r.Context(), principal(r), x.Project, identity.Approve, fmt.Sprintf("approval %q", id))
+		}
 	}
 	if err == nil {
-		_, err = a.Service.DecideApproval(r.Context(), ap.ID, r.PostFormValue("decision") == "approve", r.PostFormValue("note"), sender(r))
+		switch d := r.PostFormValue("decision"); d {
+		case "approve", "reject":
+			_, err = a.Service.DecideApproval(r.Context(), ap.ID, d == "approve", r.PostFormValue("note"), sender(r))
+		default:
+			a.fail(w, r, http.StatusBadRequest, "choose Approve or Reject")
+			return
+		}
 	}
 	if err != nil {
 		a.problem(w, r, err)

@@ -179,11 +179,18 @@ func sameOrigin(origin string, r *http.Request) bool {
 
 func setCookie(w http.ResponseWriter, r *http.Request, token string) {
 	http.SetCookie(w, &http.Cookie{Name: api.TokenCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: r.TLS != nil, MaxAge: int((30 * 24 * time.Hour).Seconds())})
+		Secure: secure(r), MaxAge: int((30 * 24 * time.Hour).Seconds())})
 }
 
 func clearCookie(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: api.TokenCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
+	http.SetCookie(w, &http.Cookie{Name: api.TokenCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(r), MaxAge: -1})
+}
+
+// secure says the browser reached the app over HTTPS: served with TLS, or
+// through a proxy terminating it (PADDOCK_INSECURE_LISTEN behind one).
+// Marking the cookie Secure on the proxy's word only ever restricts it.
+func secure(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // view is what every page template gets.

@@ -102,6 +102,7 @@ function liveRows(tbody) {
     u.searchParams.set("fragment", "rows");
     try {
       const r = await fetch(u, { credentials: "same-origin", headers: { Accept: "text/html" } });
+      if (r.redirected) { location.reload(); return; } // logged out: the page says so
       if (r.ok) {
         const html = await r.text();
         const t = document.createElement("template");
