@@ -216,6 +216,22 @@ func (a *App) send(w http.ResponseWriter, r *http.Request, kind session.CommandK
 	a.back(w, r)
 }
 
+// steered runs act on the {id} session for a caller who may steer it.
+func (a *App) steered(act func(r *http.Request, id string, by session.Sender) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if _, err := a.sessionFor(r, id, identity.Steer); err != nil {
+			a.problem(w, r, err)
+			return
+		}
+		if err := act(r, id, sender(r)); err != nil {
+			a.problem(w, r, err)
+			return
+		}
+		a.back(w, r)
+	}
+}
+
 func (a *App) message(w http.ResponseWriter, r *http.Request) {
 	text := strings.TrimSpace(r.PostFormValue("message"))
 	if text == "" {

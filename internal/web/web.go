@@ -93,6 +93,18 @@ func (a *App) Handler() http.Handler {
 	mux.HandleFunc("POST /sessions/{id}/stop", a.authed(a.form(a.stop)))
 	mux.HandleFunc("POST /sessions/{id}/interrupt", a.authed(a.form(a.interrupt)))
 	mux.HandleFunc("POST /sessions/{id}/answer", a.authed(a.form(a.answer)))
+	mux.HandleFunc("POST /sessions/{id}/archive", a.authed(a.form(a.steered(func(r *http.Request, id string, by session.Sender) error {
+		_, err := a.Service.Archive(r.Context(), id, by)
+		return err
+	}))))
+	mux.HandleFunc("POST /sessions/{id}/hold", a.authed(a.form(a.steered(func(r *http.Request, id string, by session.Sender) error {
+		_, err := a.Service.Hold(r.Context(), id, r.PostFormValue("reason"), by)
+		return err
+	}))))
+	mux.HandleFunc("POST /sessions/{id}/release", a.authed(a.form(a.steered(func(r *http.Request, id string, by session.Sender) error {
+		_, err := a.Service.Release(r.Context(), id, by)
+		return err
+	}))))
 	mux.HandleFunc("GET /sessions/{id}/audit", a.authed(a.audit))
 	mux.HandleFunc("GET /inbox", a.authed(a.inbox))
 	mux.HandleFunc("POST /approvals/{id}", a.authed(a.form(a.decide)))

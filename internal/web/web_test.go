@@ -189,6 +189,17 @@ func TestWebAppEndToEnd(t *testing.T) {
 		chromedp.WaitVisible(chromedp.Search(`//ol[@id="transcript"]/li[contains(., "Review the diff")]`)),
 		shot("session-done"),
 	)
+	run("hold and release",
+		chromedp.SendKeys(chromedp.ID("reason"), "inspecting"),
+		chromedp.Click(chromedp.Search(`//form[contains(@action, "/hold")]//button`)),
+		chromedp.WaitVisible(chromedp.Search(`//form[contains(@action, "/release")]//button`)),
+	)
+	held, err := admin.Session(ctx, x.ID)
+	require.NoError(t, err)
+	require.True(t, held.Held(), "held from the page")
+	require.Equal(t, "webtester", held.Hold.By.ID)
+	run("release", chromedp.Click(chromedp.Search(`//form[contains(@action, "/release")]//button`)),
+		chromedp.WaitVisible(chromedp.Search(`//form[contains(@action, "/hold")]//button`)))
 	run("the audit view",
 		chromedp.Navigate(a.URL+"/sessions/"+x.ID+"/audit"),
 		chromedp.WaitVisible(chromedp.Search(`//p[contains(@class, "verify") and contains(., "Verified")]`)),
