@@ -724,6 +724,10 @@ func (s *Service) Archive(ctx context.Context, sessionID string, by session.Send
 
 // notify signals the session's workflow, starting it if it is not running.
 func (s *Service) notify(ctx context.Context, sessionID string, n Notice) error {
+	// The command is recorded: waking its session does not depend on the
+	// caller staying connected.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	_, err := s.Temporal.SignalWithStartWorkflow(ctx, session.WorkflowID(sessionID), SignalCommand, n, client.StartWorkflowOptions{
 		ID:                    session.WorkflowID(sessionID),
 		TaskQueue:             TaskQueue,

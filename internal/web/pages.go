@@ -12,6 +12,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
 func (a *App) loginPage(w http.ResponseWriter, r *http.Request) {
@@ -230,6 +231,44 @@ func (a *App) steered(act func(r *http.Request, id string, by session.Sender) er
 		}
 		a.back(w, r)
 	}
+}
+
+// decided runs act on the {id} session for a caller who may approve in
+// its project, then returns to the inbox.
+func (a *App) decided(act func(r *http.Request, id string, by session.Sender) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if _, err := a.sessionFor(r, id, identity.Approve); err != nil {
+			a.problem(w, r, err)
+			return
+		}
+		if err := act(r, id, sender(r)); err != nil {
+			a.problem(w, r, err)
+			return
+		}
+		http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+	}
+}
+
+// DiffPage is a session's deliverable as a person reviews it (redacted).
+type DiffPage struct {
+	Session  session.Session
+	Diff     workspace.Diff
+	Problem  string
+	CanSteer bool
+}
+
+func (a *App) diff(w http.ResponseWriter, r *http.Request) {
+	x, err := a.sessionFor(r, r.PathValue("id"), identity.Read)
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	p := DiffPage{Session: x, CanSteer: a.can(r, x.Project, identity.Steer)}
+	if p.Diff, _, err = a.Service.Diff(r.Context(), x.ID); err != nil {
+		p.Problem = err.Error()
+	}
+	a.render(w, r, http.StatusOK, "diff", "Changes of "+x.DisplayTitle, p)
 }
 
 func (a *App) message(w http.ResponseWriter, r *http.Request) {

@@ -69,7 +69,7 @@ func New(svc *engine.Service, logger *slog.Logger) (*App, error) {
 			return map[string]any{"Root": root, "A": a, "Next": next}
 		},
 	}
-	for _, page := range []string{"login", "sessions", "session", "inbox", "audit"} {
+	for _, page := range []string{"login", "sessions", "session", "inbox", "audit", "diff"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web template %s: %w", page, err)
@@ -107,6 +107,19 @@ func (a *App) Handler() http.Handler {
 	}))))
 	mux.HandleFunc("GET /sessions/{id}/audit", a.authed(a.audit))
 	mux.HandleFunc("GET /inbox", a.authed(a.inbox))
+	mux.HandleFunc("GET /sessions/{id}/diff", a.authed(a.diff))
+	mux.HandleFunc("POST /sessions/{id}/reject", a.authed(a.form(a.steered(func(r *http.Request, id string, by session.Sender) error {
+		_, err := a.Service.Reject(r.Context(), id, by)
+		return err
+	}))))
+	mux.HandleFunc("POST /sessions/{id}/start", a.authed(a.form(a.decided(func(r *http.Request, id string, by session.Sender) error {
+		_, err := a.Service.ApproveStart(r.Context(), id, r.PostFormValue("decision") == "approve", r.PostFormValue("note"), by)
+		return err
+	}))))
+	mux.HandleFunc("POST /sessions/{id}/extend", a.authed(a.form(a.decided(func(r *http.Request, id string, by session.Sender) error {
+		_, err := a.Service.Extend(r.Context(), id, engine.ExtendRequest{Note: r.PostFormValue("note")}, by)
+		return err
+	}))))
 	mux.HandleFunc("POST /approvals/{id}", a.authed(a.form(a.decide)))
 	return secured(mux)
 }

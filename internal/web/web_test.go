@@ -110,7 +110,7 @@ func TestWebAppEndToEnd(t *testing.T) {
 		}
 	}))
 	defer cancelB()
-	bctx, cancelT := context.WithTimeout(bctx, 4*time.Minute)
+	bctx, cancelT := context.WithTimeout(bctx, 2*time.Minute)
 	defer cancelT()
 	out := artifacts(t)
 	shot := func(name string) chromedp.Action[chromedp.Void] {
@@ -158,10 +158,10 @@ func TestWebAppEndToEnd(t *testing.T) {
 	// The inbox shows the call with its rule; approve it there.
 	run("approve from the inbox",
 		chromedp.Navigate(a.URL+"/inbox"),
-		chromedp.WaitVisible(chromedp.Search(`//article[contains(., "edit_file")]`)),
+		chromedp.WaitVisible(chromedp.Search(`//article[contains(., "edit_file") and .//a[@href="/sessions/`+x.ID+`"]]`)),
 		shot("inbox"),
-		chromedp.Click(chromedp.Search(`//article[contains(., "edit_file")]//button[@value="approve"]`)),
-		chromedp.WaitVisible(chromedp.Search(`//h1[.="Inbox"]`)),
+		chromedp.Click(chromedp.Search(`//article[contains(., "edit_file") and .//a[@href="/sessions/`+x.ID+`"]]//button[@value="approve"]`)),
+		chromedp.WaitNotPresent(chromedp.Search(`//article[.//a[@href="/sessions/`+x.ID+`"]]`)),
 	)
 	// The question: pick an option, answer (once the agent has asked).
 	deadline := time.Now().Add(2 * time.Minute)
@@ -200,6 +200,12 @@ func TestWebAppEndToEnd(t *testing.T) {
 	require.Equal(t, "webtester", held.Hold.By.ID)
 	run("release", chromedp.Click(chromedp.Search(`//form[contains(@action, "/release")]//button`)),
 		chromedp.WaitVisible(chromedp.Search(`//form[contains(@action, "/hold")]//button`)))
+	run("the diff, flagged files and all",
+		chromedp.Navigate(a.URL+"/sessions/"+x.ID+"/diff"),
+		chromedp.WaitVisible(chromedp.Search(`//td/code[.="README.md"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//pre[contains(@class, "patch") and contains(., "+Hello")]`)),
+		shot("diff"),
+	)
 	run("the audit view",
 		chromedp.Navigate(a.URL+"/sessions/"+x.ID+"/audit"),
 		chromedp.WaitVisible(chromedp.Search(`//p[contains(@class, "verify") and contains(., "Verified")]`)),
@@ -213,6 +219,26 @@ func TestWebAppEndToEnd(t *testing.T) {
 	for _, ap := range aps {
 		require.Equal(t, "webtester", ap.DecidedBy.ID, "decided in the browser, as the logged-in user")
 	}
+
+	// A guest's session waits at the door; the inbox lets it start.
+	_, err = admin.CreateUser(ctx, "gwen", false)
+	require.NoError(t, err)
+	require.NoError(t, admin.SetMember(ctx, "default", "gwen", identity.Guest))
+	gwen, err := admin.CreateToken(ctx, api.NewToken{User: "gwen"})
+	require.NoError(t, err)
+	g, err := client.New(a.URL).WithToken(gwen.Secret).CreateSession(ctx, engine.CreateRequest{Model: "replay/demo", Repo: repo(t), Message: "a guest's try"})
+	require.NoError(t, err)
+	run("let a guest's session start from the inbox",
+		chromedp.Navigate(a.URL+"/inbox"),
+		chromedp.WaitVisible(chromedp.Search(`//li[contains(., "awaiting_start_approval")]//button[@value="approve"]`)),
+		shot("inbox-start"),
+		chromedp.Click(chromedp.Search(`//li[contains(., "awaiting_start_approval")]//button[@value="approve"]`)),
+		chromedp.WaitNotPresent(chromedp.Search(`//li[contains(., "awaiting_start_approval")]`)),
+	)
+	parks, err := admin.Parks(ctx, g.ID)
+	require.NoError(t, err)
+	require.Len(t, parks, 1)
+	require.Equal(t, "webtester", parks[0].ResolvedBy.ID, "the start approved in the browser")
 
 	// Keyboard: the first Tab reaches the skip link.
 	run("keyboard", chromedp.Navigate(a.URL+"/"), chromedp.WaitVisible(chromedp.ID("rows")), chromedp.KeyEvent("\t"))
