@@ -82,20 +82,8 @@ func (s *Store) OpenPark(ctx context.Context, p session.Park, recovery store.New
 func (s *Store) ResolvePark(ctx context.Context, id, resolution string, by *session.Sender, note string) (session.Park, error) {
 	var out session.Park
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		p, err := scanPark(tx.QueryRowContext(ctx, `SELECT `+parkCols+` FROM parks WHERE id = ?`, id))
+		p, err := s.markResolved(ctx, tx, id, resolution, by, note)
 		if err != nil {
-			return notFound("park", id, err)
-		}
-		if p.ResolvedAt != nil {
-			return fmt.Errorf("park %s is already %s: %w", id, p.Resolution, store.ErrConflict)
-		}
-		byJSON := ""
-		if by != nil {
-			b, _ := json.Marshal(by)
-			byJSON = string(b)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE parks SET resolved_at = ?, resolution = ?, resolved_by = ?, note = ? WHERE id = ?`,
-			s.ts(), resolution, byJSON, note, id); err != nil {
 			return err
 		}
 		next := session.CommandCanceled
@@ -240,20 +228,8 @@ func (s *Store) sealedByName(ctx context.Context, query string, arg string) (map
 func (s *Store) PassPark(ctx context.Context, id string, by *session.Sender, note string, next session.Park) (session.Park, error) {
 	var out session.Park
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		p, err := scanPark(tx.QueryRowContext(ctx, `SELECT `+parkCols+` FROM parks WHERE id = ?`, id))
+		p, err := s.markResolved(ctx, tx, id, session.ParkGranted, by, note)
 		if err != nil {
-			return notFound("park", id, err)
-		}
-		if p.ResolvedAt != nil {
-			return fmt.Errorf("park %s is already %s: %w", id, p.Resolution, store.ErrConflict)
-		}
-		byJSON := ""
-		if by != nil {
-			b, _ := json.Marshal(by)
-			byJSON = string(b)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE parks SET resolved_at = ?, resolution = ?, resolved_by = ?, note = ? WHERE id = ?`,
-			s.ts(), session.ParkGranted, byJSON, note, id); err != nil {
 			return err
 		}
 		resolved, err := scanPark(tx.QueryRowContext(ctx, `SELECT `+parkCols+` FROM parks WHERE id = ?`, id))
@@ -296,4 +272,24 @@ func (s *Store) SetProjectCredentials(ctx context.Context, project string, seale
 // ProjectCredentials implements store.Store.
 func (s *Store) ProjectCredentials(ctx context.Context, project string) (map[string][]byte, error) {
 	return s.sealedByName(ctx, `SELECT name, sealed FROM project_credentials WHERE project = ?`, project)
+}
+
+// markResolved records park id resolved (once: a resolved park is a
+// conflict) and returns it as it was.
+func (s *Store) markResolved(ctx context.Context, tx *sql.Tx, id, resolution string, by *session.Sender, note string) (session.Park, error) {
+	p, err := scanPark(tx.QueryRowContext(ctx, `SELECT `+parkCols+` FROM parks WHERE id = ?`, id))
+	if err != nil {
+		return p, notFound("park", id, err)
+	}
+	if p.ResolvedAt != nil {
+		return p, fmt.Errorf("park %s is already %s: %w", id, p.Resolution, store.ErrConflict)
+	}
+	byJSON := ""
+	if by != nil {
+		b, _ := json.Marshal(by)
+		byJSON = string(b)
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE parks SET resolved_at = ?, resolution = ?, resolved_by = ?, note = ? WHERE id = ?`,
+		s.ts(), resolution, byJSON, note, id)
+	return p, err
 }
