@@ -59,8 +59,7 @@ func principal(r *http.Request) identity.Principal {
 
 // sender is the caller as the sender of what they do.
 func sender(r *http.Request) session.Sender {
-	p := principal(r)
-	return session.Sender{Kind: session.SenderOperator, ID: p.User, Via: p.Via}
+	return principal(r).Sender()
 }
 
 // authorize authenticates r (Authorization: Bearer TOKEN) and checks acc,

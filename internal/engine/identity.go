@@ -61,7 +61,10 @@ func (s *Service) Authenticate(ctx context.Context, token string) (identity.Prin
 	if u.RevokedAt != nil {
 		return identity.Principal{}, fmt.Errorf("%w: user %s was revoked", ErrUnauthenticated, u.Name)
 	}
-	_ = s.Store.TouchToken(ctx, t.ID)
+	if t.LastUsed == nil || s.now().Sub(*t.LastUsed) >= time.Minute {
+		// Last use is kept to the minute: most calls write nothing.
+		_ = s.Store.TouchToken(ctx, t.ID)
+	}
 	return identity.Principal{User: u.Name, Admin: u.Admin, Via: "token:" + t.ID}, nil
 }
 
@@ -377,7 +380,7 @@ func (s *Service) Bootstrap(ctx context.Context, dataDir, admin string) (created
 func (s *Service) RevokeSession(ctx context.Context, p identity.Principal, id string) error {
 	payload, _ := json.Marshal(session.StopPayload{Reason: "revoked by " + p.User})
 	_, err := s.send(ctx, id, SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: revokeKey + id},
-		session.Sender{Kind: session.SenderOperator, ID: p.User, Via: p.Via})
+		p.Sender())
 	if _, terminal := errors.AsType[*store.TerminalError](err); terminal {
 		return nil // already ended
 	}

@@ -15,6 +15,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/paddock-dev/paddock/internal/session"
 )
 
 // Role is a member's role in a project.
@@ -81,6 +83,12 @@ type Principal struct {
 	Admin bool   `json:"admin,omitempty"`
 	// Via is how: "token:ID" or "oidc:ISSUER".
 	Via string `json:"via,omitempty"`
+}
+
+// Sender is the principal as the sender of what they do: the user, and how
+// they authenticated.
+func (p Principal) Sender() session.Sender {
+	return session.Sender{Kind: session.SenderOperator, ID: p.User, Via: p.Via}
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)

@@ -161,8 +161,7 @@ func principal(r *http.Request) identity.Principal {
 }
 
 func sender(r *http.Request) session.Sender {
-	p := principal(r)
-	return session.Sender{Kind: session.SenderOperator, ID: p.User, Via: p.Via}
+	return principal(r).Sender()
 }
 
 // csrf is the form token of the caller's login.
@@ -223,7 +222,6 @@ type view struct {
 	Title string
 	User  identity.Principal
 	CSRF  string
-	Error string
 	Data  any
 }
 
