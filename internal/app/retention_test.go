@@ -189,7 +189,11 @@ func TestAuditExportFollowsToSyslog(t *testing.T) {
 			return false, err
 		}
 		log, err = api.AuditLog(ctx, x.ID, false)
-		return err == nil && len(log) > before+3 && s.Status == session.StatusAwaiting && log[len(log)-1].Kind == "status", err
+		if err != nil {
+			return false, err
+		}
+		last := log[len(log)-1]
+		return len(log) > before+3 && s.Status == session.StatusAwaiting && last.Kind == "status" && last.Meta["status"] == string(session.StatusAwaiting), nil
 	})
 	waitFor(t, "the new entries at the syslog server", func() (bool, error) { n, _ := count(x.ID); return n >= len(log), nil })
 	n, dup := count(x.ID)
