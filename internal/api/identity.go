@@ -234,6 +234,9 @@ type OIDCLogin struct {
 	// AccessToken, of the same login, lets the server read the user's
 	// name at the directory's userinfo endpoint when the ID token lacks it.
 	AccessToken string `json:"accessToken,omitempty"`
+	// Nonce is the one the login asked the directory to put in the ID
+	// token; the server checks it is there.
+	Nonce string `json:"nonce,omitempty"`
 }
 
 func (s *Server) oidcConfig(w http.ResponseWriter, r *http.Request) {
@@ -246,7 +249,7 @@ func (s *Server) loginOIDC(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	t, full, err := s.Service.LoginOIDC(r.Context(), in.IDToken, in.AccessToken)
+	t, full, err := s.Service.LoginOIDC(r.Context(), in.IDToken, in.AccessToken, in.Nonce)
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -59,6 +59,9 @@ func TestProjectsScopeEverything(t *testing.T) {
 	code, out := paddock(t, "projects", "create", alpha)
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "paddock members add "+alpha)
+	// A project created, with nothing in it yet, exists: its policy is the default.
+	_, err := api.Policy(ctx, alpha)
+	require.NoError(t, err, "a created project's policy")
 	for _, u := range []string{ann, bea, aud} {
 		code, out = paddock(t, "users", "create", u)
 		require.Equal(t, 0, code, out)

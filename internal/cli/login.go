@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/oauth2"
 
+	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/client"
 )
 
@@ -43,11 +44,11 @@ func newLogin(g *globals) *cobra.Command {
 			if cfg.Issuer == "" {
 				return fmt.Errorf("the server at %s has no directory login (PADDOCK_OIDC_ISSUER); ask an administrator for a token: `paddock tokens create --user YOU`", server)
 			}
-			idToken, access, err := directoryLogin(ctx, g, cfg.Issuer, cfg.ClientID, cfg.Scopes)
+			in, err := directoryLogin(ctx, g, cfg.Issuer, cfg.ClientID, cfg.Scopes)
 			if err != nil {
 				return err
 			}
-			t, err := c.LoginOIDC(ctx, idToken, access)
+			t, err := c.LoginOIDC(ctx, in)
 			if err != nil {
 				return err
 			}
@@ -63,15 +64,15 @@ func newLogin(g *globals) *cobra.Command {
 
 // directoryLogin runs the authorization code flow with PKCE against the
 // issuer, receiving the code on a loopback port (RFC 8252), and returns
-// the ID token and the access token of the login.
-func directoryLogin(ctx context.Context, g *globals, issuer, clientID string, scopes []string) (string, string, error) {
+// the ID token, the access token and the nonce of the login.
+func directoryLogin(ctx context.Context, g *globals, issuer, clientID string, scopes []string) (api.OIDCLogin, error) {
 	provider, err := oidc.NewProvider(ctx, issuer)
 	if err != nil {
-		return "", "", fmt.Errorf("the directory %s cannot be reached: %w", issuer, err)
+		return api.OIDCLogin{}, fmt.Errorf("the directory %s cannot be reached: %w", issuer, err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", "", err
+		return api.OIDCLogin{}, err
 	}
 	defer ln.Close()
 	oc := oauth2.Config{ClientID: clientID, Endpoint: provider.Endpoint(), Scopes: scopes,
@@ -80,6 +81,8 @@ func directoryLogin(ctx context.Context, g *globals, issuer, clientID string, sc
 	stateBytes := make([]byte, 16)
 	_, _ = rand.Read(stateBytes)
 	state := base64.RawURLEncoding.EncodeToString(stateBytes)
+	_, _ = rand.Read(stateBytes)
+	nonce := base64.RawURLEncoding.EncodeToString(stateBytes)
 
 	type result struct {
 		idToken, access string
@@ -123,11 +126,11 @@ func directoryLogin(ctx context.Context, g *globals, issuer, clientID string, sc
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	fmt.Fprintf(g.io.Out, "Open this URL in a browser on this machine to log in:\n  %s\nwaiting for the directory (up to %s)…\n",
-		oc.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier)), loginWait)
+		oc.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oidc.Nonce(nonce)), loginWait)
 	select {
 	case res := <-done:
-		return res.idToken, res.access, res.err
+		return api.OIDCLogin{IDToken: res.idToken, AccessToken: res.access, Nonce: nonce}, res.err
 	case <-ctx.Done():
-		return "", "", fmt.Errorf("no answer from the directory within %s: start `paddock login` again", loginWait)
+		return api.OIDCLogin{}, fmt.Errorf("no answer from the directory within %s: start `paddock login` again", loginWait)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/zitadel/oidc/v3/example/server/exampleop"
 	"github.com/zitadel/oidc/v3/example/server/storage"
 
+	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/client"
@@ -106,7 +107,7 @@ func TestLoginThroughTheDirectory(t *testing.T) {
 	require.Contains(t, whoami.String(), "test-user-127.0.0.1, authenticated by token:")
 
 	// An ID token the directory did not sign is refused.
-	_, err = client.New(a.URL).LoginOIDC(context.Background(), "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln", "")
+	_, err = client.New(a.URL).LoginOIDC(context.Background(), api.OIDCLogin{IDToken: "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln"})
 	var apiErr *client.Error
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusUnauthorized, apiErr.Status)

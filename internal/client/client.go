@@ -661,9 +661,9 @@ func (c *Client) OIDCConfig(ctx context.Context) (api.OIDCConfig, error) {
 }
 
 // LoginOIDC exchanges a directory's ID token for a Paddock token.
-func (c *Client) LoginOIDC(ctx context.Context, idToken, accessToken string) (api.NewTokenResult, error) {
+func (c *Client) LoginOIDC(ctx context.Context, in api.OIDCLogin) (api.NewTokenResult, error) {
 	var out api.NewTokenResult
-	err := c.json(ctx, http.MethodPost, "/v1/login/oidc", api.OIDCLogin{IDToken: idToken, AccessToken: accessToken}, &out)
+	err := c.json(ctx, http.MethodPost, "/v1/login/oidc", in, &out)
 	return out, err
 }
 

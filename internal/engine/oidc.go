@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"sync"
@@ -75,7 +76,10 @@ func (o *OIDC) verifierFor(ctx context.Context) (*oidc.IDTokenVerifier, error) {
 // naming the user. A directory that leaves the claim out of ID tokens is
 // asked for it at its userinfo endpoint with the access token of the same
 // login, whose subject must be the ID token's.
-func (o *OIDC) Verify(ctx context.Context, raw, access string) (issuer, subject, name string, err error) {
+//
+// nonce, when the login asked for one, must be the ID token's: a token
+// issued to another login is refused.
+func (o *OIDC) Verify(ctx context.Context, raw, access, nonce string) (issuer, subject, name string, err error) {
 	v, err := o.verifierFor(ctx)
 	if err != nil {
 		return "", "", "", err
@@ -83,6 +87,9 @@ func (o *OIDC) Verify(ctx context.Context, raw, access string) (issuer, subject,
 	tok, err := v.Verify(ctx, raw)
 	if err != nil {
 		return "", "", "", fmt.Errorf("%w: the ID token does not verify: %v", ErrUnauthenticated, err)
+	}
+	if nonce != "" && subtle.ConstantTimeCompare([]byte(tok.Nonce), []byte(nonce)) != 1 {
+		return "", "", "", fmt.Errorf("%w: the ID token was issued to another login (its nonce differs)", ErrUnauthenticated)
 	}
 	claims := map[string]any{}
 	if err := tok.Claims(&claims); err != nil {
@@ -114,11 +121,11 @@ func (o *OIDC) Verify(ctx context.Context, raw, access string) (issuer, subject,
 // in any project until an administrator gives one. A name already taken by
 // another user is refused, never linked: a directory must not be able to
 // claim an existing account by choosing its name.
-func (s *Service) LoginOIDC(ctx context.Context, raw, access string) (identity.Token, string, error) {
+func (s *Service) LoginOIDC(ctx context.Context, raw, access, nonce string) (identity.Token, string, error) {
 	if s.OIDC == nil {
 		return identity.Token{}, "", fmt.Errorf("login through a directory is not configured on this server (PADDOCK_OIDC_ISSUER and PADDOCK_OIDC_CLIENT_ID); use an API token: %w", store.ErrNotFound)
 	}
-	iss, sub, claim, err := s.OIDC.Verify(ctx, raw, access)
+	iss, sub, claim, err := s.OIDC.Verify(ctx, raw, access, nonce)
 	if err != nil {
 		return identity.Token{}, "", err
 	}
@@ -147,4 +154,15 @@ func (s *Service) LoginOIDC(ctx context.Context, raw, access string) (identity.T
 		return t, "", err
 	}
 	return t, full, s.recordAccess(ctx, identity.Principal{User: u.Name, Via: "oidc:" + iss}, "login", map[string]string{"token": t.ID, "issuer": iss})
+}
+
+// Endpoint is the directory's authorization and token endpoints, for a
+// login that runs the authorization code flow itself (the web app's).
+func (o *OIDC) Endpoint(ctx context.Context) (oauth2.Endpoint, error) {
+	if _, err := o.verifierFor(ctx); err != nil {
+		return oauth2.Endpoint{}, err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.provider.Endpoint(), nil
 }

@@ -375,6 +375,10 @@ func (s *Service) CheckProject(ctx context.Context, project string) error {
 	if project == spec.DefaultProject {
 		return nil
 	}
+	names, err := s.Store.ListProjects(ctx)
+	if err != nil || slices.Contains(names, project) {
+		return err
+	}
 	raw, err := s.Store.GetProjectPolicy(ctx, project)
 	if err != nil || raw != nil {
 		return err
@@ -388,7 +392,7 @@ func (s *Service) CheckProject(ctx context.Context, project string) error {
 		return err
 	}
 	if len(agents) == 0 && len(sessions) == 0 {
-		return fmt.Errorf("project %q does not exist (apply an agent or a policy to it first): %w", project, store.ErrNotFound)
+		return fmt.Errorf("project %q does not exist (create it with `paddock projects create %s`, or apply an agent to it): %w", project, project, store.ErrNotFound)
 	}
 	return nil
 }
@@ -876,6 +880,33 @@ type AcceptRequest struct {
 // acceptance while the agent works loses nothing: its later changes are a
 // new diff against what was accepted.
 func (s *Service) Accept(ctx context.Context, id string, req AcceptRequest, by session.Sender) (session.Session, error) {
+	return s.accept(ctx, id, req, by, nil)
+}
+
+// AcceptToBranch accepts the reviewed snapshot (base and tree, as Diff
+// gave them) by delivering it to the session's repository of origin, when
+// that is a directory on this server, as branch paddock/ID: one commit
+// whose message names the session and who accepted it. The repository's
+// checkout is not touched; its owner merges the branch. It returns the
+// branch and the commit.
+func (s *Service) AcceptToBranch(ctx context.Context, id, base, tree string, by session.Sender) (branch, commit string, err error) {
+	branch = "paddock/" + id
+	_, err = s.accept(ctx, id, AcceptRequest{Mode: workspace.AsCommit, Base: base, Tree: tree}, by, func(x session.Session, next string) (string, error) {
+		if x.Repo == "" {
+			return "", fmt.Errorf("%w: session %s has no repository of origin to deliver to", ErrInvalid, id)
+		}
+		if err := workspace.Branch(ctx, x.Workdir, x.BaseCommit, next, x.Repo, branch); err != nil {
+			return "", fmt.Errorf("%w: nothing was accepted: %w", store.ErrConflict, err)
+		}
+		commit = next
+		return fmt.Sprintf("commit %s on branch %s of %s", next, branch, x.Repo), nil
+	})
+	return branch, commit, err
+}
+
+// accept records an acceptance of req's snapshot; land, when given,
+// delivers the snapshot's commit first and says where it went.
+func (s *Service) accept(ctx context.Context, id string, req AcceptRequest, by session.Sender, land func(x session.Session, next string) (string, error)) (session.Session, error) {
 	if req.Mode != workspace.AsCommit && req.Mode != workspace.AsUncommitted {
 		return session.Session{}, fmt.Errorf("%w: mode %q: want commit or uncommitted", ErrInvalid, req.Mode)
 	}
@@ -912,7 +943,15 @@ func (s *Service) Accept(ctx context.Context, id string, req AcceptRequest, by s
 			return x, fmt.Errorf("%w: tree %.12s is not a diff of session %s against %.12s: accept the base and tree GET …/diff gives", ErrInvalid, req.Tree, id, req.Base)
 		}
 	}
-	next, err := workspace.Snapshot(ctx, x.Workdir, req.Base, req.Tree, "accepted by "+by.String())
+	message := "accepted by " + by.String()
+	if land != nil {
+		title := x.DisplayTitle
+		if title == "" {
+			title = "Changes of Paddock session " + id
+		}
+		message = title + "\n\nPaddock-Session: " + id + "\nAccepted-By: " + by.String() + "\n"
+	}
+	next, err := workspace.Snapshot(ctx, x.Workdir, req.Base, req.Tree, message)
 	if errors.Is(err, workspace.ErrUnknownTree) || errors.Is(err, workspace.ErrUntrusted) {
 		return x, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
@@ -922,6 +961,11 @@ func (s *Service) Accept(ctx context.Context, id string, req AcceptRequest, by s
 	note := string(req.Mode)
 	if req.Commit != "" {
 		note += " " + req.Commit
+	}
+	if land != nil {
+		if note, err = land(x, next); err != nil {
+			return x, err
+		}
 	}
 	if err := s.Store.Deliver(ctx, id, req.Base, next, session.DeliveryAccepted, by, note); err != nil {
 		return x, err

@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 
+	"github.com/paddock-dev/paddock/internal/audit"
+	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
@@ -20,7 +24,14 @@ func (a *App) loginPage(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("expired") != "" {
 		msg = "Your login is no longer valid (expired or revoked): log in again."
 	}
-	a.render(w, r, http.StatusOK, "login", "Log in", struct{ Message, Next string }{msg, localPath(r.URL.Query().Get("next"))})
+	a.render(w, r, http.StatusOK, "login", "Log in", LoginPage{msg, localPath(r.URL.Query().Get("next")), a.directory()})
+}
+
+// LoginPage is the login page, and the page a refusal is shown on.
+type LoginPage struct {
+	Message, Next string
+	// Directory offers login through the organization's directory.
+	Directory bool
 }
 
 // localPath keeps a redirect on this site: a path of its own, nothing a
@@ -49,8 +60,8 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 	}
 	token := strings.TrimSpace(r.PostFormValue("token"))
 	if _, err := a.Service.Authenticate(r.Context(), token); err != nil {
-		a.render(w, r, http.StatusUnauthorized, "login", "Log in", struct{ Message, Next string }{
-			"That token is not valid (unknown, expired or revoked). Create one with `paddock tokens create`, or use `paddock login`.", localPath(r.PostFormValue("next"))})
+		a.render(w, r, http.StatusUnauthorized, "login", "Log in", LoginPage{
+			"That token is not valid (unknown, expired or revoked). Create one with `paddock tokens create`, or use `paddock login`.", localPath(r.PostFormValue("next")), a.directory()})
 		return
 	}
 	setCookie(w, r, token)
@@ -256,6 +267,11 @@ type DiffPage struct {
 	Diff     workspace.Diff
 	Problem  string
 	CanSteer bool
+	// Notice says where the last acceptance went.
+	Notice string
+	// Local says the repository of origin is a directory on this server,
+	// where an accepted diff can be delivered as a branch.
+	Local bool
 }
 
 func (a *App) diff(w http.ResponseWriter, r *http.Request) {
@@ -264,7 +280,10 @@ func (a *App) diff(w http.ResponseWriter, r *http.Request) {
 		a.problem(w, r, err)
 		return
 	}
-	p := DiffPage{Session: x, CanSteer: a.can(r, x.Project, identity.Steer)}
+	p := DiffPage{Session: x, CanSteer: a.can(r, x.Project, identity.Steer), Notice: r.URL.Query().Get("done")}
+	if fi, err := os.Stat(x.Repo); err == nil && fi.IsDir() {
+		p.Local = true
+	}
 	if p.Diff, _, err = a.Service.Diff(r.Context(), x.ID); err != nil {
 		p.Problem = err.Error()
 	}
@@ -302,6 +321,17 @@ func (a *App) answer(w http.ResponseWriter, r *http.Request) {
 type Inbox struct {
 	Approvals []session.Approval
 	Parked    []engine.Parked
+	// Requests wait on the caller as the requester of their sessions:
+	// credentials to give, an identity to choose.
+	Requests []Request
+}
+
+// Request is a session of the caller's waiting for their credentials or
+// their choice of identity.
+type Request struct {
+	engine.Parked
+	// Credentials names what the agent asks for.
+	Credentials []string
 }
 
 func (a *App) inbox(w http.ResponseWriter, r *http.Request) {
@@ -322,11 +352,67 @@ func (a *App) inbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, p := range parked {
-		if !slices.ContainsFunc(in.Approvals, func(ap session.Approval) bool { return ap.SessionID == p.Session.ID }) {
+		if !slices.ContainsFunc(in.Approvals, func(ap session.Approval) bool { return ap.SessionID == p.Session.ID }) && !own(p) {
 			in.Parked = append(in.Parked, p)
 		}
 	}
+	if in.Requests, err = a.requests(r); err != nil {
+		a.problem(w, r, err)
+		return
+	}
 	a.render(w, r, http.StatusOK, "inbox", "Inbox", in)
+}
+
+// own says a park waits on the session's requester alone.
+func own(p engine.Parked) bool {
+	return p.Reason == string(bound.AwaitingCredentials) || p.Reason == string(bound.AwaitingIdentity)
+}
+
+// requests are the caller's own sessions waiting for them at the door.
+func (a *App) requests(r *http.Request) ([]Request, error) {
+	within, all, err := a.Service.Readable(r.Context(), principal(r), identity.Read)
+	if err != nil {
+		return nil, err
+	}
+	parked, err := a.Service.Parked(r.Context(), store.SessionFilter{Scoped: !all, Within: within})
+	if err != nil {
+		return nil, err
+	}
+	me := sender(r)
+	var out []Request
+	for _, p := range parked {
+		if !own(p) || p.Session.CreatedBy.Kind != me.Kind || p.Session.CreatedBy.ID != me.ID {
+			continue
+		}
+		var sp spec.Agent
+		_ = json.Unmarshal(p.Session.AgentSpec, &sp)
+		out = append(out, Request{Parked: p, Credentials: sp.Environment.Credentials})
+	}
+	return out, nil
+}
+
+func (a *App) credentials(w http.ResponseWriter, r *http.Request) {
+	values := map[string]string{}
+	for k, v := range r.PostForm {
+		if name, ok := strings.CutPrefix(k, "cred."); ok && len(v) > 0 {
+			values[name] = v[0]
+		}
+	}
+	_, err := a.Service.SetCredentials(r.Context(), r.PathValue("id"), values, sender(r))
+	a.afterRequest(w, r, err)
+}
+
+func (a *App) chooseIdentity(w http.ResponseWriter, r *http.Request) {
+	_, err := a.Service.ChooseIdentity(r.Context(), r.PathValue("id"), r.PostFormValue("as"), sender(r))
+	a.afterRequest(w, r, err)
+}
+
+func (a *App) afterRequest(w http.ResponseWriter, r *http.Request, err error) {
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/inbox", http.StatusSeeOther)
 }
 
 func (a *App) decide(w http.ResponseWriter, r *http.Request) {
@@ -380,4 +466,56 @@ func (a *App) audit(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Report = reports[0]
 	a.render(w, r, http.StatusOK, "audit", "Audit of "+x.DisplayTitle, p)
+}
+
+// readable runs h for a caller who may see the {id} session (the engine
+// checks the rest: only its requester gives credentials or an identity).
+func (a *App) readable(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, err := a.sessionFor(r, r.PathValue("id"), identity.Read); err != nil {
+			a.problem(w, r, err)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// accept delivers exactly the reviewed snapshot (the base and tree the
+// page was rendered with) to the repository of origin as a branch.
+func (a *App) accept(w http.ResponseWriter, r *http.Request, id string, by session.Sender) {
+	branch, commit, err := a.Service.AcceptToBranch(r.Context(), id, r.PostFormValue("base"), r.PostFormValue("tree"), by)
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	done(w, r, "/sessions/"+url.PathEscape(id)+"/diff", fmt.Sprintf("accepted as commit %.12s on branch %s of the repository of origin: merge it there with git merge %s", commit, branch, branch))
+}
+
+// exportAudit downloads a session's log as JSON lines or CEF, as
+// `paddock audit export` writes them.
+func (a *App) exportAudit(w http.ResponseWriter, r *http.Request) {
+	x, err := a.sessionFor(r, r.PathValue("id"), identity.Audit)
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	format := r.URL.Query().Get("format")
+	if format != audit.FormatJSONL && format != audit.FormatCEF {
+		a.fail(w, r, http.StatusBadRequest, "format: want jsonl or cef")
+		return
+	}
+	log, err := a.Service.AuditLog(r.Context(), x.ID, false)
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	entries := make([]audit.Entry, len(log))
+	for i, e := range log {
+		entries[i] = e.Entry
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="paddock-audit-%s.%s"`, x.ID, format))
+	if err := audit.Export(w, format, "1", entries); err != nil {
+		a.Logger.Warn("audit download cut short", "err", err)
+	}
 }

@@ -69,7 +69,7 @@ func New(svc *engine.Service, logger *slog.Logger) (*App, error) {
 			return map[string]any{"Root": root, "A": a, "Next": next}
 		},
 	}
-	for _, page := range []string{"login", "sessions", "session", "inbox", "audit", "diff"} {
+	for _, page := range []string{"login", "sessions", "session", "inbox", "audit", "diff", "console", "project", "new"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web template %s: %w", page, err)
@@ -86,6 +86,8 @@ func (a *App) Handler() http.Handler {
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /login", a.loginPage)
 	mux.HandleFunc("POST /login", a.login)
+	mux.HandleFunc("GET /login/oidc", a.directoryLogin)
+	mux.HandleFunc("GET "+callback, a.directoryCallback)
 	mux.HandleFunc("POST /logout", a.authed(a.form(a.logout)))
 	mux.HandleFunc("GET /{$}", a.authed(a.sessions))
 	mux.HandleFunc("GET /sessions/{id}", a.authed(a.session))
@@ -106,6 +108,7 @@ func (a *App) Handler() http.Handler {
 		return err
 	}))))
 	mux.HandleFunc("GET /sessions/{id}/audit", a.authed(a.audit))
+	mux.HandleFunc("GET /sessions/{id}/audit/export", a.authed(a.exportAudit))
 	mux.HandleFunc("GET /inbox", a.authed(a.inbox))
 	mux.HandleFunc("GET /sessions/{id}/diff", a.authed(a.diff))
 	mux.HandleFunc("POST /sessions/{id}/reject", a.authed(a.form(a.steered(func(r *http.Request, id string, by session.Sender) error {
@@ -120,7 +123,31 @@ func (a *App) Handler() http.Handler {
 		_, err := a.Service.Extend(r.Context(), id, engine.ExtendRequest{Note: r.PostFormValue("note")}, by)
 		return err
 	}))))
+	mux.HandleFunc("POST /sessions/{id}/accept", a.authed(a.form(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if _, err := a.sessionFor(r, id, identity.Steer); err != nil {
+			a.problem(w, r, err)
+			return
+		}
+		a.accept(w, r, id, sender(r))
+	})))
 	mux.HandleFunc("POST /approvals/{id}", a.authed(a.form(a.decide)))
+	mux.HandleFunc("POST /sessions/{id}/credentials", a.authed(a.form(a.readable(a.credentials))))
+	mux.HandleFunc("POST /sessions/{id}/identity", a.authed(a.form(a.readable(a.chooseIdentity))))
+	mux.HandleFunc("GET /new", a.authed(a.newPage))
+	mux.HandleFunc("POST /new", a.authed(a.form(a.start)))
+	mux.HandleFunc("GET /admin", a.authed(a.console))
+	mux.HandleFunc("POST /admin/projects", a.authed(a.form(a.createProject)))
+	mux.HandleFunc("POST /admin/users", a.authed(a.form(a.createUser)))
+	mux.HandleFunc("POST /admin/users/{user}/revoke", a.authed(a.form(a.revokeUser)))
+	mux.HandleFunc("POST /admin/tokens", a.authed(a.form(a.mintToken)))
+	mux.HandleFunc("POST /admin/tokens/{id}/revoke", a.authed(a.form(a.revokeToken)))
+	mux.HandleFunc("POST /admin/sessions/revoke", a.authed(a.form(a.revokeSession)))
+	mux.HandleFunc("GET /admin/projects/{name}", a.authed(a.project))
+	mux.HandleFunc("POST /admin/projects/{name}/members", a.authed(a.form(a.managed(a.setMember))))
+	mux.HandleFunc("POST /admin/projects/{name}/members/{user}/remove", a.authed(a.form(a.managed(a.removeMember))))
+	mux.HandleFunc("POST /admin/projects/{name}/policy", a.authed(a.form(a.managed(a.setPolicy))))
+	mux.HandleFunc("POST /admin/projects/{name}/replay", a.authed(a.form(a.managed(a.replay))))
 	return secured(mux)
 }
 
@@ -241,28 +268,36 @@ func (a *App) render(w http.ResponseWriter, r *http.Request, status int, page, t
 
 // fail shows an error on a page of its own.
 func (a *App) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	a.render(w, r, status, "login", "Paddock", struct{ Message, Next string }{msg, ""})
+	a.render(w, r, status, "login", "Paddock", LoginPage{Message: msg, Directory: a.directory()})
 }
 
 // problem maps an engine error to a page.
 func (a *App) problem(w http.ResponseWriter, r *http.Request, err error) {
-	status := http.StatusInternalServerError
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		status = http.StatusNotFound
-	case errors.Is(err, store.ErrDenied):
-		status = http.StatusForbidden
-	case errors.Is(err, store.ErrInvalid):
-		status = http.StatusBadRequest
-	case errors.Is(err, store.ErrConflict):
-		status = http.StatusConflict
-	}
+	status := statusOf(err)
 	msg := err.Error()
 	if status == http.StatusInternalServerError {
 		a.Logger.Error("web", "path", r.URL.Path, "err", err)
 		msg = "something went wrong; the server log has the details"
 	}
 	a.fail(w, r, status, msg)
+}
+
+// statusOf is the HTTP status of an engine error.
+func statusOf(err error) int {
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		status = http.StatusNotFound
+	case errors.Is(err, store.ErrDenied):
+		status = http.StatusForbidden
+	case errors.Is(err, engine.ErrUnauthenticated):
+		status = http.StatusUnauthorized
+	case errors.Is(err, store.ErrInvalid):
+		status = http.StatusBadRequest
+	case errors.Is(err, store.ErrConflict):
+		status = http.StatusConflict
+	}
+	return status
 }
 
 func ago(t time.Time) string {

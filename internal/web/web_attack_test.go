@@ -214,3 +214,58 @@ func TestAttackCookieNotSecureBehindProxy(t *testing.T) {
 	t.Logf("Set-Cookie: %s", sc)
 	require.Contains(t, sc, "Secure", "behind a TLS proxy the token cookie is not Secure")
 }
+
+// TestConsoleRefusesWhatTheRoleDoesNot: the console's changes check the
+// same roles as the API: a project's member cannot create users, mint
+// another's token, change another project's members or policy, or revoke
+// a session of a project hidden from them (404, as if absent); nothing
+// changes without the form's CSRF token; a project's own admin manages it.
+func TestConsoleRefusesWhatTheRoleDoesNot(t *testing.T) {
+	e := atkSetup(t)
+	ctx := context.Background()
+	e.session("s-secret", "secret", "deploy prod")
+	mia := e.user("mia", "mine", identity.Member)
+	pam := e.user("pam", "mine2", identity.Admin) // admin of project mine2 only
+	for _, c := range []struct {
+		who, path string
+		form      url.Values
+		want      int
+	}{
+		{mia, "/admin/users", url.Values{"name": {"sneaky"}, "admin": {"true"}}, http.StatusForbidden},
+		{mia, "/admin/projects", url.Values{"name": {"grab"}}, http.StatusForbidden},
+		{mia, "/admin/tokens", url.Values{"user": {"root"}}, http.StatusForbidden},
+		{mia, "/admin/users/root/revoke", url.Values{}, http.StatusForbidden},
+		{mia, "/admin/projects/mine/members", url.Values{"user": {"mia"}, "role": {"admin"}}, http.StatusForbidden},
+		{mia, "/admin/projects/secret/members", url.Values{"user": {"mia"}, "role": {"admin"}}, http.StatusNotFound},
+		{mia, "/admin/projects/secret/policy", url.Values{"policy": {"default: allowedWithoutPermission"}}, http.StatusNotFound},
+		{mia, "/admin/projects/mine/replay", url.Values{"policy": {"default: ask"}}, http.StatusForbidden},
+		{mia, "/admin/sessions/revoke", url.Values{"session": {"s-secret"}}, http.StatusNotFound},
+		{pam, "/admin/projects/mine/members", url.Values{"user": {"pam"}, "role": {"admin"}}, http.StatusNotFound},
+		{pam, "/admin/projects/mine2/members", url.Values{"user": {"mia"}, "role": {"viewer"}}, http.StatusSeeOther},
+	} {
+		c.form.Set("csrf", e.csrf(c.who))
+		w := e.do("POST", c.path, c.who, c.form, nil)
+		assert.Equal(t, c.want, w.Code, "%s %v: %s", c.path, c.form, between(w.Body.String(), `role="alert">`, `<`))
+		if c.want == http.StatusNotFound {
+			assert.NotContains(t, w.Body.String(), "deploy prod")
+		}
+	}
+	// Without the form's token nothing changes, even for the admin.
+	w := e.do("POST", "/admin/users", e.root, url.Values{"name": {"nocsrf"}}, nil)
+	require.Equal(t, http.StatusForbidden, w.Code)
+	users, err := e.svc.Users(ctx, e.admin)
+	require.NoError(t, err)
+	for _, u := range users {
+		require.NotContains(t, []string{"sneaky", "nocsrf"}, u.Name)
+	}
+	x, err := e.st.GetSession(ctx, "s-secret")
+	require.NoError(t, err)
+	require.Equal(t, session.StatusQueued, x.Status, "the hidden session was not touched")
+	ms, err := e.svc.Members(ctx, e.admin, "mine")
+	require.NoError(t, err)
+	for _, m := range ms {
+		require.NotEqual(t, identity.Admin, m.Role, "nobody became admin of mine")
+	}
+	// The hidden project's page is a 404 too.
+	require.Equal(t, http.StatusNotFound, e.do("GET", "/admin/projects/secret", mia, nil, nil).Code)
+}

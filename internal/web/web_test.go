@@ -81,8 +81,7 @@ func TestWebAppEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	admin := client.New(a.URL).WithToken(string(token))
 	ctx := context.Background()
-	x, err := admin.CreateSession(ctx, engine.CreateRequest{Model: "replay/demo", Repo: repo(t), Message: "fix the typo"})
-	require.NoError(t, err)
+	origin := repo(t)
 
 	// Another project's user.
 	require.NoError(t, admin.CreateProject(ctx, "elsewhere"))
@@ -110,8 +109,11 @@ func TestWebAppEndToEnd(t *testing.T) {
 		}
 	}))
 	defer cancelB()
-	bctx, cancelT := context.WithTimeout(bctx, 2*time.Minute)
+	bctx, cancelT := context.WithTimeout(bctx, 5*time.Minute)
 	defer cancelT()
+	// The browser starts on the test's context (a step's own deadline,
+	// ending, must not close it).
+	require.NoError(t, chromedp.Do(bctx))
 	out := artifacts(t)
 	shot := func(name string) chromedp.Action[chromedp.Void] {
 		return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
@@ -124,7 +126,24 @@ func TestWebAppEndToEnd(t *testing.T) {
 	}
 	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		require.NoError(t, chromedp.Do(bctx, steps...), what)
+		sctx, cancel := context.WithTimeout(bctx, time.Minute)
+		defer cancel()
+		err := chromedp.Do(sctx, steps...)
+		if err != nil {
+			// What the browser showed when the step failed.
+			if png, serr := chromedp.Run(bctx, chromedp.FullScreenshot(100)); serr == nil {
+				_ = os.WriteFile(filepath.Join(out, "failed.png"), png, 0o644)
+			}
+		}
+		require.NoError(t, err, what)
+	}
+	// usable checks the page for the keyboard: every control reachable by
+	// Tab and named (a label, its text, or an aria-label).
+	usable := func(page string) {
+		t.Helper()
+		bad, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](unusable))
+		require.NoError(t, err)
+		require.Empty(t, bad, "controls of the %s page a keyboard user cannot reach or cannot tell apart", page)
 	}
 	text := func(sel chromedp.CSS) string {
 		t.Helper()
@@ -141,6 +160,26 @@ func TestWebAppEndToEnd(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("token"), strings.TrimSpace(string(token))+"\r"),
 		chromedp.WaitVisible(chromedp.ID("rows")),
 	)
+	usable("sessions")
+	// Start a session from the browser.
+	run("start a session",
+		chromedp.Navigate(a.URL+"/new"),
+		chromedp.WaitVisible(chromedp.ID("new-repo")),
+		chromedp.SendKeys(chromedp.ID("new-repo"), origin),
+		chromedp.SendKeys(chromedp.ID("new-message"), "fix the typo"),
+		shot("new"),
+	)
+	usable("new session")
+	run("submit", chromedp.Click(chromedp.Search(`//form[@action="/new"]//button`)), chromedp.WaitVisible(chromedp.ID("transcript")))
+	loc, err := chromedp.Run(bctx, chromedp.Location())
+	require.NoError(t, err)
+	xid, ok := strings.CutPrefix(loc, a.URL+"/sessions/")
+	require.True(t, ok, "the new session's page: %s", loc)
+	x, err := admin.Session(ctx, xid)
+	require.NoError(t, err)
+	require.Equal(t, "webtester", x.CreatedBy.ID, "started by the logged-in user")
+	require.Equal(t, origin, x.Repo)
+	run("back to the list", chromedp.Navigate(a.URL+"/"), chromedp.WaitVisible(chromedp.ID("rows")))
 	// The list updates without a reload: a session created now appears.
 	y, err := admin.CreateSession(ctx, engine.CreateRequest{Model: "replay/demo", Repo: repo(t), Message: "a second one"})
 	require.NoError(t, err)
@@ -155,11 +194,13 @@ func TestWebAppEndToEnd(t *testing.T) {
 		chromedp.WaitVisible(chromedp.Search(`//ol[@id="transcript"]/li[@data-state="awaiting_approval"]`)),
 		shot("session"),
 	)
+	usable("session")
 	// The inbox shows the call with its rule; approve it there.
 	run("approve from the inbox",
 		chromedp.Navigate(a.URL+"/inbox"),
 		chromedp.WaitVisible(chromedp.Search(`//article[contains(., "edit_file") and .//a[@href="/sessions/`+x.ID+`"]]`)),
 		shot("inbox"),
+		chromedp.Func(func(context.Context, *chromedp.Target) error { usable("inbox"); return nil }),
 		chromedp.Click(chromedp.Search(`//article[contains(., "edit_file") and .//a[@href="/sessions/`+x.ID+`"]]//button[@value="approve"]`)),
 		chromedp.WaitNotPresent(chromedp.Search(`//article[.//a[@href="/sessions/`+x.ID+`"]]`)),
 	)
@@ -200,17 +241,55 @@ func TestWebAppEndToEnd(t *testing.T) {
 	require.Equal(t, "webtester", held.Hold.By.ID)
 	run("release", chromedp.Click(chromedp.Search(`//form[contains(@action, "/release")]//button`)),
 		chromedp.WaitVisible(chromedp.Search(`//form[contains(@action, "/hold")]//button`)))
+	// Keyboard alone: Tab to the composer, type, Tab to Send, Enter.
+	run("keyboard to the composer", chromedp.Navigate(a.URL+"/sessions/"+x.ID), chromedp.WaitVisible(chromedp.ID("message")))
+	for i := 0; ; i++ {
+		require.Less(t, i, 80, "Tab never reached the composer")
+		run("tab", chromedp.KeyEvent("\t"))
+		id, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.activeElement.id`))
+		require.NoError(t, err)
+		if id == "message" {
+			break
+		}
+	}
+	run("type and send with the keyboard",
+		chromedp.KeyEvent("thanks, that is all"),
+		chromedp.KeyEvent("\t"),
+		chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(chromedp.Search(`//ol[@id="transcript"]/li[contains(., "thanks, that is all")]`)),
+	)
+	waitStatus(t, admin, x.ID, session.StatusAwaiting)
 	run("the diff, flagged files and all",
 		chromedp.Navigate(a.URL+"/sessions/"+x.ID+"/diff"),
 		chromedp.WaitVisible(chromedp.Search(`//td/code[.="README.md"]`)),
 		chromedp.WaitVisible(chromedp.Search(`//pre[contains(@class, "patch") and contains(., "+Hello")]`)),
 		shot("diff"),
 	)
+	usable("diff")
+	run("accept it as a branch of the repository of origin",
+		chromedp.Click(chromedp.Search(`//form[contains(@action, "/accept")]//button`)),
+		chromedp.WaitVisible(chromedp.Search(`//p[contains(@class, "notice") and contains(., "branch paddock/`+x.ID+`")]`)),
+	)
+	branch := "paddock/" + x.ID
+	show, err := exec.Command("git", "-C", origin, "show", branch+":README.md").CombinedOutput()
+	require.NoError(t, err, string(show))
+	require.Equal(t, "Hello\n", string(show), "the accepted change is on the branch")
+	msg, err := exec.Command("git", "-C", origin, "log", "-1", "--format=%B", branch).CombinedOutput()
+	require.NoError(t, err, string(msg))
+	require.Contains(t, string(msg), "Paddock-Session: "+x.ID)
+	require.Contains(t, string(msg), "Accepted-By: operator:webtester")
+	st, err := exec.Command("git", "-C", origin, "status", "--porcelain").CombinedOutput()
+	require.NoError(t, err)
+	require.Empty(t, string(st), "the checkout is not touched")
+	accepted, err := admin.Session(ctx, x.ID)
+	require.NoError(t, err)
+	require.NotEqual(t, x.BaseCommit, accepted.BaseCommit, "the accepted snapshot is the copy's new base")
 	run("the audit view",
 		chromedp.Navigate(a.URL+"/sessions/"+x.ID+"/audit"),
 		chromedp.WaitVisible(chromedp.Search(`//p[contains(@class, "verify") and contains(., "Verified")]`)),
 		shot("audit"),
 	)
+	usable("audit")
 	s, err := admin.Session(ctx, x.ID)
 	require.NoError(t, err)
 	require.Equal(t, session.StatusAwaiting, s.Status)
@@ -240,6 +319,46 @@ func TestWebAppEndToEnd(t *testing.T) {
 	require.Len(t, parks, 1)
 	require.Equal(t, "webtester", parks[0].ResolvedBy.ID, "the start approved in the browser")
 
+	// The administrator's console: users, tokens, members, policy replay.
+	run("the console", chromedp.Navigate(a.URL+"/admin"), chromedp.WaitVisible(chromedp.ID("user-name")), shot("admin"))
+	usable("admin")
+	run("create a user",
+		chromedp.SendKeys(chromedp.ID("user-name"), "rita\r"),
+		chromedp.WaitVisible(chromedp.Search(`//p[contains(@class, "notice") and contains(., "user rita created")]`)),
+		chromedp.Click(chromedp.Search(`//form[@action="/admin/users/rita/revoke"]//button`)),
+		chromedp.WaitVisible(chromedp.Search(`//p[contains(@class, "notice") and contains(., "user rita revoked")]`)),
+	)
+	users, err := admin.Users(ctx)
+	require.NoError(t, err)
+	ri := slices.IndexFunc(users, func(u identity.User) bool { return u.Name == "rita" })
+	require.GreaterOrEqual(t, ri, 0)
+	require.NotNil(t, users[ri].RevokedAt, "revoked from the console")
+	run("mint a token", chromedp.SendKeys(chromedp.ID("token-label"), "laptop\r"), chromedp.WaitVisible(chromedp.ID("minted-token")))
+	minted := strings.TrimSpace(text("#minted-token"))
+	who, err := client.New(a.URL).WithToken(minted).Whoami(ctx)
+	require.NoError(t, err, "the token shown once works")
+	require.Equal(t, "webtester", who.User)
+	run("a project's members",
+		chromedp.Navigate(a.URL+"/admin/projects/elsewhere"),
+		chromedp.WaitVisible(chromedp.Search(`//td[.="otto"]`)),
+		chromedp.SendKeys(chromedp.ID("member-user"), "gwen"),
+		chromedp.SetValue(chromedp.ID("member-role"), "viewer"),
+		chromedp.Click(chromedp.Search(`//form[@action="/admin/projects/elsewhere/members"]//button`)),
+		chromedp.WaitVisible(chromedp.Search(`//tr[td[.="gwen"] and td[.="viewer"]]`)),
+	)
+	usable("project")
+	run("replay a stricter policy on what was recorded",
+		chromedp.Navigate(a.URL+"/admin/projects/default"),
+		chromedp.WaitVisible(chromedp.ID("policy-in-force")),
+		chromedp.SetValue(chromedp.ID("candidate"), "default: disabled\n"),
+		chromedp.Click(chromedp.Search(`//form[contains(@action, "/replay")]//button[not(@formaction)]`)),
+		chromedp.WaitVisible(chromedp.ID("replay")),
+		shot("policy-replay"),
+	)
+	replayed := text("#replay")
+	require.NotContains(t, replayed, "No recorded call would be judged differently", "the calls approved before would now be refused")
+	require.Contains(t, replayed, "would change")
+
 	// Keyboard: the first Tab reaches the skip link.
 	run("keyboard", chromedp.Navigate(a.URL+"/"), chromedp.WaitVisible(chromedp.ID("rows")), chromedp.KeyEvent("\t"))
 	focused, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.activeElement.className`))
@@ -263,4 +382,26 @@ func TestWebAppEndToEnd(t *testing.T) {
 	defer mu.Unlock()
 	require.Empty(t, consoleErrors, "no console errors")
 	t.Logf("screenshots in %s", out)
+}
+
+// unusable lists the page's controls a keyboard user cannot reach (taken
+// out of the tab order) or cannot tell apart (no label, text or name).
+const unusable = `[...document.querySelectorAll('a[href], button, input:not([type=hidden]), select, textarea')].filter(e => {
+  if (e.tabIndex < 0 || e.disabled) return true;
+  const named = e.getAttribute('aria-label') || (e.labels && [...e.labels].some(l => l.textContent.trim())) || e.textContent.trim();
+  return !named;
+}).map(e => e.outerHTML.slice(0, 120))`
+
+func waitStatus(t *testing.T, c *client.Client, id string, want session.Status) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		x, err := c.Session(context.Background(), id)
+		require.NoError(t, err)
+		if x.Status == want {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "session %s stayed %s, want %s", id, x.Status, want)
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -8,7 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"os/user"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -174,10 +177,39 @@ func userGit(ctx context.Context, repo string, args ...string) (string, error) {
 	return execGit(ctx, repo, append(os.Environ(), "GIT_TERMINAL_PROMPT=0"), nil, append([]string{"-c", "core.hooksPath=/dev/null"}, args...), args[0])
 }
 
+// ownerGit is userGit run as the owner of repo (fi is its stat), so what
+// git writes there belongs to them: a server running as root switches to
+// the owner for the run; any other server must be the owner.
+func ownerGit(ctx context.Context, repo string, fi os.FileInfo, args ...string) (string, error) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || int(st.Uid) == os.Getuid() {
+		return userGit(ctx, repo, args...)
+	}
+	if os.Getuid() != 0 {
+		return "", fmt.Errorf("the repository %s belongs to user %d and this server runs as user %d: it cannot write there", repo, st.Uid, os.Getuid())
+	}
+	// Their own configuration, not root's (which they cannot read).
+	home := "/"
+	if u, err := user.LookupId(strconv.FormatUint(uint64(st.Uid), 10)); err == nil {
+		home = u.HomeDir
+	}
+	return execGitAs(ctx, repo, append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "HOME="+home, "XDG_CONFIG_HOME="+home+"/.config"), &syscall.Credential{Uid: st.Uid, Gid: st.Gid},
+		append([]string{"-c", "core.hooksPath=/dev/null"}, args...), args[0])
+}
+
 // execGit is the one place git is started: time-bounded (unless the
 // caller's context is shorter), its output capped. verb names the run in
 // errors.
 func execGit(ctx context.Context, dir string, env []string, stdin []byte, argv []string, verb string) (string, error) {
+	return runGit(ctx, dir, env, stdin, nil, argv, verb)
+}
+
+// execGitAs is execGit as another user.
+func execGitAs(ctx context.Context, dir string, env []string, as *syscall.Credential, argv []string, verb string) (string, error) {
+	return runGit(ctx, dir, env, nil, as, argv, verb)
+}
+
+func runGit(ctx context.Context, dir string, env []string, stdin []byte, as *syscall.Credential, argv []string, verb string) (string, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, gitTimeout)
@@ -185,6 +217,9 @@ func execGit(ctx context.Context, dir string, env []string, stdin []byte, argv [
 	}
 	cmd := exec.CommandContext(ctx, "git", argv...)
 	cmd.Dir, cmd.Env = dir, env
+	if as != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: as}
+	}
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
@@ -244,8 +279,24 @@ func (e *GitError) ExitCode() int {
 // local path, trusted: it is the user's own). Only this clone may use the
 // file transport, and it copies objects (no hardlinks, no alternates).
 // The clone's .git/config is Paddock's from then on.
+//
+// The user's repository may belong to another user than the server's (a
+// root server, a user's checkout): git of this age honours safe.directory
+// only from a global file, so the clone gets one of its own saying so.
 func Clone(ctx context.Context, src, dir string) error {
-	_, err := gitRun(ctx, "", nil, "-c", "protocol.file.allow=always", "clone", "--quiet", "--no-hardlinks", "--no-local", "--template=", "--", src, dir)
+	global, err := os.CreateTemp("", "paddock-gitconfig-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(global.Name())
+	_, err = global.WriteString("[safe]\n\tdirectory = *\n")
+	if cerr := global.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	_, err = gitRun(ctx, "", []string{"GIT_CONFIG_GLOBAL=" + global.Name()}, "-c", "protocol.file.allow=always", "clone", "--quiet", "--no-hardlinks", "--no-local", "--template=", "--", src, dir)
 	return err
 }
 

@@ -288,3 +288,46 @@ func (d Diff) Redacted() Diff {
 	d.Patch, d.Files = strings.Join(sections, ""), files
 	return d
 }
+
+// Branch delivers commit (an accepted snapshot of the working copy at dir,
+// whose parent is base) to the user's repository at repo as branch name,
+// without touching the repository's checkout: the commit leaves the copy as
+// a git bundle (data; nothing of the copy's configuration runs) and the
+// repository fetches it as its owner (the files git writes are theirs; no
+// hook runs). A branch that exists moves only forward. The repository must
+// hold base: a copy whose earlier diff was accepted from a terminal has a
+// base only that terminal's repository knows.
+func Branch(ctx context.Context, dir, base, commit, repo, name string) error {
+	if !isHash(commit) || !isHash(base) {
+		return fmt.Errorf("%w: commit %q or base %q is not an object name", ErrUntrusted, commit, base)
+	}
+	fi, err := os.Stat(repo)
+	if err != nil || !fi.IsDir() {
+		return fmt.Errorf("the repository of origin %s is not a directory on this server: accept from a terminal in your checkout instead", repo)
+	}
+	tmp, err := os.MkdirTemp("", "paddock-deliver-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	// The owner reads the bundle.
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	const ref = "refs/paddock/deliver"
+	if _, err := gitRun(ctx, dir, nil, "update-ref", ref, commit); err != nil {
+		return err
+	}
+	bundle := filepath.Join(tmp, "accepted.bundle")
+	if _, err := gitRun(ctx, dir, nil, "bundle", "create", "--quiet", bundle, ref, "^"+base); err != nil {
+		return err
+	}
+	if err := os.Chmod(bundle, 0o644); err != nil {
+		return err
+	}
+	_, err = ownerGit(ctx, repo, fi, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", bundle, ref+":refs/heads/"+name)
+	if err != nil && strings.Contains(err.Error(), "prerequisite") {
+		return fmt.Errorf("%s does not have the session's base %s (an earlier diff was accepted from a terminal?): accept this one from a terminal too: %w", repo, short(base), err)
+	}
+	return err
+}

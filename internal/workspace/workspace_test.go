@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -84,4 +85,68 @@ func TestComputeApplyDiscard(t *testing.T) {
 	require.Empty(t, d.Files)
 	_, err = Apply(ctx, src, d, AsCommit, "")
 	require.ErrorContains(t, err, "changed nothing")
+}
+
+// TestBranch: an accepted snapshot reaches the user's repository as a
+// branch, written as the repository's owner (here, when the tests run as
+// root, the unprivileged user 65534), the checkout untouched and no hook
+// run; a second acceptance moves the branch forward; a base the repository
+// lacks is named.
+func TestBranch(t *testing.T) {
+	ctx := context.Background()
+	src, base := repo(t)
+	hook := filepath.Join(src, ".git", "hooks", "reference-transaction")
+	require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\ntouch "+filepath.Join(src, "HOOK-RAN")+"\n"), 0o755))
+	owner := os.Getuid()
+	if owner == 0 {
+		owner = 65534
+		require.NoError(t, filepath.WalkDir(src, func(p string, _ os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, owner, owner)
+		}))
+		require.NoError(t, os.Chmod(filepath.Dir(src), 0o755))
+	}
+	work := t.TempDir()
+	require.NoError(t, Clone(ctx, src, work))
+	require.NoError(t, os.WriteFile(filepath.Join(work, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644))
+	d, err := Compute(ctx, work, base)
+	require.NoError(t, err)
+	first, err := Snapshot(ctx, work, base, d.Tree, "first")
+	require.NoError(t, err)
+	require.NoError(t, Branch(ctx, work, base, first, src, "paddock/s1"))
+
+	show := func(rev string) string {
+		out, err := exec.Command("git", "-c", "safe.directory=*", "-C", src, "show", rev).CombinedOutput()
+		require.NoError(t, err, string(out))
+		return string(out)
+	}
+	require.Equal(t, "package main\n\nfunc main() {}\n", show("paddock/s1:main.go"))
+	data, _ := os.ReadFile(filepath.Join(src, "main.go"))
+	require.Equal(t, "package main\n", string(data), "the checkout is untouched")
+	require.NoFileExists(t, filepath.Join(src, "HOOK-RAN"), "no hook ran")
+	fi, err := os.Stat(filepath.Join(src, ".git", "refs", "heads", "paddock", "s1"))
+	require.NoError(t, err)
+	require.Equal(t, uint32(owner), fi.Sys().(*syscall.Stat_t).Uid, "written as the repository's owner")
+
+	// The next acceptance builds on the first: the branch moves forward.
+	require.NoError(t, os.WriteFile(filepath.Join(work, "more.txt"), []byte("more\n"), 0o644))
+	d, err = Compute(ctx, work, first)
+	require.NoError(t, err)
+	second, err := Snapshot(ctx, work, first, d.Tree, "second")
+	require.NoError(t, err)
+	require.NoError(t, Branch(ctx, work, first, second, src, "paddock/s1"))
+	require.Equal(t, "more\n", show("paddock/s1:more.txt"))
+
+	// A base only another repository knows: named, nothing written.
+	orphan, err := Snapshot(ctx, work, second, d.Tree, "elsewhere")
+	require.NoError(t, err)
+	other, _ := repo(t)
+	err = Branch(ctx, work, second, orphan, other, "paddock/s1")
+	require.ErrorContains(t, err, "does not have the session's base")
+	require.Error(t, exec.Command("git", "-C", other, "rev-parse", "--verify", "paddock/s1").Run())
+
+	// Not a directory here.
+	require.ErrorContains(t, Branch(ctx, work, base, first, "/nonexistent/repo", "paddock/s1"), "not a directory on this server")
 }

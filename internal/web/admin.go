@@ -1,0 +1,278 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/policy"
+)
+
+// Console is the administration page: the caller's projects, their own
+// tokens (anyone's, for a server administrator), and for administrators
+// the users and the revocation of a user or a session.
+type Console struct {
+	Projects []identity.Membership
+	Users    []identity.User
+	Tokens   []identity.Token
+	// TokensOf is whose tokens are listed.
+	TokensOf string
+	// Minted is a token just created, shown this once.
+	Minted *Minted
+	// Notice says what the last action did.
+	Notice string
+}
+
+// Minted is a new token's text, shown once.
+type Minted struct {
+	ID, User, Secret string
+}
+
+func (a *App) console(w http.ResponseWriter, r *http.Request) {
+	a.renderConsole(w, r, http.StatusOK, nil, r.URL.Query().Get("done"))
+}
+
+func (a *App) renderConsole(w http.ResponseWriter, r *http.Request, status int, minted *Minted, notice string) {
+	p := principal(r)
+	c := Console{Minted: minted, Notice: notice, TokensOf: p.User}
+	if u := r.URL.Query().Get("user"); u != "" && p.Admin {
+		c.TokensOf = u
+	}
+	if minted != nil {
+		c.TokensOf = minted.User
+	}
+	var err error
+	if c.Projects, err = a.Service.Projects(r.Context(), p); err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	if p.Admin {
+		if c.Users, err = a.Service.Users(r.Context(), p); err != nil {
+			a.problem(w, r, err)
+			return
+		}
+	}
+	if c.Tokens, err = a.Service.Tokens(r.Context(), p, c.TokensOf); err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	a.render(w, r, status, "console", "Administration", c)
+}
+
+// done returns to the console saying what was done.
+func done(w http.ResponseWriter, r *http.Request, path, what string) {
+	http.Redirect(w, r, path+"?done="+url.QueryEscape(what), http.StatusSeeOther)
+}
+
+func (a *App) createProject(w http.ResponseWriter, r *http.Request) {
+	name := strings.TrimSpace(r.PostFormValue("name"))
+	if err := a.Service.CreateProject(r.Context(), principal(r), name); err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	done(w, r, "/admin/projects/"+url.PathEscape(name), "project "+name+" created: add its members")
+}
+
+func (a *App) createUser(w http.ResponseWriter, r *http.Request) {
+	name := strings.TrimSpace(r.PostFormValue("name"))
+	if _, err := a.Service.CreateUser(r.Context(), principal(r), name, r.PostFormValue("admin") == "true"); err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	done(w, r, "/admin", "user "+name+" created: give them a role in a project and a token")
+}
+
+func (a *App) revokeUser(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("user")
+	stopped, problems, err := a.Service.RevokeUser(r.Context(), principal(r), name)
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	msg := fmt.Sprintf("user %s revoked: their tokens are refused, %d live session(s) stopped", name, len(stopped))
+	if len(problems) > 0 {
+		msg += "; not stopped: " + strings.Join(problems, "; ")
+	}
+	done(w, r, "/admin", msg)
+}
+
+func (a *App) mintToken(w http.ResponseWriter, r *http.Request) {
+	p := principal(r)
+	user := strings.TrimSpace(r.PostFormValue("user"))
+	if user == "" {
+		user = p.User
+	}
+	var ttl time.Duration
+	if e := strings.TrimSpace(r.PostFormValue("expires")); e != "" {
+		d, err := time.ParseDuration(e)
+		if err != nil {
+			a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("expires %q: want a duration such as 720h", e))
+			return
+		}
+		ttl = d
+	}
+	t, full, err := a.Service.NewToken(r.Context(), p, user, strings.TrimSpace(r.PostFormValue("label")), ttl)
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	// Rendered, not redirected: the text is shown this once and never again.
+	a.renderConsole(w, r, http.StatusCreated, &Minted{ID: t.ID, User: t.User, Secret: full}, "")
+}
+
+func (a *App) revokeToken(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := a.Service.RevokeToken(r.Context(), principal(r), id); err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	done(w, r, "/admin", "token "+id+" revoked")
+}
+
+// revokeSession stops a session for good, by a manager of its project.
+func (a *App) revokeSession(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimSpace(r.PostFormValue("session"))
+	if _, err := a.sessionFor(r, id, identity.Manage); err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	if err := a.Service.RevokeSession(r.Context(), principal(r), id); err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	done(w, r, "/admin", "session "+id+" revoked: it stops and its sandbox is destroyed")
+}
+
+// ProjectPage is a project's members and the policy in force, with a
+// replay of a candidate policy against the calls the project recorded.
+type ProjectPage struct {
+	Name      string
+	Members   []identity.Membership
+	Roles     []identity.Role
+	CanManage bool
+	// Policy is the policy in force, as YAML, and its digest.
+	Policy, Digest string
+	// Candidate is the policy replayed (or refused), Since its window.
+	Candidate, Since string
+	Replay           *policy.ReplayReport
+	Problem, Notice  string
+}
+
+func (a *App) project(w http.ResponseWriter, r *http.Request) {
+	a.renderProject(w, r, http.StatusOK, ProjectPage{Notice: r.URL.Query().Get("done")})
+}
+
+func (a *App) renderProject(w http.ResponseWriter, r *http.Request, status int, pg ProjectPage) {
+	pg.Name, pg.Roles = r.PathValue("name"), identity.Roles
+	var err error
+	if pg.Members, err = a.Service.Members(r.Context(), principal(r), pg.Name); err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	pg.CanManage = a.can(r, pg.Name, identity.Manage)
+	pol, err := a.Service.PolicyOf(r.Context(), pg.Name)
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	pg.Policy, pg.Digest = policyYAML(pol), pol.Digest()
+	if pg.Candidate == "" {
+		pg.Candidate = pg.Policy
+	}
+	a.render(w, r, status, "project", "Project "+pg.Name, pg)
+}
+
+// policyYAML writes a policy as the YAML it is written in.
+func policyYAML(p *policy.Policy) string {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return ""
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return ""
+	}
+	out, err := yaml.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(out)
+}
+
+// managed runs h for a caller who manages the {name} project.
+func (a *App) managed(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		if err := a.Service.Allow(r.Context(), principal(r), name, identity.Manage, "project "+name); err != nil {
+			a.problem(w, r, err)
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (a *App) setMember(w http.ResponseWriter, r *http.Request) {
+	name, user := r.PathValue("name"), strings.TrimSpace(r.PostFormValue("user"))
+	role, err := identity.ParseRole(r.PostFormValue("role"))
+	if err == nil {
+		err = a.Service.SetMember(r.Context(), principal(r), identity.Membership{Project: name, User: user, Role: role})
+	}
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	done(w, r, "/admin/projects/"+url.PathEscape(name), fmt.Sprintf("%s is %s of %s", user, role, name))
+}
+
+func (a *App) removeMember(w http.ResponseWriter, r *http.Request) {
+	name, user := r.PathValue("name"), r.PathValue("user")
+	if err := a.Service.RemoveMember(r.Context(), principal(r), name, user); err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	done(w, r, "/admin/projects/"+url.PathEscape(name), user+" is no longer a member of "+name)
+}
+
+func (a *App) setPolicy(w http.ResponseWriter, r *http.Request) {
+	text := r.PostFormValue("policy")
+	p, err := a.Service.SetProjectPolicy(r.Context(), r.PathValue("name"), []byte(text))
+	if errors.Is(err, engine.ErrInvalid) {
+		// The text stays in the form, with what is wrong with it.
+		a.renderProject(w, r, http.StatusBadRequest, ProjectPage{Candidate: text, Problem: err.Error()})
+		return
+	}
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	done(w, r, "/admin/projects/"+url.PathEscape(r.PathValue("name")), "policy "+shortID(p.Digest())+" in force: sessions started from now on pin it")
+}
+
+// replay judges the project's recorded calls under the candidate policy.
+func (a *App) replay(w http.ResponseWriter, r *http.Request) {
+	pg := ProjectPage{Candidate: r.PostFormValue("policy"), Since: strings.TrimSpace(r.PostFormValue("since"))}
+	since, err := policy.ParseSince(pg.Since, time.Now())
+	if err == nil {
+		var rep policy.ReplayReport
+		if rep, err = a.Service.ReplayPolicy(r.Context(), r.PathValue("name"), []byte(pg.Candidate), since, 3); err == nil {
+			pg.Replay = &rep
+		} else if !errors.Is(err, engine.ErrInvalid) {
+			a.problem(w, r, err)
+			return
+		}
+	}
+	if err != nil {
+		pg.Problem = err.Error()
+		a.renderProject(w, r, http.StatusBadRequest, pg)
+		return
+	}
+	a.renderProject(w, r, http.StatusOK, pg)
+}
