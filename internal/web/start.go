@@ -14,9 +14,9 @@ import (
 // start in and their agents. Key makes the form's submission idempotent
 // (a double click starts one session).
 type NewPage struct {
-	Projects []string
-	Agents   []store.Agent
-	Key      string
+	Projects                               []string
+	Agents                                 []store.Agent
+	Key                                    string
 	Project, Agent, Repo, Message, Problem string
 }
 
