@@ -21,6 +21,11 @@ var starters = map[string]bool{"sandbox": true, "workspace": true, "volume": tru
 // started as paddock-egress-forward by bwrap, see egress.Reexec).
 var inSandbox = map[string]bool{"egress/forwarder.go": true}
 
+// testOnly are packages only tests import (the PostgreSQL test cluster
+// starts initdb and pg_ctl); TestOnlyStartersStartPrograms checks that no
+// production file imports them.
+var testOnly = map[string]bool{"pgtest": true}
+
 // TestOnlyStartersStartPrograms fails when production code outside those
 // packages calls os/exec (or os.StartProcess, syscall.Exec).
 func TestOnlyStartersStartPrograms(t *testing.T) {
@@ -34,6 +39,14 @@ func TestOnlyStartersStartPrograms(t *testing.T) {
 			f, err := parser.ParseFile(fset, path, nil, 0)
 			if err != nil {
 				return err
+			}
+			for _, imp := range f.Imports {
+				if testOnly[filepath.Base(strings.Trim(imp.Path.Value, `"`))] {
+					t.Errorf("%s imports %s, a package for tests only", path, imp.Path.Value)
+				}
+			}
+			if testOnly[pkg] {
+				return nil
 			}
 			ast.Inspect(f, func(n ast.Node) bool {
 				sel, ok := n.(*ast.SelectorExpr)

@@ -20,7 +20,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
-	"github.com/paddock-dev/paddock/internal/store/sqlite"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 )
 
 // fakeTemporal accepts the signals Send and CreateSession give, so the
@@ -36,14 +36,14 @@ func (fakeTemporal) SignalWithStartWorkflow(context.Context, string, string, any
 type attackEnv struct {
 	url   string
 	admin string
-	st    *sqlite.Store
+	st    *sqlstore.Store
 }
 
 // attackServer is server(t) with a fake Temporal and a provider registry,
 // and no token injection: every request names its caller.
 func attackServer(t *testing.T) *attackEnv {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "paddock.db"), nil)
+	st, err := sqlstore.Open(context.Background(), filepath.Join(t.TempDir(), "paddock.db"), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	reg := provider.NewRegistry()

@@ -20,14 +20,14 @@ import (
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
-	"github.com/paddock-dev/paddock/internal/store/sqlite"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 )
 
 // server is the API on a real SQLite store, without an engine: these tests
 // cover what is refused before a session's workflow would be touched.
 func server(t *testing.T) *httptest.Server {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "paddock.db"), nil)
+	st, err := sqlstore.Open(context.Background(), filepath.Join(t.TempDir(), "paddock.db"), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	svc := &engine.Service{Store: st}

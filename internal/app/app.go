@@ -32,7 +32,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/provider/openai"
 	"github.com/paddock-dev/paddock/internal/provider/replay"
 	"github.com/paddock-dev/paddock/internal/store/redacted"
-	"github.com/paddock-dev/paddock/internal/store/sqlite"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 	"github.com/paddock-dev/paddock/internal/temporalserver"
 	"github.com/paddock-dev/paddock/internal/tool"
 	"github.com/paddock-dev/paddock/internal/vault"
@@ -80,7 +80,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		return nil, err
 	}
 	a.closers = append(a.closers, unlock)
-	db, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "paddock.db"), nil)
+	db, err := sqlstore.Open(ctx, StoreDSN(cfg), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	sealer := &engine.Sealer{Store: st, Key: key, Now: time.Now}
 	acts.Sealer = sealer
 	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools, Copies: acts.Copies, RetainFailed: cfg.RetainFailed, Sealer: sealer, ContentKey: contentKey,
-		Now: time.Now, OIDC: engine.NewOIDC(cfg.OIDCIssuer, cfg.OIDCClientID, cfg.OIDCUsernameClaim)}
+		Now: time.Now, OIDC: engine.NewOIDC(cfg.OIDCIssuer, cfg.OIDCClientID, cfg.OIDCUsernameClaim), RepositoryRoots: cfg.RepositoryRoots}
 	if created, err := a.Service.Bootstrap(ctx, cfg.DataDir, cfg.AdminUser); err != nil {
 		return nil, fmt.Errorf("first administrator: %w", err)
 	} else if created {
@@ -370,4 +370,13 @@ func announceBudget(logger *slog.Logger, b bound.Limits) {
 			logger.Warn("session budget tightened from the default", "budget", d.name, "value", d.got, "default", d.want)
 		}
 	}
+}
+
+// StoreDSN is where the store is: PADDOCK_DATABASE_URL, else the SQLite
+// file in the data directory.
+func StoreDSN(cfg config.Config) string {
+	if cfg.DatabaseURL != "" {
+		return cfg.DatabaseURL
+	}
+	return filepath.Join(cfg.DataDir, "paddock.db")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"database/sql"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -56,8 +55,7 @@ func TestAuditLogVerifiesAndCatchesTampering(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, `"session":"`+x.ID+`"`)
 
-	db, err := sql.Open("sqlite", filepath.Join(sharedDir, "paddock.db")+"?_pragma=busy_timeout(10000)")
-	require.NoError(t, err)
+	db := openLive(t)
 	defer db.Close()
 	tamper := func(q string, args ...any) {
 		t.Helper()
@@ -124,8 +122,7 @@ func TestStoppedSessionIsSealed(t *testing.T) {
 	_, err = api.Hold(ctx, x.ID, "too late")
 	require.Equal(t, 409, apiStatus(t, err), "a sealed log gains no entries")
 
-	db, err := sql.Open("sqlite", filepath.Join(sharedDir, "paddock.db")+"?_pragma=busy_timeout(10000)")
-	require.NoError(t, err)
+	db := openLive(t)
 	defer db.Close()
 	var seal string
 	require.NoError(t, db.QueryRowContext(ctx, `SELECT seal FROM audit_seals WHERE session_id = ?`, x.ID).Scan(&seal))

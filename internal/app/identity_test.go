@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"database/sql"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -244,8 +243,7 @@ func TestPassthroughCredentials(t *testing.T) {
 
 	send(t, x.ID, session.KindStop, session.StopPayload{Reason: "deployed"})
 	waitStatus(t, x.ID, session.StatusStopped)
-	db, err := sql.Open("sqlite", filepath.Join(sharedDir, "paddock.db")+"?_pragma=busy_timeout(10000)")
-	require.NoError(t, err)
+	db := openLive(t)
 	defer db.Close()
 	var left int
 	require.NoError(t, db.QueryRowContext(ctx, `SELECT COUNT(*) FROM session_credentials WHERE session_id = ?`, x.ID).Scan(&left))

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,6 +25,8 @@ import (
 	"github.com/paddock-dev/paddock/internal/egress"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/store/pgtest"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 )
 
 // One embedded server for the whole package: starting one takes about a second.
@@ -66,6 +69,14 @@ func TestMain(m *testing.M) {
 	_ = os.Chmod(toolsDir, 0o755)
 	cfg := config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "tester", LogLevel: slog.LevelWarn, ReadOnlyPaths: []string{toolsDir},
 		TriggerSecrets: map[string]string{"gh-push": triggerSecret, "steer": triggerSecret, "unowned": triggerSecret}}
+	// PADDOCK_TEST_STORE=postgres runs the suite on a private PostgreSQL.
+	if os.Getenv("PADDOCK_TEST_STORE") == "postgres" {
+		if cfg.DatabaseURL, err = pgtest.NewDatabase(); err != nil {
+			fmt.Fprintln(os.Stderr, "PostgreSQL:", err)
+			os.Exit(1)
+		}
+	}
+	liveDSN = app.StoreDSN(cfg)
 	shared, err = app.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start embedded server:", err)
@@ -81,6 +92,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	shared.Stop()
+	pgtest.Stop()
 	_ = os.RemoveAll(dir)
 	_ = os.RemoveAll(toolsDir)
 	os.Exit(code)
@@ -207,4 +219,46 @@ func tokenOf(t *testing.T, user string) (string, *client.Client) {
 		t.Fatal(err)
 	}
 	return res.Secret, client.New(shared.URL).WithToken(res.Secret)
+}
+
+// liveDSN is where the shared server's store is.
+var liveDSN string
+
+// liveDB is the shared server's live database, opened behind its back (as
+// someone with access to the database would); queries are written in
+// SQLite's spelling and rebound for PostgreSQL.
+type liveDB struct {
+	*sql.DB
+	pg bool
+}
+
+func openLive(t *testing.T) *liveDB {
+	t.Helper()
+	driver, dsn := "sqlite", liveDSN+"?_pragma=busy_timeout(10000)"
+	if sqlstore.IsPostgres(liveDSN) {
+		driver, dsn = "pgx", liveDSN
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &liveDB{DB: db, pg: driver == "pgx"}
+}
+
+func (d *liveDB) q(query string) string {
+	if !d.pg {
+		return query
+	}
+	for n := 1; strings.Contains(query, "?"); n++ {
+		query = strings.Replace(query, "?", fmt.Sprintf("$%d", n), 1)
+	}
+	return query
+}
+
+func (d *liveDB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return d.DB.ExecContext(ctx, d.q(query), args...)
+}
+
+func (d *liveDB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return d.DB.QueryRowContext(ctx, d.q(query), args...)
 }

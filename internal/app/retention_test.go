@@ -3,10 +3,8 @@ package app_test
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"io"
 	"net"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +16,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store/sqlite"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 )
 
 // TestAuditContentRetention: a project that retains content keeps each
@@ -51,8 +49,7 @@ func TestAuditContentRetention(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "process the quarterly notes")
 
-	db, err := sql.Open("sqlite", filepath.Join(sharedDir, "paddock.db")+"?_pragma=busy_timeout(10000)")
-	require.NoError(t, err)
+	db := openLive(t)
 	defer db.Close()
 	var rows int
 	var sealed []byte
@@ -74,7 +71,7 @@ func TestAuditContentRetention(t *testing.T) {
 
 	// The end of the retention deletes it (the sweeper's call); the log
 	// itself is untouched and still verifies.
-	st, err := sqlite.Open(ctx, filepath.Join(sharedDir, "paddock.db"), nil)
+	st, err := sqlstore.Open(ctx, liveDSN, nil)
 	require.NoError(t, err)
 	n, err := st.ExpireAuditContent(ctx, time.Now().Add(2*time.Hour))
 	require.NoError(t, err)

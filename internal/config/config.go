@@ -22,7 +22,10 @@ import (
 
 // Config is the process configuration.
 type Config struct {
-	DataDir         string
+	DataDir string
+	// DatabaseURL is the PostgreSQL database of the store (empty: a
+	// SQLite file in DataDir).
+	DatabaseURL     string
 	Listen          string
 	Server          string
 	TemporalAddress string
@@ -52,6 +55,9 @@ type Config struct {
 	// ReadOnlyPaths are host paths commands see read-only besides the
 	// default view (toolchains outside /usr).
 	ReadOnlyPaths []string
+	// RepositoryRoots confine sessions' repositories: project P's under
+	// ROOT/P/ (empty: anywhere the server can read).
+	RepositoryRoots []string
 	// RetainFailed is how long a failed session's working copy is kept.
 	RetainFailed time.Duration
 	// LayersMax bounds the environment layers kept (bytes).
@@ -104,6 +110,8 @@ type Var struct {
 // Vars are every PADDOCK_* variable Paddock reads.
 var Vars = []Var{
 	{"PADDOCK_DATA_DIR", "~/.paddock (/var/lib/paddock as root)", "where the store, the embedded Temporal database and working copies live"},
+	{"PADDOCK_DATABASE_URL", "(none: SQLite in DATA_DIR)", "postgres:// URL of the PostgreSQL database of the store (migrations applied at start, or by `paddock migrate`)"},
+	{"PADDOCK_REPOSITORY_ROOTS", "(none: any repository the server can read)", "colon-separated directories; a session of project P copies only repositories under ROOT/P/ (set it on a server several people use)"},
 	{"PADDOCK_LISTEN", "127.0.0.1:7470", "address `paddock serve` listens on (loopback unless told otherwise)"},
 	{"PADDOCK_SERVER", "(none)", "URL of a running server for client commands; `run`/`demo` start an in-process server when unset"},
 	{"PADDOCK_TEMPORAL_ADDRESS", "(none: embedded)", "host:port of an external Temporal cluster instead of the embedded server"},
@@ -138,6 +146,7 @@ var Vars = []Var{
 func Load(getenv func(string) string) (Config, error) {
 	c := Config{
 		DataDir:           getenv("PADDOCK_DATA_DIR"),
+		DatabaseURL:       getenv("PADDOCK_DATABASE_URL"),
 		Listen:            getenv("PADDOCK_LISTEN"),
 		Server:            getenv("PADDOCK_SERVER"),
 		TemporalAddress:   getenv("PADDOCK_TEMPORAL_ADDRESS"),
@@ -253,6 +262,14 @@ func Load(getenv func(string) string) (Config, error) {
 			c.ReadOnlyPaths = append(c.ReadOnlyPaths, filepath.Clean(p))
 		}
 	}
+	if v := getenv("PADDOCK_REPOSITORY_ROOTS"); v != "" {
+		for _, p := range strings.Split(v, ":") {
+			if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
+				return c, fmt.Errorf("PADDOCK_REPOSITORY_ROOTS=%q: %q must be an absolute path other than /", v, p)
+			}
+			c.RepositoryRoots = append(c.RepositoryRoots, filepath.Clean(p))
+		}
+	}
 	c.Budget = DefaultBudget()
 	for _, v := range []struct {
 		name, value, want string
@@ -314,6 +331,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return c, fmt.Errorf("PADDOCK_TLS_CERT and PADDOCK_TLS_KEY go together: set both or neither")
+	}
+	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
+		return c, fmt.Errorf("PADDOCK_DATABASE_URL: want a postgres:// URL (unset it to keep the store in SQLite under PADDOCK_DATA_DIR)")
 	}
 	if (c.OIDCIssuer == "") != (c.OIDCClientID == "") {
 		return c, fmt.Errorf("PADDOCK_OIDC_ISSUER and PADDOCK_OIDC_CLIENT_ID go together: set both or neither")

@@ -12,14 +12,14 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
-	"github.com/paddock-dev/paddock/internal/store/sqlite"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 )
 
 // TestGC: stopped sessions' copies go, failed ones' after the retention,
 // leftovers no session owns go, live sessions keep theirs.
 func TestGC(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "paddock.db"), nil)
+	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "paddock.db"), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	root := t.TempDir()

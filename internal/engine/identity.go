@@ -78,6 +78,10 @@ func (s *Service) now() time.Time {
 // Role is p's role in project: a server administrator is every project's
 // admin; false when p has none.
 func (s *Service) Role(ctx context.Context, p identity.Principal, project string) (identity.Role, bool, error) {
+	if project == "" {
+		// Never the store's "any project": a role is a role somewhere.
+		return "", false, nil
+	}
 	if p.Admin {
 		return identity.Admin, true, nil
 	}

@@ -54,6 +54,10 @@ type Service struct {
 	// OIDC verifies logins through the organization's directory (nil: not
 	// configured).
 	OIDC *OIDC
+	// RepositoryRoots confine the repositories sessions copy: a session of
+	// project P copies only repositories under ROOT/P/ of one of them.
+	// Empty: any repository the server can read (one user's machine).
+	RepositoryRoots []string
 
 	// answerMu makes checking an answer and recording it one step, so two
 	// concurrent answers to one question cannot both be recorded.
@@ -149,7 +153,7 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 	if err := errors.Join(req.validate(), callerKey(req.IdempotencyKey, by)); err != nil {
 		return session.Session{}, err
 	}
-	if err := checkRepo(req.Repo); err != nil {
+	if err := s.checkRepo(req.Repo, req.Project); err != nil {
 		return session.Session{}, err
 	}
 	var sp spec.Agent
@@ -316,8 +320,10 @@ func trim(v string) string {
 // is created rather than when it starts: a local path must be a git
 // repository (a working tree, or a bare one). Remote URLs are refused: the
 // host's git never fetches on a caller's behalf (it would reach any
-// address the server can).
-func checkRepo(repo string) error {
+// address the server can). With repository roots, the repository must be
+// the project's: under ROOT/PROJECT/ once every link is resolved, and one
+// outside is refused before anything says whether it exists.
+func (s *Service) checkRepo(repo, project string) error {
 	if repo == "" {
 		return nil
 	}
@@ -328,6 +334,17 @@ func checkRepo(repo string) error {
 		// Relative to what? The server's working directory is not the
 		// caller's, and the CLI would later apply the diff to its own.
 		return fmt.Errorf("%w: repository %q: want an absolute path", ErrInvalid, trim(repo))
+	}
+	if len(s.RepositoryRoots) > 0 {
+		outside := fmt.Errorf("%w: repository %s is not one of project %s's (under %s): sessions copy only their project's repositories",
+			ErrInvalid, trim(repo), project, filepath.Join(s.RepositoryRoots[0], project))
+		if !s.projectRepo(filepath.Clean(repo), project) {
+			return outside
+		}
+		real, err := filepath.EvalSymlinks(repo)
+		if err == nil && !s.projectRepo(real, project) {
+			return outside
+		}
 	}
 	st, err := os.Stat(repo)
 	if err != nil {
@@ -345,6 +362,20 @@ func checkRepo(repo string) error {
 		}
 	}
 	return fmt.Errorf("%w: %s is not a git repository (run `git init` there and commit, or omit --repo for an empty working copy)", ErrInvalid, repo)
+}
+
+// projectRepo says path lies under ROOT/project/ of a repository root.
+func (s *Service) projectRepo(path, project string) bool {
+	for _, root := range s.RepositoryRoots {
+		if real, err := filepath.EvalSymlinks(root); err == nil {
+			root = real
+		}
+		dir := filepath.Join(root, project)
+		if strings.HasPrefix(path, dir+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
 }
 
 // ValidProject checks a project name from a caller.

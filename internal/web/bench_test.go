@@ -18,7 +18,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
-	"github.com/paddock-dev/paddock/internal/store/sqlite"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 	"github.com/paddock-dev/paddock/internal/web"
 )
 
@@ -27,7 +27,7 @@ import (
 // and cost): p50 and p90 per page.
 func BenchmarkSessionsPage(b *testing.B) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "paddock.db"), nil)
+	st, err := sqlstore.Open(ctx, filepath.Join(b.TempDir(), "paddock.db"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

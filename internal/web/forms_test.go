@@ -15,7 +15,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/engine"
-	"github.com/paddock-dev/paddock/internal/store/sqlite"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 	"github.com/paddock-dev/paddock/internal/web"
 )
 
@@ -24,7 +24,7 @@ import (
 // never redirects off the site; a page without login goes to the login.
 func TestFormsAreGuarded(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "paddock.db"), nil)
+	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "paddock.db"), nil)
 	require.NoError(t, err)
 	defer st.Close()
 	svc := &engine.Service{Store: st}

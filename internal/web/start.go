@@ -7,6 +7,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 )
 
@@ -52,6 +53,9 @@ func (a *App) renderNew(w http.ResponseWriter, r *http.Request, status int, n Ne
 func (a *App) start(w http.ResponseWriter, r *http.Request) {
 	n := NewPage{Project: r.PostFormValue("project"), Agent: r.PostFormValue("agent"), Repo: strings.TrimSpace(r.PostFormValue("repo")),
 		Message: strings.TrimSpace(r.PostFormValue("message")), Key: r.PostFormValue("key")}
+	if n.Project == "" {
+		n.Project = spec.DefaultProject // as the API does: the project checked is the one started in
+	}
 	if err := a.Service.Allow(r.Context(), principal(r), n.Project, identity.Start, "project "+n.Project); err != nil {
 		a.problem(w, r, err)
 		return

@@ -25,7 +25,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
-	"github.com/paddock-dev/paddock/internal/store/sqlite"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 	"github.com/paddock-dev/paddock/internal/web"
 )
 
@@ -41,7 +41,7 @@ func (atkTemporal) SignalWithStartWorkflow(context.Context, string, string, any,
 type atkEnv struct {
 	t     *testing.T
 	svc   *engine.Service
-	st    *sqlite.Store
+	st    *sqlstore.Store
 	h     http.Handler
 	admin identity.Principal
 	root  string // the admin's token
@@ -50,7 +50,7 @@ type atkEnv struct {
 func atkSetup(t *testing.T) *atkEnv {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "paddock.db"), nil)
+	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "paddock.db"), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	svc := &engine.Service{Store: st, Temporal: atkTemporal{}}

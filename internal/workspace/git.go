@@ -181,20 +181,25 @@ func userGit(ctx context.Context, repo string, args ...string) (string, error) {
 // git writes there belongs to them: a server running as root switches to
 // the owner for the run; any other server must be the owner.
 func ownerGit(ctx context.Context, repo string, fi os.FileInfo, args ...string) (string, error) {
+	// What arrives is the session's (a bundle of its objects): checked as
+	// git checks what it fetches; nothing of the repository's
+	// configuration that runs a program runs.
+	argv := append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "fetch.fsckObjects=true", "-c", "transfer.fsckObjects=true"}, args...)
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok || int(st.Uid) == os.Getuid() {
-		return userGit(ctx, repo, args...)
+		return execGit(ctx, repo, append(os.Environ(), "GIT_TERMINAL_PROMPT=0"), nil, argv, args[0])
 	}
 	if os.Getuid() != 0 {
 		return "", fmt.Errorf("the repository %s belongs to user %d and this server runs as user %d: it cannot write there", repo, st.Uid, os.Getuid())
 	}
-	// Their own configuration, not root's (which they cannot read).
+	// Their own configuration, not root's (which they cannot read), and
+	// nothing of the server's environment (its keys) in a process of theirs.
 	home := "/"
 	if u, err := user.LookupId(strconv.FormatUint(uint64(st.Uid), 10)); err == nil {
 		home = u.HomeDir
 	}
-	return execGitAs(ctx, repo, append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "HOME="+home, "XDG_CONFIG_HOME="+home+"/.config"), &syscall.Credential{Uid: st.Uid, Gid: st.Gid},
-		append([]string{"-c", "core.hooksPath=/dev/null"}, args...), args[0])
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "XDG_CONFIG_HOME=" + home + "/.config", "LANG=C", "LC_ALL=C", "GIT_TERMINAL_PROMPT=0"}
+	return execGitAs(ctx, repo, env, &syscall.Credential{Uid: st.Uid, Gid: st.Gid}, argv, args[0])
 }
 
 // execGit is the one place git is started: time-bounded (unless the

@@ -315,7 +315,15 @@ func Branch(ctx context.Context, dir, base, commit, repo, name string) error {
 		return err
 	}
 	const ref = "refs/paddock/deliver"
-	if _, err := gitRun(ctx, dir, nil, "update-ref", ref, commit); err != nil {
+	// The copy's .git is Paddock's (read-only to the sandbox); should it
+	// ever not be, a ref directory that leads elsewhere is refused rather
+	// than written through, and no reflog is written.
+	for _, d := range []string{"refs", "refs/paddock"} {
+		if fi, err := os.Lstat(filepath.Join(dir, ".git", d)); err == nil && !fi.IsDir() {
+			return fmt.Errorf("%w: .git/%s is not a directory", ErrUntrusted, d)
+		}
+	}
+	if _, err := gitRun(ctx, dir, nil, "-c", "core.logAllRefUpdates=false", "update-ref", "--no-deref", ref, commit); err != nil {
 		return err
 	}
 	bundle := filepath.Join(tmp, "accepted.bundle")

@@ -12,7 +12,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
-	"github.com/paddock-dev/paddock/internal/store/sqlite"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 )
 
 // Fixtures are assembled at run time so the repository holds no literal
@@ -29,7 +29,7 @@ var (
 func TestStoreWritesNoSecret(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	db, err := sqlite.Open(ctx, filepath.Join(dir, "paddock.db"), nil)
+	db, err := sqlstore.Open(ctx, filepath.Join(dir, "paddock.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

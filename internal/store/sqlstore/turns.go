@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -23,7 +23,7 @@ func scanTurn(row scanner) (session.Turn, error) {
 	return t, nil
 }
 
-func (s *Store) turnEvent(ctx context.Context, tx *sql.Tx, t session.Turn) error {
+func (s *Store) turnEvent(ctx context.Context, tx *txn, t session.Turn) error {
 	return s.appendJSON(ctx, tx, t.SessionID, t.ID, session.EventTurn, "turn/"+t.ID+"/"+string(t.Status),
 		session.TurnData{Status: t.Status, FailureScope: t.FailureScope, Error: t.Error})
 }
@@ -31,7 +31,7 @@ func (s *Store) turnEvent(ctx context.Context, tx *sql.Tx, t session.Turn) error
 // OpenTurn implements store.Store.
 func (s *Store) OpenTurn(ctx context.Context, turnID, sessionID string, commandIDs []string) (session.Turn, error) {
 	var t session.Turn
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		var err error
 		t, err = scanTurn(tx.QueryRowContext(ctx, `SELECT `+turnCols+` FROM turns WHERE id = ?`, turnID))
 		if err == nil {
@@ -86,7 +86,7 @@ func (s *Store) OpenTurn(ctx context.Context, turnID, sessionID string, commandI
 // SetTurnStatus implements store.Store.
 func (s *Store) SetTurnStatus(ctx context.Context, turnID string, status session.TurnStatus, scope session.FailureScope, errMsg string) error {
 	var sessionID string
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		t, err := scanTurn(tx.QueryRowContext(ctx, `SELECT `+turnCols+` FROM turns WHERE id = ?`, turnID))
 		if err != nil {
 			return notFound("turn", turnID, err)

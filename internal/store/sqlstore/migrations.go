@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 // migrations are applied in order; each runs once, in its own transaction,
 // and its index+1 is recorded in schema_migrations. Never edit a released

@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -78,7 +78,7 @@ func (s *Store) ListUsers(ctx context.Context) ([]identity.User, error) {
 
 // RevokeUser implements store.Store.
 func (s *Store) RevokeUser(ctx context.Context, name string) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE users SET revoked_at = COALESCE(revoked_at, ?) WHERE name = ?`, s.ts(), name)
 		if err != nil {
 			return err
@@ -166,7 +166,7 @@ func (s *Store) ListProjects(ctx context.Context) ([]string, error) {
 
 // SetMember implements store.Store.
 func (s *Store) SetMember(ctx context.Context, m identity.Membership) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM projects WHERE name = ?`, m.Project).Scan(&n); err != nil || n == 0 {
 			if err == nil {

@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -101,7 +101,7 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]sess
 func (s *Store) CreateSession(ctx context.Context, in store.NewSession) (session.Session, bool, error) {
 	var out session.Session
 	created := false
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		if in.IdempotencyKey != "" {
 			var id string
 			err := tx.QueryRowContext(ctx, `SELECT id FROM sessions WHERE idempotency_key = ?`, in.IdempotencyKey).Scan(&id)
@@ -182,7 +182,7 @@ func (s *Store) CreateSession(ctx context.Context, in store.NewSession) (session
 
 // setStatus moves a session to status (unless it is terminal: a stop or a
 // failure always wins) and records a status event when anything changed.
-func (s *Store) setStatus(ctx context.Context, tx *sql.Tx, id string, status session.Status, phase session.RuntimePhase, errMsg string) error {
+func (s *Store) setStatus(ctx context.Context, tx *txn, id string, status session.Status, phase session.RuntimePhase, errMsg string) error {
 	cur, err := s.getSession(ctx, tx, id)
 	if err != nil {
 		return err
@@ -228,8 +228,8 @@ func firstLine(s string) string {
 	return s
 }
 
-func (s *Store) update(ctx context.Context, id string, fn func(tx *sql.Tx) error) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+func (s *Store) update(ctx context.Context, id string, fn func(tx *txn) error) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		if _, err := s.getSession(ctx, tx, id); err != nil {
 			return err
 		}
@@ -243,7 +243,7 @@ func (s *Store) update(ctx context.Context, id string, fn func(tx *sql.Tx) error
 
 // SetRuntimePhase implements store.Store.
 func (s *Store) SetRuntimePhase(ctx context.Context, id string, phase session.RuntimePhase) error {
-	return s.update(ctx, id, func(tx *sql.Tx) error {
+	return s.update(ctx, id, func(tx *txn) error {
 		cur, err := s.getSession(ctx, tx, id)
 		if err != nil {
 			return err
@@ -254,7 +254,7 @@ func (s *Store) SetRuntimePhase(ctx context.Context, id string, phase session.Ru
 
 // SetWorkspace implements store.Store.
 func (s *Store) SetWorkspace(ctx context.Context, id, workdir, baseCommit string) error {
-	return s.update(ctx, id, func(tx *sql.Tx) error {
+	return s.update(ctx, id, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `UPDATE sessions SET workdir = ?, base_commit = ?, updated_at = ? WHERE id = ?`, workdir, baseCommit, s.ts(), id)
 		return err
 	})
@@ -262,7 +262,7 @@ func (s *Store) SetWorkspace(ctx context.Context, id, workdir, baseCommit string
 
 // SetDisplay implements store.Store.
 func (s *Store) SetDisplay(ctx context.Context, id, title, ambient string) error {
-	return s.update(ctx, id, func(tx *sql.Tx) error {
+	return s.update(ctx, id, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `UPDATE sessions SET display_title = CASE WHEN ? = '' THEN display_title ELSE ? END, ambient_status = ?, updated_at = ? WHERE id = ?`,
 			title, session.TrimRunes(title, session.MaxDisplayTitle), session.TrimRunes(firstLine(ambient), 200), s.ts(), id)
 		return err
@@ -271,7 +271,7 @@ func (s *Store) SetDisplay(ctx context.Context, id, title, ambient string) error
 
 // MarkStarted implements store.Store.
 func (s *Store) MarkStarted(ctx context.Context, id string) error {
-	return s.update(ctx, id, func(tx *sql.Tx) error {
+	return s.update(ctx, id, func(tx *txn) error {
 		cur, err := s.getSession(ctx, tx, id)
 		if err != nil || cur.Status != session.StatusQueued {
 			return err
@@ -287,7 +287,7 @@ func (s *Store) SetHold(ctx context.Context, id string, h *session.Hold) error {
 		b, _ := json.Marshal(h)
 		v = string(b)
 	}
-	err := s.update(ctx, id, func(tx *sql.Tx) error {
+	err := s.update(ctx, id, func(tx *txn) error {
 		cur, err := s.getSession(ctx, tx, id)
 		if err != nil {
 			return err
@@ -316,7 +316,7 @@ func (s *Store) SetHold(ctx context.Context, id string, h *session.Hold) error {
 // Repair implements store.Store.
 func (s *Store) Repair(ctx context.Context, id string) (bool, error) {
 	repaired := false
-	err := s.update(ctx, id, func(tx *sql.Tx) error {
+	err := s.update(ctx, id, func(tx *txn) error {
 		cur, err := s.getSession(ctx, tx, id)
 		if err != nil || (cur.Status != session.StatusQueued && cur.Status != session.StatusRunning) {
 			return err
@@ -338,14 +338,14 @@ func (s *Store) Repair(ctx context.Context, id string) (bool, error) {
 
 // FailSession implements store.Store.
 func (s *Store) FailSession(ctx context.Context, id, errMsg string) error {
-	return s.update(ctx, id, func(tx *sql.Tx) error {
+	return s.update(ctx, id, func(tx *txn) error {
 		return s.setStatus(ctx, tx, id, session.StatusFailed, "", errMsg)
 	})
 }
 
 // StopSession implements store.Store.
 func (s *Store) StopSession(ctx context.Context, id string, p session.StopPayload) error {
-	return s.update(ctx, id, func(tx *sql.Tx) error {
+	return s.update(ctx, id, func(tx *txn) error {
 		cur, err := s.getSession(ctx, tx, id)
 		if err != nil || cur.Status.Terminal() {
 			return err
@@ -361,7 +361,7 @@ func (s *Store) StopSession(ctx context.Context, id string, p session.StopPayloa
 
 // Archive implements store.Store.
 func (s *Store) Archive(ctx context.Context, id string, by session.Sender, handoff string) error {
-	return s.update(ctx, id, func(tx *sql.Tx) error {
+	return s.update(ctx, id, func(tx *txn) error {
 		if handoff != "" {
 			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET handoff = ? WHERE id = ?`, session.TrimRunes(handoff, session.MaxHandoff), id); err != nil {
 				return err
@@ -383,7 +383,7 @@ func (s *Store) Archive(ctx context.Context, id string, by session.Sender, hando
 
 // Deliver implements store.Store.
 func (s *Store) Deliver(ctx context.Context, id, base, next, delivery string, by session.Sender, note string) error {
-	return s.update(ctx, id, func(tx *sql.Tx) error {
+	return s.update(ctx, id, func(tx *txn) error {
 		cur, err := s.getSession(ctx, tx, id)
 		if err != nil {
 			return err

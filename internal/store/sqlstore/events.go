@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -15,7 +16,7 @@ import (
 // AppendEvent implements store.Store.
 func (s *Store) AppendEvent(ctx context.Context, e session.Event) (session.Event, error) {
 	var out session.Event
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		var err error
 		out, err = s.appendEvent(ctx, tx, e)
 		return err
@@ -29,7 +30,7 @@ func (s *Store) AppendEvent(ctx context.Context, e session.Event) (session.Event
 
 // appendEvent adds e unless an event with its key exists, in which case the
 // existing one is returned. An empty key gets a fresh unique one.
-func (s *Store) appendEvent(ctx context.Context, tx *sql.Tx, e session.Event) (session.Event, error) {
+func (s *Store) appendEvent(ctx context.Context, tx *txn, e session.Event) (session.Event, error) {
 	if e.Key == "" {
 		e.Key = string(e.Kind) + "/" + uuid.NewString()
 	}
@@ -55,7 +56,7 @@ func (s *Store) appendEvent(ctx context.Context, tx *sql.Tx, e session.Event) (s
 	return e, s.appendAudit(ctx, tx, e)
 }
 
-func (s *Store) appendJSON(ctx context.Context, tx *sql.Tx, sessionID, turnID string, kind session.EventKind, key string, v any) error {
+func (s *Store) appendJSON(ctx context.Context, tx *txn, sessionID, turnID string, kind session.EventKind, key string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -78,8 +79,8 @@ func (s *Store) ListEvents(ctx context.Context, sessionID string, after int64, l
 
 // EventsByKey implements store.Store: a range on the (session, key) index.
 func (s *Store) EventsByKey(ctx context.Context, sessionID, prefix string) ([]session.Event, error) {
-	out, err := queryAll(ctx, s.db, scanEvent, `SELECT `+eventCols+` FROM events WHERE session_id = ? AND key >= ? AND key < ? ORDER BY seq`,
-		sessionID, prefix, prefix+"\xff")
+	out, err := queryAll(ctx, s.db, scanEvent, `SELECT `+eventCols+` FROM events WHERE session_id = ? AND substr(key, 1, ?) = ? ORDER BY seq`,
+		sessionID, utf8.RuneCountInString(prefix), prefix)
 	if err != nil {
 		return nil, fmt.Errorf("events by key: %w", err)
 	}

@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -64,7 +64,7 @@ func scanApproval(row scanner) (session.Approval, error) {
 // CreateApproval implements store.Store.
 func (s *Store) CreateApproval(ctx context.Context, a session.Approval) (session.Approval, error) {
 	var out session.Approval
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		existing, err := scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalCols+` FROM approvals WHERE id = ?`, a.ID))
 		if err == nil {
 			out = existing
@@ -126,7 +126,7 @@ func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]se
 // DecideApproval implements store.Store.
 func (s *Store) DecideApproval(ctx context.Context, id string, status session.ApprovalStatus, by *session.Sender, note string) (session.Approval, error) {
 	var out session.Approval
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		a, err := scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalCols+` FROM approvals WHERE id = ?`, id))
 		if err != nil {
 			return notFound("approval", id, err)

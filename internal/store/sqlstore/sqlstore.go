@@ -1,6 +1,7 @@
-// Package sqlite is the SQLite backend of the store, on the pure-Go
-// modernc.org/sqlite driver, with versioned migrations.
-package sqlite
+// Package sqlstore is the store on SQL: SQLite (the embedded default, on
+// the pure-Go modernc.org/sqlite driver) or PostgreSQL (pgx, for several
+// nodes), one implementation in two dialects, with versioned migrations.
+package sqlstore
 
 import (
 	"context"
@@ -13,14 +14,17 @@ import (
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	_ "modernc.org/sqlite"             // database/sql driver "sqlite"
 
 	"github.com/paddock-dev/paddock/internal/store"
 )
 
-// Store is a store.Store on one SQLite file.
+// Store is a store.Store on a SQLite file or a PostgreSQL database.
 type Store struct {
-	db  *sql.DB
+	db  *conn
+	d   *dialect
 	now func() time.Time
 	// Content seals the audit content of projects that retain it; nil
 	// retains none.
@@ -37,12 +41,55 @@ type Encrypter interface {
 	Encrypt(plain, ad []byte) []byte
 }
 
-// Open opens (creating if needed) the database at path and migrates it.
+// Open opens the store at dsn and migrates it: a postgres:// (or
+// postgresql://) URL, else the path of a SQLite file (created if needed).
 // now is the clock; nil means time.Now.
-func Open(ctx context.Context, path string, now func() time.Time) (*Store, error) {
+func Open(ctx context.Context, dsn string, now func() time.Time) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
+	if IsPostgres(dsn) {
+		return openPostgres(ctx, dsn, now)
+	}
+	return openSQLite(ctx, dsn, now)
+}
+
+// IsPostgres says dsn names a PostgreSQL database.
+func IsPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+func openPostgres(ctx context.Context, dsn string, now func() time.Time) (*Store, error) {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", redactURL(err, dsn))
+	}
+	db.SetMaxOpenConns(16)
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("the PostgreSQL database cannot be reached (PADDOCK_DATABASE_URL): %w", redactURL(err, dsn))
+	}
+	s := &Store{db: &conn{DB: db, d: postgresDialect}, d: postgresDialect, now: now, subs: map[string]map[chan struct{}]struct{}{}}
+	if err := s.migrate(ctx); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// redactURL keeps a database password out of an error.
+func redactURL(err error, dsn string) error {
+	u, perr := url.Parse(dsn)
+	if perr != nil || u.User == nil {
+		return err
+	}
+	if p, ok := u.User.Password(); ok && p != "" {
+		return errors.New(strings.ReplaceAll(err.Error(), p, "xxxxx"))
+	}
+	return err
+}
+
+func openSQLite(ctx context.Context, path string, now func() time.Time) (*Store, error) {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -56,7 +103,7 @@ func Open(ctx context.Context, path string, now func() time.Time) (*Store, error
 	// One connection: SQLite has one writer, and a single connection makes
 	// every transaction serial without "database is locked" retries.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, now: now, subs: map[string]map[chan struct{}]struct{}{}}
+	s := &Store{db: &conn{DB: db, d: sqliteDialect}, d: sqliteDialect, now: now, subs: map[string]map[chan struct{}]struct{}{}}
 	if err := s.migrate(ctx); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -71,20 +118,26 @@ func Open(ctx context.Context, path string, now func() time.Time) (*Store, error
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
+// migrate applies the migrations this database has not had, each in its
+// own transaction (under the store's lock on PostgreSQL: nodes starting
+// together migrate one after the other).
 func (s *Store) migrate(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
+	if _, err := s.db.ExecContext(ctx, s.d.ddl(`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`)); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	var have int
-	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	if have > len(migrations) {
-		return fmt.Errorf("migrate: database schema version %d is newer than this binary knows (%d); upgrade paddock", have, len(migrations))
-	}
-	for v := have + 1; v <= len(migrations); v++ {
-		err := s.tx(ctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
+	for v := 1; v <= len(migrations); v++ {
+		err := s.tx(ctx, func(tx *txn) error {
+			var have int
+			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+				return err
+			}
+			if have > len(migrations) {
+				return fmt.Errorf("database schema version %d is newer than this binary knows (%d); upgrade paddock", have, len(migrations))
+			}
+			if have >= v {
+				return nil
+			}
+			if _, err := tx.ExecContext(ctx, s.d.ddl(migrations[v-1])); err != nil {
 				return err
 			}
 			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, s.ts())
@@ -107,10 +160,17 @@ func parseTime(v string) time.Time {
 }
 
 // tx runs fn in a transaction, committing on nil and rolling back otherwise.
-func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+func (s *Store) tx(ctx context.Context, fn func(*txn) error) error {
+	raw, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
+	}
+	tx := &txn{Tx: raw, d: s.d}
+	if s.d.txLock != "" {
+		if _, err := tx.ExecContext(ctx, s.d.txLock); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
@@ -129,7 +189,7 @@ func notFound(what, id string, err error) error {
 // within is the condition "col is one of values" (false for none).
 func within(col string, values []string) (string, []any) {
 	if len(values) == 0 {
-		return "0", nil
+		return "1 = 0", nil
 	}
 	args := make([]any, len(values))
 	for i, v := range values {
@@ -138,8 +198,11 @@ func within(col string, values []string) (string, []any) {
 	return col + " IN (" + strings.TrimSuffix(strings.Repeat("?,", len(values)), ",") + ")", args
 }
 
+// isUnique says err is a violated uniqueness constraint (SQLite's words,
+// or PostgreSQL's code 23505).
 func isUnique(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+	var pe *pgconn.PgError
+	return err != nil && (strings.Contains(err.Error(), "UNIQUE constraint failed") || errors.As(err, &pe) && pe.Code == "23505")
 }
 
 // Subscribe implements store.Store.
@@ -197,3 +260,13 @@ func queryAll[T any](ctx context.Context, q queryer, scan func(scanner) (T, erro
 	}
 	return out, rows.Err()
 }
+
+// SchemaVersion is the last migration applied.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}
+
+// Dialect names the database: sqlite or postgres.
+func (s *Store) Dialect() string { return s.d.name }

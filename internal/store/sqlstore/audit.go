@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // appendAudit chains the audit entry of event e, in e's transaction: an
 // event is never recorded without its entry, nor an entry without its
 // event, so a crash leaves no gap that verifies as good.
-func (s *Store) appendAudit(ctx context.Context, tx *sql.Tx, e session.Event) error {
+func (s *Store) appendAudit(ctx context.Context, tx *txn, e session.Event) error {
 	x, err := s.getSession(ctx, tx, e.SessionID)
 	if err != nil {
 		return err
@@ -161,7 +161,7 @@ func (s *Store) AuditAfter(ctx context.Context, leaf int64, limit int) ([]audit.
 
 // retainContent keeps e's content, sealed, when its project retains
 // content (in e's transaction).
-func (s *Store) retainContent(ctx context.Context, tx *sql.Tx, x session.Session, e session.Event, entry audit.Entry) error {
+func (s *Store) retainContent(ctx context.Context, tx *txn, x session.Session, e session.Event, entry audit.Entry) error {
 	if s.Content == nil || len(e.Data) == 0 {
 		return nil
 	}
@@ -230,7 +230,7 @@ func (s *Store) ContentRetention(ctx context.Context, project string) (time.Dura
 
 // SealAudit implements store.Store.
 func (s *Store) SealAudit(ctx context.Context, seal audit.Seal) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		if sealed, err := s.sealed(ctx, tx, seal.Session); err != nil || sealed {
 			return err // sealed once
 		}
@@ -267,7 +267,7 @@ func (s *Store) AuditSeal(ctx context.Context, sessionID string) (*audit.Seal, e
 }
 
 // sealed says whether a session's audit log is sealed.
-func (s *Store) sealed(ctx context.Context, tx *sql.Tx, id string) (bool, error) {
+func (s *Store) sealed(ctx context.Context, tx *txn, id string) (bool, error) {
 	var n int
 	err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_seals WHERE session_id = ?`, id).Scan(&n)
 	return n > 0, err
@@ -276,7 +276,7 @@ func (s *Store) sealed(ctx context.Context, tx *sql.Tx, id string) (bool, error)
 // insertEntry stores a linked entry as the next leaf of the Merkle tree of
 // every entry (the leaf count is kept apart: no change to the entries
 // moves it).
-func (s *Store) insertEntry(ctx context.Context, tx *sql.Tx, entry audit.Entry) error {
+func (s *Store) insertEntry(ctx context.Context, tx *txn, entry audit.Entry) error {
 	data, _ := json.Marshal(entry)
 	// The entry is also the next leaf of the Merkle tree of every entry.
 	// The leaf count is kept apart: no change to the entries moves it.
@@ -304,7 +304,7 @@ func (s *Store) insertEntry(ctx context.Context, tx *sql.Tx, entry audit.Entry) 
 // AppendAccess implements store.Store.
 func (s *Store) AppendAccess(ctx context.Context, e audit.Entry) (audit.Entry, error) {
 	var out audit.Entry
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		var prev *audit.Entry
 		var raw string
 		err := tx.QueryRowContext(ctx, `SELECT entry FROM audit WHERE session_id = ? ORDER BY seq DESC LIMIT 1`, audit.AccessLog).Scan(&raw)

@@ -1,4 +1,4 @@
-package sqlite_test
+package sqlstore_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/store/redacted"
-	"github.com/paddock-dev/paddock/internal/store/sqlite"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 	"github.com/paddock-dev/paddock/internal/vault"
 )
 
@@ -27,7 +27,7 @@ func BenchmarkAppendEvent(b *testing.B) {
 	}{{"store", false, false}, {"redacted", true, false}, {"retained", true, true}} {
 		b.Run(v.name, func(b *testing.B) {
 			ctx := context.Background()
-			db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "paddock.db"), nil)
+			db, err := sqlstore.Open(ctx, filepath.Join(b.TempDir(), "paddock.db"), nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func (s *Store) EnsureProject(ctx context.Context, name string) error {
 // ApplyAgents implements store.Store.
 func (s *Store) ApplyAgents(ctx context.Context, agents []store.Agent) ([]store.ApplyResult, error) {
 	results := make([]store.ApplyResult, len(agents))
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		now := s.ts()
 		for i, a := range agents {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO projects (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`, a.Project, now); err != nil {

@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func scanPark(row scanner) (session.Park, error) {
 func (s *Store) OpenPark(ctx context.Context, p session.Park, recovery store.NewCommand) (session.Park, bool, error) {
 	var out session.Park
 	created := false
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		cur, err := s.getSession(ctx, tx, p.SessionID)
 		if err != nil {
 			return err
@@ -81,7 +81,7 @@ func (s *Store) OpenPark(ctx context.Context, p session.Park, recovery store.New
 // ResolvePark implements store.Store.
 func (s *Store) ResolvePark(ctx context.Context, id, resolution string, by *session.Sender, note string) (session.Park, error) {
 	var out session.Park
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		p, err := s.markResolved(ctx, tx, id, resolution, by, note)
 		if err != nil {
 			return err
@@ -161,7 +161,7 @@ func (s *Store) RaiseSpendCap(ctx context.Context, id string, usd float64) error
 
 // insertPark records park p, its recovery the held command recoveryID,
 // and its event.
-func (s *Store) insertPark(ctx context.Context, tx *sql.Tx, p session.Park, recoveryID string) (session.Park, error) {
+func (s *Store) insertPark(ctx context.Context, tx *txn, p session.Park, recoveryID string) (session.Park, error) {
 	var expires any
 	if p.ExpiresAt != nil {
 		expires = p.ExpiresAt.UTC().Format(timeFormat)
@@ -179,7 +179,7 @@ func (s *Store) insertPark(ctx context.Context, tx *sql.Tx, p session.Park, reco
 
 // SetCredentials implements store.Store.
 func (s *Store) SetCredentials(ctx context.Context, sessionID string, sealed map[string][]byte) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		cur, err := s.getSession(ctx, tx, sessionID)
 		if err != nil {
 			return err
@@ -227,7 +227,7 @@ func (s *Store) sealedByName(ctx context.Context, query string, arg string) (map
 // PassPark implements store.Store.
 func (s *Store) PassPark(ctx context.Context, id string, by *session.Sender, note string, next session.Park) (session.Park, error) {
 	var out session.Park
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		p, err := s.markResolved(ctx, tx, id, session.ParkGranted, by, note)
 		if err != nil {
 			return err
@@ -255,7 +255,7 @@ func (s *Store) PassPark(ctx context.Context, id string, by *session.Sender, not
 
 // SetProjectCredentials implements store.Store.
 func (s *Store) SetProjectCredentials(ctx context.Context, project string, sealed map[string][]byte) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.tx(ctx, func(tx *txn) error {
 		for name, v := range sealed {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO project_credentials (project, name, sealed) VALUES (?, ?, ?)
 				ON CONFLICT (project, name) DO UPDATE SET sealed = excluded.sealed`, project, name, v); err != nil {
@@ -276,7 +276,7 @@ func (s *Store) ProjectCredentials(ctx context.Context, project string) (map[str
 
 // markResolved records park id resolved (once: a resolved park is a
 // conflict) and returns it as it was.
-func (s *Store) markResolved(ctx context.Context, tx *sql.Tx, id, resolution string, by *session.Sender, note string) (session.Park, error) {
+func (s *Store) markResolved(ctx context.Context, tx *txn, id, resolution string, by *session.Sender, note string) (session.Park, error) {
 	p, err := scanPark(tx.QueryRowContext(ctx, `SELECT `+parkCols+` FROM parks WHERE id = ?`, id))
 	if err != nil {
 		return p, notFound("park", id, err)

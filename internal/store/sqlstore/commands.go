@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -27,11 +27,11 @@ func scanCommand(row scanner) (session.Command, error) {
 	return c, nil
 }
 
-func (s *Store) insertCommand(ctx context.Context, tx *sql.Tx, in store.NewCommand) (session.Command, error) {
+func (s *Store) insertCommand(ctx context.Context, tx *txn, in store.NewCommand) (session.Command, error) {
 	return s.insertCommandIn(ctx, tx, in, session.CommandPending)
 }
 
-func (s *Store) insertCommandIn(ctx context.Context, tx *sql.Tx, in store.NewCommand, state session.CommandState) (session.Command, error) {
+func (s *Store) insertCommandIn(ctx context.Context, tx *txn, in store.NewCommand, state session.CommandState) (session.Command, error) {
 	if len(in.Payload) == 0 {
 		in.Payload = json.RawMessage("{}")
 	}
@@ -53,7 +53,7 @@ func (s *Store) insertCommandIn(ctx context.Context, tx *sql.Tx, in store.NewCom
 	return c, s.commandEvent(ctx, tx, c)
 }
 
-func (s *Store) commandEvent(ctx context.Context, tx *sql.Tx, c session.Command) error {
+func (s *Store) commandEvent(ctx context.Context, tx *txn, c session.Command) error {
 	return s.appendJSON(ctx, tx, c.SessionID, c.TurnID, session.EventCommand, "command/"+c.ID+"/"+string(c.State),
 		session.CommandData{ID: c.ID, Kind: c.Kind, State: c.State, Sender: c.Sender, Error: c.Error})
 }
@@ -65,7 +65,7 @@ func (s *Store) AppendCommand(ctx context.Context, in store.NewCommand) (session
 	}
 	var out session.Command
 	created := false
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		cur, err := s.getSession(ctx, tx, in.SessionID)
 		if err != nil {
 			return err
@@ -126,7 +126,7 @@ func (s *Store) ListCommands(ctx context.Context, sessionID string) ([]session.C
 // ClaimBatch implements store.Store.
 func (s *Store) ClaimBatch(ctx context.Context, sessionID string) ([]session.Command, error) {
 	var batch []session.Command
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		cur, err := s.getSession(ctx, tx, sessionID)
 		if err != nil {
 			return err
@@ -174,7 +174,7 @@ func (s *Store) SettleCommands(ctx context.Context, ids []string, state session.
 		return nil
 	}
 	var sessionID string
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		ph := strings.Repeat(",?", len(ids))[1:]
 		args := make([]any, len(ids))
 		for i, id := range ids {
@@ -208,7 +208,7 @@ func (s *Store) SettleCommands(ctx context.Context, ids []string, state session.
 
 // HeldDeliveries implements store.Store.
 func (s *Store) HeldDeliveries(ctx context.Context, sessionID string) ([]session.Command, error) {
-	out, err := s.queryCommands(ctx, s.db, `session_id = ? AND state = 'held' AND json_extract(sender, '$.kind') = 'trigger'`, sessionID)
+	out, err := s.queryCommands(ctx, s.db, `session_id = ? AND state = 'held' AND `+s.d.jsonText("sender", "kind")+` = 'trigger'`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("held deliveries: %w", err)
 	}
@@ -221,7 +221,7 @@ func (s *Store) AbsorbDeliveries(ctx context.Context, ids []string, into store.N
 		into.IdempotencyKey = into.ID
 	}
 	var out session.Command
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		existing, err := scanCommand(tx.QueryRowContext(ctx, `SELECT `+commandCols+` FROM commands WHERE session_id = ? AND idempotency_key = ?`, into.SessionID, into.IdempotencyKey))
 		if err == nil {
 			out = existing
