@@ -85,6 +85,11 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		return nil, err
 	}
 	a.closers = append(a.closers, db.Close)
+	release, err := db.HoldNode(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, release)
 	contentKey, err := vault.Load(cfg.DataDir, cfg.EncryptionKey)
 	if err != nil {
 		return nil, err
@@ -94,7 +99,10 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 
 	hostPort := cfg.TemporalAddress
 	if hostPort == "" {
-		a.temporal, err = temporalserver.Start(ctx, filepath.Join(cfg.DataDir, "temporal.db"), logger)
+		// With PADDOCK_DATABASE_URL the embedded server keeps its state in
+		// PostgreSQL too, and every node on that URL joins one cluster.
+		a.temporal, err = temporalserver.Start(ctx, temporalserver.Options{SQLite: filepath.Join(cfg.DataDir, "temporal.db"), Postgres: cfg.DatabaseURL,
+			Broadcast: cfg.TemporalBroadcast, Logger: logger})
 		if err != nil {
 			return nil, err
 		}

@@ -22,7 +22,7 @@ import (
 func TestExternalTemporal(t *testing.T) {
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ts, err := temporalserver.Start(ctx, filepath.Join(t.TempDir(), "cluster.db"), logger)
+	ts, err := temporalserver.Start(ctx, temporalserver.Options{SQLite: filepath.Join(t.TempDir(), "cluster.db"), Logger: logger})
 	require.NoError(t, err)
 	defer ts.Stop()
 	dir := dataDir(t)

@@ -29,7 +29,10 @@ type Config struct {
 	Listen          string
 	Server          string
 	TemporalAddress string
-	LogLevel        slog.Level
+	// TemporalBroadcast is the address other nodes reach this node's
+	// embedded Temporal services at (with DatabaseURL: a cluster).
+	TemporalBroadcast string
+	LogLevel          slog.Level
 	// AdminUser names the first administrator, created on first start.
 	AdminUser string
 	// Token is the API token client commands send (PADDOCK_TOKEN).
@@ -115,6 +118,7 @@ var Vars = []Var{
 	{"PADDOCK_LISTEN", "127.0.0.1:7470", "address `paddock serve` listens on (loopback unless told otherwise)"},
 	{"PADDOCK_SERVER", "(none)", "URL of a running server for client commands; `run`/`demo` start an in-process server when unset"},
 	{"PADDOCK_TEMPORAL_ADDRESS", "(none: embedded)", "host:port of an external Temporal cluster instead of the embedded server"},
+	{"PADDOCK_TEMPORAL_BROADCAST_ADDRESS", "127.0.0.1", "with PADDOCK_DATABASE_URL, the IP address other nodes reach this node's embedded Temporal services at (they listen on it); the default makes a cluster of nodes on one machine"},
 	{"PADDOCK_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"PADDOCK_TOKEN", "(none)", "API token client commands send; otherwise the one `paddock login` saved for the server, else DATA_DIR/admin.token"},
 	{"PADDOCK_ADMIN_USER", "the OS user name", "name of the first administrator, created on first start with a token in DATA_DIR/admin.token (mode 600)"},
@@ -150,6 +154,7 @@ func Load(getenv func(string) string) (Config, error) {
 		Listen:            getenv("PADDOCK_LISTEN"),
 		Server:            getenv("PADDOCK_SERVER"),
 		TemporalAddress:   getenv("PADDOCK_TEMPORAL_ADDRESS"),
+		TemporalBroadcast: getenv("PADDOCK_TEMPORAL_BROADCAST_ADDRESS"),
 		AdminUser:         getenv("PADDOCK_ADMIN_USER"),
 		Token:             getenv("PADDOCK_TOKEN"),
 		TLSCert:           getenv("PADDOCK_TLS_CERT"),

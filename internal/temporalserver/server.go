@@ -12,9 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -46,62 +48,73 @@ type Server struct {
 // HostPort is the frontend address for SDK clients.
 func (s *Server) HostPort() string { return s.hostPort }
 
-// Start creates (if needed) the SQLite database at dbPath, its schema and the
-// default namespace, and starts all Temporal services on free loopback ports.
-// Server logs at warning level and up go to logger.
-func Start(ctx context.Context, dbPath string, logger *slog.Logger) (*Server, error) {
-	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
-		return nil, fmt.Errorf("temporal data directory: %w", err)
+// Options say where the server keeps its state.
+type Options struct {
+	// SQLite is the database file of a single embedded server.
+	SQLite string
+	// Postgres is the URL of Paddock's PostgreSQL database: the server
+	// keeps its state in two databases beside it (NAME_temporal and
+	// NAME_temporal_visibility, created and migrated here with Temporal's
+	// own schema tools), and every server started on the same URL joins
+	// one cluster (membership through the database).
+	Postgres string
+	// Broadcast is the address other nodes reach this one at (default
+	// 127.0.0.1: a cluster on one machine); the services listen on it.
+	Broadcast string
+	Logger    *slog.Logger
+}
+
+// Start creates (if needed) the database, its schema and the default
+// namespace, and starts all Temporal services on free ports. Server logs
+// at warning level and up go to the logger.
+func Start(ctx context.Context, o Options) (*Server, error) {
+	if o.Broadcast == "" {
+		o.Broadcast = loopback
 	}
-	ports, err := freePorts(9)
+	ports, err := freePorts(o.Broadcast, 9)
 	if err != nil {
 		return nil, err
 	}
-	sqlCfg := &config.SQL{
-		PluginName:   sqliteplugin.PluginName,
-		DatabaseName: dbPath,
-		ConnectAttributes: map[string]string{
-			"mode":         "rwc",
-			"journal_mode": "wal",
-			"synchronous":  "normal",
-			"busy_timeout": "10000",
-		},
-		// One connection: more gave "database is locked" and half the throughput.
-		MaxConns:     1,
-		MaxIdleConns: 1,
-	}
-	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
-		if err := sqlite.SetupSchema(sqlCfg); err != nil {
-			return nil, fmt.Errorf("temporal schema: %w", err)
+	var store, visibility *config.SQL
+	shards := int32(1)
+	if o.Postgres != "" {
+		// Fixed for the life of a cluster: history is sharded across nodes.
+		shards = 4
+		if store, visibility, err = preparePostgres(ctx, o.Postgres); err != nil {
+			return nil, err
 		}
+	} else {
+		if store, err = prepareSQLite(ctx, o.SQLite); err != nil {
+			return nil, err
+		}
+		visibility = store
 	}
 	ns, err := sqlite.NewNamespaceConfig("active", Namespace, false, nil)
 	if err != nil {
 		return nil, fmt.Errorf("temporal namespace: %w", err)
 	}
-	if err := sqlite.CreateNamespaces(sqlCfg, ns); err != nil {
+	// Written straight into the database (the plugin's generic SQL), before
+	// any service starts, so the namespace is there from the first call.
+	if err := sqlite.CreateNamespaces(store, ns); err != nil && !strings.Contains(err.Error(), "duplicate key") {
 		return nil, fmt.Errorf("temporal namespace: %w", err)
 	}
-	if err := forgetMembers(ctx, dbPath); err != nil {
-		return nil, err
-	}
-
-	hostPort := fmt.Sprintf("%s:%d", loopback, ports[0])
+	host := o.Broadcast
+	hostPort := fmt.Sprintf("%s:%d", host, ports[0])
 	svc := func(grpc, membership int) config.Service {
-		return config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnIP: loopback}}
+		return config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnIP: host}}
 	}
 	cfg := &config.Config{
 		Global: config.Global{
-			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: loopback},
+			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: host},
 			Metrics: &metrics.Config{Prometheus: &metrics.PrometheusConfig{
-				ListenAddress: fmt.Sprintf("%s:%d", loopback, ports[8]), HandlerPath: "/metrics",
+				ListenAddress: fmt.Sprintf("%s:%d", host, ports[8]), HandlerPath: "/metrics",
 			}},
 		},
 		Persistence: config.Persistence{
-			DefaultStore:     sqliteplugin.PluginName,
-			VisibilityStore:  sqliteplugin.PluginName,
-			NumHistoryShards: 1,
-			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+			DefaultStore:     "default",
+			VisibilityStore:  "visibility",
+			NumHistoryShards: shards,
+			DataStores:       map[string]config.DataStore{"default": {SQL: store}, "visibility": {SQL: visibility}},
 		},
 		ClusterMetadata: &cluster.Config{
 			EnableGlobalNamespace:    false,
@@ -141,7 +154,7 @@ func Start(ctx context.Context, dbPath string, logger *slog.Logger) (*Server, er
 		dynamicconfig.TransferProcessorMaxPollRPS.Key(): 1000,
 		dynamicconfig.TimerProcessorMaxPollRPS.Key():    1000,
 	}
-	tl := &slogLogger{l: logger, stopping: new(atomic.Bool)}
+	tl := &slogLogger{l: o.Logger, stopping: new(atomic.Bool)}
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(cfg),
 		temporal.ForServices(temporal.DefaultServices),
@@ -164,6 +177,32 @@ func (s *Server) Stop() error {
 	return s.srv.Stop()
 }
 
+// prepareSQLite creates the database at dbPath and its schema when new.
+func prepareSQLite(ctx context.Context, dbPath string) (*config.SQL, error) {
+	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
+		return nil, fmt.Errorf("temporal data directory: %w", err)
+	}
+	sqlCfg := &config.SQL{
+		PluginName:   sqliteplugin.PluginName,
+		DatabaseName: dbPath,
+		ConnectAttributes: map[string]string{
+			"mode":         "rwc",
+			"journal_mode": "wal",
+			"synchronous":  "normal",
+			"busy_timeout": "10000",
+		},
+		// One connection: more gave "database is locked" and half the throughput.
+		MaxConns:     1,
+		MaxIdleConns: 1,
+	}
+	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
+		if err := sqlite.SetupSchema(sqlCfg); err != nil {
+			return nil, fmt.Errorf("temporal schema: %w", err)
+		}
+	}
+	return sqlCfg, forgetMembers(ctx, dbPath)
+}
+
 // forgetMembers clears the ring membership a previous run left behind: its
 // hosts are gone (ports are chosen afresh each start), and joining them would
 // hold the start-up for the whole join timeout. The data directory lock
@@ -180,9 +219,12 @@ func forgetMembers(ctx context.Context, dbPath string) error {
 	return nil
 }
 
-// freePorts reserves n distinct free loopback ports. The frontend cannot be
-// given port 0 because the server's internal client dials the configured port.
-func freePorts(n int) ([]int, error) {
+// freePorts reserves n distinct free ports on host. The frontend cannot be
+// given port 0 because the server's internal client dials the configured
+// port. They are taken below 32768, out of the kernel's ephemeral range
+// (no outgoing connection takes one while the server starts) and within
+// what Temporal's PostgreSQL schema stores a membership port in (SMALLINT).
+func freePorts(host string, n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
@@ -190,13 +232,17 @@ func freePorts(n int) ([]int, error) {
 		}
 	}()
 	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", loopback+":0")
+	for try := 0; len(ports) < n; try++ {
+		if try > 2000 {
+			return nil, fmt.Errorf("find free port: no %d free ports on %s between 10000 and 32767", n, host)
+		}
+		port := 10000 + rand.IntN(32768-10000)
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err != nil {
-			return nil, fmt.Errorf("find free port: %w", err)
+			continue
 		}
 		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, port)
 	}
 	return ports, nil
 }

@@ -270,3 +270,36 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 
 // Dialect names the database: sqlite or postgres.
 func (s *Store) Dialect() string { return s.d.name }
+
+// nodeLock is the advisory lock a node holds on a PostgreSQL store for as
+// long as it runs ("node" in ASCII).
+const nodeLock = 0x6e6f6465
+
+// HoldNode makes this process the one node serving the store: on
+// PostgreSQL a session-level lock held until release (a node that dies
+// releases it with its connection); on SQLite nothing (the data
+// directory's lock does it). Several nodes on one database are not
+// supported yet: a session's working copy lives on the disk of the node
+// that runs it.
+func (s *Store) HoldNode(ctx context.Context) (release func() error, err error) {
+	if s.d != postgresDialect {
+		return func() error { return nil }, nil
+	}
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var got bool
+	if err := c.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", int64(nodeLock)).Scan(&got); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	if !got {
+		_ = c.Close()
+		return nil, fmt.Errorf("another paddock serve already runs on this database (PADDOCK_DATABASE_URL): several nodes on one database are not supported yet; stop the other one first")
+	}
+	return func() error {
+		_, err := c.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", int64(nodeLock))
+		return errors.Join(err, c.Close())
+	}, nil
+}
