@@ -10,6 +10,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/store/pgtest"
 	"github.com/paddock-dev/paddock/internal/store/redacted"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 	"github.com/paddock-dev/paddock/internal/vault"
@@ -19,15 +20,21 @@ import (
 // on the session path, its audit entry and Merkle leaf with it, in one
 // transaction on a real SQLite file: p50 and p90 per append. "redacted" is
 // the path every process takes (secrets looked for first); "retained"
-// also seals the event's content (a project that keeps audit content).
+// also seals the event's content (a project that keeps audit content);
+// "postgres" is "redacted" on a local PostgreSQL (pgtest's, without fsync).
 func BenchmarkAppendEvent(b *testing.B) {
 	for _, v := range []struct {
 		name              string
 		redact, retention bool
-	}{{"store", false, false}, {"redacted", true, false}, {"retained", true, true}} {
+		postgres          bool
+	}{{"store", false, false, false}, {"redacted", true, false, false}, {"retained", true, true, false}, {"postgres", true, false, true}} {
 		b.Run(v.name, func(b *testing.B) {
 			ctx := context.Background()
-			db, err := sqlstore.Open(ctx, filepath.Join(b.TempDir(), "paddock.db"), nil)
+			dsn := filepath.Join(b.TempDir(), "paddock.db")
+			if v.postgres {
+				dsn = pgtest.URL(b)
+			}
+			db, err := sqlstore.Open(ctx, dsn, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

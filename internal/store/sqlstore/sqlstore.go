@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	_ "modernc.org/sqlite"             // database/sql driver "sqlite"
@@ -32,6 +33,8 @@ type Store struct {
 
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{}
+	// stopListening ends the PostgreSQL listener (nil on SQLite).
+	stopListening func()
 }
 
 var _ store.Store = (*Store)(nil)
@@ -74,6 +77,10 @@ func openPostgres(ctx context.Context, dsn string, now func() time.Time) (*Store
 		_ = db.Close()
 		return nil, err
 	}
+	lctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.listen(lctx, dsn) }()
+	s.stopListening = func() { stop(); <-done }
 	return s, nil
 }
 
@@ -116,7 +123,12 @@ func openSQLite(ctx context.Context, path string, now func() time.Time) (*Store,
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	if s.stopListening != nil {
+		s.stopListening()
+	}
+	return s.db.Close()
+}
 
 // migrate applies the migrations this database has not had, each in its
 // own transaction (under the store's lock on PostgreSQL: nodes starting
@@ -224,7 +236,50 @@ func (s *Store) Subscribe(sessionID string) (<-chan struct{}, func()) {
 	}
 }
 
+// notify wakes the subscribers of a session: this process's at once, and
+// on PostgreSQL every other node's too (a NOTIFY each node's listener
+// turns into its own wake-up; the subscribers' poll is the backstop).
 func (s *Store) notify(sessionID string) {
+	s.wake(sessionID)
+	if s.d == postgresDialect {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, _ = s.db.ExecContext(ctx, `SELECT pg_notify('`+notifyChannel+`', ?)`, sessionID)
+	}
+}
+
+// notifyChannel is the PostgreSQL channel of changed sessions.
+const notifyChannel = "paddock_sessions"
+
+// listen turns the other nodes' notifications into wake-ups until ctx
+// ends, reconnecting after a lost connection (a wake-up missed meanwhile
+// is caught by the subscribers' poll).
+func (s *Store) listen(ctx context.Context, dsn string) {
+	wait := time.Second
+	for ctx.Err() == nil {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err == nil {
+			if _, err = conn.Exec(ctx, "LISTEN "+notifyChannel); err == nil {
+				wait = time.Second
+				for {
+					n, werr := conn.WaitForNotification(ctx)
+					if werr != nil {
+						break
+					}
+					s.wake(n.Payload)
+				}
+			}
+			_ = conn.Close(context.Background())
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+func (s *Store) wake(sessionID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for ch := range s.subs[sessionID] {
