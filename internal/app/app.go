@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -124,7 +125,12 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	if err := a.sandbox(ctx, acts, cfg); err != nil {
 		return nil, err
 	}
-	key, err := auditKey(cfg.DataDir)
+	var key ed25519.PrivateKey
+	if cfg.DatabaseURL != "" {
+		key, err = sharedAuditKey(ctx, db, contentKey, cfg.DataDir)
+	} else {
+		key, err = auditKey(cfg.DataDir)
+	}
 	if err != nil {
 		return nil, err
 	}

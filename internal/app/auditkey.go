@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
@@ -10,6 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/paddock-dev/paddock/internal/vault"
 )
 
 // auditKey is the server's Ed25519 key that seals audit logs: generated
@@ -56,4 +59,32 @@ func auditKey(dataDir string) (ed25519.PrivateKey, error) {
 		return nil, fmt.Errorf("audit key %s: not an Ed25519 key", path)
 	}
 	return key, nil
+}
+
+// sharedAuditKey is the audit signing key of a server on PostgreSQL: kept
+// in the database, sealed with the content key, so that every node (and a
+// node started afresh) signs and verifies with the same one. The first
+// node's wins; it is this node's DATA_DIR/audit.key when there is one (a
+// server moved from SQLite keeps verifying its old seals).
+func sharedAuditKey(ctx context.Context, st interface {
+	ServerSecret(ctx context.Context, name string, fresh []byte) ([]byte, error)
+}, key *vault.Key, dataDir string) (ed25519.PrivateKey, error) {
+	var fresh ed25519.PrivateKey
+	if _, err := os.Stat(filepath.Join(dataDir, "audit.key")); err == nil {
+		if fresh, err = auditKey(dataDir); err != nil {
+			return nil, err
+		}
+	} else if _, fresh, err = ed25519.GenerateKey(rand.Reader); err != nil {
+		return nil, err
+	}
+	ad := []byte("server-secret/audit")
+	stored, err := st.ServerSecret(ctx, "audit", key.Encrypt(fresh.Seed(), ad))
+	if err != nil {
+		return nil, err
+	}
+	seed, err := key.Decrypt(stored, ad)
+	if err != nil || len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("the audit signing key kept in the database does not open with this node's content key: every node needs the same PADDOCK_ENCRYPTION_KEY")
+	}
+	return ed25519.NewKeyFromSeed(seed), nil
 }

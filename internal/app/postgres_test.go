@@ -21,8 +21,8 @@ import (
 // the embedded Temporal server keep their state in PostgreSQL (Temporal's
 // databases created and migrated beside Paddock's): a node started afresh,
 // with an empty data directory, finds the sessions and carries on their
-// workflows. A second node on the same database is refused while the
-// first runs.
+// workflows, signing its audit logs with the same key. A second node on
+// the same database is refused while the first runs.
 func TestEverythingInPostgres(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
@@ -46,6 +46,8 @@ func TestEverythingInPostgres(t *testing.T) {
 
 	_, err = node(dataDir(t))
 	require.ErrorContains(t, err, "another paddock serve already runs on this database")
+	keyA, err := c.AuditKey(ctx)
+	require.NoError(t, err)
 
 	a.Stop()
 	_, err = os.Stat(filepath.Join(first, "temporal.db"))
@@ -69,5 +71,16 @@ func TestEverythingInPostgres(t *testing.T) {
 		}
 		s, err := c.Session(ctx, x.ID)
 		return n >= 2 && s.Status == session.StatusAwaiting, err
+	})
+	// The same audit key: the log sealed on the new node verifies, and so
+	// would one sealed on the old.
+	keyB, err := c.AuditKey(ctx)
+	require.NoError(t, err)
+	require.Equal(t, keyA, keyB, "one audit signing key for every node of the database")
+	_, err = c.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindStop, Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	waitFor(t, "the seal", func() (bool, error) {
+		reports, err := c.VerifyAudit(ctx, x.ID)
+		return err == nil && len(reports) == 1 && reports[0].OK && reports[0].Sealed, err
 	})
 }

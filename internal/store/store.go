@@ -297,6 +297,10 @@ type Store interface {
 	// content whose retention ended before now, returning how much.
 	AuditContent(ctx context.Context, sessionID string) (map[int64][]byte, error)
 	ExpireAuditContent(ctx context.Context, now time.Time) (int64, error)
+	// ServerSecret keeps fresh (sealed) as the server's secret name unless
+	// one is kept already, and returns the one kept: every node of a
+	// database ends up with the first node's (the audit signing key).
+	ServerSecret(ctx context.Context, name string, fresh []byte) ([]byte, error)
 	// SetContentRetention sets how long a project's audit content is kept
 	// (0: not kept, the default); ContentRetention reads it.
 	SetContentRetention(ctx context.Context, project string, d time.Duration) error

@@ -212,3 +212,18 @@ func (s *Store) Members(ctx context.Context, project, user string) ([]identity.M
 	return queryAll(ctx, s.db, scanMember, `SELECT project, user_name, role FROM members
 		WHERE (project = ? OR ? = '') AND (user_name = ? OR ? = '') ORDER BY project, user_name`, project, project, user, user)
 }
+
+// ServerSecret implements store.Store.
+func (s *Store) ServerSecret(ctx context.Context, name string, fresh []byte) ([]byte, error) {
+	var out []byte
+	err := s.tx(ctx, func(tx *txn) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO server_secrets (name, sealed, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`, name, fresh, s.ts()); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT sealed FROM server_secrets WHERE name = ?`, name).Scan(&out)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server secret %s: %w", name, err)
+	}
+	return out, nil
+}

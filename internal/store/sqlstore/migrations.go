@@ -219,4 +219,9 @@ var migrations = []string{
 		sealed  BLOB NOT NULL,
 		PRIMARY KEY (project, name)
 	);`,
+	`CREATE TABLE server_secrets (
+		name       TEXT PRIMARY KEY,
+		sealed     BLOB NOT NULL,
+		created_at TEXT NOT NULL
+	);`,
 }

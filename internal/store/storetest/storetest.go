@@ -33,6 +33,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		"ListSessions":          testListSessions,
 		"Approvals":             testApprovals,
 		"ProjectPolicy":         testProjectPolicy,
+		"ServerSecret":          testServerSecret,
 		"Delivery":              testDelivery,
 		"Usage":                 testUsage,
 		"Parks":                 testParks,
@@ -380,6 +381,18 @@ func testApprovals(t *testing.T, s store.Store) {
 	require.Equal(t, session.ApprovalExpired, exp.Status)
 	_, err = s.GetApproval(ctx, "nope")
 	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func testServerSecret(t *testing.T, s store.Store) {
+	got, err := s.ServerSecret(ctx, "audit", []byte("first"))
+	require.NoError(t, err)
+	require.Equal(t, []byte("first"), got)
+	got, err = s.ServerSecret(ctx, "audit", []byte("second"))
+	require.NoError(t, err)
+	require.Equal(t, []byte("first"), got, "the first one kept wins")
+	got, err = s.ServerSecret(ctx, "other", []byte{0, 1, 0xff})
+	require.NoError(t, err)
+	require.Equal(t, []byte{0, 1, 0xff}, got)
 }
 
 func testProjectPolicy(t *testing.T, s store.Store) {
