@@ -2,9 +2,13 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,9 +23,10 @@ import (
 
 // TestEverythingInPostgres: with PADDOCK_DATABASE_URL both the store and
 // the embedded Temporal server keep their state in PostgreSQL (Temporal's
-// databases created and migrated beside Paddock's): a node started afresh,
-// with an empty data directory, finds the sessions and carries on their
-// workflows, signing its audit logs with the same key. A second node on
+// databases created and migrated beside Paddock's): after a node is lost
+// with its disk, a node started afresh, with an empty data directory,
+// finds the sessions, carries on their workflows, makes the working copy
+// again from the repository and the last checkpoint, signing its audit logs with the same key. A second node on
 // the same database is refused while the first runs.
 func TestEverythingInPostgres(t *testing.T) {
 	ctx := context.Background()
@@ -29,49 +34,87 @@ func TestEverythingInPostgres(t *testing.T) {
 	key := "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // the same content key on every node
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	node := func(dir string) (*app.App, error) {
-		scriptIn(t, dir, "empty.yaml") // the model, on this node
+		scriptIn(t, dir, "restore.yaml") // the model, on this node
 		return app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "pg", LogLevel: slog.LevelWarn, DatabaseURL: url, EncryptionKey: key}, logger)
 	}
 	first := dataDir(t)
 	a, err := node(first)
 	require.NoError(t, err)
+	stopA := sync.OnceFunc(a.Stop)
+	defer stopA()
 	token := readToken(first)
 	c := client.New(a.URL).WithToken(token)
-	x, err := c.CreateSession(ctx, engine.CreateRequest{Model: "replay/empty.yaml", Message: "hello"})
+	_, err = c.SetPolicy(ctx, "default", []byte("default: allow\n"))
+	require.NoError(t, err)
+	x, err := c.CreateSession(ctx, engine.CreateRequest{Model: "replay/restore.yaml", Repo: gitRepo(t), Message: "hello"})
 	require.NoError(t, err)
 	waitFor(t, "the first turn", func() (bool, error) {
 		s, err := c.Session(ctx, x.ID)
 		return s.Status == session.StatusAwaiting, err
 	})
+	steps, err := c.History(ctx, x.ID)
+	require.NoError(t, err)
+	require.Len(t, steps, 1, "one call changed a file")
+	require.Equal(t, "kept.txt", steps[0].Files[0].Path)
 
 	_, err = node(dataDir(t))
 	require.ErrorContains(t, err, "another paddock serve already runs on this database")
 	keyA, err := c.AuditKey(ctx)
 	require.NoError(t, err)
 
-	a.Stop()
+	stopA()
 	_, err = os.Stat(filepath.Join(first, "temporal.db"))
 	require.ErrorIs(t, err, os.ErrNotExist, "no workflow state on the node's disk")
+	// The node's disk is lost, working copy and all.
+	require.NoError(t, os.RemoveAll(first))
 	b, err := node(dataDir(t))
 	require.NoError(t, err)
 	defer b.Stop()
 	c = client.New(b.URL).WithToken(token)
 	_, err = c.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"again"}`)})
 	require.NoError(t, err)
+	var evs []session.Event
 	waitFor(t, "the second turn, on the new node", func() (bool, error) {
-		evs, err := c.Events(ctx, x.ID, 0)
+		s, err := c.Session(ctx, x.ID)
 		if err != nil {
 			return false, err
 		}
-		n := 0
-		for _, e := range evs {
-			if e.Kind == session.EventAssistantText {
-				n++
-			}
-		}
-		s, err := c.Session(ctx, x.ID)
-		return n >= 2 && s.Status == session.StatusAwaiting, err
+		evs, err = c.Events(ctx, x.ID, 0)
+		return s.Status == session.StatusAwaiting && len(evs) > 0 && evs[len(evs)-1].Kind == session.EventStatus && strings.Contains(string(evs[len(evs)-1].Data), `"awaiting"`) &&
+			slices.ContainsFunc(evs, func(e session.Event) bool {
+				var d session.ToolCallData
+				return e.Kind == session.EventToolCall && json.Unmarshal(e.Data, &d) == nil && d.Name == "read_file" && d.State == session.CallDone
+			}), err
 	})
+	// The file written on the lost node was read back on the new one.
+	var read, restored bool
+	for _, e := range evs {
+		var d session.ToolCallData
+		if e.Kind == session.EventToolCall && json.Unmarshal(e.Data, &d) == nil && d.Name == "read_file" && d.State == session.CallDone {
+			read = strings.Contains(d.Result, "written before the node was lost")
+		}
+		restored = restored || e.Kind == session.EventNotice && strings.Contains(string(e.Data), "made again from the repository and checkpoint 1")
+	}
+	if !restored {
+		for _, e := range evs {
+			t.Logf("%s %s %s", e.Kind, e.Key, e.Data)
+		}
+	}
+	require.True(t, restored, "the transcript says the copy was made again")
+	require.True(t, read, "the restored copy has the file written before the node was lost")
+	// The history, as a person reads it.
+	env := map[string]string{"PADDOCK_SERVER": b.URL, "PADDOCK_TOKEN": token}
+	code, out := paddockEnv(t, env, "sessions", "history", x.ID)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "step 1 ")
+	require.Contains(t, out, "1 file(s) differ from the base")
+	code, out = paddockEnv(t, env, "sessions", "history", x.ID, "0", "1")
+	require.Equal(t, 0, code, out)
+	require.Equal(t, "changed   kept.txt\n", out)
+	code, out = paddockEnv(t, env, "sessions", "history", x.ID, "0", "7")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, "no step \"7\"")
+
 	// The same audit key: the log sealed on the new node verifies, and so
 	// would one sealed on the old.
 	keyB, err := c.AuditKey(ctx)

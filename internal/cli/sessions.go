@@ -367,7 +367,7 @@ func newSessions(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(usage, ls, get, logs, sendCmd, answer, interrupt, stop, archive, retry, extend, unpark, approveStart, identityCmd, credentialsCmd, hold, release, waive, newDiff(g), newAccept(g), newReject(g))
+	cmd.AddCommand(usage, ls, get, logs, sendCmd, answer, interrupt, stop, archive, retry, extend, unpark, approveStart, identityCmd, credentialsCmd, hold, release, waive, newDiff(g), newAccept(g), newReject(g), newHistory(g))
 	return cmd
 }
 

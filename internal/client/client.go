@@ -350,6 +350,13 @@ func (c *Client) Parks(ctx context.Context, id string) ([]session.Park, error) {
 	return out, err
 }
 
+// History lists a session's working-copy checkpoints, oldest first.
+func (c *Client) History(ctx context.Context, id string) ([]store.Checkpoint, error) {
+	var out []store.Checkpoint
+	err := c.json(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/history", nil, &out)
+	return out, err
+}
+
 // Parked lists the sessions waiting on someone, and what they need.
 func (c *Client) Parked(ctx context.Context, project, agent string) ([]engine.Parked, error) {
 	q := url.Values{}

@@ -337,20 +337,15 @@ func (a *Activities) Reap(ctx context.Context, sessionID string) error {
 	return a.Store.SetDisplay(ctx, sessionID, "", "idle (sandbox released)")
 }
 
-// Rehydrate readies a reaped session for work again: its working copy must
-// still be there, and a sandbox must be available.
+// Rehydrate readies a reaped session for work again: its working copy is
+// made again when it is not on this node, and a sandbox must be available.
 func (a *Activities) Rehydrate(ctx context.Context, sessionID string) error {
 	s, sp, err := a.agentSpec(ctx, sessionID)
 	if err != nil {
 		return err
 	}
-	if s.Workdir != "" {
-		if err := a.Copies.Mount(ctx, s.Workdir); err != nil {
-			return nonRetryable(fmt.Errorf("the working copy's volume cannot be mounted: %w", err))
-		}
-		if _, err := os.Stat(s.Workdir); err != nil {
-			return nonRetryable(fmt.Errorf("the working copy %s is gone: %w", s.Workdir, err))
-		}
+	if err := a.ensureCopy(ctx, &s, sp); err != nil {
+		return nonRetryable(err)
 	}
 	if _, runs := a.Tools.Only(sp.Tools)[tool.RunCommand]; runs && a.SandboxErr != nil {
 		return nonRetryable(a.SandboxErr)

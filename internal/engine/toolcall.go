@@ -333,8 +333,8 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		}
 	}
 	_ = a.Store.SetDisplay(ctx, sessionID, "", "running "+call.Name)
-	if err := a.Copies.Mount(ctx, s.Workdir); err != nil {
-		return finish(session.CallErrored, "", "the working copy's volume cannot be mounted: "+err.Error())
+	if err := a.ensureCopy(ctx, &s, sp); err != nil {
+		return finish(session.CallErrored, "", err.Error())
 	}
 	stop := heartbeat(ctx)
 	defer stop()
@@ -413,6 +413,9 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 			return ToolOutcome{}, err
 		}
 		return ToolOutcome{State: session.CallCalling, Question: true}, nil
+	}
+	if !tool.ReadOnly(call.Name) {
+		a.checkpoint(ctx, s, call.ID)
 	}
 	return finish(session.CallDone, res.Output, "")
 }

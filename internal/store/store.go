@@ -297,6 +297,14 @@ type Store interface {
 	// content whose retention ended before now, returning how much.
 	AuditContent(ctx context.Context, sessionID string) (map[int64][]byte, error)
 	ExpireAuditContent(ctx context.Context, now time.Time) (int64, error)
+	// SaveCheckpoint records the state of a session's working copy after a
+	// call: the files that differ from its base, their content kept once
+	// in blobs (sealed, by the ID of their plain content). A state equal to
+	// the last one recorded adds nothing (false). Checkpoints lists a
+	// session's, oldest first; Blob reads one blob.
+	SaveCheckpoint(ctx context.Context, c Checkpoint, blobs map[string][]byte) (Checkpoint, bool, error)
+	Checkpoints(ctx context.Context, sessionID string) ([]Checkpoint, error)
+	Blob(ctx context.Context, id string) ([]byte, error)
 	// ServerSecret keeps fresh (sealed) as the server's secret name unless
 	// one is kept already, and returns the one kept: every node of a
 	// database ends up with the first node's (the audit signing key).
@@ -336,4 +344,24 @@ type Store interface {
 	// Subscribe returns a channel that receives (without blocking the
 	// writer) after any event of the session is appended by this process.
 	Subscribe(sessionID string) (ch <-chan struct{}, cancel func())
+}
+
+// Checkpoint is the state of a session's working copy at one step: every
+// file that differs from the base commit.
+type Checkpoint struct {
+	SessionID string           `json:"sessionId"`
+	Step      int              `json:"step"`
+	Base      string           `json:"base"`
+	Tree      string           `json:"tree"`
+	CallID    string           `json:"callId"`
+	Files     []CheckpointFile `json:"files"`
+	CreatedAt time.Time        `json:"createdAt"`
+}
+
+// CheckpointFile is a file of a checkpoint: its git mode and the blob of
+// its content; Mode "" is a file deleted.
+type CheckpointFile struct {
+	Path string `json:"path"`
+	Mode string `json:"mode,omitempty"`
+	Blob string `json:"blob,omitempty"`
 }

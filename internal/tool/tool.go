@@ -126,6 +126,17 @@ func Idempotent(name string) bool {
 	return false
 }
 
+// ReadOnly says whether a built-in tool never changes the working copy:
+// after any other call (a write, an edit, a command, an MCP call) the
+// copy is checkpointed.
+func ReadOnly(name string) bool {
+	switch name {
+	case readFile.Name, listDir.Name, search.Name, askUser.Name, archiveSession.Name:
+		return true
+	}
+	return false
+}
+
 // Names lists the tool names, sorted.
 func (s Set) Names() []string {
 	out := make([]string, 0, len(s))

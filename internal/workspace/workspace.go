@@ -55,43 +55,11 @@ func (d Diff) Flagged() []File {
 // including new files (not ignored ones). It uses a private index, so the
 // working copy's own index is untouched.
 func Compute(ctx context.Context, dir, base string) (Diff, error) {
-	idx, err := os.CreateTemp("", "paddock-index-")
+	tree, skipped, env, done, err := stage(ctx, dir, base)
 	if err != nil {
 		return Diff{}, err
 	}
-	idx.Close()
-	defer os.Remove(idx.Name())
-	env := []string{"GIT_INDEX_FILE=" + idx.Name()}
-	if _, err := gitRun(ctx, dir, env, "read-tree", base); err != nil {
-		return Diff{}, err
-	}
-	// A nested repository without a commit cannot be recorded; git skips
-	// it (exit 1, one error line each) and the diff says so.
-	left, err := scan(dir)
-	if err != nil {
-		return Diff{}, err
-	}
-	skipped := describe(left)
-	spec := strings.Join(append([]string{"."}, excludes(left)...), "\x00")
-	if _, err := gitRunIn(ctx, dir, env, []byte(spec), "add", "-A", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
-		var ge *GitError
-		if !errors.As(err, &ge) || ge.ExitCode() != 1 {
-			return Diff{}, err
-		}
-		for _, line := range strings.Split(ge.Stderr, "\n") {
-			if strings.HasPrefix(line, "error: '") {
-				if end := strings.Index(line[8:], "'"); end > 0 {
-					skipped = append(skipped, line[8:8+end]+": a nested repository without a commit (not recorded)")
-					continue
-				}
-			}
-			return Diff{}, err
-		}
-	}
-	tree, err := gitRun(ctx, dir, env, "write-tree")
-	if err != nil {
-		return Diff{}, err
-	}
+	defer done()
 	patch, err := gitRun(ctx, dir, env, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none", "--submodule=short", base)
 	if err != nil {
 		return Diff{}, err
@@ -100,7 +68,7 @@ func Compute(ctx context.Context, dir, base string) (Diff, error) {
 	if err != nil {
 		return Diff{}, err
 	}
-	d := Diff{Base: base, Patch: patch, Files: []File{}, Skipped: skipped, Tree: strings.TrimSpace(tree)}
+	d := Diff{Base: base, Patch: patch, Files: []File{}, Skipped: skipped, Tree: tree}
 	fields := strings.Split(strings.TrimSuffix(names, "\x00"), "\x00")
 	for i := 0; i+1 < len(fields); i += 2 {
 		f := File{Path: fields[i+1], Status: map[string]string{"A": "added", "M": "modified", "D": "deleted", "T": "modified"}[fields[i][:1]]}
@@ -111,6 +79,55 @@ func Compute(ctx context.Context, dir, base string) (Diff, error) {
 		d.Files = append(d.Files, f)
 	}
 	return d, nil
+}
+
+// stage records the copy at dir, relative to base, in a private index
+// (the copy's own is never touched) and writes its tree; env names that
+// index for further git runs until done removes it.
+func stage(ctx context.Context, dir, base string) (tree string, skipped, env []string, done func(), err error) {
+	idx, err := os.CreateTemp("", "paddock-index-")
+	if err != nil {
+		return "", nil, nil, nil, err
+	}
+	idx.Close()
+	remove := func() { os.Remove(idx.Name()) }
+	defer func() {
+		if err != nil {
+			remove()
+		}
+	}()
+	env = []string{"GIT_INDEX_FILE=" + idx.Name()}
+	if _, err := gitRun(ctx, dir, env, "read-tree", base); err != nil {
+		return "", nil, nil, nil, err
+	}
+	// A nested repository without a commit cannot be recorded; git skips
+	// it (exit 1, one error line each) and the diff says so.
+	left, err := scan(dir)
+	if err != nil {
+		return "", nil, nil, nil, err
+	}
+	skipped = describe(left)
+	spec := strings.Join(append([]string{"."}, excludes(left)...), "\x00")
+	if _, err := gitRunIn(ctx, dir, env, []byte(spec), "add", "-A", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+		var ge *GitError
+		if !errors.As(err, &ge) || ge.ExitCode() != 1 {
+			return "", nil, nil, nil, err
+		}
+		for _, line := range strings.Split(ge.Stderr, "\n") {
+			if strings.HasPrefix(line, "error: '") {
+				if end := strings.Index(line[8:], "'"); end > 0 {
+					skipped = append(skipped, line[8:8+end]+": a nested repository without a commit (not recorded)")
+					continue
+				}
+			}
+			return "", nil, nil, nil, err
+		}
+	}
+	out, err := gitRun(ctx, dir, env, "write-tree")
+	if err != nil {
+		return "", nil, nil, nil, err
+	}
+	return strings.TrimSpace(out), skipped, env, remove, nil
 }
 
 // Flag says whether a path is under dedicated control, and why.

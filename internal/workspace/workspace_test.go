@@ -150,3 +150,57 @@ func TestBranch(t *testing.T) {
 	// Not a directory here.
 	require.ErrorContains(t, Branch(ctx, work, base, first, "/nonexistent/repo", "paddock/s1"), "not a directory on this server")
 }
+
+// TestChangesRestore: a copy's changes (an edit, an executable, a link, a
+// deletion, a file where a directory was) restored from its base on
+// another disk give the same tree; a hostile checkpoint path is refused.
+func TestChangesRestore(t *testing.T) {
+	ctx := context.Background()
+	src, base := repo(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(src, "dir"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "dir", "inner.txt"), []byte("x\n"), 0o644))
+	for _, args := range [][]string{{"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "dir"}} {
+		out, err := exec.Command("git", append([]string{"-C", src}, args...)...).CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	out, err := exec.Command("git", "-C", src, "rev-parse", "HEAD").Output()
+	require.NoError(t, err)
+	base = strings.TrimSpace(string(out))
+	work := t.TempDir()
+	require.NoError(t, Clone(ctx, src, work))
+	require.NoError(t, os.WriteFile(filepath.Join(work, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(work, "run.sh"), []byte("#!/bin/sh\necho hi\n"), 0o755))
+	require.NoError(t, os.Symlink("main.go", filepath.Join(work, "link")))
+	require.NoError(t, os.Remove(filepath.Join(work, "go.mod")))
+	require.NoError(t, os.RemoveAll(filepath.Join(work, "dir")))
+	require.NoError(t, os.WriteFile(filepath.Join(work, "dir"), []byte("now a file\n"), 0o644))
+	tree, changes, err := Changes(ctx, work, base)
+	require.NoError(t, err)
+	byPath := map[string]Change{}
+	for _, c := range changes {
+		byPath[c.Path] = c
+	}
+	require.Equal(t, "120000", byPath["link"].Mode)
+	require.Equal(t, "main.go", string(byPath["link"].Data), "a link is its target")
+	require.Equal(t, "100755", byPath["run.sh"].Mode)
+	require.Equal(t, "", byPath["go.mod"].Mode, "deleted")
+	require.Equal(t, "", byPath["dir/inner.txt"].Mode, "deleted")
+
+	again := filepath.Join(t.TempDir(), "copy")
+	got, err := Restore(ctx, src, again, base, changes)
+	require.NoError(t, err)
+	require.Equal(t, base, got)
+	tree2, _, err := Changes(ctx, again, base)
+	require.NoError(t, err)
+	require.Equal(t, tree, tree2, "the restored copy is the recorded one")
+
+	// A link out of the copy, then a file through it: os.Root refuses.
+	escape := t.TempDir()
+	_, err = Restore(ctx, src, filepath.Join(t.TempDir(), "c"), base, []Change{{Path: "out", Mode: "120000", Data: []byte(escape)}, {Path: "out/planted", Mode: "100644", Data: []byte("x")}})
+	require.Error(t, err)
+	require.NoFileExists(t, filepath.Join(escape, "planted"))
+	for _, bad := range []string{"../escape", "/etc/passwd", ".git/config", "a/../../b", "."} {
+		_, err := Restore(ctx, src, filepath.Join(t.TempDir(), "c"), base, []Change{{Path: bad, Mode: "100644", Data: []byte("x")}})
+		require.ErrorIs(t, err, ErrUntrusted, bad)
+	}
+}

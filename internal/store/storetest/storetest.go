@@ -34,6 +34,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		"Approvals":             testApprovals,
 		"ProjectPolicy":         testProjectPolicy,
 		"ServerSecret":          testServerSecret,
+		"Checkpoints":           testCheckpoints,
 		"Delivery":              testDelivery,
 		"Usage":                 testUsage,
 		"Parks":                 testParks,
@@ -380,6 +381,38 @@ func testApprovals(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Equal(t, session.ApprovalExpired, exp.Status)
 	_, err = s.GetApproval(ctx, "nope")
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func testCheckpoints(t *testing.T, s store.Store) {
+	newSession(t, s, "s", agent("a", 0))
+	files := []store.CheckpointFile{{Path: "a.txt", Mode: "100644", Blob: "b1"}, {Path: "gone.txt"}}
+	c, created, err := s.SaveCheckpoint(ctx, store.Checkpoint{SessionID: "s", Base: "base", Tree: "t1", CallID: "c1", Files: files},
+		map[string][]byte{"b1": []byte("sealed-1")})
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, 1, c.Step)
+	// The same state again adds nothing.
+	c, created, err = s.SaveCheckpoint(ctx, store.Checkpoint{SessionID: "s", Base: "base", Tree: "t1", CallID: "c2", Files: files}, nil)
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, 1, c.Step)
+	require.Equal(t, "c1", c.CallID)
+	// A blob already kept is kept once.
+	c, created, err = s.SaveCheckpoint(ctx, store.Checkpoint{SessionID: "s", Base: "base", Tree: "t2", CallID: "c3",
+		Files: []store.CheckpointFile{{Path: "a.txt", Mode: "100644", Blob: "b1"}}}, map[string][]byte{"b1": []byte("sealed-1")})
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, 2, c.Step)
+	all, err := s.Checkpoints(ctx, "s")
+	require.NoError(t, err)
+	require.Len(t, all, 2)
+	require.Equal(t, files, all[0].Files)
+	require.Equal(t, "t2", all[1].Tree)
+	b, err := s.Blob(ctx, "b1")
+	require.NoError(t, err)
+	require.Equal(t, []byte("sealed-1"), b)
+	_, err = s.Blob(ctx, "nope")
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+func newHistory(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "history ID [STEP STEP]",
+		Short: "Show the working copy's state after each call that changed a file (a checkpoint per step); with two steps, what changed between them (0: the base)",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 && len(args) != 3 {
+				return fmt.Errorf("want a session, and optionally two steps: paddock sessions history ID [STEP STEP]")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			steps, err := g.remote().History(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if len(args) == 3 {
+				a, b, err := stepsOf(steps, args[1], args[2])
+				if err != nil {
+					return &exitError{code: 2, msg: err.Error()}
+				}
+				changes := StepDiff(a, b)
+				if len(changes) == 0 {
+					fmt.Fprintf(g.io.Out, "no file differs between step %s and step %s\n", args[1], args[2])
+				}
+				for _, c := range changes {
+					fmt.Fprintf(g.io.Out, "%-9s %s\n", c.Status, c.Path)
+				}
+				return nil
+			}
+			if len(steps) == 0 {
+				fmt.Fprintf(g.io.Out, "no call of session %s has changed a file yet\n", args[0])
+				return nil
+			}
+			for _, c := range steps {
+				fmt.Fprintf(g.io.Out, "step %d  %s  after call %s  %d file(s) differ from the base %.12s\n", c.Step, c.CreatedAt.Local().Format("2006-01-02 15:04:05"), c.CallID, len(c.Files), c.Base)
+			}
+			last := steps[len(steps)-1].Step
+			fmt.Fprintf(g.io.Out, "what a step changed: paddock sessions history %s %d %d\n", args[0], last-1, last)
+			return nil
+		},
+	}
+}
+
+// stepsOf finds steps a and b (0 is the base: no file differs).
+func stepsOf(steps []store.Checkpoint, a, b string) (store.Checkpoint, store.Checkpoint, error) {
+	find := func(s string) (store.Checkpoint, error) {
+		n, err := strconv.Atoi(s)
+		if err == nil && n == 0 {
+			return store.Checkpoint{}, nil
+		}
+		for _, c := range steps {
+			if err == nil && c.Step == n {
+				return c, nil
+			}
+		}
+		return store.Checkpoint{}, fmt.Errorf("no step %q: the session has steps 0 (its base) to %d", s, len(steps))
+	}
+	x, err := find(a)
+	if err != nil {
+		return x, x, err
+	}
+	y, err := find(b)
+	return x, y, err
+}
+
+// FileChange is a file whose state differs between two steps.
+type FileChange struct {
+	Path   string
+	Status string // changed, deleted, created (again, after a deletion), reverted (to the base)
+}
+
+// StepDiff lists the files whose state differs between checkpoints a and
+// b. A checkpoint names every file that differs from the base; one it does
+// not name is as in the base.
+func StepDiff(a, b store.Checkpoint) []FileChange {
+	state := func(c store.Checkpoint) map[string]store.CheckpointFile {
+		m := map[string]store.CheckpointFile{}
+		for _, f := range c.Files {
+			m[f.Path] = f
+		}
+		return m
+	}
+	sa, sb := state(a), state(b)
+	var out []FileChange
+	for p, fb := range sb {
+		fa, ina := sa[p]
+		switch {
+		case ina && fa == fb:
+		case fb.Mode == "":
+			out = append(out, FileChange{p, "deleted"})
+		case ina && fa.Mode == "":
+			out = append(out, FileChange{p, "created"})
+		default:
+			out = append(out, FileChange{p, "changed"})
+		}
+	}
+	for p := range sa {
+		if _, inb := sb[p]; !inb {
+			out = append(out, FileChange{p, "reverted"})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}

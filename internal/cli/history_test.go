@@ -1,0 +1,30 @@
+package cli
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+func TestStepDiff(t *testing.T) {
+	f := func(path, mode, blob string) store.CheckpointFile {
+		return store.CheckpointFile{Path: path, Mode: mode, Blob: blob}
+	}
+	step := func(files ...store.CheckpointFile) store.Checkpoint { return store.Checkpoint{Files: files} }
+	for name, c := range map[string]struct {
+		a, b store.Checkpoint
+		want []FileChange
+	}{
+		"base to first":            {step(), step(f("a", "100644", "1"), f("gone", "", "")), []FileChange{{"a", "changed"}, {"gone", "deleted"}}},
+		"same":                     {step(f("a", "100644", "1")), step(f("a", "100644", "1")), nil},
+		"edited again":             {step(f("a", "100644", "1")), step(f("a", "100644", "2")), []FileChange{{"a", "changed"}}},
+		"made executable":          {step(f("a", "100644", "1")), step(f("a", "100755", "1")), []FileChange{{"a", "changed"}}},
+		"back to base":             {step(f("a", "100644", "1")), step(), []FileChange{{"a", "reverted"}}},
+		"deleted, then made again": {step(f("a", "", "")), step(f("a", "100644", "3")), []FileChange{{"a", "created"}}},
+		"later to earlier":         {step(f("a", "100644", "2"), f("b", "100644", "1")), step(f("a", "100644", "1")), []FileChange{{"a", "changed"}, {"b", "reverted"}}},
+	} {
+		require.Equal(t, c.want, StepDiff(c.a, c.b), name)
+	}
+}
