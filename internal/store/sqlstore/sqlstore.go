@@ -344,6 +344,13 @@ func (s *Store) HoldNode(ctx context.Context) (release func() error, err error) 
 	if err != nil {
 		return nil, err
 	}
+	// A node whose machine vanished (no FIN, no RST) must not hold the
+	// lock for the kernel's two hours of silence: the server probes this
+	// connection after 10 s idle and drops it after three missed probes.
+	if _, err := c.ExecContext(ctx, "SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3"); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
 	var got bool
 	if err := c.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", int64(nodeLock)).Scan(&got); err != nil {
 		_ = c.Close()
