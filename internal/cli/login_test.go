@@ -5,10 +5,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,14 +15,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/zitadel/oidc/v3/example/server/exampleop"
-	"github.com/zitadel/oidc/v3/example/server/storage"
 
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/oidctest"
 )
 
 // TestLoginThroughTheDirectory: `paddock login` against a real OpenID
@@ -34,16 +31,7 @@ import (
 // user (no role anywhere), and the token lands in the user's credentials
 // file with mode 600, which later commands use. A forged ID token is a 401.
 func TestLoginThroughTheDirectory(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	issuer := "http://" + ln.Addr().String()
-	storage.RegisterClients(storage.NativeClient("paddock-cli", "http://127.0.0.1/callback"))
-	op := httptest.NewUnstartedServer(exampleop.SetupServer(issuer, storage.NewStorage(storage.NewUserStore(issuer)), slog.New(slog.DiscardHandler), false))
-	op.Listener.Close()
-	op.Listener = ln
-	op.Start()
-	defer op.Close()
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))) // the example OP replaced it
+	issuer := oidctest.Start(t, "paddock-cli", "http://127.0.0.1/callback")
 
 	dir := t.TempDir()
 	a, err := app.Start(context.Background(), config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "boss", LogLevel: slog.LevelWarn,

@@ -4,10 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
@@ -15,12 +13,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/zitadel/oidc/v3/example/server/exampleop"
-	"github.com/zitadel/oidc/v3/example/server/storage"
 
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/oidctest"
 )
 
 // TestLoginThroughTheDirectoryInTheBrowser: the login page's directory
@@ -29,17 +26,8 @@ import (
 // form, back to the callback, and the browser holds a Paddock login as
 // the directory's user. An answer the browser did not ask for is refused.
 func TestLoginThroughTheDirectoryInTheBrowser(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	issuer := "http://" + ln.Addr().String()
-	storage.RegisterClients(storage.NativeClient("paddock-web", "http://127.0.0.1/login/oidc/callback"))
-	op := httptest.NewUnstartedServer(exampleop.SetupServer(issuer, storage.NewStorage(storage.NewUserStore(issuer)), slog.New(slog.DiscardHandler), false))
-	op.Listener.Close()
-	op.Listener = ln
-	op.Start()
-	defer op.Close()
+	issuer := oidctest.Start(t, "paddock-web", "http://127.0.0.1/login/oidc/callback")
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	slog.SetDefault(logger) // the example OP replaced it
 
 	a, err := app.Start(context.Background(), config.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", AdminUser: "boss", LogLevel: slog.LevelWarn,
 		OIDCIssuer: issuer, OIDCClientID: "paddock-web"}, logger)
