@@ -290,3 +290,20 @@ func TestCLIFailuresAreClear(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "the newest 1 shown; there are more")
 }
+
+// TestMigrate: `paddock migrate` applies the store's migrations and says
+// where the schema stands; a second run changes nothing; a database URL
+// that is not PostgreSQL's is refused by name.
+func TestMigrate(t *testing.T) {
+	env := map[string]string{"PADDOCK_DATA_DIR": filepath.Join(t.TempDir(), "new")}
+	code, out, errOut := runEnv(t, env, "", "migrate")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `^the store is at schema version \d+ \(sqlite\)\n$`, out)
+	code, again, errOut := runEnv(t, env, "", "migrate")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, out, again)
+	env["PADDOCK_DATABASE_URL"] = "mysql://x"
+	code, _, errOut = runEnv(t, env, "", "migrate")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "PADDOCK_DATABASE_URL: want a postgres:// URL")
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +16,11 @@ func newMigrate(g *globals) *cobra.Command {
 		Short: "Apply the store's schema migrations and exit (PADDOCK_DATABASE_URL, else the SQLite file in PADDOCK_DATA_DIR); `paddock serve` applies them too",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if g.cfg.DatabaseURL == "" {
+				if err := os.MkdirAll(g.cfg.DataDir, 0o700); err != nil {
+					return fmt.Errorf("data directory %s: %w", g.cfg.DataDir, err)
+				}
+			}
 			s, err := sqlstore.Open(cmd.Context(), app.StoreDSN(g.cfg), nil)
 			if err != nil {
 				return err
