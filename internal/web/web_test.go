@@ -228,8 +228,14 @@ func TestWebAppEndToEnd(t *testing.T) {
 		chromedp.WaitVisible(chromedp.Search(`//article[contains(., "write_file")]//button[@value="approve"]`)),
 		chromedp.Click(chromedp.Search(`//article[contains(., "write_file")]//button[@value="approve"]`)),
 		chromedp.WaitVisible(chromedp.Search(`//ol[@id="transcript"]/li[contains(., "Review the diff")]`)),
-		shot("session-done"),
+		chromedp.WaitVisible(chromedp.Search(`//ol[@id="transcript"]/li[contains(@class, "answer") and contains(., "changelog: yes")]`)),
 	)
+	// The header follows the session without a reload: no longer waiting.
+	pctx, cancelP := context.WithTimeout(bctx, time.Minute)
+	_, err = chromedp.Run(pctx, chromedp.Poll[bool](`document.getElementById("status").textContent === "awaiting" && !document.getElementById("ambient").textContent.includes("waiting for")`))
+	cancelP()
+	require.NoError(t, err, "the session page's status and ambient line follow the session")
+	run("the finished session", shot("session-done"))
 	run("hold and release",
 		chromedp.SendKeys(chromedp.ID("reason"), "inspecting"),
 		chromedp.Click(chromedp.Search(`//form[contains(@action, "/hold")]//button`)),

@@ -37,6 +37,24 @@ function transcript(list) {
     list.append(li);
     return li;
   };
+  // The header (status, what the agent is doing now) follows the session:
+  // read again on every status change, and every few seconds.
+  let pending = null;
+  const header = () => {
+    if (pending) return;
+    pending = setTimeout(async () => {
+      pending = null;
+      try {
+        const r = await fetch("/v1/sessions/" + encodeURIComponent(id), { credentials: "same-origin" });
+        if (!r.ok) return;
+        const x = await r.json();
+        status.textContent = x.status;
+        status.className = "status status-" + x.status;
+        if (ambient) ambient.textContent = x.ambientStatus || "";
+      } catch { /* the next one tries again */ }
+    }, 200);
+  };
+  setInterval(header, 5000);
   const src = new EventSource("/v1/sessions/" + encodeURIComponent(id) + "/events");
   src.onmessage = (m) => handle(m);
   for (const kind of ["status", "user_message", "assistant_text", "assistant_message", "tool_call", "question", "answer", "notice", "park", "budget", "network", "phase", "turn", "command", "compaction"]) {
@@ -52,6 +70,7 @@ function transcript(list) {
       case "status":
         if (data.status) { status.textContent = data.status; status.className = "status status-" + data.status; }
         assistant = null;
+        header();
         break;
       case "user_message":
         add("user", (data.sender && data.sender.id) || "you", data.text);
@@ -79,7 +98,12 @@ function transcript(list) {
         add("question", "question", (data.questions || []).map((q) => q.question).join(" / "));
         if (d.seq > seen) waiting("an answer");
         break;
-      case "answer":
+      case "answer": {
+        const picked = Object.entries(data.answers || {}).map(([q, a]) => q + ": " + a);
+        if (data.response) picked.push(data.response);
+        add("answer", "answer", picked.join(" · "));
+        break;
+      }
       case "notice":
         add(kind, kind, data.text || "");
         break;
