@@ -656,7 +656,7 @@ func mcpServer(sp spec.Agent, name string) (tool.MCPServer, string, bool) {
 // call to one would only be refused). An unreachable MCP server is noted
 // in the transcript and its tools left out.
 func (a *Activities) offered(ctx context.Context, s session.Session, sp spec.Agent, turnID string, step int) []provider.ToolSpec {
-	p, err := a.pinned(s)
+	p, err := PinnedPolicy(s)
 	all := a.Tools.Only(sp.Tools).Specs()
 	if servers := mcpServers(sp); len(servers) > 0 {
 		if a.runsCommands(sp) {

@@ -75,8 +75,9 @@ type GateResult struct {
 	ContinueAfterRejection bool
 }
 
-// pinned returns the policy pinned on the session.
-func (a *Activities) pinned(s session.Session) (*policy.Policy, error) {
+// PinnedPolicy is the policy session s was started with (the default one
+// for a session recorded before policies were pinned).
+func PinnedPolicy(s session.Session) (*policy.Policy, error) {
 	if len(s.Policy) == 0 {
 		return policy.Default(), nil
 	}
@@ -126,7 +127,7 @@ func (a *Activities) Gate(ctx context.Context, sessionID, turnID string, call pr
 	if err != nil {
 		return GateResult{}, err
 	}
-	p, err := a.pinned(s)
+	p, err := PinnedPolicy(s)
 	if err != nil {
 		return GateResult{}, nonRetryable(err)
 	}
@@ -229,7 +230,7 @@ func (a *Activities) RequestApproval(ctx context.Context, sessionID, turnID stri
 	if err != nil {
 		return ApprovalRequest{}, err
 	}
-	p, err := a.pinned(s)
+	p, err := PinnedPolicy(s)
 	if err != nil {
 		return ApprovalRequest{}, nonRetryable(err)
 	}
@@ -297,7 +298,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		}
 		return ToolOutcome{State: state}, a.callEvent(ctx, sessionID, turnID, d)
 	}
-	p, err := a.pinned(s)
+	p, err := PinnedPolicy(s)
 	if err != nil {
 		return finish(session.CallRejected, "", "the policy could not be evaluated, so the call is refused: "+err.Error())
 	}

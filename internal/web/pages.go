@@ -13,7 +13,9 @@ import (
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/shellcheck"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/workspace"
@@ -148,11 +150,42 @@ func (a *App) sessions(w http.ResponseWriter, r *http.Request) {
 	a.render(w, r, http.StatusOK, "sessions", "Sessions", l)
 }
 
+// Pending is a call waiting for a decision, with the analyzer's verdict on
+// each piece of a shell command under the session's pinned policy.
+type Pending struct {
+	session.Approval
+	Pieces []shellcheck.Piece
+}
+
+// pending explains approvals: a command's pieces, as the gate saw them.
+func (a *App) pending(r *http.Request, aps []session.Approval) []Pending {
+	out := make([]Pending, len(aps))
+	sessions := map[string]session.Session{}
+	for i, ap := range aps {
+		out[i].Approval = ap
+		if ap.Tool != policy.ShellTool {
+			continue
+		}
+		x, ok := sessions[ap.SessionID]
+		if !ok {
+			var err error
+			if x, err = a.Service.Store.GetSession(r.Context(), ap.SessionID); err != nil {
+				continue
+			}
+			sessions[ap.SessionID] = x
+		}
+		if p, err := engine.PinnedPolicy(x); err == nil {
+			out[i].Pieces = p.Evaluate(ap.Tool, ap.Args).Pieces
+		}
+	}
+	return out
+}
+
 // Page is the session page.
 type Page struct {
 	Session   session.Session
 	Question  *session.Question
-	Approvals []session.Approval
+	Approvals []Pending
 	Parks     []session.Park
 	CanSteer  bool
 	CanDecide bool
@@ -182,7 +215,8 @@ func (a *App) session(w http.ResponseWriter, r *http.Request) {
 	}
 	p := Page{Session: x, CanSteer: a.can(r, x.Project, identity.Steer), CanDecide: a.can(r, x.Project, identity.Approve),
 		CanAudit: a.can(r, x.Project, identity.Audit)}
-	p.Approvals, _ = a.Service.Store.ListApprovals(r.Context(), store.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
+	aps, _ := a.Service.Store.ListApprovals(r.Context(), store.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
+	p.Approvals = a.pending(r, aps)
 	p.Parks, _ = a.Service.Store.ListParks(r.Context(), x.ID, true)
 	p.Question = a.openQuestion(r, x.ID)
 	if last, err := a.Service.Store.ListEvents(r.Context(), x.ID, 0, 0); err == nil && len(last) > 0 {
@@ -319,7 +353,7 @@ func (a *App) answer(w http.ResponseWriter, r *http.Request) {
 
 // Inbox is what waits on the caller.
 type Inbox struct {
-	Approvals []session.Approval
+	Approvals []Pending
 	Parked    []engine.Parked
 	// Requests wait on the caller as the requester of their sessions:
 	// credentials to give, an identity to choose.
@@ -341,18 +375,19 @@ func (a *App) inbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in Inbox
-	in.Approvals, err = a.Service.Store.ListApprovals(r.Context(), store.ApprovalFilter{Status: session.ApprovalPending, Scoped: !all, Within: within})
+	aps, err := a.Service.Store.ListApprovals(r.Context(), store.ApprovalFilter{Status: session.ApprovalPending, Scoped: !all, Within: within})
 	if err != nil {
 		a.problem(w, r, err)
 		return
 	}
+	in.Approvals = a.pending(r, aps)
 	parked, err := a.Service.Parked(r.Context(), store.SessionFilter{Scoped: !all, Within: within})
 	if err != nil {
 		a.problem(w, r, err)
 		return
 	}
 	for _, p := range parked {
-		if !slices.ContainsFunc(in.Approvals, func(ap session.Approval) bool { return ap.SessionID == p.Session.ID }) && !own(p) {
+		if !slices.ContainsFunc(in.Approvals, func(ap Pending) bool { return ap.SessionID == p.Session.ID }) && !own(p) {
 			in.Parked = append(in.Parked, p)
 		}
 	}

@@ -61,7 +61,7 @@ func New(svc *engine.Service, logger *slog.Logger) (*App, error) {
 		"json":  func(b []byte) string { return string(b) },
 		// dict passes a page and an approval to the approval partial,
 		// which returns to the page it was decided from.
-		"dict": func(root view, a session.Approval) map[string]any {
+		"dict": func(root view, a Pending) map[string]any {
 			next := "/inbox"
 			if root.Title != "Inbox" {
 				next = "/sessions/" + a.SessionID

@@ -1,0 +1,197 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/store/pgtest"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore"
+)
+
+func atk3Session(t *testing.T, s *sqlstore.Store, id string) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, s.EnsureProject(ctx, "p"))
+	_, _, err := s.CreateSession(ctx, store.NewSession{ID: id, Project: "p", Agent: store.Agent{Project: "p", Name: "a", Spec: []byte(`{}`), Digest: "d"},
+		CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "u"}, StartKind: session.KindStart})
+	require.NoError(t, err)
+}
+
+// TestAttack3PGConcurrentOpen: nodes (or `paddock migrate` beside a
+// starting server) opening one fresh database at once all get a migrated
+// store. The migrations run under the advisory lock, but the CREATE TABLE
+// IF NOT EXISTS schema_migrations before them does not, and PostgreSQL's
+// IF NOT EXISTS is not safe under concurrency (pg_type unique violation).
+func TestAttack3PGConcurrentOpen(t *testing.T) {
+	for round := 0; round < 3; round++ {
+		url := pgtest.URL(t)
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s, err := sqlstore.Open(context.Background(), url, nil)
+				if err == nil {
+					_ = s.Close()
+				}
+				errs[i] = err
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			require.NoError(t, err, "round %d, opener %d", round, i)
+		}
+	}
+}
+
+// TestAttack3PGConcurrentSequences: two stores on one database writing the
+// same session's checkpoints and events at once get distinct, gapless
+// steps and sequence numbers, and every blob is stored once. (The
+// transaction-wide advisory lock serialises them.)
+func TestAttack3PGConcurrentSequences(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	a, err := sqlstore.Open(ctx, url, nil)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := sqlstore.Open(ctx, url, nil)
+	require.NoError(t, err)
+	defer b.Close()
+	atk3Session(t, a, "s1")
+	const n = 25
+	var wg sync.WaitGroup
+	errc := make(chan error, 4*n)
+	for _, st := range []*sqlstore.Store{a, b} {
+		for i := 0; i < n; i++ {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				tree := fmt.Sprintf("%p-%d", st, i)
+				_, _, err := st.SaveCheckpoint(ctx, store.Checkpoint{SessionID: "s1", Base: "b", Tree: tree, CallID: tree,
+					Files: []store.CheckpointFile{{Path: "f", Mode: "100644", Blob: "shared"}}}, map[string][]byte{"shared": []byte("x\x00y")})
+				errc <- err
+			}()
+			go func() {
+				defer wg.Done()
+				_, err := st.AppendEvent(ctx, session.Event{SessionID: "s1", Kind: session.EventAssistantText, Data: []byte(`{"text":"hi"}`)})
+				errc <- err
+			}()
+		}
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		require.NoError(t, err)
+	}
+	cps, err := b.Checkpoints(ctx, "s1")
+	require.NoError(t, err)
+	require.Len(t, cps, 2*n)
+	for i, c := range cps {
+		require.Equal(t, int64(i+1), int64(c.Step))
+	}
+	blob, err := a.Blob(ctx, "shared")
+	require.NoError(t, err)
+	require.Equal(t, []byte("x\x00y"), blob)
+	evs, err := a.ListEvents(ctx, "s1", 0, 10000)
+	require.NoError(t, err)
+	for i := 1; i < len(evs); i++ {
+		require.Equal(t, evs[i-1].Seq+1, evs[i].Seq)
+	}
+}
+
+// TestAttack3PGInjectionShapedValues: values shaped like SQL (quotes,
+// placeholders, comments, JSON operators) are data on both dialects.
+func TestAttack3PGInjectionShapedValues(t *testing.T) {
+	ctx := context.Background()
+	for name, dsn := range map[string]string{"sqlite": filepath.Join(t.TempDir(), "p.db"), "postgres": pgtest.URL(t)} {
+		s, err := sqlstore.Open(ctx, dsn, nil)
+		require.NoError(t, err)
+		id := `s'?$1--?/*?*/"?`
+		atk3Session(t, s, id)
+		weird := []store.CheckpointFile{{Path: `a'?b $1 -- ?| ?& ->> '`, Mode: "100644", Blob: `'; DROP TABLE blobs; --`}}
+		_, _, err = s.SaveCheckpoint(ctx, store.Checkpoint{SessionID: id, Base: "?", Tree: "'?'", CallID: "$2", Files: weird}, map[string][]byte{`'; DROP TABLE blobs; --`: []byte("?")})
+		require.NoError(t, err, name)
+		cps, err := s.Checkpoints(ctx, id)
+		require.NoError(t, err, name)
+		require.Equal(t, weird, cps[0].Files, name)
+		require.Equal(t, "?", cps[0].Base, name)
+		_, err = s.Checkpoints(ctx, "s1' OR '1'='1")
+		require.NoError(t, err, name)
+		_, err = s.Blob(ctx, "' OR 1=1 --")
+		require.ErrorIs(t, err, store.ErrNotFound, name)
+		_ = s.Close()
+	}
+}
+
+// TestAttack3PGRawTextLikeSQLite: text SQLite keeps (a NUL byte, invalid
+// UTF-8 — what a failing tool, a provider's error body or a file name may
+// put in an error or status line) must not make the same write fail on
+// PostgreSQL: there a turn that cannot be settled, or a session that cannot
+// be failed, is stuck (the activity retries the same write forever).
+// FAILS on PostgreSQL: TEXT rejects both.
+func TestAttack3PGRawTextLikeSQLite(t *testing.T) {
+	ctx := context.Background()
+	for name, dsn := range map[string]string{"sqlite": filepath.Join(t.TempDir(), "p.db"), "postgres": pgtest.URL(t)} {
+		s, err := sqlstore.Open(ctx, dsn, nil)
+		require.NoError(t, err)
+		for i, text := range []string{"bad\x00byte", "bad \xff\xfe utf-8"} {
+			id := fmt.Sprintf("s%d", i)
+			atk3Session(t, s, id)
+			require.NoError(t, s.SetDisplay(ctx, id, "", "turn failed: "+text), "%s: SetDisplay %q", name, text)
+			require.NoError(t, s.FailSession(ctx, id, "tool failed: "+text), "%s: FailSession %q", name, text)
+		}
+		_ = s.Close()
+	}
+}
+
+// TestAttack3PGNodeLockSurvivesLostConnection: the node lock is a session
+// lock on one pooled connection; when that connection is dropped (a
+// 25-second partition with the keepalives set, a PostgreSQL restart or
+// failover, an idle-session timeout, pg_terminate_backend) the lock is
+// gone while the node keeps serving, nothing notices, and a second node's
+// HoldNode succeeds: two nodes run the same sessions.
+// FAILS: split brain after a dropped lock connection.
+func TestAttack3PGNodeLockSurvivesLostConnection(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	a, err := sqlstore.Open(ctx, url, nil)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := sqlstore.Open(ctx, url, nil)
+	require.NoError(t, err)
+	defer b.Close()
+	releaseA, err := a.HoldNode(ctx)
+	require.NoError(t, err)
+	defer releaseA()
+	_, err = b.HoldNode(ctx)
+	require.Error(t, err, "a second node is refused while the first holds the lock")
+
+	// Drop node A's lock connection, as a network partition would.
+	db, err := sql.Open("pgx", url)
+	require.NoError(t, err)
+	defer db.Close()
+	res, err := db.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted`, int64(0x6e6f6465))
+	require.NoError(t, err)
+	n, _ := res.RowsAffected()
+	require.Equal(t, int64(1), n)
+	time.Sleep(200 * time.Millisecond)
+
+	// Node A still runs (its other connections reconnect) ...
+	require.NoError(t, a.EnsureProject(ctx, "still-serving"))
+	// ... and node B now gets the lock.
+	releaseB, err := b.HoldNode(ctx)
+	if err == nil {
+		_ = releaseB()
+		t.Fatal("node B holds the node lock while node A still serves: nothing tells A its lock is gone")
+	}
+}
