@@ -51,7 +51,14 @@ type App struct {
 	closers  []func() error
 	logger   *slog.Logger
 	hostPort string
+	// lost tells that this node lost its hold on the database.
+	lost chan error
 }
+
+// Lost is told when this node lost its hold on a shared database (another
+// node may serve it now): the node stops working on sessions at once, and
+// whoever runs it should stop it.
+func (a *App) Lost() <-chan error { return a.lost }
 
 // Providers returns the model providers Paddock knows. The SDK-backed ones
 // read their own variables (ANTHROPIC_API_KEY, OPENAI_BASE_URL, ...) when a
@@ -86,7 +93,14 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		return nil, err
 	}
 	a.closers = append(a.closers, db.Close)
-	release, err := db.HoldNode(ctx)
+	a.lost = make(chan error, 1)
+	release, err := db.HoldNode(ctx, func(err error) {
+		logger.Error("stopping: no more work on sessions here", "err", err)
+		if a.worker != nil {
+			go a.worker.Stop() // no activity of this node's runs again
+		}
+		a.lost <- err
+	})
 	if err != nil {
 		return nil, err
 	}

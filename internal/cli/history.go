@@ -30,12 +30,15 @@ func newHistory(g *globals) *cobra.Command {
 				if err != nil {
 					return &exitError{code: 2, msg: err.Error()}
 				}
+				if a.Base != "" && b.Base != "" && a.Base != b.Base {
+					fmt.Fprintf(g.io.Out, "an acceptance moved the base between steps %s and %s (%.12s, then %.12s): each file below is compared as it stood against its own step's base\n", args[1], args[2], a.Base, b.Base)
+				}
 				changes := StepDiff(a, b)
 				if len(changes) == 0 {
 					fmt.Fprintf(g.io.Out, "no file differs between step %s and step %s\n", args[1], args[2])
 				}
 				for _, c := range changes {
-					fmt.Fprintf(g.io.Out, "%-9s %s\n", c.Status, c.Path)
+					fmt.Fprintf(g.io.Out, "%-9s %s\n", c.Status, printable(c.Path))
 				}
 				return nil
 			}
@@ -44,7 +47,10 @@ func newHistory(g *globals) *cobra.Command {
 				return nil
 			}
 			for _, c := range steps {
-				fmt.Fprintf(g.io.Out, "step %d  %s  after call %s  %d file(s) differ from the base %.12s\n", c.Step, c.CreatedAt.Local().Format("2006-01-02 15:04:05"), c.CallID, len(c.Files), c.Base)
+				fmt.Fprintf(g.io.Out, "step %d  %s  after %s  %d file(s) differ from the base %.12s\n", c.Step, c.CreatedAt.Local().Format("2006-01-02 15:04:05"), printable(c.CallID), len(c.Files), c.Base)
+				for _, s := range c.Skipped {
+					fmt.Fprintf(g.io.Out, "  not held: %s\n", printable(s))
+				}
 			}
 			last := steps[len(steps)-1].Step
 			fmt.Fprintf(g.io.Out, "what a step changed: paddock sessions history %s %d %d\n", args[0], last-1, last)

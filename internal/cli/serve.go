@@ -37,7 +37,12 @@ func newServe(g *globals) *cobra.Command {
 			}
 			fmt.Fprintf(g.io.Out, "paddock serving on %s (%s, data in %s)\n", a.URL, engine, cfg.DataDir)
 			fmt.Fprintf(g.io.Out, "use it from another terminal: export PADDOCK_SERVER=%s\n", a.URL)
-			<-ctx.Done()
+			select {
+			case <-ctx.Done():
+			case err := <-a.Lost():
+				a.Stop()
+				return err
+			}
 			fmt.Fprintln(g.io.Out, "shutting down…")
 			a.Stop()
 			return nil

@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -15,62 +17,103 @@ import (
 )
 
 // A session's working copy lives on the disk of the node that runs it.
-// After every call that may change files its state relative to the base
-// commit is checkpointed into the store (each file's content kept once,
-// sealed with the content key, by the SHA-256 of the plain content), so
-// that a node without the copy (a fresh one after its predecessor was
-// lost) makes it again from the repository at the base plus the last
-// checkpoint before running anything. The per-step history follows.
+// After every call that may change files, and after an acceptance or a
+// rejection, its state relative to the base commit is checkpointed into
+// the store: each changed file's bytes kept once, sealed with the content
+// key, by the SHA-256 of the plain bytes; an acceptance's snapshot commit
+// as a git bundle. A node without the copy (a fresh one, after its
+// predecessor was lost) makes it again from the repository, the bundles
+// and the last checkpoint before running anything. The per-step history
+// follows.
 
 // blobAD binds a sealed blob to its ID: a blob moved under another ID
 // does not open.
 func blobAD(id string) []byte { return []byte("blob/" + id) }
 
-// checkpoint records the copy's state after call callID; a failure is
-// told in the transcript (the session goes on; only a takeover from this
-// step would be impossible).
-func (a *Activities) checkpoint(ctx context.Context, s session.Session, callID string) {
-	if s.Workdir == "" || s.BaseCommit == "" || a.ContentKey == nil {
+// keepBlob seals data for the store, by the ID of its plain bytes.
+func keepBlob(key Cipher, data []byte, blobs map[string][]byte) string {
+	sum := sha256.Sum256(data)
+	id := hex.EncodeToString(sum[:])
+	blobs[id] = key.Encrypt(data, blobAD(id))
+	return id
+}
+
+// recordCopy checkpoints the copy of s after callID (a call's ID, or
+// "accept"/"reject"); prevBase, when the base just moved from it, makes
+// the checkpoint carry the bundle of the new base. A failure is told in
+// the transcript: the session goes on, only a takeover from here would
+// not be faithful.
+func recordCopy(ctx context.Context, st store.Store, key Cipher, s session.Session, callID, prevBase string) {
+	if s.Workdir == "" || s.BaseCommit == "" || key == nil {
 		return
 	}
+	var skipped []string
 	err := func() error {
-		tree, changes, err := workspace.Changes(ctx, s.Workdir, s.BaseCommit)
+		state, err := workspace.Capture(ctx, s.Workdir, s.BaseCommit)
 		if err != nil {
 			return err
 		}
+		skipped = state.Skipped
+		last, err := st.LastCheckpoint(ctx, s.ID)
+		first := errors.Is(err, store.ErrNotFound)
+		if err != nil && !first {
+			return err
+		}
 		known := map[string]bool{}
-		if prev, err := a.Store.Checkpoints(ctx, s.ID); err == nil && len(prev) > 0 {
-			for _, f := range prev[len(prev)-1].Files {
-				known[f.Blob] = true
-			}
+		for _, f := range last.Files {
+			known[f.Blob] = true
 		}
-		files := make([]store.CheckpointFile, len(changes))
 		blobs := map[string][]byte{}
-		for i, c := range changes {
-			files[i] = store.CheckpointFile{Path: c.Path, Mode: c.Mode}
-			if c.Mode == "" {
-				continue
-			}
-			sum := sha256.Sum256(c.Data)
-			id := hex.EncodeToString(sum[:])
-			files[i].Blob = id
-			if !known[id] {
-				blobs[id] = a.ContentKey.Encrypt(c.Data, blobAD(id))
+		c := store.Checkpoint{SessionID: s.ID, Base: s.BaseCommit, Tree: state.Tree, CallID: callID, Skipped: state.Skipped,
+			Files: make([]store.CheckpointFile, len(state.Files))}
+		for i, f := range state.Files {
+			c.Files[i] = store.CheckpointFile{Path: f.Path, Mode: f.Mode}
+			if f.Mode != "" {
+				sum := sha256.Sum256(f.Data)
+				if c.Files[i].Blob = hex.EncodeToString(sum[:]); !known[c.Files[i].Blob] {
+					keepBlob(key, f.Data, blobs)
+				}
 			}
 		}
-		_, _, err = a.Store.SaveCheckpoint(ctx, store.Checkpoint{SessionID: s.ID, Base: s.BaseCommit, Tree: tree, CallID: callID, Files: files}, blobs)
+		// A base the repository of origin lacks travels as a bundle: the
+		// snapshot of an acceptance, or the first commit of a copy made
+		// without a repository.
+		from, bundled := "", first && s.Repo == ""
+		if prevBase != "" && prevBase != s.BaseCommit {
+			from, bundled = prevBase, true
+		}
+		if bundled {
+			b, err := workspace.BaseBundle(ctx, s.Workdir, s.BaseCommit, from)
+			if err != nil {
+				return err
+			}
+			c.Bundle = keepBlob(key, b, blobs)
+		}
+		_, _, err = st.SaveCheckpoint(ctx, c, blobs)
 		return err
 	}()
-	if err != nil {
-		data, _ := json.Marshal(session.TextData{Text: "the working copy could not be checkpointed after this call (" + err.Error() + "): should this node be lost, the session could not be taken over from here"})
-		_, _ = a.Store.AppendEvent(ctx, session.Event{SessionID: s.ID, Kind: session.EventNotice, Key: "checkpoint/" + callID, Data: data})
+	text := ""
+	switch {
+	case err != nil:
+		text = "the working copy could not be checkpointed (" + err.Error() + "): should this node be lost, the session could not be taken over faithfully from here"
+	case len(skipped) > 0:
+		text = "left out of the working copy's checkpoint (a node taking the session over would not have them): " + strings.Join(skipped, "; ")
+	default:
+		return
 	}
+	data, _ := json.Marshal(session.TextData{Text: text})
+	_, _ = st.AppendEvent(ctx, session.Event{SessionID: s.ID, Kind: session.EventNotice, Key: "checkpoint/" + callID, Data: data})
+}
+
+// checkpoint records the copy's state after call callID.
+func (a *Activities) checkpoint(ctx context.Context, s session.Session, callID string) {
+	recordCopy(ctx, a.Store, a.ContentKey, s, callID, "")
 }
 
 // ensureCopy makes the session's working copy on this node when it is not
 // here (its node was lost, or this is a fresh node on the same database):
-// from the repository at the base commit plus the last checkpoint. s is
-// updated with where the copy now is.
+// from the repository, the bundles of its accepted snapshots and the last
+// checkpoint. s is updated with where the copy now is.
 func (a *Activities) ensureCopy(ctx context.Context, s *session.Session, sp spec.Agent) error {
 	if s.Workdir == "" {
 		return nil
@@ -85,23 +128,46 @@ func (a *Activities) ensureCopy(ctx context.Context, s *session.Session, sp spec
 	if err != nil {
 		return err
 	}
-	var changes []workspace.Change
+	open := func(id, what string) ([]byte, error) {
+		sealed, err := a.Store.Blob(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("the working copy is not on this node and its %s is missing from the store: %w", what, err)
+		}
+		data, err := a.ContentKey.Decrypt(sealed, blobAD(id))
+		if err != nil {
+			return nil, fmt.Errorf("the working copy is not on this node and its %s does not open with this node's content key (PADDOCK_ENCRYPTION_KEY): %w", what, err)
+		}
+		return data, nil
+	}
+	var bundles [][]byte
+	var files []workspace.Change
 	from := "its base commit (no call had changed a file)"
-	if n := len(all); n > 0 && all[n-1].Base == s.BaseCommit {
+	if n := len(all); n > 0 {
 		last := all[n-1]
-		from = fmt.Sprintf("checkpoint %d", last.Step)
+		if last.Base != s.BaseCommit {
+			return fmt.Errorf("the working copy is not on this node, and no checkpoint has its base %.12s: it cannot be made again faithfully", s.BaseCommit)
+		}
+		for _, c := range all {
+			if c.Bundle != "" {
+				b, err := open(c.Bundle, fmt.Sprintf("snapshot of step %d", c.Step))
+				if err != nil {
+					return err
+				}
+				bundles = append(bundles, b)
+			}
+		}
 		for _, f := range last.Files {
 			c := workspace.Change{Path: f.Path, Mode: f.Mode}
 			if f.Mode != "" {
-				sealed, err := a.Store.Blob(ctx, f.Blob)
-				if err != nil {
-					return fmt.Errorf("the working copy is not on this node and checkpoint %d lacks %s: %w", last.Step, f.Path, err)
-				}
-				if c.Data, err = a.ContentKey.Decrypt(sealed, blobAD(f.Blob)); err != nil {
-					return fmt.Errorf("the working copy is not on this node and checkpoint %d does not open with this node's content key (PADDOCK_ENCRYPTION_KEY): %w", last.Step, err)
+				if c.Data, err = open(f.Blob, fmt.Sprintf("checkpoint %d's %s", last.Step, f.Path)); err != nil {
+					return err
 				}
 			}
-			changes = append(changes, c)
+			files = append(files, c)
+		}
+		from = fmt.Sprintf("checkpoint %d", last.Step)
+		if len(last.Skipped) > 0 {
+			from += " (without what it could not hold: " + strings.Join(last.Skipped, "; ") + ")"
 		}
 	}
 	dir, err := a.Copies.dir(ctx, *s, a.runsCommands(sp))
@@ -109,8 +175,7 @@ func (a *Activities) ensureCopy(ctx context.Context, s *session.Session, sp spec
 		return err
 	}
 	_ = os.RemoveAll(dir) // what a restore cut short left
-	base, err := workspace.Restore(ctx, s.Repo, dir, s.BaseCommit, changes)
-	if err != nil {
+	if err := workspace.Restore(ctx, s.Repo, dir, s.BaseCommit, bundles, files); err != nil {
 		return fmt.Errorf("the working copy is not on this node and could not be made again: %w", err)
 	}
 	if a.Copies.UID != 0 {
@@ -118,10 +183,10 @@ func (a *Activities) ensureCopy(ctx context.Context, s *session.Session, sp spec
 			return fmt.Errorf("hand the restored working copy to the sandbox user: %w", err)
 		}
 	}
-	if err := a.Store.SetWorkspace(ctx, s.ID, dir, base); err != nil {
+	if err := a.Store.SetWorkspace(ctx, s.ID, dir, s.BaseCommit); err != nil {
 		return err
 	}
-	s.Workdir, s.BaseCommit = dir, base
+	s.Workdir = dir
 	data, _ := json.Marshal(session.TextData{Text: "the working copy was not on this node: made again from the repository and " + from})
 	_, err = a.Store.AppendEvent(ctx, session.Event{SessionID: s.ID, Kind: session.EventNotice, Key: "restore/" + a.Now().UTC().Format("20060102T150405.000000000"), Data: data})
 	return err

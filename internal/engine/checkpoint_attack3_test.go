@@ -70,7 +70,6 @@ func (e *atk3) session(t *testing.T, id, project string) session.Session {
 // then the node is lost before the agent's next file-changing call. The
 // next call's ensureCopy restores the last checkpoint, whose base still
 // matches: the rejected change is back in the copy, silently.
-// FAILS: a discarded change is resurrected.
 func TestAttack3RejectedChangesComeBack(t *testing.T) {
 	ctx := context.Background()
 	e := atk3Setup(t)
@@ -81,9 +80,11 @@ func TestAttack3RejectedChangesComeBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, cps, 1)
 
-	// What Service.Reject does: Copies.Discard, then Deliver(base, base).
+	// What Service.Reject does: Copies.Discard, Deliver(base, base), and
+	// the copy's state recorded.
 	require.NoError(t, e.acts.Copies.Discard(ctx, s))
 	require.NoError(t, e.st.Deliver(ctx, s.ID, s.BaseCommit, s.BaseCommit, session.DeliveryRejected, session.Sender{Kind: session.SenderOperator, ID: "root"}, "changes discarded"))
+	recordCopy(ctx, e.st, e.acts.ContentKey, s, "reject", "")
 	require.NoFileExists(t, filepath.Join(s.Workdir, "backdoor.sh"))
 
 	// The node is lost; a fresh one runs the next call.
@@ -98,7 +99,6 @@ func TestAttack3RejectedChangesComeBack(t *testing.T) {
 // the copy's snapshot commit, which the repository of origin does not have;
 // a node that lost the copy fails every later call ("no longer has the
 // session's base").
-// FAILS: a session cannot be taken over once a diff was accepted.
 func TestAttack3CheckpointAfterAcceptRestores(t *testing.T) {
 	ctx := context.Background()
 	e := atk3Setup(t)
@@ -110,8 +110,11 @@ func TestAttack3CheckpointAfterAcceptRestores(t *testing.T) {
 	next, err := workspace.Snapshot(ctx, s.Workdir, s.BaseCommit, d.Tree, "accepted")
 	require.NoError(t, err)
 	require.NoError(t, e.st.Deliver(ctx, s.ID, s.BaseCommit, next, session.DeliveryAccepted, session.Sender{Kind: session.SenderOperator, ID: "root"}, "uncommitted"))
+	prev := s.BaseCommit
 	s, err = e.st.GetSession(ctx, s.ID)
 	require.NoError(t, err)
+	// What Service.Accept does next: the new base recorded, with its bundle.
+	recordCopy(ctx, e.st, e.acts.ContentKey, s, "accept", prev)
 	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "b.txt"), []byte("after\n"), 0o644))
 	e.acts.checkpoint(ctx, s, "call-2")
 

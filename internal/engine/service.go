@@ -1001,7 +1001,12 @@ func (s *Service) accept(ctx context.Context, id string, req AcceptRequest, by s
 	if err := s.Store.Deliver(ctx, id, req.Base, next, session.DeliveryAccepted, by, note); err != nil {
 		return x, err
 	}
-	return s.Store.GetSession(ctx, id)
+	x, err = s.Store.GetSession(ctx, id)
+	if err == nil {
+		// The new base is a commit only this copy has: checkpointed with it.
+		recordCopy(ctx, s.Store, s.ContentKey, x, "accept", req.Base)
+	}
+	return x, err
 }
 
 // Reject discards the session's changes: the working copy returns to its
@@ -1038,6 +1043,8 @@ func (s *Service) Reject(ctx context.Context, id string, by session.Sender) (ses
 	if err := s.Store.Deliver(ctx, id, x.BaseCommit, x.BaseCommit, session.DeliveryRejected, by, "changes discarded"); err != nil {
 		return x, err
 	}
+	// What was discarded must not come back with a copy made again.
+	recordCopy(ctx, s.Store, s.ContentKey, x, "reject", "")
 	return s.Store.GetSession(ctx, id)
 }
 

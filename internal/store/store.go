@@ -304,6 +304,8 @@ type Store interface {
 	// session's, oldest first; Blob reads one blob.
 	SaveCheckpoint(ctx context.Context, c Checkpoint, blobs map[string][]byte) (Checkpoint, bool, error)
 	Checkpoints(ctx context.Context, sessionID string) ([]Checkpoint, error)
+	// LastCheckpoint is a session's latest checkpoint (ErrNotFound: none).
+	LastCheckpoint(ctx context.Context, sessionID string) (Checkpoint, error)
 	Blob(ctx context.Context, id string) ([]byte, error)
 	// ServerSecret keeps fresh (sealed) as the server's secret name unless
 	// one is kept already, and returns the one kept: every node of a
@@ -355,7 +357,14 @@ type Checkpoint struct {
 	Tree      string           `json:"tree"`
 	CallID    string           `json:"callId"`
 	Files     []CheckpointFile `json:"files"`
-	CreatedAt time.Time        `json:"createdAt"`
+	// Skipped says what the checkpoint could not hold (a file too large, a
+	// nested repository): a copy made again from it lacks those.
+	Skipped []string `json:"skipped,omitempty"`
+	// Bundle is the blob of a git bundle that makes Base from the previous
+	// checkpoint's base (the snapshot an acceptance committed), or, for a
+	// copy without a repository, Base itself.
+	Bundle    string    `json:"bundle,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // CheckpointFile is a file of a checkpoint: its git mode and the blob of

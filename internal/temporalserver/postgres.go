@@ -32,6 +32,10 @@ func preparePostgres(ctx context.Context, rawURL string) (store, visibility *con
 	if name == "" {
 		return nil, nil, fmt.Errorf("PADDOCK_DATABASE_URL names no database: want postgres://USER:PASSWORD@HOST:PORT/NAME")
 	}
+	// PostgreSQL cuts names at 63 bytes: NAME_temporal_visibility must fit.
+	if len(name)+len("_temporal_visibility") > 63 {
+		return nil, nil, fmt.Errorf("PADDOCK_DATABASE_URL: database name %q is too long: Temporal's databases beside it are named NAME_temporal and NAME_temporal_visibility, which PostgreSQL would cut; use a name of at most 43 bytes", name)
+	}
 	host, port := u.Hostname(), u.Port()
 	if port == "" {
 		port = "5432"

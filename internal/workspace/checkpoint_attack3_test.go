@@ -25,10 +25,11 @@ func atk3Copy(t *testing.T) (src, base, work string) {
 func atk3Roundtrip(t *testing.T, src, base, work string) (again string, changes []Change) {
 	t.Helper()
 	ctx := context.Background()
-	_, changes, err := Changes(ctx, work, base)
+	cap_changes, err := Capture(ctx, work, base)
+	changes = cap_changes.Files
 	require.NoError(t, err)
 	again = filepath.Join(t.TempDir(), "again")
-	_, err = Restore(ctx, src, again, base, changes)
+	err = Restore(ctx, src, again, base, nil, changes)
 	require.NoError(t, err)
 	return again, changes
 }
@@ -52,9 +53,11 @@ func TestAttack3OddNamesRoundTrip(t *testing.T) {
 		require.Equal(t, []byte{byte(i), 0, 0xff, '\n'}, got, n)
 	}
 	// The restored copy's tree is the recorded one.
-	tree1, _, err := Changes(context.Background(), work, base)
+	cap_tree1, err := Capture(context.Background(), work, base)
+	tree1 := cap_tree1.Tree
 	require.NoError(t, err)
-	tree2, _, err := Changes(context.Background(), again, base)
+	cap_tree2, err := Capture(context.Background(), again, base)
+	tree2 := cap_tree2.Tree
 	require.NoError(t, err)
 	require.Equal(t, tree1, tree2)
 }
@@ -72,7 +75,8 @@ func TestAttack3ChangesNeverReadsThroughLinks(t *testing.T) {
 	require.NoError(t, os.Symlink(".git/config", filepath.Join(work, "cfg")))
 	require.NoError(t, os.MkdirAll(filepath.Join(work, "d"), 0o755))
 	require.NoError(t, os.Symlink(filepath.Dir(secret), filepath.Join(work, "d", "dirlink")))
-	_, changes, err := Changes(context.Background(), work, base)
+	cap_changes, err := Capture(context.Background(), work, base)
+	changes := cap_changes.Files
 	require.NoError(t, err)
 	for _, c := range changes {
 		require.NotContains(t, string(c.Data), "TOP-SECRET-HOST-BYTES", c.Path)
@@ -87,10 +91,8 @@ func TestAttack3ChangesNeverReadsThroughLinks(t *testing.T) {
 // the bytes the copy had. An agent-written .gitattributes (no driver
 // needed: git's built-in conversions) makes git add store something else
 // than the file: CRLF normalised to LF ("text"), $Id$ collapsed ("ident"),
-// UTF-16 turned into UTF-8 ("working-tree-encoding"). Changes reads the
-// blob, Restore writes it raw, so the restored file is not the recorded
-// copy's (git status even shows the files as unchanged, hiding it).
-// FAILS: a silent change of the restored files.
+// UTF-16 turned into UTF-8 ("working-tree-encoding"). Reading git's blob
+// would restore other bytes; Capture reads the copy's own.
 func TestAttack3RestoreKeepsBytes(t *testing.T) {
 	src, base, work := atk3Copy(t)
 	require.NoError(t, os.WriteFile(filepath.Join(work, ".gitattributes"), []byte("*.bat text eol=crlf\n*.txt text\n*.c ident\n"), 0o644))
@@ -111,40 +113,30 @@ func TestAttack3RestoreKeepsBytes(t *testing.T) {
 }
 
 // TestAttack3LargeFileSilentlyDropped: a file over MaxFileSize (a sparse one
-// costs nothing) is left out of the stage, so Changes records the base's
-// version without a word: the checkpoint "succeeds" and a restore silently
-// brings back the base's content. Changes must fail (or at least say so).
-// FAILS: silent data loss on restore.
+// costs nothing) is left out of the stage; the checkpoint must say so
+// (Skipped names it), never record the base's version as if it were the
+// copy's.
 func TestAttack3LargeFileSilentlyDropped(t *testing.T) {
-	src, base, work := atk3Copy(t)
+	_, base, work := atk3Copy(t)
 	f, err := os.OpenFile(filepath.Join(work, "main.go"), os.O_WRONLY|os.O_TRUNC, 0o644)
 	require.NoError(t, err)
 	_, err = f.WriteString("package main // the agent's new version\n")
 	require.NoError(t, err)
 	require.NoError(t, f.Truncate(MaxFileSize+1))
 	require.NoError(t, f.Close())
-	_, changes, err := Changes(context.Background(), work, base)
-	if err == nil {
-		for _, c := range changes {
-			if c.Path == "main.go" {
-				return
-			}
-		}
-		again := filepath.Join(t.TempDir(), "again")
-		_, err = Restore(context.Background(), src, again, base, changes)
-		require.NoError(t, err)
-		got, _ := os.ReadFile(filepath.Join(again, "main.go"))
-		t.Fatalf("Changes succeeded without main.go (%d bytes in the copy): the restored main.go is the base's %q", MaxFileSize+1, got)
+	st, err := Capture(context.Background(), work, base)
+	require.NoError(t, err)
+	for _, c := range st.Files {
+		require.NotEqual(t, "main.go", c.Path, "not held, so not recorded")
 	}
+	require.NotEmpty(t, st.Skipped)
+	require.Contains(t, strings.Join(st.Skipped, "\n"), "main.go", "what the checkpoint could not hold is named")
 }
 
 // TestAttack3NestedRepositorySilentlyDropped: a nested repository with a
-// commit (a gitlink) is skipped by Changes with nothing said; on restore its
-// files are gone and, where a tracked file used to be, the base's file comes
-// back. The checkpoint should at least tell (as Compute's Skipped does).
-// FAILS: silent data loss on restore.
+// commit (a gitlink) cannot be held by a checkpoint: it must say so.
 func TestAttack3NestedRepositorySilentlyDropped(t *testing.T) {
-	src, base, work := atk3Copy(t)
+	_, base, work := atk3Copy(t)
 	nested := filepath.Join(work, "vendor", "lib")
 	require.NoError(t, os.MkdirAll(nested, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(nested, "lib.go"), []byte("package lib\n"), 0o644))
@@ -152,18 +144,15 @@ func TestAttack3NestedRepositorySilentlyDropped(t *testing.T) {
 		out, err := exec.Command("git", append([]string{"-C", nested}, args...)...).CombinedOutput()
 		require.NoError(t, err, string(out))
 	}
-	again, changes := atk3Roundtrip(t, src, base, work)
-	_, err := os.Stat(filepath.Join(again, "vendor", "lib", "lib.go"))
-	require.NoError(t, err, "vendor/lib/lib.go was in the copy; the checkpoint (%d changes) does not have it and Changes said nothing", len(changes))
+	st, err := Capture(context.Background(), work, base)
+	require.NoError(t, err)
+	require.Contains(t, strings.Join(st.Skipped, "\n"), "vendor/lib: a nested repository")
 }
 
 // TestAttack3RestoreEmptyCopyAfterAccept: a session without a repository
 // (an empty copy) whose diff was accepted has the snapshot commit as its
-// base. Restore ignores that base for an empty copy and starts a fresh
-// empty commit, then applies the last checkpoint (changes relative to the
-// snapshot): every accepted file is gone, silently, and the session's base
-// becomes the fresh commit.
-// FAILS: silent data loss.
+// base. With the bundles of its first commit and of the snapshot, the copy
+// made again has the very same base and every accepted file.
 func TestAttack3RestoreEmptyCopyAfterAccept(t *testing.T) {
 	ctx := context.Background()
 	work := filepath.Join(t.TempDir(), "copy")
@@ -171,36 +160,50 @@ func TestAttack3RestoreEmptyCopyAfterAccept(t *testing.T) {
 	require.NoError(t, Init(ctx, work))
 	base0, err := Head(ctx, work)
 	require.NoError(t, err)
+	root, err := BaseBundle(ctx, work, base0, "")
+	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(work, "accepted.go"), []byte("package accepted\n"), 0o644))
 	d, err := Compute(ctx, work, base0)
 	require.NoError(t, err)
 	base1, err := Snapshot(ctx, work, base0, d.Tree, "accepted")
 	require.NoError(t, err)
+	snap, err := BaseBundle(ctx, work, base1, base0)
+	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(work, "later.go"), []byte("package later\n"), 0o644))
-	_, changes, err := Changes(ctx, work, base1)
+	st, err := Capture(ctx, work, base1)
 	require.NoError(t, err)
 
 	again := filepath.Join(t.TempDir(), "again")
-	_, err = Restore(ctx, "", again, base1, changes)
-	require.NoError(t, err)
+	require.NoError(t, Restore(ctx, "", again, base1, [][]byte{root, snap}, st.Files))
 	require.FileExists(t, filepath.Join(again, "later.go"))
-	require.FileExists(t, filepath.Join(again, "accepted.go"), "the accepted file was in the copy; the restored copy lacks it")
+	require.FileExists(t, filepath.Join(again, "accepted.go"), "the accepted file was in the copy")
+	head, err := Head(ctx, again)
+	require.NoError(t, err)
+	require.Equal(t, base1, head, "the very same base")
+	st2, err := Capture(ctx, again, base1)
+	require.NoError(t, err)
+	require.Equal(t, st.Tree, st2.Tree)
 }
 
 // TestAttack3RestoreRepoCopyAfterAccept: a session with a repository whose
-// diff was accepted (commit or uncommitted: the client applies the patch)
-// has the copy-only snapshot commit as its base; the repository of origin
-// never has it, so a node that lost the copy can never make it again.
-// FAILS: the session cannot be taken over after any acceptance.
+// diff was accepted has the copy-only snapshot commit as its base; its
+// bundle (relative to the repository's base) makes it again.
 func TestAttack3RestoreRepoCopyAfterAccept(t *testing.T) {
 	ctx := context.Background()
 	src, base := repo(t)
 	work, snap := acceptedCommit(t, src, base)
-	require.NoError(t, os.WriteFile(filepath.Join(work, "later.go"), []byte("package later\n"), 0o644))
-	_, changes, err := Changes(ctx, work, snap)
+	bundle, err := BaseBundle(ctx, work, snap, base)
 	require.NoError(t, err)
-	_, err = Restore(ctx, src, filepath.Join(t.TempDir(), "again"), snap, changes)
-	require.NoError(t, err, "restore after an acceptance")
+	require.NoError(t, os.WriteFile(filepath.Join(work, "later.go"), []byte("package later\n"), 0o644))
+	st, err := Capture(ctx, work, snap)
+	require.NoError(t, err)
+	again := filepath.Join(t.TempDir(), "again")
+	require.NoError(t, Restore(ctx, src, again, snap, [][]byte{bundle}, st.Files), "restore after an acceptance")
+	st2, err := Capture(ctx, again, snap)
+	require.NoError(t, err)
+	require.Equal(t, st.Tree, st2.Tree)
+	// Without the bundle, the base is named as what is missing.
+	require.ErrorContains(t, Restore(ctx, src, filepath.Join(t.TempDir(), "x"), snap, nil, st.Files), "cannot be made again")
 }
 
 // TestAttack3RestoreHostilePaths: checkpoint entries that did not come from
@@ -220,7 +223,7 @@ func TestAttack3RestoreHostilePaths(t *testing.T) {
 	} {
 		require.NoError(t, os.WriteFile(filepath.Join(outside, "keep"), []byte("k"), 0o644))
 		dir := filepath.Join(t.TempDir(), "c")
-		_, _ = Restore(ctx, src, dir, base, changes)
+		_ = Restore(ctx, src, dir, base, nil, changes)
 		require.NoFileExists(t, filepath.Join(outside, "planted"), name)
 		require.FileExists(t, filepath.Join(outside, "keep"), name)
 		if _, err := os.Stat(filepath.Join(dir, ".git", "hooks", "pre-commit")); err == nil {
@@ -250,7 +253,8 @@ func TestAttack3ManyEmptyFilesCostNothing(t *testing.T) {
 		}
 		require.NoError(t, os.WriteFile(filepath.Join(d, fmt.Sprintf("%s%06d", long, i)), nil, 0o644))
 	}
-	_, changes, err := Changes(context.Background(), work, base)
+	cap_changes, err := Capture(context.Background(), work, base)
+	changes := cap_changes.Files
 	require.NoError(t, err)
 	require.Len(t, changes, n)
 	meta, content := 0, 0

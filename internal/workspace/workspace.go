@@ -331,28 +331,62 @@ func Branch(ctx context.Context, dir, base, commit, repo, name string) error {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	const ref = "refs/paddock/deliver"
-	// The copy's .git is Paddock's (read-only to the sandbox); should it
-	// ever not be, a ref directory that leads elsewhere is refused rather
-	// than written through, and no reflog is written.
-	for _, d := range []string{"refs", "refs/paddock"} {
-		if fi, err := os.Lstat(filepath.Join(dir, ".git", d)); err == nil && !fi.IsDir() {
-			return fmt.Errorf("%w: .git/%s is not a directory", ErrUntrusted, d)
-		}
-	}
-	if _, err := gitRun(ctx, dir, nil, "-c", "core.logAllRefUpdates=false", "update-ref", "--no-deref", ref, commit); err != nil {
-		return err
-	}
 	bundle := filepath.Join(tmp, "accepted.bundle")
-	if _, err := gitRun(ctx, dir, nil, "bundle", "create", "--quiet", bundle, ref, "^"+base); err != nil {
+	if err := makeBundle(ctx, dir, commit, base, bundle); err != nil {
 		return err
 	}
 	if err := os.Chmod(bundle, 0o644); err != nil {
 		return err
 	}
-	_, err = ownerGit(ctx, repo, fi, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", bundle, ref+":refs/heads/"+name)
+	_, err = ownerGit(ctx, repo, fi, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", bundle, bundleRef+":refs/heads/"+name)
 	if err != nil && strings.Contains(err.Error(), "prerequisite") {
 		return fmt.Errorf("%s does not have the session's base %s (an earlier diff was accepted from a terminal?): accept this one from a terminal too: %w", repo, short(base), err)
 	}
 	return err
+}
+
+// bundleRef names the commit a bundle made of a copy carries.
+const bundleRef = "refs/paddock/deliver"
+
+// makeBundle writes to path a git bundle of commit for a repository that
+// has base: the objects commit adds, and nothing of the copy's
+// configuration (a bundle is data). The copy's .git is Paddock's
+// (read-only to the sandbox); should it ever not be, a ref directory that
+// leads elsewhere is refused rather than written through, and no reflog is
+// written.
+func makeBundle(ctx context.Context, dir, commit, base, path string) error {
+	for _, d := range []string{"refs", "refs/paddock"} {
+		if fi, err := os.Lstat(filepath.Join(dir, ".git", d)); err == nil && !fi.IsDir() {
+			return fmt.Errorf("%w: .git/%s is not a directory", ErrUntrusted, d)
+		}
+	}
+	if _, err := gitRun(ctx, dir, nil, "-c", "core.logAllRefUpdates=false", "update-ref", "--no-deref", bundleRef, commit); err != nil {
+		return err
+	}
+	args := []string{"bundle", "create", "--quiet", path, bundleRef}
+	if base != "" {
+		args = append(args, "^"+base)
+	}
+	_, err := gitRun(ctx, dir, nil, args...)
+	return err
+}
+
+// BaseBundle is a git bundle of commit (a snapshot the copy at dir took
+// on an acceptance) for a repository that has base (none: all of commit's
+// history): kept in the store, it lets a copy made again elsewhere have
+// the very same commit.
+func BaseBundle(ctx context.Context, dir, commit, base string) ([]byte, error) {
+	if !isHash(commit) || base != "" && !isHash(base) {
+		return nil, fmt.Errorf("%w: commit %q or base %q is not an object name", ErrUntrusted, commit, base)
+	}
+	tmp, err := os.MkdirTemp("", "paddock-base-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	path := filepath.Join(tmp, "base.bundle")
+	if err := makeBundle(ctx, dir, commit, base, path); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
 }

@@ -174,7 +174,9 @@ func TestChangesRestore(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(work, "go.mod")))
 	require.NoError(t, os.RemoveAll(filepath.Join(work, "dir")))
 	require.NoError(t, os.WriteFile(filepath.Join(work, "dir"), []byte("now a file\n"), 0o644))
-	tree, changes, err := Changes(ctx, work, base)
+	cap_changes, err := Capture(ctx, work, base)
+	tree := cap_changes.Tree
+	changes := cap_changes.Files
 	require.NoError(t, err)
 	byPath := map[string]Change{}
 	for _, c := range changes {
@@ -187,20 +189,20 @@ func TestChangesRestore(t *testing.T) {
 	require.Equal(t, "", byPath["dir/inner.txt"].Mode, "deleted")
 
 	again := filepath.Join(t.TempDir(), "copy")
-	got, err := Restore(ctx, src, again, base, changes)
+	err = Restore(ctx, src, again, base, nil, changes)
 	require.NoError(t, err)
-	require.Equal(t, base, got)
-	tree2, _, err := Changes(ctx, again, base)
+	cap_tree2, err := Capture(ctx, again, base)
+	tree2 := cap_tree2.Tree
 	require.NoError(t, err)
 	require.Equal(t, tree, tree2, "the restored copy is the recorded one")
 
 	// A link out of the copy, then a file through it: os.Root refuses.
 	escape := t.TempDir()
-	_, err = Restore(ctx, src, filepath.Join(t.TempDir(), "c"), base, []Change{{Path: "out", Mode: "120000", Data: []byte(escape)}, {Path: "out/planted", Mode: "100644", Data: []byte("x")}})
+	err = Restore(ctx, src, filepath.Join(t.TempDir(), "c"), base, nil, []Change{{Path: "out", Mode: "120000", Data: []byte(escape)}, {Path: "out/planted", Mode: "100644", Data: []byte("x")}})
 	require.Error(t, err)
 	require.NoFileExists(t, filepath.Join(escape, "planted"))
 	for _, bad := range []string{"../escape", "/etc/passwd", ".git/config", "a/../../b", "."} {
-		_, err := Restore(ctx, src, filepath.Join(t.TempDir(), "c"), base, []Change{{Path: bad, Mode: "100644", Data: []byte("x")}})
+		err := Restore(ctx, src, filepath.Join(t.TempDir(), "c"), base, nil, []Change{{Path: bad, Mode: "100644", Data: []byte("x")}})
 		require.ErrorIs(t, err, ErrUntrusted, bad)
 	}
 }

@@ -10,21 +10,38 @@ import (
 	"github.com/paddock-dev/paddock/internal/store"
 )
 
+const checkpointCols = `session_id, step, base, tree, call_id, files, skipped, bundle, created_at`
+
+func scanCheckpoint(r scanner) (store.Checkpoint, error) {
+	var c store.Checkpoint
+	var files, skipped, at string
+	if err := r.Scan(&c.SessionID, &c.Step, &c.Base, &c.Tree, &c.CallID, &files, &skipped, &c.Bundle, &at); err != nil {
+		return c, err
+	}
+	c.CreatedAt = parseTime(at)
+	if err := json.Unmarshal([]byte(files), &c.Files); err != nil {
+		return c, err
+	}
+	return c, json.Unmarshal([]byte(skipped), &c.Skipped)
+}
+
+func lastCheckpoint(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, sessionID string) (store.Checkpoint, error) {
+	c, err := scanCheckpoint(q.QueryRowContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE session_id = ? ORDER BY step DESC LIMIT 1`, sessionID))
+	return c, notFound("checkpoint of session", sessionID, err)
+}
+
 // SaveCheckpoint implements store.Store.
 func (s *Store) SaveCheckpoint(ctx context.Context, c store.Checkpoint, blobs map[string][]byte) (store.Checkpoint, bool, error) {
 	created := false
 	err := s.tx(ctx, func(tx *txn) error {
-		var last store.Checkpoint
-		var files, at string
-		err := tx.QueryRowContext(ctx, `SELECT step, base, tree, call_id, files, created_at FROM checkpoints WHERE session_id = ? ORDER BY step DESC LIMIT 1`, c.SessionID).
-			Scan(&last.Step, &last.Base, &last.Tree, &last.CallID, &files, &at)
+		last, err := lastCheckpoint(ctx, tx, c.SessionID)
 		switch {
-		case errors.Is(err, sql.ErrNoRows):
+		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
 			return err
-		case last.Tree == c.Tree && last.Base == c.Base:
-			last.SessionID, last.CreatedAt = c.SessionID, parseTime(at)
-			_ = json.Unmarshal([]byte(files), &last.Files)
+		case last.Tree == c.Tree && last.Base == c.Base && c.Bundle == "":
 			c = last
 			return nil
 		}
@@ -36,10 +53,14 @@ func (s *Store) SaveCheckpoint(ctx context.Context, c store.Checkpoint, blobs ma
 		if c.Files == nil {
 			c.Files = []store.CheckpointFile{}
 		}
-		raw, _ := json.Marshal(c.Files)
+		if c.Skipped == nil {
+			c.Skipped = []string{}
+		}
+		files, _ := json.Marshal(c.Files)
+		skipped, _ := json.Marshal(c.Skipped)
 		c.Step, c.CreatedAt, created = last.Step+1, s.now().UTC(), true
-		_, err = tx.ExecContext(ctx, `INSERT INTO checkpoints (session_id, step, base, tree, call_id, files, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			c.SessionID, c.Step, c.Base, c.Tree, c.CallID, string(raw), c.CreatedAt.Format(timeFormat))
+		_, err = tx.ExecContext(ctx, `INSERT INTO checkpoints (`+checkpointCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.SessionID, c.Step, c.Base, c.Tree, c.CallID, string(files), string(skipped), c.Bundle, c.CreatedAt.Format(timeFormat))
 		return err
 	})
 	if err != nil {
@@ -50,19 +71,16 @@ func (s *Store) SaveCheckpoint(ctx context.Context, c store.Checkpoint, blobs ma
 
 // Checkpoints implements store.Store.
 func (s *Store) Checkpoints(ctx context.Context, sessionID string) ([]store.Checkpoint, error) {
-	out, err := queryAll(ctx, s.db, func(r scanner) (store.Checkpoint, error) {
-		var c store.Checkpoint
-		var files, at string
-		if err := r.Scan(&c.SessionID, &c.Step, &c.Base, &c.Tree, &c.CallID, &files, &at); err != nil {
-			return c, err
-		}
-		c.CreatedAt = parseTime(at)
-		return c, json.Unmarshal([]byte(files), &c.Files)
-	}, `SELECT session_id, step, base, tree, call_id, files, created_at FROM checkpoints WHERE session_id = ? ORDER BY step`, sessionID)
+	out, err := queryAll(ctx, s.db, scanCheckpoint, `SELECT `+checkpointCols+` FROM checkpoints WHERE session_id = ? ORDER BY step`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoints: %w", err)
 	}
 	return out, nil
+}
+
+// LastCheckpoint implements store.Store.
+func (s *Store) LastCheckpoint(ctx context.Context, sessionID string) (store.Checkpoint, error) {
+	return lastCheckpoint(ctx, s.db, sessionID)
 }
 
 // Blob implements store.Store.

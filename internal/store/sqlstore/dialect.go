@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // dialect is what differs between SQLite and PostgreSQL; every query is
@@ -91,9 +92,16 @@ func (d *dialect) values(args []any) []any {
 		return args
 	}
 	for i, a := range args {
-		if b, ok := a.(bool); ok {
-			if args[i] = int64(0); b {
+		switch v := a.(type) {
+		case bool:
+			if args[i] = int64(0); v {
 				args[i] = int64(1)
+			}
+		case string:
+			// PostgreSQL's text holds valid UTF-8 without NUL; SQLite's any
+			// bytes. What a model or a provider wrote is kept, marked.
+			if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+				args[i] = strings.ReplaceAll(strings.ToValidUTF8(v, "\uFFFD"), "\x00", "\uFFFD")
 			}
 		}
 	}

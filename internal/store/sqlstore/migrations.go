@@ -235,6 +235,8 @@ var migrations = []string{
 		tree       TEXT NOT NULL,
 		call_id    TEXT NOT NULL,
 		files      TEXT NOT NULL,
+		skipped    TEXT NOT NULL,
+		bundle     TEXT NOT NULL,
 		created_at TEXT NOT NULL,
 		PRIMARY KEY (session_id, step)
 	);`,

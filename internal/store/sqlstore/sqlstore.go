@@ -134,6 +134,19 @@ func (s *Store) Close() error {
 // own transaction (under the store's lock on PostgreSQL: nodes starting
 // together migrate one after the other).
 func (s *Store) migrate(ctx context.Context) error {
+	if s.d == postgresDialect {
+		// Stores opening a new database together create its first table
+		// one after the other too.
+		c, err := s.db.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		defer c.Close()
+		if _, err := c.ExecContext(ctx, "SELECT pg_advisory_lock($1)", int64(migrateLock)); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		defer c.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrateLock)) //nolint:errcheck
+	}
 	if _, err := s.db.ExecContext(ctx, s.d.ddl(`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`)); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -326,6 +339,9 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // Dialect names the database: sqlite or postgres.
 func (s *Store) Dialect() string { return s.d.name }
 
+// migrateLock is the advisory lock migrations run under ("migr").
+const migrateLock = 0x6d696772
+
 // nodeLock is the advisory lock a node holds on a PostgreSQL store for as
 // long as it runs ("node" in ASCII).
 const nodeLock = 0x6e6f6465
@@ -334,9 +350,12 @@ const nodeLock = 0x6e6f6465
 // PostgreSQL a session-level lock held until release (a node that dies
 // releases it with its connection); on SQLite nothing (the data
 // directory's lock does it). Several nodes on one database are not
-// supported yet: a session's working copy lives on the disk of the node
-// that runs it.
-func (s *Store) HoldNode(ctx context.Context) (release func() error, err error) {
+// supported yet: a session's activities would go to any node's worker.
+// The lock's connection is checked every few seconds; should it be lost
+// (the database restarted, a partition, an administrator's
+// pg_terminate_backend), another node may take the lock, so lost is told
+// and this node must stop serving.
+func (s *Store) HoldNode(ctx context.Context, lost func(error)) (release func() error, err error) {
 	if s.d != postgresDialect {
 		return func() error { return nil }, nil
 	}
@@ -360,8 +379,37 @@ func (s *Store) HoldNode(ctx context.Context) (release func() error, err error) 
 		_ = c.Close()
 		return nil, fmt.Errorf("another paddock serve already runs on this database (PADDOCK_DATABASE_URL): several nodes on one database are not supported yet; stop the other one first")
 	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(nodeCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			pctx, cancel := context.WithTimeout(context.Background(), nodeCheck)
+			var held bool
+			err := c.QueryRowContext(pctx, "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND pid = pg_backend_pid() AND granted", int64(nodeLock)).Scan(&held)
+			cancel()
+			if err == nil && !held {
+				err = errors.New("the lock is no longer held")
+			}
+			if err != nil {
+				lost(fmt.Errorf("this node lost its hold on the database (%w): another node may serve it now", err))
+				return
+			}
+		}
+	}()
 	return func() error {
+		close(stop)
+		<-done
 		_, err := c.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", int64(nodeLock))
 		return errors.Join(err, c.Close())
 	}, nil
 }
+
+// nodeCheck is how often a node checks it still holds the database.
+const nodeCheck = 3 * time.Second
