@@ -43,6 +43,10 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]Collected, error) {
 			}
 			reason = fmt.Sprintf("%s more than %s ago", x.Status, retainFailed)
 		}
+		// The checkpoints go with the copy (wherever the copy was).
+		if _, err := s.Store.DeleteCheckpoints(ctx, x.ID); err != nil {
+			return out, fmt.Errorf("collect session %s's checkpoints: %w", x.ID, err)
+		}
 		if !s.Copies.exists(x) {
 			continue
 		}

@@ -306,6 +306,10 @@ type Store interface {
 	Checkpoints(ctx context.Context, sessionID string) ([]Checkpoint, error)
 	// LastCheckpoint is a session's latest checkpoint (ErrNotFound: none).
 	LastCheckpoint(ctx context.Context, sessionID string) (Checkpoint, error)
+	// DeleteCheckpoints forgets a session's checkpoints (its copy is
+	// collected) and the blobs no other checkpoint uses; it returns how
+	// many blobs went.
+	DeleteCheckpoints(ctx context.Context, sessionID string) (int64, error)
 	Blob(ctx context.Context, id string) ([]byte, error)
 	// ServerSecret keeps fresh (sealed) as the server's secret name unless
 	// one is kept already, and returns the one kept: every node of a

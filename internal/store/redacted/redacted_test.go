@@ -132,7 +132,7 @@ func TestStoreMethodsReviewed(t *testing.T) {
 		// Sealed values, names; PassPark's next park is the platform's text.
 		"SetCredentials": true, "AppendAccess": true, "ServerSecret": true,
 		// Paths, modes, hashes; file contents arrive sealed.
-		"SaveCheckpoint": true, "Checkpoints": true, "LastCheckpoint": true, "Blob": true, "SetProjectCredentials": true, "ProjectCredentials": true, "Credentials": true, "PassPark": true}
+		"SaveCheckpoint": true, "Checkpoints": true, "LastCheckpoint": true, "DeleteCheckpoints": true, "Blob": true, "SetProjectCredentials": true, "ProjectCredentials": true, "Credentials": true, "PassPark": true}
 	typ := reflect.TypeFor[store.Store]()
 	for i := range typ.NumMethod() {
 		if name := typ.Method(i).Name; !redacted[name] && !noFreeText[name] {

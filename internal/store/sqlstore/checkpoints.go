@@ -89,3 +89,43 @@ func (s *Store) Blob(ctx context.Context, id string) ([]byte, error) {
 	err := s.db.QueryRowContext(ctx, `SELECT sealed FROM blobs WHERE id = ?`, id).Scan(&sealed)
 	return sealed, notFound("blob", id, err)
 }
+
+// DeleteCheckpoints implements store.Store.
+func (s *Store) DeleteCheckpoints(ctx context.Context, sessionID string) (int64, error) {
+	var gone int64
+	err := s.tx(ctx, func(tx *txn) error {
+		all, err := queryAll(ctx, tx, scanCheckpoint, `SELECT `+checkpointCols+` FROM checkpoints WHERE session_id = ?`, sessionID)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoints WHERE session_id = ?`, sessionID); err != nil {
+			return err
+		}
+		blobs := map[string]bool{}
+		for _, c := range all {
+			if c.Bundle != "" {
+				blobs[c.Bundle] = true
+			}
+			for _, f := range c.Files {
+				if f.Blob != "" {
+					blobs[f.Blob] = true
+				}
+			}
+		}
+		for id := range blobs {
+			// IDs are hex: nothing in them means anything to LIKE.
+			res, err := tx.ExecContext(ctx, `DELETE FROM blobs WHERE id = ? AND NOT EXISTS (SELECT 1 FROM checkpoints WHERE bundle = ? OR files LIKE ?)`,
+				id, id, `%"blob":"`+id+`"%`)
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			gone += n
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete checkpoints: %w", err)
+	}
+	return gone, nil
+}

@@ -430,6 +430,25 @@ func testCheckpoints(t *testing.T, s store.Store) {
 	require.Equal(t, []byte("sealed-1"), b)
 	_, err = s.Blob(ctx, "nope")
 	require.ErrorIs(t, err, store.ErrNotFound)
+
+	// Forgetting a session's checkpoints keeps the blobs another uses.
+	newSession(t, s, "s2", agent("a2", 0))
+	_, _, err = s.SaveCheckpoint(ctx, store.Checkpoint{SessionID: "s2", Base: "base", Tree: "t9", CallID: "c",
+		Files: []store.CheckpointFile{{Path: "same.txt", Mode: "100644", Blob: "b1"}}}, nil)
+	require.NoError(t, err)
+	gone, err := s.DeleteCheckpoints(ctx, "s")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), gone, "b2 goes, b1 stays (s2 uses it)")
+	all, err = s.Checkpoints(ctx, "s")
+	require.NoError(t, err)
+	require.Empty(t, all)
+	_, err = s.Blob(ctx, "b1")
+	require.NoError(t, err)
+	_, err = s.Blob(ctx, "b2")
+	require.ErrorIs(t, err, store.ErrNotFound)
+	gone, err = s.DeleteCheckpoints(ctx, "s2")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), gone)
 }
 
 func testServerSecret(t *testing.T, s store.Store) {
