@@ -1,0 +1,14 @@
+package api
+
+import "net/http"
+
+// history lists a session's working-copy checkpoints, oldest first: the
+// files that differ from the base after each call that changed one.
+func (s *Server) history(w http.ResponseWriter, r *http.Request) {
+	list, err := s.Service.Store.Checkpoints(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, nonNil(list))
+}
