@@ -29,6 +29,7 @@ type cluster struct {
 	bin, dir string
 	port     int
 	as       *syscall.Credential
+	server   *exec.Cmd
 }
 
 var (
@@ -123,10 +124,19 @@ func start() (*cluster, error) {
 	}
 	c.port = ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200", c.port, dir)
-	if err := c.run("pg_ctl", "-D", filepath.Join(dir, "data"), "-l", filepath.Join(dir, "log"), "-o", opts, "-w", "-t", "120", "start"); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "log"))
-		return nil, fmt.Errorf("%w\n%s", err, log)
+	// The server is this process's child, told to quit when it dies: a
+	// test binary killed (a timeout, SIGKILL) leaves no cluster running.
+	log, err := os.Create(filepath.Join(dir, "log"))
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	c.server = exec.Command(filepath.Join(c.bin, "postgres"), "-D", filepath.Join(dir, "data"), "-p", strconv.Itoa(c.port), "-k", dir,
+		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200")
+	c.server.Dir, c.server.Env, c.server.Stdout, c.server.Stderr = dir, []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "LC_ALL=C.UTF-8"}, log, log
+	c.server.SysProcAttr = &syscall.SysProcAttr{Credential: c.as, Pdeathsig: syscall.SIGQUIT}
+	if err := c.server.Start(); err != nil {
+		return nil, err
 	}
 	// Ready for connections.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -137,8 +147,13 @@ func start() (*cluster, error) {
 	}
 	defer db.Close()
 	for {
-		if err = db.PingContext(ctx); err == nil || ctx.Err() != nil {
-			return c, err
+		if err = db.PingContext(ctx); err == nil {
+			return c, nil
+		}
+		if ctx.Err() != nil {
+			c.stop()
+			out, _ := os.ReadFile(filepath.Join(dir, "log"))
+			return nil, fmt.Errorf("the test cluster did not come up: %w\n%s", err, out)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -159,6 +174,9 @@ func (c *cluster) run(name string, args ...string) error {
 }
 
 func (c *cluster) stop() {
-	_ = c.run("pg_ctl", "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "-w", "stop")
+	if c.server != nil && c.server.Process != nil {
+		_ = c.server.Process.Signal(syscall.SIGQUIT) // immediate shutdown
+		_ = c.server.Wait()
+	}
 	_ = os.RemoveAll(c.dir)
 }
