@@ -30,12 +30,10 @@ import (
 // does not open.
 func blobAD(id string) []byte { return []byte("blob/" + id) }
 
-// keepBlob seals data for the store, by the ID of its plain bytes.
-func keepBlob(key Cipher, data []byte, blobs map[string][]byte) string {
+// blobID names content by the SHA-256 of its plain bytes.
+func blobID(data []byte) string {
 	sum := sha256.Sum256(data)
-	id := hex.EncodeToString(sum[:])
-	blobs[id] = key.Encrypt(data, blobAD(id))
-	return id
+	return hex.EncodeToString(sum[:])
 }
 
 // recordCopy checkpoints the copy of s after callID (a call's ID, or
@@ -68,11 +66,13 @@ func recordCopy(ctx context.Context, st store.Store, key Cipher, s session.Sessi
 			Files: make([]store.CheckpointFile, len(state.Files))}
 		for i, f := range state.Files {
 			c.Files[i] = store.CheckpointFile{Path: f.Path, Mode: f.Mode}
-			if f.Mode != "" {
-				sum := sha256.Sum256(f.Data)
-				if c.Files[i].Blob = hex.EncodeToString(sum[:]); !known[c.Files[i].Blob] {
-					keepBlob(key, f.Data, blobs)
-				}
+			if f.Mode == "" {
+				continue
+			}
+			id := blobID(f.Data)
+			c.Files[i].Blob = id
+			if !known[id] {
+				blobs[id] = key.Encrypt(f.Data, blobAD(id))
 			}
 		}
 		// A base the repository of origin lacks travels as a bundle: the
@@ -87,7 +87,8 @@ func recordCopy(ctx context.Context, st store.Store, key Cipher, s session.Sessi
 			if err != nil {
 				return err
 			}
-			c.Bundle = keepBlob(key, b, blobs)
+			c.Bundle = blobID(b)
+			blobs[c.Bundle] = key.Encrypt(b, blobAD(c.Bundle))
 		}
 		_, _, err = st.SaveCheckpoint(ctx, c, blobs)
 		return err
@@ -103,11 +104,6 @@ func recordCopy(ctx context.Context, st store.Store, key Cipher, s session.Sessi
 	}
 	data, _ := json.Marshal(session.TextData{Text: text})
 	_, _ = st.AppendEvent(ctx, session.Event{SessionID: s.ID, Kind: session.EventNotice, Key: "checkpoint/" + callID, Data: data})
-}
-
-// checkpoint records the copy's state after call callID.
-func (a *Activities) checkpoint(ctx context.Context, s session.Session, callID string) {
-	recordCopy(ctx, a.Store, a.ContentKey, s, callID, "")
 }
 
 // ensureCopy makes the session's working copy on this node when it is not

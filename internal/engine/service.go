@@ -25,7 +25,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/tool"
-	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
 // ErrInvalid marks bad input from a caller (mapped to 400).
@@ -406,23 +405,13 @@ func (s *Service) CheckProject(ctx context.Context, project string) error {
 	if project == spec.DefaultProject {
 		return nil
 	}
+	// Every way a project comes to be (created, an agent, a policy, a
+	// session) records it in the projects table.
 	names, err := s.Store.ListProjects(ctx)
-	if err != nil || slices.Contains(names, project) {
-		return err
-	}
-	raw, err := s.Store.GetProjectPolicy(ctx, project)
-	if err != nil || raw != nil {
-		return err
-	}
-	agents, err := s.Store.ListAgents(ctx, project)
 	if err != nil {
 		return err
 	}
-	sessions, err := s.Store.ListSessions(ctx, store.SessionFilter{Project: project, IncludeArchived: true, Limit: 1})
-	if err != nil {
-		return err
-	}
-	if len(agents) == 0 && len(sessions) == 0 {
+	if !slices.Contains(names, project) {
 		return fmt.Errorf("project %q does not exist (create it with `paddock projects create %s`, or apply an agent to it): %w", project, project, store.ErrNotFound)
 	}
 	return nil
@@ -822,230 +811,6 @@ func (s *Service) Recover(ctx context.Context) error {
 		}
 	}
 	return s.reconcileSchedules(ctx, nil, all)
-}
-
-// Diff is the session's deliverable: its working copy against the base.
-func (s *Service) Diff(ctx context.Context, id string) (workspace.Diff, session.Session, error) {
-	x, err := s.Store.GetSession(ctx, id)
-	if err != nil {
-		return workspace.Diff{}, x, err
-	}
-	if x.Workdir == "" || x.BaseCommit == "" {
-		return workspace.Diff{}, x, fmt.Errorf("session %s has no working copy yet (status %s): %w", id, x.Status, store.ErrConflict)
-	}
-	if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
-		return workspace.Diff{}, x, err
-	}
-	release, err := s.Copies.Quiet(ctx, id, quietWait)
-	if err != nil {
-		return workspace.Diff{}, x, err
-	}
-	defer release()
-	if err := copyGone(x); err != nil {
-		return workspace.Diff{}, x, err
-	}
-	d, err := workspace.Compute(ctx, x.Workdir, x.BaseCommit)
-	if err == nil {
-		s.remember(id, d.Base, d.Tree)
-	}
-	return d.Redacted(), x, err
-}
-
-// copyGone is a 409 when the session's working copy was removed.
-func copyGone(x session.Session) error {
-	if _, err := os.Stat(x.Workdir); err == nil {
-		return nil
-	}
-	why := "it was removed"
-	switch x.Status {
-	case session.StatusStopped:
-		why = "a stop discards what was not accepted, and the copy went with it"
-	case session.StatusFailed:
-		why = "failed sessions' copies are kept for PADDOCK_RETAIN_FAILED, then collected"
-	}
-	return fmt.Errorf("session %s's working copy is gone (%s): %w", x.ID, why, store.ErrConflict)
-}
-
-// remember records a snapshot handed out by Diff (only those of the
-// session's current base are kept).
-func (s *Service) remember(id, base, tree string) {
-	s.diffsMu.Lock()
-	defer s.diffsMu.Unlock()
-	if s.diffs == nil {
-		s.diffs = map[string]map[string]bool{}
-	}
-	m := s.diffs[id]
-	if m == nil || !m["base:"+base] {
-		m = map[string]bool{"base:" + base: true}
-		s.diffs[id] = m
-	}
-	if len(m) < 1000 {
-		m[tree] = true
-	}
-}
-
-// handedOut reports whether Diff gave out tree at base for the session.
-func (s *Service) handedOut(id, base, tree string) bool {
-	s.diffsMu.Lock()
-	defer s.diffsMu.Unlock()
-	m := s.diffs[id]
-	return m != nil && m["base:"+base] && m[tree]
-}
-
-// quietWait is how long a diff or a reject waits for a running command of
-// the session to end before answering 409.
-const quietWait = 10 * time.Second
-
-// AcceptRequest records that the diff was applied to the user's
-// repository: the diff is named by the base and tree it was taken from.
-type AcceptRequest struct {
-	Mode   workspace.ApplyMode `json:"mode"`
-	Commit string              `json:"commit,omitempty"`
-	Base   string              `json:"base"`
-	Tree   string              `json:"tree"`
-}
-
-// Accept records the acceptance of a session's diff (the CLI applied it
-// to the user's repository with the user's own git identity). Exactly the
-// snapshot that was reviewed becomes the working copy's new base, so an
-// acceptance while the agent works loses nothing: its later changes are a
-// new diff against what was accepted.
-func (s *Service) Accept(ctx context.Context, id string, req AcceptRequest, by session.Sender) (session.Session, error) {
-	return s.accept(ctx, id, req, by, nil)
-}
-
-// AcceptToBranch accepts the reviewed snapshot (base and tree, as Diff
-// gave them) by delivering it to the session's repository of origin, when
-// that is a directory on this server, as branch paddock/ID: one commit
-// whose message names the session and who accepted it. The repository's
-// checkout is not touched; its owner merges the branch. It returns the
-// branch and the commit.
-func (s *Service) AcceptToBranch(ctx context.Context, id, base, tree string, by session.Sender) (branch, commit string, err error) {
-	branch = "paddock/" + id
-	_, err = s.accept(ctx, id, AcceptRequest{Mode: workspace.AsCommit, Base: base, Tree: tree}, by, func(x session.Session, next string) (string, error) {
-		if x.Repo == "" {
-			return "", fmt.Errorf("%w: session %s has no repository of origin to deliver to", ErrInvalid, id)
-		}
-		if err := workspace.Branch(ctx, x.Workdir, x.BaseCommit, next, x.Repo, branch); err != nil {
-			return "", fmt.Errorf("%w: nothing was accepted: %w", store.ErrConflict, err)
-		}
-		commit = next
-		return fmt.Sprintf("commit %s on branch %s of %s", next, branch, x.Repo), nil
-	})
-	return branch, commit, err
-}
-
-// accept records an acceptance of req's snapshot; land, when given,
-// delivers the snapshot's commit first and says where it went.
-func (s *Service) accept(ctx context.Context, id string, req AcceptRequest, by session.Sender, land func(x session.Session, next string) (string, error)) (session.Session, error) {
-	if req.Mode != workspace.AsCommit && req.Mode != workspace.AsUncommitted {
-		return session.Session{}, fmt.Errorf("%w: mode %q: want commit or uncommitted", ErrInvalid, req.Mode)
-	}
-	if req.Base == "" || req.Tree == "" {
-		return session.Session{}, fmt.Errorf("%w: base and tree are required: send those of the diff you applied (GET …/diff)", ErrInvalid)
-	}
-	if err := errors.Join(session.Limit("base", req.Base, MaxName), session.Limit("tree", req.Tree, MaxName), session.Limit("commit", req.Commit, MaxName)); err != nil {
-		return session.Session{}, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	x, err := s.Store.GetSession(ctx, id)
-	if err != nil {
-		return x, err
-	}
-	if x.Workdir == "" || x.BaseCommit == "" {
-		return x, fmt.Errorf("session %s has no working copy yet (status %s): nothing to accept: %w", id, x.Status, store.ErrConflict)
-	}
-	if x.BaseCommit != req.Base {
-		return x, fmt.Errorf("session %s's diff against %.12s was already delivered; fetch the diff again for the changes since: %w", id, req.Base, store.ErrConflict)
-	}
-	if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
-		return x, err
-	}
-	if err := copyGone(x); err != nil {
-		return x, err
-	}
-	if !s.handedOut(id, req.Base, req.Tree) {
-		// Not a snapshot this server handed out (it may have restarted since):
-		// only the working copy's current state can be accepted then.
-		d, _, err := s.Diff(ctx, id)
-		if err != nil {
-			return x, err
-		}
-		if d.Base != req.Base || d.Tree != req.Tree {
-			return x, fmt.Errorf("%w: tree %.12s is not a diff of session %s against %.12s: accept the base and tree GET …/diff gives", ErrInvalid, req.Tree, id, req.Base)
-		}
-	}
-	message := "accepted by " + by.String()
-	if land != nil {
-		title := x.DisplayTitle
-		if title == "" {
-			title = "Changes of Paddock session " + id
-		}
-		message = title + "\n\nPaddock-Session: " + id + "\nAccepted-By: " + by.String() + "\n"
-	}
-	next, err := workspace.Snapshot(ctx, x.Workdir, req.Base, req.Tree, message)
-	if errors.Is(err, workspace.ErrUnknownTree) || errors.Is(err, workspace.ErrUntrusted) {
-		return x, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	if err != nil {
-		return x, err
-	}
-	note := string(req.Mode)
-	if req.Commit != "" {
-		note += " " + req.Commit
-	}
-	if land != nil {
-		if note, err = land(x, next); err != nil {
-			return x, err
-		}
-	}
-	if err := s.Store.Deliver(ctx, id, req.Base, next, session.DeliveryAccepted, by, note); err != nil {
-		return x, err
-	}
-	x, err = s.Store.GetSession(ctx, id)
-	if err == nil {
-		// The new base is a commit only this copy has: checkpointed with it.
-		recordCopy(ctx, s.Store, s.ContentKey, x, "accept", req.Base)
-	}
-	return x, err
-}
-
-// Reject discards the session's changes: the working copy returns to its
-// base, and nothing reaches the user's repository.
-func (s *Service) Reject(ctx context.Context, id string, by session.Sender) (session.Session, error) {
-	x, err := s.Store.GetSession(ctx, id)
-	if err != nil {
-		return x, err
-	}
-	if x.Status == session.StatusRunning || x.Status == session.StatusQueued {
-		return x, fmt.Errorf("session %s is %s: rejecting would pull files from under the agent; interrupt it (paddock sessions interrupt %s) or wait until it is awaiting, then reject: %w",
-			id, x.Status, id, store.ErrConflict)
-	}
-	if x.Held() {
-		return x, fmt.Errorf("session %s is held by %s for inspection: nothing is discarded until it is released (paddock sessions release %s): %w",
-			id, x.Hold.By, id, store.ErrConflict)
-	}
-	if x.Workdir != "" && x.BaseCommit != "" {
-		if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
-			return x, err
-		}
-		if err := copyGone(x); err != nil {
-			return x, err
-		}
-		release, err := s.Copies.Quiet(ctx, id, quietWait)
-		if err != nil {
-			return x, err
-		}
-		defer release()
-		if err := s.Copies.Discard(ctx, x); err != nil {
-			return x, err
-		}
-	}
-	if err := s.Store.Deliver(ctx, id, x.BaseCommit, x.BaseCommit, session.DeliveryRejected, by, "changes discarded"); err != nil {
-		return x, err
-	}
-	// What was discarded must not come back with a copy made again.
-	recordCopy(ctx, s.Store, s.ContentKey, x, "reject", "")
-	return s.Store.GetSession(ctx, id)
 }
 
 // started wakes a session just created, unless it waits at the door: a

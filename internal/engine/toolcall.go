@@ -416,7 +416,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		return ToolOutcome{State: session.CallCalling, Question: true}, nil
 	}
 	if !tool.ReadOnly(call.Name) {
-		a.checkpoint(ctx, s, call.ID)
+		recordCopy(ctx, a.Store, a.ContentKey, s, call.ID, "")
 	}
 	return finish(session.CallDone, res.Output, "")
 }

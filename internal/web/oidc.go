@@ -86,7 +86,8 @@ func (a *App) pendingLogin(r *http.Request) *pending {
 	if err != nil {
 		return nil
 	}
-	value, sig, ok := cut(c.Value)
+	// base64url has no ".": the first one ends the value.
+	value, sig, ok := strings.Cut(c.Value, ".")
 	if !ok || !hmac.Equal([]byte(sig), []byte(a.sign(value))) {
 		return nil
 	}
@@ -96,14 +97,6 @@ func (a *App) pendingLogin(r *http.Request) *pending {
 		return nil
 	}
 	return &p
-}
-
-func cut(v string) (string, string, bool) {
-	i := strings.LastIndexByte(v, '.')
-	if i < 0 {
-		return "", "", false
-	}
-	return v[:i], v[i+1:], true
 }
 
 func (a *App) directoryCallback(w http.ResponseWriter, r *http.Request) {

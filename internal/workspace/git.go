@@ -199,21 +199,17 @@ func ownerGit(ctx context.Context, repo string, fi os.FileInfo, args ...string) 
 		home = u.HomeDir
 	}
 	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "XDG_CONFIG_HOME=" + home + "/.config", "LANG=C", "LC_ALL=C", "GIT_TERMINAL_PROMPT=0"}
-	return execGitAs(ctx, repo, env, &syscall.Credential{Uid: st.Uid, Gid: st.Gid}, argv, args[0])
+	return runGit(ctx, repo, env, nil, &syscall.Credential{Uid: st.Uid, Gid: st.Gid}, argv, args[0])
 }
 
-// execGit is the one place git is started: time-bounded (unless the
-// caller's context is shorter), its output capped. verb names the run in
-// errors.
+// execGit runs git as this process's user.
 func execGit(ctx context.Context, dir string, env []string, stdin []byte, argv []string, verb string) (string, error) {
 	return runGit(ctx, dir, env, stdin, nil, argv, verb)
 }
 
-// execGitAs is execGit as another user.
-func execGitAs(ctx context.Context, dir string, env []string, as *syscall.Credential, argv []string, verb string) (string, error) {
-	return runGit(ctx, dir, env, nil, as, argv, verb)
-}
-
+// runGit is the one place git is started (as another user when as is
+// set): time-bounded (unless the caller's context is shorter), its output
+// capped. verb names the run in errors.
 func runGit(ctx context.Context, dir string, env []string, stdin []byte, as *syscall.Credential, argv []string, verb string) (string, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc

@@ -33,7 +33,9 @@ type Store struct {
 
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{}
-	// stopListening ends the PostgreSQL listener (nil on SQLite).
+	// outbox holds the sessions to announce to other nodes; stopListening
+	// ends the listener and the announcer (both nil on SQLite).
+	outbox        chan string
 	stopListening func()
 }
 
@@ -78,9 +80,11 @@ func openPostgres(ctx context.Context, dsn string, now func() time.Time) (*Store
 		return nil, err
 	}
 	lctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); s.listen(lctx, dsn) }()
-	s.stopListening = func() { stop(); <-done }
+	s.outbox = make(chan string, 1024)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.listen(lctx, dsn) })
+	wg.Go(func() { s.announce(lctx) })
+	s.stopListening = func() { stop(); wg.Wait() }
 	return s, nil
 }
 
@@ -254,10 +258,38 @@ func (s *Store) Subscribe(sessionID string) (<-chan struct{}, func()) {
 // turns into its own wake-up; the subscribers' poll is the backstop).
 func (s *Store) notify(sessionID string) {
 	s.wake(sessionID)
-	if s.d == postgresDialect {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_, _ = s.db.ExecContext(ctx, `SELECT pg_notify('`+notifyChannel+`', ?)`, sessionID)
+	if s.outbox != nil {
+		select {
+		case s.outbox <- sessionID:
+		default: // a burst beyond the outbox: the subscribers' poll catches up
+		}
+	}
+}
+
+// announce sends other nodes the sessions that changed, off the writer's
+// path, each once per burst.
+func (s *Store) announce(ctx context.Context) {
+	for {
+		var first string
+		select {
+		case <-ctx.Done():
+			return
+		case first = <-s.outbox:
+		}
+		ids := map[string]bool{first: true}
+		for more := true; more; {
+			select {
+			case id := <-s.outbox:
+				ids[id] = true
+			default:
+				more = false
+			}
+		}
+		for id := range ids {
+			nctx, cancel := context.WithTimeout(ctx, time.Second)
+			_, _ = s.db.ExecContext(nctx, `SELECT pg_notify('`+notifyChannel+`', ?)`, id)
+			cancel()
+		}
 	}
 }
 
