@@ -239,6 +239,9 @@ func (a *Activities) RequestApproval(ctx context.Context, sessionID, turnID stri
 		ev := session.ToolCallData{ID: call.ID, Name: call.Name, State: session.CallRejected, Verdict: "ask", Rule: d.Rule, Error: reason}
 		return ApprovalRequest{Rejected: true, Reason: reason}, a.callEvent(ctx, sessionID, turnID, ev)
 	}
+	// Said before the approval can be seen: whoever finds it in the inbox
+	// finds the session's line saying what it waits for.
+	_ = a.Store.SetDisplay(ctx, sessionID, "", "waiting for approval of "+call.Name)
 	ap, err := a.Store.CreateApproval(ctx, session.Approval{
 		ID: "approval-" + call.ID + "-" + sessionID[:min(8, len(sessionID))], SessionID: sessionID, TurnID: turnID, ToolCallID: call.ID,
 		Tool: call.Name, Args: call.Args, Digest: CallDigest(call.Name, call.Args), Rule: d.Rule, Reason: d.Reason,
@@ -251,7 +254,6 @@ func (a *Activities) RequestApproval(ctx context.Context, sessionID, turnID stri
 	if err := a.callEvent(ctx, sessionID, turnID, ev); err != nil {
 		return ApprovalRequest{}, err
 	}
-	_ = a.Store.SetDisplay(ctx, sessionID, "", "waiting for approval of "+call.Name)
 	return ApprovalRequest{ID: ap.ID, WaitSeconds: ap.ExpiresAt.Sub(a.Now()).Seconds()}, nil
 }
 
