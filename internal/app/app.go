@@ -19,10 +19,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/bound"
@@ -46,7 +46,7 @@ type App struct {
 	Service  *engine.Service
 	temporal *temporalserver.Server
 	client   client.Client
-	worker   worker.Worker
+	worker   *engine.Worker
 	http     *http.Server
 	closers  []func() error
 	logger   *slog.Logger
@@ -55,9 +55,9 @@ type App struct {
 	lost chan error
 }
 
-// Lost is told when this node lost its hold on a shared database (another
-// node may serve it now): the node stops working on sessions at once, and
-// whoever runs it should stop it.
+// Lost is told when this node lost its hold on its name in a shared
+// database (another process may serve as it now): the node stops working
+// on sessions at once, and whoever runs it should stop it.
 func (a *App) Lost() <-chan error { return a.lost }
 
 // Providers returns the model providers Paddock knows. The SDK-backed ones
@@ -93,8 +93,12 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		return nil, err
 	}
 	a.closers = append(a.closers, db.Close)
+	node, err := nodeName(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	a.lost = make(chan error, 1)
-	release, err := db.HoldNode(ctx, func(err error) {
+	release, err := db.HoldNode(ctx, node, func(err error) {
 		logger.Error("stopping: no more work on sessions here", "err", err)
 		if a.worker != nil {
 			go a.worker.Stop() // no activity of this node's runs again
@@ -131,7 +135,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	reg := Providers(cfg.DataDir)
 	tools := tool.Builtin()
 	acts := &engine.Activities{Store: st, Providers: reg, Tools: tools, Now: time.Now, ContentKey: contentKey,
-		Copies: &engine.Copies{WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces"), CacheDir: filepath.Join(cfg.DataDir, "caches")}, CommandMax: cfg.CommandMax, CommandMaxOutput: cfg.CommandMaxOutput, Prices: cfg.Prices, Budget: cfg.Budget}
+		Copies: &engine.Copies{Node: node, WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces"), CacheDir: filepath.Join(cfg.DataDir, "caches")}, CommandMax: cfg.CommandMax, CommandMaxOutput: cfg.CommandMaxOutput, Prices: cfg.Prices, Budget: cfg.Budget}
 	if cfg.Budget.Actions == 0 {
 		acts.Budget = config.DefaultBudget() // a Config not from Load
 	}
@@ -140,8 +144,11 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		return nil, err
 	}
 	var key ed25519.PrivateKey
+	var webKey []byte // nil: the web app's own, per process
 	if cfg.DatabaseURL != "" {
-		key, err = sharedAuditKey(ctx, db, contentKey, cfg.DataDir)
+		if key, err = sharedAuditKey(ctx, db, contentKey, cfg.DataDir); err == nil {
+			webKey, err = sharedSecret(ctx, db, contentKey, "web")
+		}
 	} else {
 		key, err = auditKey(cfg.DataDir)
 	}
@@ -158,7 +165,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		logger.Info("created the first administrator; paddock commands on this machine use its token", "user", cfg.AdminUser,
 			"token", filepath.Join(cfg.DataDir, engine.AdminTokenFile))
 	}
-	acts.Spawner, acts.Triggers = a.Service, a.Service
+	acts.Spawner, acts.Triggers, acts.Deliveries = a.Service, a.Service, a.Service
 	a.worker = engine.NewWorker(a.client, acts)
 	if err := a.worker.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
@@ -173,7 +180,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	}
 	var ready atomic.Bool
 	srv := &api.Server{Service: a.Service, Logger: logger, Ready: ready.Load, TriggerSecrets: cfg.TriggerSecrets}
-	ui, err := web.New(a.Service, logger)
+	ui, err := web.New(a.Service, logger, webKey)
 	if err != nil {
 		return nil, err
 	}
@@ -407,4 +414,33 @@ func StoreDSN(cfg config.Config) string {
 		return cfg.DatabaseURL
 	}
 	return filepath.Join(cfg.DataDir, "paddock.db")
+}
+
+// nodeName is this node's name among the nodes of one database, kept in
+// the data directory's file node: the host's name and a random suffix,
+// made on the first start.
+func nodeName(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, "node")
+	if data, err := os.ReadFile(path); err == nil {
+		if name := strings.TrimSpace(string(data)); name != "" {
+			return name, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("node name: %w", err)
+	}
+	host, _ := os.Hostname()
+	host = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return -1
+	}, host)
+	if len(host) > 40 {
+		host = host[:40]
+	}
+	name := strings.TrimPrefix(host+"-"+uuid.NewString()[:8], "-")
+	if err := os.WriteFile(path, []byte(name+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("node name: %w", err)
+	}
+	return name, nil
 }

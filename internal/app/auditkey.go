@@ -88,3 +88,25 @@ func sharedAuditKey(ctx context.Context, st interface {
 	}
 	return ed25519.NewKeyFromSeed(seed), nil
 }
+
+// sharedSecret is a 32-byte secret every node of a PostgreSQL server
+// shares (the web app's form and login-cookie key): the first node's,
+// kept in the database sealed with the content key.
+func sharedSecret(ctx context.Context, st interface {
+	ServerSecret(ctx context.Context, name string, fresh []byte) ([]byte, error)
+}, key *vault.Key, name string) ([]byte, error) {
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, err
+	}
+	ad := []byte("server-secret/" + name)
+	stored, err := st.ServerSecret(ctx, name, key.Encrypt(fresh, ad))
+	if err != nil {
+		return nil, err
+	}
+	secret, err := key.Decrypt(stored, ad)
+	if err != nil || len(secret) != 32 {
+		return nil, fmt.Errorf("the %s secret kept in the database does not open with this node's content key: every node needs the same PADDOCK_ENCRYPTION_KEY", name)
+	}
+	return secret, nil
+}

@@ -20,14 +20,16 @@ import (
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
-// serveChild starts this test binary as `paddock serve` on dataDir.
-func serveChild(t *testing.T, dataDir string) (*exec.Cmd, *client.Client) {
+// serveChild starts this test binary as `paddock serve` on dataDir, with
+// env (NAME=VALUE) added to the environment.
+func serveChild(t *testing.T, dataDir string, env ...string) (*exec.Cmd, *client.Client) {
 	t.Helper()
 	// The child listens on a port of its own choosing (one picked here
 	// and closed could be taken meanwhile) and prints its address.
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "PADDOCK_TEST_CHILD=serve", "PADDOCK_DATA_DIR="+dataDir, "PADDOCK_LISTEN=127.0.0.1:0",
 		"PADDOCK_ADMIN_USER=crash-tester", "PADDOCK_LOG_LEVEL=warn")
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = os.Stderr
@@ -60,7 +62,13 @@ func serveChild(t *testing.T, dataDir string) (*exec.Cmd, *client.Client) {
 	case <-time.After(150 * time.Second):
 		t.Fatal("the child server never said where it serves")
 	}
-	c := client.New(url).WithToken(readToken(dataDir))
+	token := readToken(dataDir)
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "PADDOCK_TOKEN="); ok {
+			token = v // the cluster's first node made the administrator
+		}
+	}
+	c := client.New(url).WithToken(token)
 	waitFor(t, "the child server to be ready", func() (bool, error) { return c.Health(context.Background()) == nil, nil })
 	return cmd, c
 }

@@ -46,6 +46,8 @@ type Activities struct {
 	Spawner Spawner
 	// Triggers delivers scheduled ticks through their triggers.
 	Triggers Triggerer
+	// Deliveries runs the deliveries other nodes hand to this one.
+	Deliveries *Service
 	// Sealer seals a session's audit log before its copy is reaped.
 	Sealer *Sealer
 	// Shell runs commands in the sandbox. When the sandbox is unavailable,
@@ -274,6 +276,8 @@ type Claim struct {
 	Held int `json:"held,omitempty"`
 	// Frozen says the session is held: nothing is claimed, no timer runs.
 	Frozen bool `json:"frozen,omitempty"`
+	// Home is the node holding the session's working copy.
+	Home string `json:"home,omitempty"`
 }
 
 // Claim claims the next batch of commands.
@@ -291,7 +295,7 @@ func (a *Activities) Claim(ctx context.Context, sessionID string) (Claim, error)
 	if len(cmds) == 0 && s.Held() && !s.Status.Terminal() {
 		return Claim{Frozen: true}, nil // nothing runs until it is released
 	}
-	c := Claim{Commands: cmds, Terminal: s.Status.Terminal() && len(cmds) == 0, Idle: time.Duration(sp.Session.IdleTimeout)}
+	c := Claim{Commands: cmds, Terminal: s.Status.Terminal() && len(cmds) == 0, Idle: time.Duration(sp.Session.IdleTimeout), Home: s.Node}
 	if !c.Terminal {
 		held, err := a.Store.HeldDeliveries(ctx, sessionID)
 		if err != nil {
@@ -659,6 +663,12 @@ func (a *Activities) offered(ctx context.Context, s session.Session, sp spec.Age
 	p, err := PinnedPolicy(s)
 	all := a.Tools.Only(sp.Tools).Specs()
 	if servers := mcpServers(sp); len(servers) > 0 {
+		// A server run in the sandbox works on the copy: here, current.
+		if err := a.ensureCopy(ctx, &s, sp); err != nil {
+			servers = nil
+			data, _ := json.Marshal(session.TextData{Text: "MCP tools unavailable this step: " + err.Error()})
+			_, _ = a.Store.AppendEvent(ctx, session.Event{SessionID: s.ID, TurnID: turnID, Kind: session.EventNotice, Key: fmt.Sprintf("%s/step%d/mcp-copy", turnID, step), Data: data})
+		}
 		if a.runsCommands(sp) {
 			if release, err := a.Copies.Sandboxed(ctx, s.ID); err == nil {
 				defer release()
@@ -711,6 +721,8 @@ func heartbeat(ctx context.Context) func() {
 type ToolOutcome struct {
 	State    session.ToolCallState
 	Question bool
+	// Node is where the call ran: the node holding the copy now.
+	Node string `json:"node,omitempty"`
 }
 
 func (a *Activities) callEvent(ctx context.Context, sessionID, turnID string, d session.ToolCallData) error {
@@ -834,9 +846,14 @@ func (a *Activities) Stop(ctx context.Context, cmd session.Command) error {
 	// survives (in the user's repository), so the copy, its caches and
 	// its volume go now, its audit log sealed first (unless the session is
 	// held for inspection: then when the collector finds it released).
+	// The node holding the copy removes it; a stop that ran elsewhere
+	// (that node gone) leaves it to that node's collector.
 	if s, err := a.Store.GetSession(ctx, cmd.SessionID); err == nil && !s.Held() {
 		if err := a.Sealer.Seal(ctx, s.ID); err != nil {
 			return fmt.Errorf("seal the stopped session's audit log: %w", err)
+		}
+		if !a.Copies.mine(s) {
+			return a.Store.SetDisplay(ctx, cmd.SessionID, "", "stopped")
 		}
 		if err := a.Copies.Remove(ctx, s); err != nil {
 			return fmt.Errorf("remove the stopped session's working copy: %w", err)

@@ -114,10 +114,12 @@ func (a *Activities) ensureCopy(ctx context.Context, s *session.Session, sp spec
 	if s.Workdir == "" {
 		return nil
 	}
-	if err := a.Copies.Mount(ctx, s.Workdir); err != nil {
-		return err
+	if s.Node == "" || s.Node == a.Copies.Node {
+		if err := a.Copies.Mount(ctx, s.Workdir); err != nil {
+			return err
+		}
 	}
-	if _, err := os.Stat(s.Workdir); err == nil {
+	if a.Copies.holds(*s) {
 		return nil
 	}
 	all, err := a.Store.Checkpoints(ctx, s.ID)
@@ -179,10 +181,10 @@ func (a *Activities) ensureCopy(ctx context.Context, s *session.Session, sp spec
 			return fmt.Errorf("hand the restored working copy to the sandbox user: %w", err)
 		}
 	}
-	if err := a.Store.SetWorkspace(ctx, s.ID, dir, s.BaseCommit); err != nil {
+	if err := a.Store.SetWorkspace(ctx, s.ID, a.Copies.Node, dir, s.BaseCommit); err != nil {
 		return err
 	}
-	s.Workdir = dir
+	s.Workdir, s.Node = dir, a.Copies.Node
 	data, _ := json.Marshal(session.TextData{Text: "the working copy was not on this node: made again from the repository and " + from})
 	_, err = a.Store.AppendEvent(ctx, session.Event{SessionID: s.ID, Kind: session.EventNotice, Key: "restore/" + a.Now().UTC().Format("20060102T150405.000000000"), Data: data})
 	return err

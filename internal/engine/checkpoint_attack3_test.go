@@ -58,7 +58,7 @@ func (e *atk3) session(t *testing.T, id, project string) session.Session {
 	require.NoError(t, workspace.Clone(ctx, e.repo, dir))
 	base, err := workspace.Head(ctx, dir)
 	require.NoError(t, err)
-	require.NoError(t, e.st.SetWorkspace(ctx, id, dir, base))
+	require.NoError(t, e.st.SetWorkspace(ctx, id, "", dir, base))
 	s, err := e.st.GetSession(ctx, id)
 	require.NoError(t, err)
 	return s

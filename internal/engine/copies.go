@@ -23,6 +23,9 @@ import (
 // one directory per session. Caches are never shared: a session could
 // poison another's builds.
 type Copies struct {
+	// Node names this node among the nodes of one database: a session's
+	// copy is here only when the store says this node holds it.
+	Node         string
 	WorkspaceDir string
 	CacheDir     string
 	Volumes      *volume.Volumes
@@ -243,6 +246,23 @@ func (c *Copies) Quiet(ctx context.Context, id string, wait time.Duration) (rele
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// holds says whether session x's working copy is here: on this node as
+// the store says (a copy another node took over since is stale), its
+// directory present. A session recorded before nodes were named is on
+// whichever node has its directory.
+func (c *Copies) holds(x session.Session) bool {
+	if !c.mine(x) {
+		return false
+	}
+	_, err := os.Stat(x.Workdir)
+	return x.Workdir != "" && err == nil
+}
+
+// mine says the store names this node (or no node) as holding x's copy.
+func (c *Copies) mine(x session.Session) bool {
+	return x.Node == "" || c != nil && x.Node == c.Node
 }
 
 // exists says whether session x still has a working copy or a volume.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/session"
@@ -22,6 +21,15 @@ func (s *Service) Diff(ctx context.Context, id string) (workspace.Diff, session.
 	if err != nil {
 		return workspace.Diff{}, x, err
 	}
+	if s.elsewhere(x) {
+		out, err := s.remote(ctx, Delivery{Op: opDiff, SessionID: id, Home: x.Node})
+		return out.Diff, out.Session, err
+	}
+	return s.diffHere(ctx, x)
+}
+
+func (s *Service) diffHere(ctx context.Context, x session.Session) (workspace.Diff, session.Session, error) {
+	id := x.ID
 	if x.Workdir == "" || x.BaseCommit == "" {
 		return workspace.Diff{}, x, fmt.Errorf("session %s has no working copy yet (status %s): %w", id, x.Status, store.ErrConflict)
 	}
@@ -33,7 +41,7 @@ func (s *Service) Diff(ctx context.Context, id string) (workspace.Diff, session.
 		return workspace.Diff{}, x, err
 	}
 	defer release()
-	if err := copyGone(x); err != nil {
+	if err := s.copyGone(x); err != nil {
 		return workspace.Diff{}, x, err
 	}
 	d, err := workspace.Compute(ctx, x.Workdir, x.BaseCommit)
@@ -44,8 +52,8 @@ func (s *Service) Diff(ctx context.Context, id string) (workspace.Diff, session.
 }
 
 // copyGone is a 409 when the session's working copy was removed.
-func copyGone(x session.Session) error {
-	if _, err := os.Stat(x.Workdir); err == nil {
+func (s *Service) copyGone(x session.Session) error {
+	if s.Copies.holds(x) {
 		return nil
 	}
 	why := "it was removed"
@@ -103,6 +111,10 @@ type AcceptRequest struct {
 // acceptance while the agent works loses nothing: its later changes are a
 // new diff against what was accepted.
 func (s *Service) Accept(ctx context.Context, id string, req AcceptRequest, by session.Sender) (session.Session, error) {
+	if x, err := s.Store.GetSession(ctx, id); err == nil && s.elsewhere(x) {
+		out, err := s.remote(ctx, Delivery{Op: opAccept, SessionID: id, Home: x.Node, Accept: req, By: by})
+		return out.Session, err
+	}
 	return s.accept(ctx, id, req, by, nil)
 }
 
@@ -113,6 +125,14 @@ func (s *Service) Accept(ctx context.Context, id string, req AcceptRequest, by s
 // checkout is not touched; its owner merges the branch. It returns the
 // branch and the commit.
 func (s *Service) AcceptToBranch(ctx context.Context, id, base, tree string, by session.Sender) (branch, commit string, err error) {
+	if x, err := s.Store.GetSession(ctx, id); err == nil && s.elsewhere(x) {
+		out, err := s.remote(ctx, Delivery{Op: opBranch, SessionID: id, Home: x.Node, Accept: AcceptRequest{Mode: workspace.AsCommit, Base: base, Tree: tree}, By: by})
+		return out.Branch, out.Commit, err
+	}
+	return s.acceptToBranch(ctx, id, base, tree, by)
+}
+
+func (s *Service) acceptToBranch(ctx context.Context, id, base, tree string, by session.Sender) (branch, commit string, err error) {
 	branch = "paddock/" + id
 	_, err = s.accept(ctx, id, AcceptRequest{Mode: workspace.AsCommit, Base: base, Tree: tree}, by, func(x session.Session, next string) (string, error) {
 		if x.Repo == "" {
@@ -152,13 +172,13 @@ func (s *Service) accept(ctx context.Context, id string, req AcceptRequest, by s
 	if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
 		return x, err
 	}
-	if err := copyGone(x); err != nil {
+	if err := s.copyGone(x); err != nil {
 		return x, err
 	}
 	if !s.handedOut(id, req.Base, req.Tree) {
 		// Not a snapshot this server handed out (it may have restarted since):
 		// only the working copy's current state can be accepted then.
-		d, _, err := s.Diff(ctx, id)
+		d, _, err := s.diffHere(ctx, x)
 		if err != nil {
 			return x, err
 		}
@@ -204,6 +224,14 @@ func (s *Service) accept(ctx context.Context, id string, req AcceptRequest, by s
 // Reject discards the session's changes: the working copy returns to its
 // base, and nothing reaches the user's repository.
 func (s *Service) Reject(ctx context.Context, id string, by session.Sender) (session.Session, error) {
+	if x, err := s.Store.GetSession(ctx, id); err == nil && s.elsewhere(x) {
+		out, err := s.remote(ctx, Delivery{Op: opReject, SessionID: id, Home: x.Node, By: by})
+		return out.Session, err
+	}
+	return s.reject(ctx, id, by)
+}
+
+func (s *Service) reject(ctx context.Context, id string, by session.Sender) (session.Session, error) {
 	x, err := s.Store.GetSession(ctx, id)
 	if err != nil {
 		return x, err
@@ -220,7 +248,7 @@ func (s *Service) Reject(ctx context.Context, id string, by session.Sender) (ses
 		if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
 			return x, err
 		}
-		if err := copyGone(x); err != nil {
+		if err := s.copyGone(x); err != nil {
 			return x, err
 		}
 		release, err := s.Copies.Quiet(ctx, id, quietWait)

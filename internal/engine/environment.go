@@ -40,7 +40,7 @@ func (a *Activities) provisionEnvironment(ctx context.Context, s session.Session
 		if err != nil {
 			return "", nonRetryable(fmt.Errorf("prepare working copy: %w", err))
 		}
-		if err := a.Store.SetWorkspace(ctx, s.ID, workdir, base); err != nil {
+		if err := a.Store.SetWorkspace(ctx, s.ID, a.Copies.Node, workdir, base); err != nil {
 			return "", err
 		}
 		s.Workdir = workdir

@@ -18,6 +18,9 @@ type Collected struct {
 	Bytes     int64  `json:"bytes"`
 }
 
+// staleAfter is how long a copy another node took over is kept here.
+const staleAfter = time.Hour
+
 // GC removes the working copies (with their caches and volumes) that are
 // no longer needed: those of stopped sessions (a stop discards what was
 // not accepted), of failed sessions and sessions stopped because their
@@ -32,7 +35,7 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]Collected, error) {
 		return out, err
 	}
 	for _, x := range list {
-		owned[x.ID] = true
+		owned[x.ID] = s.Copies.mine(x) // a stale copy of another node's is a leftover here
 		if x.Held() {
 			continue // held for inspection: kept until released
 		}
@@ -47,8 +50,8 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]Collected, error) {
 		if _, err := s.Store.DeleteCheckpoints(ctx, x.ID); err != nil {
 			return out, fmt.Errorf("collect session %s's checkpoints: %w", x.ID, err)
 		}
-		if !s.Copies.exists(x) {
-			continue
+		if !s.Copies.mine(x) || !s.Copies.exists(x) {
+			continue // another node's copy: its collector removes it
 		}
 		if err := s.Sealer.Seal(ctx, x.ID); err != nil {
 			return out, fmt.Errorf("collect session %s: %w", x.ID, err)
@@ -59,15 +62,23 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]Collected, error) {
 		}
 		out = append(out, Collected{SessionID: x.ID, Reason: reason, Bytes: used})
 	}
-	// Leftovers: a directory or volume whose session does not exist.
+	// Leftovers: a directory or volume whose session does not exist, or
+	// whose session another node took over (this copy is stale) more
+	// than staleAfter ago.
 	for _, id := range s.Copies.ids() {
 		if owned[id] {
 			continue
 		}
-		if _, err := s.Store.GetSession(ctx, id); !errors.Is(err, store.ErrNotFound) {
+		reason := "no such session (a leftover)"
+		x, err := s.Store.GetSession(ctx, id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err == nil && !s.Copies.mine(x) && now.Sub(x.UpdatedAt) > staleAfter:
+			reason = "node " + x.Node + " holds the session's copy now (this one is stale)"
+		default:
 			continue
 		}
-		x := session.Session{ID: id, Workdir: filepath.Join(s.Copies.WorkspaceDir, id)}
+		x = session.Session{ID: id, Workdir: filepath.Join(s.Copies.WorkspaceDir, id)}
 		if s.Copies.hasVolume(id) {
 			x.Workdir = filepath.Join(s.Copies.Volumes.Path(id), "work")
 		}
@@ -75,7 +86,7 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]Collected, error) {
 		if err := s.Copies.Remove(ctx, x); err != nil {
 			return out, err
 		}
-		out = append(out, Collected{SessionID: id, Reason: "no such session (a leftover)", Bytes: used})
+		out = append(out, Collected{SessionID: id, Reason: reason, Bytes: used})
 	}
 	return out, nil
 }

@@ -34,7 +34,7 @@ func TestGC(t *testing.T) {
 		require.NoError(t, os.MkdirAll(dir, 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("12345"), 0o644))
 		require.NoError(t, os.MkdirAll(filepath.Join(c.CacheDir, id), 0o755))
-		require.NoError(t, st.SetWorkspace(ctx, id, dir, "base"))
+		require.NoError(t, st.SetWorkspace(ctx, id, "", dir, "base"))
 		return dir
 	}
 	live, stopped, failed := mk("live"), mk("stopped"), mk("failed")

@@ -298,7 +298,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		if state == session.CallDone {
 			d.By = &by
 		}
-		return ToolOutcome{State: state}, a.callEvent(ctx, sessionID, turnID, d)
+		return ToolOutcome{State: state, Node: s.Node}, a.callEvent(ctx, sessionID, turnID, d)
 	}
 	p, err := PinnedPolicy(s)
 	if err != nil {
@@ -415,7 +415,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventQuestion, Key: "question/" + call.ID, Data: data}); err != nil {
 			return ToolOutcome{}, err
 		}
-		return ToolOutcome{State: session.CallCalling, Question: true}, nil
+		return ToolOutcome{State: session.CallCalling, Question: true, Node: s.Node}, nil
 	}
 	if !tool.ReadOnly(call.Name) {
 		recordCopy(ctx, a.Store, a.ContentKey, s, call.ID, "")

@@ -9,22 +9,59 @@ import (
 	"go.temporal.io/sdk/worker"
 )
 
-// NewWorker returns a worker (not started) that runs session workflows and
-// their activities. Every activity heartbeats while it runs, so one that
-// was running on a worker that died is retried within HeartbeatTimeout,
-// not after its whole time limit.
-func NewWorker(c client.Client, acts *Activities) worker.Worker {
-	w := worker.New(c, TaskQueue, worker.Options{
+// NodeQueue is the task queue only node's worker polls: the activities
+// that use a session's working copy go there while that node holds it.
+func NodeQueue(node string) string { return TaskQueue + "/" + node }
+
+// Worker runs session workflows and their activities from the task queue
+// every node polls, and, when the node is named (Copies.Node), activities
+// from its own NodeQueue. Every activity heartbeats while it runs, so one
+// that was running on a worker that died is retried within
+// HeartbeatTimeout, not after its whole time limit.
+type Worker struct {
+	workers []worker.Worker
+}
+
+// NewWorker returns a worker (not started).
+func NewWorker(c client.Client, acts *Activities) *Worker {
+	shared := worker.New(c, TaskQueue, worker.Options{
 		Interceptors: []interceptor.WorkerInterceptor{&liveness{}},
 		// A workflow task sent to a worker that died waits this long before
 		// any worker may take it (default 5 s).
 		StickyScheduleToStartTimeout: 2 * time.Second,
 	})
-	w.RegisterWorkflow(SessionWorkflow)
-	w.RegisterWorkflow(ScheduleWorkflow)
-	w.RegisterWorkflow(SweepWorkflow)
-	w.RegisterActivity(acts)
+	shared.RegisterWorkflow(SessionWorkflow)
+	shared.RegisterWorkflow(ScheduleWorkflow)
+	shared.RegisterWorkflow(SweepWorkflow)
+	shared.RegisterWorkflow(DeliveryWorkflow)
+	shared.RegisterActivity(acts)
+	w := &Worker{workers: []worker.Worker{shared}}
+	if node := acts.Copies.Node; node != "" {
+		own := worker.New(c, NodeQueue(node), worker.Options{Interceptors: []interceptor.WorkerInterceptor{&liveness{}}, DisableWorkflowWorker: true})
+		own.RegisterActivity(acts)
+		w.workers = append(w.workers, own)
+	}
 	return w
+}
+
+// Start starts polling.
+func (w *Worker) Start() error {
+	for i, x := range w.workers {
+		if err := x.Start(); err != nil {
+			for _, y := range w.workers[:i] {
+				y.Stop()
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// Stop stops polling and waits for the activities running to end.
+func (w *Worker) Stop() {
+	for _, x := range w.workers {
+		x.Stop()
+	}
 }
 
 // HeartbeatTimeout is how long an activity may go without a heartbeat

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -84,6 +85,7 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 		if err := workflow.ExecuteActivity(short(ctx, 0), act.Claim, in.SessionID).Get(ctx, &claim); err != nil {
 			return err
 		}
+		w.home = claim.Home
 		if claim.Terminal {
 			return nil
 		}
@@ -108,7 +110,7 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 			continue
 		}
 		if w.reaped {
-			if err := workflow.ExecuteActivity(short(ctx, 0), act.Rehydrate, in.SessionID).Get(ctx, nil); err != nil {
+			if err := w.onCopy(short(ctx, 0), act.Rehydrate, in.SessionID).Get(ctx, nil); err != nil {
 				return w.fail(ctx, "rehydration failed: "+reason(err))
 			}
 			w.reaped = false
@@ -230,6 +232,37 @@ type run struct {
 	cancelTurn     workflow.CancelFunc
 	decided        map[string]bool // approvals whose decision was signaled
 	reaped         bool            // the idle sandbox was released
+	// home is the node holding the working copy, as last heard.
+	home string
+}
+
+// homeWait is how long an activity on the working copy waits for the
+// node holding it to take it. A node that does not (it is gone, or
+// swamped) is given up on: the activity goes to any node, which makes the
+// copy again from its last checkpoint. Temporal never starts a task whose
+// wait lapsed, so nothing runs twice.
+const homeWait = 5 * time.Second
+
+// onCopy runs an activity that uses the session's working copy on the
+// node holding it (NodeQueue(home)), so the copy stays where it is.
+func (w *run) onCopy(ctx workflow.Context, activity any, args ...any) workflow.Future {
+	if w.home == "" {
+		return workflow.ExecuteActivity(ctx, activity, args...)
+	}
+	f, set := workflow.NewFuture(ctx)
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		opts := workflow.GetActivityOptions(ctx)
+		opts.TaskQueue, opts.ScheduleToStartTimeout = NodeQueue(w.home), homeWait
+		first := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activity, args...)
+		var te *temporal.TimeoutError
+		if err := first.Get(gctx, nil); errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
+			w.home = ""
+			set.Chain(workflow.ExecuteActivity(ctx, activity, args...))
+			return
+		}
+		set.Chain(first)
+	})
+	return f
 }
 
 // short gives activity options for quick store work; attempts 0 retries
@@ -315,7 +348,7 @@ func (w *run) dispatch(ctx workflow.Context, batch []session.Command) (bool, err
 	case session.KindInterrupt:
 		return false, settle(session.CommandAccepted, "no turn was in flight")
 	case session.KindStop:
-		return true, workflow.ExecuteActivity(short(ctx, 0), act.Stop, first).Get(ctx, nil)
+		return true, w.onCopy(short(ctx, 0), act.Stop, first).Get(ctx, nil)
 	}
 	return false, settle(session.CommandFailed, fmt.Sprintf("command kind %s is not dispatched", first.Kind))
 }
@@ -362,7 +395,7 @@ func (w *run) steps(ctx workflow.Context, turnID string) (session.TurnStatus, se
 			return w.overrun(ctx, turnID, *o, b.Summary)
 		}
 		var resp provider.Response
-		if err := workflow.ExecuteActivity(long(ctx), act.ModelStep, w.in.SessionID, turnID, step).Get(ctx, &resp); err != nil {
+		if err := w.onCopy(long(ctx), act.ModelStep, w.in.SessionID, turnID, step).Get(ctx, &resp); err != nil {
 			if r := parkReason(err); r != "" {
 				return w.park(ctx, turnID, r, "model call failed: "+reason(err))
 			}
@@ -482,7 +515,10 @@ func (w *run) toolCall(ctx workflow.Context, turnID string, call provider.ToolCa
 		}
 		by = session.Attribution{Kind: session.ByHuman, By: ap.DecidedBy.ID, Approval: ap.ID}
 	}
-	err = workflow.ExecuteActivity(long(ctx), act.RunTool, w.in.SessionID, turnID, call, g.Decision, by).Get(ctx, &out)
+	err = w.onCopy(long(ctx), act.RunTool, w.in.SessionID, turnID, call, g.Decision, by).Get(ctx, &out)
+	if out.Node != "" {
+		w.home = out.Node
+	}
 	if err == nil && out.State == session.CallRejected {
 		return rejected("refused at execution")
 	}

@@ -53,27 +53,29 @@ const (
 
 // Session is one durable execution of an agent.
 type Session struct {
-	ID             string          `json:"id"`
-	Project        string          `json:"project"`
-	Agent          string          `json:"agent"`
-	AgentSpec      json.RawMessage `json:"agentSpec"`
-	AgentVersion   string          `json:"agentVersion"`
-	SpendCapUSD    float64         `json:"spendCapUsd"`
-	Status         Status          `json:"status"`
-	RuntimePhase   RuntimePhase    `json:"runtimePhase,omitempty"`
-	ArchivedAt     *time.Time      `json:"archivedAt,omitempty"`
-	Error          string          `json:"error,omitempty"`
-	FailureReason  string          `json:"failureReason,omitempty"`
-	DisplayTitle   string          `json:"displayTitle"`
-	AmbientStatus  string          `json:"ambientStatus,omitempty"`
-	Input          string          `json:"input,omitempty"`
-	Repo           string          `json:"repo,omitempty"`
-	Workdir        string          `json:"workdir,omitempty"`
-	BaseCommit     string          `json:"baseCommit,omitempty"`
-	RetryOf        string          `json:"retryOf,omitempty"`
-	Handoff        string          `json:"handoff,omitempty"`
-	StopReason     string          `json:"stopReason,omitempty"`
-	RespawnRequest bool            `json:"respawnRequested,omitempty"`
+	ID            string          `json:"id"`
+	Project       string          `json:"project"`
+	Agent         string          `json:"agent"`
+	AgentSpec     json.RawMessage `json:"agentSpec"`
+	AgentVersion  string          `json:"agentVersion"`
+	SpendCapUSD   float64         `json:"spendCapUsd"`
+	Status        Status          `json:"status"`
+	RuntimePhase  RuntimePhase    `json:"runtimePhase,omitempty"`
+	ArchivedAt    *time.Time      `json:"archivedAt,omitempty"`
+	Error         string          `json:"error,omitempty"`
+	FailureReason string          `json:"failureReason,omitempty"`
+	DisplayTitle  string          `json:"displayTitle"`
+	AmbientStatus string          `json:"ambientStatus,omitempty"`
+	Input         string          `json:"input,omitempty"`
+	Repo          string          `json:"repo,omitempty"`
+	// Node is the node holding the working copy (empty on a lone node).
+	Node           string `json:"node,omitempty"`
+	Workdir        string `json:"workdir,omitempty"`
+	BaseCommit     string `json:"baseCommit,omitempty"`
+	RetryOf        string `json:"retryOf,omitempty"`
+	Handoff        string `json:"handoff,omitempty"`
+	StopReason     string `json:"stopReason,omitempty"`
+	RespawnRequest bool   `json:"respawnRequested,omitempty"`
 	// Policy is the policy pinned on the session at creation (JSON of
 	// policy.Policy), identified by PolicyDigest.
 	Policy       json.RawMessage `json:"policy,omitempty"`

@@ -170,7 +170,9 @@ type Store interface {
 	GetSession(ctx context.Context, id string) (session.Session, error)
 	ListSessions(ctx context.Context, f SessionFilter) ([]session.Session, error)
 	SetRuntimePhase(ctx context.Context, id string, phase session.RuntimePhase) error
-	SetWorkspace(ctx context.Context, id, workdir, baseCommit string) error
+	// SetWorkspace records where the session's working copy is: on which
+	// node ("" for a lone node), in which directory, at which base.
+	SetWorkspace(ctx context.Context, id, node, workdir, baseCommit string) error
 	SetDisplay(ctx context.Context, id, title, ambient string) error
 	// MarkStarted moves a queued session whose bare start booted the
 	// runtime to awaiting.

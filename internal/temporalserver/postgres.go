@@ -3,10 +3,13 @@ package temporalserver
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	"go.temporal.io/server/common/config"
@@ -85,9 +88,10 @@ func preparePostgres(ctx context.Context, rawURL string) (store, visibility *con
 			return nil, nil, fmt.Errorf("temporal schema %s: %w", c.cfg.DatabaseName, err)
 		}
 	}
-	// One node runs on a database for now (the store's node lock says so),
-	// so the ring's members a previous run left are all gone: forget them
-	// rather than wait out the join timeout trying to reach them.
+	// The ring's members a node that died left behind keep their rows
+	// until they expire; joining them would hold this start-up for the
+	// whole join timeout. Members that do not answer are forgotten; live
+	// nodes (other members of this cluster) are joined.
 	tu := *u
 	tu.Path = "/" + store.DatabaseName
 	tdb, err := sql.Open("pgx", tu.String())
@@ -95,7 +99,7 @@ func preparePostgres(ctx context.Context, rawURL string) (store, visibility *con
 		return nil, nil, err
 	}
 	defer tdb.Close()
-	if _, err := tdb.ExecContext(ctx, `DELETE FROM cluster_membership`); err != nil {
+	if err := forgetUnreachable(ctx, tdb); err != nil {
 		return nil, nil, fmt.Errorf("temporal database: clear stale cluster membership: %w", err)
 	}
 	return store, visibility, nil
@@ -116,4 +120,44 @@ func migrate(cfg *config.SQL, name string) error {
 		}
 	}
 	return schema.NewUpdateSchemaTask(conn, &schema.UpdateConfig{DBName: cfg.DatabaseName, SchemaName: name}, logger).Run()
+}
+
+// forgetUnreachable deletes the cluster membership rows of members whose
+// ring port does not accept a connection within a second: their node is
+// gone (each start takes new ports, so a port is never a later node's).
+func forgetUnreachable(ctx context.Context, db *sql.DB) error {
+	rows, err := db.QueryContext(ctx, `SELECT DISTINCT host_id, rpc_address, rpc_port FROM cluster_membership`)
+	if err != nil {
+		return err
+	}
+	type member struct {
+		id   []byte
+		addr string
+	}
+	var members []member
+	for rows.Next() {
+		var m member
+		var host string
+		var port int
+		if err := rows.Scan(&m.id, &host, &port); err != nil {
+			_ = rows.Close()
+			return err
+		}
+		m.addr = net.JoinHostPort(host, strconv.Itoa(port))
+		members = append(members, m)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return err
+	}
+	for _, m := range members {
+		d := net.Dialer{Timeout: time.Second}
+		if c, err := d.DialContext(ctx, "tcp", m.addr); err == nil {
+			_ = c.Close()
+			continue
+		}
+		if _, err := db.ExecContext(ctx, `DELETE FROM cluster_membership WHERE host_id = $1`, m.id); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -45,7 +45,7 @@ func BenchmarkSessionsPage(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	app, err := web.New(svc, slog.New(slog.DiscardHandler))
+	app, err := web.New(svc, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

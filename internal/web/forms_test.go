@@ -35,7 +35,7 @@ func TestFormsAreGuarded(t *testing.T) {
 	require.NoError(t, err)
 	raw, _ := os.ReadFile(filepath.Join(dir, engine.AdminTokenFile))
 	token := strings.TrimSpace(string(raw))
-	app, err := web.New(svc, slog.New(slog.DiscardHandler))
+	app, err := web.New(svc, slog.New(slog.DiscardHandler), nil)
 	require.NoError(t, err)
 	h := app.Handler()
 	do := func(method, path, origin string, form url.Values, cookie bool) *httptest.ResponseRecorder {

@@ -44,16 +44,21 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 type App struct {
 	Service *engine.Service
 	Logger  *slog.Logger
-	// csrfKey binds forms to their login (random per process: a form
-	// served before a restart is refused after it, and says so).
+	// csrfKey binds forms to their login, and signs the directory login's
+	// cookie: shared by the nodes of one database, else random per
+	// process (a form served before a restart is refused after it, and
+	// says so).
 	csrfKey []byte
 	pages   map[string]*template.Template
 }
 
-// New parses the templates.
-func New(svc *engine.Service, logger *slog.Logger) (*App, error) {
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
+// New parses the templates. key signs forms and login cookies (nil: a
+// random one, this process's own).
+func New(svc *engine.Service, logger *slog.Logger, key []byte) (*App, error) {
+	if key == nil {
+		key = make([]byte, 32)
+		_, _ = rand.Read(key)
+	}
 	a := &App{Service: svc, Logger: logger, csrfKey: key, pages: map[string]*template.Template{}}
 	funcs := template.FuncMap{
 		"ago":   ago,

@@ -58,7 +58,7 @@ func atkSetup(t *testing.T) *atkEnv {
 	_, err = svc.Bootstrap(ctx, dir, "root")
 	require.NoError(t, err)
 	raw, _ := os.ReadFile(filepath.Join(dir, engine.AdminTokenFile))
-	app, err := web.New(svc, slog.New(slog.DiscardHandler))
+	app, err := web.New(svc, slog.New(slog.DiscardHandler), nil)
 	require.NoError(t, err)
 	return &atkEnv{t: t, svc: svc, st: st, h: app.Handler(), admin: identity.Principal{User: "root", Admin: true}, root: strings.TrimSpace(string(raw))}
 }

@@ -240,4 +240,5 @@ var migrations = []string{
 		created_at TEXT NOT NULL,
 		PRIMARY KEY (session_id, step)
 	);`,
+	`ALTER TABLE sessions ADD COLUMN node TEXT NOT NULL DEFAULT '';`,
 }

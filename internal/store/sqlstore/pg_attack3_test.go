@@ -159,7 +159,7 @@ func TestAttack3PGRawTextLikeSQLite(t *testing.T) {
 // partition with the keepalives set, a PostgreSQL restart or failover,
 // pg_terminate_backend) the lock is gone and another node may take it. The
 // first node must learn it at once and stop serving: its HoldNode's lost
-// is told within a few seconds.
+// is told within a few seconds. Nodes of other names serve beside it.
 func TestAttack3PGNodeLockSurvivesLostConnection(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
@@ -170,28 +170,31 @@ func TestAttack3PGNodeLockSurvivesLostConnection(t *testing.T) {
 	require.NoError(t, err)
 	defer b.Close()
 	lost := make(chan error, 1)
-	releaseA, err := a.HoldNode(ctx, func(err error) { lost <- err })
+	releaseA, err := a.HoldNode(ctx, "node-a", func(err error) { lost <- err })
 	require.NoError(t, err)
 	defer releaseA()
-	_, err = b.HoldNode(ctx, func(error) {})
-	require.Error(t, err, "a second node is refused while the first holds the lock")
+	_, err = b.HoldNode(ctx, "node-a", func(error) {})
+	require.ErrorContains(t, err, `as node "node-a"`, "a second process of the same name is refused while the first holds it")
+	releaseOther, err := b.HoldNode(ctx, "node-b", func(error) {})
+	require.NoError(t, err, "another node serves beside it")
+	require.NoError(t, releaseOther())
 
 	// Drop node A's lock connection, as a network partition would.
 	db, err := sql.Open("pgx", url)
 	require.NoError(t, err)
 	defer db.Close()
-	res, err := db.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted`, int64(0x6e6f6465))
+	res, err := db.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND granted`, int64(0x6e6f6465))
 	require.NoError(t, err)
 	n, _ := res.RowsAffected()
 	require.Equal(t, int64(1), n)
 	select {
 	case err := <-lost:
-		require.ErrorContains(t, err, "lost its hold on the database")
+		require.ErrorContains(t, err, `lost its hold on its name "node-a"`)
 	case <-time.After(30 * time.Second):
 		t.Fatal("node A was never told its lock was gone")
 	}
 	// Now node B may serve.
-	releaseB, err := b.HoldNode(ctx, func(error) {})
+	releaseB, err := b.HoldNode(ctx, "node-a", func(error) {})
 	require.NoError(t, err)
 	require.NoError(t, releaseB())
 }

@@ -14,7 +14,7 @@ import (
 
 const sessionCols = `id, project, agent, agent_spec, agent_version, spend_cap_usd, status, runtime_phase, archived_at,
 	error, failure_reason, display_title, ambient_status, input, repo, workdir, base_commit, retry_of, handoff,
-	stop_reason, respawn, policy, policy_digest, interactive, approver, delivery, hold, created_by, created_at, updated_at`
+	stop_reason, respawn, policy, policy_digest, interactive, approver, delivery, hold, created_by, created_at, updated_at, node`
 
 func scanSession(row scanner) (session.Session, error) {
 	var x session.Session
@@ -22,7 +22,7 @@ func scanSession(row scanner) (session.Session, error) {
 	var archived sql.NullString
 	err := row.Scan(&x.ID, &x.Project, &x.Agent, &spec, &x.AgentVersion, &x.SpendCapUSD, &x.Status, &x.RuntimePhase, &archived,
 		&x.Error, &x.FailureReason, &x.DisplayTitle, &x.AmbientStatus, &x.Input, &x.Repo, &x.Workdir, &x.BaseCommit, &x.RetryOf, &x.Handoff,
-		&x.StopReason, &x.RespawnRequest, &policy, &x.PolicyDigest, &x.Interactive, &x.Approver, &x.Delivery, &hold, &createdBy, &created, &updated)
+		&x.StopReason, &x.RespawnRequest, &policy, &x.PolicyDigest, &x.Interactive, &x.Approver, &x.Delivery, &hold, &createdBy, &created, &updated, &x.Node)
 	if err != nil {
 		return x, err
 	}
@@ -253,9 +253,9 @@ func (s *Store) SetRuntimePhase(ctx context.Context, id string, phase session.Ru
 }
 
 // SetWorkspace implements store.Store.
-func (s *Store) SetWorkspace(ctx context.Context, id, workdir, baseCommit string) error {
+func (s *Store) SetWorkspace(ctx context.Context, id, node, workdir, baseCommit string) error {
 	return s.update(ctx, id, func(tx *txn) error {
-		_, err := tx.ExecContext(ctx, `UPDATE sessions SET workdir = ?, base_commit = ?, updated_at = ? WHERE id = ?`, workdir, baseCommit, s.ts(), id)
+		_, err := tx.ExecContext(ctx, `UPDATE sessions SET node = ?, workdir = ?, base_commit = ?, updated_at = ? WHERE id = ?`, node, workdir, baseCommit, s.ts(), id)
 		return err
 	})
 }

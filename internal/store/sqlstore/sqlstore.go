@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/url"
 	"os"
 	"strings"
@@ -374,23 +375,27 @@ func (s *Store) Dialect() string { return s.d.name }
 // migrateLock is the advisory lock migrations run under ("migr").
 const migrateLock = 0x6d696772
 
-// nodeLock is the advisory lock a node holds on a PostgreSQL store for as
-// long as it runs ("node" in ASCII).
+// nodeLock is the advisory lock class ("node" in ASCII) of the locks
+// nodes hold on a PostgreSQL store, one per node name.
 const nodeLock = 0x6e6f6465
 
-// HoldNode makes this process the one node serving the store: on
-// PostgreSQL a session-level lock held until release (a node that dies
-// releases it with its connection); on SQLite nothing (the data
-// directory's lock does it). Several nodes on one database are not
-// supported yet: a session's activities would go to any node's worker.
+// HoldNode makes this process the one serving the store as node: on
+// PostgreSQL a session-level lock on the name, held until release (a node
+// that dies releases it with its connection); on SQLite nothing (the data
+// directory's lock does it). Any number of nodes serve one database, each
+// under its own name: work on a session's working copy is routed by it,
+// so two processes must never share one (a copied data directory).
 // The lock's connection is checked every few seconds; should it be lost
 // (the database restarted, a partition, an administrator's
-// pg_terminate_backend), another node may take the lock, so lost is told
-// and this node must stop serving.
-func (s *Store) HoldNode(ctx context.Context, lost func(error)) (release func() error, err error) {
+// pg_terminate_backend), another process may take the name, so lost is
+// told and this node must stop serving.
+func (s *Store) HoldNode(ctx context.Context, node string, lost func(error)) (release func() error, err error) {
 	if s.d != postgresDialect {
 		return func() error { return nil }, nil
 	}
+	h := fnv.New32a()
+	h.Write([]byte(node))
+	key := int32(h.Sum32())
 	c, err := s.db.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -403,13 +408,13 @@ func (s *Store) HoldNode(ctx context.Context, lost func(error)) (release func() 
 		return nil, err
 	}
 	var got bool
-	if err := c.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", int64(nodeLock)).Scan(&got); err != nil {
+	if err := c.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1::int4, $2::int4)", int32(nodeLock), key).Scan(&got); err != nil {
 		_ = c.Close()
 		return nil, err
 	}
 	if !got {
 		_ = c.Close()
-		return nil, fmt.Errorf("another paddock serve already runs on this database (PADDOCK_DATABASE_URL): several nodes on one database are not supported yet; stop the other one first")
+		return nil, fmt.Errorf("another paddock serve runs on this database (PADDOCK_DATABASE_URL) as node %q: every node needs a name of its own (a data directory copied from another node carries its name in the file node; remove that file to get a new one)", node)
 	}
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -424,13 +429,14 @@ func (s *Store) HoldNode(ctx context.Context, lost func(error)) (release func() 
 			}
 			pctx, cancel := context.WithTimeout(context.Background(), nodeCheck)
 			var held bool
-			err := c.QueryRowContext(pctx, "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND pid = pg_backend_pid() AND granted", int64(nodeLock)).Scan(&held)
+			err := c.QueryRowContext(pctx, "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objid = $2 AND objsubid = 2 AND pid = pg_backend_pid() AND granted",
+				int64(nodeLock), int64(uint32(key))).Scan(&held)
 			cancel()
 			if err == nil && !held {
 				err = errors.New("the lock is no longer held")
 			}
 			if err != nil {
-				lost(fmt.Errorf("this node lost its hold on the database (%w): another node may serve it now", err))
+				lost(fmt.Errorf("this node lost its hold on its name %q in the database (%w): another process may serve as it now", node, err))
 				return
 			}
 		}
@@ -438,7 +444,7 @@ func (s *Store) HoldNode(ctx context.Context, lost func(error)) (release func() 
 	return func() error {
 		close(stop)
 		<-done
-		_, err := c.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", int64(nodeLock))
+		_, err := c.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1::int4, $2::int4)", int32(nodeLock), key)
 		return errors.Join(err, c.Close())
 	}, nil
 }

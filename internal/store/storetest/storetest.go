@@ -475,10 +475,12 @@ func testProjectPolicy(t *testing.T, s store.Store) {
 
 func testDelivery(t *testing.T, s store.Store) {
 	newSession(t, s, "s", agent("a", 0))
-	require.NoError(t, s.SetWorkspace(ctx, "s", "/w", "base1"))
+	require.NoError(t, s.SetWorkspace(ctx, "s", "node-a", "/w", "base1"))
 	require.NoError(t, s.Deliver(ctx, "s", "base1", "base2", "accepted", operator, "commit abc"))
 	x, err := s.GetSession(ctx, "s")
 	require.NoError(t, err)
+	require.Equal(t, "node-a", x.Node, "the node holding the copy")
+	require.Equal(t, "/w", x.Workdir)
 	require.Equal(t, "accepted", x.Delivery)
 	require.Equal(t, "base2", x.BaseCommit, "later changes diff against the accepted snapshot")
 	require.ErrorIs(t, s.Deliver(ctx, "s", "base1", "base1", "rejected", operator, ""), store.ErrConflict, "that diff was delivered already")

@@ -1,0 +1,161 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/client"
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store/pgtest"
+	"github.com/paddock-dev/paddock/internal/volume"
+)
+
+// TestTwoNodes runs two `paddock serve` processes on one PostgreSQL
+// database: one Temporal cluster, one API served by both. A session's
+// diff is asked of the node that does not hold its working copy (the
+// delivery is handed to the one that does); then the node holding it is
+// killed with SIGKILL in the middle of a turn, and the other finishes the
+// turn and the ones queued behind it: every command accepted once, the
+// transcript gapless, and the diff holds the files written on the dead
+// node and those written after it died.
+func TestTwoNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and kills real servers")
+	}
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	env := []string{"PADDOCK_DATABASE_URL=" + url, "PADDOCK_ENCRYPTION_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
+	dirs := []string{dataDir(t), dataDir(t)}
+	for _, d := range dirs {
+		scriptIn(t, d, "crash.yaml") // the model, on either node
+		// A node killed leaves its sessions' volumes mounted.
+		t.Cleanup(func() { _ = (&volume.Volumes{Dir: filepath.Join(d, "volumes")}).UnmountAll(context.Background()) })
+	}
+	childA, a := serveChild(t, dirs[0], env...)
+	token := readToken(dirs[0])
+	childB, b := serveChild(t, dirs[1], append(env, "PADDOCK_TOKEN="+token)...)
+	children := map[string]*os.Process{nodeOf(t, dirs[0]): childA.Process, nodeOf(t, dirs[1]): childB.Process}
+	clients := map[string]*client.Client{nodeOf(t, dirs[0]): a, nodeOf(t, dirs[1]): b}
+
+	_, err := a.SetPolicy(ctx, "default", []byte("default: allow\n"))
+	require.NoError(t, err)
+	_, err = b.Apply(ctx, []byte("name: crasher\nmodel: replay/crash.yaml\n"))
+	require.NoError(t, err)
+	x, err := a.CreateSession(ctx, engine.CreateRequest{Agent: "crasher", Message: "turn one", Repo: gitRepo(t)})
+	require.NoError(t, err)
+	send := func(c *client.Client, keys ...string) {
+		for _, k := range keys {
+			_, err := c.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"` + k + `"}`), IdempotencyKey: k})
+			require.NoError(t, err)
+		}
+	}
+	send(b, "m1", "m2")
+	waitFor(t, "step zero's tool call to finish", func() (bool, error) {
+		events, err := b.Events(ctx, x.ID, 0)
+		for _, e := range events {
+			if e.Key == "call/call_0_0/done" {
+				return true, err
+			}
+		}
+		return false, err
+	})
+	s, err := a.Session(ctx, x.ID)
+	require.NoError(t, err)
+	home := s.Node
+	require.Contains(t, children, home, "the session's copy is on one of the two nodes")
+	var other string
+	for n := range children {
+		if n != home {
+			other = n
+		}
+	}
+	// The node without the copy answers the diff by handing it over.
+	d, err := clients[other].Diff(ctx, x.ID)
+	require.NoError(t, err)
+	require.Contains(t, d.Patch, "a.txt")
+
+	require.NoError(t, children[home].Signal(syscall.SIGKILL))
+	killed := time.Now()
+	c := clients[other]
+	waitFor(t, "turn one to go on, on the other node", func() (bool, error) {
+		turns, err := c.Turns(ctx, x.ID)
+		return len(turns) > 0 && turns[0].Status == session.TurnCompleted, err
+	})
+	fmt.Fprintf(os.Stderr, "two nodes: turn one completed %s after its node was killed\n", time.Since(killed).Round(10*time.Millisecond))
+	send(c, "m1", "m2", "m3") // m1 and m2 again: retried by a client unsure of them, they change nothing
+	waitFor(t, "all three turns to complete", func() (bool, error) {
+		turns, err := c.Turns(ctx, x.ID)
+		if err != nil || len(turns) != 3 {
+			return false, err
+		}
+		for _, tr := range turns {
+			if tr.Status != session.TurnCompleted {
+				return false, nil
+			}
+		}
+		s, err := c.Session(ctx, x.ID)
+		return s.Status == session.StatusAwaiting, err
+	})
+	cmds, err := c.Commands(ctx, x.ID)
+	require.NoError(t, err)
+	require.Len(t, cmds, 4, "start, m1, m2, m3: each once")
+	for _, cmd := range cmds {
+		require.Equal(t, session.CommandAccepted, cmd.State, "%s %s", cmd.Kind, cmd.IdempotencyKey)
+	}
+	events, err := c.Events(ctx, x.ID, 0)
+	require.NoError(t, err)
+	var text strings.Builder
+	calls := map[string][]string{}
+	restored := false
+	for i, e := range events {
+		require.Equal(t, int64(i+1), e.Seq, "no gap")
+		switch e.Kind {
+		case session.EventAssistantText:
+			var d session.TextData
+			require.NoError(t, json.Unmarshal(e.Data, &d))
+			text.WriteString(d.Text)
+		case session.EventToolCall:
+			var d session.ToolCallData
+			require.NoError(t, json.Unmarshal(e.Data, &d))
+			calls[d.ID] = append(calls[d.ID], string(d.State))
+		case session.EventNotice:
+			restored = restored || strings.Contains(string(e.Data), "made again from the repository")
+		}
+	}
+	require.True(t, restored, "the transcript says the copy was made again on the surviving node")
+	want := []string{"step zero writes a", "step one writes b", "step two ends turn one", "step three writes c",
+		"step four ends turn two", "step five writes d", "step six ends turn three"}
+	require.Equal(t, strings.Join(want, ""), text.String(), "every step's text exactly once, in order")
+	for _, id := range []string{"call_0_0", "call_1_0", "call_3_0", "call_5_0"} {
+		require.Equal(t, []string{"generating", "generated", "calling", "done"}, calls[id], id)
+	}
+	s, err = c.Session(ctx, x.ID)
+	require.NoError(t, err)
+	require.Equal(t, other, s.Node, "the surviving node holds the copy now")
+	d, err = c.Diff(ctx, x.ID)
+	require.NoError(t, err)
+	for _, f := range []string{"a.txt", "b.txt", "c.txt", "d.txt"} {
+		require.Contains(t, d.Patch, "b/"+f, "the diff has %s", f)
+	}
+	reports, err := c.VerifyAudit(ctx, x.ID)
+	require.NoError(t, err)
+	require.True(t, reports[0].OK, "%+v", reports[0])
+	require.Equal(t, len(events), reports[0].Entries)
+}
+
+// nodeOf is the name of the node serving dataDir.
+func nodeOf(t *testing.T, dataDir string) string {
+	data, err := os.ReadFile(filepath.Join(dataDir, "node"))
+	require.NoError(t, err)
+	return strings.TrimSpace(string(data))
+}
