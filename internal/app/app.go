@@ -121,7 +121,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		// With PADDOCK_DATABASE_URL the embedded server keeps its state in
 		// PostgreSQL too, and every node on that URL joins one cluster.
 		a.temporal, err = temporalserver.Start(ctx, temporalserver.Options{SQLite: filepath.Join(cfg.DataDir, "temporal.db"), Postgres: cfg.DatabaseURL,
-			Broadcast: cfg.TemporalBroadcast, Logger: logger})
+			Broadcast: cfg.TemporalBroadcast, Port: cfg.TemporalPort, Logger: logger})
 		if err != nil {
 			return nil, err
 		}

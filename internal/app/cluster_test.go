@@ -87,6 +87,25 @@ func TestTwoNodes(t *testing.T) {
 	require.NoError(t, children[home].Signal(syscall.SIGKILL))
 	killed := time.Now()
 	c := clients[other]
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		s, _ := c.Session(ctx, x.ID)
+		t.Logf("session: status %s node %s display %q", s.Status, s.Node, s.AmbientStatus)
+		turns, _ := c.Turns(ctx, x.ID)
+		for _, tr := range turns {
+			t.Logf("turn %d %s %v %s", tr.Seq, tr.Status, tr.CommandIDs, tr.Error)
+		}
+		cmds, _ := c.Commands(ctx, x.ID)
+		for _, cmd := range cmds {
+			t.Logf("command %s %s %s", cmd.Kind, cmd.State, cmd.IdempotencyKey)
+		}
+		events, _ := c.Events(ctx, x.ID, 0)
+		for _, e := range events {
+			t.Logf("event %d %s %s %.200s", e.Seq, e.Kind, e.Key, e.Data)
+		}
+	})
 	waitFor(t, "turn one to go on, on the other node", func() (bool, error) {
 		turns, err := c.Turns(ctx, x.ID)
 		return len(turns) > 0 && turns[0].Status == session.TurnCompleted, err
@@ -154,7 +173,7 @@ func TestTwoNodes(t *testing.T) {
 }
 
 // nodeOf is the name of the node serving dataDir.
-func nodeOf(t *testing.T, dataDir string) string {
+func nodeOf(t testing.TB, dataDir string) string {
 	data, err := os.ReadFile(filepath.Join(dataDir, "node"))
 	require.NoError(t, err)
 	return strings.TrimSpace(string(data))

@@ -22,7 +22,7 @@ import (
 
 // serveChild starts this test binary as `paddock serve` on dataDir, with
 // env (NAME=VALUE) added to the environment.
-func serveChild(t *testing.T, dataDir string, env ...string) (*exec.Cmd, *client.Client) {
+func serveChild(t testing.TB, dataDir string, env ...string) (*exec.Cmd, *client.Client) {
 	t.Helper()
 	// The child listens on a port of its own choosing (one picked here
 	// and closed could be taken meanwhile) and prints its address.

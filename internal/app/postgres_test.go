@@ -26,8 +26,9 @@ import (
 // databases created and migrated beside Paddock's): after a node is lost
 // with its disk, a node started afresh, with an empty data directory,
 // finds the sessions, carries on their workflows, makes the working copy
-// again from the repository and the last checkpoint, signing its audit logs with the same key. A second node on
-// the same database is refused while the first runs.
+// again from the repository and the last checkpoint, signing its audit
+// logs with the same key. A second process under a running node's name is
+// refused.
 func TestEverythingInPostgres(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
@@ -57,8 +58,14 @@ func TestEverythingInPostgres(t *testing.T) {
 	require.Len(t, steps, 1, "one call changed a file")
 	require.Equal(t, "kept.txt", steps[0].Files[0].Path)
 
-	_, err = node(dataDir(t))
-	require.ErrorContains(t, err, "another paddock serve already runs on this database")
+	// A second process under the first's name (its data directory
+	// copied) is refused: work is routed to a node by its name.
+	twin := dataDir(t)
+	name, err := os.ReadFile(filepath.Join(first, "node"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(twin, "node"), name, 0o600))
+	_, err = node(twin)
+	require.ErrorContains(t, err, "every node needs a name of its own")
 	keyA, err := c.AuditKey(ctx)
 	require.NoError(t, err)
 

@@ -32,7 +32,10 @@ type Config struct {
 	// TemporalBroadcast is the address other nodes reach this node's
 	// embedded Temporal services at (with DatabaseURL: a cluster).
 	TemporalBroadcast string
-	LogLevel          slog.Level
+	// TemporalPort is the first of the nine consecutive ports the embedded
+	// Temporal services listen on (0: free ports, chosen at each start).
+	TemporalPort int
+	LogLevel     slog.Level
 	// AdminUser names the first administrator, created on first start.
 	AdminUser string
 	// Token is the API token client commands send (PADDOCK_TOKEN).
@@ -119,6 +122,7 @@ var Vars = []Var{
 	{"PADDOCK_SERVER", "(none)", "URL of a running server for client commands; `run`/`demo` start an in-process server when unset"},
 	{"PADDOCK_TEMPORAL_ADDRESS", "(none: embedded)", "host:port of an external Temporal cluster instead of the embedded server"},
 	{"PADDOCK_TEMPORAL_BROADCAST_ADDRESS", "127.0.0.1", "with PADDOCK_DATABASE_URL, the IP address other nodes reach this node's embedded Temporal services at (they listen on it); the default makes a cluster of nodes on one machine"},
+	{"PADDOCK_TEMPORAL_PORT", "(none: free ports)", "the first of nine consecutive ports the embedded Temporal services listen on (frontend, membership, history, matching, worker, metrics), for a firewall between nodes; unset, free ports are chosen at each start"},
 	{"PADDOCK_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"PADDOCK_TOKEN", "(none)", "API token client commands send; otherwise the one `paddock login` saved for the server, else DATA_DIR/admin.token"},
 	{"PADDOCK_ADMIN_USER", "the OS user name", "name of the first administrator, created on first start with a token in DATA_DIR/admin.token (mode 600)"},
@@ -181,6 +185,13 @@ func Load(getenv func(string) string) (Config, error) {
 	case ExecutionWorkstation, ExecutionServer:
 	default:
 		return c, fmt.Errorf("PADDOCK_EXECUTION=%q: want workstation or server", c.Execution)
+	}
+	if v := getenv("PADDOCK_TEMPORAL_PORT"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 32767-8 {
+			return c, fmt.Errorf("PADDOCK_TEMPORAL_PORT=%q: want a port from 1 to 32759 (it and the eight after it are used, and Temporal's PostgreSQL schema keeps a port below 32768)", v)
+		}
+		c.TemporalPort = n
 	}
 	c.CommandMax = 10 * time.Minute
 	if v := getenv("PADDOCK_COMMAND_MAX_SECONDS"); v != "" {

@@ -23,15 +23,17 @@ func TestLoad(t *testing.T) {
 		"PADDOCK_COMMAND_MAX_OUTPUT_BYTES": "lots", "PADDOCK_COMMAND_MAX_CPUS": "two", "PADDOCK_SESSION_MAX_DISK_BYTES": "1000",
 		"PADDOCK_UNENFORCED_LIMITS": "disk,gpu", "PADDOCK_SANDBOX_READ_ONLY_PATHS": "opt/sdk", "PADDOCK_RETAIN_FAILED": "a week",
 		"PADDOCK_SESSION_MAX_ACTIONS": "lots", "PADDOCK_SESSION_MAX_MINUTES": "0", "PADDOCK_SESSION_MAX_EXTENSIONS": "-1",
-		"PADDOCK_SESSION_MAX_LIFETIME": "forever", "PADDOCK_LAYERS_MAX_BYTES": "big"} {
+		"PADDOCK_SESSION_MAX_LIFETIME": "forever", "PADDOCK_LAYERS_MAX_BYTES": "big", "PADDOCK_TEMPORAL_PORT": "40000"} {
 		bad := map[string]string{"PADDOCK_DATA_DIR": "/d", k: v}
 		_, err = Load(func(k string) string { return bad[k] })
 		require.ErrorContains(t, err, k)
 	}
 	env["PADDOCK_EXECUTION"] = "server"
 	env["PADDOCK_COMMAND_MAX_SECONDS"] = "30"
+	env["PADDOCK_TEMPORAL_PORT"] = "7233"
 	c, err = Load(func(k string) string { return env[k] })
 	require.NoError(t, err)
+	require.Equal(t, 7233, c.TemporalPort)
 	require.Equal(t, ExecutionServer, c.Execution)
 	require.Equal(t, 30*time.Second, c.CommandMax)
 	require.Equal(t, 1.0, c.CommandMaxCPUs)

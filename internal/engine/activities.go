@@ -476,6 +476,13 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 	if err != nil {
 		return provider.Response{}, err
 	}
+	// The session's work is where its copy is: a step given to this node
+	// (the copy's node is gone) brings the copy here, so the rest of the
+	// turn is routed here too, and stdio MCP servers find it.
+	if err := a.ensureCopy(ctx, &s, sp); err != nil {
+		data, _ := json.Marshal(session.TextData{Text: "the working copy could not be made on this node: " + err.Error()})
+		_, _ = a.Store.AppendEvent(ctx, session.Event{SessionID: s.ID, TurnID: turnID, Kind: session.EventNotice, Key: fmt.Sprintf("%s/step%d/copy", turnID, step), Data: data})
+	}
 	// The step's time is active time of the session's budget.
 	start := a.Now()
 	defer func() {
@@ -663,12 +670,6 @@ func (a *Activities) offered(ctx context.Context, s session.Session, sp spec.Age
 	p, err := PinnedPolicy(s)
 	all := a.Tools.Only(sp.Tools).Specs()
 	if servers := mcpServers(sp); len(servers) > 0 {
-		// A server run in the sandbox works on the copy: here, current.
-		if err := a.ensureCopy(ctx, &s, sp); err != nil {
-			servers = nil
-			data, _ := json.Marshal(session.TextData{Text: "MCP tools unavailable this step: " + err.Error()})
-			_, _ = a.Store.AppendEvent(ctx, session.Event{SessionID: s.ID, TurnID: turnID, Kind: session.EventNotice, Key: fmt.Sprintf("%s/step%d/mcp-copy", turnID, step), Data: data})
-		}
 		if a.runsCommands(sp) {
 			if release, err := a.Copies.Sandboxed(ctx, s.ID); err == nil {
 				defer release()

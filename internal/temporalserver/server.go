@@ -61,7 +61,10 @@ type Options struct {
 	// Broadcast is the address other nodes reach this one at (default
 	// 127.0.0.1: a cluster on one machine); the services listen on it.
 	Broadcast string
-	Logger    *slog.Logger
+	// Port is the first of nine consecutive ports the services listen on
+	// (0: free ports, chosen afresh).
+	Port   int
+	Logger *slog.Logger
 }
 
 // Start creates (if needed) the database, its schema and the default
@@ -72,6 +75,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		o.Broadcast = loopback
 	}
 	ports, err := freePorts(o.Broadcast, 9)
+	if o.Port != 0 {
+		ports, err = fixedPorts(o.Broadcast, o.Port, 9)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -243,6 +249,20 @@ func freePorts(host string, n int) ([]int, error) {
 		}
 		ls = append(ls, l)
 		ports = append(ports, port)
+	}
+	return ports, nil
+}
+
+// fixedPorts checks that the n ports from first are free on host.
+func fixedPorts(host string, first, n int) ([]int, error) {
+	ports := make([]int, n)
+	for i := range ports {
+		ports[i] = first + i
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(ports[i])))
+		if err != nil {
+			return nil, fmt.Errorf("the embedded Temporal server needs ports %d-%d on %s (PADDOCK_TEMPORAL_PORT), and %d is not free: %w", first, first+n-1, host, ports[i], err)
+		}
+		_ = l.Close()
 	}
 	return ports, nil
 }
