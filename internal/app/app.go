@@ -4,8 +4,10 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -49,8 +51,9 @@ type App struct {
 	worker   *engine.Worker
 	http     *http.Server
 	closers  []func() error
-	logger   *slog.Logger
-	hostPort string
+	// temporalAddress is the Temporal frontend in use.
+	temporalAddress string
+	logger          *slog.Logger
 	// lost tells that this node lost its hold on the database.
 	lost chan error
 }
@@ -117,18 +120,28 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	st := redacted.Store{Store: db} // no detected secret is written in clear text
 
 	hostPort := cfg.TemporalAddress
+	var temporalTLS *tls.Config // nil: an external cluster, as configured there
 	if hostPort == "" {
+		var shared secrets
+		if cfg.DatabaseURL != "" {
+			shared = db
+		}
+		pki, err := temporalPKI(ctx, shared, contentKey, cmp.Or(cfg.TemporalBroadcast, "127.0.0.1"))
+		if err != nil {
+			return nil, fmt.Errorf("the embedded Temporal server's TLS: %w", err)
+		}
+		temporalTLS = pki.ClientTLS()
 		// With PADDOCK_DATABASE_URL the embedded server keeps its state in
 		// PostgreSQL too, and every node on that URL joins one cluster.
 		a.temporal, err = temporalserver.Start(ctx, temporalserver.Options{SQLite: filepath.Join(cfg.DataDir, "temporal.db"), Postgres: cfg.DatabaseURL,
-			Broadcast: cfg.TemporalBroadcast, Port: cfg.TemporalPort, Logger: logger})
+			Broadcast: cfg.TemporalBroadcast, Port: cfg.TemporalPort, PKI: pki, Logger: logger})
 		if err != nil {
 			return nil, err
 		}
 		hostPort = a.temporal.HostPort()
 	}
-	a.hostPort = hostPort
-	a.client, err = dial(ctx, hostPort, vault.Codec{Key: contentKey}, logger)
+	a.temporalAddress = hostPort
+	a.client, err = dial(ctx, hostPort, temporalTLS, vault.Codec{Key: contentKey}, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -144,10 +157,10 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		return nil, err
 	}
 	var key ed25519.PrivateKey
-	var webKey []byte // nil: the web app's own, per process
+	var uiKey []byte // nil: the web app's own key, per process
 	if cfg.DatabaseURL != "" {
 		if key, err = sharedAuditKey(ctx, db, contentKey, cfg.DataDir); err == nil {
-			webKey, err = sharedSecret(ctx, db, contentKey, "web")
+			uiKey, err = webKey(ctx, db, contentKey)
 		}
 	} else {
 		key, err = auditKey(cfg.DataDir)
@@ -180,7 +193,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	}
 	var ready atomic.Bool
 	srv := &api.Server{Service: a.Service, Logger: logger, Ready: ready.Load, TriggerSecrets: cfg.TriggerSecrets}
-	ui, err := web.New(a.Service, logger, webKey)
+	ui, err := web.New(a.Service, logger, uiKey)
 	if err != nil {
 		return nil, err
 	}
@@ -229,13 +242,14 @@ func (a *App) collect() {
 }
 
 // dial connects to Temporal, waiting for a just-started server to answer.
-func dial(ctx context.Context, hostPort string, codec vault.Codec, logger *slog.Logger) (client.Client, error) {
+func dial(ctx context.Context, hostPort string, tlsConfig *tls.Config, codec vault.Codec, logger *slog.Logger) (client.Client, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, err := client.DialContext(ctx, client.Options{
-			HostPort:  hostPort,
-			Namespace: temporalserver.Namespace,
-			Logger:    tlog.NewStructuredLogger(quiet(logger)),
+			HostPort:          hostPort,
+			Namespace:         temporalserver.Namespace,
+			ConnectionOptions: client.ConnectionOptions{TLS: tlsConfig},
+			Logger:            tlog.NewStructuredLogger(quiet(logger)),
 			// Payloads and failure messages are encrypted before they reach
 			// workflow history.
 			DataConverter:    codec.DataConverter(),
@@ -273,8 +287,8 @@ func (f levelFilter) WithGroup(name string) slog.Handler {
 	return levelFilter{f.Handler.WithGroup(name), f.min}
 }
 
-// TemporalHostPort is the address of the Temporal frontend in use.
-func (a *App) TemporalHostPort() string { return a.hostPort }
+// TemporalAddress is the Temporal frontend in use (host:port).
+func (a *App) TemporalAddress() string { return a.temporalAddress }
 
 // Stop shuts everything down in reverse order.
 func (a *App) Stop() {

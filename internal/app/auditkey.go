@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/paddock-dev/paddock/internal/temporalserver"
 	"github.com/paddock-dev/paddock/internal/vault"
 )
 
@@ -66,9 +67,7 @@ func auditKey(dataDir string) (ed25519.PrivateKey, error) {
 // node started afresh) signs and verifies with the same one. The first
 // node's wins; it is this node's DATA_DIR/audit.key when there is one (a
 // server moved from SQLite keeps verifying its old seals).
-func sharedAuditKey(ctx context.Context, st interface {
-	ServerSecret(ctx context.Context, name string, fresh []byte) ([]byte, error)
-}, key *vault.Key, dataDir string) (ed25519.PrivateKey, error) {
+func sharedAuditKey(ctx context.Context, st secrets, key *vault.Key, dataDir string) (ed25519.PrivateKey, error) {
 	var fresh ed25519.PrivateKey
 	if _, err := os.Stat(filepath.Join(dataDir, "audit.key")); err == nil {
 		if fresh, err = auditKey(dataDir); err != nil {
@@ -77,36 +76,77 @@ func sharedAuditKey(ctx context.Context, st interface {
 	} else if _, fresh, err = ed25519.GenerateKey(rand.Reader); err != nil {
 		return nil, err
 	}
-	ad := []byte("server-secret/audit")
-	stored, err := st.ServerSecret(ctx, "audit", key.Encrypt(fresh.Seed(), ad))
+	seed, err := sharedSecret(ctx, st, key, "audit", fresh.Seed())
 	if err != nil {
 		return nil, err
 	}
-	seed, err := key.Decrypt(stored, ad)
-	if err != nil || len(seed) != ed25519.SeedSize {
-		return nil, fmt.Errorf("the audit signing key kept in the database does not open with this node's content key: every node needs the same PADDOCK_ENCRYPTION_KEY")
+	if len(seed) != ed25519.SeedSize {
+		return nil, errors.New("the audit signing key kept in the database is not an Ed25519 seed")
 	}
 	return ed25519.NewKeyFromSeed(seed), nil
 }
 
-// sharedSecret is a 32-byte secret every node of a PostgreSQL server
-// shares (the web app's form and login-cookie key): the first node's,
-// kept in the database sealed with the content key.
-func sharedSecret(ctx context.Context, st interface {
+// secrets is where the nodes of a PostgreSQL server keep what they share.
+type secrets interface {
 	ServerSecret(ctx context.Context, name string, fresh []byte) ([]byte, error)
-}, key *vault.Key, name string) ([]byte, error) {
-	fresh := make([]byte, 32)
-	if _, err := rand.Read(fresh); err != nil {
-		return nil, err
-	}
+}
+
+// sharedSecret is the secret every node of a PostgreSQL server shares
+// under name: the first node's fresh one, kept in the database sealed with
+// the content key.
+func sharedSecret(ctx context.Context, st secrets, key *vault.Key, name string, fresh []byte) ([]byte, error) {
 	ad := []byte("server-secret/" + name)
 	stored, err := st.ServerSecret(ctx, name, key.Encrypt(fresh, ad))
 	if err != nil {
 		return nil, err
 	}
 	secret, err := key.Decrypt(stored, ad)
-	if err != nil || len(secret) != 32 {
+	if err != nil {
 		return nil, fmt.Errorf("the %s secret kept in the database does not open with this node's content key: every node needs the same PADDOCK_ENCRYPTION_KEY", name)
 	}
 	return secret, nil
+}
+
+// webKey is the web app's key for forms and login cookies, shared by the
+// nodes of a PostgreSQL server.
+func webKey(ctx context.Context, st secrets, key *vault.Key) ([]byte, error) {
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, err
+	}
+	secret, err := sharedSecret(ctx, st, key, "web", fresh)
+	if err == nil && len(secret) != 32 {
+		err = errors.New("the web secret kept in the database is not 32 bytes")
+	}
+	return secret, err
+}
+
+// temporalPKI is this node's TLS material for the embedded Temporal
+// services: a certificate for host issued by the cluster's authority,
+// which the nodes of a PostgreSQL server share (st non-nil) and a lone
+// node makes for itself at each start.
+func temporalPKI(ctx context.Context, st secrets, key *vault.Key, host string) (*temporalserver.PKI, error) {
+	certPEM, keyPEM, err := temporalserver.NewAuthority()
+	if err != nil {
+		return nil, err
+	}
+	if st != nil {
+		both, err := sharedSecret(ctx, st, key, "temporal-ca", append(certPEM, keyPEM...))
+		if err != nil {
+			return nil, err
+		}
+		certPEM, keyPEM = nil, nil
+		for rest := both; ; {
+			var b *pem.Block
+			if b, rest = pem.Decode(rest); b == nil {
+				break
+			}
+			if b.Type == "CERTIFICATE" {
+				certPEM = pem.EncodeToMemory(b)
+			} else {
+				keyPEM = pem.EncodeToMemory(b)
+			}
+		}
+	}
+	return temporalserver.Issue(certPEM, keyPEM, host)
 }

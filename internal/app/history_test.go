@@ -11,7 +11,6 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/proxy"
 	"go.temporal.io/api/temporalproto"
-	"go.temporal.io/sdk/client"
 
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/vault"
@@ -25,10 +24,7 @@ func recordHistory(t *testing.T, sessionID string) {
 	if !*update {
 		return
 	}
-	c, err := client.Dial(client.Options{HostPort: shared.TemporalHostPort(), Namespace: "default"})
-	require.NoError(t, err)
-	defer c.Close()
-	it := c.GetWorkflowHistory(context.Background(), session.WorkflowID(sessionID), "", false, 0)
+	it := shared.Service.Temporal.GetWorkflowHistory(context.Background(), session.WorkflowID(sessionID), "", false, 0)
 	var h historypb.History
 	for it.HasNext() {
 		e, err := it.Next()

@@ -63,7 +63,10 @@ type Options struct {
 	Broadcast string
 	// Port is the first of nine consecutive ports the services listen on
 	// (0: free ports, chosen afresh).
-	Port   int
+	Port int
+	// PKI is this node's TLS material: the services accept only clients
+	// and peers with a certificate of its authority.
+	PKI    *PKI
 	Logger *slog.Logger
 }
 
@@ -71,6 +74,9 @@ type Options struct {
 // namespace, and starts all Temporal services on free ports. Server logs
 // at warning level and up go to the logger.
 func Start(ctx context.Context, o Options) (*Server, error) {
+	if o.PKI == nil {
+		return nil, errors.New("temporal server: no TLS material (Options.PKI)")
+	}
 	if o.Broadcast == "" {
 		o.Broadcast = loopback
 	}
@@ -112,6 +118,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	cfg := &config.Config{
 		Global: config.Global{
 			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: host},
+			TLS:        o.PKI.rootTLS(),
 			Metrics: &metrics.Config{Prometheus: &metrics.PrometheusConfig{
 				ListenAddress: fmt.Sprintf("%s:%d", host, ports[8]), HandlerPath: "/metrics",
 			}},
