@@ -17,6 +17,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/viper v1.19.0
 	github.com/stretchr/testify v1.12.1
+	github.com/temporalio/tchannel-go v1.22.1
 	github.com/zitadel/oidc/v3 v3.52.0
 	github.com/zricethezav/gitleaks/v8 v8.30.1
 	go.temporal.io/api v1.63.5
@@ -222,7 +223,6 @@ require (
 	github.com/subosito/gotenv v1.6.0 // indirect
 	github.com/temporalio/ringpop-go v0.1.0 // indirect
 	github.com/temporalio/sqlparser v0.1.0 // indirect
-	github.com/temporalio/tchannel-go v1.22.1 // indirect
 	github.com/tetratelabs/wazero v1.9.0 // indirect
 	github.com/therootcompany/xz v1.0.1 // indirect
 	github.com/tidwall/btree v1.8.1 // indirect

@@ -148,7 +148,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	reg := Providers(cfg.DataDir)
 	tools := tool.Builtin()
 	acts := &engine.Activities{Store: st, Providers: reg, Tools: tools, Now: time.Now, ContentKey: contentKey,
-		Copies: &engine.Copies{Node: node, WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces"), CacheDir: filepath.Join(cfg.DataDir, "caches")}, CommandMax: cfg.CommandMax, CommandMaxOutput: cfg.CommandMaxOutput, Prices: cfg.Prices, Budget: cfg.Budget}
+		Copies: &engine.Copies{Node: node, Alive: db.NodeAlive, WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces"), CacheDir: filepath.Join(cfg.DataDir, "caches")}, CommandMax: cfg.CommandMax, CommandMaxOutput: cfg.CommandMaxOutput, Prices: cfg.Prices, Budget: cfg.Budget}
 	if cfg.Budget.Actions == 0 {
 		acts.Budget = config.DefaultBudget() // a Config not from Load
 	}

@@ -3,6 +3,8 @@ package app_test
 import (
 	"context"
 	"crypto/tls"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,8 +36,9 @@ func TestTemporalNeedsTheClusterCertificate(t *testing.T) {
 	wrongCA.InsecureSkipVerify = true // even trusting any server: its own certificate is refused
 	for name, try := range map[string]struct {
 		cfg  *tls.Config
-		want string
-	}{"plain": {nil, "server preface"}, "no certificate": {noCert, "certificate required"}, "another authority": {wrongCA, "unknown certificate authority"}} {
+		want []string // the server's reason, or the connection it cut
+	}{"plain": {nil, []string{"server preface"}}, "no certificate": {noCert, []string{"certificate required", "broken pipe", "connection reset"}},
+		"another authority": {wrongCA, []string{"unknown certificate authority", "broken pipe", "connection reset"}}} {
 		cfg := try.cfg
 		dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		c, err := client.DialContext(dctx, client.Options{HostPort: addr, Namespace: temporalserver.Namespace, ConnectionOptions: client.ConnectionOptions{TLS: cfg}})
@@ -44,6 +47,7 @@ func TestTemporalNeedsTheClusterCertificate(t *testing.T) {
 			_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: "paddock-sessions"}, "DeliveryWorkflow")
 			c.Close()
 		}
-		require.ErrorContains(t, err, try.want, name)
+		require.Error(t, err, name)
+		require.True(t, slices.ContainsFunc(try.want, func(w string) bool { return strings.Contains(err.Error(), w) }), "%s: %v", name, err)
 	}
 }

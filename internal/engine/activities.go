@@ -349,6 +349,9 @@ func (a *Activities) Rehydrate(ctx context.Context, sessionID string) error {
 		return err
 	}
 	if err := a.ensureCopy(ctx, &s, sp); err != nil {
+		if _, ok := isElsewhere(err); ok {
+			return err
+		}
 		return nonRetryable(err)
 	}
 	if _, runs := a.Tools.Only(sp.Tools)[tool.RunCommand]; runs && a.SandboxErr != nil {
@@ -480,6 +483,9 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 	// (the copy's node is gone) brings the copy here, so the rest of the
 	// turn is routed here too, and stdio MCP servers find it.
 	if err := a.ensureCopy(ctx, &s, sp); err != nil {
+		if _, ok := isElsewhere(err); ok {
+			return provider.Response{}, err
+		}
 		data, _ := json.Marshal(session.TextData{Text: "the working copy could not be made on this node: " + err.Error()})
 		_, _ = a.Store.AppendEvent(ctx, session.Event{SessionID: s.ID, TurnID: turnID, Kind: session.EventNotice, Key: fmt.Sprintf("%s/step%d/copy", turnID, step), Data: data})
 	}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 
+	"go.temporal.io/sdk/temporal"
+
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
@@ -47,6 +49,13 @@ func recordCopy(ctx context.Context, st store.Store, key Cipher, s session.Sessi
 	}
 	var skipped []string
 	err := func() error {
+		// Only the holder's copy is checkpointed: one another node took
+		// over (this one was thought gone) must not overwrite its history.
+		if cur, err := st.GetSession(ctx, s.ID); err != nil {
+			return err
+		} else if cur.Node != s.Node {
+			return fmt.Errorf("node %s holds the working copy now", cur.Node)
+		}
 		state, err := workspace.Capture(ctx, s.Workdir, s.BaseCommit)
 		if err != nil {
 			return err
@@ -106,6 +115,25 @@ func recordCopy(ctx context.Context, st store.Store, key Cipher, s session.Sessi
 	_, _ = st.AppendEvent(ctx, session.Event{SessionID: s.ID, Kind: session.EventNotice, Key: "checkpoint/" + callID, Data: data})
 }
 
+// copyElsewhere is the type of the error that says the copy is on a node
+// that runs: the work goes there (its name is the error's detail).
+const copyElsewhere = "copy_elsewhere"
+
+func elsewhere(node string) error {
+	return temporal.NewNonRetryableApplicationError("the working copy is on node "+node+", which is running: the work goes there", copyElsewhere, nil, node)
+}
+
+// isElsewhere reports an elsewhere error, and the node it names.
+func isElsewhere(err error) (string, bool) {
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != copyElsewhere {
+		return "", false
+	}
+	var node string
+	_ = app.Details(&node)
+	return node, node != ""
+}
+
 // ensureCopy makes the session's working copy on this node when it is not
 // here (its node was lost, or this is a fresh node on the same database):
 // from the repository, the bundles of its accepted snapshots and the last
@@ -121,6 +149,15 @@ func (a *Activities) ensureCopy(ctx context.Context, s *session.Session, sp spec
 	}
 	if a.Copies.holds(*s) {
 		return nil
+	}
+	if s.Node != "" && s.Node != a.Copies.Node && a.Copies.Alive != nil {
+		alive, err := a.Copies.Alive(ctx, s.Node)
+		if err != nil {
+			return err
+		}
+		if alive {
+			return elsewhere(s.Node)
+		}
 	}
 	all, err := a.Store.Checkpoints(ctx, s.ID)
 	if err != nil {

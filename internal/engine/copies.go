@@ -25,7 +25,11 @@ import (
 type Copies struct {
 	// Node names this node among the nodes of one database: a session's
 	// copy is here only when the store says this node holds it.
-	Node         string
+	Node string
+	// Alive says whether a process serves as the named node now (nil: no
+	// other node exists). A copy is taken over only from a node that is
+	// not: a live one is merely slow, and the work waits for it.
+	Alive        func(ctx context.Context, node string) (bool, error)
 	WorkspaceDir string
 	CacheDir     string
 	Volumes      *volume.Volumes
@@ -260,9 +264,20 @@ func (c *Copies) holds(x session.Session) bool {
 	return x.Workdir != "" && err == nil
 }
 
-// mine says the store names this node (or no node) as holding x's copy.
+// mine says the store names this node as holding x's copy; a session
+// recorded before nodes were named is this node's when its directory is
+// one of this node's (another node's on a shared disk is not).
 func (c *Copies) mine(x session.Session) bool {
-	return x.Node == "" || c != nil && x.Node == c.Node
+	switch {
+	case c == nil:
+		return x.Node == ""
+	case x.Node != "":
+		return x.Node == c.Node
+	}
+	if _, ok := c.volumeOf(x.Workdir); ok {
+		return true
+	}
+	return c.WorkspaceDir != "" && strings.HasPrefix(filepath.Clean(x.Workdir), filepath.Clean(c.WorkspaceDir)+string(filepath.Separator))
 }
 
 // exists says whether session x still has a working copy or a volume.

@@ -785,6 +785,13 @@ func (s *Service) Recover(ctx context.Context) error {
 		return err
 	}
 	for _, x := range list {
+		// A copy recorded before nodes were named, in this node's
+		// directories: this node's from now on, so work is routed here.
+		if x.Node == "" && x.Workdir != "" && s.Copies != nil && s.Copies.Node != "" && s.Copies.mine(x) {
+			if err := s.Store.SetWorkspace(ctx, x.ID, s.Copies.Node, x.Workdir, x.BaseCommit); err != nil {
+				return err
+			}
+		}
 		if waiting, err := s.awaitingStart(ctx, x.ID); err != nil || waiting {
 			continue // not started: its workflow starts when the start is approved
 		}

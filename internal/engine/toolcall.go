@@ -318,6 +318,15 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 	case by.Kind != session.ByAutomation:
 		return finish(session.CallRejected, "", "the call has no attribution (human or automation); nothing runs unattributed")
 	}
+	// The copy first, here and current: a call given to a node that does
+	// not hold it, while its holder runs, goes back before anything of
+	// it is recorded.
+	if err := a.ensureCopy(ctx, &s, sp); err != nil {
+		if _, ok := isElsewhere(err); ok {
+			return ToolOutcome{}, err
+		}
+		return finish(session.CallErrored, "", err.Error())
+	}
 	// At most once: recording calling is the compare-and-set. An attempt
 	// that finds another's run recorded (a crash interrupted it, or it
 	// still runs) does not start a call with side effects again; the model
@@ -336,9 +345,6 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		}
 	}
 	_ = a.Store.SetDisplay(ctx, sessionID, "", "running "+call.Name)
-	if err := a.ensureCopy(ctx, &s, sp); err != nil {
-		return finish(session.CallErrored, "", err.Error())
-	}
 	stop := heartbeat(ctx)
 	defer stop()
 	start := a.Now()

@@ -36,7 +36,8 @@ func NewWorker(c client.Client, acts *Activities) *Worker {
 	shared.RegisterWorkflow(DeliveryWorkflow)
 	shared.RegisterActivity(acts)
 	w := &Worker{workers: []worker.Worker{shared}}
-	if node := acts.Copies.Node; node != "" {
+	if acts.Copies != nil && acts.Copies.Node != "" {
+		node := acts.Copies.Node
 		own := worker.New(c, NodeQueue(node), worker.Options{Interceptors: []interceptor.WorkerInterceptor{&liveness{}}, DisableWorkflowWorker: true})
 		own.RegisterActivity(acts)
 		w.workers = append(w.workers, own)

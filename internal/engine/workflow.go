@@ -244,26 +244,44 @@ type run struct {
 const homeWait = 5 * time.Second
 
 // onCopy runs an activity that uses the session's working copy on the
-// node holding it (NodeQueue(home)), so the copy stays where it is.
+// node holding it (NodeQueue(home)), so the copy stays where it is. A
+// node that does not take it within homeWait is given up on, and any node
+// runs it; that node makes the copy again, unless the holder still runs
+// (it was only slow, or home was out of date): then the activity goes to
+// the node it names, for up to homeTries rounds.
 func (w *run) onCopy(ctx workflow.Context, activity any, args ...any) workflow.Future {
 	if w.home == "" {
 		return workflow.ExecuteActivity(ctx, activity, args...)
 	}
 	f, set := workflow.NewFuture(ctx)
 	workflow.Go(ctx, func(gctx workflow.Context) {
-		opts := workflow.GetActivityOptions(ctx)
-		opts.TaskQueue, opts.ScheduleToStartTimeout = NodeQueue(w.home), homeWait
-		first := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activity, args...)
-		var te *temporal.TimeoutError
-		if err := first.Get(gctx, nil); errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
-			w.home = ""
-			set.Chain(workflow.ExecuteActivity(ctx, activity, args...))
-			return
+		home := w.home
+		for try := 1; ; try++ {
+			opts := workflow.GetActivityOptions(ctx)
+			opts.TaskQueue, opts.ScheduleToStartTimeout = NodeQueue(home), homeWait
+			there := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activity, args...)
+			var te *temporal.TimeoutError
+			if err := there.Get(gctx, nil); !errors.As(err, &te) || te.TimeoutType() != enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
+				w.home = home
+				set.Chain(there)
+				return
+			}
+			anywhere := workflow.ExecuteActivity(ctx, activity, args...)
+			node, moved := isElsewhere(anywhere.Get(gctx, nil))
+			if !moved || try == homeTries {
+				w.home = ""
+				set.Chain(anywhere)
+				return
+			}
+			home = node
 		}
-		set.Chain(first)
 	})
 	return f
 }
+
+// homeTries bounds the rounds onCopy waits on a holder that runs but
+// does not take the work (about five minutes).
+const homeTries = 30
 
 // short gives activity options for quick store work; attempts 0 retries
 // until it succeeds (the store being briefly unavailable must not lose a

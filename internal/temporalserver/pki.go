@@ -89,7 +89,7 @@ func Issue(caCertPEM, caKeyPEM []byte, host string) (*PKI, error) {
 		Subject:      pkix.Name{CommonName: ServerName},
 		DNSNames:     []string{ServerName},
 		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().AddDate(1, 0, 0),
+		NotAfter:     time.Now().AddDate(5, 0, 0), // issued again at every start
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}

@@ -123,8 +123,9 @@ func migrate(cfg *config.SQL, name string) error {
 }
 
 // forgetUnreachable deletes the cluster membership rows of members whose
-// ring port does not accept a connection within a second: their node is
-// gone (each start takes new ports, so a port is never a later node's).
+// ring port accepts no connection in three tries: their node is gone. A
+// live member slow to answer once is kept: forgetting it would start this
+// node as a ring of its own.
 func forgetUnreachable(ctx context.Context, db *sql.DB) error {
 	rows, err := db.QueryContext(ctx, `SELECT DISTINCT host_id, rpc_address, rpc_port FROM cluster_membership`)
 	if err != nil {
@@ -150,9 +151,7 @@ func forgetUnreachable(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	for _, m := range members {
-		d := net.Dialer{Timeout: time.Second}
-		if c, err := d.DialContext(ctx, "tcp", m.addr); err == nil {
-			_ = c.Close()
+		if answers(ctx, m.addr) {
 			continue
 		}
 		if _, err := db.ExecContext(ctx, `DELETE FROM cluster_membership WHERE host_id = $1`, m.id); err != nil {
@@ -160,4 +159,18 @@ func forgetUnreachable(ctx context.Context, db *sql.DB) error {
 		}
 	}
 	return nil
+}
+
+// answers says whether addr accepts a TCP connection in one of three
+// tries, a second each.
+func answers(ctx context.Context, addr string) bool {
+	for range 3 {
+		d := net.Dialer{Timeout: time.Second}
+		if c, err := d.DialContext(ctx, "tcp", addr); err == nil {
+			_ = c.Close()
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
 }

@@ -120,7 +120,8 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: host},
 			TLS:        o.PKI.rootTLS(),
 			Metrics: &metrics.Config{Prometheus: &metrics.PrometheusConfig{
-				ListenAddress: fmt.Sprintf("%s:%d", host, ports[8]), HandlerPath: "/metrics",
+				// On this host only: the metrics have no TLS.
+				ListenAddress: fmt.Sprintf("%s:%d", loopback, ports[8]), HandlerPath: "/metrics",
 			}},
 		},
 		Persistence: config.Persistence{
@@ -157,6 +158,10 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	dc := dynamicconfig.StaticClient{
 		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
+		// The ring (membership) ports speak the internode mutual TLS too:
+		// plain, anyone reaching them could read the membership or order
+		// a member out of the ring.
+		dynamicconfig.EnableRingpopTLS.Key(): true,
 		// One host: task-queue partitions only add forwarding hops between
 		// them (measured: ~100 ms from signal to activity with 4 partitions).
 		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,

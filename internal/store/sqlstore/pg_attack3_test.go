@@ -177,7 +177,15 @@ func TestAttack3PGNodeLockSurvivesLostConnection(t *testing.T) {
 	require.ErrorContains(t, err, `as node "node-a"`, "a second process of the same name is refused while the first holds it")
 	releaseOther, err := b.HoldNode(ctx, "node-b", func(error) {})
 	require.NoError(t, err, "another node serves beside it")
+	for name, want := range map[string]bool{"node-a": true, "node-b": true, "node-c": false} {
+		alive, err := a.NodeAlive(ctx, name)
+		require.NoError(t, err)
+		require.Equal(t, want, alive, name)
+	}
 	require.NoError(t, releaseOther())
+	alive, err := b.NodeAlive(ctx, "node-b")
+	require.NoError(t, err)
+	require.False(t, alive, "a node that let its name go is not alive")
 
 	// Drop node A's lock connection, as a network partition would.
 	db, err := sql.Open("pgx", url)

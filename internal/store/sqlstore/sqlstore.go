@@ -393,9 +393,7 @@ func (s *Store) HoldNode(ctx context.Context, node string, lost func(error)) (re
 	if s.d != postgresDialect {
 		return func() error { return nil }, nil
 	}
-	h := fnv.New32a()
-	h.Write([]byte(node))
-	key := int32(h.Sum32())
+	key := nodeKey(node)
 	c, err := s.db.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -447,6 +445,26 @@ func (s *Store) HoldNode(ctx context.Context, node string, lost func(error)) (re
 		_, err := c.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1::int4, $2::int4)", int32(nodeLock), key)
 		return errors.Join(err, c.Close())
 	}, nil
+}
+
+// NodeAlive says whether a process serves the store as node now: it
+// holds the name's lock. On SQLite, false: one process serves a SQLite
+// store, and it is the caller.
+func (s *Store) NodeAlive(ctx context.Context, node string) (bool, error) {
+	if s.d != postgresDialect {
+		return false, nil
+	}
+	var alive bool
+	err := s.db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objid = $2 AND objsubid = 2 AND granted)",
+		int64(nodeLock), int64(uint32(nodeKey(node)))).Scan(&alive)
+	return alive, err
+}
+
+// nodeKey is the lock key of a node's name.
+func nodeKey(node string) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(node))
+	return int32(h.Sum32())
 }
 
 // nodeCheck is how often a node checks it still holds the database.
