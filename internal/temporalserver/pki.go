@@ -118,8 +118,12 @@ func (p *PKI) ClientTLS() *tls.Config {
 	return &tls.Config{Certificates: []tls.Certificate{p.cert}, RootCAs: p.pool, ServerName: ServerName, MinVersion: tls.VersionTLS13}
 }
 
-// rootTLS is the services' configuration: mutual TLS everywhere.
+// rootTLS is the services' configuration: mutual TLS everywhere (none
+// for a nil PKI).
 func (p *PKI) rootTLS() config.RootTLS {
+	if p == nil {
+		return config.RootTLS{}
+	}
 	b64 := func(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 	server := config.ServerTLS{CertData: b64(p.certPEM), KeyData: b64(p.keyPEM), ClientCAData: []string{b64(p.caPEM)}, RequireClientAuth: true}
 	client := config.ClientTLS{ServerName: ServerName, RootCAData: []string{b64(p.caPEM)}}

@@ -65,7 +65,8 @@ type Options struct {
 	// (0: free ports, chosen afresh).
 	Port int
 	// PKI is this node's TLS material: the services accept only clients
-	// and peers with a certificate of its authority.
+	// and peers with a certificate of its authority. Paddock always gives
+	// one; nil (plain) serves as an external cluster in tests.
 	PKI    *PKI
 	Logger *slog.Logger
 }
@@ -74,9 +75,6 @@ type Options struct {
 // namespace, and starts all Temporal services on free ports. Server logs
 // at warning level and up go to the logger.
 func Start(ctx context.Context, o Options) (*Server, error) {
-	if o.PKI == nil {
-		return nil, errors.New("temporal server: no TLS material (Options.PKI)")
-	}
 	if o.Broadcast == "" {
 		o.Broadcast = loopback
 	}
@@ -118,7 +116,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	cfg := &config.Config{
 		Global: config.Global{
 			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: host},
-			TLS:        o.PKI.rootTLS(),
+			TLS:        o.PKI.rootTLS(), // nil: plain
 			Metrics: &metrics.Config{Prometheus: &metrics.PrometheusConfig{
 				// On this host only: the metrics have no TLS.
 				ListenAddress: fmt.Sprintf("%s:%d", loopback, ports[8]), HandlerPath: "/metrics",
@@ -161,7 +159,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		// The ring (membership) ports speak the internode mutual TLS too:
 		// plain, anyone reaching them could read the membership or order
 		// a member out of the ring.
-		dynamicconfig.EnableRingpopTLS.Key(): true,
+		dynamicconfig.EnableRingpopTLS.Key(): o.PKI != nil,
 		// One host: task-queue partitions only add forwarding hops between
 		// them (measured: ~100 ms from signal to activity with 4 partitions).
 		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
