@@ -154,17 +154,37 @@ func TestCrashRecovery(t *testing.T) {
 		return s.Status == session.StatusAwaiting, err
 	})
 
-	cmds, err := c.Commands(ctx, x.ID)
+	events, cmds := requireCrashScriptRan(t, c, x.ID)
+	turns, err := c.Turns(ctx, x.ID)
+	require.NoError(t, err)
+	require.Len(t, turns[1].CommandIDs, 2, "m1 and m2 were pending together and share a turn")
+	s, err := c.Session(ctx, x.ID)
+	require.NoError(t, err)
+	for _, f := range []string{"a.txt", "b.txt", "c.txt", "d.txt"} {
+		require.FileExists(t, filepath.Join(s.Workdir, f))
+	}
+	// The SIGKILL left no gap: every event has its chained audit entry.
+	reports, err := c.VerifyAudit(ctx, x.ID)
+	require.NoError(t, err)
+	require.True(t, reports[0].OK, "%+v", reports[0])
+	require.Equal(t, len(events), reports[0].Entries)
+	fmt.Fprintf(os.Stderr, "crash test: %d events, %d commands, %d turns after a SIGKILL\n", len(events), len(cmds), len(turns))
+}
+
+// requireCrashScriptRan checks a session that ran testdata/crash.yaml's
+// three turns (started with "turn one", then m1, m2 and m3): every
+// command accepted once, the transcript gapless, every step's text once
+// in order, each call's states once. It returns the events and commands.
+func requireCrashScriptRan(t *testing.T, c *client.Client, id string) ([]session.Event, []session.Command) {
+	t.Helper()
+	ctx := context.Background()
+	cmds, err := c.Commands(ctx, id)
 	require.NoError(t, err)
 	require.Len(t, cmds, 4, "start, m1, m2, m3: each once")
 	for _, cmd := range cmds {
 		require.Equal(t, session.CommandAccepted, cmd.State, "%s %s", cmd.Kind, cmd.IdempotencyKey)
 	}
-	turns, err := c.Turns(ctx, x.ID)
-	require.NoError(t, err)
-	require.Len(t, turns[1].CommandIDs, 2, "m1 and m2 were pending together and share a turn")
-
-	events, err := c.Events(ctx, x.ID, 0)
+	events, err := c.Events(ctx, id, 0)
 	require.NoError(t, err)
 	var text strings.Builder
 	var users []string
@@ -193,15 +213,5 @@ func TestCrashRecovery(t *testing.T) {
 	for _, id := range []string{"call_0_0", "call_1_0", "call_3_0", "call_5_0"} {
 		require.Equal(t, []string{"generating", "generated", "calling", "done"}, calls[id], id)
 	}
-	s, err := c.Session(ctx, x.ID)
-	require.NoError(t, err)
-	for _, f := range []string{"a.txt", "b.txt", "c.txt", "d.txt"} {
-		require.FileExists(t, filepath.Join(s.Workdir, f))
-	}
-	// The SIGKILL left no gap: every event has its chained audit entry.
-	reports, err := c.VerifyAudit(ctx, x.ID)
-	require.NoError(t, err)
-	require.True(t, reports[0].OK, "%+v", reports[0])
-	require.Equal(t, len(events), reports[0].Entries)
-	fmt.Fprintf(os.Stderr, "crash test: %d events, %d commands, %d turns after a SIGKILL\n", len(events), len(cmds), len(turns))
+	return events, cmds
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -133,4 +134,69 @@ func TestEverythingInPostgres(t *testing.T) {
 		reports, err := c.VerifyAudit(ctx, x.ID)
 		return err == nil && len(reports) == 1 && reports[0].OK && reports[0].Sealed, err
 	})
+}
+
+// TestTakeoverRestoresTheEnvironment: a session whose agent declares an
+// environment setup loses its node with its disk; the node that takes it
+// over makes the copy again from its checkpoint and runs setup again (it
+// has no layer of those inputs), so the agent's next command finds both
+// its own file and what setup made, which no checkpoint holds (ignored by
+// git).
+func TestTakeoverRestoresTheEnvironment(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	key := "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	node := func(dir string) (*app.App, error) {
+		scriptIn(t, dir, "envrestore.yaml")
+		return app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "pg", LogLevel: slog.LevelWarn, DatabaseURL: url, EncryptionKey: key,
+			ReadOnlyPaths: []string{toolsDir}, Unenforced: map[string]bool{"disk": true, "cpu": true}}, logger)
+	}
+	repo := gitRepo(t)
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".gitignore"), []byte("node_modules/\n"), 0o644))
+	for _, args := range [][]string{{"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "ignore"}} {
+		out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	first := dataDir(t)
+	a, err := node(first)
+	require.NoError(t, err)
+	stopA := sync.OnceFunc(a.Stop)
+	defer stopA()
+	c := client.New(a.URL).WithToken(readToken(first))
+	_, err = c.SetPolicy(ctx, "default", []byte("default: allow\n"))
+	require.NoError(t, err)
+	_, err = c.Apply(ctx, []byte("name: envy\nmodel: replay/envrestore.yaml\ntools: [write_file, run_command]\n"+
+		"environment:\n  setup: mkdir -p node_modules && echo made-by-setup > node_modules/dep.txt\n"))
+	require.NoError(t, err)
+	x, err := c.CreateSession(ctx, engine.CreateRequest{Agent: "envy", Repo: repo, Message: "hello"})
+	require.NoError(t, err)
+	waitFor(t, "the first turn", func() (bool, error) {
+		s, err := c.Session(ctx, x.ID)
+		return s.Status == session.StatusAwaiting, err
+	})
+	token := readToken(first)
+	stopA()
+	require.NoError(t, os.RemoveAll(first)) // the node's disk is lost, layer and all
+
+	b, err := node(dataDir(t))
+	require.NoError(t, err)
+	defer b.Stop()
+	c = client.New(b.URL).WithToken(token)
+	_, err = c.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"again"}`)})
+	require.NoError(t, err)
+	var result string
+	waitFor(t, "the command on the new node", func() (bool, error) {
+		evs, err := c.Events(ctx, x.ID, 0)
+		for _, e := range evs {
+			var d session.ToolCallData
+			if e.Kind == session.EventToolCall && json.Unmarshal(e.Data, &d) == nil && d.Name == "run_command" && (d.State == session.CallDone || d.State == session.CallErrored) {
+				result = d.Result + d.Error
+				return true, err
+			}
+		}
+		return false, err
+	})
+	require.Contains(t, result, "made-by-setup", "setup ran again on the new node")
+	require.Contains(t, result, "written before the node was lost", "the agent's file came back from the checkpoint")
 }

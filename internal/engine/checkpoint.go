@@ -218,6 +218,15 @@ func (a *Activities) ensureCopy(ctx context.Context, s *session.Session, sp spec
 			return fmt.Errorf("hand the restored working copy to the sandbox user: %w", err)
 		}
 	}
+	here := *s
+	here.Workdir, here.Node = dir, a.Copies.Node
+	env, err := a.environmentAgain(ctx, here, sp, files)
+	if err != nil {
+		return fmt.Errorf("the working copy was made again on this node, but not its environment: %w", err)
+	}
+	if env != "" {
+		from += "; " + env
+	}
 	if err := a.Store.SetWorkspace(ctx, s.ID, a.Copies.Node, dir, s.BaseCommit); err != nil {
 		return err
 	}

@@ -62,21 +62,10 @@ func (a *Activities) provisionEnvironment(ctx context.Context, s session.Session
 	if _, err := prepare(); err != nil {
 		return a.phaseSince(ctx, s.ID, session.PhasePreparingEnvironment, start, func() (string, error) { return "", err })
 	}
-	manifests, err := workspace.Tracked(ctx, workdir, base, layer.IsManifest)
+	in, key, err := layerInputs(ctx, s, env, workdir, base)
 	if err != nil {
-		return nonRetryable(fmt.Errorf("read the dependency manifests: %w", err))
+		return nonRetryable(err)
 	}
-	in := layer.Inputs{Project: s.Project, Repo: s.Repo, Manifests: manifests, Setup: env.Setup, Network: env.Network.Setup,
-		Env: env.Env, ReadOnly: env.ReadOnlyPaths, Toolchains: layer.Toolchains(sandbox.Environment(nil)["PATH"], env.ReadOnlyPaths)}
-	if env.Reuse != spec.ReuseManifests {
-		// By default a layer serves only the same files: setup may run
-		// any of them (scripts/setup.sh, a postinstall), so a layer built
-		// on one commit must not be trusted on another.
-		if in.Tree, err = workspace.Tree(ctx, workdir, base); err != nil {
-			return nonRetryable(fmt.Errorf("read the base tree: %w", err))
-		}
-	}
-	key := in.Key()
 	l, ok, err := a.Copies.Layers.Acquire(key, s.ID)
 	if err != nil {
 		return err
@@ -94,6 +83,66 @@ func (a *Activities) provisionEnvironment(ctx context.Context, s session.Session
 	return a.phaseSince(ctx, s.ID, session.PhaseBuildingImage, start, func() (string, error) {
 		return a.buildLayer(ctx, s, sp, base, in, key)
 	})
+}
+
+// layerInputs are what the environment layer of session s's copy at
+// workdir, at base, depends on, and the key naming it.
+func layerInputs(ctx context.Context, s session.Session, env spec.EnvironmentSpec, workdir, base string) (layer.Inputs, string, error) {
+	manifests, err := workspace.Tracked(ctx, workdir, base, layer.IsManifest)
+	if err != nil {
+		return layer.Inputs{}, "", fmt.Errorf("read the dependency manifests: %w", err)
+	}
+	in := layer.Inputs{Project: s.Project, Repo: s.Repo, Manifests: manifests, Setup: env.Setup, Network: env.Network.Setup,
+		Env: env.Env, ReadOnly: env.ReadOnlyPaths, Toolchains: layer.Toolchains(sandbox.Environment(nil)["PATH"], env.ReadOnlyPaths)}
+	if env.Reuse != spec.ReuseManifests {
+		// By default a layer serves only the same files: setup may run
+		// any of them (scripts/setup.sh, a postinstall), so a layer built
+		// on one commit must not be trusted on another.
+		if in.Tree, err = workspace.Tree(ctx, workdir, base); err != nil {
+			return layer.Inputs{}, "", fmt.Errorf("read the base tree: %w", err)
+		}
+	}
+	return in, in.Key(), nil
+}
+
+// environmentAgain gives a copy made again on this node (its node was
+// lost) its environment: the layer of the same inputs when this node has
+// one, else built by running setup again. What the checkpoint recorded
+// is written over it again, so the agent's own changes win.
+func (a *Activities) environmentAgain(ctx context.Context, s session.Session, sp spec.Agent, files []workspace.Change) (string, error) {
+	env := sp.Environment
+	if env.Setup == "" {
+		return "", nil
+	}
+	if a.Copies.Layers == nil {
+		return "", fmt.Errorf("agent %s declares an environment setup, but this server keeps no environment layers", sp.Name)
+	}
+	in, key, err := layerInputs(ctx, s, env, s.Workdir, s.BaseCommit)
+	if err != nil {
+		return "", err
+	}
+	var what string
+	if l, ok, err := a.Copies.Layers.Acquire(key, s.ID); err != nil {
+		return "", err
+	} else if ok {
+		if _, err := l.Restore(s.Workdir, a.Copies.cache(s), a.Copies.UID); err != nil {
+			return "", fmt.Errorf("restore environment layer %s: %w", key[:12], err)
+		}
+		what = "environment layer " + key[:12] + " restored"
+	} else {
+		if what, err = a.buildLayer(ctx, s, sp, s.BaseCommit, in, key); err != nil {
+			return "", err
+		}
+	}
+	if err := workspace.WriteBack(s.Workdir, files); err != nil {
+		return "", err
+	}
+	if a.Copies.UID != 0 {
+		if err := chownTree(s.Workdir, a.Copies.UID); err != nil {
+			return "", err
+		}
+	}
+	return what, nil
 }
 
 // buildLayer runs the setup script in the session's sandbox on its working

@@ -176,6 +176,13 @@ func Restore(ctx context.Context, repo, dir, base string, bundles [][]byte, file
 	if _, err := gitRun(ctx, dir, nil, "reset", "--hard", "--quiet", "--no-recurse-submodules", base); err != nil {
 		return fmt.Errorf("the session's base %s cannot be made again (the repository no longer has it?): %w", short(base), err)
 	}
+	return WriteBack(dir, files)
+}
+
+// WriteBack writes a checkpoint's files into the copy at dir as they were,
+// deletions first. No path, link or name reaches outside dir or into a
+// .git.
+func WriteBack(dir string, files []Change) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
