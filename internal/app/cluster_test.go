@@ -30,6 +30,7 @@ import (
 // transcript gapless, and the diff holds the files written on the dead
 // node and those written after it died.
 func TestTwoNodes(t *testing.T) {
+	ownCluster(t)
 	if testing.Short() {
 		t.Skip("starts and kills real servers")
 	}

@@ -31,6 +31,7 @@ import (
 // logs with the same key. A second process under a running node's name is
 // refused.
 func TestEverythingInPostgres(t *testing.T) {
+	ownCluster(t)
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	key := "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // the same content key on every node
@@ -143,6 +144,7 @@ func TestEverythingInPostgres(t *testing.T) {
 // its own file and what setup made, which no checkpoint holds (ignored by
 // git).
 func TestTakeoverRestoresTheEnvironment(t *testing.T) {
+	ownCluster(t)
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	key := "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
