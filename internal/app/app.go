@@ -25,11 +25,14 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/kube"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/provider/anthropic"
 	"github.com/paddock-dev/paddock/internal/provider/openai"
@@ -213,8 +216,35 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		return nil, fmt.Errorf("resume sessions: %w", err)
 	}
 	a.collect()
+	if cfg.Kubeconfig != "" {
+		if err := a.controller(cfg); err != nil {
+			return nil, err
+		}
+	}
 	ready.Store(true)
 	return a, nil
+}
+
+// controller runs the Kubernetes controller of Agent and Session
+// resources until Stop; with several nodes, one at a time (a Lease).
+func (a *App) controller(cfg config.Config) error {
+	var rc *rest.Config
+	var err error
+	namespace := "default"
+	if cfg.Kubeconfig == "in-cluster" {
+		rc, err = rest.InClusterConfig()
+		if data, rerr := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); rerr == nil {
+			namespace = strings.TrimSpace(string(data))
+		}
+	} else {
+		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	}
+	if err != nil {
+		return fmt.Errorf("PADDOCK_KUBECONFIG: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.closers = append(a.closers, func() error { cancel(); return nil })
+	return kube.Start(ctx, rc, a.Service, kube.Options{Admin: cfg.AdminUser, LeaderElection: cfg.DatabaseURL != "", LeaderNamespace: namespace, Logger: a.logger})
 }
 
 // collect removes working copies no longer needed (Service.GC), now and

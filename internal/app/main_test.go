@@ -263,11 +263,12 @@ func (d *liveDB) QueryRowContext(ctx context.Context, query string, args ...any)
 	return d.DB.QueryRowContext(ctx, d.q(query), args...)
 }
 
-// ownCluster skips, in the suite's PostgreSQL run, a test that makes its
-// own PostgreSQL cluster of nodes: the default run ran it the same way.
+// ownCluster skips, in the suite's PostgreSQL run, a test that makes
+// servers of its own (nodes on a PostgreSQL of their own, a Kubernetes
+// API server): the default run ran it the same way.
 func ownCluster(t *testing.T) {
 	t.Helper()
 	if os.Getenv("PADDOCK_TEST_STORE") == "postgres" {
-		t.Skip("makes nodes on a PostgreSQL of its own: the default run ran it already")
+		t.Skip("makes servers of its own: the default run ran it already")
 	}
 }

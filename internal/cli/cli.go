@@ -106,7 +106,7 @@ func newRoot(stdio IO) (*cobra.Command, *globals) {
 	}
 	root.PersistentFlags().StringVar(&g.server, "server", "", "URL of the paddock server (default $PADDOCK_SERVER)")
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data directory (default $PADDOCK_DATA_DIR or ~/.paddock)")
-	root.AddCommand(newServe(g), newRun(g), newDemo(g), newApply(g), newSessions(g), newAgents(g), newPolicy(g), newApprovals(g), newSandbox(g), newGC(g), newAudit(g), newWhoami(g), newLogin(g), newProjects(g), newMembers(g), newUsers(g), newTokens(g), newAdmin(g), newVersion(g), newMigrate(g))
+	root.AddCommand(newServe(g), newRun(g), newDemo(g), newApply(g), newSessions(g), newAgents(g), newPolicy(g), newApprovals(g), newSandbox(g), newGC(g), newAudit(g), newWhoami(g), newLogin(g), newProjects(g), newMembers(g), newUsers(g), newTokens(g), newAdmin(g), newVersion(g), newMigrate(g), newKube(g))
 	refuseUnknown(root)
 	usageErrors(root)
 	return root, g

@@ -1,0 +1,155 @@
+package app_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/paddock-dev/paddock/internal/app"
+	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/kube"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+// kubeAssets is where a real kube-apiserver, etcd and kubectl are (built
+// by .ci/run from test/k8s).
+func kubeAssets(t *testing.T) string {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = "/var/cache/paddock-k8s/v1.37.2"
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil {
+		t.Skipf("no kube-apiserver in %s: build one with test/k8s/build.sh %s (.ci/run does)", dir, dir)
+	}
+	return dir
+}
+
+// TestKubernetesResources runs Paddock's controller against a real
+// kube-apiserver: an Agent and a Session applied with kubectl become an
+// agent and a running session in the namespace's project, the session's
+// state is mirrored into the resource's status, invalid resources are
+// refused by the schema with the field's path, a user without a role in
+// a namespace cannot read its sessions, and deleting a Session stops the
+// session and lets the resource go only once its audit log is sealed.
+func TestKubernetesResources(t *testing.T) {
+	ownCluster(t)
+	assets := kubeAssets(t)
+	ctx := context.Background()
+	crds, err := kube.CRDs()
+	require.NoError(t, err)
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: crds, ErrorIfCRDPathMissing: true}
+	_, err = env.Start()
+	require.NoError(t, err)
+	defer func() { _ = env.Stop() }()
+	kubeconfig := func(name string, groups ...string) string {
+		u, err := env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+		require.NoError(t, err)
+		data, err := u.KubeConfig()
+		require.NoError(t, err)
+		path := filepath.Join(t.TempDir(), name+".kubeconfig")
+		require.NoError(t, os.WriteFile(path, data, 0o600))
+		return path
+	}
+	admin := kubeconfig("platform", "system:masters")
+	kubectl := func(cfg, stdin string, args ...string) (string, error) {
+		cmd := exec.Command(filepath.Join(assets, "kubectl"), append([]string{"--kubeconfig", cfg}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	dir := dataDir(t)
+	model := scriptIn(t, dir, "empty.yaml")
+	a, err := app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "kube-admin", LogLevel: slog.LevelWarn, Kubeconfig: admin},
+		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	require.NoError(t, err)
+	defer a.Stop()
+
+	out, err := kubectl(admin, "", "create", "namespace", "team-a")
+	require.NoError(t, err, out)
+	out, err = kubectl(admin, `apiVersion: paddock.dev/v1alpha1
+kind: Agent
+metadata: {name: fixer, namespace: team-a}
+spec:
+  model: `+model+`
+  tools: [read_file, write_file]
+  session: {idleTimeout: 15m}
+`, "apply", "-f", "-")
+	require.NoError(t, err, out)
+	waitFor(t, "the agent applied", func() (bool, error) {
+		out, err := kubectl(admin, "", "get", "agent", "fixer", "-n", "team-a", "-o", "jsonpath={.status.conditions[0].status}")
+		return out == "True", err
+	})
+	_, err = a.Service.Store.GetAgent(ctx, "team-a", "fixer")
+	require.NoError(t, err, "the agent is in the namespace's project")
+
+	// Invalid resources are refused by the schema, with the field's path.
+	out, err = kubectl(admin, "apiVersion: paddock.dev/v1alpha1\nkind: Agent\nmetadata: {name: bad, namespace: team-a}\nspec: {model: "+model+", concurrency: -1}\n", "apply", "-f", "-")
+	require.Error(t, err)
+	require.Contains(t, out, "spec.concurrency")
+	out, err = kubectl(admin, "apiVersion: paddock.dev/v1alpha1\nkind: Agent\nmetadata: {name: bad, namespace: team-a}\nspec: {modle: x}\n", "apply", "-f", "-")
+	require.Error(t, err)
+	require.Contains(t, out, `unknown field "spec.modle"`)
+	out, err = kubectl(admin, "apiVersion: paddock.dev/v1alpha1\nkind: Agent\nmetadata: {name: bad, namespace: team-a}\nspec: {tools: [read_file]}\n", "apply", "-f", "-")
+	require.Error(t, err)
+	require.Contains(t, out, "spec.model: Required value")
+	out, err = kubectl(admin, "apiVersion: paddock.dev/v1alpha1\nkind: Session\nmetadata: {name: bad, namespace: team-a}\nspec: {agent: fixer, colour: red}\n", "apply", "-f", "-")
+	require.Error(t, err)
+	require.Contains(t, out, `unknown field "spec.colour"`)
+
+	out, err = kubectl(admin, "apiVersion: paddock.dev/v1alpha1\nkind: Session\nmetadata: {name: first, namespace: team-a}\nspec: {agent: fixer, message: hello}\n", "apply", "-f", "-")
+	require.NoError(t, err, out)
+	var id string
+	waitFor(t, "the session's status mirrored", func() (bool, error) {
+		out, err := kubectl(admin, "", "get", "session", "first", "-n", "team-a", "-o", "jsonpath={.status.sessionID} {.status.status}")
+		f := strings.Fields(out)
+		if len(f) == 2 && f[1] == string(session.StatusAwaiting) {
+			id = f[0]
+			return true, nil
+		}
+		return false, err
+	})
+	x, err := a.Service.Store.GetSession(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, "team-a", x.Project)
+	require.Equal(t, "fixer", x.Agent)
+	require.Contains(t, x.CreatedBy.Via, "kubernetes:Session/team-a/first", "the session says it came through Kubernetes")
+	out, err = kubectl(admin, "", "get", "sessions", "-n", "team-a")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "awaiting")
+	require.Contains(t, out, "fixer")
+
+	// RBAC: a user with a role in team-b only reads no session of team-a.
+	bob := kubeconfig("bob")
+	out, err = kubectl(admin, "", "create", "namespace", "team-b")
+	require.NoError(t, err, out)
+	out, err = kubectl(admin, "", "create", "role", "sessions", "-n", "team-b", "--verb=get,list,watch", "--resource=sessions.paddock.dev")
+	require.NoError(t, err, out)
+	out, err = kubectl(admin, "", "create", "rolebinding", "bob-sessions", "-n", "team-b", "--role=sessions", "--user=bob")
+	require.NoError(t, err, out)
+	out, err = kubectl(bob, "", "get", "sessions", "-n", "team-b")
+	require.NoError(t, err, out)
+	out, err = kubectl(bob, "", "get", "sessions", "-n", "team-a")
+	require.Error(t, err)
+	require.Contains(t, out, "forbidden")
+
+	// Deleting the resource stops the session; it goes once sealed.
+	out, err = kubectl(admin, "", "delete", "session", "first", "-n", "team-a", "--wait=true", "--timeout=120s")
+	require.NoError(t, err, out)
+	x, err = a.Service.Store.GetSession(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, session.StatusStopped, x.Status)
+	seal, err := a.Service.Store.AuditSeal(ctx, id)
+	require.NoError(t, err)
+	require.NotNil(t, seal, "the audit log was sealed before the resource went")
+	_, err = a.Service.Store.GetSession(ctx, "no-such")
+	require.ErrorIs(t, err, store.ErrNotFound)
+}

@@ -1,0 +1,128 @@
+// Package kube runs Paddock's Kubernetes controller: Agent and Session
+// custom resources (paddock.dev/v1alpha1) reconciled into the Paddock
+// service, and the sessions' state mirrored back into their status, so
+// `kubectl apply` starts a session and `kubectl get sessions -w` follows
+// it. A namespace is the Paddock project of the same name.
+package kube
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/paddock-dev/paddock/internal/engine"
+)
+
+//go:embed crds.yaml
+var crds []byte
+
+// Group is the API group of Paddock's resources.
+const Group = "paddock.dev"
+
+var (
+	// AgentKind and SessionKind name the resources.
+	AgentKind   = schema.GroupVersionKind{Group: Group, Version: "v1alpha1", Kind: "Agent"}
+	SessionKind = schema.GroupVersionKind{Group: Group, Version: "v1alpha1", Kind: "Session"}
+)
+
+// CRDs returns the custom resource definitions, as `paddock kube crds`
+// prints them for `kubectl apply -f -`.
+func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var out []*apiextensionsv1.CustomResourceDefinition
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(crds), 4096)
+	for {
+		var c apiextensionsv1.CustomResourceDefinition
+		if err := dec.Decode(&c); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("paddock's CRDs: %w", err)
+		}
+		out = append(out, &c)
+	}
+}
+
+// CRDYAML is the definitions as YAML.
+func CRDYAML() []byte { return crds }
+
+// Options configure the controller.
+type Options struct {
+	// LeaderElection makes one node of several run the controller, the
+	// others standing by (a Lease in LeaderNamespace).
+	LeaderElection  bool
+	LeaderNamespace string
+	// Resync is how often a live session's status is mirrored again
+	// (default 2 s).
+	Resync time.Duration
+	// Admin is the Paddock user the controller acts as (the server's
+	// first administrator), through Kubernetes.
+	Admin  string
+	Logger *slog.Logger
+}
+
+// Start runs the controller until ctx ends. It returns once the
+// controller's caches are synced, or with why it could not start.
+func Start(ctx context.Context, cfg *rest.Config, svc *engine.Service, o Options) error {
+	if o.Resync == 0 {
+		o.Resync = 2 * time.Second
+	}
+	log.SetLogger(logr.FromSlogHandler(o.Logger.Handler()))
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  runtime.NewScheme(),
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionID:        "paddock-controller",
+		LeaderElectionNamespace: o.LeaderNamespace,
+	})
+	if err != nil {
+		return fmt.Errorf("kubernetes controller: %w", err)
+	}
+	agents := &agentReconciler{c: mgr.GetClient(), svc: svc, admin: o.Admin}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("agent").For(object(AgentKind)).Complete(agents); err != nil {
+		return err
+	}
+	sessions := &sessionReconciler{c: mgr.GetClient(), svc: svc, admin: o.Admin, resync: o.Resync}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("session").For(object(SessionKind)).Complete(sessions); err != nil {
+		return err
+	}
+	errs := make(chan error, 1)
+	go func() { errs <- mgr.Start(ctx) }()
+	synced := make(chan bool, 1)
+	go func() { synced <- mgr.GetCache().WaitForCacheSync(ctx) }()
+	select {
+	case err := <-errs:
+		return fmt.Errorf("kubernetes controller: %w", err)
+	case ok := <-synced:
+		if !ok {
+			return fmt.Errorf("kubernetes controller: the caches never synced (are the CRDs installed? paddock kube crds | kubectl apply -f -)")
+		}
+		go func() {
+			if err := <-errs; err != nil && ctx.Err() == nil {
+				o.Logger.Error("kubernetes controller stopped", "err", err)
+			}
+		}()
+		return nil
+	}
+}
+
+// object is an empty resource of kind k.
+func object(k schema.GroupVersionKind) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(k)
+	return u
+}

@@ -1,0 +1,197 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/yaml"
+
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+)
+
+// sealed is the finalizer a Session resource carries until its session
+// stopped and its audit log is sealed.
+const sealed = "paddock.dev/sealed"
+
+// actor is who the controller acts as in Paddock: the server's first
+// administrator, through Kubernetes (whose RBAC decided who may create
+// the resource), naming the resource.
+func actor(admin string, u *unstructured.Unstructured) identity.Principal {
+	return identity.Principal{User: admin, Admin: true, Via: fmt.Sprintf("kubernetes:%s/%s/%s", u.GetKind(), u.GetNamespace(), u.GetName())}
+}
+
+// ensureProject makes the namespace's project when Paddock lacks it.
+func ensureProject(ctx context.Context, svc *engine.Service, p identity.Principal, name string) error {
+	if svc.CheckProject(ctx, name) == nil {
+		return nil
+	}
+	if err := svc.CreateProject(ctx, p, name); err != nil && !errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("project %s (the namespace): %w", name, err)
+	}
+	return nil
+}
+
+// setCondition records a condition of u's status: True without err, False
+// with its message otherwise.
+func setCondition(u *unstructured.Unstructured, kind, reason string, err error) {
+	var conds []metav1.Condition
+	if raw, ok, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); ok {
+		data, _ := json.Marshal(raw)
+		_ = json.Unmarshal(data, &conds)
+	}
+	c := metav1.Condition{Type: kind, Status: metav1.ConditionTrue, Reason: reason, ObservedGeneration: u.GetGeneration()}
+	if err != nil {
+		c.Status, c.Message = metav1.ConditionFalse, err.Error()
+	}
+	meta.SetStatusCondition(&conds, c)
+	data, _ := json.Marshal(conds)
+	var out []any
+	_ = json.Unmarshal(data, &out)
+	_ = unstructured.SetNestedSlice(u.Object, out, "status", "conditions")
+}
+
+type agentReconciler struct {
+	c     client.Client
+	svc   *engine.Service
+	admin string
+}
+
+// Reconcile applies an Agent's spec as `paddock apply` would, named by
+// the resource in the namespace's project, and says how it went.
+func (r *agentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	u := object(AgentKind)
+	if err := r.c.Get(ctx, req.NamespacedName, u); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if u.GetDeletionTimestamp() != nil {
+		return ctrl.Result{}, nil // Paddock keeps the agent: its sessions pinned it
+	}
+	p := actor(r.admin, u)
+	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	spec["name"], spec["project"] = u.GetName(), u.GetNamespace()
+	err := ensureProject(ctx, r.svc, p, u.GetNamespace())
+	var applied []engine.Applied
+	if err == nil {
+		var text []byte
+		if text, err = yaml.Marshal(spec); err == nil {
+			applied, err = r.svc.ApplyAgents(ctx, p, text)
+		}
+	}
+	reason := "Applied"
+	if err != nil {
+		reason = "Refused"
+	} else if len(applied) == 1 {
+		_ = unstructured.SetNestedField(u.Object, string(applied[0].Result), "status", "result")
+	}
+	_ = unstructured.SetNestedField(u.Object, u.GetGeneration(), "status", "observedGeneration")
+	setCondition(u, "Applied", reason, err)
+	return ctrl.Result{}, r.c.Status().Update(ctx, u)
+}
+
+type sessionReconciler struct {
+	c      client.Client
+	svc    *engine.Service
+	admin  string
+	resync time.Duration
+}
+
+// Reconcile starts the session a Session resource asks for (once: its
+// UID is the idempotency key), mirrors its state into the status while it
+// lives, and on deletion stops it and lets the resource go only once its
+// audit log is sealed.
+func (r *sessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	u := object(SessionKind)
+	if err := r.c.Get(ctx, req.NamespacedName, u); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	p := actor(r.admin, u)
+	id, _, _ := unstructured.NestedString(u.Object, "status", "sessionID")
+	if u.GetDeletionTimestamp() != nil {
+		if id != "" {
+			done, err := r.stop(ctx, p, u, id)
+			if err != nil || !done {
+				return ctrl.Result{RequeueAfter: time.Second}, err
+			}
+		}
+		controllerutil.RemoveFinalizer(u, sealed)
+		return ctrl.Result{}, r.c.Update(ctx, u)
+	}
+	if controllerutil.AddFinalizer(u, sealed) {
+		return ctrl.Result{}, r.c.Update(ctx, u) // the update brings it back
+	}
+	if id == "" {
+		agent, _, _ := unstructured.NestedString(u.Object, "spec", "agent")
+		repo, _, _ := unstructured.NestedString(u.Object, "spec", "repository")
+		message, _, _ := unstructured.NestedString(u.Object, "spec", "message")
+		err := ensureProject(ctx, r.svc, p, u.GetNamespace())
+		var x session.Session
+		if err == nil {
+			x, err = r.svc.CreateSession(ctx, engine.CreateRequest{Project: u.GetNamespace(), Agent: agent, Repo: repo, Message: message,
+				IdempotencyKey: "kubernetes/" + string(u.GetUID())}, p.Sender())
+		}
+		if err != nil {
+			setCondition(u, "Started", "Refused", err)
+			_ = unstructured.SetNestedField(u.Object, u.GetGeneration(), "status", "observedGeneration")
+			if uerr := r.c.Status().Update(ctx, u); uerr != nil {
+				return ctrl.Result{}, uerr
+			}
+			if errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrDenied) {
+				return ctrl.Result{RequeueAfter: time.Minute}, nil // until the agent exists, say
+			}
+			return ctrl.Result{}, err
+		}
+		id = x.ID
+		_ = unstructured.SetNestedField(u.Object, id, "status", "sessionID")
+		setCondition(u, "Started", "Started", nil)
+	}
+	x, err := r.svc.Store.GetSession(ctx, id)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for field, v := range map[string]string{"status": string(x.Status), "runtimePhase": string(x.RuntimePhase), "ambientStatus": x.AmbientStatus, "delivery": x.Delivery} {
+		_ = unstructured.SetNestedField(u.Object, v, "status", field)
+	}
+	if err := r.c.Status().Update(ctx, u); err != nil {
+		return ctrl.Result{}, err
+	}
+	if x.Status.Terminal() {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: r.resync}, nil
+}
+
+// stop stops session id (once) and says whether it is stopped and its
+// audit log sealed.
+func (r *sessionReconciler) stop(ctx context.Context, p identity.Principal, u *unstructured.Unstructured, id string) (bool, error) {
+	x, err := r.svc.Store.GetSession(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return true, nil
+	} else if err != nil {
+		return false, err
+	}
+	if !x.Status.Terminal() {
+		payload, _ := json.Marshal(session.StopPayload{Reason: "its Session resource " + u.GetNamespace() + "/" + u.GetName() + " was deleted"})
+		_, err := r.svc.Send(ctx, id, engine.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "kubernetes-delete/" + string(u.GetUID())}, p.Sender())
+		if err != nil && !errors.Is(err, store.ErrConflict) {
+			return false, err
+		}
+		return false, nil
+	}
+	seal, err := r.svc.Store.AuditSeal(ctx, id)
+	return seal != nil, err
+}
