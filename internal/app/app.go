@@ -226,7 +226,8 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 }
 
 // controller runs the Kubernetes controller of Agent and Session
-// resources until Stop; with several nodes, one at a time (a Lease).
+// resources until Stop, one node at a time (a Lease in the namespace of
+// the pod, or of the kubeconfig's context).
 func (a *App) controller(cfg config.Config) error {
 	var rc *rest.Config
 	var err error
@@ -237,14 +238,19 @@ func (a *App) controller(cfg config.Config) error {
 			namespace = strings.TrimSpace(string(data))
 		}
 	} else {
-		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+		kc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: cfg.Kubeconfig}, nil)
+		if rc, err = kc.ClientConfig(); err == nil {
+			if ns, _, nerr := kc.Namespace(); nerr == nil && ns != "" {
+				namespace = ns
+			}
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("PADDOCK_KUBECONFIG: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.closers = append(a.closers, func() error { cancel(); return nil })
-	return kube.Start(ctx, rc, a.Service, kube.Options{Admin: cfg.AdminUser, LeaderElection: cfg.DatabaseURL != "", LeaderNamespace: namespace, Logger: a.logger})
+	return kube.Start(ctx, rc, a.Service, kube.Options{Admin: cfg.AdminUser, LeaderNamespace: namespace, Logger: a.logger})
 }
 
 // collect removes working copies no longer needed (Service.GC), now and

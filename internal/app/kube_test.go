@@ -16,7 +16,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/kube"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // kubeAssets is where a real kube-apiserver, etcd and kubectl are (built
@@ -38,7 +37,9 @@ func kubeAssets(t *testing.T) string {
 // state is mirrored into the resource's status, invalid resources are
 // refused by the schema with the field's path, a user without a role in
 // a namespace cannot read its sessions, and deleting a Session stops the
-// session and lets the resource go only once its audit log is sealed.
+// session and lets the resource go only once its audit log is sealed. The
+// deployment manifests (kubectl apply -k deploy/kubernetes) are applied
+// first, and the controller runs with only the RBAC they give it.
 func TestKubernetesResources(t *testing.T) {
 	ownCluster(t)
 	assets := kubeAssets(t)
@@ -65,15 +66,26 @@ func TestKubernetesResources(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
+	// The deployment manifests, validated by the API server as they are
+	// applied: the CRDs (unchanged), three nodes, the controller's RBAC.
+	out, err := kubectl(admin, "", "apply", "-k", "../../deploy/kubernetes")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "deployment.apps/paddock created")
+	require.Contains(t, out, "poddisruptionbudget.policy/paddock created")
+	// The controller runs as the manifests' service account, with only
+	// what rbac.yaml gives it, its Lease in its own namespace.
+	controller := kubeconfig("system:serviceaccount:paddock:paddock", "system:serviceaccounts", "system:serviceaccounts:paddock")
+	out, err = kubectl(admin, "", "config", "set-context", "--current", "--namespace=paddock", "--kubeconfig="+controller)
+	require.NoError(t, err, out)
 
 	dir := dataDir(t)
 	model := scriptIn(t, dir, "empty.yaml")
-	a, err := app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "kube-admin", LogLevel: slog.LevelWarn, Kubeconfig: admin},
+	a, err := app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "kube-admin", LogLevel: slog.LevelWarn, Kubeconfig: controller},
 		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	require.NoError(t, err)
 	defer a.Stop()
 
-	out, err := kubectl(admin, "", "create", "namespace", "team-a")
+	out, err = kubectl(admin, "", "create", "namespace", "team-a")
 	require.NoError(t, err, out)
 	out, err = kubectl(admin, `apiVersion: paddock.dev/v1alpha1
 kind: Agent
@@ -150,6 +162,7 @@ spec:
 	seal, err := a.Service.Store.AuditSeal(ctx, id)
 	require.NoError(t, err)
 	require.NotNil(t, seal, "the audit log was sealed before the resource went")
-	_, err = a.Service.Store.GetSession(ctx, "no-such")
-	require.ErrorIs(t, err, store.ErrNotFound)
+	lease, err := kubectl(admin, "", "get", "lease", "paddock-controller", "-n", "paddock", "-o", "jsonpath={.spec.holderIdentity}")
+	require.NoError(t, err, lease)
+	require.NotEmpty(t, lease, "the controller holds its Lease")
 }

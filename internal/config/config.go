@@ -127,7 +127,7 @@ var Vars = []Var{
 	{"PADDOCK_TEMPORAL_ADDRESS", "(none: embedded)", "host:port of an external Temporal cluster instead of the embedded server"},
 	{"PADDOCK_TEMPORAL_BROADCAST_ADDRESS", "127.0.0.1", "with PADDOCK_DATABASE_URL, the IP address other nodes reach this node's embedded Temporal services at (they listen on it); the default makes a cluster of nodes on one machine"},
 	{"PADDOCK_TEMPORAL_PORT", "(none: free ports)", "the first of nine consecutive ports the embedded Temporal services listen on (frontend, membership, history, matching, worker, metrics), for a firewall between nodes; unset, free ports are chosen at each start"},
-	{"PADDOCK_KUBECONFIG", "(none: no controller)", "a kubeconfig file, or `in-cluster`: run the Kubernetes controller of Agent and Session resources (`paddock kube crds` prints their definitions); with PADDOCK_DATABASE_URL one node at a time runs it (a Lease)"},
+	{"PADDOCK_KUBECONFIG", "(none: no controller)", "a kubeconfig file, or `in-cluster`: run the Kubernetes controller of Agent and Session resources (`paddock kube crds` prints their definitions); one node at a time runs it (a Lease in the pod's namespace, or the kubeconfig context's)"},
 	{"PADDOCK_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"PADDOCK_TOKEN", "(none)", "API token client commands send; otherwise the one `paddock login` saved for the server, else DATA_DIR/admin.token"},
 	{"PADDOCK_ADMIN_USER", "the OS user name", "name of the first administrator, created on first start with a token in DATA_DIR/admin.token (mode 600)"},

@@ -61,9 +61,8 @@ func CRDYAML() []byte { return crds }
 
 // Options configure the controller.
 type Options struct {
-	// LeaderElection makes one node of several run the controller, the
-	// others standing by (a Lease in LeaderNamespace).
-	LeaderElection  bool
+	// LeaderNamespace holds the Lease that makes one node of several run
+	// the controller, the others standing by.
 	LeaderNamespace string
 	// Resync is how often a live session's status is mirrored again
 	// (default 2 s).
@@ -85,7 +84,7 @@ func Start(ctx context.Context, cfg *rest.Config, svc *engine.Service, o Options
 		Scheme:                  runtime.NewScheme(),
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
-		LeaderElection:          o.LeaderElection,
+		LeaderElection:          true,
 		LeaderElectionID:        "paddock-controller",
 		LeaderElectionNamespace: o.LeaderNamespace,
 	})

@@ -1,0 +1,24 @@
+package kube
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestDeployedCRDsAreTheControllers: deploy/kubernetes installs the very
+// definitions the controller embeds (copy internal/kube/crds.yaml there
+// after changing it).
+func TestDeployedCRDsAreTheControllers(t *testing.T) {
+	deployed, err := os.ReadFile("../../deploy/kubernetes/crds.yaml")
+	require.NoError(t, err)
+	require.Equal(t, string(CRDYAML()), string(deployed), "cp internal/kube/crds.yaml deploy/kubernetes/crds.yaml")
+	crds, err := CRDs()
+	require.NoError(t, err)
+	require.Len(t, crds, 2)
+	for _, c := range crds {
+		require.Equal(t, Group, c.Spec.Group)
+		require.NotNil(t, c.Spec.Versions[0].Subresources.Status, "%s has a status subresource", c.Name)
+	}
+}
