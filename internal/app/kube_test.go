@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/paddock-dev/paddock/internal/app"
+	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/kube"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -79,7 +80,7 @@ func TestKubernetesResources(t *testing.T) {
 	require.NoError(t, err, out)
 
 	dir := dataDir(t)
-	model := scriptIn(t, dir, "empty.yaml")
+	model := scriptIn(t, dir, "restore.yaml") // its first turn writes one file
 	a, err := app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "kube-admin", LogLevel: slog.LevelWarn, Kubeconfig: controller},
 		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	require.NoError(t, err)
@@ -102,6 +103,8 @@ spec:
 	})
 	_, err = a.Service.Store.GetAgent(ctx, "team-a", "fixer")
 	require.NoError(t, err, "the agent is in the namespace's project")
+	_, err = client.New(a.URL).WithToken(readToken(dir)).SetPolicy(ctx, "team-a", []byte("default: allow\n")) // its file write runs unasked
+	require.NoError(t, err)
 
 	// Invalid resources are refused by the schema, with the field's path.
 	out, err = kubectl(admin, "apiVersion: paddock.dev/v1alpha1\nkind: Agent\nmetadata: {name: bad, namespace: team-a}\nspec: {model: "+model+", concurrency: -1}\n", "apply", "-f", "-")
@@ -134,10 +137,15 @@ spec:
 	require.Equal(t, "team-a", x.Project)
 	require.Equal(t, "fixer", x.Agent)
 	require.Contains(t, x.CreatedBy.Via, "kubernetes:Session/team-a/first", "the session says it came through Kubernetes")
+	waitFor(t, "the session's budget use and changes mirrored", func() (bool, error) {
+		out, err := kubectl(admin, "", "get", "session", "first", "-n", "team-a", "-o", "jsonpath={.status.budget.actions}/{.status.budget.turns}/{.status.diffSummary}")
+		return out == "1/1/1 file(s) changed (step 1)", err
+	})
 	out, err = kubectl(admin, "", "get", "sessions", "-n", "team-a")
 	require.NoError(t, err, out)
 	require.Contains(t, out, "awaiting")
 	require.Contains(t, out, "fixer")
+	require.Contains(t, out, "1 file(s) changed")
 
 	// RBAC: a user with a role in team-b only reads no session of team-a.
 	bob := kubeconfig("bob")

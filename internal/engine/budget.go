@@ -35,8 +35,18 @@ func (a *Activities) limits(s session.Session, sp spec.Agent) bound.Limits {
 
 // consumption is what session s used, as recorded.
 func (a *Activities) consumption(ctx context.Context, s session.Session) (bound.Consumption, error) {
+	return consumptionOf(ctx, a.Store, s, a.Now())
+}
+
+// Consumption is what session x consumed of its budget so far.
+func (s *Service) Consumption(ctx context.Context, x session.Session) (bound.Consumption, error) {
+	return consumptionOf(ctx, s.Store, x, s.Now())
+}
+
+// consumptionOf sums session s's consumption from what it recorded.
+func consumptionOf(ctx context.Context, st store.Store, s session.Session, now time.Time) (bound.Consumption, error) {
 	var c bound.Consumption
-	events, err := a.Store.EventsByKey(ctx, s.ID, budgetPrefix)
+	events, err := st.EventsByKey(ctx, s.ID, budgetPrefix)
 	if err != nil {
 		return c, err
 	}
@@ -51,17 +61,17 @@ func (a *Activities) consumption(ctx context.Context, s session.Session) (bound.
 			c.Extensions++
 		}
 	}
-	u, err := a.Store.SessionUsage(ctx, s.ID)
+	u, err := st.SessionUsage(ctx, s.ID)
 	if err != nil {
 		return c, err
 	}
 	c.Tokens, c.SpendUSD = int64(u.InputTokens+u.OutputTokens), u.CostUSD
-	turns, err := a.Store.ListTurns(ctx, s.ID)
+	turns, err := st.ListTurns(ctx, s.ID)
 	if err != nil {
 		return c, err
 	}
 	c.Turns = len(turns)
-	c.Age = a.Now().Sub(s.CreatedAt)
+	c.Age = now.Sub(s.CreatedAt)
 	return c, nil
 }
 

@@ -163,8 +163,8 @@ func (r *sessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	for field, v := range map[string]string{"status": string(x.Status), "runtimePhase": string(x.RuntimePhase), "ambientStatus": x.AmbientStatus, "delivery": x.Delivery} {
-		_ = unstructured.SetNestedField(u.Object, v, "status", field)
+	if err := r.mirror(ctx, u, x); err != nil {
+		return ctrl.Result{}, err
 	}
 	if err := r.c.Status().Update(ctx, u); err != nil {
 		return ctrl.Result{}, err
@@ -194,4 +194,35 @@ func (r *sessionReconciler) stop(ctx context.Context, p identity.Principal, u *u
 	}
 	seal, err := r.svc.Store.AuditSeal(ctx, id)
 	return seal != nil, err
+}
+
+// mirror writes session x's state into u's status: where it is, what it
+// waits on, what it consumed of its budget, and how much its copy differs
+// from its base (from the last checkpoint: no copy is read).
+func (r *sessionReconciler) mirror(ctx context.Context, u *unstructured.Unstructured, x session.Session) error {
+	park := ""
+	parks, err := r.svc.Store.ListParks(ctx, x.ID, true)
+	if err != nil {
+		return err
+	}
+	if len(parks) > 0 {
+		park = parks[0].Reason
+	}
+	c, err := r.svc.Consumption(ctx, x)
+	if err != nil {
+		return err
+	}
+	diff := "no change"
+	if cp, err := r.svc.Store.LastCheckpoint(ctx, x.ID); err == nil && len(cp.Files) > 0 {
+		diff = fmt.Sprintf("%d file(s) changed (step %d)", len(cp.Files), cp.Step)
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	for field, v := range map[string]string{"status": string(x.Status), "runtimePhase": string(x.RuntimePhase), "ambientStatus": x.AmbientStatus,
+		"delivery": x.Delivery, "parkReason": park, "diffSummary": diff} {
+		_ = unstructured.SetNestedField(u.Object, v, "status", field)
+	}
+	budget := map[string]any{"actions": int64(c.Actions), "activeSeconds": int64(c.Active.Seconds()), "extensions": int64(c.Extensions),
+		"tokens": c.Tokens, "turns": int64(c.Turns), "spendUsd": fmt.Sprintf("%.4f", c.SpendUSD)}
+	return unstructured.SetNestedMap(u.Object, budget, "status", "budget")
 }
