@@ -15,6 +15,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/kube"
 	"github.com/paddock-dev/paddock/internal/session"
 )
@@ -161,6 +162,19 @@ spec:
 	require.Error(t, err)
 	require.Contains(t, out, "forbidden")
 
+	// A status naming another project's session (written by someone who
+	// may write statuses) is not acted on: the controller puts its own
+	// session back, and the other is never stopped.
+	pc := client.New(a.URL).WithToken(readToken(dir))
+	other, err := pc.CreateSession(ctx, engine.CreateRequest{Model: scriptIn(t, dir, "empty.yaml"), Message: "elsewhere"})
+	require.NoError(t, err)
+	out, err = kubectl(admin, "", "patch", "session", "first", "-n", "team-a", "--subresource=status", "--type=merge", "-p", `{"status":{"sessionID":"`+other.ID+`"}}`)
+	require.NoError(t, err, out)
+	waitFor(t, "its own session back in the status", func() (bool, error) {
+		out, err := kubectl(admin, "", "get", "session", "first", "-n", "team-a", "-o", "jsonpath={.status.sessionID}")
+		return out == id, err
+	})
+
 	// Deleting the resource stops the session; it goes once sealed.
 	out, err = kubectl(admin, "", "delete", "session", "first", "-n", "team-a", "--wait=true", "--timeout=120s")
 	require.NoError(t, err, out)
@@ -170,6 +184,9 @@ spec:
 	seal, err := a.Service.Store.AuditSeal(ctx, id)
 	require.NoError(t, err)
 	require.NotNil(t, seal, "the audit log was sealed before the resource went")
+	o, err := a.Service.Store.GetSession(ctx, other.ID)
+	require.NoError(t, err)
+	require.NotEqual(t, session.StatusStopped, o.Status, "the other project's session was not stopped")
 	lease, err := kubectl(admin, "", "get", "lease", "paddock-controller", "-n", "paddock", "-o", "jsonpath={.spec.holderIdentity}")
 	require.NoError(t, err, lease)
 	require.NotEmpty(t, lease, "the controller holds its Lease")

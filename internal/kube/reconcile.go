@@ -121,6 +121,18 @@ func (r *sessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	p := actor(r.admin, u)
 	id, _, _ := unstructured.NestedString(u.Object, "status", "sessionID")
+	if mine, err := r.started(ctx, p, u, id); err != nil {
+		return ctrl.Result{}, err
+	} else if !mine {
+		// The status names a session this resource did not start (it was
+		// written by someone allowed to write statuses): it is not acted on.
+		setCondition(u, "Started", "Forged", fmt.Errorf("status.sessionID %s names a session this resource did not start", id))
+		unstructured.RemoveNestedField(u.Object, "status", "sessionID")
+		if err := r.c.Status().Update(ctx, u); err != nil {
+			return ctrl.Result{}, err
+		}
+		id = ""
+	}
 	if u.GetDeletionTimestamp() != nil {
 		if id != "" {
 			done, err := r.stop(ctx, p, u, id)
@@ -225,4 +237,19 @@ func (r *sessionReconciler) mirror(ctx context.Context, u *unstructured.Unstruct
 	budget := map[string]any{"actions": int64(c.Actions), "activeSeconds": int64(c.Active.Seconds()), "extensions": int64(c.Extensions),
 		"tokens": c.Tokens, "turns": int64(c.Turns), "spendUsd": fmt.Sprintf("%.4f", c.SpendUSD)}
 	return unstructured.SetNestedMap(u.Object, budget, "status", "budget")
+}
+
+// started says whether session id (none: yes) is the one resource u
+// started: in the namespace's project, requested through this resource.
+func (r *sessionReconciler) started(ctx context.Context, p identity.Principal, u *unstructured.Unstructured, id string) (bool, error) {
+	if id == "" {
+		return true, nil
+	}
+	x, err := r.svc.Store.GetSession(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	return x.Project == u.GetNamespace() && x.CreatedBy.Via == p.Via && x.CreatedBy.ID == p.User, nil
 }
