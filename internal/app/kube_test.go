@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -190,4 +191,21 @@ spec:
 	lease, err := kubectl(admin, "", "get", "lease", "paddock-controller", "-n", "paddock", "-o", "jsonpath={.spec.holderIdentity}")
 	require.NoError(t, err, lease)
 	require.NotEmpty(t, lease, "the controller holds its Lease")
+
+	// The Lease is taken from it (as when the API server was out of reach
+	// past the renew deadline): the node stands by, takes it back once it
+	// lapses, and goes on reconciling.
+	out, err = kubectl(admin, "", "patch", "lease", "paddock-controller", "-n", "paddock", "--type=merge", "-p",
+		`{"spec":{"holderIdentity":"intruder","renewTime":"`+time.Now().UTC().Format("2006-01-02T15:04:05.000000Z")+`"}}`)
+	require.NoError(t, err, out)
+	waitFor(t, "the node to take the Lease back once it lapsed", func() (bool, error) {
+		out, err := kubectl(admin, "", "get", "lease", "paddock-controller", "-n", "paddock", "-o", "jsonpath={.spec.holderIdentity}")
+		return out != "" && out != "intruder", err
+	})
+	out, err = kubectl(admin, "apiVersion: paddock.dev/v1alpha1\nkind: Session\nmetadata: {name: second, namespace: team-a}\nspec: {agent: fixer, message: again}\n", "apply", "-f", "-")
+	require.NoError(t, err, out)
+	waitFor(t, "the second session started by the controller that came back", func() (bool, error) {
+		out, err := kubectl(admin, "", "get", "session", "second", "-n", "team-a", "-o", "jsonpath={.status.sessionID}")
+		return out != "", err
+	})
 }

@@ -22,6 +22,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -74,29 +75,17 @@ type Options struct {
 }
 
 // Start runs the controller until ctx ends. It returns once the
-// controller's caches are synced, or with why it could not start.
+// controller's caches are synced, or with why it could not start. A node
+// that loses its Lease (the API server was out of reach longer than the
+// renew deadline) stands by again for it with a fresh manager, as nodes
+// that never had it do.
 func Start(ctx context.Context, cfg *rest.Config, svc *engine.Service, o Options) error {
 	if o.Resync == 0 {
 		o.Resync = 2 * time.Second
 	}
 	log.SetLogger(logr.FromSlogHandler(o.Logger.Handler()))
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  runtime.NewScheme(),
-		Metrics:                 metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:  "0",
-		LeaderElection:          true,
-		LeaderElectionID:        "paddock-controller",
-		LeaderElectionNamespace: o.LeaderNamespace,
-	})
+	mgr, err := newManager(cfg, svc, o)
 	if err != nil {
-		return fmt.Errorf("kubernetes controller: %w", err)
-	}
-	agents := &agentReconciler{c: mgr.GetClient(), svc: svc, admin: o.Admin}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("agent").For(object(AgentKind)).Complete(agents); err != nil {
-		return err
-	}
-	sessions := &sessionReconciler{c: mgr.GetClient(), svc: svc, admin: o.Admin, resync: o.Resync}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("session").For(object(SessionKind)).Complete(sessions); err != nil {
 		return err
 	}
 	errs := make(chan error, 1)
@@ -110,13 +99,59 @@ func Start(ctx context.Context, cfg *rest.Config, svc *engine.Service, o Options
 		if !ok {
 			return fmt.Errorf("kubernetes controller: the caches never synced (are the CRDs installed? paddock kube crds | kubectl apply -f -)")
 		}
-		go func() {
-			if err := <-errs; err != nil && ctx.Err() == nil {
-				o.Logger.Error("kubernetes controller stopped", "err", err)
-			}
-		}()
-		return nil
 	}
+	go func() {
+		for {
+			err := <-errs
+			if ctx.Err() != nil {
+				return
+			}
+			o.Logger.Warn("kubernetes controller stopped; standing by for the Lease again", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			if mgr, err = newManager(cfg, svc, o); err != nil {
+				o.Logger.Error("kubernetes controller", "err", err)
+				continue
+			}
+			go func() { errs <- mgr.Start(ctx) }()
+		}
+	}()
+	return nil
+}
+
+var skip = true
+
+// newManager makes a manager running both reconcilers under the Lease.
+func newManager(cfg *rest.Config, svc *engine.Service, o Options) (ctrl.Manager, error) {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  runtime.NewScheme(),
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:  "0",
+		LeaderElection:          true,
+		LeaderElectionID:        "paddock-controller",
+		LeaderElectionNamespace: o.LeaderNamespace,
+		// controller-runtime's default is to exit the process; this node
+		// goes on serving and stands by for the Lease again.
+		LeaderElectionReleaseOnCancel: true,
+		// A manager made again after a lost Lease names its controllers
+		// as the first did.
+		Controller: config.Controller{SkipNameValidation: &skip},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes controller: %w", err)
+	}
+	agents := &agentReconciler{c: mgr.GetClient(), svc: svc, admin: o.Admin}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("agent").For(object(AgentKind)).Complete(agents); err != nil {
+		return nil, err
+	}
+	sessions := &sessionReconciler{c: mgr.GetClient(), svc: svc, admin: o.Admin, resync: o.Resync}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("session").For(object(SessionKind)).Complete(sessions); err != nil {
+		return nil, err
+	}
+	return mgr, nil
 }
 
 // object is an empty resource of kind k.

@@ -205,7 +205,15 @@ func (r *sessionReconciler) stop(ctx context.Context, p identity.Principal, u *u
 		return false, nil
 	}
 	seal, err := r.svc.Store.AuditSeal(ctx, id)
-	return seal != nil, err
+	if err != nil || seal != nil {
+		return seal != nil, err
+	}
+	// Ended without a seal (a failed session's log is sealed when the
+	// collector takes its copy): sealed now, as the resource goes.
+	if err := r.svc.Sealer.Seal(ctx, id); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // mirror writes session x's state into u's status: where it is, what it
