@@ -83,7 +83,8 @@ func TestKubernetesResources(t *testing.T) {
 
 	dir := dataDir(t)
 	model := scriptIn(t, dir, "restore.yaml") // its first turn writes one file
-	a, err := app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "kube-admin", LogLevel: slog.LevelWarn, Kubeconfig: controller},
+	a, err := app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "kube-admin", LogLevel: slog.LevelWarn, Kubeconfig: controller,
+		Unenforced: map[string]bool{"disk": true, "cpu": true}},
 		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	require.NoError(t, err)
 	defer a.Stop()
@@ -185,6 +186,38 @@ spec:
 	seal, err := a.Service.Store.AuditSeal(ctx, id)
 	require.NoError(t, err)
 	require.NotNil(t, seal, "the audit log was sealed before the resource went")
+	// A session that failed (its setup did) ended unsealed: deleting its
+	// resource seals it, and the resource goes.
+	out, err = kubectl(admin, `apiVersion: paddock.dev/v1alpha1
+kind: Agent
+metadata: {name: broken, namespace: team-a}
+spec:
+  model: `+model+`
+  tools: [run_command]
+  environment: {setup: "exit 3"}
+---
+apiVersion: paddock.dev/v1alpha1
+kind: Session
+metadata: {name: failing, namespace: team-a}
+spec: {agent: broken, message: hello}
+`, "apply", "-f", "-")
+	require.NoError(t, err, out)
+	var failed string
+	waitFor(t, "the failing session to fail", func() (bool, error) {
+		out, err := kubectl(admin, "", "get", "session", "failing", "-n", "team-a", "-o", "jsonpath={.status.sessionID} {.status.status}")
+		f := strings.Fields(out)
+		if len(f) == 2 && f[1] == string(session.StatusFailed) {
+			failed = f[0]
+			return true, nil
+		}
+		return false, err
+	})
+	out, err = kubectl(admin, "", "delete", "session", "failing", "-n", "team-a", "--wait=true", "--timeout=120s")
+	require.NoError(t, err, out)
+	seal, err = a.Service.Store.AuditSeal(ctx, failed)
+	require.NoError(t, err)
+	require.NotNil(t, seal, "the failed session's log was sealed as its resource went")
+
 	o, err := a.Service.Store.GetSession(ctx, other.ID)
 	require.NoError(t, err)
 	require.NotEqual(t, session.StatusStopped, o.Status, "the other project's session was not stopped")
