@@ -142,7 +142,7 @@ func (a *Activities) ensureCopy(ctx context.Context, s *session.Session, sp spec
 	if s.Workdir == "" {
 		return nil
 	}
-	if s.Node == "" || s.Node == a.Copies.Node {
+	if a.Copies.mine(*s) {
 		if err := a.Copies.Mount(ctx, s.Workdir); err != nil {
 			return err
 		}

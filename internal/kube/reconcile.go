@@ -121,9 +121,11 @@ func (r *sessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	p := actor(r.admin, u)
 	id, _, _ := unstructured.NestedString(u.Object, "status", "sessionID")
-	if mine, err := r.started(ctx, p, u, id); err != nil {
+	x, mine, err := r.started(ctx, p, u, id)
+	if err != nil {
 		return ctrl.Result{}, err
-	} else if !mine {
+	}
+	if !mine {
 		// The status names a session this resource did not start (it was
 		// written by someone allowed to write statuses): it is not acted on.
 		setCondition(u, "Started", "Forged", fmt.Errorf("status.sessionID %s names a session this resource did not start", id))
@@ -131,7 +133,7 @@ func (r *sessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		if err := r.c.Status().Update(ctx, u); err != nil {
 			return ctrl.Result{}, err
 		}
-		id = ""
+		id, x = "", session.Session{}
 	}
 	if u.GetDeletionTimestamp() != nil {
 		if id != "" {
@@ -151,7 +153,6 @@ func (r *sessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		repo, _, _ := unstructured.NestedString(u.Object, "spec", "repository")
 		message, _, _ := unstructured.NestedString(u.Object, "spec", "message")
 		err := ensureProject(ctx, r.svc, p, u.GetNamespace())
-		var x session.Session
 		if err == nil {
 			x, err = r.svc.CreateSession(ctx, engine.CreateRequest{Project: u.GetNamespace(), Agent: agent, Repo: repo, Message: message,
 				IdempotencyKey: "kubernetes/" + string(u.GetUID())}, p.Sender())
@@ -167,13 +168,8 @@ func (r *sessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			}
 			return ctrl.Result{}, err
 		}
-		id = x.ID
-		_ = unstructured.SetNestedField(u.Object, id, "status", "sessionID")
+		_ = unstructured.SetNestedField(u.Object, x.ID, "status", "sessionID")
 		setCondition(u, "Started", "Started", nil)
-	}
-	x, err := r.svc.Store.GetSession(ctx, id)
-	if err != nil {
-		return ctrl.Result{}, err
 	}
 	if err := r.mirror(ctx, u, x); err != nil {
 		return ctrl.Result{}, err
@@ -247,17 +243,18 @@ func (r *sessionReconciler) mirror(ctx context.Context, u *unstructured.Unstruct
 	return unstructured.SetNestedMap(u.Object, budget, "status", "budget")
 }
 
-// started says whether session id (none: yes) is the one resource u
-// started: in the namespace's project, requested through this resource.
-func (r *sessionReconciler) started(ctx context.Context, p identity.Principal, u *unstructured.Unstructured, id string) (bool, error) {
+// started returns session id (none: nothing, yes) and whether it is the
+// one resource u started: in the namespace's project, requested through
+// this resource.
+func (r *sessionReconciler) started(ctx context.Context, p identity.Principal, u *unstructured.Unstructured, id string) (session.Session, bool, error) {
 	if id == "" {
-		return true, nil
+		return session.Session{}, true, nil
 	}
 	x, err := r.svc.Store.GetSession(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
+		return x, false, nil
 	} else if err != nil {
-		return false, err
+		return x, false, err
 	}
-	return x.Project == u.GetNamespace() && x.CreatedBy.Via == p.Via && x.CreatedBy.ID == p.User, nil
+	return x, x.Project == u.GetNamespace() && x.CreatedBy.Via == p.Via && x.CreatedBy.ID == p.User, nil
 }

@@ -60,13 +60,7 @@ func TestAttack3PGConcurrentOpen(t *testing.T) {
 // transaction-wide advisory lock serialises them.)
 func TestAttack3PGConcurrentSequences(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.URL(t)
-	a, err := sqlstore.Open(ctx, url, nil)
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := sqlstore.Open(ctx, url, nil)
-	require.NoError(t, err)
-	defer b.Close()
+	_, a, b := twoStores(t)
 	atk3Session(t, a, "s1")
 	const n = 25
 	var wg sync.WaitGroup
@@ -162,13 +156,7 @@ func TestAttack3PGRawTextLikeSQLite(t *testing.T) {
 // is told within a few seconds. Nodes of other names serve beside it.
 func TestAttack3PGNodeLockSurvivesLostConnection(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.URL(t)
-	a, err := sqlstore.Open(ctx, url, nil)
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := sqlstore.Open(ctx, url, nil)
-	require.NoError(t, err)
-	defer b.Close()
+	url, a, b := twoStores(t)
 	lost := make(chan error, 1)
 	releaseA, err := a.HoldNode(ctx, "node-a", func(err error) { lost <- err })
 	require.NoError(t, err)
@@ -205,4 +193,17 @@ func TestAttack3PGNodeLockSurvivesLostConnection(t *testing.T) {
 	releaseB, err := b.HoldNode(ctx, "node-a", func(error) {})
 	require.NoError(t, err)
 	require.NoError(t, releaseB())
+}
+
+// twoStores opens two stores on one fresh PostgreSQL database, as two
+// nodes would, closed with the test.
+func twoStores(t *testing.T) (url string, a, b *sqlstore.Store) {
+	url = pgtest.URL(t)
+	for _, s := range []**sqlstore.Store{&a, &b} {
+		var err error
+		*s, err = sqlstore.Open(context.Background(), url, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { (*s).Close() })
+	}
+	return url, a, b
 }
