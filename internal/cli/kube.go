@@ -1,8 +1,18 @@
 package cli
 
 import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-dev/paddock/internal/executor"
 	"github.com/paddock-dev/paddock/internal/kube"
 )
 
@@ -16,6 +26,44 @@ func newKube(g *globals) *cobra.Command {
 			_, err := g.io.Out.Write(kube.CRDYAML())
 			return err
 		},
-	})
+	}, newExecutor(g))
 	return c
+}
+
+// newExecutor is the command a sandbox pod runs: it runs the session's
+// commands with no sandbox of its own, so it refuses to run as root (a pod
+// of the restricted Pod Security Standard never is).
+func newExecutor(g *globals) *cobra.Command {
+	var listen, workdir, state string
+	cmd := &cobra.Command{
+		Use:   "executor",
+		Short: "Run a session's commands in its sandbox pod for the Paddock worker (mutual TLS; the pod is the sandbox)",
+		Long: "The executor of a sandbox pod: it serves the worker holding the session's working copy over mutual TLS, " +
+			"trusting client certificates of the authority in PADDOCK_EXECUTOR_CA (PEM), and runs each command once at most " +
+			"with the worker's time and output limits. It isolates nothing itself: run it only as the non-root process of a pod " +
+			"that is the sandbox (Paddock's SandboxTemplate).",
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if os.Getuid() == 0 {
+				return errors.New("paddock kube executor runs commands without a sandbox of its own and refuses to run as root: run it as the non-root user of a sandbox pod")
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM([]byte(g.io.Getenv("PADDOCK_EXECUTOR_CA"))) {
+				return errors.New("PADDOCK_EXECUTOR_CA holds no PEM certificate: set it to the authority of the Paddock workers' certificates")
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			logger := slog.New(slog.NewTextHandler(g.io.Err, nil))
+			fmt.Fprintf(g.io.Err, "paddock executor: commands run unsandboxed in this pod, as uid %d\n", os.Getuid())
+			return (&executor.Server{Workdir: workdir, State: state, Clients: pool, Logger: logger}).Serve(ctx, ln)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", fmt.Sprintf(":%d", executor.Port), "address to serve the worker on")
+	cmd.Flags().StringVar(&workdir, "workdir", "/paddock/work", "the executor's copy of the working copy (on the pod's volume)")
+	cmd.Flags().StringVar(&state, "state", "/paddock/state", "the executor's key and journal of runs (on the pod's volume)")
+	return cmd
 }

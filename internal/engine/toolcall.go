@@ -365,7 +365,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 	if isMCP {
 		res, runErr = tool.CallMCP(ctx, server, a.mcpEnv(s, sp), name, call.Args)
 	} else {
-		env := tool.Env{Root: s.Workdir, Shell: a.Shell, Place: a.place(s, sp), DiskBudget: a.Copies.budget(s.Workdir), Owner: a.Copies.UID, MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}
+		env := tool.Env{Root: s.Workdir, Shell: a.Shell, Place: a.place(s, sp), Run: turnID + "/" + call.ID, DiskBudget: a.Copies.budget(s.Workdir), Owner: a.Copies.UID, MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}
 		var creds map[string]string
 		if call.Name == tool.RunCommand && len(sp.Environment.Credentials) > 0 {
 			// The requester's credentials, read here (never carried through

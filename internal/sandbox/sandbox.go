@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -34,6 +35,9 @@ const (
 // the working copy, the session's caches, its extra read-only paths and
 // variables, and its way out (if any).
 type Place struct {
+	// Session is the session the command runs for: a sandbox elsewhere
+	// (a pod) is the session's own.
+	Session string
 	// Workdir is the working copy: the only writable host directory, and
 	// the command's current directory.
 	Workdir string
@@ -60,6 +64,9 @@ type Place struct {
 // Command is one command to run.
 type Command struct {
 	Place
+	// ID names this run: a sandbox elsewhere starts a run of one ID once
+	// at most, however often it is asked (empty: a fresh run).
+	ID string
 	// Script is run by bash --noprofile --norc -c.
 	Script    string
 	Timeout   time.Duration
@@ -163,6 +170,25 @@ func run(ctx context.Context, c Command, spawn func(wire func(*exec.Cmd) error) 
 		res.ExitCode = 124
 	}
 	return res, nil
+}
+
+// Supervise runs cmd (built, not started) with c's output cap and time
+// limit in a process group of its own, and kills whatever of that group
+// is left when it ends. It isolates nothing: the executor uses it inside
+// a pod, where the pod is the sandbox.
+func Supervise(ctx context.Context, c Command, cmd *exec.Cmd) (Result, error) {
+	defaults(&c)
+	res, err := run(ctx, c, func(wire func(*exec.Cmd) error) (*exec.Cmd, error) {
+		if err := wire(cmd); err != nil {
+			return nil, err
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		return cmd, cmd.Start()
+	})
+	if cmd.Process != nil {
+		killGroup(cmd.Process.Pid)
+	}
+	return res, err
 }
 
 func killGroup(pid int) {

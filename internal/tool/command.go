@@ -45,7 +45,7 @@ var runCommand = Tool{
 			timeout = time.Duration(a.TimeoutSeconds) * time.Second
 		}
 		var out bytes.Buffer
-		res, err := env.Shell.Run(ctx, sandbox.Command{Place: env.Place, Script: a.Command, Stdout: &out, Stderr: &out, Timeout: timeout, MaxOutput: env.MaxOutput})
+		res, err := env.Shell.Run(ctx, sandbox.Command{Place: env.Place, ID: env.Run, Script: a.Command, Stdout: &out, Stderr: &out, Timeout: timeout, MaxOutput: env.MaxOutput})
 		if err != nil {
 			return Result{}, err
 		}

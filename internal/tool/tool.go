@@ -36,6 +36,9 @@ type Env struct {
 	// caches, its environment's variables and read-only paths, and, for
 	// a command allowed the network, its egress proxy.
 	Place sandbox.Place
+	// Run names the run of a command, the same for every attempt at it
+	// (see sandbox.Command.ID).
+	Run string
 	// DiskBudget is the size of the volume holding Root (0: no volume);
 	// a command that fills it is told the budget is exhausted.
 	DiskBudget int64

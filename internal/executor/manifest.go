@@ -1,0 +1,188 @@
+package executor
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Kinds of entries a working copy holds; anything else (devices, FIFOs,
+// sockets) is neither listed nor carried.
+const (
+	KindFile    = "f"
+	KindDir     = "d"
+	KindSymlink = "l"
+)
+
+// MaxEntries bounds a manifest: a tree of more entries is refused rather
+// than listed without end.
+const MaxEntries = 500_000
+
+// Entry is one path of a working copy as both ends compare it.
+type Entry struct {
+	Kind string `json:"k"`
+	Exec bool   `json:"x,omitempty"`
+	Size int64  `json:"s,omitempty"`
+	Hash string `json:"h,omitempty"`
+	Link string `json:"l,omitempty"`
+}
+
+// Manifest maps slash-separated paths relative to the copy's root to
+// their entries.
+type Manifest map[string]Entry
+
+// Scan lists the tree under root without following a symbolic link: a
+// link is listed as a link, whatever it points at.
+func Scan(root *os.Root) (Manifest, error) {
+	m := Manifest{}
+	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == "." {
+			return nil
+		}
+		if len(m) >= MaxEntries {
+			return fmt.Errorf("the working copy holds more than %d entries", MaxEntries)
+		}
+		switch t := d.Type(); {
+		case t.IsDir():
+			m[p] = Entry{Kind: KindDir}
+		case t&fs.ModeSymlink != 0:
+			target, err := root.Readlink(p)
+			if err != nil {
+				return err
+			}
+			m[p] = Entry{Kind: KindSymlink, Link: target}
+		case t.IsRegular():
+			e, err := hashFile(root, p)
+			if err != nil {
+				return err
+			}
+			m[p] = e
+		}
+		return nil
+	})
+	return m, err
+}
+
+// hashFile reads one regular file, refusing one swapped for a link.
+func hashFile(root *os.Root, p string) (Entry, error) {
+	f, err := root.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return Entry{}, err
+	}
+	if !info.Mode().IsRegular() {
+		return Entry{}, fmt.Errorf("%s changed while it was read", p)
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return Entry{}, err
+	}
+	return Entry{Kind: KindFile, Exec: info.Mode().Perm()&0o100 != 0, Size: n, Hash: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// Changes are what makes one tree equal to another: the paths to copy
+// over (in an order where parents come first) and the paths to remove
+// (children first).
+type Changes struct {
+	Copy   []string
+	Remove []string
+}
+
+// Diff says how to turn have into want, for the paths keep accepts
+// (nil: all). A path whose kind changes is removed and copied again.
+func Diff(want, have Manifest, keep func(string) bool) Changes {
+	var c Changes
+	for p, w := range want {
+		if keep != nil && !keep(p) {
+			continue
+		}
+		h, ok := have[p]
+		if ok && h == w {
+			continue
+		}
+		if ok && h.Kind != w.Kind {
+			c.Remove = append(c.Remove, p)
+		}
+		c.Copy = append(c.Copy, p)
+	}
+	for p := range have {
+		if _, ok := want[p]; !ok && (keep == nil || keep(p)) {
+			c.Remove = append(c.Remove, p)
+		}
+	}
+	sort.Strings(c.Copy)
+	sort.Sort(sort.Reverse(sort.StringSlice(c.Remove)))
+	return c
+}
+
+// Empty says nothing changes.
+func (c Changes) Empty() bool { return len(c.Copy) == 0 && len(c.Remove) == 0 }
+
+// Clean checks a path received from the other end: relative, clean,
+// slash-separated, never climbing out.
+func Clean(p string) (string, error) {
+	if p == "" || path.IsAbs(p) || strings.Contains(p, "\\") || strings.ContainsRune(p, 0) || path.Clean(p) != p || p == "." || p == ".." || strings.HasPrefix(p, "../") {
+		return "", fmt.Errorf("refused path %q: not a clean relative path", p)
+	}
+	return p, nil
+}
+
+// GitState says whether a path inside a repository's .git directory is
+// state a command may change and the host takes back: objects, refs, the
+// index and the logs. Everything else there (config, hooks, info,
+// alternates, commondir) configures the host's own git and stays the
+// host's.
+func GitState(rel string) bool {
+	switch {
+	case rel == "objects" || rel == "refs" || rel == "logs":
+		return true
+	case strings.HasPrefix(rel, "objects/info/"):
+		return rel == "objects/info/packs"
+	case strings.HasPrefix(rel, "objects/"), strings.HasPrefix(rel, "refs/"), strings.HasPrefix(rel, "logs/"):
+		return true
+	}
+	switch rel {
+	case "index", "HEAD", "ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "CHERRY_PICK_HEAD", "REVERT_HEAD", "COMMIT_EDITMSG", "packed-refs":
+		return true
+	}
+	return false
+}
+
+// Returnable says whether a command may hand path p back to the host's
+// copy (write, replace or remove it): anything outside .git directories,
+// and inside them only GitState. A .git directory itself stays the
+// host's, and Unpack refuses links inside one.
+func Returnable(p string) bool {
+	parts := strings.Split(p, "/")
+	for i, part := range parts {
+		if part == ".git" {
+			return i < len(parts)-1 && GitState(strings.Join(parts[i+1:], "/"))
+		}
+	}
+	return true
+}
+
+// inGit says whether p lies inside a .git directory.
+func inGit(p string) bool {
+	for _, part := range strings.Split(p, "/") {
+		if part == ".git" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,292 @@
+// Package executor runs a session's commands inside its pod, for the
+// worker that holds the session's working copy: `paddock executor` serves
+// the worker over mutual TLS, keeps its own copy of the working copy on
+// the pod's volume, and runs each command (by ID, once at most) with the
+// same time and output limits as bubblewrap. The pod is the sandbox; the
+// executor isolates nothing itself.
+//
+// The worker is the client: before a command it pushes what changed in
+// its copy, after it pulls back what the command changed, as hostile
+// input (see Returnable and Unpack).
+package executor
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/paddock-dev/paddock/internal/sandbox"
+)
+
+// Port is where the executor listens in its pod.
+const Port = 7443
+
+// maxRequest bounds a JSON request body.
+const maxRequest = 32 << 20
+
+// RunRequest asks for one command.
+type RunRequest struct {
+	ID        string            `json:"id"`
+	Script    string            `json:"script"`
+	Env       map[string]string `json:"env,omitempty"`
+	TimeoutMS int64             `json:"timeoutMs"`
+	MaxOutput int64             `json:"maxOutput"`
+}
+
+// Frame is one line of a command's answer: output, or at the end its
+// result.
+type Frame struct {
+	Out    []byte     `json:"o,omitempty"`
+	Err    bool       `json:"e,omitempty"`
+	Result *RunResult `json:"r,omitempty"`
+	Fail   string     `json:"f,omitempty"`
+}
+
+// RunResult is how a command ended.
+type RunResult struct {
+	ExitCode   int   `json:"exit"`
+	Discarded  int64 `json:"discarded"`
+	TimedOut   bool  `json:"timedOut"`
+	DurationMS int64 `json:"durationMs"`
+}
+
+// Server is the executor of one pod.
+type Server struct {
+	// Workdir is the executor's copy of the working copy; State holds its
+	// key and the journal of runs started. Both live on the pod's volume.
+	Workdir, State string
+	// Clients are the authorities whose certificates the worker presents.
+	Clients *x509.CertPool
+	Logger  *slog.Logger
+
+	mu sync.Mutex // one transfer or command at a time
+}
+
+// Serve answers the worker on ln until ctx ends.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.Clients == nil {
+		return errors.New("the executor needs the authority of the workers' certificates (PADDOCK_EXECUTOR_CA)")
+	}
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	for _, d := range []string{s.Workdir, filepath.Join(s.State, "ran")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	cert, err := Key(s.State)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/manifest", s.manifest)
+	mux.HandleFunc("POST /v1/put", s.put)
+	mux.HandleFunc("POST /v1/get", s.get)
+	mux.HandleFunc("POST /v1/run", s.run)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: s.Clients, MinVersion: tls.VersionTLS13}}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	s.Logger.Info("executor serving", "addr", ln.Addr().String(), "key", Fingerprint(cert.Leaf))
+	err = srv.ServeTLS(ln, "", "")
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+func (s *Server) root() (*os.Root, error) { return os.OpenRoot(s.Workdir) }
+
+func fail(w http.ResponseWriter, code int, err error) {
+	http.Error(w, err.Error(), code)
+}
+
+func (s *Server) manifest(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	root, err := s.root()
+	if err != nil {
+		fail(w, http.StatusInternalServerError, err)
+		return
+	}
+	defer root.Close()
+	m, err := Scan(root)
+	if err != nil {
+		fail(w, http.StatusInternalServerError, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(m)
+}
+
+func (s *Server) put(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	root, err := s.root()
+	if err != nil {
+		fail(w, http.StatusInternalServerError, err)
+		return
+	}
+	defer root.Close()
+	t, err := Unpack(r.Body, Into{Root: root, UID: -1})
+	if err != nil {
+		fail(w, http.StatusBadRequest, err)
+		return
+	}
+	s.Logger.Info("copy received", "written", t.Written, "removed", t.Removed, "bytes", t.Bytes)
+	_ = json.NewEncoder(w).Encode(t)
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var paths []string
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxRequest)).Decode(&paths); err != nil {
+		fail(w, http.StatusBadRequest, fmt.Errorf("the paths to send: %w", err))
+		return
+	}
+	for _, p := range paths {
+		if _, err := Clean(p); err != nil {
+			fail(w, http.StatusBadRequest, err)
+			return
+		}
+	}
+	root, err := s.root()
+	if err != nil {
+		fail(w, http.StatusInternalServerError, err)
+		return
+	}
+	defer root.Close()
+	w.Header().Set("Content-Type", "application/x-tar")
+	if err := Pack(w, root, Changes{Copy: paths}); err != nil {
+		s.Logger.Warn("sending files", "err", err)
+	}
+}
+
+// run starts the command of an ID never started before (a second request
+// for it is refused: its first may have run) and streams its output.
+func (s *Server) run(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var req RunRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxRequest)).Decode(&req); err != nil {
+		fail(w, http.StatusBadRequest, fmt.Errorf("the command: %w", err))
+		return
+	}
+	if req.ID == "" || req.Script == "" {
+		fail(w, http.StatusBadRequest, errors.New("the command needs an id and a script"))
+		return
+	}
+	sum := sha256.Sum256([]byte(req.ID))
+	mark, err := os.OpenFile(filepath.Join(s.State, "ran", hex.EncodeToString(sum[:])), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		fail(w, http.StatusConflict, fmt.Errorf("run %q was started before: it is not started again", req.ID))
+		return
+	}
+	if err != nil {
+		fail(w, http.StatusInternalServerError, err)
+		return
+	}
+	_ = mark.Close()
+
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	fl, _ := w.(http.Flusher)
+	var wmu sync.Mutex
+	enc := json.NewEncoder(w)
+	send := func(f Frame) {
+		wmu.Lock()
+		defer wmu.Unlock()
+		_ = enc.Encode(f)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	env := []string{}
+	for k, v := range sandbox.Environment(req.Env) {
+		env = append(env, k+"="+v)
+	}
+	cmd := exec.Command("/bin/bash", "--noprofile", "--norc", "-c", req.Script)
+	cmd.Dir, cmd.Env = s.Workdir, env
+	res, err := sandbox.Supervise(r.Context(), sandbox.Command{Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, MaxOutput: req.MaxOutput,
+		Stdout: frameWriter{send, false}, Stderr: frameWriter{send, true}}, cmd)
+	if err != nil {
+		send(Frame{Fail: err.Error()})
+		return
+	}
+	s.Logger.Info("command ran", "id", req.ID, "exit", res.ExitCode, "timedOut", res.TimedOut)
+	send(Frame{Result: &RunResult{ExitCode: res.ExitCode, Discarded: res.Discarded, TimedOut: res.TimedOut, DurationMS: res.Duration.Milliseconds()}})
+}
+
+type frameWriter struct {
+	send func(Frame)
+	err  bool
+}
+
+func (f frameWriter) Write(p []byte) (int, error) {
+	f.send(Frame{Out: append([]byte(nil), p...), Err: f.err})
+	return len(p), nil
+}
+
+// Key is the executor's TLS certificate, made at its first start and kept
+// in state (on the pod's volume), so the worker that pinned it on first
+// contact recognises it after the pod comes back.
+func Key(state string) (tls.Certificate, error) {
+	file := filepath.Join(state, "key.pem")
+	if b, err := os.ReadFile(file); err == nil {
+		cert, err := tls.X509KeyPair(b, b)
+		if err != nil {
+			return cert, fmt.Errorf("the executor's key %s: %w", file, err)
+		}
+		return cert, nil
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "paddock-executor"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().AddDate(20, 0, 0),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	b := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})...)
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(b, b)
+}
+
+// Fingerprint names a certificate's public key: the SHA-256 of its
+// SubjectPublicKeyInfo, in hex.
+func Fingerprint(c *x509.Certificate) string {
+	sum := sha256.Sum256(c.RawSubjectPublicKeyInfo)
+	return hex.EncodeToString(sum[:])
+}
