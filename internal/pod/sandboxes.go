@@ -1,0 +1,386 @@
+package pod
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/paddock-dev/paddock/internal/executor"
+	"github.com/paddock-dev/paddock/internal/sandbox"
+)
+
+// Sandboxes runs each session's commands in its Sandbox's pod.
+type Sandboxes struct {
+	Client client.Client
+	Config Config
+	// Cert is the worker's certificate, of the authority Config.CA.
+	Cert tls.Certificate
+	// Owner owns what commands write back into working copies (negative:
+	// the worker's own user).
+	Owner int
+	// Limit bounds what one command writes back (its session's disk).
+	Limit int64
+	// Ready bounds the wait for a sandbox to come up (default 5 minutes).
+	Ready  time.Duration
+	Logger *slog.Logger
+	Now    func() time.Time
+
+	install   sync.Mutex
+	installed string // the template's name, once installed
+
+	mu      sync.Mutex
+	clients map[string]*executor.Client // by session, with the address it dials
+}
+
+// ErrNotReady says a sandbox did not come up in time; the message says
+// what it waits for.
+var ErrNotReady = errors.New("the session's sandbox pod is not ready")
+
+func (s *Sandboxes) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// Install puts the template, its warm pool and the network policy in
+// place (idempotent); it returns the template's name.
+func (s *Sandboxes) Install(ctx context.Context) (string, error) {
+	s.install.Lock()
+	defer s.install.Unlock()
+	if s.installed != "" {
+		return s.installed, nil
+	}
+	tmpl, err := Template(s.Config)
+	if err != nil {
+		return "", err
+	}
+	np := NetworkPolicy(s.Config)
+	for _, obj := range []client.Object{np, tmpl, WarmPool(s.Config, tmpl.GetName())} {
+		if err := s.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", fmt.Errorf("install the sandbox %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, s.Config.Namespace, obj.GetName(), err)
+		}
+	}
+	s.installed = tmpl.GetName()
+	return s.installed, nil
+}
+
+// Run runs one command of c.Session in its sandbox: the sandbox claimed
+// (first command) or resumed (after idling), the host's copy pushed, the
+// command run once, and what it changed pulled back into the host's copy.
+func (s *Sandboxes) Run(ctx context.Context, c sandbox.Command) (sandbox.Result, error) {
+	if c.Session == "" || c.Workdir == "" {
+		return sandbox.Result{}, errors.New("a pod sandbox runs a session's commands: the command names no session or working copy")
+	}
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = sandbox.DefaultTimeout
+	}
+	ex, err := s.executor(ctx, c.Session, timeout)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	defer s.rest(context.WithoutCancel(ctx), c.Session)
+	root, err := os.OpenRoot(c.Workdir)
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	defer root.Close()
+	if _, err := ex.Push(ctx, root); err != nil {
+		return sandbox.Result{}, fmt.Errorf("copy the working copy into the sandbox pod: %w", err)
+	}
+	res, err := ex.Run(ctx, c)
+	if err != nil {
+		return res, err
+	}
+	// The command's changes come back even when it failed or timed out,
+	// as a bubblewrap command's stay in the copy.
+	if _, err := ex.Pull(context.WithoutCancel(ctx), executor.Into{Root: root, UID: s.Owner, Limit: s.Limit}); err != nil {
+		return res, fmt.Errorf("take the command's changes back from the sandbox pod: %w", err)
+	}
+	return res, nil
+}
+
+// executor brings the session's sandbox up, marked busy for the
+// command's time limit, and returns its executor's client.
+func (s *Sandboxes) executor(ctx context.Context, sessionID string, timeout time.Duration) (*executor.Client, error) {
+	pool, err := s.Install(ctx)
+	if err != nil {
+		return nil, err
+	}
+	claim, err := s.claim(ctx, pool, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	wait := s.Ready
+	if wait == 0 {
+		wait = 5 * time.Minute
+	}
+	deadline := time.Now().Add(wait)
+	var name string
+	for name == "" {
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
+			return nil, err
+		}
+		name, _, _ = unstructured.NestedString(claim.Object, "status", "sandbox", "name")
+		if name == "" {
+			if err := pause(ctx, deadline, "agent-sandbox to bind claim "+claim.GetName()+" to a Sandbox (is the agent-sandbox controller installed?)"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// Busy for the command's time limit and the idle time after it.
+	if err := s.operate(ctx, name, "Running", s.now().Add(timeout+s.Config.defaults().Idle)); err != nil {
+		return nil, err
+	}
+	var ip string
+	for ip == "" {
+		sb := object(SandboxKind)
+		if err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Config.Namespace, Name: name}, sb); err != nil {
+			return nil, err
+		}
+		if ready(sb) {
+			ips, _, _ := unstructured.NestedStringSlice(sb.Object, "status", "podIPs")
+			if len(ips) > 0 {
+				ip = ips[0]
+				break
+			}
+		}
+		if err := pause(ctx, deadline, "Sandbox "+name+" to be ready"); err != nil {
+			return nil, err
+		}
+	}
+	addr := net.JoinHostPort(ip, strconv.Itoa(s.Config.defaults().Port))
+	pin := claim.GetAnnotations()[PinAnnotation]
+	s.mu.Lock()
+	ex := s.clients[sessionID]
+	if ex == nil || ex.Addr() != addr {
+		if ex != nil {
+			ex.Close()
+		}
+		ex = executor.Dial(addr, s.Cert, pin)
+		if s.clients == nil {
+			s.clients = map[string]*executor.Client{}
+		}
+		s.clients[sessionID] = ex
+	}
+	s.mu.Unlock()
+	if pin == "" {
+		// First contact: the key met now is the one this sandbox keeps.
+		if _, err := ex.Manifest(ctx); err != nil {
+			return nil, err
+		}
+		if err := s.pin(ctx, claim, ex.Pin()); err != nil {
+			return nil, err
+		}
+	}
+	return ex, nil
+}
+
+// claim gets the session's claim, making it the first time.
+func (s *Sandboxes) claim(ctx context.Context, pool, sessionID string) (*unstructured.Unstructured, error) {
+	want := Claim(s.Config, pool, sessionID)
+	got := object(ClaimKind)
+	err := s.Client.Get(ctx, client.ObjectKeyFromObject(want), got)
+	if apierrors.IsNotFound(err) {
+		if err = s.Client.Create(ctx, want); err == nil {
+			return want, nil
+		}
+		if apierrors.IsAlreadyExists(err) {
+			err = s.Client.Get(ctx, client.ObjectKeyFromObject(want), got)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the session's SandboxClaim: %w", err)
+	}
+	if got.GetLabels()[SessionLabel] != label(sessionID) {
+		return nil, fmt.Errorf("SandboxClaim %s/%s is not session %s's", got.GetNamespace(), got.GetName(), sessionID)
+	}
+	return got, nil
+}
+
+// pin records the executor's key on the claim, unless one is there
+// already that differs (then this contact was not the first).
+func (s *Sandboxes) pin(ctx context.Context, claim *unstructured.Unstructured, pin string) error {
+	for {
+		a := claim.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		if old := a[PinAnnotation]; old != "" && old != pin {
+			return executor.ErrKeyChanged
+		} else if old == pin {
+			return nil
+		}
+		a[PinAnnotation] = pin
+		claim.SetAnnotations(a)
+		err := s.Client.Update(ctx, claim)
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
+			return err
+		}
+	}
+}
+
+// operate sets a Sandbox's operating mode and its idle time, with the
+// Sandbox's resource version, so a suspension decided on an older idle
+// time never lands.
+func (s *Sandboxes) operate(ctx context.Context, name, mode string, idle time.Time) error {
+	for {
+		sb := object(SandboxKind)
+		if err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Config.Namespace, Name: name}, sb); err != nil {
+			return err
+		}
+		a := sb.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[IdleAnnotation] = strconv.FormatInt(idle.Unix(), 10)
+		sb.SetAnnotations(a)
+		if err := unstructured.SetNestedField(sb.Object, mode, "spec", "operatingMode"); err != nil {
+			return err
+		}
+		err := s.Client.Update(ctx, sb)
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+}
+
+// rest marks the session's sandbox idle from now.
+func (s *Sandboxes) rest(ctx context.Context, sessionID string) {
+	claim := object(ClaimKind)
+	if err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Config.Namespace, Name: ClaimName(sessionID)}, claim); err != nil {
+		return
+	}
+	if name, _, _ := unstructured.NestedString(claim.Object, "status", "sandbox", "name"); name != "" {
+		if err := s.operate(ctx, name, "Running", s.now().Add(s.Config.defaults().Idle)); err != nil && s.Logger != nil {
+			s.Logger.Warn("sandbox idle time", "session", sessionID, "err", err)
+		}
+	}
+}
+
+// Reap suspends every Paddock sandbox idle past its time: its pod goes,
+// its volume stays. It says how many it suspended.
+func (s *Sandboxes) Reap(ctx context.Context) (int, error) {
+	var list unstructured.UnstructuredList
+	list.SetGroupVersionKind(ClaimKind.GroupVersion().WithKind("SandboxClaimList"))
+	if err := s.Client.List(ctx, &list, client.InNamespace(s.Config.Namespace), client.HasLabels{SessionLabel}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, claim := range list.Items {
+		name, _, _ := unstructured.NestedString(claim.Object, "status", "sandbox", "name")
+		if name == "" {
+			continue
+		}
+		sb := object(SandboxKind)
+		if err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Config.Namespace, Name: name}, sb); err != nil {
+			continue
+		}
+		mode, _, _ := unstructured.NestedString(sb.Object, "spec", "operatingMode")
+		idle := idleAfter(sb)
+		if idle.IsZero() {
+			idle = sb.GetCreationTimestamp().Add(s.Config.defaults().Idle)
+		}
+		if mode == "Suspended" || s.now().Before(idle) {
+			continue
+		}
+		// The Update carries the version read: a command that marked the
+		// Sandbox busy since makes it fail, and the Sandbox stays up.
+		_ = unstructured.SetNestedField(sb.Object, "Suspended", "spec", "operatingMode")
+		if err := s.Client.Update(ctx, sb); err != nil {
+			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+				return n, err
+			}
+			continue
+		}
+		n++
+		if s.Logger != nil {
+			s.Logger.Info("sandbox suspended after idling", "sandbox", name, "session", claim.GetLabels()[SessionLabel])
+		}
+	}
+	return n, nil
+}
+
+// Reaper runs Reap every interval until ctx ends.
+func (s *Sandboxes) Reaper(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := s.Reap(ctx); err != nil && s.Logger != nil && ctx.Err() == nil {
+				s.Logger.Warn("suspending idle sandboxes", "err", err)
+			}
+		}
+	}
+}
+
+// Release deletes the session's claim, and with it its Sandbox, pod and
+// volume. Idempotent.
+func (s *Sandboxes) Release(ctx context.Context, sessionID string) error {
+	s.mu.Lock()
+	if ex := s.clients[sessionID]; ex != nil {
+		ex.Close()
+		delete(s.clients, sessionID)
+	}
+	s.mu.Unlock()
+	claim := object(ClaimKind)
+	claim.SetNamespace(s.Config.Namespace)
+	claim.SetName(ClaimName(sessionID))
+	err := s.Client.Delete(ctx, claim, client.PropagationPolicy("Foreground"))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func ready(sb *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(sb.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Ready" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// pause waits a moment before looking again, or says what was awaited
+// once the deadline passed.
+func pause(ctx context.Context, deadline time.Time, what string) error {
+	if time.Now().After(deadline) {
+		return fmt.Errorf("%w: waited for %s", ErrNotReady, what)
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(250 * time.Millisecond):
+		return nil
+	}
+}
+
+// object is an empty resource of kind k.
+func object(k schema.GroupVersionKind) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(k)
+	return u
+}
