@@ -18,21 +18,9 @@ import (
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/kube"
+	"github.com/paddock-dev/paddock/internal/pod/podtest"
 	"github.com/paddock-dev/paddock/internal/session"
 )
-
-// kubeAssets is where a real kube-apiserver, etcd and kubectl are (built
-// by .ci/run from test/k8s).
-func kubeAssets(t *testing.T) string {
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		dir = "/var/cache/paddock-k8s/v1.37.2"
-	}
-	if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil {
-		t.Skipf("no kube-apiserver in %s: build one with test/k8s/build.sh %s (.ci/run does)", dir, dir)
-	}
-	return dir
-}
 
 // TestKubernetesResources runs Paddock's controller against a real
 // kube-apiserver: an Agent and a Session applied with kubectl become an
@@ -45,7 +33,7 @@ func kubeAssets(t *testing.T) string {
 // first, and the controller runs with only the RBAC they give it.
 func TestKubernetesResources(t *testing.T) {
 	ownCluster(t)
-	assets := kubeAssets(t)
+	assets := podtest.Assets(t)
 	ctx := context.Background()
 	crds, err := kube.CRDs()
 	require.NoError(t, err)

@@ -17,7 +17,10 @@ import (
 )
 
 func newKube(g *globals) *cobra.Command {
-	c := &cobra.Command{Use: "kube", Short: "Kubernetes: Paddock's custom resources (the controller runs in paddock serve with PADDOCK_KUBECONFIG)"}
+	c := &cobra.Command{Use: "kube", Short: "Kubernetes: Paddock's custom resources (the controller runs in paddock serve with PADDOCK_KUBECONFIG) and the sandbox pods' executor",
+		// They read no Paddock configuration: the executor runs in a pod
+		// with no data directory.
+		PersistentPreRunE: func(*cobra.Command, []string) error { return nil }}
 	c.AddCommand(&cobra.Command{
 		Use:   "crds",
 		Short: "Print the Agent and Session custom resource definitions: paddock kube crds | kubectl apply -f -",

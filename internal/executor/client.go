@@ -67,6 +67,9 @@ func (c *Client) Pin() string {
 	return c.pin
 }
 
+// Addr is the executor's address.
+func (c *Client) Addr() string { return c.addr }
+
 // Close drops the client's connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 

@@ -9,9 +9,11 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -346,7 +348,7 @@ func (s *Sandboxes) Release(ctx context.Context, sessionID string) error {
 	claim := object(ClaimKind)
 	claim.SetNamespace(s.Config.Namespace)
 	claim.SetName(ClaimName(sessionID))
-	err := s.Client.Delete(ctx, claim, client.PropagationPolicy("Foreground"))
+	err := s.Client.Delete(ctx, claim, client.PropagationPolicy("Background"))
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -383,4 +385,29 @@ func object(k schema.GroupVersionKind) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(k)
 	return u
+}
+
+// RuntimeClass picks the cluster's RuntimeClass for sandboxes: one whose
+// handler is gVisor's (runsc) first, else Kata Containers'; empty when the
+// cluster has neither (the pods then run on the default runtime, still
+// under the restricted standard).
+func RuntimeClass(ctx context.Context, c client.Client) (string, error) {
+	var l nodev1.RuntimeClassList
+	if err := c.List(ctx, &l); err != nil {
+		return "", fmt.Errorf("list RuntimeClasses: %w", err)
+	}
+	best, rank := "", 0
+	for _, rc := range l.Items {
+		r := 0
+		switch h := rc.Handler; {
+		case h == "runsc" || strings.HasPrefix(h, "runsc-") || strings.Contains(h, "gvisor"):
+			r = 2
+		case strings.HasPrefix(h, "kata"):
+			r = 1
+		}
+		if r > rank || r == rank && r > 0 && rc.Name < best {
+			best, rank = rc.Name, r
+		}
+	}
+	return best, nil
 }

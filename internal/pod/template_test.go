@@ -55,14 +55,21 @@ func TestPodSpecIsRestricted(t *testing.T) {
 
 	// The checker is not a formality: each weakening is refused.
 	for name, weaken := range map[string]func(*corev1.PodSpec){
-		"root":                 func(s *corev1.PodSpec) { s.SecurityContext.RunAsNonRoot = ptr(false); s.SecurityContext.RunAsUser = ptr(int64(0)) },
-		"a capability":         func(s *corev1.PodSpec) { s.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_ADMIN"} },
+		"root": func(s *corev1.PodSpec) {
+			s.SecurityContext.RunAsNonRoot = ptr(false)
+			s.SecurityContext.RunAsUser = ptr(int64(0))
+		},
+		"a capability": func(s *corev1.PodSpec) {
+			s.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_ADMIN"}
+		},
 		"privilege escalation": func(s *corev1.PodSpec) { s.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr(true) },
 		"no seccomp": func(s *corev1.PodSpec) {
 			s.SecurityContext.SeccompProfile = nil
 			s.Containers[0].SecurityContext.SeccompProfile = nil
 		},
-		"host path":    func(s *corev1.PodSpec) { s.Volumes = append(s.Volumes, corev1.Volume{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}) },
+		"host path": func(s *corev1.PodSpec) {
+			s.Volumes = append(s.Volumes, corev1.Volume{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
+		},
 		"host network": func(s *corev1.PodSpec) { s.HostNetwork = true },
 		"privileged":   func(s *corev1.PodSpec) { s.Containers[0].SecurityContext.Privileged = ptr(true) },
 	} {

@@ -1,0 +1,317 @@
+// Package podtest plays, for tests on an API server without nodes,
+// agent-sandbox's controller and the kubelet: a SandboxClaim is bound to a
+// Sandbox made from its warm pool's template, and a running Sandbox's pod
+// is its container's command run as a local process, as the pod's user,
+// with the pod's volume a local directory that outlives suspension.
+package podtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/paddock-dev/paddock/internal/pod"
+)
+
+// Cluster is the simulated controller and kubelet.
+type Cluster struct {
+	Client    client.Client
+	Namespace string
+	// Volumes holds each Sandbox's volume, a directory by its name.
+	Volumes string
+	// Paddock makes the command running `paddock ARGS` (a test binary
+	// acting as it).
+	Paddock func(args ...string) *exec.Cmd
+	// Port is where a pod's executor listens, on 127.0.0.1 (one pod runs
+	// at a time).
+	Port int
+
+	mu     sync.Mutex
+	procs  map[string]*exec.Cmd
+	logs   map[string]*buffer
+	Starts map[string]int
+}
+
+type buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// Log is what the pods of a Sandbox printed.
+func (c *Cluster) Log(sandbox string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l := c.logs[sandbox]; l != nil {
+		return l.String()
+	}
+	return ""
+}
+
+// Running says whether a Sandbox's pod runs.
+func (c *Cluster) Running(sandbox string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.procs[sandbox] != nil
+}
+
+// Run reconciles until ctx ends, then stops every pod.
+func (c *Cluster) Run(ctx context.Context) {
+	defer func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for name := range c.procs {
+			c.kill(name)
+		}
+	}()
+	for ctx.Err() == nil {
+		if err := c.step(ctx); err != nil && ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "podtest:", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func object(k schema.GroupVersionKind) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(k)
+	return u
+}
+
+func list(ctx context.Context, c client.Client, k schema.GroupVersionKind, ns string) ([]unstructured.Unstructured, error) {
+	var l unstructured.UnstructuredList
+	l.SetGroupVersionKind(k.GroupVersion().WithKind(k.Kind + "List"))
+	err := c.List(ctx, &l, client.InNamespace(ns))
+	return l.Items, err
+}
+
+func (c *Cluster) step(ctx context.Context) error {
+	claims, err := list(ctx, c.Client, pod.ClaimKind, c.Namespace)
+	if err != nil {
+		return err
+	}
+	live := map[string]bool{}
+	for i := range claims {
+		claim := &claims[i]
+		name, _, _ := unstructured.NestedString(claim.Object, "status", "sandbox", "name")
+		if name == "" {
+			if name, err = c.bind(ctx, claim); err != nil {
+				return err
+			}
+		}
+		live[name] = true
+	}
+	sandboxes, err := list(ctx, c.Client, pod.SandboxKind, c.Namespace)
+	if err != nil {
+		return err
+	}
+	for i := range sandboxes {
+		sb := &sandboxes[i]
+		name := sb.GetName()
+		if !live[name] {
+			// Its claim went: so do its pod, its volume and itself.
+			c.mu.Lock()
+			c.kill(name)
+			c.mu.Unlock()
+			_ = os.RemoveAll(filepath.Join(c.Volumes, name))
+			if err := c.Client.Delete(ctx, sb); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			continue
+		}
+		mode, _, _ := unstructured.NestedString(sb.Object, "spec", "operatingMode")
+		c.mu.Lock()
+		running := c.procs[name] != nil
+		c.mu.Unlock()
+		switch {
+		case mode != "Suspended" && !running:
+			if err := c.start(sb); err != nil {
+				return err
+			}
+			if err := c.status(ctx, sb, true); err != nil {
+				return err
+			}
+		case mode == "Suspended" && running:
+			c.mu.Lock()
+			c.kill(name)
+			c.mu.Unlock()
+			if err := c.status(ctx, sb, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// bind makes the claim's Sandbox from its warm pool's template.
+func (c *Cluster) bind(ctx context.Context, claim *unstructured.Unstructured) (string, error) {
+	poolName, _, _ := unstructured.NestedString(claim.Object, "spec", "warmPoolRef", "name")
+	pool := object(pod.WarmPoolKind)
+	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: poolName}, pool); err != nil {
+		return "", err
+	}
+	tmplName, _, _ := unstructured.NestedString(pool.Object, "spec", "sandboxTemplateRef", "name")
+	tmpl := object(pod.TemplateKind)
+	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: tmplName}, tmpl); err != nil {
+		return "", err
+	}
+	podTemplate, _, _ := unstructured.NestedMap(tmpl.Object, "spec", "podTemplate")
+	volumes, _, _ := unstructured.NestedSlice(tmpl.Object, "spec", "volumeClaimTemplates")
+	sb := object(pod.SandboxKind)
+	sb.SetNamespace(c.Namespace)
+	sb.SetName(claim.GetName())
+	sb.Object["spec"] = map[string]any{"podTemplate": podTemplate, "volumeClaimTemplates": volumes, "operatingMode": "Running"}
+	if err := c.Client.Create(ctx, sb); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	_ = unstructured.SetNestedField(claim.Object, map[string]any{"name": sb.GetName()}, "status", "sandbox")
+	return sb.GetName(), c.Client.Status().Update(ctx, claim)
+}
+
+// start runs the Sandbox's container command as its pod would: as the
+// pod's user, its volume a directory, listening on the test's port.
+func (c *Cluster) start(sb *unstructured.Unstructured) error {
+	raw, _, _ := unstructured.NestedMap(sb.Object, "spec", "podTemplate", "spec")
+	var spec corev1.PodSpec
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &spec); err != nil {
+		return err
+	}
+	ctr := spec.Containers[0]
+	vol := filepath.Join(c.Volumes, sb.GetName())
+	uid := int(*spec.SecurityContext.RunAsUser)
+	if err := os.MkdirAll(vol, 0o755); err != nil {
+		return err
+	}
+	if err := os.Chown(vol, uid, uid); err != nil {
+		return err
+	}
+	if ctr.Command[0] != "paddock" {
+		return fmt.Errorf("the pod runs %q, not paddock", ctr.Command[0])
+	}
+	var args []string
+	for _, a := range ctr.Command[1:] {
+		a = strings.Replace(a, pod.Volume, vol, 1)
+		if strings.HasPrefix(a, ":") {
+			a = fmt.Sprintf("127.0.0.1:%d", c.Port)
+		}
+		args = append(args, a)
+	}
+	cmd := c.Paddock(args...)
+	for _, e := range ctr.Env {
+		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}, Setpgid: true}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.logs == nil {
+		c.logs, c.procs, c.Starts = map[string]*buffer{}, map[string]*exec.Cmd{}, map[string]int{}
+	}
+	if c.logs[sb.GetName()] == nil {
+		c.logs[sb.GetName()] = &buffer{}
+	}
+	cmd.Stdout, cmd.Stderr = c.logs[sb.GetName()], c.logs[sb.GetName()]
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	c.procs[sb.GetName()] = cmd
+	c.Starts[sb.GetName()]++
+	// Ready once the executor listens (the pod's readiness probe).
+	for i := 0; i < 600 && !strings.Contains(c.logs[sb.GetName()].String(), "executor serving"); i++ {
+		c.mu.Unlock()
+		time.Sleep(50 * time.Millisecond)
+		c.mu.Lock()
+	}
+	return nil
+}
+
+// kill ends a pod's process group (c.mu held).
+func (c *Cluster) kill(name string) {
+	if cmd := c.procs[name]; cmd != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		delete(c.procs, name)
+	}
+}
+
+// status reports a Sandbox ready at 127.0.0.1, or suspended.
+func (c *Cluster) status(ctx context.Context, sb *unstructured.Unstructured, up bool) error {
+	now := metav1.Now().UTC().Format(time.RFC3339)
+	cond := func(t string, ok bool, reason string) map[string]any {
+		s := "False"
+		if ok {
+			s = "True"
+		}
+		return map[string]any{"type": t, "status": s, "reason": reason, "message": "", "lastTransitionTime": now}
+	}
+	st := map[string]any{"conditions": []any{cond("Ready", up, "DependenciesReady"), cond("Suspended", !up, "PodTerminated")}}
+	if up {
+		st["podIPs"] = []any{"127.0.0.1"}
+	}
+	for {
+		cur := object(pod.SandboxKind)
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(sb), cur); err != nil {
+			return err
+		}
+		cur.Object["status"] = st
+		err := c.Client.Status().Update(ctx, cur)
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+}
+
+// Assets is where a real kube-apiserver, etcd and kubectl are (built by
+// .ci/run from test/k8s); the test is skipped, saying how to build them,
+// when they are missing.
+func Assets(t testing.TB) string {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = "/var/cache/paddock-k8s/v1.37.2"
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil {
+		t.Skipf("no kube-apiserver in %s: build one with test/k8s/build.sh %s (.ci/run does)", dir, dir)
+	}
+	return dir
+}
+
+// Logs is what every pod printed, by Sandbox.
+func (c *Cluster) Logs() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var b strings.Builder
+	for name, l := range c.logs {
+		fmt.Fprintf(&b, "== pod of %s\n%s\n", name, l.String())
+	}
+	return b.String()
+}

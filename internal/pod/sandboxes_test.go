@@ -1,0 +1,236 @@
+package pod_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/paddock-dev/paddock/internal/cli"
+	"github.com/paddock-dev/paddock/internal/executor"
+	"github.com/paddock-dev/paddock/internal/pod"
+	"github.com/paddock-dev/paddock/internal/pod/podtest"
+	"github.com/paddock-dev/paddock/internal/sandbox"
+	"github.com/paddock-dev/paddock/internal/temporalserver"
+)
+
+// TestMain lets this binary be `paddock` for the simulated pods.
+func TestMain(m *testing.M) {
+	if os.Getenv("PADDOCK_TEST_CHILD") == "cli" {
+		os.Exit(cli.Run(context.Background(), os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+	}
+	os.Exit(m.Run())
+}
+
+// paddockAs copies this binary where the pods' user can run it, and
+// runs it as `paddock` from there.
+func paddockAs(t *testing.T, dir string) func(args ...string) *exec.Cmd {
+	self, err := os.Executable()
+	require.NoError(t, err)
+	b, err := os.ReadFile(self)
+	require.NoError(t, err)
+	bin := filepath.Join(dir, "paddock")
+	require.NoError(t, os.WriteFile(bin, b, 0o755))
+	return func(args ...string) *exec.Cmd {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = []string{"PADDOCK_TEST_CHILD=cli", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+		return cmd
+	}
+}
+
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// clock is a settable clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestSandboxesOnKubernetes runs a session's commands in a Sandbox of
+// agent-sandbox's CRDs on a real kube-apiserver, its pod played by the
+// executor as a local process of the pod's user: the template, warm pool
+// and network policy pass the API server's validation, the first command
+// claims a sandbox and pins its key, the command's changes come back and
+// .git/config stays the host's, idling suspends the Sandbox (the pod's
+// process goes, the volume stays), the next command resumes it with the
+// copy intact on the volume (nothing sent again), a run is never started
+// twice, and the session's end deletes the claim and the Sandbox.
+func TestSandboxesOnKubernetes(t *testing.T) {
+	assets := podtest.Assets(t)
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{"testdata/agent-sandbox"}, ErrorIfCRDPathMissing: true}
+	rc, err := env.Start()
+	require.NoError(t, err)
+	defer func() { _ = env.Stop() }()
+	c, err := client.New(rc, client.Options{Scheme: scheme.Scheme})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	const ns = "paddock-sandboxes"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	for name, handler := range map[string]string{"kata-qemu": "kata-qemu", "gvisor": "runsc", "default-runc": "runc"} {
+		require.NoError(t, c.Create(ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Handler: handler}))
+	}
+	runtimeClass, err := pod.RuntimeClass(ctx, c)
+	require.NoError(t, err)
+	require.Equal(t, "gvisor", runtimeClass, "gVisor before Kata, either before the default runtime")
+
+	caPEM, caKey, err := temporalserver.NewAuthority()
+	require.NoError(t, err)
+	pki, err := temporalserver.Issue(caPEM, caKey, "127.0.0.1")
+	require.NoError(t, err)
+
+	volumes, err := os.MkdirTemp("", "paddock-volumes-")
+	require.NoError(t, err)
+	defer os.RemoveAll(volumes)
+	require.NoError(t, os.Chmod(volumes, 0o711))
+	bin, err := os.MkdirTemp("", "paddock-bin-")
+	require.NoError(t, err)
+	defer os.RemoveAll(bin)
+	require.NoError(t, os.Chmod(bin, 0o755))
+	cluster := &podtest.Cluster{Client: c, Namespace: ns, Volumes: volumes, Paddock: paddockAs(t, bin), Port: freePort(t)}
+	go cluster.Run(ctx)
+	defer func() {
+		if t.Failed() {
+			t.Log(cluster.Logs())
+		}
+	}()
+
+	now := &clock{t: time.Now()}
+	cfg := pod.Config{Namespace: ns, Image: "registry.example/paddock:test", RuntimeClass: runtimeClass, Port: cluster.Port, WarmPool: 2,
+		Idle: 10 * time.Minute, CA: caPEM, WorkersNamespace: "paddock"}
+	boxes := &pod.Sandboxes{Client: c, Config: cfg, Cert: pki.ClientTLS().Certificates[0], Owner: -1, Limit: 1 << 30, Now: now.Now, Ready: time.Minute}
+
+	host := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(host, ".git"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(host, ".git/config"), []byte("[core]\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(host, "hello.txt"), []byte("hello\n"), 0o644))
+	run := func(id, script string) (string, sandbox.Result, error) {
+		var out bytes.Buffer
+		res, err := boxes.Run(ctx, sandbox.Command{Place: sandbox.Place{Session: "S-1", Workdir: host}, ID: id, Script: script, Stdout: &out, Stderr: &out, Timeout: time.Minute})
+		return out.String(), res, err
+	}
+
+	out, res, err := run("t1/c1", "cat hello.txt; echo made > made.txt; echo '[core] fsmonitor = evil' > .git/config; id -u")
+	require.NoError(t, err, out)
+	require.Equal(t, 0, res.ExitCode, out)
+	require.Equal(t, "hello\n65532\n", out, "the command ran in the pod, as the pod's user")
+	b, err := os.ReadFile(filepath.Join(host, "made.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "made\n", string(b), "the command's file came back")
+	b, err = os.ReadFile(filepath.Join(host, ".git/config"))
+	require.NoError(t, err)
+	require.Equal(t, "[core]\n", string(b), "the host's git configuration stays the host's")
+
+	// What Paddock installed passed the API server's validation of
+	// agent-sandbox's schemas.
+	tmpl, err := pod.Template(cfg)
+	require.NoError(t, err)
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(pod.TemplateKind)
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: tmpl.GetName()}, got))
+	rcName, _, _ := unstructured.NestedString(got.Object, "spec", "podTemplate", "spec", "runtimeClassName")
+	require.Equal(t, "gvisor", rcName)
+	pool := &unstructured.Unstructured{}
+	pool.SetGroupVersionKind(pod.WarmPoolKind)
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: tmpl.GetName()}, pool))
+	replicas, _, _ := unstructured.NestedInt64(pool.Object, "spec", "replicas")
+	require.EqualValues(t, 2, replicas)
+	var np networkingv1.NetworkPolicy
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "paddock-sandboxes"}, &np))
+	require.Empty(t, np.Spec.Egress)
+	require.Contains(t, np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress)
+
+	claim := &unstructured.Unstructured{}
+	claim.SetGroupVersionKind(pod.ClaimKind)
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod.ClaimName("S-1")}, claim))
+	require.Len(t, claim.GetAnnotations()[pod.PinAnnotation], 64, "the executor's key is pinned on the claim")
+	name, _, _ := unstructured.NestedString(claim.Object, "status", "sandbox", "name")
+	require.True(t, cluster.Running(name))
+
+	// Not idle yet: nothing is suspended.
+	n, err := boxes.Reap(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	// Idle past its time: suspended, the pod goes, the volume stays.
+	now.Add(11 * time.Minute)
+	n, err = boxes.Reap(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	waitFor(t, "the pod gone", func() bool { return !cluster.Running(name) })
+	sb := &unstructured.Unstructured{}
+	sb.SetGroupVersionKind(pod.SandboxKind)
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, sb))
+	mode, _, _ := unstructured.NestedString(sb.Object, "spec", "operatingMode")
+	require.Equal(t, "Suspended", mode)
+	require.FileExists(t, filepath.Join(volumes, name, "work", "made.txt"), "the volume stays")
+
+	// The next command resumes it: the copy on the volume is intact, so
+	// nothing is sent again.
+	out, res, err = run("t2/c1", "cat made.txt; ls")
+	require.NoError(t, err, out)
+	require.Equal(t, 0, res.ExitCode, out)
+	require.Equal(t, "made\nhello.txt\nmade.txt\n", out)
+	require.Equal(t, 2, cluster.Starts[name], "the pod started again")
+	log := cluster.Log(name)
+	require.Equal(t, 2, strings.Count(log, "copy received"), log)
+	require.Contains(t, log, `copy received" written=3 removed=0 bytes=13`, "first: the .git directory, its config and hello.txt")
+	// Then only the host's .git/config (7 bytes), which the first command
+	// changed in the pod: hello.txt and made.txt were still on the volume.
+	require.Contains(t, log, `copy received" written=1 removed=0 bytes=7`)
+
+	// A run is started once at most, whoever asks again.
+	_, _, err = run("t2/c1", "echo again >> twice.txt")
+	var refused *executor.StatusError
+	require.ErrorAs(t, err, &refused)
+	require.Equal(t, 409, refused.Code)
+	require.NoFileExists(t, filepath.Join(host, "twice.txt"))
+
+	// The session's end deletes the claim, and with it the Sandbox.
+	require.NoError(t, boxes.Release(ctx, "S-1"))
+	waitFor(t, "the Sandbox deleted", func() bool {
+		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, sb)
+		return err != nil && !cluster.Running(name)
+	})
+	require.NoError(t, boxes.Release(ctx, "S-1"), "idempotent")
+}
