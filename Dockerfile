@@ -1,12 +1,23 @@
-# The paddock binary with what its sandbox needs (bubblewrap, git, ext4
-# volumes). Used by deploy/kubernetes/paddock.yaml:
+# The paddock binary with what its bubblewrap sandbox needs (bubblewrap,
+# git, ext4 volumes), and the sandbox pods' image. Used by
+# deploy/kubernetes/paddock.yaml:
 #   docker build -t ghcr.io/paddock-dev/paddock:latest .
+#   docker build --target sandbox -t ghcr.io/paddock-dev/paddock-sandbox:latest .
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -o /paddock ./cmd/paddock
+
+# A sandbox pod: `paddock kube executor` as a user with no privilege, bash,
+# git and what commands commonly need; add the agents' toolchains.
+FROM debian:trixie-slim AS sandbox
+RUN apt-get update && apt-get install -y --no-install-recommends \
+      bash git ca-certificates procps \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=build /paddock /usr/local/bin/paddock
+USER 65532:65532
 
 FROM debian:trixie-slim
 RUN apt-get update && apt-get install -y --no-install-recommends \

@@ -25,8 +25,6 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/bound"
@@ -156,7 +154,12 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		acts.Budget = config.DefaultBudget() // a Config not from Load
 	}
 	announceBudget(logger, acts.Budget)
-	if err := a.sandbox(ctx, acts, cfg); err != nil {
+	if cfg.Pods != nil {
+		err = a.pods(ctx, acts, cfg, db, contentKey)
+	} else {
+		err = a.sandbox(ctx, acts, cfg)
+	}
+	if err != nil {
 		return nil, err
 	}
 	var key ed25519.PrivateKey
@@ -229,24 +232,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 // resources until Stop, one node at a time (a Lease in the namespace of
 // the pod, or of the kubeconfig's context).
 func (a *App) controller(cfg config.Config) error {
-	var rc *rest.Config
-	var err error
-	namespace := "default"
-	if cfg.Kubeconfig == "in-cluster" {
-		rc, err = rest.InClusterConfig()
-		if data, rerr := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); rerr == nil {
-			namespace = strings.TrimSpace(string(data))
-		}
-	} else {
-		kc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: cfg.Kubeconfig}, nil)
-		if rc, err = kc.ClientConfig(); err == nil {
-			if ns, _, nerr := kc.Namespace(); nerr == nil && ns != "" {
-				namespace = ns
-			}
-		}
-	}
+	rc, namespace, err := kubernetes(cfg)
 	if err != nil {
-		return fmt.Errorf("PADDOCK_KUBECONFIG: %w", err)
+		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.closers = append(a.closers, func() error { cancel(); return nil })

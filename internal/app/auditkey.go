@@ -131,22 +131,35 @@ func temporalPKI(ctx context.Context, st secrets, key *vault.Key, host string) (
 		return nil, err
 	}
 	if st != nil {
-		both, err := sharedSecret(ctx, st, key, "temporal-ca", append(certPEM, keyPEM...))
-		if err != nil {
+		if certPEM, keyPEM, err = authority(ctx, st, key, "temporal-ca"); err != nil {
 			return nil, err
-		}
-		certPEM, keyPEM = nil, nil
-		for rest := both; ; {
-			var b *pem.Block
-			if b, rest = pem.Decode(rest); b == nil {
-				break
-			}
-			if b.Type == "CERTIFICATE" {
-				certPEM = pem.EncodeToMemory(b)
-			} else {
-				keyPEM = pem.EncodeToMemory(b)
-			}
 		}
 	}
 	return temporalserver.Issue(certPEM, keyPEM, host)
+}
+
+// authority is the certificate authority kept (sealed) as the server's
+// secret name, made by the first node that needs it.
+func authority(ctx context.Context, st secrets, key *vault.Key, name string) (certPEM, keyPEM []byte, err error) {
+	certPEM, keyPEM, err = temporalserver.NewAuthority()
+	if err != nil {
+		return nil, nil, err
+	}
+	both, err := sharedSecret(ctx, st, key, name, append(certPEM, keyPEM...))
+	if err != nil {
+		return nil, nil, err
+	}
+	certPEM, keyPEM = nil, nil
+	for rest := both; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		if b.Type == "CERTIFICATE" {
+			certPEM = pem.EncodeToMemory(b)
+		} else {
+			keyPEM = pem.EncodeToMemory(b)
+		}
+	}
+	return certPEM, keyPEM, nil
 }

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -11,6 +12,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/paddock-dev/paddock/internal/app"
@@ -18,9 +24,63 @@ import (
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/kube"
+	"github.com/paddock-dev/paddock/internal/pod"
 	"github.com/paddock-dev/paddock/internal/pod/podtest"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
 )
+
+// kubeEnv is a real kube-apiserver with Paddock's CRDs and
+// agent-sandbox's, the deployment manifests applied, and kubeconfigs of
+// a cluster administrator and of the nodes' service account (with only
+// the manifests' RBAC).
+type kubeEnv struct {
+	env               *envtest.Environment
+	assets            string
+	admin, controller string
+}
+
+func startKube(t *testing.T) *kubeEnv {
+	t.Helper()
+	k := &kubeEnv{assets: podtest.Assets(t)}
+	crds, err := kube.CRDs()
+	require.NoError(t, err)
+	k.env = &envtest.Environment{BinaryAssetsDirectory: k.assets, CRDs: crds, CRDDirectoryPaths: []string{"../pod/testdata/agent-sandbox"}, ErrorIfCRDPathMissing: true}
+	_, err = k.env.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = k.env.Stop() })
+	k.admin = k.kubeconfig(t, "platform", "system:masters")
+	// The deployment manifests, validated by the API server as they are
+	// applied: the CRDs (unchanged), three nodes, the nodes' RBAC.
+	out, err := k.kubectl(k.admin, "", "apply", "-k", "../../deploy/kubernetes")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "deployment.apps/paddock created")
+	require.Contains(t, out, "poddisruptionbudget.policy/paddock created")
+	// The nodes run as the manifests' service account, with only what
+	// rbac.yaml gives it, the controller's Lease in its own namespace.
+	k.controller = k.kubeconfig(t, "system:serviceaccount:paddock:paddock", "system:serviceaccounts", "system:serviceaccounts:paddock")
+	out, err = k.kubectl(k.admin, "", "config", "set-context", "--current", "--namespace=paddock", "--kubeconfig="+k.controller)
+	require.NoError(t, err, out)
+	return k
+}
+
+func (k *kubeEnv) kubeconfig(t *testing.T, name string, groups ...string) string {
+	t.Helper()
+	u, err := k.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	require.NoError(t, err)
+	data, err := u.KubeConfig()
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), name+".kubeconfig")
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	return path
+}
+
+func (k *kubeEnv) kubectl(cfg, stdin string, args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(k.assets, "kubectl"), append([]string{"--kubeconfig", cfg}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
 
 // TestKubernetesResources runs Paddock's controller against a real
 // kube-apiserver: an Agent and a Session applied with kubectl become an
@@ -33,41 +93,10 @@ import (
 // first, and the controller runs with only the RBAC they give it.
 func TestKubernetesResources(t *testing.T) {
 	ownCluster(t)
-	assets := podtest.Assets(t)
 	ctx := context.Background()
-	crds, err := kube.CRDs()
-	require.NoError(t, err)
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: crds, ErrorIfCRDPathMissing: true}
-	_, err = env.Start()
-	require.NoError(t, err)
-	defer func() { _ = env.Stop() }()
-	kubeconfig := func(name string, groups ...string) string {
-		u, err := env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
-		require.NoError(t, err)
-		data, err := u.KubeConfig()
-		require.NoError(t, err)
-		path := filepath.Join(t.TempDir(), name+".kubeconfig")
-		require.NoError(t, os.WriteFile(path, data, 0o600))
-		return path
-	}
-	admin := kubeconfig("platform", "system:masters")
-	kubectl := func(cfg, stdin string, args ...string) (string, error) {
-		cmd := exec.Command(filepath.Join(assets, "kubectl"), append([]string{"--kubeconfig", cfg}, args...)...)
-		cmd.Stdin = strings.NewReader(stdin)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	// The deployment manifests, validated by the API server as they are
-	// applied: the CRDs (unchanged), three nodes, the controller's RBAC.
-	out, err := kubectl(admin, "", "apply", "-k", "../../deploy/kubernetes")
-	require.NoError(t, err, out)
-	require.Contains(t, out, "deployment.apps/paddock created")
-	require.Contains(t, out, "poddisruptionbudget.policy/paddock created")
-	// The controller runs as the manifests' service account, with only
-	// what rbac.yaml gives it, its Lease in its own namespace.
-	controller := kubeconfig("system:serviceaccount:paddock:paddock", "system:serviceaccounts", "system:serviceaccounts:paddock")
-	out, err = kubectl(admin, "", "config", "set-context", "--current", "--namespace=paddock", "--kubeconfig="+controller)
-	require.NoError(t, err, out)
+	k := startKube(t)
+	kubectl, admin, controller := k.kubectl, k.admin, k.controller
+	kubeconfig := func(name string, groups ...string) string { return k.kubeconfig(t, name, groups...) }
 
 	dir := dataDir(t)
 	model := scriptIn(t, dir, "restore.yaml") // its first turn writes one file
@@ -77,7 +106,7 @@ func TestKubernetesResources(t *testing.T) {
 	require.NoError(t, err)
 	defer a.Stop()
 
-	out, err = kubectl(admin, "", "create", "namespace", "team-a")
+	out, err := kubectl(admin, "", "create", "namespace", "team-a")
 	require.NoError(t, err, out)
 	out, err = kubectl(admin, `apiVersion: paddock.dev/v1alpha1
 kind: Agent
@@ -229,4 +258,152 @@ spec: {agent: broken, message: hello}
 		out, err := kubectl(admin, "", "get", "session", "second", "-n", "team-a", "-o", "jsonpath={.status.sessionID}")
 		return out != "", err
 	})
+}
+
+// TestKubernetesSandboxes runs a session begun with kubectl in a sandbox
+// pod: an agent-sandbox Sandbox claimed from the template Paddock
+// installed (with only the manifests' RBAC), its pod played by the
+// executor as a local process of the pod's user. The command's file comes
+// back into the session's copy and the Session's status mirrors it; the
+// idle pod is suspended and the next message resumes it with the copy on
+// its volume; deleting the Session releases the sandbox.
+func TestKubernetesSandboxes(t *testing.T) {
+	ownCluster(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	k := startKube(t)
+	const ns = "paddock-sandboxes"
+
+	u, err := k.env.AddUser(envtest.User{Name: "kubelet", Groups: []string{"system:masters"}}, nil)
+	require.NoError(t, err)
+	kc, err := ctrlclient.New(u.Config(), ctrlclient.Options{Scheme: scheme.Scheme})
+	require.NoError(t, err)
+	volumes, err := os.MkdirTemp("", "paddock-volumes-")
+	require.NoError(t, err)
+	defer os.RemoveAll(volumes)
+	require.NoError(t, os.Chmod(volumes, 0o711))
+	cluster := &podtest.Cluster{Client: kc, Namespace: ns, Volumes: volumes, Paddock: paddockBinary(t)}
+	go cluster.Run(ctx)
+	defer func() {
+		if t.Failed() {
+			t.Log(cluster.Logs())
+			for _, kind := range []string{"sessions.paddock.dev -n team-a", "sandboxclaims -n " + ns, "sandboxes -n " + ns} {
+				out, _ := k.kubectl(k.admin, "", append([]string{"get", "-o", "yaml"}, strings.Fields(kind)...)...)
+				t.Log(out)
+			}
+		}
+	}()
+
+	dir := dataDir(t)
+	model := scriptIn(t, dir, "pod.yaml")
+	a, err := app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "kube-admin", LogLevel: slog.LevelWarn, Kubeconfig: k.controller,
+		Execution: config.ExecutionServer, Pods: &config.Pods{Image: "registry.example/paddock-sandbox:test", Namespace: ns, RuntimeClass: "none", WarmPool: 1, Idle: 2 * time.Second}},
+		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	require.NoError(t, err)
+	defer a.Stop()
+	pc := client.New(a.URL).WithToken(readToken(dir))
+
+	out, err := k.kubectl(k.admin, "", "create", "namespace", "team-a")
+	require.NoError(t, err, out)
+	out, err = k.kubectl(k.admin, `apiVersion: paddock.dev/v1alpha1
+kind: Agent
+metadata: {name: builder, namespace: team-a}
+spec:
+  model: `+model+`
+  tools: [run_command]
+  session: {idleTimeout: 15m}
+`, "apply", "-f", "-")
+	require.NoError(t, err, out)
+	waitFor(t, "the agent applied", func() (bool, error) {
+		out, err := k.kubectl(k.admin, "", "get", "agent", "builder", "-n", "team-a", "-o", "jsonpath={.status.conditions[0].status}")
+		return out == "True", err
+	})
+	_, err = pc.SetPolicy(ctx, "team-a", []byte("default: allow\ncommands:\n  allow: [echo, id, cat]\n"))
+	require.NoError(t, err)
+	out, err = k.kubectl(k.admin, "apiVersion: paddock.dev/v1alpha1\nkind: Session\nmetadata: {name: build, namespace: team-a}\nspec: {agent: builder, message: make it}\n", "apply", "-f", "-")
+	require.NoError(t, err, out)
+	var id string
+	waitFor(t, "the session's first turn done, its change mirrored", func() (bool, error) {
+		out, err := k.kubectl(k.admin, "", "get", "session", "build", "-n", "team-a", "-o", "jsonpath={.status.sessionID} {.status.status} {.status.diffSummary}")
+		f := strings.Fields(out)
+		if len(f) > 0 {
+			// The command writes a file: the policy asks, a person approves.
+			pending, err := pc.Approvals(ctx, store.ApprovalFilter{SessionID: f[0], Status: session.ApprovalPending})
+			if err != nil {
+				return false, err
+			}
+			for _, ap := range pending {
+				if _, err := pc.Decide(ctx, ap.ID, true, "fine"); err != nil {
+					return false, err
+				}
+			}
+		}
+		if len(f) > 2 && f[1] == string(session.StatusAwaiting) && strings.HasPrefix(strings.Join(f[2:], " "), "1 file(s) changed") {
+			id = f[0]
+			return true, nil
+		}
+		return false, err
+	})
+	outputs := func() string {
+		evs, err := pc.Events(ctx, id, 0)
+		require.NoError(t, err)
+		var b strings.Builder
+		for _, e := range evs {
+			if e.Kind == session.EventToolCall {
+				b.Write(e.Data)
+			}
+		}
+		return b.String()
+	}
+	require.Contains(t, outputs(), `65532`, "the command ran in the pod, as its user")
+	x, err := a.Service.Store.GetSession(ctx, id)
+	require.NoError(t, err)
+	made, err := os.ReadFile(filepath.Join(x.Workdir, "made.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "made in the pod\n", string(made), "the command's file is in the session's copy")
+
+	claim := &unstructured.Unstructured{}
+	claim.SetGroupVersionKind(pod.ClaimKind)
+	require.NoError(t, kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod.ClaimName(id)}, claim))
+	name, _, _ := unstructured.NestedString(claim.Object, "status", "sandbox", "name")
+	require.NotEmpty(t, claim.GetAnnotations()[pod.PinAnnotation])
+	waitFor(t, "the idle pod suspended", func() (bool, error) { return !cluster.Running(name) && cluster.Starts(name) == 1, nil })
+	require.FileExists(t, filepath.Join(volumes, name, "work", "made.txt"), "the volume stays")
+
+	_, err = pc.Send(ctx, id, engine.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"read it back"}`)})
+	require.NoError(t, err)
+	waitFor(t, "the second turn done", func() (bool, error) {
+		out, err := k.kubectl(k.admin, "", "get", "session", "build", "-n", "team-a", "-o", "jsonpath={.status.status}/{.status.budget.turns}")
+		return out == "awaiting/2", err
+	})
+	require.Contains(t, outputs(), "made in the pod", "the resumed pod read the file the first command made")
+	require.Equal(t, 2, cluster.Starts(name), "the next message resumed the pod")
+	require.Equal(t, 2, strings.Count(cluster.Log(name), `msg="command ran"`))
+
+	out, err = k.kubectl(k.admin, "", "delete", "session", "build", "-n", "team-a", "--wait=true", "--timeout=120s")
+	require.NoError(t, err, out)
+	waitFor(t, "the sandbox released", func() (bool, error) {
+		err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod.ClaimName(id)}, claim)
+		return apierrors.IsNotFound(err) && !cluster.Running(name), nil
+	})
+}
+
+// paddockBinary copies this test binary where the pods' user can run
+// it, and runs it from there as `paddock`.
+func paddockBinary(t *testing.T) func(args ...string) *exec.Cmd {
+	self, err := os.Executable()
+	require.NoError(t, err)
+	b, err := os.ReadFile(self)
+	require.NoError(t, err)
+	dir, err := os.MkdirTemp("", "paddock-bin-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	bin := filepath.Join(dir, "paddock")
+	require.NoError(t, os.WriteFile(bin, b, 0o755))
+	return func(args ...string) *exec.Cmd {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = []string{"PADDOCK_TEST_CHILD=cli", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+		return cmd
+	}
 }

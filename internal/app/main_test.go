@@ -47,6 +47,9 @@ func TestMain(m *testing.M) {
 	switch os.Getenv("PADDOCK_TEST_CHILD") {
 	case "serve":
 		os.Exit(cli.Run(context.Background(), []string{"serve"}, cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+	case "cli":
+		// The simulated sandbox pods run this binary as `paddock`.
+		os.Exit(cli.Run(context.Background(), os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
 	case "mcp":
 		// The stdio MCP test re-executes this binary, in the sandbox, as its server.
 		if err := calcServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {

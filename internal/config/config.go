@@ -5,6 +5,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"log/slog"
 	"os"
@@ -52,7 +53,10 @@ type Config struct {
 	TLSCert, TLSKey string
 	InsecureListen  bool
 	// Execution is where sandboxes run: "workstation" or "server".
-	Execution        string
+	Execution string
+	// Pods runs sandboxes as pods of the Kubernetes cluster of Kubeconfig
+	// (with Execution "server"); nil: bubblewrap on this machine.
+	Pods             *Pods
 	CommandMax       time.Duration
 	CommandMaxOutput int64
 	// CommandMaxCPUs bounds the processor time of one command, in CPUs.
@@ -81,6 +85,23 @@ type Config struct {
 	// EncryptionKey is the base64 AES-256 key of content at rest (empty:
 	// DATA_DIR/encryption.key, generated on first start).
 	EncryptionKey string
+}
+
+// Pods shape sandboxes that run as pods (agent-sandbox Sandboxes).
+type Pods struct {
+	// Image has `paddock` on its PATH, bash and the commands' toolchains.
+	Image string
+	// Namespace holds the sandboxes.
+	Namespace string
+	// RuntimeClass of the pods: empty picks gVisor or Kata when the
+	// cluster has one; "none" uses the default runtime.
+	RuntimeClass string
+	// WarmPool sandboxes wait ready to be claimed.
+	WarmPool int
+	// Idle is how long a sandbox stays up with no command.
+	Idle time.Duration
+	// StorageClass of the sessions' volumes (empty: the cluster's default).
+	StorageClass string
 }
 
 // Price is what a model costs, in USD per million tokens.
@@ -138,6 +159,12 @@ var Vars = []Var{
 	{"PADDOCK_TLS_KEY", "(none)", "PEM private key file of PADDOCK_TLS_CERT"},
 	{"PADDOCK_INSECURE_LISTEN", "false", "true allows plain HTTP on an address beyond loopback (only behind a proxy that terminates TLS)"},
 	{"PADDOCK_EXECUTION", "workstation", "where sandboxes run: workstation (beside paddock run) or server (the execution host)"},
+	{"PADDOCK_POD_IMAGE", "(none: bubblewrap on the node)", "with PADDOCK_EXECUTION=server and PADDOCK_KUBECONFIG, run each session's sandbox as a pod of this image (`paddock` on its PATH, bash and the toolchains), an agent-sandbox Sandbox claimed from a template Paddock installs"},
+	{"PADDOCK_POD_NAMESPACE", "paddock-sandboxes", "the namespace of the sandbox pods, their template, warm pool and network policy"},
+	{"PADDOCK_POD_RUNTIME_CLASS", "(auto: gVisor, else Kata, when the cluster has one)", "the sandbox pods' RuntimeClass; `none` for the cluster's default runtime"},
+	{"PADDOCK_POD_WARM_POOL", "1", "sandbox pods kept ready to be claimed, so a session's first command starts at once"},
+	{"PADDOCK_POD_IDLE", "15m", "how long a sandbox pod stays up with no command before it is suspended (pod gone, volume kept); the next command resumes it"},
+	{"PADDOCK_POD_STORAGE_CLASS", "(the cluster's default)", "StorageClass of the sandbox pods' volumes (the working copy and build cache)"},
 	{"PADDOCK_COMMAND_MAX_SECONDS", "600", "longest a sandboxed command may run"},
 	{"PADDOCK_COMMAND_MAX_OUTPUT_BYTES", "10485760", "most output kept from a command; the rest is counted and discarded"},
 	{"PADDOCK_COMMAND_MAX_CPUS", "1", "processor time one command may use, in CPUs (fractions allowed: 0.5)"},
@@ -191,6 +218,34 @@ func Load(getenv func(string) string) (Config, error) {
 	case ExecutionWorkstation, ExecutionServer:
 	default:
 		return c, fmt.Errorf("PADDOCK_EXECUTION=%q: want workstation or server", c.Execution)
+	}
+	if img := getenv("PADDOCK_POD_IMAGE"); img != "" {
+		if c.Execution != ExecutionServer || c.Kubeconfig == "" {
+			return c, fmt.Errorf("PADDOCK_POD_IMAGE=%q: sandbox pods need PADDOCK_EXECUTION=server and PADDOCK_KUBECONFIG (the cluster they run on)", img)
+		}
+		p := &Pods{Image: img, Namespace: cmp.Or(getenv("PADDOCK_POD_NAMESPACE"), "paddock-sandboxes"), RuntimeClass: getenv("PADDOCK_POD_RUNTIME_CLASS"),
+			WarmPool: 1, Idle: 15 * time.Minute, StorageClass: getenv("PADDOCK_POD_STORAGE_CLASS")}
+		if v := getenv("PADDOCK_POD_WARM_POOL"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > 1000 {
+				return c, fmt.Errorf("PADDOCK_POD_WARM_POOL=%q: want a whole number of pods from 0 to 1000", v)
+			}
+			p.WarmPool = n
+		}
+		if v := getenv("PADDOCK_POD_IDLE"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < time.Second {
+				return c, fmt.Errorf("PADDOCK_POD_IDLE=%q: want a duration of at least 1s, such as 15m", v)
+			}
+			p.Idle = d
+		}
+		c.Pods = p
+	} else {
+		for _, v := range []string{"PADDOCK_POD_NAMESPACE", "PADDOCK_POD_RUNTIME_CLASS", "PADDOCK_POD_WARM_POOL", "PADDOCK_POD_IDLE", "PADDOCK_POD_STORAGE_CLASS"} {
+			if getenv(v) != "" {
+				return c, fmt.Errorf("%s is set but PADDOCK_POD_IMAGE is not: sandbox pods need an image", v)
+			}
+		}
 	}
 	if v := getenv("PADDOCK_TEMPORAL_PORT"); v != "" {
 		n, err := strconv.Atoi(v)

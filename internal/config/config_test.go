@@ -3,6 +3,7 @@ package config
 import (
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,4 +80,37 @@ func TestEveryVariableIsReadAndDocumented(t *testing.T) {
 		require.Contains(t, string(src), `getenv("`+v.Name+`")`, "%s is listed but not read", v.Name)
 		require.Contains(t, string(readme), "| `"+v.Name+"` |", "%s is missing from the README's table", v.Name)
 	}
+}
+
+func TestPods(t *testing.T) {
+	env := map[string]string{"PADDOCK_DATA_DIR": "/d", "PADDOCK_POD_IMAGE": "registry.example/paddock:1"}
+	load := func() (Config, error) { return Load(func(k string) string { return env[k] }) }
+	_, err := load()
+	require.ErrorContains(t, err, "need PADDOCK_EXECUTION=server and PADDOCK_KUBECONFIG")
+	env["PADDOCK_EXECUTION"], env["PADDOCK_KUBECONFIG"] = "server", "in-cluster"
+	c, err := load()
+	require.NoError(t, err)
+	require.Equal(t, &Pods{Image: "registry.example/paddock:1", Namespace: "paddock-sandboxes", WarmPool: 1, Idle: 15 * time.Minute}, c.Pods)
+	for k, v := range map[string]string{"PADDOCK_POD_WARM_POOL": "-1", "PADDOCK_POD_IDLE": "soon"} {
+		env[k] = v
+		_, err := load()
+		require.ErrorContains(t, err, k)
+		delete(env, k)
+	}
+	env["PADDOCK_POD_WARM_POOL"], env["PADDOCK_POD_IDLE"], env["PADDOCK_POD_RUNTIME_CLASS"] = "0", "90s", "none"
+	c, err = load()
+	require.NoError(t, err)
+	require.Equal(t, 0, c.Pods.WarmPool)
+	require.Equal(t, 90*time.Second, c.Pods.Idle)
+	delete(env, "PADDOCK_POD_IMAGE")
+	_, err = load()
+	require.ErrorContains(t, err, "PADDOCK_POD_IMAGE is not")
+	for k := range env {
+		if strings.HasPrefix(k, "PADDOCK_POD_") {
+			delete(env, k)
+		}
+	}
+	c, err = load()
+	require.NoError(t, err)
+	require.Nil(t, c.Pods)
 }

@@ -111,6 +111,8 @@ func (a *Activities) Provision(ctx context.Context, sessionID string) error {
 			why = "no sandbox is configured"
 		case a.LimitErr != nil:
 			why = a.LimitErr.Error()
+		case a.Copies.Remote != nil:
+			why = remoteLacks(sp)
 		}
 		if why != "" {
 			return nonRetryable(fmt.Errorf("agent %s can run commands, but %s", sp.Name, why))
@@ -160,6 +162,28 @@ func (a *Activities) phaseSince(ctx context.Context, sessionID string, p session
 // runsCommands says whether an agent's session runs programs in a
 // sandbox (run_command, or stdio MCP servers): those sessions need the
 // sandbox and its disk and CPU budgets.
+// remoteLacks says what an agent needs that sandboxes kept elsewhere
+// (pods) do not run yet ("" when nothing).
+func remoteLacks(sp spec.Agent) string {
+	var lacks []string
+	if sp.Environment.Setup != "" {
+		lacks = append(lacks, "an environment setup")
+	}
+	if len(sp.Environment.Network.Commands) > 0 || len(sp.Environment.Network.Setup) > 0 {
+		lacks = append(lacks, "network for commands")
+	}
+	for _, m := range sp.MCPServers {
+		if len(m.Command) > 0 {
+			lacks = append(lacks, "a stdio MCP server ("+m.Name+")")
+			break
+		}
+	}
+	if len(lacks) == 0 {
+		return ""
+	}
+	return "it declares " + strings.Join(lacks, " and ") + ", which sandbox pods do not run yet: run it on a server whose sandboxes are bubblewrap (no PADDOCK_POD_IMAGE)"
+}
+
 func (a *Activities) runsCommands(sp spec.Agent) bool {
 	if sp.Environment.Setup != "" {
 		return true
@@ -858,6 +882,9 @@ func (a *Activities) Stop(ctx context.Context, cmd session.Command) error {
 	if s, err := a.Store.GetSession(ctx, cmd.SessionID); err == nil && !s.Held() {
 		if err := a.Sealer.Seal(ctx, s.ID); err != nil {
 			return fmt.Errorf("seal the stopped session's audit log: %w", err)
+		}
+		if err := a.Copies.release(ctx, s.ID); err != nil {
+			return err
 		}
 		if !a.Copies.mine(s) {
 			return a.Store.SetDisplay(ctx, cmd.SessionID, "", "stopped")

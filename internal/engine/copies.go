@@ -37,8 +37,27 @@ type Copies struct {
 	// uses one until its copy is removed.
 	Layers *layer.Layers
 	// UID, when non-zero, is the sandbox user copies belong to.
-	UID  int
-	busy sandboxed
+	UID int
+	// Remote, when set, keeps sessions' sandboxes away from the nodes
+	// (pods): one goes when its session's copy goes for good.
+	Remote Releaser
+	busy   sandboxed
+}
+
+// Releaser lets go of a session's sandbox kept elsewhere.
+type Releaser interface {
+	Release(ctx context.Context, sessionID string) error
+}
+
+// release lets go of a session's remote sandbox, if any.
+func (c *Copies) release(ctx context.Context, id string) error {
+	if c == nil || c.Remote == nil {
+		return nil
+	}
+	if err := c.Remote.Release(ctx, id); err != nil {
+		return fmt.Errorf("release the session's sandbox: %w", err)
+	}
+	return nil
 }
 
 // Discard puts session x's copy back at its base, its environment layer

@@ -50,6 +50,9 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]Collected, error) {
 		if _, err := s.Store.DeleteCheckpoints(ctx, x.ID); err != nil {
 			return out, fmt.Errorf("collect session %s's checkpoints: %w", x.ID, err)
 		}
+		if err := s.Copies.release(ctx, x.ID); err != nil {
+			return out, fmt.Errorf("collect session %s: %w", x.ID, err)
+		}
 		if !s.Copies.mine(x) || !s.Copies.exists(x) {
 			continue // another node's copy: its collector removes it
 		}
@@ -73,6 +76,9 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]Collected, error) {
 		x, err := s.Store.GetSession(ctx, id)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
+			if err := s.Copies.release(ctx, id); err != nil {
+				return out, err
+			}
 		case err == nil && !s.Copies.mine(x) && now.Sub(x.UpdatedAt) > staleAfter:
 			reason = "node " + x.Node + " holds the session's copy now (this one is stale)"
 		default:

@@ -3,7 +3,6 @@ package pod_test
 import (
 	"bytes"
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,13 +52,6 @@ func paddockAs(t *testing.T, dir string) func(args ...string) *exec.Cmd {
 		cmd.Env = []string{"PADDOCK_TEST_CHILD=cli", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 		return cmd
 	}
-}
-
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // clock is a settable clock.
@@ -128,7 +120,7 @@ func TestSandboxesOnKubernetes(t *testing.T) {
 	require.NoError(t, err)
 	defer os.RemoveAll(bin)
 	require.NoError(t, os.Chmod(bin, 0o755))
-	cluster := &podtest.Cluster{Client: c, Namespace: ns, Volumes: volumes, Paddock: paddockAs(t, bin), Port: freePort(t)}
+	cluster := &podtest.Cluster{Client: c, Namespace: ns, Volumes: volumes, Paddock: paddockAs(t, bin)}
 	go cluster.Run(ctx)
 	defer func() {
 		if t.Failed() {
@@ -137,7 +129,7 @@ func TestSandboxesOnKubernetes(t *testing.T) {
 	}()
 
 	now := &clock{t: time.Now()}
-	cfg := pod.Config{Namespace: ns, Image: "registry.example/paddock:test", RuntimeClass: runtimeClass, Port: cluster.Port, WarmPool: 2,
+	cfg := pod.Config{Namespace: ns, Image: "registry.example/paddock:test", RuntimeClass: runtimeClass, WarmPool: 2,
 		Idle: 10 * time.Minute, CA: caPEM, WorkersNamespace: "paddock"}
 	boxes := &pod.Sandboxes{Client: c, Config: cfg, Cert: pki.ClientTLS().Certificates[0], Owner: -1, Limit: 1 << 30, Now: now.Now, Ready: time.Minute}
 
@@ -211,7 +203,7 @@ func TestSandboxesOnKubernetes(t *testing.T) {
 	require.NoError(t, err, out)
 	require.Equal(t, 0, res.ExitCode, out)
 	require.Equal(t, "made\nhello.txt\nmade.txt\n", out)
-	require.Equal(t, 2, cluster.Starts[name], "the pod started again")
+	require.Equal(t, 2, cluster.Starts(name), "the pod started again")
 	log := cluster.Log(name)
 	require.Equal(t, 2, strings.Count(log, "copy received"), log)
 	require.Contains(t, log, `copy received" written=3 removed=0 bytes=13`, "first: the .git directory, its config and hello.txt")

@@ -2,7 +2,8 @@
 // agent-sandbox's controller and the kubelet: a SandboxClaim is bound to a
 // Sandbox made from its warm pool's template, and a running Sandbox's pod
 // is its container's command run as a local process, as the pod's user,
-// with the pod's volume a local directory that outlives suspension.
+// on a loopback address of its own (its pod IP), with the pod's volume a
+// local directory that outlives suspension.
 package podtest
 
 import (
@@ -39,14 +40,33 @@ type Cluster struct {
 	// Paddock makes the command running `paddock ARGS` (a test binary
 	// acting as it).
 	Paddock func(args ...string) *exec.Cmd
-	// Port is where a pod's executor listens, on 127.0.0.1 (one pod runs
-	// at a time).
-	Port int
+	mu      sync.Mutex
+	procs   map[string]*exec.Cmd
+	logs    map[string]*buffer
+	ips     map[string]string
+	starts map[string]int
+}
 
-	mu     sync.Mutex
-	procs  map[string]*exec.Cmd
-	logs   map[string]*buffer
-	Starts map[string]int
+// Starts counts a Sandbox's pod starts.
+func (c *Cluster) Starts(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.starts[name]
+}
+
+// ip is a Sandbox's pod IP: a loopback address of its own, which its
+// executor listens on at the port of its container's command (c.mu held).
+func (c *Cluster) ip(name string) string {
+	if c.ips == nil {
+		c.ips = map[string]string{}
+	}
+	if ip, ok := c.ips[name]; ok {
+		return ip
+	}
+	n := len(c.ips) + 1
+	ip := fmt.Sprintf("127.10.%d.%d", n/250, n%250+1)
+	c.ips[name] = ip
+	return ip
 }
 
 type buffer struct {
@@ -219,11 +239,14 @@ func (c *Cluster) start(sb *unstructured.Unstructured) error {
 	if ctr.Command[0] != "paddock" {
 		return fmt.Errorf("the pod runs %q, not paddock", ctr.Command[0])
 	}
+	c.mu.Lock()
+	ip := c.ip(sb.GetName())
+	c.mu.Unlock()
 	var args []string
 	for _, a := range ctr.Command[1:] {
 		a = strings.Replace(a, pod.Volume, vol, 1)
 		if strings.HasPrefix(a, ":") {
-			a = fmt.Sprintf("127.0.0.1:%d", c.Port)
+			a = ip + a
 		}
 		args = append(args, a)
 	}
@@ -235,7 +258,7 @@ func (c *Cluster) start(sb *unstructured.Unstructured) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.logs == nil {
-		c.logs, c.procs, c.Starts = map[string]*buffer{}, map[string]*exec.Cmd{}, map[string]int{}
+		c.logs, c.procs, c.starts = map[string]*buffer{}, map[string]*exec.Cmd{}, map[string]int{}
 	}
 	if c.logs[sb.GetName()] == nil {
 		c.logs[sb.GetName()] = &buffer{}
@@ -245,7 +268,7 @@ func (c *Cluster) start(sb *unstructured.Unstructured) error {
 		return err
 	}
 	c.procs[sb.GetName()] = cmd
-	c.Starts[sb.GetName()]++
+	c.starts[sb.GetName()]++
 	// Ready once the executor listens (the pod's readiness probe).
 	for i := 0; i < 600 && !strings.Contains(c.logs[sb.GetName()].String(), "executor serving"); i++ {
 		c.mu.Unlock()
@@ -264,7 +287,7 @@ func (c *Cluster) kill(name string) {
 	}
 }
 
-// status reports a Sandbox ready at 127.0.0.1, or suspended.
+// status reports a Sandbox ready at its IP, or suspended.
 func (c *Cluster) status(ctx context.Context, sb *unstructured.Unstructured, up bool) error {
 	now := metav1.Now().UTC().Format(time.RFC3339)
 	cond := func(t string, ok bool, reason string) map[string]any {
@@ -276,7 +299,9 @@ func (c *Cluster) status(ctx context.Context, sb *unstructured.Unstructured, up 
 	}
 	st := map[string]any{"conditions": []any{cond("Ready", up, "DependenciesReady"), cond("Suspended", !up, "PodTerminated")}}
 	if up {
-		st["podIPs"] = []any{"127.0.0.1"}
+		c.mu.Lock()
+		st["podIPs"] = []any{c.ip(sb.GetName())}
+		c.mu.Unlock()
 	}
 	for {
 		cur := object(pod.SandboxKind)

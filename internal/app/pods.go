@@ -1,0 +1,106 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/pod"
+	"github.com/paddock-dev/paddock/internal/sandbox"
+	"github.com/paddock-dev/paddock/internal/temporalserver"
+	"github.com/paddock-dev/paddock/internal/vault"
+)
+
+// kubernetes is the cluster of PADDOCK_KUBECONFIG and the namespace this
+// node runs in (the pod's, or the kubeconfig context's).
+func kubernetes(cfg config.Config) (*rest.Config, string, error) {
+	var rc *rest.Config
+	var err error
+	namespace := "default"
+	if cfg.Kubeconfig == "in-cluster" {
+		rc, err = rest.InClusterConfig()
+		if data, rerr := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); rerr == nil {
+			namespace = strings.TrimSpace(string(data))
+		}
+	} else {
+		kc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: cfg.Kubeconfig}, nil)
+		if rc, err = kc.ClientConfig(); err == nil {
+			if ns, _, nerr := kc.Namespace(); nerr == nil && ns != "" {
+				namespace = ns
+			}
+		}
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("PADDOCK_KUBECONFIG: %w", err)
+	}
+	return rc, namespace, nil
+}
+
+// pods makes sessions' sandboxes pods of the cluster (PADDOCK_POD_IMAGE):
+// agent-sandbox Sandboxes whose executor this node reaches with a
+// certificate of the executors' authority, kept by the store like the
+// other shared secrets. Idle ones are suspended until Stop.
+func (a *App) pods(ctx context.Context, acts *engine.Activities, cfg config.Config, st secrets, key *vault.Key) error {
+	rc, namespace, err := kubernetes(cfg)
+	if err != nil {
+		return err
+	}
+	c, err := client.New(rc, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		return fmt.Errorf("PADDOCK_KUBECONFIG: %w", err)
+	}
+	caPEM, caKey, err := authority(ctx, st, key, "executor-ca")
+	if err != nil {
+		return fmt.Errorf("the sandbox executors' authority: %w", err)
+	}
+	pki, err := temporalserver.Issue(caPEM, caKey, "paddock-worker")
+	if err != nil {
+		return err
+	}
+	p := cfg.Pods
+	runtimeClass := p.RuntimeClass
+	switch runtimeClass {
+	case "none":
+		runtimeClass = ""
+	case "":
+		if runtimeClass, err = pod.RuntimeClass(ctx, c); err != nil {
+			return err
+		}
+	}
+	if runtimeClass == "" {
+		a.logger.Warn("sandbox pods run on the cluster's default runtime (no gVisor or Kata RuntimeClass found, or PADDOCK_POD_RUNTIME_CLASS=none): the pod's kernel is the node's")
+	}
+	disk := cfg.SessionMaxDisk
+	if disk == 0 {
+		disk = config.DefaultSessionMaxDisk
+	}
+	owner := -1
+	if acts.Copies.UID != 0 {
+		owner = acts.Copies.UID
+	}
+	boxes := &pod.Sandboxes{Client: c, Cert: pki.ClientTLS().Certificates[0], Owner: owner, Limit: disk, Logger: a.logger,
+		Config: pod.Config{Namespace: p.Namespace, Image: p.Image, RuntimeClass: runtimeClass, CPUs: cfg.CommandMaxCPUs, Memory: sandbox.DefaultMaxMemory,
+			Disk: disk, StorageClass: p.StorageClass, WarmPool: int32(p.WarmPool), Idle: p.Idle, CA: caPEM, WorkersNamespace: namespace}}
+	if tmpl, err := boxes.Install(ctx); err != nil {
+		// Tried again at each command; sessions say why until it works.
+		a.logger.Warn("SANDBOX PODS NOT INSTALLED yet (is agent-sandbox installed, and may Paddock create its resources?)", "err", err)
+	} else {
+		a.logger.Info("sandboxes run as pods", "namespace", p.Namespace, "template", tmpl, "runtimeClass", runtimeClass, "warmPool", p.WarmPool, "idle", p.Idle)
+	}
+	acts.Shell = boxes
+	acts.Copies.Remote = boxes
+	rctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); boxes.Reaper(rctx, min(max(p.Idle/3, time.Second), time.Minute)) }()
+	a.closers = append(a.closers, func() error { cancel(); <-done; return nil })
+	return nil
+}
