@@ -44,7 +44,7 @@ type Cluster struct {
 	procs   map[string]*exec.Cmd
 	logs    map[string]*buffer
 	ips     map[string]string
-	starts map[string]int
+	starts  map[string]int
 }
 
 // Starts counts a Sandbox's pod starts.
