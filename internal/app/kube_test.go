@@ -23,6 +23,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/kube"
 	"github.com/paddock-dev/paddock/internal/pod"
 	"github.com/paddock-dev/paddock/internal/pod/podtest"
@@ -56,6 +57,12 @@ func startKube(t *testing.T) *kubeEnv {
 	require.NoError(t, err, out)
 	require.Contains(t, out, "deployment.apps/paddock created")
 	require.Contains(t, out, "poddisruptionbudget.policy/paddock created")
+	// The admission policies take effect a moment after they are made.
+	waitFor(t, "the requester stamped", func() (bool, error) {
+		out, err := k.kubectl(k.admin, "apiVersion: paddock.dev/v1alpha1\nkind: Session\nmetadata: {name: probe, namespace: paddock}\nspec: {agent: none}\n",
+			"create", "--dry-run=server", "-f", "-", "-o", `jsonpath={.metadata.annotations.paddock\.dev/requester}`)
+		return out == "platform", err
+	})
 	// The nodes run as the manifests' service account, with only what
 	// rbac.yaml gives it, the controller's Lease in its own namespace.
 	k.controller = k.kubeconfig(t, "system:serviceaccount:paddock:paddock", "system:serviceaccounts", "system:serviceaccounts:paddock")
@@ -100,7 +107,7 @@ func TestKubernetesResources(t *testing.T) {
 
 	dir := dataDir(t)
 	model := scriptIn(t, dir, "restore.yaml") // its first turn writes one file
-	a, err := app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "kube-admin", LogLevel: slog.LevelWarn, Kubeconfig: controller,
+	a, err := app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "platform", LogLevel: slog.LevelWarn, Kubeconfig: controller,
 		Unenforced: map[string]bool{"disk": true, "cpu": true}},
 		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	require.NoError(t, err)
@@ -181,10 +188,56 @@ spec:
 	require.Error(t, err)
 	require.Contains(t, out, "forbidden")
 
+	// Who asked is who acts. The API server stamps each resource with the
+	// Kubernetes user who made it (an author's own value is overwritten),
+	// and Paddock acts for the Paddock user of that name, with that user's
+	// roles: Kubernetes RBAC alone lets no one into a project.
+	carol := kubeconfig("carol")
+	out, err = kubectl(admin, "", "create", "role", "paddock-author", "-n", "team-a", "--verb=get,list,watch,create,update,patch", "--resource=sessions.paddock.dev,agents.paddock.dev")
+	require.NoError(t, err, out)
+	out, err = kubectl(admin, "", "create", "rolebinding", "carol-author", "-n", "team-a", "--role=paddock-author", "--user=carol")
+	require.NoError(t, err, out)
+	out, err = kubectl(carol, "apiVersion: paddock.dev/v1alpha1\nkind: Session\nmetadata: {name: carols, namespace: team-a, annotations: {paddock.dev/requester: platform}}\nspec: {agent: fixer, message: hi}\n", "apply", "-f", "-")
+	require.NoError(t, err, out)
+	out, err = kubectl(admin, "", "get", "session", "carols", "-n", "team-a", "-o", `jsonpath={.metadata.annotations.paddock\.dev/requester}`)
+	require.NoError(t, err, out)
+	require.Equal(t, "carol", out, "the requester is who asked, not who the author wrote")
+	waitFor(t, "carol's session refused: no Paddock user", func() (bool, error) {
+		out, err := kubectl(admin, "", "get", "session", "carols", "-n", "team-a", "-o", "jsonpath={.status.conditions[0].status} {.status.conditions[0].message}")
+		return strings.HasPrefix(out, "False ") && strings.Contains(out, "carol is not a Paddock user"), err
+	})
+	out, err = kubectl(carol, "", "annotate", "session", "carols", "-n", "team-a", "--overwrite", "paddock.dev/requester=platform")
+	require.Error(t, err, "a session's requester never changes")
+	require.Contains(t, out, "must be unchanged")
+	pc := client.New(a.URL).WithToken(readToken(dir))
+	_, err = pc.CreateUser(ctx, "carol", false)
+	require.NoError(t, err)
+	require.NoError(t, pc.SetMember(ctx, "team-a", "carol", identity.Member))
+	out, err = kubectl(carol, "", "annotate", "session", "carols", "-n", "team-a", "poke=1") // reconcile now, not in a minute
+	require.NoError(t, err, out)
+	var carols string
+	waitFor(t, "carol's session started as carol", func() (bool, error) {
+		out, err := kubectl(admin, "", "get", "session", "carols", "-n", "team-a", "-o", "jsonpath={.status.sessionID}")
+		carols = out
+		return out != "", err
+	})
+	cx, err := a.Service.Store.GetSession(ctx, carols)
+	require.NoError(t, err)
+	require.Equal(t, "carol", cx.CreatedBy.ID)
+	require.Equal(t, "kubernetes:Session/team-a/carols", cx.CreatedBy.Via)
+	// A member may start sessions, not change agents.
+	out, err = kubectl(carol, "apiVersion: paddock.dev/v1alpha1\nkind: Agent\nmetadata: {name: carolsagent, namespace: team-a}\nspec: {model: "+model+"}\n", "apply", "-f", "-")
+	require.NoError(t, err, out)
+	waitFor(t, "carol's agent refused by her Paddock role", func() (bool, error) {
+		out, err := kubectl(admin, "", "get", "agent", "carolsagent", "-n", "team-a", "-o", "jsonpath={.status.conditions[0].status} {.status.conditions[0].message}")
+		return strings.HasPrefix(out, "False ") && strings.Contains(out, "carol is member in project team-a"), err
+	})
+	_, err = a.Service.Store.GetAgent(ctx, "team-a", "carolsagent")
+	require.ErrorIs(t, err, store.ErrNotFound)
+
 	// A status naming another project's session (written by someone who
 	// may write statuses) is not acted on: the controller puts its own
 	// session back, and the other is never stopped.
-	pc := client.New(a.URL).WithToken(readToken(dir))
 	other, err := pc.CreateSession(ctx, engine.CreateRequest{Model: scriptIn(t, dir, "empty.yaml"), Message: "elsewhere"})
 	require.NoError(t, err)
 	out, err = kubectl(admin, "", "patch", "session", "first", "-n", "team-a", "--subresource=status", "--type=merge", "-p", `{"status":{"sessionID":"`+other.ID+`"}}`)
@@ -296,7 +349,7 @@ func TestKubernetesSandboxes(t *testing.T) {
 
 	dir := dataDir(t)
 	model := scriptIn(t, dir, "pod.yaml")
-	a, err := app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "kube-admin", LogLevel: slog.LevelWarn, Kubeconfig: k.controller,
+	a, err := app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "platform", LogLevel: slog.LevelWarn, Kubeconfig: k.controller,
 		Execution: config.ExecutionServer, Pods: &config.Pods{Image: "registry.example/paddock-sandbox:test", Namespace: ns, RuntimeClass: "none", WarmPool: 1, Idle: 2 * time.Second}},
 		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	require.NoError(t, err)

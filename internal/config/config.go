@@ -37,6 +37,9 @@ type Config struct {
 	// kubeconfig file, or "in-cluster" (the pod's service account); empty:
 	// no controller.
 	Kubeconfig string
+	// KubeUserPrefix is what Kubernetes user names carry before the
+	// Paddock user's name.
+	KubeUserPrefix string
 	// TemporalPort is the first of the nine consecutive ports the embedded
 	// Temporal services listen on (0: free ports, chosen at each start).
 	TemporalPort int
@@ -149,6 +152,7 @@ var Vars = []Var{
 	{"PADDOCK_TEMPORAL_BROADCAST_ADDRESS", "127.0.0.1", "with PADDOCK_DATABASE_URL, the IP address other nodes reach this node's embedded Temporal services at (they listen on it); the default makes a cluster of nodes on one machine"},
 	{"PADDOCK_TEMPORAL_PORT", "(none: free ports)", "the first of nine consecutive ports the embedded Temporal services listen on (frontend, membership, history, matching, worker, metrics), for a firewall between nodes; unset, free ports are chosen at each start"},
 	{"PADDOCK_KUBECONFIG", "(none: no controller)", "a kubeconfig file, or `in-cluster`: run the Kubernetes controller of Agent and Session resources (`paddock kube crds` prints their definitions); one node at a time runs it (a Lease in the pod's namespace, or the kubeconfig context's)"},
+	{"PADDOCK_KUBE_USER_PREFIX", "(none)", "what the cluster's user names carry before the Paddock user's name (its OIDC prefix, such as `oidc:`): the controller acts for the Paddock user named as the Kubernetes user who created a Session or applied an Agent, less this prefix"},
 	{"PADDOCK_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"PADDOCK_TOKEN", "(none)", "API token client commands send; otherwise the one `paddock login` saved for the server, else DATA_DIR/admin.token"},
 	{"PADDOCK_ADMIN_USER", "the OS user name", "name of the first administrator, created on first start with a token in DATA_DIR/admin.token (mode 600)"},
@@ -192,6 +196,7 @@ func Load(getenv func(string) string) (Config, error) {
 		TemporalAddress:   getenv("PADDOCK_TEMPORAL_ADDRESS"),
 		TemporalBroadcast: getenv("PADDOCK_TEMPORAL_BROADCAST_ADDRESS"),
 		Kubeconfig:        getenv("PADDOCK_KUBECONFIG"),
+		KubeUserPrefix:    getenv("PADDOCK_KUBE_USER_PREFIX"),
 		AdminUser:         getenv("PADDOCK_ADMIN_USER"),
 		Token:             getenv("PADDOCK_TOKEN"),
 		TLSCert:           getenv("PADDOCK_TLS_CERT"),

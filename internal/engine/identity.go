@@ -68,6 +68,22 @@ func (s *Service) Authenticate(ctx context.Context, token string) (identity.Prin
 	return identity.Principal{User: u.Name, Admin: u.Admin, Via: "token:" + t.ID}, nil
 }
 
+// Principal is user as a caller authenticated elsewhere (via says how:
+// "kubernetes:…"): ErrDenied when Paddock has no such user or revoked it.
+func (s *Service) Principal(ctx context.Context, user, via string) (identity.Principal, error) {
+	u, err := s.Store.GetUser(ctx, user)
+	if errors.Is(err, store.ErrNotFound) {
+		return identity.Principal{}, fmt.Errorf("%w: %s is not a Paddock user (an administrator adds them: paddock users create %s)", store.ErrDenied, user, user)
+	}
+	if err != nil {
+		return identity.Principal{}, err
+	}
+	if u.RevokedAt != nil {
+		return identity.Principal{}, fmt.Errorf("%w: user %s was revoked", store.ErrDenied, u.Name)
+	}
+	return identity.Principal{User: u.Name, Admin: u.Admin, Via: via}, nil
+}
+
 func (s *Service) now() time.Time {
 	if s.Now != nil {
 		return s.Now()

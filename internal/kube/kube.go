@@ -68,10 +68,13 @@ type Options struct {
 	// Resync is how often a live session's status is mirrored again
 	// (default 2 s).
 	Resync time.Duration
-	// Admin is the Paddock user the controller acts as (the server's
-	// first administrator), through Kubernetes.
-	Admin  string
-	Logger *slog.Logger
+	// Admin is the Paddock user the controller acts as when nobody asks
+	// (stopping the session of a deleted Session).
+	Admin string
+	// UserPrefix is what Kubernetes user names carry before the Paddock
+	// user's name (the cluster's OIDC prefix, say "oidc:").
+	UserPrefix string
+	Logger     *slog.Logger
 }
 
 // Start runs the controller until ctx ends. It returns once the
@@ -143,11 +146,12 @@ func newManager(cfg *rest.Config, svc *engine.Service, o Options) (ctrl.Manager,
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes controller: %w", err)
 	}
-	agents := &agentReconciler{c: mgr.GetClient(), svc: svc, admin: o.Admin}
+	users := &requesters{svc: svc, reader: mgr.GetAPIReader(), prefix: o.UserPrefix}
+	agents := &agentReconciler{c: mgr.GetClient(), svc: svc, users: users}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("agent").For(object(AgentKind)).Complete(agents); err != nil {
 		return nil, err
 	}
-	sessions := &sessionReconciler{c: mgr.GetClient(), svc: svc, admin: o.Admin, resync: o.Resync}
+	sessions := &sessionReconciler{c: mgr.GetClient(), svc: svc, users: users, admin: o.Admin, resync: o.Resync}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("session").For(object(SessionKind)).Complete(sessions); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,17 +26,21 @@ import (
 // stopped and its audit log is sealed.
 const sealed = "paddock.dev/sealed"
 
-// actor is who the controller acts as in Paddock: the server's first
-// administrator, through Kubernetes (whose RBAC decided who may create
-// the resource), naming the resource.
-func actor(admin string, u *unstructured.Unstructured) identity.Principal {
-	return identity.Principal{User: admin, Admin: true, Via: fmt.Sprintf("kubernetes:%s/%s/%s", u.GetKind(), u.GetNamespace(), u.GetName())}
+// system is who the controller acts as when nobody asks: stopping and
+// sealing a session whose resource was deleted (Kubernetes RBAC decided
+// who may delete it), as the server's first administrator.
+func system(admin string, u *unstructured.Unstructured) identity.Principal {
+	return identity.Principal{User: admin, Admin: true, Via: via(u) + ":deleted"}
 }
 
-// ensureProject makes the namespace's project when Paddock lacks it.
+// ensureProject makes the namespace's project when Paddock lacks it, if p
+// may create projects.
 func ensureProject(ctx context.Context, svc *engine.Service, p identity.Principal, name string) error {
 	if svc.CheckProject(ctx, name) == nil {
 		return nil
+	}
+	if !p.Admin {
+		return fmt.Errorf("%w: Paddock has no project %s (the namespace): an administrator creates it (paddock projects create %s)", store.ErrNotFound, name, name)
 	}
 	if err := svc.CreateProject(ctx, p, name); err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("project %s (the namespace): %w", name, err)
@@ -65,7 +70,7 @@ func setCondition(u *unstructured.Unstructured, kind, reason string, err error) 
 type agentReconciler struct {
 	c     client.Client
 	svc   *engine.Service
-	admin string
+	users *requesters
 }
 
 // Reconcile applies an Agent's spec as `paddock apply` would, named by
@@ -78,13 +83,15 @@ func (r *agentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if u.GetDeletionTimestamp() != nil {
 		return ctrl.Result{}, nil // Paddock keeps the agent: its sessions pinned it
 	}
-	p := actor(r.admin, u)
 	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
 	if spec == nil {
 		spec = map[string]any{}
 	}
 	spec["name"], spec["project"] = u.GetName(), u.GetNamespace()
-	err := ensureProject(ctx, r.svc, p, u.GetNamespace())
+	p, err := r.users.principal(ctx, u)
+	if err == nil {
+		err = ensureProject(ctx, r.svc, p, u.GetNamespace())
+	}
 	var applied []engine.Applied
 	if err == nil {
 		var text []byte
@@ -100,12 +107,19 @@ func (r *agentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 	_ = unstructured.SetNestedField(u.Object, u.GetGeneration(), "status", "observedGeneration")
 	setCondition(u, "Applied", reason, err)
-	return ctrl.Result{}, r.c.Status().Update(ctx, u)
+	if uerr := r.c.Status().Update(ctx, u); uerr != nil {
+		return ctrl.Result{}, uerr
+	}
+	if errors.Is(err, store.ErrDenied) || errors.Is(err, store.ErrNotFound) || errors.Is(err, errNoStamp) {
+		return ctrl.Result{RequeueAfter: time.Minute}, nil // until the user or project exists, say
+	}
+	return ctrl.Result{}, nil
 }
 
 type sessionReconciler struct {
 	c      client.Client
 	svc    *engine.Service
+	users  *requesters
 	admin  string
 	resync time.Duration
 }
@@ -119,9 +133,9 @@ func (r *sessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.c.Get(ctx, req.NamespacedName, u); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	p := actor(r.admin, u)
+	p := system(r.admin, u)
 	id, _, _ := unstructured.NestedString(u.Object, "status", "sessionID")
-	x, mine, err := r.started(ctx, p, u, id)
+	x, mine, err := r.started(ctx, u, id)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -152,10 +166,16 @@ func (r *sessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		agent, _, _ := unstructured.NestedString(u.Object, "spec", "agent")
 		repo, _, _ := unstructured.NestedString(u.Object, "spec", "repository")
 		message, _, _ := unstructured.NestedString(u.Object, "spec", "message")
-		err := ensureProject(ctx, r.svc, p, u.GetNamespace())
+		asker, err := r.users.principal(ctx, u)
+		if err == nil {
+			err = ensureProject(ctx, r.svc, asker, u.GetNamespace())
+		}
+		if err == nil {
+			err = r.svc.Allow(ctx, asker, u.GetNamespace(), identity.Start, fmt.Sprintf("project %q", u.GetNamespace()))
+		}
 		if err == nil {
 			x, err = r.svc.CreateSession(ctx, engine.CreateRequest{Project: u.GetNamespace(), Agent: agent, Repo: repo, Message: message,
-				IdempotencyKey: "kubernetes/" + string(u.GetUID())}, p.Sender())
+				IdempotencyKey: "kubernetes/" + string(u.GetUID())}, asker.Sender())
 		}
 		if err != nil {
 			setCondition(u, "Started", "Refused", err)
@@ -163,7 +183,7 @@ func (r *sessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			if uerr := r.c.Status().Update(ctx, u); uerr != nil {
 				return ctrl.Result{}, uerr
 			}
-			if errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrDenied) {
+			if errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrDenied) || errors.Is(err, errNoStamp) {
 				return ctrl.Result{RequeueAfter: time.Minute}, nil // until the agent exists, say
 			}
 			return ctrl.Result{}, err
@@ -246,7 +266,7 @@ func (r *sessionReconciler) mirror(ctx context.Context, u *unstructured.Unstruct
 // started returns session id (none: nothing, yes) and whether it is the
 // one resource u started: in the namespace's project, requested through
 // this resource.
-func (r *sessionReconciler) started(ctx context.Context, p identity.Principal, u *unstructured.Unstructured, id string) (session.Session, bool, error) {
+func (r *sessionReconciler) started(ctx context.Context, u *unstructured.Unstructured, id string) (session.Session, bool, error) {
 	if id == "" {
 		return session.Session{}, true, nil
 	}
@@ -256,5 +276,6 @@ func (r *sessionReconciler) started(ctx context.Context, p identity.Principal, u
 	} else if err != nil {
 		return x, false, err
 	}
-	return x, x.Project == u.GetNamespace() && x.CreatedBy.Via == p.Via && x.CreatedBy.ID == p.User, nil
+	user, _ := strings.CutPrefix(u.GetAnnotations()[RequesterAnnotation], r.users.prefix)
+	return x, x.Project == u.GetNamespace() && x.CreatedBy.Via == via(u) && x.CreatedBy.ID == user, nil
 }
