@@ -62,7 +62,7 @@ func newExecutor(g *globals) *cobra.Command {
 			defer stop()
 			logger := slog.New(slog.NewTextHandler(g.io.Err, nil))
 			fmt.Fprintf(g.io.Err, "paddock executor: commands run unsandboxed in this pod, as uid %d\n", os.Getuid())
-			return (&executor.Server{Workdir: workdir, State: state, Clients: pool, Logger: logger}).Serve(ctx, ln)
+			return (&executor.Server{Workdir: workdir, State: state, Clients: pool, Alone: true, Logger: logger}).Serve(ctx, ln)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", fmt.Sprintf(":%d", executor.Port), "address to serve the worker on")

@@ -20,6 +20,9 @@ import (
 	"github.com/paddock-dev/paddock/internal/sandbox"
 )
 
+// maxManifest bounds the manifest the worker reads from a pod.
+const maxManifest = 128 << 20
+
 // ErrKeyChanged says the executor answering is not the one first met at
 // this sandbox.
 var ErrKeyChanged = errors.New("the executor's key is not the one pinned at first contact")
@@ -56,7 +59,10 @@ func Dial(addr string, cert tls.Certificate, pin string) *Client {
 			}
 			return nil
 		}}
-	c.http = &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}}
+	// Every answer starts within a minute (a command's at once, with its
+	// output after); callers bound the whole exchange.
+	c.http = &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute,
+		TLSHandshakeTimeout: 30 * time.Second, ResponseHeaderTimeout: time.Minute}}
 	return c
 }
 
@@ -111,8 +117,11 @@ func (c *Client) Manifest(ctx context.Context) (Manifest, error) {
 	}
 	defer resp.Body.Close()
 	var m Manifest
-	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
-		return nil, fmt.Errorf("the executor's manifest: %w", err)
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxManifest)).Decode(&m); err != nil {
+		return nil, fmt.Errorf("the executor's manifest (at most %d MiB): %w", maxManifest>>20, err)
+	}
+	if len(m) > MaxEntries {
+		return nil, fmt.Errorf("the executor's manifest lists more than %d entries", MaxEntries)
 	}
 	for p := range m {
 		if _, err := Clean(p); err != nil {
@@ -145,7 +154,7 @@ func (c *Client) Push(ctx context.Context, root *os.Root) (Totals, error) {
 	}
 	defer resp.Body.Close()
 	var t Totals
-	return t, json.NewDecoder(resp.Body).Decode(&t)
+	return t, json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&t)
 }
 
 // Pull takes back into the host's copy what the executor's copy changed,
@@ -163,8 +172,10 @@ func (c *Client) Pull(ctx context.Context, into Into) (Totals, error) {
 	}
 	ch := Diff(want, have, Returnable)
 	var t Totals
+	dirs := checked{}
 	for _, p := range ch.Remove {
-		gone, err := remove(into.Root, p)
+		dirs.forget(p)
+		gone, err := remove(into.Root, p, dirs)
 		if err != nil {
 			return t, err
 		}

@@ -21,9 +21,14 @@ const (
 	KindSymlink = "l"
 )
 
-// MaxEntries bounds a manifest: a tree of more entries is refused rather
-// than listed without end.
-const MaxEntries = 500_000
+// Bounds of a tree either end accepts: entries, and each path's length
+// and depth. A tree beyond them is refused rather than listed or walked
+// without end.
+const (
+	MaxEntries = 500_000
+	MaxPath    = 4096
+	MaxDepth   = 128
+)
 
 // Entry is one path of a working copy as both ends compare it.
 type Entry struct {
@@ -51,6 +56,9 @@ func Scan(root *os.Root) (Manifest, error) {
 		}
 		if len(m) >= MaxEntries {
 			return fmt.Errorf("the working copy holds more than %d entries", MaxEntries)
+		}
+		if _, err := Clean(p); err != nil {
+			return err
 		}
 		switch t := d.Type(); {
 		case t.IsDir():
@@ -136,46 +144,22 @@ func (c Changes) Empty() bool { return len(c.Copy) == 0 && len(c.Remove) == 0 }
 // Clean checks a path received from the other end: relative, clean,
 // slash-separated, never climbing out.
 func Clean(p string) (string, error) {
+	if len(p) > MaxPath || strings.Count(p, "/") >= MaxDepth {
+		return "", fmt.Errorf("refused path %.64q…: longer than %d bytes or deeper than %d directories", p, MaxPath, MaxDepth)
+	}
 	if p == "" || path.IsAbs(p) || strings.Contains(p, "\\") || strings.ContainsRune(p, 0) || path.Clean(p) != p || p == "." || p == ".." || strings.HasPrefix(p, "../") {
 		return "", fmt.Errorf("refused path %q: not a clean relative path", p)
 	}
 	return p, nil
 }
 
-// GitState says whether a path inside a repository's .git directory is
-// state a command may change and the host takes back: objects, refs, the
-// index and the logs. Everything else there (config, hooks, info,
-// alternates, commondir) configures the host's own git and stays the
-// host's.
-func GitState(rel string) bool {
-	switch {
-	case rel == "objects" || rel == "refs" || rel == "logs":
-		return true
-	case strings.HasPrefix(rel, "objects/info/"):
-		return rel == "objects/info/packs"
-	case strings.HasPrefix(rel, "objects/"), strings.HasPrefix(rel, "refs/"), strings.HasPrefix(rel, "logs/"):
-		return true
-	}
-	switch rel {
-	case "index", "HEAD", "ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "CHERRY_PICK_HEAD", "REVERT_HEAD", "COMMIT_EDITMSG", "packed-refs":
-		return true
-	}
-	return false
-}
-
 // Returnable says whether a command may hand path p back to the host's
-// copy (write, replace or remove it): anything outside .git directories,
-// and inside them only GitState. A .git directory itself stays the
-// host's, and Unpack refuses links inside one.
-func Returnable(p string) bool {
-	parts := strings.Split(p, "/")
-	for i, part := range parts {
-		if part == ".git" {
-			return i < len(parts)-1 && GitState(strings.Join(parts[i+1:], "/"))
-		}
-	}
-	return true
-}
+// copy (write, replace or remove it): anything outside .git directories.
+// Nothing of a repository's .git comes back, as under bubblewrap, where
+// it is read-only: its objects, index and refs are what the host's git
+// reviews and delivers from, and a command could forge them (an object
+// rewritten under its old name, an index hiding a change).
+func Returnable(p string) bool { return !inGit(p) }
 
 // inGit says whether p lies inside a .git directory.
 func inGit(p string) bool {

@@ -32,8 +32,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/internal/sandbox"
 )
@@ -77,7 +81,11 @@ type Server struct {
 	Workdir, State string
 	// Clients are the authorities whose certificates the worker presents.
 	Clients *x509.CertPool
-	Logger  *slog.Logger
+	// Alone says the executor's user is the pod's alone: after each
+	// command every other process of that user is killed, so nothing a
+	// command started (even in a session of its own) outlives it.
+	Alone  bool
+	Logger *slog.Logger
 
 	mu sync.Mutex // one transfer or command at a time
 }
@@ -98,6 +106,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	cert, err := Key(s.State)
 	if err != nil {
 		return err
+	}
+	// Commands run as this user: they may not attach to the executor
+	// or read its memory.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("make the executor undumpable: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/manifest", s.manifest)
@@ -164,7 +177,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var paths []string
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxRequest)).Decode(&paths); err != nil {
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxManifest)).Decode(&paths); err != nil {
 		fail(w, http.StatusBadRequest, fmt.Errorf("the paths to send: %w", err))
 		return
 	}
@@ -213,7 +226,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	_ = mark.Close()
 
 	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
 	fl, _ := w.(http.Flusher)
+	if fl != nil {
+		fl.Flush() // the answer starts now, whenever output comes
+	}
 	var wmu sync.Mutex
 	enc := json.NewEncoder(w)
 	send := func(f Frame) {
@@ -232,12 +249,60 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	cmd.Dir, cmd.Env = s.Workdir, env
 	res, err := sandbox.Supervise(r.Context(), sandbox.Command{Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, MaxOutput: req.MaxOutput,
 		Stdout: frameWriter{send, false}, Stderr: frameWriter{send, true}}, cmd)
+	if s.Alone {
+		killStrays()
+	}
 	if err != nil {
 		send(Frame{Fail: err.Error()})
 		return
 	}
 	s.Logger.Info("command ran", "id", req.ID, "exit", res.ExitCode, "timedOut", res.TimedOut)
 	send(Frame{Result: &RunResult{ExitCode: res.ExitCode, Discarded: res.Discarded, TimedOut: res.TimedOut, DurationMS: res.Duration.Milliseconds()}})
+}
+
+// killStrays kills every process of this user but the executor.
+func killStrays() {
+	self, uid := os.Getpid(), os.Getuid()
+	if uid == 0 {
+		return // never: the executor refuses to run as root
+	}
+	for range 3 { // a process forking as it is killed leaves a child
+		entries, _ := os.ReadDir("/proc")
+		killed := 0
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == self {
+				continue
+			}
+			// The status's real uid: /proc/PID of an undumpable process is
+			// root's whoever runs it.
+			if procUID(pid) != uid {
+				continue
+			}
+			if unix.Kill(pid, unix.SIGKILL) == nil {
+				killed++
+			}
+		}
+		if killed == 0 {
+			return
+		}
+	}
+}
+
+// procUID is a process's real user ID (-1 when unknown).
+func procUID(pid int) int {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
+			if n, err := strconv.Atoi(f[1]); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
 }
 
 type frameWriter struct {

@@ -102,6 +102,7 @@ type Totals struct {
 // bytes stay within the limit.
 func Unpack(r io.Reader, into Into) (Totals, error) {
 	var t Totals
+	dirs := checked{} // directories known real in this transfer
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
@@ -118,8 +119,9 @@ func Unpack(r io.Reader, into Into) (Totals, error) {
 		if into.Accept != nil && !into.Accept(p) {
 			return t, fmt.Errorf("refused path %q: not one the sender may change", p)
 		}
+		dirs.forget(p) // whatever p becomes, nothing under it is known
 		if h.PAXRecords[removal] == "1" {
-			gone, err := remove(into.Root, p)
+			gone, err := remove(into.Root, p, dirs)
 			if err != nil {
 				return t, err
 			}
@@ -128,7 +130,7 @@ func Unpack(r io.Reader, into Into) (Totals, error) {
 			}
 			continue
 		}
-		if err := parents(into.Root, p, into.UID); err != nil {
+		if err := parents(into.Root, p, into.UID, dirs); err != nil {
 			return t, err
 		}
 		switch h.Typeflag {
@@ -187,10 +189,27 @@ func Unpack(r io.Reader, into Into) (Totals, error) {
 	}
 }
 
+// checked are the directories of a tree known to be real directories
+// (not links) during one transfer; each is checked once, not once per
+// entry below it.
+type checked map[string]bool
+
+// forget drops p and everything under it: p is about to change.
+func (c checked) forget(p string) {
+	if !c[p] {
+		return // nothing under an unchecked path was checked
+	}
+	for d := range c {
+		if d == p || strings.HasPrefix(d, p+"/") {
+			delete(c, d)
+		}
+	}
+}
+
 // remove deletes p (a whole tree for a directory, the link itself for a
 // link) unless a parent of p is missing or not a real directory.
-func remove(root *os.Root, p string) (bool, error) {
-	if ok, err := realParents(root, p); !ok || err != nil {
+func remove(root *os.Root, p string, dirs checked) (bool, error) {
+	if ok, err := walkParents(root, p, dirs, func(string) (bool, error) { return false, nil }); !ok || err != nil {
 		return false, err
 	}
 	if _, err := root.Lstat(p); errors.Is(err, fs.ErrNotExist) {
@@ -199,18 +218,12 @@ func remove(root *os.Root, p string) (bool, error) {
 	return true, root.RemoveAll(p)
 }
 
-// realParents says whether every directory above p is a real directory
-// of the tree (false when one is missing), and refuses a link or file in
-// the way: going through a link could reach .git or another path the
-// sender may not touch.
-func realParents(root *os.Root, p string) (bool, error) {
-	return walkParents(root, p, func(string) (bool, error) { return false, nil })
-}
-
-// parents is realParents making the missing directories, owned by uid
-// (when not negative).
-func parents(root *os.Root, p string, uid int) error {
-	_, err := walkParents(root, p, func(sub string) (bool, error) {
+// parents makes sure every directory above p is a real directory of the
+// tree, making missing ones owned by uid (when not negative): a link or
+// file in the way is refused, since going through a link could reach
+// .git or another path the sender may not touch.
+func parents(root *os.Root, p string, uid int, dirs checked) error {
+	_, err := walkParents(root, p, dirs, func(sub string) (bool, error) {
 		if err := root.Mkdir(sub, 0o755); err != nil {
 			return false, err
 		}
@@ -222,7 +235,9 @@ func parents(root *os.Root, p string, uid int) error {
 	return err
 }
 
-func walkParents(root *os.Root, p string, missing func(string) (bool, error)) (bool, error) {
+// walkParents checks each directory above p (missing ones go to
+// missing, which says whether to go on) and says whether all are there.
+func walkParents(root *os.Root, p string, dirs checked, missing func(string) (bool, error)) (bool, error) {
 	dir := path.Dir(p)
 	if dir == "." {
 		return true, nil
@@ -230,6 +245,9 @@ func walkParents(root *os.Root, p string, missing func(string) (bool, error)) (b
 	parts := strings.Split(dir, "/")
 	for i := range parts {
 		sub := strings.Join(parts[:i+1], "/")
+		if dirs[sub] {
+			continue
+		}
 		info, err := root.Lstat(sub)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -241,6 +259,7 @@ func walkParents(root *os.Root, p string, missing func(string) (bool, error)) (b
 		case !info.IsDir():
 			return false, fmt.Errorf("refused path %q: %s is not a directory", p, sub)
 		}
+		dirs[sub] = true
 	}
 	return true, nil
 }

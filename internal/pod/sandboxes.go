@@ -47,6 +47,9 @@ type Sandboxes struct {
 	clients map[string]*executor.Client // by session, with the address it dials
 }
 
+// transferTimeout bounds one push or pull of a working copy.
+const transferTimeout = 10 * time.Minute
+
 // ErrNotReady says a sandbox did not come up in time; the message says
 // what it waits for.
 var ErrNotReady = errors.New("the session's sandbox pod is not ready")
@@ -59,7 +62,9 @@ func (s *Sandboxes) now() time.Time {
 }
 
 // Install puts the template, its warm pool and the network policy in
-// place (idempotent); it returns the template's name.
+// place (idempotent) and checks that what is there is Paddock's: an
+// object of the same name made by someone else (another tenant of the
+// namespace) is refused, never used. It returns the template's name.
 func (s *Sandboxes) Install(ctx context.Context) (string, error) {
 	s.install.Lock()
 	defer s.install.Unlock()
@@ -70,14 +75,65 @@ func (s *Sandboxes) Install(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	np := NetworkPolicy(s.Config)
-	for _, obj := range []client.Object{np, tmpl, WarmPool(s.Config, tmpl.GetName())} {
-		if err := s.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			return "", fmt.Errorf("install the sandbox %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, s.Config.Namespace, obj.GetName(), err)
+	np, err := toUnstructured(NetworkPolicy(s.Config))
+	if err != nil {
+		return "", err
+	}
+	policy := &unstructured.Unstructured{Object: np}
+	for _, want := range []*unstructured.Unstructured{policy, tmpl, WarmPool(s.Config, tmpl.GetName())} {
+		kind := want.GetObjectKind().GroupVersionKind().Kind
+		if err := s.Client.Create(ctx, want.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", fmt.Errorf("install the sandbox %s %s/%s: %w", kind, s.Config.Namespace, want.GetName(), err)
+		}
+		got := object(want.GroupVersionKind())
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(want), got); err != nil {
+			return "", fmt.Errorf("read back the sandbox %s %s/%s: %w", kind, s.Config.Namespace, want.GetName(), err)
+		}
+		if !contains(got.Object["spec"], want.Object["spec"]) || got.GetLabels()[managedBy] != "paddock" {
+			return "", fmt.Errorf("%w: the %s %s/%s is not the one Paddock makes (the namespace must be Paddock's alone: delete it, and take others' rights there away)", ErrForeign, kind, s.Config.Namespace, want.GetName())
 		}
 	}
 	s.installed = tmpl.GetName()
 	return s.installed, nil
+}
+
+// ErrForeign says an object Paddock relies on is not Paddock's.
+var ErrForeign = errors.New("not Paddock's")
+
+// contains says whether got holds everything of want: the same values for
+// every key want sets (what the API server adds, defaults, is ignored),
+// lists of the same length item by item.
+func contains(got, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range w {
+			if !contains(g[k], v) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		g, ok := got.([]any)
+		if len(w) == 0 {
+			return len(g) == 0 // an empty list is stored as none
+		}
+		if !ok || len(g) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !contains(g[i], w[i]) {
+				return false
+			}
+		}
+		return true
+	case nil:
+		return true
+	}
+	return fmt.Sprint(got) == fmt.Sprint(want)
 }
 
 // Run runs one command of c.Session in its sandbox: the sandbox claimed
@@ -101,7 +157,11 @@ func (s *Sandboxes) Run(ctx context.Context, c sandbox.Command) (sandbox.Result,
 		return sandbox.Result{}, err
 	}
 	defer root.Close()
-	if _, err := ex.Push(ctx, root); err != nil {
+	// The pod's answers are bounded in time as in size: a pod that stalls
+	// holds no worker.
+	pushCtx, cancel := context.WithTimeout(ctx, transferTimeout)
+	defer cancel()
+	if _, err := ex.Push(pushCtx, root); err != nil {
 		return sandbox.Result{}, fmt.Errorf("copy the working copy into the sandbox pod: %w", err)
 	}
 	res, err := ex.Run(ctx, c)
@@ -110,8 +170,10 @@ func (s *Sandboxes) Run(ctx context.Context, c sandbox.Command) (sandbox.Result,
 	}
 	// The command's changes come back even when it failed or timed out,
 	// as a bubblewrap command's stay in the copy.
-	if _, err := ex.Pull(context.WithoutCancel(ctx), executor.Into{Root: root, UID: s.Owner, Limit: s.Limit}); err != nil {
-		return res, fmt.Errorf("take the command's changes back from the sandbox pod: %w", err)
+	pullCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), transferTimeout)
+	defer cancel()
+	if _, err := ex.Pull(pullCtx, executor.Into{Root: root, UID: s.Owner, Limit: s.Limit}); err != nil {
+		return res, fmt.Errorf("take the command's changes back from the sandbox pod (the copy may hold part of them): %w", err)
 	}
 	return res, nil
 }
@@ -148,11 +210,20 @@ func (s *Sandboxes) executor(ctx context.Context, sessionID string, timeout time
 	if err := s.operate(ctx, name, "Running", s.now().Add(timeout+s.Config.defaults().Idle)); err != nil {
 		return nil, err
 	}
+	tmpl, err := Template(s.Config)
+	if err != nil {
+		return nil, err
+	}
 	var ip string
 	for ip == "" {
 		sb := object(SandboxKind)
 		if err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Config.Namespace, Name: name}, sb); err != nil {
 			return nil, err
+		}
+		// The pod is the template's: restricted, selected by the network
+		// policy, on the runtime class, and nothing else.
+		if got, _, _ := unstructured.NestedMap(sb.Object, "spec", "podTemplate"); !contains(got, tmpl.Object["spec"].(map[string]any)["podTemplate"]) {
+			return nil, fmt.Errorf("%w: Sandbox %s/%s does not run Paddock's pod template", ErrForeign, s.Config.Namespace, name)
 		}
 		if ready(sb) {
 			ips, _, _ := unstructured.NestedStringSlice(sb.Object, "status", "podIPs")
@@ -208,8 +279,8 @@ func (s *Sandboxes) claim(ctx context.Context, pool, sessionID string) (*unstruc
 	if err != nil {
 		return nil, fmt.Errorf("the session's SandboxClaim: %w", err)
 	}
-	if got.GetLabels()[SessionLabel] != label(sessionID) {
-		return nil, fmt.Errorf("SandboxClaim %s/%s is not session %s's", got.GetNamespace(), got.GetName(), sessionID)
+	if !contains(got.Object, want.Object) {
+		return nil, fmt.Errorf("%w: SandboxClaim %s/%s is not the one Paddock makes for session %s (another tenant of the namespace made it?)", ErrForeign, got.GetNamespace(), got.GetName(), sessionID)
 	}
 	return got, nil
 }

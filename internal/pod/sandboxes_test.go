@@ -120,7 +120,7 @@ func TestSandboxesOnKubernetes(t *testing.T) {
 	require.NoError(t, err)
 	defer os.RemoveAll(bin)
 	require.NoError(t, os.Chmod(bin, 0o755))
-	cluster := &podtest.Cluster{Client: c, Namespace: ns, Volumes: volumes, Paddock: paddockAs(t, bin)}
+	cluster := &podtest.Cluster{Client: c, Namespace: ns, Volumes: volumes, Paddock: paddockAs(t, bin), UID: 65532}
 	go cluster.Run(ctx)
 	defer func() {
 		if t.Failed() {
@@ -143,10 +143,13 @@ func TestSandboxesOnKubernetes(t *testing.T) {
 		return out.String(), res, err
 	}
 
-	out, res, err := run("t1/c1", "cat hello.txt; echo made > made.txt; echo '[core] fsmonitor = evil' > .git/config; id -u")
+	out, res, err := run("t1/c1", "cat hello.txt; echo made > made.txt; echo '[core] fsmonitor = evil' > .git/config; id -u; setsid sleep 3001 </dev/null >/dev/null 2>&1 &")
 	require.NoError(t, err, out)
 	require.Equal(t, 0, res.ExitCode, out)
 	require.Equal(t, "hello\n65532\n", out, "the command ran in the pod, as the pod's user")
+	out, _, err = run("t1/c2", "pgrep -f 'sleep 300[1]' || echo none")
+	require.NoError(t, err, out)
+	require.Equal(t, "none\n", out, "nothing a command started outlives it, even in a session of its own")
 	b, err := os.ReadFile(filepath.Join(host, "made.txt"))
 	require.NoError(t, err)
 	require.Equal(t, "made\n", string(b), "the command's file came back")
@@ -204,8 +207,8 @@ func TestSandboxesOnKubernetes(t *testing.T) {
 	require.Equal(t, 0, res.ExitCode, out)
 	require.Equal(t, "made\nhello.txt\nmade.txt\n", out)
 	require.Equal(t, 2, cluster.Starts(name), "the pod started again")
+	waitFor(t, "the pod's log", func() bool { return strings.Count(cluster.Log(name), "copy received") == 2 }) // through a pipe
 	log := cluster.Log(name)
-	require.Equal(t, 2, strings.Count(log, "copy received"), log)
 	require.Contains(t, log, `copy received" written=3 removed=0 bytes=13`, "first: the .git directory, its config and hello.txt")
 	// Then only the host's .git/config (7 bytes), which the first command
 	// changed in the pod: hello.txt and made.txt were still on the volume.

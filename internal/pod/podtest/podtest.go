@@ -40,6 +40,10 @@ type Cluster struct {
 	// Paddock makes the command running `paddock ARGS` (a test binary
 	// acting as it).
 	Paddock func(args ...string) *exec.Cmd
+	// UID, when set, runs the pods as this user instead of the pod's:
+	// tests running at once need users of their own, since an executor
+	// kills every other process of its user after each command.
+	UID int
 	mu      sync.Mutex
 	procs   map[string]*exec.Cmd
 	logs    map[string]*buffer
@@ -230,6 +234,9 @@ func (c *Cluster) start(sb *unstructured.Unstructured) error {
 	ctr := spec.Containers[0]
 	vol := filepath.Join(c.Volumes, sb.GetName())
 	uid := int(*spec.SecurityContext.RunAsUser)
+	if c.UID != 0 {
+		uid = c.UID
+	}
 	if err := os.MkdirAll(vol, 0o755); err != nil {
 		return err
 	}

@@ -1,0 +1,106 @@
+package pod_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/paddock-dev/paddock/internal/pod"
+	"github.com/paddock-dev/paddock/internal/pod/podtest"
+	"github.com/paddock-dev/paddock/internal/sandbox"
+	"github.com/paddock-dev/paddock/internal/temporalserver"
+)
+
+// TestForeignObjectsRefused (from an attack review): another tenant with
+// rights in the sandboxes' namespace plants, before Paddock, a
+// NetworkPolicy named as Paddock's that allows all egress, and a
+// SandboxClaim named and labelled as a session's, bound to a template of
+// theirs (not selected by the policy, no runtime class). Paddock refuses
+// both: it installs nothing over the policy, and sends the session's copy
+// to no sandbox of theirs.
+func TestForeignObjectsRefused(t *testing.T) {
+	assets := podtest.Assets(t)
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{"testdata/agent-sandbox"}, ErrorIfCRDPathMissing: true}
+	rc, err := env.Start()
+	require.NoError(t, err)
+	defer func() { _ = env.Stop() }()
+	c, err := client.New(rc, client.Options{Scheme: scheme.Scheme})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const ns = "paddock-sandboxes"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+
+	caPEM, caKey, err := temporalserver.NewAuthority()
+	require.NoError(t, err)
+	pki, err := temporalserver.Issue(caPEM, caKey, "127.0.0.1")
+	require.NoError(t, err)
+	cfg := pod.Config{Namespace: ns, Image: "registry.example/paddock:test", RuntimeClass: "gvisor", WarmPool: 0,
+		Idle: 10 * time.Minute, CA: caPEM, WorkersNamespace: "paddock"}
+
+	// The tenant's plants.
+	require.NoError(t, c.Create(ctx, &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "paddock-sandboxes", Namespace: ns},
+		Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+			Egress: []networkingv1.NetworkPolicyEgressRule{{}}}, // everything, everywhere
+	}))
+	evil, err := pod.Template(cfg) // the CA is public: it is in every sandbox pod's env
+	require.NoError(t, err)
+	evil.SetName("tenant-template")
+	unstructured.RemoveNestedField(evil.Object, "spec", "podTemplate", "spec", "runtimeClassName")
+	require.NoError(t, unstructured.SetNestedStringMap(evil.Object, map[string]string{"tenant": "mine"}, "spec", "podTemplate", "metadata", "labels"))
+	require.NoError(t, c.Create(ctx, evil))
+	evilPool := pod.WarmPool(cfg, "tenant-template")
+	require.NoError(t, c.Create(ctx, evilPool))
+	planted := pod.Claim(cfg, "tenant-template", "S-2") // same name and session label as Paddock's
+	require.NoError(t, c.Create(ctx, planted))
+
+	volumes, err := os.MkdirTemp("", "paddock-volumes-")
+	require.NoError(t, err)
+	defer os.RemoveAll(volumes)
+	require.NoError(t, os.Chmod(volumes, 0o711))
+	bin, err := os.MkdirTemp("", "paddock-bin-")
+	require.NoError(t, err)
+	defer os.RemoveAll(bin)
+	require.NoError(t, os.Chmod(bin, 0o755))
+	cluster := &podtest.Cluster{Client: c, Namespace: ns, Volumes: volumes, Paddock: paddockAs(t, bin), UID: 65532}
+	go cluster.Run(ctx)
+
+	boxes := &pod.Sandboxes{Client: c, Config: cfg, Cert: pki.ClientTLS().Certificates[0], Owner: -1, Limit: 1 << 30, Ready: time.Minute}
+	_, err = boxes.Install(ctx)
+	require.ErrorIs(t, err, pod.ErrForeign, "nothing is installed over the tenant's policy")
+	require.ErrorContains(t, err, "NetworkPolicy paddock-sandboxes/paddock-sandboxes is not the one Paddock makes")
+	require.NoError(t, c.Delete(ctx, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "paddock-sandboxes", Namespace: ns}}))
+	_, err = boxes.Install(ctx)
+	require.NoError(t, err)
+	var np networkingv1.NetworkPolicy
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "paddock-sandboxes"}, &np))
+	require.Empty(t, np.Spec.Egress, "Paddock's policy is in force")
+
+	host := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(host, ".git"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(host, "secret.txt"), []byte("the user's code\n"), 0o644))
+	var out bytes.Buffer
+	_, err = boxes.Run(ctx, sandbox.Command{Place: sandbox.Place{Session: "S-2", Workdir: host}, ID: "x", Script: "cat secret.txt", Stdout: &out, Stderr: &out, Timeout: time.Minute})
+	require.ErrorIs(t, err, pod.ErrForeign)
+	require.ErrorContains(t, err, "SandboxClaim paddock-sandboxes/"+pod.ClaimName("S-2")+" is not the one Paddock makes")
+	require.Empty(t, out.String())
+	require.NotContains(t, cluster.Logs(), "copy received", "the copy went to no sandbox of theirs")
+	claim := &unstructured.Unstructured{}
+	claim.SetGroupVersionKind(pod.ClaimKind)
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod.ClaimName("S-2")}, claim))
+	require.Empty(t, claim.GetAnnotations()[pod.PinAnnotation], "no executor of theirs was pinned")
+}
