@@ -43,12 +43,12 @@ type Cluster struct {
 	// UID, when set, runs the pods as this user instead of the pod's:
 	// tests running at once need users of their own, since an executor
 	// kills every other process of its user after each command.
-	UID int
-	mu      sync.Mutex
-	procs   map[string]*exec.Cmd
-	logs    map[string]*buffer
-	ips     map[string]string
-	starts  map[string]int
+	UID    int
+	mu     sync.Mutex
+	procs  map[string]*exec.Cmd
+	logs   map[string]*buffer
+	ips    map[string]string
+	starts map[string]int
 }
 
 // Starts counts a Sandbox's pod starts.
