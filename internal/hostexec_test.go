@@ -19,12 +19,15 @@ var starters = map[string]bool{"sandbox": true, "workspace": true, "volume": tru
 // inSandbox are files whose code runs only inside a sandbox: the egress
 // forwarder starts the sandboxed command as its child (the paddock binary
 // started as paddock-egress-forward by bwrap, see egress.Reexec).
-var inSandbox = map[string]bool{"egress/forwarder.go": true}
+// So is the executor's server, which runs in a sandbox pod (paddock kube
+// executor) and starts the session's commands there.
+var inSandbox = map[string]bool{"egress/forwarder.go": true, "executor/server.go": true}
 
 // testOnly are packages only tests import (the PostgreSQL test cluster
-// starts initdb and pg_ctl); TestOnlyStartersStartPrograms checks that no
-// production file imports them.
-var testOnly = map[string]bool{"pgtest": true}
+// starts initdb and pg_ctl; podtest runs the simulated pods' executors);
+// TestOnlyStartersStartPrograms checks that no production file imports
+// them.
+var testOnly = map[string]bool{"pgtest": true, "podtest": true}
 
 // TestOnlyStartersStartPrograms fails when production code outside those
 // packages calls os/exec (or os.StartProcess, syscall.Exec).
