@@ -21,7 +21,7 @@ import (
 )
 
 // authority makes a certificate authority and a worker certificate of it.
-func authority(t *testing.T) (*x509.CertPool, tls.Certificate) {
+func authority(t testing.TB) (*x509.CertPool, tls.Certificate) {
 	t.Helper()
 	caPEM, keyPEM, err := temporalserver.NewAuthority()
 	require.NoError(t, err)
@@ -33,7 +33,7 @@ func authority(t *testing.T) (*x509.CertPool, tls.Certificate) {
 }
 
 // serve starts an executor on a loopback port; it returns its address.
-func serve(t *testing.T, clients *x509.CertPool, dir string) string {
+func serve(t testing.TB, clients *x509.CertPool, dir string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
