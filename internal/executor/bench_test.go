@@ -73,4 +73,3 @@ func BenchmarkTransfer(b *testing.B) {
 		}
 	})
 }
-
