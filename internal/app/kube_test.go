@@ -334,15 +334,10 @@ func TestKubernetesSandboxes(t *testing.T) {
 	require.NoError(t, err)
 	kc, err := ctrlclient.New(u.Config(), ctrlclient.Options{Scheme: scheme.Scheme})
 	require.NoError(t, err)
-	volumes, err := os.MkdirTemp("", "paddock-volumes-")
-	require.NoError(t, err)
-	defer os.RemoveAll(volumes)
-	require.NoError(t, os.Chmod(volumes, 0o711))
-	cluster := &podtest.Cluster{Client: kc, Namespace: ns, Volumes: volumes, Paddock: paddockBinary(t), UID: 65533} // not the pod package's tests' user
-	go cluster.Run(ctx)
+	cluster := podtest.Start(t, kc, ns, 65533) // not the pod package's tests' user
+	volumes := cluster.Volumes
 	defer func() {
 		if t.Failed() {
-			t.Log(cluster.Logs())
 			for _, kind := range []string{"sessions.paddock.dev -n team-a", "sandboxclaims -n " + ns, "sandboxes -n " + ns} {
 				out, _ := k.kubectl(k.admin, "", append([]string{"get", "-o", "yaml"}, strings.Fields(kind)...)...)
 				t.Log(out)
@@ -444,24 +439,4 @@ spec:
 		err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod.ClaimName(id)}, claim)
 		return apierrors.IsNotFound(err) && !cluster.Running(name), nil
 	})
-}
-
-// paddockBinary copies this test binary where the pods' user can run
-// it, and runs it from there as `paddock`.
-func paddockBinary(t *testing.T) func(args ...string) *exec.Cmd {
-	self, err := os.Executable()
-	require.NoError(t, err)
-	b, err := os.ReadFile(self)
-	require.NoError(t, err)
-	dir, err := os.MkdirTemp("", "paddock-bin-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	require.NoError(t, os.Chmod(dir, 0o755))
-	bin := filepath.Join(dir, "paddock")
-	require.NoError(t, os.WriteFile(bin, b, 0o755))
-	return func(args ...string) *exec.Cmd {
-		cmd := exec.Command(bin, args...)
-		cmd.Env = []string{"PADDOCK_TEST_CHILD=cli", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-		return cmd
-	}
 }

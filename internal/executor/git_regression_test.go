@@ -24,6 +24,34 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// pushedClone makes a repository of files (its first commit the base), a
+// working copy cloned from it, and an executor holding that copy.
+func pushedClone(t *testing.T, files map[string]string) (origin, host, base string, c *Client, root *os.Root) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	ctx := context.Background()
+	origin = t.TempDir()
+	gitIn(t, origin, "init", "-q", "-b", "main")
+	for name, body := range files {
+		write(t, origin, name, body)
+	}
+	gitIn(t, origin, "add", ".")
+	gitIn(t, origin, "commit", "-qm", "base")
+	host = filepath.Join(t.TempDir(), "copy")
+	require.NoError(t, workspace.Clone(ctx, origin, host))
+	base, err := workspace.Head(ctx, host)
+	require.NoError(t, err)
+	pool, cert := authority(t)
+	c = Dial(serve(t, pool, t.TempDir()), cert, "")
+	t.Cleanup(c.Close)
+	root = openRoot(t, host)
+	_, err = c.Push(ctx, root)
+	require.NoError(t, err)
+	return origin, host, base, c, root
+}
+
 // TestForgedObjectsStayInThePod (from an attack review): a command in the
 // pod overwrites an existing object file under its old name (git does not
 // verify the hash of subtrees it reads), deleting a file and hiding the
@@ -31,30 +59,8 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 // diff (what the user reviews) shows the deletion, and what
 // AcceptToBranch delivers is exactly what was reviewed.
 func TestForgedObjectsStayInThePod(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
 	ctx := context.Background()
-	origin := t.TempDir()
-	gitIn(t, origin, "init", "-q", "-b", "main")
-	write(t, origin, "auth/check.go", "package auth // the security check\n")
-	write(t, origin, "auth/other.go", "package auth\n")
-	write(t, origin, "README", "readme\n")
-	gitIn(t, origin, "add", ".")
-	gitIn(t, origin, "commit", "-qm", "base")
-
-	host := filepath.Join(t.TempDir(), "copy")
-	require.NoError(t, workspace.Clone(ctx, origin, host))
-	base, err := workspace.Head(ctx, host)
-	require.NoError(t, err)
-
-	pool, cert := authority(t)
-	pod := t.TempDir()
-	c := Dial(serve(t, pool, pod), cert, "")
-	defer c.Close()
-	root := openRoot(t, host)
-	_, err = c.Push(ctx, root)
-	require.NoError(t, err)
+	origin, host, base, c, root := pushedClone(t, map[string]string{"auth/check.go": "package auth // the security check\n", "auth/other.go": "package auth\n", "README": "readme\n"})
 
 	// The command: unpack the clone's pack into loose objects, overwrite
 	// the base's auth/ subtree object with a tree lacking check.go, delete
@@ -97,26 +103,8 @@ echo 'readme, typo fixed' > README`
 // skip-worktree on a tracked file it changed; the index does not come
 // back, so the host's Discard (reject) still puts the file back.
 func TestHostileIndexStaysInThePod(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
 	ctx := context.Background()
-	origin := t.TempDir()
-	gitIn(t, origin, "init", "-q", "-b", "main")
-	write(t, origin, "main.go", "package main // good\n")
-	gitIn(t, origin, "add", ".")
-	gitIn(t, origin, "commit", "-qm", "base")
-	host := filepath.Join(t.TempDir(), "copy")
-	require.NoError(t, workspace.Clone(ctx, origin, host))
-	base, err := workspace.Head(ctx, host)
-	require.NoError(t, err)
-
-	pool, cert := authority(t)
-	c := Dial(serve(t, pool, t.TempDir()), cert, "")
-	defer c.Close()
-	root := openRoot(t, host)
-	_, err = c.Push(ctx, root)
-	require.NoError(t, err)
+	_, host, base, c, root := pushedClone(t, map[string]string{"main.go": "package main // good\n"})
 	var out strings.Builder
 	res, err := c.Run(ctx, sandbox.Command{ID: "idx/1", Timeout: time.Minute, Stdout: &out, Stderr: &out,
 		Script: `GIT_DIR=$PWD/.git GIT_WORK_TREE=$PWD git update-index --skip-worktree main.go && echo 'package main // evil' > main.go`})

@@ -137,7 +137,9 @@ func fail(w http.ResponseWriter, code int, err error) {
 	http.Error(w, err.Error(), code)
 }
 
-func (s *Server) manifest(w http.ResponseWriter, r *http.Request) {
+// withRoot serves one request holding the executor (one transfer or
+// command at a time) with its copy open.
+func (s *Server) withRoot(w http.ResponseWriter, serve func(root *os.Root)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	root, err := s.root()
@@ -146,36 +148,34 @@ func (s *Server) manifest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer root.Close()
-	m, err := Scan(root)
-	if err != nil {
-		fail(w, http.StatusInternalServerError, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(m)
+	serve(root)
+}
+
+func (s *Server) manifest(w http.ResponseWriter, r *http.Request) {
+	s.withRoot(w, func(root *os.Root) {
+		m, err := Scan(root)
+		if err != nil {
+			fail(w, http.StatusInternalServerError, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(m)
+	})
 }
 
 func (s *Server) put(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	root, err := s.root()
-	if err != nil {
-		fail(w, http.StatusInternalServerError, err)
-		return
-	}
-	defer root.Close()
-	t, err := Unpack(r.Body, Into{Root: root, UID: -1})
-	if err != nil {
-		fail(w, http.StatusBadRequest, err)
-		return
-	}
-	s.Logger.Info("copy received", "written", t.Written, "removed", t.Removed, "bytes", t.Bytes)
-	_ = json.NewEncoder(w).Encode(t)
+	s.withRoot(w, func(root *os.Root) {
+		t, err := Unpack(r.Body, Into{Root: root, UID: -1})
+		if err != nil {
+			fail(w, http.StatusBadRequest, err)
+			return
+		}
+		s.Logger.Info("copy received", "written", t.Written, "removed", t.Removed, "bytes", t.Bytes)
+		_ = json.NewEncoder(w).Encode(t)
+	})
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var paths []string
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxManifest)).Decode(&paths); err != nil {
 		fail(w, http.StatusBadRequest, fmt.Errorf("the paths to send: %w", err))
@@ -187,16 +187,12 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	root, err := s.root()
-	if err != nil {
-		fail(w, http.StatusInternalServerError, err)
-		return
-	}
-	defer root.Close()
-	w.Header().Set("Content-Type", "application/x-tar")
-	if err := Pack(w, root, Changes{Copy: paths}); err != nil {
-		s.Logger.Warn("sending files", "err", err)
-	}
+	s.withRoot(w, func(root *os.Root) {
+		w.Header().Set("Content-Type", "application/x-tar")
+		if err := Pack(w, root, Changes{Copy: paths}); err != nil {
+			s.Logger.Warn("sending files", "err", err)
+		}
+	})
 }
 
 // run starts the command of an ID never started before (a second request

@@ -9,19 +9,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/paddock-dev/paddock/internal/pod"
 	"github.com/paddock-dev/paddock/internal/pod/podtest"
 	"github.com/paddock-dev/paddock/internal/sandbox"
-	"github.com/paddock-dev/paddock/internal/temporalserver"
 )
 
 // TestForeignObjectsRefused (from an attack review): another tenant with
@@ -32,22 +27,10 @@ import (
 // both: it installs nothing over the policy, and sends the session's copy
 // to no sandbox of theirs.
 func TestForeignObjectsRefused(t *testing.T) {
-	assets := podtest.Assets(t)
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{"testdata/agent-sandbox"}, ErrorIfCRDPathMissing: true}
-	rc, err := env.Start()
-	require.NoError(t, err)
-	defer func() { _ = env.Stop() }()
-	c, err := client.New(rc, client.Options{Scheme: scheme.Scheme})
-	require.NoError(t, err)
+	const ns = "paddock-sandboxes"
+	c, caPEM, cert := apiServer(t, ns)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	const ns = "paddock-sandboxes"
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-
-	caPEM, caKey, err := temporalserver.NewAuthority()
-	require.NoError(t, err)
-	pki, err := temporalserver.Issue(caPEM, caKey, "127.0.0.1")
-	require.NoError(t, err)
 	cfg := pod.Config{Namespace: ns, Image: "registry.example/paddock:test", RuntimeClass: "gvisor", WarmPool: 0,
 		Idle: 10 * time.Minute, CA: caPEM, WorkersNamespace: "paddock"}
 
@@ -68,18 +51,9 @@ func TestForeignObjectsRefused(t *testing.T) {
 	planted := pod.Claim(cfg, "tenant-template", "S-2") // same name and session label as Paddock's
 	require.NoError(t, c.Create(ctx, planted))
 
-	volumes, err := os.MkdirTemp("", "paddock-volumes-")
-	require.NoError(t, err)
-	defer os.RemoveAll(volumes)
-	require.NoError(t, os.Chmod(volumes, 0o711))
-	bin, err := os.MkdirTemp("", "paddock-bin-")
-	require.NoError(t, err)
-	defer os.RemoveAll(bin)
-	require.NoError(t, os.Chmod(bin, 0o755))
-	cluster := &podtest.Cluster{Client: c, Namespace: ns, Volumes: volumes, Paddock: paddockAs(t, bin), UID: 65532}
-	go cluster.Run(ctx)
+	cluster := podtest.Start(t, c, ns, 65532)
 
-	boxes := &pod.Sandboxes{Client: c, Config: cfg, Cert: pki.ClientTLS().Certificates[0], Owner: -1, Limit: 1 << 30, Ready: time.Minute}
+	boxes := &pod.Sandboxes{Client: c, Config: cfg, Cert: cert, Owner: -1, Limit: 1 << 30, Ready: time.Minute}
 	_, err = boxes.Install(ctx)
 	require.ErrorIs(t, err, pod.ErrForeign, "nothing is installed over the tenant's policy")
 	require.ErrorContains(t, err, "NetworkPolicy paddock-sandboxes/paddock-sandboxes is not the one Paddock makes")

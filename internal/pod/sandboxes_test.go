@@ -3,8 +3,8 @@ package pod_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -38,20 +38,23 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// paddockAs copies this binary where the pods' user can run it, and
-// runs it as `paddock` from there.
-func paddockAs(t *testing.T, dir string) func(args ...string) *exec.Cmd {
-	self, err := os.Executable()
+// apiServer starts a real kube-apiserver with agent-sandbox's CRDs and
+// the namespace ns, and an executors' authority: its client, the
+// authority's certificate, and a worker certificate of it.
+func apiServer(t *testing.T, ns string) (client.Client, []byte, tls.Certificate) {
+	t.Helper()
+	env := &envtest.Environment{BinaryAssetsDirectory: podtest.Assets(t), CRDDirectoryPaths: []string{"testdata/agent-sandbox"}, ErrorIfCRDPathMissing: true}
+	rc, err := env.Start()
 	require.NoError(t, err)
-	b, err := os.ReadFile(self)
+	t.Cleanup(func() { _ = env.Stop() })
+	c, err := client.New(rc, client.Options{Scheme: scheme.Scheme})
 	require.NoError(t, err)
-	bin := filepath.Join(dir, "paddock")
-	require.NoError(t, os.WriteFile(bin, b, 0o755))
-	return func(args ...string) *exec.Cmd {
-		cmd := exec.Command(bin, args...)
-		cmd.Env = []string{"PADDOCK_TEST_CHILD=cli", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-		return cmd
-	}
+	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	caPEM, caKey, err := temporalserver.NewAuthority()
+	require.NoError(t, err)
+	pki, err := temporalserver.Issue(caPEM, caKey, "127.0.0.1")
+	require.NoError(t, err)
+	return c, caPEM, pki.ClientTLS().Certificates[0]
 }
 
 // clock is a settable clock.
@@ -88,50 +91,23 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // copy intact on the volume (nothing sent again), a run is never started
 // twice, and the session's end deletes the claim and the Sandbox.
 func TestSandboxesOnKubernetes(t *testing.T) {
-	assets := podtest.Assets(t)
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{"testdata/agent-sandbox"}, ErrorIfCRDPathMissing: true}
-	rc, err := env.Start()
-	require.NoError(t, err)
-	defer func() { _ = env.Stop() }()
-	c, err := client.New(rc, client.Options{Scheme: scheme.Scheme})
-	require.NoError(t, err)
+	const ns = "paddock-sandboxes"
+	c, caPEM, cert := apiServer(t, ns)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-
-	const ns = "paddock-sandboxes"
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	for name, handler := range map[string]string{"kata-qemu": "kata-qemu", "gvisor": "runsc", "default-runc": "runc"} {
 		require.NoError(t, c.Create(ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Handler: handler}))
 	}
 	runtimeClass, err := pod.RuntimeClass(ctx, c)
 	require.NoError(t, err)
 	require.Equal(t, "gvisor", runtimeClass, "gVisor before Kata, either before the default runtime")
-
-	caPEM, caKey, err := temporalserver.NewAuthority()
-	require.NoError(t, err)
-	pki, err := temporalserver.Issue(caPEM, caKey, "127.0.0.1")
-	require.NoError(t, err)
-
-	volumes, err := os.MkdirTemp("", "paddock-volumes-")
-	require.NoError(t, err)
-	defer os.RemoveAll(volumes)
-	require.NoError(t, os.Chmod(volumes, 0o711))
-	bin, err := os.MkdirTemp("", "paddock-bin-")
-	require.NoError(t, err)
-	defer os.RemoveAll(bin)
-	require.NoError(t, os.Chmod(bin, 0o755))
-	cluster := &podtest.Cluster{Client: c, Namespace: ns, Volumes: volumes, Paddock: paddockAs(t, bin), UID: 65532}
-	go cluster.Run(ctx)
-	defer func() {
-		if t.Failed() {
-			t.Log(cluster.Logs())
-		}
-	}()
+	cluster := podtest.Start(t, c, ns, 65532)
+	volumes := cluster.Volumes
 
 	now := &clock{t: time.Now()}
 	cfg := pod.Config{Namespace: ns, Image: "registry.example/paddock:test", RuntimeClass: runtimeClass, WarmPool: 2,
 		Idle: 10 * time.Minute, CA: caPEM, WorkersNamespace: "paddock"}
-	boxes := &pod.Sandboxes{Client: c, Config: cfg, Cert: pki.ClientTLS().Certificates[0], Owner: -1, Limit: 1 << 30, Now: now.Now, Ready: time.Minute}
+	boxes := &pod.Sandboxes{Client: c, Config: cfg, Cert: cert, Owner: -1, Limit: 1 << 30, Now: now.Now, Ready: time.Minute}
 
 	host := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(host, ".git"), 0o755))

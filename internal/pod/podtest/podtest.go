@@ -347,3 +347,62 @@ func (c *Cluster) Logs() string {
 	}
 	return b.String()
 }
+
+// Paddock copies the running test binary where any user can run it, and
+// returns how to run it as `paddock ARGS` (its TestMain runs the CLI when
+// PADDOCK_TEST_CHILD=cli).
+func Paddock(t testing.TB) func(args ...string) *exec.Cmd {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "paddock-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "paddock")
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return func(args ...string) *exec.Cmd {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = []string{"PADDOCK_TEST_CHILD=cli", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+		return cmd
+	}
+}
+
+// Start runs a Cluster in namespace ns (its volumes in a directory of
+// their own, its pods as uid) until the test ends, printing the pods' logs
+// when it failed.
+func Start(t testing.TB, c client.Client, ns string, uid int) *Cluster {
+	t.Helper()
+	volumes, err := os.MkdirTemp("", "paddock-volumes-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(volumes, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	cluster := &Cluster{Client: c, Namespace: ns, Volumes: volumes, Paddock: Paddock(t), UID: uid}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); cluster.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		if t.Failed() {
+			t.Log(cluster.Logs())
+		}
+		os.RemoveAll(volumes)
+	})
+	return cluster
+}
