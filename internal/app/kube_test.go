@@ -250,6 +250,25 @@ spec:
 		return out == id, err
 	})
 
+	// A Session whose finalizer someone removed by hand goes at once; its
+	// session does not run on without it: the sweeper stops it.
+	out, err = kubectl(admin, "apiVersion: paddock.dev/v1alpha1\nkind: Session\nmetadata: {name: orphan, namespace: team-a}\nspec: {agent: fixer, message: hello}\n", "apply", "-f", "-")
+	require.NoError(t, err, out)
+	var orphan string
+	waitFor(t, "the orphan-to-be started", func() (bool, error) {
+		out, err := kubectl(admin, "", "get", "session", "orphan", "-n", "team-a", "-o", "jsonpath={.status.sessionID}")
+		orphan = out
+		return out != "", err
+	})
+	out, err = kubectl(admin, "", "patch", "session", "orphan", "-n", "team-a", "--type=json", "-p", `[{"op":"remove","path":"/metadata/finalizers"}]`)
+	require.NoError(t, err, out)
+	out, err = kubectl(admin, "", "delete", "session", "orphan", "-n", "team-a", "--wait=true", "--timeout=60s")
+	require.NoError(t, err, out)
+	waitFor(t, "the orphaned session stopped by the sweeper", func() (bool, error) {
+		x, err := a.Service.Store.GetSession(ctx, orphan)
+		return x.Status == session.StatusStopped, err
+	})
+
 	// Deleting the resource stops the session; it goes once sealed.
 	out, err = kubectl(admin, "", "delete", "session", "first", "-n", "team-a", "--wait=true", "--timeout=120s")
 	require.NoError(t, err, out)

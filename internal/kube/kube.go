@@ -71,6 +71,9 @@ type Options struct {
 	// Admin is the Paddock user the controller acts as when nobody asks
 	// (stopping the session of a deleted Session).
 	Admin string
+	// Sweep is how often sessions whose Session resource is gone are
+	// looked for and stopped (default a minute).
+	Sweep time.Duration
 	// UserPrefix is what Kubernetes user names carry before the Paddock
 	// user's name (the cluster's OIDC prefix, say "oidc:").
 	UserPrefix string
@@ -85,6 +88,9 @@ type Options struct {
 func Start(ctx context.Context, cfg *rest.Config, svc *engine.Service, o Options) error {
 	if o.Resync == 0 {
 		o.Resync = 2 * time.Second
+	}
+	if o.Sweep == 0 {
+		o.Sweep = time.Minute
 	}
 	log.SetLogger(logr.FromSlogHandler(o.Logger.Handler()))
 	mgr, err := newManager(cfg, svc, o)
@@ -153,6 +159,9 @@ func newManager(cfg *rest.Config, svc *engine.Service, o Options) (ctrl.Manager,
 	}
 	sessions := &sessionReconciler{c: mgr.GetClient(), svc: svc, users: users, admin: o.Admin, resync: o.Resync}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("session").For(object(SessionKind)).Complete(sessions); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(&sweeper{c: mgr.GetClient(), svc: svc, admin: o.Admin, every: o.Sweep, logger: o.Logger}); err != nil {
 		return nil, err
 	}
 	return mgr, nil

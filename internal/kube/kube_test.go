@@ -22,3 +22,22 @@ func TestDeployedCRDsAreTheControllers(t *testing.T) {
 		require.NotNil(t, c.Spec.Versions[0].Subresources.Status, "%s has a status subresource", c.Name)
 	}
 }
+
+func TestSessionVia(t *testing.T) {
+	for via, want := range map[string]string{
+		"kubernetes:Session/team-a/first": "team-a/first",
+		"kubernetes:Agent/team-a/first":   "",
+		"kubernetes:Session/team-a":       "",
+		"kubernetes:Session//first":       "",
+		"kubernetes:Session/a/b/c":        "",
+		"token:abc":                       "",
+	} {
+		key, ok := sessionVia(via)
+		if want == "" {
+			require.False(t, ok, via)
+			continue
+		}
+		require.True(t, ok, via)
+		require.Equal(t, want, key.String())
+	}
+}
