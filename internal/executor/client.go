@@ -31,6 +31,7 @@ var ErrKeyChanged = errors.New("the executor's key is not the one pinned at firs
 type Client struct {
 	addr string
 	http *http.Client
+	host Scanner // of the host's copy
 
 	mu  sync.Mutex
 	pin string
@@ -137,7 +138,7 @@ func (c *Client) Push(ctx context.Context, root *os.Root) (Totals, error) {
 	if err != nil {
 		return Totals{}, err
 	}
-	want, err := Scan(root)
+	want, err := c.host.Scan(root)
 	if err != nil {
 		return Totals{}, err
 	}
@@ -166,7 +167,7 @@ func (c *Client) Pull(ctx context.Context, into Into) (Totals, error) {
 	if err != nil {
 		return Totals{}, err
 	}
-	have, err := Scan(into.Root)
+	have, err := c.host.Scan(into.Root)
 	if err != nil {
 		return Totals{}, err
 	}

@@ -237,3 +237,24 @@ func TestReturnable(t *testing.T) {
 		require.Equal(t, want, Returnable(p), p)
 	}
 }
+
+// TestScannerSeesEveryChange: a file rewritten with the same size and its
+// modification time put back is hashed again (its change time moved).
+func TestScannerSeesEveryChange(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.go", "package a\n")
+	root := openRoot(t, dir)
+	var s Scanner
+	first, err := s.Scan(root)
+	require.NoError(t, err)
+	info, err := os.Stat(filepath.Join(dir, "a.go"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.go"), []byte("package b\n"), 0o644))
+	require.NoError(t, os.Chtimes(filepath.Join(dir, "a.go"), info.ModTime(), info.ModTime()))
+	second, err := s.Scan(root)
+	require.NoError(t, err)
+	require.NotEqual(t, first["a.go"].Hash, second["a.go"].Hash)
+	third, err := s.Scan(root)
+	require.NoError(t, err)
+	require.Equal(t, second, third)
+}

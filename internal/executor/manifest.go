@@ -10,6 +10,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -43,10 +44,28 @@ type Entry struct {
 // their entries.
 type Manifest map[string]Entry
 
+// Scanner lists trees. It hashes a file again only when the file is not
+// the one it hashed last at that path: another inode, size, modification
+// or change time (the change time moves with every write, and no user
+// sets it).
+type Scanner struct {
+	mu   sync.Mutex
+	seen map[string]stamped
+}
+
+type stamped struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime syscall.Timespec
+	entry        Entry
+}
+
 // Scan lists the tree under root without following a symbolic link: a
 // link is listed as a link, whatever it points at.
-func Scan(root *os.Root) (Manifest, error) {
-	m := Manifest{}
+func (s *Scanner) Scan(root *os.Root) (Manifest, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, seen := Manifest{}, map[string]stamped{}
 	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -70,14 +89,27 @@ func Scan(root *os.Root) (Manifest, error) {
 			}
 			m[p] = Entry{Kind: KindSymlink, Link: target}
 		case t.IsRegular():
-			e, err := hashFile(root, p)
+			info, err := root.Lstat(p)
 			if err != nil {
 				return err
 			}
-			m[p] = e
+			st, ok := info.Sys().(*syscall.Stat_t)
+			if !ok || !info.Mode().IsRegular() {
+				return fmt.Errorf("%s changed while it was read", p)
+			}
+			now := stamped{dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
+			if old, ok := s.seen[p]; ok && old.dev == now.dev && old.ino == now.ino && old.size == now.size && old.mtime == now.mtime && old.ctime == now.ctime {
+				now.entry = old.entry
+			} else if now.entry, err = hashFile(root, p); err != nil {
+				return err
+			}
+			m[p], seen[p] = now.entry, now
 		}
 		return nil
 	})
+	if err == nil {
+		s.seen = seen
+	}
 	return m, err
 }
 

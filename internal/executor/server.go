@@ -87,7 +87,8 @@ type Server struct {
 	Alone  bool
 	Logger *slog.Logger
 
-	mu sync.Mutex // one transfer or command at a time
+	mu   sync.Mutex // one transfer or command at a time
+	copy Scanner
 }
 
 // Serve answers the worker on ln until ctx ends.
@@ -153,7 +154,7 @@ func (s *Server) withRoot(w http.ResponseWriter, serve func(root *os.Root)) {
 
 func (s *Server) manifest(w http.ResponseWriter, r *http.Request) {
 	s.withRoot(w, func(root *os.Root) {
-		m, err := Scan(root)
+		m, err := s.copy.Scan(root)
 		if err != nil {
 			fail(w, http.StatusInternalServerError, err)
 			return
