@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -44,6 +45,7 @@ type kubeEnv struct {
 func startKube(t *testing.T) *kubeEnv {
 	t.Helper()
 	k := &kubeEnv{assets: podtest.Assets(t)}
+	start := time.Now()
 	crds, err := kube.CRDs()
 	require.NoError(t, err)
 	k.env = &envtest.Environment{BinaryAssetsDirectory: k.assets, CRDs: crds, CRDDirectoryPaths: []string{"../pod/testdata/agent-sandbox"}, ErrorIfCRDPathMissing: true}
@@ -57,12 +59,16 @@ func startKube(t *testing.T) *kubeEnv {
 	require.NoError(t, err, out)
 	require.Contains(t, out, "deployment.apps/paddock created")
 	require.Contains(t, out, "poddisruptionbudget.policy/paddock created")
-	// The admission policies take effect a moment after they are made.
+	// The CRDs are served, and the admission policies take effect, a
+	// moment after they are made.
 	waitFor(t, "the requester stamped", func() (bool, error) {
 		out, err := k.kubectl(k.admin, "apiVersion: paddock.dev/v1alpha1\nkind: Session\nmetadata: {name: probe, namespace: paddock}\nspec: {agent: none}\n",
 			"create", "--dry-run=server", "-f", "-", "-o", `jsonpath={.metadata.annotations.paddock\.dev/requester}`)
-		if err != nil && strings.Contains(out, "must be the requesting user") {
-			return false, nil // the validating policy is in effect before the mutating one
+		if err != nil && time.Since(start) < 2*time.Minute {
+			return false, nil // not yet served, or refused by the validating policy before the mutating one is in effect
+		}
+		if err != nil {
+			err = fmt.Errorf("%w: %s", err, out)
 		}
 		return out == "platform", err
 	})
