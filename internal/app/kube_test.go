@@ -420,18 +420,20 @@ spec:
 		}
 		return false, err
 	})
-	outputs := func() string {
+	// results are the commands' results (or errors), in order.
+	results := func() []string {
 		evs, err := pc.Events(ctx, id, 0)
 		require.NoError(t, err)
-		var b strings.Builder
+		var out []string
 		for _, e := range evs {
-			if e.Kind == session.EventToolCall {
-				b.Write(e.Data)
+			var d session.ToolCallData
+			if e.Kind == session.EventToolCall && json.Unmarshal(e.Data, &d) == nil && (d.Result != "" || d.Error != "") {
+				out = append(out, d.Result+d.Error)
 			}
 		}
-		return b.String()
+		return out
 	}
-	require.Contains(t, outputs(), `65533`, "the command ran in the pod, as its user")
+	require.Equal(t, []string{"65533\n"}, results(), "the command ran in the pod, as its user")
 	x, err := a.Service.Store.GetSession(ctx, id)
 	require.NoError(t, err)
 	made, err := os.ReadFile(filepath.Join(x.Workdir, "made.txt"))
@@ -452,7 +454,7 @@ spec:
 		out, err := k.kubectl(k.admin, "", "get", "session", "build", "-n", "team-a", "-o", "jsonpath={.status.status}/{.status.budget.turns}")
 		return out == "awaiting/2", err
 	})
-	require.Contains(t, outputs(), "made in the pod", "the resumed pod read the file the first command made")
+	require.Equal(t, []string{"65533\n", "made in the pod\n"}, results(), "the resumed pod read the file the first command made")
 	require.Equal(t, 2, cluster.Starts(name), "the next message resumed the pod")
 	waitFor(t, "the pod's log of both commands", func() (bool, error) { // it arrives through a pipe
 		return strings.Count(cluster.Log(name), `msg="command ran"`) == 2, nil

@@ -207,60 +207,91 @@ func (s *Sandboxes) executor(ctx context.Context, sessionID string, timeout time
 		}
 	}
 	// Busy for the command's time limit and the idle time after it.
-	if err := s.operate(ctx, name, "Running", s.now().Add(timeout+s.Config.defaults().Idle)); err != nil {
+	was, err := s.operate(ctx, name, "Running", s.now().Add(timeout+s.Config.defaults().Idle))
+	if err != nil {
 		return nil, err
 	}
 	tmpl, err := Template(s.Config)
 	if err != nil {
 		return nil, err
 	}
-	var ip string
-	for ip == "" {
+	pin := claim.GetAnnotations()[PinAnnotation]
+	for {
+		ip, err := s.readyIP(ctx, name, tmpl, deadline)
+		if err != nil {
+			return nil, err
+		}
+		ex := s.client(sessionID, net.JoinHostPort(ip, strconv.Itoa(s.Config.defaults().Port)), pin)
+		if pin != "" && was != "Suspended" {
+			return ex, nil
+		}
+		// A pod just made or resumed: the status read may still be the
+		// last pod's, so the executor is asked until it answers, the
+		// Sandbox read again each time (no command was sent yet, so
+		// nothing runs twice).
+		_, err = ex.Manifest(ctx)
+		var refused *executor.StatusError
+		switch {
+		case errors.Is(err, executor.ErrKeyChanged) || errors.As(err, &refused):
+			return nil, err
+		case err != nil:
+			if perr := pause(ctx, deadline, "the executor of Sandbox "+name+" to answer ("+err.Error()+")"); perr != nil {
+				return nil, perr
+			}
+			continue
+		}
+		if pin == "" {
+			// First contact: the key met now is the one this sandbox keeps.
+			if err := s.pin(ctx, claim, ex.Pin()); err != nil {
+				return nil, err
+			}
+		}
+		return ex, nil
+	}
+}
+
+// readyIP waits for Sandbox name to be ready, running Paddock's pod
+// template, and returns its pod's IP.
+func (s *Sandboxes) readyIP(ctx context.Context, name string, tmpl *unstructured.Unstructured, deadline time.Time) (string, error) {
+	for {
 		sb := object(SandboxKind)
 		if err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Config.Namespace, Name: name}, sb); err != nil {
-			return nil, err
+			return "", err
 		}
 		// The pod is the template's: restricted, selected by the network
 		// policy, on the runtime class, and nothing else.
 		if got, _, _ := unstructured.NestedMap(sb.Object, "spec", "podTemplate"); !contains(got, tmpl.Object["spec"].(map[string]any)["podTemplate"]) {
-			return nil, fmt.Errorf("%w: Sandbox %s/%s does not run Paddock's pod template", ErrForeign, s.Config.Namespace, name)
+			return "", fmt.Errorf("%w: Sandbox %s/%s does not run Paddock's pod template", ErrForeign, s.Config.Namespace, name)
 		}
 		if ready(sb) {
-			ips, _, _ := unstructured.NestedStringSlice(sb.Object, "status", "podIPs")
-			if len(ips) > 0 {
-				ip = ips[0]
-				break
+			if ips, _, _ := unstructured.NestedStringSlice(sb.Object, "status", "podIPs"); len(ips) > 0 {
+				return ips[0], nil
 			}
 		}
 		if err := pause(ctx, deadline, "Sandbox "+name+" to be ready"); err != nil {
-			return nil, err
+			return "", err
 		}
 	}
-	addr := net.JoinHostPort(ip, strconv.Itoa(s.Config.defaults().Port))
-	pin := claim.GetAnnotations()[PinAnnotation]
+}
+
+// client is the session's executor client for addr, made again (no
+// connection kept) when the address changed.
+func (s *Sandboxes) client(sessionID, addr, pin string) *executor.Client {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	ex := s.clients[sessionID]
-	if ex == nil || ex.Addr() != addr {
-		if ex != nil {
-			ex.Close()
-		}
-		ex = executor.Dial(addr, s.Cert, pin)
-		if s.clients == nil {
-			s.clients = map[string]*executor.Client{}
-		}
-		s.clients[sessionID] = ex
+	if ex != nil && ex.Addr() == addr {
+		return ex
 	}
-	s.mu.Unlock()
-	if pin == "" {
-		// First contact: the key met now is the one this sandbox keeps.
-		if _, err := ex.Manifest(ctx); err != nil {
-			return nil, err
-		}
-		if err := s.pin(ctx, claim, ex.Pin()); err != nil {
-			return nil, err
-		}
+	if ex != nil {
+		ex.Close()
 	}
-	return ex, nil
+	ex = executor.Dial(addr, s.Cert, pin)
+	if s.clients == nil {
+		s.clients = map[string]*executor.Client{}
+	}
+	s.clients[sessionID] = ex
+	return ex
 }
 
 // claim gets the session's claim, making it the first time.
@@ -313,12 +344,13 @@ func (s *Sandboxes) pin(ctx context.Context, claim *unstructured.Unstructured, p
 // operate sets a Sandbox's operating mode and its idle time, with the
 // Sandbox's resource version, so a suspension decided on an older idle
 // time never lands.
-func (s *Sandboxes) operate(ctx context.Context, name, mode string, idle time.Time) error {
+func (s *Sandboxes) operate(ctx context.Context, name, mode string, idle time.Time) (was string, err error) {
 	for {
 		sb := object(SandboxKind)
 		if err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Config.Namespace, Name: name}, sb); err != nil {
-			return err
+			return "", err
 		}
+		was, _, _ = unstructured.NestedString(sb.Object, "spec", "operatingMode")
 		a := sb.GetAnnotations()
 		if a == nil {
 			a = map[string]string{}
@@ -326,11 +358,11 @@ func (s *Sandboxes) operate(ctx context.Context, name, mode string, idle time.Ti
 		a[IdleAnnotation] = strconv.FormatInt(idle.Unix(), 10)
 		sb.SetAnnotations(a)
 		if err := unstructured.SetNestedField(sb.Object, mode, "spec", "operatingMode"); err != nil {
-			return err
+			return "", err
 		}
 		err := s.Client.Update(ctx, sb)
 		if !apierrors.IsConflict(err) {
-			return err
+			return was, err
 		}
 	}
 }
@@ -342,7 +374,7 @@ func (s *Sandboxes) rest(ctx context.Context, sessionID string) {
 		return
 	}
 	if name, _, _ := unstructured.NestedString(claim.Object, "status", "sandbox", "name"); name != "" {
-		if err := s.operate(ctx, name, "Running", s.now().Add(s.Config.defaults().Idle)); err != nil && s.Logger != nil {
+		if _, err := s.operate(ctx, name, "Running", s.now().Add(s.Config.defaults().Idle)); err != nil && s.Logger != nil {
 			s.Logger.Warn("sandbox idle time", "session", sessionID, "err", err)
 		}
 	}

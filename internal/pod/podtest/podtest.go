@@ -49,6 +49,7 @@ type Cluster struct {
 	logs   map[string]*buffer
 	ips    map[string]string
 	starts map[string]int
+	stale  map[string]bool // suspended, status not yet saying so
 }
 
 // Starts counts a Sandbox's pod starts.
@@ -141,6 +142,9 @@ func list(ctx context.Context, c client.Client, k schema.GroupVersionKind, ns st
 }
 
 func (c *Cluster) step(ctx context.Context) error {
+	if c.stale == nil {
+		c.stale = map[string]bool{}
+	}
 	claims, err := list(ctx, c.Client, pod.ClaimKind, c.Namespace)
 	if err != nil {
 		return err
@@ -186,13 +190,19 @@ func (c *Cluster) step(ctx context.Context) error {
 			if err := c.status(ctx, sb, true); err != nil {
 				return err
 			}
+			delete(c.stale, name)
 		case mode == "Suspended" && running:
+			// The pod goes now; its status says so a step later, as a
+			// real controller's lags: meanwhile it still reads ready.
 			c.mu.Lock()
 			c.kill(name)
 			c.mu.Unlock()
+			c.stale[name] = true
+		case mode == "Suspended" && c.stale[name]:
 			if err := c.status(ctx, sb, false); err != nil {
 				return err
 			}
+			delete(c.stale, name)
 		}
 	}
 	return nil
