@@ -46,6 +46,7 @@ func startKube(t *testing.T) *kubeEnv {
 	t.Helper()
 	k := &kubeEnv{assets: podtest.Assets(t)}
 	start := time.Now()
+	podtest.Quiet()
 	crds, err := kube.CRDs()
 	require.NoError(t, err)
 	k.env = &envtest.Environment{BinaryAssetsDirectory: k.assets, CRDs: crds, CRDDirectoryPaths: []string{"../pod/testdata/agent-sandbox"}, ErrorIfCRDPathMissing: true}

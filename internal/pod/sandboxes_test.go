@@ -43,6 +43,7 @@ func TestMain(m *testing.M) {
 // authority's certificate, and a worker certificate of it.
 func apiServer(t *testing.T, ns string) (client.Client, []byte, tls.Certificate) {
 	t.Helper()
+	podtest.Quiet()
 	env := &envtest.Environment{BinaryAssetsDirectory: podtest.Assets(t), CRDDirectoryPaths: []string{"testdata/agent-sandbox"}, ErrorIfCRDPathMissing: true}
 	rc, err := env.Start()
 	require.NoError(t, err)
