@@ -94,7 +94,7 @@ func (a *App) pods(ctx context.Context, acts *engine.Activities, cfg config.Conf
 		// Tried again at each command; sessions say why until it works.
 		a.logger.Warn("SANDBOX PODS NOT INSTALLED yet (is agent-sandbox installed, and may Paddock create its resources?)", "err", err)
 	} else {
-		a.logger.Info("sandboxes run as pods", "namespace", p.Namespace, "template", tmpl, "runtimeClass", runtimeClass, "warmPool", p.WarmPool, "idle", p.Idle)
+		a.logger.Info("sandboxes run as pods", "namespace", p.Namespace, "template", tmpl.GetName(), "runtimeClass", runtimeClass, "warmPool", p.WarmPool, "idle", p.Idle)
 	}
 	acts.Shell = boxes
 	acts.Copies.Remote = boxes

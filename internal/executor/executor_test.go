@@ -46,6 +46,17 @@ func serve(t testing.TB, clients *x509.CertPool, dir string) string {
 	return ln.Addr().String()
 }
 
+// pod serves an executor on its own directory, whose path it returns
+// with a client of it.
+func pod(t testing.TB) (*Client, string) {
+	t.Helper()
+	pool, cert := authority(t)
+	dir := t.TempDir()
+	c := Dial(serve(t, pool, dir), cert, "")
+	t.Cleanup(c.Close)
+	return c, dir
+}
+
 func write(t *testing.T, dir, rel, content string) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755))
@@ -61,9 +72,7 @@ func openRoot(t *testing.T, dir string) *os.Root {
 }
 
 func TestRoundTrip(t *testing.T) {
-	pool, cert := authority(t)
-	pod := t.TempDir()
-	addr := serve(t, pool, pod)
+	c, dir := pod(t)
 	host := t.TempDir()
 	write(t, host, "main.go", "package main\n")
 	write(t, host, "gone.txt", "remove me\n")
@@ -71,8 +80,6 @@ func TestRoundTrip(t *testing.T) {
 	write(t, host, ".git/HEAD", "ref: refs/heads/main\n")
 	root := openRoot(t, host)
 	ctx := context.Background()
-	c := Dial(addr, cert, "")
-	defer c.Close()
 
 	sent, err := c.Push(ctx, root)
 	require.NoError(t, err)
@@ -110,16 +117,13 @@ echo '[core] fsmonitor = evil' > .git/config; mkdir -p .git/hooks && echo evil >
 	// host's back.
 	_, err = c.Push(ctx, root)
 	require.NoError(t, err)
-	b, err = os.ReadFile(filepath.Join(pod, "work/.git/config"))
+	b, err = os.ReadFile(filepath.Join(dir, "work/.git/config"))
 	require.NoError(t, err)
 	require.Equal(t, "[core]\n", string(b))
 }
 
 func TestEachRunOnce(t *testing.T) {
-	pool, cert := authority(t)
-	pod := t.TempDir()
-	c := Dial(serve(t, pool, pod), cert, "")
-	defer c.Close()
+	c, dir := pod(t)
 	ctx := context.Background()
 	_, err := c.Run(ctx, sandbox.Command{ID: "turn/call", Script: "echo run >> ../count"})
 	require.NoError(t, err)
@@ -128,16 +132,13 @@ func TestEachRunOnce(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, 409, se.Code)
 	require.Contains(t, se.Message, "not started again")
-	b, err := os.ReadFile(filepath.Join(pod, "count"))
+	b, err := os.ReadFile(filepath.Join(dir, "count"))
 	require.NoError(t, err)
 	require.Equal(t, "run\n", string(b))
 }
 
 func TestLimits(t *testing.T) {
-	pool, cert := authority(t)
-	pod := t.TempDir()
-	c := Dial(serve(t, pool, pod), cert, "")
-	defer c.Close()
+	c, _ := pod(t)
 	ctx := context.Background()
 
 	var out bytes.Buffer

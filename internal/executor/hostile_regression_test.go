@@ -99,9 +99,7 @@ func TestStalledPullEnds(t *testing.T) {
 // back; a deeper one is refused by name instead of being walked at a cost
 // growing with the cube of its depth.
 func TestDeepTrees(t *testing.T) {
-	pool, cert := authority(t)
-	c := Dial(serve(t, pool, t.TempDir()), cert, "")
-	defer c.Close()
+	c, _ := pod(t)
 	ctx := context.Background()
 	host := openRoot(t, t.TempDir())
 	res, err := c.Run(ctx, sandbox.Command{Timeout: time.Minute, Script: fmt.Sprintf("for i in $(seq %d); do mkdir a && cd a; done", MaxDepth)})

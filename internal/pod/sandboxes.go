@@ -41,7 +41,7 @@ type Sandboxes struct {
 	Now    func() time.Time
 
 	install   sync.Mutex
-	installed string // the template's name, once installed
+	installed *unstructured.Unstructured // the template, once installed
 
 	mu      sync.Mutex
 	clients map[string]*executor.Client // by session, with the address it dials
@@ -64,37 +64,37 @@ func (s *Sandboxes) now() time.Time {
 // Install puts the template, its warm pool and the network policy in
 // place (idempotent) and checks that what is there is Paddock's: an
 // object of the same name made by someone else (another tenant of the
-// namespace) is refused, never used. It returns the template's name.
-func (s *Sandboxes) Install(ctx context.Context) (string, error) {
+// namespace) is refused, never used. It returns the template.
+func (s *Sandboxes) Install(ctx context.Context) (*unstructured.Unstructured, error) {
 	s.install.Lock()
 	defer s.install.Unlock()
-	if s.installed != "" {
+	if s.installed != nil {
 		return s.installed, nil
 	}
 	tmpl, err := Template(s.Config)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	np, err := toUnstructured(NetworkPolicy(s.Config))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	policy := &unstructured.Unstructured{Object: np}
 	for _, want := range []*unstructured.Unstructured{policy, tmpl, WarmPool(s.Config, tmpl.GetName())} {
 		kind := want.GetObjectKind().GroupVersionKind().Kind
 		if err := s.Client.Create(ctx, want.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
-			return "", fmt.Errorf("install the sandbox %s %s/%s: %w", kind, s.Config.Namespace, want.GetName(), err)
+			return nil, fmt.Errorf("install the sandbox %s %s/%s: %w", kind, s.Config.Namespace, want.GetName(), err)
 		}
 		got := object(want.GroupVersionKind())
 		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(want), got); err != nil {
-			return "", fmt.Errorf("read back the sandbox %s %s/%s: %w", kind, s.Config.Namespace, want.GetName(), err)
+			return nil, fmt.Errorf("read back the sandbox %s %s/%s: %w", kind, s.Config.Namespace, want.GetName(), err)
 		}
 		if !contains(got.Object["spec"], want.Object["spec"]) || got.GetLabels()[managedBy] != "paddock" {
-			return "", fmt.Errorf("%w: the %s %s/%s is not the one Paddock makes (the namespace must be Paddock's alone: delete it, and take others' rights there away)", ErrForeign, kind, s.Config.Namespace, want.GetName())
+			return nil, fmt.Errorf("%w: the %s %s/%s is not the one Paddock makes (the namespace must be Paddock's alone: delete it, and take others' rights there away)", ErrForeign, kind, s.Config.Namespace, want.GetName())
 		}
 	}
-	s.installed = tmpl.GetName()
-	return s.installed, nil
+	s.installed = tmpl
+	return tmpl, nil
 }
 
 // ErrForeign says an object Paddock relies on is not Paddock's.
@@ -147,11 +147,11 @@ func (s *Sandboxes) Run(ctx context.Context, c sandbox.Command) (sandbox.Result,
 	if timeout <= 0 {
 		timeout = sandbox.DefaultTimeout
 	}
-	ex, err := s.executor(ctx, c.Session, timeout)
+	ex, name, err := s.executor(ctx, c.Session, timeout)
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	defer s.rest(context.WithoutCancel(ctx), c.Session)
+	defer s.rest(context.WithoutCancel(ctx), c.Session, name)
 	root, err := os.OpenRoot(c.Workdir)
 	if err != nil {
 		return sandbox.Result{}, err
@@ -179,15 +179,16 @@ func (s *Sandboxes) Run(ctx context.Context, c sandbox.Command) (sandbox.Result,
 }
 
 // executor brings the session's sandbox up, marked busy for the
-// command's time limit, and returns its executor's client.
-func (s *Sandboxes) executor(ctx context.Context, sessionID string, timeout time.Duration) (*executor.Client, error) {
-	pool, err := s.Install(ctx)
+// command's time limit, and returns its executor's client and the
+// Sandbox's name.
+func (s *Sandboxes) executor(ctx context.Context, sessionID string, timeout time.Duration) (*executor.Client, string, error) {
+	tmpl, err := s.Install(ctx)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	claim, err := s.claim(ctx, pool, sessionID)
+	claim, err := s.claim(ctx, tmpl.GetName(), sessionID)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	wait := s.Ready
 	if wait == 0 {
@@ -197,33 +198,29 @@ func (s *Sandboxes) executor(ctx context.Context, sessionID string, timeout time
 	var name string
 	for name == "" {
 		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		name, _, _ = unstructured.NestedString(claim.Object, "status", "sandbox", "name")
 		if name == "" {
 			if err := pause(ctx, deadline, "agent-sandbox to bind claim "+claim.GetName()+" to a Sandbox (is the agent-sandbox controller installed?)"); err != nil {
-				return nil, err
+				return nil, "", err
 			}
 		}
 	}
 	// Busy for the command's time limit and the idle time after it.
 	was, err := s.operate(ctx, name, "Running", s.now().Add(timeout+s.Config.defaults().Idle))
 	if err != nil {
-		return nil, err
-	}
-	tmpl, err := Template(s.Config)
-	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	pin := claim.GetAnnotations()[PinAnnotation]
 	for {
 		ip, err := s.readyIP(ctx, name, tmpl, deadline)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		ex := s.client(sessionID, net.JoinHostPort(ip, strconv.Itoa(s.Config.defaults().Port)), pin)
 		if pin != "" && was != "Suspended" {
-			return ex, nil
+			return ex, name, nil
 		}
 		// A pod just made or resumed: the status read may still be the
 		// last pod's, so the executor is asked until it answers, the
@@ -233,20 +230,20 @@ func (s *Sandboxes) executor(ctx context.Context, sessionID string, timeout time
 		var refused *executor.StatusError
 		switch {
 		case errors.Is(err, executor.ErrKeyChanged) || errors.As(err, &refused):
-			return nil, err
+			return nil, "", err
 		case err != nil:
 			if perr := pause(ctx, deadline, "the executor of Sandbox "+name+" to answer ("+err.Error()+")"); perr != nil {
-				return nil, perr
+				return nil, "", perr
 			}
 			continue
 		}
 		if pin == "" {
 			// First contact: the key met now is the one this sandbox keeps.
 			if err := s.pin(ctx, claim, ex.Pin()); err != nil {
-				return nil, err
+				return nil, "", err
 			}
 		}
-		return ex, nil
+		return ex, name, nil
 	}
 }
 
@@ -367,16 +364,10 @@ func (s *Sandboxes) operate(ctx context.Context, name, mode string, idle time.Ti
 	}
 }
 
-// rest marks the session's sandbox idle from now.
-func (s *Sandboxes) rest(ctx context.Context, sessionID string) {
-	claim := object(ClaimKind)
-	if err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Config.Namespace, Name: ClaimName(sessionID)}, claim); err != nil {
-		return
-	}
-	if name, _, _ := unstructured.NestedString(claim.Object, "status", "sandbox", "name"); name != "" {
-		if _, err := s.operate(ctx, name, "Running", s.now().Add(s.Config.defaults().Idle)); err != nil && s.Logger != nil {
-			s.Logger.Warn("sandbox idle time", "session", sessionID, "err", err)
-		}
+// rest marks the session's Sandbox name idle from now.
+func (s *Sandboxes) rest(ctx context.Context, sessionID, name string) {
+	if _, err := s.operate(ctx, name, "Running", s.now().Add(s.Config.defaults().Idle)); err != nil && s.Logger != nil {
+		s.Logger.Warn("sandbox idle time", "session", sessionID, "err", err)
 	}
 }
 
@@ -388,14 +379,20 @@ func (s *Sandboxes) Reap(ctx context.Context) (int, error) {
 	if err := s.Client.List(ctx, &list, client.InNamespace(s.Config.Namespace), client.HasLabels{SessionLabel}); err != nil {
 		return 0, err
 	}
+	var boxes unstructured.UnstructuredList
+	boxes.SetGroupVersionKind(SandboxKind.GroupVersion().WithKind("SandboxList"))
+	if err := s.Client.List(ctx, &boxes, client.InNamespace(s.Config.Namespace)); err != nil {
+		return 0, err
+	}
+	byName := map[string]*unstructured.Unstructured{}
+	for i := range boxes.Items {
+		byName[boxes.Items[i].GetName()] = &boxes.Items[i]
+	}
 	n := 0
 	for _, claim := range list.Items {
 		name, _, _ := unstructured.NestedString(claim.Object, "status", "sandbox", "name")
-		if name == "" {
-			continue
-		}
-		sb := object(SandboxKind)
-		if err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Config.Namespace, Name: name}, sb); err != nil {
+		sb := byName[name]
+		if sb == nil {
 			continue
 		}
 		mode, _, _ := unstructured.NestedString(sb.Object, "spec", "operatingMode")
