@@ -1,7 +1,6 @@
 package app
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,15 +9,14 @@ import (
 	"github.com/paddock-dev/paddock/internal/egress"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/layer"
-	"github.com/paddock-dev/paddock/internal/sandbox"
 )
 
 // environments gives sessions their environment layers and their egress:
 // layers under DATA/layers (unfinished builds of an earlier process
-// removed), proxies' sockets under DATA/egress, and the forwarder commands
-// run inside their sandbox, this very binary (see egress.Reexec), linked
-// or copied under DATA/bin where the sandbox user can reach it.
-func environments(acts *engine.Activities, box *sandbox.Bwrap, cfg config.Config) error {
+// removed), and proxies' sockets under DATA/egress. Bubblewrap sandboxes
+// also need the forwarder (see forwarder); pods reach the proxies through
+// the egress gateway.
+func environments(acts *engine.Activities, cfg config.Config) error {
 	l := &layer.Layers{Dir: filepath.Join(cfg.DataDir, "layers"), MaxBytes: cfg.LayersMax, UID: acts.Copies.UID}
 	l.Sweep()
 	acts.Copies.Layers = l
@@ -28,16 +26,13 @@ func environments(acts *engine.Activities, box *sandbox.Bwrap, cfg config.Config
 		return err
 	}
 	acts.Egress = &engine.Egress{Dir: dir}
-	fwd, err := forwarder(filepath.Join(cfg.DataDir, "bin"))
-	if err != nil {
-		return fmt.Errorf("egress forwarder: %w", err)
-	}
-	box.Forwarder = fwd
 	return nil
 }
 
-// forwarder puts this executable at DIR/paddock-egress-forward: a hard
-// link where it can, a copy otherwise.
+// forwarder puts this executable at DIR/paddock-egress-forward, which
+// commands allowed the network run inside their bubblewrap sandbox (see
+// egress.Reexec), where the sandbox user can reach it: a hard link where
+// it can, a copy otherwise.
 func forwarder(dir string) (string, error) {
 	self, err := os.Executable()
 	if err != nil {

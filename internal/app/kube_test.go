@@ -374,7 +374,7 @@ func TestKubernetesSandboxes(t *testing.T) {
 	dir := dataDir(t)
 	model := scriptIn(t, dir, "pod.yaml")
 	a, err := app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "platform", LogLevel: slog.LevelWarn, Kubeconfig: k.controller,
-		Execution: config.ExecutionServer, Pods: &config.Pods{Image: "registry.example/paddock-sandbox:test", Namespace: ns, RuntimeClass: "none", WarmPool: 1, Idle: 2 * time.Second}},
+		Execution: config.ExecutionServer, Pods: &config.Pods{Image: "registry.example/paddock-sandbox:test", Namespace: ns, RuntimeClass: "none", WarmPool: 1, Idle: 2 * time.Second, Egress: "127.0.0.1:0"}},
 		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	require.NoError(t, err)
 	defer a.Stop()
@@ -389,6 +389,7 @@ spec:
   model: `+model+`
   tools: [run_command]
   session: {idleTimeout: 15m}
+  environment: {network: {commands: ["allowed.example:443"]}}
 `, "apply", "-f", "-")
 	require.NoError(t, err, out)
 	waitFor(t, "the agent applied", func() (bool, error) {
@@ -399,20 +400,23 @@ spec:
 	require.NoError(t, err)
 	out, err = k.kubectl(k.admin, "apiVersion: paddock.dev/v1alpha1\nkind: Session\nmetadata: {name: build, namespace: team-a}\nspec: {agent: builder, message: make it}\n", "apply", "-f", "-")
 	require.NoError(t, err, out)
+	approve := func(id string) error {
+		pending, err := pc.Approvals(ctx, store.ApprovalFilter{SessionID: id, Status: session.ApprovalPending})
+		for _, ap := range pending {
+			if err == nil {
+				_, err = pc.Decide(ctx, ap.ID, true, "fine")
+			}
+		}
+		return err
+	}
 	var id string
 	waitFor(t, "the session's first turn done, its change mirrored", func() (bool, error) {
 		out, err := k.kubectl(k.admin, "", "get", "session", "build", "-n", "team-a", "-o", "jsonpath={.status.sessionID} {.status.status} {.status.diffSummary}")
 		f := strings.Fields(out)
 		if len(f) > 0 {
 			// The command writes a file: the policy asks, a person approves.
-			pending, err := pc.Approvals(ctx, store.ApprovalFilter{SessionID: f[0], Status: session.ApprovalPending})
-			if err != nil {
+			if err := approve(f[0]); err != nil {
 				return false, err
-			}
-			for _, ap := range pending {
-				if _, err := pc.Decide(ctx, ap.ID, true, "fine"); err != nil {
-					return false, err
-				}
 			}
 		}
 		if len(f) > 2 && f[1] == string(session.StatusAwaiting) && strings.HasPrefix(strings.Join(f[2:], " "), "1 file(s) changed") {
@@ -452,13 +456,31 @@ spec:
 	_, err = pc.Send(ctx, id, engine.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"read it back"}`)})
 	require.NoError(t, err)
 	waitFor(t, "the second turn done", func() (bool, error) {
+		if err := approve(id); err != nil { // curl asks
+			return false, err
+		}
 		out, err := k.kubectl(k.admin, "", "get", "session", "build", "-n", "team-a", "-o", "jsonpath={.status.status}/{.status.budget.turns}")
 		return out == "awaiting/2", err
 	})
-	require.Equal(t, []string{"65533\n", "made in the pod\n"}, results(), "the resumed pod read the file the first command made")
+	got := results()
+	require.Len(t, got, 3)
+	require.Equal(t, []string{"65533\n", "made in the pod\n"}, got[:2], "the resumed pod read the file the first command made")
+	// The pod's network is its run's egress proxy, by the node's gateway:
+	// the proxy refused the host the agent does not allow, and said so.
+	require.Contains(t, got[2], "network to not-allowed.example is not allowed by this agent's environment")
+	evs, err := pc.Events(ctx, id, 0)
+	require.NoError(t, err)
+	refused := 0
+	for _, e := range evs {
+		var d session.NetworkData
+		if e.Kind == session.EventNetwork && json.Unmarshal(e.Data, &d) == nil && !d.Allowed && d.Host == "not-allowed.example" && d.Phase == "command" {
+			refused++
+		}
+	}
+	require.Equal(t, 1, refused, "the refusal is in the transcript")
 	require.Equal(t, 2, cluster.Starts(name), "the next message resumed the pod")
-	waitFor(t, "the pod's log of both commands", func() (bool, error) { // it arrives through a pipe
-		return strings.Count(cluster.Log(name), `msg="command ran"`) == 2, nil
+	waitFor(t, "the pod's log of the three commands", func() (bool, error) { // it arrives through a pipe
+		return strings.Count(cluster.Log(name), `msg="command ran"`) == 3, nil
 	})
 
 	out, err = k.kubectl(k.admin, "", "delete", "session", "build", "-n", "team-a", "--wait=true", "--timeout=120s")
@@ -467,4 +489,48 @@ spec:
 		err := kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod.ClaimName(id)}, claim)
 		return apierrors.IsNotFound(err) && !cluster.Running(name), nil
 	})
+
+	// An environment's setup runs in the session's pod too: what it puts
+	// in the dependency caches and the working copy comes back into the
+	// layer, and the session's command finds both in its pod.
+	out, err = k.kubectl(k.admin, `apiVersion: paddock.dev/v1alpha1
+kind: Agent
+metadata: {name: setup, namespace: team-a}
+spec:
+  model: `+scriptIn(t, dir, "podsetup.yaml")+`
+  tools: [run_command]
+  session: {idleTimeout: 15m}
+  environment:
+    setup: mkdir -p "$GOMODCACHE/example.com" && echo cached > "$GOMODCACHE/example.com/note" && echo built > built.txt
+`, "apply", "-f", "-")
+	require.NoError(t, err, out)
+	waitFor(t, "the setup agent applied", func() (bool, error) {
+		out, err := k.kubectl(k.admin, "", "get", "agent", "setup", "-n", "team-a", "-o", "jsonpath={.status.conditions[0].status}")
+		return out == "True", err
+	})
+	out, err = k.kubectl(k.admin, "apiVersion: paddock.dev/v1alpha1\nkind: Session\nmetadata: {name: look, namespace: team-a}\nspec: {agent: setup, message: look}\n", "apply", "-f", "-")
+	require.NoError(t, err, out)
+	waitFor(t, "the set-up session's turn done", func() (bool, error) {
+		out, err := k.kubectl(k.admin, "", "get", "session", "look", "-n", "team-a", "-o", "jsonpath={.status.sessionID} {.status.status}")
+		f := strings.Fields(out)
+		if len(f) > 0 {
+			id = f[0]
+			if err := approve(id); err != nil {
+				return false, err
+			}
+		}
+		return len(f) == 2 && f[1] == string(session.StatusAwaiting), err
+	})
+	require.Equal(t, []string{"cached\nbuilt\n"}, results(), "setup's cache and file, in the pod of the session's command")
+	evs, err = pc.Events(ctx, id, 0)
+	require.NoError(t, err)
+	var phases []string
+	for _, e := range evs {
+		var d session.PhaseData
+		if e.Kind == session.EventPhase && json.Unmarshal(e.Data, &d) == nil {
+			phases = append(phases, string(d.Phase)+": "+d.Detail+d.Error)
+		}
+	}
+	require.NotEmpty(t, phases)
+	require.Regexp(t, `^building_image: setup ran in .*; environment layer \w+ saved \(\d+ files, 13 B\)`, phases[0], "%v", phases)
 }

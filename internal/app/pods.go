@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/egress"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/pod"
 	"github.com/paddock-dev/paddock/internal/sandbox"
@@ -87,9 +90,22 @@ func (a *App) pods(ctx context.Context, acts *engine.Activities, cfg config.Conf
 	if acts.Copies.UID != 0 {
 		owner = acts.Copies.UID
 	}
-	boxes := &pod.Sandboxes{Client: c, Cert: pki.ClientTLS().Certificates[0], Owner: owner, Limit: disk, Logger: a.logger,
+	if err := environments(acts, cfg); err != nil {
+		return err
+	}
+	cert := pki.ClientTLS().Certificates[0]
+	// The pods' egress gateway: commands allowed the network reach their
+	// run's proxy through it, and nothing else (the pods' network policy).
+	ln, err := net.Listen("tcp", p.Egress)
+	if err != nil {
+		return fmt.Errorf("PADDOCK_POD_EGRESS_ADDRESS: the sandbox pods' egress gateway: %w", err)
+	}
+	gw := &egress.Gateway{Addr: ln.Addr().String(), Name: temporalserver.ServerName, Logger: a.logger,
+		TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}}
+	boxes := &pod.Sandboxes{Client: c, Cert: cert, Owner: owner, Limit: disk, Logger: a.logger, Gateway: gw,
 		Config: pod.Config{Namespace: p.Namespace, Image: p.Image, RuntimeClass: runtimeClass, CPUs: cfg.CommandMaxCPUs, Memory: sandbox.DefaultMaxMemory,
-			Disk: disk, StorageClass: p.StorageClass, WarmPool: int32(p.WarmPool), Idle: p.Idle, CA: caPEM, WorkersNamespace: namespace}}
+			Disk: disk, StorageClass: p.StorageClass, WarmPool: int32(p.WarmPool), Idle: p.Idle, CA: caPEM, WorkersNamespace: namespace,
+			EgressPort: ln.Addr().(*net.TCPAddr).Port}}
 	if tmpl, err := boxes.Install(ctx); err != nil {
 		// Tried again at each command; sessions say why until it works.
 		a.logger.Warn("SANDBOX PODS NOT INSTALLED yet (is agent-sandbox installed, and may Paddock create its resources?)", "err", err)
@@ -99,8 +115,17 @@ func (a *App) pods(ctx context.Context, acts *engine.Activities, cfg config.Conf
 	acts.Shell = boxes
 	acts.Copies.Remote = boxes
 	rctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); boxes.Reaper(rctx, min(max(p.Idle/3, time.Second), time.Minute)) }()
-	a.closers = append(a.closers, func() error { cancel(); <-done; return nil })
+	done := make(chan struct{}, 2)
+	go func() {
+		defer func() { done <- struct{}{} }()
+		boxes.Reaper(rctx, min(max(p.Idle/3, time.Second), time.Minute))
+	}()
+	go func() {
+		defer func() { done <- struct{}{} }()
+		if err := gw.Serve(rctx, ln); err != nil {
+			a.logger.Error("the sandbox pods' egress gateway stopped", "err", err)
+		}
+	}()
+	a.closers = append(a.closers, func() error { cancel(); <-done; <-done; return nil })
 	return nil
 }

@@ -92,8 +92,11 @@ func (a *App) sandbox(ctx context.Context, acts *engine.Activities, cfg config.C
 	}
 	acts.Shell = box
 	a.closers = append(a.closers, func() error { box.Close(); return nil })
-	if err := environments(acts, box, cfg); err != nil {
+	if err := environments(acts, cfg); err != nil {
 		return err
+	}
+	if box.Forwarder, err = forwarder(filepath.Join(cfg.DataDir, "bin")); err != nil {
+		return fmt.Errorf("egress forwarder: %w", err)
 	}
 	if limits == nil {
 		limits = &LimitError{}

@@ -37,7 +37,7 @@ func newKube(g *globals) *cobra.Command {
 // commands with no sandbox of its own, so it refuses to run as root (a pod
 // of the restricted Pod Security Standard never is).
 func newExecutor(g *globals) *cobra.Command {
-	var listen, workdir, state string
+	var listen, workdir, deps, state string
 	cmd := &cobra.Command{
 		Use:   "executor",
 		Short: "Run a session's commands in its sandbox pod for the Paddock worker (mutual TLS; the pod is the sandbox)",
@@ -62,11 +62,12 @@ func newExecutor(g *globals) *cobra.Command {
 			defer stop()
 			logger := slog.New(slog.NewTextHandler(g.io.Err, nil))
 			fmt.Fprintf(g.io.Err, "paddock executor: commands run unsandboxed in this pod, as uid %d\n", os.Getuid())
-			return (&executor.Server{Workdir: workdir, State: state, Clients: pool, Alone: true, Logger: logger}).Serve(ctx, ln)
+			return (&executor.Server{Workdir: workdir, Deps: deps, State: state, Clients: pool, Alone: true, Logger: logger}).Serve(ctx, ln)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", fmt.Sprintf(":%d", executor.Port), "address to serve the worker on")
 	cmd.Flags().StringVar(&workdir, "workdir", "/paddock/work", "the executor's copy of the working copy (on the pod's volume)")
+	cmd.Flags().StringVar(&deps, "deps", "/paddock/deps", "the executor's copy of the session's dependency caches (on the pod's volume)")
 	cmd.Flags().StringVar(&state, "state", "/paddock/state", "the executor's key and journal of runs (on the pod's volume)")
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -105,6 +106,9 @@ type Pods struct {
 	Idle time.Duration
 	// StorageClass of the sessions' volumes (empty: the cluster's default).
 	StorageClass string
+	// Egress is the address (HOST:PORT) this node serves sandbox pods'
+	// egress gateway on, HOST being where pods reach this node.
+	Egress string
 }
 
 // Price is what a model costs, in USD per million tokens.
@@ -169,6 +173,7 @@ var Vars = []Var{
 	{"PADDOCK_POD_WARM_POOL", "1", "sandbox pods kept ready to be claimed, so a session's first command starts at once"},
 	{"PADDOCK_POD_IDLE", "15m", "how long a sandbox pod stays up with no command before it is suspended (pod gone, volume kept); the next command resumes it"},
 	{"PADDOCK_POD_STORAGE_CLASS", "(the cluster's default)", "StorageClass of the sandbox pods' volumes (the working copy and build cache)"},
+	{"PADDOCK_POD_EGRESS_ADDRESS", "(PADDOCK_TEMPORAL_BROADCAST_ADDRESS):7444", "HOST:PORT this node serves sandbox pods' egress gateway on: HOST is where the pods reach this node, and the pods' network policy allows them that port alone; the commands of agents allowed network reach their egress proxy through it"},
 	{"PADDOCK_COMMAND_MAX_SECONDS", "600", "longest a sandboxed command may run"},
 	{"PADDOCK_COMMAND_MAX_OUTPUT_BYTES", "10485760", "most output kept from a command; the rest is counted and discarded"},
 	{"PADDOCK_COMMAND_MAX_CPUS", "1", "processor time one command may use, in CPUs (fractions allowed: 0.5)"},
@@ -229,7 +234,11 @@ func Load(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("PADDOCK_POD_IMAGE=%q: sandbox pods need PADDOCK_EXECUTION=server and PADDOCK_KUBECONFIG (the cluster they run on)", img)
 		}
 		p := &Pods{Image: img, Namespace: cmp.Or(getenv("PADDOCK_POD_NAMESPACE"), "paddock-sandboxes"), RuntimeClass: getenv("PADDOCK_POD_RUNTIME_CLASS"),
-			WarmPool: 1, Idle: 15 * time.Minute, StorageClass: getenv("PADDOCK_POD_STORAGE_CLASS")}
+			WarmPool: 1, Idle: 15 * time.Minute, StorageClass: getenv("PADDOCK_POD_STORAGE_CLASS"),
+			Egress: cmp.Or(getenv("PADDOCK_POD_EGRESS_ADDRESS"), net.JoinHostPort(cmp.Or(c.TemporalBroadcast, "127.0.0.1"), "7444"))}
+		if host, port, err := net.SplitHostPort(p.Egress); err != nil || host == "" || !validPort(port) {
+			return c, fmt.Errorf("PADDOCK_POD_EGRESS_ADDRESS=%q: want HOST:PORT, HOST being where sandbox pods reach this node (its pod IP)", p.Egress)
+		}
 		if v := getenv("PADDOCK_POD_WARM_POOL"); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 || n > 1000 {
@@ -246,7 +255,7 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.Pods = p
 	} else {
-		for _, v := range []string{"PADDOCK_POD_NAMESPACE", "PADDOCK_POD_RUNTIME_CLASS", "PADDOCK_POD_WARM_POOL", "PADDOCK_POD_IDLE", "PADDOCK_POD_STORAGE_CLASS"} {
+		for _, v := range []string{"PADDOCK_POD_NAMESPACE", "PADDOCK_POD_RUNTIME_CLASS", "PADDOCK_POD_WARM_POOL", "PADDOCK_POD_IDLE", "PADDOCK_POD_STORAGE_CLASS", "PADDOCK_POD_EGRESS_ADDRESS"} {
 			if getenv(v) != "" {
 				return c, fmt.Errorf("%s is set but PADDOCK_POD_IMAGE is not: sandbox pods need an image", v)
 			}
@@ -433,4 +442,10 @@ func Load(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("PADDOCK_LOG_LEVEL=%q: want debug, info, warn or error", lvl)
 	}
 	return c, nil
+}
+
+// validPort says whether s is a TCP port (0: any free one).
+func validPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 0 && n <= 65535
 }

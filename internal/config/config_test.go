@@ -90,8 +90,12 @@ func TestPods(t *testing.T) {
 	env["PADDOCK_EXECUTION"], env["PADDOCK_KUBECONFIG"] = "server", "in-cluster"
 	c, err := load()
 	require.NoError(t, err)
-	require.Equal(t, &Pods{Image: "registry.example/paddock:1", Namespace: "paddock-sandboxes", WarmPool: 1, Idle: 15 * time.Minute}, c.Pods)
-	for k, v := range map[string]string{"PADDOCK_POD_WARM_POOL": "-1", "PADDOCK_POD_IDLE": "soon"} {
+	require.Equal(t, &Pods{Image: "registry.example/paddock:1", Namespace: "paddock-sandboxes", WarmPool: 1, Idle: 15 * time.Minute, Egress: "127.0.0.1:7444"}, c.Pods)
+	env["PADDOCK_TEMPORAL_BROADCAST_ADDRESS"] = "10.0.3.7"
+	c, err = load()
+	require.NoError(t, err)
+	require.Equal(t, "10.0.3.7:7444", c.Pods.Egress, "the gateway is where the node is reached")
+	for k, v := range map[string]string{"PADDOCK_POD_WARM_POOL": "-1", "PADDOCK_POD_IDLE": "soon", "PADDOCK_POD_EGRESS_ADDRESS": ":7444"} {
 		env[k] = v
 		_, err := load()
 		require.ErrorContains(t, err, k)

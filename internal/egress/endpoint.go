@@ -20,6 +20,9 @@ type Endpoint struct {
 	done   chan error
 }
 
+// maxSocketPath is the longest path a Unix socket may have on Linux.
+const maxSocketPath = 107
+
 // Open serves a proxy configured by cfg on a fresh socket in dir, a
 // directory only its owner may list; the socket belongs to uid (the
 // sandbox user) when uid is not 0, so only that user and root connect.
@@ -34,6 +37,9 @@ func Open(dir string, uid int, cfg Config) (*Endpoint, error) {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	path := filepath.Join(dir, hex.EncodeToString(b[:])+".sock")
+	if len(path) > maxSocketPath {
+		return nil, fmt.Errorf("egress proxy socket %s: longer than a Unix socket's %d bytes (a shorter data directory makes it shorter)", path, maxSocketPath)
+	}
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy socket: %w", err)

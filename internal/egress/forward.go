@@ -7,22 +7,22 @@ import (
 	"io"
 	"net"
 	"sync"
-	"time"
 )
 
 // Forward runs inside the sandbox: it accepts connections on ln (a TCP
 // listener on the sandbox's loopback, where HTTPS_PROXY points) and
 // relays each, byte for byte and both ways, to a connection of its own to
-// the proxy's Unix socket at socketPath. It returns nil once ctx ends,
-// after closing ln and every relay, or the error that stopped ln.
-func Forward(ctx context.Context, ln net.Listener, socketPath string) error {
+// the proxy, made by dial (UnixDialer to the proxy's socket bound into a
+// bubblewrap sandbox; Dialer, through the gateway, from a pod). It
+// returns nil once ctx ends, after closing ln and every relay, or the
+// error that stopped ln.
+func Forward(ctx context.Context, ln net.Listener, dial func(context.Context) (net.Conn, error)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	d := net.Dialer{Timeout: 10 * time.Second}
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -39,7 +39,7 @@ func Forward(ctx context.Context, ln net.Listener, socketPath string) error {
 		go func() {
 			defer wg.Done()
 			defer c.Close()
-			u, err := d.DialContext(ctx, "unix", socketPath)
+			u, err := dial(ctx)
 			if err != nil {
 				return
 			}

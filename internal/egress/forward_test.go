@@ -53,7 +53,7 @@ func forwarder(t *testing.T, socket string) (addr string, cancel context.CancelF
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done = make(chan error, 1)
-	go func() { done <- Forward(ctx, ln, socket) }()
+	go func() { done <- Forward(ctx, ln, UnixDialer(socket)) }()
 	t.Cleanup(cancel)
 	return ln.Addr().String(), cancel, done
 }
@@ -127,7 +127,7 @@ func TestForwardListenerError(t *testing.T) {
 		t.Fatal(err)
 	}
 	ln.Close()
-	if err := Forward(context.Background(), ln, "/nonexistent"); err == nil {
+	if err := Forward(context.Background(), ln, UnixDialer("/nonexistent")); err == nil {
 		t.Fatal("Forward on a closed listener returned nil")
 	}
 }

@@ -51,7 +51,7 @@ func ForwarderMain(args []string) int {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = Forward(ctx, ln, *socket)
+		_ = Forward(ctx, ln, UnixDialer(*socket))
 	}()
 	argv := fs.Args()
 	cmd := exec.Command(argv[0], argv[1:]...)

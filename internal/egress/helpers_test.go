@@ -96,7 +96,7 @@ func start(t testing.TB, cfg Config) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.p.Serve(ctx, ul) }()
-	go func() { h.done <- Forward(ctx, tl, h.sock) }()
+	go func() { h.done <- Forward(ctx, tl, UnixDialer(h.sock)) }()
 	t.Cleanup(h.stop)
 	return h
 }

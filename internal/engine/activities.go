@@ -165,23 +165,12 @@ func (a *Activities) phaseSince(ctx context.Context, sessionID string, p session
 // remoteLacks says what an agent needs that sandboxes kept elsewhere
 // (pods) do not run yet ("" when nothing).
 func remoteLacks(sp spec.Agent) string {
-	var lacks []string
-	if sp.Environment.Setup != "" {
-		lacks = append(lacks, "an environment setup")
-	}
-	if len(sp.Environment.Network.Commands) > 0 || len(sp.Environment.Network.Setup) > 0 {
-		lacks = append(lacks, "network for commands")
-	}
 	for _, m := range sp.MCPServers {
 		if len(m.Command) > 0 {
-			lacks = append(lacks, "a stdio MCP server ("+m.Name+")")
-			break
+			return "it declares a stdio MCP server (" + m.Name + "), which sandbox pods do not run yet: run it on a server whose sandboxes are bubblewrap (no PADDOCK_POD_IMAGE), or serve it over HTTP (url:)"
 		}
 	}
-	if len(lacks) == 0 {
-		return ""
-	}
-	return "it declares " + strings.Join(lacks, " and ") + ", which sandbox pods do not run yet: run it on a server whose sandboxes are bubblewrap (no PADDOCK_POD_IMAGE)"
+	return ""
 }
 
 func (a *Activities) runsCommands(sp spec.Agent) bool {

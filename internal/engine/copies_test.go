@@ -43,9 +43,9 @@ func TestRemoteLacks(t *testing.T) {
 		want  string
 	}{
 		{spec.Agent{Name: "plain", Tools: []string{"run_command"}}, ""},
-		{spec.Agent{Environment: spec.EnvironmentSpec{Setup: "npm ci"}}, "an environment setup,"},
-		{spec.Agent{Environment: spec.EnvironmentSpec{Network: spec.NetworkSpec{Commands: []string{"proxy.golang.org:443"}}}}, "network for commands,"},
-		{spec.Agent{Environment: spec.EnvironmentSpec{Setup: "go mod download", Network: spec.NetworkSpec{Setup: []string{"proxy.golang.org:443"}}}}, "an environment setup and network for commands,"},
+		{spec.Agent{Tools: []string{"run_command"}, Environment: spec.EnvironmentSpec{Network: spec.NetworkSpec{Commands: []string{"proxy.golang.org:443"}}}}, ""},
+		{spec.Agent{Environment: spec.EnvironmentSpec{Setup: "go mod download", Network: spec.NetworkSpec{Setup: []string{"proxy.golang.org:443"}}}}, ""},
+		{spec.Agent{MCPServers: []spec.MCPServerSpec{{Name: "web", URL: "https://x"}}}, ""},
 		{spec.Agent{MCPServers: []spec.MCPServerSpec{{Name: "calc", Command: []string{"calc"}}, {Name: "web", URL: "https://x"}}}, "a stdio MCP server (calc),"},
 	} {
 		got := remoteLacks(tc.agent)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -300,7 +299,7 @@ func (a *Activities) openEgress(ctx context.Context, sessionID, turnID, phase, c
 		data, _ := json.Marshal(session.TextData{Text: text})
 		_, _ = a.Store.AppendEvent(bg, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventNotice, Data: data})
 	}}
-	ep, err := egress.Open(filepath.Join(a.Egress.Dir, sessionID), a.Copies.UID, egress.Config{
+	ep, err := egress.Open(a.Egress.Dir, a.Copies.UID, egress.Config{
 		Allow:    allow,
 		Resolver: a.Egress.Resolver,
 		Now:      a.Now,

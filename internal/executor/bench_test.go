@@ -46,7 +46,7 @@ func BenchmarkTransfer(b *testing.B) {
 			require.NoError(b, os.Mkdir(filepath.Join(pod, "work"), 0o700))
 			c := Dial(addr, cert, "")
 			b.StartTimer()
-			t, err := c.Push(ctx, root)
+			t, err := c.Push(ctx, Work, root)
 			require.NoError(b, err)
 			require.Equal(b, 2020, t.Written)
 			c.Close()
@@ -54,11 +54,11 @@ func BenchmarkTransfer(b *testing.B) {
 	})
 	c := Dial(serve(b, pool, b.TempDir()), cert, "")
 	defer c.Close()
-	_, err = c.Push(ctx, root)
+	_, err = c.Push(ctx, Work, root)
 	require.NoError(b, err)
 	b.Run("unchanged-push", func(b *testing.B) {
 		for b.Loop() {
-			t, err := c.Push(ctx, root)
+			t, err := c.Push(ctx, Work, root)
 			require.NoError(b, err)
 			require.Zero(b, t.Written)
 		}
@@ -68,10 +68,10 @@ func BenchmarkTransfer(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
 			i++
-			_, err := c.Run(ctx, sandbox.Command{Script: fmt.Sprintf("for f in d000/f0000[0-9].go; do echo %d >> $f; done", i)})
+			_, err := c.Run(ctx, sandbox.Command{Script: fmt.Sprintf("for f in d000/f0000[0-9].go; do echo %d >> $f; done", i)}, nil)
 			require.NoError(b, err)
 			b.StartTimer()
-			t, err := c.Pull(ctx, Into{Root: root, UID: -1, Limit: 1 << 30})
+			t, err := c.Pull(ctx, Work, Into{Root: root, UID: -1, Limit: 1 << 30})
 			require.NoError(b, err)
 			require.Equal(b, 10, t.Written)
 		}

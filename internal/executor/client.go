@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/egress"
 	"github.com/paddock-dev/paddock/internal/sandbox"
 )
 
@@ -31,7 +32,7 @@ var ErrKeyChanged = errors.New("the executor's key is not the one pinned at firs
 type Client struct {
 	addr string
 	http *http.Client
-	host Scanner // of the host's copy
+	host map[Tree]*Scanner // of the host's trees
 
 	mu  sync.Mutex
 	pin string
@@ -41,7 +42,7 @@ type Client struct {
 // cert. The executor must show the key of fingerprint pin; an empty pin is
 // learned at first contact (Pin says it after).
 func Dial(addr string, cert tls.Certificate, pin string) *Client {
-	c := &Client{addr: addr, pin: pin}
+	c := &Client{addr: addr, pin: pin, host: map[Tree]*Scanner{Work: {}, Deps: {}}}
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13,
 		// The executor's certificate is its own, pinned rather than issued.
 		InsecureSkipVerify: true,
@@ -110,9 +111,9 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("the sandbox's executor refused (%d): %s", e.Code, e.Message)
 }
 
-// Manifest lists the executor's copy.
-func (c *Client) Manifest(ctx context.Context) (Manifest, error) {
-	resp, err := c.do(ctx, http.MethodGet, "/v1/manifest", "", nil)
+// Manifest lists the executor's tree.
+func (c *Client) Manifest(ctx context.Context, tree Tree) (Manifest, error) {
+	resp, err := c.do(ctx, http.MethodGet, "/v1/manifest?tree="+string(tree), "", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -132,13 +133,14 @@ func (c *Client) Manifest(ctx context.Context) (Manifest, error) {
 	return m, nil
 }
 
-// Push makes the executor's copy equal to root, sending only what differs.
-func (c *Client) Push(ctx context.Context, root *os.Root) (Totals, error) {
-	have, err := c.Manifest(ctx)
+// Push makes the executor's tree equal to root, sending only what
+// differs.
+func (c *Client) Push(ctx context.Context, tree Tree, root *os.Root) (Totals, error) {
+	have, err := c.Manifest(ctx, tree)
 	if err != nil {
 		return Totals{}, err
 	}
-	want, err := c.host.Scan(root)
+	want, err := c.host[tree].Scan(root)
 	if err != nil {
 		return Totals{}, err
 	}
@@ -148,7 +150,7 @@ func (c *Client) Push(ctx context.Context, root *os.Root) (Totals, error) {
 	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(Pack(pw, root, ch)) }()
-	resp, err := c.do(ctx, http.MethodPost, "/v1/put", "application/x-tar", pr)
+	resp, err := c.do(ctx, http.MethodPost, "/v1/put?tree="+string(tree), "application/x-tar", pr)
 	_ = pr.Close()
 	if err != nil {
 		return Totals{}, err
@@ -158,16 +160,16 @@ func (c *Client) Push(ctx context.Context, root *os.Root) (Totals, error) {
 	return t, json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&t)
 }
 
-// Pull takes back into the host's copy what the executor's copy changed,
-// of the paths Returnable allows: what it removed is removed, what it
-// wrote is fetched and written under into's limits. Nothing else the
-// executor sends is accepted.
-func (c *Client) Pull(ctx context.Context, into Into) (Totals, error) {
-	want, err := c.Manifest(ctx)
+// Pull takes back into the host's tree what the executor's changed, of
+// the paths Returnable allows: what it removed is removed, what it wrote
+// is fetched and written under into's limits. Nothing else the executor
+// sends is accepted.
+func (c *Client) Pull(ctx context.Context, tree Tree, into Into) (Totals, error) {
+	want, err := c.Manifest(ctx, tree)
 	if err != nil {
 		return Totals{}, err
 	}
-	have, err := c.host.Scan(into.Root)
+	have, err := c.host[tree].Scan(into.Root)
 	if err != nil {
 		return Totals{}, err
 	}
@@ -192,7 +194,7 @@ func (c *Client) Pull(ctx context.Context, into Into) (Totals, error) {
 		asked[p] = true
 	}
 	body, _ := json.Marshal(ch.Copy)
-	resp, err := c.do(ctx, http.MethodPost, "/v1/get", "application/json", bytes.NewReader(body))
+	resp, err := c.do(ctx, http.MethodPost, "/v1/get?tree="+string(tree), "application/json", bytes.NewReader(body))
 	if err != nil {
 		return t, err
 	}
@@ -203,9 +205,10 @@ func (c *Client) Pull(ctx context.Context, into Into) (Totals, error) {
 	return t, err
 }
 
-// Run runs one command and says how it ended. A command whose answer
-// breaks off is not asked again: whether it ran is unknown.
-func (c *Client) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result, error) {
+// Run runs one command, reaching the network by route when not nil, and
+// says how it ended. A command whose answer breaks off is not asked
+// again: whether it ran is unknown.
+func (c *Client) Run(ctx context.Context, cmd sandbox.Command, route *egress.Route) (sandbox.Result, error) {
 	id := cmd.ID
 	if id == "" {
 		b := make([]byte, 16)
@@ -216,7 +219,7 @@ func (c *Client) Run(ctx context.Context, cmd sandbox.Command) (sandbox.Result, 
 	if timeout <= 0 {
 		timeout = sandbox.DefaultTimeout
 	}
-	body, _ := json.Marshal(RunRequest{ID: id, Script: cmd.Script, Env: cmd.Env, TimeoutMS: timeout.Milliseconds(), MaxOutput: cmd.MaxOutput})
+	body, _ := json.Marshal(RunRequest{ID: id, Script: cmd.Script, Env: cmd.Env, TimeoutMS: timeout.Milliseconds(), MaxOutput: cmd.MaxOutput, Deps: cmd.Deps != "", Egress: route})
 	// The executor kills the command at its time limit; the worker waits
 	// a little longer for the answer.
 	ctx, cancel := context.WithTimeout(ctx, timeout+time.Minute)

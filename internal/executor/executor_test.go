@@ -40,7 +40,7 @@ func serve(t testing.TB, clients *x509.CertPool, dir string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- (&Server{Workdir: filepath.Join(dir, "work"), State: filepath.Join(dir, "state"), Clients: clients}).Serve(ctx, ln)
+		done <- (&Server{Workdir: filepath.Join(dir, "work"), Deps: filepath.Join(dir, "deps"), State: filepath.Join(dir, "state"), Clients: clients}).Serve(ctx, ln)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	return ln.Addr().String()
@@ -81,23 +81,23 @@ func TestRoundTrip(t *testing.T) {
 	root := openRoot(t, host)
 	ctx := context.Background()
 
-	sent, err := c.Push(ctx, root)
+	sent, err := c.Push(ctx, Work, root)
 	require.NoError(t, err)
 	require.Equal(t, 5, sent.Written, "the .git directory and four files")
 	require.NotEmpty(t, c.Pin())
-	again, err := c.Push(ctx, root)
+	again, err := c.Push(ctx, Work, root)
 	require.NoError(t, err)
 	require.Zero(t, again.Written, "an unchanged copy sends nothing")
 
 	var out bytes.Buffer
 	script := `set -e; cat main.go; echo new > new.txt; rm gone.txt; mkdir -p d && echo x > d/x; ln -s /etc/shadow d/link
 echo '[core] fsmonitor = evil' > .git/config; mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit; echo 0123 > .git/ORIG_HEAD; echo $HOME`
-	res, err := c.Run(ctx, sandbox.Command{ID: "t/1", Script: script, Stdout: &out, Stderr: &out, Timeout: time.Minute})
+	res, err := c.Run(ctx, sandbox.Command{ID: "t/1", Script: script, Stdout: &out, Stderr: &out, Timeout: time.Minute}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode, out.String())
 	require.Equal(t, "package main\n"+sandbox.Home+"\n", out.String())
 
-	got, err := c.Pull(ctx, Into{Root: root, UID: -1, Limit: 1 << 20})
+	got, err := c.Pull(ctx, Work, Into{Root: root, UID: -1, Limit: 1 << 20})
 	require.NoError(t, err)
 	require.Equal(t, 1, got.Removed)
 	b, err := os.ReadFile(filepath.Join(host, "new.txt"))
@@ -115,7 +115,7 @@ echo '[core] fsmonitor = evil' > .git/config; mkdir -p .git/hooks && echo evil >
 
 	// The pod still holds its own configuration; the next push puts the
 	// host's back.
-	_, err = c.Push(ctx, root)
+	_, err = c.Push(ctx, Work, root)
 	require.NoError(t, err)
 	b, err = os.ReadFile(filepath.Join(dir, "work/.git/config"))
 	require.NoError(t, err)
@@ -125,9 +125,9 @@ echo '[core] fsmonitor = evil' > .git/config; mkdir -p .git/hooks && echo evil >
 func TestEachRunOnce(t *testing.T) {
 	c, dir := pod(t)
 	ctx := context.Background()
-	_, err := c.Run(ctx, sandbox.Command{ID: "turn/call", Script: "echo run >> ../count"})
+	_, err := c.Run(ctx, sandbox.Command{ID: "turn/call", Script: "echo run >> ../count"}, nil)
 	require.NoError(t, err)
-	_, err = c.Run(ctx, sandbox.Command{ID: "turn/call", Script: "echo run >> ../count"})
+	_, err = c.Run(ctx, sandbox.Command{ID: "turn/call", Script: "echo run >> ../count"}, nil)
 	var se *StatusError
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, 409, se.Code)
@@ -142,20 +142,20 @@ func TestLimits(t *testing.T) {
 	ctx := context.Background()
 
 	var out bytes.Buffer
-	res, err := c.Run(ctx, sandbox.Command{Script: "head -c 300000 /dev/zero | tr '\\0' x", Stdout: &out, MaxOutput: 1000})
+	res, err := c.Run(ctx, sandbox.Command{Script: "head -c 300000 /dev/zero | tr '\\0' x", Stdout: &out, MaxOutput: 1000}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1000, out.Len())
 	require.Equal(t, int64(299000), res.Discarded)
 
 	start := time.Now()
-	res, err = c.Run(ctx, sandbox.Command{Script: "(sleep 300; echo late > ../late) & sleep 300", Timeout: time.Second})
+	res, err = c.Run(ctx, sandbox.Command{Script: "(sleep 300; echo late > ../late) & sleep 300", Timeout: time.Second}, nil)
 	require.NoError(t, err)
 	require.True(t, res.TimedOut)
 	require.Equal(t, 124, res.ExitCode)
 	require.Less(t, time.Since(start), time.Minute)
 	// Nothing of the command's group outlives it.
 	out.Reset()
-	res, err = c.Run(ctx, sandbox.Command{Script: "pgrep -f 'sleep 3[0]0' || echo none", Stdout: &out})
+	res, err = c.Run(ctx, sandbox.Command{Script: "pgrep -f 'sleep 3[0]0' || echo none", Stdout: &out}, nil)
 	require.NoError(t, err)
 	require.Equal(t, "none\n", out.String())
 }
@@ -166,17 +166,17 @@ func TestOnlyTheWorkerAndOnlyThePinnedExecutor(t *testing.T) {
 	addr := serve(t, pool, t.TempDir())
 	ctx := context.Background()
 
-	_, err := Dial(addr, stranger, "").Manifest(ctx)
+	_, err := Dial(addr, stranger, "").Manifest(ctx, Work)
 	require.Error(t, err, "a certificate of another authority is refused")
-	_, err = Dial(addr, tls.Certificate{}, "").Manifest(ctx)
+	_, err = Dial(addr, tls.Certificate{}, "").Manifest(ctx, Work)
 	require.Error(t, err, "no certificate is refused")
 
 	first := Dial(addr, cert, "")
-	_, err = first.Manifest(ctx)
+	_, err = first.Manifest(ctx, Work)
 	require.NoError(t, err)
 
 	other := serve(t, pool, t.TempDir()) // another pod, another key
-	_, err = Dial(other, cert, first.Pin()).Manifest(ctx)
+	_, err = Dial(other, cert, first.Pin()).Manifest(ctx, Work)
 	require.ErrorIs(t, err, ErrKeyChanged)
 }
 

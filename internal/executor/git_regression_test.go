@@ -45,7 +45,7 @@ func pushedClone(t *testing.T, files map[string]string) (origin, host, base stri
 	require.NoError(t, err)
 	c, _ = pod(t)
 	root = openRoot(t, host)
-	_, err = c.Push(ctx, root)
+	_, err = c.Push(ctx, Work, root)
 	require.NoError(t, err)
 	return origin, host, base, c, root
 }
@@ -72,10 +72,10 @@ f=.git/objects/${S:0:2}/${S:2}; rm -f "$f"; cp .git/objects/${S2:0:2}/${S2:2} "$
 rm auth/check.go
 echo 'readme, typo fixed' > README`
 	var out strings.Builder
-	res, err := c.Run(ctx, sandbox.Command{ID: "forge/1", Script: script, Stdout: &out, Stderr: &out, Timeout: time.Minute})
+	res, err := c.Run(ctx, sandbox.Command{ID: "forge/1", Script: script, Stdout: &out, Stderr: &out, Timeout: time.Minute}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode, out.String())
-	_, err = c.Pull(ctx, Into{Root: root, UID: -1, Limit: 1 << 30})
+	_, err = c.Pull(ctx, Work, Into{Root: root, UID: -1, Limit: 1 << 30})
 	require.NoError(t, err)
 
 	// What the user reviews: both changes.
@@ -105,10 +105,10 @@ func TestHostileIndexStaysInThePod(t *testing.T) {
 	_, host, base, c, root := pushedClone(t, map[string]string{"main.go": "package main // good\n"})
 	var out strings.Builder
 	res, err := c.Run(ctx, sandbox.Command{ID: "idx/1", Timeout: time.Minute, Stdout: &out, Stderr: &out,
-		Script: `GIT_DIR=$PWD/.git GIT_WORK_TREE=$PWD git update-index --skip-worktree main.go && echo 'package main // evil' > main.go`})
+		Script: `GIT_DIR=$PWD/.git GIT_WORK_TREE=$PWD git update-index --skip-worktree main.go && echo 'package main // evil' > main.go`}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode, out.String())
-	_, err = c.Pull(ctx, Into{Root: root, UID: -1, Limit: 1 << 30})
+	_, err = c.Pull(ctx, Work, Into{Root: root, UID: -1, Limit: 1 << 30})
 	require.NoError(t, err)
 
 	require.NoError(t, workspace.Discard(ctx, host, base))

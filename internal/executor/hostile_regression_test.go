@@ -56,7 +56,7 @@ func TestHostileManifestIsBounded(t *testing.T) {
 			addr := hostileExecutor(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tc.body(w) }))
 			c := Dial(addr, cert, "")
 			defer c.Close()
-			_, err := c.Manifest(context.Background())
+			_, err := c.Manifest(context.Background(), Work)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
@@ -84,7 +84,7 @@ func TestStalledPullEnds(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.Pull(ctx, Into{Root: openRoot(t, t.TempDir()), UID: -1, Limit: 1 << 30})
+		_, err := c.Pull(ctx, Work, Into{Root: openRoot(t, t.TempDir()), UID: -1, Limit: 1 << 30})
 		done <- err
 	}()
 	select {
@@ -102,16 +102,16 @@ func TestDeepTrees(t *testing.T) {
 	c, _ := pod(t)
 	ctx := context.Background()
 	host := openRoot(t, t.TempDir())
-	res, err := c.Run(ctx, sandbox.Command{Timeout: time.Minute, Script: fmt.Sprintf("for i in $(seq %d); do mkdir a && cd a; done", MaxDepth)})
+	res, err := c.Run(ctx, sandbox.Command{Timeout: time.Minute, Script: fmt.Sprintf("for i in $(seq %d); do mkdir a && cd a; done", MaxDepth)}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode)
-	got, err := c.Pull(ctx, Into{Root: host, UID: -1, Limit: 1 << 30})
+	got, err := c.Pull(ctx, Work, Into{Root: host, UID: -1, Limit: 1 << 30})
 	require.NoError(t, err)
 	require.Equal(t, MaxDepth, got.Written)
 
-	res, err = c.Run(ctx, sandbox.Command{Timeout: time.Minute, Script: fmt.Sprintf("cd %s && mkdir a", strings.TrimSuffix(strings.Repeat("a/", MaxDepth), "/"))})
+	res, err = c.Run(ctx, sandbox.Command{Timeout: time.Minute, Script: fmt.Sprintf("cd %s && mkdir a", strings.TrimSuffix(strings.Repeat("a/", MaxDepth), "/"))}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode)
-	_, err = c.Pull(ctx, Into{Root: host, UID: -1, Limit: 1 << 30})
+	_, err = c.Pull(ctx, Work, Into{Root: host, UID: -1, Limit: 1 << 30})
 	require.ErrorContains(t, err, "deeper than 128 directories")
 }

@@ -11,6 +11,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -26,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/big"
 	"net"
 	"net/http"
@@ -39,6 +41,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/internal/egress"
 	"github.com/paddock-dev/paddock/internal/sandbox"
 )
 
@@ -55,6 +58,15 @@ type RunRequest struct {
 	Env       map[string]string `json:"env,omitempty"`
 	TimeoutMS int64             `json:"timeoutMs"`
 	MaxOutput int64             `json:"maxOutput"`
+	// Deps says the command uses the dependency caches (the Deps tree):
+	// the package managers' variables point there.
+	Deps bool `json:"deps,omitempty"`
+	// Egress, when set, is the run's way to its egress proxy: the
+	// executor serves a forwarder to it on the pod's loopback, where the
+	// command's proxy variables point. Without it the command has no
+	// network (the pod's network policy allows only the gateway, and
+	// only a run's token opens that).
+	Egress *egress.Route `json:"egress,omitempty"`
 }
 
 // Frame is one line of a command's answer: output, or at the end its
@@ -76,9 +88,11 @@ type RunResult struct {
 
 // Server is the executor of one pod.
 type Server struct {
-	// Workdir is the executor's copy of the working copy; State holds its
-	// key and the journal of runs started. Both live on the pod's volume.
-	Workdir, State string
+	// Workdir is the executor's copy of the working copy (the Work
+	// tree), Deps its copy of the session's dependency caches (the Deps
+	// tree); State holds its key and the journal of runs started. All
+	// live on the pod's volume.
+	Workdir, Deps, State string
 	// Clients are the authorities whose certificates the worker presents.
 	Clients *x509.CertPool
 	// Alone says the executor's user is the pod's alone: after each
@@ -87,9 +101,20 @@ type Server struct {
 	Alone  bool
 	Logger *slog.Logger
 
-	mu   sync.Mutex // one transfer or command at a time
-	copy Scanner
+	mu    sync.Mutex // one transfer or command at a time
+	trees map[Tree]*Scanner
 }
+
+// Tree names one of the trees the executor keeps.
+type Tree string
+
+// The trees: the working copy, and the dependency caches that an
+// environment's setup fills (sent before each command of a session that
+// has them, taken back only after setup).
+const (
+	Work Tree = "work"
+	Deps Tree = "deps"
+)
 
 // Serve answers the worker on ln until ctx ends.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
@@ -99,11 +124,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
-	for _, d := range []string{s.Workdir, filepath.Join(s.State, "ran")} {
+	if s.Deps == "" {
+		return errors.New("the executor needs a directory for the dependency caches")
+	}
+	for _, d := range []string{s.Workdir, s.Deps, filepath.Join(s.State, "ran")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return err
 		}
 	}
+	s.trees = map[Tree]*Scanner{Work: {}, Deps: {}}
 	cert, err := Key(s.State)
 	if err != nil {
 		return err
@@ -132,29 +161,34 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-func (s *Server) root() (*os.Root, error) { return os.OpenRoot(s.Workdir) }
-
 func fail(w http.ResponseWriter, code int, err error) {
 	http.Error(w, err.Error(), code)
 }
 
 // withRoot serves one request holding the executor (one transfer or
-// command at a time) with its copy open.
-func (s *Server) withRoot(w http.ResponseWriter, serve func(root *os.Root)) {
+// command at a time) with the tree it names open (?tree=, the working
+// copy by default).
+func (s *Server) withRoot(w http.ResponseWriter, r *http.Request, serve func(root *os.Root, scan *Scanner)) {
+	tree := Tree(cmp.Or(r.URL.Query().Get("tree"), string(Work)))
+	dir := map[Tree]string{Work: s.Workdir, Deps: s.Deps}[tree]
+	if dir == "" {
+		fail(w, http.StatusBadRequest, fmt.Errorf("no tree %q: want %s or %s", tree, Work, Deps))
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	root, err := s.root()
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		fail(w, http.StatusInternalServerError, err)
 		return
 	}
 	defer root.Close()
-	serve(root)
+	serve(root, s.trees[tree])
 }
 
 func (s *Server) manifest(w http.ResponseWriter, r *http.Request) {
-	s.withRoot(w, func(root *os.Root) {
-		m, err := s.copy.Scan(root)
+	s.withRoot(w, r, func(root *os.Root, scan *Scanner) {
+		m, err := scan.Scan(root)
 		if err != nil {
 			fail(w, http.StatusInternalServerError, err)
 			return
@@ -165,13 +199,13 @@ func (s *Server) manifest(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) put(w http.ResponseWriter, r *http.Request) {
-	s.withRoot(w, func(root *os.Root) {
+	s.withRoot(w, r, func(root *os.Root, _ *Scanner) {
 		t, err := Unpack(r.Body, Into{Root: root, UID: -1})
 		if err != nil {
 			fail(w, http.StatusBadRequest, err)
 			return
 		}
-		s.Logger.Info("copy received", "written", t.Written, "removed", t.Removed, "bytes", t.Bytes)
+		s.Logger.Info("copy received", "tree", r.URL.Query().Get("tree"), "written", t.Written, "removed", t.Removed, "bytes", t.Bytes)
 		_ = json.NewEncoder(w).Encode(t)
 	})
 }
@@ -188,7 +222,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.withRoot(w, func(root *os.Root) {
+	s.withRoot(w, r, func(root *os.Root, _ *Scanner) {
 		w.Header().Set("Content-Type", "application/x-tar")
 		if err := Pack(w, root, Changes{Copy: paths}); err != nil {
 			s.Logger.Warn("sending files", "err", err)
@@ -239,8 +273,24 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	env := []string{}
-	for k, v := range sandbox.Environment(req.Env) {
+	vars := sandbox.Environment(req.Env)
+	if req.Deps {
+		maps.Copy(vars, sandbox.DepsEnv(s.Deps))
+	}
+	for k, v := range vars {
 		env = append(env, k+"="+v)
+	}
+	if req.Egress != nil {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			send(Frame{Fail: fmt.Sprintf("the command's egress forwarder: %v", err)})
+			return
+		}
+		fctx, stop := context.WithCancel(context.WithoutCancel(r.Context()))
+		done := make(chan struct{})
+		go func() { defer close(done); _ = egress.Forward(fctx, ln, egress.Dialer(*req.Egress, s.Clients)) }()
+		defer func() { stop(); <-done }()
+		env = append(env, egress.Env(ln.Addr().String())...)
 	}
 	cmd := exec.Command("/bin/bash", "--noprofile", "--norc", "-c", req.Script)
 	cmd.Dir, cmd.Env = s.Workdir, env

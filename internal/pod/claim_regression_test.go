@@ -21,11 +21,13 @@ import (
 
 // TestForeignObjectsRefused (from an attack review): another tenant with
 // rights in the sandboxes' namespace plants, before Paddock, a
-// NetworkPolicy named as Paddock's that allows all egress, and a
+// NetworkPolicy named as Paddock's that allows all egress, another that
+// does so under a name of its own (network policies add up), and a
 // SandboxClaim named and labelled as a session's, bound to a template of
-// theirs (not selected by the policy, no runtime class). Paddock refuses
-// both: it installs nothing over the policy, and sends the session's copy
-// to no sandbox of theirs.
+// theirs (not selected by the policy, no runtime class). Paddock makes
+// the policy of its name its own, refuses to run while the other one
+// exists (at install, and when one appears later), and sends the
+// session's copy to no sandbox of theirs.
 func TestForeignObjectsRefused(t *testing.T) {
 	const ns = "paddock-sandboxes"
 	c, caPEM, cert := apiServer(t, ns)
@@ -35,11 +37,13 @@ func TestForeignObjectsRefused(t *testing.T) {
 		Idle: 10 * time.Minute, CA: caPEM, WorkersNamespace: "paddock"}
 
 	// The tenant's plants.
-	require.NoError(t, c.Create(ctx, &networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "paddock-sandboxes", Namespace: ns},
-		Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
-			Egress: []networkingv1.NetworkPolicyEgressRule{{}}}, // everything, everywhere
-	}))
+	allowAll := func(name string) *networkingv1.NetworkPolicy {
+		return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+				Egress: []networkingv1.NetworkPolicyEgressRule{{}}}} // everything, everywhere
+	}
+	require.NoError(t, c.Create(ctx, allowAll("paddock-sandboxes")))
+	require.NoError(t, c.Create(ctx, allowAll("tenant-open")))
 	evil, err := pod.Template(cfg) // the CA is public: it is in every sandbox pod's env
 	require.NoError(t, err)
 	evil.SetName("tenant-template")
@@ -55,14 +59,24 @@ func TestForeignObjectsRefused(t *testing.T) {
 
 	boxes := &pod.Sandboxes{Client: c, Config: cfg, Cert: cert, Owner: -1, Limit: 1 << 30, Ready: time.Minute}
 	_, err = boxes.Install(ctx)
-	require.ErrorIs(t, err, pod.ErrForeign, "nothing is installed over the tenant's policy")
-	require.ErrorContains(t, err, "NetworkPolicy paddock-sandboxes/paddock-sandboxes is not the one Paddock makes")
-	require.NoError(t, c.Delete(ctx, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "paddock-sandboxes", Namespace: ns}}))
-	_, err = boxes.Install(ctx)
-	require.NoError(t, err)
+	require.ErrorIs(t, err, pod.ErrForeign, "no sandbox runs beside the tenant's policy")
+	require.ErrorContains(t, err, "NetworkPolicy paddock-sandboxes/tenant-open is not Paddock's")
 	var np networkingv1.NetworkPolicy
 	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "paddock-sandboxes"}, &np))
-	require.Empty(t, np.Spec.Egress, "Paddock's policy is in force")
+	require.Equal(t, pod.NetworkPolicy(cfg).Spec, np.Spec, "the policy under Paddock's name is Paddock's now")
+	require.NoError(t, c.Delete(ctx, allowAll("tenant-open")))
+	_, err = boxes.Install(ctx)
+	require.NoError(t, err)
+
+	// A policy planted after the install stops the sandboxes at the
+	// reaper's next look.
+	require.NoError(t, c.Create(ctx, allowAll("tenant-later")))
+	_, err = boxes.Reap(ctx)
+	require.ErrorIs(t, err, pod.ErrForeign)
+	_, err = boxes.Run(ctx, sandbox.Command{Place: sandbox.Place{Session: "S-3", Workdir: t.TempDir()}, Script: "true", Timeout: time.Minute})
+	require.ErrorIs(t, err, pod.ErrForeign)
+	require.ErrorContains(t, err, "NetworkPolicy paddock-sandboxes/tenant-later is not Paddock's")
+	require.NoError(t, c.Delete(ctx, allowAll("tenant-later")))
 
 	host := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(host, ".git"), 0o755))

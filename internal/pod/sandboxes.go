@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/paddock-dev/paddock/internal/egress"
 	"github.com/paddock-dev/paddock/internal/executor"
 	"github.com/paddock-dev/paddock/internal/sandbox"
 )
@@ -35,6 +37,9 @@ type Sandboxes struct {
 	Owner int
 	// Limit bounds what one command writes back (its session's disk).
 	Limit int64
+	// Gateway routes the pods of commands allowed the network to their
+	// runs' egress proxies (nil: no command may have network).
+	Gateway *egress.Gateway
 	// Ready bounds the wait for a sandbox to come up (default 5 minutes).
 	Ready  time.Duration
 	Logger *slog.Logger
@@ -89,12 +94,39 @@ func (s *Sandboxes) Install(ctx context.Context) (*unstructured.Unstructured, er
 		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(want), got); err != nil {
 			return nil, fmt.Errorf("read back the sandbox %s %s/%s: %w", kind, s.Config.Namespace, want.GetName(), err)
 		}
+		if want == policy && !contains(got.Object["spec"], want.Object["spec"]) {
+			// The policy's name is fixed: an older Paddock's, or one
+			// planted under its name, becomes this one.
+			got.Object["spec"] = want.Object["spec"]
+			got.SetLabels(want.GetLabels())
+			if err := s.Client.Update(ctx, got); err != nil {
+				return nil, fmt.Errorf("update the sandbox %s %s/%s: %w", kind, s.Config.Namespace, want.GetName(), err)
+			}
+		}
 		if !contains(got.Object["spec"], want.Object["spec"]) || got.GetLabels()[managedBy] != "paddock" {
 			return nil, fmt.Errorf("%w: the %s %s/%s is not the one Paddock makes (the namespace must be Paddock's alone: delete it, and take others' rights there away)", ErrForeign, kind, s.Config.Namespace, want.GetName())
 		}
 	}
+	if err := s.alone(ctx); err != nil {
+		return nil, err
+	}
 	s.installed = tmpl
 	return tmpl, nil
+}
+
+// alone checks that Paddock's is the only NetworkPolicy of the sandboxes'
+// namespace: policies add up, so another could open the pods to more.
+func (s *Sandboxes) alone(ctx context.Context) error {
+	var l networkingv1.NetworkPolicyList
+	if err := s.Client.List(ctx, &l, client.InNamespace(s.Config.Namespace)); err != nil {
+		return fmt.Errorf("list the NetworkPolicies of namespace %s: %w", s.Config.Namespace, err)
+	}
+	for _, np := range l.Items {
+		if np.Name != policyName {
+			return fmt.Errorf("%w: NetworkPolicy %s/%s is not Paddock's, and network policies add up: it could open the sandbox pods to more than their gateway (the namespace must be Paddock's alone: delete it, and take others' rights there away)", ErrForeign, np.Namespace, np.Name)
+		}
+	}
+	return nil
 }
 
 // ErrForeign says an object Paddock relies on is not Paddock's.
@@ -147,6 +179,15 @@ func (s *Sandboxes) Run(ctx context.Context, c sandbox.Command) (sandbox.Result,
 	if timeout <= 0 {
 		timeout = sandbox.DefaultTimeout
 	}
+	var route *egress.Route
+	if c.Egress != "" {
+		if s.Gateway == nil {
+			return sandbox.Result{}, errors.New("the command is allowed network, but this server serves sandbox pods no egress gateway")
+		}
+		r, end := s.Gateway.Open(c.Egress)
+		defer end()
+		route = &r
+	}
 	ex, name, err := s.executor(ctx, c.Session, timeout)
 	if err != nil {
 		return sandbox.Result{}, err
@@ -157,14 +198,29 @@ func (s *Sandboxes) Run(ctx context.Context, c sandbox.Command) (sandbox.Result,
 		return sandbox.Result{}, err
 	}
 	defer root.Close()
+	var deps *os.Root
+	if c.Deps != "" {
+		if deps, err = os.OpenRoot(c.Deps); err != nil {
+			return sandbox.Result{}, err
+		}
+		defer deps.Close()
+	}
 	// The pod's answers are bounded in time as in size: a pod that stalls
 	// holds no worker.
 	pushCtx, cancel := context.WithTimeout(ctx, transferTimeout)
 	defer cancel()
-	if _, err := ex.Push(pushCtx, root); err != nil {
+	if _, err := ex.Push(pushCtx, executor.Work, root); err != nil {
 		return sandbox.Result{}, fmt.Errorf("copy the working copy into the sandbox pod: %w", err)
 	}
-	res, err := ex.Run(ctx, c)
+	// The dependency caches are sent as the host has them before every
+	// command, so what a command changed there is undone; they come back
+	// only from setup, which fills them.
+	if deps != nil {
+		if _, err := ex.Push(pushCtx, executor.Deps, deps); err != nil {
+			return sandbox.Result{}, fmt.Errorf("copy the dependency caches into the sandbox pod: %w", err)
+		}
+	}
+	res, err := ex.Run(ctx, c, route)
 	if err != nil {
 		return res, err
 	}
@@ -172,8 +228,13 @@ func (s *Sandboxes) Run(ctx context.Context, c sandbox.Command) (sandbox.Result,
 	// as a bubblewrap command's stay in the copy.
 	pullCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), transferTimeout)
 	defer cancel()
-	if _, err := ex.Pull(pullCtx, executor.Into{Root: root, UID: s.Owner, Limit: s.Limit}); err != nil {
+	if _, err := ex.Pull(pullCtx, executor.Work, executor.Into{Root: root, UID: s.Owner, Limit: s.Limit}); err != nil {
 		return res, fmt.Errorf("take the command's changes back from the sandbox pod (the copy may hold part of them): %w", err)
+	}
+	if deps != nil && c.DepsWritable {
+		if _, err := ex.Pull(pullCtx, executor.Deps, executor.Into{Root: deps, UID: s.Owner, Limit: s.Limit}); err != nil {
+			return res, fmt.Errorf("take the dependency caches back from the sandbox pod: %w", err)
+		}
 	}
 	return res, nil
 }
@@ -226,7 +287,7 @@ func (s *Sandboxes) executor(ctx context.Context, sessionID string, timeout time
 		// last pod's, so the executor is asked until it answers, the
 		// Sandbox read again each time (no command was sent yet, so
 		// nothing runs twice).
-		_, err = ex.Manifest(ctx)
+		_, err = ex.Manifest(ctx, executor.Work)
 		var refused *executor.StatusError
 		switch {
 		case errors.Is(err, executor.ErrKeyChanged) || errors.As(err, &refused):
@@ -372,8 +433,16 @@ func (s *Sandboxes) rest(ctx context.Context, sessionID, name string) {
 }
 
 // Reap suspends every Paddock sandbox idle past its time: its pod goes,
-// its volume stays. It says how many it suspended.
+// its volume stays. It says how many it suspended. It first checks that
+// the namespace's network policy is still Paddock's alone; when it is
+// not, the next command installs again, and fails saying why.
 func (s *Sandboxes) Reap(ctx context.Context) (int, error) {
+	if err := s.alone(ctx); err != nil {
+		s.install.Lock()
+		s.installed = nil
+		s.install.Unlock()
+		return 0, err
+	}
 	var list unstructured.UnstructuredList
 	list.SetGroupVersionKind(ClaimKind.GroupVersion().WithKind("SandboxClaimList"))
 	if err := s.Client.List(ctx, &list, client.InNamespace(s.Config.Namespace), client.HasLabels{SessionLabel}); err != nil {

@@ -150,7 +150,8 @@ func TestSandboxesOnKubernetes(t *testing.T) {
 	require.EqualValues(t, 2, replicas)
 	var np networkingv1.NetworkPolicy
 	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "paddock-sandboxes"}, &np))
-	require.Empty(t, np.Spec.Egress)
+	require.Len(t, np.Spec.Egress, 1, "egress to the workers' gateway alone")
+	require.Equal(t, int32(pod.DefaultEgressPort), np.Spec.Egress[0].Ports[0].Port.IntVal)
 	require.Contains(t, np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress)
 
 	claim := &unstructured.Unstructured{}
@@ -186,10 +187,10 @@ func TestSandboxesOnKubernetes(t *testing.T) {
 	require.Equal(t, 2, cluster.Starts(name), "the pod started again")
 	waitFor(t, "the pod's log", func() bool { return strings.Count(cluster.Log(name), "copy received") == 2 }) // through a pipe
 	log := cluster.Log(name)
-	require.Contains(t, log, `copy received" written=3 removed=0 bytes=13`, "first: the .git directory, its config and hello.txt")
+	require.Contains(t, log, `copy received" tree=work written=3 removed=0 bytes=13`, "first: the .git directory, its config and hello.txt")
 	// Then only the host's .git/config (7 bytes), which the first command
 	// changed in the pod: hello.txt and made.txt were still on the volume.
-	require.Contains(t, log, `copy received" written=1 removed=0 bytes=7`)
+	require.Contains(t, log, `copy received" tree=work written=1 removed=0 bytes=7`)
 
 	// A run is started once at most, whoever asks again.
 	_, _, err = run("t2/c1", "echo again >> twice.txt")

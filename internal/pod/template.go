@@ -60,10 +60,17 @@ const (
 	// and state, and the build cache.
 	Volume  = "/paddock"
 	Workdir = Volume + "/work"
+	Deps    = Volume + "/deps"
 	State   = Volume + "/state"
 	// UID runs the executor and the commands.
 	UID = 65532
 )
+
+// policyName names Paddock's NetworkPolicy, the namespace's only one.
+const policyName = "paddock-sandboxes"
+
+// DefaultEgressPort is where workers serve sandbox pods' egress gateway.
+const DefaultEgressPort = 7444
 
 // Config shapes the sandboxes.
 type Config struct {
@@ -73,8 +80,10 @@ type Config struct {
 	Image string
 	// RuntimeClass is the pods' RuntimeClass (gVisor, Kata); empty: none.
 	RuntimeClass string
-	// Port is the executor's.
-	Port int
+	// Port is the executor's; EgressPort is the workers' egress
+	// gateway's, the one destination the pods may reach.
+	Port       int
+	EgressPort int
 	// CPUs, Memory (bytes) bound each pod; Disk (bytes) is its volume's size.
 	CPUs   float64
 	Memory int64
@@ -97,6 +106,9 @@ type Config struct {
 func (c Config) defaults() Config {
 	if c.Port == 0 {
 		c.Port = 7443
+	}
+	if c.EgressPort == 0 {
+		c.EgressPort = DefaultEgressPort
 	}
 	if c.CPUs == 0 {
 		c.CPUs = sandbox.DefaultMaxCPUs
@@ -152,7 +164,7 @@ func PodSpec(c Config) corev1.PodSpec {
 		Containers: []corev1.Container{{
 			Name:    "executor",
 			Image:   c.Image,
-			Command: []string{"paddock", "kube", "executor", "--listen", fmt.Sprintf(":%d", c.Port), "--workdir", Workdir, "--state", State},
+			Command: []string{"paddock", "kube", "executor", "--listen", fmt.Sprintf(":%d", c.Port), "--workdir", Workdir, "--deps", Deps, "--state", State},
 			Env:     []corev1.EnvVar{{Name: "PADDOCK_EXECUTOR_CA", Value: string(c.CA)}},
 			Ports:   []corev1.ContainerPort{{Name: "executor", ContainerPort: int32(c.Port), Protocol: corev1.ProtocolTCP}},
 			SecurityContext: &corev1.SecurityContext{
@@ -253,23 +265,26 @@ func WarmPool(c Config, template string) *unstructured.Unstructured {
 	return u
 }
 
-// NetworkPolicy isolates every sandbox pod: no egress at all, and
-// ingress only from the workers to the executor's port.
+// NetworkPolicy isolates every sandbox pod: ingress only from the
+// workers to the executor's port, and egress only to the workers' egress
+// gateway (no DNS either: the proxy resolves names), which serves only
+// runs allowed the network, each through its own proxy.
 func NetworkPolicy(c Config) *networkingv1.NetworkPolicy {
 	c = c.defaults()
-	from := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: c.Workers}}
+	workers := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: c.Workers}}
 	if c.WorkersNamespace != "" {
-		from.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": c.WorkersNamespace}}
+		workers.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": c.WorkersNamespace}}
 	}
 	port := intstr.FromInt32(int32(c.Port))
+	gateway := intstr.FromInt32(int32(c.EgressPort))
 	return &networkingv1.NetworkPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: "paddock-sandboxes", Namespace: c.Namespace, Labels: map[string]string{managedBy: "paddock"}},
+		ObjectMeta: metav1.ObjectMeta{Name: policyName, Namespace: c.Namespace, Labels: map[string]string{managedBy: "paddock"}},
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{SandboxLabel: "true"}},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
-			Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{from}, Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr(corev1.ProtocolTCP), Port: &port}}}},
-			Egress:      []networkingv1.NetworkPolicyEgressRule{},
+			Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{workers}, Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr(corev1.ProtocolTCP), Port: &port}}}},
+			Egress:      []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{workers}, Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr(corev1.ProtocolTCP), Port: &gateway}}}},
 		},
 	}
 }

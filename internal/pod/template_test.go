@@ -32,7 +32,7 @@ func TestPodSpecIsRestricted(t *testing.T) {
 	require.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, psc.SeccompProfile.Type)
 	require.Len(t, spec.Containers, 1)
 	c := spec.Containers[0]
-	require.Equal(t, []string{"paddock", "kube", "executor", "--listen", ":7443", "--workdir", Workdir, "--state", State}, c.Command)
+	require.Equal(t, []string{"paddock", "kube", "executor", "--listen", ":7443", "--workdir", Workdir, "--deps", Deps, "--state", State}, c.Command)
 	sc := c.SecurityContext
 	require.False(t, *sc.AllowPrivilegeEscalation)
 	require.False(t, *sc.Privileged)
@@ -119,13 +119,21 @@ func TestNetworkPolicy(t *testing.T) {
 	np := NetworkPolicy(shape)
 	require.Equal(t, map[string]string{SandboxLabel: "true"}, np.Spec.PodSelector.MatchLabels)
 	require.ElementsMatch(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}, np.Spec.PolicyTypes)
-	require.Empty(t, np.Spec.Egress, "no egress at all")
 	require.Len(t, np.Spec.Ingress, 1)
 	in := np.Spec.Ingress[0]
+	require.Len(t, in.Ports, 1)
 	require.Equal(t, int32(7443), in.Ports[0].Port.IntVal, "only the executor's port")
 	require.Len(t, in.From, 1)
 	require.Equal(t, map[string]string{"app.kubernetes.io/name": "paddock"}, in.From[0].PodSelector.MatchLabels)
 	require.Equal(t, map[string]string{"kubernetes.io/metadata.name": "paddock"}, in.From[0].NamespaceSelector.MatchLabels, "Paddock's pods in Paddock's namespace only")
+	// Egress: the workers' gateway alone, on its port alone (not even DNS).
+	require.Len(t, np.Spec.Egress, 1)
+	out := np.Spec.Egress[0]
+	require.Len(t, out.Ports, 1)
+	require.Equal(t, corev1.ProtocolTCP, *out.Ports[0].Protocol)
+	require.Equal(t, int32(DefaultEgressPort), out.Ports[0].Port.IntVal)
+	require.Nil(t, out.Ports[0].EndPort)
+	require.Equal(t, in.From, out.To, "to Paddock's pods in Paddock's namespace only")
 }
 
 func TestClaimName(t *testing.T) {

@@ -500,7 +500,7 @@ func (b *Bwrap) command(p Place, argv []string, how launch, nproc int, waitFD bo
 	}
 	vars := Environment(p.Env)
 	if p.Deps != "" {
-		maps.Copy(vars, depsEnv())
+		maps.Copy(vars, DepsEnv(DepsMount))
 	}
 	if p.Egress != "" {
 		for _, kv := range egress.Env(forwarderAddr) {

@@ -41,12 +41,13 @@ func Environment(extra map[string]string) map[string]string {
 	return env
 }
 
-// depsEnv points the package managers at the dependency caches.
-func depsEnv() map[string]string {
+// DepsEnv points the package managers at the dependency caches in dir
+// (DepsMount in a bubblewrap sandbox).
+func DepsEnv(dir string) map[string]string {
 	return map[string]string{
-		"GOMODCACHE":                 DepsMount + "/go/mod",
-		"npm_config_cache":           DepsMount + "/npm",
-		"PIP_CACHE_DIR":              DepsMount + "/pip",
+		"GOMODCACHE":                 dir + "/go/mod",
+		"npm_config_cache":           dir + "/npm",
+		"PIP_CACHE_DIR":              dir + "/pip",
 		"npm_config_update_notifier": "false",
 		"npm_config_logs_dir":        "/tmp/npm-logs",
 	}

@@ -1,0 +1,176 @@
+package egress
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// authority is a test CA and a gateway certificate it issued for name.
+func authority(t *testing.T, name string) (*x509.CertPool, tls.Certificate) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test authority"}, IsCA: true, BasicConstraintsValid: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	return pool, tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// gateway serves a Gateway on 127.0.0.1 until the test ends.
+func gateway(t *testing.T) (*Gateway, *x509.CertPool) {
+	t.Helper()
+	pool, cert := authority(t, "paddock-egress")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Gateway{Addr: ln.Addr().String(), Name: "paddock-egress", TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("gateway: %v", err)
+		}
+	})
+	return g, pool
+}
+
+// forwardTo serves a forwarder on 127.0.0.1 dialing with dial, as the
+// executor does in a pod, until the test ends.
+func forwardTo(t *testing.T, dial func(context.Context) (net.Conn, error)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Forward(ctx, ln, dial) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String()
+}
+
+// A pod's forwarder reaches its run's proxy through the gateway: the
+// allowlist is the run's, a refusal is the proxy's own answer, and once
+// the run ends its token opens nothing.
+func TestGatewayRoutesARunToItsProxy(t *testing.T) {
+	e := newEcho(t)
+	up := fmt.Sprintf("allowed.test:%d", e.port())
+	h := start(t, Config{Allow: []string{up}, TestingAllowLoopback: true,
+		Resolver: newResolver(map[string][]string{"allowed.test": {"127.0.0.1"}, "other.test": {"127.0.0.1"}})})
+	g, pool := gateway(t)
+	route, end := g.Open(h.sock)
+	if route.Addr != g.Addr || route.Name != "paddock-egress" || len(route.Token) != tokenLen {
+		t.Fatalf("route %+v", route)
+	}
+	h.fwd = forwardTo(t, Dialer(route, pool))
+
+	c, br, resp, err := h.connect(up)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("CONNECT %s: %v %v", up, resp, err)
+	}
+	io.WriteString(c, "through the gateway")
+	c.(*net.TCPConn).CloseWrite()
+	got, _ := io.ReadAll(br)
+	c.Close()
+	if string(got) != "through the gateway" {
+		t.Fatalf("echoed %q", got)
+	}
+	_, _, resp, err = h.connect(fmt.Sprintf("other.test:%d", e.port()))
+	if err != nil || resp.StatusCode != http.StatusForbidden || !strings.Contains(resp.Status, "not allowed") {
+		t.Fatalf("CONNECT other.test: %v %v; want the proxy's 403", resp, err)
+	}
+
+	end()
+	if _, _, resp, err := h.connect(up); err == nil {
+		t.Fatalf("CONNECT after the run ended: %v; want the connection closed", resp.Status)
+	}
+	if n := e.accepted.Load(); n != 1 {
+		t.Errorf("the upstream accepted %d connections, want 1", n)
+	}
+}
+
+// Connections that do not carry a live run's token, or that do not trust
+// the gateway's authority, reach nothing.
+func TestGatewayRefusesStrangers(t *testing.T) {
+	h := start(t, Config{Allow: []string{"allowed.test:443"}})
+	g, pool := gateway(t)
+	route, _ := g.Open(h.sock)
+
+	dial := func(token string) error {
+		c, err := tls.Dial("tcp", g.Addr, &tls.Config{RootCAs: pool, ServerName: "paddock-egress"})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(15 * time.Second))
+		fmt.Fprintf(c, "%s\nCONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n", token)
+		_ = c.CloseWrite()
+		// Closed, or reset for the bytes it left unread: either way
+		// unanswered.
+		if b, _ := io.ReadAll(c); len(b) > 0 {
+			return fmt.Errorf("answered %q", b)
+		}
+		return nil
+	}
+	for name, token := range map[string]string{
+		"another token":  strings.Repeat("0", tokenLen),
+		"a short token":  route.Token[:10],
+		"a longer token": route.Token + "00",
+		"no token":       "",
+	} {
+		if err := dial(token); err != nil {
+			t.Errorf("%s: %v; want the connection closed unanswered", name, err)
+		}
+	}
+
+	other, _ := authority(t, "paddock-egress")
+	if _, err := Dialer(route, other)(context.Background()); err == nil {
+		t.Error("a gateway of another authority was trusted")
+	}
+	wrongName := route
+	wrongName.Name = "elsewhere"
+	if _, err := Dialer(wrongName, pool)(context.Background()); err == nil {
+		t.Error("a gateway certificate for another name was trusted")
+	}
+	// A TCP connection that never speaks is dropped at the handshake's
+	// deadline; the gateway still serves others meanwhile.
+	idle, err := net.Dial("tcp", g.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	c, err := Dialer(route, pool)(context.Background())
+	if err != nil {
+		t.Fatalf("a run's connection while another idles: %v", err)
+	}
+	c.Close()
+}
