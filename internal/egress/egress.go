@@ -1,8 +1,10 @@
 // Package egress is the one way a sandboxed command reaches the network.
-// The sandbox has no network interface; Paddock serves a Proxy on the host
-// side of a Unix socket bound into it, and Forward, running inside the
-// sandbox, relays each connection made to the sandbox's loopback to that
-// socket. The proxy speaks HTTP CONNECT (HTTPS and any TCP) and plain HTTP
+// A bubblewrap sandbox has no network interface; Paddock serves a Proxy on
+// the host side of a Unix socket bound into it, and Forward, running
+// inside the sandbox, relays each connection made to the sandbox's
+// loopback to that socket. A sandbox pod reaches the same socket through
+// its node's Gateway (see gateway.go), which its network policy alone
+// allows. The proxy speaks HTTP CONNECT (HTTPS and any TCP) and plain HTTP
 // forward-proxy requests (absolute-form URLs). It allows only the
 // HOST:PORT pairs on its allowlist, resolves names itself, refuses IP
 // literals that are not listed as such and every destination address that

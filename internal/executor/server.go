@@ -7,7 +7,10 @@
 //
 // The worker is the client: before a command it pushes what changed in
 // its copy, after it pulls back what the command changed, as hostile
-// input (see Returnable and Unpack).
+// input (see Returnable and Unpack). The session's dependency caches are
+// a second tree, taken back only after an environment's setup. A command
+// allowed the network reaches its run's egress proxy through a forwarder
+// the executor serves on the pod's loopback for the command's time.
 package executor
 
 import (

@@ -4,7 +4,8 @@
 // Pod Security Standard (checked with the upstream pod-security-admission
 // library before it is installed), a SandboxWarmPool of it and a
 // NetworkPolicy; each session claims a Sandbox (SandboxClaim), whose pod
-// runs `paddock kube executor` on a volume of its own. An idle Sandbox is
+// runs `paddock kube executor` on a volume of its own; its only network
+// is its node's egress gateway, for commands allowed the network. An idle Sandbox is
 // suspended (pod gone, volume kept) and resumed by the session's next
 // command; the session's end deletes it.
 package pod
