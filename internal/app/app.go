@@ -238,7 +238,7 @@ func (a *App) controller(cfg config.Config) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.closers = append(a.closers, func() error { cancel(); return nil })
-	return kube.Start(ctx, rc, a.Service, kube.Options{Admin: cfg.AdminUser, UserPrefix: cfg.KubeUserPrefix, LeaderNamespace: namespace, Logger: a.logger})
+	return kube.Start(ctx, rc, a.Service, kube.Options{Admin: cfg.AdminUser, UserPrefix: cfg.KubeUserPrefix, Users: cfg.KubeUsers, LeaderNamespace: namespace, Logger: a.logger})
 }
 
 // collect removes working copies no longer needed (Service.GC), now and

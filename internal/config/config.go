@@ -41,6 +41,9 @@ type Config struct {
 	// KubeUserPrefix is what Kubernetes user names carry before the
 	// Paddock user's name.
 	KubeUserPrefix string
+	// KubeUsers maps Kubernetes users (service accounts among them) to
+	// Paddock users, ahead of KubeUserPrefix.
+	KubeUsers map[string]string
 	// TemporalPort is the first of the nine consecutive ports the embedded
 	// Temporal services listen on (0: free ports, chosen at each start).
 	TemporalPort int
@@ -156,6 +159,7 @@ var Vars = []Var{
 	{"PADDOCK_TEMPORAL_BROADCAST_ADDRESS", "127.0.0.1", "with PADDOCK_DATABASE_URL, the IP address other nodes reach this node's embedded Temporal services at (they listen on it); the default makes a cluster of nodes on one machine"},
 	{"PADDOCK_TEMPORAL_PORT", "(none: free ports)", "the first of nine consecutive ports the embedded Temporal services listen on (frontend, membership, history, matching, worker, metrics), for a firewall between nodes; unset, free ports are chosen at each start"},
 	{"PADDOCK_KUBECONFIG", "(none: no controller)", "a kubeconfig file, or `in-cluster`: run the Kubernetes controller of Agent and Session resources (`paddock kube crds` prints their definitions); one node at a time runs it (a Lease in the pod's namespace, or the kubeconfig context's)"},
+	{"PADDOCK_KUBE_USERS", "(none)", "Kubernetes users the controller acts for as a Paddock user of another name, such as a CI job's service account: `system:serviceaccount:ci:deployer=ci-bot,alice@example.com=alice` (KUBERNETES_USER=PADDOCK_USER, comma-separated); these come before PADDOCK_KUBE_USER_PREFIX, and other `system:` users are refused"},
 	{"PADDOCK_KUBE_USER_PREFIX", "(none)", "what the cluster's user names carry before the Paddock user's name (its OIDC prefix, such as `oidc:`): the controller acts for the Paddock user named as the Kubernetes user who created a Session or applied an Agent, less this prefix"},
 	{"PADDOCK_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"PADDOCK_TOKEN", "(none)", "API token client commands send; otherwise the one `paddock login` saved for the server, else DATA_DIR/admin.token"},
@@ -260,6 +264,13 @@ func Load(getenv func(string) string) (Config, error) {
 				return c, fmt.Errorf("%s is set but PADDOCK_POD_IMAGE is not: sandbox pods need an image", v)
 			}
 		}
+	}
+	if v := getenv("PADDOCK_KUBE_USERS"); v != "" {
+		users, err := kubeUsers(v)
+		if err != nil {
+			return c, fmt.Errorf("PADDOCK_KUBE_USERS: %w", err)
+		}
+		c.KubeUsers = users
 	}
 	if v := getenv("PADDOCK_TEMPORAL_PORT"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -448,4 +459,25 @@ func Load(getenv func(string) string) (Config, error) {
 func validPort(s string) bool {
 	n, err := strconv.Atoi(s)
 	return err == nil && n >= 0 && n <= 65535
+}
+
+// kubeUsers reads KUBERNETES_USER=PADDOCK_USER pairs, comma-separated.
+func kubeUsers(v string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		k, p, ok := strings.Cut(item, "=")
+		k, p = strings.TrimSpace(k), strings.TrimSpace(p)
+		if !ok || k == "" || p == "" {
+			return nil, fmt.Errorf("%q: want KUBERNETES_USER=PADDOCK_USER, such as system:serviceaccount:ci:deployer=ci-bot", item)
+		}
+		if _, dup := m[k]; dup {
+			return nil, fmt.Errorf("Kubernetes user %s is mapped twice", k)
+		}
+		m[k] = p
+	}
+	return m, nil
 }

@@ -118,3 +118,16 @@ func TestPods(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, c.Pods)
 }
+
+func TestKubeUsers(t *testing.T) {
+	env := map[string]string{"PADDOCK_DATA_DIR": "/d", "PADDOCK_KUBE_USERS": " system:serviceaccount:ci:deployer=ci-bot , alice@example.com=alice,"}
+	load := func() (Config, error) { return Load(func(k string) string { return env[k] }) }
+	c, err := load()
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"system:serviceaccount:ci:deployer": "ci-bot", "alice@example.com": "alice"}, c.KubeUsers)
+	for _, bad := range []string{"ci-bot", "=ci-bot", "system:serviceaccount:ci:deployer=", "a=b,a=c"} {
+		env["PADDOCK_KUBE_USERS"] = bad
+		_, err := load()
+		require.ErrorContains(t, err, "PADDOCK_KUBE_USERS", bad)
+	}
+}

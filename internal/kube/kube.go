@@ -77,7 +77,10 @@ type Options struct {
 	// UserPrefix is what Kubernetes user names carry before the Paddock
 	// user's name (the cluster's OIDC prefix, say "oidc:").
 	UserPrefix string
-	Logger     *slog.Logger
+	// Users maps Kubernetes users (service accounts among them) to
+	// Paddock users, ahead of UserPrefix.
+	Users  map[string]string
+	Logger *slog.Logger
 }
 
 // Start runs the controller until ctx ends. It returns once the
@@ -152,7 +155,7 @@ func newManager(cfg *rest.Config, svc *engine.Service, o Options) (ctrl.Manager,
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes controller: %w", err)
 	}
-	users := &requesters{svc: svc, reader: mgr.GetAPIReader(), prefix: o.UserPrefix}
+	users := &requesters{svc: svc, reader: mgr.GetAPIReader(), prefix: o.UserPrefix, users: o.Users}
 	agents := &agentReconciler{c: mgr.GetClient(), svc: svc, users: users}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("agent").For(object(AgentKind)).Complete(agents); err != nil {
 		return nil, err

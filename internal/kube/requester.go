@@ -36,6 +36,7 @@ type requesters struct {
 	svc    *engine.Service
 	reader client.Reader // uncached: the bindings are not watched
 	prefix string
+	users  map[string]string // Kubernetes user: Paddock user, before prefix
 
 	mu      sync.Mutex
 	checked time.Time
@@ -53,11 +54,24 @@ func (r *requesters) principal(ctx context.Context, u *unstructured.Unstructured
 	if who == "" {
 		return identity.Principal{}, fmt.Errorf("%w: the resource names no requester (made before the admission policies were applied: create it again)", store.ErrDenied)
 	}
-	user, ok := strings.CutPrefix(who, r.prefix)
-	if !ok || strings.HasPrefix(who, "system:") {
-		return identity.Principal{}, fmt.Errorf("%w: Kubernetes user %s is not one of Paddock's (a person's name with PADDOCK_KUBE_USER_PREFIX %q)", store.ErrDenied, who, r.prefix)
+	user, err := r.user(who)
+	if err != nil {
+		return identity.Principal{}, err
 	}
 	return r.svc.Principal(ctx, user, via(u))
+}
+
+// user is the Paddock user a Kubernetes user is: named in the mapping
+// (service accounts only so), else the name less the prefix.
+func (r *requesters) user(who string) (string, error) {
+	if user, ok := r.users[who]; ok {
+		return user, nil
+	}
+	user, ok := strings.CutPrefix(who, r.prefix)
+	if !ok || user == "" || strings.HasPrefix(who, "system:") {
+		return "", fmt.Errorf("%w: Kubernetes user %s is not one of Paddock's (a person's name with PADDOCK_KUBE_USER_PREFIX %q, or one PADDOCK_KUBE_USERS maps)", store.ErrDenied, who, r.prefix)
+	}
+	return user, nil
 }
 
 // via names the resource a caller acted through.
