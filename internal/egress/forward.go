@@ -17,6 +17,20 @@ import (
 // returns nil once ctx ends, after closing ln and every relay, or the
 // error that stopped ln.
 func Forward(ctx context.Context, ln net.Listener, dial func(context.Context) (net.Conn, error)) error {
+	return accept(ctx, ln, "egress forwarder", func(ctx context.Context, c net.Conn) {
+		u, err := dial(ctx)
+		if err != nil {
+			return
+		}
+		defer u.Close()
+		pipe(ctx, c, u)
+	})
+}
+
+// accept serves ln until ctx ends, each connection by serve in a
+// goroutine of its own, closed after; it returns nil once ctx ended and
+// every serve returned, or the error that stopped ln.
+func accept(ctx context.Context, ln net.Listener, what string, serve func(context.Context, net.Conn)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
@@ -33,18 +47,13 @@ func Forward(ctx context.Context, ln net.Listener, dial func(context.Context) (n
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
-			return fmt.Errorf("egress forwarder: accepting: %w", err)
+			return fmt.Errorf("%s: accepting: %w", what, err)
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer c.Close()
-			u, err := dial(ctx)
-			if err != nil {
-				return
-			}
-			defer u.Close()
-			pipe(ctx, c, u)
+			serve(ctx, c)
 		}()
 	}
 }

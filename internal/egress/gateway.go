@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -97,41 +96,18 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return fmt.Errorf("egress gateway: %w", err)
-		}
+	return accept(ctx, ln, "egress gateway", func(ctx context.Context, c net.Conn) {
 		select {
 		case g.pending <- struct{}{}:
-		default:
-			c.Close() // too many connections still to say whose they are
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
 			g.relay(ctx, c, log)
-		}()
-	}
+		default: // too many connections still to say whose they are
+		}
+	})
 }
 
-// relay reads a connection's token and relays it to its run's proxy.
+// relay reads a connection's token and relays it to its run's proxy; it
+// holds a pending slot until the token is read.
 func (g *Gateway) relay(ctx context.Context, c net.Conn, log *slog.Logger) {
-	defer c.Close()
 	routed := false
 	defer func() {
 		if !routed {
