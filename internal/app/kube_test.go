@@ -118,7 +118,7 @@ func TestKubernetesResources(t *testing.T) {
 	dir := dataDir(t)
 	model := scriptIn(t, dir, "restore.yaml") // its first turn writes one file
 	a, err := app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "platform", LogLevel: slog.LevelWarn, Kubeconfig: controller,
-		Unenforced: map[string]bool{"disk": true, "cpu": true}},
+		Unenforced: map[string]bool{"disk": true, "cpu": true}, KubeUsers: map[string]string{"system:serviceaccount:team-a:ci": "carol"}},
 		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	require.NoError(t, err)
 	defer a.Stop()
@@ -235,6 +235,23 @@ spec:
 	require.NoError(t, err)
 	require.Equal(t, "carol", cx.CreatedBy.ID)
 	require.Equal(t, "kubernetes:Session/team-a/carols", cx.CreatedBy.Via)
+	// A service account acts for the Paddock user the operator mapped it
+	// to, and only so.
+	ci := kubeconfig("system:serviceaccount:team-a:ci")
+	out, err = kubectl(admin, "", "create", "rolebinding", "ci-author", "-n", "team-a", "--role=paddock-author", "--serviceaccount=team-a:ci")
+	require.NoError(t, err, out)
+	out, err = kubectl(ci, "apiVersion: paddock.dev/v1alpha1\nkind: Session\nmetadata: {name: from-ci, namespace: team-a}\nspec: {agent: fixer, message: hi}\n", "apply", "-f", "-")
+	require.NoError(t, err, out)
+	var fromCI string
+	waitFor(t, "the service account's session started as carol", func() (bool, error) {
+		out, err := kubectl(admin, "", "get", "session", "from-ci", "-n", "team-a", "-o", "jsonpath={.status.sessionID}")
+		fromCI = out
+		return out != "", err
+	})
+	cix, err := a.Service.Store.GetSession(ctx, fromCI)
+	require.NoError(t, err)
+	require.Equal(t, "carol", cix.CreatedBy.ID)
+	require.Equal(t, "kubernetes:Session/team-a/from-ci", cix.CreatedBy.Via)
 	// A member may start sessions, not change agents.
 	out, err = kubectl(carol, "apiVersion: paddock.dev/v1alpha1\nkind: Agent\nmetadata: {name: carolsagent, namespace: team-a}\nspec: {model: "+model+"}\n", "apply", "-f", "-")
 	require.NoError(t, err, out)
