@@ -16,8 +16,9 @@ import (
 // through the proxy: dial, (CONNECT and its answer,) one byte there and
 // back, close — directly to a local echo server, through the proxy's Unix
 // socket, and through the in-sandbox forwarder then the socket (what a
-// command's HTTPS_PROXY reaches), alternating in one loop. Reports the
-// medians and the forwarder path's added median.
+// command's HTTPS_PROXY reaches), and through a pod's forwarder, the
+// node's gateway (TLS and the run's token) then the socket, alternating in
+// one loop. Reports the medians and the forwarder paths' added medians.
 func BenchmarkConnectLatency(b *testing.B) {
 	e := newEcho(b)
 	port := strconv.Itoa(e.port())
@@ -63,6 +64,7 @@ func BenchmarkConnectLatency(b *testing.B) {
 		{name: "direct", do: direct},
 		{name: "socket", do: proxied("unix", h.sock)},
 		{name: "forwarder", do: proxied("tcp", h.fwd)},
+		{name: "gateway", do: proxied("tcp", viaGateway(b, h.sock))},
 	}
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
@@ -82,6 +84,16 @@ func BenchmarkConnectLatency(b *testing.B) {
 		b.ReportMetric(med[p.name], p.name+"-µs")
 	}
 	b.ReportMetric(med["forwarder"]-med["direct"], "added-µs")
+	b.ReportMetric(med["gateway"]-med["direct"], "pod-added-µs")
+}
+
+// viaGateway serves a gateway routing to the proxy at socket, and a pod's
+// forwarder to it; it returns the forwarder's address.
+func viaGateway(t testing.TB, socket string) string {
+	g, pool := gateway(t)
+	route, end := g.Open(socket)
+	t.Cleanup(end)
+	return forwardTo(t, Dialer(route, pool))
 }
 
 func pingPong(c net.Conn, br *bufio.Reader) error {

@@ -19,7 +19,7 @@ import (
 )
 
 // authority is a test CA and a gateway certificate it issued for name.
-func authority(t *testing.T, name string) (*x509.CertPool, tls.Certificate) {
+func authority(t testing.TB, name string) (*x509.CertPool, tls.Certificate) {
 	t.Helper()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test authority"}, IsCA: true, BasicConstraintsValid: true,
@@ -43,7 +43,7 @@ func authority(t *testing.T, name string) (*x509.CertPool, tls.Certificate) {
 }
 
 // gateway serves a Gateway on 127.0.0.1 until the test ends.
-func gateway(t *testing.T) (*Gateway, *x509.CertPool) {
+func gateway(t testing.TB) (*Gateway, *x509.CertPool) {
 	t.Helper()
 	pool, cert := authority(t, "paddock-egress")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -65,7 +65,7 @@ func gateway(t *testing.T) (*Gateway, *x509.CertPool) {
 
 // forwardTo serves a forwarder on 127.0.0.1 dialing with dial, as the
 // executor does in a pod, until the test ends.
-func forwardTo(t *testing.T, dial func(context.Context) (net.Conn, error)) string {
+func forwardTo(t testing.TB, dial func(context.Context) (net.Conn, error)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
