@@ -78,6 +78,21 @@ func TestForeignObjectsRefused(t *testing.T) {
 	require.ErrorContains(t, err, "NetworkPolicy paddock-sandboxes/tenant-later is not Paddock's")
 	require.NoError(t, c.Delete(ctx, allowAll("tenant-later")))
 
+	// Paddock's own policy widened in place (a rule added, a port range):
+	// the reaper notices, and the next install makes it exactly Paddock's.
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "paddock-sandboxes"}, &np))
+	end := int32(65535)
+	np.Spec.Egress[0].Ports[0].EndPort = &end
+	np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{})
+	require.NoError(t, c.Update(ctx, &np))
+	_, err = boxes.Reap(ctx)
+	require.ErrorIs(t, err, pod.ErrForeign)
+	require.ErrorContains(t, err, "was changed")
+	_, err = boxes.Install(ctx)
+	require.NoError(t, err)
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "paddock-sandboxes"}, &np))
+	require.Equal(t, pod.NetworkPolicy(cfg).Spec, np.Spec, "exactly Paddock's again")
+
 	host := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(host, ".git"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(host, "secret.txt"), []byte("the user's code\n"), 0o644))

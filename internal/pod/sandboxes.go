@@ -15,8 +15,10 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -94,9 +96,10 @@ func (s *Sandboxes) Install(ctx context.Context) (*unstructured.Unstructured, er
 		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(want), got); err != nil {
 			return nil, fmt.Errorf("read back the sandbox %s %s/%s: %w", kind, s.Config.Namespace, want.GetName(), err)
 		}
-		if want == policy && !contains(got.Object["spec"], want.Object["spec"]) {
+		if want == policy && !s.exact(got) {
 			// The policy's name is fixed: an older Paddock's, or one
-			// planted under its name, becomes this one.
+			// planted under its name (even one holding Paddock's rules
+			// and more), becomes exactly this one.
 			got.Object["spec"] = want.Object["spec"]
 			got.SetLabels(want.GetLabels())
 			if err := s.Client.Update(ctx, got); err != nil {
@@ -122,11 +125,25 @@ func (s *Sandboxes) alone(ctx context.Context) error {
 		return fmt.Errorf("list the NetworkPolicies of namespace %s: %w", s.Config.Namespace, err)
 	}
 	for _, np := range l.Items {
+		if np.Name == policyName && !apiequality.Semantic.DeepEqual(np.Spec, NetworkPolicy(s.Config).Spec) {
+			return fmt.Errorf("%w: NetworkPolicy %s/%s was changed: it is made Paddock's again before the next command", ErrForeign, np.Namespace, np.Name)
+		}
 		if np.Name != policyName {
 			return fmt.Errorf("%w: NetworkPolicy %s/%s is not Paddock's, and network policies add up: it could open the sandbox pods to more than their gateway (the namespace must be Paddock's alone: delete it, and take others' rights there away)", ErrForeign, np.Namespace, np.Name)
 		}
 	}
 	return nil
+}
+
+// exact says whether the policy got is exactly Paddock's: a policy
+// holding Paddock's rules and more (a selector matching no sandbox, a
+// port range) would open the pods.
+func (s *Sandboxes) exact(got *unstructured.Unstructured) bool {
+	var np networkingv1.NetworkPolicy
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(got.Object, &np); err != nil {
+		return false
+	}
+	return apiequality.Semantic.DeepEqual(np.Spec, NetworkPolicy(s.Config).Spec)
 }
 
 // ErrForeign says an object Paddock relies on is not Paddock's.
