@@ -41,6 +41,7 @@ const tokenLen = 64
 const (
 	gatewayHandshake = 10 * time.Second // TLS and the token, from accept
 	gatewayPending   = 256              // connections not yet routed
+	gatewayPerSource = 16               // of which from one address (one pod)
 )
 
 // Gateway relays connections from sandboxes elsewhere to the proxies
@@ -54,8 +55,55 @@ type Gateway struct {
 
 	mu      sync.Mutex
 	runs    map[[32]byte]string // a token's hash: the run's proxy socket
-	pending chan struct{}
-	once    sync.Once
+	sources map[string]int      // connections not yet routed, by address
+	// strangers counts connections without a live token since logged.
+	strangers int
+	logged    time.Time
+	pending   chan struct{}
+	once      sync.Once
+}
+
+// hold takes a pending slot for a connection from addr, unless that
+// address holds its share already (a pod that opens connections and
+// never speaks starves only itself) or every slot is taken.
+func (g *Gateway) hold(addr string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.sources[addr] >= gatewayPerSource {
+		return false
+	}
+	select {
+	case g.pending <- struct{}{}:
+	default:
+		return false
+	}
+	if g.sources == nil {
+		g.sources = map[string]int{}
+	}
+	g.sources[addr]++
+	return true
+}
+
+// stranger counts a connection with no live run's token, logged at most
+// once a minute (a pod could otherwise flood the node's log).
+func (g *Gateway) stranger(log *slog.Logger, src string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.strangers++
+	if now := time.Now(); now.Sub(g.logged) >= time.Minute {
+		log.Warn("egress gateway: connections with no live run's token", "count", g.strangers, "last from", src)
+		g.strangers, g.logged = 0, now
+	}
+}
+
+// free gives back addr's pending slot.
+func (g *Gateway) free(addr string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	<-g.pending
+	if g.sources[addr]--; g.sources[addr] <= 0 {
+		delete(g.sources, addr)
+	}
 }
 
 // Open routes a new token to the proxy socket of one run until the
@@ -97,21 +145,23 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return accept(ctx, ln, "egress gateway", func(ctx context.Context, c net.Conn) {
-		select {
-		case g.pending <- struct{}{}:
-			g.relay(ctx, c, log)
-		default: // too many connections still to say whose they are
+		src := c.RemoteAddr().String()
+		if host, _, err := net.SplitHostPort(src); err == nil {
+			src = host
+		}
+		if g.hold(src) { // else: too many connections still to say whose they are
+			g.relay(ctx, c, src, log)
 		}
 	})
 }
 
 // relay reads a connection's token and relays it to its run's proxy; it
 // holds a pending slot until the token is read.
-func (g *Gateway) relay(ctx context.Context, c net.Conn, log *slog.Logger) {
+func (g *Gateway) relay(ctx context.Context, c net.Conn, src string, log *slog.Logger) {
 	routed := false
 	defer func() {
 		if !routed {
-			<-g.pending
+			g.free(src)
 		}
 	}()
 	_ = c.SetDeadline(time.Now().Add(gatewayHandshake))
@@ -122,11 +172,11 @@ func (g *Gateway) relay(ctx context.Context, c net.Conn, log *slog.Logger) {
 	}
 	socket := g.socket(string(pre[:tokenLen]))
 	if socket == "" {
-		log.Warn("egress gateway: a connection with no run's token", "from", c.RemoteAddr().String())
+		g.stranger(log, src)
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
-	<-g.pending
+	g.free(src)
 	routed = true
 	var d net.Dialer
 	u, err := d.DialContext(ctx, "unix", socket)

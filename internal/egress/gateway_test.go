@@ -174,3 +174,33 @@ func TestGatewayRefusesStrangers(t *testing.T) {
 	}
 	c.Close()
 }
+
+// A pod that opens connections and never speaks holds at most its share
+// of the gateway's pending slots: another pod's run still connects.
+func TestGatewayStarvesNoOtherPod(t *testing.T) {
+	h := start(t, Config{Allow: []string{"allowed.test:443"}})
+	g, pool := gateway(t)
+	route, end := g.Open(h.sock)
+	defer end()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	for range gatewayPending {
+		c, err := d.Dial("tcp", g.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	for range 5 {
+		c, err := Dialer(route, pool)(context.Background())
+		if err != nil {
+			t.Fatalf("a run's connection while another pod idles %d connections: %v", gatewayPending, err)
+		}
+		_ = c.SetDeadline(time.Now().Add(15 * time.Second))
+		fmt.Fprintf(c, "CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n")
+		b, _ := io.ReadAll(io.LimitReader(c, 12))
+		c.Close()
+		if !strings.HasPrefix(string(b), "HTTP/1.1") {
+			t.Fatalf("the run's tunnel answered %q; want the proxy's answer", b)
+		}
+	}
+}
