@@ -155,19 +155,15 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	})
 }
 
-// relay reads a connection's token and relays it to its run's proxy; it
-// holds a pending slot until the token is read.
+// relay reads a connection's token, giving back its pending slot, and
+// relays it to its run's proxy.
 func (g *Gateway) relay(ctx context.Context, c net.Conn, src string, log *slog.Logger) {
-	routed := false
-	defer func() {
-		if !routed {
-			g.free(src)
-		}
-	}()
 	_ = c.SetDeadline(time.Now().Add(gatewayHandshake))
 	tc := tls.Server(c, g.TLS)
 	var pre [tokenLen + 1]byte
-	if _, err := io.ReadFull(tc, pre[:]); err != nil || pre[tokenLen] != '\n' {
+	_, err := io.ReadFull(tc, pre[:])
+	g.free(src) // a slot is held for the handshake and the token only
+	if err != nil || pre[tokenLen] != '\n' {
 		return
 	}
 	socket := g.socket(string(pre[:tokenLen]))
@@ -176,8 +172,6 @@ func (g *Gateway) relay(ctx context.Context, c net.Conn, src string, log *slog.L
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
-	g.free(src)
-	routed = true
 	var d net.Dialer
 	u, err := d.DialContext(ctx, "unix", socket)
 	if err != nil {

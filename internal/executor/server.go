@@ -171,7 +171,7 @@ func fail(w http.ResponseWriter, code int, err error) {
 // withRoot serves one request holding the executor (one transfer or
 // command at a time) with the tree it names open (?tree=, the working
 // copy by default).
-func (s *Server) withRoot(w http.ResponseWriter, r *http.Request, serve func(root *os.Root, scan *Scanner)) {
+func (s *Server) withRoot(w http.ResponseWriter, r *http.Request, serve func(root *os.Root, tree Tree)) {
 	tree := Tree(cmp.Or(r.URL.Query().Get("tree"), string(Work)))
 	dir := map[Tree]string{Work: s.Workdir, Deps: s.Deps}[tree]
 	if dir == "" {
@@ -186,12 +186,12 @@ func (s *Server) withRoot(w http.ResponseWriter, r *http.Request, serve func(roo
 		return
 	}
 	defer root.Close()
-	serve(root, s.trees[tree])
+	serve(root, tree)
 }
 
 func (s *Server) manifest(w http.ResponseWriter, r *http.Request) {
-	s.withRoot(w, r, func(root *os.Root, scan *Scanner) {
-		m, err := scan.Scan(root)
+	s.withRoot(w, r, func(root *os.Root, tree Tree) {
+		m, err := s.trees[tree].Scan(root)
 		if err != nil {
 			fail(w, http.StatusInternalServerError, err)
 			return
@@ -202,13 +202,13 @@ func (s *Server) manifest(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) put(w http.ResponseWriter, r *http.Request) {
-	s.withRoot(w, r, func(root *os.Root, _ *Scanner) {
+	s.withRoot(w, r, func(root *os.Root, tree Tree) {
 		t, err := Unpack(r.Body, Into{Root: root, UID: -1})
 		if err != nil {
 			fail(w, http.StatusBadRequest, err)
 			return
 		}
-		s.Logger.Info("copy received", "tree", r.URL.Query().Get("tree"), "written", t.Written, "removed", t.Removed, "bytes", t.Bytes)
+		s.Logger.Info("copy received", "tree", tree, "written", t.Written, "removed", t.Removed, "bytes", t.Bytes)
 		_ = json.NewEncoder(w).Encode(t)
 	})
 }
@@ -225,7 +225,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.withRoot(w, r, func(root *os.Root, _ *Scanner) {
+	s.withRoot(w, r, func(root *os.Root, _ Tree) {
 		w.Header().Set("Content-Type", "application/x-tar")
 		if err := Pack(w, root, Changes{Copy: paths}); err != nil {
 			s.Logger.Warn("sending files", "err", err)
@@ -289,7 +289,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 			send(Frame{Fail: fmt.Sprintf("the command's egress forwarder: %v", err)})
 			return
 		}
-		fctx, stop := context.WithCancel(context.WithoutCancel(r.Context()))
+		fctx, stop := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); _ = egress.Forward(fctx, ln, egress.Dialer(*req.Egress, s.Clients)) }()
 		defer func() { stop(); <-done }()

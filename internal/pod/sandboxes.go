@@ -125,7 +125,7 @@ func (s *Sandboxes) alone(ctx context.Context) error {
 		return fmt.Errorf("list the NetworkPolicies of namespace %s: %w", s.Config.Namespace, err)
 	}
 	for _, np := range l.Items {
-		if np.Name == policyName && !apiequality.Semantic.DeepEqual(np.Spec, NetworkPolicy(s.Config).Spec) {
+		if np.Name == policyName && !s.exactly(np.Spec) {
 			return fmt.Errorf("%w: NetworkPolicy %s/%s was changed: it is made Paddock's again before the next command", ErrForeign, np.Namespace, np.Name)
 		}
 		if np.Name != policyName {
@@ -143,7 +143,12 @@ func (s *Sandboxes) exact(got *unstructured.Unstructured) bool {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(got.Object, &np); err != nil {
 		return false
 	}
-	return apiequality.Semantic.DeepEqual(np.Spec, NetworkPolicy(s.Config).Spec)
+	return s.exactly(np.Spec)
+}
+
+// exactly says whether a policy's spec is Paddock's, no more, no less.
+func (s *Sandboxes) exactly(spec networkingv1.NetworkPolicySpec) bool {
+	return apiequality.Semantic.DeepEqual(spec, NetworkPolicy(s.Config).Spec)
 }
 
 // ErrForeign says an object Paddock relies on is not Paddock's.
@@ -196,14 +201,8 @@ func (s *Sandboxes) Run(ctx context.Context, c sandbox.Command) (sandbox.Result,
 	if timeout <= 0 {
 		timeout = sandbox.DefaultTimeout
 	}
-	var route *egress.Route
-	if c.Egress != "" {
-		if s.Gateway == nil {
-			return sandbox.Result{}, errors.New("the command is allowed network, but this server serves sandbox pods no egress gateway")
-		}
-		r, end := s.Gateway.Open(c.Egress)
-		defer end()
-		route = &r
+	if c.Egress != "" && s.Gateway == nil {
+		return sandbox.Result{}, errors.New("the command is allowed network, but this server serves sandbox pods no egress gateway")
 	}
 	ex, name, err := s.executor(ctx, c.Session, timeout)
 	if err != nil {
@@ -237,7 +236,17 @@ func (s *Sandboxes) Run(ctx context.Context, c sandbox.Command) (sandbox.Result,
 			return sandbox.Result{}, fmt.Errorf("copy the dependency caches into the sandbox pod: %w", err)
 		}
 	}
+	// The run's route opens for the command's time only, not its
+	// transfers.
+	var route *egress.Route
+	end := func() {}
+	if c.Egress != "" {
+		var r egress.Route
+		r, end = s.Gateway.Open(c.Egress)
+		route = &r
+	}
 	res, err := ex.Run(ctx, c, route)
+	end()
 	if err != nil {
 		return res, err
 	}
