@@ -93,6 +93,16 @@ func TestForeignObjectsRefused(t *testing.T) {
 	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "paddock-sandboxes"}, &np))
 	require.Equal(t, pod.NetworkPolicy(cfg).Spec, np.Spec, "exactly Paddock's again")
 
+	// Paddock's policy deleted (the pods would be open): the same.
+	require.NoError(t, c.Delete(ctx, &np))
+	_, err = boxes.Reap(ctx)
+	require.ErrorIs(t, err, pod.ErrForeign)
+	require.ErrorContains(t, err, "is gone")
+	_, err = boxes.Install(ctx)
+	require.NoError(t, err)
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "paddock-sandboxes"}, &np))
+	require.Equal(t, pod.NetworkPolicy(cfg).Spec, np.Spec, "made again")
+
 	host := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(host, ".git"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(host, "secret.txt"), []byte("the user's code\n"), 0o644))

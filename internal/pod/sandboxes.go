@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,11 +119,15 @@ func (s *Sandboxes) Install(ctx context.Context) (*unstructured.Unstructured, er
 }
 
 // alone checks that Paddock's is the only NetworkPolicy of the sandboxes'
-// namespace: policies add up, so another could open the pods to more.
+// namespace, exactly as Paddock made it: policies add up, so another
+// could open the pods to more, and without Paddock's they are open.
 func (s *Sandboxes) alone(ctx context.Context) error {
 	var l networkingv1.NetworkPolicyList
 	if err := s.Client.List(ctx, &l, client.InNamespace(s.Config.Namespace)); err != nil {
 		return fmt.Errorf("list the NetworkPolicies of namespace %s: %w", s.Config.Namespace, err)
+	}
+	if !slices.ContainsFunc(l.Items, func(np networkingv1.NetworkPolicy) bool { return np.Name == policyName }) {
+		return fmt.Errorf("%w: NetworkPolicy %s/%s is gone: it is made again before the next command", ErrForeign, s.Config.Namespace, policyName)
 	}
 	for _, np := range l.Items {
 		if np.Name == policyName && !s.exactly(np.Spec) {
