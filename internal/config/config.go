@@ -6,9 +6,11 @@ package config
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -177,7 +179,7 @@ var Vars = []Var{
 	{"PADDOCK_POD_WARM_POOL", "1", "sandbox pods kept ready to be claimed, so a session's first command starts at once"},
 	{"PADDOCK_POD_IDLE", "15m", "how long a sandbox pod stays up with no command before it is suspended (pod gone, volume kept); the next command resumes it"},
 	{"PADDOCK_POD_STORAGE_CLASS", "(the cluster's default)", "StorageClass of the sandbox pods' volumes (the working copy and build cache)"},
-	{"PADDOCK_POD_EGRESS_ADDRESS", "(PADDOCK_TEMPORAL_BROADCAST_ADDRESS):7444", "HOST:PORT this node serves sandbox pods' egress gateway on: HOST is where the pods reach this node, and the pods' network policy allows them that port alone; the commands of agents allowed network reach their egress proxy through it"},
+	{"PADDOCK_POD_EGRESS_ADDRESS", "(PADDOCK_TEMPORAL_BROADCAST_ADDRESS):7444", "HOST:PORT this node serves sandbox pods' egress gateway on: HOST is where the pods reach this node (never a loopback address), and the pods' network policy allows them that port alone; the commands of agents allowed network reach their egress proxy through it"},
 	{"PADDOCK_COMMAND_MAX_SECONDS", "600", "longest a sandboxed command may run"},
 	{"PADDOCK_COMMAND_MAX_OUTPUT_BYTES", "10485760", "most output kept from a command; the rest is counted and discarded"},
 	{"PADDOCK_COMMAND_MAX_CPUS", "1", "processor time one command may use, in CPUs (fractions allowed: 0.5)"},
@@ -239,9 +241,19 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		p := &Pods{Image: img, Namespace: cmp.Or(getenv("PADDOCK_POD_NAMESPACE"), "paddock-sandboxes"), RuntimeClass: getenv("PADDOCK_POD_RUNTIME_CLASS"),
 			WarmPool: 1, Idle: 15 * time.Minute, StorageClass: getenv("PADDOCK_POD_STORAGE_CLASS"),
-			Egress: cmp.Or(getenv("PADDOCK_POD_EGRESS_ADDRESS"), net.JoinHostPort(cmp.Or(c.TemporalBroadcast, "127.0.0.1"), "7444"))}
-		if host, port, err := net.SplitHostPort(p.Egress); err != nil || host == "" || !validPort(port) {
+			Egress: getenv("PADDOCK_POD_EGRESS_ADDRESS")}
+		if p.Egress == "" {
+			if c.TemporalBroadcast == "" {
+				return c, errors.New("sandbox pods reach this node's egress gateway at PADDOCK_POD_EGRESS_ADDRESS, by default PADDOCK_TEMPORAL_BROADCAST_ADDRESS:7444: set either to this node's pod IP")
+			}
+			p.Egress = net.JoinHostPort(c.TemporalBroadcast, "7444")
+		}
+		host, port, err := net.SplitHostPort(p.Egress)
+		if err != nil || host == "" || !validPort(port) {
 			return c, fmt.Errorf("PADDOCK_POD_EGRESS_ADDRESS=%q: want HOST:PORT, HOST being where sandbox pods reach this node (its pod IP)", p.Egress)
+		}
+		if ip, err := netip.ParseAddr(host); host == "localhost" || err == nil && (ip.IsLoopback() || ip.IsUnspecified()) {
+			return c, fmt.Errorf("the sandbox pods' egress gateway at %s: pods cannot reach this node there; set PADDOCK_POD_EGRESS_ADDRESS (or PADDOCK_TEMPORAL_BROADCAST_ADDRESS) to this node's pod IP", p.Egress)
 		}
 		if v := getenv("PADDOCK_POD_WARM_POOL"); v != "" {
 			n, err := strconv.Atoi(v)

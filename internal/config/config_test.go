@@ -88,13 +88,19 @@ func TestPods(t *testing.T) {
 	_, err := load()
 	require.ErrorContains(t, err, "need PADDOCK_EXECUTION=server and PADDOCK_KUBECONFIG")
 	env["PADDOCK_EXECUTION"], env["PADDOCK_KUBECONFIG"] = "server", "in-cluster"
+	_, err = load()
+	require.ErrorContains(t, err, "set either to this node's pod IP", "pods reach no default address")
+	for _, addr := range []string{"127.0.0.1:7444", "localhost:7444", "0.0.0.0:7444", "[::1]:7444"} {
+		env["PADDOCK_POD_EGRESS_ADDRESS"] = addr
+		_, err = load()
+		require.ErrorContains(t, err, "pods cannot reach this node there", addr)
+	}
+	delete(env, "PADDOCK_POD_EGRESS_ADDRESS")
+	env["PADDOCK_TEMPORAL_BROADCAST_ADDRESS"] = "10.0.3.7"
 	c, err := load()
 	require.NoError(t, err)
-	require.Equal(t, &Pods{Image: "registry.example/paddock:1", Namespace: "paddock-sandboxes", WarmPool: 1, Idle: 15 * time.Minute, Egress: "127.0.0.1:7444"}, c.Pods)
-	env["PADDOCK_TEMPORAL_BROADCAST_ADDRESS"] = "10.0.3.7"
-	c, err = load()
-	require.NoError(t, err)
-	require.Equal(t, "10.0.3.7:7444", c.Pods.Egress, "the gateway is where the node is reached")
+	require.Equal(t, &Pods{Image: "registry.example/paddock:1", Namespace: "paddock-sandboxes", WarmPool: 1, Idle: 15 * time.Minute, Egress: "10.0.3.7:7444"}, c.Pods,
+		"the gateway is where the node is reached")
 	for k, v := range map[string]string{"PADDOCK_POD_WARM_POOL": "-1", "PADDOCK_POD_IDLE": "soon", "PADDOCK_POD_EGRESS_ADDRESS": ":7444"} {
 		env[k] = v
 		_, err := load()

@@ -42,7 +42,21 @@ const (
 	gatewayHandshake = 10 * time.Second // TLS and the token, from accept
 	gatewayPending   = 256              // connections not yet routed
 	gatewayPerSource = 16               // of which from one address (one pod)
+	gatewayPerRun    = DefaultMaxConns  // routed connections of one run at once
+	// dialsAtOnce bounds a pod's handshakes in progress, well under
+	// gatewayPerSource: a command's parallel connections wait their turn
+	// instead of being refused.
+	dialsAtOnce = 8
 )
+
+// run is what the gateway knows of one run: its proxy socket, the
+// connections routed to it, and the end of them all.
+type run struct {
+	socket string
+	live   int
+	ctx    context.Context
+	end    context.CancelFunc
+}
 
 // Gateway relays connections from sandboxes elsewhere to the proxies
 // of their runs.
@@ -54,7 +68,7 @@ type Gateway struct {
 	Logger     *slog.Logger
 
 	mu      sync.Mutex
-	runs    map[[32]byte]string // a token's hash: the run's proxy socket
+	runs    map[[32]byte]*run // by the hash of the run's token
 	sources map[string]int      // connections not yet routed, by address
 	// strangers counts connections without a live token since logged.
 	strangers int
@@ -107,31 +121,48 @@ func (g *Gateway) free(addr string) {
 }
 
 // Open routes a new token to the proxy socket of one run until the
-// returned function is called.
+// returned function is called, which also cuts the run's connections.
 func (g *Gateway) Open(socket string) (Route, func()) {
 	var b [tokenLen / 2]byte
 	_, _ = rand.Read(b[:])
 	token := hex.EncodeToString(b[:])
 	key := sha256.Sum256([]byte(token))
+	r := &run{socket: socket}
+	r.ctx, r.end = context.WithCancel(context.Background())
 	g.mu.Lock()
 	if g.runs == nil {
-		g.runs = map[[32]byte]string{}
+		g.runs = map[[32]byte]*run{}
 	}
-	g.runs[key] = socket
+	g.runs[key] = r
 	g.mu.Unlock()
 	return Route{Addr: g.Addr, Name: g.Name, Token: token}, func() {
 		g.mu.Lock()
 		delete(g.runs, key)
 		g.mu.Unlock()
+		r.end()
 	}
 }
 
-// socket is the proxy socket of a token's run ("" when none).
-func (g *Gateway) socket(token string) string {
+// route takes one of the connections of a token's run: nil when no live
+// run has the token, or when the run has all it may have at once (then
+// full says so); done gives it back.
+func (g *Gateway) route(token string) (r *run, full bool, done func()) {
 	key := sha256.Sum256([]byte(token)) // looked up by hash: no timing of the token itself
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.runs[key]
+	r = g.runs[key]
+	if r == nil {
+		return nil, false, nil
+	}
+	if r.live >= gatewayPerRun {
+		return nil, true, nil
+	}
+	r.live++
+	return r, false, func() {
+		g.mu.Lock()
+		r.live--
+		g.mu.Unlock()
+	}
 }
 
 // Serve serves the gateway on ln until ctx ends.
@@ -166,14 +197,23 @@ func (g *Gateway) relay(ctx context.Context, c net.Conn, src string, log *slog.L
 	if err != nil || pre[tokenLen] != '\n' {
 		return
 	}
-	socket := g.socket(string(pre[:tokenLen]))
-	if socket == "" {
-		g.stranger(log, src)
+	r, full, done := g.route(string(pre[:tokenLen]))
+	if r == nil {
+		if !full {
+			g.stranger(log, src)
+		}
 		return
 	}
+	defer done()
 	_ = c.SetDeadline(time.Time{})
+	// The run's end cuts its connections, as its proxy's close does
+	// under bubblewrap.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(r.ctx, cancel)
+	defer stop()
 	var d net.Dialer
-	u, err := d.DialContext(ctx, "unix", socket)
+	u, err := d.DialContext(ctx, "unix", r.socket)
 	if err != nil {
 		return // the run ended
 	}
@@ -181,11 +221,22 @@ func (g *Gateway) relay(ctx context.Context, c net.Conn, src string, log *slog.L
 }
 
 // Dialer is how a sandbox elsewhere connects to its run's proxy: TLS to
-// the gateway of route, whose certificate roots names, then the token.
+// the gateway of route, whose certificate roots names, then the token. At
+// most dialsAtOnce connections are in their handshake at once; the others
+// wait their turn.
 func Dialer(route Route, roots *x509.CertPool) func(context.Context) (net.Conn, error) {
 	conf := &tls.Config{RootCAs: roots, ServerName: route.Name, MinVersion: tls.VersionTLS13}
+	turns := make(chan struct{}, dialsAtOnce)
 	return func(ctx context.Context) (net.Conn, error) {
+		select {
+		case turns <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		defer func() { <-turns }()
 		d := tls.Dialer{NetDialer: &net.Dialer{Timeout: gatewayHandshake}, Config: conf}
+		ctx, cancel := context.WithTimeout(ctx, gatewayHandshake)
+		defer cancel()
 		c, err := d.DialContext(ctx, "tcp", route.Addr)
 		if err != nil {
 			return nil, err

@@ -204,3 +204,139 @@ func TestGatewayStarvesNoOtherPod(t *testing.T) {
 		}
 	}
 }
+
+// A run's end cuts the connections it has open through the gateway, as
+// the end of its proxy does under bubblewrap.
+func TestGatewayEndCutsARunsConnections(t *testing.T) {
+	e := newEcho(t)
+	up := fmt.Sprintf("allowed.test:%d", e.port())
+	h := start(t, Config{Allow: []string{up}, TestingAllowLoopback: true, Resolver: newResolver(map[string][]string{"allowed.test": {"127.0.0.1"}})})
+	g, pool := gateway(t)
+	route, end := g.Open(h.sock)
+	h.fwd = forwardTo(t, Dialer(route, pool))
+	c, br, resp, err := h.connect(up)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("CONNECT %s: %v %v", up, resp, err)
+	}
+	defer c.Close()
+	io.WriteString(c, "ping")
+	b := make([]byte, 4)
+	if _, err := io.ReadFull(br, b); err != nil || string(b) != "ping" {
+		t.Fatalf("echoed %q, %v", b, err)
+	}
+	end()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	if n, err := br.Read(b); err == nil {
+		t.Fatalf("read %q after the run ended; want the tunnel cut", b[:n])
+	}
+}
+
+// One run holds at most gatewayPerRun connections through the gateway at
+// once: the next is closed unanswered, and once one ends another may
+// come.
+func TestGatewayBoundsARunsConnections(t *testing.T) {
+	h := start(t, Config{Allow: []string{"allowed.test:443"}, MaxConns: 4 * gatewayPerRun})
+	g, pool := gateway(t)
+	route, end := g.Open(h.sock)
+	defer end()
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for range gatewayPerRun {
+		c, err := Dialer(route, pool)(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	live := func() int {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for _, r := range g.runs {
+			return r.live
+		}
+		return -1
+	}
+	deadline := time.Now().Add(time.Minute)
+	for live() != gatewayPerRun {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections routed, want %d", live(), gatewayPerRun)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ask := func() string {
+		c, err := Dialer(route, pool)(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+		fmt.Fprintf(c, "CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n")
+		b, _ := io.ReadAll(io.LimitReader(c, 12))
+		return string(b)
+	}
+	if got := ask(); got != "" {
+		t.Fatalf("connection %d answered %q; want it closed unanswered", gatewayPerRun+1, got)
+	}
+	held[0].Close()
+	held = held[1:]
+	for live() >= gatewayPerRun {
+		if time.Now().After(deadline) {
+			t.Fatal("a closed connection was not given back")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := ask(); !strings.HasPrefix(got, "HTTP/1.1") {
+		t.Fatalf("after one ended, a connection answered %q; want the proxy's answer", got)
+	}
+}
+
+// A command's many parallel connections wait their turn at the pod's
+// forwarder rather than overrun the gateway's share of one pod: all are
+// served.
+func TestGatewayServesACommandsParallelConnections(t *testing.T) {
+	e := newEcho(t)
+	up := fmt.Sprintf("allowed.test:%d", e.port())
+	h := start(t, Config{Allow: []string{up}, TestingAllowLoopback: true, Resolver: newResolver(map[string][]string{"allowed.test": {"127.0.0.1"}})})
+	g, pool := gateway(t)
+	route, end := g.Open(h.sock)
+	defer end()
+	h.fwd = forwardTo(t, Dialer(route, pool))
+	const n = 4 * gatewayPerSource
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			c, br, resp, err := h.connect(up)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			if resp.StatusCode != http.StatusOK {
+				errs <- fmt.Errorf("CONNECT: %s", resp.Status)
+				return
+			}
+			msg := fmt.Sprintf("conn %03d", i)
+			io.WriteString(c, msg)
+			b := make([]byte, len(msg))
+			if _, err := io.ReadFull(br, b); err != nil || string(b) != msg {
+				errs <- fmt.Errorf("echoed %q, %v", b, err)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	failed := 0
+	for range n {
+		if err := <-errs; err != nil {
+			failed++
+			t.Log(err)
+		}
+	}
+	if failed > 0 {
+		t.Fatalf("%d of %d parallel connections failed", failed, n)
+	}
+}

@@ -206,7 +206,8 @@ func (c *Client) Pull(ctx context.Context, tree Tree, into Into) (Totals, error)
 }
 
 // Run runs one command, reaching the network by route when not nil, and
-// says how it ended. A command whose answer breaks off is not asked
+// says how it ended. An environment's setup (cmd.DepsWritable) has the
+// pod as a new sandbox would: its build cache emptied too. A command whose answer breaks off is not asked
 // again: whether it ran is unknown.
 func (c *Client) Run(ctx context.Context, cmd sandbox.Command, route *egress.Route) (sandbox.Result, error) {
 	id := cmd.ID
@@ -219,7 +220,8 @@ func (c *Client) Run(ctx context.Context, cmd sandbox.Command, route *egress.Rou
 	if timeout <= 0 {
 		timeout = sandbox.DefaultTimeout
 	}
-	body, _ := json.Marshal(RunRequest{ID: id, Script: cmd.Script, Env: cmd.Env, TimeoutMS: timeout.Milliseconds(), MaxOutput: cmd.MaxOutput, Deps: cmd.Deps != "", Egress: route})
+	body, _ := json.Marshal(RunRequest{ID: id, Script: cmd.Script, Env: cmd.Env, TimeoutMS: timeout.Milliseconds(), MaxOutput: cmd.MaxOutput, Deps: cmd.Deps != "", Egress: route,
+		Fresh: cmd.DepsWritable})
 	// The executor kills the command at its time limit; the worker waits
 	// a little longer for the answer.
 	ctx, cancel := context.WithTimeout(ctx, timeout+time.Minute)

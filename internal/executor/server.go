@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"math/big"
@@ -37,7 +38,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -70,6 +70,10 @@ type RunRequest struct {
 	// network (the pod's network policy allows only the gateway, and
 	// only a run's token opens that).
 	Egress *egress.Route `json:"egress,omitempty"`
+	// Fresh asks for the pod as a new sandbox would have it: the build
+	// cache emptied too. An environment's setup asks for it, since the
+	// layer it makes may serve other sessions.
+	Fresh bool `json:"fresh,omitempty"`
 }
 
 // Frame is one line of a command's answer: output, or at the end its
@@ -98,11 +102,20 @@ type Server struct {
 	Workdir, Deps, State string
 	// Clients are the authorities whose certificates the worker presents.
 	Clients *x509.CertPool
-	// Alone says the executor's user is the pod's alone: after each
-	// command every other process of that user is killed, so nothing a
-	// command started (even in a session of its own) outlives it.
-	Alone  bool
-	Logger *slog.Logger
+	// Alone says the executor is the first process (PID 1) of the pod's
+	// own PID namespace: after each command it kills every other process
+	// there at once, so nothing a command started (in a session of its
+	// own, or forking as fast as it can) outlives it. Serve refuses to
+	// start as anything but PID 1 when it is set.
+	Alone bool
+	// Scratch are the pod's directories a bubblewrap sandbox has fresh
+	// for each command (/tmp, the home directory): the executor empties
+	// them before each command, but for Cache, the session's build cache,
+	// which outlives commands as under bubblewrap and is emptied only for
+	// a command asking for a fresh sandbox (an environment's setup).
+	Scratch []string
+	Cache   string
+	Logger  *slog.Logger
 
 	mu    sync.Mutex // one transfer or command at a time
 	trees map[Tree]*Scanner
@@ -129,6 +142,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	if s.Deps == "" {
 		return errors.New("the executor needs a directory for the dependency caches")
+	}
+	if s.Alone && os.Getpid() != 1 {
+		return fmt.Errorf("the executor is process %d, not the first process of its pod: it kills what a command leaves by signalling every process of its PID namespace, so it must be PID 1 of a pod of its own (Paddock's SandboxTemplate; shareProcessNamespace off, no init process in front of it)", os.Getpid())
+	}
+	for _, d := range s.Scratch {
+		if rel, err := filepath.Rel(d, s.Cache); s.Cache != "" && err == nil && rel != "." && !strings.HasPrefix(rel, "..") && strings.Contains(rel, "/") {
+			return fmt.Errorf("the build cache %s must be in scratch directory %s itself, not deeper", s.Cache, d)
+		}
 	}
 	for _, d := range []string{s.Workdir, s.Deps, filepath.Join(s.State, "ran")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -258,6 +279,10 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = mark.Close()
+	if err := s.fresh(req.Fresh); err != nil {
+		fail(w, http.StatusInternalServerError, err)
+		return
+	}
 
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
@@ -300,7 +325,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	res, err := sandbox.Supervise(r.Context(), sandbox.Command{Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, MaxOutput: req.MaxOutput,
 		Stdout: frameWriter{send, false}, Stderr: frameWriter{send, true}}, cmd)
 	if s.Alone {
-		killStrays()
+		s.sweep()
 	}
 	if err != nil {
 		send(Frame{Fail: err.Error()})
@@ -310,49 +335,115 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	send(Frame{Result: &RunResult{ExitCode: res.ExitCode, Discarded: res.Discarded, TimedOut: res.TimedOut, DurationMS: res.Duration.Milliseconds()}})
 }
 
-// killStrays kills every process of this user but the executor.
-func killStrays() {
-	self, uid := os.Getpid(), os.Getuid()
-	if uid == 0 {
-		return // never: the executor refuses to run as root
-	}
-	for range 3 { // a process forking as it is killed leaves a child
-		entries, _ := os.ReadDir("/proc")
-		killed := 0
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid == self {
-				continue
-			}
-			// The status's real uid: /proc/PID of an undumpable process is
-			// root's whoever runs it.
-			if procUID(pid) != uid {
-				continue
-			}
-			if unix.Kill(pid, unix.SIGKILL) == nil {
-				killed++
-			}
-		}
-		if killed == 0 {
-			return
+// fresh empties the scratch directories, and the build cache when cache
+// is set, as a new bubblewrap sandbox would have them. Nothing of the
+// last command runs any more (sweep), so nothing races it.
+func (s *Server) fresh(cache bool) error {
+	for _, d := range s.Scratch {
+		if err := empty(d, s.Cache); err != nil {
+			return fmt.Errorf("empty %s before the command: %w", d, err)
 		}
 	}
+	if cache && s.Cache != "" {
+		if err := empty(s.Cache, ""); err != nil {
+			return fmt.Errorf("empty the build cache %s before the command: %w", s.Cache, err)
+		}
+	}
+	return nil
 }
 
-// procUID is a process's real user ID (-1 when unknown).
-func procUID(pid int) int {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-	if err != nil {
-		return -1
+// empty removes everything in dir but its entry keep (a path), as the
+// owner of what is there: directories a command made unreadable are
+// opened again first. A missing dir is empty.
+func empty(dir, keep string) error {
+	root, err := os.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
-			if n, err := strconv.Atoi(f[1]); err == nil {
-				return n
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	f, err := root.Open(".")
+	if err != nil {
+		return err
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if filepath.Join(dir, n) == keep {
+			continue
+		}
+		if err := scrub(root, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scrub removes name in root and all it holds, making each directory
+// its owner's to read and change first.
+func scrub(root *os.Root, name string) error {
+	if root.RemoveAll(name) == nil {
+		return nil
+	}
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		if err := root.Chmod(name, 0o700); err != nil {
+			return err
+		}
+		f, err := root.Open(name)
+		if err != nil {
+			return err
+		}
+		names, err := f.Readdirnames(-1)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if err := scrub(root, name+"/"+n); err != nil {
+				return err
 			}
 		}
 	}
-	return -1
+	return root.Remove(name)
+}
+
+// sweep kills every process but the executor, PID 1 of the pod's PID
+// namespace, and reaps them. kill(-1) signals them all at once: the
+// kernel walks the processes under one lock that fork takes too, and a
+// process with SIGKILL pending does not fork, so no child escapes.
+func (s *Server) sweep() {
+	if err := unix.Kill(-1, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+		s.Logger.Warn("killing what the command left", "err", err)
+	}
+	// What was killed is reaped: orphans are PID 1's children. A process
+	// stuck in the kernel may take a while to die; it cannot run again.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		switch {
+		case errors.Is(err, unix.ECHILD):
+			return
+		case err != nil && !errors.Is(err, unix.EINTR):
+			s.Logger.Warn("reaping what the command left", "err", err)
+			return
+		case pid == 0:
+			if time.Now().After(deadline) {
+				s.Logger.Warn("processes the command left are killed but not yet gone")
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 }
 
 type frameWriter struct {

@@ -103,6 +103,20 @@ func TestForeignObjectsRefused(t *testing.T) {
 	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "paddock-sandboxes"}, &np))
 	require.Equal(t, pod.NetworkPolicy(cfg).Spec, np.Spec, "made again")
 
+	// Between the reaper's looks, each command checks for itself: a
+	// widened policy is made Paddock's again, another one refused.
+	np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{})
+	require.NoError(t, c.Update(ctx, &np))
+	_, err = boxes.Install(ctx)
+	require.NoError(t, err)
+	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "paddock-sandboxes"}, &np))
+	require.Equal(t, pod.NetworkPolicy(cfg).Spec, np.Spec, "made Paddock's again before the command")
+	require.NoError(t, c.Create(ctx, allowAll("tenant-between")))
+	_, err = boxes.Install(ctx)
+	require.ErrorIs(t, err, pod.ErrForeign)
+	require.ErrorContains(t, err, "tenant-between is not Paddock's")
+	require.NoError(t, c.Delete(ctx, allowAll("tenant-between")))
+
 	host := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(host, ".git"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(host, "secret.txt"), []byte("the user's code\n"), 0o644))

@@ -72,12 +72,21 @@ func (s *Sandboxes) now() time.Time {
 // Install puts the template, its warm pool and the network policy in
 // place (idempotent) and checks that what is there is Paddock's: an
 // object of the same name made by someone else (another tenant of the
-// namespace) is refused, never used. It returns the template.
+// namespace) is refused, never used. It returns the template. Once
+// installed, each call (each command) checks the network policy again,
+// and installs again when it was deleted or changed.
 func (s *Sandboxes) Install(ctx context.Context) (*unstructured.Unstructured, error) {
 	s.install.Lock()
 	defer s.install.Unlock()
 	if s.installed != nil {
-		return s.installed, nil
+		err := s.alone(ctx)
+		if err == nil {
+			return s.installed, nil
+		}
+		if s.Logger != nil {
+			s.Logger.Warn("sandbox network policy", "err", err)
+		}
+		s.installed = nil
 	}
 	tmpl, err := Template(s.Config)
 	if err != nil {
@@ -465,8 +474,8 @@ func (s *Sandboxes) rest(ctx context.Context, sessionID, name string) {
 
 // Reap suspends every Paddock sandbox idle past its time: its pod goes,
 // its volume stays. It says how many it suspended. It first checks that
-// the namespace's network policy is still Paddock's alone; when it is
-// not, the next command installs again, and fails saying why.
+// the namespace's network policy is still Paddock's alone, and says so
+// when it is not (the next command installs again, or fails saying why).
 func (s *Sandboxes) Reap(ctx context.Context) (int, error) {
 	if err := s.alone(ctx); err != nil {
 		s.install.Lock()

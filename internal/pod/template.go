@@ -154,8 +154,11 @@ func PodSpec(c Config) corev1.PodSpec {
 		}
 	}
 	spec := corev1.PodSpec{
-		AutomountServiceAccountToken:  ptr(false),
-		EnableServiceLinks:            ptr(false),
+		AutomountServiceAccountToken: ptr(false),
+		EnableServiceLinks:           ptr(false),
+		// The executor is PID 1 of the pod's own PID namespace: it kills
+		// what a command leaves by signalling every other process there.
+		ShareProcessNamespace:         ptr(false),
 		TerminationGracePeriodSeconds: ptr(int64(10)),
 		RestartPolicy:                 corev1.RestartPolicyAlways,
 		SecurityContext: &corev1.PodSecurityContext{
@@ -163,11 +166,12 @@ func PodSpec(c Config) corev1.PodSpec {
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
 		Containers: []corev1.Container{{
-			Name:    "executor",
-			Image:   c.Image,
-			Command: []string{"paddock", "kube", "executor", "--listen", fmt.Sprintf(":%d", c.Port), "--workdir", Workdir, "--deps", Deps, "--state", State},
-			Env:     []corev1.EnvVar{{Name: "PADDOCK_EXECUTOR_CA", Value: string(c.CA)}},
-			Ports:   []corev1.ContainerPort{{Name: "executor", ContainerPort: int32(c.Port), Protocol: corev1.ProtocolTCP}},
+			Name:  "executor",
+			Image: c.Image,
+			Command: []string{"paddock", "kube", "executor", "--listen", fmt.Sprintf(":%d", c.Port), "--workdir", Workdir, "--deps", Deps, "--state", State,
+				"--scratch", "/tmp", "--scratch", sandbox.Home, "--cache", sandbox.CacheMount},
+			Env:   []corev1.EnvVar{{Name: "PADDOCK_EXECUTOR_CA", Value: string(c.CA)}},
+			Ports: []corev1.ContainerPort{{Name: "executor", ContainerPort: int32(c.Port), Protocol: corev1.ProtocolTCP}},
 			SecurityContext: &corev1.SecurityContext{
 				AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true), RunAsNonRoot: ptr(true), Privileged: ptr(false),
 				Capabilities:   &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},

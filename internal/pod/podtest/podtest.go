@@ -2,8 +2,9 @@
 // agent-sandbox's controller and the kubelet: a SandboxClaim is bound to a
 // Sandbox made from its warm pool's template, and a running Sandbox's pod
 // is its container's command run as a local process, as the pod's user,
-// on a loopback address of its own (its pod IP), with the pod's volume a
-// local directory that outlives suspension.
+// the first of a PID namespace of its own, on a loopback address of its
+// own (its pod IP), with the pod's volume a local directory that outlives
+// suspension (and each emptyDir one that does not).
 package podtest
 
 import (
@@ -176,6 +177,7 @@ func (c *Cluster) step(ctx context.Context) error {
 			c.kill(name)
 			c.mu.Unlock()
 			_ = os.RemoveAll(filepath.Join(c.Volumes, name))
+			_ = os.RemoveAll(filepath.Join(c.Volumes, name+".pod"))
 			if err := c.Client.Delete(ctx, sb); err != nil && !apierrors.IsNotFound(err) {
 				return err
 			}
@@ -259,12 +261,48 @@ func (c *Cluster) start(sb *unstructured.Unstructured) error {
 	if ctr.Command[0] != "paddock" {
 		return fmt.Errorf("the pod runs %q, not paddock", ctr.Command[0])
 	}
+	// Each mount of the container is a local directory: the claim's
+	// volume (and its subpaths) the Sandbox's, an emptyDir one made
+	// empty at each start.
+	empty := map[string]bool{}
+	for _, v := range spec.Volumes {
+		empty[v.Name] = v.EmptyDir != nil
+	}
+	mounts := map[string]string{}
+	for _, m := range ctr.VolumeMounts {
+		dir := filepath.Join(vol, m.SubPath)
+		if empty[m.Name] {
+			dir = filepath.Join(c.Volumes, sb.GetName()+".pod", m.Name, m.SubPath)
+			if err := os.RemoveAll(dir); err != nil {
+				return err
+			}
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := os.Chown(dir, uid, uid); err != nil {
+			return err
+		}
+		mounts[m.MountPath] = dir
+	}
+	local := func(a string) string {
+		best := ""
+		for mp := range mounts {
+			if (a == mp || strings.HasPrefix(a, mp+"/")) && len(mp) > len(best) {
+				best = mp
+			}
+		}
+		if best == "" {
+			return a
+		}
+		return mounts[best] + strings.TrimPrefix(a, best)
+	}
 	c.mu.Lock()
 	ip := c.ip(sb.GetName())
 	c.mu.Unlock()
 	var args []string
 	for _, a := range ctr.Command[1:] {
-		a = strings.Replace(a, pod.Volume, vol, 1)
+		a = local(a)
 		if strings.HasPrefix(a, ":") {
 			a = ip + a
 		}
@@ -274,7 +312,10 @@ func (c *Cluster) start(sb *unstructured.Unstructured) error {
 	for _, e := range ctr.Env {
 		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}, Setpgid: true}
+	// The executor is the first process of a PID namespace of its own,
+	// as in a pod.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}, Setpgid: true,
+		Cloneflags: syscall.CLONE_NEWPID}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.logs == nil {
