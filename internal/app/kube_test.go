@@ -60,6 +60,7 @@ func startKube(t *testing.T) *kubeEnv {
 	require.NoError(t, err, out)
 	require.Contains(t, out, "deployment.apps/paddock created")
 	require.Contains(t, out, "poddisruptionbudget.policy/paddock created")
+	require.Contains(t, out, "networkpolicy.networking.k8s.io/paddock-nodes created")
 	// The CRDs are served, and the admission policies take effect, a
 	// moment after they are made.
 	waitFor(t, "the requester stamped", func() (bool, error) {

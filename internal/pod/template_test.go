@@ -2,6 +2,8 @@ package pod
 
 import (
 	"encoding/json"
+	"os"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -136,6 +138,13 @@ func TestNetworkPolicy(t *testing.T) {
 	require.Equal(t, int32(DefaultEgressPort), out.Ports[0].Port.IntVal)
 	require.Nil(t, out.Ports[0].EndPort)
 	require.Equal(t, in.From, out.To, "to Paddock's pods in Paddock's namespace only")
+
+	// The other side: the deployed nodes let only the sandbox pods reach
+	// their gateway.
+	deployed, err := os.ReadFile("../../deploy/kubernetes/paddock.yaml")
+	require.NoError(t, err)
+	require.Contains(t, string(deployed), `podSelector: {matchLabels: {`+SandboxLabel+`: "true"}}
+      ports: [{protocol: TCP, port: `+strconv.Itoa(DefaultEgressPort)+`}]`)
 }
 
 func TestClaimName(t *testing.T) {
