@@ -69,7 +69,7 @@ type Gateway struct {
 
 	mu      sync.Mutex
 	runs    map[[32]byte]*run // by the hash of the run's token
-	sources map[string]int      // connections not yet routed, by address
+	sources map[string]int    // connections not yet routed, by address
 	// strangers counts connections without a live token since logged.
 	strangers int
 	logged    time.Time
