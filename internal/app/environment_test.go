@@ -86,7 +86,7 @@ func envSession(t *testing.T, agent, repo string) (session.Session, map[session.
 		}
 	}
 	var results []string
-	for _, c := range finalCalls(t, x.ID) {
+	for _, c := range finalCalls(t, api, x.ID) {
 		results = append(results, c.Result+c.Error)
 	}
 	return x, phases, results

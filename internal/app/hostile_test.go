@@ -87,7 +87,7 @@ touch %[1]s 2>/dev/null && echo MARKER-WRITABLE-IN-SANDBOX || echo planted`, mar
 		turns, terr := api.Turns(ctx, x.ID)
 		return len(turns) == 1 && turns[0].Status.Settled(), errors.Join(err, terr)
 	})
-	final := finalCalls(t, x.ID)
+	final := finalCalls(t, api, x.ID)
 	var results []string
 	for _, c := range final {
 		results = append(results, string(c.State)+": "+c.Result+c.Error)

@@ -551,4 +551,40 @@ spec:
 	}
 	require.NotEmpty(t, phases)
 	require.Regexp(t, `^building_image: setup ran in .*; environment layer \w+ saved \(\d+ files, 13 B\)`, phases[0], "%v", phases)
+
+	// A stdio MCP server runs in the session's pod (this test binary, the
+	// pod's `paddock`, as the server), its tools listed and called there.
+	out, err = k.kubectl(k.admin, `apiVersion: paddock.dev/v1alpha1
+kind: Agent
+metadata: {name: calc, namespace: team-a}
+spec:
+  model: `+scriptIn(t, dir, "mcp.yaml")+`
+  tools: [read_file]
+  mcpServers:
+    - name: calc
+      command: [`+cluster.Paddock().Path+`]
+      env: {PADDOCK_TEST_CHILD: mcp}
+`, "apply", "-f", "-")
+	require.NoError(t, err, out)
+	waitFor(t, "the calc agent applied", func() (bool, error) {
+		out, err := k.kubectl(k.admin, "", "get", "agent", "calc", "-n", "team-a", "-o", "jsonpath={.status.conditions[0].status}")
+		return out == "True", err
+	})
+	out, err = k.kubectl(k.admin, "apiVersion: paddock.dev/v1alpha1\nkind: Session\nmetadata: {name: add, namespace: team-a}\nspec: {agent: calc, message: add}\n", "apply", "-f", "-")
+	require.NoError(t, err, out)
+	waitFor(t, "the calc session's turn done", func() (bool, error) {
+		out, err := k.kubectl(k.admin, "", "get", "session", "add", "-n", "team-a", "-o", "jsonpath={.status.sessionID} {.status.status}")
+		f := strings.Fields(out)
+		if len(f) > 0 {
+			id = f[0]
+		}
+		return len(f) == 2 && f[1] == string(session.StatusAwaiting), err
+	})
+	final := finalCalls(t, pc, id)
+	require.Equal(t, session.CallDone, final["call_0_0"].State, final["call_0_0"].Error)
+	require.Equal(t, "42", final["call_0_0"].Result, "the server in the pod added")
+	require.NotEqual(t, session.CallDone, final["call_0_1"].State, "a tool the server does not have never runs")
+	require.NoError(t, kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod.ClaimName(id)}, claim))
+	name, _, _ = unstructured.NestedString(claim.Object, "status", "sandbox", "name")
+	require.Contains(t, cluster.Log(name), `msg="process started"`, "the server ran in the session's pod")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 )
@@ -30,9 +31,9 @@ func calcServer() *mcp.Server {
 	return s
 }
 
-func finalCalls(t *testing.T, id string) map[string]session.ToolCallData {
+func finalCalls(t *testing.T, c *client.Client, id string) map[string]session.ToolCallData {
 	t.Helper()
-	events, err := api.Events(context.Background(), id, 0)
+	events, err := c.Events(context.Background(), id, 0)
 	require.NoError(t, err)
 	final := map[string]session.ToolCallData{}
 	for _, e := range events {
@@ -61,7 +62,7 @@ func TestStdioMCPServerRunsInTheSandbox(t *testing.T) {
 		turns, err := api.Turns(ctx, x.ID)
 		return len(turns) == 1 && turns[0].Status.Settled(), err
 	})
-	final := finalCalls(t, x.ID)
+	final := finalCalls(t, api, x.ID)
 	require.Equal(t, session.CallDone, final["call_0_0"].State, final["call_0_0"].Error)
 	require.Equal(t, "42", final["call_0_0"].Result)
 }
@@ -82,7 +83,7 @@ func TestMCPToolsThroughTheGate(t *testing.T) {
 		turns, err := api.Turns(ctx, x.ID)
 		return len(turns) == 1 && turns[0].Status.Settled(), err
 	})
-	final := finalCalls(t, x.ID)
+	final := finalCalls(t, api, x.ID)
 	require.Equal(t, session.CallDone, final["call_0_0"].State, final["call_0_0"].Error)
 	require.Equal(t, "42", final["call_0_0"].Result)
 	require.Equal(t, "tools.mcp__calc__add=allow", final["call_0_0"].By.Rule)

@@ -111,8 +111,6 @@ func (a *Activities) Provision(ctx context.Context, sessionID string) error {
 			why = "no sandbox is configured"
 		case a.LimitErr != nil:
 			why = a.LimitErr.Error()
-		case a.Copies.Remote != nil:
-			why = remoteLacks(sp)
 		}
 		if why != "" {
 			return nonRetryable(fmt.Errorf("agent %s can run commands, but %s", sp.Name, why))
@@ -162,17 +160,6 @@ func (a *Activities) phaseSince(ctx context.Context, sessionID string, p session
 // runsCommands says whether an agent's session runs programs in a
 // sandbox (run_command, or stdio MCP servers): those sessions need the
 // sandbox and its disk and CPU budgets.
-// remoteLacks says what an agent needs that sandboxes kept elsewhere
-// (pods) do not run yet ("" when nothing).
-func remoteLacks(sp spec.Agent) string {
-	for _, m := range sp.MCPServers {
-		if len(m.Command) > 0 {
-			return "it declares a stdio MCP server (" + m.Name + "), which sandbox pods do not run yet: run it on a server whose sandboxes are bubblewrap (no PADDOCK_POD_IMAGE), or serve it over HTTP (url:)"
-		}
-	}
-	return ""
-}
-
 func (a *Activities) runsCommands(sp spec.Agent) bool {
 	if sp.Environment.Setup != "" {
 		return true

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 )
 
@@ -35,24 +34,4 @@ func TestHostReadsWaitForTheSandbox(t *testing.T) {
 	}()
 	release()
 	require.NoError(t, <-done)
-}
-
-func TestRemoteLacks(t *testing.T) {
-	for _, tc := range []struct {
-		agent spec.Agent
-		want  string
-	}{
-		{spec.Agent{Name: "plain", Tools: []string{"run_command"}}, ""},
-		{spec.Agent{Tools: []string{"run_command"}, Environment: spec.EnvironmentSpec{Network: spec.NetworkSpec{Commands: []string{"proxy.golang.org:443"}}}}, ""},
-		{spec.Agent{Environment: spec.EnvironmentSpec{Setup: "go mod download", Network: spec.NetworkSpec{Setup: []string{"proxy.golang.org:443"}}}}, ""},
-		{spec.Agent{MCPServers: []spec.MCPServerSpec{{Name: "web", URL: "https://x"}}}, ""},
-		{spec.Agent{MCPServers: []spec.MCPServerSpec{{Name: "calc", Command: []string{"calc"}}, {Name: "web", URL: "https://x"}}}, "a stdio MCP server (calc),"},
-	} {
-		got := remoteLacks(tc.agent)
-		if tc.want == "" {
-			require.Empty(t, got)
-			continue
-		}
-		require.Contains(t, got, "it declares "+tc.want+" which sandbox pods do not run yet")
-	}
 }

@@ -82,6 +82,18 @@ func (c *Client) Addr() string { return c.addr }
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 
 func (c *Client) do(ctx context.Context, method, path, ctype string, body io.Reader) (*http.Response, error) {
+	resp, err := c.send(ctx, method, path, ctype, body)
+	if err != nil {
+		return nil, err
+	}
+	if err := refused(resp); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// send is do without reading a refusal.
+func (c *Client) send(ctx context.Context, method, path, ctype string, body io.Reader) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, "https://"+c.addr+path, body)
 	if err != nil {
 		return nil, err
@@ -93,12 +105,18 @@ func (c *Client) do(ctx context.Context, method, path, ctype string, body io.Rea
 	if err != nil {
 		return nil, fmt.Errorf("the sandbox's executor at %s: %w", c.addr, err)
 	}
-	if resp.StatusCode/100 != 2 {
-		defer resp.Body.Close()
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return nil, &StatusError{Code: resp.StatusCode, Message: strings.TrimSpace(string(msg))}
-	}
 	return resp, nil
+}
+
+// refused is the executor's refusal in resp (whose body it then closes),
+// or nil when resp answers.
+func refused(resp *http.Response) error {
+	if resp.StatusCode/100 == 2 {
+		return nil
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return &StatusError{Code: resp.StatusCode, Message: strings.TrimSpace(string(msg))}
 }
 
 // StatusError is a refusal of the executor.

@@ -171,6 +171,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	mux.HandleFunc("POST /v1/put", s.put)
 	mux.HandleFunc("POST /v1/get", s.get)
 	mux.HandleFunc("POST /v1/run", s.run)
+	mux.HandleFunc("POST /v1/start", s.start)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: s.Clients, MinVersion: tls.VersionTLS13}}
 	go func() {

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -208,9 +209,6 @@ func contains(got, want any) bool {
 // (first command) or resumed (after idling), the host's copy pushed, the
 // command run once, and what it changed pulled back into the host's copy.
 func (s *Sandboxes) Run(ctx context.Context, c sandbox.Command) (sandbox.Result, error) {
-	if c.Session == "" || c.Workdir == "" {
-		return sandbox.Result{}, errors.New("a pod sandbox runs a session's commands: the command names no session or working copy")
-	}
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = sandbox.DefaultTimeout
@@ -218,38 +216,11 @@ func (s *Sandboxes) Run(ctx context.Context, c sandbox.Command) (sandbox.Result,
 	if c.Egress != "" && s.Gateway == nil {
 		return sandbox.Result{}, errors.New("the command is allowed network, but this server serves sandbox pods no egress gateway")
 	}
-	ex, name, err := s.executor(ctx, c.Session, timeout)
+	b, err := s.open(ctx, c.Place, timeout)
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	defer s.rest(context.WithoutCancel(ctx), c.Session, name)
-	root, err := os.OpenRoot(c.Workdir)
-	if err != nil {
-		return sandbox.Result{}, err
-	}
-	defer root.Close()
-	var deps *os.Root
-	if c.Deps != "" {
-		if deps, err = os.OpenRoot(c.Deps); err != nil {
-			return sandbox.Result{}, err
-		}
-		defer deps.Close()
-	}
-	// The pod's answers are bounded in time as in size: a pod that stalls
-	// holds no worker.
-	pushCtx, cancel := context.WithTimeout(ctx, transferTimeout)
-	defer cancel()
-	if _, err := ex.Push(pushCtx, executor.Work, root); err != nil {
-		return sandbox.Result{}, fmt.Errorf("copy the working copy into the sandbox pod: %w", err)
-	}
-	// The dependency caches are sent as the host has them before every
-	// command, so what a command changed there is undone; they come back
-	// only from setup, which fills them.
-	if deps != nil {
-		if _, err := ex.Push(pushCtx, executor.Deps, deps); err != nil {
-			return sandbox.Result{}, fmt.Errorf("copy the dependency caches into the sandbox pod: %w", err)
-		}
-	}
+	defer b.close(ctx)
 	// The run's route opens for the command's time only, not its
 	// transfers.
 	var route *egress.Route
@@ -259,24 +230,130 @@ func (s *Sandboxes) Run(ctx context.Context, c sandbox.Command) (sandbox.Result,
 		r, end = s.Gateway.Open(c.Egress)
 		route = &r
 	}
-	res, err := ex.Run(ctx, c, route)
+	res, err := b.ex.Run(ctx, c, route)
 	end()
 	if err != nil {
 		return res, err
 	}
 	// The command's changes come back even when it failed or timed out,
-	// as a bubblewrap command's stay in the copy.
-	pullCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), transferTimeout)
-	defer cancel()
-	if _, err := ex.Pull(pullCtx, executor.Work, executor.Into{Root: root, UID: s.Owner, Limit: s.Limit}); err != nil {
-		return res, fmt.Errorf("take the command's changes back from the sandbox pod (the copy may hold part of them): %w", err)
+	// as a bubblewrap command's stay in the copy; the dependency caches
+	// only from setup, which fills them.
+	return res, b.pull(ctx, c.DepsWritable)
+}
+
+// Start starts a long-lived process (a stdio MCP server) in the session's
+// sandbox pod, as Bwrap.Start does in a sandbox of its own: the host's
+// copy pushed first, the process's input and output streamed over the
+// executor's connection, no time limit. Closing its input ends it, and
+// what it changed in the copy comes back then.
+func (s *Sandboxes) Start(place sandbox.Place, argv []string) (*sandbox.Process, error) {
+	ctx := context.Background()
+	if len(argv) == 0 {
+		return nil, errors.New("sandbox: no command")
 	}
-	if deps != nil && c.DepsWritable {
-		if _, err := ex.Pull(pullCtx, executor.Deps, executor.Into{Root: deps, UID: s.Owner, Limit: s.Limit}); err != nil {
-			return res, fmt.Errorf("take the dependency caches back from the sandbox pod: %w", err)
+	b, err := s.open(ctx, place, sandbox.DefaultTimeout)
+	if err != nil {
+		return nil, err
+	}
+	proc, err := b.ex.Start(ctx, executor.StartRequest{Argv: argv, Env: place.Env, Deps: b.deps != nil})
+	if err != nil {
+		b.close(ctx)
+		return nil, err
+	}
+	return &sandbox.Process{Stdin: &ending{WriteCloser: proc.In, after: func() error {
+		defer b.close(ctx)
+		return b.pull(ctx, false)
+	}}, Stdout: proc.Out}, nil
+}
+
+// ending calls after once it is closed, whose error it returns.
+type ending struct {
+	io.WriteCloser
+	after func() error
+	once  sync.Once
+}
+
+func (e *ending) Close() error {
+	err := e.WriteCloser.Close()
+	e.once.Do(func() { err = errors.Join(err, e.after()) })
+	return err
+}
+
+// box is a session's sandbox while one command or process runs in it:
+// its executor, and the host's trees it mirrors.
+type box struct {
+	s       *Sandboxes
+	ex      *executor.Client
+	session string
+	name    string
+	root    *os.Root
+	deps    *os.Root // nil when the session has no dependency caches
+}
+
+// open brings the session's sandbox up, marked busy for timeout, and
+// pushes the host's copy (and the dependency caches, as the host has
+// them, so what a command changed there is undone).
+func (s *Sandboxes) open(ctx context.Context, place sandbox.Place, timeout time.Duration) (*box, error) {
+	if place.Session == "" || place.Workdir == "" {
+		return nil, errors.New("a pod sandbox runs a session's commands: the command names no session or working copy")
+	}
+	ex, name, err := s.executor(ctx, place.Session, timeout)
+	if err != nil {
+		return nil, err
+	}
+	b := &box{s: s, ex: ex, session: place.Session, name: name}
+	if b.root, err = os.OpenRoot(place.Workdir); err != nil {
+		b.close(ctx)
+		return nil, err
+	}
+	if place.Deps != "" {
+		if b.deps, err = os.OpenRoot(place.Deps); err != nil {
+			b.close(ctx)
+			return nil, err
 		}
 	}
-	return res, nil
+	// The pod's answers are bounded in time as in size: a pod that stalls
+	// holds no worker.
+	pushCtx, cancel := context.WithTimeout(ctx, transferTimeout)
+	defer cancel()
+	if _, err := ex.Push(pushCtx, executor.Work, b.root); err != nil {
+		b.close(ctx)
+		return nil, fmt.Errorf("copy the working copy into the sandbox pod: %w", err)
+	}
+	if b.deps != nil {
+		if _, err := ex.Push(pushCtx, executor.Deps, b.deps); err != nil {
+			b.close(ctx)
+			return nil, fmt.Errorf("copy the dependency caches into the sandbox pod: %w", err)
+		}
+	}
+	return b, nil
+}
+
+// pull takes back what the command changed in the working copy, and in
+// the dependency caches too when deps is set (setup), as hostile input.
+func (b *box) pull(ctx context.Context, deps bool) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), transferTimeout)
+	defer cancel()
+	if _, err := b.ex.Pull(ctx, executor.Work, executor.Into{Root: b.root, UID: b.s.Owner, Limit: b.s.Limit}); err != nil {
+		return fmt.Errorf("take the command's changes back from the sandbox pod (the copy may hold part of them): %w", err)
+	}
+	if deps && b.deps != nil {
+		if _, err := b.ex.Pull(ctx, executor.Deps, executor.Into{Root: b.deps, UID: b.s.Owner, Limit: b.s.Limit}); err != nil {
+			return fmt.Errorf("take the dependency caches back from the sandbox pod: %w", err)
+		}
+	}
+	return nil
+}
+
+// close marks the sandbox idle from now and lets go of the host's trees.
+func (b *box) close(ctx context.Context) {
+	b.s.rest(context.WithoutCancel(ctx), b.session, b.name)
+	if b.root != nil {
+		b.root.Close()
+	}
+	if b.deps != nil {
+		b.deps.Close()
+	}
 }
 
 // executor brings the session's sandbox up, marked busy for the
