@@ -365,12 +365,7 @@ func empty(dir, keep string) error {
 		return err
 	}
 	defer root.Close()
-	f, err := root.Open(".")
-	if err != nil {
-		return err
-	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
+	names, err := entries(root, ".")
 	if err != nil {
 		return err
 	}
@@ -399,12 +394,7 @@ func scrub(root *os.Root, name string) error {
 		if err := root.Chmod(name, 0o700); err != nil {
 			return err
 		}
-		f, err := root.Open(name)
-		if err != nil {
-			return err
-		}
-		names, err := f.Readdirnames(-1)
-		f.Close()
+		names, err := entries(root, name)
 		if err != nil {
 			return err
 		}
@@ -415,6 +405,16 @@ func scrub(root *os.Root, name string) error {
 		}
 	}
 	return root.Remove(name)
+}
+
+// entries are the names in directory name of root.
+func entries(root *os.Root, name string) ([]string, error) {
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
 }
 
 // sweep kills every process but the executor, PID 1 of the pod's PID
