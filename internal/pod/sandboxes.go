@@ -334,11 +334,19 @@ func (s *Sandboxes) open(ctx context.Context, place sandbox.Place, timeout time.
 func (b *box) pull(ctx context.Context, deps bool) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), transferTimeout)
 	defer cancel()
-	if _, err := b.ex.Pull(ctx, executor.Work, executor.Into{Root: b.root, UID: b.s.Owner, Limit: b.s.Limit}); err != nil {
+	work, err := b.ex.Pull(ctx, executor.Work, executor.Into{Root: b.root, UID: b.s.Owner, Limit: b.s.Limit})
+	if err != nil {
 		return fmt.Errorf("take the command's changes back from the sandbox pod (the copy may hold part of them): %w", err)
 	}
 	if deps && b.deps != nil {
-		if _, err := b.ex.Pull(ctx, executor.Deps, executor.Into{Root: b.deps, UID: b.s.Owner, Limit: b.s.Limit}); err != nil {
+		// Both trees share the session's disk budget.
+		left := b.s.Limit
+		if left > 0 {
+			if left -= work.Bytes; left <= 0 {
+				return fmt.Errorf("take the dependency caches back from the sandbox pod: the working copy's changes took the session's disk budget (%d MiB)", b.s.Limit>>20)
+			}
+		}
+		if _, err := b.ex.Pull(ctx, executor.Deps, executor.Into{Root: b.deps, UID: b.s.Owner, Limit: left}); err != nil {
 			return fmt.Errorf("take the dependency caches back from the sandbox pod: %w", err)
 		}
 	}

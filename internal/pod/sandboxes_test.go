@@ -206,6 +206,18 @@ func TestSandboxesOnKubernetes(t *testing.T) {
 	require.Equal(t, 409, refused.Code)
 	require.NoFileExists(t, filepath.Join(host, "twice.txt"))
 
+	// Setup's two trees share the session's disk budget: 600 bytes in
+	// each pass a budget of 1000 bytes alone, not together.
+	deps := t.TempDir()
+	boxes.Limit = 1000
+	var setupOut bytes.Buffer
+	_, err = boxes.Run(ctx, sandbox.Command{Place: sandbox.Place{Session: "S-1", Workdir: host, Deps: deps, DepsWritable: true}, ID: "t3/setup", Timeout: time.Minute,
+		Stdout: &setupOut, Stderr: &setupOut, Script: `head -c 600 /dev/zero > w.bin; mkdir -p "$GOMODCACHE" && head -c 600 /dev/zero > "$GOMODCACHE/d.bin"`})
+	require.ErrorContains(t, err, "disk budget", setupOut.String())
+	require.FileExists(t, filepath.Join(host, "w.bin"))
+	require.NoFileExists(t, filepath.Join(deps, "go/mod/d.bin"))
+	boxes.Limit = 1 << 30
+
 	// The session's end deletes the claim, and with it the Sandbox.
 	require.NoError(t, boxes.Release(ctx, "S-1"))
 	waitFor(t, "the Sandbox deleted", func() bool {
