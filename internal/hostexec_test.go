@@ -20,8 +20,9 @@ var starters = map[string]bool{"sandbox": true, "workspace": true, "volume": tru
 // forwarder starts the sandboxed command as its child (the paddock binary
 // started as paddock-egress-forward by bwrap, see egress.Reexec).
 // So is the executor's server, which runs in a sandbox pod (paddock kube
-// executor) and starts the session's commands there.
-var inSandbox = map[string]bool{"egress/forwarder.go": true, "executor/server.go": true}
+// executor) and starts the session's commands and long-lived processes
+// (stdio MCP servers) there.
+var inSandbox = map[string]bool{"egress/forwarder.go": true, "executor/server.go": true, "executor/process.go": true}
 
 // testOnly are packages only tests import (the PostgreSQL test cluster
 // starts initdb and pg_ctl; podtest runs the simulated pods' executors);

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -59,12 +57,12 @@ func newExecutor(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			// No signal ends it (a command could send one): the pod's
+			// end, a SIGKILL, does.
 			logger := slog.New(slog.NewTextHandler(g.io.Err, nil))
 			fmt.Fprintf(g.io.Err, "paddock executor: commands run unsandboxed in this pod, as uid %d\n", os.Getuid())
 			return (&executor.Server{Workdir: workdir, Deps: deps, State: state, Clients: pool, Alone: true,
-				Scratch: scratch, Cache: cache, Logger: logger}).Serve(ctx, ln)
+				Scratch: scratch, Cache: cache, Logger: logger}).Serve(c.Context(), ln)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", fmt.Sprintf(":%d", executor.Port), "address to serve the worker on")

@@ -179,7 +179,7 @@ var Vars = []Var{
 	{"PADDOCK_POD_WARM_POOL", "1", "sandbox pods kept ready to be claimed, so a session's first command starts at once"},
 	{"PADDOCK_POD_IDLE", "15m", "how long a sandbox pod stays up with no command before it is suspended (pod gone, volume kept); the next command resumes it"},
 	{"PADDOCK_POD_STORAGE_CLASS", "(the cluster's default)", "StorageClass of the sandbox pods' volumes (the working copy and build cache)"},
-	{"PADDOCK_POD_EGRESS_ADDRESS", "(PADDOCK_TEMPORAL_BROADCAST_ADDRESS):7444", "HOST:PORT this node serves sandbox pods' egress gateway on: HOST is where the pods reach this node (never a loopback address), and the pods' network policy allows them that port alone; the commands of agents allowed network reach their egress proxy through it"},
+	{"PADDOCK_POD_EGRESS_ADDRESS", "(PADDOCK_TEMPORAL_BROADCAST_ADDRESS):7444", "HOST:PORT this node serves sandbox pods' egress gateway on: HOST is the IP address where the pods reach this node (not a name, never a loopback address), and the pods' network policy allows them that port alone; the commands of agents allowed network reach their egress proxy through it"},
 	{"PADDOCK_COMMAND_MAX_SECONDS", "600", "longest a sandboxed command may run"},
 	{"PADDOCK_COMMAND_MAX_OUTPUT_BYTES", "10485760", "most output kept from a command; the rest is counted and discarded"},
 	{"PADDOCK_COMMAND_MAX_CPUS", "1", "processor time one command may use, in CPUs (fractions allowed: 0.5)"},
@@ -252,8 +252,10 @@ func Load(getenv func(string) string) (Config, error) {
 		if err != nil || host == "" || !validPort(port) {
 			return c, fmt.Errorf("PADDOCK_POD_EGRESS_ADDRESS=%q: want HOST:PORT, HOST being where sandbox pods reach this node (its pod IP)", p.Egress)
 		}
-		if ip, err := netip.ParseAddr(host); host == "localhost" || err == nil && (ip.IsLoopback() || ip.IsUnspecified()) {
-			return c, fmt.Errorf("the sandbox pods' egress gateway at %s: pods cannot reach this node there; set PADDOCK_POD_EGRESS_ADDRESS (or PADDOCK_TEMPORAL_BROADCAST_ADDRESS) to this node's pod IP", p.Egress)
+		// An IP address, which pods reach: no name (it would resolve
+		// elsewhere, or to this node's loopback).
+		if ip, err := netip.ParseAddr(host); err != nil || ip.Zone() != "" || ip.Unmap().IsLoopback() || ip.Unmap().IsUnspecified() {
+			return c, fmt.Errorf("the sandbox pods' egress gateway at %s: want this node's pod IP, which pods reach (not a name, a loopback or an unspecified address); set PADDOCK_POD_EGRESS_ADDRESS (or PADDOCK_TEMPORAL_BROADCAST_ADDRESS)", p.Egress)
 		}
 		if v := getenv("PADDOCK_POD_WARM_POOL"); v != "" {
 			n, err := strconv.Atoi(v)

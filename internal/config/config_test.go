@@ -90,10 +90,11 @@ func TestPods(t *testing.T) {
 	env["PADDOCK_EXECUTION"], env["PADDOCK_KUBECONFIG"] = "server", "in-cluster"
 	_, err = load()
 	require.ErrorContains(t, err, "set either to this node's pod IP", "pods reach no default address")
-	for _, addr := range []string{"127.0.0.1:7444", "localhost:7444", "0.0.0.0:7444", "[::1]:7444"} {
+	for _, addr := range []string{"127.0.0.1:7444", "localhost:7444", "LOCALHOST:7444", "localhost.:7444", "ip6-localhost:7444", "127.1:7444", "0:7444",
+		"0.0.0.0:7444", "[::1]:7444", "[::ffff:0.0.0.0]:7444", "[::ffff:127.0.0.1]:7444", "[fe80::1%lo]:7444", "node.example:7444"} {
 		env["PADDOCK_POD_EGRESS_ADDRESS"] = addr
 		_, err = load()
-		require.ErrorContains(t, err, "pods cannot reach this node there", addr)
+		require.ErrorContains(t, err, "want this node's pod IP", addr)
 	}
 	delete(env, "PADDOCK_POD_EGRESS_ADDRESS")
 	env["PADDOCK_TEMPORAL_BROADCAST_ADDRESS"] = "10.0.3.7"

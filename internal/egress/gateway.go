@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 )
@@ -67,35 +68,77 @@ type Gateway struct {
 	TLS        *tls.Config
 	Logger     *slog.Logger
 
-	mu      sync.Mutex
-	runs    map[[32]byte]*run // by the hash of the run's token
-	sources map[string]int    // connections not yet routed, by address
+	mu   sync.Mutex
+	runs map[[32]byte]*run // by the hash of the run's token
+	// waiting are the connections not yet routed, by source address,
+	// oldest first; held counts them all.
+	waiting map[string][]*waiter
+	held    int
 	// strangers counts connections without a live token since logged.
 	strangers int
 	logged    time.Time
-	pending   chan struct{}
-	once      sync.Once
 }
 
-// hold takes a pending slot for a connection from addr, unless that
-// address holds its share already (a pod that opens connections and
-// never speaks starves only itself) or every slot is taken.
-func (g *Gateway) hold(addr string) bool {
+// waiter is a connection waiting to say whose it is.
+type waiter struct {
+	src string
+	c   net.Conn
+}
+
+// hold takes a pending slot for connection c from src, unless src holds
+// its share already. When every slot is taken, the address holding the
+// most gives its oldest up, if it holds more than src would: a pod that
+// opens connections and never speaks, or a few of them, starve no other.
+func (g *Gateway) hold(src string, c net.Conn) *waiter {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.sources[addr] >= gatewayPerSource {
-		return false
+	mine := len(g.waiting[src])
+	if mine >= gatewayPerSource {
+		return nil
 	}
-	select {
-	case g.pending <- struct{}{}:
-	default:
-		return false
+	if g.held >= gatewayPending {
+		victim := src
+		for a, ws := range g.waiting {
+			if len(ws) > len(g.waiting[victim]) {
+				victim = a
+			}
+		}
+		if len(g.waiting[victim]) <= mine+1 {
+			return nil
+		}
+		old := g.waiting[victim][0]
+		g.drop(old)
+		_ = old.c.Close()
 	}
-	if g.sources == nil {
-		g.sources = map[string]int{}
+	if g.waiting == nil {
+		g.waiting = map[string][]*waiter{}
 	}
-	g.sources[addr]++
-	return true
+	w := &waiter{src: src, c: c}
+	g.waiting[src] = append(g.waiting[src], w)
+	g.held++
+	return w
+}
+
+// drop takes w off the waiting (g.mu held); once only.
+func (g *Gateway) drop(w *waiter) {
+	ws := g.waiting[w.src]
+	i := slices.Index(ws, w)
+	if i < 0 {
+		return
+	}
+	if ws = slices.Delete(ws, i, i+1); len(ws) == 0 {
+		delete(g.waiting, w.src)
+	} else {
+		g.waiting[w.src] = ws
+	}
+	g.held--
+}
+
+// free gives back w's pending slot, unless it was taken from it.
+func (g *Gateway) free(w *waiter) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.drop(w)
 }
 
 // stranger counts a connection with no live run's token, logged at most
@@ -107,16 +150,6 @@ func (g *Gateway) stranger(log *slog.Logger, src string) {
 	if now := time.Now(); now.Sub(g.logged) >= time.Minute {
 		log.Warn("egress gateway: connections with no live run's token", "count", g.strangers, "last from", src)
 		g.strangers, g.logged = 0, now
-	}
-}
-
-// free gives back addr's pending slot.
-func (g *Gateway) free(addr string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	<-g.pending
-	if g.sources[addr]--; g.sources[addr] <= 0 {
-		delete(g.sources, addr)
 	}
 }
 
@@ -170,7 +203,6 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	if g.TLS == nil || len(g.TLS.Certificates) == 0 {
 		return errors.New("egress gateway: no certificate")
 	}
-	g.once.Do(func() { g.pending = make(chan struct{}, gatewayPending) })
 	log := g.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -180,27 +212,27 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		if host, _, err := net.SplitHostPort(src); err == nil {
 			src = host
 		}
-		if g.hold(src) { // else: too many connections still to say whose they are
-			g.relay(ctx, c, src, log)
+		if w := g.hold(src, c); w != nil { // else: too many connections still to say whose they are
+			g.relay(ctx, c, w, log)
 		}
 	})
 }
 
 // relay reads a connection's token, giving back its pending slot, and
 // relays it to its run's proxy.
-func (g *Gateway) relay(ctx context.Context, c net.Conn, src string, log *slog.Logger) {
+func (g *Gateway) relay(ctx context.Context, c net.Conn, w *waiter, log *slog.Logger) {
 	_ = c.SetDeadline(time.Now().Add(gatewayHandshake))
 	tc := tls.Server(c, g.TLS)
 	var pre [tokenLen + 1]byte
 	_, err := io.ReadFull(tc, pre[:])
-	g.free(src) // a slot is held for the handshake and the token only
+	g.free(w) // a slot is held for the handshake and the token only
 	if err != nil || pre[tokenLen] != '\n' {
 		return
 	}
 	r, full, done := g.route(string(pre[:tokenLen]))
 	if r == nil {
 		if !full {
-			g.stranger(log, src)
+			g.stranger(log, w.src)
 		}
 		return
 	}

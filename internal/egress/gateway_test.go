@@ -175,33 +175,65 @@ func TestGatewayRefusesStrangers(t *testing.T) {
 	c.Close()
 }
 
-// A pod that opens connections and never speaks holds at most its share
-// of the gateway's pending slots: another pod's run still connects.
+// Pods that open connections and never speak hold at most their share
+// of the gateway's pending slots, and when they hold them all, the one
+// holding the most gives way: another pod's run still connects.
 func TestGatewayStarvesNoOtherPod(t *testing.T) {
 	h := start(t, Config{Allow: []string{"allowed.test:443"}})
 	g, pool := gateway(t)
 	route, end := g.Open(h.sock)
 	defer end()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
-	for range gatewayPending {
-		c, err := d.Dial("tcp", g.Addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+	held := func() int {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.held
 	}
-	for range 5 {
+	idle := func(ip string, n int) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		for range n {
+			c, err := d.Dial("tcp", g.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}
+	tunnel := func(why string) {
+		t.Helper()
 		c, err := Dialer(route, pool)(context.Background())
 		if err != nil {
-			t.Fatalf("a run's connection while another pod idles %d connections: %v", gatewayPending, err)
+			t.Fatalf("a run's connection while %s: %v", why, err)
 		}
 		_ = c.SetDeadline(time.Now().Add(15 * time.Second))
 		fmt.Fprintf(c, "CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n")
 		b, _ := io.ReadAll(io.LimitReader(c, 12))
 		c.Close()
 		if !strings.HasPrefix(string(b), "HTTP/1.1") {
-			t.Fatalf("the run's tunnel answered %q; want the proxy's answer", b)
+			t.Fatalf("while %s, the run's tunnel answered %q; want the proxy's answer", why, b)
 		}
+	}
+	waitHeld := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for held() != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d connections wait, want %d", held(), n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	idle("127.0.0.2", gatewayPending)
+	waitHeld(gatewayPerSource)
+	for range 3 {
+		tunnel("one pod idles its share")
+	}
+	// Enough pods to take every slot.
+	for i := range gatewayPending/gatewayPerSource - 1 {
+		idle(fmt.Sprintf("127.0.0.%d", 3+i), gatewayPerSource)
+	}
+	waitHeld(gatewayPending)
+	for range 3 {
+		tunnel(fmt.Sprintf("%d pods idle every slot", gatewayPending/gatewayPerSource))
 	}
 }
 

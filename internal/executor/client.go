@@ -129,6 +129,17 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("the sandbox's executor refused (%d): %s", e.Code, e.Message)
 }
 
+// Renew empties the pod's scratch directories and build cache, as a new
+// sandbox has them (before an environment's setup, and before the push
+// of its trees).
+func (c *Client) Renew(ctx context.Context) error {
+	resp, err := c.do(ctx, http.MethodPost, "/v1/fresh", "", nil)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
+
 // Manifest lists the executor's tree.
 func (c *Client) Manifest(ctx context.Context, tree Tree) (Manifest, error) {
 	resp, err := c.do(ctx, http.MethodGet, "/v1/manifest?tree="+string(tree), "", nil)
@@ -224,8 +235,7 @@ func (c *Client) Pull(ctx context.Context, tree Tree, into Into) (Totals, error)
 }
 
 // Run runs one command, reaching the network by route when not nil, and
-// says how it ended. An environment's setup (cmd.DepsWritable) has the
-// pod as a new sandbox would: its build cache emptied too. A command whose answer breaks off is not asked
+// says how it ended. A command whose answer breaks off is not asked
 // again: whether it ran is unknown.
 func (c *Client) Run(ctx context.Context, cmd sandbox.Command, route *egress.Route) (sandbox.Result, error) {
 	id := cmd.ID
@@ -238,8 +248,7 @@ func (c *Client) Run(ctx context.Context, cmd sandbox.Command, route *egress.Rou
 	if timeout <= 0 {
 		timeout = sandbox.DefaultTimeout
 	}
-	body, _ := json.Marshal(RunRequest{ID: id, Script: cmd.Script, Env: cmd.Env, TimeoutMS: timeout.Milliseconds(), MaxOutput: cmd.MaxOutput, Deps: cmd.Deps != "", Egress: route,
-		Fresh: cmd.DepsWritable})
+	body, _ := json.Marshal(RunRequest{ID: id, Script: cmd.Script, Env: cmd.Env, TimeoutMS: timeout.Milliseconds(), MaxOutput: cmd.MaxOutput, Deps: cmd.Deps != "", Egress: route})
 	// The executor kills the command at its time limit; the worker waits
 	// a little longer for the answer.
 	ctx, cancel := context.WithTimeout(ctx, timeout+time.Minute)

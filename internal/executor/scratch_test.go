@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/internal/sandbox"
 )
@@ -17,7 +18,7 @@ import (
 // What a bubblewrap sandbox has fresh for each command (/tmp, the home
 // directory) the executor empties before each command, even what a
 // command made unreadable; the build cache in the home directory outlives
-// commands but for an environment's setup, which has it empty.
+// commands, but the worker renews it before an environment's setup.
 func TestScratchIsFreshForEachCommand(t *testing.T) {
 	pool, cert := authority(t)
 	dir := t.TempDir()
@@ -51,7 +52,8 @@ echo 'registry=http://evil.example/' > $H/.npmrc; mkdir -p $H/.config/pip && chm
 	require.Equal(t, "tmp:\nhome: .cache\ncache: go-build\n",
 		run("look", vars+`echo tmp: $(ls -A $T); echo home: $(ls -A $H); echo cache: $(ls -A $C)`, false),
 		"/tmp and home are emptied, the build cache stays")
-	require.Equal(t, "cache:\n", run("setup", vars+`echo cache: $(ls -A $C)`, true), "setup has the build cache empty too")
+	require.NoError(t, c.Renew(ctx))
+	require.Equal(t, "cache:\n", run("setup", vars+`echo cache: $(ls -A $C)`, true), "renewed for setup: the build cache is empty too")
 
 	// The build cache must be in a scratch directory itself.
 	err = (&Server{Workdir: dir, Deps: dir, State: dir, Clients: pool, Scratch: []string{home}, Cache: filepath.Join(home, "a/b")}).Serve(ctx, ln)
@@ -68,4 +70,32 @@ func TestAloneOnlyAsFirstProcess(t *testing.T) {
 	defer ln.Close()
 	err = (&Server{Workdir: dir, Deps: dir, State: dir, Clients: pool, Alone: true}).Serve(context.Background(), ln)
 	require.ErrorContains(t, err, "not the first process of its pod")
+}
+
+// A directory tree a command made deep is removed in time linear in its
+// depth, up to a bound past which it is refused, not walked.
+func TestScrubDeepTrees(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name string, depth int) {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.Mkdir(p, 0o755))
+		d, err := os.Open(p)
+		require.NoError(t, err)
+		for range depth { // by handles: the path would pass PATH_MAX
+			require.NoError(t, unix.Mkdirat(int(d.Fd()), "d", 0o755))
+			fd, err := unix.Openat(int(d.Fd()), "d", unix.O_DIRECTORY|unix.O_RDONLY, 0)
+			require.NoError(t, err)
+			d.Close()
+			d = os.NewFile(uintptr(fd), "d")
+		}
+		d.Close()
+	}
+	mk("deep", maxScrubDepth-1)
+	root, err := os.OpenRoot(dir)
+	require.NoError(t, err)
+	defer root.Close()
+	require.NoError(t, unlock(root, "deep", 0))
+	require.NoDirExists(t, filepath.Join(dir, "deep"))
+	mk("deeper", maxScrubDepth+1)
+	require.ErrorContains(t, unlock(root, "deeper", 0), "nested more than")
 }

@@ -37,6 +37,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -70,10 +71,6 @@ type RunRequest struct {
 	// network (the pod's network policy allows only the gateway, and
 	// only a run's token opens that).
 	Egress *egress.Route `json:"egress,omitempty"`
-	// Fresh asks for the pod as a new sandbox would have it: the build
-	// cache emptied too. An environment's setup asks for it, since the
-	// layer it makes may serve other sessions.
-	Fresh bool `json:"fresh,omitempty"`
 }
 
 // Frame is one line of a command's answer: output, or at the end its
@@ -121,6 +118,11 @@ type Server struct {
 	trees map[Tree]*Scanner
 }
 
+// shrugged are the signals that would end or stop the executor, which a
+// command may send it: the executor, alone in its pod, drops them.
+var shrugged = []os.Signal{unix.SIGHUP, unix.SIGINT, unix.SIGQUIT, unix.SIGTERM, unix.SIGABRT, unix.SIGSEGV, unix.SIGBUS, unix.SIGFPE,
+	unix.SIGILL, unix.SIGTRAP, unix.SIGSYS, unix.SIGSTKFLT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGPIPE, unix.SIGALRM, unix.SIGXCPU, unix.SIGXFSZ}
+
 // Tree names one of the trees the executor keeps.
 type Tree string
 
@@ -156,6 +158,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			return err
 		}
 	}
+	if s.Alone {
+		// Commands share the executor's user, so they may signal it: none
+		// of theirs ends it (kill(-1) spares it too). SIGKILL, the
+		// kubelet's after the pod's grace period, still does.
+		sigs := make(chan os.Signal, 16)
+		signal.Notify(sigs, shrugged...)
+		defer signal.Stop(sigs)
+		go func() {
+			for range sigs {
+			}
+		}()
+	}
 	s.trees = map[Tree]*Scanner{Work: {}, Deps: {}}
 	cert, err := Key(s.State)
 	if err != nil {
@@ -172,6 +186,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	mux.HandleFunc("POST /v1/get", s.get)
 	mux.HandleFunc("POST /v1/run", s.run)
 	mux.HandleFunc("POST /v1/start", s.start)
+	mux.HandleFunc("POST /v1/fresh", s.renew)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: s.Clients, MinVersion: tls.VersionTLS13}}
 	go func() {
@@ -280,7 +295,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = mark.Close()
-	if err := s.fresh(req.Fresh); err != nil {
+	if err := s.fresh(false); err != nil {
 		fail(w, http.StatusInternalServerError, err)
 		return
 	}
@@ -336,6 +351,20 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	send(Frame{Result: &RunResult{ExitCode: res.ExitCode, Discarded: res.Discarded, TimedOut: res.TimedOut, DurationMS: res.Duration.Milliseconds()}})
 }
 
+// renew empties the scratch directories and the build cache, as a new
+// sandbox has them: the worker asks before an environment's setup, whose
+// layer may serve other sessions, and before it pushes its trees, which
+// the push then puts back whatever the cache was made to hold.
+func (s *Server) renew(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.fresh(true); err != nil {
+		fail(w, http.StatusInternalServerError, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
 // fresh empties the scratch directories, and the build cache when cache
 // is set, as a new bubblewrap sandbox would have them. Nothing of the
 // last command runs any more (sweep), so nothing races it.
@@ -380,28 +409,46 @@ func empty(dir, keep string) error {
 	return nil
 }
 
-// scrub removes name in root and all it holds, making each directory
-// its owner's to read and change first.
+// maxScrubDepth bounds the directories scrub opens one inside another.
+const maxScrubDepth = 1024
+
+// scrub removes name in root and all it holds: at once when it can, else
+// making each directory its owner's to read and change first.
 func scrub(root *os.Root, name string) error {
 	if root.RemoveAll(name) == nil {
 		return nil
 	}
+	return unlock(root, name, 0)
+}
+
+// unlock removes name in root and all it holds, opening each directory
+// from its parent's handle, so a deep tree costs no more than a wide one.
+func unlock(root *os.Root, name string, depth int) error {
 	fi, err := root.Lstat(name)
 	if err != nil {
 		return err
 	}
 	if fi.IsDir() {
+		if depth >= maxScrubDepth {
+			return fmt.Errorf("%s holds directories nested more than %d deep, which are not removed", name, maxScrubDepth)
+		}
 		if err := root.Chmod(name, 0o700); err != nil {
 			return err
 		}
-		names, err := entries(root, name)
+		sub, err := root.OpenRoot(name)
 		if err != nil {
 			return err
 		}
+		names, err := entries(sub, ".")
 		for _, n := range names {
-			if err := scrub(root, name+"/"+n); err != nil {
-				return err
+			if err != nil {
+				break
 			}
+			err = unlock(sub, n, depth+1)
+		}
+		sub.Close()
+		if err != nil {
+			return err
 		}
 	}
 	return root.Remove(name)

@@ -316,6 +316,14 @@ func (s *Sandboxes) open(ctx context.Context, place sandbox.Place, timeout time.
 	// holds no worker.
 	pushCtx, cancel := context.WithTimeout(ctx, transferTimeout)
 	defer cancel()
+	// An environment's setup has the pod as a new sandbox would, even
+	// one the session has used: its layer may serve other sessions.
+	if place.DepsWritable {
+		if err := ex.Renew(pushCtx); err != nil {
+			b.close(ctx)
+			return nil, fmt.Errorf("empty the sandbox pod's scratch and build cache for setup: %w", err)
+		}
+	}
 	if _, err := ex.Push(pushCtx, executor.Work, b.root); err != nil {
 		b.close(ctx)
 		return nil, fmt.Errorf("copy the working copy into the sandbox pod: %w", err)

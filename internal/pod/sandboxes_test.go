@@ -124,14 +124,16 @@ func TestSandboxesOnKubernetes(t *testing.T) {
 	tmp := filepath.Join(volumes, pod.ClaimName("S-1")+".pod", "tmp")
 	// A process in a session of its own, and one that hops from process
 	// to process (each generation starts the next and exits at once),
-	// which a sweep of /proc can miss; a directory its owner cannot read.
+	// which a sweep of /proc can miss; a directory its owner cannot read;
+	// a process of its own session holding the command's output open.
 	out, res, err := run("t1/c1", "cat hello.txt; echo made > made.txt; echo '[core] fsmonitor = evil' > .git/config; id -u; setsid sleep 3001 </dev/null >/dev/null 2>&1 &"+
 		"\nprintf '%s\\n' '(bash \"$0\" </dev/null >/dev/null 2>&1 &); exit 0' > /tmp/hop-3002-$$.sh; cp /tmp/hop-3002-$$.sh "+tmp+"/hop-3002.sh; setsid bash "+tmp+"/hop-3002.sh"+
-		"\nmkdir -p "+tmp+"/locked/in && chmod 000 "+tmp+"/locked/in "+tmp+"/locked; rm /tmp/hop-3002-$$.sh")
+		"\nmkdir -p "+tmp+"/locked/in && chmod 000 "+tmp+"/locked/in "+tmp+"/locked; rm /tmp/hop-3002-$$.sh"+
+		"\nsetsid sleep 3003 &") // holding the command's output
 	require.NoError(t, err, out)
 	require.Equal(t, 0, res.ExitCode, out)
 	require.Equal(t, "hello\n65532\n", out, "the command ran in the pod, as the pod's user")
-	out, _, err = run("t1/c2", "pgrep -f 'sleep 300[1]|hop-300[2]' || echo none; ls -A "+tmp)
+	out, _, err = run("t1/c2", "pgrep -f 'sleep 300[13]|hop-300[2]' || echo none; ls -A "+tmp)
 	require.NoError(t, err, out)
 	require.Equal(t, "none\n", out, "nothing a command started outlives it, even in a session of its own or hopping; /tmp is fresh")
 	b, err := os.ReadFile(filepath.Join(host, "made.txt"))
@@ -167,6 +169,16 @@ func TestSandboxesOnKubernetes(t *testing.T) {
 	require.Len(t, claim.GetAnnotations()[pod.PinAnnotation], 64, "the executor's key is pinned on the claim")
 	name, _, _ := unstructured.NestedString(claim.Object, "status", "sandbox", "name")
 	require.True(t, cluster.Running(name))
+
+	// A command shares the executor's user, so it may signal it: none of
+	// its signals ends the executor, the first process of the pod.
+	out, _, err = run("t1/c3", "for s in HUP INT QUIT TERM ABRT SEGV BUS USR1 USR2 PIPE ALRM; do kill -$s 1; done; echo sent")
+	require.NoError(t, err, out)
+	require.Equal(t, "sent\n", out)
+	out, _, err = run("t1/c4", "echo alive")
+	require.NoError(t, err, out)
+	require.Equal(t, "alive\n", out)
+	require.Equal(t, 1, cluster.Starts(name), "the same pod, its executor never stopped")
 
 	// Not idle yet: nothing is suspended.
 	n, err := boxes.Reap(ctx)

@@ -169,7 +169,7 @@ func PodSpec(c Config) corev1.PodSpec {
 			Name:  "executor",
 			Image: c.Image,
 			Command: []string{"paddock", "kube", "executor", "--listen", fmt.Sprintf(":%d", c.Port), "--workdir", Workdir, "--deps", Deps, "--state", State,
-				"--scratch", "/tmp", "--scratch", sandbox.Home, "--cache", sandbox.CacheMount},
+				"--scratch", "/tmp", "--scratch", sandbox.Home, "--scratch", "/dev/shm", "--cache", sandbox.CacheMount},
 			Env:   []corev1.EnvVar{{Name: "PADDOCK_EXECUTOR_CA", Value: string(c.CA)}},
 			Ports: []corev1.ContainerPort{{Name: "executor", ContainerPort: int32(c.Port), Protocol: corev1.ProtocolTCP}},
 			SecurityContext: &corev1.SecurityContext{

@@ -35,7 +35,7 @@ func TestPodSpecIsRestricted(t *testing.T) {
 	require.Len(t, spec.Containers, 1)
 	c := spec.Containers[0]
 	require.Equal(t, []string{"paddock", "kube", "executor", "--listen", ":7443", "--workdir", Workdir, "--deps", Deps, "--state", State,
-		"--scratch", "/tmp", "--scratch", sandbox.Home, "--cache", sandbox.CacheMount}, c.Command)
+		"--scratch", "/tmp", "--scratch", sandbox.Home, "--scratch", "/dev/shm", "--cache", sandbox.CacheMount}, c.Command)
 	require.False(t, *spec.ShareProcessNamespace, "the executor is the first process of its pod's PID namespace")
 	sc := c.SecurityContext
 	require.False(t, *sc.AllowPrivilegeEscalation)

@@ -157,7 +157,7 @@ func run(ctx context.Context, c Command, spawn func(wire func(*exec.Cmd) error) 
 	mu.Unlock()
 	var exit *exec.ExitError
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, exec.ErrWaitDelay): // it succeeded; a process it left held its output
 	case errors.As(err, &exit):
 		res.ExitCode = exit.ExitCode()
 		if res.ExitCode < 0 {
@@ -183,6 +183,9 @@ func Supervise(ctx context.Context, c Command, cmd *exec.Cmd) (Result, error) {
 			return nil, err
 		}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		// A process that left the group holding the output open does not
+		// hold the command's end: its pipes close a second after.
+		cmd.WaitDelay = time.Second
 		return cmd, cmd.Start()
 	})
 	if cmd.Process != nil {

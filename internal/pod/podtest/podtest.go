@@ -4,7 +4,8 @@
 // is its container's command run as a local process, as the pod's user,
 // the first of a PID namespace of its own, on a loopback address of its
 // own (its pod IP), with the pod's volume a local directory that outlives
-// suspension (and each emptyDir one that does not).
+// suspension (and each emptyDir one, and the rest of the container's
+// filesystem the command names, one that does not).
 package podtest
 
 import (
@@ -285,24 +286,40 @@ func (c *Cluster) start(sb *unstructured.Unstructured) error {
 		}
 		mounts[m.MountPath] = dir
 	}
-	local := func(a string) string {
+	// The rest of the container's filesystem (its /dev/shm, say) is a
+	// directory of the pod's own too, empty at each start.
+	rootfs := filepath.Join(c.Volumes, sb.GetName()+".pod", "rootfs")
+	if err := os.RemoveAll(rootfs); err != nil {
+		return err
+	}
+	local := func(a string) (string, error) {
 		best := ""
 		for mp := range mounts {
 			if (a == mp || strings.HasPrefix(a, mp+"/")) && len(mp) > len(best) {
 				best = mp
 			}
 		}
-		if best == "" {
-			return a
+		if best != "" {
+			return mounts[best] + strings.TrimPrefix(a, best), nil
 		}
-		return mounts[best] + strings.TrimPrefix(a, best)
+		if !strings.HasPrefix(a, "/") {
+			return a, nil
+		}
+		dir := filepath.Join(rootfs, a)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+		return dir, os.Chown(dir, uid, uid)
 	}
 	c.mu.Lock()
 	ip := c.ip(sb.GetName())
 	c.mu.Unlock()
 	var args []string
 	for _, a := range ctr.Command[1:] {
-		a = local(a)
+		a, err := local(a)
+		if err != nil {
+			return err
+		}
 		if strings.HasPrefix(a, ":") {
 			a = ip + a
 		}
