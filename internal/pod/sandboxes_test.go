@@ -120,22 +120,21 @@ func TestSandboxesOnKubernetes(t *testing.T) {
 		return out.String(), res, err
 	}
 
-	// The pod's /tmp (an emptyDir volume, a local directory here).
-	tmp := filepath.Join(volumes, pod.ClaimName("S-1")+".pod", "tmp")
 	// A process in a session of its own, and one that hops from process
 	// to process (each generation starts the next and exits at once),
 	// which a sweep of /proc can miss; a directory its owner cannot read;
 	// a process of its own session holding the command's output open.
 	out, res, err := run("t1/c1", "cat hello.txt; echo made > made.txt; echo '[core] fsmonitor = evil' > .git/config; id -u; setsid sleep 3001 </dev/null >/dev/null 2>&1 &"+
-		"\nprintf '%s\\n' '(bash \"$0\" </dev/null >/dev/null 2>&1 &); exit 0' > /tmp/hop-3002-$$.sh; cp /tmp/hop-3002-$$.sh "+tmp+"/hop-3002.sh; setsid bash "+tmp+"/hop-3002.sh"+
-		"\nmkdir -p "+tmp+"/locked/in && chmod 000 "+tmp+"/locked/in "+tmp+"/locked; rm /tmp/hop-3002-$$.sh"+
+		"\nprintf '%s\\n' '(bash \"$0\" </dev/null >/dev/null 2>&1 &); exit 0' > /tmp/hop-3002.sh; setsid bash /tmp/hop-3002.sh"+
+		"\nmkdir -p /tmp/locked/in && chmod 000 /tmp/locked/in /tmp/locked; echo x > $HOME/.npmrc; echo y > /dev/shm/left; mkdir -p $GOCACHE && echo z > $GOCACHE/kept"+
 		"\nsetsid sleep 3003 &") // holding the command's output
 	require.NoError(t, err, out)
 	require.Equal(t, 0, res.ExitCode, out)
 	require.Equal(t, "hello\n65532\n", out, "the command ran in the pod, as the pod's user")
-	out, _, err = run("t1/c2", "pgrep -f 'sleep 300[13]|hop-300[2]' || echo none; ls -A "+tmp)
+	out, _, err = run("t1/c2", "pgrep -f 'sleep 300[13]|hop-300[2]' || echo none; ls -A /tmp /dev/shm; ls -A $HOME; ls $GOCACHE")
 	require.NoError(t, err, out)
-	require.Equal(t, "none\n", out, "nothing a command started outlives it, even in a session of its own or hopping; /tmp is fresh")
+	require.Equal(t, "none\n/dev/shm:\n\n/tmp:\n.cache\nkept\n", out,
+		"nothing a command started outlives it, even in a session of its own or hopping; /tmp, /dev/shm and home are fresh, the build cache kept")
 	b, err := os.ReadFile(filepath.Join(host, "made.txt"))
 	require.NoError(t, err)
 	require.Equal(t, "made\n", string(b), "the command's file came back")

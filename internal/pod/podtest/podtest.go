@@ -2,10 +2,11 @@
 // agent-sandbox's controller and the kubelet: a SandboxClaim is bound to a
 // Sandbox made from its warm pool's template, and a running Sandbox's pod
 // is its container's command run as a local process, as the pod's user,
-// the first of a PID namespace of its own, on a loopback address of its
-// own (its pod IP), with the pod's volume a local directory that outlives
-// suspension (and each emptyDir one, and the rest of the container's
-// filesystem the command names, one that does not).
+// in a bubblewrap sandbox as a pod has it (the first process of a PID
+// namespace of its own, a read-only root, the container's mounts), on a
+// loopback address of its own (its pod IP), with the pod's volume a local
+// directory that outlives suspension (and each emptyDir one that does
+// not).
 package podtest
 
 import (
@@ -16,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -262,77 +264,79 @@ func (c *Cluster) start(sb *unstructured.Unstructured) error {
 	if ctr.Command[0] != "paddock" {
 		return fmt.Errorf("the pod runs %q, not paddock", ctr.Command[0])
 	}
-	// Each mount of the container is a local directory: the claim's
-	// volume (and its subpaths) the Sandbox's, an emptyDir one made
-	// empty at each start.
+	// The pod is a bubblewrap sandbox: a PID namespace whose first process
+	// is the executor, a read-only root of the host's system directories,
+	// and each mount of the container a local directory: the claim's
+	// volume (and its subpaths) the Sandbox's, an emptyDir one (and
+	// /dev/shm) made empty at each start. The network is the host's, the
+	// pod's IP a loopback address.
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		return fmt.Errorf("podtest runs pods with bubblewrap: %w", err)
+	}
 	empty := map[string]bool{}
 	for _, v := range spec.Volumes {
 		empty[v.Name] = v.EmptyDir != nil
 	}
-	mounts := map[string]string{}
-	for _, m := range ctr.VolumeMounts {
-		dir := filepath.Join(vol, m.SubPath)
-		if empty[m.Name] {
-			dir = filepath.Join(c.Volumes, sb.GetName()+".pod", m.Name, m.SubPath)
-			if err := os.RemoveAll(dir); err != nil {
-				return err
-			}
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		if err := os.Chown(dir, uid, uid); err != nil {
-			return err
-		}
-		mounts[m.MountPath] = dir
-	}
-	// The rest of the container's filesystem (its /dev/shm, say) is a
-	// directory of the pod's own too, empty at each start.
-	rootfs := filepath.Join(c.Volumes, sb.GetName()+".pod", "rootfs")
-	if err := os.RemoveAll(rootfs); err != nil {
+	own := filepath.Join(c.Volumes, sb.GetName()+".pod")
+	if err := os.RemoveAll(own); err != nil {
 		return err
 	}
-	local := func(a string) (string, error) {
-		best := ""
-		for mp := range mounts {
-			if (a == mp || strings.HasPrefix(a, mp+"/")) && len(mp) > len(best) {
-				best = mp
-			}
-		}
-		if best != "" {
-			return mounts[best] + strings.TrimPrefix(a, best), nil
-		}
-		if !strings.HasPrefix(a, "/") {
-			return a, nil
-		}
-		dir := filepath.Join(rootfs, a)
+	fresh := func(dir string) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return "", err
+			return err
 		}
-		return dir, os.Chown(dir, uid, uid)
+		return os.Chown(dir, uid, uid)
 	}
+	paddock := c.Paddock()
+	wrap := []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--as-pid-1", "--die-with-parent",
+		"--tmpfs", "/", "--dev", "/dev", "--proc", "/proc"}
+	for _, d := range []string{"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"} {
+		switch fi, err := os.Lstat(d); {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(d)
+			if err != nil {
+				return err
+			}
+			wrap = append(wrap, "--symlink", target, d)
+		default:
+			wrap = append(wrap, "--ro-bind", d, d)
+		}
+	}
+	wrap = append(wrap, "--ro-bind", filepath.Dir(paddock.Path), filepath.Dir(paddock.Path))
+	mounts := slices.Clone(ctr.VolumeMounts)
+	slices.SortFunc(mounts, func(a, b corev1.VolumeMount) int { return len(a.MountPath) - len(b.MountPath) })
+	for _, m := range mounts {
+		dir := filepath.Join(vol, m.SubPath)
+		if empty[m.Name] {
+			dir = filepath.Join(own, m.Name, m.SubPath)
+		}
+		if err := fresh(dir); err != nil {
+			return err
+		}
+		wrap = append(wrap, "--bind", dir, m.MountPath)
+	}
+	shm := filepath.Join(own, "shm")
+	if err := fresh(shm); err != nil {
+		return err
+	}
+	wrap = append(wrap, "--bind", shm, "/dev/shm", "--remount-ro", "/", "--chdir", "/", "--", paddock.Path)
 	c.mu.Lock()
 	ip := c.ip(sb.GetName())
 	c.mu.Unlock()
-	var args []string
 	for _, a := range ctr.Command[1:] {
-		a, err := local(a)
-		if err != nil {
-			return err
-		}
 		if strings.HasPrefix(a, ":") {
 			a = ip + a
 		}
-		args = append(args, a)
+		wrap = append(wrap, a)
 	}
-	cmd := c.Paddock(args...)
+	cmd := exec.Command(bwrap, wrap...)
+	cmd.Env = paddock.Env
 	for _, e := range ctr.Env {
 		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
 	}
-	// The executor is the first process of a PID namespace of its own,
-	// as in a pod.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}, Setpgid: true,
-		Cloneflags: syscall.CLONE_NEWPID}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}, Setpgid: true}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.logs == nil {
@@ -432,7 +436,7 @@ func Paddock(t testing.TB) func(args ...string) *exec.Cmd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "paddock-bin-")
+	dir, err := os.MkdirTemp("/var/tmp", "paddock-bin-") // not under the pods' own /tmp
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +460,7 @@ func Paddock(t testing.TB) func(args ...string) *exec.Cmd {
 // when it failed.
 func Start(t testing.TB, c client.Client, ns string, uid int) *Cluster {
 	t.Helper()
-	volumes, err := os.MkdirTemp("", "paddock-volumes-")
+	volumes, err := os.MkdirTemp("/var/tmp", "paddock-volumes-")
 	if err != nil {
 		t.Fatal(err)
 	}
