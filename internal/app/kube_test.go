@@ -49,7 +49,7 @@ func startKube(t *testing.T) *kubeEnv {
 	podtest.Quiet()
 	crds, err := kube.CRDs()
 	require.NoError(t, err)
-	k.env = &envtest.Environment{BinaryAssetsDirectory: k.assets, CRDs: crds, CRDDirectoryPaths: []string{"../pod/testdata/agent-sandbox"}, ErrorIfCRDPathMissing: true}
+	k.env = &envtest.Environment{BinaryAssetsDirectory: k.assets, CRDs: crds, CRDDirectoryPaths: []string{"../pod/testdata/agent-sandbox", "../pod/testdata/cni"}, ErrorIfCRDPathMissing: true}
 	_, err = k.env.Start()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = k.env.Stop() })

@@ -117,6 +117,24 @@ func TestForeignObjectsRefused(t *testing.T) {
 	require.ErrorContains(t, err, "tenant-between is not Paddock's")
 	require.NoError(t, c.Delete(ctx, allowAll("tenant-between")))
 
+	// A CNI's own policy kind adds to Paddock's NetworkPolicy too: one in
+	// the namespace stops the sandboxes at the reaper's look, and install
+	// refuses while it is there.
+	cilium := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy",
+		"metadata": map[string]any{"name": "tenant-cilium", "namespace": ns},
+		"spec":     map[string]any{"endpointSelector": map[string]any{}, "egress": []any{map[string]any{"toEntities": []any{"world"}}}},
+	}}
+	require.NoError(t, c.Create(ctx, cilium))
+	_, err = boxes.Reap(ctx)
+	require.ErrorIs(t, err, pod.ErrForeign)
+	_, err = boxes.Install(ctx)
+	require.ErrorIs(t, err, pod.ErrForeign)
+	require.ErrorContains(t, err, "CiliumNetworkPolicy paddock-sandboxes/tenant-cilium (cilium.io) is not Paddock's")
+	require.NoError(t, c.Delete(ctx, cilium))
+	_, err = boxes.Install(ctx)
+	require.NoError(t, err)
+
 	host := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(host, ".git"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(host, "secret.txt"), []byte("the user's code\n"), 0o644))

@@ -19,6 +19,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -124,8 +125,41 @@ func (s *Sandboxes) Install(ctx context.Context) (*unstructured.Unstructured, er
 	if err := s.alone(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.noCNIPolicies(ctx); err != nil {
+		return nil, err
+	}
 	s.installed = tmpl
 	return tmpl, nil
+}
+
+// cniPolicies are the network policies of CNIs that add to Kubernetes'
+// own: an allow rule of one could open the sandbox pods.
+var cniPolicies = []schema.GroupVersionKind{
+	{Group: "cilium.io", Version: "v2", Kind: "CiliumNetworkPolicy"},
+	{Group: "crd.projectcalico.org", Version: "v1", Kind: "NetworkPolicy"},
+	{Group: "projectcalico.org", Version: "v3", Kind: "NetworkPolicy"},
+	{Group: "crd.antrea.io", Version: "v1beta1", Kind: "NetworkPolicy"},
+}
+
+// noCNIPolicies checks that the sandboxes' namespace holds none of the
+// cniPolicies the cluster serves. Checked at install and by the reaper
+// (a look at the cluster's kinds each time), not before each command.
+func (s *Sandboxes) noCNIPolicies(ctx context.Context) error {
+	ns := s.Config.Namespace
+	for _, k := range cniPolicies {
+		var l unstructured.UnstructuredList
+		l.SetGroupVersionKind(k.GroupVersion().WithKind(k.Kind + "List"))
+		err := s.Client.List(ctx, &l, client.InNamespace(ns), client.Limit(1))
+		switch {
+		case meta.IsNoMatchError(err):
+		case err != nil:
+			return fmt.Errorf("list the %s %ss of namespace %s, none of which may select the sandbox pods (may Paddock list them? see deploy/kubernetes/rbac.yaml): %w", k.Group, k.Kind, ns, err)
+		case len(l.Items) > 0:
+			return fmt.Errorf("%w: %s %s/%s (%s) is not Paddock's, and it adds to Paddock's NetworkPolicy: it could open the sandbox pods to more than their gateway (the namespace must be Paddock's alone: delete it, and take others' rights there away)",
+				ErrForeign, k.Kind, ns, l.Items[0].GetName(), k.Group)
+		}
+	}
+	return nil
 }
 
 // alone checks that Paddock's is the only NetworkPolicy of the sandboxes'
@@ -566,16 +600,26 @@ func (s *Sandboxes) rest(ctx context.Context, sessionID, name string) {
 }
 
 // Reap suspends every Paddock sandbox idle past its time: its pod goes,
-// its volume stays. It says how many it suspended. It first checks that
+// its volume stays. It says how many it suspended. It also checks that
 // the namespace's network policy is still Paddock's alone, and says so
 // when it is not (the next command installs again, or fails saying why).
 func (s *Sandboxes) Reap(ctx context.Context) (int, error) {
-	if err := s.alone(ctx); err != nil {
+	// Idle sandboxes are suspended all the same: fewer pods are open.
+	foreign := s.alone(ctx)
+	if foreign == nil {
+		foreign = s.noCNIPolicies(ctx)
+	}
+	if foreign != nil {
 		s.install.Lock()
 		s.installed = nil
 		s.install.Unlock()
-		return 0, err
 	}
+	n, err := s.suspendIdle(ctx)
+	return n, errors.Join(foreign, err)
+}
+
+// suspendIdle suspends every Paddock sandbox idle past its time.
+func (s *Sandboxes) suspendIdle(ctx context.Context) (int, error) {
 	var list unstructured.UnstructuredList
 	list.SetGroupVersionKind(ClaimKind.GroupVersion().WithKind("SandboxClaimList"))
 	if err := s.Client.List(ctx, &list, client.InNamespace(s.Config.Namespace), client.HasLabels{SessionLabel}); err != nil {

@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 func apiServer(t *testing.T, ns string) (client.Client, []byte, tls.Certificate) {
 	t.Helper()
 	podtest.Quiet()
-	env := &envtest.Environment{BinaryAssetsDirectory: podtest.Assets(t), CRDDirectoryPaths: []string{"testdata/agent-sandbox"}, ErrorIfCRDPathMissing: true}
+	env := &envtest.Environment{BinaryAssetsDirectory: podtest.Assets(t), CRDDirectoryPaths: []string{"testdata/agent-sandbox", "testdata/cni"}, ErrorIfCRDPathMissing: true}
 	rc, err := env.Start()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = env.Stop() })
