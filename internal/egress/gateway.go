@@ -74,6 +74,7 @@ type Gateway struct {
 	// oldest first; held counts them all.
 	waiting map[string][]*waiter
 	held    int
+	arrived uint64 // numbers the waiters in their order of arrival
 	// strangers counts connections without a live token since logged.
 	strangers int
 	logged    time.Time
@@ -83,12 +84,14 @@ type Gateway struct {
 type waiter struct {
 	src string
 	c   net.Conn
+	n   uint64 // its arrival
 }
 
 // hold takes a pending slot for connection c from src, unless src holds
 // its share already. When every slot is taken, the address holding the
-// most gives its oldest up, if it holds more than src would: a pod that
-// opens connections and never speaks, or a few of them, starve no other.
+// most gives its oldest up, if it holds more than src would, else the
+// oldest waiter of all goes: pods that open connections and never speak,
+// one or many, starve no other (a newcomer waits its turn at worst).
 func (g *Gateway) hold(src string, c net.Conn) *waiter {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -97,14 +100,17 @@ func (g *Gateway) hold(src string, c net.Conn) *waiter {
 		return nil
 	}
 	if g.held >= gatewayPending {
-		victim := src
+		victim, oldest := src, src
 		for a, ws := range g.waiting {
 			if len(ws) > len(g.waiting[victim]) {
 				victim = a
 			}
+			if o := g.waiting[oldest]; len(o) == 0 || ws[0].n < o[0].n {
+				oldest = a
+			}
 		}
 		if len(g.waiting[victim]) <= mine+1 {
-			return nil
+			victim = oldest
 		}
 		old := g.waiting[victim][0]
 		g.drop(old)
@@ -113,7 +119,8 @@ func (g *Gateway) hold(src string, c net.Conn) *waiter {
 	if g.waiting == nil {
 		g.waiting = map[string][]*waiter{}
 	}
-	w := &waiter{src: src, c: c}
+	g.arrived++
+	w := &waiter{src: src, c: c, n: g.arrived}
 	g.waiting[src] = append(g.waiting[src], w)
 	g.held++
 	return w

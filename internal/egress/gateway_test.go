@@ -235,6 +235,28 @@ func TestGatewayStarvesNoOtherPod(t *testing.T) {
 	for range 3 {
 		tunnel(fmt.Sprintf("%d pods idle every slot", gatewayPending/gatewayPerSource))
 	}
+	// As many pods as slots, one connection each: the oldest gives way.
+	for i := range gatewayPending {
+		idle(fmt.Sprintf("127.1.%d.%d", i/200, 1+i%200), 1)
+	}
+	last := fmt.Sprintf("127.1.%d.%d", (gatewayPending-1)/200, 1+(gatewayPending-1)%200)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		g.mu.Lock()
+		n := len(g.waiting[last])
+		g.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the last pod's connection never waited")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	waitHeld(gatewayPending)
+	for range 3 {
+		tunnel(fmt.Sprintf("%d pods idle a slot each", gatewayPending))
+	}
 }
 
 // A run's end cuts the connections it has open through the gateway, as

@@ -21,6 +21,7 @@ import (
 func hostileExecutor(t *testing.T, h http.Handler) string {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(h)
+	srv.EnableHTTP2 = true // as the executor serves
 	srv.TLS = &tls.Config{MinVersion: tls.VersionTLS13}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
@@ -114,4 +115,42 @@ func TestDeepTrees(t *testing.T) {
 	require.Equal(t, 0, res.ExitCode)
 	_, err = c.Pull(ctx, Work, Into{Root: host, UID: -1, Limit: 1 << 30})
 	require.ErrorContains(t, err, "deeper than 128 directories")
+}
+
+// TestStalledStartEnds (from an attack review): a pod that never answers
+// the start of a long-lived process, or starts a refusal and stalls,
+// holds the worker only until startWait.
+func TestStalledStartEnds(t *testing.T) {
+	defer func(d time.Duration) { startWait = d }(startWait)
+	startWait = time.Second
+	for name, answer := range map[string]func(w http.ResponseWriter){
+		"no answer":       func(w http.ResponseWriter) {},
+		"refusal stalled": func(w http.ResponseWriter) { w.WriteHeader(http.StatusInternalServerError); w.(http.Flusher).Flush() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			stall := make(chan struct{})
+			defer close(stall)
+			addr := hostileExecutor(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				answer(w)
+				select {
+				case <-stall:
+				case <-r.Context().Done():
+				}
+			}))
+			_, cert := authority(t)
+			c := Dial(addr, cert, "")
+			defer c.Close()
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.Start(context.Background(), StartRequest{Argv: []string{"true"}})
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				require.ErrorContains(t, err, "did not start the process within 1s")
+			case <-time.After(time.Minute):
+				t.Fatal("Start still waits for a pod that does not answer")
+			}
+		})
+	}
 }

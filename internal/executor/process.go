@@ -40,6 +40,10 @@ const maxStartLine = 1 << 20
 // it is killed.
 const processGrace = 2 * time.Second
 
+// startWait is how long the worker waits for the executor to start a
+// long-lived process (or refuse to); a variable for tests.
+var startWait = time.Minute
+
 // start runs a long-lived process for the request's time, as a command
 // runs: in the working copy, the scratch directories fresh, and every
 // process it left killed after.
@@ -147,10 +151,24 @@ func (c *Client) Start(ctx context.Context, req StartRequest) (*Process, error) 
 	}
 	pr, pw := io.Pipe()
 	ctx, cancel := context.WithCancel(ctx)
+	// The transport's wait for the answer's header starts only once the
+	// request's body has ended, which this one does not: the executor
+	// answers (or refuses, saying why) within startWait, or the request
+	// ends.
+	late := time.AfterFunc(startWait, func() {
+		cancel()
+		_ = pw.Close() // the transport ends the request only once its body has
+	})
 	resp, err := c.send(ctx, http.MethodPost, "/v1/start", "application/octet-stream", io.MultiReader(bytes.NewReader(append(line, '\n')), pr))
 	if err == nil && resp.StatusCode/100 != 2 {
 		_ = pw.Close() // the refusal's body ends only once the request's has
 		err = refused(resp)
+	}
+	if !late.Stop() {
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		err = fmt.Errorf("the sandbox's executor at %s did not start the process within %s", c.addr, startWait)
 	}
 	if err != nil {
 		cancel()

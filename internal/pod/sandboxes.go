@@ -294,6 +294,7 @@ func (s *Sandboxes) Start(place sandbox.Place, argv []string) (*sandbox.Process,
 		b.close(ctx)
 		return nil, err
 	}
+	b.keepBusy(sandbox.DefaultTimeout)
 	return &sandbox.Process{Stdin: &ending{WriteCloser: proc.In, after: func() error {
 		defer b.close(ctx)
 		return b.pull(ctx, false)
@@ -322,6 +323,37 @@ type box struct {
 	name    string
 	root    *os.Root
 	deps    *os.Root // nil when the session has no dependency caches
+	idle    func()   // stops keepBusy's beat, if it was started
+}
+
+// busyBeat is how often a long-lived process's Sandbox is marked busy
+// again; a variable for tests.
+var busyBeat = time.Minute
+
+// keepBusy marks the Sandbox busy for timeout and idle time from now,
+// again each busyBeat until close: a process that lives past a
+// command's limit (an MCP server the session keeps) is not reaped.
+func (b *box) keepBusy(timeout time.Duration) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	b.idle = func() { close(stop); <-done }
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(busyBeat)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				ctx, cancel := context.WithTimeout(context.Background(), busyBeat)
+				_, err := b.s.operate(ctx, b.name, "Running", b.s.now().Add(timeout+b.s.Config.defaults().Idle))
+				cancel()
+				if err != nil && b.s.Logger != nil {
+					b.s.Logger.Warn("sandbox busy time", "session", b.session, "err", err)
+				}
+			}
+		}
+	}()
 }
 
 // open brings the session's sandbox up, marked busy for timeout, and
@@ -397,6 +429,9 @@ func (b *box) pull(ctx context.Context, deps bool) error {
 
 // close marks the sandbox idle from now and lets go of the host's trees.
 func (b *box) close(ctx context.Context) {
+	if b.idle != nil {
+		b.idle()
+	}
 	b.s.rest(context.WithoutCancel(ctx), b.session, b.name)
 	if b.root != nil {
 		b.root.Close()
@@ -454,7 +489,9 @@ func (s *Sandboxes) executor(ctx context.Context, sessionID string, timeout time
 		// last pod's, so the executor is asked until it answers, the
 		// Sandbox read again each time (no command was sent yet, so
 		// nothing runs twice).
-		_, err = ex.Manifest(ctx, executor.Work)
+		probe, cancel := context.WithDeadline(ctx, deadline)
+		_, err = ex.Manifest(probe, executor.Work)
+		cancel()
 		var refused *executor.StatusError
 		switch {
 		case errors.Is(err, executor.ErrKeyChanged) || errors.As(err, &refused):

@@ -1,11 +1,13 @@
 package pod_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -216,6 +218,28 @@ func TestSandboxesOnKubernetes(t *testing.T) {
 	require.ErrorAs(t, err, &refused)
 	require.Equal(t, 409, refused.Code)
 	require.NoFileExists(t, filepath.Join(host, "twice.txt"))
+
+	// A long-lived process (an MCP server) keeps its Sandbox busy past a
+	// command's limit; the Sandbox rests from the moment it ends.
+	*pod.BusyBeat = 50 * time.Millisecond
+	idleAfter := func() string {
+		sb := &unstructured.Unstructured{}
+		sb.SetGroupVersionKind(pod.SandboxKind)
+		require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, sb))
+		return sb.GetAnnotations()[pod.IdleAnnotation]
+	}
+	proc, err := boxes.Start(sandbox.Place{Session: "S-1", Workdir: host}, []string{"cat"})
+	require.NoError(t, err)
+	now.Add(time.Hour)
+	busy := strconv.FormatInt(now.Now().Add(sandbox.DefaultTimeout+cfg.Idle).Unix(), 10)
+	waitFor(t, "the Sandbox marked busy again", func() bool { return idleAfter() == busy })
+	_, err = proc.Stdin.Write([]byte("ping\n"))
+	require.NoError(t, err)
+	line, err := bufio.NewReader(proc.Stdout).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "ping\n", line)
+	require.NoError(t, proc.Stdin.Close())
+	require.Equal(t, strconv.FormatInt(now.Now().Add(cfg.Idle).Unix(), 10), idleAfter(), "rests once the process ends")
 
 	// Setup's two trees share the session's disk budget: 600 bytes in
 	// each pass a budget of 1000 bytes alone, not together.
