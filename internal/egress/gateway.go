@@ -88,10 +88,11 @@ type waiter struct {
 }
 
 // hold takes a pending slot for connection c from src, unless src holds
-// its share already. When every slot is taken, the address holding the
-// most gives its oldest up, if it holds more than src would, else the
-// oldest waiter of all goes: pods that open connections and never speak,
-// one or many, starve no other (a newcomer waits its turn at worst).
+// its share already. When every slot is taken, one gives way: src's own
+// oldest if no address holds more than src, else the oldest waiter of the
+// addresses holding the most. An address is thus never pushed out while
+// another holds more: pods that open connections and never speak, one or
+// many, starve no other (a newcomer waits its turn at worst).
 func (g *Gateway) hold(src string, c net.Conn) *waiter {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -100,21 +101,18 @@ func (g *Gateway) hold(src string, c net.Conn) *waiter {
 		return nil
 	}
 	if g.held >= gatewayPending {
-		victim, oldest := src, src
-		for a, ws := range g.waiting {
-			if len(ws) > len(g.waiting[victim]) {
-				victim = a
-			}
-			if o := g.waiting[oldest]; len(o) == 0 || ws[0].n < o[0].n {
-				oldest = a
+		var victim *waiter
+		most := 0
+		for _, ws := range g.waiting {
+			if len(ws) > most || len(ws) == most && ws[0].n < victim.n {
+				most, victim = len(ws), ws[0]
 			}
 		}
-		if len(g.waiting[victim]) <= mine+1 {
-			victim = oldest
+		if mine == most {
+			victim = g.waiting[src][0]
 		}
-		old := g.waiting[victim][0]
-		g.drop(old)
-		_ = old.c.Close()
+		g.drop(victim)
+		_ = victim.c.Close()
 	}
 	if g.waiting == nil {
 		g.waiting = map[string][]*waiter{}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // authority is a test CA and a gateway certificate it issued for name.
@@ -393,4 +395,35 @@ func TestGatewayServesACommandsParallelConnections(t *testing.T) {
 	if failed > 0 {
 		t.Fatalf("%d of %d parallel connections failed", failed, n)
 	}
+}
+
+// When every slot waits, the slot given up is never of an address holding
+// fewer than another (from an attack review: a pod holding 15 pushed out
+// another pod's only connection).
+func TestGatewayEvictsFromTheFullest(t *testing.T) {
+	g := &Gateway{}
+	conn := func() net.Conn {
+		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		return a
+	}
+	lone := g.hold("10.0.0.1", conn())
+	for i := range 15 {
+		for range gatewayPerSource {
+			require.NotNil(t, g.hold(fmt.Sprintf("10.0.1.%d", i), conn()))
+		}
+	}
+	for range 15 {
+		require.NotNil(t, g.hold("10.0.2.1", conn()))
+	}
+	require.Equal(t, gatewayPending, g.held)
+	require.NotNil(t, g.hold("10.0.2.1", conn()), "a newcomer holding fewer than the fullest")
+	require.Len(t, g.waiting["10.0.2.1"], 16)
+	require.Len(t, g.waiting["10.0.1.0"], 15, "the oldest of the fullest gave way")
+	require.Nil(t, g.hold("10.0.2.1", conn()), "its share is taken")
+	require.NotNil(t, g.hold("10.0.1.0", conn()))
+	require.Len(t, g.waiting["10.0.1.0"], 16)
+	require.Len(t, g.waiting["10.0.1.1"], 15, "the oldest of the fullest gave way")
+	require.Equal(t, []*waiter{lone}, g.waiting["10.0.0.1"], "the lone connection waits on")
+	require.Equal(t, gatewayPending, g.held)
 }

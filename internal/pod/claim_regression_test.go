@@ -132,6 +132,16 @@ func TestForeignObjectsRefused(t *testing.T) {
 	require.ErrorIs(t, err, pod.ErrForeign)
 	require.ErrorContains(t, err, "CiliumNetworkPolicy paddock-sandboxes/tenant-cilium (cilium.io) is not Paddock's")
 	require.NoError(t, c.Delete(ctx, cilium))
+	// Antrea's, in the only version an Antrea before 1.13 serves.
+	antrea := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "crd.antrea.io/v1alpha1", "kind": "NetworkPolicy",
+		"metadata": map[string]any{"name": "tenant-antrea", "namespace": ns},
+		"spec":     map[string]any{"appliedTo": []any{map[string]any{"podSelector": map[string]any{}}}, "egress": []any{map[string]any{"action": "Allow"}}},
+	}}
+	require.NoError(t, c.Create(ctx, antrea))
+	_, err = boxes.Install(ctx)
+	require.ErrorContains(t, err, "NetworkPolicy paddock-sandboxes/tenant-antrea (crd.antrea.io) is not Paddock's")
+	require.NoError(t, c.Delete(ctx, antrea))
 	_, err = boxes.Install(ctx)
 	require.NoError(t, err)
 

@@ -133,12 +133,15 @@ func (s *Sandboxes) Install(ctx context.Context) (*unstructured.Unstructured, er
 }
 
 // cniPolicies are the network policies of CNIs that add to Kubernetes'
-// own: an allow rule of one could open the sandbox pods.
-var cniPolicies = []schema.GroupVersionKind{
-	{Group: "cilium.io", Version: "v2", Kind: "CiliumNetworkPolicy"},
-	{Group: "crd.projectcalico.org", Version: "v1", Kind: "NetworkPolicy"},
-	{Group: "projectcalico.org", Version: "v3", Kind: "NetworkPolicy"},
-	{Group: "crd.antrea.io", Version: "v1beta1", Kind: "NetworkPolicy"},
+// own (an allow rule of one could open the sandbox pods), by kind with no
+// version: each is listed in the version the cluster serves (Antrea's in
+// v1alpha1 before 1.13, v1beta1 after). Calico's are one list served
+// under two groups: its CRDs' and, when installed, its API server's
+// (which asks for rights on tiers too), so the first served is read.
+var cniPolicies = [][]schema.GroupKind{
+	{{Group: "cilium.io", Kind: "CiliumNetworkPolicy"}},
+	{{Group: "crd.projectcalico.org", Kind: "NetworkPolicy"}, {Group: "projectcalico.org", Kind: "NetworkPolicy"}},
+	{{Group: "crd.antrea.io", Kind: "NetworkPolicy"}},
 }
 
 // noCNIPolicies checks that the sandboxes' namespace holds none of the
@@ -146,17 +149,25 @@ var cniPolicies = []schema.GroupVersionKind{
 // (a look at the cluster's kinds each time), not before each command.
 func (s *Sandboxes) noCNIPolicies(ctx context.Context) error {
 	ns := s.Config.Namespace
-	for _, k := range cniPolicies {
-		var l unstructured.UnstructuredList
-		l.SetGroupVersionKind(k.GroupVersion().WithKind(k.Kind + "List"))
-		err := s.Client.List(ctx, &l, client.InNamespace(ns), client.Limit(1))
-		switch {
-		case meta.IsNoMatchError(err):
-		case err != nil:
-			return fmt.Errorf("list the %s %ss of namespace %s, none of which may select the sandbox pods (may Paddock list them? see deploy/kubernetes/rbac.yaml): %w", k.Group, k.Kind, ns, err)
-		case len(l.Items) > 0:
-			return fmt.Errorf("%w: %s %s/%s (%s) is not Paddock's, and it adds to Paddock's NetworkPolicy: it could open the sandbox pods to more than their gateway (the namespace must be Paddock's alone: delete it, and take others' rights there away)",
-				ErrForeign, k.Kind, ns, l.Items[0].GetName(), k.Group)
+	for _, kinds := range cniPolicies {
+		for _, k := range kinds {
+			m, err := s.Client.RESTMapper().RESTMapping(k)
+			if meta.IsNoMatchError(err) {
+				continue // not served here
+			}
+			if err != nil {
+				return fmt.Errorf("look up the %s %ss, none of which may select the sandbox pods: %w", k.Group, k.Kind, err)
+			}
+			var l unstructured.UnstructuredList
+			l.SetGroupVersionKind(m.GroupVersionKind.GroupVersion().WithKind(k.Kind + "List"))
+			if err := s.Client.List(ctx, &l, client.InNamespace(ns), client.Limit(1)); err != nil {
+				return fmt.Errorf("list the %s %ss of namespace %s, none of which may select the sandbox pods (may Paddock list them? see deploy/kubernetes/rbac.yaml): %w", k.Group, k.Kind, ns, err)
+			}
+			if len(l.Items) > 0 {
+				return fmt.Errorf("%w: %s %s/%s (%s) is not Paddock's, and it adds to Paddock's NetworkPolicy: it could open the sandbox pods to more than their gateway (the namespace must be Paddock's alone: delete it, and take others' rights there away)",
+					ErrForeign, k.Kind, ns, l.Items[0].GetName(), k.Group)
+			}
+			break // the first group served holds them
 		}
 	}
 	return nil
@@ -332,7 +343,10 @@ var busyBeat = time.Minute
 
 // keepBusy marks the Sandbox busy for timeout and idle time from now,
 // again each busyBeat until close: a process that lives past a
-// command's limit (an MCP server the session keeps) is not reaped.
+// command's limit (an MCP server the session keeps) is not reaped. The
+// beat stops for good once the Sandbox is gone or suspended, and skips
+// while the namespace holds a policy not Paddock's (Install refuses
+// commands then; the process ends with its Sandbox's idle time).
 func (b *box) keepBusy(timeout time.Duration) {
 	stop, done := make(chan struct{}), make(chan struct{})
 	b.idle = func() { close(stop); <-done }
@@ -345,12 +359,21 @@ func (b *box) keepBusy(timeout time.Duration) {
 			case <-stop:
 				return
 			case <-tick.C:
-				ctx, cancel := context.WithTimeout(context.Background(), busyBeat)
-				_, err := b.s.operate(ctx, b.name, "Running", b.s.now().Add(timeout+b.s.Config.defaults().Idle))
-				cancel()
-				if err != nil && b.s.Logger != nil {
-					b.s.Logger.Warn("sandbox busy time", "session", b.session, "err", err)
-				}
+			}
+			b.s.install.Lock()
+			foreign := b.s.installed == nil
+			b.s.install.Unlock()
+			if foreign {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), busyBeat)
+			running, err := b.s.prolong(ctx, b.name, b.s.now().Add(timeout+b.s.Config.defaults().Idle))
+			cancel()
+			if apierrors.IsNotFound(err) || err == nil && !running {
+				return
+			}
+			if err != nil && b.s.Logger != nil {
+				b.s.Logger.Warn("sandbox busy time", "session", b.session, "err", err)
 			}
 		}
 	}()
@@ -607,26 +630,52 @@ func (s *Sandboxes) pin(ctx context.Context, claim *unstructured.Unstructured, p
 // Sandbox's resource version, so a suspension decided on an older idle
 // time never lands.
 func (s *Sandboxes) operate(ctx context.Context, name, mode string, idle time.Time) (was string, err error) {
+	err = s.update(ctx, name, func(sb *unstructured.Unstructured) (bool, error) {
+		was, _, _ = unstructured.NestedString(sb.Object, "spec", "operatingMode")
+		setIdleAfter(sb, idle)
+		return true, unstructured.SetNestedField(sb.Object, mode, "spec", "operatingMode")
+	})
+	return was, err
+}
+
+// prolong moves a running Sandbox's idle time to idle, and says whether
+// it runs: a Sandbox suspended meanwhile (by Reap, by hand) stays so.
+func (s *Sandboxes) prolong(ctx context.Context, name string, idle time.Time) (running bool, err error) {
+	err = s.update(ctx, name, func(sb *unstructured.Unstructured) (bool, error) {
+		mode, _, _ := unstructured.NestedString(sb.Object, "spec", "operatingMode")
+		if running = mode == "Running"; running {
+			setIdleAfter(sb, idle)
+		}
+		return running, nil
+	})
+	return running, err
+}
+
+// update reads Sandbox name and writes it back as change left it, if
+// change says to, with the resource version read, again on a conflict.
+func (s *Sandboxes) update(ctx context.Context, name string, change func(*unstructured.Unstructured) (bool, error)) error {
 	for {
 		sb := object(SandboxKind)
 		if err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Config.Namespace, Name: name}, sb); err != nil {
-			return "", err
+			return err
 		}
-		was, _, _ = unstructured.NestedString(sb.Object, "spec", "operatingMode")
-		a := sb.GetAnnotations()
-		if a == nil {
-			a = map[string]string{}
+		if write, err := change(sb); !write || err != nil {
+			return err
 		}
-		a[IdleAnnotation] = strconv.FormatInt(idle.Unix(), 10)
-		sb.SetAnnotations(a)
-		if err := unstructured.SetNestedField(sb.Object, mode, "spec", "operatingMode"); err != nil {
-			return "", err
-		}
-		err := s.Client.Update(ctx, sb)
-		if !apierrors.IsConflict(err) {
-			return was, err
+		if err := s.Client.Update(ctx, sb); !apierrors.IsConflict(err) {
+			return err
 		}
 	}
+}
+
+// setIdleAfter sets the time a Sandbox is idle from.
+func setIdleAfter(sb *unstructured.Unstructured, t time.Time) {
+	a := sb.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[IdleAnnotation] = strconv.FormatInt(t.Unix(), 10)
+	sb.SetAnnotations(a)
 }
 
 // rest marks the session's Sandbox name idle from now.
