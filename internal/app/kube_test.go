@@ -467,7 +467,9 @@ spec:
 	claim.SetGroupVersionKind(pod.ClaimKind)
 	require.NoError(t, kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod.ClaimName(id)}, claim))
 	name, _, _ := unstructured.NestedString(claim.Object, "status", "sandbox", "name")
-	require.NotEmpty(t, claim.GetAnnotations()[pod.PinAnnotation])
+	kept, err := a.Service.Store.ServerSecret(ctx, "executor-key/"+id, []byte("none yet"))
+	require.NoError(t, err)
+	require.NotEqual(t, "none yet", string(kept), "the executor's key is kept in the store")
 	waitFor(t, "the idle pod suspended", func() (bool, error) { return !cluster.Running(name) && cluster.Starts(name) == 1, nil })
 	require.FileExists(t, filepath.Join(volumes, name, "work", "made.txt"), "the volume stays")
 

@@ -102,7 +102,7 @@ func (a *App) pods(ctx context.Context, acts *engine.Activities, cfg config.Conf
 	}
 	gw := &egress.Gateway{Addr: ln.Addr().String(), Name: temporalserver.ServerName, Logger: a.logger,
 		TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}}
-	boxes := &pod.Sandboxes{Client: c, Cert: cert, Owner: owner, Limit: disk, Logger: a.logger, Gateway: gw,
+	boxes := &pod.Sandboxes{Client: c, Keys: executorKeys{st, key}, Cert: cert, Owner: owner, Limit: disk, Logger: a.logger, Gateway: gw,
 		Config: pod.Config{Namespace: p.Namespace, Image: p.Image, RuntimeClass: runtimeClass, CPUs: cfg.CommandMaxCPUs, Memory: sandbox.DefaultMaxMemory,
 			Disk: disk, StorageClass: p.StorageClass, WarmPool: int32(p.WarmPool), Idle: p.Idle, CA: caPEM, WorkersNamespace: namespace,
 			EgressPort: ln.Addr().(*net.TCPAddr).Port}}
@@ -128,4 +128,16 @@ func (a *App) pods(ctx context.Context, acts *engine.Activities, cfg config.Conf
 	}()
 	a.closers = append(a.closers, func() error { cancel(); <-done; <-done; return nil })
 	return nil
+}
+
+// executorKeys keeps each session's executor key in the store, sealed
+// like the other shared secrets, as the first node to meet it saw it.
+type executorKeys struct {
+	st  secrets
+	key *vault.Key
+}
+
+func (k executorKeys) Keep(ctx context.Context, session, key string) (string, error) {
+	kept, err := sharedSecret(ctx, k.st, k.key, "executor-key/"+session, []byte(key))
+	return string(kept), err
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/paddock-dev/paddock/internal/executor"
 	"github.com/paddock-dev/paddock/internal/pod"
 	"github.com/paddock-dev/paddock/internal/pod/podtest"
 	"github.com/paddock-dev/paddock/internal/sandbox"
@@ -57,7 +59,8 @@ func TestForeignObjectsRefused(t *testing.T) {
 
 	cluster := podtest.Start(t, c, ns, 65532)
 
-	boxes := &pod.Sandboxes{Client: c, Config: cfg, Cert: cert, Owner: -1, Limit: 1 << 30, Ready: time.Minute}
+	keys := &memKeys{kept: map[string]string{}}
+	boxes := &pod.Sandboxes{Client: c, Keys: keys, Config: cfg, Cert: cert, Owner: -1, Limit: 1 << 30, Ready: time.Minute}
 	_, err = boxes.Install(ctx)
 	require.ErrorIs(t, err, pod.ErrForeign, "no sandbox runs beside the tenant's policy")
 	require.ErrorContains(t, err, "NetworkPolicy paddock-sandboxes/tenant-open is not Paddock's")
@@ -157,5 +160,16 @@ func TestForeignObjectsRefused(t *testing.T) {
 	claim := &unstructured.Unstructured{}
 	claim.SetGroupVersionKind(pod.ClaimKind)
 	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod.ClaimName("S-2")}, claim))
-	require.Empty(t, claim.GetAnnotations()[pod.PinAnnotation], "no executor of theirs was pinned")
+	require.Empty(t, claim.GetAnnotations(), "nothing of Paddock's on their claim")
+	require.Empty(t, keys.kept["S-2"], "no executor of theirs was kept")
+
+	// The key a session keeps is the store's, which no user of the
+	// cluster writes (it was on the claim, which whoever may update
+	// claims could reset): a pod showing another key gets nothing.
+	keys.kept["S-4"] = strings.Repeat("0", 64)
+	_, err = boxes.Run(ctx, sandbox.Command{Place: sandbox.Place{Session: "S-4", Workdir: host}, ID: "y", Script: "cat secret.txt", Stdout: &out, Stderr: &out, Timeout: time.Minute})
+	require.ErrorIs(t, err, executor.ErrKeyChanged)
+	require.ErrorContains(t, err, "not the one session S-4 first met")
+	require.Empty(t, out.String())
+	require.NotContains(t, cluster.Logs(), "copy received", "the copy went to no executor but the session's")
 }

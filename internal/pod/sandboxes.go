@@ -31,9 +31,19 @@ import (
 	"github.com/paddock-dev/paddock/internal/sandbox"
 )
 
+// Keys keeps each session's executor key (its fingerprint) as first met,
+// where every node reads it and no user of the cluster writes it: the
+// store, not the session's claim, which whoever may update claims could
+// reset.
+type Keys interface {
+	// Keep returns the key kept for session, keeping key if none was.
+	Keep(ctx context.Context, session, key string) (string, error)
+}
+
 // Sandboxes runs each session's commands in its Sandbox's pod.
 type Sandboxes struct {
 	Client client.Client
+	Keys   Keys
 	Config Config
 	// Cert is the worker's certificate, of the authority Config.CA.
 	Cert tls.Certificate
@@ -55,6 +65,7 @@ type Sandboxes struct {
 
 	mu      sync.Mutex
 	clients map[string]*executor.Client // by session, with the address it dials
+	pins    map[string]string           // sessions' kept keys, as this node read them
 }
 
 // transferTimeout bounds one push or pull of a working copy.
@@ -498,7 +509,9 @@ func (s *Sandboxes) executor(ctx context.Context, sessionID string, timeout time
 	if err != nil {
 		return nil, "", err
 	}
-	pin := claim.GetAnnotations()[PinAnnotation]
+	s.mu.Lock()
+	pin := s.pins[sessionID]
+	s.mu.Unlock()
 	for {
 		ip, err := s.readyIP(ctx, name, tmpl, deadline)
 		if err != nil {
@@ -526,9 +539,23 @@ func (s *Sandboxes) executor(ctx context.Context, sessionID string, timeout time
 			continue
 		}
 		if pin == "" {
-			// First contact: the key met now is the one this sandbox keeps.
-			if err := s.pin(ctx, claim, ex.Pin()); err != nil {
-				return nil, "", err
+			// This node's first contact: the key met must be the one the
+			// session keeps, the first any node met.
+			kept, err := s.Keys.Keep(ctx, sessionID, ex.Pin())
+			if err != nil {
+				return nil, "", fmt.Errorf("keep the key of session %s's executor: %w", sessionID, err)
+			}
+			s.mu.Lock()
+			if s.pins == nil {
+				s.pins = map[string]string{}
+			}
+			s.pins[sessionID] = kept
+			if kept != ex.Pin() {
+				delete(s.clients, sessionID)
+			}
+			s.mu.Unlock()
+			if kept != ex.Pin() {
+				return nil, "", fmt.Errorf("%w: the executor of Sandbox %s shows key %.16s…, not the one session %s first met (%.16s…)", executor.ErrKeyChanged, name, ex.Pin(), sessionID, kept)
 			}
 		}
 		return ex, name, nil
@@ -599,31 +626,6 @@ func (s *Sandboxes) claim(ctx context.Context, pool, sessionID string) (*unstruc
 		return nil, fmt.Errorf("%w: SandboxClaim %s/%s is not the one Paddock makes for session %s (another tenant of the namespace made it?)", ErrForeign, got.GetNamespace(), got.GetName(), sessionID)
 	}
 	return got, nil
-}
-
-// pin records the executor's key on the claim, unless one is there
-// already that differs (then this contact was not the first).
-func (s *Sandboxes) pin(ctx context.Context, claim *unstructured.Unstructured, pin string) error {
-	for {
-		a := claim.GetAnnotations()
-		if a == nil {
-			a = map[string]string{}
-		}
-		if old := a[PinAnnotation]; old != "" && old != pin {
-			return executor.ErrKeyChanged
-		} else if old == pin {
-			return nil
-		}
-		a[PinAnnotation] = pin
-		claim.SetAnnotations(a)
-		err := s.Client.Update(ctx, claim)
-		if !apierrors.IsConflict(err) {
-			return err
-		}
-		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
-			return err
-		}
-	}
 }
 
 // operate sets a Sandbox's operating mode and its idle time, with the
@@ -776,6 +778,7 @@ func (s *Sandboxes) Release(ctx context.Context, sessionID string) error {
 		ex.Close()
 		delete(s.clients, sessionID)
 	}
+	delete(s.pins, sessionID)
 	s.mu.Unlock()
 	claim := object(ClaimKind)
 	claim.SetNamespace(s.Config.Namespace)

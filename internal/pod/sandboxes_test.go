@@ -73,6 +73,24 @@ func (c *clock) Add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
+// memKeys keeps sessions' executor keys in memory (pod.Keys).
+type memKeys struct {
+	mu   sync.Mutex
+	kept map[string]string
+}
+
+func (k *memKeys) Keep(_ context.Context, session, key string) (string, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.kept == nil {
+		k.kept = map[string]string{}
+	}
+	if k.kept[session] == "" {
+		k.kept[session] = key
+	}
+	return k.kept[session], nil
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
@@ -110,7 +128,8 @@ func TestSandboxesOnKubernetes(t *testing.T) {
 	now := &clock{t: time.Now()}
 	cfg := pod.Config{Namespace: ns, Image: "registry.example/paddock:test", RuntimeClass: runtimeClass, WarmPool: 2,
 		Idle: 10 * time.Minute, CA: caPEM, WorkersNamespace: "paddock"}
-	boxes := &pod.Sandboxes{Client: c, Config: cfg, Cert: cert, Owner: -1, Limit: 1 << 30, Now: now.Now, Ready: time.Minute}
+	keys := &memKeys{}
+	boxes := &pod.Sandboxes{Client: c, Keys: keys, Config: cfg, Cert: cert, Owner: -1, Limit: 1 << 30, Now: now.Now, Ready: time.Minute}
 
 	host := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(host, ".git"), 0o755))
@@ -167,7 +186,7 @@ func TestSandboxesOnKubernetes(t *testing.T) {
 	claim := &unstructured.Unstructured{}
 	claim.SetGroupVersionKind(pod.ClaimKind)
 	require.NoError(t, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod.ClaimName("S-1")}, claim))
-	require.Len(t, claim.GetAnnotations()[pod.PinAnnotation], 64, "the executor's key is pinned on the claim")
+	require.Len(t, keys.kept["S-1"], 64, "the executor's key is kept")
 	name, _, _ := unstructured.NestedString(claim.Object, "status", "sandbox", "name")
 	require.True(t, cluster.Running(name))
 

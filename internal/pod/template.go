@@ -48,8 +48,6 @@ const (
 	SandboxLabel = "paddock.dev/sandbox"
 	// SessionLabel names a claim's session.
 	SessionLabel = "paddock.dev/session"
-	// PinAnnotation keeps, on a claim, the fingerprint of its executor's key.
-	PinAnnotation = "paddock.dev/executor-key"
 	// IdleAnnotation says, on a Sandbox, when it may be suspended.
 	IdleAnnotation = "paddock.dev/idle-after"
 	managedBy      = "app.kubernetes.io/managed-by"
