@@ -118,13 +118,20 @@ func directoryLogin(ctx context.Context, g *globals, issuer, clientID string, sc
 		} else {
 			fmt.Fprintln(w, "Logged in: you can close this page and go back to the terminal.")
 		}
+		// The page reaches the browser before login returns and closes
+		// the server.
+		_ = http.NewResponseController(w).Flush()
 		select {
 		case done <- res:
 		default:
 		}
 	})}
 	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	defer func() {
+		stop, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(stop) // the page being answered ends first
+	}()
 	fmt.Fprintf(g.io.Out, "Open this URL in a browser on this machine to log in:\n  %s\nwaiting for the directory (up to %s)…\n",
 		oc.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oidc.Nonce(nonce)), loginWait)
 	select {
