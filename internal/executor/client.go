@@ -26,7 +26,7 @@ const maxManifest = 128 << 20
 
 // ErrKeyChanged says the executor answering is not the one first met at
 // this sandbox.
-var ErrKeyChanged = errors.New("the executor's key is not the one pinned at first contact")
+var ErrKeyChanged = errors.New("the executor's key is not the one the session keeps")
 
 // Client is the worker's side of one executor.
 type Client struct {
@@ -57,7 +57,7 @@ func Dial(addr string, cert tls.Certificate, pin string) *Client {
 				c.pin = got
 			}
 			if got != c.pin {
-				return fmt.Errorf("%w (pinned %.16s…, shown %.16s…)", ErrKeyChanged, c.pin, got)
+				return fmt.Errorf("%w (kept %.16s…, shown %.16s…)", ErrKeyChanged, c.pin, got)
 			}
 			return nil
 		}}

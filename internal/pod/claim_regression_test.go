@@ -169,7 +169,12 @@ func TestForeignObjectsRefused(t *testing.T) {
 	keys.kept["S-4"] = strings.Repeat("0", 64)
 	_, err = boxes.Run(ctx, sandbox.Command{Place: sandbox.Place{Session: "S-4", Workdir: host}, ID: "y", Script: "cat secret.txt", Stdout: &out, Stderr: &out, Timeout: time.Minute})
 	require.ErrorIs(t, err, executor.ErrKeyChanged)
-	require.ErrorContains(t, err, "not the one session S-4 first met")
+	require.ErrorContains(t, err, "of session S-4: the executor's key is not the one the session keeps")
+	require.Empty(t, out.String())
+	// The node knows the kept key now: the next command dials the pod
+	// pinned to it, and is refused in the handshake.
+	_, err = boxes.Run(ctx, sandbox.Command{Place: sandbox.Place{Session: "S-4", Workdir: host}, ID: "z", Script: "cat secret.txt", Stdout: &out, Stderr: &out, Timeout: time.Minute})
+	require.ErrorIs(t, err, executor.ErrKeyChanged)
 	require.Empty(t, out.String())
 	require.NotContains(t, cluster.Logs(), "copy received", "the copy went to no executor but the session's")
 }

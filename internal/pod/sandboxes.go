@@ -68,6 +68,12 @@ type Sandboxes struct {
 	pins    map[string]string           // sessions' kept keys, as this node read them
 }
 
+// keyChanged says that Sandbox name's executor is not the one session
+// first met, what may have caused it, and what to do.
+func (s *Sandboxes) keyChanged(session, name string, err error) error {
+	return fmt.Errorf("Sandbox %s of session %s: %w: its pod is not the session's (the pod is not Paddock's, or the session's claim, Sandbox or volume was deleted and made again); nothing was sent to it, and no command of this session runs in a pod again: stop the session and start a new one", name, session, err)
+}
+
 // transferTimeout bounds one push or pull of a working copy.
 const transferTimeout = 10 * time.Minute
 
@@ -530,7 +536,9 @@ func (s *Sandboxes) executor(ctx context.Context, sessionID string, timeout time
 		cancel()
 		var refused *executor.StatusError
 		switch {
-		case errors.Is(err, executor.ErrKeyChanged) || errors.As(err, &refused):
+		case errors.Is(err, executor.ErrKeyChanged):
+			return nil, "", s.keyChanged(sessionID, name, err)
+		case errors.As(err, &refused):
 			return nil, "", err
 		case err != nil:
 			if perr := pause(ctx, deadline, "the executor of Sandbox "+name+" to answer ("+err.Error()+")"); perr != nil {
@@ -550,12 +558,13 @@ func (s *Sandboxes) executor(ctx context.Context, sessionID string, timeout time
 				s.pins = map[string]string{}
 			}
 			s.pins[sessionID] = kept
-			if kept != ex.Pin() {
+			if kept != ex.Pin() && s.clients[sessionID] == ex {
 				delete(s.clients, sessionID)
+				ex.Close()
 			}
 			s.mu.Unlock()
 			if kept != ex.Pin() {
-				return nil, "", fmt.Errorf("%w: the executor of Sandbox %s shows key %.16s…, not the one session %s first met (%.16s…)", executor.ErrKeyChanged, name, ex.Pin(), sessionID, kept)
+				return nil, "", s.keyChanged(sessionID, name, fmt.Errorf("%w (kept %.16s…, shown %.16s…)", executor.ErrKeyChanged, kept, ex.Pin()))
 			}
 		}
 		return ex, name, nil
@@ -592,7 +601,9 @@ func (s *Sandboxes) client(sessionID, addr, pin string) *executor.Client {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ex := s.clients[sessionID]
-	if ex != nil && ex.Addr() == addr {
+	// A client is reused at the same address, and only if it met the key
+	// kept (or none is known yet: its caller checks the key it meets).
+	if ex != nil && ex.Addr() == addr && (pin == "" || ex.Pin() == pin) {
 		return ex
 	}
 	if ex != nil {
