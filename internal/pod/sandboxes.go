@@ -68,12 +68,6 @@ type Sandboxes struct {
 	pins    map[string]string           // sessions' kept keys, as this node read them
 }
 
-// keyChanged says that Sandbox name's executor is not the one session
-// first met, what may have caused it, and what to do.
-func (s *Sandboxes) keyChanged(session, name string, err error) error {
-	return fmt.Errorf("Sandbox %s of session %s: %w: its pod is not the session's (the pod is not Paddock's, or the session's claim, Sandbox or volume was deleted and made again); nothing was sent to it, and no command of this session runs in a pod again: stop the session and start a new one", name, session, err)
-}
-
 // transferTimeout bounds one push or pull of a working copy.
 const transferTimeout = 10 * time.Minute
 
@@ -537,7 +531,7 @@ func (s *Sandboxes) executor(ctx context.Context, sessionID string, timeout time
 		var refused *executor.StatusError
 		switch {
 		case errors.Is(err, executor.ErrKeyChanged):
-			return nil, "", s.keyChanged(sessionID, name, err)
+			return nil, "", keyChanged(sessionID, name, err)
 		case errors.As(err, &refused):
 			return nil, "", err
 		case err != nil:
@@ -549,7 +543,9 @@ func (s *Sandboxes) executor(ctx context.Context, sessionID string, timeout time
 		if pin == "" {
 			// This node's first contact: the key met must be the one the
 			// session keeps, the first any node met.
-			kept, err := s.Keys.Keep(ctx, sessionID, ex.Pin())
+			// (A client that met another is not used again: see client.)
+			met := ex.Pin()
+			kept, err := s.Keys.Keep(ctx, sessionID, met)
 			if err != nil {
 				return nil, "", fmt.Errorf("keep the key of session %s's executor: %w", sessionID, err)
 			}
@@ -558,17 +554,19 @@ func (s *Sandboxes) executor(ctx context.Context, sessionID string, timeout time
 				s.pins = map[string]string{}
 			}
 			s.pins[sessionID] = kept
-			if kept != ex.Pin() && s.clients[sessionID] == ex {
-				delete(s.clients, sessionID)
-				ex.Close()
-			}
 			s.mu.Unlock()
-			if kept != ex.Pin() {
-				return nil, "", s.keyChanged(sessionID, name, fmt.Errorf("%w (kept %.16s…, shown %.16s…)", executor.ErrKeyChanged, kept, ex.Pin()))
+			if kept != met {
+				return nil, "", keyChanged(sessionID, name, fmt.Errorf("%w (kept %.16s…, shown %.16s…)", executor.ErrKeyChanged, kept, met))
 			}
 		}
 		return ex, name, nil
 	}
+}
+
+// keyChanged says that Sandbox name's executor is not the one session
+// first met, what may have caused it, and what to do.
+func keyChanged(session, name string, err error) error {
+	return fmt.Errorf("Sandbox %s of session %s: %w: its pod is not the session's (the pod is not Paddock's, or the session's claim, Sandbox or volume was deleted and made again); nothing was sent to it, and no command of this session runs in a pod again: stop the session and start a new one", name, session, err)
 }
 
 // readyIP waits for Sandbox name to be ready, running Paddock's pod
