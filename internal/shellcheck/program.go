@@ -179,7 +179,7 @@ func (c *checker) dynamicName(args []arg, depth int) verdict {
 
 // quiet judges without recording nested pieces.
 func (c *checker) quiet(args []arg, depth int) verdict {
-	sub := &checker{a: c.a, vars: c.vars, dirs: c.dirs, roots: c.roots, aliases: c.aliases, rel: c.rel}
+	sub := &checker{a: c.a, vars: c.vars, dirs: c.dirs, roots: c.roots, aliases: c.aliases, rel: c.rel, quick: true}
 	v := sub.judge(args, depth+1)
 	for _, p := range sub.pieces {
 		v = worst(v, verdict{p.Verdict, p.Rule, p.Reason})

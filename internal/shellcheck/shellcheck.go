@@ -97,18 +97,31 @@ type Result struct {
 // Analyzer judges commands against a list of free commands.
 type Analyzer struct {
 	free [][]string
+	// bash reads each command as bash does before it is judged; nil
+	// judges the analyzer's own reading only (the pure analysis).
+	bash Bash
 }
 
 // New returns an analyzer whose free commands are the given argv prefixes,
-// such as "ls", "git status" or "go test".
+// such as "ls", "git status" or "go test". It reads every command with
+// this machine's bash (SystemBash) as well as with its own parser.
 func New(free []string) *Analyzer {
-	a := &Analyzer{}
+	a := &Analyzer{bash: SystemBash}
 	for _, f := range free {
 		if fields := strings.Fields(f); len(fields) > 0 {
 			a.free = append(a.free, fields)
 		}
 	}
 	return a
+}
+
+// WithBash returns a copy of the analyzer that reads commands with b
+// (nil: with its own parser only, which proves nothing against a parser
+// differential and is meant for measuring the pure analysis).
+func (a *Analyzer) WithBash(b Bash) *Analyzer {
+	cp := *a
+	cp.bash = b
+	return &cp
 }
 
 // maxDepth bounds nested code (sh -c "sh -c ..."): deeper is "ask".
@@ -152,6 +165,9 @@ type checker struct {
 	aliases map[string]string
 	// rel is the relative directory the cd's so far lead to.
 	rel string
+	// quick: a speculative judgment (is any reading of this refused?)
+	// that does not ask bash.
+	quick bool
 }
 
 // shellSource judges code a shell runs: as bash reads it, and for other
@@ -237,11 +253,18 @@ func (c *checker) source(src string, depth int) {
 	if err != nil {
 		c.add(src, Ask, "parse-error", "the command does not parse: "+err.Error())
 		c.beforeError(src, lang, depth, err)
+		c.bashReading(src, nil, depth)
 		return
 	}
 	if len(f.Stmts) == 0 {
 		return
 	}
+	c.judgeFile(f, src, depth)
+	c.bashReading(src, f, depth)
+}
+
+// judgeFile judges parsed code; src is the text its positions refer to.
+func (c *checker) judgeFile(f *syntax.File, src string, depth int) {
 	before := len(c.pieces)
 	c.roots = append(c.roots, f)
 	c.litsSet = false
@@ -250,6 +273,42 @@ func (c *checker) source(src string, depth int) {
 	c.prove(f, src, depth)
 	if len(c.pieces) == before {
 		c.add(src, Allow, "grammar-only", "no program runs (arithmetic, tests or assignments only)")
+	}
+}
+
+// bashReading asks bash how it reads the code: a reading that differs
+// from the analyzer's (f, nil when the analyzer could not parse it) is
+// "ask", and bash's reading is judged too, so that what bash would run is
+// refused when refused. Code bash cannot parse, or that bash could not
+// be asked about, is "ask".
+func (c *checker) bashReading(src string, f *syntax.File, depth int) {
+	if c.a.bash == nil || c.quick || c.posix {
+		return
+	}
+	out, err := c.a.bash.Canonical(src)
+	if errors.Is(err, ErrBashSyntax) {
+		if f != nil {
+			c.add(src, Ask, "parser-differential", "bash cannot parse the command, which the analyzer reads: "+err.Error())
+		}
+		return
+	}
+	if err != nil {
+		c.add(src, Ask, "bash-unavailable", "the command could not be read by bash before it was judged: "+err.Error())
+		return
+	}
+	bf, err := bashBody(out)
+	if err != nil {
+		c.add(src, Ask, "parser-differential", err.Error())
+		return
+	}
+	if f != nil && shape(f.Stmts) == shape(bf.Stmts) {
+		return
+	}
+	if f != nil {
+		c.add(src, Ask, "parser-differential", "bash reads the command differently from the analyzer; bash reads: "+printNode(bf))
+	}
+	if len(bf.Stmts) > 0 {
+		c.judgeFile(bf, out, depth)
 	}
 }
 

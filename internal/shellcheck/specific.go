@@ -760,7 +760,7 @@ func (c *checker) cmdExe(args []arg, depth int) (verdict, bool) {
 
 // quietSource judges code without recording its pieces: the worst verdict.
 func (c *checker) quietSource(code string, depth int) verdict {
-	sub := &checker{a: c.a}
+	sub := &checker{a: c.a, quick: true}
 	sub.source(code, depth+1)
 	v := allow("empty", "")
 	for _, p := range sub.pieces {
