@@ -54,11 +54,20 @@ func readCorpus(t testing.TB, path string) []corpusLine {
 	return out
 }
 
+// stricter are the lines of the shared corpus that Paddock judges more
+// strictly than it says, deliberately (each is "at least ask" there).
+var stricter = map[string]string{
+	`python3 -c 'import os; os.system("sudo id")'`: "literal code fed to an interpreter that names a refused program is refused",
+}
+
 func TestCorpus(t *testing.T) {
 	a := New(corpusFree)
 	for _, file := range corpusFiles() {
 		for _, c := range readCorpus(t, file) {
 			got := a.Analyze(c.command)
+			if _, ok := stricter[c.command]; ok && file == sharedCorpus && got.Verdict == Refuse && c.want == Ask {
+				continue
+			}
 			if got.Verdict != c.want {
 				t.Errorf("%s:%d: %q: got %s, want %s (%s)", file, c.line, c.command, got.Verdict, c.want, c.reason)
 				for _, p := range got.Pieces {

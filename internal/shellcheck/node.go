@@ -71,6 +71,7 @@ func (c *checker) codeValue(name string, v arg, where string) {
 // call judges a simple command.
 func (c *checker) call(x *syntax.CallExpr, depth int) {
 	c.entry = nil
+	c.current = x
 	v := c.judge(c.argv(x), depth)
 	src := ""
 	if v.v == Allow && v.rule == "free-command" && c.entry != nil {
@@ -83,14 +84,15 @@ func (c *checker) call(x *syntax.CallExpr, depth int) {
 var writeOps = map[syntax.RedirOperator]bool{syntax.RdrOut: true, syntax.AppOut: true, syntax.RdrClob: true, syntax.AppClob: true,
 	syntax.RdrAll: true, syntax.RdrAllClob: true, syntax.AppAll: true, syntax.AppAllClob: true, syntax.RdrInOut: true}
 
-// redirect judges where a redirection writes.
+// redirect judges where a redirection writes, and what it reads when
+// that may be a network connection.
 func (c *checker) redirect(r *syntax.Redirect) {
 	if r.Word == nil {
 		return
 	}
 	op := r.Op
 	if op == syntax.DplOut || op == syntax.DplIn {
-		if t := words(r.Word); len(t) == 1 && t[0].static && (t[0].s == "-" || strings.Trim(t[0].s, "0123456789") == "") {
+		if t := words(r.Word); len(t) == 1 && t[0].static && (t[0].s == "-" || strings.Trim(strings.TrimSuffix(t[0].s, "-"), "0123456789") == "") {
 			return // fd duplication, not a file
 		}
 		if op == syntax.DplOut {
@@ -98,10 +100,11 @@ func (c *checker) redirect(r *syntax.Redirect) {
 		}
 	}
 	src := printNode(r)
-	if op == syntax.RdrIn {
+	if op == syntax.RdrIn || op == syntax.DplIn {
 		for _, t := range words(r.Word) {
-			if strings.HasPrefix(clean(t.prefix), "/dev/tcp/") || strings.HasPrefix(clean(t.prefix), "/dev/udp/") {
-				c.add(src, Ask, "network-device", "reading "+t.s+" opens a network connection")
+			if v, bad := c.networkRead(t); bad {
+				c.add(src, v.v, v.rule, v.reason)
+				return
 			}
 		}
 		return
@@ -115,27 +118,50 @@ func (c *checker) redirect(r *syntax.Redirect) {
 		}
 	}
 	for _, t := range words(r.Word) {
+		if v, bad := c.writeTarget("the redirection", t); bad {
+			c.add(src, v.v, v.rule, v.reason)
+			continue
+		}
 		s := t.s
 		if !t.static {
 			s = t.prefix
 		}
+		if n, ok := descriptor(s); ok && (t.static || strings.HasSuffix(s, "/") || n < 0) {
+			if !t.static {
+				n = -1
+			}
+			v := c.throughDescriptor("the redirection", n, t.s)
+			c.add(src, v.v, v.rule, v.reason)
+			continue
+		}
 		dev, harmless := devicePath(s)
-		gdev, gsys := globTarget(t.s)
 		switch {
-		case t.glob && (gdev || gsys):
-			c.add(src, Refuse, "device-write", "writes to what the pattern "+t.s+" names, which can be a device or a system file")
 		case dev && harmless && t.static:
 			c.add(src, Allow, "harmless-sink", "writes to "+clean(s))
-		case dev && (t.static || strings.HasPrefix(clean(s), "/dev/") && len(clean(s)) > len("/dev/")):
-			c.add(src, Refuse, "device-write", "writes to the device "+t.s)
-		case t.static && systemPath(s):
-			c.add(src, Refuse, "system-file", "overwrites the system file "+t.s)
 		case !t.static:
 			c.add(src, Ask, "dynamic-redirect", "writes to a file whose name comes from an expansion")
 		default:
 			c.add(src, Ask, "file-write", "the redirection writes "+t.s)
 		}
 	}
+}
+
+// networkRead: reading /dev/tcp/HOST/PORT or /dev/udp/... opens a
+// connection; a path from an expansion may be one.
+func (c *checker) networkRead(t arg) (verdict, bool) {
+	for _, cand := range c.candidates(t) {
+		p := cand.s
+		if !cand.static {
+			p = cand.prefix
+		}
+		if cl := clean(p); strings.HasPrefix(cl, "/dev/tcp/") || strings.HasPrefix(cl, "/dev/udp/") {
+			return ask("network-device", "reading "+cand.s+" opens a network connection"), true
+		}
+	}
+	if !t.static && (t.prefix == "" || strings.HasPrefix("/dev/", clean(t.prefix)) || strings.HasPrefix(clean(t.prefix), "/dev/")) {
+		return ask("dynamic-redirect", "reads a path from an expansion, which may be /dev/tcp/HOST/PORT, a network connection"), true
+	}
+	return verdict{}, false
 }
 
 // pipe: feeding a pipe into an interpreter runs whatever flows in.
@@ -245,6 +271,10 @@ func (c *checker) stmtFeeds(s *syntax.Stmt, depth int) {
 		if r.Op != syntax.WordHdoc && !quotedDelim(r.Word) {
 			text = hdocUnescape(text)
 		}
+		if c.fed == nil {
+			c.fed = map[*syntax.CallExpr]bool{}
+		}
+		c.fed[call] = true
 		c.shellSource(n, text, depth+1)
 	}
 }

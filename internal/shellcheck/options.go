@@ -14,8 +14,13 @@ type optionSpec struct {
 	// What the command may do, for --explain and the README.
 	does string
 	// short are single-letter flags (combinable: -la); shortVal are the
-	// letters that take a value (attached, -n5, or next, -n 5).
-	short, shortVal string
+	// letters that take a value (attached, -n5, or next, -n 5); shortOpt
+	// the letters whose value is optional, so only ever attached (git's
+	// -U5: -U alone leaves the next word alone).
+	short, shortVal, shortOpt string
+	// maxOperands bounds the words that are not options: 0 any number,
+	// -1 none (uniq's and xxd's second operand is an output file).
+	maxOperands int
 	// long are --name flags, "--name=" take a value (attached or next),
 	// "--name[=]" an optional attached value.
 	long []string
@@ -154,8 +159,8 @@ func (c *checker) freeArgs(prefix []string, args []arg) verdict {
 		return spec.custom(c, args)
 	}
 	rest := args[len(prefix):]
-	if key == "git status" || key == "git diff" || key == "git log" {
-		rest = args[len(args)-len(gitArgsAfterSub(args)):]
+	if prefix[0] == "git" && len(prefix) > 1 && !strings.HasPrefix(prefix[1], "-") {
+		rest = skipN(gitArgsAfterSub(args), len(prefix)-2)
 	}
 	return checkOptions(key, spec, rest)
 }
@@ -210,18 +215,39 @@ func globMayBeOption(s string) bool {
 
 // checkOptions is the generic option parser.
 func checkOptions(cmd string, spec *optionSpec, rest []arg) verdict {
+	v, ops := parseOptions(cmd, spec, rest)
+	if v.v == Allow && spec.maxOperands != 0 && len(ops) > max(spec.maxOperands, 0) {
+		return ask("operand", cmd+" "+ops[len(ops)-1].s+": an operand past what keeps it free (an output file, or a setting)")
+	}
+	return v
+}
+
+// operands are the words of rest that are not options or their values.
+func operands(spec *optionSpec, rest []arg) []arg {
+	_, ops := parseOptions("", &optionSpec{short: spec.short, shortVal: spec.shortVal, shortOpt: spec.shortOpt,
+		long: spec.long, numeric: spec.numeric, inert: true}, rest)
+	return ops
+}
+
+func parseOptions(cmd string, spec *optionSpec, rest []arg) (verdict, []arg) {
 	ok := allow("free-command", "in the free list, with options that keep it free")
+	var ops []arg
 	endOpts := false
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
 		if v, bad := wordProblem(a, spec.inert); bad {
-			return v
+			return v, ops
 		}
-		if spec.anyWord || !a.static {
+		if spec.anyWord {
+			continue
+		}
+		if !a.static {
+			ops = append(ops, a)
 			continue
 		}
 		s := a.s
 		if endOpts || s == "-" || !strings.HasPrefix(s, "-") {
+			ops = append(ops, a)
 			continue
 		}
 		if s == "--" {
@@ -251,25 +277,34 @@ func checkOptions(cmd string, spec *optionSpec, rest []arg) verdict {
 			name, val, eq := strings.Cut(s, "=")
 			switch spec.longKind(name) {
 			case 0:
-				return ask("unknown-option", cmd+" "+name+" is not among the options known to keep it free")
+				return ask("unknown-option", cmd+" "+name+" is not among the options known to keep it free"), ops
 			case 1:
 				if eq {
-					return ask("unknown-option", cmd+" "+name+" takes no value")
+					return ask("unknown-option", cmd+" "+name+" takes no value"), ops
 				}
 			case 2:
 				if v, good := value(name, val, eq); !good {
-					return v
+					return v, ops
 				}
 			case 3:
 				if eq {
 					if v, good := value(name, val, true); !good {
-						return v
+						return v, ops
 					}
 				}
 			}
 			continue
 		}
 		if spec.numeric && strings.Trim(s[1:], "0123456789") == "" {
+			continue
+		}
+		if spec.longKind(s) > 0 {
+			// a long option written with one dash (xxd -cols 8).
+			if name, val, eq := strings.Cut(s, "="); spec.longKind(name) == 2 {
+				if v, good := value(name, val, eq); !good {
+					return v, ops
+				}
+			}
 			continue
 		}
 		for j := 1; j < len(s); j++ {
@@ -279,15 +314,21 @@ func checkOptions(cmd string, spec *optionSpec, rest []arg) verdict {
 				continue
 			case strings.IndexByte(spec.shortVal, ch) >= 0:
 				if v, good := value("-"+string(ch), s[j+1:], j+1 < len(s)); !good {
-					return v
+					return v, ops
+				}
+			case strings.IndexByte(spec.shortOpt, ch) >= 0:
+				if j+1 < len(s) {
+					if v, good := value("-"+string(ch), s[j+1:], true); !good {
+						return v, ops
+					}
 				}
 			default:
-				return ask("unknown-option", cmd+" -"+string(ch)+" is not among the options known to keep it free")
+				return ask("unknown-option", cmd+" -"+string(ch)+" is not among the options known to keep it free"), ops
 			}
 			break
 		}
 	}
-	return ok
+	return ok, ops
 }
 
 // findTests are find's expression words that only test or print, with the

@@ -45,8 +45,7 @@ var (
 		"format-volume", "initialize-disk", "lvremove", "vgremove", "pvremove", "remove-partition")
 	shells       = set("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "fish", "csh", "tcsh", "rbash")
 	interpreters = set("python", "python2", "python3", "perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua", "luajit",
-		"tclsh", "wish", "rscript", "r", "osascript", "irb", "jshell", "groovy", "scala", "elixir", "erl", "escript", "awk", "gawk",
-		"mawk", "nawk", "jq", "pwsh", "powershell", "cmd", "source", ".", "busybox", "expect", "gdb", "vim", "vi", "nvim", "emacs", "ed", "ex")
+		"tclsh", "wish", "rscript", "r", "osascript", "irb", "jshell", "groovy", "scala", "elixir", "erl", "escript", "pwsh", "powershell", "cmd", "source", ".", "busybox", "expect", "gdb", "vim", "vi", "nvim", "emacs", "ed", "ex")
 	pythonRE = regexp.MustCompile(`^(python|pypy)[0-9.]*$`)
 )
 
@@ -108,6 +107,9 @@ func (c *checker) judge(args []arg, depth int) verdict {
 	if v, ok := refusedProgram(n, args); ok {
 		return v
 	}
+	if v, ok := c.programOutputs(n, args); ok {
+		return v
+	}
 	// An alias the command defines (with expand_aliases) replaces the name.
 	if value, ok := c.aliases[name.s]; ok && depth < maxDepth {
 		delete(c.aliases, name.s)
@@ -127,12 +129,105 @@ func (c *checker) judge(args []arg, depth int) verdict {
 		return v
 	}
 	if isInterpreter(n) {
+		if v, ok := c.codeFromData(n); ok {
+			return v
+		}
 		return ask("interpreter", n+" runs code that is not analyzed")
 	}
 	if prefix := c.match(args); prefix != nil {
 		return c.freeArgs(prefix, args)
 	}
+	if v, ok := c.refusedInWords(n, args, depth); ok {
+		return v
+	}
 	return ask("unknown-command", n+" is not in the free list")
+}
+
+// refusedInWords: a program the analyzer does not know may run its words
+// (xvfb-run sudo id, ssh host -- sudo id, tmux new 'sudo id', tar
+// --checkpoint-action=exec=CMD): when any suffix of its words, any word,
+// or any value after an "=" in a word, judged as a command, is refused,
+// so is the program. This refuses some commands that would only have
+// printed a refused name (man sudo); no approval can run those.
+func (c *checker) refusedInWords(n string, args []arg, depth int) (verdict, bool) {
+	if depth >= maxDepth || len(args) < 2 || dataBuiltins[n] {
+		return verdict{}, false
+	}
+	mentions := false
+	for _, a := range args[1:] {
+		for _, f := range nameTokens(a.s) {
+			mentions = mentions || refusedName(canonical(f))
+		}
+		if _, ok := c.unknownDevice(a); ok {
+			mentions = true
+		}
+	}
+	if !mentions {
+		return verdict{}, false
+	}
+	for _, a := range args[1:] {
+		if v, ok := c.unknownDevice(a); ok {
+			return v, true
+		}
+	}
+	for i := 1; i < len(args); i++ {
+		if r := c.quiet(args[i:], depth); r.v == Refuse {
+			return refuse(r.rule, n+" may run "+strings.Join(strs(args[i:]), " ")+": "+r.reason), true
+		}
+	}
+	for _, a := range args[1:] {
+		if !a.static {
+			continue
+		}
+		code := a.s
+		for {
+			if r := c.quietSource(code, depth); r.v == Refuse {
+				return refuse(r.rule, n+" may run "+code+": "+r.reason), true
+			}
+			_, after, ok := strings.Cut(code, "=")
+			if !ok {
+				break
+			}
+			code = after
+		}
+	}
+	return verdict{}, false
+}
+
+// unknownDevice: a disk or memory device handed to a program whose
+// options are not known, which may write it.
+func (c *checker) unknownDevice(a arg) (verdict, bool) {
+	s := a.s
+	if strings.HasPrefix(s, "if=") {
+		return verdict{}, false // dd's input
+	}
+	if _, v, ok := strings.Cut(s, "="); ok && strings.HasPrefix(v, "/dev/") {
+		s = v
+	}
+	if !a.static || !strings.HasPrefix(clean(s), "/dev/") {
+		return verdict{}, false
+	}
+	if _, ok := descriptor(s); ok {
+		return verdict{}, false
+	}
+	if diskDevice.MatchString(clean(s)) {
+		return refuse("device-write", "a program whose options are not known is handed the device "+s+", which it may write"), true
+	}
+	return verdict{}, false
+}
+
+// dataBuiltins are shell builtins that never run their words.
+var dataBuiltins = set("true", "false", ":", "echo", "printf", "test", "[", "type", "pwd", "cd", "shift", "return", "exit",
+	"break", "continue", "wait", "jobs", "dirs", "times", "umask", "ulimit", "help", "history", "logout")
+
+// diskDevice: disks, partitions, memory and the like.
+var diskDevice = regexp.MustCompile(`^/dev/(sd|hd|vd|xvd|nvme|mmcblk|md|dm-|loop|sr|nbd|rbd|zd|mapper/|disk/|mem$|kmem$|port$|root$|block/|mtd)`)
+
+// nameTokens splits a word where a program's name cannot continue.
+func nameTokens(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._+-", r))
+	})
 }
 
 // dynamicName judges a command whose name needs the environment: at least
@@ -179,7 +274,7 @@ func (c *checker) dynamicName(args []arg, depth int) verdict {
 
 // quiet judges without recording nested pieces.
 func (c *checker) quiet(args []arg, depth int) verdict {
-	sub := &checker{a: c.a, vars: c.vars, dirs: c.dirs, roots: c.roots, aliases: c.aliases, rel: c.rel, quick: true}
+	sub := &checker{a: c.a, vars: c.vars, dirs: c.dirs, roots: c.roots, aliases: c.aliases, rel: c.rel, cdEscapes: c.cdEscapes, quick: true}
 	v := sub.judge(args, depth+1)
 	for _, p := range sub.pieces {
 		v = worst(v, verdict{p.Verdict, p.Rule, p.Reason})

@@ -163,8 +163,15 @@ type checker struct {
 	litsSet bool
 	// aliases are the alias definitions the command makes.
 	aliases map[string]string
-	// rel is the relative directory the cd's so far lead to.
-	rel string
+	// rel is the relative directory the cd's so far lead to; cdEscapes
+	// that some cd climbs above where the command started, or goes to
+	// a directory that is not a literal relative path.
+	rel       string
+	cdEscapes bool
+	// current is the simple command being judged; fed the ones whose
+	// input is a here-document or here-string judged as code.
+	current *syntax.CallExpr
+	fed     map[*syntax.CallExpr]bool
 	// quick: a speculative judgment (is any reading of this refused?)
 	// that does not ask bash.
 	quick bool
@@ -252,6 +259,10 @@ func (c *checker) source(src string, depth int) {
 	f, err := syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(src), "")
 	if err != nil {
 		c.add(src, Ask, "parse-error", "the command does not parse: "+err.Error())
+		if c.posix && strings.Contains(src, "&>") && depth < maxDepth {
+			// dash reads &> as & then >: echo x &>/dev/null su runs su.
+			c.source(strings.ReplaceAll(src, "&>", "& >"), depth+1)
+		}
 		c.beforeError(src, lang, depth, err)
 		c.bashReading(src, nil, depth)
 		return
@@ -410,6 +421,7 @@ func (c *checker) learnCd(args []arg) {
 		d, found = a, true
 	}
 	if found && !d.static {
+		c.cdEscapes = true
 		// cd $d with d assigned literally: each value.
 		for _, alt := range c.alternatives(d) {
 			if alt != "" {
@@ -430,7 +442,10 @@ func (c *checker) learnCd(args []arg) {
 		if c.rel != "." {
 			c.dirs = append(c.dirs, c.rel)
 		}
+		c.cdEscapes = c.cdEscapes || c.rel == ".." || strings.HasPrefix(c.rel, "../")
+		return
 	}
+	c.cdEscapes = true
 }
 
 // alternatives are the values a word can take given the variables the
@@ -487,7 +502,12 @@ func (c *checker) refusedLiteral() string {
 					// Split as IFS, read -d or a pattern may split it: on
 					// anything that cannot be part of a program's name
 					// (but not on "=": --grep=exec names no program).
-					for _, f := range strings.FieldsFunc(a.s, func(r rune) bool {
+					text := a.s
+					if strings.Contains(text, `\`) {
+						// as printf, echo -e and %b decode it: \x73udo, \163udo.
+						text += " " + ansiC(strings.ReplaceAll(text, `\0`, `\`))
+					}
+					for _, f := range strings.FieldsFunc(text, func(r rune) bool {
 						return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._+-=", r))
 					}) {
 						if n := canonical(f); refusedName(n) {

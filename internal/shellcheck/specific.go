@@ -160,8 +160,20 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 			}
 			return ask("in-place-edit", n+" -i rewrites files"), true
 		}
-		if n == "sed" && sedRunsCommands(args) {
-			return ask("sed-execute", "sed's e command or w flag runs commands or writes files"), true
+		if n == "sed" {
+			scripts, _, sandboxed := sedScripts(args)
+			for _, sc := range scripts {
+				if p := parseSed(sc.s); !sandboxed && sc.static {
+					for _, w := range p.writes {
+						if v, ok := writeTarget("sed w", static([]string{w})[0]); ok && v.v == Refuse {
+							return v, true
+						}
+					}
+					if p.runs {
+						return ask("sed-execute", "sed's e command or s///e flag runs commands"), true
+					}
+				}
+			}
 		}
 	case "awk", "gawk", "mawk", "nawk":
 		inplace := false
@@ -362,32 +374,6 @@ func inPlace(args []arg) bool {
 			(strings.HasPrefix(a.s, "-") && !strings.HasPrefix(a.s, "--") && strings.Contains(a.s, "i") && len(a.s) <= 4) {
 			return true
 		}
-	}
-	return false
-}
-
-// sedRunsCommands spots GNU sed's e command and the w/W file writers.
-func sedRunsCommands(args []arg) bool {
-	for _, a := range args[1:] {
-		if strings.HasPrefix(a.s, "-") {
-			continue
-		}
-		s := a.s
-		for _, cmd := range strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == '\n' }) {
-			cmd = strings.TrimSpace(cmd)
-			cmd = strings.TrimLeft(cmd, "0123456789,$/!^ ")
-			if strings.HasPrefix(cmd, "e") || strings.HasPrefix(cmd, "w ") || strings.HasPrefix(cmd, "W ") {
-				return true
-			}
-			if strings.HasPrefix(cmd, "s") && len(cmd) > 1 {
-				delim := cmd[1:2]
-				parts := strings.Split(cmd, delim)
-				if len(parts) >= 4 && strings.ContainsAny(parts[len(parts)-1], "ew") {
-					return true
-				}
-			}
-		}
-		return false // only the first non-option word is the script
 	}
 	return false
 }

@@ -489,6 +489,9 @@ func (c *checker) shell(n string, args []arg, depth int) verdict {
 		}
 		return allow("shell-code", n+" -c: the code is judged piece by piece")
 	}
+	if v, ok := c.codeFromData(n); ok {
+		return v
+	}
 	if odd != "" {
 		return ask("shell-option", n+" "+odd+" reads or runs code that is not analyzed")
 	}
@@ -496,6 +499,21 @@ func (c *checker) shell(n string, args []arg, depth int) verdict {
 		return allow("free-command", "in the free list")
 	}
 	return ask("shell-script", n+" runs a script whose content is not analyzed")
+}
+
+// codeFromData: an interpreter whose code the analyzer does not read (a
+// script, its input, code of another language) in a command that writes
+// a refused program's name anywhere, decoded as printf, echo -e and $'..'
+// decode it, may run that program (printf '\x73udo id' | sh, tee >(sh)).
+func (c *checker) codeFromData(n string) (verdict, bool) {
+	if c.fed[c.current] {
+		return verdict{}, false // its input is code the analyzer judged
+	}
+	if lit := c.refusedLiteral(); lit != "" && !evalExec[lit] {
+		r, _ := refusedProgram(lit, nil)
+		return refuse(r.rule, n+" runs code the analyzer does not read, in a command that holds "+lit+": "+r.reason), true
+	}
+	return verdict{}, false
 }
 
 // foreignShell: shells whose -c code bash's grammar does not describe, and
