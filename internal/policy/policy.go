@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/paddock-dev/paddock/internal/shellcheck"
 )
 
 // Value is what a policy says of a tool.
@@ -125,9 +127,9 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 // DefaultApprovalTTL is how long an approval waits unless the policy says.
 const DefaultApprovalTTL = 24 * time.Hour
 
-// DefaultCommands are free when no policy names any: commands that only read.
-var DefaultCommands = []string{"ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "echo", "pwd",
-	"git status", "git diff", "git log", "go test", "go build", "go vet"}
+// DefaultCommands are free when no policy names any: commands that only
+// read (shellcheck.DefaultFree, each with the options that keep it so).
+var DefaultCommands = shellcheck.DefaultFree
 
 // DefaultTools are allowed without permission when no policy says
 // otherwise: they read the working copy or talk to the user.

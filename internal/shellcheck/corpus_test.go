@@ -77,3 +77,48 @@ func TestCorpus(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryday: what agents run all day while reading is free under the
+// built-in default free list; at most 10% of the corpus asks, each with
+// its reason listed there.
+func TestEveryday(t *testing.T) {
+	a := New(DefaultFree)
+	lines := readCorpus(t, "testdata/everyday.tsv")
+	asks := 0
+	for _, c := range lines {
+		got := a.Analyze(c.command)
+		if got.Verdict == Ask {
+			asks++
+		}
+		if got.Verdict != c.want {
+			t.Errorf("everyday.tsv:%d: %q: got %s, want %s (%s)", c.line, c.command, got.Verdict, c.want, c.reason)
+			for _, p := range got.Pieces {
+				if p.Verdict != Allow {
+					t.Logf("    %s %s: %s (%s)", p.Verdict, p.Rule, p.Command, p.Reason)
+				}
+			}
+		}
+	}
+	if len(lines) < 150 {
+		t.Errorf("the everyday corpus has %d commands, want at least 150", len(lines))
+	}
+	if asks*10 > len(lines) {
+		t.Errorf("%d of %d everyday commands ask, more than 10%%", asks, len(lines))
+	}
+	t.Logf("everyday: %d commands, %d ask", len(lines), asks)
+}
+
+// TestGeneralize: the classes of issue 27 under the built-in default free
+// list, as an agent would meet them.
+func TestGeneralize(t *testing.T) {
+	a := New(DefaultFree)
+	for _, c := range readCorpus(t, "testdata/corpus-generalize.tsv") {
+		got := a.Analyze(c.command)
+		if got.Verdict != c.want {
+			t.Errorf("corpus-generalize.tsv:%d: %q: got %s, want %s (%s)", c.line, c.command, got.Verdict, c.want, c.reason)
+			for _, p := range got.Pieces {
+				t.Logf("    %s %s: %s (%s)", p.Verdict, p.Rule, p.Command, p.Reason)
+			}
+		}
+	}
+}

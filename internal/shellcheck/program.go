@@ -100,7 +100,7 @@ func (c *checker) judge(args []arg, depth int) verdict {
 	if name.s == "" {
 		return ask("empty-command-name", "the command name is empty")
 	}
-	if name.glob {
+	if name.glob && name.s != "[" {
 		return globName(name)
 	}
 	n := canonical(name.s)

@@ -1,7 +1,6 @@
 package shellcheck
 
 import (
-	"path"
 	"strings"
 )
 
@@ -52,7 +51,7 @@ func init() {
 		"printenv": "prints the environment", "uname": "prints the system's name", "id": "prints the user's identity",
 		"whoami": "prints the user's name", "nproc": "prints the number of processors", "ps": "lists processes",
 		"type": "says what a name would run", "command -v": "says what a name would run", "command -V": "says what a name would run",
-		"git rev-parse": "prints object names and repository paths (it echoes what it does not know)",
+		"git rev-parse":  "prints object names and repository paths (it echoes what it does not know)",
 		"git merge-base": "prints common ancestors", "git show-ref": "lists references", "git ls-tree": "lists a tree's entries",
 		"git version": "prints git's version", "git --version": "prints git's version", "go version": "prints Go's version (-m: of binaries)",
 		"go doc": "prints documentation", "env": "prints the environment, or runs a command (judged as such) with inert variables",
@@ -60,7 +59,9 @@ func init() {
 		specs[name] = inertSpec(does)
 	}
 	specs["env"].anyWord = false
-	specs["env"].custom = func(*checker, []arg) verdict { return allow("free-command", "env without a command prints the environment") }
+	specs["env"].custom = func(*checker, []arg) verdict {
+		return allow("free-command", "env without a command prints the environment")
+	}
 
 	specs["sort"] = &optionSpec{does: "sorts lines to its output; -o/--output, --compress-program and -T (temporary files) are not free", inert: true,
 		short: "bcCdfghiMmnRrsuVz", shortVal: "kSt",
@@ -191,7 +192,7 @@ func (c *checker) cdOptions(args []arg) verdict {
 	if d.home || d.glob || strings.HasPrefix(d.s, "/") || strings.HasPrefix(d.s, "~") || isWindowsPath(d.s) {
 		return ask("cd", "cd "+d.s+": outside the working copy")
 	}
-	if c.cdEscapes || strings.HasPrefix(path.Clean(d.s), "..") {
+	if c.cdEscapes {
 		return ask("cd", "cd "+d.s+": the command's cd's climb above where it started, outside the working copy")
 	}
 	return allow("free-command", "in the free list: cd within the working copy")

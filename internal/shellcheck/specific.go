@@ -617,8 +617,21 @@ func git(args []arg) (verdict, bool) {
 		case strings.HasPrefix(s, "--git-dir") || strings.HasPrefix(s, "--work-tree") || s == "-C" || strings.HasPrefix(s, "--exec-path") ||
 			strings.HasPrefix(s, "--namespace") || s == "--bare" || strings.HasPrefix(s, "--super-prefix"):
 			return ask("git-foreign-dir", "git "+s+" reads another repository's configuration and hooks"), true
+		case s == "--version" || s == "--help" || s == "-h" || s == "--html-path" || s == "--man-path" || s == "--info-path":
+			return verdict{}, false
 		default:
 			return ask("git-option", "git global option "+s), true
+		}
+	}
+	for _, a := range args[i:] {
+		// git's ext:: transport runs its command ("%" escapes a space).
+		if rest, ok := strings.CutPrefix(a.s, "ext::"); ok {
+			code := strings.NewReplacer("% ", " ", "%%", "%", "%s", "", "%S", "", "%G", "", "%V", "").Replace(rest)
+			sub := &checker{a: New(nil), quick: true}
+			if v := sub.quietSource(code, 0); v.v == Refuse {
+				return refuse(v.rule, "git's ext:: transport runs "+code+": "+v.reason), true
+			}
+			return ask("git-transport", "git's ext:: transport runs a command"), true
 		}
 	}
 	for _, a := range args[i:] {

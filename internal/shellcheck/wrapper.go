@@ -379,7 +379,7 @@ func parallelInner(a []arg) ([]arg, string, bool) {
 // free only if the free list says so.
 func (c *checker) wrapper(n string, w unwrap, args []arg, depth int) verdict {
 	own := ask("wrapper", n+" runs another command and is not in the free list")
-	if c.free(args[:1]) {
+	if c.free(args) {
 		own = allow("free-command", "in the free list")
 	}
 	if n == "env" {
@@ -397,6 +397,9 @@ func (c *checker) wrapper(n string, w unwrap, args []arg, depth int) verdict {
 		}
 	}
 	inner, code, ok := w(args)
+	if n == "env" && own.v == Allow {
+		own = worst(own, envFree(args, inner))
+	}
 	switch {
 	case !ok:
 		return worst(own, ask("wrapper", "cannot tell what "+n+" runs"))
@@ -407,11 +410,46 @@ func (c *checker) wrapper(n string, w unwrap, args []arg, depth int) verdict {
 		return own
 	}
 	v := c.judge(inner, depth+1)
+	if n == "xargs" && v.v == Allow {
+		// Words read from its input join the command's: they may be any
+		// option, which only an inert command does not mind.
+		if spec := specs[strings.Join(c.match(inner), " ")]; spec == nil || !spec.inert {
+			v = ask("xargs-input", "xargs appends words from its input to "+inner[0].s+", which may be options that run or write")
+		}
+	}
 	if v.v >= own.v {
 		v.reason = n + " runs " + strings.Join(strs(inner), " ") + ": " + v.reason
 		return v
 	}
 	return own
+}
+
+// envFree: env is free with the options that only clear or unset
+// variables, and assignments inert for the command it runs.
+func envFree(args, inner []arg) verdict {
+	if len(inner) > len(args)-1 {
+		return ask("unknown-option", "env -S splits a string into words")
+	}
+	rest := args[1 : len(args)-len(inner)]
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		switch {
+		case !a.static:
+			return ask("dynamic-argument", "env with a word from an expansion")
+		case a.s == "-i" || a.s == "-" || a.s == "--ignore-environment" || a.s == "-0" || a.s == "--null" || a.s == "--":
+		case a.s == "-u" || a.s == "--unset":
+			i++
+		case strings.HasPrefix(a.s, "--unset="):
+		case strings.HasPrefix(a.s, "-"):
+			return ask("unknown-option", "env "+a.s+" is not among the options known to keep it free")
+		default:
+			name, value, _ := strings.Cut(a.s, "=")
+			if !inertEnvFor(name, lit(value), inner) {
+				return ask("environment", name+" is not known to be inert for "+firstWord(inner))
+			}
+		}
+	}
+	return allow("free-command", "in the free list")
 }
 
 // shell judges sh/bash/...: -c code is parsed and judged; a script file is
