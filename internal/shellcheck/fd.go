@@ -100,6 +100,9 @@ func (c *checker) fdTargets() map[int][]arg {
 				if a.static && harmlessDevices[clean(a.s)] && clean(a.s) != "/dev/stdin" {
 					continue
 				}
+				if n, ok := descriptor(a.s); ok && a.static && (n == 1 || n == 2) {
+					continue // >/dev/fd/1: the command's own output again
+				}
 				set(a)
 			}
 			return true

@@ -38,10 +38,45 @@ func (c *checker) assigns(as []*syntax.Assign, node syntax.Node) {
 		if v, bad := sensitiveVar(a.Name.Value); bad {
 			c.add(printNode(node), v.v, v.rule, v.reason)
 		}
+		if v, bad := c.commandTable(a); bad {
+			c.add(printNode(node), v.v, v.rule, v.reason)
+		}
 		if a.Value != nil {
 			c.codeValue(a.Name.Value, resolve(a.Value), printNode(node))
 		}
 	}
+}
+
+// commandTable: bash's own tables of what a name runs. BASH_CMDS[ls]=P
+// makes ls run the program P; BASH_ALIASES[x]=CODE makes x that code.
+func (c *checker) commandTable(a *syntax.Assign) (verdict, bool) {
+	name := a.Name.Value
+	if name != "BASH_CMDS" && name != "BASH_ALIASES" {
+		return verdict{}, false
+	}
+	var values []*syntax.Word
+	if a.Value != nil {
+		values = append(values, a.Value)
+	}
+	if a.Array != nil {
+		for _, e := range a.Array.Elems {
+			values = append(values, e.Value)
+		}
+	}
+	for _, w := range values {
+		v := resolve(w)
+		code := v.s
+		if name == "BASH_CMDS" {
+			if r, ok := refusedProgram(canonical(v.s), nil); ok {
+				return refuse(r.rule, "BASH_CMDS makes a name run "+v.s+": "+r.reason), true
+			}
+			continue
+		}
+		if r := c.quietSource(code, 0); r.v == Refuse {
+			return refuse(r.rule, "BASH_ALIASES makes a name run "+code+": "+r.reason), true
+		}
+	}
+	return ask("command-table", name+" changes what a command name runs"), true
 }
 
 // codeVars hold code that bash or a program runs: their values are judged
@@ -62,6 +97,9 @@ func (c *checker) codeValue(name string, v arg, where string) {
 			return
 		}
 		code = strings.Join(v.def, "\n")
+	}
+	if name == "LESSOPEN" || name == "LESSCLOSE" {
+		code = strings.TrimLeft(code, "|-") // less's input pipe forms: |cmd, ||cmd, |-cmd
 	}
 	if r := c.quietSource(code, 0); r.v == Refuse {
 		c.add(where, Refuse, r.rule, name+" holds code that runs: "+r.reason)

@@ -384,7 +384,7 @@ var goBuildBool = set("a", "n", "race", "msan", "asan", "cover", "v", "x", "trim
 // goBuildVal are build flags taking a value, with their check (nil: any).
 var goBuildVal = map[string]func(string) bool{
 	"p": digits, "covermode": oneOf("set", "count", "atomic"), "coverpkg": noSpace, "tags": noSpace,
-	"mod": oneOf("readonly", "vendor", "mod"), "buildvcs": oneOf("true", "false", "auto"), "pgo": oneOf("auto", "off"),
+	"mod": oneOf("readonly", "vendor"), "buildvcs": oneOf("true", "false", "auto"), "pgo": oneOf("auto", "off"),
 	"installsuffix": noSpace, "buildmode": oneOf("default", "exe", "pie", "archive"),
 }
 
@@ -439,6 +439,12 @@ func goOptions(sub string) func(*checker, []arg) verdict {
 				if sub == "test" && (strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~") || isWindowsPath(s) ||
 					slices.Contains(strings.Split(strings.ReplaceAll(s, `\`, "/"), "/"), "..")) {
 					return ask("go-package", "go test "+s+": runs code outside the working copy")
+				}
+				// An import path or a pattern (std, all, cmd, unicode/utf8,
+				// example.com/m) names packages anywhere; the copy's are
+				// named by relative paths (., ./..., ./x) or files.
+				if sub == "test" && !strings.HasPrefix(s, ".") && !strings.HasSuffix(s, ".go") {
+					return ask("go-package", "go test "+s+": an import path or pattern, which may name packages outside the working copy (name the copy's as ./...)")
 				}
 				continue
 			}

@@ -33,19 +33,24 @@ var (
 		"xdg-su", "su-to-root", "pfexec", "dzdo", "pbrun", "pmrun", "sesu", "suexec", "s6-setuidgid", "setuidgid", "elevate",
 		"sudo-run", "mate-su")
 	evalExec      = set("eval", "exec", "iex", "invoke-expression")
-	kernelModules = set("insmod", "modprobe", "rmmod", "kmod", "kldload", "kldunload", "kextload", "kextunload")
+	kernelModules = set("insmod", "modprobe", "rmmod", "kmod", "kldload", "kldunload", "kextload", "kextunload", "kexec",
+		"kextutil", "dkms", "bpftool")
 	firewalls     = set("iptables", "ip6tables", "iptables-legacy", "ip6tables-legacy", "iptables-nft", "ip6tables-nft",
 		"iptables-restore", "ip6tables-restore", "iptables-legacy-restore", "iptables-nft-restore", "nft", "ufw", "firewall-cmd",
 		"firewall-offline-cmd", "ebtables", "arptables", "pfctl", "ipfw", "new-netfirewallrule", "set-netfirewallrule",
 		"remove-netfirewallrule", "set-netfirewallprofile", "disable-netfirewallrule", "enable-netfirewallrule", "iptables-apply",
 		"ip6tables-apply", "ebtables-restore", "arptables-restore", "ebtables-nft", "arptables-nft", "ebtables-legacy",
-		"arptables-legacy", "ebtables-nft-restore", "arptables-nft-restore", "firewallctl")
+		"arptables-legacy", "ebtables-nft-restore", "arptables-nft-restore", "firewallctl", "ipset", "shorewall", "shorewall6",
+		"csf", "apf", "fwbuilder", "nftables", "iptables-translate", "ip6tables-translate", "xtables-monitor", "ebtables-save")
 	diskTools = set("mkfs", "mke2fs", "mkswap", "mkdosfs", "mkntfs", "mkexfatfs", "wipefs", "fdisk", "sfdisk", "cfdisk", "gdisk",
 		"sgdisk", "cgdisk", "parted", "diskpart", "blkdiscard", "hdparm", "sgdisk", "zpool", "mdadm", "cryptsetup", "clear-disk",
-		"format-volume", "initialize-disk", "lvremove", "vgremove", "pvremove", "remove-partition")
+		"format-volume", "initialize-disk", "lvremove", "vgremove", "pvremove", "remove-partition", "sg_format", "mkfs", "mkudffs",
+		"mkisofs", "zfs", "btrfs", "lvcreate", "vgcreate", "pvcreate", "e2fsck", "fsck", "tune2fs", "resize2fs", "partprobe",
+		"badblocks", "mke2fs", "dmsetup", "losetup", "swapon", "swapoff", "sgdisk", "nvme")
 	shells       = set("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "fish", "csh", "tcsh", "rbash")
 	interpreters = set("python", "python2", "python3", "perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua", "luajit",
-		"tclsh", "wish", "rscript", "r", "osascript", "irb", "jshell", "groovy", "scala", "elixir", "erl", "escript", "pwsh", "powershell", "cmd", "source", ".", "busybox", "expect", "gdb", "vim", "vi", "nvim", "emacs", "ed", "ex")
+		"tclsh", "wish", "rscript", "r", "osascript", "irb", "jshell", "groovy", "scala", "elixir", "erl", "escript", "make", "gmake",
+		"bmake", "pwsh", "powershell", "cmd", "source", ".", "busybox", "expect", "gdb", "vim", "vi", "nvim", "emacs", "ed", "ex")
 	pythonRE = regexp.MustCompile(`^(python|pypy)[0-9.]*$`)
 )
 
@@ -135,7 +140,13 @@ func (c *checker) judge(args []arg, depth int) verdict {
 		return ask("interpreter", n+" runs code that is not analyzed")
 	}
 	if prefix := c.match(args); prefix != nil {
-		return c.freeArgs(prefix, args)
+		v := c.freeArgs(prefix, args)
+		if v.v == Ask {
+			if r, ok := c.refusedInWords(n, args, depth); ok {
+				return r
+			}
+		}
+		return v
 	}
 	if v, ok := c.refusedInWords(n, args, depth); ok {
 		return v

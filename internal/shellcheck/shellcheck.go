@@ -366,6 +366,14 @@ func (c *checker) learn(f *syntax.File) {
 	}
 	assign := func(as []*syntax.Assign) {
 		for _, a := range as {
+			if a.Name != nil && a.Array != nil {
+				// a=(x y): ${a[i]} and "${a[@]}" take these values.
+				for _, e := range a.Array.Elems {
+					if w := resolve(e.Value); w.static {
+						c.vars[a.Name.Value] = append(c.vars[a.Name.Value], w.s)
+					}
+				}
+			}
 			if a.Name == nil || a.Value == nil {
 				continue
 			}
@@ -403,6 +411,18 @@ func (c *checker) learn(f *syntax.File) {
 			}
 		case *syntax.DeclClause:
 			assign(x.Args)
+		case *syntax.ForClause:
+			// for f in A B: f takes each word's value.
+			if it, ok := x.Loop.(*syntax.WordIter); ok && it.Name != nil {
+				for _, w := range it.Items {
+					for _, a := range words(w) {
+						if a.static {
+							c.vars[it.Name.Value] = append(c.vars[it.Name.Value], a.s)
+						}
+						c.vars[it.Name.Value] = append(c.vars[it.Name.Value], a.def...)
+					}
+				}
+			}
 		}
 		return true
 	})

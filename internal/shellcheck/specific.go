@@ -121,7 +121,7 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 			}
 		}
 	case "chmod":
-		return chmod(args)
+		return c.chmod(args)
 	case "chown", "chgrp", "lchown":
 		return chown(n, args)
 	case "mkdir", "install":
@@ -142,6 +142,21 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 	case "rsync":
 		if v, ok := rsyncDeletes(args); ok {
 			return v, true
+		}
+		for _, v := range optionValues(args, []string{"--chown", "--usermap", "--groupmap"}) {
+			for _, pair := range strings.Split(v.s, ",") {
+				owner := pair[strings.LastIndex(pair, ":")+1:]
+				if user, _, _ := strings.Cut(pair, ":"); strings.HasPrefix(v.s, pair) && rootName(user) || rootName(owner) {
+					return refuse("chown-root", "rsync hands files to root ("+v.s+")"), true
+				}
+			}
+		}
+		for _, v := range optionValues(args, []string{"--chmod"}) {
+			for _, clause := range strings.Split(v.s, ",") {
+				if openMode(strings.TrimLeft(clause, "DF")) {
+					return refuse("open-permissions", "rsync --chmod="+v.s+" makes files world-writable or setuid/setgid"), true
+				}
+			}
 		}
 	case "ln", "link":
 		for _, a := range args[1:] {
@@ -425,23 +440,54 @@ func openMode(m string) bool {
 	if n, err := strconv.ParseUint(m, 8, 32); err == nil && strings.Trim(m, "01234567") == "" {
 		return n&0o002 != 0 || n&0o6000 != 0
 	}
+	// GNU's symbolic grammar: [ugoa]*([-+=]([rwxXst]*|[ugo]|[0-7]+))+,...
 	for _, clause := range strings.Split(m, ",") {
-		i := strings.IndexAny(clause, "+=")
-		if i < 0 {
-			continue
+		i := 0
+		for i < len(clause) && strings.IndexByte("ugoa", clause[i]) >= 0 {
+			i++
 		}
-		who, perms := clause[:i], clause[i+1:]
-		if strings.Contains(perms, "s") {
-			return true
-		}
-		if strings.Contains(perms, "w") && (who == "" && clause[i] == '=' || strings.ContainsAny(who, "ao")) {
-			return true
-		}
-		if who == "" && strings.Contains(perms, "w") && strings.Contains(perms, "x") && strings.Contains(perms, "r") {
-			return true // +rwx: a+rwx under the usual umask... and beyond it for "o"
+		who := clause[:i]
+		for i < len(clause) {
+			op := clause[i]
+			if strings.IndexByte("+-=", op) < 0 {
+				return false // not a mode: chmod refuses it
+			}
+			i++
+			j := i
+			for j < len(clause) && strings.IndexByte("+-=", clause[j]) < 0 {
+				j++
+			}
+			perms := clause[i:j]
+			i = j
+			if op == '-' {
+				continue
+			}
+			if n, err := strconv.ParseUint(perms, 8, 32); err == nil {
+				if n&0o002 != 0 || n&0o6000 != 0 {
+					return true // =777, +4000
+				}
+				continue
+			}
+			others := strings.ContainsAny(who, "ao") || who == "" && op == '='
+			switch {
+			case strings.ContainsAny(perms, "ugo") && (others || who == ""):
+				return true // o=u: others get the owner's rights, write included
+			case strings.Contains(perms, "s") && (who == "" || strings.ContainsAny(who, "uga")):
+				return true // setuid, setgid
+			case strings.Contains(perms, "w") && others:
+				return true
+			case who == "" && strings.Contains(perms, "w") && strings.Contains(perms, "x") && strings.Contains(perms, "r"):
+				return true // +rwx: everyone's, as far as the umask lets it
+			}
 		}
 	}
 	return false
+}
+
+// modeWord: GNU chmod reads a word starting with "-" as a mode when every
+// character of it is one of a mode's (-x,o+w is a mode, -R an option).
+func modeWord(s string) bool {
+	return strings.HasPrefix(s, "-") && len(s) > 1 && strings.Trim(s[1:], "rwxXstugoa01234567,+=-") == ""
 }
 
 // worldWritable are system paths whose mode is open to everyone: a mode
@@ -462,7 +508,7 @@ func reference(args []arg) (string, bool) {
 	return "", false
 }
 
-func chmod(args []arg) (verdict, bool) {
+func (c *checker) chmod(args []arg) (verdict, bool) {
 	if ref, ok := reference(args); ok {
 		if worldWritable[clean(ref)] {
 			return refuse("open-permissions", "chmod --reference="+ref+" copies a world-writable mode"), true
@@ -470,15 +516,22 @@ func chmod(args []arg) (verdict, bool) {
 		return verdict{}, false
 	}
 	for _, a := range args[1:] {
-		if strings.HasPrefix(a.s, "-") && !strings.ContainsAny(a.s[1:], "rwxXst") {
+		if a.s == "--" || strings.HasPrefix(a.s, "-") && !modeWord(a.s) && a.static {
 			continue // an option such as -R
 		}
-		if openMode(strings.TrimPrefix(a.s, "-")) && !strings.HasPrefix(a.s, "-") {
-			return refuse("open-permissions", "chmod "+a.s+" makes files world-writable or setuid/setgid"), true
+		modes := []string{a.s}
+		if !a.static {
+			modes = nil
+			for _, cand := range c.candidates(a)[1:] {
+				modes = append(modes, cand.s)
+			}
 		}
-		if !strings.HasPrefix(a.s, "-") {
-			break // the mode is the first non-option word
+		for _, m := range modes {
+			if openMode(m) {
+				return refuse("open-permissions", "chmod "+m+" makes files world-writable or setuid/setgid"), true
+			}
 		}
+		break // the mode is the first word that is not an option
 	}
 	for _, a := range skipN(args, 2) {
 		if a.static && systemPath(a.s) && !strings.HasPrefix(a.s, "-") {

@@ -88,6 +88,10 @@ func resolve(w *syntax.Word) arg {
 		b.WriteString("$")
 	}
 	tmplParam := func(p *syntax.ParamExp) {
+		if p.Param != nil && p.Index != nil && p.Exp == nil && p.Repl == nil && p.Slice == nil && !p.Length && !p.Excl {
+			a.tmpl = append(a.tmpl, "\x00"+p.Param.Value) // ${a[0]}, ${a[@]}: one of the array's values
+			return
+		}
 		if p.Param != nil && isParam(p, p.Param.Value) {
 			a.tmpl = append(a.tmpl, "\x00"+p.Param.Value)
 			return
@@ -320,41 +324,85 @@ func unescapeDouble(v string) string {
 	return b.String()
 }
 
-// ansiC decodes the escapes of a $'...' string.
+// ansiC decodes the escapes of a $'...' string as bash 5 does
+// (ansicstr): \x takes one or two hex digits, \x{...} any number (the
+// value cut to a byte), \u and \U up to 4 and 8, octal up to three
+// digits, \cX a control character (\c? is DEL); an unknown escape
+// keeps its backslash. bash's strings end at a NUL, so the decoded text
+// does too.
 func ansiC(v string) string {
 	var b strings.Builder
+	isHex := func(c byte) bool { return strings.IndexByte("0123456789abcdefABCDEF", c) >= 0 }
 	for i := 0; i < len(v); i++ {
 		if v[i] != '\\' || i+1 >= len(v) {
 			b.WriteByte(v[i])
 			continue
 		}
 		i++
+		var out byte
 		switch c := v[i]; c {
 		case 'a':
-			b.WriteByte('\a')
+			out = '\a'
 		case 'b':
-			b.WriteByte('\b')
+			out = '\b'
 		case 'e', 'E':
-			b.WriteByte(0x1b)
+			out = 0x1b
 		case 'f':
-			b.WriteByte('\f')
+			out = '\f'
 		case 'n':
-			b.WriteByte('\n')
+			out = '\n'
 		case 'r':
-			b.WriteByte('\r')
+			out = '\r'
 		case 't':
-			b.WriteByte('\t')
+			out = '\t'
 		case 'v':
-			b.WriteByte('\v')
+			out = '\v'
 		case 'c':
-			if i+1 < len(v) {
-				i++
-				b.WriteByte(v[i] & 0x1f)
+			if i+1 >= len(v) {
+				return b.String()
 			}
-		case 'x', 'u', 'U':
-			n := map[byte]int{'x': 2, 'u': 4, 'U': 8}[c]
+			i++
+			x := v[i]
+			if x == '\\' && i+1 < len(v) && v[i+1] == '\\' {
+				i++
+			}
+			if x == '?' {
+				out = 0x7f
+			} else {
+				if x >= 'a' && x <= 'z' {
+					x -= 'a' - 'A'
+				}
+				out = x & 0x1f
+			}
+		case 'x':
 			j := i + 1
-			for j < len(v) && j-i-1 < n && strings.IndexByte("0123456789abcdefABCDEF", v[j]) >= 0 {
+			braced := j < len(v) && v[j] == '{'
+			if braced {
+				j++
+			}
+			code, n := 0, 0
+			for j < len(v) && isHex(v[j]) && (braced || n < 2) {
+				d, _ := strconv.ParseUint(v[j:j+1], 16, 8)
+				code = code*16 + int(d)
+				j++
+				n++
+			}
+			if braced && j < len(v) && v[j] == '}' {
+				j++
+			}
+			if !braced && n == 0 {
+				b.WriteString("\\x")
+				continue
+			}
+			out = byte(code & 0xff)
+			i = j - 1
+		case 'u', 'U':
+			n := 4
+			if c == 'U' {
+				n = 8
+			}
+			j := i + 1
+			for j < len(v) && j-i-1 < n && isHex(v[j]) {
 				j++
 			}
 			if j == i+1 {
@@ -363,28 +411,40 @@ func ansiC(v string) string {
 				continue
 			}
 			code, _ := strconv.ParseUint(v[i+1:j], 16, 32)
-			if c == 'x' {
-				b.WriteByte(byte(code))
-			} else if utf8.ValidRune(rune(code)) {
-				b.WriteRune(rune(code))
-			}
+			raw := v[i-1 : j]
 			i = j - 1
+			switch {
+			case code == 0:
+				return b.String()
+			case code <= 0x7f:
+				b.WriteByte(byte(code))
+			case utf8.ValidRune(rune(code)):
+				b.WriteRune(rune(code))
+			default:
+				b.WriteString(raw) // bash keeps what it cannot convert; the analyzer asks (parser differential)
+			}
+			continue
 		case '0', '1', '2', '3', '4', '5', '6', '7':
 			j := i
 			for j < len(v) && j-i < 3 && v[j] >= '0' && v[j] <= '7' {
 				j++
 			}
 			code, _ := strconv.ParseUint(v[i:j], 8, 16)
-			b.WriteByte(byte(code))
+			out = byte(code)
 			i = j - 1
 		case '\\', '\'', '"', '?':
-			b.WriteByte(c)
+			out = c
 		default:
 			// bash keeps the backslash of an escape it does not know:
 			// $'l\s' is l\s, not ls.
 			b.WriteByte('\\')
 			b.WriteByte(c)
+			continue
 		}
+		if out == 0 {
+			return b.String()
+		}
+		b.WriteByte(out)
 	}
 	return b.String()
 }
