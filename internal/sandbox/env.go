@@ -29,7 +29,6 @@ func Environment(extra map[string]string) map[string]string {
 		"TERM":        "dumb",
 		"GOCACHE":     CacheMount + "/go-build",
 		"GOPATH":      CacheMount + "/go",
-		"GOFLAGS":     "-mod=mod",
 		"GOTOOLCHAIN": "local",
 		"CI":          "1",
 	}

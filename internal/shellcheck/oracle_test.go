@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -47,8 +48,22 @@ for n in $(compgen -e); do printf '%s=%s\0' "$n" "${!n}"; done > "$ORACLE_DIR/lo
 # bash itself runs (traced through the inherited BASH_XTRACEFD), so the
 # code of bash -c is checked too.
 if [ "${0##*/}" = bash ]; then exec /bin/bash -x "$@"; fi
+# The reading programs run for real, so that what they write or start
+# (sed's w and e, awk's system(), git's --output) is seen.
+if [ -e "$ORACLE_DIR/real/${0##*/}" ]; then read -r real < "$ORACLE_DIR/real/${0##*/}"; exec "$real" "$@"; fi
 exit 0
 `
+
+// realPrograms run for real under the oracle (the others are only
+// recorded): the free reading programs, whose options the analyzer
+// claims to know. go stays a shim (a build is too slow for the oracle's
+// time limit).
+var realPrograms = set("ls", "cat", "head", "tail", "wc", "grep", "find", "tree", "stat", "file", "du", "df", "basename",
+	"dirname", "realpath", "readlink", "pwd", "sed", "awk", "mawk", "gawk", "sort", "uniq", "cut", "tr", "nl", "tac", "rev",
+	"paste", "comm", "join", "column", "fold", "expand", "unexpand", "diff", "cmp", "od", "hexdump", "xxd", "strings", "jq",
+	"seq", "sha1sum", "sha256sum", "sha512sum", "md5sum", "cksum", "b2sum", "base64", "which", "xargs", "env", "printenv",
+	"uname", "id", "whoami", "hostname", "nproc", "date", "ps", "git", "rg", "true", "false", "test", "[", "printf", "echo",
+	"sleep")
 
 // driverSource runs each command file in a fresh bash with PATH set to the
 // shims only, xtrace on a dedicated descriptor, then lists what appeared or
@@ -62,7 +77,7 @@ snap > "$O/base"
 for f in "$O"/cmds/*; do
   n=${f##*/}
   cd "$R/wc" || exit 3
-  ORACLE_DIR=$O ORACLE_N=$n PATH=$O/bin BASH_XTRACEFD=9 PS4='+ ' \
+  ORACLE_DIR=$O ORACLE_N=$n PATH=$O/bin BASH_XTRACEFD=9 PS4='+ ' GIT_OPTIONAL_LOCKS=0 \
     /usr/bin/timeout -s KILL 3 /bin/bash --noprofile --norc -x -c "$(cat "$f")" 9>"$O/log/$n.trace" </dev/null >/dev/null 2>&1
   echo $? > "$O/log/$n.rc"
   snap > "$O/now"
@@ -99,6 +114,7 @@ func runOracle(t *testing.T, b *sandbox.Bwrap, cmds []string) []oracleResult {
 	}
 	must(t, os.WriteFile(filepath.Join(o, "shim"), []byte(shimSource), 0o755))
 	must(t, os.WriteFile(filepath.Join(o, "driver"), []byte(driverSource), 0o755))
+	must(t, os.MkdirAll(filepath.Join(o, "real"), 0o755))
 	seen := map[string]bool{}
 	for _, dir := range strings.Split(sandbox.Environment(nil)["PATH"], ":") {
 		entries, _ := os.ReadDir(dir)
@@ -106,17 +122,38 @@ func runOracle(t *testing.T, b *sandbox.Bwrap, cmds []string) []oracleResult {
 			if n := e.Name(); !seen[n] && !strings.ContainsAny(n, "/") {
 				seen[n] = true
 				must(t, os.Symlink(filepath.Join(o, "shim"), filepath.Join(o, "bin", n)))
+				if realPrograms[n] {
+					must(t, os.WriteFile(filepath.Join(o, "real", n), []byte(filepath.Join(dir, n)+"\n"), 0o644))
+				}
 			}
 		}
 	}
 	wc := filepath.Join(root, "wc")
 	must(t, os.MkdirAll(filepath.Join(wc, "src"), 0o755))
-	// Fixture text that corpus commands grep for (the words TODO and sudo).
-	for _, f := range []string{"main.go", "src/a.go", "README.md", "x", "f"} {
-		must(t, os.WriteFile(filepath.Join(wc, f), []byte("package main\n// TODO sudo\n"), 0o644))
+	// Fixture text that corpus commands grep for (the words TODO and sudo),
+	// in a repository with one commit, for git to read.
+	for _, f := range []string{"main.go", "src/a.go", "README.md", "x", "f", "a", "b", "go.mod", "package.json", "Makefile",
+		"internal/api/api.go", "main_test.go"} {
+		must(t, os.MkdirAll(filepath.Dir(filepath.Join(wc, f)), 0o755))
+		must(t, os.WriteFile(filepath.Join(wc, f), []byte("package main\n// TODO sudo\n{\"name\": \"x\"}\n"), 0o644))
+	}
+	git := exec.Command("sh", "-c", "git init -q && git add -A && git -c user.name=o -c user.email=o@x commit -qm init && git tag v1")
+	git.Dir = wc
+	git.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+root)
+	if out, err := git.CombinedOutput(); err != nil {
+		t.Fatalf("fixture repository: %v %s", err, out)
 	}
 	must(t, os.Chmod(root, 0o755))
 	chownAll(t, root)
+	// As in a session's sandbox, .git is read-only to commands.
+	must(t, filepath.Walk(filepath.Join(wc, ".git"), func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		os.Lchown(p, 0, 0)
+		return os.Chmod(p, fi.Mode().Perm()&^0o222)
+	}))
+	t.Cleanup(func() { exec.Command("chmod", "-R", "u+w", root).Run() })
 
 	out := make([]oracleResult, len(cmds))
 	const batch = 400
@@ -261,8 +298,10 @@ func parseTrace(s string) [][]string {
 }
 
 // codeBuiltins run code the analyzer never allows.
-var codeBuiltins = set("eval", "source", ".", "exec", "trap", "command", "builtin", "enable", "declare", "typeset", "local",
-	"export", "readonly", "read", "mapfile", "readarray", "printf", "hash", "alias", "set", "shopt", "unset", "let")
+// (command and printf are judged as the analyzer judges them: command -v
+// and printf without -v are free.)
+var codeBuiltins = set("eval", "source", ".", "exec", "trap", "builtin", "enable", "declare", "typeset", "local",
+	"export", "readonly", "read", "mapfile", "readarray", "hash", "alias", "set", "shopt", "unset", "let")
 
 // violations judges what bash did: every program and simple command must
 // be allowed on its own, and nothing may be written.
@@ -327,7 +366,7 @@ func violations(a *Analyzer, r oracleResult) []string {
 	for _, env := range r.envs {
 		for k, v := range env {
 			switch {
-			case strings.HasPrefix(k, "ORACLE_") || k == "PWD" || k == "OLDPWD" || k == "SHLVL" || k == "_":
+			case strings.HasPrefix(k, "ORACLE_") || k == "PWD" || k == "OLDPWD" || k == "SHLVL" || k == "_" || k+"="+v == "GIT_OPTIONAL_LOCKS=0":
 			case inertEnv[k] || goInertEnv[k] || k+"="+v == "CGO_ENABLED=0":
 			case k == "PATH" || k == "BASH_XTRACEFD" || k == "PS4":
 				if !strings.HasSuffix(v, "/oracle/bin") && k == "PATH" || k == "BASH_XTRACEFD" && v != "9" || k == "PS4" && v != "+ " {
@@ -368,15 +407,21 @@ func oracleBwrap(t *testing.T) *sandbox.Bwrap {
 // run a non-free program through each class of trick, or write a file.
 func TestOracleDetects(t *testing.T) {
 	b := oracleBwrap(t)
-	a := New(corpusFree)
+	a := New(DefaultFree)
 	bad := []string{
+		`sed 's/x/y/w o' main.go`,
+		`awk 'BEGIN{system("id")}'`,
+		`git diff -U --output=o`,
+		`echo x 3<main.go >/dev/fd/3`,
+		`sort -o o main.go`,
+		`uniq main.go o`,
 		`v='z[$(touch p)]'; : $((v))`,
 		`find . -delete`,
 		`echo x > /tmp/out`,
 		`eval ls`,
 		`o=-fprint; find . $o /tmp/x`,
 		`PATH=/usr/bin; ls`,
-		`x='a[$(id)]'; [[ $x -eq 0 ]]`,
+		`x='a[$(touch p)]'; [[ $x -eq 0 ]]`,
 		`bash -c 'find . -delete'`,
 		`export GOFLAGS=-toolexec=x; go build`,
 	}
@@ -406,9 +451,9 @@ func TestOracleDetects(t *testing.T) {
 // generated from them, through bash.
 func TestOracle(t *testing.T) {
 	b := oracleBwrap(t)
-	a := New(corpusFree)
+	a := New(DefaultFree)
 	var seeds []string
-	for _, file := range corpusFiles() {
+	for _, file := range append(corpusFiles(), "testdata/everyday.tsv", "testdata/corpus-generalize.tsv") {
 		for _, c := range readCorpus(t, file) {
 			seeds = append(seeds, c.command)
 		}
@@ -491,18 +536,27 @@ var (
 	mutExpansions = []string{`$x`, `"$x"`, `${x:-a}`, `${x:--delete}`, `$(echo -a)`, `$(echo --pre=./p)`, `$((1+2))`, `$((v))`,
 		`${!v}`, `${v@P}`, `${a[i]}`, `~`, `~root`, `$'\x2d-output=o'`, `$1`, `"$@"`, `${#x}`, `$(id)`, "`id`", `${x:1}`,
 		`${x:$y}`, `"${x:=y}"`, `${PATH:=/tmp}`}
-	mutWords = []string{`-delete`, `-exec`, `id`, `;`, `--pre=./p`, `-z`, `--output=o`, `-toolexec=x`, `-o`, `/tmp/o`, `-C`,
+	mutWords = []string{`-U`, `-C`, `-M`, `--unified`, `-u`, `--compress-program=id`, `std`, `all`, `unicode/utf8`, `-mod=mod`,
+		`'1w o'`, `'s/a/b/w o'`, `'1e id'`, `'s/a/id/e'`, `'{system("id")}'`, `'{print > "o"}'`, `'{print | "id"}'`,
+		`'BEGIN{"id" | getline}'`, `$'\x{2d}delete'`, `$'\x{2d}-output=o'`, `/dev/fd/3`, `--list`, `-d`, `new`, `-f`, `-i`,
+		`--get`, `x.y z`, `-uno`, `-T`, `/tmp`, `sub`, `..`, `-v`, `'a[$(id)]'`, `-exec`, `-delete`, `-exec`, `id`, `;`, `--pre=./p`, `-z`, `--output=o`, `-toolexec=x`, `-o`, `/tmp/o`, `-C`,
 		`--ext-diff`, `-fprint`, `-c`, `core.pager=id`, `--show-signature`, `-ldflags=-extld=id`, `-n`, `5`, `-la`, `-r`, `.`,
 		`./...`, `--stat`, `-count=1`, `-v`, `*`, `*.go`, `./*`, `-print`, `-name`, `x`, `--`, `-coverprofile=/tmp/c`,
 		`-coverprofile=c.out`, `--no-pager`, `-p`}
 	mutBraces = []string{`{a,b}`, `{,id}`, `{,-delete}`, `{1..3}`, `{-,}-pre=./p`, `{ls,id}`, `{x..z}`, `{,}`}
-	mutPrefix = []string{`x=1 `, `GOFLAGS=-toolexec=id `, `LC_ALL=C `, `x=1; `, `export x=1; `, `declare x=1; `, `PATH=/tmp; `,
+	mutPrefix = []string{"# c \\\n", `3<main.go `, `exec 3<main.go; `, `BASH_CMDS[ls]=/usr/bin/id; `, `d=/dev/tcp/127.0.0.1/9; `,
+		`cd src && `, `cd .. && `, `cd / && `, `o=--output=o; `, `f=o; `, `a=(o); `, `env LC_ALL=C `, `env GOFLAGS=-x `, `xargs `,
+		`x=1 `, `GOFLAGS=-toolexec=id `, `LC_ALL=C `, `x=1; `, `export x=1; `, `declare x=1; `, `PATH=/tmp; `,
 		`read v <<< a; `, `GIT_DIR=/tmp `, `PAGER=id `, `CGO_ENABLED=0 `, `GOOS=linux `, `BASH_ENV=/tmp/e `, `f() { id; }; `,
 		`trap id EXIT; `, `v='a[$(id)]'; `, `for i in a; do `, `set -x; `, `cd /; `, `hash -p /usr/bin/id ls; `, `: `}
-	mutRedirs = []string{` >/dev/null`, ` 2>&1`, ` > out`, ` < f`, ` <<< x`, " <<E\nx\nE\n", ` {fd}>/dev/null`, ` > /de?/null`,
+	mutRedirs = []string{` >/dev/fd/3`, ` 3<main.go`, ` >/dev/stdout`, ` 1<main.go`, ` >/proc/self/fd/3`, ` < $d`,
+		" <<EO\\\nF\nx\nEOF\n", ` > $f`, ` >/dev/stderr 2<main.go`, ` 2>/dev/fd/1`,
+		` >/dev/null`, ` 2>&1`, ` > out`, ` < f`, ` <<< x`, " <<E\nx\nE\n", ` {fd}>/dev/null`, ` > /de?/null`,
 		` >> /tmp/o`, ` 2>/dev/null`, ` >&2`, ` <&-`}
 	mutSeps  = []string{`; ls`, ` && pwd`, ` | grep x`, ` || echo no`, ` & ls`, ` | bash`, ` | sh -c cat`, `; id`, ` |& wc -l`}
-	mutWraps = [][2]string{{`$(`, `)`}, {`(`, `)`}, {`{ `, `; }`}, {`bash -c '`, `'`}, {`sh -c "`, `"`}, {`eval '`, `'`},
+	mutWraps = [][2]string{{"echo \"$\\\n(", ")\""}, {"# x \\\n", ""}, {"cat <<EOF\n$\\\n(", ")\nEOF\n"}, {`xargs `, ``},
+		{`env `, ``}, {`cd src && `, `; cd ..`}, {`[ -f x ] && `, ``},
+		{`$(`, `)`}, {`(`, `)`}, {`{ `, `; }`}, {`bash -c '`, `'`}, {`sh -c "`, `"`}, {`eval '`, `'`},
 		{`if `, `; then ls; fi`}, {`echo $(`, `)`}, {`! `, ``}, {`time `, ``}, {`x=$(`, `)`}, {`cat <(`, `)`},
 		{"echo $(cat <<E\n", "\nE\n)"}, {`[[ -n $(`, `) ]]`}}
 )

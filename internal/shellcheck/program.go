@@ -35,7 +35,7 @@ var (
 	evalExec      = set("eval", "exec", "iex", "invoke-expression")
 	kernelModules = set("insmod", "modprobe", "rmmod", "kmod", "kldload", "kldunload", "kextload", "kextunload", "kexec",
 		"kextutil", "dkms", "bpftool")
-	firewalls     = set("iptables", "ip6tables", "iptables-legacy", "ip6tables-legacy", "iptables-nft", "ip6tables-nft",
+	firewalls = set("iptables", "ip6tables", "iptables-legacy", "ip6tables-legacy", "iptables-nft", "ip6tables-nft",
 		"iptables-restore", "ip6tables-restore", "iptables-legacy-restore", "iptables-nft-restore", "nft", "ufw", "firewall-cmd",
 		"firewall-offline-cmd", "ebtables", "arptables", "pfctl", "ipfw", "new-netfirewallrule", "set-netfirewallrule",
 		"remove-netfirewallrule", "set-netfirewallprofile", "disable-netfirewallrule", "enable-netfirewallrule", "iptables-apply",

@@ -359,7 +359,8 @@ func ansiC(v string) string {
 			out = '\v'
 		case 'c':
 			if i+1 >= len(v) {
-				return b.String()
+				b.WriteString("\\c") // nothing to make a control character of: kept
+				continue
 			}
 			i++
 			x := v[i]
