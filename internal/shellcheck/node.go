@@ -1,6 +1,10 @@
 package shellcheck
 
 import (
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -354,8 +358,21 @@ func (c *checker) pipedCode(shell string, left *syntax.Stmt) {
 }
 
 // literalOutput is what a statement prints when that is literal: echo and
-// printf of literal words, cat of a literal here-string or here-document.
+// printf of literal words, cat of a literal here-string or here-document,
+// and what the decoders and filters an agent may chain (base64 -d,
+// xxd -r -p, rev, tr, cat) make of literal input.
 func literalOutput(left *syntax.Stmt) (string, bool) {
+	if b, ok := left.Cmd.(*syntax.BinaryCmd); ok && b.Op == syntax.Pipe {
+		in, ok := literalOutput(b.X)
+		if !ok {
+			return "", false
+		}
+		call, ok := b.Y.Cmd.(*syntax.CallExpr)
+		if !ok || len(b.Y.Redirs) > 0 {
+			return "", false
+		}
+		return filterText(argv(call.Args), in)
+	}
 	call, ok := left.Cmd.(*syntax.CallExpr)
 	if !ok || len(call.Args) < 1 {
 		return "", false
@@ -364,19 +381,20 @@ func literalOutput(left *syntax.Stmt) (string, bool) {
 	if len(args) == 0 || !args[0].static {
 		return "", false
 	}
-	if args[0].s == "cat" && len(args) == 1 {
-		for _, r := range left.Redirs {
-			switch r.Op {
-			case syntax.WordHdoc:
-				return hdocText(r.Word), true
-			case syntax.Hdoc, syntax.DashHdoc:
-				if !quotedDelim(r.Word) {
-					return hdocUnescape(hdocText(r.Hdoc)), true
-				}
-				return hdocText(r.Hdoc), true
+	for _, r := range left.Redirs {
+		var in string
+		switch r.Op {
+		case syntax.WordHdoc:
+			in = hdocText(r.Word) + "\n"
+		case syntax.Hdoc, syntax.DashHdoc:
+			in = hdocText(r.Hdoc)
+			if !quotedDelim(r.Word) {
+				in = hdocUnescape(in)
 			}
+		default:
+			continue
 		}
-		return "", false
+		return filterText(args, in)
 	}
 	if args[0].s != "echo" && args[0].s != "printf" || len(args) < 2 {
 		return "", false
@@ -391,11 +409,170 @@ func literalOutput(left *syntax.Stmt) (string, bool) {
 		}
 		text = append(text, a.s)
 	}
-	code := strings.Join(text, " ")
 	if args[0].s == "printf" {
-		code = strings.ReplaceAll(strings.ReplaceAll(code, `\n`, "\n"), "%s", "")
+		return printfText(text), true
+	}
+	code := strings.Join(text, " ")
+	if strings.Contains(code, `\`) {
+		code += "\n" + ansiC(code) // echo -e, or a shell whose echo decodes
 	}
 	return code, true
+}
+
+// printfText is what printf prints: its format's escapes decoded, %s and
+// %b given the arguments (%b decoding theirs), the format reused while
+// arguments remain.
+func printfText(words []string) string {
+	if len(words) == 0 {
+		return ""
+	}
+	format, rest := words[0], words[1:]
+	var b strings.Builder
+	for round := 0; round < 64; round++ {
+		used := false
+		for i := 0; i < len(format); i++ {
+			if format[i] != '%' || i+1 >= len(format) {
+				j := i
+				for j < len(format) && format[j] != '%' {
+					j++
+				}
+				b.WriteString(ansiC(format[i:j]))
+				i = j - 1
+				continue
+			}
+			i++
+			for i < len(format) && strings.IndexByte("-+ #0123456789.", format[i]) >= 0 {
+				i++
+			}
+			if i >= len(format) {
+				break
+			}
+			switch format[i] {
+			case '%':
+				b.WriteByte('%')
+				continue
+			}
+			arg := ""
+			if len(rest) > 0 {
+				arg, rest, used = rest[0], rest[1:], true
+			}
+			if format[i] == 'b' {
+				arg = ansiC(strings.ReplaceAll(arg, `\0`, `\`))
+			}
+			b.WriteString(arg)
+		}
+		if !used || len(rest) == 0 {
+			break
+		}
+	}
+	return b.String()
+}
+
+// filterText is what a filter prints given literal input, when the
+// analyzer can compute it.
+func filterText(args []arg, in string) (string, bool) {
+	if len(args) == 0 || !args[0].static {
+		return "", false
+	}
+	var opts, ops []string
+	for _, a := range args[1:] {
+		if !a.static {
+			return "", false
+		}
+		if strings.HasPrefix(a.s, "-") && len(a.s) > 1 {
+			opts = append(opts, a.s)
+		} else {
+			ops = append(ops, a.s)
+		}
+	}
+	has := func(names ...string) bool {
+		for _, o := range opts {
+			for _, n := range names {
+				if o == n {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	switch canonical(args[0].s) {
+	case "cat":
+		if len(ops) == 0 {
+			return in, true
+		}
+	case "base64", "base32":
+		if has("-d", "--decode", "-di", "-id") && len(ops) == 0 {
+			clean := strings.Join(strings.Fields(in), "")
+			var out []byte
+			var err error
+			if canonical(args[0].s) == "base64" {
+				out, err = base64.StdEncoding.DecodeString(clean)
+				if err != nil {
+					out, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(clean, "="))
+				}
+			} else {
+				out, err = base32.StdEncoding.DecodeString(clean)
+			}
+			if err == nil {
+				return string(out), true
+			}
+		}
+	case "xxd":
+		if (has("-r") && has("-p") || has("-rp", "-pr", "-r -p")) && len(ops) == 0 {
+			out, err := hex.DecodeString(strings.Join(strings.Fields(in), ""))
+			if err == nil {
+				return string(out), true
+			}
+		}
+	case "rev":
+		if len(opts) == 0 && len(ops) == 0 {
+			lines := strings.Split(in, "\n")
+			for i, l := range lines {
+				r := []rune(l)
+				slices.Reverse(r)
+				lines[i] = string(r)
+			}
+			return strings.Join(lines, "\n"), true
+		}
+	case "tr":
+		if len(opts) == 0 && len(ops) == 2 {
+			from, to := trSet(ops[0]), trSet(ops[1])
+			if len(from) > 0 && len(to) > 0 {
+				m := map[rune]rune{}
+				for i, r := range from {
+					m[r] = to[min(i, len(to)-1)]
+				}
+				return strings.Map(func(r rune) rune {
+					if t, ok := m[r]; ok {
+						return t
+					}
+					return r
+				}, in), true
+			}
+		}
+	}
+	return "", false
+}
+
+// trSet expands a tr set's ranges (a-z); classes and escapes are not
+// computed (nil).
+func trSet(s string) []rune {
+	if strings.ContainsAny(s, `[\`) {
+		return nil
+	}
+	r := []rune(s)
+	var out []rune
+	for i := 0; i < len(r); i++ {
+		if i+2 < len(r) && r[i+1] == '-' && r[i] <= r[i+2] {
+			for c := r[i]; c <= r[i+2]; c++ {
+				out = append(out, c)
+			}
+			i += 2
+			continue
+		}
+		out = append(out, r[i])
+	}
+	return out
 }
 
 // lit is a literal word.

@@ -50,7 +50,7 @@ var (
 	shells       = set("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "fish", "csh", "tcsh", "rbash")
 	interpreters = set("python", "python2", "python3", "perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua", "luajit",
 		"tclsh", "wish", "rscript", "r", "osascript", "irb", "jshell", "groovy", "scala", "elixir", "erl", "escript", "make", "gmake",
-		"bmake", "pwsh", "powershell", "cmd", "source", ".", "busybox", "expect", "gdb", "vim", "vi", "nvim", "emacs", "ed", "ex")
+		"bmake", "crontab", "at", "batch", "pwsh", "powershell", "cmd", "source", ".", "busybox", "expect", "gdb", "vim", "vi", "nvim", "emacs", "ed", "ex")
 	pythonRE = regexp.MustCompile(`^(python|pypy)[0-9.]*$`)
 )
 
@@ -131,7 +131,7 @@ func (c *checker) judge(args []arg, depth int) verdict {
 		return c.shell(n, args, depth)
 	}
 	if v, ok := c.specific(n, args, depth); ok {
-		return v
+		return runsRefused(n, args, v)
 	}
 	if isInterpreter(n) {
 		if v, ok := c.codeFromData(n); ok {
@@ -141,6 +141,7 @@ func (c *checker) judge(args []arg, depth int) verdict {
 	}
 	if prefix := c.match(args); prefix != nil {
 		v := c.freeArgs(prefix, args)
+		v = runsRefused(n, args, v)
 		if v.v == Ask {
 			if r, ok := c.refusedInWords(n, args, depth); ok {
 				return r
@@ -152,6 +153,22 @@ func (c *checker) judge(args []arg, depth int) verdict {
 		return v
 	}
 	return ask("unknown-command", n+" is not in the free list")
+}
+
+// runsRefused: sed's e and awk's system() and pipes run shell commands
+// written in their program; one that names a refused program is refused.
+func runsRefused(n string, args []arg, v verdict) verdict {
+	if v.v != Ask || v.rule != "awk-system" && v.rule != "sed-execute" {
+		return v
+	}
+	for _, a := range args[1:] {
+		for _, f := range nameTokens(a.s) {
+			if r, ok := refusedProgram(canonical(f), nil); ok && !evalExec[canonical(f)] {
+				return refuse(r.rule, n+" runs commands, and its program holds "+f+": "+r.reason)
+			}
+		}
+	}
+	return v
 }
 
 // refusedInWords: a program the analyzer does not know may run its words
@@ -190,7 +207,7 @@ func (c *checker) refusedInWords(n string, args []arg, depth int) (verdict, bool
 		if !a.static {
 			continue
 		}
-		code := a.s
+		code := strings.TrimLeft(a.s, "+!:|-@") // less +!CMD, vim -c !CMD, |CMD
 		for {
 			if r := c.quietSource(code, depth); r.v == Refuse {
 				return refuse(r.rule, n+" may run "+code+": "+r.reason), true

@@ -545,6 +545,19 @@ func (c *checker) refusedLiteral() string {
 	return ""
 }
 
+// refusedProgramLiteral is a refused program's name (not eval or exec,
+// which name functions in most languages) written anywhere in the
+// command, if any.
+func (c *checker) refusedProgramLiteral() string {
+	c.refusedLiteral()
+	for _, l := range c.lits {
+		if !evalExec[l] {
+			return l
+		}
+	}
+	return ""
+}
+
 // beforeError: bash runs a script command by command and stops at the
 // first line it cannot parse, so the complete lines before a syntax error
 // run (sudo id<NL>) is sudo, then an error). The longest run of whole

@@ -547,7 +547,7 @@ func (c *checker) codeFromData(n string) (verdict, bool) {
 	if c.fed[c.current] {
 		return verdict{}, false // its input is code the analyzer judged
 	}
-	if lit := c.refusedLiteral(); lit != "" && !evalExec[lit] {
+	if lit := c.refusedProgramLiteral(); lit != "" {
 		r, _ := refusedProgram(lit, nil)
 		return refuse(r.rule, n+" runs code the analyzer does not read, in a command that holds "+lit+": "+r.reason), true
 	}
