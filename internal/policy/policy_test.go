@@ -73,7 +73,7 @@ func TestEvaluate(t *testing.T) {
 		{"edit_file", json.RawMessage(`{}`), shellcheck.Refuse, "tools.edit_file=exclude"},
 		{"run_command", args("ls -la"), shellcheck.Allow, "commands.allow"},
 		{"run_command", args("git status && ls"), shellcheck.Allow, "commands.allow"},
-		{"run_command", args("make"), shellcheck.Ask, "command:unknown-command"},
+		{"run_command", args("cargo build"), shellcheck.Ask, "command:unknown-command"},
 		{"run_command", args("ls && sudo id"), shellcheck.Refuse, "command:privilege-escalation"},
 		{"run_command", json.RawMessage(`{"command":`), shellcheck.Refuse, "evaluation-failed"},
 	}

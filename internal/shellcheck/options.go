@@ -517,14 +517,19 @@ func Explain(entry string) (does string, options []string, known bool) {
 	switch {
 	case spec.anyWord:
 		return spec.does, []string{"any words (they are only printed)"}, true
-	case spec.custom != nil:
+	case spec.custom != nil && (strings.HasPrefix(entry, "find") || strings.HasPrefix(entry, "go ")):
 		return spec.does, customOptions(entry), true
+	case spec.custom != nil && spec.short == "" && spec.shortVal == "" && len(spec.long) == 0:
+		return spec.does, []string{"(judged by its own rules: " + spec.does + ")"}, true
 	}
 	for _, ch := range spec.short {
 		options = append(options, "-"+string(ch))
 	}
 	for _, ch := range spec.shortVal {
 		options = append(options, "-"+string(ch)+" VALUE")
+	}
+	for _, ch := range spec.shortOpt {
+		options = append(options, "-"+string(ch)+"[VALUE] (attached only)")
 	}
 	if spec.numeric {
 		options = append(options, "-NUM")
