@@ -95,6 +95,17 @@ func isInterpreter(n string) bool {
 // judge decides on one command line (argv), adding pieces for code nested in
 // it (sh -c, find -exec, ...).
 func (c *checker) judge(args []arg, depth int) verdict {
+	v := c.judgeName(args, depth)
+	if v.v == Ask && len(args) > 0 && args[0].static {
+		if r, ok := c.refusedInWords(canonical(args[0].s), args, depth); ok {
+			return r
+		}
+	}
+	return v
+}
+
+// judgeName judges argv by its program's name and that program's rules.
+func (c *checker) judgeName(args []arg, depth int) verdict {
 	if len(args) == 0 {
 		return allow("empty", "no command")
 	}
@@ -140,17 +151,7 @@ func (c *checker) judge(args []arg, depth int) verdict {
 		return ask("interpreter", n+" runs code that is not analyzed")
 	}
 	if prefix := c.match(args); prefix != nil {
-		v := c.freeArgs(prefix, args)
-		v = runsRefused(n, args, v)
-		if v.v == Ask {
-			if r, ok := c.refusedInWords(n, args, depth); ok {
-				return r
-			}
-		}
-		return v
-	}
-	if v, ok := c.refusedInWords(n, args, depth); ok {
-		return v
+		return runsRefused(n, args, c.freeArgs(prefix, args))
 	}
 	return ask("unknown-command", n+" is not in the free list")
 }
@@ -178,7 +179,7 @@ func runsRefused(n string, args []arg, v verdict) verdict {
 // so is the program. This refuses some commands that would only have
 // printed a refused name (man sudo); no approval can run those.
 func (c *checker) refusedInWords(n string, args []arg, depth int) (verdict, bool) {
-	if depth >= maxDepth || len(args) < 2 || dataBuiltins[n] {
+	if depth >= maxDepth || len(args) < 2 || dataBuiltins[n] || c.inWords {
 		return verdict{}, false
 	}
 	mentions := false
@@ -198,8 +199,12 @@ func (c *checker) refusedInWords(n string, args []arg, depth int) (verdict, bool
 			return v, true
 		}
 	}
+	// Each suffix is judged by its name only (no further search of its
+	// words: that would multiply with the number of words).
+	sub := &checker{a: c.a, vars: c.vars, dirs: c.dirs, roots: c.roots, aliases: c.aliases, rel: c.rel, cdEscapes: c.cdEscapes,
+		quick: true, inWords: true}
 	for i := 1; i < len(args); i++ {
-		if r := c.quiet(args[i:], depth); r.v == Refuse {
+		if r := sub.quiet(args[i:], depth); r.v == Refuse {
 			return refuse(r.rule, n+" may run "+strings.Join(strs(args[i:]), " ")+": "+r.reason), true
 		}
 	}
@@ -302,7 +307,8 @@ func (c *checker) dynamicName(args []arg, depth int) verdict {
 
 // quiet judges without recording nested pieces.
 func (c *checker) quiet(args []arg, depth int) verdict {
-	sub := &checker{a: c.a, vars: c.vars, dirs: c.dirs, roots: c.roots, aliases: c.aliases, rel: c.rel, cdEscapes: c.cdEscapes, quick: true}
+	sub := &checker{a: c.a, vars: c.vars, dirs: c.dirs, roots: c.roots, aliases: c.aliases, rel: c.rel, cdEscapes: c.cdEscapes,
+		quick: true, inWords: c.inWords}
 	v := sub.judge(args, depth+1)
 	for _, p := range sub.pieces {
 		v = worst(v, verdict{p.Verdict, p.Rule, p.Reason})

@@ -175,6 +175,9 @@ type checker struct {
 	// quick: a speculative judgment (is any reading of this refused?)
 	// that does not ask bash.
 	quick bool
+	// inWords: judging the suffixes of an unknown program's words, which
+	// are not searched again.
+	inWords bool
 }
 
 // shellSource judges code a shell runs: as bash reads it, and for other

@@ -125,6 +125,13 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 	case "chown", "chgrp", "lchown":
 		return chown(n, args)
 	case "mkdir", "install":
+		if n == "install" {
+			for _, v := range optionValues(args, []string{"-o", "--owner", "-g", "--group"}) {
+				if rootName(v.s) || v.s == "wheel" {
+					return refuse("chown-root", "install hands the files it installs to root"), true
+				}
+			}
+		}
 		if m, ok := modeOption(args); ok && openMode(m) {
 			return refuse("open-permissions", n+" -m "+m+" creates world-writable or setuid/setgid files"), true
 		}
