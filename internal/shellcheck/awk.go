@@ -34,6 +34,7 @@ func awkProblem(p string) string {
 			continue
 		case ch == '/' && !operand:
 			i++
+			start := i
 			inClass := false
 			for i < len(p) && (p[i] != '/' || inClass) {
 				switch p[i] {
@@ -47,6 +48,10 @@ func awkProblem(p string) string {
 					return "a regular expression that does not end"
 				}
 				i++
+			}
+			if body := p[start:min(i, len(p))]; strings.Contains(body, "system") || strings.Contains(body, "getline") ||
+				strings.ContainsAny(body, "\"@") {
+				return "a regular expression holding what would be code were its slash a division"
 			}
 			i++
 			operand = true
@@ -107,6 +112,10 @@ func awkProblem(p string) string {
 			operand = false
 		case ch == '$':
 			operand = false
+		case (ch == '+' || ch == '-') && i+1 < len(p) && p[i+1] == ch:
+			i += 2
+			operand = true // x++ / 2 divides (gawk reads it so)
+			continue
 		case ch == '\\' && i+1 < len(p) && p[i+1] == '\n':
 			i += 2
 			continue
@@ -124,38 +133,79 @@ var awkSpec = &optionSpec{short: "bcPrn", shortVal: "Fve",
 	--sandbox --help --version`)}
 
 // awkOptions: awk is free with a program, given on the command line, that
-// only reads its input and prints.
+// only reads its input and prints. Options come before the program (awk
+// stops reading options there); the words after it are files or
+// assignments, never options.
 func (c *checker) awkOptions(args []arg) verdict {
-	if v := checkOptions("awk", awkSpec, args[1:]); v.v != Allow {
-		return v
-	}
 	var programs []arg
 	rest := args[1:]
-	for i := 0; i < len(rest); i++ {
-		s := rest[i].s
-		switch {
-		case s == "--":
-			if len(programs) == 0 && i+1 < len(rest) {
-				programs = append(programs, rest[i+1])
-			}
-			i = len(rest)
-		case s == "-e" || s == "--source":
-			if i+1 < len(rest) {
-				programs = append(programs, rest[i+1])
-			}
+	i := 0
+	for ; i < len(rest); i++ {
+		a := rest[i]
+		if v, bad := wordProblem(a, false); bad {
+			return v
+		}
+		s := a.s
+		if s == "--" {
 			i++
-		case s == "-F" || s == "-v" || s == "--field-separator" || s == "--assign":
-			i++
-		case strings.HasPrefix(s, "-") && len(s) > 1:
-		default:
-			if len(programs) == 0 {
-				programs = append(programs, rest[i])
+			break
+		}
+		if !strings.HasPrefix(s, "-") || s == "-" {
+			break
+		}
+		if strings.HasPrefix(s, "--") {
+			name, val, eq := strings.Cut(s, "=")
+			switch awkSpec.longKind(name) {
+			case 0:
+				return ask("unknown-option", "awk "+name+" is not among the options known to keep it free")
+			case 2:
+				if !eq {
+					i++
+					if i >= len(rest) {
+						return ask("unknown-option", "awk "+name+" without its value")
+					}
+					if !rest[i].static {
+						return ask("dynamic-argument", "awk "+name+" with a value from an expansion")
+					}
+					val = rest[i].s
+				}
+				if name == "--source" {
+					programs = append(programs, static([]string{val})[0])
+				}
 			}
-			i = len(rest)
+			continue
+		}
+		// A cluster: F, v and e take the rest of the word or the next word.
+		for j := 1; j < len(s); j++ {
+			ch := s[j]
+			if strings.IndexByte(awkSpec.short, ch) >= 0 {
+				continue
+			}
+			if strings.IndexByte(awkSpec.shortVal, ch) < 0 {
+				return ask("unknown-option", "awk -"+string(ch)+" is not among the options known to keep it free (-f reads the program from a file)")
+			}
+			val := s[j+1:]
+			if val == "" {
+				i++
+				if i >= len(rest) {
+					return ask("unknown-option", "awk -"+string(ch)+" without its value")
+				}
+				if !rest[i].static {
+					return ask("dynamic-argument", "awk -"+string(ch)+" with a value from an expansion")
+				}
+				val = rest[i].s
+			}
+			if ch == 'e' {
+				programs = append(programs, static([]string{val})[0])
+			}
+			break
 		}
 	}
 	if len(programs) == 0 {
-		return ask("awk-program", "awk without a program on its command line")
+		if i >= len(rest) {
+			return ask("awk-program", "awk without a program on its command line")
+		}
+		programs = append(programs, rest[i])
 	}
 	for _, p := range programs {
 		if !p.static {

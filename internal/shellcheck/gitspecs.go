@@ -91,10 +91,11 @@ func init() {
 	specs["git branch"] = &optionSpec{does: "lists branches (a name operand, which creates one, and -d/-m/-c/-f/-u are not free)",
 		short: "arvlit", long: strings.Fields(`--all --remotes --verbose --list --show-current --color[=] --no-color --column[=]
 		--no-column --omit-empty --ignore-case --contains --no-contains --merged --no-merged --points-at= --sort= --format=
-		--abbrev[=] --no-abbrev`), custom: (*checker).listOnly}
+		--abbrev[=] --no-abbrev`), custom: (*checker).listOnly, values: map[string]func(string) bool{"--format": noSignatureAtom, "--sort": noSignatureAtom}}
 	specs["git tag"] = &optionSpec{does: "lists tags (a name operand, which creates one, and -a/-s/-d/-f/-v are not free)",
 		short: "li", numeric: true, long: strings.Fields(`--list --contains --no-contains --merged --no-merged --points-at=
-		--sort= --format= --column[=] --no-column --color[=] --ignore-case --omit-empty`), custom: (*checker).listOnly}
+		--sort= --format= --column[=] --no-column --color[=] --ignore-case --omit-empty`), custom: (*checker).listOnly,
+		values: map[string]func(string) bool{"--format": noSignatureAtom, "--sort": noSignatureAtom}}
 	specs["git describe"] = &optionSpec{does: "names a commit by its nearest tag",
 		long: strings.Fields(`--all --tags --contains --abbrev= --candidates= --exact-match --debug --long --match= --exclude=
 		--always --first-parent --dirty[=] --broken[=]`)}
@@ -106,10 +107,21 @@ func init() {
 	specs["git for-each-ref"] = &optionSpec{does: "lists references in a format (signature atoms, which run gpg, are not free)",
 		long: strings.Fields(`--format= --sort= --count= --shell --perl --python --tcl --points-at= --merged[=] --no-merged[=]
 		--contains[=] --no-contains[=] --ignore-case --omit-empty --exclude= --include-root-refs --color[=]`),
-		values: map[string]func(string) bool{"--format": func(s string) bool { return !strings.Contains(s, "signature") }}}
+		values: map[string]func(string) bool{"--format": noSignatureAtom, "--sort": noSignatureAtom}}
+	for _, n := range []string{"git check-ignore", "git name-rev", "git diff-tree", "git cherry", "git show-branch"} {
+		specs[n] = &optionSpec{does: "reads the repository", short: gitDiffShort + "vnqzrtmcaelsS", shortVal: gitDiffShortVal,
+			shortOpt: gitDiffShortOpt, numeric: true, long: append(strings.Fields(`--verbose --non-matching --stdin --no-index
+			--name-only --tags --refs= --exclude= --all --annotate-stdin --no-undefined --always --no-commit-id --root --merge-base
+			--abbrev[=] --list --topics --independent --merge-base --sha1-name --current --color[=] --no-color --more[=] --reflog[=]
+			--sparse --topo-order --date-order --remotes -r`), gitLogLong...), values: gitSignatureValues}
+	}
 	specs["git config"] = &optionSpec{does: "reads configuration (--get, --list, get, list, or one name); what sets, unsets or edits it is not free",
 		custom: (*checker).configOptions}
 }
+
+// noSignatureAtom: ref-filter formats and sort keys without the
+// signature atoms (which run gpg).
+func noSignatureAtom(s string) bool { return !strings.Contains(strings.ToLower(s), "signature") }
 
 // gitRest is what follows the subcommand words of a git free entry.
 func gitRest(args []arg, entry []string) []arg { return skipN(gitArgsAfterSub(args), len(entry)-2) }
@@ -208,6 +220,17 @@ func (c *checker) configOptions(args []arg) verdict {
 				return ask("git-config", "git config "+a.s+" is not among the options that only read")
 			}
 			ops = append(ops, a)
+		}
+	}
+	if len(ops) > 0 {
+		switch ops[0].s {
+		case "edit", "set", "unset", "rename-section", "remove-section":
+			return ask("git-config", "git config "+ops[0].s+" changes configuration or opens an editor")
+		}
+	}
+	for _, a := range rest {
+		if a.s == "-e" || a.s == "--edit" {
+			return ask("git-config", "git config --edit opens an editor")
 		}
 	}
 	if len(ops) > 0 && (ops[0].s == "get" || ops[0].s == "list") {

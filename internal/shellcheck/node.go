@@ -35,11 +35,12 @@ func sensitiveVar(name string) (verdict, bool) {
 
 // assigns judges variable assignments (prefixes or declarations).
 func (c *checker) assigns(as []*syntax.Assign, node syntax.Node) {
+	c.gitConfigEnv(as, printNode(node))
 	for _, a := range as {
 		if a.Name == nil {
 			continue
 		}
-		if v, bad := sensitiveVar(a.Name.Value); bad {
+		if v, bad := sensitiveVar(a.Name.Value); bad && !plainPager(a.Name.Value, a.Value) {
 			c.add(printNode(node), v.v, v.rule, v.reason)
 		}
 		if v, bad := c.commandTable(a); bad {
@@ -47,6 +48,54 @@ func (c *checker) assigns(as []*syntax.Assign, node syntax.Node) {
 		}
 		if a.Value != nil {
 			c.codeValue(a.Name.Value, resolve(a.Value), printNode(node))
+		}
+	}
+}
+
+// plainPager: PAGER=cat and the like, which run nothing else.
+func plainPager(name string, value *syntax.Word) bool {
+	if name != "PAGER" && name != "GIT_PAGER" && name != "MANPAGER" {
+		return false
+	}
+	v := literalOf(value)
+	return value == nil || len(value.Parts) == 0 || v == "cat" || v == "/bin/cat" || v == "/usr/bin/cat"
+}
+
+// gitConfigEnv: GIT_CONFIG_KEY_n/GIT_CONFIG_VALUE_n pairs and
+// GIT_CONFIG_PARAMETERS set git configuration as -c does; what they make
+// git run is judged as git -c's is.
+func (c *checker) gitConfigEnv(as []*syntax.Assign, where string) {
+	vars := map[string][]string{}
+	for name, vals := range c.vars {
+		vars[name] = vals
+	}
+	for _, a := range as {
+		if a.Name != nil && a.Value != nil {
+			vars[a.Name.Value] = append(vars[a.Name.Value], literalOf(a.Value))
+		}
+	}
+	pairs := map[string]string{}
+	for name, vals := range vars {
+		for _, v := range vals {
+			switch {
+			case strings.HasPrefix(name, "GIT_CONFIG_KEY_"):
+				for _, val := range vars["GIT_CONFIG_VALUE_"+strings.TrimPrefix(name, "GIT_CONFIG_KEY_")] {
+					pairs[v+"="+val] = v
+				}
+			case name == "GIT_CONFIG_PARAMETERS":
+				// 'key'='value' 'key2'='value2'
+				for _, pair := range strings.Split(v, "' '") {
+					pair = strings.Trim(pair, "' ")
+					if k, val, ok := strings.Cut(pair, "'='"); ok {
+						pairs[k+"="+val] = k
+					}
+				}
+			}
+		}
+	}
+	for kv := range pairs {
+		if v, ok := gitConfigCode(kv); ok && v.v == Refuse {
+			c.add(where, v.v, v.rule, v.reason)
 		}
 	}
 }
@@ -338,6 +387,9 @@ func hdocText(w *syntax.Word) string {
 			for _, q := range x.Parts {
 				if l, ok := q.(*syntax.Lit); ok {
 					b.WriteString(unescapeDouble(l.Value))
+				} else if cs, ok := q.(*syntax.CmdSubst); ok && len(substDefs(cs)) > 0 && len(cs.Stmts) == 1 {
+					// bash <<< "$(echo c3VkbyBpZA== | base64 -d)": what it prints.
+					b.WriteString(substDefs(cs)[0])
 				} else {
 					b.WriteString("$UNKNOWN")
 				}

@@ -86,6 +86,8 @@ var specs = map[string]*optionSpec{
 	"go test":  {does: "builds and runs the repository's tests (the test code runs by design, inside the sandbox); -exec, -toolexec, -vettool, -overlay, -C, -modfile, -ldflags, -gcflags, -asmflags and outputs outside the working copy are not free", custom: goOptions("test")},
 	"go build": {does: "compiles packages; -toolexec, -overlay, -C, -modfile, -ldflags, -gcflags, -asmflags and -o outside the working copy are not free", custom: goOptions("build")},
 	"go vet":   {does: "checks packages with the standard analyzers; -vettool (another program) and -fix (rewrites the sources) are not free", custom: goOptions("vet")},
+	"go list":  {does: "lists packages and modules; -u, -versions and -retracted (which query the module proxy) are not free", custom: goOptions("list")},
+	"go env":   {does: "prints Go's settings; -w and -u (which change them) are not free", custom: goOptions("env")},
 }
 
 // noSpec describes a free command Paddock knows nothing of.
@@ -200,6 +202,18 @@ func parseOptions(cmd string, spec *optionSpec, rest []arg) (verdict, []arg) {
 	endOpts := false
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
+		if endOpts && !a.unknown {
+			ops = append(ops, a) // after --, nothing is an option
+			continue
+		}
+		if !a.static && !a.bare && !a.glob && strings.HasPrefix(a.prefix, "--") && strings.Contains(a.prefix, "=") {
+			// --author="$(git config user.email)": that option, whatever
+			// its value (quoted, so one word).
+			name, _, _ := strings.Cut(a.prefix, "=")
+			if k := spec.longKind(name); (k == 2 || k == 3) && spec.values[name] == nil {
+				continue
+			}
+		}
 		if v, bad := wordProblem(a, spec.inert); bad {
 			return v, ops
 		}
@@ -388,6 +402,14 @@ var goBuildVal = map[string]func(string) bool{
 	"installsuffix": noSpace, "buildmode": oneOf("default", "exe", "pie", "archive"),
 }
 
+// goListBool and goListVal are go list's own flags (beside the build
+// flags); -u, -versions and -retracted query the module proxy.
+var goListBool = set("json", "m", "e", "deps", "test", "find", "export", "compiled", "reuse")
+var goListVal = map[string]func(string) bool{"f": nil, "json": nil}
+
+// goDocBool are go doc's flags (not -http, which downloads and runs pkgsite).
+var goDocBool = set("all", "c", "cmd", "short", "src", "u")
+
 var goTestBool = set("benchmem", "failfast", "fullpath", "short", "c", "json", "cover")
 
 var goTestVal = map[string]func(string) bool{
@@ -461,10 +483,19 @@ func goOptions(sub string) func(*checker, []arg) verdict {
 			bad := func(what string) verdict {
 				return ask("go-flag", "go "+sub+" -"+name+": "+what)
 			}
-			isBool := goBuildBool[name] || sub == "test" && goTestBool[name]
+			if sub == "env" || sub == "doc" {
+				if sub == "env" && (name == "json" || name == "changed") || sub == "doc" && goDocBool[name] {
+					continue
+				}
+				return bad("not among the flags that only print")
+			}
+			isBool := goBuildBool[name] || sub == "test" && goTestBool[name] || sub == "list" && goListBool[name]
 			chk, isVal := goBuildVal[name]
 			if sub == "test" && !isVal {
 				chk, isVal = goTestVal[name]
+			}
+			if sub == "list" && !isVal {
+				chk, isVal = goListVal[name]
 			}
 			if sub == "build" && name == "o" {
 				chk, isVal = insidePath, true

@@ -76,6 +76,13 @@ func optionValues(args []arg, names []string) []arg {
 			case strings.HasPrefix(n, "--") || len(n) > 2:
 				if v, ok := strings.CutPrefix(a.s, n+"="); ok {
 					out = append(out, withValue(a, v))
+				} else if name, v, eq := strings.Cut(a.s, "="); strings.HasPrefix(n, "--") && longAbbrev(name, n) {
+					// --outp=F, --direc F: GNU's abbreviations.
+					if eq {
+						out = append(out, withValue(a, v))
+					} else if i+1 < len(args) {
+						out = append(out, args[i+1])
+					}
 				}
 			case strings.HasPrefix(a.s, "-") && !strings.HasPrefix(a.s, "--"):
 				if j := strings.IndexByte(a.s[1:], n[1]); j >= 0 {
@@ -177,7 +184,15 @@ func (c *checker) programOutputs(n string, args []arg) (verdict, bool) {
 	if !ok {
 		return verdict{}, false
 	}
-	for _, v := range optionValues(args, names) {
+	values := optionValues(args, names)
+	for i, a := range args {
+		// o=-o/dev/sda; sort $o x: each value the command gives the word.
+		for _, cand := range c.candidates(a)[1:] {
+			with := append(append(append([]arg(nil), args[:i]...), cand), args[i+1:]...)
+			values = append(values, optionValues(with, names)...)
+		}
+	}
+	for _, v := range values {
 		if r, bad := c.writeTarget(n, v); bad {
 			return r, true
 		}

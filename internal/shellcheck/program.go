@@ -148,9 +148,19 @@ func (c *checker) judgeName(args []arg, depth int) verdict {
 		if v, ok := c.codeFromData(n); ok {
 			return v
 		}
+		for _, a := range args[1:] {
+			if m := diskInText.FindString(a.s); m != "" {
+				return refuse("device-write", n+" runs code that names the disk "+m+", which it may write")
+			}
+		}
 		return ask("interpreter", n+" runs code that is not analyzed")
 	}
 	if prefix := c.match(args); prefix != nil {
+		if n == "git" && len(c.dirs) > 0 {
+			// A directory of the copy may hold a repository of its own,
+			// whose configuration (fsmonitor, diff.external) runs programs.
+			return ask("git-nested", "git after cd: the directory may be inside a nested repository whose configuration runs programs (git -C asks too)")
+		}
 		return runsRefused(n, args, c.freeArgs(prefix, args))
 	}
 	return ask("unknown-command", n+" is not in the free list")
@@ -162,6 +172,19 @@ func runsRefused(n string, args []arg, v verdict) verdict {
 	if v.v != Ask || v.rule != "awk-system" && v.rule != "sed-execute" {
 		return v
 	}
+	// Each string of the program (awk's "…", sed's e text) as the command
+	// it may be, and as the file print > writes.
+	sub := &checker{a: New(nil), quick: true}
+	for _, a := range args[1:] {
+		for _, text := range programStrings(a.s) {
+			if r := sub.quietSource(text, 1); r.v == Refuse {
+				return refuse(r.rule, n+" runs "+text+": "+r.reason)
+			}
+			if r, bad := writeTarget(n, static([]string{text})[0]); bad {
+				return r
+			}
+		}
+	}
 	for _, a := range args[1:] {
 		for _, f := range nameTokens(a.s) {
 			if r, ok := refusedProgram(canonical(f), nil); ok && !evalExec[canonical(f)] {
@@ -170,6 +193,32 @@ func runsRefused(n string, args []arg, v verdict) verdict {
 		}
 	}
 	return v
+}
+
+// programStrings are the quoted strings of an awk program and the text
+// of sed's e commands: what they may run or write.
+func programStrings(p string) []string {
+	var out []string
+	for i := 0; i < len(p); i++ {
+		if p[i] != '"' {
+			continue
+		}
+		var b strings.Builder
+		for i++; i < len(p) && p[i] != '"'; i++ {
+			if p[i] == '\\' && i+1 < len(p) {
+				i++
+			}
+			b.WriteByte(p[i])
+		}
+		out = append(out, b.String())
+	}
+	for _, line := range strings.FieldsFunc(p, func(r rune) bool { return r == '\n' || r == ';' }) {
+		line = strings.TrimLeft(line, "0123456789,$/!^ ")
+		if rest, ok := strings.CutPrefix(line, "e"); ok {
+			out = append(out, strings.TrimSpace(rest))
+		}
+	}
+	return out
 }
 
 // refusedInWords: a program the analyzer does not know may run its words
@@ -248,6 +297,9 @@ func (c *checker) unknownDevice(a arg) (verdict, bool) {
 	}
 	return verdict{}, false
 }
+
+// diskInText: a disk device named inside code ("open('/dev/sda','w')").
+var diskInText = regexp.MustCompile(`/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme[0-9]|mmcblk[0-9]|md[0-9]|dm-[0-9]|mem\b|kmem\b|port\b)`)
 
 // dataBuiltins are shell builtins that never run their words.
 var dataBuiltins = set("true", "false", ":", "echo", "printf", "test", "[", "type", "pwd", "cd", "shift", "return", "exit",
@@ -381,6 +433,8 @@ func refusedProgram(n string, args []arg) (verdict, bool) {
 		return refuse("privilege-escalation", n+" adds a user to an administrators' group"), true
 	case (n == "mount" || n == "umount") && mountsSystem(args):
 		return refuse("system-mount", n+" changes the mounts of the root or a system tree"), true
+	case (n == "kill" || n == "killall" || n == "pkill" || n == "killall5") && firewallUnit(args):
+		return refuse("firewall", n+" stops the firewall"), true
 	case (n == "systemctl" || n == "service") && firewallUnit(args):
 		return refuse("firewall", n+" stops or changes the firewall service"), true
 	case n == "umask" && openUmask(args):

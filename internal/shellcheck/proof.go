@@ -217,6 +217,9 @@ func firstWord(cmd []arg) string {
 var localeValue = regexp.MustCompile(`^[A-Za-z0-9_.@:+-]*$`)
 
 func inertEnvFor(name string, value *syntax.Word, cmd []arg) bool {
+	if plainPager(name, value) {
+		return true
+	}
 	if inertEnv[name] {
 		if strings.HasPrefix(name, "LC_") || name == "LANG" || name == "LANGUAGE" {
 			if value == nil || len(value.Parts) == 0 {

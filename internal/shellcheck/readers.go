@@ -14,19 +14,22 @@ var DefaultFree = []string{
 	"realpath", "readlink", "pwd", "cd",
 	// Text.
 	"echo", "printf", "sed", "awk", "sort", "uniq", "cut", "tr", "nl", "tac", "rev", "paste", "comm", "join", "column",
-	"fold", "expand", "unexpand", "diff", "cmp", "od", "hexdump", "xxd", "strings", "jq", "seq",
+	"fold", "expand", "unexpand", "diff", "cmp", "od", "hexdump", "strings", "jq", "seq", "read",
 	"sha1sum", "sha256sum", "sha512sum", "md5sum", "cksum", "b2sum", "base64",
 	// The shell's own.
 	"[", "test", "true", "false", ":", "type", "command -v", "command -V", "which", "xargs", "sleep",
 	// The machine.
 	"env", "printenv", "uname", "id", "whoami", "hostname", "nproc", "date", "ps",
+	// gofmt, reading.
+	"gofmt",
 	// git, reading.
 	"git status", "git diff", "git log", "git show", "git blame", "git ls-files", "git grep", "git rev-parse", "git branch",
 	"git tag", "git describe", "git remote", "git stash list", "git stash show", "git shortlog", "git ls-tree",
 	"git cat-file", "git merge-base", "git rev-list", "git show-ref", "git for-each-ref", "git config", "git reflog",
-	"git version", "git --version",
+	"git version", "git --version", "git worktree list", "git check-ignore", "git name-rev", "git count-objects",
+	"git show-branch", "git diff-tree", "git cherry",
 	// Go.
-	"go test", "go build", "go vet", "go list", "go version", "go env", "go doc",
+	"go test", "go build", "go vet", "go list", "go version", "go env", "go doc", "go help", "go mod graph", "go mod why",
 }
 
 // inertSpec: a program none of whose options runs another program or
@@ -42,7 +45,7 @@ func init() {
 		"nl": "numbers lines", "tac": "prints files last line first", "rev": "reverses lines", "paste": "merges lines of files",
 		"comm": "compares sorted files", "join": "joins lines of sorted files", "column": "formats columns",
 		"fold": "wraps lines", "expand": "turns tabs into spaces", "unexpand": "turns spaces into tabs",
-		"diff": "compares files", "cmp": "compares files byte by byte", "od": "dumps files in octal and other formats",
+		"cmp": "compares files byte by byte", "od": "dumps files in octal and other formats",
 		"hexdump": "dumps files in hexadecimal", "strings": "prints the printable strings of files", "seq": "prints numbers",
 		"sha1sum": "prints or checks checksums", "sha256sum": "prints or checks checksums", "sha512sum": "prints or checks checksums",
 		"md5sum": "prints or checks checksums", "cksum": "prints checksums", "b2sum": "prints or checks checksums",
@@ -53,46 +56,56 @@ func init() {
 		"type": "says what a name would run", "command -v": "says what a name would run", "command -V": "says what a name would run",
 		"git rev-parse":  "prints object names and repository paths (it echoes what it does not know)",
 		"git merge-base": "prints common ancestors", "git show-ref": "lists references", "git ls-tree": "lists a tree's entries",
-		"git version": "prints git's version", "git --version": "prints git's version", "go version": "prints Go's version (-m: of binaries)",
-		"go doc": "prints documentation", "env": "prints the environment, or runs a command (judged as such) with inert variables",
+		"git version": "prints git's version", "git count-objects": "counts objects", "git name-rev": "names revisions",
+		"git check-ignore": "says which paths are ignored", "git worktree list": "lists worktrees", "go help": "prints help",
+		"go mod graph": "prints the module graph", "go mod why": "explains why packages are needed", "git --version": "prints git's version", "go version": "prints Go's version (-m: of binaries)",
+		"env": "prints the environment, or runs a command (judged as such) with inert variables",
 	} {
 		specs[name] = inertSpec(does)
 	}
-	specs["env"].anyWord = false
+	specs["env"].anyWord, specs["env"].inert = false, false
 	specs["env"].custom = func(*checker, []arg) verdict {
 		return allow("free-command", "env without a command prints the environment")
 	}
 
-	specs["sort"] = &optionSpec{does: "sorts lines to its output; -o/--output, --compress-program and -T (temporary files) are not free", inert: true,
+	specs["diff"] = &optionSpec{does: "compares files; -l/--paginate (which runs pr) is not free", short: "abBdeEfiNnpqrstTuwycZy",
+		shortVal: "FIDSx", shortOpt: "CU", numeric: true,
+		long: strings.Fields(`--normal --brief --report-identical-files --context[=] --unified[=] --ed --rcs --side-by-side --width=
+		--left-column --suppress-common-lines --show-c-function --show-function-line= --label= --expand-tabs --initial-tab
+		--tabsize= --suppress-blank-empty --new-file --unidirectional-new-file --ignore-case --ignore-tab-expansion
+		--ignore-trailing-space --ignore-space-change --ignore-all-space --ignore-blank-lines --ignore-matching-lines= --text
+		--strip-trailing-cr --recursive --no-dereference --starting-file= --exclude= --exclude-from= --from-file= --to-file=
+		--color[=] --palette= --minimal --horizon-lines= --speed-large-files --old-group-format= --new-group-format=
+		--unchanged-group-format= --changed-group-format= --line-format= --old-line-format= --new-line-format=
+		--unchanged-line-format= --ifdef= --GTYPE-group-format= --help --version`)}
+	specs["go doc"] = &optionSpec{does: "prints documentation; -http (which downloads and runs pkgsite) is not free",
+		custom: goOptions("doc")}
+	specs["gofmt"] = &optionSpec{does: "prints formatted Go, lists or diffs files; -w (which rewrites them) and -cpuprofile are not free",
+		short: "ldes", shortVal: "r", long: []string{"--help"}}
+	specs["read"] = &optionSpec{does: "reads a line into inert variables (lower-case names, no subscripts)", custom: (*checker).readOptions}
+	specs["sort"] = &optionSpec{does: "sorts lines to its output; -o/--output, --compress-program and -T (temporary files) are not free",
 		short: "bcCdfghiMmnRrsuVz", shortVal: "kSt",
 		long: strings.Fields(`--ignore-leading-blanks --dictionary-order --ignore-case --general-numeric-sort --ignore-nonprinting
 			--month-sort --human-numeric-sort --numeric-sort --random-sort --random-source= --reverse --sort= --version-sort
 			--batch-size= --check[=] --debug --files0-from= --key= --merge --buffer-size= --stable --field-separator=
 			--unique --zero-terminated --parallel= --help --version`)}
-	specs["uniq"] = &optionSpec{does: "filters repeated lines to its output (a second file name is an output file, which is not free)",
-		inert: true, short: "cdDiuz", shortVal: "fsw", numeric: true, maxOperands: 1,
+	specs["uniq"] = &optionSpec{does: "filters repeated lines to its output (a second file name is an output file, which is not free)", short: "cdDiuz", shortVal: "fsw", numeric: true, maxOperands: 1,
 		long: strings.Fields(`--count --repeated --all-repeated[=] --skip-fields= --group[=] --ignore-case --skip-chars= --unique
 			--zero-terminated --check-chars= --help --version`)}
-	specs["xxd"] = &optionSpec{does: "dumps or reverses hex to its output (a second file name is an output file, which is not free)",
-		inert: true, short: "abCEeiprud", shortVal: "cgnlos", maxOperands: 1,
-		long: strings.Fields(`-autoskip -bits -cols= -capitalize -EBCDIC -groupsize= -include -len= -name= -postscript -plain -ps
-			-reverse -seek= -uppercase -version -help`)}
-	specs["tree"] = &optionSpec{does: "prints a directory tree; -o (an output file) and -R (which writes HTML files with -H) are not free",
-		inert: true, short: "adlfxqNQpugshDFvtcUrSCAn", shortVal: "LPIH",
+	specs["tree"] = &optionSpec{does: "prints a directory tree; -o (an output file) and -R (which writes HTML files with -H) are not free", short: "adlfxqNQpugshDFvtcUrSCAn", shortVal: "LPIH",
 		long: strings.Fields(`--help --version --noreport --charset= --filelimit= --timefmt= --du --si --prune --dirsfirst --filesfirst
 			--inodes --device --sort= --matchdirs --ignore-case --fromfile --gitignore --info --metafirst --noreport --nolinks
 			--hintro= --houtro= --gitfile= --infofile= --condense --hyperlink`)}
-	specs["file"] = &optionSpec{does: "says what files are; -C (which writes a compiled magic file) is not free", inert: true,
-		short: "bcdEhiIklLNnprsSvz0", shortVal: "efFmP",
+	specs["file"] = &optionSpec{does: "says what files are; -C (which writes a compiled magic file) is not free",
+		short: "bcdEhiIklLNnprsSv0", shortVal: "efFmP",
 		long: strings.Fields(`--apple --brief --checking-printout --exclude= --exclude-quiet= --extension --files-from= --separator=
 			--mime --mime-type --mime-encoding --keep-going --list --dereference --no-dereference --magic-file= --no-pad
 			--no-buffer --parameter= --preserve-date --raw --special-files --no-sandbox --uncompress --uncompress-noreport
 			--print0 --help --version`)}
-	specs["date"] = &optionSpec{does: "prints the date; -s/--set and an operand that is not +FORMAT (which set the clock) are not free",
-		inert: true, short: "Ru", shortVal: "dfr", custom: (*checker).dateOptions,
+	specs["date"] = &optionSpec{does: "prints the date; -s/--set and an operand that is not +FORMAT (which set the clock) are not free", short: "Ru", shortVal: "dfr", custom: (*checker).dateOptions,
 		long: strings.Fields(`--date= --debug --file= --iso-8601[=] --resolution --rfc-email --rfc-3339= --reference= --utc
 			--universal --help --version`)}
-	specs["hostname"] = &optionSpec{does: "prints the host's name (a name operand, which sets it, is not free)", inert: true,
+	specs["hostname"] = &optionSpec{does: "prints the host's name (a name operand, which sets it, is not free)",
 		short: "aAdfiIsy", maxOperands: -1,
 		long: strings.Fields(`--alias --all-fqdns --domain --fqdn --long --ip-address --all-ip-addresses --short --yp --nis --help --version`)}
 	specs["jq"] = &optionSpec{does: "filters JSON (jq runs no program and writes no file); --rawfile and --slurpfile read files inside the working copy only",
@@ -117,6 +130,26 @@ func init() {
 	for _, n := range []string{"sha1sum", "sha256sum", "sha512sum", "md5sum", "b2sum"} {
 		specs[n].does = "prints or checks checksums"
 	}
+}
+
+// readOptions: read assigns what it reads to inert variables only.
+func (c *checker) readOptions(args []arg) verdict {
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if !a.static {
+			return ask("dynamic-argument", "read with a word from an expansion")
+		}
+		switch {
+		case a.s == "-r" || a.s == "-s" || a.s == "-e" || a.s == "-rs" || a.s == "-sr" || a.s == "--":
+		case a.s == "-d" || a.s == "-n" || a.s == "-N" || a.s == "-t" || a.s == "-p" || a.s == "-u":
+			i++
+		case strings.HasPrefix(a.s, "-"):
+			return ask("unknown-option", "read "+a.s+" (-a and -i assign arrays or read the terminal)")
+		case !inertShellVar(a.s):
+			return ask("assignment", "read assigns "+a.s+", which is not known to be inert")
+		}
+	}
+	return allow("free-command", "in the free list: read into inert variables")
 }
 
 // dateOptions: date prints unless told to set the clock.
@@ -159,8 +192,8 @@ func (c *checker) jqOptions(args []arg) verdict {
 func (c *checker) printfOptions(args []arg) verdict {
 	if len(args) > 1 {
 		first := args[1]
-		if !first.static {
-			return ask("dynamic-argument", "printf: a first word from an expansion may be -v, which assigns a variable")
+		if !first.static || first.glob {
+			return ask("dynamic-argument", "printf: a first word from an expansion or a pattern may be -v, which assigns a variable")
 		}
 		if strings.HasPrefix(first.s, "-") && first.s != "--" && first.s != "-" {
 			return ask("unknown-option", "printf "+first.s+": -v assigns a variable, evaluating its subscript")
@@ -174,6 +207,9 @@ func (c *checker) printfOptions(args []arg) verdict {
 func (c *checker) cdOptions(args []arg) verdict {
 	var dirs []arg
 	for _, a := range args[1:] {
+		if toplevel(a) {
+			return allow("free-command", "in the free list: cd to the repository's top level")
+		}
 		if !a.static {
 			return ask("cd", "cd to a directory from an expansion, which may be outside the working copy")
 		}
@@ -198,6 +234,12 @@ func (c *checker) cdOptions(args []arg) verdict {
 	return allow("free-command", "in the free list: cd within the working copy")
 }
 
+// toplevel: the word $(git rev-parse --show-toplevel), quoted or not:
+// the working copy's root.
+func toplevel(a arg) bool {
+	return !a.static && len(a.def) == 0 && a.s == "$" && a.toplevel
+}
+
 // testOptions: [ and test evaluate nothing but -v/-R; words from
 // expansions are free where test's grammar cannot read them as an
 // operator (test decides by the number of its arguments).
@@ -216,8 +258,8 @@ func (c *checker) testOptions(args []arg) verdict {
 		if a.static && (a.s == "-v" || a.s == "-R") {
 			return ask("subscript", "test "+a.s+" evaluates a subscript as arithmetic, which can run code")
 		}
-		if !a.static && !a.quoted {
-			return ask("dynamic-argument", "test: an unquoted expansion may split into several words, one of them -v")
+		if !a.static && !a.quoted || a.glob {
+			return ask("dynamic-argument", "test: an unquoted expansion or a pattern may become several words, one of them -v")
 		}
 	}
 	lit := func(i int) bool { return rest[i].static }

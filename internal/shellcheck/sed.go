@@ -191,14 +191,13 @@ var sedSpec = &optionSpec{short: "nErsuzb", shortVal: "efl", long: strings.Field
 // runs under --sandbox (which refuses e, w and r).
 func sedScripts(args []arg) (scripts []arg, fromFile, sandboxed bool) {
 	rest := args[1:]
+	var operands []arg
 	for i := 0; i < len(rest); i++ {
 		s := rest[i].s
 		switch {
 		case s == "--":
-			if len(scripts) == 0 && i+1 < len(rest) {
-				scripts = append(scripts, rest[i+1])
-			}
-			return scripts, fromFile, sandboxed
+			operands = append(operands, rest[i+1:]...)
+			i = len(rest)
 		case s == "--sandbox":
 			sandboxed = true
 		case s == "-e" || s == "--expression":
@@ -207,43 +206,37 @@ func sedScripts(args []arg) (scripts []arg, fromFile, sandboxed bool) {
 				i++
 			}
 		case strings.HasPrefix(s, "--expression="):
-			a := rest[i]
-			a.s = strings.TrimPrefix(s, "--expression=")
-			scripts = append(scripts, a)
+			scripts = append(scripts, withValue(rest[i], strings.TrimPrefix(s, "--expression=")))
 		case s == "-f" || s == "--file" || strings.HasPrefix(s, "--file="):
 			fromFile = true
 		case s == "-l" || s == "--line-length":
 			i++
 		case strings.HasPrefix(s, "-") && !strings.HasPrefix(s, "--") && len(s) > 1:
-			// A cluster: e or f takes the rest of the word or the next.
+			// A cluster: e, f or l takes the rest of the word or the next.
 			for j := 1; j < len(s); j++ {
-				if s[j] == 'e' || s[j] == 'f' || s[j] == 'l' {
-					if s[j] == 'f' {
-						fromFile = true
-					}
-					val := s[j+1:]
-					if val == "" && i+1 < len(rest) {
-						val = rest[i+1].s
-						if s[j] == 'e' {
-							scripts = append(scripts, rest[i+1])
-						}
-						i++
-					} else if s[j] == 'e' {
-						a := rest[i]
-						a.s = val
-						scripts = append(scripts, a)
-					}
-					break
+				if s[j] != 'e' && s[j] != 'f' && s[j] != 'l' {
+					continue
 				}
+				fromFile = fromFile || s[j] == 'f'
+				if val := s[j+1:]; val != "" {
+					if s[j] == 'e' {
+						scripts = append(scripts, withValue(rest[i], val))
+					}
+				} else if i+1 < len(rest) {
+					if s[j] == 'e' {
+						scripts = append(scripts, rest[i+1])
+					}
+					i++
+				}
+				break
 			}
+		case strings.HasPrefix(s, "-") && s != "-" && rest[i].static:
+		default:
+			operands = append(operands, rest[i])
 		}
 	}
-	if len(scripts) == 0 && !fromFile {
-		for _, a := range rest {
-			if !strings.HasPrefix(a.s, "-") || !a.static {
-				return []arg{a}, false, sandboxed
-			}
-		}
+	if len(scripts) == 0 && !fromFile && len(operands) > 0 {
+		scripts = operands[:1]
 	}
 	return scripts, fromFile, sandboxed
 }

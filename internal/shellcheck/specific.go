@@ -123,7 +123,7 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 	case "chmod":
 		return c.chmod(args)
 	case "chown", "chgrp", "lchown":
-		return chown(n, args)
+		return c.chown(n, args)
 	case "mkdir", "install":
 		if n == "install" {
 			for _, v := range optionValues(args, []string{"-o", "--owner", "-g", "--group"}) {
@@ -137,6 +137,18 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 		}
 		return writes(n, args[1:], false)
 	case "dd":
+		for _, a := range args[1:] {
+			if strings.HasPrefix(a.s, "of=") || strings.HasPrefix(a.prefix, "of=") {
+				if v, bad := c.writeTarget("dd", withValue(a, strings.TrimPrefix(a.s, "of="))); bad {
+					return v, true
+				}
+				for _, cand := range c.candidates(a)[1:] {
+					if v, bad := writeTarget("dd", static([]string{strings.TrimPrefix(cand.s, "of=")})[0]); bad {
+						return v, true
+					}
+				}
+			}
+		}
 		return dd(args)
 	case "ssh", "autossh":
 		if code := sshRemoteCommand(args); code != "" {
@@ -147,7 +159,7 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 	}
 	switch n {
 	case "rsync":
-		if v, ok := rsyncDeletes(args); ok {
+		if v, ok := rsyncDeletes(c.rooted(args)); ok {
 			return v, true
 		}
 		for _, v := range optionValues(args, []string{"--chown", "--usermap", "--groupmap"}) {
@@ -174,7 +186,23 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 	}
 	switch n {
 	case "cp", "mv", "ln", "tee", "truncate", "rsync", "touch", "ditto", "copy-item", "move-item", "set-content", "out-file":
+		if v, ok := c.writesAnywhere(n, args); ok {
+			return v, true
+		}
 		return writes(n, args[1:], n == "mv" || n == "move-item")
+	case "uniq", "xxd":
+		// uniq IN OUT, xxd IN OUT: a second operand is written.
+		var ops []arg
+		for _, a := range args[1:] {
+			if !strings.HasPrefix(a.s, "-") || a.s == "-" {
+				ops = append(ops, a)
+			}
+		}
+		if len(ops) >= 2 {
+			if v, bad := c.writeTarget(n, ops[1]); bad {
+				return v, true
+			}
+		}
 	case "sed", "perl":
 		if inPlace(args) {
 			if v, ok := writes(n, args[1:], true); ok && v.v == Refuse {
@@ -308,6 +336,36 @@ func (c *checker) rooted(args []arg) []arg {
 	return out
 }
 
+// longAbbrev: s is the long option full, or an abbreviation of it GNU
+// getopt accepts (at least one letter after "--").
+func longAbbrev(s, full string) bool {
+	name, _, _ := strings.Cut(s, "=")
+	return len(name) > 2 && strings.HasPrefix(full, name)
+}
+
+// writesAnywhere: the paths a writing program is given, with the values
+// variables, loops and cd give them (d=/etc; cp x $d/passwd; cd /dev &&
+// tee sda), judged as the literal paths would be.
+func (c *checker) writesAnywhere(n string, args []arg) (verdict, bool) {
+	var expanded []arg
+	changed := false
+	for _, a := range args[1:] {
+		cands := c.candidates(a)
+		expanded = append(expanded, cands[0])
+		for _, x := range cands[1:] {
+			expanded = append(expanded, x)
+			changed = true
+		}
+	}
+	if !changed {
+		return verdict{}, false
+	}
+	if v, ok := writes(n, expanded, n == "mv" || n == "move-item"); ok && v.v == Refuse {
+		return v, true
+	}
+	return verdict{}, false
+}
+
 // deletion: rm and friends. Any target in a system tree is refused; a
 // recursive forced deletion of the root, a root-level directory or a home is
 // refused; the rest asks.
@@ -323,8 +381,8 @@ func deletion(n string, args []arg) (verdict, bool) {
 			targets = append(targets, a)
 		case s == "--":
 			optionsDone = true
-		case s == "--recursive":
-			recursive = true
+		case longAbbrev(s, "--recursive"):
+			recursive = true // GNU takes --r, --rec, ... for --recursive
 		case s == "--force":
 		case strings.HasPrefix(s, "--"):
 		default:
@@ -548,7 +606,7 @@ func (c *checker) chmod(args []arg) (verdict, bool) {
 	return verdict{}, false
 }
 
-func chown(n string, args []arg) (verdict, bool) {
+func (c *checker) chown(n string, args []arg) (verdict, bool) {
 	if ref, ok := reference(args); ok {
 		if r := clean(ref); strings.HasPrefix(r, "/") && (rootishDir(r) || systemPath(r) || worldWritable[r]) {
 			return refuse("chown-root", n+" --reference="+ref+" copies the owner of a file root owns"), true
@@ -562,6 +620,11 @@ func chown(n string, args []arg) (verdict, bool) {
 				i++ // --from OWNER: the owner the files must have now
 			}
 			continue
+		}
+		for _, cand := range c.candidates(a)[1:] {
+			if v, ok := c.chown(n, append([]arg{args[0]}, static([]string{cand.s})...)); ok && v.v == Refuse {
+				return v, true
+			}
 		}
 		owner := a.s
 		if n == "chgrp" {
@@ -603,6 +666,7 @@ func (c *checker) find(args []arg, depth int) (verdict, bool) {
 		}
 		starts = append(starts, args[i])
 	}
+	starts = c.rooted(append([]arg{args[0]}, starts...))[1:]
 	var out verdict
 	decided := false
 	for ; i < len(args); i++ {

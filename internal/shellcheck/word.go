@@ -34,6 +34,10 @@ type arg struct {
 	// checker fills in the values it tracked (x=su; ${x}do is sudo).
 	tmpl   []string
 	noTmpl bool
+	// bare: an expansion outside quotes, which word splitting may make
+	// several words; toplevel: the word is $(git rev-parse --show-toplevel).
+	bare     bool
+	toplevel bool
 }
 
 // words resolves a word into the words it expands to (brace expansion
@@ -143,6 +147,7 @@ func resolve(w *syntax.Word) arg {
 					pwdSubst(q, &a)
 					if len(w.Parts) == 1 && len(p.Parts) == 1 {
 						a.def = append(a.def, substDefs(q)...)
+						a.toplevel = isToplevel(q)
 					}
 					unresolved()
 				default:
@@ -152,6 +157,7 @@ func resolve(w *syntax.Word) arg {
 			}
 		case *syntax.ParamExp:
 			tmplParam(p)
+			a.bare = true
 			if len(w.Parts) == 1 {
 				a.paramDefs(p)
 			}
@@ -171,8 +177,10 @@ func resolve(w *syntax.Word) arg {
 			}
 		case *syntax.CmdSubst:
 			pwdSubst(p, &a)
+			a.bare = true
 			if len(w.Parts) == 1 {
 				a.def = append(a.def, substDefs(p)...)
+				a.toplevel = isToplevel(p)
 			}
 			// $(which X), $(command -v X), $(type -P X) name X.
 			if len(w.Parts) == 1 && len(p.Stmts) == 1 {
@@ -188,6 +196,7 @@ func resolve(w *syntax.Word) arg {
 			unresolved()
 		default:
 			a.noTmpl = true
+			a.bare = true
 			unresolved()
 		}
 	}
@@ -201,6 +210,19 @@ func resolve(w *syntax.Word) arg {
 		a.prefix = a.s
 	}
 	return a
+}
+
+// isToplevel: $(git rev-parse --show-toplevel).
+func isToplevel(cs *syntax.CmdSubst) bool {
+	if len(cs.Stmts) != 1 || len(cs.Stmts[0].Redirs) > 0 {
+		return false
+	}
+	call, ok := cs.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Assigns) > 0 {
+		return false
+	}
+	as := argv(call.Args)
+	return len(as) == 3 && as[0].static && as[0].s == "git" && as[1].s == "rev-parse" && as[2].s == "--show-toplevel"
 }
 
 // paramDefs records the variable of a word that is one expansion, and the
@@ -247,15 +269,21 @@ func substDefs(cs *syntax.CmdSubst) []string {
 	if len(cs.Stmts) != 1 {
 		return nil
 	}
+	var decoded []string
+	if text, ok := literalOutput(cs.Stmts[0]); ok {
+		// $(echo c3Vkbw== | base64 -d), $(tr a-z n-za-m <<< fhqb):
+		// what it prints, without the trailing newlines bash removes.
+		decoded = append(decoded, strings.TrimRight(text, "\n"))
+	}
 	call, ok := cs.Stmts[0].Cmd.(*syntax.CallExpr)
 	if !ok || len(call.Args) < 2 {
-		return nil
+		return decoded
 	}
 	as := argv(call.Args)
 	if !as[0].static || (as[0].s != "echo" && as[0].s != "printf") {
-		return nil
+		return decoded
 	}
-	var out []string
+	out := decoded
 	for _, x := range as[1:] {
 		if x.static && !strings.HasPrefix(x.s, "-") {
 			out = append(out, strings.TrimSpace(strings.ReplaceAll(x.s, `\n`, "")))

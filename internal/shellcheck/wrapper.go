@@ -504,8 +504,10 @@ func (c *checker) shell(n string, args []arg, depth int) verdict {
 			return ask("shell", n+" -c without code")
 		}
 		if !args[i].static {
-			// A literal substitution or default is code we can read.
-			for _, d := range args[i].def {
+			// A literal substitution or default, or the values the command
+			// gives its variables (x='sudo id'; bash -c "$x"), are code
+			// the analyzer can read.
+			for _, d := range append(append([]string(nil), args[i].def...), c.alternatives(args[i])...) {
 				c.shellSource(n, d, depth+1)
 			}
 			return ask("shell-dynamic-code", n+" -c runs code built from an expansion")
