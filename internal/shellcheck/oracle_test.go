@@ -298,10 +298,10 @@ func parseTrace(s string) [][]string {
 }
 
 // codeBuiltins run code the analyzer never allows.
-// (command and printf are judged as the analyzer judges them: command -v
-// and printf without -v are free.)
+// (command, printf and read are judged as the analyzer judges them:
+// command -v, printf without -v and read into inert variables are free.)
 var codeBuiltins = set("eval", "source", ".", "exec", "trap", "builtin", "enable", "declare", "typeset", "local",
-	"export", "readonly", "read", "mapfile", "readarray", "hash", "alias", "set", "shopt", "unset", "let")
+	"export", "readonly", "mapfile", "readarray", "hash", "alias", "set", "shopt", "unset", "let")
 
 // violations judges what bash did: every program and simple command must
 // be allowed on its own, and nothing may be written.
@@ -349,7 +349,7 @@ func violations(a *Analyzer, r oracleResult) []string {
 		// shell variable or for some free command.
 		for _, as := range assigns {
 			name, value, _ := strings.Cut(as, "=")
-			if !inertShellVar(name) && !inertEnv[name] && !goInertEnv[name] && as != "CGO_ENABLED=0" {
+			if !inertShellVar(name) && !inertEnv[name] && !goInertEnv[name] && as != "CGO_ENABLED=0" && !plainPager(name, lit(value)) {
 				out = append(out, "bash assigned "+name+"="+value)
 			}
 		}
@@ -367,7 +367,7 @@ func violations(a *Analyzer, r oracleResult) []string {
 		for k, v := range env {
 			switch {
 			case strings.HasPrefix(k, "ORACLE_") || k == "PWD" || k == "OLDPWD" || k == "SHLVL" || k == "_" || k+"="+v == "GIT_OPTIONAL_LOCKS=0":
-			case inertEnv[k] || goInertEnv[k] || k+"="+v == "CGO_ENABLED=0":
+			case inertEnv[k] || goInertEnv[k] || k+"="+v == "CGO_ENABLED=0" || plainPager(k, lit(v)):
 			case k == "PATH" || k == "BASH_XTRACEFD" || k == "PS4":
 				if !strings.HasSuffix(v, "/oracle/bin") && k == "PATH" || k == "BASH_XTRACEFD" && v != "9" || k == "PS4" && v != "+ " {
 					out = append(out, "a program ran with "+k+"="+v)

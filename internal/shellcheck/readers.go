@@ -206,9 +206,12 @@ func (c *checker) printfOptions(args []arg) verdict {
 // of where the command started.
 func (c *checker) cdOptions(args []arg) verdict {
 	var dirs []arg
+	top := false
 	for _, a := range args[1:] {
 		if toplevel(a) {
-			return allow("free-command", "in the free list: cd to the repository's top level")
+			top = true
+			dirs = append(dirs, a)
+			continue
 		}
 		if !a.static {
 			return ask("cd", "cd to a directory from an expansion, which may be outside the working copy")
@@ -223,6 +226,9 @@ func (c *checker) cdOptions(args []arg) verdict {
 	}
 	if len(dirs) != 1 {
 		return ask("cd", "cd without a directory goes home, outside the working copy")
+	}
+	if top {
+		return allow("free-command", "in the free list: cd to the repository's top level")
 	}
 	d := dirs[0]
 	if d.home || d.glob || strings.HasPrefix(d.s, "/") || strings.HasPrefix(d.s, "~") || isWindowsPath(d.s) {
