@@ -25,6 +25,7 @@ var typical = []string{
 // the mean, over the typical commands.
 func benchAnalyze(b *testing.B, a func(i int) *Analyzer) {
 	d := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		start := time.Now()

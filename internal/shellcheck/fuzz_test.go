@@ -2,7 +2,6 @@ package shellcheck
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,22 +88,3 @@ func check(a *Analyzer, src string) string {
 	return ""
 }
 
-// BenchmarkAnalyze reports the median time to analyze a typical command.
-func BenchmarkAnalyze(b *testing.B) {
-	a := New(corpusFree)
-	cmds := []string{
-		"go test -race -count=1 ./internal/...",
-		"ls -la | grep foo | wc -l",
-		"git diff --stat HEAD~1",
-		"find . -name '*.go' -exec grep -l Deprecated {} +",
-	}
-	b.ReportAllocs()
-	var lat []time.Duration
-	for i := 0; b.Loop(); i++ {
-		start := time.Now()
-		a.Analyze(cmds[i%len(cmds)])
-		lat = append(lat, time.Since(start))
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1000, "p50-µs")
-}
