@@ -87,4 +87,3 @@ func check(a *Analyzer, src string) string {
 	}
 	return ""
 }
-
