@@ -52,7 +52,31 @@ func newApprovals(g *globals) *cobra.Command {
 	for _, c := range []*cobra.Command{approve, reject} {
 		c.Flags().StringVar(&note, "reason", "", "why (recorded with the decision)")
 	}
-	cmd.AddCommand(ls, approve, reject)
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Print an approval's whole call: every line of a command, every argument, escaped",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			list, err := g.remote().Approvals(cmd.Context(), store.ApprovalFilter{})
+			if err != nil {
+				return err
+			}
+			for _, a := range list {
+				if a.ID != args[0] {
+					continue
+				}
+				fmt.Fprintf(g.io.Out, "approval %s: %s in session %s, %s\n", a.ID, visible(a.Tool, false), a.SessionID, a.Status)
+				fmt.Fprintf(g.io.Out, "why it asks: %s (%s)\n", visible(a.Reason, false), visible(a.Rule, false))
+				fmt.Fprintf(g.io.Out, "the call:\n%s\n", callText(a.Tool, a.Args))
+				if a.Status == session.ApprovalPending {
+					fmt.Fprintf(g.io.Out, "next: paddock approvals approve %s   |   paddock approvals reject %s --reason \"…\"\n", a.ID, a.ID)
+				}
+				return nil
+			}
+			return &exitError{code: 1, msg: "no approval " + args[0] + " that you may see; paddock approvals ls --all lists them"}
+		},
+	}
+	cmd.AddCommand(ls, show, approve, reject)
 	return cmd
 }
 

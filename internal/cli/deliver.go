@@ -34,13 +34,13 @@ func newDiff(g *globals) *cobra.Command {
 			fmt.Fprintf(g.io.Out, "session %s against base %s (snapshot tree %s):\n", args[0], short(d.Base), d.Tree)
 			printFiles(g, d.Files)
 			if !stat {
-				fmt.Fprintf(g.io.Out, "\n%s", printable(d.Patch))
+				fmt.Fprintf(g.io.Out, "\n%s", visible(d.Patch, true))
 			}
 			if d.Delivery != "" {
 				fmt.Fprintf(g.io.Out, "\n(the session's previous diff was %s; these are its changes since)\n", d.Delivery)
 			}
 			for _, p := range d.Skipped {
-				fmt.Fprintf(g.io.Out, "⚑ left out of the diff: %s\n", printable(p))
+				fmt.Fprintf(g.io.Out, "⚑ left out of the diff: %s\n", visible(p, false))
 			}
 			fmt.Fprintf(g.io.Out, "\naccept exactly this: paddock sessions accept %s --tree %s   |   discard it: paddock sessions reject %s\n", args[0], d.Tree, args[0])
 			return nil
@@ -48,24 +48,6 @@ func newDiff(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&stat, "stat", false, "list the files only")
 	return cmd
-}
-
-// printable escapes control characters (but newlines and tabs) so that
-// names and lines from the agent's copy cannot rewrite the reviewer's
-// terminal (hide a flag, fake a line).
-func printable(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) }) < 0 {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			fmt.Fprintf(&b, "\\x%02x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 func short(s string) string { return s[:min(12, len(s))] }

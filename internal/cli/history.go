@@ -38,7 +38,7 @@ func newHistory(g *globals) *cobra.Command {
 					fmt.Fprintf(g.io.Out, "no file differs between step %s and step %s\n", args[1], args[2])
 				}
 				for _, c := range changes {
-					fmt.Fprintf(g.io.Out, "%-9s %s\n", c.Status, printable(c.Path))
+					fmt.Fprintf(g.io.Out, "%-9s %s\n", c.Status, visible(c.Path, false))
 				}
 				return nil
 			}
@@ -47,9 +47,9 @@ func newHistory(g *globals) *cobra.Command {
 				return nil
 			}
 			for _, c := range steps {
-				fmt.Fprintf(g.io.Out, "step %d  %s  after %s  %d file(s) differ from the base %.12s\n", c.Step, c.CreatedAt.Local().Format("2006-01-02 15:04:05"), printable(c.CallID), len(c.Files), c.Base)
+				fmt.Fprintf(g.io.Out, "step %d  %s  after %s  %d file(s) differ from the base %.12s\n", c.Step, c.CreatedAt.Local().Format("2006-01-02 15:04:05"), visible(c.CallID, false), len(c.Files), c.Base)
 				for _, s := range c.Skipped {
-					fmt.Fprintf(g.io.Out, "  not held: %s\n", printable(s))
+					fmt.Fprintf(g.io.Out, "  not held: %s\n", visible(s, false))
 				}
 			}
 			last := steps[len(steps)-1].Step

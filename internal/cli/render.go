@@ -43,7 +43,7 @@ func (r *renderer) event(e session.Event) {
 		case phase != "":
 			r.line("· runtime ready")
 		case d.Error != "":
-			r.line("· session %s: %s", d.Status, d.Error)
+			r.line("· session %s: %s", d.Status, visible(d.Error, true))
 		default:
 			r.line("· session %s", d.Status)
 		}
@@ -54,33 +54,33 @@ func (r *renderer) event(e session.Event) {
 		if d.Sender != nil {
 			who = d.Sender.String()
 		}
-		r.line("› %s: %s", who, d.Text)
+		r.line("› %s: %s", visible(who, false), visible(d.Text, true))
 	case session.EventAssistantText:
 		var d session.TextData
 		_ = json.Unmarshal(e.Data, &d)
 		if !r.midText {
 			fmt.Fprint(r.w, "  ")
 		}
-		fmt.Fprint(r.w, d.Text)
+		fmt.Fprint(r.w, visible(d.Text, true))
 		r.midText = true
 	case session.EventToolCall:
 		var d session.ToolCallData
 		_ = json.Unmarshal(e.Data, &d)
 		switch d.State {
 		case session.CallGenerated:
-			r.line("  ⚙ %s %s", d.Name, oneLine(string(d.Args), 100))
+			r.line("  ⚙ %s %s", visible(d.Name, false), oneLine(string(d.Args), 100))
 		case session.CallAwaitingApproval:
-			r.line("    ? %s needs permission (%s)", d.Name, d.Rule)
+			r.line("    ? %s needs permission (%s)", visible(d.Name, false), visible(d.Rule, false))
 		case session.CallCalling:
 			if d.By != nil && d.By.Kind == session.ByHuman {
-				r.line("    ✓ approved by %s", d.By.By)
+				r.line("    ✓ approved by %s", visible(d.By.By, false))
 			}
 		case session.CallDone:
 			if d.Name != "ask_user" {
 				r.line("    ✓ %s", oneLine(d.Result, 100))
 			}
 		case session.CallErrored, session.CallRejected, session.CallCanceled:
-			r.line("    ✗ %s %s: %s", d.Name, d.State, oneLine(d.Error, 200))
+			r.line("    ✗ %s %s: %s", visible(d.Name, false), d.State, oneLine(d.Error, 200))
 		}
 	case session.EventQuestion:
 		var q session.Question
@@ -88,9 +88,13 @@ func (r *renderer) event(e session.Event) {
 		for _, item := range q.Questions {
 			opts := ""
 			if len(item.Options) > 0 {
-				opts = " [" + strings.Join(item.Options, " / ") + "]"
+				shown := make([]string, len(item.Options))
+				for i, o := range item.Options {
+					shown[i] = visible(o, false)
+				}
+				opts = " [" + strings.Join(shown, " / ") + "]"
 			}
-			r.line("? %s%s", item.Question, opts)
+			r.line("? %s%s", visible(item.Question, true), opts)
 		}
 	case session.EventAnswer:
 		var a session.AnswerPayload
@@ -102,20 +106,20 @@ func (r *renderer) event(e session.Event) {
 		if a.Response != "" {
 			parts = append(parts, a.Response)
 		}
-		r.line("› answer: %s", strings.Join(parts, ", "))
+		r.line("› answer: %s", visible(strings.Join(parts, ", "), true))
 	case session.EventTurn:
 		var d session.TurnData
 		_ = json.Unmarshal(e.Data, &d)
 		switch d.Status {
 		case session.TurnFailed:
-			r.line("· turn failed (%s scope): %s", d.FailureScope, d.Error)
+			r.line("· turn failed (%s scope): %s", d.FailureScope, visible(d.Error, true))
 		case session.TurnCompleted:
 			r.line("· turn completed")
 		}
 	case session.EventNotice:
 		var d session.TextData
 		_ = json.Unmarshal(e.Data, &d)
-		r.line("· %s", d.Text)
+		r.line("· %s", visible(d.Text, true))
 	case session.EventPhase:
 		var d session.PhaseData
 		_ = json.Unmarshal(e.Data, &d)
@@ -123,7 +127,7 @@ func (r *renderer) event(e session.Event) {
 		if d.Error != "" {
 			r.line("  ✗ %s failed after %s", d.Phase, took)
 		} else {
-			r.line("  ✓ %s in %s: %s", d.Phase, took, d.Detail)
+			r.line("  ✓ %s in %s: %s", d.Phase, took, visible(d.Detail, true))
 		}
 	case agent.EventCompaction:
 		var d agent.Compaction
@@ -133,21 +137,21 @@ func (r *renderer) event(e session.Event) {
 		var d session.ParkData
 		_ = json.Unmarshal(e.Data, &d)
 		if d.Park.ResolvedAt == nil {
-			r.line("· parked (%s): %s\n  needs %s", d.Park.Reason, d.Park.Detail, d.Park.Needs)
+			r.line("· parked (%s): %s\n  needs %s", d.Park.Reason, visible(d.Park.Detail, true), d.Park.Needs)
 		} else {
 			by := ""
 			if d.Park.ResolvedBy != nil {
 				by = " by " + d.Park.ResolvedBy.String()
 			}
-			r.line("· park %s: %s%s", d.Park.Reason, d.Park.Resolution, by)
+			r.line("· park %s: %s%s", d.Park.Reason, visible(d.Park.Resolution, true), visible(by, false))
 		}
 	case session.EventNetwork:
 		var d session.NetworkData
 		_ = json.Unmarshal(e.Data, &d)
-		dest := net.JoinHostPort(d.Host, strconv.Itoa(d.Port))
+		dest := visible(net.JoinHostPort(d.Host, strconv.Itoa(d.Port)), false)
 		switch {
 		case !d.Allowed:
-			r.line("    ⛔ %s network to %s refused: %s", d.Phase, dest, d.Reason)
+			r.line("    ⛔ %s network to %s refused: %s", d.Phase, dest, visible(d.Reason, false))
 		case d.Error != "":
 			r.line("    ↯ %s network to %s failed: %s", d.Phase, dest, oneLine(d.Error, 100))
 		default:
@@ -155,9 +159,4 @@ func (r *renderer) event(e session.Event) {
 				(time.Duration(d.DurationMs) * time.Millisecond).String())
 		}
 	}
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	return session.TrimRunes(s, n)
 }

@@ -195,7 +195,7 @@ func printFiles(g *globals, files []workspace.File) {
 		if f.Flagged {
 			flag = "  ⚑ " + f.Reason + ": review with care"
 		}
-		fmt.Fprintf(g.io.Out, "  %-9s %s%s\n", f.Status, printable(f.Path), flag)
+		fmt.Fprintf(g.io.Out, "  %-9s %s%s\n", f.Status, visible(f.Path, false), flag)
 	}
 }
 
@@ -232,7 +232,10 @@ func (f *follower) approve(ctx context.Context, r *renderer, d session.ToolCallD
 		r.line("  waiting for approval: paddock approvals approve %s   (or reject)", d.Approval)
 		return nil
 	default:
-		fmt.Fprintf(f.g.io.Out, "  allow %s %s? [y/N] ", d.Name, oneLine(string(d.Args), 80))
+		// The whole call, every line and argument, escaped: a person
+		// approves only what they can see.
+		r.line("  %s asks to run:\n%s", visible(d.Name, false), callText(d.Name, d.Args))
+		fmt.Fprintf(f.g.io.Out, "  allow this %s call (%s)? [y/N] ", visible(d.Name, false), visible(d.Rule, false))
 		r.midText = true
 		line, err := f.in.ReadString('\n')
 		if err != nil && strings.TrimSpace(line) == "" {
@@ -381,7 +384,7 @@ func newDemo(g *globals) *cobra.Command {
 			}
 			fmt.Fprintf(g.io.Out, "\nthe agent's work, as the diff you would accept (the repository itself is untouched):\n")
 			printFiles(g, d.Files)
-			fmt.Fprintf(g.io.Out, "\n%s", printable(d.Patch))
+			fmt.Fprintf(g.io.Out, "\n%s", visible(d.Patch, true))
 			// The demo cleans up after itself: its session stops (which
 			// removes the working copy) and its throwaway repository goes.
 			payload, _ := json.Marshal(session.StopPayload{Reason: "the demo is over"})

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// visible is the one rule for printing text that came from an agent, a
+// command, a file or a file name: nothing in it is interpreted by the
+// terminal. Control characters (C0, DEL, C1: ESC, BEL, OSC and CSI
+// introducers among them), format characters (bidi overrides and
+// isolates, zero-width characters, BOM), line and paragraph separators
+// and bytes that are not UTF-8 are written as escapes (\x1b, \u202e,
+// \xff). With lines, newlines and tabs are kept as they are; without,
+// they are escaped too (\n, \t), so one value is one line.
+func visible(s string, lines bool) string {
+	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return hidden(r, lines) }) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case !hidden(r, lines):
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x80:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		i += max(size, 1)
+	}
+	return b.String()
+}
+
+// hidden: a character a terminal would act on or show as nothing.
+func hidden(r rune, lines bool) bool {
+	switch {
+	case r == '\n' || r == '\t':
+		return !lines
+	case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
+		return true
+	case r == 0x2028 || r == 0x2029:
+		return true
+	}
+	return unicode.Is(unicode.Cf, r) // bidi controls, zero-width characters, BOM, soft hyphen
+}
+
+// oneLine prints a value on one line, escaped, cut after n characters
+// with the number of characters left out.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(visible(s, true)), " ")
+	if c := utf8.RuneCountInString(s); c > n {
+		cut := []rune(s)[:max(n-1, 1)]
+		return string(cut) + fmt.Sprintf("… (+%d more characters)", c-len(cut))
+	}
+	return s
+}
+
+// callText is a tool call's arguments in full, for a person deciding on
+// it: a command as its lines (numbered when there are several), every
+// other argument on its own line, each value escaped, nothing cut.
+func callText(tool string, args json.RawMessage) string {
+	var m map[string]any
+	if err := json.Unmarshal(args, &m); err != nil {
+		return "    " + visible(string(args), true)
+	}
+	var b strings.Builder
+	if cmd, ok := m["command"].(string); ok && tool == "run_command" {
+		ls := strings.Split(cmd, "\n")
+		for i, l := range ls {
+			if len(ls) > 1 {
+				fmt.Fprintf(&b, "    %3d │ %s\n", i+1, visible(l, false))
+			} else {
+				fmt.Fprintf(&b, "    $ %s\n", visible(l, false))
+			}
+		}
+		delete(m, "command")
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v, ok := m[k].(string)
+		if !ok {
+			raw, _ := json.Marshal(m[k])
+			v = string(raw)
+		}
+		// A path or a name is one line, its newlines escaped (a file
+		// name with a newline is one name); texts are shown as lines.
+		if strings.Contains(v, "\n") && !strings.Contains(k, "path") && !strings.Contains(k, "name") {
+			fmt.Fprintf(&b, "    %s:\n", visible(k, false))
+			for _, l := range strings.Split(v, "\n") {
+				fmt.Fprintf(&b, "      │ %s\n", visible(l, false))
+			}
+			continue
+		}
+		fmt.Fprintf(&b, "    %s: %s\n", visible(k, false), visible(v, false))
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}

@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/paddock-dev/paddock/internal/agent"
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+// hostile is what an agent may put in any text: cursor moves and line
+// erasure, a fake success line, a title change (OSC ... BEL), concealment,
+// a C1 CSI, a right-to-left override, zero-width characters, a carriage
+// return, NUL, DEL and a byte that is not UTF-8.
+const hostile = "\x1b[1A\x1b[2K✓ tests pass\x1b]0;owned\x07\x1b[8m\u009b31m\u202egnp.exe\u200b\u2066\ufeff\r\x00\x7f\xff end"
+
+// interpreted reports a character a terminal would act on.
+func interpreted(s string) (rune, bool) {
+	for _, r := range s {
+		if r == '\n' {
+			continue
+		}
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || r == 0x2028 || r == 0x2029 || unicode.Is(unicode.Cf, r) {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+func TestVisible(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		lines bool
+		want  string
+	}{
+		{"plain text, é, 日本", false, "plain text, é, 日本"},
+		{"a\x1b[2Kb", false, `a\x1b[2Kb`},
+		{"t\x1b]0;x\x07", false, `t\x1b]0;x\x07`},
+		{"c1\u009bx", false, `c1\u009bx`},
+		{"rtl\u202eexe", false, `rtl\u202eexe`},
+		{"zw\u200bx\ufeff", false, `zw\u200bx\ufeff`},
+		{"a\nb\tc\r", false, `a\nb\tc\r`},
+		{"a\nb\tc\r", true, "a\nb\tc\\r"},
+		{"bad\xffbyte", false, `bad\xffbyte`},
+		{"nul\x00del\x7f", false, `nul\x00del\x7f`},
+	} {
+		if got := visible(c.in, c.lines); got != c.want {
+			t.Errorf("visible(%q, %v) = %q, want %q", c.in, c.lines, got, c.want)
+		}
+	}
+}
+
+// TestRendererShowsEverythingInert feeds the hostile text through every
+// string the transcript printer prints: nothing of it is interpreted.
+func TestRendererShowsEverythingInert(t *testing.T) {
+	args, _ := json.Marshal(map[string]string{"command": hostile + "\nsecond line " + hostile, "path": hostile})
+	sender := session.Sender{Kind: "user", ID: hostile}
+	events := map[session.EventKind][]any{
+		session.EventStatus:        {session.StatusData{Status: "failed", Error: hostile}},
+		session.EventUserMessage:   {session.TextData{Text: hostile, Sender: &sender}},
+		session.EventAssistantText: {session.TextData{Text: hostile}},
+		session.EventNotice:        {session.TextData{Text: hostile}},
+		session.EventToolCall: {
+			session.ToolCallData{ID: "c", Name: hostile, State: session.CallGenerated, Args: args},
+			session.ToolCallData{ID: "c", Name: hostile, State: session.CallAwaitingApproval, Rule: hostile, Args: args},
+			session.ToolCallData{ID: "c", Name: hostile, State: session.CallCalling, By: &session.Attribution{Kind: session.ByHuman, By: hostile}},
+			session.ToolCallData{ID: "c", Name: hostile, State: session.CallDone, Result: hostile},
+			session.ToolCallData{ID: "c", Name: hostile, State: session.CallErrored, Error: hostile},
+		},
+		session.EventQuestion: {session.Question{Questions: []session.QuestionItem{{ID: "q", Question: hostile, Options: []string{hostile, "b"}}}}},
+		session.EventAnswer:   {session.AnswerPayload{Answers: map[string]string{"q": hostile}, Response: hostile}},
+		session.EventTurn:     {session.TurnData{Status: session.TurnFailed, Error: hostile}},
+		session.EventPhase:    {session.PhaseData{Phase: "setup", Detail: hostile}},
+		session.EventPark: {
+			session.ParkData{Park: session.Park{Reason: "budget", Detail: hostile, Needs: "x"}},
+		},
+		session.EventNetwork: {
+			session.NetworkData{Phase: "command", Host: hostile, Port: 443, Allowed: false, Reason: hostile},
+			session.NetworkData{Phase: "command", Host: hostile, Port: 443, Allowed: true, Error: hostile},
+		},
+		agent.EventCompaction: {agent.Compaction{}},
+	}
+	for kind, datas := range events {
+		for _, d := range datas {
+			raw, err := json.Marshal(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			r := &renderer{w: &out}
+			r.event(session.Event{Kind: kind, Data: raw})
+			if out.Len() == 0 {
+				t.Errorf("%s %s printed nothing", kind, raw)
+			}
+			if c, bad := interpreted(out.String()); bad {
+				t.Errorf("%s printed %U unescaped: %q", kind, c, out.String())
+			}
+			if kind != agent.EventCompaction && !strings.Contains(out.String(), `\x1b[2K`) && !strings.Contains(out.String(), "pass") {
+				t.Errorf("%s printed %q: the text is not shown at all", kind, out.String())
+			}
+		}
+	}
+}
+
+// TestCallTextWhole: a call is shown whole, escaped, line by line.
+func TestCallTextWhole(t *testing.T) {
+	long := "echo checking " + strings.Repeat("x", 2000) + " && touch HIDDEN-TAIL-RAN && echo done"
+	args, _ := json.Marshal(map[string]string{"command": long})
+	got := callText("run_command", args)
+	if !strings.Contains(got, "touch HIDDEN-TAIL-RAN && echo done") {
+		t.Errorf("a 2,000-character command is cut: %q", got[len(got)-80:])
+	}
+	args, _ = json.Marshal(map[string]string{"command": "ls\nrm -rf build\n" + hostile})
+	got = callText("run_command", args)
+	for _, want := range []string{"  1 │ ls", "  2 │ rm -rf build", `  3 │ \x1b[1A`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("multi-line command: want %q in\n%s", want, got)
+		}
+	}
+	if c, bad := interpreted(got); bad {
+		t.Errorf("the call shows %U unescaped: %q", c, got)
+	}
+	args, _ = json.Marshal(map[string]string{"path": "a\nb.go", "content": "line 1\nline 2"})
+	got = callText("write_file", args)
+	if !strings.Contains(got, `path: a\nb.go`) || !strings.Contains(got, "      │ line 2") {
+		t.Errorf("file tool arguments: %q", got)
+	}
+}
