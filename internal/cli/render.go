@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -77,7 +78,7 @@ func (r *renderer) event(e session.Event) {
 			}
 		case session.CallDone:
 			if d.Name != "ask_user" {
-				r.line("    ✓ %s", oneLine(d.Result, 100))
+				r.done(d)
 			}
 		case session.CallErrored, session.CallRejected, session.CallCanceled:
 			r.line("    ✗ %s %s: %s", visible(d.Name, false), d.State, oneLine(d.Error, 200))
@@ -158,5 +159,31 @@ func (r *renderer) event(e session.Event) {
 			r.line("    ⇄ %s network to %s: %s up, %s down, %s", d.Phase, dest, engine.BytesHuman(d.BytesUp), engine.BytesHuman(d.BytesDown),
 				(time.Duration(d.DurationMs) * time.Millisecond).String())
 		}
+	}
+}
+
+// failedRun: the line Paddock appends to a command's output when it did
+// not succeed.
+var failedRun = regexp.MustCompile(`\n\[(exit status \d+|timed out after [^\]]*)\]$`)
+
+// done prints a finished call: ✓, or ✗ with the exit status of a command
+// that failed, then the tail of its output (the end is where a command
+// says how it went), each line escaped.
+func (r *renderer) done(d session.ToolCallData) {
+	out := strings.TrimRight(d.Result, "\n")
+	mark, status := "✓", ""
+	if m := failedRun.FindStringSubmatch(out); m != nil && d.Name == "run_command" {
+		mark, status = "✗", " ("+m[1]+")"
+		out = strings.TrimRight(out[:len(out)-len(m[0])], "\n")
+	}
+	lines := strings.Split(out, "\n")
+	const tail = 6
+	if len(lines) <= 1 {
+		r.line("    %s%s %s", mark, status, oneLine(out, 200))
+		return
+	}
+	r.line("    %s%s %d lines of output%s", mark, status, len(lines), map[bool]string{true: ", the last " + strconv.Itoa(tail), false: ""}[len(lines) > tail])
+	for _, l := range lines[max(0, len(lines)-tail):] {
+		r.line("      │ %s", oneLine(l, 200))
 	}
 }

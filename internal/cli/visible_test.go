@@ -129,3 +129,25 @@ func TestCallTextWhole(t *testing.T) {
 		t.Errorf("file tool arguments: %q", got)
 	}
 }
+
+// TestDoneShowsFailureAndTail: a command that failed is ✗ with its exit
+// status, and the end of its output is shown.
+func TestDoneShowsFailureAndTail(t *testing.T) {
+	out := "=== RUN   TestX\n" + strings.Repeat("log line\n", 40) + "--- FAIL: TestX (0.00s)\nFAIL\nFAIL\texample.com/m\t0.01s\n[exit status 1]"
+	var b bytes.Buffer
+	(&renderer{w: &b}).done(session.ToolCallData{Name: "run_command", Result: out})
+	got := b.String()
+	for _, want := range []string{"✗ (exit status 1)", "--- FAIL: TestX", "FAIL example.com/m"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("want %q in\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "✓") {
+		t.Errorf("a failed command is marked ✓:\n%s", got)
+	}
+	b.Reset()
+	(&renderer{w: &b}).done(session.ToolCallData{Name: "run_command", Result: "ok  \texample.com/m\t0.01s\n"})
+	if got := b.String(); !strings.HasPrefix(strings.TrimSpace(got), "✓") || !strings.Contains(got, "example.com/m") {
+		t.Errorf("a passing command: %q", got)
+	}
+}
