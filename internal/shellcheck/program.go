@@ -145,6 +145,11 @@ func (c *checker) judgeName(args []arg, depth int) verdict {
 		return runsRefused(n, args, v)
 	}
 	if isInterpreter(n) {
+		if prefix := c.match(args); prefix != nil && len(prefix) > 1 {
+			if spec := specs[strings.Join(prefix, " ")]; spec != nil && spec.maxOperands == -1 {
+				return c.freeArgs(prefix, args) // python3 --version
+			}
+		}
 		if v, ok := c.codeFromData(n); ok {
 			return v
 		}

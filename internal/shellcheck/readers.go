@@ -28,6 +28,12 @@ var DefaultFree = []string{
 	"git cat-file", "git merge-base", "git rev-list", "git show-ref", "git for-each-ref", "git config", "git reflog",
 	"git version", "git --version", "git worktree list", "git check-ignore", "git name-rev", "git count-objects",
 	"git show-branch", "git diff-tree", "git cherry",
+	// Toolchains' versions (nothing else on the line).
+	"python3 --version", "python --version", "python3 -V", "node --version", "node -v", "npm --version", "npm -v",
+	"npx --version", "cargo --version", "rustc --version", "java -version", "java --version", "javac -version",
+	"ruby --version", "ruby -v", "perl --version", "perl -v", "gcc --version", "g++ --version", "cc --version",
+	"clang --version", "make --version", "cmake --version", "pip --version", "pip3 --version", "docker --version",
+	"kubectl version --client", "terraform --version", "deno --version", "bun --version", "php --version", "dotnet --version",
 	// Go.
 	"go test", "go build", "go vet", "go list", "go version", "go env", "go doc", "go help", "go mod graph", "go mod why",
 }
@@ -64,6 +70,13 @@ func init() {
 		specs[name] = inertSpec(does)
 	}
 	specs["env"].anyWord, specs["env"].inert = false, false
+	for _, e := range DefaultFree {
+		if strings.HasSuffix(e, "version") || strings.HasSuffix(e, " -v") || strings.HasSuffix(e, " -V") || strings.HasSuffix(e, "--client") {
+			if _, known := specs[e]; !known && strings.Contains(e, " ") {
+				specs[e] = &optionSpec{does: "prints the program's version", maxOperands: -1, custom: versionOnly}
+			}
+		}
+	}
 	specs["env"].custom = func(*checker, []arg) verdict {
 		return allow("free-command", "env without a command prints the environment")
 	}
@@ -130,6 +143,15 @@ func init() {
 	for _, n := range []string{"sha1sum", "sha256sum", "sha512sum", "md5sum", "b2sum"} {
 		specs[n].does = "prints or checks checksums"
 	}
+}
+
+// versionOnly: a toolchain asked for its version, with nothing else on
+// the line (its other words would be code or a script to run).
+func versionOnly(c *checker, args []arg) verdict {
+	if len(args) != len(c.entry) {
+		return ask("interpreter", args[0].s+" with more than "+strings.Join(c.entry, " ")+" runs code")
+	}
+	return allow("free-command", "in the free list: "+strings.Join(c.entry, " ")+" prints a version")
 }
 
 // readOptions: read assigns what it reads to inert variables only.
