@@ -13,8 +13,18 @@ func awkProblem(p string) string {
 	operand := false // the last token ends an operand: "/" divides
 	inPrint := false
 	printDepth, depth := 0, 0
+	if strings.Contains(p, "/inet") {
+		return "gawk's /inet/ files are network connections"
+	}
 	for i < len(p) {
 		ch := p[i]
+		last := byte(0) // the last character before this one that is not blank
+		for k := i - 1; k >= 0; k-- {
+			if c := p[k]; c != ' ' && c != '\t' && c != '\r' {
+				last = c
+				break
+			}
+		}
 		switch {
 		case ch == '#':
 			for i < len(p) && p[i] != '\n' {
@@ -70,15 +80,19 @@ func awkProblem(p string) string {
 				continue
 			case "getline":
 				j := i
-				for j < len(p) && (p[j] == ' ' || p[j] == '\t' || p[j] == '_' || p[j] >= 'a' && p[j] <= 'z' || p[j] >= 'A' && p[j] <= 'Z' || p[j] >= '0' && p[j] <= '9' || p[j] == '$') {
+				for j < len(p) && strings.IndexByte(";}\n", p[j]) < 0 {
 					j++
 				}
-				if j < len(p) && p[j] == '<' {
+				if strings.Contains(p[i:j], "<") {
 					return "getline < reads a file the program names (gawk's /inet/ files are network connections)"
 				}
-			case "in", "return", "case":
 				operand = false
 				continue
+			case "in", "return", "case", "else", "do", "exit", "delete", "while", "if", "for":
+				operand = false // a slash after these starts a regular expression
+				continue
+			case "ARGV":
+				return "ARGV names the files awk reads (gawk's /inet/ files are network connections)"
 			}
 			operand = true
 			continue
@@ -105,6 +119,8 @@ func awkProblem(p string) string {
 		case ch == ')' || ch == ']':
 			depth--
 			operand = true
+		case ch == '\n' && (last == ',' || last == '|' || last == '&' || last == '{'):
+			// awk continues a statement after , || && and {.
 		case ch == ';' || ch == '\n' || ch == '{' || ch == '}':
 			if depth <= printDepth {
 				inPrint = false
@@ -206,6 +222,12 @@ func (c *checker) awkOptions(args []arg) verdict {
 			return ask("awk-program", "awk without a program on its command line")
 		}
 		programs = append(programs, rest[i])
+		i++
+	}
+	for _, op := range rest[min(i, len(rest)):] {
+		if strings.Contains(op.s, "/inet") || !op.static && strings.HasPrefix(op.prefix, "/") {
+			return ask("network-device", "awk "+op.s+": gawk reads /inet/... files as network connections")
+		}
 	}
 	for _, p := range programs {
 		if !p.static {

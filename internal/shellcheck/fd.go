@@ -25,8 +25,9 @@ func descriptor(p string) (n int, ok bool) {
 	case strings.HasPrefix(p, "/dev/fd/"):
 		rest = p[len("/dev/fd/"):]
 	case strings.HasPrefix(p, "/proc/"):
+		// Only this process's own: /proc/1/fd/1 is another process's file.
 		parts := strings.SplitN(p[len("/proc/"):], "/", 3)
-		if len(parts) < 3 || parts[1] != "fd" {
+		if len(parts) < 3 || parts[1] != "fd" || parts[0] != "self" && parts[0] != "thread-self" {
 			return 0, false
 		}
 		rest = parts[2]

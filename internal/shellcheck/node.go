@@ -40,7 +40,7 @@ func (c *checker) assigns(as []*syntax.Assign, node syntax.Node) {
 		if a.Name == nil {
 			continue
 		}
-		if v, bad := sensitiveVar(a.Name.Value); bad && !plainPager(a.Name.Value, a.Value) {
+		if v, bad := sensitiveVar(a.Name.Value); bad && !plainPager(a.Name.Value, a.Value) && !readIFS(a.Name.Value, node) {
 			c.add(printNode(node), v.v, v.rule, v.reason)
 		}
 		if v, bad := c.commandTable(a); bad {
@@ -50,6 +50,12 @@ func (c *checker) assigns(as []*syntax.Assign, node syntax.Node) {
 			c.codeValue(a.Name.Value, resolve(a.Value), printNode(node))
 		}
 	}
+}
+
+// readIFS: IFS= read -r line: IFS only splits what read reads.
+func readIFS(name string, node syntax.Node) bool {
+	call, ok := node.(*syntax.CallExpr)
+	return ok && name == "IFS" && len(call.Args) > 0 && call.Args[0].Lit() == "read"
 }
 
 // plainPager: PAGER=cat and the like, which run nothing else.

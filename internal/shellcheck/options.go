@@ -154,8 +154,8 @@ func wordProblem(a arg, inert bool) (verdict, bool) {
 	if a.unknown {
 		return ask("brace-limit", "brace expansion past the analyzer's limit: the words are unknown"), true
 	}
-	if inert {
-		return verdict{}, false
+	if inert || a.procSubst || a.number {
+		return verdict{}, false // a /dev/fd path or a number is no option
 	}
 	if !a.static {
 		return ask("dynamic-argument", "an argument comes from an expansion or substitution, so it may be any option: "+a.s), true

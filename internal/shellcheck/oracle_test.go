@@ -301,7 +301,7 @@ func parseTrace(s string) [][]string {
 // (command, printf and read are judged as the analyzer judges them:
 // command -v, printf without -v and read into inert variables are free.)
 var codeBuiltins = set("eval", "source", ".", "exec", "trap", "builtin", "enable", "declare", "typeset", "local",
-	"export", "readonly", "mapfile", "readarray", "hash", "alias", "set", "shopt", "unset", "let")
+	"export", "readonly", "mapfile", "readarray", "hash", "alias", "shopt", "unset", "let")
 
 // violations judges what bash did: every program and simple command must
 // be allowed on its own, and nothing may be written.

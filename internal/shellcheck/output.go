@@ -98,6 +98,29 @@ func optionValues(args []arg, names []string) []arg {
 	return out
 }
 
+// treeOutputs: tree gives each value-taking letter of a cluster the next
+// word in turn (-Io x F: -I x, -o F).
+func treeOutputs(args []arg) []arg {
+	var out []arg
+	for i := 1; i < len(args); i++ {
+		s := args[i].s
+		if !strings.HasPrefix(s, "-") || strings.HasPrefix(s, "--") {
+			continue
+		}
+		next := i
+		for _, ch := range s[1:] {
+			if strings.ContainsRune("LPIHTo", ch) {
+				next++
+				if ch == 'o' && next < len(args) {
+					out = append(out, args[next])
+				}
+			}
+		}
+		i = next
+	}
+	return out
+}
+
 // withValue is a word cut to the value after its option.
 func withValue(a arg, v string) arg {
 	cut := len(a.s) - len(v)
@@ -185,6 +208,9 @@ func (c *checker) programOutputs(n string, args []arg) (verdict, bool) {
 		return verdict{}, false
 	}
 	values := optionValues(args, names)
+	if n == "tree" {
+		values = append(values, treeOutputs(args)...)
+	}
 	for i, a := range args {
 		// o=-o/dev/sda; sort $o x: each value the command gives the word.
 		for _, cand := range c.candidates(a)[1:] {

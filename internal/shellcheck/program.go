@@ -180,14 +180,23 @@ func runsRefused(n string, args []arg, v verdict) verdict {
 	// Each string of the program (awk's "…", sed's e text) as the command
 	// it may be, and as the file print > writes.
 	sub := &checker{a: New(nil), quick: true}
+	var texts []string
+	if n == "sed" {
+		scripts, _, _ := sedScripts(args)
+		for _, sc := range scripts {
+			p := parseSed(sc.s)
+			texts = append(append(texts, p.execs...), p.writes...)
+		}
+	}
 	for _, a := range args[1:] {
-		for _, text := range programStrings(a.s) {
-			if r := sub.quietSource(text, 1); r.v == Refuse {
-				return refuse(r.rule, n+" runs "+text+": "+r.reason)
-			}
-			if r, bad := writeTarget(n, static([]string{text})[0]); bad {
-				return r
-			}
+		texts = append(texts, programStrings(a.s)...)
+	}
+	for _, text := range texts {
+		if r := sub.quietSource(text, 1); r.v == Refuse {
+			return refuse(r.rule, n+" runs "+text+": "+r.reason)
+		}
+		if r, bad := writeTarget(n, static([]string{text})[0]); bad {
+			return r
 		}
 	}
 	for _, a := range args[1:] {

@@ -217,7 +217,7 @@ func firstWord(cmd []arg) string {
 var localeValue = regexp.MustCompile(`^[A-Za-z0-9_.@:+-]*$`)
 
 func inertEnvFor(name string, value *syntax.Word, cmd []arg) bool {
-	if plainPager(name, value) {
+	if plainPager(name, value) || name == "IFS" && len(cmd) > 0 && cmd[0].s == "read" {
 		return true
 	}
 	if inertEnv[name] {
@@ -336,6 +336,9 @@ func (c *checker) testExpr(e syntax.TestExpr, src string) {
 		switch x.Op {
 		case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
 			for _, side := range []syntax.TestExpr{x.X, x.Y} {
+				if w, ok := side.(*syntax.Word); ok && resolve(w).number {
+					continue // $?, $#: always a number
+				}
 				if w, ok := side.(*syntax.Word); !ok || !arithNumber.MatchString(literalOf(w)) {
 					c.add(src, Ask, "arithmetic-variable", "a numeric comparison in [[ ]] evaluates its operands as arithmetic, which can run code")
 					return

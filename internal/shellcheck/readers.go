@@ -17,7 +17,7 @@ var DefaultFree = []string{
 	"fold", "expand", "unexpand", "diff", "cmp", "od", "hexdump", "strings", "jq", "seq", "read",
 	"sha1sum", "sha256sum", "sha512sum", "md5sum", "cksum", "b2sum", "base64",
 	// The shell's own.
-	"[", "test", "true", "false", ":", "type", "command -v", "command -V", "which", "xargs", "sleep",
+	"[", "test", "true", "false", ":", "type", "command -v", "command -V", "which", "xargs", "sleep", "set", "timeout", "nice",
 	// The machine.
 	"env", "printenv", "uname", "id", "whoami", "hostname", "nproc", "date", "ps",
 	// gofmt, reading.
@@ -95,6 +95,14 @@ func init() {
 		custom: goOptions("doc")}
 	specs["gofmt"] = &optionSpec{does: "prints formatted Go, lists or diffs files; -w (which rewrites them) and -cpuprofile are not free",
 		short: "ldes", shortVal: "r", long: []string{"--help"}}
+	specs["set"] = &optionSpec{does: "sets the shell's options -e, -u, -x, -v, -f, -C and -o pipefail and the like (not positional parameters)",
+		custom: (*checker).setOptions}
+	specs["timeout"] = &optionSpec{does: "runs a free command with a time limit", custom: func(*checker, []arg) verdict {
+		return allow("free-command", "timeout is judged by what it runs")
+	}}
+	specs["nice"] = &optionSpec{does: "runs a free command at a lower priority", custom: func(*checker, []arg) verdict {
+		return allow("free-command", "nice is judged by what it runs")
+	}}
 	specs["read"] = &optionSpec{does: "reads a line into inert variables (lower-case names, no subscripts)", custom: (*checker).readOptions}
 	specs["sort"] = &optionSpec{does: "sorts lines to its output; -o/--output, --compress-program and -T (temporary files) are not free",
 		short: "bcCdfghiMmnRrsuVz", shortVal: "kSt",
@@ -105,7 +113,7 @@ func init() {
 	specs["uniq"] = &optionSpec{does: "filters repeated lines to its output (a second file name is an output file, which is not free)", short: "cdDiuz", shortVal: "fsw", numeric: true, maxOperands: 1,
 		long: strings.Fields(`--count --repeated --all-repeated[=] --skip-fields= --group[=] --ignore-case --skip-chars= --unique
 			--zero-terminated --check-chars= --help --version`)}
-	specs["tree"] = &optionSpec{does: "prints a directory tree; -o (an output file) and -R (which writes HTML files with -H) are not free", short: "adlfxqNQpugshDFvtcUrSCAn", shortVal: "LPIH",
+	specs["tree"] = &optionSpec{custom: (*checker).treeOptions, does: "prints a directory tree; -o (an output file) and -R (which writes HTML files with -H) are not free", short: "adlfxqNQpugshDFvtcUrSCAn", shortVal: "LPIH",
 		long: strings.Fields(`--help --version --noreport --charset= --filelimit= --timefmt= --du --si --prune --dirsfirst --filesfirst
 			--inodes --device --sort= --matchdirs --ignore-case --fromfile --gitignore --info --metafirst --noreport --nolinks
 			--hintro= --houtro= --gitfile= --infofile= --condense --hyperlink`)}
@@ -113,7 +121,7 @@ func init() {
 		short: "bcdEhiIklLNnprsSv0", shortVal: "efFmP",
 		long: strings.Fields(`--apple --brief --checking-printout --exclude= --exclude-quiet= --extension --files-from= --separator=
 			--mime --mime-type --mime-encoding --keep-going --list --dereference --no-dereference --magic-file= --no-pad
-			--no-buffer --parameter= --preserve-date --raw --special-files --no-sandbox --uncompress --uncompress-noreport
+			--no-buffer --parameter= --preserve-date --raw --special-files
 			--print0 --help --version`)}
 	specs["date"] = &optionSpec{does: "prints the date; -s/--set and an operand that is not +FORMAT (which set the clock) are not free", short: "Ru", shortVal: "dfr", custom: (*checker).dateOptions,
 		long: strings.Fields(`--date= --debug --file= --iso-8601[=] --resolution --rfc-email --rfc-3339= --reference= --utc
@@ -154,6 +162,42 @@ func versionOnly(c *checker, args []arg) verdict {
 	return allow("free-command", "in the free list: "+strings.Join(c.entry, " ")+" prints a version")
 }
 
+// treeOptions: tree's own parser gives -L, -P, -I, -H, -T and -o the
+// next word even inside a cluster, and reads on: a value-taking letter
+// counts only alone.
+func (c *checker) treeOptions(args []arg) verdict {
+	spec := *specs["tree"]
+	spec.custom = nil
+	for _, a := range args[1:] {
+		if a.static && strings.HasPrefix(a.s, "-") && !strings.HasPrefix(a.s, "--") && len(a.s) > 2 &&
+			strings.ContainsAny(a.s[1:], spec.shortVal+"o") {
+			return ask("unknown-option", "tree "+a.s+": a letter that takes a value inside a cluster takes the next word")
+		}
+	}
+	return checkOptions("tree", &spec, args[1:])
+}
+
+// setOptions: set with the options that change how errors and tracing
+// behave; positional parameters (set -- x) and other options ask.
+func (c *checker) setOptions(args []arg) verdict {
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case !a.static:
+			return ask("dynamic-argument", "set with a word from an expansion")
+		case a.s == "-o" || a.s == "+o":
+			if i+1 >= len(args) || !shellSafeOption[args[i+1].s] {
+				return ask("shell-option", "set -o with an option not known to be harmless")
+			}
+			i++
+		case (strings.HasPrefix(a.s, "-") || strings.HasPrefix(a.s, "+")) && len(a.s) > 1 && strings.Trim(a.s[1:], "euxvfCB") == "":
+		default:
+			return ask("shell-option", "set "+a.s+": positional parameters or an option not known to be harmless")
+		}
+	}
+	return allow("free-command", "in the free list: set with harmless options")
+}
+
 // readOptions: read assigns what it reads to inert variables only.
 func (c *checker) readOptions(args []arg) verdict {
 	for i := 1; i < len(args); i++ {
@@ -162,11 +206,21 @@ func (c *checker) readOptions(args []arg) verdict {
 			return ask("dynamic-argument", "read with a word from an expansion")
 		}
 		switch {
-		case a.s == "-r" || a.s == "-s" || a.s == "-e" || a.s == "-rs" || a.s == "-sr" || a.s == "--":
-		case a.s == "-d" || a.s == "-n" || a.s == "-N" || a.s == "-t" || a.s == "-p" || a.s == "-u":
-			i++
-		case strings.HasPrefix(a.s, "-"):
-			return ask("unknown-option", "read "+a.s+" (-a and -i assign arrays or read the terminal)")
+		case a.s == "--":
+		case strings.HasPrefix(a.s, "-") && len(a.s) > 1:
+			for j := 1; j < len(a.s); j++ {
+				ch := a.s[j]
+				if strings.IndexByte("rse", ch) >= 0 {
+					continue
+				}
+				if strings.IndexByte("dnNtpu", ch) < 0 {
+					return ask("unknown-option", "read -"+string(ch)+" (-a and -i assign arrays or read the terminal)")
+				}
+				if j == len(a.s)-1 {
+					i++ // the value is the next word
+				}
+				break
+			}
 		case !inertShellVar(a.s):
 			return ask("assignment", "read assigns "+a.s+", which is not known to be inert")
 		}
@@ -286,11 +340,14 @@ func (c *checker) testOptions(args []arg) verdict {
 		if a.static && (a.s == "-v" || a.s == "-R") {
 			return ask("subscript", "test "+a.s+" evaluates a subscript as arithmetic, which can run code")
 		}
+		if a.number {
+			continue
+		}
 		if !a.static && !a.quoted || a.glob {
 			return ask("dynamic-argument", "test: an unquoted expansion or a pattern may become several words, one of them -v")
 		}
 	}
-	lit := func(i int) bool { return rest[i].static }
+	lit := func(i int) bool { return rest[i].static || rest[i].number }
 	isBinary := func(i int) bool {
 		switch rest[i].s {
 		case "=", "==", "!=", "<", ">", "-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-nt", "-ot", "-ef", "-a", "-o", "=~":

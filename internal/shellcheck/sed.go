@@ -9,6 +9,7 @@ import (
 // or s///e runs a command, and whether it is not understood.
 type sedScript struct {
 	writes  []string
+	execs   []string // the commands e runs
 	reads   bool
 	runs    bool
 	unknown string // a reason, when the script is not understood
@@ -123,9 +124,13 @@ func parseSed(s string) sedScript {
 				i++
 			}
 		case 'b', 't', 'T', ':', 'v':
-			for i < len(s) && s[i] != '\n' && s[i] != ';' {
+			// GNU sed 4 ends a label or version at whitespace or ";", and
+			// reads the next command right after it (:a e cmd runs cmd).
+			skipSpace()
+			for i < len(s) && strings.IndexByte(" \t\n;", s[i]) < 0 {
 				i++
 			}
+			continue
 		case 'a', 'i', 'c':
 			// Text to the end of the line, backslash-newline continuing it.
 			for i < len(s) && s[i] != '\n' {
@@ -162,7 +167,8 @@ func parseSed(s string) sedScript {
 			}
 		case 'e':
 			out.runs = true
-			toEOL()
+			skipSpace()
+			out.execs = append(out.execs, toEOL())
 		case 'w', 'W':
 			skipSpace()
 			out.writes = append(out.writes, toEOL())

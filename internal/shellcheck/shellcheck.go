@@ -409,6 +409,12 @@ func (c *checker) learn(f *syntax.File) {
 					}
 				}
 			}
+			for _, a := range x.Assigns {
+				// CDPATH=/ cd usr: cd tries each CDPATH directory.
+				if a.Name != nil && a.Name.Value == "CDPATH" && a.Value != nil {
+					c.vars["CDPATH"] = append(c.vars["CDPATH"], literalOf(a.Value))
+				}
+			}
 			if len(args) >= 1 && (args[0].s == "cd" || args[0].s == "pushd") {
 				c.learnCd(args)
 			}
@@ -443,8 +449,22 @@ func (c *checker) learnCd(args []arg) {
 		}
 		d, found = a, true
 	}
+	if found && d.static && !strings.HasPrefix(d.s, "/") {
+		for _, cdpath := range c.vars["CDPATH"] {
+			for _, base := range strings.Split(cdpath, ":") {
+				if strings.HasPrefix(base, "/") {
+					c.dirs = append(c.dirs, clean(path.Join(base, d.s)))
+				}
+			}
+		}
+	}
 	if found && !d.static {
 		c.cdEscapes = true
+		// cd $(…)/../../..: what follows the expansion climbs from
+		// wherever it was, perhaps to the root.
+		if tail := d.s[strings.LastIndex(d.s, "$")+1:]; upLevels(strings.TrimPrefix(tail, "/")) >= 3 {
+			c.dirs = append(c.dirs, "/")
+		}
 		// cd $d with d assigned literally: each value.
 		for _, alt := range c.alternatives(d) {
 			if alt != "" {

@@ -38,6 +38,10 @@ type arg struct {
 	// several words; toplevel: the word is $(git rev-parse --show-toplevel).
 	bare     bool
 	toplevel bool
+	// procSubst: the word is <(…) or >(…), a /dev/fd path, never an
+	// option; number: the word is $?, $#, $$ or $!, always a number.
+	procSubst bool
+	number    bool
 }
 
 // words resolves a word into the words it expands to (brace expansion
@@ -198,6 +202,20 @@ func resolve(w *syntax.Word) arg {
 			a.noTmpl = true
 			a.bare = true
 			unresolved()
+		}
+	}
+	if len(w.Parts) == 1 {
+		switch p := w.Parts[0].(type) {
+		case *syntax.ProcSubst:
+			a.procSubst = true
+		case *syntax.ParamExp:
+			a.number = p.Param != nil && isParam(p, p.Param.Value) && strings.Contains("?#$!", p.Param.Value) && len(p.Param.Value) == 1
+		case *syntax.DblQuoted:
+			if len(p.Parts) == 1 {
+				if pe, ok := p.Parts[0].(*syntax.ParamExp); ok && pe.Param != nil && isParam(pe, pe.Param.Value) {
+					a.number = strings.Contains("?#$!", pe.Param.Value) && len(pe.Param.Value) == 1
+				}
+			}
 		}
 	}
 	if a.noTmpl || a.static {

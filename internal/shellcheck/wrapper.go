@@ -1,6 +1,7 @@
 package shellcheck
 
 import (
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -283,24 +284,93 @@ func envAssignments(a []arg) []string {
 }
 
 func xargsInner(a []arg) ([]arg, string, bool) {
+	inner, _, ok := xargsParse(a)
+	return inner, "", ok
+}
+
+// xargs's grammar (GNU findutils): -a -d -E -I -L -n -P -s take a value,
+// attached or the next word; -e -i -l take one only attached (-e alone is
+// -e, the next word is the command); long options likewise, with GNU's
+// abbreviations.
+var (
+	xargsShortVal = "adEILnPs"
+	xargsShortOpt = "eil"
+	xargsShortFlg = "0oprtx"
+	xargsLongVal  = []string{"--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}
+	xargsLongOpt  = []string{"--eof", "--replace", "--max-lines"}
+	xargsLongFlg  = []string{"--null", "--open-tty", "--interactive", "--no-run-if-empty", "--verbose", "--exit", "--show-limits",
+		"--help", "--version"}
+)
+
+// xargsParse returns the command xargs runs (echo when none), the
+// options it was given (long names, or "-X"), and false when its words
+// cannot be read.
+func xargsParse(a []arg) ([]arg, []string, bool) {
 	rest := a[1:]
-	takes := set("-n", "-L", "-s", "-P", "-I", "-d", "-E", "-a", "--max-args", "--max-lines", "--max-chars", "--max-procs",
-		"--delimiter", "--eof", "--arg-file", "--process-slot-var")
-	for len(rest) > 0 && strings.HasPrefix(rest[0].s, "-") {
-		s := rest[0].s
+	var opts []string
+	longName := func(name string, list []string) string {
+		for _, l := range list {
+			if l == name {
+				return l
+			}
+		}
+		var found []string
+		for _, l := range list {
+			if len(name) > 2 && strings.HasPrefix(l, name) {
+				found = append(found, l)
+			}
+		}
+		if len(found) == 1 {
+			return found[0]
+		}
+		return ""
+	}
+	for len(rest) > 0 && strings.HasPrefix(rest[0].s, "-") && rest[0].s != "-" {
+		w := rest[0]
+		if !w.static {
+			return nil, opts, false
+		}
+		s := w.s
+		rest = rest[1:]
 		if s == "--" {
-			rest = rest[1:]
 			break
 		}
-		if takes[s] || clusterTakesNext(s, takes) {
-			rest = skipN(rest, 1)
+		if strings.HasPrefix(s, "--") {
+			name, _, eq := strings.Cut(s, "=")
+			all := append(append(append([]string(nil), xargsLongVal...), xargsLongOpt...), xargsLongFlg...)
+			full := longName(name, all)
+			switch {
+			case full == "":
+				return nil, opts, false // unknown or ambiguous
+			case longName(full, xargsLongVal) != "" && !eq:
+				rest = skipN(rest, 1)
+			case longName(full, xargsLongFlg) != "" && eq:
+				return nil, opts, false
+			}
+			opts = append(opts, full)
+			continue
 		}
-		rest = skipN(rest, 1)
+		for j := 1; j < len(s); j++ {
+			ch := s[j]
+			opts = append(opts, "-"+string(ch))
+			switch {
+			case strings.IndexByte(xargsShortFlg, ch) >= 0:
+				continue
+			case strings.IndexByte(xargsShortVal, ch) >= 0:
+				if j == len(s)-1 {
+					rest = skipN(rest, 1)
+				}
+			case strings.IndexByte(xargsShortOpt, ch) >= 0:
+			default:
+				return nil, opts, false
+			}
+			break
+		}
 	}
 	if len(rest) == 0 {
-		return static([]string{"echo"}), "", true
+		return static([]string{"echo"}), opts, true
 	}
-	return rest, "", true
+	return rest, opts, true
 }
 
 // watchInner: watch joins its arguments and runs them with sh -c, unless -x.
@@ -411,6 +481,11 @@ func (c *checker) wrapper(n string, w unwrap, args []arg, depth int) verdict {
 	}
 	v := c.judge(inner, depth+1)
 	if n == "xargs" && v.v == Allow {
+		if _, opts, _ := xargsParse(args); slices.Contains(opts, "--process-slot-var") {
+			v = ask("environment", "xargs --process-slot-var sets a variable in the command's environment (PATH, ...)")
+		}
+	}
+	if n == "xargs" && v.v == Allow {
 		// Words read from its input join the command's: they may be any
 		// option, which only an inert command does not mind.
 		if spec := specs[strings.Join(c.match(inner), " ")]; spec == nil || !spec.inert {
@@ -493,7 +568,9 @@ func (c *checker) shell(n string, args []arg, depth int) verdict {
 			switch ch {
 			case 'c':
 				hasC = true
-			case 'e', 'u', 'x', 'v', 'f', 'n', 'C', 'h', 'B', 'H', 'P', 'T', 'E', 'a':
+			case 'e', 'u', 'x', 'v', 'f', 'n', 'C', 'h', 'B', 'H', 'P', 'T', 'E', 'a', 'l':
+				// -l reads /etc/profile and the home's profile, which
+				// the sandbox makes afresh for each command.
 			default:
 				odd = s
 			}
