@@ -334,7 +334,7 @@ func violations(a *Analyzer, r oracleResult) []string {
 			out = append(out, fmt.Sprintf("%s ran %q: %s %s (%s)", kind, argv, v.v, v.rule, v.reason))
 		}
 	}
-	for _, rec := range r.ran {
+	for k, rec := range r.ran {
 		var argv, assigns []string
 		for i := 0; i < len(rec); i++ {
 			if rec[i] == "\x00assign" {
@@ -349,7 +349,8 @@ func violations(a *Analyzer, r oracleResult) []string {
 		// shell variable or for some free command.
 		for _, as := range assigns {
 			name, value, _ := strings.Cut(as, "=")
-			if !inertShellVar(name) && !inertEnv[name] && !goInertEnv[name] && as != "CGO_ENABLED=0" && !plainPager(name, lit(value)) {
+			if !inertShellVar(name) && !inertEnv[name] && !goInertEnv[name] && as != "CGO_ENABLED=0" && !plainPager(name, lit(value)) &&
+				(name != "IFS" || !readsNext(r.ran, k)) {
 				out = append(out, "bash assigned "+name+"="+value)
 			}
 		}
@@ -383,6 +384,23 @@ func violations(a *Analyzer, r oracleResult) []string {
 		out = append(out, "wrote "+w)
 	}
 	return out
+}
+
+// readsNext: the record at k, or one of the few after it, runs read
+// (xtrace prints a prefix assignment on its own, and the records of a
+// pipeline's commands interleave): IFS=: read a b.
+func readsNext(ran [][]string, k int) bool {
+	for _, rec := range ran[k:min(k+4, len(ran))] {
+		for _, w := range rec {
+			if w == "read" {
+				return true
+			}
+			if w != "\x00assign" && !strings.Contains(w, "=") {
+				break
+			}
+		}
+	}
+	return false
 }
 
 // oracleBaseEnv is the environment the sandbox gives every command.

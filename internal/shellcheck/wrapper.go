@@ -568,9 +568,7 @@ func (c *checker) shell(n string, args []arg, depth int) verdict {
 			switch ch {
 			case 'c':
 				hasC = true
-			case 'e', 'u', 'x', 'v', 'f', 'n', 'C', 'h', 'B', 'H', 'P', 'T', 'E', 'a', 'l':
-				// -l reads /etc/profile and the home's profile, which
-				// the sandbox makes afresh for each command.
+			case 'e', 'u', 'x', 'v', 'f', 'n', 'C', 'h', 'B', 'H', 'P', 'T', 'E', 'a':
 			default:
 				odd = s
 			}
