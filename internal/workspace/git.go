@@ -298,7 +298,34 @@ func Clone(ctx context.Context, src, dir string) error {
 		return err
 	}
 	_, err = gitRun(ctx, "", []string{"GIT_CONFIG_GLOBAL=" + global.Name()}, "-c", "protocol.file.allow=always", "clone", "--quiet", "--no-hardlinks", "--no-local", "--template=", "--", src, dir)
-	return err
+	if err != nil {
+		return err
+	}
+	return hardenConfig(ctx, dir)
+}
+
+// sandboxConfig is what the copy's own .git/config says for the agent's
+// git in the sandbox (which reads only that file): no fsmonitor, no hooks,
+// and submodules never entered, so that a submodule's .git, which lives
+// in the working copy the agent writes, cannot point git at a
+// configuration that runs programs (git status would run its fsmonitor).
+var sandboxConfig = [][2]string{
+	{"core.fsmonitor", "false"},
+	{"core.hooksPath", "/dev/null"},
+	{"diff.ignoreSubmodules", "all"},
+	{"status.submoduleSummary", "false"},
+	{"submodule.recurse", "false"},
+	{"fetch.recurseSubmodules", "false"},
+}
+
+// hardenConfig writes sandboxConfig into the copy's .git/config.
+func hardenConfig(ctx context.Context, dir string) error {
+	for _, kv := range sandboxConfig {
+		if _, err := gitRun(ctx, dir, nil, "config", "--file", filepath.Join(dir, ".git", "config"), kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Init makes an empty working copy at dir with one empty commit.
@@ -306,8 +333,10 @@ func Init(ctx context.Context, dir string) error {
 	if _, err := gitRun(ctx, "", nil, "init", "--quiet", "--template=", dir); err != nil {
 		return err
 	}
-	_, err := gitRun(ctx, dir, nil, "-c", "user.name=paddock", "-c", "user.email=paddock@localhost", "commit", "--quiet", "--allow-empty", "--no-verify", "-m", "empty working copy")
-	return err
+	if _, err := gitRun(ctx, dir, nil, "-c", "user.name=paddock", "-c", "user.email=paddock@localhost", "commit", "--quiet", "--allow-empty", "--no-verify", "-m", "empty working copy"); err != nil {
+		return err
+	}
+	return hardenConfig(ctx, dir)
 }
 
 // Head is the commit the working copy's HEAD names.
