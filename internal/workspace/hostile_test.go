@@ -212,7 +212,9 @@ func TestHostileFixtureIsReal(t *testing.T) {
 	// The pipes planted for nested repositories would block plain git for good.
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, "stuck")))
 	require.NoError(t, os.RemoveAll(filepath.Join(dir, "borrower")))
-	_, _ = exec.Command("git", "-c", "safe.directory=*", "-C", dir, "status", "--short").CombinedOutput()
+	// The copy's own configuration keeps git out of submodules
+	// (sandboxConfig); a git that overrides it, as a person's might, bites.
+	_, _ = exec.Command("git", "-c", "safe.directory=*", "-c", "diff.ignoreSubmodules=none", "-C", dir, "status", "--short").CombinedOutput()
 	require.NotEmpty(t, ran(), "plain git status should have run the planted fsmonitor; the fixture lost its teeth")
 }
 
