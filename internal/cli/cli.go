@@ -86,6 +86,7 @@ func newRoot(stdio IO) (*cobra.Command, *globals) {
 	g := &globals{io: stdio}
 	root := &cobra.Command{
 		Use:           "paddock",
+		Version:       Version,
 		Short:         "Run AI coding-agent sessions durably and under governance",
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -107,6 +108,16 @@ func newRoot(stdio IO) (*cobra.Command, *globals) {
 	root.PersistentFlags().StringVar(&g.server, "server", "", "URL of the paddock server (default $PADDOCK_SERVER)")
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data directory (default $PADDOCK_DATA_DIR or ~/.paddock)")
 	root.AddCommand(newServe(g), newRun(g), newDemo(g), newApply(g), newSessions(g), newAgents(g), newPolicy(g), newApprovals(g), newSandbox(g), newGC(g), newAudit(g), newWhoami(g), newLogin(g), newProjects(g), newMembers(g), newUsers(g), newTokens(g), newAdmin(g), newVersion(g), newMigrate(g), newKube(g))
+	root.SetVersionTemplate("paddock {{.Version}}\n")
+	// paddock sesions ls: a mistyped command is a usage error (2), as
+	// it is for every command group.
+	root.Args = func(c *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return &exitError{code: 2, msg: fmt.Sprintf("unknown command %q for %q; see paddock --help", args[0], c.CommandPath())}
+		}
+		return nil
+	}
+	root.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 	refuseUnknown(root)
 	usageErrors(root)
 	return root, g

@@ -307,3 +307,14 @@ func TestMigrate(t *testing.T) {
 	require.NotEqual(t, 0, code)
 	require.Contains(t, errOut, "PADDOCK_DATABASE_URL: want a postgres:// URL")
 }
+
+// TestVersionAndTypos: paddock --version prints the version; a mistyped
+// top-level command is a usage error (2), as in every command group.
+func TestVersionAndTypos(t *testing.T) {
+	code, out, _ := run(t, "", "--version")
+	require.Equal(t, 0, code)
+	require.Equal(t, "paddock "+cli.Version+"\n", out)
+	code, _, errOut := run(t, "", "sesions", "ls")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, `unknown command "sesions"`)
+}
