@@ -258,8 +258,8 @@ func answerHint(id string, q session.Question) string {
 		if len(it.Options) == 0 {
 			continue
 		}
-		parts = append(parts, shellWord(it.ID+"="+it.Options[0]))
-		opts = append(opts, it.ID+": "+strings.Join(it.Options, ", "))
+		parts = append(parts, visible(shellWord(it.ID+"="+it.Options[0]), false))
+		opts = append(opts, visible(it.ID+": "+strings.Join(it.Options, ", "), false))
 	}
 	if len(opts) == 0 {
 		return strings.Join(append(parts, `--response "…"`), " ")
@@ -286,9 +286,9 @@ func (f *follower) answer(ctx context.Context, r *renderer, q session.Question) 
 		p = session.AnswerPayload{ToolCallID: q.ToolCallID, Answers: map[string]string{}}
 		for _, item := range q.Questions {
 			for i, o := range item.Options {
-				fmt.Fprintf(f.g.io.Out, "    %d) %s\n", i+1, o)
+				fmt.Fprintf(f.g.io.Out, "    %d) %s\n", i+1, visible(o, false))
 			}
-			fmt.Fprintf(f.g.io.Out, "  %s > ", item.ID)
+			fmt.Fprintf(f.g.io.Out, "  %s > ", visible(item.ID, false))
 			r.midText = true // the next output starts on a fresh line
 			line, err := f.in.ReadString('\n')
 			line = strings.TrimSpace(line)
