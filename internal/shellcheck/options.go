@@ -183,6 +183,13 @@ func globMayBeOption(s string) bool {
 // checkOptions is the generic option parser.
 func checkOptions(cmd string, spec *optionSpec, rest []arg) verdict {
 	v, ops := parseOptions(cmd, spec, rest)
+	if v.v == Allow && spec.maxOperands != 0 {
+		for _, op := range ops {
+			if op.glob || !op.static && !op.procSubst {
+				return ask("operand", cmd+" "+op.s+": a pattern or an expansion may be several operands, one of them written")
+			}
+		}
+	}
 	if v.v == Allow && spec.maxOperands != 0 && len(ops) > max(spec.maxOperands, 0) {
 		return ask("operand", cmd+" "+ops[len(ops)-1].s+": an operand past what keeps it free (an output file, or a setting)")
 	}
@@ -202,7 +209,7 @@ func parseOptions(cmd string, spec *optionSpec, rest []arg) (verdict, []arg) {
 	endOpts := false
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
-		if endOpts && !a.unknown {
+		if endOpts && !a.unknown && (a.static || a.procSubst) {
 			ops = append(ops, a) // after --, nothing is an option
 			continue
 		}

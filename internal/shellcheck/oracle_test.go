@@ -326,6 +326,14 @@ func violations(a *Analyzer, r oracleResult) []string {
 		if spec := specs[argv[0]]; spec != nil && spec.inert && c.match(args) != nil {
 			return
 		}
+		// The same through a free wrapper (xargs grep, env LC_ALL=C ls).
+		if w, ok := wrappers[argv[0]]; ok && c.match(args[:1]) != nil {
+			if inner, code, ok := w(args); ok && code == "" && len(inner) > 0 {
+				if spec := specs[inner[0].s]; spec != nil && spec.inert && c.match(inner) != nil {
+					return
+				}
+			}
+		}
 		v := c.judge(args, 1)
 		for _, p := range c.pieces {
 			v = worst(v, verdict{p.Verdict, p.Rule, p.Reason})

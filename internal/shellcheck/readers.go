@@ -13,7 +13,7 @@ var DefaultFree = []string{
 	"ls", "cat", "head", "tail", "wc", "grep", "rg", "find", "tree", "stat", "file", "du", "df", "basename", "dirname",
 	"realpath", "readlink", "pwd", "cd",
 	// Text.
-	"echo", "printf", "sed", "awk", "sort", "uniq", "cut", "tr", "nl", "tac", "rev", "paste", "comm", "join", "column",
+	"echo", "printf", "sed", "awk", "sort", "uniq", "cut", "tr", "nl", "rev", "paste", "comm", "join", "column",
 	"fold", "expand", "unexpand", "diff", "cmp", "od", "hexdump", "strings", "jq", "seq", "read",
 	"sha1sum", "sha256sum", "sha512sum", "md5sum", "cksum", "b2sum", "base64",
 	// The shell's own.
@@ -48,7 +48,7 @@ func init() {
 		"basename": "prints a path's last element", "dirname": "prints a path's directory", "realpath": "prints resolved paths",
 		"readlink": "prints where links lead", "stat": "prints files' metadata", "du": "prints disk usage",
 		"df": "prints file systems' usage", "cut": "prints columns of lines", "tr": "translates characters of its input",
-		"nl": "numbers lines", "tac": "prints files last line first", "rev": "reverses lines", "paste": "merges lines of files",
+		"nl": "numbers lines", "rev": "reverses lines", "paste": "merges lines of files",
 		"comm": "compares sorted files", "join": "joins lines of sorted files", "column": "formats columns",
 		"fold": "wraps lines", "expand": "turns tabs into spaces", "unexpand": "turns spaces into tabs",
 		"cmp": "compares files byte by byte", "od": "dumps files in octal and other formats",

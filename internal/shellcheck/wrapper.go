@@ -467,6 +467,15 @@ func (c *checker) wrapper(n string, w unwrap, args []arg, depth int) verdict {
 		}
 	}
 	inner, code, ok := w(args)
+	if own.v == Allow && ok && code == "" && len(inner) <= len(args)-1 {
+		// A free wrapper's own words must be literal: nice -n $x go
+		// build runs build when $x is empty; nice -n ./* shifts too.
+		for _, a := range args[1 : len(args)-len(inner)] {
+			if !a.static || a.glob {
+				own = ask("dynamic-argument", n+" with a word from an expansion or a pattern before the command it runs")
+			}
+		}
+	}
 	if n == "env" && own.v == Allow {
 		own = worst(own, envFree(args, inner))
 	}
