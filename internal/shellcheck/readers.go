@@ -148,9 +148,6 @@ func init() {
 		custom: (*checker).sedOptions}
 	specs["awk"] = &optionSpec{does: "prints from its input; programs from files, system(), pipes, output redirections, getline from commands and gawk's @ directives are not free",
 		custom: (*checker).awkOptions}
-	for _, n := range []string{"sha1sum", "sha256sum", "sha512sum", "md5sum", "b2sum"} {
-		specs[n].does = "prints or checks checksums"
-	}
 }
 
 // versionOnly: a toolchain asked for its version, with nothing else on

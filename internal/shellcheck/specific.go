@@ -137,19 +137,18 @@ func (c *checker) specific(n string, args []arg, depth int) (verdict, bool) {
 		}
 		return writes(n, args[1:], false)
 	case "dd":
+		// of=TARGET, with every value variables, loops and cd give it.
 		for _, a := range args[1:] {
-			if strings.HasPrefix(a.s, "of=") || strings.HasPrefix(a.prefix, "of=") {
-				if v, bad := c.writeTarget("dd", withValue(a, strings.TrimPrefix(a.s, "of="))); bad {
+			if !strings.HasPrefix(a.prefix, "of=") {
+				continue
+			}
+			for _, cand := range c.candidates(a) {
+				if v, bad := writeTarget("dd", withValue(cand, strings.TrimPrefix(cand.s, "of="))); bad {
 					return v, true
-				}
-				for _, cand := range c.candidates(a)[1:] {
-					if v, bad := writeTarget("dd", static([]string{strings.TrimPrefix(cand.s, "of=")})[0]); bad {
-						return v, true
-					}
 				}
 			}
 		}
-		return dd(args)
+		return verdict{}, false
 	case "ssh", "autossh":
 		if code := sshRemoteCommand(args); code != "" {
 			if v := c.quietSource(code, depth); v.v == Refuse {
@@ -456,29 +455,6 @@ func inPlace(args []arg) bool {
 		}
 	}
 	return false
-}
-
-func dd(args []arg) (verdict, bool) {
-	for _, a := range args[1:] {
-		if strings.HasPrefix(a.s, "of=") {
-			t := a
-			t.s, t.prefix = strings.TrimPrefix(a.s, "of="), strings.TrimPrefix(a.prefix, "of=")
-			s := t.s
-			if !t.static {
-				s = t.prefix
-			}
-			if dev, harmless := devicePath(s); dev && !harmless {
-				return refuse("device-write", "dd writes to the device "+t.s), true
-			}
-			if gdev, gsys := globTarget(t.s); gdev || gsys {
-				return refuse("device-write", "dd writes what the pattern "+t.s+" names, which can be a device or a system file"), true
-			}
-			if t.static && systemPath(s) {
-				return refuse("system-file", "dd overwrites a system file "+t.s), true
-			}
-		}
-	}
-	return verdict{}, false
 }
 
 func modeOption(args []arg) (string, bool) {
