@@ -12,9 +12,12 @@ import (
 
 // starters are the only packages that start programs on the host: the
 // sandbox (bwrap), the workspace (hardened git, the only git on a working
-// copy) and the volume (mkfs, mount). A working copy is hostile input, so
-// any other package that starts a program is a path from it to the host.
-var starters = map[string]bool{"sandbox": true, "workspace": true, "volume": true}
+// copy), the volume (mkfs, mount) and the command analysis (a restricted
+// bash that prints its reading of a command with every command skipped,
+// may open no file and runs as nobody when Paddock is root; see
+// shellcheck.BashParser). A working copy is hostile input, so any other
+// package that starts a program is a path from it to the host.
+var starters = map[string]bool{"sandbox": true, "workspace": true, "volume": true, "shellcheck": true}
 
 // inSandbox are files whose code runs only inside a sandbox: the egress
 // forwarder starts the sandboxed command as its child (the paddock binary

@@ -44,10 +44,11 @@ func shBlocks(readme string) []string {
 // Lines of README blocks the test cannot run as written, each with why.
 // Any other line runs; a new README command runs unless it is listed here.
 var notRun = map[string]string{
-	"go test ./...": "the test suite itself",
-	"./paddock approvals approve APPROVAL_ID":                                                                             "needs a pending approval's ID",
-	`./paddock run --non-interactive --approver alice "…"`:                                                                "waits for alice's decision",
-	"./paddock sandbox exec --workdir DIR -- go test ./...":                                                               "needs a Go module to test",
+	"go test ./...":                                         "the test suite itself",
+	"./paddock approvals show APPROVAL_ID":                  "needs a pending approval's ID",
+	"./paddock approvals approve APPROVAL_ID":               "needs a pending approval's ID",
+	`./paddock run --non-interactive --approver alice "…"`:  "waits for alice's decision",
+	"./paddock sandbox exec --workdir DIR -- go test ./...": "needs a Go module to test",
 	"OPENAI_BASE_URL=http://127.0.0.1:11434/v1 ./paddock run --model openai/qwen2.5-coder --repo . \"explain the build\"": "needs an OpenAI-compatible server",
 }
 
