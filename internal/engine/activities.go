@@ -69,6 +69,9 @@ type Activities struct {
 	// CommandMax and CommandMaxOutput bound each command.
 	CommandMax       time.Duration
 	CommandMaxOutput int64
+
+	// flights are the tool calls running in this process.
+	flights inflight
 }
 
 // nonRetryable wraps an error the workflow must see at once.

@@ -340,6 +340,13 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 	}
 	var owner session.ToolCallData
 	if json.Unmarshal(recorded.Data, &owner) != nil || owner.Run != calling.Run {
+		// An earlier attempt still running here (Temporal gave up on it
+		// on a busy machine) is waited for; its outcome stands.
+		if a.flights.await(ctx, owner.Run) {
+			if st, q, settled, err := a.settledCall(ctx, sessionID, call.ID); err != nil || settled {
+				return ToolOutcome{State: st, Question: q, Node: s.Node}, err
+			}
+		}
 		if !tool.Idempotent(call.Name) {
 			return finish(session.CallErrored, "", "interrupted by a restart of the server; its effects may be partial: check the working copy before going on")
 		}
@@ -347,6 +354,10 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 	_ = a.Store.SetDisplay(ctx, sessionID, "", "running "+call.Name)
 	stop := heartbeat(ctx)
 	defer stop()
+	// The call runs to its end unless it is canceled: an attempt Temporal
+	// gave up on still records its outcome, for the next attempt.
+	ctx, landed := a.flights.start(ctx, calling.Run)
+	defer landed()
 	start := a.Now()
 	defer func() {
 		_ = a.consume(context.WithoutCancel(ctx), sessionID, turnID, "run/"+call.ID, session.BudgetData{ActiveMs: a.Now().Sub(start).Milliseconds()})

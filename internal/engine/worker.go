@@ -29,6 +29,7 @@ func NewWorker(c client.Client, acts *Activities) *Worker {
 		// A workflow task sent to a worker that died waits this long before
 		// any worker may take it (default 5 s).
 		StickyScheduleToStartTimeout: 2 * time.Second,
+		MaxHeartbeatThrottleInterval: heartbeatEvery,
 	})
 	shared.RegisterWorkflow(SessionWorkflow)
 	shared.RegisterWorkflow(ScheduleWorkflow)
@@ -38,7 +39,7 @@ func NewWorker(c client.Client, acts *Activities) *Worker {
 	w := &Worker{workers: []worker.Worker{shared}}
 	if acts.Copies != nil && acts.Copies.Node != "" {
 		node := acts.Copies.Node
-		own := worker.New(c, NodeQueue(node), worker.Options{Interceptors: []interceptor.WorkerInterceptor{&liveness{}}, DisableWorkflowWorker: true})
+		own := worker.New(c, NodeQueue(node), worker.Options{Interceptors: []interceptor.WorkerInterceptor{&liveness{}}, DisableWorkflowWorker: true, MaxHeartbeatThrottleInterval: heartbeatEvery})
 		own.RegisterActivity(acts)
 		w.workers = append(w.workers, own)
 	}
@@ -69,6 +70,14 @@ func (w *Worker) Stop() {
 // before Temporal retries it elsewhere: the bound on resuming in-flight
 // work after a crash.
 const HeartbeatTimeout = 5 * time.Second
+
+// heartbeatEvery is how often a running activity's heartbeat reaches the
+// server. The SDK would batch heartbeats to 80% of HeartbeatTimeout,
+// leaving a loaded machine one second of slack; every second leaves four,
+// and an interrupt or stop reaches a running command within about a
+// second. An attempt Temporal still gives up on keeps running and a later
+// attempt collects its outcome (inflight).
+const heartbeatEvery = time.Second
 
 // liveness heartbeats every activity once a second while it runs.
 type liveness struct {

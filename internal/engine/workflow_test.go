@@ -158,8 +158,10 @@ func TestSessionWorkflowBareStartAndBadAnswer(t *testing.T) {
 		require.Equal(t, session.StatusAwaiting, x.Status, "a bare start boots the runtime and awaits")
 		f.send(t, "s2", session.KindAnswer, session.AnswerPayload{ToolCallID: "nope", Response: "hi"})
 		f.send(t, "s2", session.KindInterrupt, session.InterruptPayload{})
-		f.send(t, "s2", session.KindStop, session.StopPayload{})
 	}, time.Minute)
+	f.env.RegisterDelayedCallback(func() {
+		f.send(t, "s2", session.KindStop, session.StopPayload{}) // a stop sent with them would cancel them
+	}, 2*time.Minute)
 	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s2"})
 	require.NoError(t, f.env.GetWorkflowError())
 	cmds, err := f.store.ListCommands(context.Background(), "s2")
@@ -261,4 +263,50 @@ func TestSilentStepMakesTheTurnStale(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, session.TurnStale, turns[0].Status)
 	require.Contains(t, turns[0].Error, "made no progress")
+}
+
+// TestStopWinsOverQueuedMessages: a stop sent while a turn waits for an
+// approval, with a message queued behind it, ends the turn, cancels the
+// queued message (recorded as canceled, never run as a turn) and stops
+// the session; the unapproved edit is never made.
+func TestStopWinsOverQueuedMessages(t *testing.T) {
+	f := setup(t)
+	f.policy, _ = json.Marshal(&policy.Policy{Default: policy.AllowedWithPermission, ApprovalTTL: 2 * time.Hour,
+		Tools: map[string]policy.Value{"read_file": policy.AllowedWithoutPermission}})
+	f.create(t, "s9", "replay/testdata/script.yaml", "go")
+	f.env.RegisterDelayedCallback(func() {
+		pending, err := f.store.ListApprovals(context.Background(), store.ApprovalFilter{SessionID: "s9", Status: session.ApprovalPending})
+		require.NoError(t, err)
+		require.Len(t, pending, 1, "the edit waits for approval")
+		f.send(t, "s9", session.KindMessage, session.MessagePayload{Message: "queued behind the approval"})
+		f.send(t, "s9", session.KindStop, session.StopPayload{Reason: "enough"})
+	}, time.Minute)
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s9"})
+	require.NoError(t, f.env.GetWorkflowError())
+	ctx := context.Background()
+	x, err := f.store.GetSession(ctx, "s9")
+	require.NoError(t, err)
+	require.Equal(t, session.StatusStopped, x.Status)
+	turns, err := f.store.ListTurns(ctx, "s9")
+	require.NoError(t, err)
+	require.Len(t, turns, 1, "the queued message never ran as a turn")
+	cmds, err := f.store.ListCommands(ctx, "s9")
+	require.NoError(t, err)
+	states := map[session.CommandKind]session.CommandState{}
+	for _, c := range cmds {
+		states[c.Kind] = c.State
+		if c.Kind == session.KindMessage {
+			require.Contains(t, c.Error, "stopped")
+		}
+	}
+	require.Equal(t, session.CommandCanceled, states[session.KindMessage])
+	require.Equal(t, session.CommandAccepted, states[session.KindStop])
+	all, err := f.store.ListApprovals(ctx, store.ApprovalFilter{SessionID: "s9"})
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	require.NotEqual(t, session.ApprovalApproved, all[0].Status)
+	data, err := os.ReadFile(filepath.Join(x.Workdir, "notes.txt"))
+	if err == nil {
+		require.Equal(t, "a draft note\n", string(data), "the unapproved edit was not made")
+	}
 }

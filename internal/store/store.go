@@ -209,7 +209,9 @@ type Store interface {
 	ListCommands(ctx context.Context, sessionID string) ([]session.Command, error)
 	// ClaimBatch returns the commands already dispatching (a claim that a
 	// crash interrupted) or else claims the next batch (session.NextBatch)
-	// and marks it dispatching.
+	// and marks it dispatching. A pending stop wins: every other pending
+	// command is canceled in the same transaction and the stop is claimed
+	// alone.
 	ClaimBatch(ctx context.Context, sessionID string) ([]session.Command, error)
 	// SettleCommands moves dispatching commands to a final state.
 	SettleCommands(ctx context.Context, ids []string, state session.CommandState, errMsg string) error

@@ -147,6 +147,23 @@ func (s *Store) ClaimBatch(ctx context.Context, sessionID string) ([]session.Com
 			// A held session runs nothing but a stop, which always goes through.
 			pending = slices.DeleteFunc(pending, func(c session.Command) bool { return c.Kind != session.KindStop })
 		}
+		if i := slices.IndexFunc(pending, func(c session.Command) bool { return c.Kind == session.KindStop }); i >= 0 {
+			// A stop wins: nothing queued before or after it runs.
+			stop := pending[i]
+			for _, c := range pending {
+				if c.ID == stop.ID {
+					continue
+				}
+				c.State, c.Error = session.CommandCanceled, "the session was stopped (command "+stop.ID+")"
+				if _, err := tx.ExecContext(ctx, `UPDATE commands SET state = ?, error = ?, updated_at = ? WHERE id = ?`, c.State, c.Error, s.ts(), c.ID); err != nil {
+					return err
+				}
+				if err := s.commandEvent(ctx, tx, c); err != nil {
+					return err
+				}
+			}
+			pending = []session.Command{stop}
+		}
 		batch = session.NextBatch(pending)
 		for i := range batch {
 			batch[i].State = session.CommandDispatching
