@@ -21,6 +21,13 @@ type renderer struct {
 	w         io.Writer
 	midText   bool // the last thing printed was streamed text without a newline
 	lastPhase session.RuntimePhase
+	// full prints every call's whole result (sessions logs --full) in
+	// place of the live output and the tail.
+	full bool
+	// partial is the unended last line of a running command's live
+	// output; streamed notes the calls whose output was shown live.
+	partial  map[string]string
+	streamed map[string]bool
 }
 
 func (r *renderer) line(format string, args ...any) {
@@ -77,12 +84,18 @@ func (r *renderer) event(e session.Event) {
 				r.line("    ✓ approved by %s", visible(d.By.By, false))
 			}
 		case session.CallDone:
+			r.endLive(d.ID)
 			if d.Name != "ask_user" {
 				r.done(d)
 			}
 		case session.CallErrored, session.CallRejected, session.CallCanceled:
+			r.endLive(d.ID)
 			r.line("    ✗ %s %s: %s", visible(d.Name, false), d.State, oneLine(d.Error, 200))
 		}
+	case session.EventOutput:
+		var d session.OutputData
+		_ = json.Unmarshal(e.Data, &d)
+		r.live(e.SessionID, d)
 	case session.EventQuestion:
 		var q session.Question
 		_ = json.Unmarshal(e.Data, &q)
@@ -166,9 +179,40 @@ func (r *renderer) event(e session.Event) {
 // not succeed.
 var failedRun = regexp.MustCompile(`\n\[(exit status \d+|timed out after [^\]]*)\]$`)
 
+// live prints a running command's output as it comes, each whole line
+// escaped; a line not yet ended waits for its end (or the call's).
+func (r *renderer) live(sessionID string, d session.OutputData) {
+	if r.full {
+		return // the whole result follows
+	}
+	if r.partial == nil {
+		r.partial, r.streamed = map[string]string{}, map[string]bool{}
+	}
+	r.streamed[d.CallID] = true
+	text := r.partial[d.CallID] + d.Text
+	lines := strings.Split(text, "\n")
+	r.partial[d.CallID] = lines[len(lines)-1]
+	for _, l := range lines[:len(lines)-1] {
+		r.line("      │ %s", oneLine(l, 200))
+	}
+	if d.Cut {
+		r.endLive(d.CallID)
+		r.line("      │ … live output stops here; all of it: paddock sessions logs --full %s", sessionID)
+	}
+}
+
+// endLive prints the unended last line of a call's live output.
+func (r *renderer) endLive(callID string) {
+	if l := r.partial[callID]; l != "" {
+		r.line("      │ %s", oneLine(l, 200))
+	}
+	delete(r.partial, callID)
+}
+
 // done prints a finished call: ✓, or ✗ with the exit status of a command
 // that failed, then the tail of its output (the end is where a command
-// says how it went), each line escaped.
+// says how it went), each line escaped; after live output, only how it
+// ended; with full, the whole result.
 func (r *renderer) done(d session.ToolCallData) {
 	out := strings.TrimRight(d.Result, "\n")
 	mark, status := "✓", ""
@@ -178,7 +222,17 @@ func (r *renderer) done(d session.ToolCallData) {
 	}
 	lines := strings.Split(out, "\n")
 	const tail = 6
-	if len(lines) <= 1 {
+	switch {
+	case r.full && len(lines) > 1:
+		r.line("    %s%s %d lines of output", mark, status, len(lines))
+		for _, l := range lines {
+			r.line("      │ %s", visible(l, false))
+		}
+		return
+	case r.streamed[d.ID]:
+		r.line("    %s%s %d lines of output (shown as they came)", mark, status, len(lines))
+		return
+	case len(lines) <= 1:
 		r.line("    %s%s %s", mark, status, oneLine(out, 200))
 		return
 	}

@@ -93,14 +93,14 @@ func newSessions(g *globals) *cobra.Command {
 			return printJSON(g.io.Out, x)
 		},
 	}
-	var follow bool
+	var follow, full bool
 	logs := &cobra.Command{
 		Use:   "logs ID",
 		Short: "Print a session's transcript (-f to follow it live)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c := g.remote()
-			r := &renderer{w: g.io.Out}
+			r := &renderer{w: g.io.Out, full: full}
 			if follow {
 				return c.Stream(cmd.Context(), args[0], 0, func(e session.Event) error { r.event(e); return nil })
 			}
@@ -116,6 +116,7 @@ func newSessions(g *globals) *cobra.Command {
 		},
 	}
 	logs.Flags().BoolVarP(&follow, "follow", "f", false, "stream new events until the session ends")
+	logs.Flags().BoolVar(&full, "full", false, "print every call's whole result (escaped), not the tail")
 
 	var key string
 	send := func(kind session.CommandKind, payload func(args []string) (any, error)) func(*cobra.Command, []string) error {

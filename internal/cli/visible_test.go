@@ -82,6 +82,7 @@ func TestRendererShowsEverythingInert(t *testing.T) {
 			session.NetworkData{Phase: "command", Host: hostile, Port: 443, Allowed: true, Error: hostile},
 		},
 		agent.EventCompaction: {agent.Compaction{}},
+		session.EventOutput:   {session.OutputData{CallID: "c", Text: hostile + "\n"}, session.OutputData{CallID: "c", Text: hostile, Cut: true}},
 	}
 	for kind, datas := range events {
 		for _, d := range datas {
@@ -149,5 +150,46 @@ func TestDoneShowsFailureAndTail(t *testing.T) {
 	(&renderer{w: &b}).done(session.ToolCallData{Name: "run_command", Result: "ok  \texample.com/m\t0.01s\n"})
 	if got := b.String(); !strings.HasPrefix(strings.TrimSpace(got), "✓") || !strings.Contains(got, "example.com/m") {
 		t.Errorf("a passing command: %q", got)
+	}
+}
+
+// TestLiveOutputThenEnd: a running command's output is printed as it
+// comes, line by line (an unended line waits), then only how it ended;
+// logs --full prints the whole result instead.
+func TestLiveOutputThenEnd(t *testing.T) {
+	ev := func(kind session.EventKind, d any) session.Event {
+		raw, _ := json.Marshal(d)
+		return session.Event{SessionID: "s1", Kind: kind, Data: raw}
+	}
+	events := []session.Event{
+		ev(session.EventOutput, session.OutputData{CallID: "c", Text: "=== RUN   TestX\nhalf "}),
+		ev(session.EventOutput, session.OutputData{CallID: "c", Text: "a line\n--- FAIL: TestX\nFAIL"}),
+		ev(session.EventToolCall, session.ToolCallData{ID: "c", Name: "run_command", State: session.CallDone,
+			Result: "=== RUN   TestX\nhalf a line\n--- FAIL: TestX\nFAIL\n[exit status 1]"}),
+	}
+	var b bytes.Buffer
+	r := &renderer{w: &b}
+	r.event(events[0])
+	if got := b.String(); !strings.Contains(got, "│ === RUN TestX") || strings.Contains(got, "half") {
+		t.Errorf("after the first piece: %q", got)
+	}
+	r.event(events[1])
+	r.event(events[2])
+	got := b.String()
+	for _, want := range []string{"│ half a line", "│ --- FAIL: TestX", "│ FAIL\n", "✗ (exit status 1) 4 lines of output (shown as they came)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("want %q in\n%s", want, got)
+		}
+	}
+	if strings.Count(got, "--- FAIL: TestX") != 1 {
+		t.Errorf("the output is printed twice:\n%s", got)
+	}
+	b.Reset()
+	r = &renderer{w: &b, full: true}
+	for _, e := range events {
+		r.event(e)
+	}
+	if got := b.String(); strings.Count(got, "--- FAIL: TestX") != 1 || !strings.Contains(got, "✗ (exit status 1) 4 lines of output\n      │ === RUN   TestX") {
+		t.Errorf("--full:\n%s", got)
 	}
 }

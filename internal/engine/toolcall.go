@@ -402,7 +402,15 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 				env.Place.Egress = ep.Socket()
 			}
 		}
+		var live *liveOutput
+		if call.Name == tool.RunCommand {
+			live = a.startLive(ctx, sessionID, turnID, call.ID, calling.Run, creds)
+			env.Live = live
+		}
 		res, runErr = a.Tools.Only(sp.Tools)[call.Name].Run(ctx, env, call.Args)
+		if live != nil {
+			live.close()
+		}
 		res.Output = withoutValues(res.Output, creds)
 		if ep != nil {
 			// Every connection is recorded before the call's result, and

@@ -23,6 +23,7 @@ const (
 	EventNetwork       EventKind = "network"        // a connection through the egress proxy, allowed or refused
 	EventPark          EventKind = "park"           // the session parked, or its park resolved
 	EventBudget        EventKind = "budget"         // consumption of the session's budget (an action, active time), or an extension
+	EventOutput        EventKind = "output"         // a running command's output, as it happens (the call's result has all of it)
 )
 
 // Event is one entry of a session's transcript. Seq is per session, gapless
@@ -76,6 +77,19 @@ type CommandData struct {
 	Sender Sender       `json:"sender"`
 	Error  string       `json:"error,omitempty"`
 }
+
+// OutputData is the data of an output event: the next piece of a running
+// command's output, whole lines unless a line is very long. Live output is
+// bounded (MaxLiveOutput per call); the call's result carries all of it.
+type OutputData struct {
+	CallID string `json:"callId"`
+	Text   string `json:"text"`
+	// Cut says live output of this call stops here (its bound is reached).
+	Cut bool `json:"cut,omitempty"`
+}
+
+// MaxLiveOutput bounds the live output events of one command.
+const MaxLiveOutput = 256 << 10
 
 // PhaseData is the data of a phase event: a provisioning phase that
 // really happened, how long it took and what it did.

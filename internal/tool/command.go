@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/sandbox"
@@ -45,7 +46,11 @@ var runCommand = Tool{
 			timeout = time.Duration(a.TimeoutSeconds) * time.Second
 		}
 		var out bytes.Buffer
-		res, err := env.Shell.Run(ctx, sandbox.Command{Place: env.Place, ID: env.Run, Script: a.Command, Stdout: &out, Stderr: &out, Timeout: timeout, MaxOutput: env.MaxOutput})
+		var w io.Writer = &out
+		if env.Live != nil {
+			w = io.MultiWriter(&out, alwaysWrites{env.Live})
+		}
+		res, err := env.Shell.Run(ctx, sandbox.Command{Place: env.Place, ID: env.Run, Script: a.Command, Stdout: w, Stderr: w, Timeout: timeout, MaxOutput: env.MaxOutput})
 		if err != nil {
 			return Result{}, err
 		}
@@ -64,4 +69,13 @@ var runCommand = Tool{
 		}
 		return Result{Output: text}, nil
 	},
+}
+
+// alwaysWrites passes output on to a live viewer whose failure must not
+// fail the command.
+type alwaysWrites struct{ w io.Writer }
+
+func (a alwaysWrites) Write(p []byte) (int, error) {
+	_, _ = a.w.Write(p)
+	return len(p), nil
 }

@@ -48,6 +48,9 @@ type Env struct {
 	// MaxDuration and MaxOutput bound each command (zero: the defaults).
 	MaxDuration time.Duration
 	MaxOutput   int64
+	// Live, when set, receives a command's output as it happens (the
+	// result still carries all of it); its errors are ignored.
+	Live io.Writer
 }
 
 // Result is what a tool returns to the model. A question tool returns a

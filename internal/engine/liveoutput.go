@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+// liveEvery is how often a running command's new output is recorded.
+const liveEvery = 250 * time.Millisecond
+
+// liveLine is the longest partial line held back waiting for its end.
+const liveLine = 4 << 10
+
+// liveOutput records a running command's output as output events while
+// it runs, so a person watching sees it as it happens: whole lines (a
+// very long line in pieces), every liveEvery, at most
+// session.MaxLiveOutput per call, with the session's credentials masked
+// as they are in the result.
+type liveOutput struct {
+	mu      sync.Mutex
+	buf     []byte
+	sent    int
+	seq     int
+	full    bool // the bound is reached
+	saidCut bool
+	mask    func(string) string
+	values  []string // the masked values: a piece never ends inside one
+	record  func(seq int, d session.OutputData)
+	callID  string
+	stopped chan struct{}
+	ended   sync.WaitGroup
+}
+
+// startLive begins recording the output of call (run names this attempt,
+// so two attempts never share keys).
+func (a *Activities) startLive(ctx context.Context, sessionID, turnID, callID, run string, creds map[string]string) *liveOutput {
+	return newLive(callID, creds, func(seq int, d session.OutputData) {
+		data, _ := json.Marshal(d)
+		_, _ = a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventOutput,
+			Key: "output/" + callID + "/" + run + "/" + strconv.Itoa(seq), Data: data})
+	})
+}
+
+func newLive(callID string, creds map[string]string, record func(int, session.OutputData)) *liveOutput {
+	l := &liveOutput{callID: callID, record: record, stopped: make(chan struct{}), mask: func(s string) string { return withoutValues(s, creds) }}
+	for _, v := range creds {
+		l.values = append(l.values, v)
+	}
+	l.ended.Add(1)
+	go func() {
+		defer l.ended.Done()
+		t := time.NewTicker(liveEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.stopped:
+				l.flush(true)
+				return
+			case <-t.C:
+				l.flush(false)
+			}
+		}
+	}()
+	return l
+}
+
+// Write takes the command's output; what is past the bound is dropped
+// here (the result keeps it).
+func (l *liveOutput) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if room := session.MaxLiveOutput - l.sent - len(l.buf); room > 0 {
+		l.buf = append(l.buf, p[:min(len(p), room)]...)
+	}
+	if l.sent+len(l.buf) >= session.MaxLiveOutput {
+		l.full = true
+	}
+	return len(p), nil
+}
+
+// flush records what is ready: whole lines, or everything when final.
+func (l *liveOutput) flush(final bool) {
+	l.mu.Lock()
+	n := len(l.buf)
+	if !final {
+		if i := bytes.LastIndexByte(l.buf, '\n'); i >= 0 {
+			n = i + 1
+		} else if len(l.buf) > liveLine {
+			n = len(l.buf)
+			i := max(n-utf8.UTFMax, 0)
+			for j := n - 1; j >= i; j-- {
+				if utf8.RuneStart(l.buf[j]) {
+					if !utf8.FullRune(l.buf[j:n]) {
+						n = j // a character not yet whole waits
+					}
+					break
+				}
+			}
+		} else {
+			n = 0
+		}
+		n -= l.partial(l.buf[:n])
+	}
+	text := string(l.buf[:n])
+	l.buf = l.buf[n:]
+	l.sent += n
+	cut := l.full && !l.saidCut && len(l.buf) == 0
+	l.saidCut = l.saidCut || cut
+	seq := l.seq
+	if text != "" || cut {
+		l.seq++
+	}
+	l.mu.Unlock()
+	if text != "" || cut {
+		l.record(seq, session.OutputData{CallID: l.callID, Text: l.mask(text), Cut: cut})
+	}
+}
+
+// close records the rest and ends the recording.
+func (l *liveOutput) close() {
+	close(l.stopped)
+	l.ended.Wait()
+}
+
+// partial is the length of the longest end of b that begins a masked
+// value: held back, so the value is masked whole once it is complete.
+func (l *liveOutput) partial(b []byte) int {
+	longest := 0
+	for _, v := range l.values {
+		for k := min(len(v)-1, len(b)); k > longest; k-- {
+			if bytes.HasSuffix(b, []byte(v[:k])) {
+				longest = k
+				break
+			}
+		}
+	}
+	return longest
+}

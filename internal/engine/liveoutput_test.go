@@ -1,0 +1,74 @@
+package engine
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+// TestLiveOutput: a running command's output is recorded in order, whole
+// lines while it runs, the rest at its end; a credential is masked even
+// when the command writes it in pieces; the live output stops at its
+// bound, saying so once.
+func TestLiveOutput(t *testing.T) {
+	var mu sync.Mutex
+	var got []session.OutputData
+	var seqs []int
+	secret := "s3cr3t-value-123"
+	l := newLive("call_1", map[string]string{"TOKEN": secret}, func(seq int, d session.OutputData) {
+		mu.Lock()
+		defer mu.Unlock()
+		got, seqs = append(got, d), append(seqs, seq)
+	})
+	_, _ = l.Write([]byte("first line\nsecond "))
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == 1
+	}, 10*time.Second, 10*time.Millisecond, "a whole line is recorded while the command runs")
+	mu.Lock()
+	require.Equal(t, "first line\n", got[0].Text)
+	mu.Unlock()
+	_, _ = l.Write([]byte("half, then the token s3cr3t-"))
+	_, _ = l.Write([]byte("value-123 and no newline"))
+	l.close()
+	var all strings.Builder
+	for _, d := range got {
+		all.WriteString(d.Text)
+	}
+	require.Equal(t, "first line\nsecond half, then the token [REDACTED:credential TOKEN] and no newline", all.String())
+	require.Equal(t, []int{0, 1}, seqs)
+
+	// A long line without an end goes out in pieces that never split the
+	// secret; past the bound nothing more is recorded, and Cut says so once.
+	got, seqs = nil, nil
+	l = newLive("call_2", map[string]string{"TOKEN": secret}, func(seq int, d session.OutputData) {
+		mu.Lock()
+		defer mu.Unlock()
+		got, seqs = append(got, d), append(seqs, seq)
+	})
+	chunk := strings.Repeat("x", 1000) + secret
+	for range 400 {
+		_, _ = l.Write([]byte(chunk))
+	}
+	l.close()
+	var total, cuts int
+	for _, d := range got {
+		require.NotContains(t, d.Text, secret)
+		total += len(strings.ReplaceAll(d.Text, "[REDACTED:credential TOKEN]", secret))
+		if d.Cut {
+			cuts++
+		}
+	}
+	require.Equal(t, 1, cuts, "the bound is said once")
+	require.True(t, got[len(got)-1].Cut)
+	require.Equal(t, session.MaxLiveOutput, total, "live output up to its bound, no more")
+	for i, s := range seqs {
+		require.Equal(t, i, s)
+	}
+}
