@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -73,6 +74,9 @@ type globals struct {
 	// closers stop what it started.
 	local   *client.Client
 	closers []func()
+	// inProcess says this command started the server it talks to: the
+	// server stops when the command ends.
+	inProcess bool
 }
 
 func (g *globals) close() {
@@ -107,7 +111,7 @@ func newRoot(stdio IO) (*cobra.Command, *globals) {
 	}
 	root.PersistentFlags().StringVar(&g.server, "server", "", "URL of the paddock server (default $PADDOCK_SERVER)")
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data directory (default $PADDOCK_DATA_DIR or ~/.paddock)")
-	root.AddCommand(newServe(g), newRun(g), newDemo(g), newApply(g), newSessions(g), newAgents(g), newPolicy(g), newApprovals(g), newSandbox(g), newGC(g), newAudit(g), newWhoami(g), newLogin(g), newProjects(g), newMembers(g), newUsers(g), newTokens(g), newAdmin(g), newVersion(g), newMigrate(g), newKube(g))
+	root.AddCommand(newServe(g), newRun(g), newAttach(g), newDemo(g), newApply(g), newSessions(g), newAgents(g), newPolicy(g), newApprovals(g), newSandbox(g), newGC(g), newAudit(g), newWhoami(g), newLogin(g), newProjects(g), newMembers(g), newUsers(g), newTokens(g), newAdmin(g), newVersion(g), newMigrate(g), newKube(g))
 	root.SetVersionTemplate("paddock {{.Version}}\n")
 	// paddock sesions ls: a mistyped command is a usage error (2), as
 	// it is for every command group.
@@ -196,7 +200,7 @@ func (g *globals) connect(ctx context.Context) (*client.Client, func(), error) {
 func (g *globals) open(ctx context.Context, announce bool) (*client.Client, func(), error) {
 	cfg := g.cfg
 	cfg.Listen = "127.0.0.1:0"
-	a, err := app.Start(ctx, cfg, quietLogger(g.io.Err, cfg.LogLevel))
+	a, err := app.Start(ctx, cfg, g.localLogger(cfg))
 	var inUse *app.InUseError
 	if errors.As(err, &inUse) && inUse.URL != "" {
 		if announce {
@@ -207,10 +211,29 @@ func (g *globals) open(ctx context.Context, announce bool) (*client.Client, func
 	if err != nil {
 		return nil, nil, err
 	}
+	g.inProcess = true
 	if announce {
 		fmt.Fprintf(g.io.Err, "started an in-process paddock server (data in %s)\n", cfg.DataDir)
 	}
 	return client.New(a.URL).WithToken(g.token(a.URL)), a.Stop, nil
+}
+
+// LocalLog is the file, in the data directory, where an in-process
+// server's log goes: the person's terminal shows the session, not the
+// server's retries.
+const LocalLog = "local.log"
+
+// localLogger is the logger of an in-process server: warnings and up
+// (unless the person asked for more), appended to LocalLog.
+func (g *globals) localLogger(cfg config.Config) *slog.Logger {
+	var w io.Writer = g.io.Err
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err == nil {
+		if f, err := os.OpenFile(filepath.Join(cfg.DataDir, LocalLog), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+			g.closers = append(g.closers, func() { _ = f.Close() })
+			w = f
+		}
+	}
+	return quietLogger(w, cfg.LogLevel)
 }
 
 // quietLogger keeps an in-process server's logs to warnings unless the

@@ -257,11 +257,12 @@ func newAdmin(g *globals) *cobra.Command {
 			case (user == "") == (id == ""):
 				return &exitError{code: 2, msg: "give one of --user NAME or --session ID"}
 			case id != "":
+				sent := time.Now()
 				if err := g.remote().RevokeSession(cmd.Context(), id); err != nil {
 					return err
 				}
-				fmt.Fprintf(g.io.Out, "session %s revoked: it stops now (see `paddock sessions get %s`)\n", id, id)
-				return nil
+				fmt.Fprintf(g.io.Out, "session %s revoked\n", id)
+				return awaitStopped(cmd.Context(), g, id, sent)
 			}
 			r, err := g.remote().RevokeUser(cmd.Context(), user)
 			if err != nil {

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +21,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
@@ -71,7 +75,7 @@ func newRun(g *globals) *cobra.Command {
 			}
 			fmt.Fprintf(g.io.Out, "session %s started: %s\n", x.ID, x.DisplayTitle)
 			f := &follower{g: g, c: c, id: x.ID, interactive: !req.NonInteractive, in: bufio.NewReader(g.io.In)}
-			return f.run(cmd.Context())
+			return f.interruptible(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVar(&req.Agent, "agent", "", "applied agent to run (default: an ad-hoc agent)")
@@ -95,9 +99,89 @@ type follower struct {
 	autoAnswer func(session.Question) session.AnswerPayload
 	// noSummary leaves the end-of-run summary to the caller (the demo).
 	noSummary bool
+	// after is the last event already shown (attach renders the history
+	// first); converse asks for the next message when a turn ends
+	// instead of ending the run (attach).
+	after    int64
+	converse bool
+	lines    chan string // lines read from in, by one reader
+	inErr    error
+}
+
+// still says the session is still in status (as far as it can tell).
+func (f *follower) still(status session.Status) func() bool {
+	return func() bool {
+		x, err := f.c.Session(context.Background(), f.id)
+		return err != nil || x.Status == status
+	}
+}
+
+// errDecided ends a prompt whose question was settled meanwhile (by
+// someone else, a stop, an interrupt).
+var errDecided = errors.New("decided elsewhere")
+
+// readLineWhile reads a line while open says the prompt still stands,
+// asking it every second; errDecided once it does not.
+func (f *follower) readLineWhile(ctx context.Context, open func() bool) (string, error) {
+	pctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-pctx.Done():
+				return
+			case <-t.C:
+				if !open() {
+					cancel(errDecided)
+					return
+				}
+			}
+		}
+	}()
+	line, err := f.readLine(pctx)
+	if ctx.Err() == nil && context.Cause(pctx) == errDecided {
+		return "", errDecided
+	}
+	return line, err
+}
+
+// readLine reads one line of the person's input; ctx ending (Ctrl-C
+// twice) ends the wait. err is set at the end of input.
+func (f *follower) readLine(ctx context.Context) (string, error) {
+	if f.lines == nil {
+		f.lines = make(chan string)
+		go func() {
+			for {
+				line, err := f.in.ReadString('\n')
+				if err != nil {
+					f.inErr = err
+					if line != "" {
+						f.lines <- line
+					}
+					close(f.lines)
+					return
+				}
+				f.lines <- line
+			}
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case line, ok := <-f.lines:
+		if !ok {
+			return "", f.inErr
+		}
+		return line, nil
+	}
 }
 
 type stopFollowing struct{ err error }
+
+// errDetached ends following a session that goes on.
+var errDetached = errors.New("detached")
 
 func (stopFollowing) Error() string { return "done" }
 
@@ -105,7 +189,7 @@ func (f *follower) run(ctx context.Context) error {
 	r := &renderer{w: f.g.io.Out}
 	asked, extended := false, false
 	var turnErr string
-	err := f.c.Stream(ctx, f.id, 0, func(e session.Event) error {
+	err := f.c.Stream(ctx, f.id, f.after, func(e session.Event) error {
 		r.event(e)
 		switch e.Kind {
 		case session.EventPark:
@@ -144,6 +228,9 @@ func (f *follower) run(ctx context.Context) error {
 					return nil
 				}
 				r.line("")
+				if f.converse {
+					return f.next(ctx, r)
+				}
 				if turnErr != "" {
 					return stopFollowing{&exitError{code: 1, msg: "the turn failed: " + turnErr +
 						fmt.Sprintf("\nthe session is still open: paddock sessions send %s \"…\"", f.id)}}
@@ -210,7 +297,10 @@ func (f *follower) extend(ctx context.Context, r *renderer, p session.Park) (boo
 	}
 	fmt.Fprint(f.g.io.Out, "  grant an extension? [y/N] ")
 	r.midText = true
-	line, _ := f.in.ReadString('\n')
+	line, err := f.readLine(ctx)
+	if ctx.Err() != nil {
+		return false, err
+	}
 	if a := strings.TrimSpace(line); !strings.EqualFold(a, "y") && !strings.EqualFold(a, "yes") {
 		return false, parked
 	}
@@ -237,7 +327,17 @@ func (f *follower) approve(ctx context.Context, r *renderer, d session.ToolCallD
 		r.line("  %s asks to run:\n%s", visible(d.Name, false), callText(d.Name, d.Args))
 		fmt.Fprintf(f.g.io.Out, "  allow this %s call (%s)? [y/N] ", visible(d.Name, false), visible(d.Rule, false))
 		r.midText = true
-		line, err := f.in.ReadString('\n')
+		line, err := f.readLineWhile(ctx, func() bool {
+			pending, err := f.c.Approvals(ctx, store.ApprovalFilter{SessionID: f.id, Status: session.ApprovalPending})
+			return err != nil || slices.ContainsFunc(pending, func(a session.Approval) bool { return a.ID == d.Approval })
+		})
+		if ctx.Err() != nil {
+			return err
+		}
+		if errors.Is(err, errDecided) {
+			r.line("  (decided elsewhere, or the turn ended)")
+			return nil
+		}
 		if err != nil && strings.TrimSpace(line) == "" {
 			// End of input is no decision: the call keeps waiting.
 			return stopFollowing{&exitError{code: 2, msg: fmt.Sprintf("no decision on standard input; the call waits for one:\n"+
@@ -246,6 +346,29 @@ func (f *follower) approve(ctx context.Context, r *renderer, d session.ToolCallD
 		yes = strings.EqualFold(strings.TrimSpace(line), "y") || strings.EqualFold(strings.TrimSpace(line), "yes")
 	}
 	_, err := f.c.Decide(ctx, d.Approval, yes, "decided at the terminal of paddock run")
+	return err
+}
+
+// next asks for the session's next message (attach): an empty line or the
+// end of input detaches, leaving the session awaiting.
+func (f *follower) next(ctx context.Context, r *renderer) error {
+	fmt.Fprint(f.g.io.Out, "› message (empty line to detach): ")
+	r.midText = true
+	line, err := f.readLineWhile(ctx, f.still(session.StatusAwaiting))
+	if ctx.Err() != nil {
+		return err
+	}
+	if errors.Is(err, errDecided) {
+		r.line("")
+		return nil // a message from elsewhere, or the end: the transcript says
+	}
+	msg := strings.TrimSpace(line)
+	if msg == "" {
+		r.line("")
+		return stopFollowing{errDetached}
+	}
+	data, _ := json.Marshal(session.MessagePayload{Message: msg})
+	_, err = f.c.Send(ctx, f.id, engine.SendRequest{Kind: session.KindMessage, Payload: data})
 	return err
 }
 
@@ -290,7 +413,14 @@ func (f *follower) answer(ctx context.Context, r *renderer, q session.Question) 
 			}
 			fmt.Fprintf(f.g.io.Out, "  %s > ", visible(item.ID, false))
 			r.midText = true // the next output starts on a fresh line
-			line, err := f.in.ReadString('\n')
+			line, err := f.readLineWhile(ctx, f.still(session.StatusAwaiting))
+			if ctx.Err() != nil {
+				return err
+			}
+			if errors.Is(err, errDecided) {
+				r.line("  (answered elsewhere, or the session ended)")
+				return nil
+			}
 			line = strings.TrimSpace(line)
 			if err != nil && line == "" {
 				return stopFollowing{&exitError{code: 2, msg: "no answer on standard input; answer later: " + answerHint(f.id, q)}}
@@ -418,3 +548,141 @@ model: replay/demo
 tools: [list_dir, read_file, edit_file, write_file, ask_user]
 displayTitle: "Demo: {{input}}"
 `
+
+// interruptible follows the session with Ctrl-C handled as a person at a
+// terminal expects: the first interrupts the turn in flight (saying so),
+// the second detaches, leaving the session to go on, and says how to
+// come back to it.
+func (f *follower) interruptible(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt)
+	defer signal.Stop(sig)
+	var detached atomic.Bool
+	go func() {
+		for n := 1; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-sig:
+			}
+			if n > 1 {
+				detached.Store(true)
+				cancel()
+				return
+			}
+			fmt.Fprintf(f.g.io.Out, "\n^C: interrupting the turn in flight (Ctrl-C again detaches; the session goes on)\n")
+			data, _ := json.Marshal(session.InterruptPayload{Reason: "Ctrl-C at the terminal"})
+			if _, err := f.c.Send(ctx, f.id, engine.SendRequest{Kind: session.KindInterrupt, Payload: data}); err != nil {
+				fmt.Fprintf(f.g.io.Err, "paddock: the interrupt was not sent: %v\n", err)
+			}
+		}
+	}()
+	err := f.run(ctx)
+	if !detached.Load() && !errors.Is(err, errDetached) {
+		return err
+	}
+	code, how := 0, "detached"
+	if detached.Load() {
+		code, how = 130, "^C again: detached"
+	}
+	where := "it goes on"
+	if f.g.inProcess {
+		where = "it goes on when a server runs (paddock serve), as this command's in-process server stops now"
+	}
+	return &exitError{code: code, msg: fmt.Sprintf("%s from session %s; %s.\ncome back to it: paddock attach %s", how, f.id, where, f.id)}
+}
+
+func newAttach(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "attach ID",
+		Short: "Take a session back in the terminal: its transcript live, its approvals, questions and extensions, your next messages",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, stop, err := g.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			id := args[0]
+			x, err := c.Session(ctx, id)
+			if err != nil {
+				return err
+			}
+			events, err := c.Events(ctx, id, 0)
+			if err != nil {
+				return err
+			}
+			r := &renderer{w: g.io.Out}
+			f := &follower{g: g, c: c, id: id, interactive: true, in: bufio.NewReader(g.io.In), converse: true}
+			waiting := map[string]session.ToolCallData{} // by approval
+			open := map[string]session.Question{}        // by call
+			for _, e := range events {
+				r.event(e)
+				f.after = e.Seq
+				switch e.Kind {
+				case session.EventToolCall:
+					var d session.ToolCallData
+					if json.Unmarshal(e.Data, &d) == nil && d.State == session.CallAwaitingApproval {
+						waiting[d.Approval] = d
+					}
+				case session.EventQuestion:
+					var q session.Question
+					if json.Unmarshal(e.Data, &q) == nil {
+						open[q.ToolCallID] = q
+					}
+				case session.EventAnswer:
+					var a session.AnswerPayload
+					if json.Unmarshal(e.Data, &a) == nil {
+						delete(open, a.ToolCallID)
+					}
+				}
+			}
+			r.line("")
+			if x.Status.Terminal() {
+				return &exitError{code: 1, msg: fmt.Sprintf("session %s is %s: there is nothing to attach to", id, x.Status)}
+			}
+			fmt.Fprintf(g.io.Out, "attached to session %s (%s); Ctrl-C interrupts the turn, twice detaches\n", id, x.Status)
+			pending, err := c.Approvals(ctx, store.ApprovalFilter{SessionID: id, Status: session.ApprovalPending})
+			if err != nil {
+				return err
+			}
+			asked := false
+			for _, ap := range pending {
+				if d, ok := waiting[ap.ID]; ok {
+					asked = true
+					if err := f.approve(ctx, r, d); err != nil {
+						return unwrapStop(err)
+					}
+				}
+			}
+			for _, q := range open {
+				if x.Status == session.StatusAwaiting {
+					asked = true
+					if err := f.answer(ctx, r, q); err != nil {
+						return unwrapStop(err)
+					}
+				}
+			}
+			if !asked && x.Status == session.StatusAwaiting {
+				if err := f.next(ctx, r); err != nil {
+					if errors.Is(unwrapStop(err), errDetached) {
+						return &exitError{code: 0, msg: fmt.Sprintf("detached from session %s; it waits for a message.\ncome back to it: paddock attach %s", id, id)}
+					}
+					return err
+				}
+			}
+			return f.interruptible(ctx)
+		},
+	}
+}
+
+// unwrapStop is the error a stopFollowing carries.
+func unwrapStop(err error) error {
+	if sf, ok := err.(stopFollowing); ok {
+		return sf.err
+	}
+	return err
+}

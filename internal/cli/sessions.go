@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -119,6 +121,7 @@ func newSessions(g *globals) *cobra.Command {
 	logs.Flags().BoolVar(&full, "full", false, "print every call's whole result (escaped), not the tail")
 
 	var key string
+	var noWait bool
 	send := func(kind session.CommandKind, payload func(args []string) (any, error)) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
 			p, err := payload(args)
@@ -126,9 +129,17 @@ func newSessions(g *globals) *cobra.Command {
 				return &exitError{code: 2, msg: err.Error()}
 			}
 			data, _ := json.Marshal(p)
+			sent := time.Now()
 			c, err := g.remote().Send(cmd.Context(), args[0], engine.SendRequest{Kind: kind, Payload: data, IdempotencyKey: key})
 			if err != nil {
 				return err
+			}
+			switch {
+			case noWait:
+			case kind == session.KindStop:
+				return awaitStopped(cmd.Context(), g, args[0], sent)
+			case kind == session.KindInterrupt:
+				return awaitSettled(cmd.Context(), g, args[0], c, sent)
 			}
 			fmt.Fprintf(g.io.Out, "%s command %s %s\n", kind, c.ID, c.State)
 			fmt.Fprintf(g.io.Out, "watch it: paddock sessions logs -f %s\n", args[0])
@@ -181,6 +192,9 @@ func newSessions(g *globals) *cobra.Command {
 	stop.Flags().StringVar(&stopP.Handoff, "handoff", "", "note for the successor (at most 20,000 characters)")
 	for _, c := range []*cobra.Command{sendCmd, answer, interrupt, stop} {
 		c.Flags().StringVar(&key, "idempotency-key", "", "send at most once under this key")
+	}
+	for _, c := range []*cobra.Command{interrupt, stop} {
+		c.Flags().BoolVar(&noWait, "no-wait", false, "return once the command is recorded, without waiting for its effect")
 	}
 	archive := &cobra.Command{
 		Use:   "archive ID",
@@ -394,4 +408,65 @@ func listParked(cmd *cobra.Command, g *globals, f store.SessionFilter, quiet boo
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Session.ID, p.Session.Agent, p.Reason, p.Needs)
 	}
 	return tw.Flush()
+}
+
+// stopWait bounds how long stop and interrupt wait for their effect.
+const stopWait = time.Minute
+
+// awaitStopped waits for a stop (or a revocation) to take effect, so the
+// person knows it did and an in-process server runs long enough to carry
+// it out.
+func awaitStopped(ctx context.Context, g *globals, id string, sent time.Time) error {
+	return poll(ctx, sent, func() (bool, error) {
+		s, err := g.remote().Session(ctx, id)
+		if err != nil || !s.Status.Terminal() {
+			return false, err
+		}
+		if s.Status != session.StatusStopped {
+			fmt.Fprintf(g.io.Out, "session %s had already ended (%s)\n", id, s.Status)
+		} else {
+			fmt.Fprintf(g.io.Out, "session %s stopped in %s: nothing queued runs, the call in flight was canceled\n", id, time.Since(sent).Round(10*time.Millisecond))
+		}
+		return true, nil
+	}, fmt.Sprintf("session %s is not stopped yet", id), id)
+}
+
+// awaitSettled waits for an interrupt to take effect.
+func awaitSettled(ctx context.Context, g *globals, id string, c session.Command, sent time.Time) error {
+	return poll(ctx, sent, func() (bool, error) {
+		cmds, err := g.remote().Commands(ctx, id)
+		for _, x := range cmds {
+			if x.ID == c.ID {
+				c = x
+			}
+		}
+		if err != nil || c.State == session.CommandPending || c.State == session.CommandDispatching {
+			return false, err
+		}
+		why := ""
+		if c.Error != "" {
+			why = ": " + visible(c.Error, false)
+		}
+		fmt.Fprintf(g.io.Out, "interrupt %s in %s%s; the session goes on: paddock sessions send %s \"…\"\n", c.State, time.Since(sent).Round(10*time.Millisecond), why, id)
+		return true, nil
+	}, fmt.Sprintf("%s command %s is not carried out yet", c.Kind, c.ID), id)
+}
+
+// poll calls done every 100 ms until it says so, for at most stopWait.
+func poll(ctx context.Context, sent time.Time, done func() (bool, error), late, id string) error {
+	for {
+		ok, err := done()
+		if err != nil || ok {
+			return err
+		}
+		if time.Since(sent) > stopWait {
+			return &exitError{code: 1, msg: fmt.Sprintf("%s after %s: is a server carrying it out? It will be when one runs (paddock serve).\n"+
+				"watch it: paddock sessions logs -f %s", late, stopWait, id)}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

@@ -830,9 +830,36 @@ func (a *Activities) Interrupted(ctx context.Context, sessionID, turnID, reason 
 	return err
 }
 
+// GetCommand reads a command.
+func (a *Activities) GetCommand(ctx context.Context, id string) (session.Command, error) {
+	return a.Store.GetCommand(ctx, id)
+}
+
 // Stop ends the session: the stop command is accepted and the session is
 // stopped with its reason, respawn request and handoff.
 func (a *Activities) Stop(ctx context.Context, cmd session.Command) error {
+	if err := a.stopSession(ctx, cmd); err != nil {
+		return err
+	}
+	return a.release(ctx, cmd)
+}
+
+// StopTurn is Stop for a stop that interrupted a turn: the session is
+// stopped first, then the turn settles (the session never shows idle in
+// between), then its copy goes.
+func (a *Activities) StopTurn(ctx context.Context, cmd session.Command, turnID string, status session.TurnStatus, scope session.FailureScope, why string) error {
+	if err := a.stopSession(ctx, cmd); err != nil {
+		return err
+	}
+	if err := a.SettleTurn(ctx, turnID, status, scope, why); err != nil {
+		return err
+	}
+	return a.release(ctx, cmd)
+}
+
+// stopSession records the stop: the command accepted, the reason noted,
+// the session stopped (what was queued canceled), a replacement asked for.
+func (a *Activities) stopSession(ctx context.Context, cmd session.Command) error {
 	var p session.StopPayload
 	_ = json.Unmarshal(cmd.Payload, &p)
 	if err := a.Store.SettleCommands(ctx, []string{cmd.ID}, session.CommandAccepted, ""); err != nil {
@@ -848,10 +875,13 @@ func (a *Activities) Stop(ctx context.Context, cmd session.Command) error {
 		return err
 	}
 	if p.Respawn {
-		if err := a.replace(ctx, cmd.SessionID); err != nil {
-			return err
-		}
+		return a.replace(ctx, cmd.SessionID)
 	}
+	return nil
+}
+
+// release lets a stopped session's working copy go.
+func (a *Activities) release(ctx context.Context, cmd session.Command) error {
 	// Unapproved writes go with the session: only an accepted diff
 	// survives (in the user's repository), so the copy, its caches and
 	// its volume go now, its audit log sealed first (unless the session is

@@ -68,6 +68,9 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 				continue
 			}
 			w.wake = true
+			if n.Kind == session.KindStop && w.stop == "" {
+				w.stop = n.CommandID
+			}
 			if (n.Kind == session.KindInterrupt || n.Kind == session.KindStop) && w.cancelTurn != nil {
 				w.cancelTurn()
 			}
@@ -230,6 +233,9 @@ type run struct {
 	ended, summary string
 	wake           bool
 	cancelTurn     workflow.CancelFunc
+	// stop is the first stop command signaled: a turn it interrupts ends
+	// the session at once, so nobody sees it idle in between.
+	stop string
 	decided        map[string]bool // approvals whose decision was signaled
 	reaped         bool            // the idle sandbox was released
 	// home is the node holding the working copy, as last heard.
@@ -392,6 +398,15 @@ func (w *run) turn(ctx workflow.Context, batch []session.Command) (bool, error) 
 		if err := workflow.ExecuteActivity(short(ctx, 0), act.Interrupted, w.in.SessionID, turnID, "the turn was interrupted").Get(ctx, nil); err != nil {
 			return false, err
 		}
+	}
+	if interrupted && w.stop != "" {
+		// Stopped first, so that nobody sees the session idle in between
+		// (and nothing queued behind the turn runs).
+		var cmd session.Command
+		if err := workflow.ExecuteActivity(short(ctx, 0), act.GetCommand, w.stop).Get(ctx, &cmd); err != nil {
+			return false, err
+		}
+		return true, w.onCopy(short(ctx, 0), act.StopTurn, cmd, turnID, status, scope, why).Get(ctx, nil)
 	}
 	if w.ended != "" {
 		// Stopped first, so that nobody sees the session idle in between.

@@ -211,7 +211,7 @@ func (s *Store) setStatus(ctx context.Context, tx *txn, id string, status sessio
 		// Commands that will never be dispatched now settle as canceled,
 		// held ones (a park's recovery, a trigger delivery) with them, and
 		// open parks resolve canceled: nothing waits on an ended session.
-		if _, err := tx.ExecContext(ctx, `UPDATE commands SET state = 'canceled', error = 'session ended', updated_at = ? WHERE session_id = ? AND state IN ('pending', 'dispatching', 'held') AND kind != 'stop'`, s.ts(), id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE commands SET state = 'canceled', error = ?, updated_at = ? WHERE session_id = ? AND state IN ('pending', 'dispatching', 'held') AND kind != 'stop'`, "the session ended ("+string(status)+") before it ran", s.ts(), id); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE parks SET resolved_at = ?, resolution = ?, note = 'the session ended' WHERE session_id = ? AND resolved_at IS NULL`, s.ts(), session.ParkCanceled, id); err != nil {
