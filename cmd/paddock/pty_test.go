@@ -327,4 +327,3 @@ func TestTerminalStopWinsCtrlCAndAttach(t *testing.T) {
 	}
 	term.inert()
 }
-

@@ -235,9 +235,9 @@ type run struct {
 	cancelTurn     workflow.CancelFunc
 	// stop is the first stop command signaled: a turn it interrupts ends
 	// the session at once, so nobody sees it idle in between.
-	stop string
-	decided        map[string]bool // approvals whose decision was signaled
-	reaped         bool            // the idle sandbox was released
+	stop    string
+	decided map[string]bool // approvals whose decision was signaled
+	reaped  bool            // the idle sandbox was released
 	// home is the node holding the working copy, as last heard.
 	home string
 }
