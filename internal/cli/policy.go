@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/shellcheck"
 )
@@ -26,7 +28,7 @@ const (
 
 func newPolicy(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "policy", Short: "Check commands against a policy; set a project's policy; replay a policy on past sessions"}
-	cmd.AddCommand(newPolicyCheck(g), newPolicyApply(g), newPolicyReplay(g))
+	cmd.AddCommand(newPolicyCheck(g), newPolicyShow(g), newPolicyApply(g), newPolicyReplay(g))
 	return cmd
 }
 
@@ -39,8 +41,9 @@ func newPolicyCheck(g *globals) *cobra.Command {
 		Short: "Print the verdict (allow, ask or refuse) for a shell command, then why, piece by piece",
 		Long: "Print the verdict for a shell command on the first line, the policy it was judged under on the second,\n" +
 			"then each piece with the rule that judged it and where that rule comes from.\n\n" +
-			"Policy: --policy FILE; else, when a server is configured (--server or PADDOCK_SERVER), the project's\n" +
-			"applied policy on that server; else the built-in default policy.\n\n" +
+			"Policy: --policy FILE; else the project's applied policy: on the server configured (--server or\n" +
+			"PADDOCK_SERVER), else in the data directory (through the server holding it); else, with no data\n" +
+			"directory yet, the built-in default policy.\n\n" +
 			"Exit status: 0 allow, 3 ask, 4 refuse, 2 usage error (bad flags, unreadable policy), 1 other failure\n" +
 			"(e.g. the server cannot be reached).\n\n" +
 			"--explain adds, for each free command involved (or, without a command, for every free command of the\n" +
@@ -90,6 +93,9 @@ func newPolicyCheck(g *globals) *cobra.Command {
 			} else {
 				fmt.Fprintln(g.io.Out, d.Verdict)
 				fmt.Fprintf(g.io.Out, "policy: %s (%s)\n", source, d.PolicyDigest)
+				if len(d.Pieces) == 0 || d.Verdict != shellcheck.Allow && !slices.ContainsFunc(d.Pieces, func(p shellcheck.Piece) bool { return p.Verdict == d.Verdict }) {
+					fmt.Fprintf(g.io.Out, "  %-6s %-24s %s\n", d.Verdict, d.Rule, d.Reason)
+				}
 				for _, piece := range d.Pieces {
 					fmt.Fprintf(g.io.Out, "  %-6s %-24s %s: %s [%s]\n", piece.Verdict, piece.Rule, piece.Command, piece.Reason, piece.Source)
 				}
@@ -107,8 +113,8 @@ func newPolicyCheck(g *globals) *cobra.Command {
 		},
 	}
 	check.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
-	check.Flags().StringVar(&file, "policy", "", "policy YAML file (default: the project's applied policy when a server is configured, else the built-in default)")
-	check.Flags().StringVar(&project, "project", "default", "project whose applied policy is used (with a server and without --policy)")
+	check.Flags().StringVar(&file, "policy", "", "policy YAML file (default: the project's applied policy)")
+	check.Flags().StringVar(&project, "project", "default", "project whose applied policy is used (without --policy)")
 	check.Flags().BoolVar(&asJSON, "json", false, "print one JSON object with verdict, pieces and the policy's source")
 	check.Flags().BoolVar(&explain, "explain", false, "say what each free command may do and which options keep it free")
 	return check
@@ -123,20 +129,51 @@ func checkPolicy(cmd *cobra.Command, g *globals, file, project string) (*policy.
 		}
 		return p, "the policy file " + file, nil
 	}
-	if g.cfg.Server == "" {
-		return policy.Default(), "the built-in default policy (no --policy, no server configured)", nil
+	return projectPolicy(cmd, g, project)
+}
+
+// projectPolicy is a project's applied policy: on the configured server,
+// else in the data directory (through the server holding it, or opened
+// here); the built-in default where there is no data directory yet.
+func projectPolicy(cmd *cobra.Command, g *globals, project string) (*policy.Policy, string, error) {
+	where := g.cfg.Server
+	if where == "" {
+		if _, err := os.Stat(app.StoreDSN(g.cfg)); g.cfg.DatabaseURL == "" && err != nil {
+			return policy.Default(), fmt.Sprintf("the built-in default policy (no --policy, no server configured, no data in %s)", g.cfg.DataDir), nil
+		}
+		where = "the local server (data in " + g.cfg.DataDir + ")"
 	}
 	raw, err := g.remote().Policy(cmd.Context(), project)
 	if err != nil {
-		return nil, "", &exitError{code: checkError, msg: fmt.Sprintf("reading project %s's policy from %s: %v", project, g.cfg.Server, err)}
+		return nil, "", &exitError{code: checkError, msg: fmt.Sprintf("reading project %s's policy from %s: %v", project, where, err)}
 	}
 	var out struct {
 		Policy *policy.Policy `json:"policy"`
 	}
 	if err := json.Unmarshal(raw, &out); err != nil || out.Policy == nil {
-		return nil, "", &exitError{code: checkError, msg: fmt.Sprintf("project %s's policy from %s is unreadable: %v", project, g.cfg.Server, err)}
+		return nil, "", &exitError{code: checkError, msg: fmt.Sprintf("project %s's policy from %s is unreadable: %v", project, where, err)}
 	}
-	return out.Policy, fmt.Sprintf("project %s's applied policy on %s", project, g.cfg.Server), nil
+	return out.Policy, fmt.Sprintf("project %s's applied policy on %s", project, where), nil
+}
+
+func newPolicyShow(g *globals) *cobra.Command {
+	var project string
+	cmd := &cobra.Command{
+		Use:   "show [--project P]",
+		Short: "Print a project's applied policy as YAML (what its new sessions pin), with where it comes from",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, source, err := projectPolicy(cmd, g, project)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "# %s (%s)\n", source, p.Digest())
+			_, err = g.io.Out.Write(p.YAML())
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&project, "project", "default", "project")
+	return cmd
 }
 
 type freeExplained struct {

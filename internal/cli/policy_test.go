@@ -161,3 +161,61 @@ func TestPolicyReplay(t *testing.T) {
 	require.Contains(t, out, "command:unknown-command")
 	require.Contains(t, out, "run_command: go test ./...")
 }
+
+// TestRunPolicyOnlyTightens: without a server (the data directory opened
+// in-process) as with one, run --policy tightens the project's policy for
+// that run and never replaces it; policy check and policy show read the
+// data directory's policy.
+func TestRunPolicyOnlyTightens(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
+	local := map[string]string{"PADDOCK_DATA_DIR": dir}
+	strict := writeFile(t, "strict.yaml", "default: ask\ntools:\n  edit_file: exclude\n  read_file: allow\n  list_dir: allow\ncommands: {allow: [ls]}\n")
+	loose := writeFile(t, "loose.yaml", "default: allow\ncommands: {allow: [ls, cat, rm]}\n")
+	code, out, errOut := runEnv(t, local, "", "policy", "apply", "-f", strict)
+	require.Equal(t, 0, code, errOut)
+	digest := strings.TrimSpace(out[strings.LastIndex(out, " "):])
+
+	code, out, _ = runEnv(t, local, "", "run", "--non-interactive", "--policy", loose, "--model", "replay/demo", "fix the typo")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, out, "edit_file rejected", "the project's exclusion stands under a looser --policy:\n%s", out)
+
+	code, out, errOut = runEnv(t, local, "", "policy", "show")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "project default's applied policy on the local server (data in "+dir+") ("+digest+")", "run --policy did not replace the project's policy")
+	shown, err := policy.Parse([]byte(out))
+	require.NoError(t, err)
+	require.Equal(t, digest, shown.Digest(), "policy show prints YAML that reads back as the policy")
+
+	code, out, _ = runEnv(t, local, "", "policy", "check", "--", "cat README.md")
+	require.Equal(t, 3, code, "cat is not free under the local project's policy: %s", out)
+	require.Contains(t, out, "policy: project default's applied policy on the local server")
+
+	// On a server, as a member: --policy tightens her run; she may not
+	// apply a project policy.
+	project := fmt.Sprintf("tighten-%d", time.Now().UnixNano()%1e9)
+	code, _, errOut = run(t, "", "policy", "apply", "-f", loose, "--project", project)
+	require.Equal(t, 0, code, errOut)
+	member := memberToken(t, project, "member")
+	env := map[string]string{"PADDOCK_SERVER": serverURL, "PADDOCK_TOKEN": member, "PADDOCK_DATA_DIR": t.TempDir()}
+	code, _, errOut = runEnv(t, env, "", "policy", "apply", "-f", strict, "--project", project)
+	require.NotEqual(t, 0, code, "a member does not set the project's policy")
+	code, out, errOut = runEnv(t, env, "", "run", "--project", project, "--non-interactive", "--policy", strict, "--model", "replay/demo", "fix the typo")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, out, "edit_file rejected", "her --policy tightened her run: %s %s", out, errOut)
+}
+
+// memberToken makes a user with role in project and returns a token of theirs.
+func memberToken(t *testing.T, project, role string) string {
+	t.Helper()
+	name := fmt.Sprintf("%s-%d", role, time.Now().UnixNano()%1e9)
+	for _, args := range [][]string{{"projects", "create", project}, {"users", "create", name}, {"members", "add", project, name, "--role", role}} {
+		code, _, errOut := run(t, "", args...)
+		if args[0] != "projects" {
+			require.Equal(t, 0, code, "%v: %s", args, errOut)
+		}
+	}
+	code, out, errOut := run(t, "", "tokens", "create", "--user", name, "--quiet")
+	require.Equal(t, 0, code, errOut)
+	return strings.TrimSpace(out)
+}

@@ -60,12 +60,6 @@ func newRun(g *globals) *cobra.Command {
 				return err
 			}
 			defer stop()
-			if req.Policy != "" && g.cfg.Server == "" {
-				// A local run: the person running it administers the local project.
-				if _, err := c.SetPolicy(cmd.Context(), "default", []byte(req.Policy)); err != nil {
-					return fmt.Errorf("%s: %w", policyFile, err)
-				}
-			}
 			if req.Repo == "" {
 				fmt.Fprintln(g.io.Err, "no --repo: the agent works in an empty working copy")
 			}
@@ -78,12 +72,13 @@ func newRun(g *globals) *cobra.Command {
 			return f.interruptible(cmd.Context())
 		},
 	}
+	cmd.Flags().StringVar(&req.Project, "project", "", "project the session belongs to (its agents, policy and members; default: default)")
 	cmd.Flags().StringVar(&req.Agent, "agent", "", "applied agent to run (default: an ad-hoc agent)")
 	cmd.Flags().StringVar(&req.Model, "model", "", "model as PROVIDER/MODEL (default: the agent's, or replay/demo)")
 	cmd.Flags().StringVar(&req.Repo, "repo", "", "repository the session works on (a copy of it)")
 	cmd.Flags().BoolVar(&req.NonInteractive, "non-interactive", false, "never prompt: a question stops the run; a call needing permission is rejected unless --approver")
 	cmd.Flags().StringVar(&req.Approver, "approver", "", "identity who approves this run's calls (with paddock approvals approve)")
-	cmd.Flags().StringVar(&policyFile, "policy", "", "policy YAML for this run (a local run makes it the local project's policy)")
+	cmd.Flags().StringVar(&policyFile, "policy", "", "policy YAML that tightens the project's policy for this run only (it never loosens it; a project's policy is set with paddock policy apply)")
 	return cmd
 }
 

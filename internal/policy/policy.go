@@ -150,7 +150,7 @@ func Default() *Policy {
 // file is the YAML form.
 type file struct {
 	Default  string            `yaml:"default"`
-	Tools    map[string]string `yaml:"tools"`
+	Tools    map[string]string `yaml:"tools,omitempty"`
 	Commands *struct {
 		Allow []string `yaml:"allow"`
 	} `yaml:"commands"`
@@ -225,6 +225,22 @@ func Parse(data []byte) (*Policy, error) {
 		p.ApprovalTTL = d
 	}
 	return p, nil
+}
+
+// YAML writes the policy in the form Parse reads: Parse(p.YAML()) is p.
+func (p *Policy) YAML() []byte {
+	f := file{Default: p.Default.Short(), ContinueAfterToolRejection: p.ContinueAfterToolRejection, ApprovalTTL: p.ApprovalTTL.String(),
+		Commands: &struct {
+			Allow []string `yaml:"allow"`
+		}{Allow: append([]string{}, p.Commands...)}}
+	if len(p.Tools) > 0 {
+		f.Tools = map[string]string{}
+		for name, v := range p.Tools {
+			f.Tools[name] = v.Short()
+		}
+	}
+	out, _ := yaml.Marshal(f)
+	return out
 }
 
 // Digest identifies the policy by its content.

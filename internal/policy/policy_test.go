@@ -125,3 +125,17 @@ func TestApprovalTTLInHumanFormAndDigestStable(t *testing.T) {
 	require.Equal(t, time.Hour, legacy.ApprovalTTL, "policies pinned in nanoseconds still read")
 	require.Error(t, json.Unmarshal([]byte(`{"approvalTtl":"soon"}`), &legacy))
 }
+
+// TestYAMLRoundTrips: a policy written as YAML reads back as itself.
+func TestYAMLRoundTrips(t *testing.T) {
+	for _, p := range []*Policy{Default(), {Default: Disabled, Tools: map[string]Value{"read_file": AllowedWithoutPermission, "run_command": AllowedWithPermission},
+		Commands: []string{"ls", "git status"}, ContinueAfterToolRejection: true, ApprovalTTL: 90 * time.Minute}, {Default: AllowedWithPermission, Commands: []string{}, ApprovalTTL: time.Hour}} {
+		back, err := Parse(p.YAML())
+		if err != nil {
+			t.Fatalf("%s: %v", p.YAML(), err)
+		}
+		if back.Digest() != p.Digest() {
+			t.Errorf("round trip changed the policy:\n%s\n%+v\n%+v", p.YAML(), p, back)
+		}
+	}
+}
