@@ -242,6 +242,9 @@ func TestTerminalApprovalInFullAndLiveOutput(t *testing.T) {
 	if code := term.exit(); code != 0 {
 		t.Fatalf("paddock run exited %d:\n%s", code, term.screen())
 	}
+	if !regexp.MustCompile(`· used so far: \d+ tokens in, \d+ out, \$[0-9.]+`).MatchString(term.screen()) {
+		t.Errorf("the run does not show what the session used:\n%s", term.screen())
+	}
 	term.inert()
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
@@ -212,6 +213,9 @@ func (f *follower) run(ctx context.Context) error {
 			if d.Status == session.TurnFailed {
 				turnErr = d.Error
 			}
+			if d.Status.Settled() && f.autoAnswer == nil {
+				f.usage(ctx, r)
+			}
 		case session.EventStatus:
 			var d session.StatusData
 			_ = json.Unmarshal(e.Data, &d)
@@ -255,6 +259,23 @@ func (f *follower) run(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// usage prints what the session has used so far: tokens, cost and the
+// share of its spending cap.
+func (f *follower) usage(ctx context.Context, r *renderer) {
+	u, err := f.c.Usage(ctx, f.id)
+	if err != nil {
+		return
+	}
+	budget := ""
+	if x, err := f.c.Session(ctx, f.id); err == nil {
+		var sp spec.Agent
+		if json.Unmarshal(x.AgentSpec, &sp) == nil && sp.MaxPerSessionUSD > 0 {
+			budget = fmt.Sprintf(" of its $%.2f cap (%.0f%%)", sp.MaxPerSessionUSD, 100*u.CostUSD/sp.MaxPerSessionUSD)
+		}
+	}
+	r.line("· used so far: %d tokens in, %d out, $%.4f%s", u.InputTokens, u.OutputTokens, u.CostUSD, budget)
 }
 
 func (f *follower) summary(ctx context.Context) {

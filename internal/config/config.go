@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -89,8 +90,9 @@ type Config struct {
 	TriggerSecrets map[string]string
 	// Budget is the default session budget (agents may override it).
 	Budget bound.Limits
-	// Prices are USD per million tokens by model (PROVIDER/MODEL).
-	Prices map[string]Price
+	// Prices are USD per million tokens by model (PROVIDER/MODEL): the
+	// built-in table (BuiltinPrices) overridden by PADDOCK_PRICES.
+	Prices Prices
 	// EncryptionKey is the base64 AES-256 key of content at rest (empty:
 	// DATA_DIR/encryption.key, generated on first start).
 	EncryptionKey string
@@ -125,6 +127,53 @@ type Price struct {
 // Cost is the price of a call.
 func (p Price) Cost(in, out int) float64 {
 	return (float64(in)*p.Input + float64(out)*p.Output) / 1e6
+}
+
+// Prices are model prices by PROVIDER/MODEL.
+type Prices map[string]Price
+
+// Of is a model's price: its own entry, else the entry its dated or
+// suffixed name extends ("anthropic/claude-sonnet-4-5-20250929" is priced
+// as "anthropic/claude-sonnet-4-5"); zero for a model not listed.
+func (p Prices) Of(model string) Price {
+	if price, ok := p[model]; ok {
+		return price
+	}
+	best := ""
+	for name := range p {
+		if strings.HasPrefix(model, name+"-") && len(name) > len(best) {
+			best = name
+		}
+	}
+	return p[best]
+}
+
+// PricesAsOf dates BuiltinPrices: the providers' published list prices
+// (standard tier, no caching or batch discounts) as of then.
+const PricesAsOf = "2025-11"
+
+// BuiltinPrices are the list prices of the supported providers' current
+// models, USD per million tokens, as of PricesAsOf; PADDOCK_PRICES
+// overrides and extends them.
+var BuiltinPrices = Prices{
+	"anthropic/claude-opus-4-5":   {Input: 5, Output: 25},
+	"anthropic/claude-opus-4-1":   {Input: 15, Output: 75},
+	"anthropic/claude-opus-4":     {Input: 15, Output: 75},
+	"anthropic/claude-sonnet-4-5": {Input: 3, Output: 15},
+	"anthropic/claude-sonnet-4":   {Input: 3, Output: 15},
+	"anthropic/claude-3-7-sonnet": {Input: 3, Output: 15},
+	"anthropic/claude-haiku-4-5":  {Input: 1, Output: 5},
+	"anthropic/claude-3-5-haiku":  {Input: 0.8, Output: 4},
+	"openai/gpt-5":                {Input: 1.25, Output: 10},
+	"openai/gpt-5-mini":           {Input: 0.25, Output: 2},
+	"openai/gpt-5-nano":           {Input: 0.05, Output: 0.4},
+	"openai/gpt-4.1":              {Input: 2, Output: 8},
+	"openai/gpt-4.1-mini":         {Input: 0.4, Output: 1.6},
+	"openai/gpt-4.1-nano":         {Input: 0.1, Output: 0.4},
+	"openai/gpt-4o":               {Input: 2.5, Output: 10},
+	"openai/gpt-4o-mini":          {Input: 0.15, Output: 0.6},
+	"openai/o3":                   {Input: 2, Output: 8},
+	"openai/o4-mini":              {Input: 1.1, Output: 4.4},
 }
 
 // DefaultSessionMaxDisk is a session's disk budget unless configured.
@@ -194,7 +243,7 @@ var Vars = []Var{
 	{"PADDOCK_RETAIN_FAILED", "168h", "how long a failed session's working copy is kept for inspection before it is collected (stopped sessions' go at once); `paddock gc` collects now"},
 	{"PADDOCK_TRIGGER_SECRETS", "(none: triggers refuse deliveries)", "YAML file (mode 600) of the HMAC-SHA256 secrets of triggers, `NAME: SECRET` (16 characters or more); a delivery to /v1/triggers/NAME must be signed with it"},
 	{"PADDOCK_ENCRYPTION_KEY", "(none: DATA_DIR/encryption.key, generated)", "base64 of 32 random bytes: the AES-256-GCM key of content at rest (workflow history, retained audit content)"},
-	{"PADDOCK_PRICES", "(none: cost 0)", "YAML file of model prices, USD per million tokens: `anthropic/claude-sonnet-4-5: {input: 3, output: 15}`"},
+	{"PADDOCK_PRICES", "(the built-in list prices)", "YAML file of model prices, USD per million tokens, overriding and extending the built-in table of the supported providers' list prices: `anthropic/claude-sonnet-4-5: {input: 3, output: 15}`"},
 }
 
 // Load reads the environment through getenv (os.Getenv in production).
@@ -301,16 +350,19 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 		c.CommandMax = time.Duration(n) * time.Second
 	}
+	c.Prices = maps.Clone(BuiltinPrices)
 	if f := getenv("PADDOCK_PRICES"); f != "" {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return c, fmt.Errorf("PADDOCK_PRICES: %w", err)
 		}
+		var own Prices
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		dec.KnownFields(true)
-		if err := dec.Decode(&c.Prices); err != nil {
+		if err := dec.Decode(&own); err != nil {
 			return c, fmt.Errorf("PADDOCK_PRICES=%s: want MODEL: {input: USD per Mtok, output: USD per Mtok}: %w", f, err)
 		}
+		maps.Copy(c.Prices, own)
 	}
 	if f := getenv("PADDOCK_TRIGGER_SECRETS"); f != "" {
 		fi, err := os.Stat(f)

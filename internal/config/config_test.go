@@ -3,6 +3,7 @@ package config
 import (
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -137,4 +138,22 @@ func TestKubeUsers(t *testing.T) {
 		_, err := load()
 		require.ErrorContains(t, err, "PADDOCK_KUBE_USERS", bad)
 	}
+}
+
+// TestPricesOf: a model is priced by its own entry, else by the name its
+// dated form extends; PADDOCK_PRICES overrides the built-in table.
+func TestPricesOf(t *testing.T) {
+	c, err := Load(func(string) string { return "" })
+	require.NoError(t, err)
+	require.Equal(t, Price{Input: 3, Output: 15}, c.Prices.Of("anthropic/claude-sonnet-4-5-20250929"))
+	require.Equal(t, Price{Input: 0.25, Output: 2}, c.Prices.Of("openai/gpt-5-mini"), "the longest listed name wins")
+	require.Equal(t, Price{}, c.Prices.Of("openai/unknown-model"))
+	require.InDelta(t, 0.0105, c.Prices.Of("anthropic/claude-sonnet-4-5").Cost(1000, 500), 1e-9)
+	f := filepath.Join(t.TempDir(), "prices.yaml")
+	require.NoError(t, os.WriteFile(f, []byte("anthropic/claude-sonnet-4-5: {input: 1, output: 2}\nlocal/qwen: {input: 0, output: 0.1}\n"), 0o600))
+	c, err = Load(func(k string) string { return map[string]string{"PADDOCK_PRICES": f}[k] })
+	require.NoError(t, err)
+	require.Equal(t, Price{Input: 1, Output: 2}, c.Prices.Of("anthropic/claude-sonnet-4-5"))
+	require.Equal(t, Price{Input: 15, Output: 75}, c.Prices.Of("anthropic/claude-opus-4-1"), "the rest of the built-in table stays")
+	require.Equal(t, Price{Output: 0.1}, c.Prices.Of("local/qwen"))
 }

@@ -60,7 +60,7 @@ type Activities struct {
 	// run commands then fail at start with it.
 	LimitErr error
 	// Prices turn token usage into cost, by PROVIDER/MODEL.
-	Prices map[string]config.Price
+	Prices config.Prices
 	// Egress serves the network agents' environments allow; nil refuses
 	// agents that declare any.
 	Egress *Egress
@@ -533,7 +533,7 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 		if err == nil {
 			a.clearProviderParks(ctx, sessionID)
 			u := session.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
-				CostUSD: a.Prices[name].Cost(resp.Usage.InputTokens, resp.Usage.OutputTokens)}
+				CostUSD: a.Prices.Of(name).Cost(resp.Usage.InputTokens, resp.Usage.OutputTokens)}
 			return resp, a.Store.RecordUsage(ctx, sessionID, turnID, step, name, u)
 		}
 		if ctx.Err() != nil {

@@ -222,7 +222,7 @@ func (a *Activities) FinalSummary(ctx context.Context, sessionID, turnID, why st
 		resp, err := prov.Stream(ctx, provider.Request{Model: model, System: sp.Instructions, Messages: messages}, func(provider.Delta) {})
 		if err == nil {
 			u := session.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
-				CostUSD: a.Prices[sp.Model].Cost(resp.Usage.InputTokens, resp.Usage.OutputTokens)}
+				CostUSD: a.Prices.Of(sp.Model).Cost(resp.Usage.InputTokens, resp.Usage.OutputTokens)}
 			_ = a.Store.RecordUsage(ctx, sessionID, turnID, finalSummaryStep, sp.Model, u)
 		}
 		switch {

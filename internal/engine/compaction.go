@@ -60,7 +60,7 @@ func (a *Activities) compact(ctx context.Context, sessionID, turnID string, step
 	c := agent.Compaction{Summary: resp.Text, Messages: cut, Assistant: agent.Assistants(full[:cut]), TokensBefore: before}
 	c.TokensAfter = agent.Tokens(c.Apply(full))
 	u := session.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
-		CostUSD: a.Prices[sp.Model].Cost(resp.Usage.InputTokens, resp.Usage.OutputTokens)}
+		CostUSD: a.Prices.Of(sp.Model).Cost(resp.Usage.InputTokens, resp.Usage.OutputTokens)}
 	// Usage rows are keyed by step; a compaction's sits beside its step's.
 	if err := a.Store.RecordUsage(ctx, sessionID, turnID, compactionStep+step, sp.Model, u); err != nil {
 		return c, err
