@@ -223,7 +223,8 @@ func TestTerminalApprovalInFullAndLiveOutput(t *testing.T) {
 	term := e.start(t, "run", "--model", model, "--repo", e.repo, "check it")
 	at := term.waitFor(`allow this run_command call \(.*\)\? \[y/N\] `, 0)
 	shown := term.screen()[:at]
-	for _, want := range []string{"  1 │ echo checking " + strings.Repeat("x", 2000), "  2 │ touch HIDDEN-TAIL-RAN && echo done"} {
+	for _, want := range []string{"  1 │ echo checking " + strings.Repeat("x", 2000), "  2 │ touch HIDDEN-TAIL-RAN && echo done",
+		"the analysis, piece by piece", "touch HIDDEN-TAIL-RAN: "} {
 		if !strings.Contains(strings.ReplaceAll(shown, "\r\n", "\n"), want) {
 			t.Fatalf("the approval does not show %q whole:\n%s", want[:40], shown)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 )
@@ -54,7 +55,7 @@ func newApprovals(g *globals) *cobra.Command {
 	}
 	show := &cobra.Command{
 		Use:   "show ID",
-		Short: "Print an approval's whole call: every line of a command, every argument, escaped",
+		Short: "Print an approval's whole call (every line of a command, every argument, an edit as a diff, escaped) and its analysis piece by piece",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			list, err := g.remote().Approvals(cmd.Context(), store.ApprovalFilter{})
@@ -68,6 +69,13 @@ func newApprovals(g *globals) *cobra.Command {
 				fmt.Fprintf(g.io.Out, "approval %s: %s in session %s, %s\n", a.ID, visible(a.Tool, false), a.SessionID, a.Status)
 				fmt.Fprintf(g.io.Out, "why it asks: %s (%s)\n", visible(a.Reason, false), visible(a.Rule, false))
 				fmt.Fprintf(g.io.Out, "the call:\n%s\n", callText(a.Tool, a.Args))
+				if x, err := g.remote().Session(cmd.Context(), a.SessionID); err == nil {
+					if p, err := engine.PinnedPolicy(x); err == nil {
+						if text := analysisText(p, a.Tool, a.Args); text != "" {
+							fmt.Fprintln(g.io.Out, text)
+						}
+					}
+				}
 				if a.Status == session.ApprovalPending {
 					fmt.Fprintf(g.io.Out, "next: paddock approvals approve %s   |   paddock approvals reject %s --reason \"…\"\n", a.ID, a.ID)
 				}

@@ -20,6 +20,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
@@ -102,6 +103,7 @@ type follower struct {
 	converse bool
 	lines    chan string // lines read from in, by one reader
 	inErr    error
+	pinned   *policy.Policy // the session's pinned policy, read once
 }
 
 // still says the session is still in status (as far as it can tell).
@@ -341,6 +343,14 @@ func (f *follower) approve(ctx context.Context, r *renderer, d session.ToolCallD
 		// The whole call, every line and argument, escaped: a person
 		// approves only what they can see.
 		r.line("  %s asks to run:\n%s", visible(d.Name, false), callText(d.Name, d.Args))
+		if f.pinned == nil {
+			if x, err := f.c.Session(ctx, f.id); err == nil {
+				f.pinned, _ = engine.PinnedPolicy(x)
+			}
+		}
+		if text := analysisText(f.pinned, d.Name, d.Args); text != "" {
+			r.line("%s", text)
+		}
 		fmt.Fprintf(f.g.io.Out, "  allow this %s call (%s)? [y/N] ", visible(d.Name, false), visible(d.Rule, false))
 		r.midText = true
 		line, err := f.readLineWhile(ctx, func() bool {

@@ -3,10 +3,13 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/paddock-dev/paddock/internal/policy"
 )
 
 // visible is the one rule for printing text that came from an agent, a
@@ -94,6 +97,21 @@ func callText(tool string, args json.RawMessage) string {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	if old, ok := m["old"].(string); ok && tool == "edit_file" {
+		// The edit as a diff: what goes, what comes.
+		fmt.Fprintf(&b, "    the edit:\n")
+		for _, l := range strings.Split(old, "\n") {
+			fmt.Fprintf(&b, "      - %s\n", visible(l, false))
+		}
+		if nw, ok := m["new"].(string); ok {
+			for _, l := range strings.Split(nw, "\n") {
+				fmt.Fprintf(&b, "      + %s\n", visible(l, false))
+			}
+			delete(m, "new")
+		}
+		delete(m, "old")
+		keys = slices.DeleteFunc(keys, func(k string) bool { return k == "old" || k == "new" })
+	}
 	for _, k := range keys {
 		v, ok := m[k].(string)
 		if !ok {
@@ -110,6 +128,25 @@ func callText(tool string, args json.RawMessage) string {
 			continue
 		}
 		fmt.Fprintf(&b, "    %s: %s\n", visible(k, false), visible(v, false))
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// analysisText is a command's analysis piece by piece, as the gate sees
+// it under pinned: each piece's verdict, rule, reason and the rule's
+// source, escaped; "" for a call that is not a command.
+func analysisText(pinned *policy.Policy, tool string, args json.RawMessage) string {
+	if pinned == nil || tool != policy.ShellTool {
+		return ""
+	}
+	d := pinned.Evaluate(tool, args)
+	var b strings.Builder
+	fmt.Fprintf(&b, "  the analysis, piece by piece (under the session's pinned policy %s):\n", d.PolicyDigest)
+	for _, p := range d.Pieces {
+		fmt.Fprintf(&b, "    %-6s %-24s %s: %s [%s]\n", p.Verdict, visible(p.Rule, false), oneLine(p.Command, 120), visible(p.Reason, false), visible(p.Source, false))
+	}
+	if len(d.Pieces) == 0 {
+		fmt.Fprintf(&b, "    %-6s %-24s %s\n", d.Verdict, visible(d.Rule, false), visible(d.Reason, false))
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/paddock-dev/paddock/internal/agent"
+	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
@@ -191,5 +192,31 @@ func TestLiveOutputThenEnd(t *testing.T) {
 	}
 	if got := b.String(); strings.Count(got, "--- FAIL: TestX") != 1 || !strings.Contains(got, "✗ (exit status 1) 4 lines of output\n      │ === RUN   TestX") {
 		t.Errorf("--full:\n%s", got)
+	}
+}
+
+// TestApprovalShowsAnalysisAndEdit: a command's approval shows each
+// piece's verdict, rule and source; an edit shows as lines removed and
+// added; every value escaped.
+func TestApprovalShowsAnalysisAndEdit(t *testing.T) {
+	args, _ := json.Marshal(map[string]string{"command": "ls && touch x\x1b[8m; s\"\"udo id"})
+	got := analysisText(policy.Default(), "run_command", args)
+	for _, want := range []string{"the analysis, piece by piece", "allow", "free-command", "refuse", "privilege-escalation", "built-in refused family", `\x1b[8m`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("want %q in\n%s", want, got)
+		}
+	}
+	if c, bad := interpreted(got); bad {
+		t.Errorf("the analysis shows %U unescaped: %q", c, got)
+	}
+	if analysisText(policy.Default(), "read_file", []byte(`{"path":"x"}`)) != "" {
+		t.Error("a file tool has no command analysis")
+	}
+	args, _ = json.Marshal(map[string]string{"path": "a.go", "old": "Helo\nworld", "new": "Hello\x1b[2K\nworld"})
+	got = callText("edit_file", args)
+	for _, want := range []string{"path: a.go", "the edit:", "      - Helo", "      + Hello\\x1b[2K", "      + world"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("want %q in\n%s", want, got)
+		}
 	}
 }
