@@ -30,7 +30,7 @@ func newApprovals(g *globals) *cobra.Command {
 			tw := table(g.io.Out)
 			fmt.Fprintln(tw, "ID\tSESSION\tTOOL\tCALL\tRULE\tSTATUS\tEXPIRES")
 			for _, a := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.SessionID, a.Tool, oneLine(string(a.Args), 50), a.Rule, a.Status, a.ExpiresAt.Local().Format("2006-01-02 15:04"))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.SessionID, a.Tool, oneLine(argsText(a.Args), 50), a.Rule, a.Status, a.ExpiresAt.Local().Format("2006-01-02 15:04"))
 			}
 			return tw.Flush()
 		},

@@ -318,3 +318,12 @@ func TestVersionAndTypos(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, `unknown command "sesions"`)
 }
+
+// TestQuestionRefusesAnAnswerNotOffered: at the terminal, "maybe" to a
+// yes/no question is asked again; a number picks an option.
+func TestQuestionRefusesAnAnswerNotOffered(t *testing.T) {
+	code, out, errOut := run(t, "y\nmaybe\n2\ny\n", "run", "--model", "replay/demo", "fix the typo")
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	require.Contains(t, out, `"maybe" is not one of the options`)
+	require.Contains(t, out, "answer: changelog=no")
+}

@@ -76,7 +76,7 @@ func (r *renderer) event(e session.Event) {
 		_ = json.Unmarshal(e.Data, &d)
 		switch d.State {
 		case session.CallGenerated:
-			r.line("  ⚙ %s %s", visible(d.Name, false), oneLine(string(d.Args), 100))
+			r.line("  ⚙ %s %s", visible(d.Name, false), oneLine(argsText(d.Args), 100))
 		case session.CallAwaitingApproval:
 			r.line("    ? %s needs permission (%s)", visible(d.Name, false), visible(d.Rule, false))
 		case session.CallCalling:

@@ -437,29 +437,38 @@ func (f *follower) answer(ctx context.Context, r *renderer, q session.Question) 
 			for i, o := range item.Options {
 				fmt.Fprintf(f.g.io.Out, "    %d) %s\n", i+1, visible(o, false))
 			}
-			fmt.Fprintf(f.g.io.Out, "  %s > ", visible(item.ID, false))
-			r.midText = true // the next output starts on a fresh line
-			line, err := f.readLineWhile(ctx, f.still(session.StatusAwaiting))
-			if ctx.Err() != nil {
-				return err
+			last := ""
+			for {
+				fmt.Fprintf(f.g.io.Out, "  %s > ", visible(item.ID, false))
+				r.midText = true // the next output starts on a fresh line
+				line, err := f.readLineWhile(ctx, f.still(session.StatusAwaiting))
+				if ctx.Err() != nil {
+					return err
+				}
+				if errors.Is(err, errDecided) {
+					r.line("  (answered elsewhere, or the session ended)")
+					return nil
+				}
+				line = strings.TrimSpace(line)
+				if err != nil && line == "" {
+					return stopFollowing{&exitError{code: 2, msg: "no answer on standard input; answer later: " + answerHint(f.id, q)}}
+				}
+				if n, err := strconv.Atoi(line); err == nil && n >= 1 && n <= len(item.Options) {
+					line = item.Options[n-1]
+				}
+				if len(item.Options) == 0 || item.AllowOther || slices.Contains(item.Options, line) {
+					p.Answers[item.ID] = line
+					break
+				}
+				if line != "" && line == last {
+					// Typed twice: a note, not an option, goes as the response.
+					p.Response = strings.TrimSpace(p.Response + "\n" + item.ID + ": " + line)
+					break
+				}
+				r.midText = false
+				fmt.Fprintf(f.g.io.Out, "  %q is not one of the options: type 1-%d or an option as shown (or the same text again to send it as a note)\n", visible(line, false), len(item.Options))
+				last = line
 			}
-			if errors.Is(err, errDecided) {
-				r.line("  (answered elsewhere, or the session ended)")
-				return nil
-			}
-			line = strings.TrimSpace(line)
-			if err != nil && line == "" {
-				return stopFollowing{&exitError{code: 2, msg: "no answer on standard input; answer later: " + answerHint(f.id, q)}}
-			}
-			if n, err := strconv.Atoi(line); err == nil && n >= 1 && n <= len(item.Options) {
-				line = item.Options[n-1]
-			}
-			if len(item.Options) > 0 && !item.AllowOther && !slices.Contains(item.Options, line) {
-				// Free text to a question of options goes as the response.
-				p.Response = strings.TrimSpace(p.Response + "\n" + item.ID + ": " + line)
-				continue
-			}
-			p.Answers[item.ID] = line
 		}
 	}
 	data, _ := json.Marshal(p)

@@ -150,3 +150,19 @@ func analysisText(pinned *policy.Policy, tool string, args json.RawMessage) stri
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
+
+// argsText is a call's arguments as compact JSON for one line, without
+// the HTML escaping of encoding/json (a > in a command stays a >).
+func argsText(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return string(raw)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}

@@ -220,3 +220,14 @@ func TestApprovalShowsAnalysisAndEdit(t *testing.T) {
 		}
 	}
 }
+
+// TestArgsNotHTMLEscaped: a call's arguments read as the model wrote
+// them: > < & are not \u003e \u003c \u0026.
+func TestArgsNotHTMLEscaped(t *testing.T) {
+	var b bytes.Buffer
+	raw, _ := json.Marshal(session.ToolCallData{ID: "c", Name: "run_command", State: session.CallGenerated, Args: json.RawMessage(`{"command":"go test ./... 2>&1 \u003e out.txt \u0026\u0026 cat \u003cin"}`)})
+	(&renderer{w: &b}).event(session.Event{Kind: session.EventToolCall, Data: raw})
+	if got := b.String(); !strings.Contains(got, `go test ./... 2>&1 > out.txt && cat <in`) {
+		t.Errorf("the call reads %q", got)
+	}
+}
