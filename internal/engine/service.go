@@ -352,15 +352,45 @@ func (s *Service) checkRepo(repo, project string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("%w: repository %s is not a directory", ErrInvalid, repo)
 	}
+	gitDir := ""
 	if _, err := os.Stat(filepath.Join(repo, ".git")); err == nil {
-		return nil
-	}
-	if _, err := os.Stat(filepath.Join(repo, "HEAD")); err == nil {
+		gitDir = filepath.Join(repo, ".git")
+	} else if _, err := os.Stat(filepath.Join(repo, "HEAD")); err == nil {
 		if _, err := os.Stat(filepath.Join(repo, "objects")); err == nil {
-			return nil // bare
+			gitDir = repo // bare
 		}
 	}
-	return fmt.Errorf("%w: %s is not a git repository (run `git init` there and commit, or omit --repo for an empty working copy)", ErrInvalid, repo)
+	if gitDir == "" {
+		for dir := filepath.Dir(repo); dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+			if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+				return fmt.Errorf("%w: %s is a folder inside the git repository %s: give --repo %s (sessions work on a whole repository)", ErrInvalid, repo, dir, dir)
+			}
+		}
+		return fmt.Errorf("%w: %s is not a git repository (run `git init` there and commit, or omit --repo for an empty working copy)", ErrInvalid, repo)
+	}
+	if !hasCommit(gitDir) {
+		return fmt.Errorf("%w: repository %s has no commit yet: commit something first (git -C %s add -A && git -C %s commit -m init), or omit --repo for an empty working copy", ErrInvalid, repo, repo, repo)
+	}
+	return nil
+}
+
+// hasCommit says whether a git directory's HEAD names a commit: detached
+// at one, or on a branch that exists (loose or packed). A worktree's .git
+// file, or anything this cannot read, is left to git to judge.
+func hasCommit(gitDir string) bool {
+	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return true
+	}
+	ref, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: ")
+	if !ok || !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, "..") {
+		return true // detached, or not ours to judge
+	}
+	if _, err := os.Stat(filepath.Join(gitDir, filepath.FromSlash(ref))); err == nil {
+		return true
+	}
+	packed, err := os.ReadFile(filepath.Join(gitDir, "packed-refs"))
+	return err == nil && strings.Contains(string(packed), " "+ref+"\n")
 }
 
 // projectRepo says path lies under ROOT/project/ of a repository root.
