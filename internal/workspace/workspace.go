@@ -256,6 +256,13 @@ func Apply(ctx context.Context, repo string, d Diff, mode ApplyMode, message str
 	if _, err := userGit(ctx, repo, append(append([]string{}, args...), "--check", patch.Name())...); err != nil {
 		return "", fmt.Errorf("the diff does not apply to %s (has it changed since the session's base %s?): %w", repo, short(d.Base), err)
 	}
+	if mode == AsCommit {
+		// The commit is made under the repository's own identity: without
+		// one, nothing is applied (rather than a change left staged).
+		if _, err := userGit(ctx, repo, "var", "GIT_COMMITTER_IDENT"); err != nil {
+			return "", fmt.Errorf("nothing was applied: %s has no git identity to commit with: set one (git -C %s config user.name \"Your Name\" && git -C %s config user.email you@example.com), then accept again: %w", repo, repo, repo, err)
+		}
+	}
 	if _, err := userGit(ctx, repo, append(args, patch.Name())...); err != nil {
 		return "", err
 	}
@@ -266,7 +273,12 @@ func Apply(ctx context.Context, repo string, d Diff, mode ApplyMode, message str
 		message = "Apply the changes of a Paddock session"
 	}
 	if _, err := userGit(ctx, repo, "commit", "--quiet", "--no-verify", "-m", message); err != nil {
-		return "", err
+		// Take the change back out of the index and the files, so a retry
+		// starts from where the repository was.
+		if _, rerr := userGit(ctx, repo, append(append([]string{}, args...), "-R", patch.Name())...); rerr != nil {
+			return "", fmt.Errorf("the commit failed (%w) and undoing the applied change failed too (%v): see git -C %s status", err, rerr, repo)
+		}
+		return "", fmt.Errorf("the commit failed, and the change was taken back out: %w", err)
 	}
 	head, err := userGit(ctx, repo, "rev-parse", "HEAD")
 	return strings.TrimSpace(head), err

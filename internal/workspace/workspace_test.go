@@ -206,3 +206,33 @@ func TestChangesRestore(t *testing.T) {
 		require.ErrorIs(t, err, ErrUntrusted, bad)
 	}
 }
+
+// TestApplyWithoutIdentityChangesNothing: accepting as a commit into a
+// repository with no git identity applies nothing and says how to set
+// one; after that the same acceptance goes through.
+func TestApplyWithoutIdentityChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("EMAIL", "")
+	t.Setenv("GIT_AUTHOR_EMAIL", "")
+	t.Setenv("GIT_COMMITTER_EMAIL", "")
+	src, base := repo(t)
+	require.NoError(t, exec.Command("git", "-C", src, "config", "user.useConfigOnly", "true").Run())
+	work := t.TempDir()
+	out, err := exec.Command("git", "clone", "-q", src, work).CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.NoError(t, os.WriteFile(filepath.Join(work, "new.txt"), []byte("new\n"), 0o644))
+	d, err := Compute(ctx, work, base)
+	require.NoError(t, err)
+	_, err = Apply(ctx, src, d, AsCommit, "Session work")
+	require.ErrorContains(t, err, "nothing was applied")
+	require.ErrorContains(t, err, "config user.email")
+	status, _ := exec.Command("git", "-C", src, "status", "--porcelain").Output()
+	require.Empty(t, string(status), "nothing staged, nothing written")
+
+	require.NoError(t, exec.Command("git", "-C", src, "config", "user.name", "Repo Owner").Run())
+	require.NoError(t, exec.Command("git", "-C", src, "config", "user.email", "owner@example.com").Run())
+	_, err = Apply(ctx, src, d, AsCommit, "Session work")
+	require.NoError(t, err, "the retry goes through")
+}
