@@ -590,6 +590,32 @@ func (s *Service) Retry(ctx context.Context, id string, by session.Sender) (sess
 	if err := json.Unmarshal(old.AgentSpec, &sp); err != nil {
 		return old, err
 	}
+	agentSpec, agentVersion, pinned, digest := old.AgentSpec, old.AgentVersion, old.Policy, old.PolicyDigest
+	if rec, err := s.Store.GetAgent(ctx, old.Project, old.Agent); err == nil && rec.Digest != old.AgentVersion {
+		// The agent was applied again since (its failure fixed, perhaps):
+		// the retry runs the agent as it is now, under a policy no looser
+		// than the failed session's.
+		var now spec.Agent
+		if err := json.Unmarshal(rec.Spec, &now); err != nil {
+			return old, fmt.Errorf("agent %q: stored spec unreadable: %w", old.Agent, err)
+		}
+		now.Defaults()
+		pol, err := s.effectivePolicy(ctx, old.Project, &now, "")
+		if err != nil {
+			return old, err
+		}
+		oldPol, err := PinnedPolicy(old)
+		if err != nil {
+			return old, err
+		}
+		var newPol policy.Policy
+		if err := json.Unmarshal(pol.json, &newPol); err != nil {
+			return old, err
+		}
+		p := policy.Stricter(oldPol, &newPol)
+		raw, _ := json.Marshal(p)
+		sp, agentSpec, agentVersion, pinned, digest = now, now.JSON(), rec.Digest, raw, p.Digest()
+	}
 	kind, payload := session.KindStart, json.RawMessage(`{}`)
 	if old.Input != "" {
 		kind = session.KindStartWithMessage
@@ -602,9 +628,9 @@ func (s *Service) Retry(ctx context.Context, id string, by session.Sender) (sess
 	}
 	x, created, err := s.Store.CreateSession(ctx, store.NewSession{
 		ID: newID, Project: old.Project, SpendCapUSD: old.SpendCapUSD, DisplayTitle: old.DisplayTitle, AwaitStart: gate,
-		Agent: store.Agent{Project: old.Project, Name: old.Agent, Spec: old.AgentSpec, Digest: old.AgentVersion, Concurrency: sp.Concurrency},
+		Agent: store.Agent{Project: old.Project, Name: old.Agent, Spec: agentSpec, Digest: agentVersion, Concurrency: sp.Concurrency},
 		Input: old.Input, Repo: old.Repo, RetryOf: old.ID, CreatedBy: by, StartKind: kind, StartPayload: payload,
-		IdempotencyKey: "retry:" + old.ID, Policy: old.Policy, PolicyDigest: old.PolicyDigest, Interactive: old.Interactive, Approver: old.Approver,
+		IdempotencyKey: "retry:" + old.ID, Policy: pinned, PolicyDigest: digest, Interactive: old.Interactive, Approver: old.Approver,
 	})
 	if err != nil {
 		return x, err
