@@ -28,6 +28,8 @@ type renderer struct {
 	// output; streamed notes the calls whose output was shown live.
 	partial  map[string]string
 	streamed map[string]bool
+	// hints says how to act on what is shown (logs, which cannot).
+	hints bool
 }
 
 func (r *renderer) line(format string, args ...any) {
@@ -79,6 +81,9 @@ func (r *renderer) event(e session.Event) {
 			r.line("  ⚙ %s %s", visible(d.Name, false), oneLine(argsText(d.Args), 100))
 		case session.CallAwaitingApproval:
 			r.line("    ? %s needs permission (%s)", visible(d.Name, false), visible(d.Rule, false))
+			if r.hints && d.Approval != "" {
+				r.line("      see it whole: paddock approvals show %s   |   decide here: paddock attach %s", visible(d.Approval, false), visible(e.SessionID, false))
+			}
 		case session.CallCalling:
 			if d.By != nil && d.By.Kind == session.ByHuman {
 				r.line("    ✓ approved by %s", visible(d.By.By, false))

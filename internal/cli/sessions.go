@@ -102,7 +102,7 @@ func newSessions(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c := g.remote()
-			r := &renderer{w: g.io.Out, full: full}
+			r := &renderer{w: g.io.Out, full: full, hints: true}
 			if follow {
 				return c.Stream(cmd.Context(), args[0], 0, func(e session.Event) error { r.event(e); return nil })
 			}
