@@ -99,6 +99,7 @@ func newPolicyApply(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{code: 2, msg: "give the policy file with -f FILE: " + err.Error()}
 			}
+			project = g.project(project)
 			digest, err := g.remote().SetPolicy(cmd.Context(), project, data)
 			if err != nil {
 				return fmt.Errorf("%s: %w", file, err)
@@ -108,6 +109,6 @@ func newPolicyApply(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "policy YAML file")
-	cmd.Flags().StringVar(&project, "project", "default", "project")
+	cmd.Flags().StringVar(&project, "project", "", "project (default $PADDOCK_PROJECT, else default)")
 	return cmd
 }

@@ -166,6 +166,14 @@ func refuseUnknown(cmd *cobra.Command) {
 	}
 }
 
+// project is the project a command names, else the configured one.
+func (g *globals) project(p string) string {
+	if p != "" {
+		return p
+	}
+	return g.cfg.Project
+}
+
 func (g *globals) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(g.io.Err, &slog.HandlerOptions{Level: g.cfg.LogLevel}))
 }

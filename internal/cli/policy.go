@@ -114,7 +114,7 @@ func newPolicyCheck(g *globals) *cobra.Command {
 	}
 	check.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
 	check.Flags().StringVar(&file, "policy", "", "policy YAML file (default: the project's applied policy)")
-	check.Flags().StringVar(&project, "project", "default", "project whose applied policy is used (without --policy)")
+	check.Flags().StringVar(&project, "project", "", "project whose applied policy is used (without --policy; default $PADDOCK_PROJECT, else default)")
 	check.Flags().BoolVar(&asJSON, "json", false, "print one JSON object with verdict, pieces and the policy's source")
 	check.Flags().BoolVar(&explain, "explain", false, "say what each free command may do and which options keep it free")
 	return check
@@ -136,6 +136,7 @@ func checkPolicy(cmd *cobra.Command, g *globals, file, project string) (*policy.
 // else in the data directory (through the server holding it, or opened
 // here); the built-in default where there is no data directory yet.
 func projectPolicy(cmd *cobra.Command, g *globals, project string) (*policy.Policy, string, error) {
+	project = g.project(project)
 	where := g.cfg.Server
 	if where == "" {
 		if _, err := os.Stat(app.StoreDSN(g.cfg)); g.cfg.DatabaseURL == "" && err != nil {
@@ -233,6 +234,7 @@ func newPolicyReplay(g *globals) *cobra.Command {
 			if _, err := policy.ParseSince(since, time.Now()); err != nil {
 				return &exitError{code: 2, msg: err.Error()}
 			}
+			project = g.project(project)
 			rep, err := g.remote().ReplayPolicy(cmd.Context(), project, data, since, examples)
 			if err != nil {
 				return err
@@ -245,7 +247,7 @@ func newPolicyReplay(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&file, "policy", "", "the new policy (YAML)")
-	cmd.Flags().StringVar(&project, "project", "default", "project whose sessions are replayed")
+	cmd.Flags().StringVar(&project, "project", "", "project whose sessions are replayed (default $PADDOCK_PROJECT, else default)")
 	cmd.Flags().StringVar(&since, "since", "", "only sessions created within this duration (7d, 12h) or since this date (default: all)")
 	cmd.Flags().IntVar(&examples, "examples", 3, "examples printed per rule")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")

@@ -200,7 +200,8 @@ func TestRunPolicyOnlyTightens(t *testing.T) {
 	env := map[string]string{"PADDOCK_SERVER": serverURL, "PADDOCK_TOKEN": member, "PADDOCK_DATA_DIR": t.TempDir()}
 	code, _, errOut = runEnv(t, env, "", "policy", "apply", "-f", strict, "--project", project)
 	require.NotEqual(t, 0, code, "a member does not set the project's policy")
-	code, out, errOut = runEnv(t, env, "", "run", "--project", project, "--non-interactive", "--policy", strict, "--model", "replay/demo", "fix the typo")
+	env["PADDOCK_PROJECT"] = project // her project, without --project
+	code, out, errOut = runEnv(t, env, "", "run", "--non-interactive", "--policy", strict, "--model", "replay/demo", "fix the typo")
 	require.NotEqual(t, 0, code)
 	require.Contains(t, out, "edit_file rejected", "her --policy tightened her run: %s %s", out, errOut)
 }

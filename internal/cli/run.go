@@ -50,6 +50,7 @@ func newRun(g *globals) *cobra.Command {
 				}
 				req.Policy = string(data)
 			}
+			req.Project = g.project(req.Project)
 			if req.Repo != "" {
 				abs, err := filepath.Abs(req.Repo)
 				if err != nil {
@@ -74,7 +75,7 @@ func newRun(g *globals) *cobra.Command {
 			return f.interruptible(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&req.Project, "project", "", "project the session belongs to (its agents, policy and members; default: default)")
+	cmd.Flags().StringVar(&req.Project, "project", "", "project the session belongs to (its agents, policy and members; default $PADDOCK_PROJECT, else default)")
 	cmd.Flags().StringVar(&req.Agent, "agent", "", "applied agent to run (default: an ad-hoc agent)")
 	cmd.Flags().StringVar(&req.Model, "model", "", "model as PROVIDER/MODEL (default: the agent's, or replay/demo)")
 	cmd.Flags().StringVar(&req.Repo, "repo", "", "repository the session works on (a copy of it)")

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/paddock-dev/paddock/internal/policy"
+	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
 // visible is the one rule for printing text that came from an agent, a
@@ -117,6 +118,11 @@ func callText(tool string, args json.RawMessage) string {
 		if !ok {
 			raw, _ := json.Marshal(m[k])
 			v = string(raw)
+		}
+		if strings.Contains(k, "path") {
+			if flagged, why := workspace.Flag(v); flagged {
+				fmt.Fprintf(&b, "    ⚑ %s is a %s: review with care\n", visible(v, false), why)
+			}
 		}
 		// A path or a name is one line, its newlines escaped (a file
 		// name with a newline is one name); texts are shown as lines.

@@ -219,6 +219,13 @@ func TestApprovalShowsAnalysisAndEdit(t *testing.T) {
 			t.Errorf("want %q in\n%s", want, got)
 		}
 	}
+	args, _ = json.Marshal(map[string]string{"path": ".github/workflows/ci.yml", "content": "on: push"})
+	got = callText("write_file", args)
+	for _, want := range []string{"⚑ .github/workflows/ci.yml is a CI configuration: review with care"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("want %q in\n%s", want, got)
+		}
+	}
 }
 
 // TestArgsNotHTMLEscaped: a call's arguments read as the model wrote
