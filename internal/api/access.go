@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -124,6 +125,19 @@ func (s *Server) authorize(r *http.Request, acc access) (*http.Request, error) {
 		return r, s.Service.Allow(ctx, p, project, acc.action, fmt.Sprintf("project %q", project))
 	}
 	return r, nil
+}
+
+// recheckEvery is how often a long-lived response (an SSE stream, a
+// followed export) checks its caller again.
+const recheckEvery = 2 * time.Second
+
+// still checks a long-lived response's caller again, as authorize did at
+// its start: the token still valid (not revoked, not expired), its user
+// not revoked, the role still granting acc. It returns the request with
+// the caller as they are now.
+func (s *Server) still(r *http.Request, acc access) (*http.Request, bool) {
+	r2, err := s.authorize(r, acc)
+	return r2, err == nil
 }
 
 // scope is what a list may show the caller: the projects where they may

@@ -122,6 +122,11 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
+	scope0, scoped0, err := s.scope(r, identity.Audit)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
 	// Pages in the order written (the Merkle tree's leaf order), then, when
 	// following, what is written next, checked for every second.
 	cursor := int64(-1)
@@ -162,7 +167,36 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-time.After(time.Second):
 		}
+		// Revocation reaches a followed export: the caller and the
+		// projects they may audit are checked again before each read; it
+		// ends when they lost any of them (a new export shows what they
+		// may audit now).
+		now, ok := s.still(r, caller)
+		if !ok {
+			return
+		}
+		within, scoped, err := s.scope(now, identity.Audit)
+		if err != nil || shrank(scope0, scoped0, within, scoped) {
+			return
+		}
 	}
+}
+
+// shrank says a caller's scope lost something: they were unscoped (an
+// administrator) and are not now, or a project they had is gone.
+func shrank(before []string, scopedBefore bool, now []string, scopedNow bool) bool {
+	if !scopedNow {
+		return false
+	}
+	if !scopedBefore {
+		return true
+	}
+	for _, p := range before {
+		if !slices.Contains(now, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // exportPage is how many entries an export reads at a time.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/store"
 )
 
@@ -56,7 +57,20 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	// processes (workers against an external Temporal cluster).
 	poll := time.NewTicker(time.Second)
 	defer poll.Stop()
+	checked := time.Now()
 	for {
+		if time.Since(checked) >= recheckEvery {
+			// Revocation reaches an open stream: the caller is checked
+			// again every few seconds, and the stream ends without them.
+			if _, ok := s.still(r, onSession(identity.Read)); !ok {
+				fmt.Fprint(w, "event: end\ndata: {\"reason\":\"your access to this session ended (token or user revoked, or role removed)\"}\n\n")
+				if flusher != nil {
+					flusher.Flush()
+				}
+				return
+			}
+			checked = time.Now()
+		}
 		list, err := s.Service.Store.ListEvents(r.Context(), id, after, 500)
 		if err != nil {
 			return
