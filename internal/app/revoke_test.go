@@ -56,7 +56,9 @@ func TestRevocationEndsOpenStreams(t *testing.T) {
 			}()
 			var export bytes.Buffer
 			exportEnded := make(chan error, 1)
-			go func() { exportEnded <- asAuditor.ExportAudit(sctx, &lockedWriter{w: &export}, "jsonl", time.Time{}, true) }()
+			go func() {
+				exportEnded <- asAuditor.ExportAudit(sctx, &lockedWriter{w: &export}, "jsonl", time.Time{}, true)
+			}()
 			waitFor(t, "the stream to deliver the transcript", func() (bool, error) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -89,7 +91,7 @@ func TestRevocationEndsOpenStreams(t *testing.T) {
 				}
 				require.Less(t, time.Since(revoked), 30*time.Second, name)
 			}
-				})
+		})
 	}
 }
 
