@@ -34,7 +34,10 @@ type Config struct {
 	Listen      string
 	Server      string
 	// Project is the project client commands use unless told another.
-	Project         string
+	Project string
+	// ExecutorCA is the PEM authority whose client certificates a sandbox
+	// pod's executor (paddock kube executor) trusts.
+	ExecutorCA      string
 	TemporalAddress string
 	// TemporalBroadcast is the address other nodes reach this node's
 	// embedded Temporal services at (with DatabaseURL: a cluster).
@@ -208,6 +211,7 @@ var Vars = []Var{
 	{"PADDOCK_REPOSITORY_ROOTS", "(none: any repository the server can read)", "colon-separated directories; a session of project P copies only repositories under ROOT/P/ (set it on a server several people use)"},
 	{"PADDOCK_LISTEN", "127.0.0.1:7470", "address `paddock serve` listens on (loopback unless told otherwise)"},
 	{"PADDOCK_SERVER", "(none)", "URL of a running server for client commands; `run`/`demo` start an in-process server when unset"},
+	{"PADDOCK_EXECUTOR_CA", "(none)", "in a sandbox pod, the PEM certificate authority of the Paddock workers' client certificates that `paddock kube executor` trusts (set by Paddock's SandboxTemplate)"},
 	{"PADDOCK_PROJECT", "default", "the project client commands (`run`, `policy check|show|apply|replay`) use when `--project` is not given"},
 	{"PADDOCK_TEMPORAL_ADDRESS", "(none: embedded)", "host:port of an external Temporal cluster instead of the embedded server"},
 	{"PADDOCK_TEMPORAL_BROADCAST_ADDRESS", "127.0.0.1", "with PADDOCK_DATABASE_URL, the IP address other nodes reach this node's embedded Temporal services at (they listen on it); the default makes a cluster of nodes on one machine"},
@@ -257,6 +261,7 @@ func Load(getenv func(string) string) (Config, error) {
 		Listen:            getenv("PADDOCK_LISTEN"),
 		Server:            getenv("PADDOCK_SERVER"),
 		Project:           cmp.Or(getenv("PADDOCK_PROJECT"), "default"),
+		ExecutorCA:        getenv("PADDOCK_EXECUTOR_CA"),
 		TemporalAddress:   getenv("PADDOCK_TEMPORAL_ADDRESS"),
 		TemporalBroadcast: getenv("PADDOCK_TEMPORAL_BROADCAST_ADDRESS"),
 		Kubeconfig:        getenv("PADDOCK_KUBECONFIG"),

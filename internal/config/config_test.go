@@ -1,6 +1,7 @@
 package config
 
 import (
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -81,6 +82,25 @@ func TestEveryVariableIsReadAndDocumented(t *testing.T) {
 		require.Contains(t, string(src), `getenv("`+v.Name+`")`, "%s is listed but not read", v.Name)
 		require.Contains(t, string(readme), "| `"+v.Name+"` |", "%s is missing from the README's table", v.Name)
 	}
+}
+
+// TestOnlyConfigReadsVariables: no PADDOCK_* variable is read anywhere
+// but here, so Vars (and the README) list every one.
+func TestOnlyConfigReadsVariables(t *testing.T) {
+	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || strings.HasSuffix(path, "config/config.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(src), `etenv("PADDOCK_`) {
+			t.Errorf("%s reads a PADDOCK_ variable itself: read it in config.Load and list it in config.Vars", path)
+		}
+		return nil
+	})
+	require.NoError(t, err)
 }
 
 func TestPods(t *testing.T) {
