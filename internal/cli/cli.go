@@ -55,11 +55,12 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintln(stdio.Err, "paddock:", ee.msg)
+			// Messages quote what agents, commands and servers said.
+			fmt.Fprintln(stdio.Err, "paddock:", visible(ee.msg, true))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(stdio.Err, "paddock:", err)
+	fmt.Fprintln(stdio.Err, "paddock:", visible(err.Error(), true))
 	return 1
 }
 

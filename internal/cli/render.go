@@ -198,7 +198,7 @@ func (r *renderer) live(sessionID string, d session.OutputData) {
 	lines := strings.Split(text, "\n")
 	r.partial[d.CallID] = lines[len(lines)-1]
 	for _, l := range lines[:len(lines)-1] {
-		r.line("      │ %s", oneLine(l, 200))
+		r.line("      │ %s", outputLine(l, 200))
 	}
 	if d.Cut {
 		r.endLive(d.CallID)
@@ -209,7 +209,7 @@ func (r *renderer) live(sessionID string, d session.OutputData) {
 // endLive prints the unended last line of a call's live output.
 func (r *renderer) endLive(callID string) {
 	if l := r.partial[callID]; l != "" {
-		r.line("      │ %s", oneLine(l, 200))
+		r.line("      │ %s", outputLine(l, 200))
 	}
 	delete(r.partial, callID)
 }
@@ -228,21 +228,32 @@ func (r *renderer) done(d session.ToolCallData) {
 	lines := strings.Split(out, "\n")
 	const tail = 6
 	switch {
-	case r.full && len(lines) > 1:
-		r.line("    %s%s %d lines of output", mark, status, len(lines))
+	case r.full && len(lines) == 1:
+		r.line("    %s%s %s", mark, status, visible(out, false))
+		return
+	case r.full:
+		r.line("    %s%s %s of output", mark, status, count(len(lines), "line"))
 		for _, l := range lines {
 			r.line("      │ %s", visible(l, false))
 		}
 		return
 	case r.streamed[d.ID]:
-		r.line("    %s%s %d lines of output (shown as they came)", mark, status, len(lines))
+		r.line("    %s%s %s of output (shown as they came)", mark, status, count(len(lines), "line"))
 		return
 	case len(lines) <= 1:
-		r.line("    %s%s %s", mark, status, oneLine(out, 200))
+		r.line("    %s%s %s", mark, status, outputLine(out, 200))
 		return
 	}
-	r.line("    %s%s %d lines of output%s", mark, status, len(lines), map[bool]string{true: ", the last " + strconv.Itoa(tail), false: ""}[len(lines) > tail])
+	r.line("    %s%s %s of output%s", mark, status, count(len(lines), "line"), map[bool]string{true: ", the last " + strconv.Itoa(tail), false: ""}[len(lines) > tail])
 	for _, l := range lines[max(0, len(lines)-tail):] {
-		r.line("      │ %s", oneLine(l, 200))
+		r.line("      │ %s", outputLine(l, 200))
 	}
+}
+
+// count is n things, in the singular for one.
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
 }

@@ -72,7 +72,7 @@ func newRun(g *globals) *cobra.Command {
 			}
 			fmt.Fprintf(g.io.Out, "session %s started: %s\n", x.ID, x.DisplayTitle)
 			f := &follower{g: g, c: c, id: x.ID, interactive: !req.NonInteractive, in: bufio.NewReader(g.io.In)}
-			return f.interruptible(cmd.Context())
+			return f.interruptible(cmd.Context(), nil)
 		},
 	}
 	cmd.Flags().StringVar(&req.Project, "project", "", "project the session belongs to (its agents, policy and members; default $PADDOCK_PROJECT, else default)")
@@ -316,9 +316,13 @@ func (f *follower) extend(ctx context.Context, r *renderer, p session.Park) (boo
 	}
 	fmt.Fprint(f.g.io.Out, "  grant an extension? [y/N] ")
 	r.midText = true
-	line, err := f.readLine(ctx)
+	line, err := f.readLineWhile(ctx, f.still(session.StatusAwaiting))
 	if ctx.Err() != nil {
 		return false, err
+	}
+	if errors.Is(err, errDecided) {
+		r.line("  (decided elsewhere, or the session ended)")
+		return false, nil
 	}
 	if a := strings.TrimSpace(line); !strings.EqualFold(a, "y") && !strings.EqualFold(a, "yes") {
 		return false, parked
@@ -589,7 +593,7 @@ displayTitle: "Demo: {{input}}"
 // terminal expects: the first interrupts the turn in flight (saying so),
 // the second detaches, leaving the session to go on, and says how to
 // come back to it.
-func (f *follower) interruptible(ctx context.Context) error {
+func (f *follower) interruptible(ctx context.Context, first func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sig := make(chan os.Signal, 2)
@@ -615,7 +619,13 @@ func (f *follower) interruptible(ctx context.Context) error {
 			}
 		}
 	}()
-	err := f.run(ctx)
+	var err error
+	if first != nil {
+		err = unwrapStop(first(ctx))
+	}
+	if err == nil {
+		err = f.run(ctx)
+	}
 	if !detached.Load() && !errors.Is(err, errDetached) {
 		return err
 	}
@@ -685,32 +695,31 @@ func newAttach(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			asked := false
-			for _, ap := range pending {
-				if d, ok := waiting[ap.ID]; ok {
-					asked = true
-					if err := f.approve(ctx, r, d); err != nil {
-						return unwrapStop(err)
+			// What the session waits on now is asked first, Ctrl-C already
+			// handled as everywhere in attach.
+			return f.interruptible(ctx, func(ctx context.Context) error {
+				asked := false
+				for _, ap := range pending {
+					if d, ok := waiting[ap.ID]; ok {
+						asked = true
+						if err := f.approve(ctx, r, d); err != nil {
+							return err
+						}
 					}
 				}
-			}
-			for _, q := range open {
-				if x.Status == session.StatusAwaiting {
-					asked = true
-					if err := f.answer(ctx, r, q); err != nil {
-						return unwrapStop(err)
+				for _, q := range open {
+					if x.Status == session.StatusAwaiting {
+						asked = true
+						if err := f.answer(ctx, r, q); err != nil {
+							return err
+						}
 					}
 				}
-			}
-			if !asked && x.Status == session.StatusAwaiting {
-				if err := f.next(ctx, r); err != nil {
-					if errors.Is(unwrapStop(err), errDetached) {
-						return &exitError{code: 0, msg: fmt.Sprintf("detached from session %s; it waits for a message.\ncome back to it: paddock attach %s", id, id)}
-					}
-					return err
+				if !asked && x.Status == session.StatusAwaiting {
+					return f.next(ctx, r)
 				}
-			}
-			return f.interruptible(ctx)
+				return nil
+			})
 		},
 	}
 }

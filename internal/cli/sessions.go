@@ -417,7 +417,7 @@ const stopWait = time.Minute
 // person knows it did and an in-process server runs long enough to carry
 // it out.
 func awaitStopped(ctx context.Context, g *globals, id string, sent time.Time) error {
-	return poll(ctx, sent, func() (bool, error) {
+	return poll(ctx, g, sent, func() (bool, error) {
 		s, err := g.remote().Session(ctx, id)
 		if err != nil || !s.Status.Terminal() {
 			return false, err
@@ -425,7 +425,7 @@ func awaitStopped(ctx context.Context, g *globals, id string, sent time.Time) er
 		if s.Status != session.StatusStopped {
 			fmt.Fprintf(g.io.Out, "session %s had already ended (%s)\n", id, s.Status)
 		} else {
-			fmt.Fprintf(g.io.Out, "session %s stopped in %s: nothing queued runs, the call in flight was canceled\n", id, time.Since(sent).Round(10*time.Millisecond))
+			fmt.Fprintf(g.io.Out, "session %s stopped in %s: nothing queued runs, nothing in flight goes on\n", id, time.Since(sent).Round(10*time.Millisecond))
 		}
 		return true, nil
 	}, fmt.Sprintf("session %s is not stopped yet", id), id)
@@ -433,7 +433,7 @@ func awaitStopped(ctx context.Context, g *globals, id string, sent time.Time) er
 
 // awaitSettled waits for an interrupt to take effect.
 func awaitSettled(ctx context.Context, g *globals, id string, c session.Command, sent time.Time) error {
-	return poll(ctx, sent, func() (bool, error) {
+	return poll(ctx, g, sent, func() (bool, error) {
 		cmds, err := g.remote().Commands(ctx, id)
 		for _, x := range cmds {
 			if x.ID == c.ID {
@@ -452,10 +452,16 @@ func awaitSettled(ctx context.Context, g *globals, id string, c session.Command,
 	}, fmt.Sprintf("%s command %s is not carried out yet", c.Kind, c.ID), id)
 }
 
-// poll calls done every 100 ms until it says so, for at most stopWait.
-func poll(ctx context.Context, sent time.Time, done func() (bool, error), late, id string) error {
+// poll calls done every 100 ms until it says so, for at most stopWait. In
+// local mode the server holding the data directory may go away meanwhile
+// (a paddock run that held it ends when its session stops): the data
+// directory is opened again and asked.
+func poll(ctx context.Context, g *globals, sent time.Time, done func() (bool, error), late, id string) error {
 	for {
 		ok, err := done()
+		if err != nil && g.cfg.Server == "" && !g.inProcess && time.Since(sent) < stopWait {
+			g.local, ok, err = nil, false, nil
+		}
 		if err != nil || ok {
 			return err
 		}

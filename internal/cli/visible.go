@@ -73,6 +73,18 @@ func oneLine(s string, n int) string {
 	return s
 }
 
+// outputLine prints one line of a command's output escaped, its spacing
+// kept (indentation, columns), cut after n characters with the number
+// left out.
+func outputLine(s string, n int) string {
+	s = visible(strings.TrimRight(s, "\r"), true) // tabs kept: they move, never hide
+	if c := utf8.RuneCountInString(s); c > n {
+		cut := []rune(s)[:max(n-1, 1)]
+		return string(cut) + fmt.Sprintf("… (+%d more characters)", c-len(cut))
+	}
+	return s
+}
+
 // callText is a tool call's arguments in full, for a person deciding on
 // it: a command as its lines (numbered when there are several), every
 // other argument on its own line, each value escaped, nothing cut.

@@ -139,7 +139,7 @@ func TestDoneShowsFailureAndTail(t *testing.T) {
 	var b bytes.Buffer
 	(&renderer{w: &b}).done(session.ToolCallData{Name: "run_command", Result: out})
 	got := b.String()
-	for _, want := range []string{"✗ (exit status 1)", "--- FAIL: TestX", "FAIL example.com/m"} {
+	for _, want := range []string{"✗ (exit status 1)", "--- FAIL: TestX", "FAIL\texample.com/m"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("want %q in\n%s", want, got)
 		}
@@ -171,7 +171,7 @@ func TestLiveOutputThenEnd(t *testing.T) {
 	var b bytes.Buffer
 	r := &renderer{w: &b}
 	r.event(events[0])
-	if got := b.String(); !strings.Contains(got, "│ === RUN TestX") || strings.Contains(got, "half") {
+	if got := b.String(); !strings.Contains(got, "│ === RUN   TestX") || strings.Contains(got, "half") {
 		t.Errorf("after the first piece: %q", got)
 	}
 	r.event(events[1])

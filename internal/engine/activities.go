@@ -874,6 +874,20 @@ func (a *Activities) stopSession(ctx context.Context, cmd session.Command) error
 	if err := a.Store.StopSession(ctx, cmd.SessionID, p); err != nil {
 		return err
 	}
+	// Another stop sent meanwhile is done too.
+	cmds, err := a.Store.ListCommands(ctx, cmd.SessionID)
+	if err != nil {
+		return err
+	}
+	var others []string
+	for _, c := range cmds {
+		if c.Kind == session.KindStop && c.ID != cmd.ID && (c.State == session.CommandPending || c.State == session.CommandDispatching) {
+			others = append(others, c.ID)
+		}
+	}
+	if err := a.Store.SettleCommands(ctx, others, session.CommandAccepted, "the session was stopped by command "+cmd.ID); err != nil {
+		return err
+	}
 	if p.Respawn {
 		return a.replace(ctx, cmd.SessionID)
 	}

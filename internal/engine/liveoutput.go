@@ -106,9 +106,14 @@ func (l *liveOutput) flush(final bool) {
 		} else {
 			n = 0
 		}
-		n -= l.partial(l.buf[:n])
+		n = l.safeCut(l.buf, n)
 	}
 	text := string(l.buf[:n])
+	if final && l.full {
+		// The bound may have cut a value in two: what is left of it is
+		// dropped, not shown (the result keeps the whole, masked).
+		text = text[:l.safeCut(l.buf, n)]
+	}
 	l.buf = l.buf[n:]
 	l.sent += n
 	cut := l.full && !l.saidCut && len(l.buf) == 0
@@ -129,17 +134,37 @@ func (l *liveOutput) close() {
 	l.ended.Wait()
 }
 
-// partial is the length of the longest end of b that begins a masked
-// value: held back, so the value is masked whole once it is complete.
-func (l *liveOutput) partial(b []byte) int {
-	longest := 0
+// safeCut moves a cut at n of b back so that no masked value is split by
+// it: the start of a value at the end of b, which may go on, waits; and a
+// cut inside a whole occurrence moves before it (so a value whose end
+// starts itself or another value is masked whole, with what follows).
+func (l *liveOutput) safeCut(b []byte, n int) int {
 	for _, v := range l.values {
-		for k := min(len(v)-1, len(b)); k > longest; k-- {
+		for k := min(len(v)-1, len(b)); k > 0; k-- {
 			if bytes.HasSuffix(b, []byte(v[:k])) {
-				longest = k
+				n = min(n, len(b)-k)
 				break
 			}
 		}
 	}
-	return longest
+	for moved := true; moved; {
+		moved = false
+		for _, v := range l.values {
+			if v == "" {
+				continue
+			}
+			for from := 0; from < n; {
+				i := bytes.Index(b[from:], []byte(v))
+				if i < 0 {
+					break
+				}
+				if start := from + i; start < n && n < start+len(v) {
+					n, moved = start, true
+					break
+				}
+				from += i + 1
+			}
+		}
+	}
+	return n
 }

@@ -72,3 +72,36 @@ func TestLiveOutput(t *testing.T) {
 		require.Equal(t, i, s)
 	}
 }
+
+// TestLiveOutputNeverSplitsAValue: the attacks of the review: a value
+// whose end is its own start, two values where one's end starts the
+// other, and a value cut by the bound; none reaches an event in part.
+func TestLiveOutputNeverSplitsAValue(t *testing.T) {
+	for name, tc := range map[string]struct {
+		creds  map[string]string
+		writes []string
+		leak   []string
+	}{
+		"end is its own start":       {map[string]string{"T": "Zk9pQ2xhbmdZ"}, []string{strings.Repeat("x", 5000) + "Zk9pQ2xhbmdZ", "\n"}, []string{"Zk9pQ2xhbmd"}},
+		"one's end starts the other": {map[string]string{"A": "abcd1234", "B": "1234wxyz"}, []string{strings.Repeat("x", 5000) + "abcd1234", "wxyz\n"}, []string{"abcd", "wxyz"}},
+		"cut by the bound":           {map[string]string{"T": "s3cr3t-value-123"}, []string{strings.Repeat("y", session.MaxLiveOutput-10) + "s3cr3t-value-123\n"}, []string{"s3cr3t"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var mu sync.Mutex
+			var all strings.Builder
+			l := newLive("c", tc.creds, func(_ int, d session.OutputData) {
+				mu.Lock()
+				defer mu.Unlock()
+				all.WriteString(d.Text)
+			})
+			for _, w := range tc.writes {
+				_, _ = l.Write([]byte(w))
+				l.flush(false) // as the ticker would, between writes
+			}
+			l.close()
+			for _, leak := range tc.leak {
+				require.NotContains(t, all.String(), leak)
+			}
+		})
+	}
+}

@@ -43,12 +43,52 @@ func (a *Activities) credentials(ctx context.Context, id string) (map[string]str
 // withoutValues takes the credentials' values out of a command's output:
 // the transcript and the model see their names instead.
 func withoutValues(out string, creds map[string]string) string {
+	// Every occurrence of every value, overlapping ones merged, so that no
+	// part of a value survives another's mask.
+	type span struct {
+		start, end int
+		names      []string
+	}
+	var spans []span
 	for _, name := range slices.Sorted(maps.Keys(creds)) {
-		if v := creds[name]; len(v) >= 4 {
-			out = strings.ReplaceAll(out, v, "[REDACTED:credential "+name+"]")
+		v := creds[name]
+		if len(v) < 4 {
+			continue
+		}
+		for from := 0; ; {
+			i := strings.Index(out[from:], v)
+			if i < 0 {
+				break
+			}
+			spans = append(spans, span{from + i, from + i + len(v), []string{name}})
+			from += i + 1
 		}
 	}
-	return out
+	if len(spans) == 0 {
+		return out
+	}
+	slices.SortFunc(spans, func(a, b span) int { return a.start - b.start })
+	merged := spans[:1]
+	for _, sp := range spans[1:] {
+		last := &merged[len(merged)-1]
+		if sp.start < last.end {
+			last.end = max(last.end, sp.end)
+			if !slices.Contains(last.names, sp.names[0]) {
+				last.names = append(last.names, sp.names[0])
+			}
+			continue
+		}
+		merged = append(merged, sp)
+	}
+	var b strings.Builder
+	at := 0
+	for _, sp := range merged {
+		b.WriteString(out[at:sp.start])
+		b.WriteString("[REDACTED:credential " + strings.Join(sp.names, ", ") + "]")
+		at = sp.end
+	}
+	b.WriteString(out[at:])
+	return b.String()
 }
 
 // CallDigest binds an approval to one exact call: the tool's name and its

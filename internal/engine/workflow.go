@@ -49,7 +49,7 @@ var act *Activities
 
 // SessionWorkflow is one session's durable dispatch loop.
 func SessionWorkflow(ctx workflow.Context, in Input) error {
-	w := &run{in: in, decided: map[string]bool{}, reaped: in.Reaped}
+	w := &run{in: in, decided: map[string]bool{}, cut: map[string]bool{}, reaped: in.Reaped}
 	sig := workflow.GetSignalChannel(ctx, SignalCommand)
 	approvals := workflow.GetSignalChannel(ctx, SignalApproval)
 	workflow.Go(ctx, func(ctx workflow.Context) {
@@ -73,6 +73,7 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 			}
 			if (n.Kind == session.KindInterrupt || n.Kind == session.KindStop) && w.cancelTurn != nil {
 				w.cancelTurn()
+				w.cut[n.CommandID] = true
 			}
 		}
 	})
@@ -233,9 +234,12 @@ type run struct {
 	ended, summary string
 	wake           bool
 	cancelTurn     workflow.CancelFunc
-	// stop is the first stop command signaled: a turn it interrupts ends
-	// the session at once, so nobody sees it idle in between.
-	stop    string
+	// stop is the first stop command signaled: a turn it interrupts (or
+	// that opens after it) ends the session at once, so nobody sees it
+	// idle in between and nothing claimed with it runs.
+	stop string
+	// cut are the interrupts and stops that canceled a turn in flight.
+	cut     map[string]bool
 	decided map[string]bool // approvals whose decision was signaled
 	reaped  bool            // the idle sandbox was released
 	// home is the node holding the working copy, as last heard.
@@ -370,6 +374,9 @@ func (w *run) dispatch(ctx workflow.Context, batch []session.Command) (bool, err
 		}
 		return w.turn(ctx, batch)
 	case session.KindInterrupt:
+		if w.cut[first.ID] {
+			return false, settle(session.CommandAccepted, "")
+		}
 		return false, settle(session.CommandAccepted, "no turn was in flight")
 	case session.KindStop:
 		return true, w.onCopy(short(ctx, 0), act.Stop, first).Get(ctx, nil)
@@ -385,6 +392,9 @@ func (w *run) turn(ctx workflow.Context, batch []session.Command) (bool, error) 
 	// lands while the turn is being recorded still aborts it.
 	tctx, cancel := workflow.WithCancel(ctx)
 	w.cancelTurn = cancel
+	if w.stop != "" {
+		cancel() // stopped while the turn was being claimed: it never runs
+	}
 	if err := workflow.ExecuteActivity(short(ctx, 0), act.OpenTurn, turnID, batch).Get(ctx, nil); err != nil {
 		w.cancelTurn = nil
 		return false, err

@@ -6,12 +6,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -308,5 +311,57 @@ func TestStopWinsOverQueuedMessages(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(x.Workdir, "notes.txt"))
 	if err == nil {
 		require.Equal(t, "a draft note\n", string(data), "the unapproved edit was not made")
+	}
+}
+
+// TestStopWhileATurnOpens: a stop sent while the answer that opens the
+// next turn is delivered stops the session before that turn runs
+// anything; a second stop sent with the first is settled too (also when
+// both interrupt a model step).
+func TestStopWhileATurnOpens(t *testing.T) {
+	for _, during := range []string{"Answer", "ModelStep"} {
+		t.Run(during, func(t *testing.T) {
+			f := setup(t)
+			f.create(t, "s1", "replay/testdata/script.yaml", "go")
+			sent := false
+			f.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+				if info.ActivityType.Name == during && !sent {
+					sent = true
+					f.send(t, "s1", session.KindStop, session.StopPayload{Reason: "one"})
+					f.send(t, "s1", session.KindStop, session.StopPayload{Reason: "two"})
+				}
+			})
+			// The script's first turn ends at its question; the answer opens the next.
+			f.env.RegisterDelayedCallback(func() {
+				f.send(t, "s1", session.KindAnswer, session.AnswerPayload{ToolCallID: "call_2_0", Answers: map[string]string{"ship": "yes"}})
+			}, time.Minute)
+			f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1"})
+			require.NoError(t, f.env.GetWorkflowError())
+			ctx := context.Background()
+			x, err := f.store.GetSession(ctx, "s1")
+			require.NoError(t, err)
+			require.Equal(t, session.StatusStopped, x.Status)
+			cmds, err := f.store.ListCommands(ctx, "s1")
+			require.NoError(t, err)
+			stops := 0
+			for _, c := range cmds {
+				require.NotContains(t, []session.CommandState{session.CommandPending, session.CommandDispatching}, c.State, "%s %s", c.Kind, c.ID)
+				if c.Kind == session.KindStop {
+					stops++
+					require.Equal(t, session.CommandAccepted, c.State)
+				}
+			}
+			require.Equal(t, 2, stops)
+			events, err := f.store.ListEvents(ctx, "s1", 0, 0)
+			require.NoError(t, err)
+			var text strings.Builder
+			for _, e := range events {
+				var d session.TextData
+				if e.Kind == session.EventAssistantText && json.Unmarshal(e.Data, &d) == nil {
+					text.WriteString(d.Text)
+				}
+			}
+			require.NotContains(t, text.String(), "Shipped.", "the turn the answer opens never ran")
+		})
 	}
 }
