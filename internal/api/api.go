@@ -186,6 +186,11 @@ func (s *Server) checked(acc access, fn http.HandlerFunc, params []string) http.
 			if errors.Is(err, store.ErrUnauthenticated) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="paddock"`)
 			}
+			// A refused request's body is never read: the connection
+			// closes after the answer instead of waiting for a body that
+			// may never come.
+			w.Header().Set("Connection", "close")
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 			s.error(w, r, err)
 			return
 		}

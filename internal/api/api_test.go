@@ -147,9 +147,26 @@ func raw(t *testing.T, addr string, req string, closeWrite bool) string {
 func TestBodiesThatStopShort(t *testing.T) {
 	srv := server(t)
 	addr := strings.TrimPrefix(srv.URL, "http://")
+	// The administrator's (the test server adds the token): the body is read.
 	head := "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"mess"
 	require.Equal(t, "HTTP/1.1 400 Bad Request", raw(t, addr, head, true), "a truncated body is the client's error")
 	start := time.Now()
 	require.Equal(t, "HTTP/1.1 408 Request Timeout", raw(t, addr, head, false), "a stalled body is cut off")
 	require.Less(t, time.Since(start), 20*time.Second)
+}
+
+// TestRefusedRequestDoesNotWaitForItsBody is the attack of issue 36: an
+// unauthenticated request that announces a body and never sends it is
+// answered 401 and its connection closed at once, not held open.
+func TestRefusedRequestDoesNotWaitForItsBody(t *testing.T) {
+	srv := server(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Write([]byte("POST /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer not-a-token\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"))
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
+	reply, err := io.ReadAll(conn) // ends when the server closes the connection
+	require.NoError(t, err, "the connection was held: %q", reply)
+	require.Contains(t, string(reply), "401 Unauthorized")
 }
