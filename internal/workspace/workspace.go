@@ -64,15 +64,31 @@ func Compute(ctx context.Context, dir, base string) (Diff, error) {
 	if err != nil {
 		return Diff{}, err
 	}
-	names, err := gitRun(ctx, dir, env, "diff", "--cached", "--name-status", "-z", "--no-renames", "--no-ext-diff", "--ignore-submodules=none", base)
+	names, err := gitRun(ctx, dir, env, "diff", "--cached", "--raw", "-z", "--no-renames", "--no-ext-diff", "--ignore-submodules=none", "--no-abbrev", base)
 	if err != nil {
 		return Diff{}, err
 	}
 	d := Diff{Base: base, Patch: patch, Files: []File{}, Skipped: skipped, Tree: tree}
 	fields := strings.Split(strings.TrimSuffix(names, "\x00"), "\x00")
 	for i := 0; i+1 < len(fields); i += 2 {
-		f := File{Path: fields[i+1], Status: map[string]string{"A": "added", "M": "modified", "D": "deleted", "T": "modified"}[fields[i][:1]]}
+		// ":OLDMODE NEWMODE OLDSHA NEWSHA STATUS", then the path.
+		raw := strings.Fields(fields[i])
+		if len(raw) < 5 {
+			return Diff{}, fmt.Errorf("git diff --raw: unexpected line %q", fields[i])
+		}
+		f := File{Path: fields[i+1], Status: map[string]string{"A": "added", "M": "modified", "D": "deleted", "T": "modified"}[raw[4][:1]]}
 		f.Flagged, f.Reason = Flag(f.Path)
+		if raw[1] == "120000" {
+			// A link's blob is its target: a link out of the repository
+			// or into .git is flagged (and one into .git refused at accept).
+			target, err := gitRun(ctx, dir, env, "cat-file", "blob", raw[3])
+			if err != nil {
+				return Diff{}, err
+			}
+			if why := LinkRisk(f.Path, target); why != "" {
+				f.Flagged, f.Reason = true, why
+			}
+		}
 		if fi, err := os.Lstat(filepath.Join(dir, f.Path, ".git")); err == nil && f.Status != "deleted" {
 			f.Flagged, f.Reason = true, fmt.Sprintf("nested repository (recorded as a commit reference, its files are not in the diff; .git is a %s)", kind(fi.Mode()))
 		}
@@ -128,6 +144,27 @@ func stage(ctx context.Context, dir, base string) (tree string, skipped, env []s
 		return "", nil, nil, nil, err
 	}
 	return strings.TrimSpace(out), skipped, env, remove, nil
+}
+
+// LinkIntoGit begins the reason of a link into .git, which accept refuses.
+const LinkIntoGit = "link into .git"
+
+// LinkRisk says what is wrong with a symbolic link at p pointing to
+// target: it leaves the repository, or it points into .git; "" when it
+// stays inside the repository's files.
+func LinkRisk(p, target string) string {
+	shown := strings.ToValidUTF8(target[:min(len(target), 200)], "?")
+	if path.IsAbs(target) || filepath.IsAbs(target) {
+		return fmt.Sprintf("link to %q, outside the repository: review with care", shown)
+	}
+	to := path.Clean(path.Join(path.Dir(filepath.ToSlash(p)), filepath.ToSlash(target)))
+	switch lower := strings.ToLower(to); {
+	case to == ".." || strings.HasPrefix(to, "../"):
+		return fmt.Sprintf("link to %q, outside the repository: review with care", shown)
+	case lower == ".git" || strings.HasPrefix(lower, ".git/"):
+		return fmt.Sprintf("%s (%q): refused at accept", LinkIntoGit, shown)
+	}
+	return ""
 }
 
 // Flag says whether a path is under dedicated control, and why.
@@ -239,6 +276,11 @@ const (
 func Apply(ctx context.Context, repo string, d Diff, mode ApplyMode, message string) (string, error) {
 	if strings.TrimSpace(d.Patch) == "" {
 		return "", fmt.Errorf("the session changed nothing: there is no diff to apply")
+	}
+	for _, f := range d.Files {
+		if strings.HasPrefix(f.Reason, LinkIntoGit) {
+			return "", fmt.Errorf("nothing was applied: %s is a %s; a link into .git is never accepted (reject the session, or remove the link in it first)", f.Path, f.Reason)
+		}
 	}
 	patch, err := os.CreateTemp("", "paddock-patch-")
 	if err != nil {

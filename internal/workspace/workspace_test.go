@@ -236,3 +236,38 @@ func TestApplyWithoutIdentityChangesNothing(t *testing.T) {
 	_, err = Apply(ctx, src, d, AsCommit, "Session work")
 	require.NoError(t, err, "the retry goes through")
 }
+
+// TestLinksOutOfTheRepositoryAreFlagged is the attack of issue 36: links
+// the agent made to host paths and into .git are flagged in the diff, and
+// one into .git is refused at accept.
+func TestLinksOutOfTheRepositoryAreFlagged(t *testing.T) {
+	ctx := context.Background()
+	src, base := repo(t)
+	work := t.TempDir()
+	out, err := exec.Command("git", "clone", "-q", src, work).CombinedOutput()
+	require.NoError(t, err, string(out))
+	for name, target := range map[string]string{"leak": "/host/secret", "rootlink": "/", "up": "../../etc/passwd", "cfgsym": ".git/config", "sub/cfg": "../.GIT/hooks", "fine": "sub/x"} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(work, name)), 0o755))
+		require.NoError(t, os.Symlink(target, filepath.Join(work, name)))
+	}
+	d, err := Compute(ctx, work, base)
+	require.NoError(t, err)
+	reasons := map[string]string{}
+	for _, f := range d.Files {
+		reasons[f.Path] = f.Reason
+		require.Equal(t, f.Reason != "", f.Flagged, f.Path)
+	}
+	for _, p := range []string{"leak", "rootlink", "up"} {
+		require.Contains(t, reasons[p], "outside the repository", p)
+	}
+	for _, p := range []string{"cfgsym", "sub/cfg"} {
+		require.Contains(t, reasons[p], LinkIntoGit, p)
+	}
+	require.Empty(t, reasons["fine"])
+	require.NoError(t, exec.Command("git", "-C", src, "config", "user.name", "o").Run())
+	require.NoError(t, exec.Command("git", "-C", src, "config", "user.email", "o@example.com").Run())
+	_, err = Apply(ctx, src, d, AsCommit, "links")
+	require.ErrorContains(t, err, "a link into .git is never accepted")
+	_, err = os.Lstat(filepath.Join(src, "cfgsym"))
+	require.True(t, os.IsNotExist(err), "nothing was applied")
+}
