@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-dev/paddock/internal/config"
+
 	"github.com/paddock-dev/paddock/internal/executor"
 	"github.com/paddock-dev/paddock/internal/kube"
 )
@@ -50,7 +52,7 @@ func newExecutor(g *globals) *cobra.Command {
 				return errors.New("paddock kube executor runs commands without a sandbox of its own and refuses to run as root: run it as the non-root user of a sandbox pod")
 			}
 			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM([]byte(g.cfg.ExecutorCA)) {
+			if !pool.AppendCertsFromPEM([]byte(config.ExecutorCA(g.io.Getenv))) {
 				return errors.New("PADDOCK_EXECUTOR_CA holds no PEM certificate: set it to the authority of the Paddock workers' certificates")
 			}
 			ln, err := net.Listen("tcp", listen)

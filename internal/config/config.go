@@ -34,10 +34,7 @@ type Config struct {
 	Listen      string
 	Server      string
 	// Project is the project client commands use unless told another.
-	Project string
-	// ExecutorCA is the PEM authority whose client certificates a sandbox
-	// pod's executor (paddock kube executor) trusts.
-	ExecutorCA      string
+	Project         string
 	TemporalAddress string
 	// TemporalBroadcast is the address other nodes reach this node's
 	// embedded Temporal services at (with DatabaseURL: a cluster).
@@ -199,6 +196,13 @@ const (
 	ExecutionServer      = "server"
 )
 
+// ExecutorCA is the PEM authority whose client certificates a sandbox
+// pod's executor (paddock kube executor) trusts. The executor loads no
+// other configuration: a pod has no data directory.
+func ExecutorCA(getenv func(string) string) string {
+	return getenv("PADDOCK_EXECUTOR_CA")
+}
+
 // Var documents one environment variable; the README table lists them all.
 type Var struct {
 	Name, Default, Meaning string
@@ -261,7 +265,6 @@ func Load(getenv func(string) string) (Config, error) {
 		Listen:            getenv("PADDOCK_LISTEN"),
 		Server:            getenv("PADDOCK_SERVER"),
 		Project:           cmp.Or(getenv("PADDOCK_PROJECT"), "default"),
-		ExecutorCA:        getenv("PADDOCK_EXECUTOR_CA"),
 		TemporalAddress:   getenv("PADDOCK_TEMPORAL_ADDRESS"),
 		TemporalBroadcast: getenv("PADDOCK_TEMPORAL_BROADCAST_ADDRESS"),
 		Kubeconfig:        getenv("PADDOCK_KUBECONFIG"),
