@@ -108,9 +108,9 @@ type follower struct {
 }
 
 // still says the session is still in status (as far as it can tell).
-func (f *follower) still(status session.Status) func() bool {
+func (f *follower) still(ctx context.Context, status session.Status) func() bool {
 	return func() bool {
-		x, err := f.c.Session(context.Background(), f.id)
+		x, err := f.c.Session(ctx, f.id)
 		return err != nil || x.Status == status
 	}
 }
@@ -316,7 +316,7 @@ func (f *follower) extend(ctx context.Context, r *renderer, p session.Park) (boo
 	}
 	fmt.Fprint(f.g.io.Out, "  grant an extension? [y/N] ")
 	r.midText = true
-	line, err := f.readLineWhile(ctx, f.still(session.StatusAwaiting))
+	line, err := f.readLineWhile(ctx, f.still(ctx, session.StatusAwaiting))
 	if ctx.Err() != nil {
 		return false, err
 	}
@@ -385,7 +385,7 @@ func (f *follower) approve(ctx context.Context, r *renderer, d session.ToolCallD
 func (f *follower) next(ctx context.Context, r *renderer) error {
 	fmt.Fprint(f.g.io.Out, "› message (empty line to detach): ")
 	r.midText = true
-	line, err := f.readLineWhile(ctx, f.still(session.StatusAwaiting))
+	line, err := f.readLineWhile(ctx, f.still(ctx, session.StatusAwaiting))
 	if ctx.Err() != nil {
 		return err
 	}
@@ -446,7 +446,7 @@ func (f *follower) answer(ctx context.Context, r *renderer, q session.Question) 
 			for {
 				fmt.Fprintf(f.g.io.Out, "  %s > ", visible(item.ID, false))
 				r.midText = true // the next output starts on a fresh line
-				line, err := f.readLineWhile(ctx, f.still(session.StatusAwaiting))
+				line, err := f.readLineWhile(ctx, f.still(ctx, session.StatusAwaiting))
 				if ctx.Err() != nil {
 					return err
 				}

@@ -485,27 +485,42 @@ func (s *Service) SetProjectPolicy(ctx context.Context, project string, yamlText
 // effectivePolicy is the project's policy tightened by the agent's and the
 // request's: the policy a session pins.
 func (s *Service) effectivePolicy(ctx context.Context, project string, sp *spec.Agent, requested string) (pinnedPolicy, error) {
-	p, err := s.ProjectPolicy(ctx, project)
+	p, err := s.effective(ctx, project, sp, requested)
 	if err != nil {
 		return pinnedPolicy{}, err
 	}
+	return pin(p), nil
+}
+
+// effective is the project's policy tightened by the agent's and the
+// requested one.
+func (s *Service) effective(ctx context.Context, project string, sp *spec.Agent, requested string) (*policy.Policy, error) {
+	p, err := s.ProjectPolicy(ctx, project)
+	if err != nil {
+		return nil, err
+	}
 	agentPolicy, err := sp.PolicyValue()
 	if err != nil {
-		return pinnedPolicy{}, fmt.Errorf("%w: agent %s: %w", ErrInvalid, sp.Name, err)
+		return nil, fmt.Errorf("%w: agent %s: %w", ErrInvalid, sp.Name, err)
 	}
 	p = policy.Stricter(p, agentPolicy)
 	if requested != "" {
 		if policy.Empty([]byte(requested)) {
-			return pinnedPolicy{}, fmt.Errorf("%w: policy: empty: give the policy YAML (e.g. `default: ask`), or leave policy out", ErrInvalid)
+			return nil, fmt.Errorf("%w: policy: empty: give the policy YAML (e.g. `default: ask`), or leave policy out", ErrInvalid)
 		}
 		rp, err := policy.Parse([]byte(requested))
 		if err != nil {
-			return pinnedPolicy{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		p = policy.Stricter(p, rp)
 	}
+	return p, nil
+}
+
+// pin is a policy as a session pins it.
+func pin(p *policy.Policy) pinnedPolicy {
 	raw, _ := json.Marshal(p)
-	return pinnedPolicy{json: raw, digest: p.Digest()}, nil
+	return pinnedPolicy{json: raw, digest: p.Digest()}
 }
 
 // DecideApproval approves or rejects a pending approval as by, then wakes
@@ -600,7 +615,7 @@ func (s *Service) Retry(ctx context.Context, id string, by session.Sender) (sess
 			return old, fmt.Errorf("agent %q: stored spec unreadable: %w", old.Agent, err)
 		}
 		now.Defaults()
-		pol, err := s.effectivePolicy(ctx, old.Project, &now, "")
+		newPol, err := s.effective(ctx, old.Project, &now, "")
 		if err != nil {
 			return old, err
 		}
@@ -608,13 +623,8 @@ func (s *Service) Retry(ctx context.Context, id string, by session.Sender) (sess
 		if err != nil {
 			return old, err
 		}
-		var newPol policy.Policy
-		if err := json.Unmarshal(pol.json, &newPol); err != nil {
-			return old, err
-		}
-		p := policy.Stricter(oldPol, &newPol)
-		raw, _ := json.Marshal(p)
-		sp, agentSpec, agentVersion, pinned, digest = now, now.JSON(), rec.Digest, raw, p.Digest()
+		pol := pin(policy.Stricter(oldPol, newPol))
+		sp, agentSpec, agentVersion, pinned, digest = now, now.JSON(), rec.Digest, pol.json, pol.digest
 	}
 	kind, payload := session.KindStart, json.RawMessage(`{}`)
 	if old.Input != "" {
