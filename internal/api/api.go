@@ -62,7 +62,7 @@ func (s *Server) Handler() http.Handler {
 	h("GET /v1/agents", onProjectQuery(read), s.listAgents, "project")
 	h("GET /v1/agents/{name}", onProjectQuery(read), s.getAgent, "project")
 	h("POST /v1/sessions", caller, s.createSession) // its project: start
-	h("GET /v1/sessions", caller, s.listSessions, "project", "agent", "status", "archived", "limit")
+	h("GET /v1/sessions", caller, s.listSessions, "project", "agent", "status", "archived", "limit", "before")
 	h("GET /v1/sessions/{id}", onSession(read), s.getSession)
 	h("POST /v1/sessions/{id}/commands", onSession(steer), s.sendCommand)
 	h("GET /v1/sessions/{id}/commands", onSession(read), s.listCommands)
@@ -535,12 +535,17 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Limit = n
 	}
+	f.Before = q.Get("before")
 	list, err := s.Service.Store.ListSessions(r.Context(), f)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sessions": nonNil(list)})
+	out := map[string]any{"sessions": nonNil(list)}
+	if page := f.Limit; len(list) > 0 && (len(list) == page || len(list) == store.MaxPage) {
+		out["next"] = list[len(list)-1].ID // ?before=next lists the page after this one
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {

@@ -427,7 +427,8 @@ func (s *Service) RevokeUser(ctx context.Context, p identity.Principal, name str
 	if err := s.recordAccess(ctx, p, "user_revoked", map[string]string{"user": name}); err != nil {
 		return nil, nil, err
 	}
-	live, err := sessionsIn(ctx, s.Store, false, session.StatusQueued, session.StatusRunning, session.StatusAwaiting)
+	// Archived sessions too: archiving does not end a session.
+	live, err := sessionsIn(ctx, s.Store, true, session.StatusQueued, session.StatusRunning, session.StatusAwaiting)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -120,7 +120,10 @@ type Parked struct {
 // Parked lists the sessions that wait on someone: open parks, pending
 // approvals, unanswered questions.
 func (s *Service) Parked(ctx context.Context, f store.SessionFilter) ([]Parked, error) {
-	list, err := s.Store.ListSessions(ctx, f)
+	// Only live sessions wait, and every one of them, however many
+	// sessions came after it.
+	f.Statuses, f.Limit, f.Before = []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting}, 0, ""
+	list, err := store.AllSessions(ctx, s.Store, f)
 	if err != nil {
 		return nil, err
 	}

@@ -829,18 +829,10 @@ func (s *Service) notify(ctx context.Context, sessionID string, n Notice) error 
 	return nil
 }
 
-// sessionsIn lists the sessions in any of statuses (archived ones too
-// when archived is set).
+// sessionsIn lists every session in any of statuses (archived ones too
+// when archived is set), paging through the whole set.
 func sessionsIn(ctx context.Context, st store.Store, archived bool, statuses ...session.Status) ([]session.Session, error) {
-	var out []session.Session
-	for _, status := range statuses {
-		list, err := st.ListSessions(ctx, store.SessionFilter{Status: status, IncludeArchived: archived})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, list...)
-	}
-	return out, nil
+	return store.AllSessions(ctx, st, store.SessionFilter{Statuses: statuses, IncludeArchived: archived})
 }
 
 // Recover wakes the workflow of every resumable session, so work recorded

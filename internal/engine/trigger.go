@@ -116,14 +116,13 @@ func (s *Service) Trigger(ctx context.Context, name, event, key string, payload 
 			s.notify(ctx, sessionID, Notice{CommandID: c.ID, Kind: noticeDelivery})
 	}
 	if t.Route(&sp) == spec.RouteSession {
-		live, err := s.Store.ListSessions(ctx, store.SessionFilter{Project: sp.Project, Agent: sp.Name, IncludeArchived: true, Limit: 20})
+		live, err := s.Store.ListSessions(ctx, store.SessionFilter{Project: sp.Project, Agent: sp.Name, IncludeArchived: true, Limit: 1,
+			Statuses: []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting}})
 		if err != nil {
 			return TriggerResult{}, err
 		}
-		for _, x := range live {
-			if !x.Status.Terminal() {
-				return route(x.ID)
-			}
+		if len(live) > 0 {
+			return route(live[0].ID)
 		}
 	}
 	x, err := s.CreateSession(ctx, CreateRequest{Project: sp.Project, Agent: sp.Name, Message: text, Repo: t.Repo,

@@ -60,37 +60,36 @@ func sessionVia(via string) (types.NamespacedName, bool) {
 // sweep sends a stop to each orphaned session once, and says how many.
 func (s *sweeper) sweep(ctx context.Context) (int, error) {
 	n := 0
-	for _, status := range []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting} {
-		list, err := s.svc.Store.ListSessions(ctx, store.SessionFilter{Status: status, IncludeArchived: true})
-		if err != nil {
+	live := store.SessionFilter{Statuses: []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting}, IncludeArchived: true}
+	list, err := store.AllSessions(ctx, s.svc.Store, live)
+	if err != nil {
+		return n, err
+	}
+	for _, x := range list {
+		key, ok := sessionVia(x.CreatedBy.Via)
+		if !ok {
+			continue
+		}
+		u := object(SessionKind)
+		err := s.c.Get(ctx, key, u)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return n, err
+		default:
+			id, _, _ := unstructured.NestedString(u.Object, "status", "sessionID")
+			if id == "" || id == x.ID || u.GetDeletionTimestamp() != nil {
+				continue // its own, being started, or being deleted (the reconciler stops it)
+			}
+		}
+		payload, _ := json.Marshal(session.StopPayload{Reason: "its Session resource " + key.String() + " is gone"})
+		p := identity.Principal{User: s.admin, Admin: true, Via: x.CreatedBy.Via + ":gone"}
+		_, err = s.svc.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "kubernetes-gone/" + x.ID}, p.Sender())
+		if err != nil && !errors.Is(err, store.ErrConflict) {
 			return n, err
 		}
-		for _, x := range list {
-			key, ok := sessionVia(x.CreatedBy.Via)
-			if !ok {
-				continue
-			}
-			u := object(SessionKind)
-			err := s.c.Get(ctx, key, u)
-			switch {
-			case apierrors.IsNotFound(err):
-			case err != nil:
-				return n, err
-			default:
-				id, _, _ := unstructured.NestedString(u.Object, "status", "sessionID")
-				if id == "" || id == x.ID || u.GetDeletionTimestamp() != nil {
-					continue // its own, being started, or being deleted (the reconciler stops it)
-				}
-			}
-			payload, _ := json.Marshal(session.StopPayload{Reason: "its Session resource " + key.String() + " is gone"})
-			p := identity.Principal{User: s.admin, Admin: true, Via: x.CreatedBy.Via + ":gone"}
-			_, err = s.svc.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "kubernetes-gone/" + x.ID}, p.Sender())
-			if err != nil && !errors.Is(err, store.ErrConflict) {
-				return n, err
-			}
-			n++
-			s.logger.Info("stopping a session whose Session resource is gone", "session", x.ID, "resource", key.String())
-		}
+		n++
+		s.logger.Info("stopping a session whose Session resource is gone", "session", x.ID, "resource", key.String())
 	}
 	return n, nil
 }

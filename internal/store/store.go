@@ -118,15 +118,48 @@ type NewCommand struct {
 
 // SessionFilter narrows a session list.
 type SessionFilter struct {
-	Project         string
-	Agent           string
-	Status          session.Status
+	Project string
+	Agent   string
+	Status  session.Status
+	// Statuses, when set, keeps sessions in any of these statuses.
+	Statuses        []session.Status
 	IncludeArchived bool
-	Limit           int
+	// Limit bounds one page (at most MaxPage; MaxPage when 0).
+	Limit int
+	// Before, a session's ID, starts the page after it in the list's
+	// order (newest first): the cursor of the next page.
+	Before string
 	// Within, when Scoped, keeps only these projects' (none when empty):
 	// what the caller may read.
 	Scoped bool
 	Within []string
+}
+
+// MaxPage is the most sessions one ListSessions call returns.
+const MaxPage = 1000
+
+// AllSessions lists every session f matches, newest first, paging
+// through the whole set however large: what whole-set work (recovery,
+// revocation, sweeps, collection, verification) must use instead of one
+// ListSessions page. f.Limit sets the page size.
+func AllSessions(ctx context.Context, st interface {
+	ListSessions(context.Context, SessionFilter) ([]session.Session, error)
+}, f SessionFilter) ([]session.Session, error) {
+	if f.Limit <= 0 || f.Limit > MaxPage {
+		f.Limit = MaxPage
+	}
+	var out []session.Session
+	for {
+		page, err := st.ListSessions(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if len(page) < f.Limit {
+			return out, nil
+		}
+		f.Before = page[len(page)-1].ID
+	}
 }
 
 // ApprovalFilter narrows an approval list.

@@ -73,6 +73,20 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]sess
 	if f.Status != "" {
 		where, args = append(where, "status = ?"), append(args, f.Status)
 	}
+	if len(f.Statuses) > 0 {
+		statuses := make([]string, len(f.Statuses))
+		for i, x := range f.Statuses {
+			statuses[i] = string(x)
+		}
+		w, a := within("status", statuses)
+		where, args = append(where, w), append(args, a...)
+	}
+	if f.Before != "" {
+		// Keyset paging: strictly after the cursor in (created_at, id)
+		// descending order; an unknown cursor matches nothing.
+		where = append(where, "EXISTS (SELECT 1 FROM sessions c WHERE c.id = ? AND (sessions.created_at < c.created_at OR (sessions.created_at = c.created_at AND sessions.id < c.id)))")
+		args = append(args, f.Before)
+	}
 	if !f.IncludeArchived {
 		where = append(where, "archived_at IS NULL")
 	}
@@ -85,8 +99,8 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]sess
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	limit := f.Limit
-	if limit <= 0 || limit > 1000 {
-		limit = 1000
+	if limit <= 0 || limit > store.MaxPage {
+		limit = store.MaxPage
 	}
 	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
 	args = append(args, limit)

@@ -351,6 +351,33 @@ func testListSessions(t *testing.T, s store.Store) {
 	if errors.Is(err, store.ErrNotFound) {
 		t.Fatal("unexpected")
 	}
+	live, err := s.ListSessions(ctx, store.SessionFilter{Statuses: []session.Status{session.StatusQueued, session.StatusAwaiting}})
+	require.NoError(t, err)
+	require.Len(t, live, 1)
+	require.Equal(t, "a1", live[0].ID)
+
+	// Pages of 3 through 11 sessions (several created in the same
+	// instant) list each once, newest first, whatever the page size.
+	for i := range 9 {
+		newSession(t, s, fmt.Sprintf("p%d", i), agent("p", 0))
+	}
+	whole, err := s.ListSessions(ctx, store.SessionFilter{})
+	require.NoError(t, err)
+	require.Len(t, whole, 11)
+	paged, err := store.AllSessions(ctx, s, store.SessionFilter{Limit: 3})
+	require.NoError(t, err)
+	require.Equal(t, sessionIDs(whole), sessionIDs(paged))
+	none, err := s.ListSessions(ctx, store.SessionFilter{Before: "no-such-session"})
+	require.NoError(t, err)
+	require.Empty(t, none, "an unknown cursor lists nothing")
+}
+
+func sessionIDs(list []session.Session) []string {
+	out := make([]string, len(list))
+	for i, x := range list {
+		out[i] = x.ID
+	}
+	return out
 }
 
 func testApprovals(t *testing.T, s store.Store) {
