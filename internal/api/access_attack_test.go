@@ -34,9 +34,10 @@ func (fakeTemporal) SignalWithStartWorkflow(context.Context, string, string, any
 }
 
 type attackEnv struct {
-	url   string
-	admin string
-	st    *sqlstore.Store
+	url    string
+	admin  string
+	st     *sqlstore.Store
+	server *Server
 }
 
 // attackServer is server(t) with a fake Temporal and a provider registry,
@@ -57,7 +58,7 @@ func attackServer(t *testing.T) *attackEnv {
 	s := &Server{Service: svc, Logger: slog.New(slog.DiscardHandler), BodyTimeout: time.Second}
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	return &attackEnv{url: srv.URL, admin: strings.TrimSpace(string(token)), st: st}
+	return &attackEnv{url: srv.URL, admin: strings.TrimSpace(string(token)), st: st, server: s}
 }
 
 func (e *attackEnv) call(t *testing.T, token, method, path, ctype, body string) (int, string) {

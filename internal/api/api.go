@@ -37,7 +37,7 @@ const MaxBody = 1 << 20
 type Server struct {
 	Service *engine.Service
 	Logger  *slog.Logger
-	// TriggerSecrets are the HMAC secrets of triggers, by name.
+	// TriggerSecrets are the HMAC secrets of triggers, by PROJECT/NAME.
 	TriggerSecrets map[string]string
 	// Ready reports whether /healthz should answer 200.
 	Ready func() bool
@@ -56,7 +56,8 @@ func (s *Server) Handler() http.Handler {
 	h("GET /healthz", public, s.healthz)
 	h("POST /v1/login/oidc", public, s.loginOIDC)
 	h("GET /v1/login/oidc", public, s.oidcConfig)
-	h("POST /v1/triggers/{name}", public, s.trigger) // signed with the trigger's secret
+	h("POST /v1/projects/{project}/triggers/{name}", public, s.trigger) // signed with the trigger's secret
+	h("POST /v1/triggers/{name}", public, s.triggerMoved)
 	h("GET /v1/whoami", caller, s.whoami)
 	h("POST /v1/agents", caller, s.applyAgents) // each agent's project: manage
 	h("GET /v1/agents", onProjectQuery(read), s.listAgents, "project")
@@ -272,6 +273,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusForbidden, "denied"
 	case errors.Is(err, errUnsigned), errors.Is(err, store.ErrUnauthenticated):
 		return http.StatusUnauthorized, "unauthenticated"
+	case errors.Is(err, errGone):
+		return http.StatusGone, "gone"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "unavailable"
 	}

@@ -22,7 +22,7 @@ const triggerSecret = "a-webhook-secret-of-some-length"
 // post delivers body to trigger name as GitHub would, signed with secret.
 func post(t *testing.T, name, secret, event, delivery string, body []byte) (int, engine.TriggerResult) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, shared.URL+"/v1/triggers/"+name, bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, shared.URL+"/v1/projects/default/triggers/"+name, bytes.NewReader(body))
 	require.NoError(t, err)
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write(body)
@@ -48,7 +48,7 @@ func TestTriggerSpawnsAndRefusesForgeries(t *testing.T) {
 		"  - name: " + name + "-yearly\n    schedule: \"0 0 1 1 *\"\n    message: happy new year\n"
 	applyAgent(t, name, script(t, "work.yaml"), spec) // starts the schedule's workflow
 	applyAgent(t, name, script(t, "work.yaml"), spec) // unchanged: keeps it
-	body := []byte(`{"ref":"refs/heads/main","pusher":{"name":"ana"}}`)
+	body := []byte(`{"ref":"refs/heads/main","before":"0000","after":"1111","pusher":{"name":"ana"}}`)
 	code, _ := post(t, "gh-push", "not-the-secret-at-all!!", "push", "d-1", body)
 	require.Equal(t, http.StatusUnauthorized, code, "a forged HMAC is refused")
 	code, _ = post(t, "unowned", triggerSecret, "push", "d-1", body)
@@ -78,7 +78,7 @@ func TestTriggerRoutesIntoTheLiveSession(t *testing.T) {
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusAwaiting)
 	for i, c := range []string{"first", "second", "third"} {
-		code, res := post(t, "steer", triggerSecret, "issue_comment", "c-"+c, []byte(`{"action":"created","comment":{"body":"`+c+`"}}`))
+		code, res := post(t, "steer", triggerSecret, "issue_comment", "c-"+c, []byte(`{"action":"created","issue":{"number":7},"comment":{"body":"`+c+`"}}`))
 		require.Equal(t, http.StatusAccepted, code)
 		require.Equal(t, "session", res.Routed, "%d", i)
 		require.Equal(t, x.ID, res.SessionID)

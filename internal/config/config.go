@@ -6,6 +6,7 @@ package config
 import (
 	"bytes"
 	"cmp"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -88,7 +89,7 @@ type Config struct {
 	RetainFailed time.Duration
 	// LayersMax bounds the environment layers kept (bytes).
 	LayersMax int64
-	// TriggerSecrets are the HMAC secrets of triggers, by name.
+	// TriggerSecrets are the HMAC secrets of triggers, by PROJECT/NAME.
 	TriggerSecrets map[string]string
 	// Budget is the default session budget (agents may override it).
 	Budget bound.Limits
@@ -252,7 +253,7 @@ var Vars = []Var{
 	{"PADDOCK_SESSION_MAX_EXTENSIONS", "5", "extensions a person may grant a session whose budget ran out, each +50 actions and +15 minutes; session.maxExtensions overrides it"},
 	{"PADDOCK_SESSION_MAX_LIFETIME", "168h", "a session's hard wall-clock expiry, counted from its creation, asleep or not; session.maxLifetime overrides it"},
 	{"PADDOCK_RETAIN_FAILED", "168h", "how long a failed session's working copy is kept for inspection before it is collected (stopped sessions' go at once); `paddock gc` collects now"},
-	{"PADDOCK_TRIGGER_SECRETS", "(none: triggers refuse deliveries)", "YAML file (mode 600) of the HMAC-SHA256 secrets of triggers, `NAME: SECRET` (16 characters or more); a delivery to /v1/triggers/NAME must be signed with it"},
+	{"PADDOCK_TRIGGER_SECRETS", "(none: triggers refuse deliveries)", "YAML file (mode 600) of the HMAC-SHA256 secrets of triggers, `PROJECT/NAME: SECRET` (16 characters or more; `whsec_BASE64` for Standard Webhooks senders); a delivery to /v1/projects/PROJECT/triggers/NAME must be signed with it"},
 	{"PADDOCK_ENCRYPTION_KEY", "(none: DATA_DIR/encryption.key, generated)", "base64 of 32 random bytes: the AES-256-GCM key of content at rest (workflow history, retained audit content)"},
 	{"PADDOCK_PRICES", "(the built-in list prices)", "YAML file of model prices, USD per million tokens, overriding and extending the built-in table of the supported providers' list prices: `anthropic/claude-sonnet-4-5: {input: 3, output: 15}`"},
 }
@@ -391,11 +392,19 @@ func Load(getenv func(string) string) (Config, error) {
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		dec.KnownFields(true)
 		if err := dec.Decode(&c.TriggerSecrets); err != nil {
-			return c, fmt.Errorf("PADDOCK_TRIGGER_SECRETS=%s: want TRIGGER-NAME: SECRET lines: %w", f, err)
+			return c, fmt.Errorf("PADDOCK_TRIGGER_SECRETS=%s: want PROJECT/TRIGGER: SECRET lines: %w", f, err)
 		}
-		for name, secret := range c.TriggerSecrets {
+		for ref, secret := range c.TriggerSecrets {
+			if project, name, ok := strings.Cut(ref, "/"); !ok || project == "" || name == "" || strings.Contains(name, "/") {
+				return c, fmt.Errorf("PADDOCK_TRIGGER_SECRETS=%s: %q: a trigger belongs to a project: write PROJECT/TRIGGER (default/%s for the default project)", f, ref, ref)
+			}
 			if len(secret) < 16 {
-				return c, fmt.Errorf("PADDOCK_TRIGGER_SECRETS=%s: the secret of trigger %q is shorter than 16 characters", f, name)
+				return c, fmt.Errorf("PADDOCK_TRIGGER_SECRETS=%s: the secret of trigger %q is shorter than 16 characters", f, ref)
+			}
+			if b64, ok := strings.CutPrefix(secret, "whsec_"); ok {
+				if key, err := base64.StdEncoding.DecodeString(b64); err != nil || len(key) < 16 {
+					return c, fmt.Errorf("PADDOCK_TRIGGER_SECRETS=%s: the secret of trigger %q: a whsec_ secret is the base64 of at least 16 bytes", f, ref)
+				}
 			}
 		}
 	}

@@ -71,6 +71,23 @@ func TestPrices(t *testing.T) {
 	require.ErrorContains(t, err, "PADDOCK_PRICES")
 }
 
+func TestTriggerSecretsNameTheirProject(t *testing.T) {
+	f := t.TempDir() + "/secrets.yaml"
+	load := func(text string) (Config, error) {
+		require.NoError(t, os.WriteFile(f, []byte(text), 0o600))
+		return Load(func(k string) string { return map[string]string{"PADDOCK_DATA_DIR": "/d", "PADDOCK_TRIGGER_SECRETS": f}[k] })
+	}
+	c, err := load("team-a/gh-pr: a-secret-of-some-length\nteam-b/hook: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n")
+	require.NoError(t, err)
+	require.Equal(t, "a-secret-of-some-length", c.TriggerSecrets["team-a/gh-pr"])
+	_, err = load("gh-pr: a-secret-of-some-length\n")
+	require.ErrorContains(t, err, "write PROJECT/TRIGGER (default/gh-pr for the default project)")
+	_, err = load("p/t: whsec_not-base64!!!!!!!!!!!\n")
+	require.ErrorContains(t, err, "base64")
+	_, err = load("p/t: short\n")
+	require.ErrorContains(t, err, "shorter than 16")
+}
+
 // TestEveryVariableIsReadAndDocumented keeps config.Vars, Load and the
 // README's configuration table in step.
 func TestEveryVariableIsReadAndDocumented(t *testing.T) {

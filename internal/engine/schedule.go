@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -20,10 +21,10 @@ import (
 
 // Triggerer delivers an event through a trigger (the Service).
 type Triggerer interface {
-	Trigger(ctx context.Context, name, event, key string, payload any) (TriggerResult, error)
+	Trigger(ctx context.Context, project, name, event, key string, payload any) (TriggerResult, error)
 }
 
-// ScheduleWorkflow fires a trigger on its cron schedule: it sleeps on a
+// ScheduleWorkflow fires a trigger (PROJECT/NAME) on its cron schedule: it sleeps on a
 // durable timer until each next tick and delivers it, so a tick falls due
 // whether or not a server was up meanwhile (a tick missed while no worker
 // ran is delivered once one does); it continues as new every 100 ticks.
@@ -52,11 +53,17 @@ func (a *Activities) Fire(ctx context.Context, trigger, tick string, at time.Tim
 	if a.Triggers == nil {
 		return nonRetryable(errors.New("this worker delivers no triggers"))
 	}
-	_, err := a.Triggers.Trigger(ctx, trigger, "schedule", "tick-"+tick, map[string]any{"scheduledAt": at.UTC().Format(time.RFC3339)})
+	project, name, ok := strings.Cut(trigger, "/")
+	if !ok {
+		// A schedule started before triggers belonged to projects: the
+		// server restarts it under its project's name at startup.
+		return nonRetryable(fmt.Errorf("trigger %q: a schedule without its project; it is replaced at the next server start", trigger))
+	}
+	_, err := a.Triggers.Trigger(ctx, project, name, "schedule", "tick-"+tick, map[string]any{"scheduledAt": at.UTC().Format(time.RFC3339)})
 	return err
 }
 
-// scheduleID is the workflow ID of a trigger's schedule.
+// scheduleID is the workflow ID of a trigger's (PROJECT/NAME) schedule.
 func scheduleID(trigger string) string { return "schedule/" + trigger }
 
 // reconcileSchedules makes the running schedules those the agents
@@ -68,15 +75,26 @@ func (s *Service) reconcileSchedules(ctx context.Context, before, after []spec.A
 	for _, a := range after {
 		for _, t := range a.Triggers {
 			if t.Schedule != "" {
-				want[t.Name] = t.Schedule
+				want[TriggerRef(a.Project, t.Name)] = t.Schedule
 			}
 		}
 	}
 	var errs []error
 	for _, a := range before {
 		for _, t := range a.Triggers {
-			if _, ok := want[t.Name]; !ok && t.Schedule != "" {
-				errs = append(errs, s.stopSchedule(ctx, t.Name))
+			if ref := TriggerRef(a.Project, t.Name); t.Schedule != "" && want[ref] == "" {
+				errs = append(errs, s.stopSchedule(ctx, ref))
+			}
+		}
+	}
+	if before == nil {
+		// At startup: schedules named before triggers belonged to a
+		// project (schedule/NAME) give way to schedule/PROJECT/NAME.
+		for _, a := range after {
+			for _, t := range a.Triggers {
+				if t.Schedule != "" {
+					errs = append(errs, s.stopSchedule(ctx, t.Name))
+				}
 			}
 		}
 	}

@@ -91,7 +91,7 @@ func (s *Service) ApplyAgents(ctx context.Context, p identity.Principal, yamlTex
 			return nil, fmt.Errorf("agent %s: %w", a.Name, err)
 		}
 	}
-	if err := s.checkTriggers(ctx, p, agents); err != nil {
+	if err := s.checkTriggers(ctx, agents); err != nil {
 		return nil, err
 	}
 	recs := make([]store.Agent, len(agents))

@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
@@ -30,15 +29,20 @@ type TriggerResult struct {
 	CommandID string `json:"commandId,omitempty"`
 }
 
-// findTrigger finds the agent declaring trigger name.
-func (s *Service) findTrigger(ctx context.Context, name string) (spec.Agent, spec.TriggerSpec, error) {
-	agents, err := s.Store.ListAgents(ctx, "")
+// TriggerRef names a trigger on the server: PROJECT/NAME. A trigger, and
+// the secret that signs its deliveries, belong to its project; two
+// projects may each have a trigger of one name.
+func TriggerRef(project, name string) string { return project + "/" + name }
+
+// findTrigger finds the agent of project declaring trigger name.
+func (s *Service) findTrigger(ctx context.Context, project, name string) (spec.Agent, spec.TriggerSpec, error) {
+	agents, err := s.Store.ListAgents(ctx, project)
 	if err != nil {
 		return spec.Agent{}, spec.TriggerSpec{}, err
 	}
 	for _, a := range agents {
 		var sp spec.Agent
-		if json.Unmarshal(a.Spec, &sp) != nil {
+		if a.Project != project || json.Unmarshal(a.Spec, &sp) != nil {
 			continue
 		}
 		for _, t := range sp.Triggers {
@@ -48,36 +52,37 @@ func (s *Service) findTrigger(ctx context.Context, name string) (spec.Agent, spe
 			}
 		}
 	}
-	return spec.Agent{}, spec.TriggerSpec{}, fmt.Errorf("trigger %q: %w", name, store.ErrNotFound)
+	return spec.Agent{}, spec.TriggerSpec{}, fmt.Errorf("trigger %q: %w", TriggerRef(project, name), store.ErrNotFound)
 }
 
-// checkTriggers refuses agents whose trigger names another agent already
-// uses: a delivery must reach exactly one.
-func (s *Service) checkTriggers(ctx context.Context, p identity.Principal, agents []spec.Agent) error {
-	existing, err := s.Store.ListAgents(ctx, "")
-	if err != nil {
-		return err
-	}
+// checkTriggers refuses agents whose trigger names another agent of the
+// same project already uses: a delivery must reach exactly one.
+func (s *Service) checkTriggers(ctx context.Context, agents []spec.Agent) error {
 	type agent struct{ project, name string }
 	owner := map[string]agent{}
-	for _, a := range existing {
-		var sp spec.Agent
-		if json.Unmarshal(a.Spec, &sp) == nil {
-			for _, t := range sp.Triggers {
-				owner[t.Name] = agent{a.Project, a.Name}
+	listed := map[string]bool{}
+	for _, a := range agents {
+		if !listed[a.Project] {
+			listed[a.Project] = true
+			existing, err := s.Store.ListAgents(ctx, a.Project)
+			if err != nil {
+				return err
+			}
+			for _, e := range existing {
+				var sp spec.Agent
+				if e.Project == a.Project && json.Unmarshal(e.Spec, &sp) == nil {
+					for _, t := range sp.Triggers {
+						owner[TriggerRef(e.Project, t.Name)] = agent{e.Project, e.Name}
+					}
+				}
 			}
 		}
-	}
-	for _, a := range agents {
 		for _, t := range a.Triggers {
-			if o, ok := owner[t.Name]; ok && o != (agent{a.Project, a.Name}) {
-				// Another project's agent is named only to who may read it.
-				if s.Allow(ctx, p, o.project, identity.Read, "") == nil {
-					return fmt.Errorf("%w: agent %s: trigger %q is already agent %s/%s's", ErrInvalid, a.Name, t.Name, o.project, o.name)
-				}
-				return fmt.Errorf("%w: agent %s: the trigger name %q is taken: choose another", ErrInvalid, a.Name, t.Name)
+			ref := TriggerRef(a.Project, t.Name)
+			if o, ok := owner[ref]; ok && o != (agent{a.Project, a.Name}) {
+				return fmt.Errorf("%w: agent %s: trigger %q is already agent %s's in project %s: choose another name", ErrInvalid, a.Name, t.Name, o.name, o.project)
 			}
-			owner[t.Name] = agent{a.Project, a.Name}
+			owner[ref] = agent{a.Project, a.Name}
 		}
 	}
 	return nil
@@ -86,10 +91,31 @@ func (s *Service) checkTriggers(ctx context.Context, p identity.Principal, agent
 // Trigger delivers an event (already authenticated) to the trigger's
 // agent: a new session (spawn), or its live session (session routing),
 // where it waits in the held lane and flushes with the deliveries around
-// it (see bound.FlushAt). key identifies the delivery: a retried delivery
-// lands once.
-func (s *Service) Trigger(ctx context.Context, name, event, key string, payload any) (TriggerResult, error) {
-	sp, t, err := s.findTrigger(ctx, name)
+// it (see bound.FlushAt). key identifies the delivery: a retried or
+// replayed delivery lands once, and is answered as the first time.
+func (s *Service) Trigger(ctx context.Context, project, name, event, key string, payload any) (TriggerResult, error) {
+	ref := TriggerRef(project, name)
+	if seen, err := s.Store.Delivery(ctx, ref, key); err == nil {
+		var res TriggerResult
+		if err := json.Unmarshal(seen, &res); err != nil {
+			return res, fmt.Errorf("delivery %s of trigger %s: its record: %w", key, ref, err)
+		}
+		return res, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return TriggerResult{}, err
+	}
+	res, err := s.deliver(ctx, project, name, event, key, payload)
+	if err != nil {
+		return res, err
+	}
+	record, _ := json.Marshal(res)
+	return res, s.Store.RecordDelivery(ctx, ref, key, record)
+}
+
+// deliver is Trigger for a delivery not seen before.
+func (s *Service) deliver(ctx context.Context, project, name, event, key string, payload any) (TriggerResult, error) {
+	ref := TriggerRef(project, name)
+	sp, t, err := s.findTrigger(ctx, project, name)
 	if err != nil {
 		return TriggerResult{}, err
 	}
@@ -98,7 +124,7 @@ func (s *Service) Trigger(ctx context.Context, name, event, key string, payload 
 	}
 	text, err := t.Render(event, payload)
 	if err != nil {
-		return TriggerResult{}, fmt.Errorf("%w: trigger %s: rendering its message: %w", ErrInvalid, name, err)
+		return TriggerResult{}, fmt.Errorf("%w: trigger %s: rendering its message: %w", ErrInvalid, ref, err)
 	}
 	if strings.TrimSpace(text) == "" {
 		text = fmt.Sprintf("Event %s arrived through trigger %s.", event, name)
@@ -108,7 +134,7 @@ func (s *Service) Trigger(ctx context.Context, name, event, key string, payload 
 	route := func(sessionID string) (TriggerResult, error) {
 		payload, _ := json.Marshal(session.MessagePayload{Message: text, Deliveries: []session.Delivery{d}})
 		c, _, err := s.Store.AppendCommand(ctx, store.NewCommand{ID: uuid.NewString(), SessionID: sessionID, Kind: session.KindMessage, Payload: payload,
-			Sender: by, IdempotencyKey: reservedDelivery + name + ":" + key, Held: true})
+			Sender: by, IdempotencyKey: reservedDelivery + ref + ":" + key, Held: true})
 		if err != nil {
 			return TriggerResult{}, err
 		}
@@ -126,7 +152,7 @@ func (s *Service) Trigger(ctx context.Context, name, event, key string, payload 
 		}
 	}
 	x, err := s.CreateSession(ctx, CreateRequest{Project: sp.Project, Agent: sp.Name, Message: text, Repo: t.Repo,
-		IdempotencyKey: reservedTrigger + name + ":" + key, NonInteractive: true}, by)
+		IdempotencyKey: reservedTrigger + ref + ":" + key, NonInteractive: true}, by)
 	var slot *store.SlotConflictError
 	if errors.As(err, &slot) && t.Route(&sp) == spec.RouteSession {
 		// Another delivery of the same burst spawned the live session

@@ -108,7 +108,7 @@ func TestRegressionConcurrentDeliveriesToASingletonWithNoLiveSession(t *testing.
 		for i := range errs {
 			wg.Go(func() {
 				<-start
-				_, errs[i] = s.Trigger(context.Background(), "hook", "github.push", "k"+string(rune('a'+i)), map[string]any{})
+				_, errs[i] = s.Trigger(context.Background(), "default", "hook", "github.push", "k"+string(rune('a'+i)), map[string]any{})
 			})
 		}
 		close(start)
@@ -137,7 +137,7 @@ func TestRegressionCallerKeyPreemptsADelivery(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalid, "a caller may not use the platform's delivery key space")
 	_, err = s.CreateSession(ctx, CreateRequest{Agent: "steered", Repo: f.repo, Message: "x", IdempotencyKey: "trigger:hook:gh-2"}, session.Sender{Kind: session.SenderOperator, ID: "t"})
 	require.ErrorIs(t, err, ErrInvalid)
-	res, err := s.Trigger(ctx, "hook", "github.push", "gh-1", map[string]any{})
+	res, err := s.Trigger(ctx, "default", "hook", "github.push", "gh-1", map[string]any{})
 	require.NoError(t, err)
 	require.NotEmpty(t, res.CommandID)
 }

@@ -128,8 +128,8 @@ func TestCIVerdictWaitsButSteeringInterrupts(t *testing.T) {
 // ticks records the scheduled ticks delivered.
 type ticks struct{ keys []string }
 
-func (r *ticks) Trigger(_ context.Context, name, event, key string, _ any) (TriggerResult, error) {
-	r.keys = append(r.keys, name+"/"+event+"/"+key)
+func (r *ticks) Trigger(_ context.Context, project, name, event, key string, _ any) (TriggerResult, error) {
+	r.keys = append(r.keys, project+"/"+name+"/"+event+"/"+key)
 	return TriggerResult{Routed: "spawn"}, nil
 }
 
@@ -142,12 +142,12 @@ func TestScheduleFiresEveryTick(t *testing.T) {
 	f.acts.Triggers = r
 	f.env.RegisterWorkflow(ScheduleWorkflow)
 	f.env.RegisterDelayedCallback(f.env.CancelWorkflow, time.Hour+time.Minute)
-	f.env.ExecuteWorkflow(ScheduleWorkflow, "nightly", "*/15 * * * *")
+	f.env.ExecuteWorkflow(ScheduleWorkflow, TriggerRef("team", "nightly"), "*/15 * * * *")
 	require.GreaterOrEqual(t, len(r.keys), 4)
 	require.LessOrEqual(t, len(r.keys), 5)
 	seen := map[string]bool{}
 	for _, k := range r.keys {
-		require.True(t, strings.HasPrefix(k, "nightly/schedule/tick-"))
+		require.True(t, strings.HasPrefix(k, "team/nightly/schedule/tick-"), k)
 		require.False(t, seen[k], "each tick has its own key")
 		seen[k] = true
 	}

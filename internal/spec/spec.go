@@ -59,7 +59,7 @@ type Agent struct {
 	// Delivery says what a session owes before it may complete.
 	Delivery DeliverySpec `yaml:"delivery" json:"delivery,omitzero"`
 	// Triggers bring external events to the agent: HTTP deliveries
-	// (POST /v1/triggers/NAME, HMAC-signed) or a cron schedule.
+	// (POST /v1/projects/PROJECT/triggers/NAME, signed) or a cron schedule.
 	Triggers []TriggerSpec `yaml:"triggers" json:"triggers,omitempty"`
 	// ContextWindow is the model's context window in tokens, when it is
 	// not one Paddock knows; the conversation is compacted near it.
@@ -126,9 +126,9 @@ const RequireAccepted = "accepted"
 
 // TriggerSpec is one trigger of an agent.
 type TriggerSpec struct {
-	// Name is unique on the server: deliveries are POSTed to
-	// /v1/triggers/NAME, signed with the secret PADDOCK_TRIGGER_SECRETS
-	// gives it.
+	// Name is unique in the agent's project: deliveries are POSTed to
+	// /v1/projects/PROJECT/triggers/NAME, signed with the secret
+	// PADDOCK_TRIGGER_SECRETS gives PROJECT/NAME.
 	Name string `yaml:"name" json:"name"`
 	// Routing is "spawn" (a new session per delivery) or "session" (into
 	// the agent's live session, spawning one when none is live); default

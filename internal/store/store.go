@@ -269,6 +269,12 @@ type Store interface {
 	// ListParks lists a session's parks ("" for every session's), only
 	// the open ones when open is set, oldest first.
 	ListParks(ctx context.Context, sessionID string, open bool) ([]session.Park, error)
+	// RecordDelivery keeps what trigger (PROJECT/NAME) made of the
+	// delivery key (the first record stands); Delivery returns it
+	// (ErrNotFound: never delivered), so a replay gets the same answer and
+	// does nothing new.
+	RecordDelivery(ctx context.Context, trigger, key string, result json.RawMessage) error
+	Delivery(ctx context.Context, trigger, key string) (json.RawMessage, error)
 	// HeldDeliveries lists a session's trigger deliveries held in their
 	// lane (held commands sent by triggers), oldest first.
 	HeldDeliveries(ctx context.Context, sessionID string) ([]session.Command, error)

@@ -282,3 +282,23 @@ func (s *Store) AbsorbDeliveries(ctx context.Context, ids []string, into store.N
 	s.notify(into.SessionID)
 	return out, nil
 }
+
+// RecordDelivery implements store.Store.
+func (s *Store) RecordDelivery(ctx context.Context, trigger, key string, result json.RawMessage) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO deliveries (trigger_ref, key, result, seen_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (trigger_ref, key) DO NOTHING`, trigger, key, string(result), s.ts())
+	if err != nil {
+		return fmt.Errorf("record delivery %s of trigger %s: %w", key, trigger, err)
+	}
+	return nil
+}
+
+// Delivery implements store.Store.
+func (s *Store) Delivery(ctx context.Context, trigger, key string) (json.RawMessage, error) {
+	var result string
+	err := s.db.QueryRowContext(ctx, `SELECT result FROM deliveries WHERE trigger_ref = ? AND key = ?`, trigger, key).Scan(&result)
+	if err != nil {
+		return nil, notFound("delivery", trigger+" "+key, err)
+	}
+	return json.RawMessage(result), nil
+}

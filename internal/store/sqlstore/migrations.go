@@ -241,4 +241,11 @@ var migrations = []string{
 		PRIMARY KEY (session_id, step)
 	);`,
 	`ALTER TABLE sessions ADD COLUMN node TEXT NOT NULL DEFAULT '';`,
+	`CREATE TABLE deliveries (
+		trigger_ref TEXT NOT NULL,
+		key         TEXT NOT NULL,
+		result      TEXT NOT NULL,
+		seen_at     TEXT NOT NULL,
+		PRIMARY KEY (trigger_ref, key)
+	);`,
 }
