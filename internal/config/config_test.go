@@ -75,7 +75,9 @@ func TestTriggerSecretsNameTheirProject(t *testing.T) {
 	f := t.TempDir() + "/secrets.yaml"
 	load := func(text string) (Config, error) {
 		require.NoError(t, os.WriteFile(f, []byte(text), 0o600))
-		return Load(func(k string) string { return map[string]string{"PADDOCK_DATA_DIR": "/d", "PADDOCK_TRIGGER_SECRETS": f}[k] })
+		return Load(func(k string) string {
+			return map[string]string{"PADDOCK_DATA_DIR": "/d", "PADDOCK_TRIGGER_SECRETS": f}[k]
+		})
 	}
 	c, err := load("team-a/gh-pr: a-secret-of-some-length\nteam-b/hook: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n")
 	require.NoError(t, err)
