@@ -25,7 +25,7 @@ func environments(acts *engine.Activities, cfg config.Config) error {
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return err
 	}
-	acts.Egress = &engine.Egress{Dir: dir}
+	acts.Egress = &engine.Egress{Dir: dir, Permit: cfg.EgressPermit}
 	return nil
 }
 

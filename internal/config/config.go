@@ -85,6 +85,10 @@ type Config struct {
 	// RepositoryRoots confine sessions' repositories: project P's under
 	// ROOT/P/ (empty: anywhere the server can read).
 	RepositoryRoots []string
+	// EgressPermit are ranges commands allowed the network may reach
+	// although they are documentation, benchmarking or this node's own
+	// addresses.
+	EgressPermit []netip.Prefix
 	// RetainFailed is how long a failed session's working copy is kept.
 	RetainFailed time.Duration
 	// LayersMax bounds the environment layers kept (bytes).
@@ -241,6 +245,7 @@ var Vars = []Var{
 	{"PADDOCK_POD_IDLE", "15m", "how long a sandbox pod stays up with no command before it is suspended (pod gone, volume kept); the next command resumes it"},
 	{"PADDOCK_POD_STORAGE_CLASS", "(the cluster's default)", "StorageClass of the sandbox pods' volumes (the working copy and build cache)"},
 	{"PADDOCK_POD_EGRESS_ADDRESS", "(PADDOCK_TEMPORAL_BROADCAST_ADDRESS):7444", "HOST:PORT this node serves sandbox pods' egress gateway on: HOST is the IP address where the pods reach this node (not a name, never a loopback address), and the pods' network policy allows them that port alone; the commands of agents allowed network reach their egress proxy through it"},
+	{"PADDOCK_EGRESS_PERMIT", "(none)", "comma-separated CIDR ranges the egress proxy may dial although they are documentation (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24, 2001:db8::/32), benchmarking (198.18.0.0/15) or this node's own addresses, which it otherwise refuses; loopback, private, link-local and metadata addresses stay refused"},
 	{"PADDOCK_COMMAND_MAX_SECONDS", "600", "longest a sandboxed command may run"},
 	{"PADDOCK_COMMAND_MAX_OUTPUT_BYTES", "10485760", "most output kept from a command; the rest is counted and discarded"},
 	{"PADDOCK_COMMAND_MAX_CPUS", "1", "processor time one command may use, in CPUs (fractions allowed: 0.5)"},
@@ -457,6 +462,15 @@ func Load(getenv func(string) string) (Config, error) {
 				return c, fmt.Errorf("PADDOCK_REPOSITORY_ROOTS=%q: %q must be an absolute path other than /", v, p)
 			}
 			c.RepositoryRoots = append(c.RepositoryRoots, filepath.Clean(p))
+		}
+	}
+	if v := getenv("PADDOCK_EGRESS_PERMIT"); v != "" {
+		for _, r := range strings.Split(v, ",") {
+			p, err := netip.ParsePrefix(strings.TrimSpace(r))
+			if err != nil {
+				return c, fmt.Errorf("PADDOCK_EGRESS_PERMIT=%q: %q: want a CIDR range (203.0.113.0/24, 2001:db8::/32)", v, r)
+			}
+			c.EgressPermit = append(c.EgressPermit, p.Masked())
 		}
 	}
 	c.Budget = DefaultBudget()

@@ -12,6 +12,28 @@ const (
 	ClassMulticast   = "multicast"
 	ClassMetadata    = "cloud metadata"
 	ClassReserved    = "reserved"
+	// Documentation and benchmarking ranges route nowhere real: a
+	// destination there is a lab or a trick. This node's own addresses
+	// reach its services past loopback. All three may be permitted
+	// explicitly (Config.Permit).
+	ClassDocumentation = "documentation"
+	ClassBenchmarking  = "benchmarking"
+	ClassNode          = "this node's own"
+)
+
+// documentation and benchmarking are the ranges of those classes.
+var (
+	documentation = []netip.Prefix{
+		netip.MustParsePrefix("192.0.2.0/24"),    // TEST-NET-1
+		netip.MustParsePrefix("198.51.100.0/24"), // TEST-NET-2
+		netip.MustParsePrefix("203.0.113.0/24"),  // TEST-NET-3
+		netip.MustParsePrefix("2001:db8::/32"),
+		netip.MustParsePrefix("3fff::/20"),
+	}
+	benchmarking = []netip.Prefix{
+		netip.MustParsePrefix("198.18.0.0/15"),
+		netip.MustParsePrefix("2001:2::/48"),
+	}
 )
 
 // metadata are the cloud instance-metadata endpoints: AWS, GCP, Azure,
@@ -26,7 +48,6 @@ var metadata = []netip.Addr{
 var reserved = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),      // "this network"
 	netip.MustParsePrefix("192.0.0.0/24"),   // IETF protocol assignments
-	netip.MustParsePrefix("198.18.0.0/15"),  // benchmarking
 	netip.MustParsePrefix("240.0.0.0/4"),    // reserved, and the broadcast address
 	netip.MustParsePrefix("::/96"),          // IPv4-compatible (deprecated)
 	netip.MustParsePrefix("100::/64"),       // discard-only
@@ -66,9 +87,14 @@ func Forbidden(a netip.Addr) string {
 	case shared.Contains(a):
 		return ClassShared
 	}
-	for _, p := range reserved {
-		if p.Contains(a) {
-			return ClassReserved
+	for _, class := range []struct {
+		name     string
+		prefixes []netip.Prefix
+	}{{ClassReserved, reserved}, {ClassDocumentation, documentation}, {ClassBenchmarking, benchmarking}} {
+		for _, p := range class.prefixes {
+			if p.Contains(a) {
+				return class.name
+			}
 		}
 	}
 	if a.Is6() {

@@ -138,7 +138,14 @@ func TestForbidden(t *testing.T) {
 		addr, class string
 	}{
 		{"93.184.215.14", ""},
-		{"198.51.100.7", ""},
+		{"198.51.100.7", ClassDocumentation},
+		{"192.0.2.1", ClassDocumentation},
+		{"203.0.113.200", ClassDocumentation},
+		{"2001:db8::1", ClassDocumentation},
+		{"3fff::1", ClassDocumentation},
+		{"::ffff:203.0.113.9", ClassDocumentation},
+		{"198.19.255.1", ClassBenchmarking},
+		{"2001:2::9", ClassBenchmarking},
 		{"2606:4700::1111", ""},
 		{"127.0.0.1", ClassLoopback},
 		{"127.255.0.9", ClassLoopback},
@@ -168,15 +175,15 @@ func TestForbidden(t *testing.T) {
 		{"ff02::1", ClassMulticast},
 		{"255.255.255.255", ClassReserved},
 		{"240.0.0.1", ClassReserved},
-		{"198.18.0.1", ClassReserved},
+		{"198.18.0.1", ClassBenchmarking},
 		{"192.0.0.8", ClassReserved},
 		{"::127.0.0.1", ClassReserved},
 		{"fec0::1", ClassReserved},
-		{"64:ff9b::a00:1", ClassPrivate + " (embedded in 64:ff9b::a00:1)"},    // NAT64 of 10.0.0.1
-		{"64:ff9b::7f00:1", ClassLoopback + " (embedded in 64:ff9b::7f00:1)"}, // NAT64 of 127.0.0.1
-		{"64:ff9b::5db8:d70e", ""},                                            // NAT64 of a public address
+		{"64:ff9b::a00:1", ClassPrivate + " (embedded in 64:ff9b::a00:1)"},        // NAT64 of 10.0.0.1
+		{"64:ff9b::7f00:1", ClassLoopback + " (embedded in 64:ff9b::7f00:1)"},     // NAT64 of 127.0.0.1
+		{"64:ff9b::5db8:d70e", ""},                                                // NAT64 of a public address
 		{"2002:a9fe:a9fe::1", ClassMetadata + " (embedded in 2002:a9fe:a9fe::1)"}, // 6to4 of 169.254.169.254
-		{"2002:5db8:d70e::1", ""}, // 6to4 of a public address
+		{"2002:5db8:d70e::1", ""},                                                 // 6to4 of a public address
 		{"64:ff9b:1::1", ClassReserved},
 	} {
 		if got := Forbidden(netip.MustParseAddr(tc.addr)); got != tc.class {

@@ -72,6 +72,10 @@ type harness struct {
 	once   sync.Once
 }
 
+// testNets are the documentation ranges the tests' upstreams resolve in,
+// permitted explicitly as an operator would.
+var testNets = []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("2001:db8::/32")}
+
 func start(t testing.TB, cfg Config) *harness {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "egress") // short: a socket path is at most 108 bytes
@@ -81,6 +85,9 @@ func start(t testing.TB, cfg Config) *harness {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	h := &harness{t: t, sock: filepath.Join(dir, "proxy.sock"), done: make(chan error, 2)}
 	cfg.Record = func(r Record) { h.mu.Lock(); h.recs = append(h.recs, r); h.mu.Unlock() }
+	if cfg.Permit == nil {
+		cfg.Permit = testNets // the tests' "public" upstreams
+	}
 	if h.p, err = New(cfg); err != nil {
 		t.Fatal(err)
 	}

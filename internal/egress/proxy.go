@@ -63,6 +63,14 @@ type Config struct {
 	MaxConns       int
 	MaxHeaderBytes int
 
+	// Permit lets commands reach these ranges although their addresses are
+	// documentation, benchmarking or this node's own, which are otherwise
+	// refused; every other refused class stays refused.
+	Permit []netip.Prefix
+	// Own lists this node's own addresses (its interfaces' when nil),
+	// asked at each check: an address added after start is refused too.
+	Own func() ([]netip.Addr, error)
+
 	// TestingAllowLoopback lets connections reach loopback addresses, which
 	// are otherwise always refused. For tests only, whose upstreams listen
 	// on 127.0.0.1; every other refused class stays refused.
@@ -92,6 +100,9 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Own == nil {
+		cfg.Own = InterfaceAddrs
 	}
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
@@ -133,11 +144,48 @@ func (p *Proxy) control(_ context.Context, _, address string, _ syscall.RawConn)
 }
 
 func (p *Proxy) forbidden(a netip.Addr) string {
+	a = a.Unmap()
 	c := Forbidden(a)
 	if c == ClassLoopback && p.cfg.TestingAllowLoopback {
 		return ""
 	}
+	if c == "" {
+		own, err := p.cfg.Own()
+		if err != nil {
+			return ClassNode + " (this node's addresses are unknown: " + err.Error() + ")"
+		}
+		for _, o := range own {
+			if o.Unmap() == a {
+				c = ClassNode
+			}
+		}
+	}
+	if c == ClassDocumentation || c == ClassBenchmarking || c == ClassNode {
+		for _, p := range p.cfg.Permit {
+			if p.Contains(a) {
+				return ""
+			}
+		}
+	}
 	return c
+}
+
+// InterfaceAddrs are this node's own addresses: those of its network
+// interfaces.
+func InterfaceAddrs() ([]netip.Addr, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]netip.Addr, 0, len(addrs))
+	for _, x := range addrs {
+		if n, ok := x.(*net.IPNet); ok {
+			if a, ok := netip.AddrFromSlice(n.IP); ok {
+				out = append(out, a.Unmap())
+			}
+		}
+	}
+	return out, nil
 }
 
 // Serve serves the proxy on ln until ctx ends (or ln fails), then closes

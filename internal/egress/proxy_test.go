@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -704,4 +705,94 @@ func TestPlainHTTPIdleTimeout(t *testing.T) {
 	if r := only(t, h.records()); r.Error != "idle for 300ms" || r.Status != 200 {
 		t.Errorf("record %+v", r)
 	}
+}
+
+// The attack: the proxy dialed the node's own non-loopback interface when
+// its address was on the list, reaching services the node keeps from its
+// sandboxes. A node's own address, like the documentation and
+// benchmarking ranges, is refused unless the operator permits it.
+func TestNodesOwnAddressesRefused(t *testing.T) {
+	own, err := InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var node netip.Addr
+	for _, a := range own {
+		if a.Is4() && !a.IsLoopback() && !a.IsLinkLocalUnicast() {
+			node = a
+			break
+		}
+	}
+	if !node.IsValid() {
+		t.Skip("this machine has no non-loopback IPv4 address to listen on")
+	}
+	ln, err := net.Listen("tcp", netip.AddrPortFrom(node, 0).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &echo{ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			e.accepted.Add(1)
+			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
+		}
+	}()
+	t.Cleanup(func() { ln.Close() })
+	target := ln.Addr().String()
+
+	h := start(t, Config{Allow: []string{target}, Permit: []netip.Prefix{}})
+	c, _, resp, err := h.connect(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if resp.StatusCode != http.StatusForbidden || e.accepted.Load() != 0 {
+		t.Fatalf("the node's own %s: %s, %d accepted", node, resp.Status, e.accepted.Load())
+	}
+
+	// Control: permitted explicitly, the same address is reached.
+	h = start(t, Config{Allow: []string{target}, Permit: []netip.Prefix{netip.PrefixFrom(node, 32)}})
+	c, br, resp, err := h.connect(target)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("permitted: %v %v", resp, err)
+	}
+	io.WriteString(c, "x")
+	b, _ := br.ReadByte()
+	c.Close()
+	if b != 'x' {
+		t.Fatalf("echo %q", b)
+	}
+
+	// A public address that is this node's is refused as such, and only
+	// while it is.
+	e2 := newEcho(t)
+	var mine atomic.Pointer[[]netip.Addr]
+	mine.Store(&[]netip.Addr{})
+	cfg := Config{Allow: []string{"self.example:443"},
+		Resolver: newResolver(map[string][]string{"self.example": {"93.184.215.14"}}),
+		Own:      func() ([]netip.Addr, error) { return *mine.Load(), nil },
+		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, e2.ln.Addr().String())
+		}}
+	h = start(t, cfg)
+	mine.Store(&[]netip.Addr{netip.MustParseAddr("93.184.215.14")})
+	c, _, resp, err = h.connect("self.example:443")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(resp.Status, ClassNode) {
+		t.Fatalf("an address of this node's: %s", resp.Status)
+	}
+	mine.Store(&[]netip.Addr{})
+	c, _, resp, err = h.connect("self.example:443")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("no longer this node's: %v %v", resp, err)
+	}
+	c.Close()
 }

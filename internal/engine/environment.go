@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +26,8 @@ type Egress struct {
 	// Resolver resolves the names commands connect to (the system's when
 	// nil).
 	Resolver egress.Resolver
+	// Permit: see egress.Config.Permit.
+	Permit []netip.Prefix
 }
 
 // provisionEnvironment makes the session's working copy and, when its
@@ -302,6 +305,7 @@ func (a *Activities) openEgress(ctx context.Context, sessionID, turnID, phase, c
 	ep, err := egress.Open(a.Egress.Dir, a.Copies.UID, egress.Config{
 		Allow:    allow,
 		Resolver: a.Egress.Resolver,
+		Permit:   a.Egress.Permit,
 		Now:      a.Now,
 		Record: func(r egress.Record) {
 			d := session.NetworkData{Phase: phase, CallID: callID, Method: r.Method, Host: r.Host, Port: r.Port, Allowed: r.Allowed,
