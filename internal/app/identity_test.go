@@ -79,7 +79,7 @@ func TestProjectsScopeEverything(t *testing.T) {
 	_, asAud := tokenOf(t, aud)
 	asAnn := client.New(shared.URL).WithToken(annToken)
 
-	x, err := asAnn.CreateSession(ctx, engine.CreateRequest{Project: alpha, Model: script(t, "work.yaml"), Repo: gitRepo(t), Message: "process the notes"})
+	x, err := asAnn.CreateSession(ctx, engine.CreateRequest{Project: alpha, Model: script(t, "work.yaml"), Message: "process the notes"})
 	require.NoError(t, err)
 	require.Equal(t, ann, x.CreatedBy.ID, "the session records its requester")
 	waitStatus(t, x.ID, session.StatusAwaiting)
@@ -214,7 +214,7 @@ func TestPassthroughCredentials(t *testing.T) {
 	_, err = api.Apply(ctx, []byte("name: "+name+"\nproject: "+project+"\nmodel: "+script(t, "credentials.yaml")+
 		"\ntools: [run_command]\nenvironment:\n  credentials: [DEPLOY_TOKEN]\n"))
 	require.NoError(t, err)
-	x, err := asCara.CreateSession(ctx, engine.CreateRequest{Project: project, Agent: name, Repo: gitRepo(t), Message: "deploy"})
+	x, err := asCara.CreateSession(ctx, engine.CreateRequest{Project: project, Agent: name, Message: "deploy"})
 	require.NoError(t, err)
 	require.Contains(t, x.AmbientStatus, "awaiting_credentials")
 
@@ -281,7 +281,7 @@ func TestIdentityChoice(t *testing.T) {
 	require.Equal(t, 0, code, out.String())
 	require.NotContains(t, out.String(), serviceValue)
 
-	x, err := asDana.CreateSession(ctx, engine.CreateRequest{Project: project, Agent: name, Repo: gitRepo(t), Message: "deploy"})
+	x, err := asDana.CreateSession(ctx, engine.CreateRequest{Project: project, Agent: name, Message: "deploy"})
 	require.NoError(t, err)
 	require.Contains(t, x.AmbientStatus, "awaiting_identity")
 	_, err = api.ChooseIdentity(ctx, x.ID, "service")
@@ -299,7 +299,7 @@ func TestIdentityChoice(t *testing.T) {
 	require.Contains(t, transcript.String(), strconv.Itoa(len(serviceValue)), "the command had the service credential")
 	require.Contains(t, transcript.String(), "acting as project "+project+"'s service identity")
 
-	y, err := asDana.CreateSession(ctx, engine.CreateRequest{Project: project, Agent: name, Repo: gitRepo(t), Message: "deploy as me"})
+	y, err := asDana.CreateSession(ctx, engine.CreateRequest{Project: project, Agent: name, Message: "deploy as me"})
 	require.NoError(t, err)
 	p, err := asDana.ChooseIdentity(ctx, y.ID, "requester")
 	require.NoError(t, err)

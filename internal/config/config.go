@@ -217,7 +217,7 @@ type Var struct {
 var Vars = []Var{
 	{"PADDOCK_DATA_DIR", "~/.paddock (/var/lib/paddock as root)", "where the store, the embedded Temporal database and working copies live"},
 	{"PADDOCK_DATABASE_URL", "(none: SQLite in DATA_DIR)", "postgres:// URL of the PostgreSQL database of the store (migrations applied at start, or by `paddock migrate`)"},
-	{"PADDOCK_REPOSITORY_ROOTS", "(none: any repository the server can read)", "colon-separated directories; a session of project P copies only repositories under ROOT/P/ (set it on a server several people use)"},
+	{"PADDOCK_REPOSITORY_ROOTS", "(none: on one person's server any repository it can read; on a shared one only server administrators name repositories)", "colon-separated directories; a session of project P copies only repositories under ROOT/P/ (set it on a server several people use); the data directory is never a repository"},
 	{"PADDOCK_LISTEN", "127.0.0.1:7470", "address `paddock serve` listens on (loopback unless told otherwise)"},
 	{"PADDOCK_SERVER", "(none)", "URL of a running server for client commands; `run`/`demo` start an in-process server when unset"},
 	{"PADDOCK_EXECUTOR_CA", "(none)", "in a sandbox pod, the PEM certificate authority of the Paddock workers' client certificates that `paddock kube executor` trusts (set by Paddock's SandboxTemplate)"},

@@ -55,8 +55,13 @@ type Service struct {
 	OIDC *OIDC
 	// RepositoryRoots confine the repositories sessions copy: a session of
 	// project P copies only repositories under ROOT/P/ of one of them.
-	// Empty: any repository the server can read (one user's machine).
+	// Empty: on one person's server (one user, one project), any
+	// repository the server can read; on a shared one, only a server
+	// administrator may name a repository.
 	RepositoryRoots []string
+	// DataDir is the server's data directory: never a repository, nor
+	// inside or around one a session copies.
+	DataDir string
 
 	// answerMu makes checking an answer and recording it one step, so two
 	// concurrent answers to one question cannot both be recorded.
@@ -150,6 +155,9 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 		req.Project = spec.DefaultProject
 	}
 	if err := errors.Join(req.validate(), callerKey(req.IdempotencyKey, by)); err != nil {
+		return session.Session{}, err
+	}
+	if err := s.mayCopy(ctx, req.Repo, req.Project, by); err != nil {
 		return session.Session{}, err
 	}
 	if err := s.checkRepo(req.Repo, req.Project); err != nil {
@@ -313,6 +321,73 @@ func trim(v string) string {
 		return v[:64] + "…"
 	}
 	return v
+}
+
+// mayCopy refuses a repository the session's project may not copy, with
+// one message whether the path exists or not: whatever holds the server's
+// data directory (its database, keys and other sessions' copies), and,
+// on a shared server without repository roots, any repository named by
+// someone other than a server administrator.
+func (s *Service) mayCopy(ctx context.Context, repo, project string, by session.Sender) error {
+	if repo == "" || !filepath.IsAbs(repo) {
+		return nil // checkRepo explains
+	}
+	refused := fmt.Errorf("%w: repository %s may not be copied by project %s's sessions", ErrInvalid, trim(repo), project)
+	if s.DataDir != "" {
+		data := filepath.Clean(s.DataDir)
+		if real, err := filepath.EvalSymlinks(data); err == nil {
+			data = real
+		}
+		for _, path := range []string{filepath.Clean(repo), realPath(repo)} {
+			if within(path, data) || within(data, path) {
+				return fmt.Errorf("%w (it holds or lies in the server's data directory)", refused)
+			}
+		}
+	}
+	if len(s.RepositoryRoots) > 0 {
+		return nil // checkRepo confines it to the project's root
+	}
+	shared, err := s.shared(ctx)
+	if err != nil {
+		return err
+	}
+	if !shared {
+		return nil
+	}
+	if by.Kind == session.SenderOperator {
+		if u, err := s.Store.GetUser(ctx, by.ID); err == nil && u.Admin {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: this server has several users or projects and no repository roots, so only a server administrator names repositories; ask one to set PADDOCK_REPOSITORY_ROOTS (project %s's repositories under ROOT/%s/), or omit the repository", refused, project, project)
+}
+
+// shared says the server has more than one user or project: repositories
+// must then be confined to their projects.
+func (s *Service) shared(ctx context.Context) (bool, error) {
+	users, err := s.Store.ListUsers(ctx)
+	if err != nil {
+		return false, err
+	}
+	projects, err := s.Store.ListProjects(ctx)
+	if err != nil {
+		return false, err
+	}
+	return len(users) > 1 || len(projects) > 1, nil
+}
+
+// realPath is path with every link resolved, or path itself when it
+// cannot be (it does not exist).
+func realPath(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	return filepath.Clean(path)
+}
+
+// within says path is dir or lies under it.
+func within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, string(filepath.Separator))+string(filepath.Separator))
 }
 
 // checkRepo refuses a repository that cannot be copied, when the session

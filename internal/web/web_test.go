@@ -311,7 +311,7 @@ func TestWebAppEndToEnd(t *testing.T) {
 	require.NoError(t, admin.SetMember(ctx, "default", "gwen", identity.Guest))
 	gwen, err := admin.CreateToken(ctx, api.NewToken{User: "gwen"})
 	require.NoError(t, err)
-	g, err := client.New(a.URL).WithToken(gwen.Secret).CreateSession(ctx, engine.CreateRequest{Model: "replay/demo", Repo: repo(t), Message: "a guest's try"})
+	g, err := client.New(a.URL).WithToken(gwen.Secret).CreateSession(ctx, engine.CreateRequest{Model: "replay/demo", Message: "a guest's try"})
 	require.NoError(t, err)
 	run("let a guest's session start from the inbox",
 		chromedp.Navigate(a.URL+"/inbox"),

@@ -124,7 +124,7 @@ func TestStoreMethodsReviewed(t *testing.T) {
 		"ApplyAgents": true, // specs are refused with a detected secret before they get here (spec.Scan)
 		"GetAgent":    true, "ListAgents": true, "GetSession": true, "ListSessions": true, "SetRuntimePhase": true, "SetWorkspace": true, "MarkStarted": true,
 		"SetHold": true, "Repair": true, "GetCommand": true, "ListCommands": true, "ClaimBatch": true, "OpenTurn": true, "GetTurn": true, "ListTurns": true,
-		"GetPark": true, "ListParks": true, "HeldDeliveries": true, "RaiseSpendCap": true, "AuditLog": true, "AuditAfter": true, "AuditContent": true, "ExpireAuditContent": true, "SetContentRetention": true, "ContentRetention": true, "AuditTree": true,
+		"GetPark": true, "ListParks": true, "HeldDeliveries": true, "Delivery": true, "RecordDelivery": true, "RaiseSpendCap": true, "AuditLog": true, "AuditAfter": true, "AuditContent": true, "ExpireAuditContent": true, "SetContentRetention": true, "ContentRetention": true, "AuditTree": true,
 		"AuditLeaf": true, "SealAudit": true, "AuditSeal": true, "RecordUsage": true, "SessionUsage": true, "EventsByKey": true, "ListEvents": true, "Subscribe": true,
 		// Names, roles, hashes and times; a token label is a name too.
 		"CreateUser": true, "GetUser": true, "UserBySubject": true, "ListUsers": true, "RevokeUser": true, "CreateToken": true, "GetToken": true,
