@@ -2,11 +2,14 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -52,6 +55,17 @@ type principalKey struct{}
 // SameSite=Strict.
 const TokenCookie = "paddock_token"
 
+// Source is the address a request comes from, as failed authentications
+// are counted: the connection's peer (a header saying otherwise is the
+// caller's word).
+func Source(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
 // caller is who is calling (set by authorize; empty on public routes).
 func principal(r *http.Request) identity.Principal {
 	p, _ := r.Context().Value(principalKey{}).(identity.Principal)
@@ -82,11 +96,12 @@ func (s *Server) authorize(r *http.Request, acc access) (*http.Request, error) {
 	if !ok {
 		return r, fmt.Errorf("%w: no credential: send Authorization: Bearer TOKEN (`paddock login`, or `paddock tokens create`)", store.ErrUnauthenticated)
 	}
-	p, err := s.Service.Authenticate(r.Context(), token)
+	p, err := s.Service.AuthenticateFrom(r.Context(), Source(r), token)
+	var throttled *engine.ThrottledError
+	if errors.As(err, &throttled) {
+		return r, err
+	}
 	if err != nil {
-		if s.Logger != nil {
-			s.Logger.Info("authentication refused", "err", err, "remote", r.RemoteAddr)
-		}
 		return r, fmt.Errorf("%w: the token is not valid (unknown, expired or revoked): log in again with `paddock login` or ask for a new token", store.ErrUnauthenticated)
 	}
 	r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))

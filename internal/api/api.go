@@ -254,7 +254,10 @@ var (
 // statusOf is the one mapping from errors to HTTP statuses.
 func statusOf(err error) (int, string) {
 	var maxErr *http.MaxBytesError
+	var throttled *engine.ThrottledError
 	switch {
+	case errors.As(err, &throttled):
+		return http.StatusTooManyRequests, "too_many_failures"
 	case errors.As(err, &maxErr):
 		return http.StatusRequestEntityTooLarge, "too_large"
 	case errors.Is(err, errMethod):
@@ -291,6 +294,10 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	var key *engine.KeyConflictError
 	if errors.As(err, &key) {
 		body.SessionID = key.SessionID
+	}
+	var throttled *engine.ThrottledError
+	if errors.As(err, &throttled) {
+		w.Header().Set("Retry-After", strconv.Itoa(int(throttled.Wait.Seconds())+1))
 	}
 	if code >= 500 {
 		s.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)

@@ -203,7 +203,7 @@ func shrank(before []string, scopedBefore bool, now []string, scopedNow bool) bo
 const exportPage = 1000
 
 func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
-	cp, err := s.Service.Checkpoint(r.Context())
+	cp, err := s.Service.Checkpoint(r.Context(), principal(r))
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -249,7 +249,7 @@ func (s *Server) loginOIDC(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	t, full, err := s.Service.LoginOIDC(r.Context(), in.IDToken, in.AccessToken, in.Nonce)
+	t, full, err := s.Service.LoginOIDC(r.Context(), in.IDToken, in.AccessToken, in.Nonce, false)
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -38,6 +38,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/store/redacted"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 	"github.com/paddock-dev/paddock/internal/temporalserver"
+	"github.com/paddock-dev/paddock/internal/throttle"
 	"github.com/paddock-dev/paddock/internal/tool"
 	"github.com/paddock-dev/paddock/internal/vault"
 	"github.com/paddock-dev/paddock/internal/web"
@@ -177,7 +178,8 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	sealer := &engine.Sealer{Store: st, Key: key, Now: time.Now}
 	acts.Sealer = sealer
 	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools, Copies: acts.Copies, RetainFailed: cfg.RetainFailed, Sealer: sealer, ContentKey: contentKey,
-		Now: time.Now, OIDC: engine.NewOIDC(cfg.OIDCIssuer, cfg.OIDCClientID, cfg.OIDCUsernameClaim), RepositoryRoots: cfg.RepositoryRoots, DataDir: cfg.DataDir}
+		Now: time.Now, OIDC: engine.NewOIDC(cfg.OIDCIssuer, cfg.OIDCClientID, cfg.OIDCUsernameClaim), RepositoryRoots: cfg.RepositoryRoots, DataDir: cfg.DataDir,
+		Guesses: &throttle.Failures{}, Logger: logger}
 	if created, err := a.Service.Bootstrap(ctx, cfg.DataDir, cfg.AdminUser); err != nil {
 		return nil, fmt.Errorf("first administrator: %w", err)
 	} else if created {

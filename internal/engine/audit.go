@@ -11,6 +11,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/paddock-dev/paddock/internal/audit"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 )
@@ -156,8 +157,21 @@ func (s *Sealer) Seal(ctx context.Context, id string) error {
 }
 
 // Checkpoint signs the current head of the Merkle tree of every audit
-// entry (a C2SP signed note).
-func (s *Service) Checkpoint(ctx context.Context) ([]byte, error) {
+// entry (a C2SP signed note) for p. Its size counts every project's
+// entries, so it is for those who audit: server administrators and
+// auditors (of any project); anyone else is refused.
+func (s *Service) Checkpoint(ctx context.Context, p identity.Principal) ([]byte, error) {
+	within, all, err := s.Readable(ctx, p, identity.Audit)
+	if err != nil {
+		return nil, err
+	}
+	if !all && len(within) == 0 {
+		return nil, fmt.Errorf("%w: the audit checkpoint covers every project's log: it is for server administrators and auditors", store.ErrDenied)
+	}
+	return s.checkpoint(ctx)
+}
+
+func (s *Service) checkpoint(ctx context.Context) ([]byte, error) {
 	if s.Sealer == nil || s.Sealer.Key == nil {
 		return nil, fmt.Errorf("this server signs no checkpoints: %w", store.ErrNotFound)
 	}

@@ -32,6 +32,11 @@ const AdminTokenFile = "admin.token"
 const (
 	MaxTokenLifetime     = 366 * 24 * time.Hour
 	DefaultTokenLifetime = 30 * 24 * time.Hour
+	// WebSessionLifetime bounds a web login; it ends sooner with the
+	// token it was opened with.
+	WebSessionLifetime = 12 * time.Hour
+	// WebSessionLabel labels the tokens web logins hold.
+	WebSessionLabel = "web session"
 )
 
 // ErrUnauthenticated is a caller without a valid credential.
@@ -66,6 +71,33 @@ func (s *Service) Authenticate(ctx context.Context, token string) (identity.Prin
 		_ = s.Store.TouchToken(ctx, t.ID)
 	}
 	return identity.Principal{User: u.Name, Admin: u.Admin, Via: "token:" + t.ID}, nil
+}
+
+// ThrottledError refuses an attempt from a source that failed to
+// authenticate too often: it may try again after Wait.
+type ThrottledError struct{ Wait time.Duration }
+
+func (e *ThrottledError) Error() string {
+	return fmt.Sprintf("too many failed authentications from this address: try again in %s", e.Wait.Round(time.Second)+time.Second)
+}
+
+// AuthenticateFrom is Authenticate for a caller at source (its address):
+// a source that failed too often is refused before its token is checked
+// (ThrottledError), and failures are logged at most once a minute per
+// source.
+func (s *Service) AuthenticateFrom(ctx context.Context, source, token string) (identity.Principal, error) {
+	if s.Guesses != nil {
+		if ok, wait := s.Guesses.Allowed(source); !ok {
+			return identity.Principal{}, &ThrottledError{Wait: wait}
+		}
+	}
+	p, err := s.Authenticate(ctx, token)
+	if err != nil && errors.Is(err, ErrUnauthenticated) && s.Guesses != nil {
+		if report, unreported := s.Guesses.Fail(source); report && s.Logger != nil {
+			s.Logger.Info("authentication refused", "err", err, "source", source, "unreported failures from it", unreported)
+		}
+	}
+	return p, err
 }
 
 // Principal is user as a caller authenticated elsewhere (via says how:
@@ -227,6 +259,36 @@ func (s *Service) mint(ctx context.Context, user, label string, ttl time.Duratio
 	return t, full, err
 }
 
+// OpenWebSession opens a web login with token: a token of its own (the
+// login cookie never holds the token typed in), a child of it, ending
+// after WebSessionLifetime or with it, whichever comes first, revoked with
+// it and at logout.
+func (s *Service) OpenWebSession(ctx context.Context, source, token string) (identity.Token, string, error) {
+	p, err := s.AuthenticateFrom(ctx, source, token)
+	if err != nil {
+		return identity.Token{}, "", err
+	}
+	return s.NewToken(ctx, p, p.User, WebSessionLabel, WebSessionLifetime)
+}
+
+// CloseWebSession revokes the web login token holds (a logout); a token
+// that is not a web login's is left alone.
+func (s *Service) CloseWebSession(ctx context.Context, token string) error {
+	p, err := s.Authenticate(ctx, token)
+	if err != nil {
+		return nil // already unusable
+	}
+	id, _ := strings.CutPrefix(p.Via, "token:")
+	t, err := s.Store.GetToken(ctx, id)
+	if err != nil || t.Label != WebSessionLabel {
+		return err
+	}
+	if err := s.Store.RevokeToken(ctx, id); err != nil {
+		return err
+	}
+	return s.recordAccess(ctx, p, "logout", map[string]string{"token": id})
+}
+
 // Tokens lists user's tokens (theirs, or anyone's for an administrator;
 // "" is everyone's, administrators only).
 func (s *Service) Tokens(ctx context.Context, p identity.Principal, user string) ([]identity.Token, error) {
@@ -293,6 +355,18 @@ func (s *Service) SetMember(ctx context.Context, p identity.Principal, m identit
 	if !m.Role.Valid() {
 		_, err := identity.ParseRole(string(m.Role))
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := identity.ValidUser(m.User); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	// A server administrator, who lists users anyway, is told of a typo;
+	// anyone else gets the same answer whether the user exists or not (a
+	// role for a name not taken yet is an invitation), so managing a
+	// project tells nothing of the server's other users.
+	if p.Admin {
+		if _, err := s.Store.GetUser(ctx, m.User); err != nil {
+			return err
+		}
 	}
 	if err := s.Store.SetMember(ctx, m); err != nil {
 		return err

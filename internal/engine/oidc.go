@@ -121,7 +121,7 @@ func (o *OIDC) Verify(ctx context.Context, raw, access, nonce string) (issuer, s
 // in any project until an administrator gives one. A name already taken by
 // another user is refused, never linked: a directory must not be able to
 // claim an existing account by choosing its name.
-func (s *Service) LoginOIDC(ctx context.Context, raw, access, nonce string) (identity.Token, string, error) {
+func (s *Service) LoginOIDC(ctx context.Context, raw, access, nonce string, web bool) (identity.Token, string, error) {
 	if s.OIDC == nil {
 		return identity.Token{}, "", fmt.Errorf("login through a directory is not configured on this server (PADDOCK_OIDC_ISSUER and PADDOCK_OIDC_CLIENT_ID); use an API token: %w", store.ErrNotFound)
 	}
@@ -149,7 +149,11 @@ func (s *Service) LoginOIDC(ctx context.Context, raw, access, nonce string) (ide
 	if u.RevokedAt != nil {
 		return identity.Token{}, "", fmt.Errorf("%w: user %s is revoked", ErrUnauthenticated, u.Name)
 	}
-	t, full, err := s.mint(ctx, u.Name, "oidc login", DefaultTokenLifetime, "")
+	label, ttl := "oidc login", DefaultTokenLifetime
+	if web {
+		label, ttl = WebSessionLabel, WebSessionLifetime
+	}
+	t, full, err := s.mint(ctx, u.Name, label, ttl, "")
 	if err != nil {
 		return t, "", err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +25,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/throttle"
 	"github.com/paddock-dev/paddock/internal/tool"
 )
 
@@ -48,6 +50,12 @@ type Service struct {
 	// ContentKey seals and opens content at rest (audit content projects
 	// retain, sessions' credentials).
 	ContentKey Cipher
+	// Guesses counts failed authentications per source address, so
+	// guessing tokens is slowed down (nil: not counted).
+	Guesses *throttle.Failures
+	// Logger reports what callers do not see (failed authentications);
+	// discarded when nil.
+	Logger *slog.Logger
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// OIDC verifies logins through the organization's directory (nil: not
@@ -715,7 +723,7 @@ func (s *Service) Retry(ctx context.Context, id string, by session.Sender) (sess
 		ID: newID, Project: old.Project, SpendCapUSD: old.SpendCapUSD, DisplayTitle: old.DisplayTitle, AwaitStart: gate,
 		Agent: store.Agent{Project: old.Project, Name: old.Agent, Spec: agentSpec, Digest: agentVersion, Concurrency: sp.Concurrency},
 		Input: old.Input, Repo: old.Repo, RetryOf: old.ID, CreatedBy: by, StartKind: kind, StartPayload: payload,
-		IdempotencyKey: "retry:" + old.ID, Policy: pinned, PolicyDigest: digest, Interactive: old.Interactive, Approver: old.Approver,
+		IdempotencyKey: "retry:" + old.ID + "/" + string(by.Kind) + ":" + by.ID, Policy: pinned, PolicyDigest: digest, Interactive: old.Interactive, Approver: old.Approver,
 	})
 	if err != nil {
 		return x, err

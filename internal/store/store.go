@@ -320,7 +320,8 @@ type Store interface {
 	// ListProjects names them all.
 	CreateProject(ctx context.Context, name string) error
 	ListProjects(ctx context.Context) ([]string, error)
-	// SetMember gives a user a role in a project (replacing any other);
+	// SetMember gives a user a role in a project (replacing any other),
+	// a user not created yet too (an invitation, theirs once they are);
 	// RemoveMember takes it away; Members lists a project's members or a
 	// user's memberships.
 	SetMember(ctx context.Context, m identity.Membership) error

@@ -129,12 +129,12 @@ func (a *App) directoryCallback(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusBadGateway, "the directory returned no ID token (is the openid scope allowed for Paddock's client?)")
 		return
 	}
-	_, full, err := a.Service.LoginOIDC(r.Context(), id, tok.AccessToken, p.Nonce)
+	t, full, err := a.Service.LoginOIDC(r.Context(), id, tok.AccessToken, p.Nonce, true)
 	if err != nil {
 		a.problem(w, r, err)
 		return
 	}
-	setCookie(w, r, full)
+	setCookie(w, r, t, full)
 	http.Redirect(w, r, localPath(p.Next), http.StatusSeeOther)
 }
 

@@ -2,13 +2,16 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/engine"
@@ -61,16 +64,36 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := strings.TrimSpace(r.PostFormValue("token"))
-	if _, err := a.Service.Authenticate(r.Context(), token); err != nil {
+	t, full, err := a.Service.OpenWebSession(r.Context(), api.Source(r), token)
+	var throttled *engine.ThrottledError
+	if errors.As(err, &throttled) {
+		w.Header().Set("Retry-After", strconv.Itoa(int(throttled.Wait.Seconds())+1))
+		a.render(w, r, http.StatusTooManyRequests, "login", "Log in", LoginPage{
+			"Too many failed logins from your address: " + throttled.Error() + ".", localPath(r.PostFormValue("next")), a.directory()})
+		return
+	}
+	if errors.Is(err, engine.ErrUnauthenticated) {
 		a.render(w, r, http.StatusUnauthorized, "login", "Log in", LoginPage{
 			"That token is not valid (unknown, expired or revoked). Create one with `paddock tokens create`, or use `paddock login`.", localPath(r.PostFormValue("next")), a.directory()})
 		return
 	}
-	setCookie(w, r, token)
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	setCookie(w, r, t, full)
 	http.Redirect(w, r, localPath(r.PostFormValue("next")), http.StatusSeeOther)
 }
 
+// logout ends the web login: its token is revoked, not only forgotten by
+// this browser.
 func (a *App) logout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(api.TokenCookie); err == nil {
+		if err := a.Service.CloseWebSession(r.Context(), c.Value); err != nil {
+			a.problem(w, r, err)
+			return
+		}
+	}
 	clearCookie(w, r)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }

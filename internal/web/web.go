@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -177,7 +178,13 @@ func (a *App) authed(h http.HandlerFunc) http.HandlerFunc {
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
-		p, err := a.Service.Authenticate(r.Context(), c.Value)
+		p, err := a.Service.AuthenticateFrom(r.Context(), api.Source(r), c.Value)
+		var throttled *engine.ThrottledError
+		if errors.As(err, &throttled) {
+			w.Header().Set("Retry-After", strconv.Itoa(int(throttled.Wait.Seconds())+1))
+			a.fail(w, r, http.StatusTooManyRequests, throttled.Error())
+			return
+		}
 		if err != nil {
 			clearCookie(w, r)
 			http.Redirect(w, r, "/login?expired=1", http.StatusSeeOther)
@@ -233,9 +240,15 @@ func sameOrigin(origin string, r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
-func setCookie(w http.ResponseWriter, r *http.Request, token string) {
-	http.SetCookie(w, &http.Cookie{Name: api.TokenCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: secure(r), MaxAge: int((30 * 24 * time.Hour).Seconds())})
+// setCookie keeps the web login's token (t, whose text is full) for as
+// long as the token lives.
+func setCookie(w http.ResponseWriter, r *http.Request, t identity.Token, full string) {
+	c := &http.Cookie{Name: api.TokenCookie, Value: full, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(r)}
+	if t.ExpiresAt != nil {
+		c.Expires = *t.ExpiresAt
+		c.MaxAge = max(1, int(time.Until(*t.ExpiresAt).Seconds()))
+	}
+	http.SetCookie(w, c)
 }
 
 func clearCookie(w http.ResponseWriter, r *http.Request) {

@@ -174,12 +174,6 @@ func (s *Store) SetMember(ctx context.Context, m identity.Membership) error {
 			}
 			return err
 		}
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE name = ?`, m.User).Scan(&n); err != nil || n == 0 {
-			if err == nil {
-				err = fmt.Errorf("user %q: %w", m.User, store.ErrNotFound)
-			}
-			return err
-		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO members (project, user_name, role) VALUES (?, ?, ?)
 			ON CONFLICT (project, user_name) DO UPDATE SET role = excluded.role`, m.Project, m.User, string(m.Role))
 		return err
