@@ -376,6 +376,9 @@ func Branch(ctx context.Context, dir, base, commit, repo, name string) error {
 	if err != nil || !fi.IsDir() {
 		return fmt.Errorf("the repository of origin %s is not a directory on this server: accept from a terminal in your checkout instead", repo)
 	}
+	if err := refuseLinksIntoGit(ctx, dir, base, commit); err != nil {
+		return err
+	}
 	tmp, err := os.MkdirTemp("", "paddock-deliver-")
 	if err != nil {
 		return err
@@ -397,6 +400,31 @@ func Branch(ctx context.Context, dir, base, commit, repo, name string) error {
 		return fmt.Errorf("%s does not have the session's base %s (an earlier diff was accepted from a terminal?): accept this one from a terminal too: %w", repo, short(base), err)
 	}
 	return err
+}
+
+// refuseLinksIntoGit refuses a commit that adds or changes a symbolic link
+// into .git (see LinkRisk), as Apply does: the branch would carry it into
+// the user's repository.
+func refuseLinksIntoGit(ctx context.Context, dir, base, commit string) error {
+	out, err := gitRun(ctx, dir, nil, "diff-tree", "-r", "-z", "--no-renames", "--diff-filter=AMT", base, commit)
+	if err != nil {
+		return err
+	}
+	fields := strings.Split(out, "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		meta := strings.Fields(strings.TrimPrefix(fields[i], ":"))
+		if len(meta) < 4 || meta[1] != "120000" || !isHash(meta[3]) {
+			continue
+		}
+		target, err := gitRun(ctx, dir, nil, "cat-file", "blob", meta[3])
+		if err != nil {
+			return err
+		}
+		if reason := LinkRisk(fields[i+1], target); strings.HasPrefix(reason, LinkIntoGit) {
+			return fmt.Errorf("nothing was delivered: %s is a %s; a link into .git is never accepted (reject the session, or remove the link in it first)", fields[i+1], reason)
+		}
+	}
+	return nil
 }
 
 // bundleRef names the commit a bundle made of a copy carries.

@@ -268,6 +268,12 @@ func TestLinksOutOfTheRepositoryAreFlagged(t *testing.T) {
 	require.NoError(t, exec.Command("git", "-C", src, "config", "user.email", "o@example.com").Run())
 	_, err = Apply(ctx, src, d, AsCommit, "links")
 	require.ErrorContains(t, err, "a link into .git is never accepted")
+	// Nor by a branch delivered on the server.
+	commit, err := Snapshot(ctx, work, base, d.Tree, "links")
+	require.NoError(t, err)
+	err = Branch(ctx, work, base, commit, src, "paddock/links")
+	require.ErrorContains(t, err, "a link into .git is never accepted")
+	require.Error(t, exec.Command("git", "-C", src, "rev-parse", "--verify", "paddock/links").Run(), "the branch was delivered")
 	_, err = os.Lstat(filepath.Join(src, "cfgsym"))
 	require.True(t, os.IsNotExist(err), "nothing was applied")
 }
