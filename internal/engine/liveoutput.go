@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/paddock-dev/paddock/internal/secret"
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
@@ -49,7 +50,7 @@ func (a *Activities) startLive(ctx context.Context, sessionID, turnID, callID, r
 }
 
 func newLive(callID string, creds map[string]string, record func(int, session.OutputData)) *liveOutput {
-	l := &liveOutput{callID: callID, record: record, stopped: make(chan struct{}), mask: func(s string) string { return withoutValues(s, creds) }}
+	l := &liveOutput{callID: callID, record: record, stopped: make(chan struct{}), mask: secret.NewValues(creds).Mask}
 	for _, v := range creds {
 		l.values = append(l.values, v)
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/secret"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/shellcheck"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -38,57 +38,6 @@ func (a *Activities) credentials(ctx context.Context, id string) (map[string]str
 		out[name] = string(plain)
 	}
 	return out, nil
-}
-
-// withoutValues takes the credentials' values out of a command's output:
-// the transcript and the model see their names instead.
-func withoutValues(out string, creds map[string]string) string {
-	// Every occurrence of every value, overlapping ones merged, so that no
-	// part of a value survives another's mask.
-	type span struct {
-		start, end int
-		names      []string
-	}
-	var spans []span
-	for _, name := range slices.Sorted(maps.Keys(creds)) {
-		v := creds[name]
-		if len(v) < 4 {
-			continue
-		}
-		for from := 0; ; {
-			i := strings.Index(out[from:], v)
-			if i < 0 {
-				break
-			}
-			spans = append(spans, span{from + i, from + i + len(v), []string{name}})
-			from += i + 1
-		}
-	}
-	if len(spans) == 0 {
-		return out
-	}
-	slices.SortFunc(spans, func(a, b span) int { return a.start - b.start })
-	merged := spans[:1]
-	for _, sp := range spans[1:] {
-		last := &merged[len(merged)-1]
-		if sp.start < last.end {
-			last.end = max(last.end, sp.end)
-			if !slices.Contains(last.names, sp.names[0]) {
-				last.names = append(last.names, sp.names[0])
-			}
-			continue
-		}
-		merged = append(merged, sp)
-	}
-	var b strings.Builder
-	at := 0
-	for _, sp := range merged {
-		b.WriteString(out[at:sp.start])
-		b.WriteString("[REDACTED:credential " + strings.Join(sp.names, ", ") + "]")
-		at = sp.end
-	}
-	b.WriteString(out[at:])
-	return b.String()
 }
 
 // CallDigest binds an approval to one exact call: the tool's name and its
@@ -451,7 +400,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		if live != nil {
 			live.close()
 		}
-		res.Output = withoutValues(res.Output, creds)
+		res.Output = secret.NewValues(creds).Mask(res.Output)
 		if ep != nil {
 			// Every connection is recorded before the call's result, and
 			// the refused ones are named in it.

@@ -31,6 +31,14 @@ import (
 // service-specific rules.
 const URLPassword = "url-password"
 
+// Paddock's rules for generic secrets gitleaks leaves alone: a value
+// assigned to a name that says it is a secret (DB_PASS=…, password: …),
+// and the body of a PEM private key without its BEGIN and END lines.
+const (
+	SecretAssignment = "secret-assignment"
+	KeyBody          = "private-key-body"
+)
+
 // Marker is what a redacted secret is replaced with: "[REDACTED:" + rule + "]".
 const Marker = "[REDACTED:"
 
@@ -62,12 +70,35 @@ var detector = sync.OnceValues(func() (*detect.Detector, error) {
 		SecretGroup: 1,
 		Keywords:    []string{"://"},
 	}
-	if err := url.Validate(); err != nil {
-		return nil, fmt.Errorf("url-password rule: %w", err)
+	assignment := config.Rule{
+		RuleID:      SecretAssignment,
+		Description: "A value assigned to a name that says it is a secret",
+		// NAME_PASS=…, "password": "…", secret_key: …; not a reference
+		// to another variable ($X, ${X}, %X%), not a placeholder shorter
+		// than 8, and random enough to be a secret.
+		Regex: regexp.MustCompile(`(?i)[a-z0-9_.-]*(?:pass|passwd|password|passphrase|pwd|secret|token|api[_.-]?key|private[_.-]?key|credentials?)[a-z0-9_.-]*["']?\s{0,4}(?:=|:|:=|=>)\s{0,4}["']?([^\s"'$%{}<>;,]{8,200})`),
+		SecretGroup: 1,
+		Entropy:     2.5,
+		Keywords:    []string{"pass", "pwd", "secret", "token", "key", "credential"},
 	}
-	cfg.Rules[url.RuleID] = url
-	cfg.OrderedRules = append(cfg.OrderedRules, url.RuleID)
-	cfg.Keywords["://"] = struct{}{}
+	body := config.Rule{
+		RuleID:      KeyBody,
+		Description: "The base64 body of a private key, without its BEGIN and END lines",
+		// The DER of a private key opens with its version 0 (PKCS#1 RSA,
+		// PKCS#8, SEC 1 EC) or OpenSSH's magic; a certificate's does not.
+		Regex: regexp.MustCompile(`(?:MII[A-Za-z0-9+/]{2}[A-Za-z0-9+/]{0,3}(?:IBAAK|IBADAN|CAQEE)|MHcCAQEE|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/=\r\n]{80,}`),
+		Keywords: []string{"mii", "mhccaqee", "b3blbnnzac1rzxktdje"},
+	}
+	for _, r := range []config.Rule{url, assignment, body} {
+		if err := r.Validate(); err != nil {
+			return nil, fmt.Errorf("%s rule: %w", r.RuleID, err)
+		}
+		cfg.Rules[r.RuleID] = r
+		cfg.OrderedRules = append(cfg.OrderedRules, r.RuleID)
+		for _, k := range r.Keywords {
+			cfg.Keywords[k] = struct{}{}
+		}
+	}
 	// The global allowlist is for repositories (lock files, vendored
 	// paths) and its value patterns drop real secrets ("^true|false|null$"
 	// is unanchored on one side): text here has no path to excuse it.
@@ -168,6 +199,7 @@ func find(s string) []Found {
 		}
 		out = append(out, Found{Rule: f.RuleID, Secret: v})
 	}
+	out, hidden = specific(out), specific(hidden)
 	if len(hidden) > 0 {
 		placed := encodings(s, hidden)
 		out = append(out, placed...)
@@ -180,6 +212,20 @@ func find(s string) []Found {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return len(out[i].Secret) > len(out[j].Secret) })
 	return out
+}
+
+// specific drops the findings of Paddock's generic rules that overlap a
+// finding of a specific rule: the specific rule names the secret.
+func specific(found []Found) []Found {
+	all := slices.Clone(found)
+	return slices.DeleteFunc(found, func(f Found) bool {
+		if f.Rule != SecretAssignment && f.Rule != KeyBody {
+			return false
+		}
+		return slices.ContainsFunc(all, func(g Found) bool {
+			return g.Rule != SecretAssignment && g.Rule != KeyBody && (strings.Contains(g.Secret, f.Secret) || strings.Contains(f.Secret, g.Secret))
+		})
+	})
 }
 
 func encoded(tags []string) bool {

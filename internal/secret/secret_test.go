@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -166,6 +167,30 @@ func TestBoundary(t *testing.T) {
 		out.WriteString(last)
 		if strings.Contains(out.String(), "R5tP9zKq2LmX8vN3") || strings.Contains(out.String(), "MIIEowIBAAKCAQEAu1SU1LfVLP") {
 			t.Fatalf("pieces of %d bytes let a secret through: %q", size, out.String())
+		}
+	}
+}
+
+// Issue 36's generic secrets: assignments to names that say they are
+// secrets, and a private key's body without its BEGIN and END lines, are
+// found; references to variables, short placeholders and prose are not.
+func TestGenericSecrets(t *testing.T) {
+	for _, c := range []struct{ in, rule, gone string }{
+		{"DB_PASS=Xk9vQ2mL7pRt\n", SecretAssignment, "Xk9vQ2mL7pRt"},
+		{"export PASSWORD='correct-horse-battery-staple'\n", SecretAssignment, "correct-horse-battery-staple"},
+		{`{"api_key": "q8Zr4LmN2vXc7TbY"}`, SecretAssignment, "q8Zr4LmN2vXc7TbY"},
+		{"smtp_password: hunter2hunter2\n", SecretAssignment, "hunter2hunter2"},
+		{"here it is:\n" + pemBody() + "\n", KeyBody, pemBody()[:40]},
+	} {
+		out, rules := Redact(c.in)
+		if !slices.Contains(rules, c.rule) || strings.Contains(out, c.gone) {
+			t.Errorf("%q: %q %v, want %s and no %q", c.in, out, rules, c.rule, c.gone)
+		}
+	}
+	for _, in := range []string{"PASSWORD=$DB_PASSWORD\n", "password: ${SECRET}\n", "the token is required\n", "passwordless login works\n",
+		"-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJRTESMBAGA1UEChMJQmFsdGltb3JlMRMwEQYDVQQLEwpDeWJlclRydXN0MSIwIAYDVQQDExlCYWx0aW1vcmUgQ3liZXJUcnVzdCBSb290\n"} {
+		if out, rules := Redact(in); len(rules) > 0 {
+			t.Errorf("%q: redacted as %v: %q", in, rules, out)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/secret"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
@@ -13,7 +14,8 @@ import (
 // Store is a store that never writes a detected secret: every free text it
 // is handed (messages and other command payloads, transcript events, tool
 // calls awaiting approval, titles, reasons, notes, handoffs, park details)
-// is redacted before the inner store sees it. Everything read back (the
+// and the labels and keys operators choose (hold reasons, token labels,
+// idempotency keys) is redacted before the inner store sees it. Everything read back (the
 // transcript, the SSE stream, the audit log built from events) is therefore
 // redacted too, and so is the conversation rebuilt from the transcript: a
 // credential that appeared in a tool's output is not sent back to the model.
@@ -26,12 +28,12 @@ func text(s string) string { out, _ := secret.Redact(s); return out }
 func doc(raw json.RawMessage) json.RawMessage { out, _ := secret.RedactJSON(raw); return out }
 
 func command(c store.NewCommand) store.NewCommand {
-	c.Payload = doc(c.Payload)
+	c.Payload, c.IdempotencyKey = doc(c.Payload), text(c.IdempotencyKey)
 	return c
 }
 
 func (s Store) CreateSession(ctx context.Context, in store.NewSession) (session.Session, bool, error) {
-	in.DisplayTitle, in.Input, in.StartPayload = text(in.DisplayTitle), text(in.Input), doc(in.StartPayload)
+	in.DisplayTitle, in.Input, in.StartPayload, in.IdempotencyKey = text(in.DisplayTitle), text(in.Input), doc(in.StartPayload), text(in.IdempotencyKey)
 	if in.AwaitStart != nil {
 		p := *in.AwaitStart
 		p.Detail = text(p.Detail)
@@ -98,4 +100,18 @@ func (s Store) OpenPark(ctx context.Context, p session.Park, recovery store.NewC
 
 func (s Store) ResolvePark(ctx context.Context, id, resolution string, by *session.Sender, note string) (session.Park, error) {
 	return s.Store.ResolvePark(ctx, id, resolution, by, text(note))
+}
+
+func (s Store) SetHold(ctx context.Context, id string, h *session.Hold) error {
+	if h != nil {
+		held := *h
+		held.Reason = text(held.Reason)
+		h = &held
+	}
+	return s.Store.SetHold(ctx, id, h)
+}
+
+func (s Store) CreateToken(ctx context.Context, t identity.Token) (identity.Token, error) {
+	t.Label = text(t.Label)
+	return s.Store.CreateToken(ctx, t)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
@@ -44,6 +45,20 @@ func TestStoreWritesNoSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, _, err := st.AppendCommand(ctx, store.NewCommand{ID: "c2", SessionID: x.ID, Kind: session.KindMessage, Payload: payload, Sender: op, IdempotencyKey: "k2"}); err != nil {
+		t.Fatal(err)
+	}
+	// Issue 36: what operators type beside the transcript (an idempotency
+	// key, a hold's reason, a token's label) is redacted too.
+	if _, _, err := st.AppendCommand(ctx, store.NewCommand{ID: "c3", SessionID: x.ID, Kind: session.KindMessage, Payload: payload, Sender: op, IdempotencyKey: "retry-" + githubPAT}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetHold(ctx, x.ID, &session.Hold{By: op, Reason: "it printed " + awsKey, At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateUser(ctx, identity.User{Name: "ana"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateToken(ctx, identity.Token{ID: "tok1", User: "ana", Label: "ci " + githubPAT, Hash: "h"}); err != nil {
 		t.Fatal(err)
 	}
 	ev, err := st.AppendEvent(ctx, session.Event{SessionID: x.ID, Kind: session.EventToolCall, Key: "call/1/done",
@@ -119,15 +134,15 @@ func scanDir(t *testing.T, dir string, needles ...string) {
 func TestStoreMethodsReviewed(t *testing.T) {
 	redacted := map[string]bool{"CreateSession": true, "AppendCommand": true, "AbsorbDeliveries": true, "AppendEvent": true, "CreateApproval": true,
 		"DecideApproval": true, "SetDisplay": true, "FailSession": true, "StopSession": true, "Deliver": true, "Archive": true, "SettleCommands": true,
-		"SetTurnStatus": true, "OpenPark": true, "ResolvePark": true}
+		"SetTurnStatus": true, "OpenPark": true, "ResolvePark": true, "SetHold": true, "CreateToken": true}
 	noFreeText := map[string]bool{"Close": true, "EnsureProject": true, "SetProjectPolicy": true, "GetProjectPolicy": true, "GetApproval": true, "ListApprovals": true,
 		"ApplyAgents": true, // specs are refused with a detected secret before they get here (spec.Scan)
 		"GetAgent":    true, "ListAgents": true, "GetSession": true, "ListSessions": true, "SetRuntimePhase": true, "SetWorkspace": true, "MarkStarted": true,
-		"SetHold": true, "Repair": true, "GetCommand": true, "ListCommands": true, "ClaimBatch": true, "OpenTurn": true, "GetTurn": true, "ListTurns": true,
+		"Repair": true, "GetCommand": true, "ListCommands": true, "ClaimBatch": true, "OpenTurn": true, "GetTurn": true, "ListTurns": true,
 		"GetPark": true, "ListParks": true, "HeldDeliveries": true, "Delivery": true, "RecordDelivery": true, "RaiseSpendCap": true, "AuditLog": true, "AuditAfter": true, "AuditContent": true, "ExpireAuditContent": true, "SetContentRetention": true, "ContentRetention": true, "AuditTree": true,
 		"AuditLeaf": true, "SealAudit": true, "AuditSeal": true, "RecordUsage": true, "SessionUsage": true, "EventsByKey": true, "ListEvents": true, "Subscribe": true,
 		// Names, roles, hashes and times; a token label is a name too.
-		"CreateUser": true, "GetUser": true, "UserBySubject": true, "ListUsers": true, "RevokeUser": true, "CreateToken": true, "GetToken": true,
+		"CreateUser": true, "GetUser": true, "UserBySubject": true, "ListUsers": true, "RevokeUser": true, "GetToken": true,
 		"ListTokens": true, "RevokeToken": true, "TouchToken": true, "CreateProject": true, "ListProjects": true, "SetMember": true, "RemoveMember": true, "Members": true,
 		// Sealed values, names; PassPark's next park is the platform's text.
 		"SetCredentials": true, "AppendAccess": true, "ServerSecret": true,

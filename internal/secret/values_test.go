@@ -1,0 +1,59 @@
+package secret
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The attack: a declared credential reached the transcript, the model and
+// the database in its base64, hex, reversed and split forms, because only
+// its literal value was masked. Real bash prints each form here.
+func TestValuesMaskedInEveryForm(t *testing.T) {
+	const value = "dpl-Zq7Rk2Lm9Xv4Hq4Wn8Tz"
+	script := `
+printf '%s\n' "$TOKEN"
+printf '%s\n' "$TOKEN" | base64
+printf 'token=%s\n' "$TOKEN" | base64 -w0; echo
+printf 'xy%s' "$TOKEN" | base64 | tr '+/' '-_'
+printf '%s' "$TOKEN" | od -An -tx1 -v | tr -d ' \n'; echo
+printf '%s' "$TOKEN" | od -An -tx1 -v | tr -d ' \n' | tr a-f A-F; echo
+printf '%s\n' "$TOKEN" | rev
+printf '%s\n%s\n%s\n' "${TOKEN:0:8}" "${TOKEN:8:8}" "${TOKEN:16}"
+`
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Env = []string{"TOKEN=" + value, "PATH=/usr/bin:/bin"}
+	raw, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	out := NewValues(map[string]string{"DEPLOY_TOKEN": value}).Mask(string(raw))
+	t.Logf("masked:\n%s", out)
+	if n := strings.Count(out, "[REDACTED:credential DEPLOY_TOKEN]"); n < 8 {
+		t.Errorf("%d forms masked, want every one of 8", n)
+	}
+	for _, form := range []string{value, reverse(value), hex.EncodeToString([]byte(value)), base64.StdEncoding.EncodeToString([]byte(value))} {
+		for i := 0; i+8 <= len(form); i++ {
+			if strings.Contains(out, form[i:i+8]) {
+				t.Errorf("a piece %q of %q came through", form[i:i+8], form)
+			}
+		}
+	}
+
+	// Control: text without the value is left as it is, and a value too
+	// short to tell from words is not masked.
+	plain := "the deploy went fine\nZq7 is not enough\n"
+	if got := NewValues(map[string]string{"DEPLOY_TOKEN": value, "PIN": "123"}).Mask(plain); got != plain {
+		t.Errorf("masked what holds no value: %q", got)
+	}
+}
+
+// Overlapping values are masked whole, with both names.
+func TestValuesOverlapping(t *testing.T) {
+	v := NewValues(map[string]string{"A": "abcdefghij", "B": "ghijklmnop"})
+	if got := v.Mask("x abcdefghijklmnop y"); got != "x [REDACTED:credential A, B] y" {
+		t.Errorf("%q", got)
+	}
+}
