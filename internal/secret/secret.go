@@ -76,7 +76,7 @@ var detector = sync.OnceValues(func() (*detect.Detector, error) {
 		// NAME_PASS=…, "password": "…", secret_key: …; not a reference
 		// to another variable ($X, ${X}, %X%), not a placeholder shorter
 		// than 8, and random enough to be a secret.
-		Regex: regexp.MustCompile(`(?i)[a-z0-9_.-]*(?:pass|passwd|password|passphrase|pwd|secret|token|api[_.-]?key|private[_.-]?key|credentials?)[a-z0-9_.-]*["']?\s{0,4}(?:=|:|:=|=>)\s{0,4}["']?([^\s"'$%{}<>;,]{8,200})`),
+		Regex:       regexp.MustCompile(`(?i)[a-z0-9_.-]*(?:pass|passwd|password|passphrase|pwd|secret|token|api[_.-]?key|private[_.-]?key|credentials?)[a-z0-9_.-]*["']?\s{0,4}(?:=|:|:=|=>)\s{0,4}["']?([^\s"'$%{}<>;,]{8,200})`),
 		SecretGroup: 1,
 		Entropy:     2.5,
 		Keywords:    []string{"pass", "pwd", "secret", "token", "key", "credential"},
@@ -86,7 +86,7 @@ var detector = sync.OnceValues(func() (*detect.Detector, error) {
 		Description: "The base64 body of a private key, without its BEGIN and END lines",
 		// The DER of a private key opens with its version 0 (PKCS#1 RSA,
 		// PKCS#8, SEC 1 EC) or OpenSSH's magic; a certificate's does not.
-		Regex: regexp.MustCompile(`(?:MII[A-Za-z0-9+/]{2}[A-Za-z0-9+/]{0,3}(?:IBAAK|IBADAN|CAQEE)|MHcCAQEE|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/=\r\n]{80,}`),
+		Regex:    regexp.MustCompile(`(?:MII[A-Za-z0-9+/]{2}[A-Za-z0-9+/]{0,3}(?:IBAAK|IBADAN|CAQEE)|MHcCAQEE|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/=\r\n]{80,}`),
 		Keywords: []string{"mii", "mhccaqee", "b3blbnnzac1rzxktdje"},
 	}
 	for _, r := range []config.Rule{url, assignment, body} {

@@ -17,7 +17,7 @@ import (
 // several outputs, does not come through whole. Make one with NewValues.
 type Values struct {
 	grams map[int]map[string][]int // gram length: text -> indices of names
-	whole []form                    // forms shorter than their gram: matched whole
+	whole []form                   // forms shorter than their gram: matched whole
 	names []string
 }
 
