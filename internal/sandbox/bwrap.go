@@ -40,14 +40,14 @@ type Bwrap struct {
 	// read-only (toolchains outside /usr); masks what the view hides in
 	// them and in /etc.
 	readOnly []string
-	masks    []string
+	trees    []*tree
 	// Forwarder is the host path of the program that, inside a sandbox
 	// with egress, listens on its loopback and relays to the proxy's
 	// socket (the paddock binary, see egress.ForwarderName).
 	Forwarder string
-	// placeMasks caches the masks of places' own read-only paths
-	// (path → []string).
-	placeMasks *sync.Map
+	// placeTrees are the masks of places' own read-only paths (path →
+	// *tree).
+	placeTrees *sync.Map
 	cgroups    *cgroups
 	// seccomp is the filter program every sandbox loads (--seccomp).
 	seccomp []byte
@@ -65,7 +65,7 @@ func NewBwrap(ctx context.Context, readOnly ...string) (*Bwrap, error) {
 	b := &Bwrap{Path: path, UID: DefaultUID, GID: DefaultUID, MaxProcs: DefaultMaxProcs, MaxMemory: DefaultMaxMemory,
 		MaxCPUs: DefaultMaxCPUs, TmpSize: DefaultTmpSize}
 	b.cgroups = newCgroups()
-	b.placeMasks = &sync.Map{}
+	b.placeTrees = &sync.Map{}
 	closeInherited()
 	if b.seccomp, err = seccompProgram(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
@@ -79,7 +79,9 @@ func NewBwrap(ctx context.Context, readOnly ...string) (*Bwrap, error) {
 		}
 		b.readOnly = append(b.readOnly, filepath.Clean(p))
 	}
-	b.masks = masks(append([]string{"/etc"}, b.readOnly...))
+	for _, root := range append([]string{"/etc"}, b.readOnly...) {
+		b.trees = append(b.trees, &tree{root: root})
+	}
 	probe := os.TempDir()
 	if currentUID() == 0 {
 		probe, err = os.MkdirTemp("/tmp", "paddock-sandbox-probe-")
@@ -146,44 +148,6 @@ func (b *Bwrap) Unenforced() []string {
 // no host state are reachable.
 var system = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys/devices/system/cpu"}
 
-// secretNames are files under the read-only trees never shown, whatever
-// their mode.
-var secretNames = map[string]bool{"shadow": true, "shadow-": true, "gshadow": true, "gshadow-": true, "sudoers": true,
-	"opasswd": true, "krb5.keytab": true, "master.passwd": true, "machine-id": true}
-
-// masks lists what the view hides under roots: files and directories the
-// sandbox user could not read anyway or that hold secrets (private keys,
-// shadow), and every socket, named pipe and device. Hidden files are
-// "f:PATH" (shown empty), hidden directories "d:PATH" (an empty tmpfs).
-func masks(roots []string) []string {
-	var out []string
-	for _, root := range roots {
-		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-			if err != nil || p == root {
-				return nil
-			}
-			fi, err := d.Info()
-			if err != nil {
-				return nil
-			}
-			m, name := fi.Mode(), d.Name()
-			secret := secretNames[name] || strings.HasSuffix(name, "_key") || strings.HasSuffix(name, ".key") ||
-				(name == "private" && m.IsDir())
-			switch {
-			case m&(os.ModeSocket|os.ModeNamedPipe|os.ModeDevice|os.ModeCharDevice) != 0:
-				out = append(out, "f:"+p)
-			case m.IsDir() && (m.Perm()&0o005 != 0o005 || secret):
-				out = append(out, "d:"+p)
-				return filepath.SkipDir
-			case m.IsRegular() && (m.Perm()&0o004 == 0 || secret):
-				out = append(out, "f:"+p)
-			}
-			return nil
-		})
-	}
-	return out
-}
-
 // protected are paths of the working copy bound read-only: the whole git
 // directory (its hooks and config would run outside the sandbox later, and
 // a replaced .git could carry both), which also pins .git in place.
@@ -232,7 +196,7 @@ func (b *Bwrap) Args(p Place) ([]string, error) {
 			args = append(args, "--symlink", links[from], from)
 		}
 	}
-	for _, m := range append(append([]string{}, b.masks...), b.masksOf(extra)...) {
+	for _, m := range b.masksOf(extra) {
 		if strings.HasPrefix(m, "d:") {
 			args = append(args, "--size", "4096", "--tmpfs", m[2:], "--remount-ro", m[2:])
 		} else {
@@ -320,17 +284,17 @@ func (b *Bwrap) placeReadOnly(paths []string) (real []string, links map[string]s
 	return real, links, nil
 }
 
-// masksOf are the masks of a place's read-only paths, computed once each.
-func (b *Bwrap) masksOf(paths []string) []string {
+// masksOf are the masks of /etc, the server's read-only paths and a
+// place's own (extra), as they are now.
+func (b *Bwrap) masksOf(extra []string) []string {
+	trees := slices.Clone(b.trees)
+	for _, p := range extra {
+		t, _ := b.placeTrees.LoadOrStore(p, &tree{root: p})
+		trees = append(trees, t.(*tree))
+	}
 	var out []string
-	for _, p := range paths {
-		if m, ok := b.placeMasks.Load(p); ok {
-			out = append(out, m.([]string)...)
-			continue
-		}
-		m := masks([]string{p})
-		b.placeMasks.Store(p, m)
-		out = append(out, m...)
+	for _, t := range trees {
+		out = append(out, t.current()...)
 	}
 	return out
 }

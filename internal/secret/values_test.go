@@ -57,3 +57,14 @@ func TestValuesOverlapping(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+// BenchmarkValuesMask masks a command's largest output (10 MiB) holding
+// no value, with two credentials declared.
+func BenchmarkValuesMask(b *testing.B) {
+	v := NewValues(map[string]string{"A": "dpl-Zq7Rk2Lm9Xv4Hq4Wn8Tz", "B": "another-credential-value-0123"})
+	text := strings.Repeat("ok   github.com/paddock-dev/paddock/internal/secret 0.022s\n", 10<<20/60)
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		v.Mask(text)
+	}
+}

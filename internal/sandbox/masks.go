@@ -1,0 +1,92 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// secretNames are files under the read-only trees never shown, whatever
+// their mode.
+var secretNames = map[string]bool{"shadow": true, "shadow-": true, "gshadow": true, "gshadow-": true, "sudoers": true,
+	"opasswd": true, "krb5.keytab": true, "master.passwd": true, "machine-id": true}
+
+// tree is what the view hides under one read-only root (/etc, a
+// toolchain), kept current: files and directories the sandbox user could
+// not read anyway or that hold secrets (private keys, shadow), and every
+// socket, named pipe and device. Hidden files are "f:PATH" (shown empty),
+// hidden directories "d:PATH" (an empty tmpfs).
+//
+// The walk is done again whenever a directory of the tree changed since
+// the last one (a socket a host service created after Paddock started is
+// masked at the next sandbox's start): each start costs a stat per
+// directory, a walk only after a change.
+type tree struct {
+	root string
+
+	mu     sync.Mutex
+	dirs   map[string]time.Time // every directory walked, and its modification time
+	masks  []string
+	walked time.Time
+}
+
+// settled is how old a directory's modification must be for the walk to
+// have seen its end: the kernel's timestamps are coarse (a few
+// milliseconds), so a change in the same tick as the walk would leave the
+// time as it was.
+const settled = 100 * time.Millisecond
+
+// current returns the tree's masks as of now.
+func (t *tree) current() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.dirs == nil || t.changed() {
+		t.walk()
+	}
+	return t.masks
+}
+
+// changed says whether a directory walked has changed (or gone) since.
+func (t *tree) changed() bool {
+	for dir, mod := range t.dirs {
+		fi, err := os.Lstat(dir)
+		if err != nil || !fi.ModTime().Equal(mod) || !mod.Before(t.walked.Add(-settled)) {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *tree) walk() {
+	t.dirs, t.masks, t.walked = map[string]time.Time{}, nil, time.Now()
+	_ = filepath.WalkDir(t.root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if p == t.root {
+			t.dirs[p] = fi.ModTime()
+			return nil
+		}
+		m, name := fi.Mode(), d.Name()
+		secret := secretNames[name] || strings.HasSuffix(name, "_key") || strings.HasSuffix(name, ".key") ||
+			(name == "private" && m.IsDir())
+		switch {
+		case m&(os.ModeSocket|os.ModeNamedPipe|os.ModeDevice|os.ModeCharDevice) != 0:
+			t.masks = append(t.masks, "f:"+p)
+		case m.IsDir() && (m.Perm()&0o005 != 0o005 || secret):
+			t.masks = append(t.masks, "d:"+p)
+			return filepath.SkipDir
+		case m.IsDir():
+			t.dirs[p] = fi.ModTime()
+		case m.IsRegular() && (m.Perm()&0o004 == 0 || secret):
+			t.masks = append(t.masks, "f:"+p)
+		}
+		return nil
+	})
+}
