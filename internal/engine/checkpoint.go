@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -38,6 +39,10 @@ func blobID(data []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// CopyWorkTimeout bounds the host's work of checkpointing a copy after a
+// call.
+const CopyWorkTimeout = 2 * time.Minute
+
 // recordCopy checkpoints the copy of s after callID (a call's ID, or
 // "accept"/"reject"); prevBase, when the base just moved from it, makes
 // the checkpoint carry the bundle of the new base. A failure is told in
@@ -47,6 +52,10 @@ func recordCopy(ctx context.Context, st store.Store, key Cipher, s session.Sessi
 	if s.Workdir == "" || s.BaseCommit == "" || key == nil {
 		return
 	}
+	// The host's work on the copy is bounded: a copy the session filled
+	// beyond what the host can record in that time is not checkpointed.
+	ctx, cancel := context.WithTimeout(ctx, CopyWorkTimeout)
+	defer cancel()
 	var skipped []string
 	err := func() error {
 		// Only the holder's copy is checkpointed: one another node took
@@ -104,6 +113,8 @@ func recordCopy(ctx context.Context, st store.Store, key Cipher, s session.Sessi
 	}()
 	text := ""
 	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		text = fmt.Sprintf("the working copy was not checkpointed: recording its files took longer than %s (remove generated files the session does not need); should this node be lost, the session could not be taken over faithfully from here", CopyWorkTimeout)
 	case err != nil:
 		text = "the working copy could not be checkpointed (" + err.Error() + "): should this node be lost, the session could not be taken over faithfully from here"
 	case len(skipped) > 0:
