@@ -175,7 +175,12 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	if err != nil {
 		return nil, err
 	}
-	sealer := &engine.Sealer{Store: st, Key: key, Now: time.Now}
+	sealer := &engine.Sealer{Store: st, Key: key, Now: time.Now, Dir: cfg.AuditCheckpointDir}
+	if sealer.Dir != "" {
+		if err := os.MkdirAll(sealer.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("PADDOCK_AUDIT_CHECKPOINT_DIR: %w", err)
+		}
+	}
 	acts.Sealer = sealer
 	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools, Copies: acts.Copies, RetainFailed: cfg.RetainFailed, Sealer: sealer, ContentKey: contentKey,
 		Now: time.Now, OIDC: engine.NewOIDC(cfg.OIDCIssuer, cfg.OIDCClientID, cfg.OIDCUsernameClaim), RepositoryRoots: cfg.RepositoryRoots, DataDir: cfg.DataDir,
@@ -185,6 +190,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	} else if created {
 		logger.Info("created the first administrator; paddock commands on this machine use its token", "user", cfg.AdminUser,
 			"token", filepath.Join(cfg.DataDir, engine.AdminTokenFile))
+	}
+	if err := a.Service.UseAuditKey(ctx); err != nil {
+		return nil, fmt.Errorf("audit key: %w", err)
 	}
 	acts.Spawner, acts.Triggers, acts.Deliveries = a.Service, a.Service, a.Service
 	a.worker = engine.NewWorker(a.client, acts)

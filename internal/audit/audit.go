@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -140,9 +141,10 @@ func (b *Broken) Error() string {
 // Verify checks a session's log as stored (in order of Seq as read): each
 // entry's hash is its content's, each links to the one before, none is
 // missing, duplicated or out of place; and, when sealed, that the seal
-// covers exactly these entries and is signed by pub. The error is a
-// *Broken naming the first entry that does not hold.
-func Verify(session string, entries []Entry, seal *Seal, pub ed25519.PublicKey) error {
+// covers exactly these entries and is signed by one of pubs (the server's
+// key, or one it rotated from). The error is a *Broken naming the first
+// entry that does not hold.
+func Verify(session string, entries []Entry, seal *Seal, pubs ...ed25519.PublicKey) error {
 	prev := Genesis(session)
 	for i, e := range entries {
 		want := int64(i + 1)
@@ -164,7 +166,9 @@ func Verify(session string, entries []Entry, seal *Seal, pub ed25519.PublicKey) 
 	switch {
 	case seal.Session != session:
 		return &Broken{0, fmt.Sprintf("it seals session %q", seal.Session)}
-	case pub == nil || !ed25519.Verify(pub, seal.message(), seal.Signature):
+	case !slices.ContainsFunc(pubs, func(pub ed25519.PublicKey) bool {
+		return pub != nil && ed25519.Verify(pub, seal.message(), seal.Signature)
+	}):
 		return &Broken{0, "its signature does not verify with the server's public key (forged, or another key)"}
 	case int64(len(entries)) < seal.Count:
 		return &Broken{int64(len(entries)) + 1, fmt.Sprintf("the log ends before the seal's %d entries (truncated)", seal.Count)}

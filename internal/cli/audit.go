@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddock-dev/paddock/internal/audit"
+	"github.com/paddock-dev/paddock/internal/engine"
 )
 
 func newAudit(g *globals) *cobra.Command {
@@ -30,13 +31,19 @@ func newAudit(g *globals) *cobra.Command {
 			entries := 0
 			for _, r := range reports {
 				entries += r.Entries
-				if !r.OK {
+				switch {
+				case r.OK:
+				case r.SessionID == engine.TreeLog:
+					broken = append(broken, "the tree of every entry: "+r.Problem)
+				case r.BrokenAt == 0:
+					broken = append(broken, fmt.Sprintf("session %s: %s", r.SessionID, r.Problem))
+				default:
 					broken = append(broken, fmt.Sprintf("session %s: entry %d: %s", r.SessionID, r.BrokenAt, r.Problem))
 				}
 			}
 			if len(broken) > 0 {
 				slices.Sort(broken)
-				return &exitError{code: 1, msg: fmt.Sprintf("audit log broken in %d of %d sessions:\n%s", len(broken), len(reports), strings.Join(broken, "\n"))}
+				return &exitError{code: 1, msg: fmt.Sprintf("the audit log does not hold: %d problems:\n%s", len(broken), strings.Join(broken, "\n"))}
 			}
 			sealed := 0
 			for _, r := range reports {

@@ -3,9 +3,14 @@ package engine
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -52,7 +57,20 @@ func (s *Service) VerifyAudit(ctx context.Context, id string, keep func(project 
 			ids = append(ids, audit.AccessLog) // server administrators' only
 		}
 	}
+	keys, err := s.auditKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := []AuditReport{}
+	if id == "" && keep("") {
+		// The whole server's: the tree of every entry, and every
+		// checkpoint published.
+		tree, err := s.verifyTree(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tree...)
+	}
 	for _, sid := range ids {
 		log, err := s.Store.AuditLog(ctx, sid)
 		if err != nil {
@@ -72,7 +90,7 @@ func (s *Service) VerifyAudit(ctx context.Context, id string, keep func(project 
 			out = append(out, r)
 			continue
 		}
-		if err := audit.Verify(sid, log, seal, s.Sealer.Public()); errors.As(err, &b) {
+		if err := audit.Verify(sid, log, seal, keys...); errors.As(err, &b) {
 			r.OK, r.BrokenAt, r.Problem = false, b.Seq, b.Reason
 		} else if err != nil {
 			return nil, err
@@ -80,10 +98,45 @@ func (s *Service) VerifyAudit(ctx context.Context, id string, keep func(project 
 			return nil, err
 		} else if problem != "" {
 			r.OK, r.BrokenAt, r.Problem = false, seq, problem
+		} else if x, err := s.Store.GetSession(ctx, sid); err == nil && seal == nil && s.sealDue(x) {
+			r.OK, r.Problem = false, fmt.Sprintf("the session is %s but its log has no seal (sealed when a session is reaped): the seal was deleted", x.Status)
 		}
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// auditKeys are the keys the server signed with: every one recorded
+// (rotations included), and the one in use.
+func (s *Service) auditKeys(ctx context.Context) ([]ed25519.PublicKey, error) {
+	recorded, err := s.Store.AuditKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []ed25519.PublicKey
+	for _, k := range recorded {
+		if b, err := base64.StdEncoding.DecodeString(k); err == nil && len(b) == ed25519.PublicKeySize {
+			out = append(out, ed25519.PublicKey(b))
+		}
+	}
+	if cur := s.Sealer.Public(); cur != nil && !slices.ContainsFunc(out, func(p ed25519.PublicKey) bool { return p.Equal(cur) }) {
+		out = append(out, cur)
+	}
+	return out, nil
+}
+
+// sealDue says x should have been sealed by now: stopped (sealed at the
+// stop) a while ago, or failed or stopped by its budget longer ago than
+// its copy is kept (sealed when the collector takes the copy).
+func (s *Service) sealDue(x session.Session) bool {
+	ago := s.now().Sub(x.UpdatedAt)
+	switch {
+	case x.Status == session.StatusStopped && !x.BudgetStopped():
+		return ago > SweepEvery
+	case x.Status == session.StatusFailed || x.Status == session.StatusStopped:
+		return !x.Held() && s.RetainFailed > 0 && ago > s.RetainFailed+2*SweepEvery
+	}
+	return false
 }
 
 // matchTranscript checks the transcript against the log: every event has
@@ -120,6 +173,12 @@ type Sealer struct {
 	Store store.Store
 	Key   ed25519.PrivateKey
 	Now   func() time.Time
+	// Dir, when set, is where checkpoints are also published as files
+	// (checkpoint-SIZE, never overwritten): a place the operator keeps out
+	// of this server's reach (another machine's mount, write-once
+	// storage), so that a history rewritten in the database is caught by
+	// the checkpoints published before.
+	Dir string
 }
 
 // Public is the key seals verify with.
@@ -149,6 +208,11 @@ func (s *Sealer) Seal(ctx context.Context, id string) error {
 			return err
 		}
 		if err = s.Store.SealAudit(ctx, seal); !errors.Is(err, store.ErrConflict) {
+			if err != nil {
+				return err
+			}
+			// Every seal publishes the tree's head.
+			_, err = s.Publish(ctx)
 			return err
 		}
 		// An entry landed meanwhile: seal the new head.
@@ -175,15 +239,70 @@ func (s *Service) checkpoint(ctx context.Context) ([]byte, error) {
 	if s.Sealer == nil || s.Sealer.Key == nil {
 		return nil, fmt.Errorf("this server signs no checkpoints: %w", store.ErrNotFound)
 	}
+	note, _, err := s.Sealer.checkpoint(ctx)
+	return note, err
+}
+
+// checkpoint signs the tree's current head.
+func (s *Sealer) checkpoint(ctx context.Context) ([]byte, int64, error) {
 	size, r, err := s.Store.AuditTree(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	root, err := tlog.TreeHash(size, r)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return audit.Checkpoint(size, root, s.Sealer.Key)
+	note, err := audit.Checkpoint(size, root, s.Key)
+	return note, size, err
+}
+
+// Publish signs the tree's current head and publishes it: kept in the
+// store and, with Dir, written there. The sweeper publishes one every
+// ten minutes, and every seal one. It returns the checkpoint.
+func (s *Sealer) Publish(ctx context.Context) ([]byte, error) {
+	if s == nil || s.Key == nil {
+		return nil, nil
+	}
+	note, size, err := s.checkpoint(ctx)
+	if err != nil || size == 0 {
+		return note, err
+	}
+	if err := s.Store.SaveAuditCheckpoint(ctx, size, string(note)); err != nil {
+		return note, err
+	}
+	if s.Dir == "" {
+		return note, nil
+	}
+	f, err := os.OpenFile(filepath.Join(s.Dir, fmt.Sprintf("checkpoint-%d", size)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return note, nil // published already: the first of a size stands
+	}
+	if err != nil {
+		return note, fmt.Errorf("publish the audit checkpoint: %w", err)
+	}
+	if _, err := f.Write(note); err != nil {
+		f.Close()
+		return note, fmt.Errorf("publish the audit checkpoint: %w", err)
+	}
+	return note, f.Close()
+}
+
+// UseAuditKey records the signing key in use; a key other than the last one
+// recorded is a rotation, and the access log says so (from which key, to
+// which), so that checkpoints signed before it still verify and a key
+// replaced in secret is seen.
+func (s *Service) UseAuditKey(ctx context.Context) error {
+	pub := s.Sealer.Public()
+	if pub == nil {
+		return nil
+	}
+	before, err := s.Store.UseAuditKey(ctx, base64.StdEncoding.EncodeToString(pub))
+	if err != nil || len(before) == 0 {
+		return err
+	}
+	return s.recordAccess(ctx, identity.Principal{User: "paddock", Via: "start"}, "audit_key_rotated",
+		map[string]string{"from": before[len(before)-1], "to": base64.StdEncoding.EncodeToString(pub)})
 }
 
 // Prove proves entry seq of session id is in the tree of a fresh

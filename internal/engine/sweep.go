@@ -53,6 +53,11 @@ func (a *Activities) Sweep(ctx context.Context) (Swept, error) {
 		return out, err
 	}
 	out.Expired = n
+	// The tree's head is published every sweep, so a history rewritten
+	// later is caught by a checkpoint published before.
+	if _, err := a.Sealer.Publish(ctx); err != nil {
+		return out, err
+	}
 	list, err := sessionsIn(ctx, a.Store, false, session.StatusQueued, session.StatusRunning, session.StatusAwaiting)
 	if err != nil {
 		return out, err

@@ -135,6 +135,15 @@ type SessionFilter struct {
 	Within []string
 }
 
+// AuditLeaf is one leaf of the audit tree as stored: the entry's session,
+// seq and stored JSON (the leaf's data).
+type AuditLeaf struct {
+	Leaf    int64
+	Session string
+	Seq     int64
+	Data    string
+}
+
 // MaxPage is the most sessions one ListSessions call returns.
 const MaxPage = 1000
 
@@ -368,6 +377,20 @@ type Store interface {
 	// leaf data (its stored JSON).
 	AuditTree(ctx context.Context) (int64, tlog.HashReader, error)
 	AuditLeaf(ctx context.Context, sessionID string, seq int64) (int64, string, error)
+	// AuditLeaves lists the tree's leaves as stored, in order, from the
+	// one after leaf (-1: from the first), at most limit: what verifying
+	// the tree against the log reads.
+	AuditLeaves(ctx context.Context, after int64, limit int) ([]AuditLeaf, error)
+	// SaveAuditCheckpoint keeps a published checkpoint (the first of a
+	// size stands); AuditCheckpoints lists them all, oldest first.
+	SaveAuditCheckpoint(ctx context.Context, size int64, note string) error
+	AuditCheckpoints(ctx context.Context) ([]string, error)
+	// UseAuditKey records the audit signing key in use (its public key,
+	// base64), and returns the keys used before it, oldest first, when it
+	// is new (nil when it was known): a change of key is a rotation.
+	UseAuditKey(ctx context.Context, public string) ([]string, error)
+	// AuditKeys are every signing key recorded, oldest first.
+	AuditKeys(ctx context.Context) ([]string, error)
 	// SealAudit stores a session's seal (once; a seal of a head that is no
 	// longer the log's is ErrConflict); a sealed log gains no entries.
 	SealAudit(ctx context.Context, seal audit.Seal) error

@@ -140,7 +140,7 @@ func TestStoreMethodsReviewed(t *testing.T) {
 		"GetAgent":    true, "ListAgents": true, "GetSession": true, "ListSessions": true, "SetRuntimePhase": true, "SetWorkspace": true, "MarkStarted": true,
 		"Repair": true, "GetCommand": true, "ListCommands": true, "ClaimBatch": true, "OpenTurn": true, "GetTurn": true, "ListTurns": true,
 		"GetPark": true, "ListParks": true, "HeldDeliveries": true, "Delivery": true, "RecordDelivery": true, "RaiseSpendCap": true, "AuditLog": true, "AuditAfter": true, "AuditContent": true, "ExpireAuditContent": true, "SetContentRetention": true, "ContentRetention": true, "AuditTree": true,
-		"AuditLeaf": true, "SealAudit": true, "AuditSeal": true, "RecordUsage": true, "SessionUsage": true, "EventsByKey": true, "ListEvents": true, "Subscribe": true,
+		"AuditLeaf": true, "AuditLeaves": true, "SaveAuditCheckpoint": true, "AuditCheckpoints": true, "UseAuditKey": true, "AuditKeys": true, "SealAudit": true, "AuditSeal": true, "RecordUsage": true, "SessionUsage": true, "EventsByKey": true, "ListEvents": true, "Subscribe": true,
 		// Names, roles, hashes and times; a token label is a name too.
 		"CreateUser": true, "GetUser": true, "UserBySubject": true, "ListUsers": true, "RevokeUser": true, "GetToken": true,
 		"ListTokens": true, "RevokeToken": true, "TouchToken": true, "CreateProject": true, "ListProjects": true, "SetMember": true, "RemoveMember": true, "Members": true,

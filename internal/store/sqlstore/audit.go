@@ -328,3 +328,64 @@ func (s *Store) AppendAccess(ctx context.Context, e audit.Entry) (audit.Entry, e
 	})
 	return out, err
 }
+
+// AuditLeaves implements store.Store.
+func (s *Store) AuditLeaves(ctx context.Context, after int64, limit int) ([]store.AuditLeaf, error) {
+	out, err := queryAll(ctx, s.db, func(r scanner) (store.AuditLeaf, error) {
+		var l store.AuditLeaf
+		return l, r.Scan(&l.Leaf, &l.Session, &l.Seq, &l.Data)
+	}, `SELECT leaf, session_id, seq, entry FROM audit WHERE leaf > ? ORDER BY leaf LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("audit leaves: %w", err)
+	}
+	return out, nil
+}
+
+// SaveAuditCheckpoint implements store.Store.
+func (s *Store) SaveAuditCheckpoint(ctx context.Context, size int64, note string) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO audit_checkpoints (size, note, published_at) VALUES (?, ?, ?) ON CONFLICT (size) DO NOTHING`, size, note, s.ts())
+	if err != nil {
+		return fmt.Errorf("keep audit checkpoint: %w", err)
+	}
+	return nil
+}
+
+// AuditCheckpoints implements store.Store.
+func (s *Store) AuditCheckpoints(ctx context.Context) ([]string, error) {
+	return queryAll(ctx, s.db, func(r scanner) (string, error) {
+		var n string
+		return n, r.Scan(&n)
+	}, `SELECT note FROM audit_checkpoints ORDER BY size`)
+}
+
+// UseAuditKey implements store.Store.
+func (s *Store) UseAuditKey(ctx context.Context, public string) ([]string, error) {
+	var before []string
+	err := s.tx(ctx, func(tx *txn) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_keys WHERE public = ?`, public).Scan(&n); err != nil || n > 0 {
+			return err
+		}
+		var err error
+		if before, err = queryAll(ctx, tx, func(r scanner) (string, error) {
+			var k string
+			return k, r.Scan(&k)
+		}, `SELECT public FROM audit_keys ORDER BY first_used, public`); err != nil {
+			return err
+		}
+		if before == nil {
+			before = []string{}
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO audit_keys (public, first_used) VALUES (?, ?)`, public, s.ts())
+		return err
+	})
+	return before, err
+}
+
+// AuditKeys implements store.Store.
+func (s *Store) AuditKeys(ctx context.Context) ([]string, error) {
+	return queryAll(ctx, s.db, func(r scanner) (string, error) {
+		var k string
+		return k, r.Scan(&k)
+	}, `SELECT public FROM audit_keys ORDER BY first_used, public`)
+}

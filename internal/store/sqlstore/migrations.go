@@ -260,4 +260,13 @@ var migrations = []string{
 	DROP TABLE members;
 	ALTER TABLE members_invitable RENAME TO members;
 	CREATE INDEX members_user ON members(user_name);`,
+	`CREATE TABLE audit_checkpoints (
+		size         INTEGER PRIMARY KEY,
+		note         TEXT NOT NULL,
+		published_at TEXT NOT NULL
+	);
+	CREATE TABLE audit_keys (
+		public     TEXT PRIMARY KEY,
+		first_used TEXT NOT NULL
+	);`,
 }
