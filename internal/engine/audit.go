@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -258,8 +259,12 @@ func (s *Sealer) checkpoint(ctx context.Context) ([]byte, int64, error) {
 }
 
 // Publish signs the tree's current head and publishes it: kept in the
-// store and, with Dir, written there. The sweeper publishes one every
-// ten minutes, and every seal one. It returns the checkpoint.
+// store, written to Dir when set, and recorded in the access log as an
+// audit_checkpoint entry, so that every SIEM export stream carries it out
+// of the server's reach. The sweeper publishes every ten minutes, and
+// every seal; a tree that has not grown since the last checkpoint (but for
+// that checkpoint's own entry) is not published again. It returns the
+// checkpoint.
 func (s *Sealer) Publish(ctx context.Context) ([]byte, error) {
 	if s == nil || s.Key == nil {
 		return nil, nil
@@ -268,24 +273,42 @@ func (s *Sealer) Publish(ctx context.Context) ([]byte, error) {
 	if err != nil || size == 0 {
 		return note, err
 	}
+	kept, err := s.Store.AuditCheckpoints(ctx)
+	if err != nil {
+		return note, err
+	}
+	if len(kept) > 0 {
+		if last, _, err := audit.OpenCheckpoint([]byte(kept[len(kept)-1]), s.Public()); err == nil && size <= last+1 {
+			return note, nil
+		}
+	}
 	if err := s.Store.SaveAuditCheckpoint(ctx, size, string(note)); err != nil {
 		return note, err
 	}
-	if s.Dir == "" {
-		return note, nil
+	if s.Dir != "" {
+		if err := writeOnce(filepath.Join(s.Dir, fmt.Sprintf("checkpoint-%d", size)), note); err != nil {
+			return note, fmt.Errorf("publish the audit checkpoint: %w", err)
+		}
 	}
-	f, err := os.OpenFile(filepath.Join(s.Dir, fmt.Sprintf("checkpoint-%d", size)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	_, err = s.Store.AppendAccess(ctx, audit.Entry{Time: s.Now().UTC(), Identity: "system:paddock", Kind: "audit_checkpoint",
+		Meta: map[string]string{"size": strconv.FormatInt(size, 10), "checkpoint": string(note)}})
+	return note, err
+}
+
+// writeOnce writes a new file; one that exists is left as it is.
+func writeOnce(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
-		return note, nil // published already: the first of a size stands
+		return nil
 	}
 	if err != nil {
-		return note, fmt.Errorf("publish the audit checkpoint: %w", err)
+		return err
 	}
-	if _, err := f.Write(note); err != nil {
+	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return note, fmt.Errorf("publish the audit checkpoint: %w", err)
+		return err
 	}
-	return note, f.Close()
+	return f.Close()
 }
 
 // UseAuditKey records the signing key in use; a key other than the last one

@@ -113,10 +113,19 @@ func (s *Service) verifyTree(ctx context.Context) ([]AuditReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	access, err := s.Store.AuditLog(ctx, audit.AccessLog)
+	if err != nil {
+		return nil, err
+	}
 	type published struct{ where, note string }
 	var all []published
 	for _, n := range notes {
 		all = append(all, published{"kept in the database", n})
+	}
+	for _, e := range access {
+		if e.Kind == "audit_checkpoint" && e.Meta["checkpoint"] != "" {
+			all = append(all, published{fmt.Sprintf("entry %d of the access log", e.Seq), e.Meta["checkpoint"]})
+		}
 	}
 	if s.Sealer != nil && s.Sealer.Dir != "" {
 		files, _ := filepath.Glob(filepath.Join(s.Sealer.Dir, "checkpoint-*"))
@@ -158,10 +167,6 @@ func (s *Service) verifyTree(ctx context.Context) ([]AuditReport, error) {
 
 	// Every change of key is in the access log.
 	if len(keys) > 1 {
-		access, err := s.Store.AuditLog(ctx, audit.AccessLog)
-		if err != nil {
-			return nil, err
-		}
 		rotations := 0
 		for _, e := range access {
 			if e.Kind == "audit_key_rotated" {

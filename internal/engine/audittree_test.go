@@ -234,6 +234,19 @@ func TestAuditVerifyCatchesTampering(t *testing.T) {
 		e.rebuildTree()
 		e.exec(`DELETE FROM audit_checkpoints`)
 		e.requireFinding("its history was rewritten", "no longer kept in the database")
+		// And the SIEM holds what the export stream carried: the
+		// checkpoint entry of the access log, as exported before.
+		var exported string
+		require.NoError(t, e.db.QueryRow(`SELECT entry FROM audit WHERE session_id = ? AND entry LIKE '%audit_checkpoint%'`, audit.AccessLog).Scan(&exported))
+		var cp audit.Entry
+		require.NoError(t, json.Unmarshal([]byte(exported), &cp))
+		size, root, err := audit.OpenCheckpoint([]byte(cp.Meta["checkpoint"]), e.svc.Sealer.Public())
+		require.NoError(t, err)
+		_, stored, err := e.svc.Store.AuditTree(context.Background())
+		require.NoError(t, err)
+		now, err := tlog.TreeHash(size, stored)
+		require.NoError(t, err)
+		require.NotEqual(t, root, now, "the exported checkpoint no longer matches the rewritten tree: the SIEM sees it")
 	})
 	t.Run("the audit key replaced and the history re-signed", func(t *testing.T) {
 		e := scene(t)
