@@ -1,12 +1,10 @@
 package api
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
-	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 )
 
@@ -14,10 +12,6 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
 	var req engine.ExtendRequest
 	if err := decode(w, r, &req); err != nil {
 		s.error(w, r, err)
-		return
-	}
-	if err := session.Limit("note", req.Note, session.MaxReason); err != nil {
-		s.error(w, r, fmt.Errorf("%w: %w", store.ErrInvalid, err))
 		return
 	}
 	p, err := s.Service.Extend(r.Context(), r.PathValue("id"), req, sender(r))
@@ -106,10 +100,6 @@ func (s *Server) approveStart(w http.ResponseWriter, r *http.Request) {
 	var in StartDecision
 	if err := decode(w, r, &in); err != nil {
 		s.error(w, r, err)
-		return
-	}
-	if err := session.Limit("note", in.Note, session.MaxReason); err != nil {
-		s.error(w, r, fmt.Errorf("%w: %w", store.ErrInvalid, err))
 		return
 	}
 	p, err := s.Service.ApproveStart(r.Context(), r.PathValue("id"), in.Approve, in.Note, sender(r))

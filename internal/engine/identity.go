@@ -594,6 +594,9 @@ func (s *Service) awaitingStart(ctx context.Context, id string) (bool, error) {
 // stops without having run anything, its log sealed. Who decides is
 // recorded; the requester cannot decide their own.
 func (s *Service) ApproveStart(ctx context.Context, id string, approve bool, note string, by session.Sender) (session.Park, error) {
+	if err := checkNote("note", note); err != nil {
+		return session.Park{}, err
+	}
 	p, err := s.openPark(ctx, id, bound.AwaitingStartApproval)
 	if err != nil {
 		return p, err

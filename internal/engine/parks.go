@@ -30,6 +30,9 @@ var ErrNotParked = fmt.Errorf("not parked for that: %w", store.ErrConflict)
 // recovery command becomes due. When the session names an approver, only
 // they may grant it.
 func (s *Service) Extend(ctx context.Context, id string, req ExtendRequest, by session.Sender) (session.Park, error) {
+	if err := checkNote("note", req.Note); err != nil {
+		return session.Park{}, err
+	}
 	x, err := s.Store.GetSession(ctx, id)
 	if err != nil {
 		return session.Park{}, err
@@ -67,6 +70,9 @@ func (s *Service) Extend(ctx context.Context, id string, req ExtendRequest, by s
 // (credits added, the provider back) as cleared, attributed to by, and
 // wakes it.
 func (s *Service) Unpark(ctx context.Context, id, note string, by session.Sender) (session.Park, error) {
+	if err := checkNote("note", note); err != nil {
+		return session.Park{}, err
+	}
 	x, err := s.Store.GetSession(ctx, id)
 	if err != nil {
 		return session.Park{}, err
@@ -161,6 +167,9 @@ func (s *Service) Parked(ctx context.Context, f store.SessionFilter) ([]Parked, 
 // Hold freezes a session for inspection, as by: no turn starts, nothing
 // is reaped, discarded or collected until Release.
 func (s *Service) Hold(ctx context.Context, id, reason string, by session.Sender) (session.Session, error) {
+	if err := checkNote("reason", reason); err != nil {
+		return session.Session{}, err
+	}
 	if err := s.Store.SetHold(ctx, id, &session.Hold{By: by, Reason: reason, At: time.Now().UTC()}); err != nil {
 		return session.Session{}, err
 	}
@@ -187,6 +196,9 @@ func (s *Service) Release(ctx context.Context, id string, by session.Sender) (se
 // Waive records that a person waived the session's delivery requirement
 // (its work need not be accepted before it completes), with the reason.
 func (s *Service) Waive(ctx context.Context, id, reason string, by session.Sender) (session.Session, error) {
+	if err := checkNote("reason", reason); err != nil {
+		return session.Session{}, err
+	}
 	x, err := s.Store.GetSession(ctx, id)
 	if err != nil {
 		return x, err
@@ -198,4 +210,13 @@ func (s *Service) Waive(ctx context.Context, id, reason string, by session.Sende
 		return x, err
 	}
 	return s.Store.GetSession(ctx, id)
+}
+
+// checkNote bounds a note or reason a person writes (session.MaxReason),
+// whatever transport brought it.
+func checkNote(name, text string) error {
+	if err := session.Limit(name, text, session.MaxReason); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
 }

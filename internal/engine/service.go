@@ -609,6 +609,9 @@ func pin(p *policy.Policy) pinnedPolicy {
 // DecideApproval approves or rejects a pending approval as by, then wakes
 // the session. When the session names an approver, only they may decide.
 func (s *Service) DecideApproval(ctx context.Context, id string, approve bool, note string, by session.Sender) (session.Approval, error) {
+	if err := checkNote("note", note); err != nil {
+		return session.Approval{}, err
+	}
 	ap, err := s.Store.GetApproval(ctx, id)
 	if err != nil {
 		return ap, err
