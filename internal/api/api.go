@@ -252,7 +252,9 @@ var (
 )
 
 // statusOf is the one mapping from errors to HTTP statuses.
-func statusOf(err error) (int, string) {
+// StatusOf is the one mapping of errors to HTTP statuses (and the API's
+// error codes), for every transport that answers HTTP.
+func StatusOf(err error) (int, string) {
 	var maxErr *http.MaxBytesError
 	var throttled *engine.ThrottledError
 	switch {
@@ -285,7 +287,7 @@ func statusOf(err error) (int, string) {
 }
 
 func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
-	code, name := statusOf(err)
+	code, name := StatusOf(err)
 	body := Error{Error: err.Error(), Code: name}
 	var slot *store.SlotConflictError
 	if errors.As(err, &slot) {

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -63,7 +64,7 @@ func (a *App) start(w http.ResponseWriter, r *http.Request) {
 	x, err := a.Service.CreateSession(r.Context(), engine.CreateRequest{Project: n.Project, Agent: n.Agent, Repo: n.Repo, Message: n.Message,
 		IdempotencyKey: "web/" + n.Key}, sender(r))
 	if err != nil && x.ID == "" {
-		if status := statusOf(err); status < 500 {
+		if status, _ := api.StatusOf(err); status < 500 {
 			// The form keeps what was typed, with what is wrong with it.
 			n.Problem = err.Error()
 			a.renderNew(w, r, status, n)

@@ -28,7 +28,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 //go:embed templates/*.html
@@ -291,31 +290,13 @@ func (a *App) fail(w http.ResponseWriter, r *http.Request, status int, msg strin
 
 // problem maps an engine error to a page.
 func (a *App) problem(w http.ResponseWriter, r *http.Request, err error) {
-	status := statusOf(err)
+	status, _ := api.StatusOf(err)
 	msg := err.Error()
 	if status == http.StatusInternalServerError {
 		a.Logger.Error("web", "path", r.URL.Path, "err", err)
 		msg = "something went wrong; the server log has the details"
 	}
 	a.fail(w, r, status, msg)
-}
-
-// statusOf is the HTTP status of an engine error.
-func statusOf(err error) int {
-	status := http.StatusInternalServerError
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		status = http.StatusNotFound
-	case errors.Is(err, store.ErrDenied):
-		status = http.StatusForbidden
-	case errors.Is(err, engine.ErrUnauthenticated):
-		status = http.StatusUnauthorized
-	case errors.Is(err, store.ErrInvalid):
-		status = http.StatusBadRequest
-	case errors.Is(err, store.ErrConflict):
-		status = http.StatusConflict
-	}
-	return status
 }
 
 func ago(t time.Time) string {
