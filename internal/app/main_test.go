@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,7 +73,8 @@ func TestMain(m *testing.M) {
 	}
 	_ = os.Chmod(toolsDir, 0o755)
 	cfg := config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "tester", LogLevel: slog.LevelWarn, ReadOnlyPaths: []string{toolsDir},
-		TriggerSecrets: map[string]string{"default/gh-push": triggerSecret, "default/steer": triggerSecret, "default/unowned": triggerSecret}}
+		TriggerSecrets: map[string]string{"default/gh-push": triggerSecret, "default/steer": triggerSecret, "default/unowned": triggerSecret},
+		EgressPermit: labRegistries()}
 	// PADDOCK_TEST_STORE=postgres runs the suite on a private PostgreSQL.
 	if os.Getenv("PADDOCK_TEST_STORE") == "postgres" {
 		if cfg.DatabaseURL, err = pgtest.NewDatabase(); err != nil {
@@ -114,6 +117,26 @@ func gitRepo(t testing.TB) string {
 		}
 	}
 	return dir
+}
+
+// labRegistries permits the addresses the package registries resolve to
+// where they are documentation or benchmarking addresses, as an operator
+// of such a network would (PADDOCK_EGRESS_PERMIT): the machines these tests
+// run on reach the Go module proxy and npm through one.
+func labRegistries() []netip.Prefix {
+	var out []netip.Prefix
+	for _, host := range []string{"proxy.golang.org", "registry.npmjs.org"} {
+		addrs, _ := net.LookupIP(host)
+		for _, ip := range addrs {
+			if a, ok := netip.AddrFromSlice(ip); ok {
+				switch egress.Forbidden(a.Unmap()) {
+				case egress.ClassDocumentation, egress.ClassBenchmarking:
+					out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+				}
+			}
+		}
+	}
+	return out
 }
 
 // script installs testdata/NAME in the shared server's replay folder and

@@ -43,8 +43,7 @@ func post(t *testing.T, name, secret, event, delivery string, body []byte) (int,
 // lands once); a forged signature and a trigger without a secret are 401.
 func TestTriggerSpawnsAndRefusesForgeries(t *testing.T) {
 	name := unique("pusher")
-	repo := gitRepo(t)
-	spec := "triggers:\n  - name: gh-push\n    routing: spawn\n    repo: " + repo + "\n    message: \"Push to {{.payload.ref}} by {{.payload.pusher.name}}: check it\"\n" +
+	spec := "triggers:\n  - name: gh-push\n    routing: spawn\n    message: \"Push to {{.payload.ref}} by {{.payload.pusher.name}}: check it\"\n" +
 		"  - name: " + name + "-yearly\n    schedule: \"0 0 1 1 *\"\n    message: happy new year\n"
 	applyAgent(t, name, script(t, "work.yaml"), spec) // starts the schedule's workflow
 	applyAgent(t, name, script(t, "work.yaml"), spec) // unchanged: keeps it
