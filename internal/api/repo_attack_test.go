@@ -72,4 +72,23 @@ func TestProjectsCannotReachEachOthersRepositories(t *testing.T) {
 	require.Equal(t, 201, code, body)
 	code, body = startOn(t, e, bob, "team-b", theirs)
 	require.Equal(t, 400, code, body)
+
+	// The review's attack: a repository under team-b's root whose .git is
+	// a "gitdir:" file or a link into another team's repository (or a
+	// session's copy), or whose objects are borrowed from one.
+	viaFile := filepath.Join(roots, "team-b", "evil1")
+	require.NoError(t, os.MkdirAll(viaFile, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(viaFile, ".git"), []byte("gitdir: "+filepath.Join(theirs, ".git")+"\n"), 0o644))
+	viaLink := filepath.Join(roots, "team-b", "evil2")
+	require.NoError(t, os.MkdirAll(viaLink, 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(theirs, ".git"), filepath.Join(viaLink, ".git")))
+	borrowing := gitRepo(t, filepath.Join(roots, "team-b", "evil3"))
+	require.NoError(t, os.WriteFile(filepath.Join(borrowing, ".git", "objects", "info", "alternates"), []byte(filepath.Join(theirs, ".git", "objects")+"\n"), 0o644))
+	linkedObjects := gitRepo(t, filepath.Join(roots, "team-b", "evil4"))
+	require.NoError(t, os.RemoveAll(filepath.Join(linkedObjects, ".git", "objects")))
+	require.NoError(t, os.Symlink(filepath.Join(theirs, ".git", "objects"), filepath.Join(linkedObjects, ".git", "objects")))
+	for _, repo := range []string{viaFile, viaLink, borrowing, linkedObjects} {
+		code, body = startOn(t, e, bob, "team-b", repo)
+		require.Equal(t, 400, code, "%s: %s", repo, body)
+	}
 }

@@ -436,7 +436,13 @@ func (s *Service) checkRepo(repo, project string) error {
 		return fmt.Errorf("%w: repository %s is not a directory", ErrInvalid, repo)
 	}
 	gitDir := ""
-	if _, err := os.Stat(filepath.Join(repo, ".git")); err == nil {
+	if fi, err := os.Lstat(filepath.Join(repo, ".git")); err == nil {
+		// Git follows a .git that is a link or a "gitdir:" file to
+		// another repository, wherever it is: what would be copied is
+		// that one, which the checks above never saw.
+		if !fi.IsDir() {
+			return fmt.Errorf("%w: repository %s: its .git is a %s, which git follows to another repository (a worktree or a link); give the repository itself", ErrInvalid, repo, kindOf(fi.Mode()))
+		}
 		gitDir = filepath.Join(repo, ".git")
 	} else if _, err := os.Stat(filepath.Join(repo, "HEAD")); err == nil {
 		if _, err := os.Stat(filepath.Join(repo, "objects")); err == nil {
@@ -451,10 +457,33 @@ func (s *Service) checkRepo(repo, project string) error {
 		}
 		return fmt.Errorf("%w: %s is not a git repository (run `git init` there and commit, or omit --repo for an empty working copy)", ErrInvalid, repo)
 	}
+	if entries, err := os.ReadDir(gitDir); err == nil {
+		for _, e := range entries {
+			if e.Type()&os.ModeSymlink != 0 {
+				return fmt.Errorf("%w: repository %s: %s in its git directory is a link, which git would follow elsewhere; give a repository whose git directory stands alone", ErrInvalid, repo, e.Name())
+			}
+		}
+	}
+	for _, p := range []string{"commondir", "objects/info/alternates", "objects/info/http-alternates"} {
+		if _, err := os.Lstat(filepath.Join(gitDir, p)); err == nil {
+			return fmt.Errorf("%w: repository %s borrows another repository (%s): give the repository it borrows from, or one that stands alone (git repack -a -d && rm %s)", ErrInvalid, repo, p, filepath.Join(gitDir, p))
+		}
+	}
 	if !hasCommit(gitDir) {
 		return fmt.Errorf("%w: repository %s has no commit yet: commit something first (git -C %s add -A && git -C %s commit -m init), or omit --repo for an empty working copy", ErrInvalid, repo, repo, repo)
 	}
 	return nil
+}
+
+// kindOf names a file mode for messages.
+func kindOf(m os.FileMode) string {
+	switch {
+	case m&os.ModeSymlink != 0:
+		return "symbolic link"
+	case m.IsRegular():
+		return "file"
+	}
+	return "special file"
 }
 
 // hasCommit says whether a git directory's HEAD names a commit: detached
@@ -665,11 +694,17 @@ func (s *Service) SpawnSuccessor(ctx context.Context, old session.Session) (sess
 	if err != nil {
 		return session.Session{}, err
 	}
+	// The repository is checked again, as for any new session: the
+	// rules (roots, the data directory) may have changed since.
+	successor := session.Sender{Kind: session.SenderSystem, ID: "replacement-of-" + old.ID}
+	if err := errors.Join(s.mayCopy(ctx, old.Repo, old.Project, successor), s.checkRepo(old.Repo, old.Project)); err != nil {
+		return session.Session{}, err
+	}
 	x, _, err := s.Store.CreateSession(ctx, store.NewSession{
 		Policy: pol.json, PolicyDigest: pol.digest, Interactive: old.Interactive, Approver: old.Approver,
 		ID: uuid.NewString(), Project: old.Project, SpendCapUSD: sp.MaxPerSessionUSD, DisplayTitle: sp.Title(msg),
 		Agent: store.Agent{Project: sp.Project, Name: sp.Name, Spec: sp.JSON(), Digest: sp.Digest(), Concurrency: sp.Concurrency},
-		Input: msg, Repo: old.Repo, CreatedBy: session.Sender{Kind: session.SenderSystem, ID: "replacement-of-" + old.ID},
+		Input: msg, Repo: old.Repo, CreatedBy: successor,
 		StartKind: session.KindStartWithMessage, StartPayload: payload, IdempotencyKey: "successor:" + old.ID,
 	})
 	if err != nil {
@@ -716,6 +751,9 @@ func (s *Service) Retry(ctx context.Context, id string, by session.Sender) (sess
 	if old.Input != "" {
 		kind = session.KindStartWithMessage
 		payload, _ = json.Marshal(session.MessagePayload{Message: old.Input})
+	}
+	if err := errors.Join(s.mayCopy(ctx, old.Repo, old.Project, by), s.checkRepo(old.Repo, old.Project)); err != nil {
+		return session.Session{}, err
 	}
 	newID := uuid.NewString()
 	gate, err := s.startGate(ctx, newID, old.Project, by, sp)
