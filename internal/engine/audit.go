@@ -107,23 +107,38 @@ func (s *Service) VerifyAudit(ctx context.Context, id string, keep func(project 
 	return out, nil
 }
 
-// auditKeys are the keys the server signed with: every one recorded
-// (rotations included), and the one in use.
+// auditKeys are the keys the server signed with that it can vouch for:
+// the key in use, and each one it succeeded, as the access log's
+// rotations signed by their successors say. Keys the database merely
+// lists are not among them.
 func (s *Service) auditKeys(ctx context.Context) ([]ed25519.PublicKey, error) {
-	recorded, err := s.Store.AuditKeys(ctx)
+	cur := s.Sealer.Public()
+	if cur == nil {
+		return nil, nil
+	}
+	trusted := []ed25519.PublicKey{cur}
+	access, err := s.Store.AuditLog(ctx, audit.AccessLog)
 	if err != nil {
 		return nil, err
 	}
-	var out []ed25519.PublicKey
-	for _, k := range recorded {
-		if b, err := base64.StdEncoding.DecodeString(k); err == nil && len(b) == ed25519.PublicKeySize {
-			out = append(out, ed25519.PublicKey(b))
+	for i := len(access) - 1; i >= 0; i-- {
+		e := access[i]
+		if e.Kind != "audit_key_rotated" {
+			continue
+		}
+		to, err1 := base64.StdEncoding.DecodeString(e.Meta["to"])
+		from, err2 := base64.StdEncoding.DecodeString(e.Meta["from"])
+		sig, err3 := base64.StdEncoding.DecodeString(e.Meta["signature"])
+		if errors.Join(err1, err2, err3) != nil || len(to) != ed25519.PublicKeySize || len(from) != ed25519.PublicKeySize {
+			continue
+		}
+		vouched := slices.ContainsFunc(trusted, func(p ed25519.PublicKey) bool { return p.Equal(ed25519.PublicKey(to)) }) &&
+			ed25519.Verify(ed25519.PublicKey(to), succession(e.Meta["from"], e.Meta["to"]), sig)
+		if vouched && !slices.ContainsFunc(trusted, func(p ed25519.PublicKey) bool { return p.Equal(ed25519.PublicKey(from)) }) {
+			trusted = append(trusted, ed25519.PublicKey(from))
 		}
 	}
-	if cur := s.Sealer.Public(); cur != nil && !slices.ContainsFunc(out, func(p ed25519.PublicKey) bool { return p.Equal(cur) }) {
-		out = append(out, cur)
-	}
-	return out, nil
+	return trusted, nil
 }
 
 // sealDue says x should have been sealed by now: stopped (sealed at the
@@ -311,21 +326,31 @@ func writeOnce(path string, data []byte) error {
 	return f.Close()
 }
 
-// UseAuditKey records the signing key in use; a key other than the last one
-// recorded is a rotation, and the access log says so (from which key, to
-// which), so that checkpoints signed before it still verify and a key
-// replaced in secret is seen.
+// UseAuditKey records the signing key in use. A key other than the last
+// one recorded is a rotation: the access log says so, with the new key's
+// signature over the old one (a succession), so that seals and
+// checkpoints signed before still verify, vouched for by the key in use,
+// and a key listed in the database without such a succession is trusted
+// for nothing.
 func (s *Service) UseAuditKey(ctx context.Context) error {
 	pub := s.Sealer.Public()
 	if pub == nil {
 		return nil
 	}
-	before, err := s.Store.UseAuditKey(ctx, base64.StdEncoding.EncodeToString(pub))
+	to := base64.StdEncoding.EncodeToString(pub)
+	before, err := s.Store.UseAuditKey(ctx, to)
 	if err != nil || len(before) == 0 {
 		return err
 	}
+	from := before[len(before)-1]
+	sig := ed25519.Sign(s.Sealer.Key, succession(from, to))
 	return s.recordAccess(ctx, identity.Principal{User: "paddock", Via: "start"}, "audit_key_rotated",
-		map[string]string{"from": before[len(before)-1], "to": base64.StdEncoding.EncodeToString(pub)})
+		map[string]string{"from": from, "to": to, "signature": base64.StdEncoding.EncodeToString(sig)})
+}
+
+// succession is what a new audit key signs to vouch for the one before.
+func succession(from, to string) []byte {
+	return []byte("paddock-audit-key-succession\n" + from + "\n" + to + "\n")
 }
 
 // Prove proves entry seq of session id is in the tree of a fresh

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -262,6 +263,50 @@ func TestAuditVerifyCatchesTampering(t *testing.T) {
 		_, err = e.svc.Store.UseAuditKey(ctx, encodeKey(forged))
 		require.NoError(t, err)
 		e.requireFinding("is signed by no key this server recorded")
+	})
+	t.Run("the database alone: keys listed, history rewritten and re-signed with the attacker's key", func(t *testing.T) {
+		// The review's attack: no checkpoint directory, the server's key
+		// untouched; the attacker lists a key of theirs, rewrites a sealed
+		// session, re-signs every checkpoint the database holds and the
+		// seal with it.
+		e := scene(t)
+		e.svc.Sealer.Dir = ""
+		ctx := context.Background()
+		_, forged, err := ed25519.GenerateKey(rand.Reader)
+		require.NoError(t, err)
+		e.exec(`UPDATE audit_keys SET public = ?`, encodeKey(forged))
+		e.rechain("stopped-one", 1, func(x *audit.Entry) { x.Identity = "operator:mallory" })
+		e.rebuildTree()
+		rows, err := e.db.Query(`SELECT seq, entry FROM audit WHERE session_id = ? ORDER BY seq`, audit.AccessLog)
+		require.NoError(t, err)
+		var checkpoints []audit.Entry
+		for rows.Next() {
+			var seq int64
+			var raw string
+			require.NoError(t, rows.Scan(&seq, &raw))
+			var x audit.Entry
+			require.NoError(t, json.Unmarshal([]byte(raw), &x))
+			if x.Kind == "audit_checkpoint" {
+				checkpoints = append(checkpoints, x)
+			}
+		}
+		require.NoError(t, rows.Close())
+		for _, c := range checkpoints {
+			size, err := strconv.ParseInt(c.Meta["size"], 10, 64)
+			require.NoError(t, err)
+			_, stored, err := e.svc.Store.AuditTree(ctx)
+			require.NoError(t, err)
+			root, err := tlog.TreeHash(size, stored)
+			require.NoError(t, err)
+			note, err := audit.Checkpoint(size, root, forged)
+			require.NoError(t, err)
+			e.rechain(audit.AccessLog, c.Seq, func(x *audit.Entry) { x.Meta["checkpoint"] = string(note) })
+			e.rebuildTree()
+		}
+		e.exec(`DELETE FROM audit_checkpoints`)
+		e.exec(`DELETE FROM audit_seals WHERE session_id = 'stopped-one'`)
+		require.NoError(t, (&Sealer{Store: e.svc.Store, Key: forged, Now: time.Now}).Seal(ctx, "stopped-one"))
+		e.requireFinding("stopped-one entry 0: its signature does not verify", "is signed by no key this server recorded", "no rotation signed by its successor vouches for it")
 	})
 	t.Run("control: a rotation recorded at start", func(t *testing.T) {
 		e := scene(t)
