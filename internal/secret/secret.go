@@ -76,7 +76,11 @@ var detector = sync.OnceValues(func() (*detect.Detector, error) {
 		// NAME_PASS=…, "password": "…", secret_key: …; not a reference
 		// to another variable ($X, ${X}, %X%), not a placeholder shorter
 		// than 8, and random enough to be a secret.
-		Regex:       regexp.MustCompile(`(?i)[a-z0-9_.-]*(?:pass|passwd|password|passphrase|pwd|secret|token|api[_.-]?key|private[_.-]?key|credentials?)[a-z0-9_.-]*["']?\s{0,4}(?:=|:|:=|=>)\s{0,4}["']?([^\s"'$%{}<>;,]{8,200})`),
+		// The name holds a secret word as a word of its own (DB_PASS,
+		// api-key, clientSecret; not bypass, passes, tokenizer, or a test's
+		// PASS line); the value is no expression (parentheses, plus) a
+		// reviewer must read, and ends where the assignment does.
+		Regex:       regexp.MustCompile(`(?:^|[^A-Za-z0-9])(?:(?:[A-Za-z0-9]+[_.-])*(?:[A-Za-z0-9]*[a-z0-9](?:Passwd|Password|Passphrase|Pwd|Secret|Token|ApiKey|PrivateKey|AccessKey|Credentials?)|(?i:passwd|password|passphrase|pwd|secret|token|api[_.-]?key|private[_.-]?key|access[_.-]?key|credentials?))|(?:[A-Za-z0-9]+[_.-])+(?i:pass))(?:[_.-][A-Za-z0-9]+)*["']?[ \t]{0,4}(?:=|:|:=|=>)[ \t]{0,4}["']?([^\s"'$%{}<>;,()+]{8,200})(?:["'\s;,]|$)`),
 		SecretGroup: 1,
 		Entropy:     2.5,
 		Keywords:    []string{"pass", "pwd", "secret", "token", "key", "credential"},

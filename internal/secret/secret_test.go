@@ -180,6 +180,7 @@ func TestGenericSecrets(t *testing.T) {
 		{"export PASSWORD='correct-horse-battery-staple'\n", SecretAssignment, "correct-horse-battery-staple"},
 		{`{"api_key": "q8Zr4LmN2vXc7TbY"}`, SecretAssignment, "q8Zr4LmN2vXc7TbY"},
 		{"smtp_password: hunter2hunter2\n", SecretAssignment, "hunter2hunter2"},
+		{"clientSecret: 8f7a6b5c4d3e2f1a\n", SecretAssignment, "8f7a6b5c4d3e2f1a"},
 		{"here it is:\n" + pemBody() + "\n", KeyBody, pemBody()[:40]},
 	} {
 		out, rules := Redact(c.in)
@@ -187,7 +188,11 @@ func TestGenericSecrets(t *testing.T) {
 			t.Errorf("%q: %q %v, want %s and no %q", c.in, out, rules, c.rule, c.gone)
 		}
 	}
+	// The review's false positives: a test's PASS line, words holding a
+	// secret word, and code a reviewer must read.
 	for _, in := range []string{"PASSWORD=$DB_PASSWORD\n", "password: ${SECRET}\n", "the token is required\n", "passwordless login works\n",
+		"--- PASS: TestReviewValuesEncodings (0.00s)\n", "tokenizer: BertWordPiece\n", "bypass=trueFalseMaybe\n", "Compass: northwest-by-north\n",
+		"passes: 12345678901\n", "passthrough: https://evil.example.com/install.sh\n", "secretName: my-app-tls-cert\n", "token=exec(chr(105)+chr(109))\n",
 		"-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJRTESMBAGA1UEChMJQmFsdGltb3JlMRMwEQYDVQQLEwpDeWJlclRydXN0MSIwIAYDVQQDExlCYWx0aW1vcmUgQ3liZXJUcnVzdCBSb290\n"} {
 		if out, rules := Redact(in); len(rules) > 0 {
 			t.Errorf("%q: redacted as %v: %q", in, rules, out)

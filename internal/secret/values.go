@@ -11,10 +11,15 @@ import (
 
 // Values masks known secret values (the credentials a session declared)
 // wherever they appear in text: as they are, reversed, hex-, base64- (at
-// any alignment, either alphabet) or percent-encoded, and in pieces: any
-// stretch of six characters of a value (twelve of its hex, eight of its
-// base64) is masked, so a value printed in parts, over several lines or
-// several outputs, does not come through whole. Make one with NewValues.
+// any alignment, either alphabet) or percent-encoded; and, for a value
+// that looks random (a token: twelve characters or more, no spaces, no
+// URL, mixed characters), in pieces: any stretch of six characters of it
+// (twelve of its hex, eight of its base64) holding two kinds of character
+// is masked, so a token printed in parts, over several lines or several
+// outputs, does not come through whole. Other transformations (rot13,
+// base32, compression, a character per line) are not undone: masking is
+// hygiene, the sandbox and its egress allowlist are the boundary. Make one
+// with NewValues.
 type Values struct {
 	grams map[int]map[string][]int // gram length: text -> indices of names
 	whole []form                   // forms shorter than their gram: matched whole
@@ -46,13 +51,22 @@ func NewValues(values map[string]string) *Values {
 		}
 		i := len(v.names)
 		v.names = append(v.names, name)
-		v.add(value, plainGram, i)
-		v.add(reverse(value), plainGram, i)
-		v.add(hex.EncodeToString([]byte(value)), hexGram, i)
-		v.add(strings.ToUpper(hex.EncodeToString([]byte(value))), hexGram, i)
+		// A value that is no token (a word, a URL, a short PIN) is masked
+		// whole only: its pieces are ordinary text.
+		pieces := tokenLike(value)
+		gram := func(g int) int {
+			if pieces {
+				return g
+			}
+			return 1 << 30
+		}
+		v.add(value, gram(plainGram), i)
+		v.add(reverse(value), gram(plainGram), i)
+		v.add(hex.EncodeToString([]byte(value)), gram(hexGram), i)
+		v.add(strings.ToUpper(hex.EncodeToString([]byte(value))), gram(hexGram), i)
 		for _, core := range base64Cores(value) {
-			v.add(core, base64Gram, i)
-			v.add(strings.NewReplacer("+", "-", "/", "_").Replace(core), base64Gram, i)
+			v.add(core, gram(base64Gram), i)
+			v.add(strings.NewReplacer("+", "-", "/", "_").Replace(core), gram(base64Gram), i)
 		}
 		if esc := url.QueryEscape(value); esc != value {
 			v.add(esc, len(esc), i)
@@ -77,6 +91,9 @@ func (v *Values) add(text string, gram, name int) {
 	}
 	for i := 0; i+gram <= len(text); i++ {
 		g := text[i : i+gram]
+		if kinds(g) < 2 {
+			continue // "postgr", "000000": ordinary text
+		}
 		if !slices.Contains(set[g], name) {
 			set[g] = append(set[g], name)
 		}
@@ -97,6 +114,32 @@ func base64Cores(value string) []string {
 		}
 	}
 	return out
+}
+
+// tokenLike says a value looks random enough for its pieces to be its
+// own: twelve characters or more, no space, no URL, two kinds of
+// character at least.
+func tokenLike(v string) bool {
+	return len(v) >= 12 && !strings.ContainsAny(v, " \t\n") && !strings.Contains(v, "://") && kinds(v) >= 2
+}
+
+// kinds counts the kinds of character in s: lower case, upper case,
+// digits, others.
+func kinds(s string) int {
+	var lower, upper, digit, other int
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z':
+			lower = 1
+		case r >= 'A' && r <= 'Z':
+			upper = 1
+		case r >= '0' && r <= '9':
+			digit = 1
+		default:
+			other = 1
+		}
+	}
+	return lower + upper + digit + other
 }
 
 func reverse(s string) string {

@@ -68,3 +68,17 @@ func BenchmarkValuesMask(b *testing.B) {
 		v.Mask(text)
 	}
 }
+
+// The review's false positives: a value that is no token is masked whole,
+// never by its pieces.
+func TestValuesThatAreNoTokens(t *testing.T) {
+	v := NewValues(map[string]string{"PORT": "5432", "DSN": "postgres://app:pw@db:5432/app", "WORD": "password123"})
+	for _, text := range []string{"connect to postgres://other@elsewhere/x", "the password field", "port 5433"} {
+		if got := v.Mask(text); got != text {
+			t.Errorf("%q masked as %q", text, got)
+		}
+	}
+	if got := v.Mask("dsn=postgres://app:pw@db:5432/app"); !strings.HasPrefix(got, "dsn=[REDACTED:credential DSN") {
+		t.Errorf("the whole value: %q", got)
+	}
+}
