@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -55,15 +56,21 @@ type principalKey struct{}
 // SameSite=Strict.
 const TokenCookie = "paddock_token"
 
-// Source is the address a request comes from, as failed authentications
-// are counted: the connection's peer (a header saying otherwise is the
-// caller's word).
+// Source is where a request comes from, as failed authentications are
+// counted: the connection's peer (a header saying otherwise is the
+// caller's word), its /64 for IPv6 (one host holds a whole /64).
 func Source(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		return host
 	}
-	return host
+	a := ap.Addr().Unmap()
+	if a.Is6() {
+		p, _ := a.WithZone("").Prefix(64)
+		return p.String()
+	}
+	return a.String()
 }
 
 // caller is who is calling (set by authorize; empty on public routes).

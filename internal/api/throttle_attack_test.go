@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -63,4 +64,11 @@ func TestGuessingTokensIsThrottled(t *testing.T) {
 	// address it works at once.
 	require.Equal(t, http.StatusTooManyRequests, call("203.0.113.9", e.admin).Code)
 	require.Equal(t, http.StatusOK, call("198.51.100.4", e.admin).Code)
+
+	// An IPv6 host holds a /64: its addresses are one source.
+	for i := range throttle.DefaultBurst {
+		call(fmt.Sprintf("[2001:db8:1:2::%x]", i+1), "pdk_guess")
+	}
+	require.Equal(t, http.StatusTooManyRequests, call("[2001:db8:1:2::ffff]", "pdk_guess").Code)
+	require.Equal(t, http.StatusOK, call("[2001:db8:1:3::1]", e.admin).Code)
 }

@@ -97,20 +97,29 @@ func Forbidden(a netip.Addr) string {
 			}
 		}
 	}
-	if a.Is6() {
-		b := a.As16()
-		var v4 [4]byte
-		switch {
-		case nat64.Contains(a):
-			copy(v4[:], b[12:16])
-		case sixTo4.Contains(a):
-			copy(v4[:], b[2:6])
-		default:
-			return ""
-		}
-		if c := Forbidden(netip.AddrFrom4(v4)); c != "" {
+	if v4, ok := embedded(a); ok {
+		if c := Forbidden(v4); c != "" {
 			return c + " (embedded in " + a.String() + ")"
 		}
 	}
 	return ""
+}
+
+// embedded is the IPv4 address a NAT64 (64:ff9b::/96) or 6to4
+// (2002::/16) address reaches.
+func embedded(a netip.Addr) (netip.Addr, bool) {
+	if !a.Is6() {
+		return netip.Addr{}, false
+	}
+	b := a.As16()
+	var v4 [4]byte
+	switch {
+	case nat64.Contains(a):
+		copy(v4[:], b[12:16])
+	case sixTo4.Contains(a):
+		copy(v4[:], b[2:6])
+	default:
+		return netip.Addr{}, false
+	}
+	return netip.AddrFrom4(v4), true
 }

@@ -154,8 +154,9 @@ func (p *Proxy) forbidden(a netip.Addr) string {
 		if err != nil {
 			return ClassNode + " (this node's addresses are unknown: " + err.Error() + ")"
 		}
+		v4, translated := embedded(a)
 		for _, o := range own {
-			if o.Unmap() == a {
+			if o.Unmap() == a || translated && o.Unmap() == v4 {
 				c = ClassNode
 			}
 		}

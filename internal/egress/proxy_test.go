@@ -789,6 +789,18 @@ func TestNodesOwnAddressesRefused(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden || !strings.Contains(resp.Status, ClassNode) {
 		t.Fatalf("an address of this node's: %s", resp.Status)
 	}
+	// Nor through a translator to it (NAT64, 6to4): the review's attack.
+	for _, via := range []string{"64:ff9b::5db8:d70e", "2002:5db8:d70e::1"} {
+		h2 := start(t, Config{Allow: []string{"[" + via + "]:443"}, Own: cfg.Own, Dial: cfg.Dial})
+		c, _, resp, err := h2.connect("[" + via + "]:443")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(resp.Status, ClassNode) {
+			t.Fatalf("%s, translated to this node's address: %s", via, resp.Status)
+		}
+	}
 	mine.Store(&[]netip.Addr{})
 	c, _, resp, err = h.connect("self.example:443")
 	if err != nil || resp.StatusCode != 200 {
