@@ -163,3 +163,22 @@ func TestStandardWebhooks(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, code, "the id is signed: %s", raw)
 	require.Len(t, e.sessionsOf(t, "team-a"), 1)
 }
+
+// A delivery refused for good (here its repository, on a shared server
+// without roots) is refused again when replayed, under any event kind:
+// the review's attack replayed a refused body as another event.
+func TestRefusedDeliveriesStayRefused(t *testing.T) {
+	e := attackServer(t)
+	e.project(t, "team-a")
+	e.server.TriggerSecrets = map[string]string{"team-a/gh-pr": secretA}
+	code, body := e.call(t, e.admin, "POST", "/v1/agents", "application/yaml",
+		"name: reviewer\nproject: team-a\nmodel: replay/demo\ntriggers:\n  - name: gh-pr\n    routing: spawn\n    repo: "+t.TempDir()+"\n    message: \"PR {{.payload.pull_request.title}}\"\n")
+	require.Equal(t, 200, code, body)
+	review := `{"action":"submitted","review":{"body":"x"},"pull_request":{"title":"t"}}`
+	code, _, body = e.deliver(t, "team-a", "gh-pr", secretA, "pull_request_review", "d-1", review)
+	require.Equal(t, http.StatusBadRequest, code, body)
+	code, _, body = e.deliver(t, "team-a", "gh-pr", secretA, "pull_request", "d-2", review)
+	require.Equal(t, http.StatusBadRequest, code, body)
+	require.Contains(t, body, "refused before")
+	require.Empty(t, e.sessionsOf(t, "team-a"))
+}

@@ -71,7 +71,10 @@ func (s *Server) trigger(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	} else {
-		if !ok || !validSignature(secret, body, r.Header.Get("X-Hub-Signature-256")) {
+		// The signature is checked whether the trigger exists or not, so
+		// the time of the answer says nothing of it.
+		valid := validSignature(secret, body, r.Header.Get("X-Hub-Signature-256"))
+		if !ok || !valid {
 			s.error(w, r, fmt.Errorf("%w: the delivery's signature does not match the trigger's secret, or the trigger has none configured (PADDOCK_TRIGGER_SECRETS); sign the body as GitHub does (X-Hub-Signature-256: sha256=HMAC-SHA256) or as Standard Webhooks do", errUnsigned))
 			return
 		}

@@ -27,7 +27,12 @@ type TriggerResult struct {
 	Routed    string `json:"routed"`
 	SessionID string `json:"sessionId,omitempty"`
 	CommandID string `json:"commandId,omitempty"`
+	// Error is why a delivery was refused (recorded, never answered).
+	Error string `json:"error,omitempty"`
 }
+
+// routedRefused records a delivery refused for good.
+const routedRefused = "refused"
 
 // TriggerRef names a trigger on the server: PROJECT/NAME. A trigger, and
 // the secret that signs its deliveries, belong to its project; two
@@ -100,11 +105,20 @@ func (s *Service) Trigger(ctx context.Context, project, name, event, key string,
 		if err := json.Unmarshal(seen, &res); err != nil {
 			return res, fmt.Errorf("delivery %s of trigger %s: its record: %w", key, ref, err)
 		}
+		if res.Routed == routedRefused {
+			return TriggerResult{}, fmt.Errorf("%w: this delivery was refused before: %s", ErrInvalid, res.Error)
+		}
 		return res, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return TriggerResult{}, err
 	}
 	res, err := s.deliver(ctx, project, name, event, key, payload)
+	if errors.Is(err, ErrInvalid) {
+		// Refused for good (its message does not render, its repository
+		// is refused): so is every replay of it, under any event kind.
+		record, _ := json.Marshal(TriggerResult{Routed: routedRefused, Error: err.Error()})
+		return res, errors.Join(err, s.Store.RecordDelivery(ctx, ref, key, record))
+	}
 	if err != nil {
 		return res, err
 	}
