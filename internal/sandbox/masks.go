@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -21,13 +22,15 @@ var secretNames = map[string]bool{"shadow": true, "shadow-": true, "gshadow": tr
 //
 // The walk is done again whenever a directory of the tree changed since
 // the last one (a socket a host service created after Paddock started is
-// masked at the next sandbox's start): each start costs a stat per
-// directory, a walk only after a change.
+// masked at the next sandbox's start; a directory made private is hidden):
+// each start costs a stat per directory, a walk only after a change. What
+// changes while a command runs is seen by the next one; the system trees
+// (/usr and the like) are not walked (too large to stat at every start).
 type tree struct {
 	root string
 
 	mu     sync.Mutex
-	dirs   map[string]time.Time // every directory walked, and its modification time
+	dirs   map[string]time.Time // every directory walked, and its change time
 	masks  []string
 	walked time.Time
 }
@@ -36,7 +39,7 @@ type tree struct {
 // have seen its end: the kernel's timestamps are coarse (a few
 // milliseconds), so a change in the same tick as the walk would leave the
 // time as it was.
-const settled = 100 * time.Millisecond
+const settled = 2 * time.Second // a filesystem's timestamps may be whole seconds
 
 // current returns the tree's masks as of now.
 func (t *tree) current() []string {
@@ -52,7 +55,7 @@ func (t *tree) current() []string {
 func (t *tree) changed() bool {
 	for dir, mod := range t.dirs {
 		fi, err := os.Lstat(dir)
-		if err != nil || !fi.ModTime().Equal(mod) || !mod.Before(t.walked.Add(-settled)) {
+		if err != nil || !changeTime(fi).Equal(mod) || !mod.Before(t.walked.Add(-settled)) {
 			return true
 		}
 	}
@@ -70,7 +73,7 @@ func (t *tree) walk() {
 			return nil
 		}
 		if p == t.root {
-			t.dirs[p] = fi.ModTime()
+			t.dirs[p] = changeTime(fi)
 			return nil
 		}
 		m, name := fi.Mode(), d.Name()
@@ -83,10 +86,19 @@ func (t *tree) walk() {
 			t.masks = append(t.masks, "d:"+p)
 			return filepath.SkipDir
 		case m.IsDir():
-			t.dirs[p] = fi.ModTime()
+			t.dirs[p] = changeTime(fi)
 		case m.IsRegular() && (m.Perm()&0o004 == 0 || secret):
 			t.masks = append(t.masks, "f:"+p)
 		}
 		return nil
 	})
+}
+
+// changeTime is when a directory last changed: its entries (as its
+// modification time says) or its own mode and owner.
+func changeTime(fi os.FileInfo) time.Time {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return time.Unix(st.Ctim.Unix())
+	}
+	return fi.ModTime()
 }
