@@ -116,7 +116,14 @@ func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]se
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	out, err := queryAll(ctx, s.db, scanApproval, q+` ORDER BY created_at LIMIT 1000`, args...)
+	q += ` ORDER BY created_at`
+	if f.SessionID == "" && f.Status != session.ApprovalPending {
+		// The pending ones (every one of which someone must see) and a
+		// session's are all listed; a history of every session's, the
+		// oldest thousand.
+		q += ` LIMIT 1000`
+	}
+	out, err := queryAll(ctx, s.db, scanApproval, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list approvals: %w", err)
 	}
