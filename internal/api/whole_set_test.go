@@ -56,6 +56,15 @@ func TestRevokeUserReachesBeyondTheNewest1000(t *testing.T) {
 	require.Len(t, seen, newer+1, "every session is listed once")
 	require.True(t, seen[x.ID], "the oldest session is on the last page")
 
+	// A cursor naming a session the caller may not read lists nothing, as
+	// an unknown one does: it tells nothing of that session.
+	e.project(t, "hidden")
+	e.session(t, "hidden-one", "hidden", "")
+	code, hidden := e.call(t, victim, "GET", "/v1/sessions?before=hidden-one", "", "")
+	require.Equal(t, 200, code, hidden)
+	_, unknown := e.call(t, victim, "GET", "/v1/sessions?before=no-such-one", "", "")
+	require.JSONEq(t, unknown, hidden)
+
 	code, body = e.call(t, e.admin, "POST", "/v1/users/victim/revoke", "", "")
 	require.Equal(t, 200, code, body)
 	require.Contains(t, body, x.ID, "revocation names the victim's session as stopped")

@@ -173,7 +173,7 @@ func (s *Store) retainContent(ctx context.Context, tx *txn, x session.Session, e
 	if err != nil {
 		return fmt.Errorf("content retention: %w", err)
 	}
-	expires := s.now().Add(time.Duration(ns)).UTC().Format(time.RFC3339Nano)
+	expires := s.now().Add(time.Duration(ns)).UTC().Format(timeFormat)
 	_, err = tx.ExecContext(ctx, `INSERT INTO audit_content (session_id, seq, expires_at, sealed) VALUES (?, ?, ?, ?)`,
 		e.SessionID, e.Seq, expires, s.Content.Encrypt(e.Data, audit.ContentAD(entry)))
 	return err
@@ -201,7 +201,7 @@ func (s *Store) AuditContent(ctx context.Context, sessionID string) (map[int64][
 
 // ExpireAuditContent implements store.Store.
 func (s *Store) ExpireAuditContent(ctx context.Context, now time.Time) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM audit_content WHERE expires_at <= ?`, now.UTC().Format(time.RFC3339Nano))
+	res, err := s.db.ExecContext(ctx, `DELETE FROM audit_content WHERE expires_at <= ?`, now.UTC().Format(timeFormat))
 	if err != nil {
 		return 0, fmt.Errorf("expire audit content: %w", err)
 	}

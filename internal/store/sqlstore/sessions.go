@@ -83,9 +83,15 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]sess
 	}
 	if f.Before != "" {
 		// Keyset paging: strictly after the cursor in (created_at, id)
-		// descending order; an unknown cursor matches nothing.
-		where = append(where, "EXISTS (SELECT 1 FROM sessions c WHERE c.id = ? AND (sessions.created_at < c.created_at OR (sessions.created_at = c.created_at AND sessions.id < c.id)))")
+		// descending order; an unknown cursor matches nothing, and so does
+		// one the caller may not read (it tells nothing of the session).
+		cursor := "c.id = ?"
 		args = append(args, f.Before)
+		if f.Scoped {
+			w, a := within("c.project", f.Within)
+			cursor, args = cursor+" AND "+w, append(args, a...)
+		}
+		where = append(where, "EXISTS (SELECT 1 FROM sessions c WHERE "+cursor+" AND (sessions.created_at < c.created_at OR (sessions.created_at = c.created_at AND sessions.id < c.id)))")
 	}
 	if !f.IncludeArchived {
 		where = append(where, "archived_at IS NULL")

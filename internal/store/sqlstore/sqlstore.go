@@ -180,7 +180,10 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-const timeFormat = time.RFC3339Nano
+// timeFormat writes times with a fixed width (every fraction digit, UTC's
+// Z), so that their text sorts as the times do: rows are ordered and
+// compared by it.
+const timeFormat = "2006-01-02T15:04:05.000000000Z07:00"
 
 func (s *Store) ts() string { return s.now().UTC().Format(timeFormat) }
 
