@@ -210,9 +210,16 @@ func TestSingletonRetryArchive(t *testing.T) {
 		require.ErrorAs(t, err, &apiErr)
 		require.Equal(t, http.StatusBadRequest, apiErr.Status, repo)
 	}
-	// One whose copy fails (a .git pointing nowhere) fails at provisioning.
-	broken := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(broken, ".git"), []byte("gitdir: /nonexistent\n"), 0o644))
+	// A .git that is a file git would follow elsewhere is refused too.
+	elsewhere := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(elsewhere, ".git"), []byte("gitdir: /nonexistent\n"), 0o644))
+	_, err = api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "work.yaml"), Repo: elsewhere, Message: "hi"})
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, http.StatusBadRequest, apiErr.Status)
+	// One whose copy fails (its objects gone) fails at provisioning.
+	broken := gitRepo(t)
+	require.NoError(t, os.RemoveAll(filepath.Join(broken, ".git", "objects")))
+	require.NoError(t, os.MkdirAll(filepath.Join(broken, ".git", "objects"), 0o755))
 	failed, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "work.yaml"), Repo: broken, Message: "hi"})
 	require.NoError(t, err)
 	failed = waitStatus(t, failed.ID, session.StatusFailed)
