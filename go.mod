@@ -3,6 +3,7 @@ module github.com/paddock-dev/paddock
 go 1.26.8
 
 require (
+	filippo.io/torchwood v0.6.1
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0

@@ -175,7 +175,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	if err != nil {
 		return nil, err
 	}
-	sealer := &engine.Sealer{Store: st, Key: key, Now: time.Now, Dir: cfg.AuditCheckpointDir}
+	sealer := &engine.Sealer{Store: st, Key: key, Now: time.Now, Dir: cfg.AuditCheckpointDir, Witnesses: cfg.AuditWitnesses}
 	if sealer.Dir != "" {
 		if err := os.MkdirAll(sealer.Dir, 0o755); err != nil {
 			return nil, fmt.Errorf("PADDOCK_AUDIT_CHECKPOINT_DIR: %w", err)

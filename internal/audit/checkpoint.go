@@ -31,11 +31,12 @@ type signer struct {
 }
 
 // keyHash is note's key hash: the first four bytes of SHA-256 over the
-// name, a newline, the algorithm byte (1: Ed25519) and the public key.
-func keyHash(name string, pub ed25519.PublicKey) uint32 {
+// name, a newline, the algorithm byte (1: Ed25519, 4: cosignature/v1) and
+// the public key.
+func keyHash(name string, pub ed25519.PublicKey, alg byte) uint32 {
 	h := sha256.New()
 	h.Write([]byte(name + "\n"))
-	h.Write(append([]byte{1}, pub...))
+	h.Write(append([]byte{alg}, pub...))
 	return binary.BigEndian.Uint32(h.Sum(nil))
 }
 
@@ -52,7 +53,7 @@ func VerifierKey(pub ed25519.PublicKey) (string, error) {
 func Checkpoint(size int64, root tlog.Hash, key ed25519.PrivateKey) ([]byte, error) {
 	pub := key.Public().(ed25519.PublicKey)
 	text := fmt.Sprintf("%s\n%d\n%s\n", Origin, size, base64.StdEncoding.EncodeToString(root[:]))
-	return note.Sign(&note.Note{Text: text}, signer{key, keyHash(Origin, pub)})
+	return note.Sign(&note.Note{Text: text}, signer{key, keyHash(Origin, pub, 1)})
 }
 
 // OpenCheckpoint verifies a signed checkpoint with pub and returns the

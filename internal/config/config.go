@@ -22,6 +22,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/identity"
 )
@@ -87,6 +88,8 @@ type Config struct {
 	RepositoryRoots []string
 	// AuditCheckpointDir is where audit checkpoints are also published.
 	AuditCheckpointDir string
+	// AuditWitnesses cosign the audit checkpoints.
+	AuditWitnesses []audit.Witness
 	// EgressPermit are ranges commands allowed the network may reach
 	// although they are documentation, benchmarking or this node's own
 	// addresses.
@@ -248,6 +251,7 @@ var Vars = []Var{
 	{"PADDOCK_POD_STORAGE_CLASS", "(the cluster's default)", "StorageClass of the sandbox pods' volumes (the working copy and build cache)"},
 	{"PADDOCK_POD_EGRESS_ADDRESS", "(PADDOCK_TEMPORAL_BROADCAST_ADDRESS):7444", "HOST:PORT this node serves sandbox pods' egress gateway on: HOST is the IP address where the pods reach this node (not a name, never a loopback address), and the pods' network policy allows them that port alone; the commands of agents allowed network reach their egress proxy through it"},
 	{"PADDOCK_AUDIT_CHECKPOINT_DIR", "(none: checkpoints are kept in the database only)", "directory where a signed checkpoint of the audit tree is published at every seal and every 10 minutes (checkpoint-SIZE, never overwritten); put it out of this server's reach (another machine's mount, write-once storage) and `paddock audit verify` catches a history rewritten in the database"},
+	{"PADDOCK_AUDIT_WITNESSES", "(none)", "comma-separated URL=VERIFIER-KEY of C2SP witnesses (c2sp.org/tlog-witness) that cosign every audit checkpoint published, once they have checked the log only grew since the last one they cosigned; a witness refusing means the history it saw was rewritten"},
 	{"PADDOCK_EGRESS_PERMIT", "(none)", "comma-separated CIDR ranges the egress proxy may dial although they are documentation (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24, 2001:db8::/32), benchmarking (198.18.0.0/15) or this node's own addresses, which it otherwise refuses; loopback, private, link-local and metadata addresses stay refused"},
 	{"PADDOCK_COMMAND_MAX_SECONDS", "600", "longest a sandboxed command may run"},
 	{"PADDOCK_COMMAND_MAX_OUTPUT_BYTES", "10485760", "most output kept from a command; the rest is counted and discarded"},
@@ -472,6 +476,15 @@ func Load(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("PADDOCK_AUDIT_CHECKPOINT_DIR=%q: want an absolute path", v)
 		}
 		c.AuditCheckpointDir = filepath.Clean(v)
+	}
+	if v := getenv("PADDOCK_AUDIT_WITNESSES"); v != "" {
+		for _, spec := range strings.Split(v, ",") {
+			w, err := audit.ParseWitness(strings.TrimSpace(spec))
+			if err != nil {
+				return c, fmt.Errorf("PADDOCK_AUDIT_WITNESSES: %w", err)
+			}
+			c.AuditWitnesses = append(c.AuditWitnesses, w)
+		}
 	}
 	if v := getenv("PADDOCK_EGRESS_PERMIT"); v != "" {
 		for _, r := range strings.Split(v, ",") {

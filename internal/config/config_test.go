@@ -90,6 +90,18 @@ func TestTriggerSecretsNameTheirProject(t *testing.T) {
 	require.ErrorContains(t, err, "shorter than 16")
 }
 
+func TestAuditWitnesses(t *testing.T) {
+	load := func(v string) (Config, error) {
+		return Load(func(k string) string {
+			return map[string]string{"PADDOCK_DATA_DIR": "/d", "PADDOCK_AUDIT_WITNESSES": v}[k]
+		})
+	}
+	_, err := load("https://w.example=witness.example+12345678+AAAA")
+	require.ErrorContains(t, err, "PADDOCK_AUDIT_WITNESSES")
+	_, err = load("w.example")
+	require.ErrorContains(t, err, "want URL=VERIFIER-KEY")
+}
+
 // TestEveryVariableIsReadAndDocumented keeps config.Vars, Load and the
 // README's configuration table in step.
 func TestEveryVariableIsReadAndDocumented(t *testing.T) {

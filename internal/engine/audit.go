@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -189,6 +191,15 @@ type Sealer struct {
 	Store store.Store
 	Key   ed25519.PrivateKey
 	Now   func() time.Time
+	// Witnesses cosign each checkpoint published, once they have checked
+	// the log only grew since the last one they cosigned
+	// (c2sp.org/tlog-witness); the cosigned checkpoint is what is kept.
+	Witnesses []audit.Witness
+	// HTTP reaches the witnesses (http.DefaultClient when nil).
+	HTTP *http.Client
+	// witnessed is the size each witness cosigned last (by URL).
+	mu        sync.Mutex
+	witnessed map[string]int64
 	// Dir, when set, is where checkpoints are also published as files
 	// (checkpoint-SIZE, never overwritten): a place the operator keeps out
 	// of this server's reach (another machine's mount, write-once
@@ -227,9 +238,11 @@ func (s *Sealer) Seal(ctx context.Context, id string) error {
 			if err != nil {
 				return err
 			}
-			// Every seal publishes the tree's head.
-			_, err = s.Publish(ctx)
-			return err
+			// Every seal publishes the tree's head; a publication that
+			// fails (a witness down) never fails the seal: the sweeper
+			// publishes again and reports it.
+			_, _ = s.Publish(ctx)
+			return nil
 		}
 		// An entry landed meanwhile: seal the new head.
 	}
@@ -297,17 +310,74 @@ func (s *Sealer) Publish(ctx context.Context) ([]byte, error) {
 			return note, nil
 		}
 	}
+	// A witness that is down or refuses does not keep the checkpoint
+	// from being published elsewhere; its error is returned after.
+	note, witnessErr := s.witness(ctx, note, size)
 	if err := s.Store.SaveAuditCheckpoint(ctx, size, string(note)); err != nil {
-		return note, err
+		return note, errors.Join(witnessErr, err)
 	}
 	if s.Dir != "" {
 		if err := writeOnce(filepath.Join(s.Dir, fmt.Sprintf("checkpoint-%d", size)), note); err != nil {
-			return note, fmt.Errorf("publish the audit checkpoint: %w", err)
+			return note, errors.Join(witnessErr, fmt.Errorf("publish the audit checkpoint: %w", err))
 		}
 	}
 	_, err = s.Store.AppendAccess(ctx, audit.Entry{Time: s.Now().UTC(), Identity: "system:paddock", Kind: "audit_checkpoint",
 		Meta: map[string]string{"size": strconv.FormatInt(size, 10), "checkpoint": string(note)}})
-	return note, err
+	return note, errors.Join(witnessErr, err)
+}
+
+// witness has every witness cosign note (a checkpoint of size entries)
+// and returns it with their cosignatures. A witness that last cosigned
+// another size is shown the proof from that size; one that refuses (the
+// log does not extend what it cosigned) is an error the operator must
+// see: the history it witnessed was rewritten.
+func (s *Sealer) witness(ctx context.Context, note []byte, size int64) ([]byte, error) {
+	if len(s.Witnesses) == 0 {
+		return note, nil
+	}
+	hc := s.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	_, tree, err := s.Store.AuditTree(ctx)
+	if err != nil {
+		return note, err
+	}
+	cosigned := note
+	var errs []error
+	for _, w := range s.Witnesses {
+		s.mu.Lock()
+		old := s.witnessed[w.URL]
+		s.mu.Unlock()
+		var sigs []byte
+		for range 2 {
+			var proof tlog.TreeProof
+			if old > 0 && old < size {
+				if proof, err = tlog.ProveTree(size, old, tree); err != nil {
+					break
+				}
+			}
+			sigs, err = w.Cosign(ctx, hc, note, old, proof)
+			var conflict *audit.WitnessConflict
+			if errors.As(err, &conflict) && conflict.Size <= size && conflict.Size != old {
+				old = conflict.Size // the witness's own last size: prove from it
+				continue
+			}
+			break
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s.mu.Lock()
+		if s.witnessed == nil {
+			s.witnessed = map[string]int64{}
+		}
+		s.witnessed[w.URL] = size
+		s.mu.Unlock()
+		cosigned = append(cosigned, sigs...)
+	}
+	return cosigned, errors.Join(errs...)
 }
 
 // writeOnce writes a new file; one that exists is left as it is.

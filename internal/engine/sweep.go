@@ -26,6 +26,8 @@ func SweepWorkflow(ctx workflow.Context) error {
 		var res Swept
 		if err := workflow.ExecuteActivity(short(ctx, 3), act.Sweep).Get(ctx, &res); err != nil {
 			workflow.GetLogger(ctx).Warn("sweep failed", "err", err)
+		} else if res.Unpublished != "" {
+			workflow.GetLogger(ctx).Warn("audit checkpoint not published everywhere", "err", res.Unpublished)
 		}
 	}
 	return workflow.NewContinueAsNewError(ctx, SweepWorkflow)
@@ -37,6 +39,9 @@ type Swept struct {
 	Repaired []string `json:"repaired,omitempty"`
 	// Expired counts audit contents deleted at the end of their retention.
 	Expired int64 `json:"expired,omitempty"`
+	// Unpublished says why the audit checkpoint was not published
+	// everywhere (a witness down or refusing); the sweep goes on.
+	Unpublished string `json:"unpublished,omitempty"`
 }
 
 // sweeper is who archives inactive sessions.
@@ -56,7 +61,7 @@ func (a *Activities) Sweep(ctx context.Context) (Swept, error) {
 	// The tree's head is published every sweep, so a history rewritten
 	// later is caught by a checkpoint published before.
 	if _, err := a.Sealer.Publish(ctx); err != nil {
-		return out, err
+		out.Unpublished = err.Error() // the sweep's result, in the workflow's history
 	}
 	list, err := sessionsIn(ctx, a.Store, false, session.StatusQueued, session.StatusRunning, session.StatusAwaiting)
 	if err != nil {
