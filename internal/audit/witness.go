@@ -49,7 +49,7 @@ const algCosignatureV1 = 4
 // NewCosignatureVerifier is the verifier of a witness's cosignatures from
 // its verifier key.
 func NewCosignatureVerifier(vkey string) (note.Verifier, error) {
-	parts := strings.Split(vkey, "+")
+	parts := strings.SplitN(vkey, "+", 3) // the key's base64 may hold a plus
 	if len(parts) != 3 || parts[0] == "" || len(parts[1]) != 8 {
 		return nil, errors.New("verifier key: want NAME+HASH+KEY")
 	}

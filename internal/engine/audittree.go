@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/paddock-dev/paddock/internal/audit"
@@ -140,6 +141,17 @@ func (s *Service) verifyTree(ctx context.Context) ([]AuditReport, error) {
 			all = append(all, published{f, string(b)})
 			if !slices.Contains(notes, string(b)) {
 				finding(TreeLog, 0, "the checkpoint published at %s is no longer kept in the database: the database's checkpoints were deleted", f)
+			}
+		}
+	}
+	// The latest checkpoint kept carries every configured witness's
+	// cosignature: one missing means the witness was down then, or
+	// refused it (the history it saw was rewritten).
+	if s.Sealer != nil && len(notes) > 0 {
+		latest := []byte(notes[len(notes)-1])
+		for _, w := range s.Sealer.Witnesses {
+			if _, err := note.Open(latest, note.VerifierList(w.Verifier)); err != nil {
+				finding(TreeLog, 0, "the latest checkpoint kept is not cosigned by witness %s: it was unreachable, or refused it because the history it saw was rewritten", w.URL)
 			}
 		}
 	}

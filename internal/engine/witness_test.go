@@ -123,6 +123,9 @@ func TestWitnessesCosignAndRefuseARewrite(t *testing.T) {
 	_, err = e.svc.Sealer.Publish(ctx)
 	require.NoError(t, err, "the log grew: the witness cosigns again, from the proof of its last size")
 	require.Greater(t, w.size, int64(7))
+	for _, f := range e.findings() {
+		require.NotContains(t, f, "not cosigned", "every checkpoint so far is cosigned")
+	}
 	kept, err := e.svc.Store.AuditCheckpoints(ctx)
 	require.NoError(t, err)
 	for _, k := range kept {
@@ -149,4 +152,5 @@ func TestWitnessesCosignAndRefuseARewrite(t *testing.T) {
 	require.NoError(t, err)
 	_, err = note.Open([]byte(kept[len(kept)-1]), note.VerifierList(witness.Verifier))
 	require.Error(t, err, "the checkpoint of the rewritten log is kept, but not cosigned")
+	e.requireFinding("not cosigned by witness " + srv.URL)
 }
