@@ -78,6 +78,19 @@ func (e *attackEnv) call(t *testing.T, token, method, path, ctype, body string) 
 	return resp.StatusCode, string(b)
 }
 
+// stopRecorded says a stop command was recorded for session id.
+func (e *attackEnv) stopRecorded(t *testing.T, id string) bool {
+	t.Helper()
+	cmds, err := e.st.ListCommands(context.Background(), id)
+	require.NoError(t, err)
+	for _, c := range cmds {
+		if c.Kind == session.KindStop {
+			return true
+		}
+	}
+	return false
+}
+
 // user creates a user and returns a token of theirs.
 func (e *attackEnv) user(t *testing.T, name string) string {
 	t.Helper()
@@ -143,14 +156,7 @@ func TestAttackRevocationPreempted(t *testing.T) {
 
 	code, body = e.call(t, e.admin, "POST", "/v1/sessions/runaway/revoke", "", "")
 	t.Logf("revoke: %d %s", code, body)
-	cmds, err := e.st.ListCommands(context.Background(), "runaway")
-	require.NoError(t, err)
-	stopped := false
-	for _, c := range cmds {
-		if c.Kind == session.KindStop {
-			stopped = true
-		}
-	}
+	stopped := e.stopRecorded(t, "runaway")
 	require.True(t, stopped || code != 200, "revoke answered %d (%s) yet recorded no stop command: the session runs on", code, body)
 }
 
@@ -171,13 +177,7 @@ func TestAttackRevokeUserPreempted(t *testing.T) {
 
 	code, body = e.call(t, e.admin, "POST", "/v1/users/mallory/revoke", "", "")
 	require.Equal(t, 200, code, body)
-	cmds, err := e.st.ListCommands(context.Background(), x.ID)
-	require.NoError(t, err)
-	stopped := false
-	for _, c := range cmds {
-		stopped = stopped || c.Kind == session.KindStop
-	}
-	require.True(t, stopped, "revoke-user reported %s, but no stop was recorded for %s", body, x.ID)
+	require.True(t, e.stopRecorded(t, x.ID), "revoke-user reported %s, but no stop was recorded for %s", body, x.ID)
 }
 
 // GET /v1/sessions?project= checks the project exists before the caller's

@@ -172,6 +172,11 @@ func newEcho(t testing.TB) *echo {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return echoOn(t, ln)
+}
+
+// echoOn serves the echo on ln.
+func echoOn(t testing.TB, ln net.Listener) *echo {
 	e := &echo{ln: ln}
 	go func() {
 		for {

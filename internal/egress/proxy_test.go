@@ -730,18 +730,7 @@ func TestNodesOwnAddressesRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &echo{ln: ln}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			e.accepted.Add(1)
-			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
-		}
-	}()
-	t.Cleanup(func() { ln.Close() })
+	e := echoOn(t, ln)
 	target := ln.Addr().String()
 
 	h := start(t, Config{Allow: []string{target}, Permit: []netip.Prefix{}})

@@ -41,43 +41,49 @@ type AuditReport struct {
 // in a project keep accepts when id is empty.
 func (s *Service) VerifyAudit(ctx context.Context, id string, keep func(project string) bool) ([]AuditReport, error) {
 	var ids []string
+	sessions := map[string]session.Session{}
 	if id != "" {
-		if _, err := s.Store.GetSession(ctx, id); err != nil {
+		x, err := s.Store.GetSession(ctx, id)
+		if err != nil {
 			return nil, err
 		}
-		ids = []string{id}
+		ids, sessions[id] = []string{id}, x
 	} else {
-		list, err := sessionsIn(ctx, s.Store, true, session.StatusQueued, session.StatusRunning, session.StatusAwaiting, session.StatusFailed, session.StatusStopped)
+		list, err := store.AllSessions(ctx, s.Store, store.SessionFilter{IncludeArchived: true})
 		if err != nil {
 			return nil, err
 		}
 		for _, x := range list {
 			if keep(x.Project) {
-				ids = append(ids, x.ID)
+				ids, sessions[x.ID] = append(ids, x.ID), x
 			}
 		}
 		if keep("") {
 			ids = append(ids, audit.AccessLog) // server administrators' only
 		}
 	}
-	keys, err := s.auditKeys(ctx)
+	// The access log says which keys the one in use vouches for.
+	access, err := s.Store.AuditLog(ctx, audit.AccessLog)
 	if err != nil {
 		return nil, err
 	}
+	keys := vouchedKeys(s.Sealer.Public(), access)
 	out := []AuditReport{}
 	if id == "" && keep("") {
 		// The whole server's: the tree of every entry, and every
 		// checkpoint published.
-		tree, err := s.verifyTree(ctx)
+		tree, err := s.verifyTree(ctx, keys, access)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, tree...)
 	}
 	for _, sid := range ids {
-		log, err := s.Store.AuditLog(ctx, sid)
-		if err != nil {
-			return nil, err
+		log := access
+		if sid != audit.AccessLog {
+			if log, err = s.Store.AuditLog(ctx, sid); err != nil {
+				return nil, err
+			}
 		}
 		seal, err := s.Store.AuditSeal(ctx, sid)
 		if err != nil {
@@ -101,7 +107,7 @@ func (s *Service) VerifyAudit(ctx context.Context, id string, keep func(project 
 			return nil, err
 		} else if problem != "" {
 			r.OK, r.BrokenAt, r.Problem = false, seq, problem
-		} else if x, err := s.Store.GetSession(ctx, sid); err == nil && seal == nil && s.sealDue(x) {
+		} else if x := sessions[sid]; seal == nil && s.sealDue(x) {
 			r.OK, r.Problem = false, fmt.Sprintf("the session is %s but its log has no seal (sealed when a session is reaped): the seal was deleted", x.Status)
 		}
 		out = append(out, r)
@@ -109,19 +115,17 @@ func (s *Service) VerifyAudit(ctx context.Context, id string, keep func(project 
 	return out, nil
 }
 
-// auditKeys are the keys the server signed with that it can vouch for:
-// the key in use, and each one it succeeded, as the access log's
+// vouchedKeys are the keys the server signed with that it can vouch for:
+// the key in use (cur), and each one it succeeded, as the access log's
 // rotations signed by their successors say. Keys the database merely
 // lists are not among them.
-func (s *Service) auditKeys(ctx context.Context) ([]ed25519.PublicKey, error) {
-	cur := s.Sealer.Public()
+func vouchedKeys(cur ed25519.PublicKey, access []audit.Entry) []ed25519.PublicKey {
 	if cur == nil {
-		return nil, nil
+		return nil
 	}
 	trusted := []ed25519.PublicKey{cur}
-	access, err := s.Store.AuditLog(ctx, audit.AccessLog)
-	if err != nil {
-		return nil, err
+	known := func(k []byte) bool {
+		return slices.ContainsFunc(trusted, func(p ed25519.PublicKey) bool { return p.Equal(ed25519.PublicKey(k)) })
 	}
 	for i := len(access) - 1; i >= 0; i-- {
 		e := access[i]
@@ -134,13 +138,11 @@ func (s *Service) auditKeys(ctx context.Context) ([]ed25519.PublicKey, error) {
 		if errors.Join(err1, err2, err3) != nil || len(to) != ed25519.PublicKeySize || len(from) != ed25519.PublicKeySize {
 			continue
 		}
-		vouched := slices.ContainsFunc(trusted, func(p ed25519.PublicKey) bool { return p.Equal(ed25519.PublicKey(to)) }) &&
-			ed25519.Verify(ed25519.PublicKey(to), succession(e.Meta["from"], e.Meta["to"]), sig)
-		if vouched && !slices.ContainsFunc(trusted, func(p ed25519.PublicKey) bool { return p.Equal(ed25519.PublicKey(from)) }) {
+		if known(to) && !known(from) && ed25519.Verify(ed25519.PublicKey(to), succession(e.Meta["from"], e.Meta["to"]), sig) {
 			trusted = append(trusted, ed25519.PublicKey(from))
 		}
 	}
-	return trusted, nil
+	return trusted
 }
 
 // sealDue says x should have been sealed by now: stopped (sealed at the

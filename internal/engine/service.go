@@ -27,6 +27,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/throttle"
 	"github.com/paddock-dev/paddock/internal/tool"
+	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
 // ErrInvalid marks bad input from a caller (mapped to 400).
@@ -355,17 +356,13 @@ func (s *Service) mayCopy(ctx context.Context, repo, project string, by session.
 	if len(s.RepositoryRoots) > 0 {
 		return nil // checkRepo confines it to the project's root
 	}
-	shared, err := s.shared(ctx)
-	if err != nil {
-		return err
-	}
-	if !shared {
-		return nil
-	}
 	if by.Kind == session.SenderOperator {
 		if u, err := s.Store.GetUser(ctx, by.ID); err == nil && u.Admin {
 			return nil
 		}
+	}
+	if shared, err := s.shared(ctx); err != nil || !shared {
+		return err
 	}
 	return fmt.Errorf("%w: this server has several users or projects and no repository roots, so only a server administrator names repositories; ask one to set PADDOCK_REPOSITORY_ROOTS (project %s's repositories under ROOT/%s/), or omit the repository", refused, project, project)
 }
@@ -441,7 +438,7 @@ func (s *Service) checkRepo(repo, project string) error {
 		// another repository, wherever it is: what would be copied is
 		// that one, which the checks above never saw.
 		if !fi.IsDir() {
-			return fmt.Errorf("%w: repository %s: its .git is a %s, which git follows to another repository (a worktree or a link); give the repository itself", ErrInvalid, repo, kindOf(fi.Mode()))
+			return fmt.Errorf("%w: repository %s: its .git is a %s, which git follows to another repository (a worktree or a link); give the repository itself", ErrInvalid, repo, workspace.Kind(fi.Mode()))
 		}
 		gitDir = filepath.Join(repo, ".git")
 	} else if _, err := os.Stat(filepath.Join(repo, "HEAD")); err == nil {
@@ -473,17 +470,6 @@ func (s *Service) checkRepo(repo, project string) error {
 		return fmt.Errorf("%w: repository %s has no commit yet: commit something first (git -C %s add -A && git -C %s commit -m init), or omit --repo for an empty working copy", ErrInvalid, repo, repo, repo)
 	}
 	return nil
-}
-
-// kindOf names a file mode for messages.
-func kindOf(m os.FileMode) string {
-	switch {
-	case m&os.ModeSymlink != 0:
-		return "symbolic link"
-	case m.IsRegular():
-		return "file"
-	}
-	return "special file"
 }
 
 // hasCommit says whether a git directory's HEAD names a commit: detached

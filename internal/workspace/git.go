@@ -103,7 +103,7 @@ func checkCopy(dir string) error {
 		return fmt.Errorf("%w: %s has no .git directory: %v", ErrUntrusted, dir, err)
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("%w: %s/.git is a %s, not a directory; the host does not follow it", ErrUntrusted, dir, kind(fi.Mode()))
+		return fmt.Errorf("%w: %s/.git is a %s, not a directory; the host does not follow it", ErrUntrusted, dir, Kind(fi.Mode()))
 	}
 	for _, p := range []string{"objects/info/alternates", "objects/info/http-alternates", "commondir"} {
 		if _, err := os.Lstat(filepath.Join(dir, ".git", p)); err == nil {
@@ -113,8 +113,8 @@ func checkCopy(dir string) error {
 	return nil
 }
 
-// kind names a file mode for messages.
-func kind(m os.FileMode) string {
+// Kind names a file mode for messages.
+func Kind(m os.FileMode) string {
 	switch {
 	case m&os.ModeSymlink != 0:
 		return "symbolic link"

@@ -43,7 +43,7 @@ func scan(dir string) ([]leftOut, error) {
 		if d.Name() == ".git" {
 			parent := filepath.Dir(rel)
 			if !d.IsDir() {
-				out = append(out, leftOut{parent, "a nested repository whose .git is a " + kind(d.Type()) + " (not followed)"})
+				out = append(out, leftOut{parent, "a nested repository whose .git is a " + Kind(d.Type()) + " (not followed)"})
 				return nil
 			}
 			if bad := irregular(p); bad != "" {
@@ -72,7 +72,7 @@ func irregular(gitDir string) string {
 			return filepath.SkipAll
 		}
 		if !d.IsDir() && !d.Type().IsRegular() {
-			bad = kind(d.Type())
+			bad = Kind(d.Type())
 			return filepath.SkipAll
 		}
 		return nil

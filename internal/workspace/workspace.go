@@ -91,7 +91,7 @@ func Compute(ctx context.Context, dir, base string) (Diff, error) {
 			}
 		}
 		if fi, err := os.Lstat(filepath.Join(dir, f.Path, ".git")); err == nil && f.Status != "deleted" {
-			f.Flagged, f.Reason = true, fmt.Sprintf("nested repository (recorded as a commit reference, its files are not in the diff; .git is a %s)", kind(fi.Mode()))
+			f.Flagged, f.Reason = true, fmt.Sprintf("nested repository (recorded as a commit reference, its files are not in the diff; .git is a %s)", Kind(fi.Mode()))
 		}
 		d.Files = append(d.Files, f)
 	}
