@@ -91,6 +91,7 @@ func (a *App) sandbox(ctx context.Context, acts *engine.Activities, cfg config.C
 		return nil
 	}
 	acts.Shell = box
+	acts.Copies.HostWork = box
 	a.closers = append(a.closers, func() error { box.Close(); return nil })
 	if err := environments(acts, cfg); err != nil {
 		return err
@@ -117,7 +118,11 @@ func (a *App) sandbox(ctx context.Context, acts *engine.Activities, cfg config.C
 			a.logger.Warn("UNENFORCED LIMIT accepted by PADDOCK_UNENFORCED_LIMITS: sessions' disk is not bounded", "reason", verr)
 		}
 	} else {
-		v := &volume.Volumes{Dir: filepath.Join(cfg.DataDir, "volumes"), Size: size, UID: acts.Copies.UID}
+		files := cfg.SessionMaxFiles
+		if files == 0 {
+			files = config.DefaultSessionMaxFiles
+		}
+		v := &volume.Volumes{Dir: filepath.Join(cfg.DataDir, "volumes"), Size: size, Files: files, UID: acts.Copies.UID}
 		acts.Copies.Volumes = v
 		// No mount outlives the process; a session's volume is mounted
 		// again when it is next needed.

@@ -77,6 +77,8 @@ type Config struct {
 	CommandMaxCPUs float64
 	// SessionMaxDisk bounds all a session writes (working copy, caches).
 	SessionMaxDisk int64
+	// SessionMaxFiles bounds the files a session's volume holds.
+	SessionMaxFiles int64
 	// Unenforced are limits the operator accepts running without where
 	// this machine cannot enforce them ("disk", "cpu", "memory", "processes").
 	Unenforced map[string]bool
@@ -191,6 +193,9 @@ var BuiltinPrices = Prices{
 // DefaultSessionMaxDisk is a session's disk budget unless configured.
 const DefaultSessionMaxDisk = 10 << 30
 
+// DefaultSessionMaxFiles is a session's file budget unless configured.
+const DefaultSessionMaxFiles = 250000
+
 // DefaultBudget is a session's budget unless configured.
 func DefaultBudget() bound.Limits {
 	return bound.Limits{Actions: bound.DefaultActions, Active: bound.DefaultActive, Extensions: bound.DefaultExtensions,
@@ -257,6 +262,7 @@ var Vars = []Var{
 	{"PADDOCK_COMMAND_MAX_OUTPUT_BYTES", "10485760", "most output kept from a command; the rest is counted and discarded"},
 	{"PADDOCK_COMMAND_MAX_CPUS", "1", "processor time one command may use, in CPUs (fractions allowed: 0.5)"},
 	{"PADDOCK_SESSION_MAX_DISK_BYTES", "10737418240", "most a session's commands may write in all (working copy, caches), enforced by the kernel"},
+	{"PADDOCK_SESSION_MAX_FILES", "250000", "most files a session's working copy and caches may hold in all, enforced by the kernel with the disk budget (a volume has one file per 16 KiB of it at most): the host records the copy after every call, and that work grows with its files"},
 	{"PADDOCK_UNENFORCED_LIMITS", "(none)", "comma-separated limits (`disk`, `cpu`, `memory`, `processes`) the operator accepts unenforced where this machine cannot enforce them; otherwise sessions that run commands refuse to start"},
 	{"PADDOCK_SANDBOX_READ_ONLY_PATHS", "(none)", "colon-separated absolute host paths commands see read-only besides /usr, /etc and the libraries (toolchains elsewhere, e.g. /opt/sdk)"},
 	{"PADDOCK_LAYERS_MAX_BYTES", "21474836480", "most disk environment layers (what setup scripts leave) may take; the least recently used unused ones go first"},
@@ -443,6 +449,14 @@ func Load(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("PADDOCK_SESSION_MAX_DISK_BYTES=%q: want a whole number of bytes, at least 67108864 (64 MiB)", v)
 		}
 		c.SessionMaxDisk = n
+	}
+	c.SessionMaxFiles = DefaultSessionMaxFiles
+	if v := getenv("PADDOCK_SESSION_MAX_FILES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1000 {
+			return c, fmt.Errorf("PADDOCK_SESSION_MAX_FILES=%q: want a whole number of files, at least 1000", v)
+		}
+		c.SessionMaxFiles = n
 	}
 	c.Unenforced = map[string]bool{}
 	if v := getenv("PADDOCK_UNENFORCED_LIMITS"); v != "" {

@@ -41,7 +41,19 @@ type Copies struct {
 	// Remote, when set, keeps sessions' sandboxes away from the nodes
 	// (pods): one goes when its session's copy goes for good.
 	Remote Releaser
-	busy   sandboxed
+	// HostWork bounds git's work on a copy (recording it after a call,
+	// its diff, its acceptance) as a command is bounded; nil: unbounded
+	// but for time.
+	HostWork workspace.Bound
+	busy     sandboxed
+}
+
+// bounded is ctx with the bounds of the host's work on a copy.
+func (c *Copies) bounded(ctx context.Context) context.Context {
+	if c == nil {
+		return ctx
+	}
+	return workspace.WithBound(ctx, c.HostWork)
 }
 
 // Releaser lets go of a session's sandbox kept elsewhere.

@@ -44,7 +44,7 @@ func (s *Service) diffHere(ctx context.Context, x session.Session) (workspace.Di
 	if err := s.copyGone(x); err != nil {
 		return workspace.Diff{}, x, err
 	}
-	d, err := workspace.Compute(ctx, x.Workdir, x.BaseCommit)
+	d, err := workspace.Compute(s.Copies.bounded(ctx), x.Workdir, x.BaseCommit)
 	if err == nil {
 		s.remember(id, d.Base, d.Tree)
 	}
@@ -194,7 +194,7 @@ func (s *Service) accept(ctx context.Context, id string, req AcceptRequest, by s
 		}
 		message = title + "\n\nPaddock-Session: " + id + "\nAccepted-By: " + by.String() + "\n"
 	}
-	next, err := workspace.Snapshot(ctx, x.Workdir, req.Base, req.Tree, message)
+	next, err := workspace.Snapshot(s.Copies.bounded(ctx), x.Workdir, req.Base, req.Tree, message)
 	if errors.Is(err, workspace.ErrUnknownTree) || errors.Is(err, workspace.ErrUntrusted) {
 		return x, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
@@ -216,7 +216,7 @@ func (s *Service) accept(ctx context.Context, id string, req AcceptRequest, by s
 	x, err = s.Store.GetSession(ctx, id)
 	if err == nil {
 		// The new base is a commit only this copy has: checkpointed with it.
-		recordCopy(ctx, s.Store, s.ContentKey, x, "accept", req.Base)
+		recordCopy(s.Copies.bounded(ctx), s.Store, s.ContentKey, x, "accept", req.Base)
 	}
 	return x, err
 }
@@ -264,6 +264,6 @@ func (s *Service) reject(ctx context.Context, id string, by session.Sender) (ses
 		return x, err
 	}
 	// What was discarded must not come back with a copy made again.
-	recordCopy(ctx, s.Store, s.ContentKey, x, "reject", "")
+	recordCopy(s.Copies.bounded(ctx), s.Store, s.ContentKey, x, "reject", "")
 	return s.Store.GetSession(ctx, id)
 }

@@ -432,7 +432,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		return ToolOutcome{State: session.CallCalling, Question: true, Node: s.Node}, nil
 	}
 	if !tool.ReadOnly(call.Name) {
-		recordCopy(ctx, a.Store, a.ContentKey, s, call.ID, "")
+		recordCopy(a.Copies.bounded(ctx), a.Store, a.ContentKey, s, call.ID, "")
 	}
 	return finish(session.CallDone, res.Output, "")
 }

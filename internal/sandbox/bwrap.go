@@ -515,6 +515,36 @@ func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 	})
 }
 
+// StartBounded starts cmd, a program Paddock itself runs on a session's
+// copy (git recording it after a call), in cgroups of its own with a
+// command's limits: processor, memory and processes. The copy is the
+// session's to fill, and the work of reading it must not take more of
+// the machine than the session's commands may. Where the kernel cannot
+// start it inside them, it joins them right after it starts. release
+// removes the cgroups once cmd has ended.
+func (b *Bwrap) StartBounded(cmd *exec.Cmd) (release func(), err error) {
+	group := b.cgroups.take(b.MaxProcs, b.MaxMemory, b.MaxCPUs)
+	release = func() { b.cgroups.release(group) }
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	started, err := group.startIn(cmd, b.cgroups.v2 != "")
+	if !started {
+		if err = cmd.Start(); err == nil {
+			err = group.add(cmd.Process.Pid)
+			if err != nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+		}
+	}
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return release, nil
+}
+
 // spawn starts argv in a fresh sandbox on workdir inside group: where
 // cgroups bound its processes, bwrap starts directly inside them;
 // otherwise (or where the kernel cannot place it so) through the

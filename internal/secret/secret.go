@@ -203,6 +203,7 @@ func find(s string) []Found {
 		}
 		out = append(out, Found{Rule: f.RuleID, Secret: v})
 	}
+	out = append(out, spaced(d, s)...)
 	out, hidden = specific(out), specific(hidden)
 	if len(hidden) > 0 {
 		placed := encodings(s, hidden)
@@ -216,6 +217,99 @@ func find(s string) []Found {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return len(out[i].Secret) > len(out[j].Secret) })
 	return out
+}
+
+// spacedRun is text that may be a token written in pieces separated by
+// single spaces or tabs ("ghp_16C7 e42F 292c …", "AKIA IOSF ODNN 7EXA
+// MPLE"): three pieces at least.
+var spacedRun = stdregexp.MustCompile(`[A-Za-z0-9_+/=-]+(?:[ \t][A-Za-z0-9_+/=-]+){2,}`)
+
+// spaced finds tokens written with spaces in them: each run that may be
+// one is joined up and given to the detector (all runs at once, one per
+// line), and what a specific rule finds across a space is redacted as it
+// is written, spaces and all. A run is joined whole, and so is each
+// stretch of it in pieces of one length (the last may be shorter: "AKIA
+// Z7Q3 VJ5L …"), since a word before the token would otherwise join it
+// ("id AKIA…" is no key). Generic rules are not asked: joined-up prose is
+// no assignment.
+func spaced(d *detect.Detector, s string) []Found {
+	type run struct {
+		joined string
+		at     []int // at[i] is where joined[i] is in s
+	}
+	var rs []run
+	var text strings.Builder
+	add := func(pieces [][2]int) {
+		r := run{}
+		var b strings.Builder
+		for _, p := range pieces {
+			b.WriteString(s[p[0]:p[1]])
+			for i := p[0]; i < p[1]; i++ {
+				r.at = append(r.at, i)
+			}
+		}
+		if r.joined = b.String(); len(r.joined) < 16 || len(pieces) < 3 {
+			return
+		}
+		rs = append(rs, r)
+		text.WriteString(r.joined)
+		text.WriteByte('\n')
+	}
+	for _, loc := range spacedRun.FindAllStringIndex(s, -1) {
+		var pieces [][2]int
+		start := loc[0]
+		for i := loc[0]; i <= loc[1]; i++ {
+			if i == loc[1] || s[i] == ' ' || s[i] == '\t' {
+				pieces = append(pieces, [2]int{start, i})
+				start = i + 1
+			}
+		}
+		add(pieces)
+		// Stretches of pieces of one length.
+		for i := 0; i < len(pieces); {
+			n, j := pieces[i][1]-pieces[i][0], i+1
+			for j < len(pieces) && pieces[j][1]-pieces[j][0] == n {
+				j++
+			}
+			if j < len(pieces) && pieces[j][1]-pieces[j][0] < n {
+				j++ // the last piece, shorter
+			}
+			if i > 0 || j < len(pieces) {
+				add(pieces[i:j])
+			}
+			i = max(j-1, i+1)
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	var out []Found
+	for _, f := range d.DetectString(text.String()) {
+		v := f.Secret
+		if v == "" {
+			v = f.Match
+		}
+		if v == "" || encoded(f.Tags) || generic(f.RuleID) {
+			continue
+		}
+		for _, r := range rs {
+			i := strings.Index(r.joined, v)
+			if i < 0 {
+				continue
+			}
+			from, to := r.at[i], r.at[i+len(v)-1]+1
+			if to-from > len(v) && !slices.ContainsFunc(out, func(g Found) bool { return g.Secret == s[from:to] }) {
+				out = append(out, Found{Rule: f.RuleID, Secret: s[from:to]}) // written with spaces: else found as it is
+			}
+		}
+	}
+	return out
+}
+
+// generic says whether a rule finds secrets by their name and randomness
+// rather than by a shape of their own.
+func generic(rule string) bool {
+	return rule == SecretAssignment || rule == KeyBody || rule == URLPassword || strings.HasPrefix(rule, "generic")
 }
 
 // specific drops the findings of Paddock's generic rules that overlap a

@@ -40,6 +40,11 @@ func TestRedact(t *testing.T) {
 		{"aws documentation example", "AKIAIOSFODNN7EXAMPLE", nil, nil},
 		{"already redacted", "[REDACTED:github-pat] [REDACTED:aws-access-token]", nil, nil},
 		{"short", "ghp_x", nil, nil},
+		{"token in groups of four", "token " + spacedOut(githubPAT, 4, " ") + " done", []string{"github-pat"}, []string{spacedOut(githubPAT, 4, " ")[:14]}},
+		{"key with tabs", "id\t" + spacedOut(awsKey, 4, "\t"), []string{"aws-access-token"}, []string{spacedOut(awsKey, 4, "\t")}},
+		{"a character at a time", "say " + spacedOut(githubPAT, 1, " ") + ".", []string{"github-pat"}, []string{spacedOut(githubPAT, 1, " ")[8:30]}},
+		{"prose and code with spaces", "the quick brown fox jumps over the lazy dog\nfor i in a b c d e f; do echo $i; done\nAKIA is how AWS keys open, ghp_ GitHub's", nil, nil},
+		{"hex dump", "00000000  7f 45 4c 46 02 01 01 00  00 00 00 00 00 00 00 00  |.ELF............|", nil, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -66,6 +71,15 @@ func TestRedact(t *testing.T) {
 			}
 		})
 	}
+}
+
+// spacedOut writes s in pieces of n characters separated by sep.
+func spacedOut(s string, n int, sep string) string {
+	var parts []string
+	for len(s) > n {
+		parts, s = append(parts, s[:n]), s[n:]
+	}
+	return strings.Join(append(parts, s), sep)
 }
 
 func TestRedactJSON(t *testing.T) {

@@ -58,8 +58,13 @@ var runCommand = Tool{
 		if res.Discarded > 0 {
 			text += fmt.Sprintf("\n[output truncated: %d bytes beyond the %d-byte limit were discarded]", res.Discarded, out.Len())
 		}
-		if env.DiskBudget > 0 && volume.Full(env.Root) {
-			text += fmt.Sprintf("\n[the session's disk budget (%d MiB for the working copy and caches) is exhausted: writes fail with \"No space left on device\"; delete files you no longer need]", env.DiskBudget>>20)
+		if env.DiskBudget > 0 {
+			switch volume.Exhausted(env.Root) {
+			case "space":
+				text += fmt.Sprintf("\n[the session's disk budget (%d MiB for the working copy and caches) is exhausted: writes fail with \"No space left on device\"; delete files you no longer need]", env.DiskBudget>>20)
+			case "files":
+				text += "\n[the session's file budget (the files the working copy and caches may hold) is exhausted: creating files fails with \"No space left on device\"; delete files you no longer need]"
+			}
 		}
 		switch {
 		case res.TimedOut:

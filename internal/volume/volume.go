@@ -30,6 +30,12 @@ type Volumes struct {
 	Dir string
 	// Size is each new volume's size in bytes: the session's disk budget.
 	Size int64
+	// Files, when positive, bounds the files (inodes) of each new volume:
+	// the session's file budget. The host's own work on a copy (git
+	// stating and hashing it after each call) grows with its files, so a
+	// copy may not hold more than the host can record. A volume has one
+	// file per 16 KiB of its size at most, whichever is fewer.
+	Files int64
 	// UID owns the volume's root (the sandbox user), when non-zero.
 	UID int
 	// mu serializes making, mounting and removing volumes (two callers
@@ -158,8 +164,15 @@ func (v *Volumes) create(ctx context.Context, img string) error {
 	if v.UID != 0 {
 		owner = ",root_owner=" + strconv.Itoa(v.UID) + ":" + strconv.Itoa(v.UID)
 	}
-	return run(ctx, "mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard"+owner, img)
+	args := []string{"-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard" + owner}
+	if v.Files > 0 && v.Files < v.Size/bytesPerInode {
+		args = append(args, "-N", strconv.FormatInt(v.Files, 10))
+	}
+	return run(ctx, "mkfs.ext4", append(args, img)...)
 }
+
+// bytesPerInode is mkfs.ext4's default ratio of size to files.
+const bytesPerInode = 16384
 
 // Remove unmounts session id's volume and deletes it with everything in
 // it. A volume still in use is detached lazily (it goes when the last
@@ -184,9 +197,11 @@ func (v *Volumes) Remove(ctx context.Context, id string) error {
 	return nil
 }
 
-// Usage is how much of a filesystem is used, and its size, in bytes.
+// Usage is how much of a filesystem is used, and its size, in bytes;
+// and how many files it holds, of how many it can.
 type Usage struct {
 	Used, Size int64
+	Files, Max int64
 }
 
 // UsageOf reads the usage of the filesystem holding path.
@@ -196,17 +211,24 @@ func UsageOf(path string) (Usage, error) {
 		return Usage{}, err
 	}
 	size := int64(st.Blocks) * st.Bsize
-	return Usage{Used: size - int64(st.Bfree)*st.Bsize, Size: size}, nil
+	return Usage{Used: size - int64(st.Bfree)*st.Bsize, Size: size, Files: int64(st.Files - st.Ffree), Max: int64(st.Files)}, nil
 }
 
-// Full says whether the volume holding path has no room left (under 1 MiB
-// free): the tool result then says the disk budget is exhausted.
-func Full(path string) bool {
+// Exhausted says what of the volume holding path is used up: "space"
+// (under 1 MiB free), "files" (under 16 files left), or "" (room left,
+// or no volume to ask). The tool result then says so.
+func Exhausted(path string) string {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(path, &st); err != nil {
-		return false
+		return ""
 	}
-	return int64(st.Bavail)*st.Bsize < 1<<20
+	switch {
+	case int64(st.Bavail)*st.Bsize < 1<<20:
+		return "space"
+	case st.Files > 0 && st.Ffree < 16:
+		return "files"
+	}
+	return ""
 }
 
 // UnmountAll unmounts every mounted volume, keeping the images: a process

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 
@@ -49,7 +50,7 @@ func TestWritePastTheBudgetFails(t *testing.T) {
 	f.Close()
 	require.ErrorIs(t, err, syscall.ENOSPC)
 	require.Less(t, written, 256)
-	require.True(t, Full(mnt))
+	require.Equal(t, "space", Exhausted(mnt))
 	u, err := UsageOf(mnt)
 	require.NoError(t, err)
 	require.Greater(t, u.Used, int64(200<<20))
@@ -64,6 +65,43 @@ func TestWritePastTheBudgetFails(t *testing.T) {
 	require.False(t, Mounted(mnt))
 	require.NoFileExists(t, filepath.Join(v.Dir, "s1.img"))
 	require.NoDirExists(t, mnt)
+}
+
+// TestFileBudget: a volume holds no more files than its budget (the
+// attack made 150,000 files in a copy so that the host's git work after
+// every call took seconds); the control is a volume without one.
+func TestFileBudget(t *testing.T) {
+	ctx := context.Background()
+	fill := func(v *Volumes, id string) (int, error) {
+		mnt, err := v.Ensure(ctx, id)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = v.Remove(ctx, id) })
+		for i := range 6000 {
+			f, err := os.Create(filepath.Join(mnt, "f"+strconv.Itoa(i)))
+			if err != nil {
+				return i, err
+			}
+			f.Close()
+		}
+		return 6000, nil
+	}
+	v := setup(t, 256<<20)
+	v.Files = 4000
+	made, err := fill(v, "bounded")
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	require.Less(t, made, 4200)
+	require.Greater(t, made, 3500)
+	require.Equal(t, "files", Exhausted(v.Path("bounded")))
+	u, err := UsageOf(v.Path("bounded"))
+	require.NoError(t, err)
+	require.Greater(t, u.Files, int64(3500))
+	require.LessOrEqual(t, u.Max, int64(4200))
+
+	control := setup(t, 256<<20)
+	made, err = fill(control, "unbounded")
+	require.NoError(t, err)
+	require.Equal(t, 6000, made)
+	require.Empty(t, Exhausted(control.Path("unbounded")))
 }
 
 func TestRemountAfterUnmount(t *testing.T) {

@@ -207,6 +207,35 @@ func execGit(ctx context.Context, dir string, env []string, stdin []byte, argv [
 	return runGit(ctx, dir, env, stdin, nil, argv, verb)
 }
 
+// Bound places a git run in bounds of its own before it starts (the
+// sandbox's cgroups, with a command's processor, memory and process
+// limits): the host's work on a copy grows with what the session put in
+// it, and must not take more of the machine than a command may.
+// StartBounded starts cmd within the bounds; release removes them once
+// cmd has ended.
+type Bound interface {
+	StartBounded(cmd *exec.Cmd) (release func(), err error)
+}
+
+type boundKey struct{}
+
+// WithBound makes every git run under ctx start within b (nil: none).
+func WithBound(ctx context.Context, b Bound) context.Context {
+	if b == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, boundKey{}, b)
+}
+
+// start starts cmd, within the bound ctx carries if any; release is to be
+// called once it has ended.
+func start(ctx context.Context, cmd *exec.Cmd) (release func(), err error) {
+	if b, ok := ctx.Value(boundKey{}).(Bound); ok {
+		return b.StartBounded(cmd)
+	}
+	return func() {}, cmd.Start()
+}
+
 // runGit is the one place git is started (as another user when as is
 // set): time-bounded (unless the caller's context is shorter), its output
 // capped. verb names the run in errors.
@@ -226,7 +255,11 @@ func runGit(ctx context.Context, dir string, env []string, stdin []byte, as *sys
 	}
 	out, errb := &limitedBuffer{max: maxGitOutput}, &limitedBuffer{max: 1 << 20}
 	cmd.Stdout, cmd.Stderr = out, errb
-	err := cmd.Run()
+	release, err := start(ctx, cmd)
+	if err == nil {
+		err = cmd.Wait()
+		release()
+	}
 	if out.over {
 		return "", fmt.Errorf("git %s: output %w", verb, ErrTooLarge)
 	}

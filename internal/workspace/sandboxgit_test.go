@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -64,4 +65,45 @@ func gitT(t *testing.T, dir string, args ...string) {
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "git %v: %s", args, out)
+}
+
+// countingBound starts what it is given and counts it.
+type countingBound struct{ started []string }
+
+func (c *countingBound) StartBounded(cmd *exec.Cmd) (func(), error) {
+	c.started = append(c.started, strings.Join(cmd.Args, " "))
+	return func() {}, cmd.Start()
+}
+
+// TestGitRunsWithinTheBound: every git run on a copy under a context
+// carrying a bound starts through it (the sandbox's cgroups in the
+// server), and none does without one.
+func TestGitRunsWithinTheBound(t *testing.T) {
+	tmp := t.TempDir()
+	src := filepath.Join(tmp, "src")
+	gitT(t, tmp, "init", "-q", src)
+	require.NoError(t, os.WriteFile(filepath.Join(src, "f"), []byte("x\n"), 0o644))
+	gitT(t, src, "add", "f")
+	gitT(t, src, "commit", "-qm", "init")
+	copyDir := filepath.Join(tmp, "copy")
+	require.NoError(t, Clone(context.Background(), src, copyDir))
+	base, err := Head(context.Background(), copyDir)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(copyDir, "g"), []byte("y\n"), 0o644))
+
+	b := &countingBound{}
+	ctx := WithBound(context.Background(), b)
+	_, err = Capture(ctx, copyDir, base)
+	require.NoError(t, err)
+	d, err := Compute(ctx, copyDir, base)
+	require.NoError(t, err)
+	require.Contains(t, d.Patch, "+y")
+	require.NotEmpty(t, b.started)
+	for _, s := range b.started {
+		require.True(t, strings.HasPrefix(s, "git "), s)
+	}
+	n := len(b.started)
+	_, err = Compute(context.Background(), copyDir, base)
+	require.NoError(t, err)
+	require.Len(t, b.started, n, "a context without a bound starts git plainly")
 }
