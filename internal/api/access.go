@@ -10,11 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // access is who may call a route: every route declares one, and the
@@ -101,41 +100,29 @@ func (s *Server) authorize(r *http.Request, acc access) (*http.Request, error) {
 		token, ok = c.Value, true
 	}
 	if !ok {
-		return r, fmt.Errorf("%w: no credential: send Authorization: Bearer TOKEN (`paddock login`, or `paddock tokens create`)", store.ErrUnauthenticated)
+		return r, fmt.Errorf("%w: no credential: send Authorization: Bearer TOKEN (`paddock login`, or `paddock tokens create`)", errdefs.ErrUnauthenticated)
 	}
 	p, err := s.Service.AuthenticateFrom(r.Context(), Source(r), token)
-	var throttled *engine.ThrottledError
+	var throttled *errdefs.ThrottledError
 	if errors.As(err, &throttled) {
 		return r, err
 	}
 	if err != nil {
-		return r, fmt.Errorf("%w: the token is not valid (unknown, expired or revoked): log in again with `paddock login` or ask for a new token", store.ErrUnauthenticated)
+		return r, fmt.Errorf("%w: the token is not valid (unknown, expired or revoked): log in again with `paddock login` or ask for a new token", errdefs.ErrUnauthenticated)
 	}
 	r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
 	ctx := r.Context()
 	switch acc.kind {
 	case kindAdmin:
 		if !p.Admin {
-			return r, fmt.Errorf("%w: %s %s needs a server administrator", store.ErrDenied, r.Method, r.URL.Path)
+			return r, fmt.Errorf("%w: %s %s needs a server administrator", errdefs.ErrDenied, r.Method, r.URL.Path)
 		}
 	case kindSession:
-		id := r.PathValue("id")
-		x, err := s.Service.Store.GetSession(ctx, id)
-		if err != nil {
-			return r, err
-		}
-		return r, s.Service.Allow(ctx, p, x.Project, acc.action, fmt.Sprintf("session %q", id))
+		_, err := s.Service.SessionFor(ctx, p, r.PathValue("id"), acc.action)
+		return r, err
 	case kindApproval:
-		id := r.PathValue("id")
-		a, err := s.Service.Store.GetApproval(ctx, id)
-		if err != nil {
-			return r, err
-		}
-		x, err := s.Service.Store.GetSession(ctx, a.SessionID)
-		if err != nil {
-			return r, err
-		}
-		return r, s.Service.Allow(ctx, p, x.Project, acc.action, fmt.Sprintf("approval %q", id))
+		_, _, err := s.Service.ApprovalFor(ctx, p, r.PathValue("id"), acc.action)
+		return r, err
 	case kindProject:
 		project := r.PathValue(acc.param)
 		return r, s.Service.Allow(ctx, p, project, acc.action, fmt.Sprintf("project %q", project))

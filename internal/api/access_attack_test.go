@@ -19,6 +19,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 )
@@ -118,7 +119,7 @@ func (e *attackEnv) member(t *testing.T, project, user, role string) {
 func (e *attackEnv) session(t *testing.T, id, project, key string) {
 	t.Helper()
 	_, _, err := e.st.CreateSession(context.Background(), store.NewSession{ID: id, Project: project, IdempotencyKey: key,
-		Agent:     store.Agent{Project: project, Name: "a", Spec: []byte(`{}`), Digest: "d"},
+		Agent:     spec.Record{Project: project, Name: "a", Spec: []byte(`{}`), Digest: "d"},
 		CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "tester"}, StartKind: session.KindStart})
 	require.NoError(t, err)
 }
@@ -215,7 +216,7 @@ func TestAttackTriggerNameLeaksHiddenAgent(t *testing.T) {
 	e := attackServer(t)
 	e.project(t, "secret")
 	e.project(t, "mine")
-	_, err := e.st.ApplyAgents(context.Background(), []store.Agent{{Project: "secret", Name: "payroll-bot", Digest: "d",
+	_, err := e.st.ApplyAgents(context.Background(), []spec.Record{{Project: "secret", Name: "payroll-bot", Digest: "d",
 		Spec: []byte(`{"name":"payroll-bot","project":"secret","model":"replay/demo","triggers":[{"name":"deploy","message":"go"}]}`)}})
 	require.NoError(t, err)
 	eve := e.user(t, "eve")

@@ -22,11 +22,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
-	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
@@ -124,7 +124,7 @@ func (s *Server) Handler() http.Handler {
 			s.error(w, r, fmt.Errorf("%w: %s %s: allowed methods are %s", errMethod, r.Method, r.URL.Path, strings.Join(allow, ", ")))
 			return
 		}
-		s.error(w, r, fmt.Errorf("%w: no route %s %s", store.ErrNotFound, r.Method, r.URL.Path))
+		s.error(w, r, fmt.Errorf("%w: no route %s %s", errdefs.ErrNotFound, r.Method, r.URL.Path))
 	})
 	return s.recoverer(mux)
 }
@@ -155,7 +155,7 @@ func (s *Server) checked(acc access, fn http.HandlerFunc, params []string) http.
 	return func(w http.ResponseWriter, r *http.Request) {
 		q, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
-			s.error(w, r, fmt.Errorf("%w: query: %v", store.ErrInvalid, err))
+			s.error(w, r, fmt.Errorf("%w: query: %v", errdefs.ErrInvalid, err))
 			return
 		}
 		for k, v := range q {
@@ -164,11 +164,11 @@ func (s *Server) checked(acc access, fn http.HandlerFunc, params []string) http.
 				if len(params) > 0 {
 					want = "takes " + strings.Join(params, ", ")
 				}
-				s.error(w, r, fmt.Errorf("%w: unknown query parameter %q: this route %s", store.ErrInvalid, clip(k), want))
+				s.error(w, r, fmt.Errorf("%w: unknown query parameter %q: this route %s", errdefs.ErrInvalid, clip(k), want))
 				return
 			}
 			if len(v) > 1 {
-				s.error(w, r, fmt.Errorf("%w: query parameter %s given %d times", store.ErrInvalid, k, len(v)))
+				s.error(w, r, fmt.Errorf("%w: query parameter %s given %d times", errdefs.ErrInvalid, k, len(v)))
 				return
 			}
 			if err := field("query parameter "+k, v[0], MaxField); err != nil {
@@ -184,7 +184,7 @@ func (s *Server) checked(acc access, fn http.HandlerFunc, params []string) http.
 		}
 		r, err = s.authorize(r, acc)
 		if err != nil {
-			if errors.Is(err, store.ErrUnauthenticated) {
+			if errors.Is(err, errdefs.ErrUnauthenticated) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="paddock"`)
 			}
 			// A refused request's body is never read: the connection
@@ -207,11 +207,11 @@ func (s *Server) checked(acc access, fn http.HandlerFunc, params []string) http.
 func field(what, v string, max int) error {
 	switch {
 	case !utf8.ValidString(v):
-		return fmt.Errorf("%w: %s is not valid UTF-8", store.ErrInvalid, what)
+		return fmt.Errorf("%w: %s is not valid UTF-8", errdefs.ErrInvalid, what)
 	case len(v) > max:
-		return fmt.Errorf("%w: %s has %d bytes, at most %d", store.ErrInvalid, what, len(v), max)
+		return fmt.Errorf("%w: %s has %d bytes, at most %d", errdefs.ErrInvalid, what, len(v), max)
 	case strings.ContainsFunc(v, unicode.IsControl):
-		return fmt.Errorf("%w: %s contains control characters", store.ErrInvalid, what)
+		return fmt.Errorf("%w: %s contains control characters", errdefs.ErrInvalid, what)
 	}
 	return nil
 }
@@ -231,7 +231,7 @@ func boolParam(r *http.Request, name string) (bool, error) {
 	case "true":
 		return true, nil
 	default:
-		return false, fmt.Errorf("%w: %s=%q: want true or false", store.ErrInvalid, name, clip(v))
+		return false, fmt.Errorf("%w: %s=%q: want true or false", errdefs.ErrInvalid, name, clip(v))
 	}
 }
 
@@ -256,7 +256,7 @@ var (
 // error codes), for every transport that answers HTTP.
 func StatusOf(err error) (int, string) {
 	var maxErr *http.MaxBytesError
-	var throttled *engine.ThrottledError
+	var throttled *errdefs.ThrottledError
 	switch {
 	case errors.As(err, &throttled):
 		return http.StatusTooManyRequests, "too_many_failures"
@@ -268,15 +268,15 @@ func StatusOf(err error) (int, string) {
 		return http.StatusUnsupportedMediaType, "unsupported_media_type"
 	case errors.Is(err, errBodyTimeout):
 		return http.StatusRequestTimeout, "timeout"
-	case errors.Is(err, store.ErrInvalid):
+	case errors.Is(err, errdefs.ErrInvalid):
 		return http.StatusBadRequest, "invalid"
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, errdefs.ErrNotFound):
 		return http.StatusNotFound, "not_found"
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, errdefs.ErrConflict):
 		return http.StatusConflict, "conflict"
-	case errors.Is(err, store.ErrDenied):
+	case errors.Is(err, errdefs.ErrDenied):
 		return http.StatusForbidden, "denied"
-	case errors.Is(err, errUnsigned), errors.Is(err, store.ErrUnauthenticated):
+	case errors.Is(err, errUnsigned), errors.Is(err, errdefs.ErrUnauthenticated):
 		return http.StatusUnauthorized, "unauthenticated"
 	case errors.Is(err, errGone):
 		return http.StatusGone, "gone"
@@ -289,15 +289,15 @@ func StatusOf(err error) (int, string) {
 func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	code, name := StatusOf(err)
 	body := Error{Error: err.Error(), Code: name}
-	var slot *store.SlotConflictError
+	var slot *errdefs.SlotConflictError
 	if errors.As(err, &slot) {
 		body.SessionID = slot.SessionID
 	}
-	var key *engine.KeyConflictError
+	var key *errdefs.KeyConflictError
 	if errors.As(err, &key) {
 		body.SessionID = key.SessionID
 	}
-	var throttled *engine.ThrottledError
+	var throttled *errdefs.ThrottledError
 	if errors.As(err, &throttled) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(throttled.Wait.Seconds())+1))
 	}
@@ -367,7 +367,7 @@ func readBody(w http.ResponseWriter, r *http.Request, types []string) ([]byte, e
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return nil, fmt.Errorf("%w: the request body did not arrive within %s", errBodyTimeout, limit)
 	case err != nil:
-		return nil, fmt.Errorf("%w: request body: incomplete or unreadable (%v)", store.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: request body: incomplete or unreadable (%v)", errdefs.ErrInvalid, err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, nil
@@ -381,7 +381,7 @@ func readBody(w http.ResponseWriter, r *http.Request, types []string) ([]byte, e
 		return nil, fmt.Errorf("%w: Content-Type %q: this route takes %s", errMediaType, clip(ct), strings.Join(types, ", "))
 	}
 	if !utf8.Valid(body) {
-		return nil, fmt.Errorf("%w: request body is not valid UTF-8", store.ErrInvalid)
+		return nil, fmt.Errorf("%w: request body is not valid UTF-8", errdefs.ErrInvalid)
 	}
 	return body, nil
 }
@@ -397,15 +397,15 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 		body = []byte("{}")
 	}
 	if err := session.CheckJSON(body, v); err != nil {
-		return fmt.Errorf("%w: request body: %w", store.ErrInvalid, err)
+		return fmt.Errorf("%w: request body: %w", errdefs.ErrInvalid, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: request body: %v", store.ErrInvalid, err)
+		return fmt.Errorf("%w: request body: %v", errdefs.ErrInvalid, err)
 	}
 	if dec.More() {
-		return fmt.Errorf("%w: request body: trailing data after the JSON object", store.ErrInvalid)
+		return fmt.Errorf("%w: request body: trailing data after the JSON object", errdefs.ErrInvalid)
 	}
 	return nil
 }
@@ -456,7 +456,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	list, err := s.Service.Store.ListAgents(r.Context(), p)
+	list, err := s.Service.Agents(r.Context(), principal(r), p)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -471,10 +471,10 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if name := r.PathValue("name"); !spec.ValidName(name) {
-		s.error(w, r, fmt.Errorf("%w: agent %q: want 1-63 lowercase letters, digits and dashes", store.ErrInvalid, clip(name)))
+		s.error(w, r, fmt.Errorf("%w: agent %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, clip(name)))
 		return
 	}
-	a, err := s.Service.Store.GetAgent(r.Context(), p, r.PathValue("name"))
+	a, err := s.Service.Agent(r.Context(), principal(r), p, r.PathValue("name"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -526,42 +526,30 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if a := q.Get("agent"); a != "" && !spec.ValidName(a) {
-		s.error(w, r, fmt.Errorf("%w: agent %q: want 1-63 lowercase letters, digits and dashes", store.ErrInvalid, clip(a)))
-		return
-	}
-	f := store.SessionFilter{Project: q.Get("project"), Agent: q.Get("agent"), Status: session.Status(q.Get("status")), IncludeArchived: archived}
-	if f.Within, f.Scoped, err = s.scope(r, identity.Read); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if f.Status != "" && !f.Status.Valid() {
-		s.error(w, r, fmt.Errorf("%w: status %q: want queued, running, awaiting, failed or stopped", store.ErrInvalid, f.Status))
-		return
-	}
+	f := session.Filter{Project: q.Get("project"), Agent: q.Get("agent"), Status: session.Status(q.Get("status")), IncludeArchived: archived}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 {
-			s.error(w, r, fmt.Errorf("%w: limit %q: want a positive number", store.ErrInvalid, l))
+			s.error(w, r, fmt.Errorf("%w: limit %q: want a positive number", errdefs.ErrInvalid, l))
 			return
 		}
 		f.Limit = n
 	}
 	f.Before = q.Get("before")
-	list, err := s.Service.Store.ListSessions(r.Context(), f)
+	list, err := s.Service.Sessions(r.Context(), principal(r), f)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
 	out := map[string]any{"sessions": nonNil(list)}
-	if page := f.Limit; len(list) > 0 && (len(list) == page || len(list) == store.MaxPage) {
+	if page := f.Limit; len(list) > 0 && (len(list) == page || len(list) == session.MaxPage) {
 		out["next"] = list[len(list)-1].ID // ?before=next lists the page after this one
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
-	x, err := s.Service.Store.GetSession(r.Context(), r.PathValue("id"))
+	x, err := s.Service.Session(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -584,11 +572,7 @@ func (s *Server) sendCommand(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listCommands(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.Service.Store.GetSession(r.Context(), r.PathValue("id")); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	list, err := s.Service.Store.ListCommands(r.Context(), r.PathValue("id"))
+	list, err := s.Service.Commands(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -597,11 +581,7 @@ func (s *Server) listCommands(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listTurns(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.Service.Store.GetSession(r.Context(), r.PathValue("id")); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	list, err := s.Service.Store.ListTurns(r.Context(), r.PathValue("id"))
+	list, err := s.Service.Turns(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -644,19 +624,8 @@ func nonNil[T any](v []T) []T {
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.ApprovalFilter{SessionID: q.Get("session"), Status: session.ApprovalStatus(q.Get("status"))}
-	switch f.Status {
-	case "", session.ApprovalPending, session.ApprovalApproved, session.ApprovalRejected, session.ApprovalExpired:
-	default:
-		s.error(w, r, fmt.Errorf("%w: status %q: want pending, approved, rejected or expired", store.ErrInvalid, clip(string(f.Status))))
-		return
-	}
-	var err error
-	if f.Within, f.Scoped, err = s.scope(r, identity.Read); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	list, err := s.Service.Store.ListApprovals(r.Context(), f)
+	f := session.ApprovalFilter{SessionID: q.Get("session"), Status: session.ApprovalStatus(q.Get("status"))}
+	list, err := s.Service.Approvals(r.Context(), principal(r), identity.Read, f)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -665,7 +634,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
-	a, err := s.Service.Store.GetApproval(r.Context(), r.PathValue("id"))
+	a, _, err := s.Service.ApprovalFor(r.Context(), principal(r), r.PathValue("id"), identity.Read)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -731,13 +700,13 @@ func (s *Server) replayPolicy(w http.ResponseWriter, r *http.Request) {
 	}
 	since, err := policy.ParseSince(r.URL.Query().Get("since"), time.Now())
 	if err != nil {
-		s.error(w, r, fmt.Errorf("%w: %w", store.ErrInvalid, err))
+		s.error(w, r, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err))
 		return
 	}
 	examples := 3
 	if e := r.URL.Query().Get("examples"); e != "" {
 		if examples, err = strconv.Atoi(e); err != nil || examples < 0 {
-			s.error(w, r, fmt.Errorf("%w: examples: want a number ≥ 0", store.ErrInvalid))
+			s.error(w, r, fmt.Errorf("%w: examples: want a number ≥ 0", errdefs.ErrInvalid))
 			return
 		}
 	}
@@ -828,12 +797,7 @@ type DiskResponse struct {
 }
 
 func (s *Server) disk(w http.ResponseWriter, r *http.Request) {
-	x, err := s.Service.Store.GetSession(r.Context(), r.PathValue("id"))
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	used, budget, err := s.Service.Copies.Usage(x)
+	used, budget, err := s.Service.Disk(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -855,11 +819,7 @@ func (s *Server) gc(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.Service.Store.GetSession(r.Context(), r.PathValue("id")); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	u, err := s.Service.Store.SessionUsage(r.Context(), r.PathValue("id"))
+	u, err := s.Service.Usage(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -19,6 +19,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 )
@@ -36,7 +37,7 @@ func server(t *testing.T) *httptest.Server {
 	require.NoError(t, err)
 	// Sessions that exist, for the routes that check a session first.
 	for _, id := range []string{"s", "abc", "done"} {
-		_, _, err := st.CreateSession(context.Background(), store.NewSession{ID: id, Project: "default", Agent: store.Agent{Project: "default", Name: "a", Spec: []byte(`{}`), Digest: "d"},
+		_, _, err := st.CreateSession(context.Background(), store.NewSession{ID: id, Project: "default", Agent: spec.Record{Project: "default", Name: "a", Spec: []byte(`{}`), Digest: "d"},
 			CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "tester"}, StartKind: session.KindStart})
 		require.NoError(t, err)
 	}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/audit"
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
@@ -34,7 +34,7 @@ type Retention struct {
 }
 
 func (s *Server) contentRetention(w http.ResponseWriter, r *http.Request) {
-	d, err := s.Service.Store.ContentRetention(r.Context(), r.PathValue("name"))
+	d, err := s.Service.ContentRetention(r.Context(), principal(r), r.PathValue("name"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -50,7 +50,7 @@ func (s *Server) setContentRetention(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := time.ParseDuration(in.Content)
 	if err != nil {
-		s.error(w, r, fmt.Errorf("%w: content %q: want a duration such as 720h (0s: keep none)", store.ErrInvalid, clip(in.Content)))
+		s.error(w, r, fmt.Errorf("%w: content %q: want a duration such as 720h (0s: keep none)", errdefs.ErrInvalid, clip(in.Content)))
 		return
 	}
 	if err := s.Service.SetContentRetention(r.Context(), r.PathValue("name"), d); err != nil {
@@ -69,11 +69,8 @@ func (s *Server) auditable(r *http.Request) (func(project string) bool, error) {
 // auditSession checks that the caller may audit session id (404 when they
 // have no role in its project).
 func (s *Server) auditSession(r *http.Request, id string) error {
-	x, err := s.Service.Store.GetSession(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	return s.Service.Allow(r.Context(), principal(r), x.Project, identity.Audit, fmt.Sprintf("session %q", id))
+	_, err := s.Service.SessionFor(r.Context(), principal(r), id, identity.Audit)
+	return err
 }
 
 func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) {
@@ -100,24 +97,19 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
 		format = audit.FormatJSONL
 	}
 	if format != audit.FormatJSONL && format != audit.FormatCEF {
-		s.error(w, r, fmt.Errorf("%w: format %q: want jsonl or cef", store.ErrInvalid, clip(format)))
+		s.error(w, r, fmt.Errorf("%w: format %q: want jsonl or cef", errdefs.ErrInvalid, clip(format)))
 		return
 	}
 	var since time.Time
 	if v := q.Get("since"); v != "" {
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
-			s.error(w, r, fmt.Errorf("%w: since %q: want an RFC 3339 time such as 2026-11-30T12:00:00Z", store.ErrInvalid, clip(v)))
+			s.error(w, r, fmt.Errorf("%w: since %q: want an RFC 3339 time such as 2026-11-30T12:00:00Z", errdefs.ErrInvalid, clip(v)))
 			return
 		}
 		since = t
 	}
 	follow, err := boolParam(r, "follow")
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	keep, err := s.auditable(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -131,7 +123,7 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
 	// following, what is written next, checked for every second.
 	cursor := int64(-1)
 	for started := false; ; started = true {
-		entries, next, err := s.Service.Store.AuditAfter(r.Context(), cursor, exportPage)
+		entries, next, full, err := s.Service.AuditAfter(r.Context(), principal(r), cursor, exportPage)
 		if err != nil {
 			if !started {
 				s.error(w, r, err)
@@ -147,7 +139,7 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
 		cursor = next
 		kept := entries[:0:0]
 		for _, e := range entries {
-			if e.Kind != "unreadable" && !e.Time.Before(since) && keep(e.Project) {
+			if e.Kind != "unreadable" && !e.Time.Before(since) {
 				kept = append(kept, e)
 			}
 		}
@@ -155,7 +147,7 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
 			s.Logger.Warn("audit export cut short", "err", err)
 			return
 		}
-		if len(entries) == exportPage {
+		if full {
 			continue
 		}
 		if !follow {
@@ -216,13 +208,13 @@ func (s *Server) prove(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	seq, err := strconv.ParseInt(q.Get("seq"), 10, 64)
 	if err != nil || seq < 1 {
-		s.error(w, r, fmt.Errorf("%w: seq %q: want an entry's number (1, 2, …)", store.ErrInvalid, clip(q.Get("seq"))))
+		s.error(w, r, fmt.Errorf("%w: seq %q: want an entry's number (1, 2, …)", errdefs.ErrInvalid, clip(q.Get("seq"))))
 		return
 	}
 	var old int64
 	if v := q.Get("old"); v != "" {
 		if old, err = strconv.ParseInt(v, 10, 64); err != nil || old < 0 {
-			s.error(w, r, fmt.Errorf("%w: old %q: want the size of an older checkpoint", store.ErrInvalid, clip(v)))
+			s.error(w, r, fmt.Errorf("%w: old %q: want the size of an older checkpoint", errdefs.ErrInvalid, clip(v)))
 			return
 		}
 	}
@@ -241,7 +233,7 @@ func (s *Server) prove(w http.ResponseWriter, r *http.Request) {
 func (s *Server) auditKey(w http.ResponseWriter, r *http.Request) {
 	pub := s.Service.Sealer.Public()
 	if pub == nil {
-		s.error(w, r, fmt.Errorf("this server seals no audit logs: %w", store.ErrNotFound))
+		s.error(w, r, fmt.Errorf("this server seals no audit logs: %w", errdefs.ErrNotFound))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"algorithm": "ed25519", "publicKey": base64.StdEncoding.EncodeToString(pub)})

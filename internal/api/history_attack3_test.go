@@ -4,9 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/stretchr/testify/require"
-
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // TestAttack3HistoryScoped: a session's checkpoint history (paths and
@@ -18,8 +17,8 @@ func TestAttack3HistoryScoped(t *testing.T) {
 	e.project(t, "secret")
 	e.project(t, "mine")
 	e.session(t, "hidden", "secret", "")
-	_, _, err := e.st.SaveCheckpoint(context.Background(), store.Checkpoint{SessionID: "hidden", Base: "b", Tree: "t", CallID: "c",
-		Files: []store.CheckpointFile{{Path: "credentials.txt", Mode: "100644", Blob: "deadbeef"}}}, map[string][]byte{"deadbeef": []byte("sealed")})
+	_, _, err := e.st.SaveStep(context.Background(), session.Step{SessionID: "hidden", Base: "b", Tree: "t", CallID: "c",
+		Files: []session.StepFile{{Path: "credentials.txt", Mode: "100644", Blob: "deadbeef"}}}, map[string][]byte{"deadbeef": []byte("sealed")})
 	require.NoError(t, err)
 	eve := e.user(t, "eve")
 	e.member(t, "mine", "eve", "guest")

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // Whoami is the caller and their projects.
@@ -197,7 +197,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	if in.Expires != "" {
 		d, err := time.ParseDuration(in.Expires)
 		if err != nil {
-			s.error(w, r, fmt.Errorf("%w: expires %q: want a duration such as 720h", store.ErrInvalid, clip(in.Expires)))
+			s.error(w, r, fmt.Errorf("%w: expires %q: want a duration such as 720h", errdefs.ErrInvalid, clip(in.Expires)))
 			return
 		}
 		ttl = d

@@ -5,7 +5,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
-	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/session"
 )
 
 func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
@@ -43,11 +43,7 @@ func (s *Server) unpark(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listParks(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.Service.Store.GetSession(r.Context(), r.PathValue("id")); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	list, err := s.Service.Store.ListParks(r.Context(), r.PathValue("id"), false)
+	list, err := s.Service.Parks(r.Context(), principal(r), r.PathValue("id"), false)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -63,13 +59,8 @@ func (s *Server) parked(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	f := store.SessionFilter{Project: q.Get("project"), Agent: q.Get("agent"), IncludeArchived: true}
-	var err error
-	if f.Within, f.Scoped, err = s.scope(r, identity.Read); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	list, err := s.Service.Parked(r.Context(), f)
+	f := session.Filter{Project: q.Get("project"), Agent: q.Get("agent"), IncludeArchived: true}
+	list, err := s.Service.Parked(r.Context(), principal(r), identity.Read, f)
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // events serves the transcript: as JSON, or as an SSE stream when the
@@ -19,10 +19,6 @@ import (
 // ends when the session ends or the client goes away.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if _, err := s.Service.Store.GetSession(r.Context(), id); err != nil {
-		s.error(w, r, err)
-		return
-	}
 	after := int64(0)
 	for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("after")} {
 		if v == "" {
@@ -30,13 +26,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			s.error(w, r, fmt.Errorf("%w: event position %q: want a non-negative number", store.ErrInvalid, v))
+			s.error(w, r, fmt.Errorf("%w: event position %q: want a non-negative number", errdefs.ErrInvalid, v))
 			return
 		}
 		after = n
 	}
 	if !wantsStream(r) {
-		list, err := s.Service.Store.ListEvents(r.Context(), id, after, 0)
+		list, err := s.Service.Events(r.Context(), principal(r), id, after, 0)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -44,7 +40,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"events": nonNil(list)})
 		return
 	}
-	ch, cancel := s.Service.Store.Subscribe(id)
+	ch, cancel, err := s.Service.Subscribe(r.Context(), principal(r), id)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
 	defer cancel()
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -71,7 +71,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			}
 			checked = time.Now()
 		}
-		list, err := s.Service.Store.ListEvents(r.Context(), id, after, 500)
+		list, err := s.Service.Events(r.Context(), principal(r), id, after, 500)
 		if err != nil {
 			return
 		}
@@ -98,8 +98,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		if len(list) == 0 {
 			// Resumed at (or past) the end of a session that has ended: its
 			// terminal event was already sent, so end at once.
-			if x, err := s.Service.Store.GetSession(r.Context(), id); err == nil && x.Status.Terminal() {
-				if more, err := s.Service.Store.ListEvents(r.Context(), id, after, 1); err == nil && len(more) == 0 {
+			if x, err := s.Service.Session(r.Context(), principal(r), id); err == nil && x.Status.Terminal() {
+				if more, err := s.Service.Events(r.Context(), principal(r), id, after, 1); err == nil && len(more) == 0 {
 					fmt.Fprint(w, "event: end\ndata: {}\n\n")
 					if flusher != nil {
 						flusher.Flush()

@@ -17,7 +17,6 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 const (
@@ -61,7 +60,7 @@ func (e *attackEnv) agentWithTrigger(t *testing.T, project, agent, trigger strin
 
 func (e *attackEnv) sessionsOf(t *testing.T, project string) []session.Session {
 	t.Helper()
-	list, err := e.st.ListSessions(context.Background(), store.SessionFilter{Project: project, IncludeArchived: true})
+	list, err := e.st.ListSessions(context.Background(), session.Filter{Project: project, IncludeArchived: true})
 	require.NoError(t, err)
 	return list
 }

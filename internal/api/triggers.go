@@ -15,8 +15,8 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // trigger takes a delivery for a project's trigger, signed with the
@@ -81,12 +81,12 @@ func (s *Server) trigger(w http.ResponseWriter, r *http.Request) {
 		sum := sha256.Sum256(body)
 		key = "sha256:" + hex.EncodeToString(sum[:])
 		if event, err = githubEvent(r.Header.Get("X-GitHub-Event"), payload); err != nil {
-			s.error(w, r, fmt.Errorf("%w: %w", store.ErrInvalid, err))
+			s.error(w, r, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err))
 			return
 		}
 	}
 	if err := session.Limit("delivery", key, 200); err != nil {
-		s.error(w, r, fmt.Errorf("%w: %w", store.ErrInvalid, err))
+		s.error(w, r, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err))
 		return
 	}
 	res, err := s.Service.Trigger(r.Context(), project, name, clip(event), key, payload)

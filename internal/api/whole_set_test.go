@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // The attack: a user's one session, then 2,500 newer sessions by someone
@@ -42,7 +41,7 @@ func TestRevokeUserReachesBeyondTheNewest1000(t *testing.T) {
 			Next     string            `json:"next"`
 		}
 		require.NoError(t, json.Unmarshal([]byte(body), &page))
-		require.LessOrEqual(t, len(page.Sessions), store.MaxPage)
+		require.LessOrEqual(t, len(page.Sessions), session.MaxPage)
 		for _, s := range page.Sessions {
 			require.False(t, seen[s.ID], "%s listed twice", s.ID)
 			seen[s.ID] = true

@@ -455,6 +455,24 @@ func announceBudget(logger *slog.Logger, b bound.Limits) {
 	}
 }
 
+// Migrate applies the store's schema migrations (making the data
+// directory of a SQLite store first) and returns the schema version and
+// the database's dialect.
+func Migrate(ctx context.Context, cfg config.Config) (version int, dialect string, err error) {
+	if cfg.DatabaseURL == "" {
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return 0, "", fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
+		}
+	}
+	s, err := sqlstore.Open(ctx, StoreDSN(cfg), nil)
+	if err != nil {
+		return 0, "", err
+	}
+	defer s.Close()
+	v, err := s.SchemaVersion(ctx)
+	return v, s.Dialect(), err
+}
+
 // StoreDSN is where the store is: PADDOCK_DATABASE_URL, else the SQLite
 // file in the data directory.
 func StoreDSN(cfg config.Config) string {

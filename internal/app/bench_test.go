@@ -12,7 +12,6 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // BenchmarkCommandToTurn measures, on the embedded server, the time from a
@@ -96,7 +95,7 @@ func BenchmarkLiveSessions(b *testing.B) {
 		}
 		created := time.Since(start)
 		waitFor(b, "all sessions awaiting", func() (bool, error) {
-			list, err := api.Sessions(ctx, store.SessionFilter{Project: "load", Status: session.StatusAwaiting, Limit: 1000})
+			list, err := api.Sessions(ctx, session.Filter{Project: "load", Status: session.StatusAwaiting, Limit: 1000})
 			return len(list) >= len(ids), err
 		})
 		b.ReportMetric(created.Seconds(), "create-s")

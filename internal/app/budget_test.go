@@ -12,7 +12,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // paddockIn is paddock with standard input.
@@ -34,7 +33,7 @@ func TestRunawayNonInteractiveExits3(t *testing.T) {
 	require.Equal(t, 3, code, out)
 	require.Contains(t, out, "budget exhausted: used 3 of 3 actions")
 	require.Contains(t, out, "paddock sessions diff")
-	list, err := api.Sessions(context.Background(), store.SessionFilter{Agent: name})
+	list, err := api.Sessions(context.Background(), session.Filter{Agent: name})
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	require.True(t, list[0].BudgetStopped())

@@ -15,7 +15,6 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // TestCrashMidCommandDoesNotRunItTwice kills the server with SIGKILL while
@@ -48,7 +47,7 @@ func TestCrashMidCommandDoesNotRunItTwice(t *testing.T) {
 	require.NoError(t, err)
 	var workdir string
 	waitFor(t, "the command to be running", func() (bool, error) {
-		pending, err := c.Approvals(ctx, store.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
+		pending, err := c.Approvals(ctx, session.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
 		for _, ap := range pending {
 			if _, err := c.Decide(ctx, ap.ID, true, "go ahead"); err != nil {
 				return false, err

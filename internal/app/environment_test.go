@@ -17,7 +17,6 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // moduleProxyHost is the host:443 of the machine's Go module proxy, from
@@ -62,7 +61,7 @@ func envSession(t *testing.T, agent, repo string) (session.Session, map[session.
 	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: agent, Repo: repo, Message: "test it"})
 	require.NoError(t, err)
 	waitFor(t, "the first turn of "+x.ID, func() (bool, error) {
-		pending, err := api.Approvals(ctx, store.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
+		pending, err := api.Approvals(ctx, session.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
 		for _, ap := range pending {
 			if _, err := api.Decide(ctx, ap.ID, true, "run the tests"); err != nil {
 				return false, err

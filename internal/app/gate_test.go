@@ -15,7 +15,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // gatedSession starts gated.yaml in a project whose policy asks for all but
@@ -32,7 +31,7 @@ func gatedSession(t *testing.T, project, approver string) (session.Session, sess
 	var pending []session.Approval
 	waitFor(t, "the approval request", func() (bool, error) {
 		var err error
-		pending, err = api.Approvals(ctx, store.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
+		pending, err = api.Approvals(ctx, session.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
 		return len(pending) == 1, err
 	})
 	return x, pending[0]

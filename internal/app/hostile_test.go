@@ -14,7 +14,6 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // TestPlantedCodeNeverRunsOnTheHost: an agent uses its sandboxed commands
@@ -78,7 +77,7 @@ touch %[1]s 2>/dev/null && echo MARKER-WRITABLE-IN-SANDBOX || echo planted`, mar
 	require.NoError(t, err)
 	waitFor(t, "the turn", func() (bool, error) {
 		// The planting command is not free: a person approves it.
-		pending, err := api.Approvals(ctx, store.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
+		pending, err := api.Approvals(ctx, session.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
 		for _, ap := range pending {
 			if _, err := api.Decide(ctx, ap.ID, true, "let it plant"); err != nil {
 				return false, err

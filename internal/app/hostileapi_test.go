@@ -18,6 +18,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 )
 
@@ -159,7 +160,7 @@ func TestAcceptBeforeAWorkingCopy(t *testing.T) {
 	ctx := context.Background()
 	// Recorded but never woken: it stays queued without a working copy.
 	x, _, err := shared.Service.Store.CreateSession(ctx, store.NewSession{
-		ID: unique("unprovisioned"), Project: "default", Agent: store.Agent{Project: "default", Name: "adhoc", Spec: json.RawMessage(`{}`)},
+		ID: unique("unprovisioned"), Project: "default", Agent: spec.Record{Project: "default", Name: "adhoc", Spec: json.RawMessage(`{}`)},
 		CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "tester"}, StartKind: session.KindStart, StartPayload: json.RawMessage(`{}`),
 	})
 	require.NoError(t, err)

@@ -19,7 +19,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // TestEveryCallIsAuthenticated: without a valid token every route but the
@@ -101,7 +100,7 @@ func TestProjectsScopeEverything(t *testing.T) {
 	_, err = asBea.Session(ctx, x.ID)
 	_, errMissing := asBea.Session(ctx, missing)
 	require.Equal(t, strings.Replace(errMissing.Error(), missing, x.ID, 1), err.Error(), "no hint that it exists")
-	list, err := asBea.Sessions(ctx, store.SessionFilter{})
+	list, err := asBea.Sessions(ctx, session.Filter{})
 	require.NoError(t, err)
 	for _, s := range list {
 		require.NotEqual(t, x.ID, s.ID)
@@ -113,7 +112,7 @@ func TestProjectsScopeEverything(t *testing.T) {
 	require.NotContains(t, exported.String(), x.ID, "an export shows only the caller's projects")
 
 	// Ann sees it; the auditor reads its log but may not steer it.
-	list, err = asAnn.Sessions(ctx, store.SessionFilter{})
+	list, err = asAnn.Sessions(ctx, session.Filter{})
 	require.NoError(t, err)
 	require.True(t, hasSession(list, x.ID))
 	_, err = asAud.AuditLog(ctx, x.ID, false)
@@ -139,7 +138,7 @@ func TestProjectsScopeEverything(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, x.ID)
 	waitStatus(t, x.ID, session.StatusStopped)
-	_, err = asAnn.Sessions(ctx, store.SessionFilter{})
+	_, err = asAnn.Sessions(ctx, session.Filter{})
 	require.Equal(t, http.StatusUnauthorized, apiStatus(t, err))
 	log, err := api.AuditLog(ctx, x.ID, false)
 	require.NoError(t, err)
@@ -319,7 +318,7 @@ func turnApproving(t *testing.T, c *client.Client, id, what string) {
 		if s.Status == session.StatusAwaiting || err != nil {
 			return true, err
 		}
-		aps, _ := c.Approvals(ctx, store.ApprovalFilter{SessionID: id, Status: session.ApprovalPending})
+		aps, _ := c.Approvals(ctx, session.ApprovalFilter{SessionID: id, Status: session.ApprovalPending})
 		for _, ap := range aps {
 			_, err = c.Decide(ctx, ap.ID, true, "")
 		}

@@ -24,12 +24,12 @@ import (
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/kube"
 	"github.com/paddock-dev/paddock/internal/pod"
 	"github.com/paddock-dev/paddock/internal/pod/podtest"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // kubeEnv is a real kube-apiserver with Paddock's CRDs and
@@ -261,7 +261,7 @@ spec:
 		return strings.HasPrefix(out, "False ") && strings.Contains(out, "carol is member in project team-a"), err
 	})
 	_, err = a.Service.Store.GetAgent(ctx, "team-a", "carolsagent")
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, errdefs.ErrNotFound)
 
 	// A status naming another project's session (written by someone who
 	// may write statuses) is not acted on: the controller puts its own
@@ -419,7 +419,7 @@ spec:
 	out, err = k.kubectl(k.admin, "apiVersion: paddock.dev/v1alpha1\nkind: Session\nmetadata: {name: build, namespace: team-a}\nspec: {agent: builder, message: make it}\n", "apply", "-f", "-")
 	require.NoError(t, err, out)
 	approve := func(id string) error {
-		pending, err := pc.Approvals(ctx, store.ApprovalFilter{SessionID: id, Status: session.ApprovalPending})
+		pending, err := pc.Approvals(ctx, session.ApprovalFilter{SessionID: id, Status: session.ApprovalPending})
 		for _, ap := range pending {
 			if err == nil {
 				_, err = pc.Decide(ctx, ap.ID, true, "fine")

@@ -12,7 +12,6 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 func TestAgentArchivesItself(t *testing.T) {
@@ -51,7 +50,7 @@ func TestStopWithRespawnHandsOff(t *testing.T) {
 	waitStatus(t, first.ID, session.StatusStopped)
 	var next session.Session
 	waitFor(t, "the successor", func() (bool, error) {
-		list, err := api.Sessions(ctx, store.SessionFilter{Agent: keeper, Status: session.StatusAwaiting})
+		list, err := api.Sessions(ctx, session.Filter{Agent: keeper, Status: session.StatusAwaiting})
 		if len(list) == 1 {
 			next = list[0]
 		}

@@ -18,7 +18,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/provider/providertest"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // Planted credentials, stored reversed and turned around at run time: the
@@ -71,7 +70,7 @@ func TestPlantedSecretsAreNowhereInTheDataDirectory(t *testing.T) {
 		if s.Status == session.StatusAwaiting || s.Status == session.StatusFailed {
 			return true, err
 		}
-		aps, _ := c.Approvals(ctx, store.ApprovalFilter{SessionID: x.ID})
+		aps, _ := c.Approvals(ctx, session.ApprovalFilter{SessionID: x.ID})
 		for _, ap := range aps {
 			if ap.Status == session.ApprovalPending {
 				_, err = c.Decide(ctx, ap.ID, true, "")

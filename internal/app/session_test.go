@@ -17,7 +17,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 func applyAgent(t *testing.T, name, model string, extra string) {
@@ -190,7 +189,7 @@ func TestSingletonRetryArchive(t *testing.T) {
 	// Archive, then a message revives it.
 	_, err = api.Archive(ctx, first.ID)
 	require.NoError(t, err)
-	list, err := api.Sessions(ctx, store.SessionFilter{Agent: single})
+	list, err := api.Sessions(ctx, session.Filter{Agent: single})
 	require.NoError(t, err)
 	require.Empty(t, list)
 	send(t, first.ID, session.KindMessage, session.MessagePayload{Message: "wake up"})

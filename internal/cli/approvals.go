@@ -8,12 +8,11 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 func newApprovals(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "approvals", Aliases: []string{"approval"}, Short: "List and decide tool calls waiting for permission"}
-	var f store.ApprovalFilter
+	var f session.ApprovalFilter
 	var all bool
 	ls := &cobra.Command{
 		Use:   "ls [--session ID] [--all]",
@@ -58,7 +57,7 @@ func newApprovals(g *globals) *cobra.Command {
 		Short: "Print an approval's whole call (every line of a command, every argument, an edit as a diff, escaped) and its analysis piece by piece",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			list, err := g.remote().Approvals(cmd.Context(), store.ApprovalFilter{})
+			list, err := g.remote().Approvals(cmd.Context(), session.ApprovalFilter{})
 			if err != nil {
 				return err
 			}

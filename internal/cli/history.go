@@ -5,9 +5,8 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/spf13/cobra"
-
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 func newHistory(g *globals) *cobra.Command {
@@ -47,12 +46,12 @@ func newHistory(g *globals) *cobra.Command {
 				return nil
 			}
 			for _, c := range steps {
-				fmt.Fprintf(g.io.Out, "step %d  %s  after %s  %d file(s) differ from the base %.12s\n", c.Step, c.CreatedAt.Local().Format("2006-01-02 15:04:05"), visible(c.CallID, false), len(c.Files), c.Base)
+				fmt.Fprintf(g.io.Out, "step %d  %s  after %s  %d file(s) differ from the base %.12s\n", c.Number, c.CreatedAt.Local().Format("2006-01-02 15:04:05"), visible(c.CallID, false), len(c.Files), c.Base)
 				for _, s := range c.Skipped {
 					fmt.Fprintf(g.io.Out, "  not held: %s\n", visible(s, false))
 				}
 			}
-			last := steps[len(steps)-1].Step
+			last := steps[len(steps)-1].Number
 			fmt.Fprintf(g.io.Out, "what a step changed: paddock sessions history %s %d %d\n", args[0], last-1, last)
 			return nil
 		},
@@ -60,18 +59,18 @@ func newHistory(g *globals) *cobra.Command {
 }
 
 // stepsOf finds steps a and b (0 is the base: no file differs).
-func stepsOf(steps []store.Checkpoint, a, b string) (store.Checkpoint, store.Checkpoint, error) {
-	find := func(s string) (store.Checkpoint, error) {
+func stepsOf(steps []session.Step, a, b string) (session.Step, session.Step, error) {
+	find := func(s string) (session.Step, error) {
 		n, err := strconv.Atoi(s)
 		if err == nil && n == 0 {
-			return store.Checkpoint{}, nil
+			return session.Step{}, nil
 		}
 		for _, c := range steps {
-			if err == nil && c.Step == n {
+			if err == nil && c.Number == n {
 				return c, nil
 			}
 		}
-		return store.Checkpoint{}, fmt.Errorf("no step %q: the session has steps 0 (its base) to %d", s, len(steps))
+		return session.Step{}, fmt.Errorf("no step %q: the session has steps 0 (its base) to %d", s, len(steps))
 	}
 	x, err := find(a)
 	if err != nil {
@@ -90,9 +89,9 @@ type FileChange struct {
 // StepDiff lists the files whose state differs between checkpoints a and
 // b. A checkpoint names every file that differs from the base; one it does
 // not name is as in the base.
-func StepDiff(a, b store.Checkpoint) []FileChange {
-	state := func(c store.Checkpoint) map[string]store.CheckpointFile {
-		m := map[string]store.CheckpointFile{}
+func StepDiff(a, b session.Step) []FileChange {
+	state := func(c session.Step) map[string]session.StepFile {
+		m := map[string]session.StepFile{}
 		for _, f := range c.Files {
 			m[f.Path] = f
 		}

@@ -3,18 +3,17 @@ package cli
 import (
 	"testing"
 
+	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/stretchr/testify/require"
-
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 func TestStepDiff(t *testing.T) {
-	f := func(path, mode, blob string) store.CheckpointFile {
-		return store.CheckpointFile{Path: path, Mode: mode, Blob: blob}
+	f := func(path, mode, blob string) session.StepFile {
+		return session.StepFile{Path: path, Mode: mode, Blob: blob}
 	}
-	step := func(files ...store.CheckpointFile) store.Checkpoint { return store.Checkpoint{Files: files} }
+	step := func(files ...session.StepFile) session.Step { return session.Step{Files: files} }
 	for name, c := range map[string]struct {
-		a, b store.Checkpoint
+		a, b session.Step
 		want []FileChange
 	}{
 		"base to first":            {step(), step(f("a", "100644", "1"), f("gone", "", "")), []FileChange{{"a", "changed"}, {"gone", "deleted"}}},

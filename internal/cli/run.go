@@ -23,7 +23,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
-	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
@@ -359,7 +358,7 @@ func (f *follower) approve(ctx context.Context, r *renderer, d session.ToolCallD
 		fmt.Fprintf(f.g.io.Out, "  allow this %s call (%s)? [y/N] ", visible(d.Name, false), visible(d.Rule, false))
 		r.midText = true
 		line, err := f.readLineWhile(ctx, func() bool {
-			pending, err := f.c.Approvals(ctx, store.ApprovalFilter{SessionID: f.id, Status: session.ApprovalPending})
+			pending, err := f.c.Approvals(ctx, session.ApprovalFilter{SessionID: f.id, Status: session.ApprovalPending})
 			return err != nil || slices.ContainsFunc(pending, func(a session.Approval) bool { return a.ID == d.Approval })
 		})
 		if ctx.Err() != nil {
@@ -691,7 +690,7 @@ func newAttach(g *globals) *cobra.Command {
 				return &exitError{code: 1, msg: fmt.Sprintf("session %s is %s: there is nothing to attach to", id, x.Status)}
 			}
 			fmt.Fprintf(g.io.Out, "attached to session %s (%s); Ctrl-C interrupts the turn, twice detaches\n", id, x.Status)
-			pending, err := c.Approvals(ctx, store.ApprovalFilter{SessionID: id, Status: session.ApprovalPending})
+			pending, err := c.Approvals(ctx, session.ApprovalFilter{SessionID: id, Status: session.ApprovalPending})
 			if err != nil {
 				return err
 			}

@@ -14,7 +14,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
@@ -27,7 +26,7 @@ func printJSON(w io.Writer, v any) error {
 
 func newSessions(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "sessions", Aliases: []string{"session", "s"}, Short: "List, watch and steer sessions"}
-	var f store.SessionFilter
+	var f session.Filter
 	var status string
 	var limit int
 	var quiet, parked bool
@@ -387,7 +386,7 @@ func newSessions(g *globals) *cobra.Command {
 }
 
 // listParked prints the sessions waiting on someone and what each needs.
-func listParked(cmd *cobra.Command, g *globals, f store.SessionFilter, quiet bool) error {
+func listParked(cmd *cobra.Command, g *globals, f session.Filter, quiet bool) error {
 	list, err := g.remote().Parked(cmd.Context(), f.Project, f.Agent)
 	if err != nil {
 		return err

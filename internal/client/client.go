@@ -22,7 +22,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/spec"
 )
 
 // Client talks to one Paddock server.
@@ -126,17 +126,17 @@ func (c *Client) Apply(ctx context.Context, yamlText []byte) ([]engine.Applied, 
 }
 
 // Agents lists applied agents.
-func (c *Client) Agents(ctx context.Context) ([]store.Agent, error) {
+func (c *Client) Agents(ctx context.Context) ([]spec.Record, error) {
 	var out struct {
-		Agents []store.Agent `json:"agents"`
+		Agents []spec.Record `json:"agents"`
 	}
 	err := c.json(ctx, http.MethodGet, "/v1/agents", nil, &out)
 	return out.Agents, err
 }
 
 // Agent gets one agent.
-func (c *Client) Agent(ctx context.Context, name string) (store.Agent, error) {
-	var out store.Agent
+func (c *Client) Agent(ctx context.Context, name string) (spec.Record, error) {
+	var out spec.Record
 	err := c.json(ctx, http.MethodGet, "/v1/agents/"+url.PathEscape(name), nil, &out)
 	return out, err
 }
@@ -149,7 +149,7 @@ func (c *Client) CreateSession(ctx context.Context, req engine.CreateRequest) (s
 }
 
 // Sessions lists sessions.
-func (c *Client) Sessions(ctx context.Context, f store.SessionFilter) ([]session.Session, error) {
+func (c *Client) Sessions(ctx context.Context, f session.Filter) ([]session.Session, error) {
 	q := url.Values{}
 	if f.Agent != "" {
 		q.Set("agent", f.Agent)
@@ -351,8 +351,8 @@ func (c *Client) Parks(ctx context.Context, id string) ([]session.Park, error) {
 }
 
 // History lists a session's working-copy checkpoints, oldest first.
-func (c *Client) History(ctx context.Context, id string) ([]store.Checkpoint, error) {
-	var out []store.Checkpoint
+func (c *Client) History(ctx context.Context, id string) ([]session.Step, error) {
+	var out []session.Step
 	err := c.json(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/history", nil, &out)
 	return out, err
 }
@@ -466,7 +466,7 @@ func (u *unreachable) Error() string { return u.err.Error() }
 func (u *unreachable) Unwrap() error { return u.err }
 
 // Approvals lists approvals (filter by session and status).
-func (c *Client) Approvals(ctx context.Context, f store.ApprovalFilter) ([]session.Approval, error) {
+func (c *Client) Approvals(ctx context.Context, f session.ApprovalFilter) ([]session.Approval, error) {
 	q := url.Values{}
 	if f.SessionID != "" {
 		q.Set("session", f.SessionID)

@@ -17,6 +17,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/agent"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -811,13 +812,13 @@ func (a *Activities) Interrupted(ctx context.Context, sessionID, turnID, reason 
 			return err
 		}
 	}
-	pending, err := a.Store.ListApprovals(ctx, store.ApprovalFilter{SessionID: sessionID, Status: session.ApprovalPending})
+	pending, err := a.Store.ListApprovals(ctx, session.ApprovalFilter{SessionID: sessionID, Status: session.ApprovalPending})
 	if err != nil {
 		return err
 	}
 	for _, ap := range pending {
 		if ap.TurnID == turnID {
-			if _, err := a.Store.DecideApproval(ctx, ap.ID, session.ApprovalExpired, nil, "the turn was interrupted"); err != nil && !errors.Is(err, store.ErrConflict) {
+			if _, err := a.Store.DecideApproval(ctx, ap.ID, session.ApprovalExpired, nil, "the turn was interrupted"); err != nil && !errors.Is(err, errdefs.ErrConflict) {
 				return err
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/paddock-dev/paddock/internal/audit"
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
@@ -49,7 +50,7 @@ func (s *Service) VerifyAudit(ctx context.Context, id string, keep func(project 
 		}
 		ids, sessions[id] = []string{id}, x
 	} else {
-		list, err := store.AllSessions(ctx, s.Store, store.SessionFilter{IncludeArchived: true})
+		list, err := store.AllSessions(ctx, s.Store, session.Filter{IncludeArchived: true})
 		if err != nil {
 			return nil, err
 		}
@@ -236,7 +237,7 @@ func (s *Sealer) Seal(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		if err = s.Store.SealAudit(ctx, seal); !errors.Is(err, store.ErrConflict) {
+		if err = s.Store.SealAudit(ctx, seal); !errors.Is(err, errdefs.ErrConflict) {
 			if err != nil {
 				return err
 			}
@@ -261,14 +262,14 @@ func (s *Service) Checkpoint(ctx context.Context, p identity.Principal) ([]byte,
 		return nil, err
 	}
 	if !all && len(within) == 0 {
-		return nil, fmt.Errorf("%w: the audit checkpoint covers every project's log: it is for server administrators and auditors", store.ErrDenied)
+		return nil, fmt.Errorf("%w: the audit checkpoint covers every project's log: it is for server administrators and auditors", errdefs.ErrDenied)
 	}
 	return s.checkpoint(ctx)
 }
 
 func (s *Service) checkpoint(ctx context.Context) ([]byte, error) {
 	if s.Sealer == nil || s.Sealer.Key == nil {
-		return nil, fmt.Errorf("this server signs no checkpoints: %w", store.ErrNotFound)
+		return nil, fmt.Errorf("this server signs no checkpoints: %w", errdefs.ErrNotFound)
 	}
 	note, _, err := s.Sealer.checkpoint(ctx)
 	return note, err
@@ -430,7 +431,7 @@ func succession(from, to string) []byte {
 // prefix of it.
 func (s *Service) Prove(ctx context.Context, id string, seq, oldSize int64) (audit.Proof, error) {
 	if s.Sealer == nil || s.Sealer.Key == nil {
-		return audit.Proof{}, fmt.Errorf("this server signs no checkpoints: %w", store.ErrNotFound)
+		return audit.Proof{}, fmt.Errorf("this server signs no checkpoints: %w", errdefs.ErrNotFound)
 	}
 	leaf, data, err := s.Store.AuditLeaf(ctx, id, seq)
 	if err != nil {
@@ -441,7 +442,7 @@ func (s *Service) Prove(ctx context.Context, id string, seq, oldSize int64) (aud
 		return audit.Proof{}, err
 	}
 	if oldSize < 0 || oldSize > size {
-		return audit.Proof{}, fmt.Errorf("%w: the older checkpoint's size %d: the log has %d entries", ErrInvalid, oldSize, size)
+		return audit.Proof{}, fmt.Errorf("%w: the older checkpoint's size %d: the log has %d entries", errdefs.ErrInvalid, oldSize, size)
 	}
 	root, err := tlog.TreeHash(size, r)
 	if err != nil {
@@ -534,7 +535,32 @@ func (s *Service) SetContentRetention(ctx context.Context, project string, d tim
 		return err
 	}
 	if d < 0 || d > MaxContentRetention {
-		return fmt.Errorf("%w: content retention %s: want 0 (off) up to %s", ErrInvalid, d, MaxContentRetention)
+		return fmt.Errorf("%w: content retention %s: want 0 (off) up to %s", errdefs.ErrInvalid, d, MaxContentRetention)
 	}
 	return s.Store.SetContentRetention(ctx, project, d)
+}
+
+// SealEnded says whether ended session id's audit log is sealed, sealing
+// it first when the session ended without a seal (a failed session's log
+// is otherwise sealed when its copy is collected): what must hold before
+// the record of a session may go. Server administrators only.
+func (s *Service) SealEnded(ctx context.Context, p identity.Principal, id string) (bool, error) {
+	if err := mustAdmin(p, "sealing a session's audit log"); err != nil {
+		return false, err
+	}
+	x, err := s.Store.GetSession(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	if !x.Status.Terminal() {
+		return false, fmt.Errorf("%w: session %s is %s: only an ended session's log is sealed", errdefs.ErrConflict, id, x.Status)
+	}
+	seal, err := s.Store.AuditSeal(ctx, id)
+	if err != nil || seal != nil {
+		return seal != nil, err
+	}
+	if err := s.Sealer.Seal(ctx, id); err != nil {
+		return false, err
+	}
+	return true, nil
 }

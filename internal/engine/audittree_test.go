@@ -20,6 +20,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 )
@@ -57,7 +58,7 @@ func newAuditEnv(t *testing.T) *auditEnv {
 func (e *auditEnv) session(id string, n int) {
 	ctx := context.Background()
 	_, _, err := e.svc.Store.CreateSession(ctx, store.NewSession{ID: id, Project: "default",
-		Agent:     store.Agent{Project: "default", Name: "a", Spec: json.RawMessage(`{"name":"a"}`), Digest: "d"},
+		Agent:     spec.Record{Project: "default", Name: "a", Spec: json.RawMessage(`{"name":"a"}`), Digest: "d"},
 		CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "ana"}, StartKind: session.KindStart, StartPayload: json.RawMessage(`{}`)})
 	require.NoError(e.t, err)
 	for i := range n {

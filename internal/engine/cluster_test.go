@@ -117,12 +117,12 @@ func TestCheckpointOnlyFromTheHolder(t *testing.T) {
 	x, err := e.st.GetSession(ctx, e.s.ID)
 	require.NoError(t, err)
 	require.NoError(t, e.actsB.ensureCopy(ctx, &x, spec.Agent{}))
-	before, err := e.st.Checkpoints(ctx, x.ID)
+	before, err := e.st.Steps(ctx, x.ID)
 	require.NoError(t, err)
 	// Node a writes on in its stale copy and checkpoints.
 	require.NoError(t, os.WriteFile(filepath.Join(e.s.Workdir, "late.txt"), []byte("late\n"), 0o644))
 	recordCopy(ctx, e.st, e.acts.ContentKey, e.s, "call-late", "")
-	after, err := e.st.Checkpoints(ctx, x.ID)
+	after, err := e.st.Steps(ctx, x.ID)
 	require.NoError(t, err)
 	require.Len(t, after, len(before), "no checkpoint from the node that no longer holds the copy")
 }

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/layer"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/volume"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
@@ -277,7 +277,7 @@ func (c *Copies) Quiet(ctx context.Context, id string, wait time.Duration) (rele
 	case ch <- struct{}{}:
 		return func() { <-ch }, nil
 	case <-timer.C:
-		return nil, fmt.Errorf("%w: the host reads the working copy between commands; try again when it ends: %w", ErrBusy, store.ErrConflict)
+		return nil, fmt.Errorf("%w: the host reads the working copy between commands; try again when it ends: %w", ErrBusy, errdefs.ErrConflict)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

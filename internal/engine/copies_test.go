@@ -5,9 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/stretchr/testify/require"
-
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // TestHostReadsWaitForTheSandbox: while a session's sandboxed process
@@ -20,7 +19,7 @@ func TestHostReadsWaitForTheSandbox(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.Quiet(ctx, "s1", 50*time.Millisecond)
 	require.ErrorIs(t, err, ErrBusy)
-	require.ErrorIs(t, err, store.ErrConflict)
+	require.ErrorIs(t, err, errdefs.ErrConflict)
 	other, err := c.Quiet(ctx, "s2", 50*time.Millisecond)
 	require.NoError(t, err)
 	other()

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
@@ -31,7 +31,7 @@ func (s *Service) Diff(ctx context.Context, id string) (workspace.Diff, session.
 func (s *Service) diffHere(ctx context.Context, x session.Session) (workspace.Diff, session.Session, error) {
 	id := x.ID
 	if x.Workdir == "" || x.BaseCommit == "" {
-		return workspace.Diff{}, x, fmt.Errorf("session %s has no working copy yet (status %s): %w", id, x.Status, store.ErrConflict)
+		return workspace.Diff{}, x, fmt.Errorf("session %s has no working copy yet (status %s): %w", id, x.Status, errdefs.ErrConflict)
 	}
 	if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
 		return workspace.Diff{}, x, err
@@ -63,7 +63,7 @@ func (s *Service) copyGone(x session.Session) error {
 	case session.StatusFailed:
 		why = "failed sessions' copies are kept for PADDOCK_RETAIN_FAILED, then collected"
 	}
-	return fmt.Errorf("session %s's working copy is gone (%s): %w", x.ID, why, store.ErrConflict)
+	return fmt.Errorf("session %s's working copy is gone (%s): %w", x.ID, why, errdefs.ErrConflict)
 }
 
 // remember records a snapshot handed out by Diff (only those of the
@@ -136,10 +136,10 @@ func (s *Service) acceptToBranch(ctx context.Context, id, base, tree string, by 
 	branch = "paddock/" + id
 	_, err = s.accept(ctx, id, AcceptRequest{Mode: workspace.AsCommit, Base: base, Tree: tree}, by, func(x session.Session, next string) (string, error) {
 		if x.Repo == "" {
-			return "", fmt.Errorf("%w: session %s has no repository of origin to deliver to", ErrInvalid, id)
+			return "", fmt.Errorf("%w: session %s has no repository of origin to deliver to", errdefs.ErrInvalid, id)
 		}
 		if err := workspace.Branch(ctx, x.Workdir, x.BaseCommit, next, x.Repo, branch); err != nil {
-			return "", fmt.Errorf("%w: nothing was accepted: %w", store.ErrConflict, err)
+			return "", fmt.Errorf("%w: nothing was accepted: %w", errdefs.ErrConflict, err)
 		}
 		commit = next
 		return fmt.Sprintf("commit %s on branch %s of %s", next, branch, x.Repo), nil
@@ -151,23 +151,23 @@ func (s *Service) acceptToBranch(ctx context.Context, id, base, tree string, by 
 // delivers the snapshot's commit first and says where it went.
 func (s *Service) accept(ctx context.Context, id string, req AcceptRequest, by session.Sender, land func(x session.Session, next string) (string, error)) (session.Session, error) {
 	if req.Mode != workspace.AsCommit && req.Mode != workspace.AsUncommitted {
-		return session.Session{}, fmt.Errorf("%w: mode %q: want commit or uncommitted", ErrInvalid, req.Mode)
+		return session.Session{}, fmt.Errorf("%w: mode %q: want commit or uncommitted", errdefs.ErrInvalid, req.Mode)
 	}
 	if req.Base == "" || req.Tree == "" {
-		return session.Session{}, fmt.Errorf("%w: base and tree are required: send those of the diff you applied (GET …/diff)", ErrInvalid)
+		return session.Session{}, fmt.Errorf("%w: base and tree are required: send those of the diff you applied (GET …/diff)", errdefs.ErrInvalid)
 	}
 	if err := errors.Join(session.Limit("base", req.Base, MaxName), session.Limit("tree", req.Tree, MaxName), session.Limit("commit", req.Commit, MaxName)); err != nil {
-		return session.Session{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return session.Session{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	x, err := s.Store.GetSession(ctx, id)
 	if err != nil {
 		return x, err
 	}
 	if x.Workdir == "" || x.BaseCommit == "" {
-		return x, fmt.Errorf("session %s has no working copy yet (status %s): nothing to accept: %w", id, x.Status, store.ErrConflict)
+		return x, fmt.Errorf("session %s has no working copy yet (status %s): nothing to accept: %w", id, x.Status, errdefs.ErrConflict)
 	}
 	if x.BaseCommit != req.Base {
-		return x, fmt.Errorf("session %s's diff against %.12s was already delivered; fetch the diff again for the changes since: %w", id, req.Base, store.ErrConflict)
+		return x, fmt.Errorf("session %s's diff against %.12s was already delivered; fetch the diff again for the changes since: %w", id, req.Base, errdefs.ErrConflict)
 	}
 	if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
 		return x, err
@@ -183,7 +183,7 @@ func (s *Service) accept(ctx context.Context, id string, req AcceptRequest, by s
 			return x, err
 		}
 		if d.Base != req.Base || d.Tree != req.Tree {
-			return x, fmt.Errorf("%w: tree %.12s is not a diff of session %s against %.12s: accept the base and tree GET …/diff gives", ErrInvalid, req.Tree, id, req.Base)
+			return x, fmt.Errorf("%w: tree %.12s is not a diff of session %s against %.12s: accept the base and tree GET …/diff gives", errdefs.ErrInvalid, req.Tree, id, req.Base)
 		}
 	}
 	message := "accepted by " + by.String()
@@ -196,7 +196,7 @@ func (s *Service) accept(ctx context.Context, id string, req AcceptRequest, by s
 	}
 	next, err := workspace.Snapshot(s.Copies.bounded(ctx), x.Workdir, req.Base, req.Tree, message)
 	if errors.Is(err, workspace.ErrUnknownTree) || errors.Is(err, workspace.ErrUntrusted) {
-		return x, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return x, fmt.Errorf("%w: %v", errdefs.ErrInvalid, err)
 	}
 	if err != nil {
 		return x, err
@@ -238,11 +238,11 @@ func (s *Service) reject(ctx context.Context, id string, by session.Sender) (ses
 	}
 	if x.Status == session.StatusRunning || x.Status == session.StatusQueued {
 		return x, fmt.Errorf("session %s is %s: rejecting would pull files from under the agent; interrupt it (paddock sessions interrupt %s) or wait until it is awaiting, then reject: %w",
-			id, x.Status, id, store.ErrConflict)
+			id, x.Status, id, errdefs.ErrConflict)
 	}
 	if x.Held() {
 		return x, fmt.Errorf("session %s is held by %s for inspection: nothing is discarded until it is released (paddock sessions release %s): %w",
-			id, x.Hold.By, id, store.ErrConflict)
+			id, x.Hold.By, id, errdefs.ErrConflict)
 	}
 	if x.Workdir != "" && x.BaseCommit != "" {
 		if err := s.Copies.Mount(ctx, x.Workdir); err != nil {

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // Collected is one working copy the collector removed, and why.
@@ -47,7 +47,7 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]Collected, error) {
 			reason = fmt.Sprintf("%s more than %s ago", x.Status, retainFailed)
 		}
 		// The checkpoints go with the copy (wherever the copy was).
-		if _, err := s.Store.DeleteCheckpoints(ctx, x.ID); err != nil {
+		if _, err := s.Store.DeleteSteps(ctx, x.ID); err != nil {
 			return out, fmt.Errorf("collect session %s's checkpoints: %w", x.ID, err)
 		}
 		if err := s.Copies.release(ctx, x.ID); err != nil {
@@ -75,7 +75,7 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]Collected, error) {
 		reason := "no such session (a leftover)"
 		x, err := s.Store.GetSession(ctx, id)
 		switch {
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, errdefs.ErrNotFound):
 			if err := s.Copies.release(ctx, id); err != nil {
 				return out, err
 			}

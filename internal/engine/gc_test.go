@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 )
@@ -27,7 +28,7 @@ func TestGC(t *testing.T) {
 	svc := &Service{Store: st, Copies: c, RetainFailed: time.Hour}
 	mk := func(id string) string {
 		_, _, err := st.CreateSession(ctx, store.NewSession{ID: id, Project: "default",
-			Agent:     store.Agent{Project: "default", Name: "a-" + id, Spec: json.RawMessage(`{"name":"a"}`), Digest: "d"},
+			Agent:     spec.Record{Project: "default", Name: "a-" + id, Spec: json.RawMessage(`{"name":"a"}`), Digest: "d"},
 			CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "ana"}, StartKind: session.KindStart, StartPayload: json.RawMessage(`{}`)})
 		require.NoError(t, err)
 		dir := filepath.Join(c.WorkspaceDir, id)

@@ -17,10 +17,10 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/bound"
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // AdminTokenFile is where the first administrator's token is written on
@@ -39,32 +39,29 @@ const (
 	WebSessionLabel = "web session"
 )
 
-// ErrUnauthenticated is a caller without a valid credential.
-var ErrUnauthenticated = store.ErrUnauthenticated
-
 // Authenticate checks an API token and returns who holds it. Every failure
 // is the same 401 to the caller; the reason is for the server's log.
 func (s *Service) Authenticate(ctx context.Context, token string) (identity.Principal, error) {
 	id, secret, err := identity.ParseToken(token)
 	if err != nil {
-		return identity.Principal{}, fmt.Errorf("%w: %v", ErrUnauthenticated, err)
+		return identity.Principal{}, fmt.Errorf("%w: %v", errdefs.ErrUnauthenticated, err)
 	}
 	t, err := s.Store.GetToken(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !identity.Matches(secret, t.Hash)) {
-		return identity.Principal{}, fmt.Errorf("%w: unknown token", ErrUnauthenticated)
+	if errors.Is(err, errdefs.ErrNotFound) || (err == nil && !identity.Matches(secret, t.Hash)) {
+		return identity.Principal{}, fmt.Errorf("%w: unknown token", errdefs.ErrUnauthenticated)
 	}
 	if err != nil {
 		return identity.Principal{}, err
 	}
 	if err := t.Usable(s.now()); err != nil {
-		return identity.Principal{}, fmt.Errorf("%w: %v", ErrUnauthenticated, err)
+		return identity.Principal{}, fmt.Errorf("%w: %v", errdefs.ErrUnauthenticated, err)
 	}
 	u, err := s.Store.GetUser(ctx, t.User)
 	if err != nil {
 		return identity.Principal{}, err
 	}
 	if u.RevokedAt != nil {
-		return identity.Principal{}, fmt.Errorf("%w: user %s was revoked", ErrUnauthenticated, u.Name)
+		return identity.Principal{}, fmt.Errorf("%w: user %s was revoked", errdefs.ErrUnauthenticated, u.Name)
 	}
 	if t.LastUsed == nil || s.now().Sub(*t.LastUsed) >= time.Minute {
 		// Last use is kept to the minute: most calls write nothing.
@@ -73,26 +70,18 @@ func (s *Service) Authenticate(ctx context.Context, token string) (identity.Prin
 	return identity.Principal{User: u.Name, Admin: u.Admin, Via: "token:" + t.ID}, nil
 }
 
-// ThrottledError refuses an attempt from a source that failed to
-// authenticate too often: it may try again after Wait.
-type ThrottledError struct{ Wait time.Duration }
-
-func (e *ThrottledError) Error() string {
-	return fmt.Sprintf("too many failed authentications from this address: try again in %s", e.Wait.Round(time.Second)+time.Second)
-}
-
 // AuthenticateFrom is Authenticate for a caller at source (its address):
 // a source that failed too often is refused before its token is checked
-// (ThrottledError), and failures are logged at most once a minute per
+// (errdefs.ThrottledError), and failures are logged at most once a minute per
 // source.
 func (s *Service) AuthenticateFrom(ctx context.Context, source, token string) (identity.Principal, error) {
 	if s.Guesses != nil {
 		if ok, wait := s.Guesses.Allowed(source); !ok {
-			return identity.Principal{}, &ThrottledError{Wait: wait}
+			return identity.Principal{}, &errdefs.ThrottledError{Wait: wait}
 		}
 	}
 	p, err := s.Authenticate(ctx, token)
-	if err != nil && errors.Is(err, ErrUnauthenticated) && s.Guesses != nil {
+	if err != nil && errors.Is(err, errdefs.ErrUnauthenticated) && s.Guesses != nil {
 		if report, unreported := s.Guesses.Fail(source); report && s.Logger != nil {
 			s.Logger.Info("authentication refused", "err", err, "source", source, "unreported failures from it", unreported)
 		}
@@ -104,14 +93,14 @@ func (s *Service) AuthenticateFrom(ctx context.Context, source, token string) (i
 // "kubernetes:…"): ErrDenied when Paddock has no such user or revoked it.
 func (s *Service) Principal(ctx context.Context, user, via string) (identity.Principal, error) {
 	u, err := s.Store.GetUser(ctx, user)
-	if errors.Is(err, store.ErrNotFound) {
-		return identity.Principal{}, fmt.Errorf("%w: %s is not a Paddock user (an administrator adds them: paddock users create %s)", store.ErrDenied, user, user)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return identity.Principal{}, fmt.Errorf("%w: %s is not a Paddock user (an administrator adds them: paddock users create %s)", errdefs.ErrDenied, user, user)
 	}
 	if err != nil {
 		return identity.Principal{}, err
 	}
 	if u.RevokedAt != nil {
-		return identity.Principal{}, fmt.Errorf("%w: user %s was revoked", store.ErrDenied, u.Name)
+		return identity.Principal{}, fmt.Errorf("%w: user %s was revoked", errdefs.ErrDenied, u.Name)
 	}
 	return identity.Principal{User: u.Name, Admin: u.Admin, Via: via}, nil
 }
@@ -149,10 +138,10 @@ func (s *Service) Allow(ctx context.Context, p identity.Principal, project strin
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%s: %w", hidden, store.ErrNotFound)
+		return fmt.Errorf("%s: %w", hidden, errdefs.ErrNotFound)
 	}
 	if !role.Can(a) {
-		return fmt.Errorf("%w: %s is %s in project %s, which does not allow %s", store.ErrDenied, p.User, role, project, a)
+		return fmt.Errorf("%w: %s is %s in project %s, which does not allow %s", errdefs.ErrDenied, p.User, role, project, a)
 	}
 	return nil
 }
@@ -177,7 +166,7 @@ func (s *Service) Readable(ctx context.Context, p identity.Principal, a identity
 
 func mustAdmin(p identity.Principal, what string) error {
 	if !p.Admin {
-		return fmt.Errorf("%w: %s needs a server administrator; %s is not one", store.ErrDenied, what, p.User)
+		return fmt.Errorf("%w: %s needs a server administrator; %s is not one", errdefs.ErrDenied, what, p.User)
 	}
 	return nil
 }
@@ -188,7 +177,7 @@ func (s *Service) CreateUser(ctx context.Context, p identity.Principal, name str
 		return identity.User{}, err
 	}
 	if err := identity.ValidUser(name); err != nil {
-		return identity.User{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return identity.User{}, fmt.Errorf("%w: %v", errdefs.ErrInvalid, err)
 	}
 	u, err := s.Store.CreateUser(ctx, identity.User{Name: name, Admin: admin})
 	if err != nil {
@@ -218,17 +207,17 @@ func (s *Service) NewToken(ctx context.Context, p identity.Principal, user, labe
 		ttl = DefaultTokenLifetime
 	}
 	if ttl < time.Minute || ttl > MaxTokenLifetime {
-		return identity.Token{}, "", fmt.Errorf("%w: token lifetime %s: want 1m up to %s", ErrInvalid, ttl, MaxTokenLifetime)
+		return identity.Token{}, "", fmt.Errorf("%w: token lifetime %s: want 1m up to %s", errdefs.ErrInvalid, ttl, MaxTokenLifetime)
 	}
 	if err := session.Limit("label", label, 100); err != nil {
-		return identity.Token{}, "", fmt.Errorf("%w: %w", ErrInvalid, err)
+		return identity.Token{}, "", fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	u, err := s.Store.GetUser(ctx, user)
 	if err != nil {
 		return identity.Token{}, "", err
 	}
 	if u.RevokedAt != nil {
-		return identity.Token{}, "", fmt.Errorf("%w: user %s is revoked", store.ErrConflict, user)
+		return identity.Token{}, "", fmt.Errorf("%w: user %s is revoked", errdefs.ErrConflict, user)
 	}
 	// A token minted with one's own token is its child: it ends no later,
 	// and is revoked with it, so a short-lived or revoked credential leaves
@@ -308,7 +297,7 @@ func (s *Service) RevokeToken(ctx context.Context, p identity.Principal, id stri
 		return err
 	}
 	if t.User != p.User && !p.Admin {
-		return fmt.Errorf("token %q: %w", id, store.ErrNotFound)
+		return fmt.Errorf("token %q: %w", id, errdefs.ErrNotFound)
 	}
 	if err := s.Store.RevokeToken(ctx, id); err != nil {
 		return err
@@ -354,10 +343,10 @@ func (s *Service) SetMember(ctx context.Context, p identity.Principal, m identit
 	}
 	if !m.Role.Valid() {
 		_, err := identity.ParseRole(string(m.Role))
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: %v", errdefs.ErrInvalid, err)
 	}
 	if err := identity.ValidUser(m.User); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+		return fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	// A server administrator, who lists users anyway, is told of a typo;
 	// anyone else gets the same answer whether the user exists or not (a
@@ -397,7 +386,7 @@ func (s *Service) Members(ctx context.Context, p identity.Principal, project str
 // project: a real member whose role may approve.
 func (s *Service) CheckApprover(ctx context.Context, project, user string) error {
 	// One answer for every refusal: it tells nobody who exists.
-	refused := fmt.Errorf("%w: approver %q may not approve in project %s (name a member or admin of the project)", ErrInvalid, user, project)
+	refused := fmt.Errorf("%w: approver %q may not approve in project %s (name a member or admin of the project)", errdefs.ErrInvalid, user, project)
 	u, err := s.Store.GetUser(ctx, user)
 	if err != nil || u.RevokedAt != nil {
 		return refused
@@ -475,7 +464,7 @@ func (s *Service) RevokeSession(ctx context.Context, p identity.Principal, id st
 	payload, _ := json.Marshal(session.StopPayload{Reason: "revoked by " + p.User})
 	_, err := s.send(ctx, id, SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: revokeKey + id},
 		p.Sender())
-	if _, terminal := errors.AsType[*store.TerminalError](err); terminal {
+	if _, terminal := errors.AsType[*errdefs.TerminalError](err); terminal {
 		return nil // already ended
 	}
 	return err
@@ -493,7 +482,7 @@ func (s *Service) RevokeUser(ctx context.Context, p identity.Principal, name str
 		return nil, nil, err
 	}
 	if name == p.User {
-		return nil, nil, fmt.Errorf("%w: you cannot revoke yourself", ErrInvalid)
+		return nil, nil, fmt.Errorf("%w: you cannot revoke yourself", errdefs.ErrInvalid)
 	}
 	if err := s.Store.RevokeUser(ctx, name); err != nil {
 		return nil, nil, err
@@ -564,7 +553,7 @@ func (s *Service) isGuest(ctx context.Context, project string, by session.Sender
 		return false, nil
 	}
 	u, err := s.Store.GetUser(ctx, by.ID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, errdefs.ErrNotFound) {
 		return false, nil // not a user: an embedding's caller, not gated here
 	}
 	if err != nil {
@@ -606,7 +595,7 @@ func (s *Service) ApproveStart(ctx context.Context, id string, approve bool, not
 		return p, err
 	}
 	if x.CreatedBy.ID == by.ID && x.CreatedBy.Kind == by.Kind {
-		return p, fmt.Errorf("%w: %s requested session %s and cannot approve its start", store.ErrDenied, by.ID, id)
+		return p, fmt.Errorf("%w: %s requested session %s and cannot approve its start", errdefs.ErrDenied, by.ID, id)
 	}
 	if approve {
 		var sp spec.Agent
@@ -652,7 +641,7 @@ func (s *Service) SetCredentials(ctx context.Context, id string, values map[stri
 		return session.Park{}, err
 	}
 	if x.CreatedBy.Kind != by.Kind || x.CreatedBy.ID != by.ID {
-		return session.Park{}, fmt.Errorf("%w: session %s acts with the credentials of %s, who requested it; only they may give them", store.ErrDenied, id, x.CreatedBy)
+		return session.Park{}, fmt.Errorf("%w: session %s acts with the credentials of %s, who requested it; only they may give them", errdefs.ErrDenied, id, x.CreatedBy)
 	}
 	p, err := s.openPark(ctx, id, bound.AwaitingCredentials)
 	if err != nil {
@@ -665,14 +654,14 @@ func (s *Service) SetCredentials(ctx context.Context, id string, values map[stri
 		v, ok := values[name]
 		switch {
 		case !ok || v == "":
-			return p, fmt.Errorf("%w: credential %s is missing (agent %s needs %s)", ErrInvalid, name, sp.Name, strings.Join(sp.Environment.Credentials, ", "))
+			return p, fmt.Errorf("%w: credential %s is missing (agent %s needs %s)", errdefs.ErrInvalid, name, sp.Name, strings.Join(sp.Environment.Credentials, ", "))
 		case len(v) > MaxCredential || strings.ContainsRune(v, 0):
-			return p, fmt.Errorf("%w: credential %s: at most %d bytes, no NUL", ErrInvalid, name, MaxCredential)
+			return p, fmt.Errorf("%w: credential %s: at most %d bytes, no NUL", errdefs.ErrInvalid, name, MaxCredential)
 		}
 		sealed[name] = s.ContentKey.Encrypt([]byte(v), credentialAD(id, name))
 	}
 	if len(values) != len(sealed) {
-		return p, fmt.Errorf("%w: agent %s takes the credentials %s, no others", ErrInvalid, sp.Name, strings.Join(sp.Environment.Credentials, ", "))
+		return p, fmt.Errorf("%w: agent %s takes the credentials %s, no others", errdefs.ErrInvalid, sp.Name, strings.Join(sp.Environment.Credentials, ", "))
 	}
 	if err := s.Store.SetCredentials(ctx, id, sealed); err != nil {
 		return p, err
@@ -717,13 +706,13 @@ func (s *Service) SetProjectCredentials(ctx context.Context, p identity.Principa
 		return err
 	}
 	if len(values) == 0 {
-		return fmt.Errorf("%w: no credentials given", ErrInvalid)
+		return fmt.Errorf("%w: no credentials given", errdefs.ErrInvalid)
 	}
 	sealed := map[string][]byte{}
 	for _, name := range slices.Sorted(maps.Keys(values)) {
 		v := values[name]
 		if !credentialName.MatchString(name) || v == "" || len(v) > MaxCredential || strings.ContainsRune(v, 0) {
-			return fmt.Errorf("%w: credential %q: want a variable name and a value of 1 to %d bytes without NUL", ErrInvalid, name, MaxCredential)
+			return fmt.Errorf("%w: credential %q: want a variable name and a value of 1 to %d bytes without NUL", errdefs.ErrInvalid, name, MaxCredential)
 		}
 		sealed[name] = s.ContentKey.Encrypt([]byte(v), projectCredentialAD(project, name))
 	}
@@ -748,7 +737,7 @@ func (s *Service) adoptServiceCredentials(ctx context.Context, x session.Session
 		v, ok := have[name]
 		if !ok {
 			return fmt.Errorf("%w: project %s has no service credential %s for agent %s: an admin of the project sets it with `paddock projects credentials %s %s`",
-				store.ErrConflict, x.Project, name, sp.Name, x.Project, name)
+				errdefs.ErrConflict, x.Project, name, sp.Name, x.Project, name)
 		}
 		plain, err := s.ContentKey.Decrypt(v, projectCredentialAD(x.Project, name))
 		if err != nil {
@@ -768,7 +757,7 @@ func (s *Service) ChooseIdentity(ctx context.Context, id, as string, by session.
 		return session.Park{}, err
 	}
 	if x.CreatedBy.Kind != by.Kind || x.CreatedBy.ID != by.ID {
-		return session.Park{}, fmt.Errorf("%w: session %s's identity is chosen by %s, who requested it", store.ErrDenied, id, x.CreatedBy)
+		return session.Park{}, fmt.Errorf("%w: session %s's identity is chosen by %s, who requested it", errdefs.ErrDenied, id, x.CreatedBy)
 	}
 	p, err := s.openPark(ctx, id, bound.AwaitingIdentity)
 	if err != nil {
@@ -785,5 +774,5 @@ func (s *Service) ChooseIdentity(ctx context.Context, id, as string, by session.
 	case spec.IdentityRequester:
 		return s.Store.PassPark(ctx, p.ID, &by, "acting as "+by.ID, *credentialsPark(id, sp, x.CreatedBy))
 	}
-	return p, fmt.Errorf("%w: identity %q: want requester or service", ErrInvalid, as)
+	return p, fmt.Errorf("%w: identity %q: want requester or service", errdefs.ErrInvalid, as)
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // OIDCConfig tells a client how to log in through the organization's
@@ -86,23 +86,23 @@ func (o *OIDC) Verify(ctx context.Context, raw, access, nonce string) (issuer, s
 	}
 	tok, err := v.Verify(ctx, raw)
 	if err != nil {
-		return "", "", "", fmt.Errorf("%w: the ID token does not verify: %v", ErrUnauthenticated, err)
+		return "", "", "", fmt.Errorf("%w: the ID token does not verify: %v", errdefs.ErrUnauthenticated, err)
 	}
 	if nonce != "" && subtle.ConstantTimeCompare([]byte(tok.Nonce), []byte(nonce)) != 1 {
-		return "", "", "", fmt.Errorf("%w: the ID token was issued to another login (its nonce differs)", ErrUnauthenticated)
+		return "", "", "", fmt.Errorf("%w: the ID token was issued to another login (its nonce differs)", errdefs.ErrUnauthenticated)
 	}
 	claims := map[string]any{}
 	if err := tok.Claims(&claims); err != nil {
-		return "", "", "", fmt.Errorf("%w: the ID token's claims: %v", ErrUnauthenticated, err)
+		return "", "", "", fmt.Errorf("%w: the ID token's claims: %v", errdefs.ErrUnauthenticated, err)
 	}
 	name, _ = claims[o.claim].(string)
 	if name == "" && access != "" {
 		info, err := o.provider.UserInfo(ctx, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: access}))
 		if err != nil {
-			return "", "", "", fmt.Errorf("%w: the directory's userinfo: %v", ErrUnauthenticated, err)
+			return "", "", "", fmt.Errorf("%w: the directory's userinfo: %v", errdefs.ErrUnauthenticated, err)
 		}
 		if info.Subject != tok.Subject {
-			return "", "", "", fmt.Errorf("%w: the userinfo's subject is not the ID token's", ErrUnauthenticated)
+			return "", "", "", fmt.Errorf("%w: the userinfo's subject is not the ID token's", errdefs.ErrUnauthenticated)
 		}
 		claims = map[string]any{}
 		if err := info.Claims(&claims); err == nil {
@@ -110,7 +110,7 @@ func (o *OIDC) Verify(ctx context.Context, raw, access, nonce string) (issuer, s
 		}
 	}
 	if name == "" {
-		return "", "", "", fmt.Errorf("%w: the directory gives no %s claim to name the user by (set PADDOCK_OIDC_USERNAME_CLAIM)", ErrUnauthenticated, o.claim)
+		return "", "", "", fmt.Errorf("%w: the directory gives no %s claim to name the user by (set PADDOCK_OIDC_USERNAME_CLAIM)", errdefs.ErrUnauthenticated, o.claim)
 	}
 	return tok.Issuer, tok.Subject, name, nil
 }
@@ -123,21 +123,21 @@ func (o *OIDC) Verify(ctx context.Context, raw, access, nonce string) (issuer, s
 // claim an existing account by choosing its name.
 func (s *Service) LoginOIDC(ctx context.Context, raw, access, nonce string, web bool) (identity.Token, string, error) {
 	if s.OIDC == nil {
-		return identity.Token{}, "", fmt.Errorf("login through a directory is not configured on this server (PADDOCK_OIDC_ISSUER and PADDOCK_OIDC_CLIENT_ID); use an API token: %w", store.ErrNotFound)
+		return identity.Token{}, "", fmt.Errorf("login through a directory is not configured on this server (PADDOCK_OIDC_ISSUER and PADDOCK_OIDC_CLIENT_ID); use an API token: %w", errdefs.ErrNotFound)
 	}
 	iss, sub, claim, err := s.OIDC.Verify(ctx, raw, access, nonce)
 	if err != nil {
 		return identity.Token{}, "", err
 	}
 	u, err := s.Store.UserBySubject(ctx, iss, sub)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, errdefs.ErrNotFound) {
 		name, nerr := identity.UserFromClaim(claim)
 		if nerr != nil {
-			return identity.Token{}, "", fmt.Errorf("%w: %v", ErrInvalid, nerr)
+			return identity.Token{}, "", fmt.Errorf("%w: %v", errdefs.ErrInvalid, nerr)
 		}
 		u, err = s.Store.CreateUser(ctx, identity.User{Name: name, Issuer: iss, Subject: sub})
-		if errors.Is(err, store.ErrConflict) {
-			return identity.Token{}, "", fmt.Errorf("%w: the user name %q is taken by an account not tied to this directory identity; an administrator must resolve it", store.ErrConflict, name)
+		if errors.Is(err, errdefs.ErrConflict) {
+			return identity.Token{}, "", fmt.Errorf("%w: the user name %q is taken by an account not tied to this directory identity; an administrator must resolve it", errdefs.ErrConflict, name)
 		}
 		if err == nil {
 			err = s.recordAccess(ctx, identity.Principal{User: u.Name, Via: "oidc:" + iss}, "user_created", map[string]string{"user": u.Name, "issuer": iss})
@@ -147,7 +147,7 @@ func (s *Service) LoginOIDC(ctx context.Context, raw, access, nonce string, web 
 		return identity.Token{}, "", err
 	}
 	if u.RevokedAt != nil {
-		return identity.Token{}, "", fmt.Errorf("%w: user %s is revoked", ErrUnauthenticated, u.Name)
+		return identity.Token{}, "", fmt.Errorf("%w: user %s is revoked", errdefs.ErrUnauthenticated, u.Name)
 	}
 	label, ttl := "oidc login", DefaultTokenLifetime
 	if web {

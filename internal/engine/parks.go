@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/bound"
+	"github.com/paddock-dev/paddock/internal/errdefs"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 )
@@ -23,7 +25,7 @@ type ExtendRequest struct {
 
 // ErrNotParked says a session has no open park of the kind a request
 // resolves.
-var ErrNotParked = fmt.Errorf("not parked for that: %w", store.ErrConflict)
+var ErrNotParked = fmt.Errorf("not parked for that: %w", errdefs.ErrConflict)
 
 // Extend grants a session parked on its budget an extension (or raises
 // its spend cap), attributed to by and recorded, and wakes it: its held
@@ -38,12 +40,12 @@ func (s *Service) Extend(ctx context.Context, id string, req ExtendRequest, by s
 		return session.Park{}, err
 	}
 	if x.Approver != "" && x.Approver != by.ID {
-		return session.Park{}, fmt.Errorf("session %s names %s as its approver, not %s: %w", x.ID, x.Approver, by.ID, store.ErrDenied)
+		return session.Park{}, fmt.Errorf("session %s names %s as its approver, not %s: %w", x.ID, x.Approver, by.ID, errdefs.ErrDenied)
 	}
 	reason := bound.AwaitingExtension
 	if req.SpendCapUSD != 0 {
 		if math.IsNaN(req.SpendCapUSD) || math.IsInf(req.SpendCapUSD, 0) || req.SpendCapUSD <= x.SpendCapUSD {
-			return session.Park{}, fmt.Errorf("spendCapUsd %v: want more than the session's cap of $%.2f: %w", req.SpendCapUSD, x.SpendCapUSD, store.ErrInvalid)
+			return session.Park{}, fmt.Errorf("spendCapUsd %v: want more than the session's cap of $%.2f: %w", req.SpendCapUSD, x.SpendCapUSD, errdefs.ErrInvalid)
 		}
 		reason = bound.BillingSpendCapExceeded
 	}
@@ -78,7 +80,7 @@ func (s *Service) Unpark(ctx context.Context, id, note string, by session.Sender
 		return session.Park{}, err
 	}
 	if x.Approver != "" && x.Approver != by.ID {
-		return session.Park{}, fmt.Errorf("session %s names %s as its approver, not %s: %w", x.ID, x.Approver, by.ID, store.ErrDenied)
+		return session.Park{}, fmt.Errorf("session %s names %s as its approver, not %s: %w", x.ID, x.Approver, by.ID, errdefs.ErrDenied)
 	}
 	open, err := s.Store.ListParks(ctx, id, true)
 	if err != nil {
@@ -123,9 +125,14 @@ type Parked struct {
 	Detail  string          `json:"detail,omitempty"`
 }
 
-// Parked lists the sessions that wait on someone: open parks, pending
-// approvals, unanswered questions.
-func (s *Service) Parked(ctx context.Context, f store.SessionFilter) ([]Parked, error) {
+// Parked lists the sessions that wait on someone (open parks, pending
+// approvals, unanswered questions) among those of the projects where p
+// may do a (identity.Read for a list, identity.Approve for an inbox).
+func (s *Service) Parked(ctx context.Context, p identity.Principal, a identity.Action, f session.Filter) ([]Parked, error) {
+	var err error
+	if f.Within, f.Scoped, err = s.scoped(ctx, p, a); err != nil {
+		return nil, err
+	}
 	// Only live sessions wait, and every one of them, however many
 	// sessions came after it.
 	f.Statuses, f.Limit, f.Before = []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting}, 0, ""
@@ -133,7 +140,7 @@ func (s *Service) Parked(ctx context.Context, f store.SessionFilter) ([]Parked, 
 	if err != nil {
 		return nil, err
 	}
-	pending, err := s.Store.ListApprovals(ctx, store.ApprovalFilter{Status: session.ApprovalPending})
+	pending, err := s.Store.ListApprovals(ctx, session.ApprovalFilter{Status: session.ApprovalPending})
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +211,7 @@ func (s *Service) Waive(ctx context.Context, id, reason string, by session.Sende
 		return x, err
 	}
 	if strings.TrimSpace(reason) == "" {
-		return x, fmt.Errorf("%w: waiving a delivery requirement needs a reason (it is recorded)", store.ErrInvalid)
+		return x, fmt.Errorf("%w: waiving a delivery requirement needs a reason (it is recorded)", errdefs.ErrInvalid)
 	}
 	if err := s.Store.Deliver(ctx, id, x.BaseCommit, x.BaseCommit, session.DeliveryWaived, by, reason); err != nil {
 		return x, err
@@ -216,7 +223,7 @@ func (s *Service) Waive(ctx context.Context, id, reason string, by session.Sende
 // whatever transport brought it.
 func checkNote(name, text string) error {
 	if err := session.Limit(name, text, session.MaxReason); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+		return fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	return nil
 }

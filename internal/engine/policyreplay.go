@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/shellcheck"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // MaxReplaySessions bounds how many sessions (the newest) a replay reads.
@@ -23,7 +23,7 @@ func (s *Service) RecordedCalls(ctx context.Context, project string, since time.
 	if err := ValidProject(project); err != nil {
 		return nil, 0, err
 	}
-	sessions, err := s.Store.ListSessions(ctx, store.SessionFilter{Project: project, IncludeArchived: true, Limit: MaxReplaySessions})
+	sessions, err := s.Store.ListSessions(ctx, session.Filter{Project: project, IncludeArchived: true, Limit: MaxReplaySessions})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -89,11 +89,11 @@ func (s *Service) ReplayPolicy(ctx context.Context, project string, yamlText []b
 		return policy.ReplayReport{}, err
 	}
 	if policy.Empty(yamlText) {
-		return policy.ReplayReport{}, fmt.Errorf("%w: empty policy: send the policy YAML to replay (e.g. `default: ask`)", ErrInvalid)
+		return policy.ReplayReport{}, fmt.Errorf("%w: empty policy: send the policy YAML to replay (e.g. `default: ask`)", errdefs.ErrInvalid)
 	}
 	p, err := policy.Parse(yamlText)
 	if err != nil {
-		return policy.ReplayReport{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return policy.ReplayReport{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	calls, n, err := s.RecordedCalls(ctx, project, since)
 	if err != nil {

@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
@@ -90,7 +90,7 @@ func (s *Service) remote(ctx context.Context, d Delivery) (Delivered, error) {
 var errorKinds = []struct {
 	name string
 	err  error
-}{{"invalid", store.ErrInvalid}, {"not_found", store.ErrNotFound}, {"conflict", store.ErrConflict}, {"denied", store.ErrDenied}}
+}{{"invalid", errdefs.ErrInvalid}, {"not_found", errdefs.ErrNotFound}, {"conflict", errdefs.ErrConflict}, {"denied", errdefs.ErrDenied}}
 
 // DeliveryWorkflow runs one delivery on the node holding the copy.
 func DeliveryWorkflow(ctx workflow.Context, d Delivery) (Delivered, error) {
@@ -123,7 +123,7 @@ func (a *Activities) Deliver(ctx context.Context, d Delivery) (Delivered, error)
 	case opReject:
 		out.Session, err = a.Deliveries.reject(ctx, d.SessionID, d.By)
 	default:
-		err = fmt.Errorf("%w: no delivery %q", ErrInvalid, d.Op)
+		err = fmt.Errorf("%w: no delivery %q", errdefs.ErrInvalid, d.Op)
 	}
 	return out, kinded(err)
 }

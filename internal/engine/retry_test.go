@@ -9,7 +9,6 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // TestRetryRunsTheAgentAsAppliedNow: a failed session's retry runs its
@@ -30,7 +29,7 @@ func TestRetryRunsTheAgentAsAppliedNow(t *testing.T) {
 	fixed.Tools = []string{"read_file", "list_dir"}
 	fixed.Policy = &spec.PolicySpec{Tools: map[string]string{"read_file": "allow"}}
 	fixed.Defaults()
-	_, err = f.store.ApplyAgents(ctx, []store.Agent{{Project: "default", Name: "fixme", Spec: fixed.JSON(), Digest: fixed.Digest()}})
+	_, err = f.store.ApplyAgents(ctx, []spec.Record{{Project: "default", Name: "fixme", Spec: fixed.JSON(), Digest: fixed.Digest()}})
 	require.NoError(t, err)
 
 	y, err := s.Retry(ctx, x.ID, by)

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
@@ -29,9 +30,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/tool"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
-
-// ErrInvalid marks bad input from a caller (mapped to 400).
-var ErrInvalid = store.ErrInvalid
 
 // Service is what the API offers: it records rows first, then wakes the
 // session's workflow.
@@ -88,9 +86,9 @@ func (s *Service) Known() spec.Known {
 
 // Applied is the outcome of applying one agent.
 type Applied struct {
-	Project string            `json:"project"`
-	Name    string            `json:"name"`
-	Result  store.ApplyResult `json:"result"`
+	Project string           `json:"project"`
+	Name    string           `json:"name"`
+	Result  spec.ApplyResult `json:"result"`
 }
 
 // ApplyAgents parses and validates every spec in the YAML, then applies all
@@ -98,7 +96,7 @@ type Applied struct {
 func (s *Service) ApplyAgents(ctx context.Context, p identity.Principal, yamlText []byte) ([]Applied, error) {
 	agents, err := spec.Parse(bytes.NewReader(yamlText), s.Known())
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	for _, a := range agents {
 		if err := s.Allow(ctx, p, a.Project, identity.Manage, fmt.Sprintf("project %q", a.Project)); err != nil {
@@ -108,9 +106,9 @@ func (s *Service) ApplyAgents(ctx context.Context, p identity.Principal, yamlTex
 	if err := s.checkTriggers(ctx, agents); err != nil {
 		return nil, err
 	}
-	recs := make([]store.Agent, len(agents))
+	recs := make([]spec.Record, len(agents))
 	for i, a := range agents {
-		recs[i] = store.Agent{Project: a.Project, Name: a.Name, Spec: a.JSON(), Digest: a.Digest(), Concurrency: a.Concurrency}
+		recs[i] = spec.Record{Project: a.Project, Name: a.Name, Spec: a.JSON(), Digest: a.Digest(), Concurrency: a.Concurrency}
 	}
 	var before []spec.Agent
 	for _, a := range agents {
@@ -178,8 +176,8 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 	} else {
 		rec, err := s.Store.GetAgent(ctx, req.Project, req.Agent)
 		if err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return session.Session{}, fmt.Errorf("agent %q is not applied in project %q; apply it with `paddock apply -f AGENT.yaml`: %w", req.Agent, req.Project, store.ErrNotFound)
+			if errors.Is(err, errdefs.ErrNotFound) {
+				return session.Session{}, fmt.Errorf("agent %q is not applied in project %q; apply it with `paddock apply -f AGENT.yaml`: %w", req.Agent, req.Project, errdefs.ErrNotFound)
 			}
 			return session.Session{}, err
 		}
@@ -192,10 +190,10 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 	}
 	sp.Defaults()
 	if err := sp.Validate(s.Known()); err != nil {
-		return session.Session{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return session.Session{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	if _, _, err := s.Providers.Resolve(sp.Model); err != nil {
-		return session.Session{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return session.Session{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	pol, err := s.effectivePolicy(ctx, req.Project, &sp, req.Policy)
 	if err != nil {
@@ -217,7 +215,7 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 	}
 	x, created, err := s.Store.CreateSession(ctx, store.NewSession{
 		ID: id, Project: req.Project, AwaitStart: gate, SpendCapUSD: sp.MaxPerSessionUSD, DisplayTitle: sp.Title(input),
-		Agent: store.Agent{Project: sp.Project, Name: sp.Name, Spec: sp.JSON(), Digest: sp.Digest(), Concurrency: sp.Concurrency},
+		Agent: spec.Record{Project: sp.Project, Name: sp.Name, Spec: sp.JSON(), Digest: sp.Digest(), Concurrency: sp.Concurrency},
 		Input: input, Repo: req.Repo, CreatedBy: by, StartKind: kind, StartPayload: payload, IdempotencyKey: scopedKey(req.IdempotencyKey, req.Project, by),
 		Policy: pol.json, PolicyDigest: pol.digest, Interactive: !req.NonInteractive, Approver: req.Approver,
 	})
@@ -230,26 +228,11 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 			what = "policy"
 		}
 		if what != "" {
-			return session.Session{}, &KeyConflictError{Key: req.IdempotencyKey, SessionID: x.ID, Original: "session " + x.ID, What: what}
+			return session.Session{}, &errdefs.KeyConflictError{Key: req.IdempotencyKey, SessionID: x.ID, Original: "session " + x.ID, What: what}
 		}
 	}
 	return s.started(ctx, x, created, gate, sp, kind)
 }
-
-// KeyConflictError says an idempotency key was reused for a different
-// request: the original is named, nothing new is recorded (409).
-type KeyConflictError struct {
-	Key, Original, What string
-	// SessionID is the session the original request made or addressed.
-	SessionID string
-}
-
-func (e *KeyConflictError) Error() string {
-	return fmt.Sprintf("idempotency key %q was already used for %s, with a different %s; send the same request to get its answer again, or use a new key", e.Key, e.Original, e.What)
-}
-
-// Unwrap makes it a conflict.
-func (e *KeyConflictError) Unwrap() error { return store.ErrConflict }
 
 // sameSession reports what differs between an existing session and a
 // create request that reused its idempotency key ("" when nothing does).
@@ -284,16 +267,16 @@ const (
 
 func (req CreateRequest) validate() error {
 	if !spec.ValidName(req.Project) {
-		return fmt.Errorf("%w: project %q: want 1-63 lowercase letters, digits and dashes", ErrInvalid, trim(req.Project))
+		return fmt.Errorf("%w: project %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, trim(req.Project))
 	}
 	if req.Agent != "" && !spec.ValidName(req.Agent) {
-		return fmt.Errorf("%w: agent %q: want 1-63 lowercase letters, digits and dashes", ErrInvalid, trim(req.Agent))
+		return fmt.Errorf("%w: agent %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, trim(req.Agent))
 	}
 	err := errors.Join(session.Limit("model", req.Model, MaxName), session.Limit("message", req.Message, session.MaxMessage),
 		session.Limit("repo", req.Repo, MaxPath), session.Limit("idempotencyKey", req.IdempotencyKey, MaxName),
 		session.Limit("policy", req.Policy, MaxPolicy), session.Limit("approver", req.Approver, MaxName))
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+		return fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	return nil
 }
@@ -319,7 +302,7 @@ func callerKey(key string, by session.Sender) error {
 	}
 	for _, prefix := range []string{"retry:", "successor:", reservedTrigger, reservedDelivery, "flush:", "recover-", revokeKey} {
 		if strings.HasPrefix(key, prefix) {
-			return fmt.Errorf("%w: idempotencyKey %q: keys starting with %q are reserved for the platform", ErrInvalid, trim(key), prefix)
+			return fmt.Errorf("%w: idempotencyKey %q: keys starting with %q are reserved for the platform", errdefs.ErrInvalid, trim(key), prefix)
 		}
 	}
 	return nil
@@ -341,7 +324,7 @@ func (s *Service) mayCopy(ctx context.Context, repo, project string, by session.
 	if repo == "" || !filepath.IsAbs(repo) {
 		return nil // checkRepo explains
 	}
-	refused := fmt.Errorf("%w: repository %s may not be copied by project %s's sessions", ErrInvalid, trim(repo), project)
+	refused := fmt.Errorf("%w: repository %s may not be copied by project %s's sessions", errdefs.ErrInvalid, trim(repo), project)
 	if s.DataDir != "" {
 		data := filepath.Clean(s.DataDir)
 		if real, err := filepath.EvalSymlinks(data); err == nil {
@@ -407,16 +390,16 @@ func (s *Service) checkRepo(repo, project string) error {
 		return nil
 	}
 	if strings.Contains(repo, "://") || strings.HasPrefix(repo, "ext::") {
-		return fmt.Errorf("%w: repository %q: a remote URL; Paddock copies local repositories only: clone it where the server runs and give its absolute path", ErrInvalid, trim(repo))
+		return fmt.Errorf("%w: repository %q: a remote URL; Paddock copies local repositories only: clone it where the server runs and give its absolute path", errdefs.ErrInvalid, trim(repo))
 	}
 	if !filepath.IsAbs(repo) {
 		// Relative to what? The server's working directory is not the
 		// caller's, and the CLI would later apply the diff to its own.
-		return fmt.Errorf("%w: repository %q: want an absolute path", ErrInvalid, trim(repo))
+		return fmt.Errorf("%w: repository %q: want an absolute path", errdefs.ErrInvalid, trim(repo))
 	}
 	if len(s.RepositoryRoots) > 0 {
 		outside := fmt.Errorf("%w: repository %s is not one of project %s's (under %s): sessions copy only their project's repositories",
-			ErrInvalid, trim(repo), project, filepath.Join(s.RepositoryRoots[0], project))
+			errdefs.ErrInvalid, trim(repo), project, filepath.Join(s.RepositoryRoots[0], project))
 		if !s.projectRepo(filepath.Clean(repo), project) {
 			return outside
 		}
@@ -427,10 +410,10 @@ func (s *Service) checkRepo(repo, project string) error {
 	}
 	st, err := os.Stat(repo)
 	if err != nil {
-		return fmt.Errorf("%w: repository %s does not exist (or cannot be read): give --repo a git repository, or omit it for an empty working copy", ErrInvalid, repo)
+		return fmt.Errorf("%w: repository %s does not exist (or cannot be read): give --repo a git repository, or omit it for an empty working copy", errdefs.ErrInvalid, repo)
 	}
 	if !st.IsDir() {
-		return fmt.Errorf("%w: repository %s is not a directory", ErrInvalid, repo)
+		return fmt.Errorf("%w: repository %s is not a directory", errdefs.ErrInvalid, repo)
 	}
 	gitDir := ""
 	if fi, err := os.Lstat(filepath.Join(repo, ".git")); err == nil {
@@ -438,7 +421,7 @@ func (s *Service) checkRepo(repo, project string) error {
 		// another repository, wherever it is: what would be copied is
 		// that one, which the checks above never saw.
 		if !fi.IsDir() {
-			return fmt.Errorf("%w: repository %s: its .git is a %s, which git follows to another repository (a worktree or a link); give the repository itself", ErrInvalid, repo, workspace.Kind(fi.Mode()))
+			return fmt.Errorf("%w: repository %s: its .git is a %s, which git follows to another repository (a worktree or a link); give the repository itself", errdefs.ErrInvalid, repo, workspace.Kind(fi.Mode()))
 		}
 		gitDir = filepath.Join(repo, ".git")
 	} else if _, err := os.Stat(filepath.Join(repo, "HEAD")); err == nil {
@@ -449,25 +432,25 @@ func (s *Service) checkRepo(repo, project string) error {
 	if gitDir == "" {
 		for dir := filepath.Dir(repo); dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
 			if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
-				return fmt.Errorf("%w: %s is a folder inside the git repository %s: give --repo %s (sessions work on a whole repository)", ErrInvalid, repo, dir, dir)
+				return fmt.Errorf("%w: %s is a folder inside the git repository %s: give --repo %s (sessions work on a whole repository)", errdefs.ErrInvalid, repo, dir, dir)
 			}
 		}
-		return fmt.Errorf("%w: %s is not a git repository (run `git init` there and commit, or omit --repo for an empty working copy)", ErrInvalid, repo)
+		return fmt.Errorf("%w: %s is not a git repository (run `git init` there and commit, or omit --repo for an empty working copy)", errdefs.ErrInvalid, repo)
 	}
 	if entries, err := os.ReadDir(gitDir); err == nil {
 		for _, e := range entries {
 			if e.Type()&os.ModeSymlink != 0 {
-				return fmt.Errorf("%w: repository %s: %s in its git directory is a link, which git would follow elsewhere; give a repository whose git directory stands alone", ErrInvalid, repo, e.Name())
+				return fmt.Errorf("%w: repository %s: %s in its git directory is a link, which git would follow elsewhere; give a repository whose git directory stands alone", errdefs.ErrInvalid, repo, e.Name())
 			}
 		}
 	}
 	for _, p := range []string{"commondir", "objects/info/alternates", "objects/info/http-alternates"} {
 		if _, err := os.Lstat(filepath.Join(gitDir, p)); err == nil {
-			return fmt.Errorf("%w: repository %s borrows another repository (%s): give the repository it borrows from, or one that stands alone (git repack -a -d && rm %s)", ErrInvalid, repo, p, filepath.Join(gitDir, p))
+			return fmt.Errorf("%w: repository %s borrows another repository (%s): give the repository it borrows from, or one that stands alone (git repack -a -d && rm %s)", errdefs.ErrInvalid, repo, p, filepath.Join(gitDir, p))
 		}
 	}
 	if !hasCommit(gitDir) {
-		return fmt.Errorf("%w: repository %s has no commit yet: commit something first (git -C %s add -A && git -C %s commit -m init), or omit --repo for an empty working copy", ErrInvalid, repo, repo, repo)
+		return fmt.Errorf("%w: repository %s has no commit yet: commit something first (git -C %s add -A && git -C %s commit -m init), or omit --repo for an empty working copy", errdefs.ErrInvalid, repo, repo, repo)
 	}
 	return nil
 }
@@ -508,7 +491,7 @@ func (s *Service) projectRepo(path, project string) bool {
 // ValidProject checks a project name from a caller.
 func ValidProject(name string) error {
 	if !spec.ValidName(name) {
-		return fmt.Errorf("%w: project %q: want 1-63 lowercase letters, digits and dashes", ErrInvalid, trim(name))
+		return fmt.Errorf("%w: project %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, trim(name))
 	}
 	return nil
 }
@@ -524,7 +507,7 @@ func (s *Service) PolicyOf(ctx context.Context, project string) (*policy.Policy,
 }
 
 // CheckProject refuses a project name from a caller that is not valid
-// (ErrInvalid) or names a project never created (ErrNotFound). The
+// (errdefs.ErrInvalid) or names a project never created (ErrNotFound). The
 // default project always exists.
 func (s *Service) CheckProject(ctx context.Context, project string) error {
 	if err := ValidProject(project); err != nil {
@@ -540,7 +523,7 @@ func (s *Service) CheckProject(ctx context.Context, project string) error {
 		return err
 	}
 	if !slices.Contains(names, project) {
-		return fmt.Errorf("project %q does not exist (create it with `paddock projects create %s`, or apply an agent to it): %w", project, project, store.ErrNotFound)
+		return fmt.Errorf("project %q does not exist (create it with `paddock projects create %s`, or apply an agent to it): %w", project, project, errdefs.ErrNotFound)
 	}
 	return nil
 }
@@ -570,11 +553,11 @@ func (s *Service) SetProjectPolicy(ctx context.Context, project string, yamlText
 		return nil, err
 	}
 	if policy.Empty(yamlText) {
-		return nil, fmt.Errorf("%w: empty policy: send the policy YAML (e.g. `default: ask`)", ErrInvalid)
+		return nil, fmt.Errorf("%w: empty policy: send the policy YAML (e.g. `default: ask`)", errdefs.ErrInvalid)
 	}
 	p, err := policy.Parse(yamlText)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	raw, _ := json.Marshal(p)
 	return p, s.Store.SetProjectPolicy(ctx, project, raw)
@@ -599,16 +582,16 @@ func (s *Service) effective(ctx context.Context, project string, sp *spec.Agent,
 	}
 	agentPolicy, err := sp.PolicyValue()
 	if err != nil {
-		return nil, fmt.Errorf("%w: agent %s: %w", ErrInvalid, sp.Name, err)
+		return nil, fmt.Errorf("%w: agent %s: %w", errdefs.ErrInvalid, sp.Name, err)
 	}
 	p = policy.Stricter(p, agentPolicy)
 	if requested != "" {
 		if policy.Empty([]byte(requested)) {
-			return nil, fmt.Errorf("%w: policy: empty: give the policy YAML (e.g. `default: ask`), or leave policy out", ErrInvalid)
+			return nil, fmt.Errorf("%w: policy: empty: give the policy YAML (e.g. `default: ask`), or leave policy out", errdefs.ErrInvalid)
 		}
 		rp, err := policy.Parse([]byte(requested))
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 		}
 		p = policy.Stricter(p, rp)
 	}
@@ -636,7 +619,7 @@ func (s *Service) DecideApproval(ctx context.Context, id string, approve bool, n
 		return ap, err
 	}
 	if x.Approver != "" && x.Approver != by.ID {
-		return ap, fmt.Errorf("session %s names %s as its approver, not %s: %w", x.ID, x.Approver, by.ID, store.ErrDenied)
+		return ap, fmt.Errorf("session %s names %s as its approver, not %s: %w", x.ID, x.Approver, by.ID, errdefs.ErrDenied)
 	}
 	status := session.ApprovalRejected
 	if approve {
@@ -689,7 +672,7 @@ func (s *Service) SpawnSuccessor(ctx context.Context, old session.Session) (sess
 	x, _, err := s.Store.CreateSession(ctx, store.NewSession{
 		Policy: pol.json, PolicyDigest: pol.digest, Interactive: old.Interactive, Approver: old.Approver,
 		ID: uuid.NewString(), Project: old.Project, SpendCapUSD: sp.MaxPerSessionUSD, DisplayTitle: sp.Title(msg),
-		Agent: store.Agent{Project: sp.Project, Name: sp.Name, Spec: sp.JSON(), Digest: sp.Digest(), Concurrency: sp.Concurrency},
+		Agent: spec.Record{Project: sp.Project, Name: sp.Name, Spec: sp.JSON(), Digest: sp.Digest(), Concurrency: sp.Concurrency},
 		Input: msg, Repo: old.Repo, CreatedBy: successor,
 		StartKind: session.KindStartWithMessage, StartPayload: payload, IdempotencyKey: "successor:" + old.ID,
 	})
@@ -706,7 +689,7 @@ func (s *Service) Retry(ctx context.Context, id string, by session.Sender) (sess
 		return old, err
 	}
 	if old.Status != session.StatusFailed {
-		return old, fmt.Errorf("session %s is %s; only a failed session can be retried: %w", id, old.Status, store.ErrConflict)
+		return old, fmt.Errorf("session %s is %s; only a failed session can be retried: %w", id, old.Status, errdefs.ErrConflict)
 	}
 	var sp spec.Agent
 	if err := json.Unmarshal(old.AgentSpec, &sp); err != nil {
@@ -748,7 +731,7 @@ func (s *Service) Retry(ctx context.Context, id string, by session.Sender) (sess
 	}
 	x, created, err := s.Store.CreateSession(ctx, store.NewSession{
 		ID: newID, Project: old.Project, SpendCapUSD: old.SpendCapUSD, DisplayTitle: old.DisplayTitle, AwaitStart: gate,
-		Agent: store.Agent{Project: old.Project, Name: old.Agent, Spec: agentSpec, Digest: agentVersion, Concurrency: sp.Concurrency},
+		Agent: spec.Record{Project: old.Project, Name: old.Agent, Spec: agentSpec, Digest: agentVersion, Concurrency: sp.Concurrency},
 		Input: old.Input, Repo: old.Repo, RetryOf: old.ID, CreatedBy: by, StartKind: kind, StartPayload: payload,
 		IdempotencyKey: "retry:" + old.ID + "/" + string(by.Kind) + ":" + by.ID, Policy: pinned, PolicyDigest: digest, Interactive: old.Interactive, Approver: old.Approver,
 	})
@@ -776,16 +759,16 @@ func (s *Service) Send(ctx context.Context, sessionID string, req SendRequest, b
 // send is Send with any key (the platform's own commands).
 func (s *Service) send(ctx context.Context, sessionID string, req SendRequest, by session.Sender) (session.Command, error) {
 	if req.Kind.PlatformOnly() {
-		return session.Command{}, fmt.Errorf("%w: %s commands are created by the platform, one per session", ErrInvalid, req.Kind)
+		return session.Command{}, fmt.Errorf("%w: %s commands are created by the platform, one per session", errdefs.ErrInvalid, req.Kind)
 	}
 	if err := session.ValidatePayload(req.Kind, req.Payload); err != nil {
-		return session.Command{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return session.Command{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	if len(req.Payload) == 0 {
 		req.Payload = json.RawMessage(`{}`)
 	}
 	if err := session.Limit("idempotencyKey", req.IdempotencyKey, MaxName); err != nil {
-		return session.Command{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return session.Command{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	id := uuid.NewString()
 	key := req.IdempotencyKey
@@ -805,7 +788,7 @@ func (s *Service) send(ctx context.Context, sessionID string, req SendRequest, b
 		if c.Kind != req.Kind {
 			what = "kind (" + string(c.Kind) + ")"
 		}
-		return session.Command{}, &KeyConflictError{Key: key, SessionID: sessionID, Original: "command " + c.ID, What: what}
+		return session.Command{}, &errdefs.KeyConflictError{Key: key, SessionID: sessionID, Original: "command " + c.ID, What: what}
 	}
 	if err != nil || !c.Kind.Dispatched() || c.State != session.CommandPending {
 		return c, err
@@ -841,7 +824,7 @@ func (s *Service) checkAnswer(ctx context.Context, sessionID, key string, payloa
 	}
 	var p session.AnswerPayload
 	if err := json.Unmarshal(payload, &p); err != nil {
-		return fmt.Errorf("%w: payload: %w", ErrInvalid, err)
+		return fmt.Errorf("%w: payload: %w", errdefs.ErrInvalid, err)
 	}
 	cmds, err := s.Store.ListCommands(ctx, sessionID)
 	if err != nil {
@@ -866,16 +849,16 @@ func (s *Service) checkAnswer(ctx context.Context, sessionID, key string, payloa
 		}
 	}
 	if q == nil {
-		return fmt.Errorf("%w: session %s has no question with toolCallId %q", ErrInvalid, x.ID, trim(p.ToolCallID))
+		return fmt.Errorf("%w: session %s has no question with toolCallId %q", errdefs.ErrInvalid, x.ID, trim(p.ToolCallID))
 	}
 	if x.Status.Terminal() {
-		return fmt.Errorf("session %s is %s: %w", x.ID, x.Status, store.ErrConflict)
+		return fmt.Errorf("session %s is %s: %w", x.ID, x.Status, errdefs.ErrConflict)
 	}
 	for _, c := range cmds {
 		var other session.AnswerPayload
 		if c.Kind == session.KindAnswer && c.State != session.CommandFailed && c.State != session.CommandCanceled &&
 			json.Unmarshal(c.Payload, &other) == nil && other.ToolCallID == p.ToolCallID {
-			return fmt.Errorf("question %s was already answered (command %s): %w", p.ToolCallID, c.ID, store.ErrConflict)
+			return fmt.Errorf("question %s was already answered (command %s): %w", p.ToolCallID, c.ID, errdefs.ErrConflict)
 		}
 	}
 	calls, err := s.Store.EventsByKey(ctx, sessionID, "call/"+p.ToolCallID+"/")
@@ -885,7 +868,7 @@ func (s *Service) checkAnswer(ctx context.Context, sessionID, key string, payloa
 	for _, e := range calls {
 		var d session.ToolCallData
 		if json.Unmarshal(e.Data, &d) == nil && d.State.Final() {
-			return fmt.Errorf("question %s is no longer open (its call is %s): %w", p.ToolCallID, d.State, store.ErrConflict)
+			return fmt.Errorf("question %s is no longer open (its call is %s): %w", p.ToolCallID, d.State, errdefs.ErrConflict)
 		}
 	}
 	items := map[string]session.QuestionItem{}
@@ -897,10 +880,10 @@ func (s *Service) checkAnswer(ctx context.Context, sessionID, key string, payloa
 	for id, v := range p.Answers {
 		it, ok := items[id]
 		if !ok {
-			return fmt.Errorf("%w: question %s has no item %q (it has %s)", ErrInvalid, p.ToolCallID, trim(id), strings.Join(ids, ", "))
+			return fmt.Errorf("%w: question %s has no item %q (it has %s)", errdefs.ErrInvalid, p.ToolCallID, trim(id), strings.Join(ids, ", "))
 		}
 		if len(it.Options) > 0 && !it.AllowOther && !slices.Contains(it.Options, v) {
-			return fmt.Errorf("%w: %s=%q: want one of %s (or send a free-text response)", ErrInvalid, id, trim(v), strings.Join(it.Options, ", "))
+			return fmt.Errorf("%w: %s=%q: want one of %s (or send a free-text response)", errdefs.ErrInvalid, id, trim(v), strings.Join(it.Options, ", "))
 		}
 	}
 	return nil
@@ -914,7 +897,7 @@ func (s *Service) Archive(ctx context.Context, sessionID string, by session.Send
 		return x, err
 	}
 	if x.Status == session.StatusRunning || x.Status == session.StatusQueued {
-		return x, fmt.Errorf("session %s is %s; archive it once its turn ends (or interrupt it first): %w", sessionID, x.Status, store.ErrConflict)
+		return x, fmt.Errorf("session %s is %s; archive it once its turn ends (or interrupt it first): %w", sessionID, x.Status, errdefs.ErrConflict)
 	}
 	if err := s.Store.Archive(ctx, sessionID, by, ""); err != nil {
 		return session.Session{}, err
@@ -942,7 +925,7 @@ func (s *Service) notify(ctx context.Context, sessionID string, n Notice) error 
 // sessionsIn lists every session in any of statuses (archived ones too
 // when archived is set), paging through the whole set.
 func sessionsIn(ctx context.Context, st store.Store, archived bool, statuses ...session.Status) ([]session.Session, error) {
-	return store.AllSessions(ctx, st, store.SessionFilter{Statuses: statuses, IncludeArchived: archived})
+	return store.AllSessions(ctx, st, session.Filter{Statuses: statuses, IncludeArchived: archived})
 }
 
 // Recover wakes the workflow of every resumable session, so work recorded

@@ -13,13 +13,13 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/secret"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/shellcheck"
 	"github.com/paddock-dev/paddock/internal/spec"
-	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/tool"
 )
 
@@ -253,7 +253,7 @@ func (a *Activities) ApprovalState(ctx context.Context, id string, expire bool) 
 		return ap, err
 	}
 	ap, err = a.Store.DecideApproval(ctx, id, session.ApprovalExpired, nil, "no decision before the approval lapsed")
-	if errors.Is(err, store.ErrConflict) {
+	if errors.Is(err, errdefs.ErrConflict) {
 		return a.Store.GetApproval(ctx, id) // decided just now: honor the decision
 	}
 	return ap, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
@@ -57,7 +58,7 @@ func (s *Service) findTrigger(ctx context.Context, project, name string) (spec.A
 			}
 		}
 	}
-	return spec.Agent{}, spec.TriggerSpec{}, fmt.Errorf("trigger %q: %w", TriggerRef(project, name), store.ErrNotFound)
+	return spec.Agent{}, spec.TriggerSpec{}, fmt.Errorf("trigger %q: %w", TriggerRef(project, name), errdefs.ErrNotFound)
 }
 
 // checkTriggers refuses agents whose trigger names another agent of the
@@ -85,7 +86,7 @@ func (s *Service) checkTriggers(ctx context.Context, agents []spec.Agent) error 
 		for _, t := range a.Triggers {
 			ref := TriggerRef(a.Project, t.Name)
 			if o, ok := owner[ref]; ok && o != (agent{a.Project, a.Name}) {
-				return fmt.Errorf("%w: agent %s: trigger %q is already agent %s's in project %s: choose another name", ErrInvalid, a.Name, t.Name, o.name, o.project)
+				return fmt.Errorf("%w: agent %s: trigger %q is already agent %s's in project %s: choose another name", errdefs.ErrInvalid, a.Name, t.Name, o.name, o.project)
 			}
 			owner[ref] = agent{a.Project, a.Name}
 		}
@@ -106,14 +107,14 @@ func (s *Service) Trigger(ctx context.Context, project, name, event, key string,
 			return res, fmt.Errorf("delivery %s of trigger %s: its record: %w", key, ref, err)
 		}
 		if res.Routed == routedRefused {
-			return TriggerResult{}, fmt.Errorf("%w: this delivery was refused before: %s", ErrInvalid, res.Error)
+			return TriggerResult{}, fmt.Errorf("%w: this delivery was refused before: %s", errdefs.ErrInvalid, res.Error)
 		}
 		return res, nil
-	} else if !errors.Is(err, store.ErrNotFound) {
+	} else if !errors.Is(err, errdefs.ErrNotFound) {
 		return TriggerResult{}, err
 	}
 	res, err := s.deliver(ctx, project, name, event, key, payload)
-	if errors.Is(err, ErrInvalid) {
+	if errors.Is(err, errdefs.ErrInvalid) {
 		// Refused for good (its message does not render, its repository
 		// is refused): so is every replay of it, under any event kind.
 		record, _ := json.Marshal(TriggerResult{Routed: routedRefused, Error: err.Error()})
@@ -138,7 +139,7 @@ func (s *Service) deliver(ctx context.Context, project, name, event, key string,
 	}
 	text, err := t.Render(event, payload)
 	if err != nil {
-		return TriggerResult{}, fmt.Errorf("%w: trigger %s: rendering its message: %w", ErrInvalid, ref, err)
+		return TriggerResult{}, fmt.Errorf("%w: trigger %s: rendering its message: %w", errdefs.ErrInvalid, ref, err)
 	}
 	if strings.TrimSpace(text) == "" {
 		text = fmt.Sprintf("Event %s arrived through trigger %s.", event, name)
@@ -156,7 +157,7 @@ func (s *Service) deliver(ctx context.Context, project, name, event, key string,
 			s.notify(ctx, sessionID, Notice{CommandID: c.ID, Kind: noticeDelivery})
 	}
 	if t.Route(&sp) == spec.RouteSession {
-		live, err := s.Store.ListSessions(ctx, store.SessionFilter{Project: sp.Project, Agent: sp.Name, IncludeArchived: true, Limit: 1,
+		live, err := s.Store.ListSessions(ctx, session.Filter{Project: sp.Project, Agent: sp.Name, IncludeArchived: true, Limit: 1,
 			Statuses: []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting}})
 		if err != nil {
 			return TriggerResult{}, err
@@ -167,7 +168,7 @@ func (s *Service) deliver(ctx context.Context, project, name, event, key string,
 	}
 	x, err := s.CreateSession(ctx, CreateRequest{Project: sp.Project, Agent: sp.Name, Message: text, Repo: t.Repo,
 		IdempotencyKey: reservedTrigger + ref + ":" + key, NonInteractive: true}, by)
-	var slot *store.SlotConflictError
+	var slot *errdefs.SlotConflictError
 	if errors.As(err, &slot) && t.Route(&sp) == spec.RouteSession {
 		// Another delivery of the same burst spawned the live session
 		// meanwhile: this one joins it.
@@ -226,7 +227,7 @@ func (a *Activities) FlushDeliveries(ctx context.Context, sessionID string) (Flu
 	payload, _ := json.Marshal(session.MessagePayload{Message: text, Deliveries: all})
 	c, err := a.Store.AbsorbDeliveries(ctx, ids, store.NewCommand{ID: "flush-" + held[0].ID, SessionID: sessionID, Kind: session.KindMessage,
 		Payload: payload, Sender: held[0].Sender, IdempotencyKey: "flush:" + held[0].ID})
-	var ended *store.TerminalError
+	var ended *errdefs.TerminalError
 	if errors.As(err, &ended) {
 		return Flush{}, nil // the session ended: its deliveries were canceled with it
 	}

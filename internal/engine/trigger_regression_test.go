@@ -11,9 +11,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/paddock-dev/paddock/internal/bound"
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // TestRegressionHeldDeliveryLostOnStop: a delivery routed into the live
@@ -78,10 +78,10 @@ func (s *signals) SignalWithStartWorkflow(context.Context, string, string, any, 
 
 func (f *fixture) service(t *testing.T, agents ...spec.Agent) *Service {
 	t.Helper()
-	var recs []store.Agent
+	var recs []spec.Record
 	for _, a := range agents {
 		a.Defaults()
-		recs = append(recs, store.Agent{Project: a.Project, Name: a.Name, Spec: a.JSON(), Digest: a.Digest(), Concurrency: a.Concurrency})
+		recs = append(recs, spec.Record{Project: a.Project, Name: a.Name, Spec: a.JSON(), Digest: a.Digest(), Concurrency: a.Concurrency})
 	}
 	_, err := f.store.ApplyAgents(context.Background(), recs)
 	require.NoError(t, err)
@@ -114,7 +114,7 @@ func TestRegressionConcurrentDeliveriesToASingletonWithNoLiveSession(t *testing.
 		close(start)
 		wg.Wait()
 		for _, err := range errs {
-			var slot *store.SlotConflictError
+			var slot *errdefs.SlotConflictError
 			if err != nil {
 				require.True(t, errors.As(err, &slot), "%v", err)
 				t.Fatalf("round %d: a delivery was refused instead of routed into the session another delivery spawned: %v", round, err)
@@ -134,9 +134,9 @@ func TestRegressionCallerKeyPreemptsADelivery(t *testing.T) {
 	x, err := s.CreateSession(ctx, CreateRequest{Agent: "steered", Repo: f.repo, Message: "start"}, session.Sender{Kind: session.SenderOperator, ID: "t"})
 	require.NoError(t, err)
 	_, err = s.Send(ctx, x.ID, SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"hello"}`), IdempotencyKey: "delivery:hook:gh-1"}, session.Sender{Kind: session.SenderOperator, ID: "t"})
-	require.ErrorIs(t, err, ErrInvalid, "a caller may not use the platform's delivery key space")
+	require.ErrorIs(t, err, errdefs.ErrInvalid, "a caller may not use the platform's delivery key space")
 	_, err = s.CreateSession(ctx, CreateRequest{Agent: "steered", Repo: f.repo, Message: "x", IdempotencyKey: "trigger:hook:gh-2"}, session.Sender{Kind: session.SenderOperator, ID: "t"})
-	require.ErrorIs(t, err, ErrInvalid)
+	require.ErrorIs(t, err, errdefs.ErrInvalid)
 	res, err := s.Trigger(ctx, "default", "hook", "github.push", "gh-1", map[string]any{})
 	require.NoError(t, err)
 	require.NotEmpty(t, res.CommandID)

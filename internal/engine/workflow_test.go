@@ -79,7 +79,7 @@ func (f *fixture) createWith(t *testing.T, id, model, message string, interactiv
 		payload, _ = json.Marshal(session.MessagePayload{Message: message})
 	}
 	_, _, err := f.store.CreateSession(context.Background(), store.NewSession{ID: id, Project: "default",
-		Agent: store.Agent{Project: "default", Name: "tester", Spec: sp.JSON(), Digest: sp.Digest()}, Repo: f.repo,
+		Agent: spec.Record{Project: "default", Name: "tester", Spec: sp.JSON(), Digest: sp.Digest()}, Repo: f.repo,
 		Policy: f.policy, Interactive: interactive,
 		CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "t"}, StartKind: kind, StartPayload: payload})
 	require.NoError(t, err)
@@ -196,7 +196,7 @@ func TestApprovalLapses(t *testing.T) {
 		Tools: map[string]policy.Value{"read_file": policy.AllowedWithoutPermission}})
 	f.create(t, "s5", "replay/testdata/script.yaml", "go")
 	f.env.RegisterDelayedCallback(func() {
-		pending, err := f.store.ListApprovals(context.Background(), store.ApprovalFilter{SessionID: "s5", Status: session.ApprovalPending})
+		pending, err := f.store.ListApprovals(context.Background(), session.ApprovalFilter{SessionID: "s5", Status: session.ApprovalPending})
 		require.NoError(t, err)
 		require.Len(t, pending, 1, "the edit waits for approval")
 	}, time.Hour)
@@ -205,7 +205,7 @@ func TestApprovalLapses(t *testing.T) {
 	}, 3*time.Hour)
 	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s5"})
 	require.NoError(t, f.env.GetWorkflowError())
-	all, err := f.store.ListApprovals(context.Background(), store.ApprovalFilter{SessionID: "s5"})
+	all, err := f.store.ListApprovals(context.Background(), session.ApprovalFilter{SessionID: "s5"})
 	require.NoError(t, err)
 	require.Len(t, all, 1)
 	require.Equal(t, session.ApprovalExpired, all[0].Status)
@@ -278,7 +278,7 @@ func TestStopWinsOverQueuedMessages(t *testing.T) {
 		Tools: map[string]policy.Value{"read_file": policy.AllowedWithoutPermission}})
 	f.create(t, "s9", "replay/testdata/script.yaml", "go")
 	f.env.RegisterDelayedCallback(func() {
-		pending, err := f.store.ListApprovals(context.Background(), store.ApprovalFilter{SessionID: "s9", Status: session.ApprovalPending})
+		pending, err := f.store.ListApprovals(context.Background(), session.ApprovalFilter{SessionID: "s9", Status: session.ApprovalPending})
 		require.NoError(t, err)
 		require.Len(t, pending, 1, "the edit waits for approval")
 		f.send(t, "s9", session.KindMessage, session.MessagePayload{Message: "queued behind the approval"})
@@ -304,7 +304,7 @@ func TestStopWinsOverQueuedMessages(t *testing.T) {
 	}
 	require.Equal(t, session.CommandCanceled, states[session.KindMessage])
 	require.Equal(t, session.CommandAccepted, states[session.KindStop])
-	all, err := f.store.ListApprovals(ctx, store.ApprovalFilter{SessionID: "s9"})
+	all, err := f.store.ListApprovals(ctx, session.ApprovalFilter{SessionID: "s9"})
 	require.NoError(t, err)
 	require.Len(t, all, 1)
 	require.NotEqual(t, session.ApprovalApproved, all[0].Status)

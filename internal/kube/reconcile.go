@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // sealed is the finalizer a Session resource carries until its session
@@ -40,9 +40,9 @@ func ensureProject(ctx context.Context, svc *engine.Service, p identity.Principa
 		return nil
 	}
 	if !p.Admin {
-		return fmt.Errorf("%w: Paddock has no project %s (the namespace): an administrator creates it (paddock projects create %s)", store.ErrNotFound, name, name)
+		return fmt.Errorf("%w: Paddock has no project %s (the namespace): an administrator creates it (paddock projects create %s)", errdefs.ErrNotFound, name, name)
 	}
-	if err := svc.CreateProject(ctx, p, name); err != nil && !errors.Is(err, store.ErrConflict) {
+	if err := svc.CreateProject(ctx, p, name); err != nil && !errors.Is(err, errdefs.ErrConflict) {
 		return fmt.Errorf("project %s (the namespace): %w", name, err)
 	}
 	return nil
@@ -110,7 +110,7 @@ func (r *agentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if uerr := r.c.Status().Update(ctx, u); uerr != nil {
 		return ctrl.Result{}, uerr
 	}
-	if errors.Is(err, store.ErrDenied) || errors.Is(err, store.ErrNotFound) || errors.Is(err, errNoStamp) {
+	if errors.Is(err, errdefs.ErrDenied) || errors.Is(err, errdefs.ErrNotFound) || errors.Is(err, errNoStamp) {
 		return ctrl.Result{RequeueAfter: time.Minute}, nil // until the user or project exists, say
 	}
 	return ctrl.Result{}, nil
@@ -135,7 +135,7 @@ func (r *sessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	p := system(r.admin, u)
 	id, _, _ := unstructured.NestedString(u.Object, "status", "sessionID")
-	x, mine, err := r.started(ctx, u, id)
+	x, mine, err := r.started(ctx, p, u, id)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -183,7 +183,7 @@ func (r *sessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			if uerr := r.c.Status().Update(ctx, u); uerr != nil {
 				return ctrl.Result{}, uerr
 			}
-			if errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrDenied) || errors.Is(err, errNoStamp) {
+			if errors.Is(err, errdefs.ErrInvalid) || errors.Is(err, errdefs.ErrNotFound) || errors.Is(err, errdefs.ErrDenied) || errors.Is(err, errNoStamp) {
 				return ctrl.Result{RequeueAfter: time.Minute}, nil // until the agent exists, say
 			}
 			return ctrl.Result{}, err
@@ -191,7 +191,7 @@ func (r *sessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		_ = unstructured.SetNestedField(u.Object, x.ID, "status", "sessionID")
 		setCondition(u, "Started", "Started", nil)
 	}
-	if err := r.mirror(ctx, u, x); err != nil {
+	if err := r.mirror(ctx, p, u, x); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.c.Status().Update(ctx, u); err != nil {
@@ -206,8 +206,8 @@ func (r *sessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 // stop stops session id (once) and says whether it is stopped and its
 // audit log sealed.
 func (r *sessionReconciler) stop(ctx context.Context, p identity.Principal, u *unstructured.Unstructured, id string) (bool, error) {
-	x, err := r.svc.Store.GetSession(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	x, err := r.svc.Session(ctx, p, id)
+	if errors.Is(err, errdefs.ErrNotFound) {
 		return true, nil
 	} else if err != nil {
 		return false, err
@@ -215,29 +215,22 @@ func (r *sessionReconciler) stop(ctx context.Context, p identity.Principal, u *u
 	if !x.Status.Terminal() {
 		payload, _ := json.Marshal(session.StopPayload{Reason: "its Session resource " + u.GetNamespace() + "/" + u.GetName() + " was deleted"})
 		_, err := r.svc.Send(ctx, id, engine.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "kubernetes-delete/" + string(u.GetUID())}, p.Sender())
-		if err != nil && !errors.Is(err, store.ErrConflict) {
+		if err != nil && !errors.Is(err, errdefs.ErrConflict) {
 			return false, err
 		}
 		return false, nil
 	}
-	seal, err := r.svc.Store.AuditSeal(ctx, id)
-	if err != nil || seal != nil {
-		return seal != nil, err
-	}
 	// Ended without a seal (a failed session's log is sealed when the
 	// collector takes its copy): sealed now, as the resource goes.
-	if err := r.svc.Sealer.Seal(ctx, id); err != nil {
-		return false, err
-	}
-	return true, nil
+	return r.svc.SealEnded(ctx, p, id)
 }
 
 // mirror writes session x's state into u's status: where it is, what it
 // waits on, what it consumed of its budget, and how much its copy differs
 // from its base (from the last checkpoint: no copy is read).
-func (r *sessionReconciler) mirror(ctx context.Context, u *unstructured.Unstructured, x session.Session) error {
+func (r *sessionReconciler) mirror(ctx context.Context, p identity.Principal, u *unstructured.Unstructured, x session.Session) error {
 	park := ""
-	parks, err := r.svc.Store.ListParks(ctx, x.ID, true)
+	parks, err := r.svc.Parks(ctx, p, x.ID, true)
 	if err != nil {
 		return err
 	}
@@ -249,9 +242,9 @@ func (r *sessionReconciler) mirror(ctx context.Context, u *unstructured.Unstruct
 		return err
 	}
 	diff := "no change"
-	if cp, err := r.svc.Store.LastCheckpoint(ctx, x.ID); err == nil && len(cp.Files) > 0 {
-		diff = fmt.Sprintf("%d file(s) changed (step %d)", len(cp.Files), cp.Step)
-	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if cp, err := r.svc.LastStep(ctx, p, x.ID); err == nil && len(cp.Files) > 0 {
+		diff = fmt.Sprintf("%d file(s) changed (step %d)", len(cp.Files), cp.Number)
+	} else if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 		return err
 	}
 	for field, v := range map[string]string{"status": string(x.Status), "runtimePhase": string(x.RuntimePhase), "ambientStatus": x.AmbientStatus,
@@ -266,12 +259,12 @@ func (r *sessionReconciler) mirror(ctx context.Context, u *unstructured.Unstruct
 // started returns session id (none: nothing, yes) and whether it is the
 // one resource u started: in the namespace's project, requested through
 // this resource.
-func (r *sessionReconciler) started(ctx context.Context, u *unstructured.Unstructured, id string) (session.Session, bool, error) {
+func (r *sessionReconciler) started(ctx context.Context, p identity.Principal, u *unstructured.Unstructured, id string) (session.Session, bool, error) {
 	if id == "" {
 		return session.Session{}, true, nil
 	}
-	x, err := r.svc.Store.GetSession(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	x, err := r.svc.Session(ctx, p, id)
+	if errors.Is(err, errdefs.ErrNotFound) {
 		return x, false, nil
 	} else if err != nil {
 		return x, false, err

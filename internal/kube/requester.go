@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // RequesterAnnotation names, on an Agent or Session, the Kubernetes user
@@ -52,7 +52,7 @@ func (r *requesters) principal(ctx context.Context, u *unstructured.Unstructured
 	}
 	who := u.GetAnnotations()[RequesterAnnotation]
 	if who == "" {
-		return identity.Principal{}, fmt.Errorf("%w: the resource names no requester (made before the admission policies were applied: create it again)", store.ErrDenied)
+		return identity.Principal{}, fmt.Errorf("%w: the resource names no requester (made before the admission policies were applied: create it again)", errdefs.ErrDenied)
 	}
 	user, err := r.user(who)
 	if err != nil {
@@ -69,7 +69,7 @@ func (r *requesters) user(who string) (string, error) {
 	}
 	user, ok := strings.CutPrefix(who, r.prefix)
 	if !ok || user == "" || strings.HasPrefix(who, "system:") {
-		return "", fmt.Errorf("%w: Kubernetes user %s is not one of Paddock's (a person's name with PADDOCK_KUBE_USER_PREFIX %q, or one PADDOCK_KUBE_USERS maps)", store.ErrDenied, who, r.prefix)
+		return "", fmt.Errorf("%w: Kubernetes user %s is not one of Paddock's (a person's name with PADDOCK_KUBE_USER_PREFIX %q, or one PADDOCK_KUBE_USERS maps)", errdefs.ErrDenied, who, r.prefix)
 	}
 	return user, nil
 }

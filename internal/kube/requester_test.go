@@ -3,9 +3,8 @@ package kube
 import (
 	"testing"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/stretchr/testify/require"
-
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // A Kubernetes user is a Paddock user by the mapping first (the only way
@@ -24,7 +23,7 @@ func TestRequesterUser(t *testing.T) {
 	} {
 		got, err := r.user(who)
 		if want == "" {
-			require.ErrorIs(t, err, store.ErrDenied, who)
+			require.ErrorIs(t, err, errdefs.ErrDenied, who)
 			require.ErrorContains(t, err, "PADDOCK_KUBE_USERS", who)
 			continue
 		}
@@ -37,5 +36,5 @@ func TestRequesterUser(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "carol", got)
 	_, err = r.user("system:kube-controller-manager")
-	require.ErrorIs(t, err, store.ErrDenied)
+	require.ErrorIs(t, err, errdefs.ErrDenied)
 }

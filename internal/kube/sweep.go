@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // sweeper stops live sessions started through a Session resource that is
@@ -60,8 +60,8 @@ func sessionVia(via string) (types.NamespacedName, bool) {
 // sweep sends a stop to each orphaned session once, and says how many.
 func (s *sweeper) sweep(ctx context.Context) (int, error) {
 	n := 0
-	live := store.SessionFilter{Statuses: []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting}, IncludeArchived: true}
-	list, err := store.AllSessions(ctx, s.svc.Store, live)
+	live := session.Filter{Statuses: []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting}, IncludeArchived: true}
+	list, err := s.svc.AllSessions(ctx, identity.Principal{User: s.admin, Admin: true, Via: "kubernetes:sweep"}, live)
 	if err != nil {
 		return n, err
 	}
@@ -85,7 +85,7 @@ func (s *sweeper) sweep(ctx context.Context) (int, error) {
 		payload, _ := json.Marshal(session.StopPayload{Reason: "its Session resource " + key.String() + " is gone"})
 		p := identity.Principal{User: s.admin, Admin: true, Via: x.CreatedBy.Via + ":gone"}
 		_, err = s.svc.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "kubernetes-gone/" + x.ID}, p.Sender())
-		if err != nil && !errors.Is(err, store.ErrConflict) {
+		if err != nil && !errors.Is(err, errdefs.ErrConflict) {
 			return n, err
 		}
 		n++

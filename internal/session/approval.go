@@ -16,6 +16,15 @@ const (
 	ApprovalExpired  ApprovalStatus = "expired"
 )
 
+// Valid says whether s is one of the statuses above.
+func (s ApprovalStatus) Valid() bool {
+	switch s {
+	case ApprovalPending, ApprovalApproved, ApprovalRejected, ApprovalExpired:
+		return true
+	}
+	return false
+}
+
 // Approval is a durable request for a human decision on one exact tool
 // call: it is bound to the digest of the tool name and arguments, and lapses
 // at ExpiresAt.

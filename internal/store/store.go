@@ -10,7 +10,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
@@ -18,70 +17,14 @@ import (
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
-)
-
-// Sentinel errors, mapped to HTTP statuses in one place (package api).
-var (
-	ErrNotFound = errors.New("not found")
-	ErrConflict = errors.New("conflict")
-	ErrInvalid  = errors.New("invalid")
-	ErrDenied   = errors.New("denied")
-	// ErrUnauthenticated is a caller without a valid credential (401).
-	ErrUnauthenticated = errors.New("unauthenticated")
-)
-
-// SlotConflictError says a concurrency-1 agent's singleton slot is held.
-type SlotConflictError struct {
-	Agent     string
-	SessionID string
-}
-
-func (e *SlotConflictError) Error() string {
-	return "agent " + e.Agent + " has concurrency 1 and live session " + e.SessionID + " holds its slot; send it a message instead, or stop it first"
-}
-
-// Is makes errors.Is(err, ErrConflict) true.
-func (e *SlotConflictError) Is(target error) bool { return target == ErrConflict }
-
-// TerminalError says a command was sent to a session that has ended.
-type TerminalError struct {
-	SessionID string
-	Status    session.Status
-}
-
-func (e *TerminalError) Error() string {
-	return "session " + e.SessionID + " is " + string(e.Status) + " and accepts no more commands; retry it with `paddock sessions retry " + e.SessionID + "` to start a fresh one"
-}
-
-// Is makes errors.Is(err, ErrConflict) true.
-func (e *TerminalError) Is(target error) bool { return target == ErrConflict }
-
-// Agent is an applied agent spec.
-type Agent struct {
-	Project     string          `json:"project"`
-	Name        string          `json:"name"`
-	Spec        json.RawMessage `json:"spec"`
-	Digest      string          `json:"digest"`
-	Concurrency int             `json:"concurrency"`
-	CreatedAt   time.Time       `json:"createdAt"`
-	UpdatedAt   time.Time       `json:"updatedAt"`
-}
-
-// ApplyResult says what an apply did to one agent.
-type ApplyResult string
-
-// Apply results, as kubectl prints them.
-const (
-	Created    ApplyResult = "created"
-	Configured ApplyResult = "configured"
-	Unchanged  ApplyResult = "unchanged"
+	"github.com/paddock-dev/paddock/internal/spec"
 )
 
 // NewSession is what creation needs. The agent spec is snapshotted from Agent.
 type NewSession struct {
 	ID           string
 	Project      string
-	Agent        Agent
+	Agent        spec.Record
 	SpendCapUSD  float64
 	DisplayTitle string
 	Input        string
@@ -116,25 +59,6 @@ type NewCommand struct {
 	Held bool
 }
 
-// SessionFilter narrows a session list.
-type SessionFilter struct {
-	Project string
-	Agent   string
-	Status  session.Status
-	// Statuses, when set, keeps sessions in any of these statuses.
-	Statuses        []session.Status
-	IncludeArchived bool
-	// Limit bounds one page (at most MaxPage; MaxPage when 0).
-	Limit int
-	// Before, a session's ID, starts the page after it in the list's
-	// order (newest first): the cursor of the next page.
-	Before string
-	// Within, when Scoped, keeps only these projects' (none when empty):
-	// what the caller may read.
-	Scoped bool
-	Within []string
-}
-
 // AuditLeaf is one leaf of the audit tree as stored: the entry's session,
 // seq and stored JSON (the leaf's data).
 type AuditLeaf struct {
@@ -144,18 +68,15 @@ type AuditLeaf struct {
 	Data    string
 }
 
-// MaxPage is the most sessions one ListSessions call returns.
-const MaxPage = 1000
-
 // AllSessions lists every session f matches, newest first, paging
 // through the whole set however large: what whole-set work (recovery,
 // revocation, sweeps, collection, verification) must use instead of one
 // ListSessions page. f.Limit sets the page size.
 func AllSessions(ctx context.Context, st interface {
-	ListSessions(context.Context, SessionFilter) ([]session.Session, error)
-}, f SessionFilter) ([]session.Session, error) {
-	if f.Limit <= 0 || f.Limit > MaxPage {
-		f.Limit = MaxPage
+	ListSessions(context.Context, session.Filter) ([]session.Session, error)
+}, f session.Filter) ([]session.Session, error) {
+	if f.Limit <= 0 || f.Limit > session.MaxPage {
+		f.Limit = session.MaxPage
 	}
 	var out []session.Session
 	for {
@@ -171,15 +92,6 @@ func AllSessions(ctx context.Context, st interface {
 	}
 }
 
-// ApprovalFilter narrows an approval list.
-type ApprovalFilter struct {
-	SessionID string
-	Status    session.ApprovalStatus
-	// Scoped and Within: as in SessionFilter, by the session's project.
-	Scoped bool
-	Within []string
-}
-
 // Store is the system of record.
 type Store interface {
 	Close() error
@@ -193,16 +105,16 @@ type Store interface {
 	// CreateApproval records a pending approval idempotently by ID.
 	CreateApproval(ctx context.Context, a session.Approval) (session.Approval, error)
 	GetApproval(ctx context.Context, id string) (session.Approval, error)
-	ListApprovals(ctx context.Context, f ApprovalFilter) ([]session.Approval, error)
+	ListApprovals(ctx context.Context, f session.ApprovalFilter) ([]session.Approval, error)
 	// DecideApproval settles a pending approval (approved, rejected or
-	// expired). Deciding one already settled, or lapsed, is ErrConflict.
+	// expired). Deciding one already settled, or lapsed, is errdefs.ErrConflict.
 	DecideApproval(ctx context.Context, id string, status session.ApprovalStatus, by *session.Sender, note string) (session.Approval, error)
 
 	// ApplyAgents upserts agents in one transaction: all or nothing.
-	ApplyAgents(ctx context.Context, agents []Agent) ([]ApplyResult, error)
-	GetAgent(ctx context.Context, project, name string) (Agent, error)
+	ApplyAgents(ctx context.Context, agents []spec.Record) ([]spec.ApplyResult, error)
+	GetAgent(ctx context.Context, project, name string) (spec.Record, error)
 	// ListAgents lists a project's agents (every project's for "").
-	ListAgents(ctx context.Context, project string) ([]Agent, error)
+	ListAgents(ctx context.Context, project string) ([]spec.Record, error)
 
 	// CreateSession records, in one transaction, the session (queued), its
 	// spec snapshot and spend cap, the singleton slot of a concurrency-1
@@ -210,7 +122,7 @@ type Store interface {
 	// returns the existing session and created=false.
 	CreateSession(ctx context.Context, in NewSession) (s session.Session, created bool, err error)
 	GetSession(ctx context.Context, id string) (session.Session, error)
-	ListSessions(ctx context.Context, f SessionFilter) ([]session.Session, error)
+	ListSessions(ctx context.Context, f session.Filter) ([]session.Session, error)
 	SetRuntimePhase(ctx context.Context, id string, phase session.RuntimePhase) error
 	// SetWorkspace records where the session's working copy is: on which
 	// node ("" for a lone node), in which directory, at which base.
@@ -220,7 +132,7 @@ type Store interface {
 	// runtime to awaiting.
 	MarkStarted(ctx context.Context, id string) error
 	// SetHold holds a session (h) or releases it (nil); holding a held
-	// one, or releasing one not held, is ErrConflict.
+	// one, or releasing one not held, is errdefs.ErrConflict.
 	SetHold(ctx context.Context, id string, h *session.Hold) error
 	// Repair moves a queued or running session that has no active work
 	// (no pending or dispatching command, no turn accepted or in
@@ -237,7 +149,7 @@ type Store interface {
 	// base, and by whom: "accepted" moves the working copy's base to next
 	// (the accepted snapshot, so later changes make a new diff), "rejected"
 	// keeps it (next == base). A delivery against a base that is no longer
-	// the session's (another delivery came first) is ErrConflict.
+	// the session's (another delivery came first) is errdefs.ErrConflict.
 	Deliver(ctx context.Context, id, base, next, delivery string, by session.Sender, note string) error
 	// Archive sets archivedAt (a work-bringing command clears it) and, when
 	// handoff is not empty, persists the handoff note.
@@ -272,7 +184,7 @@ type Store interface {
 	OpenPark(ctx context.Context, p session.Park, recovery NewCommand) (park session.Park, created bool, err error)
 	// ResolvePark resolves an open park (session.ParkGranted, ParkCleared,
 	// ParkExpired, ParkCanceled): its recovery command becomes pending
-	// (granted, cleared) or canceled. One already resolved is ErrConflict.
+	// (granted, cleared) or canceled. One already resolved is errdefs.ErrConflict.
 	ResolvePark(ctx context.Context, id, resolution string, by *session.Sender, note string) (session.Park, error)
 	GetPark(ctx context.Context, id string) (session.Park, error)
 	// ListParks lists a session's parks ("" for every session's), only
@@ -280,7 +192,7 @@ type Store interface {
 	ListParks(ctx context.Context, sessionID string, open bool) ([]session.Park, error)
 	// RecordDelivery keeps what trigger (PROJECT/NAME) made of the
 	// delivery key (the first record stands); Delivery returns it
-	// (ErrNotFound: never delivered), so a replay gets the same answer and
+	// (errdefs.ErrNotFound: never delivered), so a replay gets the same answer and
 	// does nothing new.
 	RecordDelivery(ctx context.Context, trigger, key string, result json.RawMessage) error
 	Delivery(ctx context.Context, trigger, key string) (json.RawMessage, error)
@@ -308,7 +220,7 @@ type Store interface {
 	// in one transaction.
 	PassPark(ctx context.Context, id string, by *session.Sender, note string, next session.Park) (session.Park, error)
 
-	// CreateUser adds a user (ErrConflict when the name is taken, or the
+	// CreateUser adds a user (errdefs.ErrConflict when the name is taken, or the
 	// directory identity already has one); GetUser, UserBySubject (by the
 	// directory's issuer and subject) and ListUsers read them; RevokeUser
 	// marks a user revoked and revokes every token of theirs.
@@ -325,7 +237,7 @@ type Store interface {
 	ListTokens(ctx context.Context, user string) ([]identity.Token, error)
 	RevokeToken(ctx context.Context, id string) error
 	TouchToken(ctx context.Context, id string) error
-	// CreateProject adds a project (ErrConflict when it exists);
+	// CreateProject adds a project (errdefs.ErrConflict when it exists);
 	// ListProjects names them all.
 	CreateProject(ctx context.Context, name string) error
 	ListProjects(ctx context.Context) ([]string, error)
@@ -350,19 +262,19 @@ type Store interface {
 	// content whose retention ended before now, returning how much.
 	AuditContent(ctx context.Context, sessionID string) (map[int64][]byte, error)
 	ExpireAuditContent(ctx context.Context, now time.Time) (int64, error)
-	// SaveCheckpoint records the state of a session's working copy after a
+	// SaveStep records the state of a session's working copy after a
 	// call: the files that differ from its base, their content kept once
 	// in blobs (sealed, by the ID of their plain content). A state equal to
 	// the last one recorded adds nothing (false). Checkpoints lists a
 	// session's, oldest first; Blob reads one blob.
-	SaveCheckpoint(ctx context.Context, c Checkpoint, blobs map[string][]byte) (Checkpoint, bool, error)
-	Checkpoints(ctx context.Context, sessionID string) ([]Checkpoint, error)
-	// LastCheckpoint is a session's latest checkpoint (ErrNotFound: none).
-	LastCheckpoint(ctx context.Context, sessionID string) (Checkpoint, error)
-	// DeleteCheckpoints forgets a session's checkpoints (its copy is
+	SaveStep(ctx context.Context, c session.Step, blobs map[string][]byte) (session.Step, bool, error)
+	Steps(ctx context.Context, sessionID string) ([]session.Step, error)
+	// LastStep is a session's latest checkpoint (errdefs.ErrNotFound: none).
+	LastStep(ctx context.Context, sessionID string) (session.Step, error)
+	// DeleteSteps forgets a session's checkpoints (its copy is
 	// collected) and the blobs no other checkpoint uses; it returns how
 	// many blobs went.
-	DeleteCheckpoints(ctx context.Context, sessionID string) (int64, error)
+	DeleteSteps(ctx context.Context, sessionID string) (int64, error)
 	Blob(ctx context.Context, id string) ([]byte, error)
 	// ServerSecret keeps fresh (sealed) as the server's secret name unless
 	// one is kept already, and returns the one kept: every node of a
@@ -392,7 +304,7 @@ type Store interface {
 	// AuditKeys are every signing key recorded, oldest first.
 	AuditKeys(ctx context.Context) ([]string, error)
 	// SealAudit stores a session's seal (once; a seal of a head that is no
-	// longer the log's is ErrConflict); a sealed log gains no entries.
+	// longer the log's is errdefs.ErrConflict); a sealed log gains no entries.
 	SealAudit(ctx context.Context, seal audit.Seal) error
 	// AppendAccess chains e onto the access log (audit.AccessLog) as the
 	// next leaf of the tree, returning it as stored; AuditLog of
@@ -417,31 +329,4 @@ type Store interface {
 	// Subscribe returns a channel that receives (without blocking the
 	// writer) after any event of the session is appended by this process.
 	Subscribe(sessionID string) (ch <-chan struct{}, cancel func())
-}
-
-// Checkpoint is the state of a session's working copy at one step: every
-// file that differs from the base commit.
-type Checkpoint struct {
-	SessionID string           `json:"sessionId"`
-	Step      int              `json:"step"`
-	Base      string           `json:"base"`
-	Tree      string           `json:"tree"`
-	CallID    string           `json:"callId"`
-	Files     []CheckpointFile `json:"files"`
-	// Skipped says what the checkpoint could not hold (a file too large, a
-	// nested repository): a copy made again from it lacks those.
-	Skipped []string `json:"skipped,omitempty"`
-	// Bundle is the blob of a git bundle that makes Base from the previous
-	// checkpoint's base (the snapshot an acceptance committed), or, for a
-	// copy without a repository, Base itself.
-	Bundle    string    `json:"bundle,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
-}
-
-// CheckpointFile is a file of a checkpoint: its git mode and the blob of
-// its content; Mode "" is a file deleted.
-type CheckpointFile struct {
-	Path string `json:"path"`
-	Mode string `json:"mode,omitempty"`
-	Blob string `json:"blob,omitempty"`
 }

@@ -11,7 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
 )
@@ -244,7 +244,7 @@ func (a *App) removeMember(w http.ResponseWriter, r *http.Request) {
 func (a *App) setPolicy(w http.ResponseWriter, r *http.Request) {
 	text := r.PostFormValue("policy")
 	p, err := a.Service.SetProjectPolicy(r.Context(), r.PathValue("name"), []byte(text))
-	if errors.Is(err, engine.ErrInvalid) {
+	if errors.Is(err, errdefs.ErrInvalid) {
 		// The text stays in the form, with what is wrong with it.
 		a.renderProject(w, r, http.StatusBadRequest, ProjectPage{Candidate: text, Problem: err.Error()})
 		return
@@ -264,7 +264,7 @@ func (a *App) replay(w http.ResponseWriter, r *http.Request) {
 		var rep policy.ReplayReport
 		if rep, err = a.Service.ReplayPolicy(r.Context(), r.PathValue("name"), []byte(pg.Candidate), since, 3); err == nil {
 			pg.Replay = &rep
-		} else if !errors.Is(err, engine.ErrInvalid) {
+		} else if !errors.Is(err, errdefs.ErrInvalid) {
 			a.problem(w, r, err)
 			return
 		}

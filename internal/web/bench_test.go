@@ -17,6 +17,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 	"github.com/paddock-dev/paddock/internal/web"
@@ -38,7 +39,7 @@ func BenchmarkSessionsPage(b *testing.B) {
 		b.Fatal(err)
 	}
 	token, _ := os.ReadFile(filepath.Join(dir, engine.AdminTokenFile))
-	agent := store.Agent{Project: "default", Name: "a", Spec: json.RawMessage(`{"name":"a"}`), Digest: "d"}
+	agent := spec.Record{Project: "default", Name: "a", Spec: json.RawMessage(`{"name":"a"}`), Digest: "d"}
 	for i := range 500 {
 		if _, _, err := st.CreateSession(ctx, store.NewSession{ID: fmt.Sprintf("s%03d", i), Project: "default", Agent: agent, DisplayTitle: fmt.Sprintf("fix issue %d", i),
 			CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "bench"}, StartKind: session.KindStart}); err != nil {

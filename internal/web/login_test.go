@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/api"
-	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 )
 
@@ -49,7 +49,7 @@ func TestWebLoginIsASessionOfItsOwn(t *testing.T) {
 	w := e.do("POST", "/logout", c.Value, url.Values{"csrf": {e.csrf(c.Value)}}, nil)
 	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
 	_, err = e.svc.Authenticate(ctx, c.Value)
-	require.ErrorIs(t, err, engine.ErrUnauthenticated, "the cookie still authenticates after logout")
+	require.ErrorIs(t, err, errdefs.ErrUnauthenticated, "the cookie still authenticates after logout")
 	require.Equal(t, http.StatusSeeOther, e.do("GET", "/inbox", c.Value, nil, nil).Code, "a page still opens with the logged-out cookie")
 	_, err = e.svc.Authenticate(ctx, typed)
 	require.NoError(t, err, "logging out of the web app leaves the API token alone")
@@ -60,5 +60,5 @@ func TestWebLoginIsASessionOfItsOwn(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, e.svc.RevokeToken(ctx, e.admin, id))
 	_, err = e.svc.Authenticate(ctx, c.Value)
-	require.ErrorIs(t, err, engine.ErrUnauthenticated, "a web login outlives the revocation of its token")
+	require.ErrorIs(t, err, errdefs.ErrUnauthenticated, "a web login outlives the revocation of its token")
 }

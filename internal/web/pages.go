@@ -15,12 +15,12 @@ import (
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/shellcheck"
 	"github.com/paddock-dev/paddock/internal/spec"
-	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
@@ -65,14 +65,14 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 	}
 	token := strings.TrimSpace(r.PostFormValue("token"))
 	t, full, err := a.Service.OpenWebSession(r.Context(), api.Source(r), token)
-	var throttled *engine.ThrottledError
+	var throttled *errdefs.ThrottledError
 	if errors.As(err, &throttled) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(throttled.Wait.Seconds())+1))
 		a.render(w, r, http.StatusTooManyRequests, "login", "Log in", LoginPage{
 			"Too many failed logins from your address: " + throttled.Error() + ".", localPath(r.PostFormValue("next")), a.directory()})
 		return
 	}
-	if errors.Is(err, engine.ErrUnauthenticated) {
+	if errors.Is(err, errdefs.ErrUnauthenticated) {
 		a.render(w, r, http.StatusUnauthorized, "login", "Log in", LoginPage{
 			"That token is not valid (unknown, expired or revoked). Create one with `paddock tokens create`, or use `paddock login`.", localPath(r.PostFormValue("next")), a.directory()})
 		return
@@ -121,18 +121,12 @@ func (a *App) sessions(w http.ResponseWriter, r *http.Request) {
 	l := List{Status: q.Get("status"), Agent: q.Get("agent"), Query: strings.TrimSpace(q.Get("q")), Parked: q.Get("parked") == "true",
 		Archived: q.Get("archived") == "true", Fragment: q.Get("fragment") == "rows",
 		Statuses: []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting, session.StatusFailed, session.StatusStopped}}
-	f := store.SessionFilter{Agent: l.Agent, Status: session.Status(l.Status), IncludeArchived: l.Archived, Limit: 500}
+	f := session.Filter{Agent: l.Agent, Status: session.Status(l.Status), IncludeArchived: l.Archived, Limit: 500}
 	if f.Status != "" && !f.Status.Valid() {
 		a.fail(w, r, http.StatusBadRequest, "unknown status "+l.Status)
 		return
 	}
-	within, all, err := a.Service.Readable(r.Context(), principal(r), identity.Read)
-	if err != nil {
-		a.problem(w, r, err)
-		return
-	}
-	f.Within, f.Scoped = within, !all
-	parked, err := a.Service.Parked(r.Context(), f)
+	parked, err := a.Service.Parked(r.Context(), principal(r), identity.Read, f)
 	if err != nil {
 		a.problem(w, r, err)
 		return
@@ -141,7 +135,7 @@ func (a *App) sessions(w http.ResponseWriter, r *http.Request) {
 	for _, p := range parked {
 		waits[p.Session.ID] = p.Reason
 	}
-	list, err := a.Service.Store.ListSessions(r.Context(), f)
+	list, err := a.Service.Sessions(r.Context(), principal(r), f)
 	if err != nil {
 		a.problem(w, r, err)
 		return
@@ -155,7 +149,7 @@ func (a *App) sessions(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		row := Row{Session: x, Park: waits[x.ID]}
-		if u, err := a.Service.Store.SessionUsage(r.Context(), x.ID); err == nil {
+		if u, err := a.Service.Usage(r.Context(), principal(r), x.ID); err == nil {
 			row.CostUSD = u.CostUSD
 		}
 		l.Rows = append(l.Rows, row)
@@ -192,7 +186,7 @@ func (a *App) pending(r *http.Request, aps []session.Approval) []Pending {
 		x, ok := sessions[ap.SessionID]
 		if !ok {
 			var err error
-			if x, err = a.Service.Store.GetSession(r.Context(), ap.SessionID); err != nil {
+			if x, err = a.Service.Session(r.Context(), principal(r), ap.SessionID); err != nil {
 				continue
 			}
 			sessions[ap.SessionID] = x
@@ -219,11 +213,7 @@ type Page struct {
 
 // sessionFor loads session id for the caller, checking action a.
 func (a *App) sessionFor(r *http.Request, id string, act identity.Action) (session.Session, error) {
-	x, err := a.Service.Store.GetSession(r.Context(), id)
-	if err != nil {
-		return x, err
-	}
-	return x, a.Service.Allow(r.Context(), principal(r), x.Project, act, fmt.Sprintf("session %q", id))
+	return a.Service.SessionFor(r.Context(), principal(r), id, act)
 }
 
 func (a *App) can(r *http.Request, project string, act identity.Action) bool {
@@ -238,34 +228,14 @@ func (a *App) session(w http.ResponseWriter, r *http.Request) {
 	}
 	p := Page{Session: x, CanSteer: a.can(r, x.Project, identity.Steer), CanDecide: a.can(r, x.Project, identity.Approve),
 		CanAudit: a.can(r, x.Project, identity.Audit)}
-	aps, _ := a.Service.Store.ListApprovals(r.Context(), store.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
+	aps, _ := a.Service.Approvals(r.Context(), principal(r), identity.Read, session.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
 	p.Approvals = a.pending(r, aps)
-	p.Parks, _ = a.Service.Store.ListParks(r.Context(), x.ID, true)
-	p.Question = a.openQuestion(r, x.ID)
-	if last, err := a.Service.Store.ListEvents(r.Context(), x.ID, 0, 0); err == nil && len(last) > 0 {
+	p.Parks, _ = a.Service.Parks(r.Context(), principal(r), x.ID, true)
+	p.Question, _ = a.Service.OpenQuestion(r.Context(), principal(r), x.ID)
+	if last, err := a.Service.Events(r.Context(), principal(r), x.ID, 0, 0); err == nil && len(last) > 0 {
 		p.Seen = last[len(last)-1].Seq
 	}
 	a.render(w, r, http.StatusOK, "session", x.DisplayTitle, p)
-}
-
-// openQuestion is the session's question waiting for its answer.
-func (a *App) openQuestion(r *http.Request, id string) *session.Question {
-	qs, err := a.Service.Store.EventsByKey(r.Context(), id, "question/")
-	if err != nil || len(qs) == 0 {
-		return nil
-	}
-	answered, _ := a.Service.Store.EventsByKey(r.Context(), id, "answer/")
-	last := qs[len(qs)-1]
-	var q session.Question
-	if json.Unmarshal(last.Data, &q) != nil {
-		return nil
-	}
-	for _, e := range answered {
-		if strings.TrimPrefix(e.Key, "answer/") == q.ToolCallID {
-			return nil
-		}
-	}
-	return &q
 }
 
 func (a *App) back(w http.ResponseWriter, r *http.Request) {
@@ -392,19 +362,14 @@ type Request struct {
 }
 
 func (a *App) inbox(w http.ResponseWriter, r *http.Request) {
-	within, all, err := a.Service.Readable(r.Context(), principal(r), identity.Approve)
-	if err != nil {
-		a.problem(w, r, err)
-		return
-	}
 	var in Inbox
-	aps, err := a.Service.Store.ListApprovals(r.Context(), store.ApprovalFilter{Status: session.ApprovalPending, Scoped: !all, Within: within})
+	aps, err := a.Service.Approvals(r.Context(), principal(r), identity.Approve, session.ApprovalFilter{Status: session.ApprovalPending})
 	if err != nil {
 		a.problem(w, r, err)
 		return
 	}
 	in.Approvals = a.pending(r, aps)
-	parked, err := a.Service.Parked(r.Context(), store.SessionFilter{Scoped: !all, Within: within})
+	parked, err := a.Service.Parked(r.Context(), principal(r), identity.Approve, session.Filter{})
 	if err != nil {
 		a.problem(w, r, err)
 		return
@@ -428,11 +393,7 @@ func own(p engine.Parked) bool {
 
 // requests are the caller's own sessions waiting for them at the door.
 func (a *App) requests(r *http.Request) ([]Request, error) {
-	within, all, err := a.Service.Readable(r.Context(), principal(r), identity.Read)
-	if err != nil {
-		return nil, err
-	}
-	parked, err := a.Service.Parked(r.Context(), store.SessionFilter{Scoped: !all, Within: within})
+	parked, err := a.Service.Parked(r.Context(), principal(r), identity.Read, session.Filter{})
 	if err != nil {
 		return nil, err
 	}
@@ -475,14 +436,8 @@ func (a *App) afterRequest(w http.ResponseWriter, r *http.Request, err error) {
 
 func (a *App) decide(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	ap, err := a.Service.Store.GetApproval(r.Context(), id)
-	if err == nil {
-		var x session.Session
-		if x, err = a.Service.Store.GetSession(r.Context(), ap.SessionID); err == nil {
-			// Worded as a missing approval: nothing of a hidden project shows.
-			err = a.Service.Allow(r.Context(), principal(r), x.Project, identity.Approve, fmt.Sprintf("approval %q", id))
-		}
-	}
+	// Worded as a missing approval: nothing of a hidden project shows.
+	ap, _, err := a.Service.ApprovalFor(r.Context(), principal(r), id, identity.Approve)
 	if err == nil {
 		switch d := r.PostFormValue("decision"); d {
 		case "approve", "reject":

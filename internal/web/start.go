@@ -9,7 +9,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/spec"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // NewPage is the form that starts a session: the projects the caller may
@@ -17,7 +16,7 @@ import (
 // (a double click starts one session).
 type NewPage struct {
 	Projects                               []string
-	Agents                                 []store.Agent
+	Agents                                 []spec.Record
 	Key                                    string
 	Project, Agent, Repo, Message, Problem string
 }
@@ -38,7 +37,7 @@ func (a *App) renderNew(w http.ResponseWriter, r *http.Request, status int, n Ne
 			continue
 		}
 		n.Projects = append(n.Projects, m.Project)
-		agents, err := a.Service.Store.ListAgents(r.Context(), m.Project)
+		agents, err := a.Service.Agents(r.Context(), principal(r), m.Project)
 		if err != nil {
 			a.problem(w, r, err)
 			return

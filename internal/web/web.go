@@ -26,6 +26,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 )
@@ -178,7 +179,7 @@ func (a *App) authed(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		p, err := a.Service.AuthenticateFrom(r.Context(), api.Source(r), c.Value)
-		var throttled *engine.ThrottledError
+		var throttled *errdefs.ThrottledError
 		if errors.As(err, &throttled) {
 			w.Header().Set("Retry-After", strconv.Itoa(int(throttled.Wait.Seconds())+1))
 			a.fail(w, r, http.StatusTooManyRequests, throttled.Error())

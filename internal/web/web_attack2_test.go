@@ -20,7 +20,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/provider"
-	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/session"
 )
 
 // withModels lets CreateSession resolve the ad-hoc model.
@@ -31,7 +31,7 @@ func (e *atkEnv) withModels() {
 }
 
 func (e *atkEnv) sessionsIn(project string) int {
-	xs, err := e.st.ListSessions(context.Background(), store.SessionFilter{Project: project, IncludeArchived: true})
+	xs, err := e.st.ListSessions(context.Background(), session.Filter{Project: project, IncludeArchived: true})
 	require.NoError(e.t, err)
 	return len(xs)
 }
@@ -85,7 +85,7 @@ func TestAttack2StartWithAnyRepositoryOnTheServer(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, w.Code, path)
 		assert.Contains(t, w.Body.String(), "sessions copy only their project&#39;s repositories", path)
 	}
-	xs, err := e.st.ListSessions(context.Background(), store.SessionFilter{Project: "mine"})
+	xs, err := e.st.ListSessions(context.Background(), session.Filter{Project: "mine"})
 	require.NoError(t, err)
 	require.Len(t, xs, 1)
 	require.Equal(t, own, xs[0].Repo)

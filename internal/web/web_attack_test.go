@@ -24,6 +24,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 	"github.com/paddock-dev/paddock/internal/web"
@@ -80,7 +81,7 @@ func (e *atkEnv) user(name, project string, role identity.Role) string {
 func (e *atkEnv) session(id, project, title string) {
 	_ = e.svc.CreateProject(context.Background(), e.admin, project)
 	_, _, err := e.st.CreateSession(context.Background(), store.NewSession{ID: id, Project: project, DisplayTitle: title,
-		Agent:     store.Agent{Project: project, Name: "a", Spec: []byte(`{}`), Digest: "d"},
+		Agent:     spec.Record{Project: project, Name: "a", Spec: []byte(`{}`), Digest: "d"},
 		CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "root"}, StartKind: session.KindStart})
 	require.NoError(e.t, err)
 }

@@ -24,7 +24,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // chromium is the headless browser the tests drive (Debian's chromium).
@@ -299,7 +298,7 @@ func TestWebAppEndToEnd(t *testing.T) {
 	s, err := admin.Session(ctx, x.ID)
 	require.NoError(t, err)
 	require.Equal(t, session.StatusAwaiting, s.Status)
-	aps, err := admin.Approvals(ctx, store.ApprovalFilter{SessionID: x.ID})
+	aps, err := admin.Approvals(ctx, session.ApprovalFilter{SessionID: x.ID})
 	require.NoError(t, err)
 	for _, ap := range aps {
 		require.Equal(t, "webtester", ap.DecidedBy.ID, "decided in the browser, as the logged-in user")

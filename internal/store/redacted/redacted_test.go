@@ -12,6 +12,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 )
@@ -38,7 +39,7 @@ func TestStoreWritesNoSecret(t *testing.T) {
 	op := session.Sender{Kind: session.SenderOperator, ID: "ana"}
 	quoted := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	payload := json.RawMessage(`{"message":` + quoted("use "+githubPAT) + `}`)
-	agent := store.Agent{Project: "default", Name: "a", Spec: json.RawMessage(`{"name":"a"}`), Digest: "d1"}
+	agent := spec.Record{Project: "default", Name: "a", Spec: json.RawMessage(`{"name":"a"}`), Digest: "d1"}
 	x, _, err := st.CreateSession(ctx, store.NewSession{ID: "s1", Project: "default", Agent: agent, DisplayTitle: "deploy with " + awsKey,
 		Input: "key:\n" + pemKey, CreatedBy: op, StartKind: session.KindStartWithMessage, StartPayload: payload})
 	if err != nil {
@@ -147,7 +148,7 @@ func TestStoreMethodsReviewed(t *testing.T) {
 		// Sealed values, names; PassPark's next park is the platform's text.
 		"SetCredentials": true, "AppendAccess": true, "ServerSecret": true,
 		// Paths, modes, hashes; file contents arrive sealed.
-		"SaveCheckpoint": true, "Checkpoints": true, "LastCheckpoint": true, "DeleteCheckpoints": true, "Blob": true, "SetProjectCredentials": true, "ProjectCredentials": true, "Credentials": true, "PassPark": true}
+		"SaveStep": true, "Steps": true, "LastStep": true, "DeleteSteps": true, "Blob": true, "SetProjectCredentials": true, "ProjectCredentials": true, "Credentials": true, "PassPark": true}
 	typ := reflect.TypeFor[store.Store]()
 	for i := range typ.NumMethod() {
 		if name := typ.Method(i).Name; !redacted[name] && !noFreeText[name] {

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/spec"
 )
 
 // EnsureProject implements store.Store.
@@ -19,8 +19,8 @@ func (s *Store) EnsureProject(ctx context.Context, name string) error {
 }
 
 // ApplyAgents implements store.Store.
-func (s *Store) ApplyAgents(ctx context.Context, agents []store.Agent) ([]store.ApplyResult, error) {
-	results := make([]store.ApplyResult, len(agents))
+func (s *Store) ApplyAgents(ctx context.Context, agents []spec.Record) ([]spec.ApplyResult, error) {
+	results := make([]spec.ApplyResult, len(agents))
 	err := s.tx(ctx, func(tx *txn) error {
 		now := s.ts()
 		for i, a := range agents {
@@ -33,14 +33,14 @@ func (s *Store) ApplyAgents(ctx context.Context, agents []store.Agent) ([]store.
 			case errors.Is(err, sql.ErrNoRows):
 				_, err = tx.ExecContext(ctx, `INSERT INTO agents (project, name, spec, digest, concurrency, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 					a.Project, a.Name, string(a.Spec), a.Digest, a.Concurrency, now, now)
-				results[i] = store.Created
+				results[i] = spec.Created
 			case err != nil:
 			case digest == a.Digest:
-				results[i] = store.Unchanged
+				results[i] = spec.Unchanged
 			default:
 				_, err = tx.ExecContext(ctx, `UPDATE agents SET spec = ?, digest = ?, concurrency = ?, updated_at = ? WHERE project = ? AND name = ?`,
 					string(a.Spec), a.Digest, a.Concurrency, now, a.Project, a.Name)
-				results[i] = store.Configured
+				results[i] = spec.Configured
 			}
 			if err != nil {
 				return fmt.Errorf("agent %s: %w", a.Name, err)
@@ -56,8 +56,8 @@ func (s *Store) ApplyAgents(ctx context.Context, agents []store.Agent) ([]store.
 
 const agentCols = `project, name, spec, digest, concurrency, created_at, updated_at`
 
-func scanAgent(row scanner) (store.Agent, error) {
-	var a store.Agent
+func scanAgent(row scanner) (spec.Record, error) {
+	var a spec.Record
 	var spec, created, updated string
 	if err := row.Scan(&a.Project, &a.Name, &spec, &a.Digest, &a.Concurrency, &created, &updated); err != nil {
 		return a, err
@@ -67,7 +67,7 @@ func scanAgent(row scanner) (store.Agent, error) {
 }
 
 // GetAgent implements store.Store.
-func (s *Store) GetAgent(ctx context.Context, project, name string) (store.Agent, error) {
+func (s *Store) GetAgent(ctx context.Context, project, name string) (spec.Record, error) {
 	a, err := scanAgent(s.db.QueryRowContext(ctx, `SELECT `+agentCols+` FROM agents WHERE project = ? AND name = ?`, project, name))
 	if err != nil {
 		return a, notFound("agent", name, err)
@@ -76,7 +76,7 @@ func (s *Store) GetAgent(ctx context.Context, project, name string) (store.Agent
 }
 
 // ListAgents implements store.Store.
-func (s *Store) ListAgents(ctx context.Context, project string) ([]store.Agent, error) {
+func (s *Store) ListAgents(ctx context.Context, project string) ([]spec.Record, error) {
 	out, err := queryAll(ctx, s.db, scanAgent, `SELECT `+agentCols+` FROM agents WHERE (? = '' OR project = ?) ORDER BY project, name`, project, project)
 	if err != nil {
 		return nil, fmt.Errorf("list agents: %w", err)

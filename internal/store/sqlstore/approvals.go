@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // SetProjectPolicy implements store.Store.
@@ -99,7 +99,7 @@ func (s *Store) GetApproval(ctx context.Context, id string) (session.Approval, e
 }
 
 // ListApprovals implements store.Store.
-func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]session.Approval, error) {
+func (s *Store) ListApprovals(ctx context.Context, f session.ApprovalFilter) ([]session.Approval, error) {
 	var where []string
 	var args []any
 	if f.SessionID != "" {
@@ -139,10 +139,10 @@ func (s *Store) DecideApproval(ctx context.Context, id string, status session.Ap
 			return notFound("approval", id, err)
 		}
 		if a.Status != session.ApprovalPending {
-			return fmt.Errorf("approval %s is already %s: %w", id, a.Status, store.ErrConflict)
+			return fmt.Errorf("approval %s is already %s: %w", id, a.Status, errdefs.ErrConflict)
 		}
 		if status != session.ApprovalExpired && !s.now().Before(a.ExpiresAt) {
-			return fmt.Errorf("approval %s lapsed at %s: %w", id, a.ExpiresAt.Format("2006-01-02 15:04:05Z07:00"), store.ErrConflict)
+			return fmt.Errorf("approval %s lapsed at %s: %w", id, a.ExpiresAt.Format("2006-01-02 15:04:05Z07:00"), errdefs.ErrConflict)
 		}
 		byJSON := ""
 		if by != nil {

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/paddock-dev/paddock/internal/audit"
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 )
@@ -26,7 +27,7 @@ func (s *Store) appendAudit(ctx context.Context, tx *txn, e session.Event) error
 	if sealed, err := s.sealed(ctx, tx, e.SessionID); err != nil {
 		return err
 	} else if sealed {
-		return fmt.Errorf("session %s's audit log is sealed: it gains no entries: %w", e.SessionID, store.ErrConflict)
+		return fmt.Errorf("session %s's audit log is sealed: it gains no entries: %w", e.SessionID, errdefs.ErrConflict)
 	}
 	var prev *audit.Entry
 	if e.Seq > 1 {
@@ -96,7 +97,7 @@ func (s *Store) AuditLeaf(ctx context.Context, sessionID string, seq int64) (int
 		return 0, "", notFound("audit entry", sessionID, err)
 	}
 	if !leaf.Valid {
-		return 0, "", fmt.Errorf("audit entry %d of session %s predates the tree: %w", seq, sessionID, store.ErrNotFound)
+		return 0, "", fmt.Errorf("audit entry %d of session %s predates the tree: %w", seq, sessionID, errdefs.ErrNotFound)
 	}
 	return leaf.Int64, data, nil
 }
@@ -241,7 +242,7 @@ func (s *Store) SealAudit(ctx context.Context, seal audit.Seal) error {
 			return err
 		}
 		if count != seal.Count || head.String != seal.Head {
-			return fmt.Errorf("seal of session %s: the log moved on (%d entries): %w", seal.Session, count, store.ErrConflict)
+			return fmt.Errorf("seal of session %s: the log moved on (%d entries): %w", seal.Session, count, errdefs.ErrConflict)
 		}
 		data, _ := json.Marshal(seal)
 		_, err := tx.ExecContext(ctx, `INSERT INTO audit_seals (session_id, seal) VALUES (?, ?)`, seal.Session, string(data))

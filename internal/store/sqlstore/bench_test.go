@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/store/pgtest"
 	"github.com/paddock-dev/paddock/internal/store/redacted"
@@ -53,8 +54,8 @@ func BenchmarkAppendEvent(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			a := store.Agent{Project: "default", Name: "a", Spec: json.RawMessage(`{"name":"a"}`), Digest: "d"}
-			if _, err := s.ApplyAgents(ctx, []store.Agent{a}); err != nil {
+			a := spec.Record{Project: "default", Name: "a", Spec: json.RawMessage(`{"name":"a"}`), Digest: "d"}
+			if _, err := s.ApplyAgents(ctx, []spec.Record{a}); err != nil {
 				b.Fatal(err)
 			}
 			if _, _, err := s.CreateSession(ctx, store.NewSession{ID: "s", Project: "default", Agent: a, CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "ana"},

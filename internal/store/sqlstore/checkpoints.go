@@ -7,15 +7,16 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/errdefs"
+	"github.com/paddock-dev/paddock/internal/session"
 )
 
 const checkpointCols = `session_id, step, base, tree, call_id, files, skipped, bundle, created_at`
 
-func scanCheckpoint(r scanner) (store.Checkpoint, error) {
-	var c store.Checkpoint
+func scanCheckpoint(r scanner) (session.Step, error) {
+	var c session.Step
 	var files, skipped, at string
-	if err := r.Scan(&c.SessionID, &c.Step, &c.Base, &c.Tree, &c.CallID, &files, &skipped, &c.Bundle, &at); err != nil {
+	if err := r.Scan(&c.SessionID, &c.Number, &c.Base, &c.Tree, &c.CallID, &files, &skipped, &c.Bundle, &at); err != nil {
 		return c, err
 	}
 	c.CreatedAt = parseTime(at)
@@ -27,18 +28,18 @@ func scanCheckpoint(r scanner) (store.Checkpoint, error) {
 
 func lastCheckpoint(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, sessionID string) (store.Checkpoint, error) {
+}, sessionID string) (session.Step, error) {
 	c, err := scanCheckpoint(q.QueryRowContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE session_id = ? ORDER BY step DESC LIMIT 1`, sessionID))
 	return c, notFound("checkpoint of session", sessionID, err)
 }
 
-// SaveCheckpoint implements store.Store.
-func (s *Store) SaveCheckpoint(ctx context.Context, c store.Checkpoint, blobs map[string][]byte) (store.Checkpoint, bool, error) {
+// SaveStep implements store.Store.
+func (s *Store) SaveStep(ctx context.Context, c session.Step, blobs map[string][]byte) (session.Step, bool, error) {
 	created := false
 	err := s.tx(ctx, func(tx *txn) error {
 		last, err := lastCheckpoint(ctx, tx, c.SessionID)
 		switch {
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, errdefs.ErrNotFound):
 		case err != nil:
 			return err
 		case last.Tree == c.Tree && last.Base == c.Base && c.Bundle == "":
@@ -51,16 +52,16 @@ func (s *Store) SaveCheckpoint(ctx context.Context, c store.Checkpoint, blobs ma
 			}
 		}
 		if c.Files == nil {
-			c.Files = []store.CheckpointFile{}
+			c.Files = []session.StepFile{}
 		}
 		if c.Skipped == nil {
 			c.Skipped = []string{}
 		}
 		files, _ := json.Marshal(c.Files)
 		skipped, _ := json.Marshal(c.Skipped)
-		c.Step, c.CreatedAt, created = last.Step+1, s.now().UTC(), true
+		c.Number, c.CreatedAt, created = last.Number+1, s.now().UTC(), true
 		_, err = tx.ExecContext(ctx, `INSERT INTO checkpoints (`+checkpointCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.SessionID, c.Step, c.Base, c.Tree, c.CallID, string(files), string(skipped), c.Bundle, c.CreatedAt.Format(timeFormat))
+			c.SessionID, c.Number, c.Base, c.Tree, c.CallID, string(files), string(skipped), c.Bundle, c.CreatedAt.Format(timeFormat))
 		return err
 	})
 	if err != nil {
@@ -70,7 +71,7 @@ func (s *Store) SaveCheckpoint(ctx context.Context, c store.Checkpoint, blobs ma
 }
 
 // Checkpoints implements store.Store.
-func (s *Store) Checkpoints(ctx context.Context, sessionID string) ([]store.Checkpoint, error) {
+func (s *Store) Steps(ctx context.Context, sessionID string) ([]session.Step, error) {
 	out, err := queryAll(ctx, s.db, scanCheckpoint, `SELECT `+checkpointCols+` FROM checkpoints WHERE session_id = ? ORDER BY step`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoints: %w", err)
@@ -78,8 +79,8 @@ func (s *Store) Checkpoints(ctx context.Context, sessionID string) ([]store.Chec
 	return out, nil
 }
 
-// LastCheckpoint implements store.Store.
-func (s *Store) LastCheckpoint(ctx context.Context, sessionID string) (store.Checkpoint, error) {
+// LastStep implements store.Store.
+func (s *Store) LastStep(ctx context.Context, sessionID string) (session.Step, error) {
 	return lastCheckpoint(ctx, s.db, sessionID)
 }
 
@@ -90,8 +91,8 @@ func (s *Store) Blob(ctx context.Context, id string) ([]byte, error) {
 	return sealed, notFound("blob", id, err)
 }
 
-// DeleteCheckpoints implements store.Store.
-func (s *Store) DeleteCheckpoints(ctx context.Context, sessionID string) (int64, error) {
+// DeleteSteps implements store.Store.
+func (s *Store) DeleteSteps(ctx context.Context, sessionID string) (int64, error) {
 	var gone int64
 	err := s.tx(ctx, func(tx *txn) error {
 		all, err := queryAll(ctx, tx, scanCheckpoint, `SELECT `+checkpointCols+` FROM checkpoints WHERE session_id = ?`, sessionID)

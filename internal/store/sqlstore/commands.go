@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 )
@@ -79,7 +80,7 @@ func (s *Store) AppendCommand(ctx context.Context, in store.NewCommand) (session
 			return err
 		}
 		if cur.Status.Terminal() {
-			return &store.TerminalError{SessionID: cur.ID, Status: cur.Status}
+			return &errdefs.TerminalError{SessionID: cur.ID, Status: string(cur.Status)}
 		}
 		if in.Kind.BringsWork() && cur.ArchivedAt != nil {
 			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET archived_at = NULL, updated_at = ? WHERE id = ?`, s.ts(), cur.ID); err != nil {
@@ -252,7 +253,7 @@ func (s *Store) AbsorbDeliveries(ctx context.Context, ids []string, into store.N
 			return err
 		}
 		if cur.Status.Terminal() {
-			return &store.TerminalError{SessionID: cur.ID, Status: cur.Status}
+			return &errdefs.TerminalError{SessionID: cur.ID, Status: string(cur.Status)}
 		}
 		if out, err = s.insertCommandIn(ctx, tx, into, session.CommandPending); err != nil {
 			return err
@@ -264,7 +265,7 @@ func (s *Store) AbsorbDeliveries(ctx context.Context, ids []string, into store.N
 				return err
 			}
 			if n, _ := res.RowsAffected(); n != 1 {
-				return fmt.Errorf("delivery %s is no longer held: %w", id, store.ErrConflict)
+				return fmt.Errorf("delivery %s is no longer held: %w", id, errdefs.ErrConflict)
 			}
 			c, err := scanCommand(tx.QueryRowContext(ctx, `SELECT `+commandCols+` FROM commands WHERE id = ?`, id))
 			if err != nil {

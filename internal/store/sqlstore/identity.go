@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
-	"github.com/paddock-dev/paddock/internal/store"
 )
 
 func optTime(v sql.NullString) *time.Time {
@@ -27,10 +27,10 @@ func optTS(t *time.Time) any {
 	return t.UTC().Format(timeFormat)
 }
 
-// conflict maps a uniqueness violation to store.ErrConflict.
+// conflict maps a uniqueness violation to errdefs.ErrConflict.
 func conflict(err error, what string) error {
 	if isUnique(err) {
-		return fmt.Errorf("%s already exists: %w", what, store.ErrConflict)
+		return fmt.Errorf("%s already exists: %w", what, errdefs.ErrConflict)
 	}
 	return err
 }
@@ -57,7 +57,7 @@ func (s *Store) CreateUser(ctx context.Context, u identity.User) (identity.User,
 func (s *Store) GetUser(ctx context.Context, name string) (identity.User, error) {
 	u, err := scanUser(s.db.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return u, fmt.Errorf("user %q: %w", name, store.ErrNotFound)
+		return u, fmt.Errorf("user %q: %w", name, errdefs.ErrNotFound)
 	}
 	return u, err
 }
@@ -66,7 +66,7 @@ func (s *Store) GetUser(ctx context.Context, name string) (identity.User, error)
 func (s *Store) UserBySubject(ctx context.Context, issuer, subject string) (identity.User, error) {
 	u, err := scanUser(s.db.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE oidc_issuer = ? AND oidc_subject = ? AND oidc_subject != ''`, issuer, subject))
 	if errors.Is(err, sql.ErrNoRows) {
-		return u, fmt.Errorf("no user for %s's subject: %w", issuer, store.ErrNotFound)
+		return u, fmt.Errorf("no user for %s's subject: %w", issuer, errdefs.ErrNotFound)
 	}
 	return u, err
 }
@@ -84,7 +84,7 @@ func (s *Store) RevokeUser(ctx context.Context, name string) error {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("user %q: %w", name, store.ErrNotFound)
+			return fmt.Errorf("user %q: %w", name, errdefs.ErrNotFound)
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE user_name = ?`, s.ts(), name)
 		return err
@@ -107,7 +107,7 @@ func (s *Store) CreateToken(ctx context.Context, t identity.Token) (identity.Tok
 	t.CreatedAt = parseTime(s.ts())
 	_, err := s.db.ExecContext(ctx, `INSERT INTO tokens (`+tokenCols+`) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?)`, t.ID, t.User, t.Label, t.Hash, s.ts(), optTS(t.ExpiresAt), t.Parent)
 	if err != nil && strings.Contains(err.Error(), "FOREIGN KEY") {
-		return t, fmt.Errorf("user %q: %w", t.User, store.ErrNotFound)
+		return t, fmt.Errorf("user %q: %w", t.User, errdefs.ErrNotFound)
 	}
 	return t, conflict(err, "token "+t.ID)
 }
@@ -116,7 +116,7 @@ func (s *Store) CreateToken(ctx context.Context, t identity.Token) (identity.Tok
 func (s *Store) GetToken(ctx context.Context, id string) (identity.Token, error) {
 	t, err := scanToken(s.db.QueryRowContext(ctx, `SELECT `+tokenCols+` FROM tokens WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return t, fmt.Errorf("token %q: %w", id, store.ErrNotFound)
+		return t, fmt.Errorf("token %q: %w", id, errdefs.ErrNotFound)
 	}
 	return t, err
 }
@@ -136,7 +136,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string) error {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("token %q: %w", id, store.ErrNotFound)
+		return fmt.Errorf("token %q: %w", id, errdefs.ErrNotFound)
 	}
 	return nil
 }
@@ -170,7 +170,7 @@ func (s *Store) SetMember(ctx context.Context, m identity.Membership) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM projects WHERE name = ?`, m.Project).Scan(&n); err != nil || n == 0 {
 			if err == nil {
-				err = fmt.Errorf("project %q: %w", m.Project, store.ErrNotFound)
+				err = fmt.Errorf("project %q: %w", m.Project, errdefs.ErrNotFound)
 			}
 			return err
 		}
@@ -187,7 +187,7 @@ func (s *Store) RemoveMember(ctx context.Context, project, user string) error {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("%s is not a member of %s: %w", user, project, store.ErrNotFound)
+		return fmt.Errorf("%s is not a member of %s: %w", user, project, errdefs.ErrNotFound)
 	}
 	return nil
 }

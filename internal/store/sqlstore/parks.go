@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 )
@@ -59,7 +60,7 @@ func (s *Store) OpenPark(ctx context.Context, p session.Park, recovery store.New
 			return err
 		}
 		if cur.Status.Terminal() {
-			return &store.TerminalError{SessionID: cur.ID, Status: cur.Status}
+			return &errdefs.TerminalError{SessionID: cur.ID, Status: string(cur.Status)}
 		}
 		if recovery.IdempotencyKey == "" {
 			recovery.IdempotencyKey = recovery.ID
@@ -154,7 +155,7 @@ func (s *Store) RaiseSpendCap(ctx context.Context, id string, usd float64) error
 		return fmt.Errorf("raise spend cap: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("session %s: %w", id, store.ErrNotFound)
+		return fmt.Errorf("session %s: %w", id, errdefs.ErrNotFound)
 	}
 	return nil
 }
@@ -185,7 +186,7 @@ func (s *Store) SetCredentials(ctx context.Context, sessionID string, sealed map
 			return err
 		}
 		if cur.Status.Terminal() {
-			return &store.TerminalError{SessionID: cur.ID, Status: cur.Status}
+			return &errdefs.TerminalError{SessionID: cur.ID, Status: string(cur.Status)}
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM session_credentials WHERE session_id = ?`, sessionID); err != nil {
 			return err
@@ -260,7 +261,7 @@ func (s *Store) SetProjectCredentials(ctx context.Context, project string, seale
 			if _, err := tx.ExecContext(ctx, `INSERT INTO project_credentials (project, name, sealed) VALUES (?, ?, ?)
 				ON CONFLICT (project, name) DO UPDATE SET sealed = excluded.sealed`, project, name, v); err != nil {
 				if strings.Contains(err.Error(), "FOREIGN KEY") {
-					return fmt.Errorf("project %q: %w", project, store.ErrNotFound)
+					return fmt.Errorf("project %q: %w", project, errdefs.ErrNotFound)
 				}
 				return err
 			}
@@ -282,7 +283,7 @@ func (s *Store) markResolved(ctx context.Context, tx *txn, id, resolution string
 		return p, notFound("park", id, err)
 	}
 	if p.ResolvedAt != nil {
-		return p, fmt.Errorf("park %s is already %s: %w", id, p.Resolution, store.ErrConflict)
+		return p, fmt.Errorf("park %s is already %s: %w", id, p.Resolution, errdefs.ErrConflict)
 	}
 	byJSON := ""
 	if by != nil {

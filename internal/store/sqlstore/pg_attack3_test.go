@@ -11,7 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/store/pgtest"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
@@ -21,7 +23,7 @@ func atk3Session(t *testing.T, s *sqlstore.Store, id string) {
 	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, s.EnsureProject(ctx, "p"))
-	_, _, err := s.CreateSession(ctx, store.NewSession{ID: id, Project: "p", Agent: store.Agent{Project: "p", Name: "a", Spec: []byte(`{}`), Digest: "d"},
+	_, _, err := s.CreateSession(ctx, store.NewSession{ID: id, Project: "p", Agent: spec.Record{Project: "p", Name: "a", Spec: []byte(`{}`), Digest: "d"},
 		CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "u"}, StartKind: session.KindStart})
 	require.NoError(t, err)
 }
@@ -71,8 +73,8 @@ func TestAttack3PGConcurrentSequences(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				tree := fmt.Sprintf("%p-%d", st, i)
-				_, _, err := st.SaveCheckpoint(ctx, store.Checkpoint{SessionID: "s1", Base: "b", Tree: tree, CallID: tree,
-					Files: []store.CheckpointFile{{Path: "f", Mode: "100644", Blob: "shared"}}}, map[string][]byte{"shared": []byte("x\x00y")})
+				_, _, err := st.SaveStep(ctx, session.Step{SessionID: "s1", Base: "b", Tree: tree, CallID: tree,
+					Files: []session.StepFile{{Path: "f", Mode: "100644", Blob: "shared"}}}, map[string][]byte{"shared": []byte("x\x00y")})
 				errc <- err
 			}()
 			go func() {
@@ -87,11 +89,11 @@ func TestAttack3PGConcurrentSequences(t *testing.T) {
 	for err := range errc {
 		require.NoError(t, err)
 	}
-	cps, err := b.Checkpoints(ctx, "s1")
+	cps, err := b.Steps(ctx, "s1")
 	require.NoError(t, err)
 	require.Len(t, cps, 2*n)
 	for i, c := range cps {
-		require.Equal(t, int64(i+1), int64(c.Step))
+		require.Equal(t, int64(i+1), int64(c.Number))
 	}
 	blob, err := a.Blob(ctx, "shared")
 	require.NoError(t, err)
@@ -112,17 +114,17 @@ func TestAttack3PGInjectionShapedValues(t *testing.T) {
 		require.NoError(t, err)
 		id := `s'?$1--?/*?*/"?`
 		atk3Session(t, s, id)
-		weird := []store.CheckpointFile{{Path: `a'?b $1 -- ?| ?& ->> '`, Mode: "100644", Blob: `'; DROP TABLE blobs; --`}}
-		_, _, err = s.SaveCheckpoint(ctx, store.Checkpoint{SessionID: id, Base: "?", Tree: "'?'", CallID: "$2", Files: weird}, map[string][]byte{`'; DROP TABLE blobs; --`: []byte("?")})
+		weird := []session.StepFile{{Path: `a'?b $1 -- ?| ?& ->> '`, Mode: "100644", Blob: `'; DROP TABLE blobs; --`}}
+		_, _, err = s.SaveStep(ctx, session.Step{SessionID: id, Base: "?", Tree: "'?'", CallID: "$2", Files: weird}, map[string][]byte{`'; DROP TABLE blobs; --`: []byte("?")})
 		require.NoError(t, err, name)
-		cps, err := s.Checkpoints(ctx, id)
+		cps, err := s.Steps(ctx, id)
 		require.NoError(t, err, name)
 		require.Equal(t, weird, cps[0].Files, name)
 		require.Equal(t, "?", cps[0].Base, name)
-		_, err = s.Checkpoints(ctx, "s1' OR '1'='1")
+		_, err = s.Steps(ctx, "s1' OR '1'='1")
 		require.NoError(t, err, name)
 		_, err = s.Blob(ctx, "' OR 1=1 --")
-		require.ErrorIs(t, err, store.ErrNotFound, name)
+		require.ErrorIs(t, err, errdefs.ErrNotFound, name)
 		_ = s.Close()
 	}
 }

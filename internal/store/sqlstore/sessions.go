@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 )
@@ -61,7 +62,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (session.Session, err
 }
 
 // ListSessions implements store.Store.
-func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]session.Session, error) {
+func (s *Store) ListSessions(ctx context.Context, f session.Filter) ([]session.Session, error) {
 	var where []string
 	var args []any
 	if f.Project != "" {
@@ -105,8 +106,8 @@ func (s *Store) ListSessions(ctx context.Context, f store.SessionFilter) ([]sess
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	limit := f.Limit
-	if limit <= 0 || limit > store.MaxPage {
-		limit = store.MaxPage
+	if limit <= 0 || limit > session.MaxPage {
+		limit = session.MaxPage
 	}
 	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
 	args = append(args, limit)
@@ -141,7 +142,7 @@ func (s *Store) CreateSession(ctx context.Context, in store.NewSession) (session
 			var holder string
 			err := tx.QueryRowContext(ctx, `SELECT session_id FROM agent_slots WHERE project = ? AND agent = ?`, in.Project, in.Agent.Name).Scan(&holder)
 			if err == nil {
-				return &store.SlotConflictError{Agent: in.Agent.Name, SessionID: holder}
+				return &errdefs.SlotConflictError{Agent: in.Agent.Name, SessionID: holder}
 			}
 			if !errors.Is(err, sql.ErrNoRows) {
 				return err
@@ -314,9 +315,9 @@ func (s *Store) SetHold(ctx context.Context, id string, h *session.Hold) error {
 		}
 		if (h != nil) == cur.Held() {
 			if h != nil {
-				return fmt.Errorf("session %s is already held by %s: %w", id, cur.Hold.By, store.ErrConflict)
+				return fmt.Errorf("session %s is already held by %s: %w", id, cur.Hold.By, errdefs.ErrConflict)
 			}
-			return fmt.Errorf("session %s is not held: %w", id, store.ErrConflict)
+			return fmt.Errorf("session %s is not held: %w", id, errdefs.ErrConflict)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET hold = ?, updated_at = ? WHERE id = ?`, v, s.ts(), id); err != nil {
 			return err
@@ -409,7 +410,7 @@ func (s *Store) Deliver(ctx context.Context, id, base, next, delivery string, by
 			return err
 		}
 		if cur.BaseCommit != base {
-			return fmt.Errorf("session %s's diff against %.12s was already delivered (%s); its changes since are a new diff: %w", id, base, cur.Delivery, store.ErrConflict)
+			return fmt.Errorf("session %s's diff against %.12s was already delivered (%s); its changes since are a new diff: %w", id, base, cur.Delivery, errdefs.ErrConflict)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET delivery = ?, base_commit = ?, updated_at = ? WHERE id = ?`, delivery, next, s.ts(), id); err != nil {
 			return err

@@ -20,6 +20,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	_ "modernc.org/sqlite"             // database/sql driver "sqlite"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/store"
 )
 
@@ -214,7 +215,7 @@ func (s *Store) tx(ctx context.Context, fn func(*txn) error) error {
 
 func notFound(what, id string, err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%s %q: %w", what, id, store.ErrNotFound)
+		return fmt.Errorf("%s %q: %w", what, id, errdefs.ErrNotFound)
 	}
 	return err
 }

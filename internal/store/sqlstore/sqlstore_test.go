@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/store/pgtest"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
@@ -34,7 +35,7 @@ func TestReopenKeepsData(t *testing.T) {
 	s, err = sqlstore.Open(context.Background(), path, nil)
 	require.NoError(t, err)
 	defer s.Close()
-	_, err = s.ApplyAgents(context.Background(), []store.Agent{{Project: "p", Name: "a", Spec: []byte(`{}`), Digest: "x"}})
+	_, err = s.ApplyAgents(context.Background(), []spec.Record{{Project: "p", Name: "a", Spec: []byte(`{}`), Digest: "x"}})
 	require.NoError(t, err)
 }
 
@@ -63,7 +64,7 @@ func TestPostgresWakesOtherNodes(t *testing.T) {
 	require.NoError(t, err)
 	defer b.Close()
 	require.NoError(t, a.EnsureProject(ctx, "p"))
-	_, _, err = a.CreateSession(ctx, store.NewSession{ID: "s1", Project: "p", Agent: store.Agent{Project: "p", Name: "a", Spec: []byte(`{}`), Digest: "d"},
+	_, _, err = a.CreateSession(ctx, store.NewSession{ID: "s1", Project: "p", Agent: spec.Record{Project: "p", Name: "a", Spec: []byte(`{}`), Digest: "d"},
 		CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "u"}, StartKind: session.KindStart})
 	require.NoError(t, err)
 	woken, cancel := b.Subscribe("s1")

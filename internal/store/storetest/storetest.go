@@ -12,7 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 )
 
@@ -51,13 +53,13 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 
 var ctx = context.Background()
 
-func agent(name string, concurrency int) store.Agent {
-	return store.Agent{Project: "default", Name: name, Spec: json.RawMessage(`{"name":"` + name + `"}`), Digest: "d1", Concurrency: concurrency}
+func agent(name string, concurrency int) spec.Record {
+	return spec.Record{Project: "default", Name: name, Spec: json.RawMessage(`{"name":"` + name + `"}`), Digest: "d1", Concurrency: concurrency}
 }
 
 var operator = session.Sender{Kind: session.SenderOperator, ID: "ana"}
 
-func newSession(t *testing.T, s store.Store, id string, a store.Agent) session.Session {
+func newSession(t *testing.T, s store.Store, id string, a spec.Record) session.Session {
 	t.Helper()
 	x, created, err := s.CreateSession(ctx, store.NewSession{
 		ID: id, Project: "default", Agent: a, SpendCapUSD: 2.5, DisplayTitle: "title " + id, Input: "do it",
@@ -77,14 +79,14 @@ func msg(t *testing.T, s store.Store, sessionID, key string) session.Command {
 }
 
 func testApplyAgents(t *testing.T, s store.Store) {
-	res, err := s.ApplyAgents(ctx, []store.Agent{agent("a", 0), agent("b", 1)})
+	res, err := s.ApplyAgents(ctx, []spec.Record{agent("a", 0), agent("b", 1)})
 	require.NoError(t, err)
-	require.Equal(t, []store.ApplyResult{store.Created, store.Created}, res)
+	require.Equal(t, []spec.ApplyResult{spec.Created, spec.Created}, res)
 	changed := agent("a", 0)
 	changed.Digest, changed.Spec = "d2", json.RawMessage(`{"name":"a","v":2}`)
-	res, err = s.ApplyAgents(ctx, []store.Agent{changed, agent("b", 1)})
+	res, err = s.ApplyAgents(ctx, []spec.Record{changed, agent("b", 1)})
 	require.NoError(t, err)
-	require.Equal(t, []store.ApplyResult{store.Configured, store.Unchanged}, res)
+	require.Equal(t, []spec.ApplyResult{spec.Configured, spec.Unchanged}, res)
 	got, err := s.GetAgent(ctx, "default", "a")
 	require.NoError(t, err)
 	require.Equal(t, "d2", got.Digest)
@@ -93,7 +95,7 @@ func testApplyAgents(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 	_, err = s.GetAgent(ctx, "default", "zzz")
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, errdefs.ErrNotFound)
 }
 
 func testCreateSession(t *testing.T, s store.Store) {
@@ -110,13 +112,13 @@ func testCreateSession(t *testing.T, s store.Store) {
 	require.Equal(t, session.SenderSystem, cmds[0].Sender.Kind)
 	// A later apply changes only future sessions.
 	a.Spec, a.Digest = json.RawMessage(`{"name":"a","changed":true}`), "d9"
-	_, err = s.ApplyAgents(ctx, []store.Agent{a})
+	_, err = s.ApplyAgents(ctx, []spec.Record{a})
 	require.NoError(t, err)
 	got, err := s.GetSession(ctx, "s1")
 	require.NoError(t, err)
 	require.JSONEq(t, `{"name":"a"}`, string(got.AgentSpec))
 	_, err = s.GetSession(ctx, "nope")
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, errdefs.ErrNotFound)
 }
 
 func testIdempotentCreate(t *testing.T, s store.Store) {
@@ -136,12 +138,12 @@ func testSingletonSlot(t *testing.T, s store.Store) {
 	a := agent("single", 1)
 	newSession(t, s, "one", a)
 	_, _, err := s.CreateSession(ctx, store.NewSession{ID: "two", Project: "default", Agent: a, CreatedBy: operator, StartKind: session.KindStart})
-	var slot *store.SlotConflictError
+	var slot *errdefs.SlotConflictError
 	require.ErrorAs(t, err, &slot)
 	require.Equal(t, "one", slot.SessionID)
-	require.ErrorIs(t, err, store.ErrConflict)
+	require.ErrorIs(t, err, errdefs.ErrConflict)
 	_, err = s.GetSession(ctx, "two")
-	require.ErrorIs(t, err, store.ErrNotFound, "nothing half-written")
+	require.ErrorIs(t, err, errdefs.ErrNotFound, "nothing half-written")
 	require.NoError(t, s.StopSession(ctx, "one", session.StopPayload{Reason: "done"}))
 	newSession(t, s, "three", a)
 }
@@ -173,7 +175,7 @@ func testCommandsIdempotent(t *testing.T, s store.Store) {
 		require.Equal(t, int64(i+1), c.Seq)
 	}
 	_, _, err = s.AppendCommand(ctx, store.NewCommand{ID: "x", SessionID: "missing", Kind: session.KindMessage, Sender: operator})
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, errdefs.ErrNotFound)
 }
 
 func testTerminalRejects(t *testing.T, s store.Store) {
@@ -184,9 +186,9 @@ func testTerminalRejects(t *testing.T, s store.Store) {
 	require.Equal(t, session.StatusFailed, x.Status)
 	require.Equal(t, "boom", x.FailureReason)
 	_, _, err = s.AppendCommand(ctx, store.NewCommand{ID: "m", SessionID: "s", Kind: session.KindMessage, Sender: operator})
-	var term *store.TerminalError
+	var term *errdefs.TerminalError
 	require.ErrorAs(t, err, &term)
-	require.ErrorIs(t, err, store.ErrConflict)
+	require.ErrorIs(t, err, errdefs.ErrConflict)
 	cmds, err := s.ListCommands(ctx, "s")
 	require.NoError(t, err)
 	require.Equal(t, session.CommandCanceled, cmds[0].State, "the never-dispatched start settles canceled")
@@ -198,7 +200,7 @@ func testArchiveRevive(t *testing.T, s store.Store) {
 	x, _ := s.GetSession(ctx, "s")
 	require.NotNil(t, x.ArchivedAt)
 	require.Equal(t, "what I learned", x.Handoff)
-	list, err := s.ListSessions(ctx, store.SessionFilter{Project: "default"})
+	list, err := s.ListSessions(ctx, session.Filter{Project: "default"})
 	require.NoError(t, err)
 	require.Empty(t, list)
 	// interrupt brings no work: still archived.
@@ -338,20 +340,20 @@ func testListSessions(t *testing.T, s store.Store) {
 	newSession(t, s, "a1", agent("a", 0))
 	newSession(t, s, "b1", agent("b", 0))
 	require.NoError(t, s.StopSession(ctx, "b1", session.StopPayload{}))
-	all, err := s.ListSessions(ctx, store.SessionFilter{})
+	all, err := s.ListSessions(ctx, session.Filter{})
 	require.NoError(t, err)
 	require.Len(t, all, 2)
-	byAgent, err := s.ListSessions(ctx, store.SessionFilter{Agent: "a"})
+	byAgent, err := s.ListSessions(ctx, session.Filter{Agent: "a"})
 	require.NoError(t, err)
 	require.Len(t, byAgent, 1)
-	stopped, err := s.ListSessions(ctx, store.SessionFilter{Status: session.StatusStopped})
+	stopped, err := s.ListSessions(ctx, session.Filter{Status: session.StatusStopped})
 	require.NoError(t, err)
 	require.Len(t, stopped, 1)
 	require.Equal(t, "b1", stopped[0].ID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, errdefs.ErrNotFound) {
 		t.Fatal("unexpected")
 	}
-	live, err := s.ListSessions(ctx, store.SessionFilter{Statuses: []session.Status{session.StatusQueued, session.StatusAwaiting}})
+	live, err := s.ListSessions(ctx, session.Filter{Statuses: []session.Status{session.StatusQueued, session.StatusAwaiting}})
 	require.NoError(t, err)
 	require.Len(t, live, 1)
 	require.Equal(t, "a1", live[0].ID)
@@ -361,13 +363,13 @@ func testListSessions(t *testing.T, s store.Store) {
 	for i := range 9 {
 		newSession(t, s, fmt.Sprintf("p%d", i), agent("p", 0))
 	}
-	whole, err := s.ListSessions(ctx, store.SessionFilter{})
+	whole, err := s.ListSessions(ctx, session.Filter{})
 	require.NoError(t, err)
 	require.Len(t, whole, 11)
-	paged, err := store.AllSessions(ctx, s, store.SessionFilter{Limit: 3})
+	paged, err := store.AllSessions(ctx, s, session.Filter{Limit: 3})
 	require.NoError(t, err)
 	require.Equal(t, sessionIDs(whole), sessionIDs(paged))
-	none, err := s.ListSessions(ctx, store.SessionFilter{Before: "no-such-session"})
+	none, err := s.ListSessions(ctx, session.Filter{Before: "no-such-session"})
 	require.NoError(t, err)
 	require.Empty(t, none, "an unknown cursor lists nothing")
 }
@@ -390,7 +392,7 @@ func testApprovals(t *testing.T, s store.Store) {
 	again, err := s.CreateApproval(ctx, in)
 	require.NoError(t, err)
 	require.Equal(t, a.CreatedAt, again.CreatedAt, "idempotent")
-	pending, err := s.ListApprovals(ctx, store.ApprovalFilter{Status: session.ApprovalPending})
+	pending, err := s.ListApprovals(ctx, session.ApprovalFilter{Status: session.ApprovalPending})
 	require.NoError(t, err)
 	require.Len(t, pending, 1)
 	d, err := s.DecideApproval(ctx, "ap1", session.ApprovalApproved, &operator, "looks fine")
@@ -398,57 +400,57 @@ func testApprovals(t *testing.T, s store.Store) {
 	require.Equal(t, session.ApprovalApproved, d.Status)
 	require.Equal(t, operator, *d.DecidedBy)
 	_, err = s.DecideApproval(ctx, "ap1", session.ApprovalRejected, &operator, "")
-	require.ErrorIs(t, err, store.ErrConflict, "decided once")
+	require.ErrorIs(t, err, errdefs.ErrConflict, "decided once")
 	in.ID, in.ExpiresAt = "ap2", time.Now().Add(-time.Second)
 	_, err = s.CreateApproval(ctx, in)
 	require.NoError(t, err)
 	_, err = s.DecideApproval(ctx, "ap2", session.ApprovalApproved, &operator, "")
-	require.ErrorIs(t, err, store.ErrConflict, "a lapsed approval cannot be approved")
+	require.ErrorIs(t, err, errdefs.ErrConflict, "a lapsed approval cannot be approved")
 	exp, err := s.DecideApproval(ctx, "ap2", session.ApprovalExpired, nil, "ttl")
 	require.NoError(t, err)
 	require.Equal(t, session.ApprovalExpired, exp.Status)
 	_, err = s.GetApproval(ctx, "nope")
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, errdefs.ErrNotFound)
 }
 
 func testCheckpoints(t *testing.T, s store.Store) {
 	newSession(t, s, "s", agent("a", 0))
-	files := []store.CheckpointFile{{Path: "a.txt", Mode: "100644", Blob: "b1"}, {Path: "gone.txt"}}
-	c, created, err := s.SaveCheckpoint(ctx, store.Checkpoint{SessionID: "s", Base: "base", Tree: "t1", CallID: "c1", Files: files},
+	files := []session.StepFile{{Path: "a.txt", Mode: "100644", Blob: "b1"}, {Path: "gone.txt"}}
+	c, created, err := s.SaveStep(ctx, session.Step{SessionID: "s", Base: "base", Tree: "t1", CallID: "c1", Files: files},
 		map[string][]byte{"b1": []byte("sealed-1")})
 	require.NoError(t, err)
 	require.True(t, created)
-	require.Equal(t, 1, c.Step)
+	require.Equal(t, 1, c.Number)
 	// The same state again adds nothing.
-	c, created, err = s.SaveCheckpoint(ctx, store.Checkpoint{SessionID: "s", Base: "base", Tree: "t1", CallID: "c2", Files: files}, nil)
+	c, created, err = s.SaveStep(ctx, session.Step{SessionID: "s", Base: "base", Tree: "t1", CallID: "c2", Files: files}, nil)
 	require.NoError(t, err)
 	require.False(t, created)
-	require.Equal(t, 1, c.Step)
+	require.Equal(t, 1, c.Number)
 	require.Equal(t, "c1", c.CallID)
 	// A blob already kept is kept once.
-	c, created, err = s.SaveCheckpoint(ctx, store.Checkpoint{SessionID: "s", Base: "base", Tree: "t2", CallID: "c3",
-		Files: []store.CheckpointFile{{Path: "a.txt", Mode: "100644", Blob: "b1"}}}, map[string][]byte{"b1": []byte("sealed-1")})
+	c, created, err = s.SaveStep(ctx, session.Step{SessionID: "s", Base: "base", Tree: "t2", CallID: "c3",
+		Files: []session.StepFile{{Path: "a.txt", Mode: "100644", Blob: "b1"}}}, map[string][]byte{"b1": []byte("sealed-1")})
 	require.NoError(t, err)
 	require.True(t, created)
-	require.Equal(t, 2, c.Step)
-	all, err := s.Checkpoints(ctx, "s")
+	require.Equal(t, 2, c.Number)
+	all, err := s.Steps(ctx, "s")
 	require.NoError(t, err)
 	require.Len(t, all, 2)
 	require.Equal(t, files, all[0].Files)
 	require.Empty(t, all[0].Skipped)
 	require.Equal(t, "t2", all[1].Tree)
-	last, err := s.LastCheckpoint(ctx, "s")
+	last, err := s.LastStep(ctx, "s")
 	require.NoError(t, err)
-	require.Equal(t, 2, last.Step)
-	_, err = s.LastCheckpoint(ctx, "none")
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.Equal(t, 2, last.Number)
+	_, err = s.LastStep(ctx, "none")
+	require.ErrorIs(t, err, errdefs.ErrNotFound)
 	// A new base with its bundle is a step even with the same tree.
-	c, created, err = s.SaveCheckpoint(ctx, store.Checkpoint{SessionID: "s", Base: "base2", Tree: "t2", CallID: "accept", Bundle: "b2",
+	c, created, err = s.SaveStep(ctx, session.Step{SessionID: "s", Base: "base2", Tree: "t2", CallID: "accept", Bundle: "b2",
 		Skipped: []string{"big.bin: larger than 100 MiB"}}, map[string][]byte{"b2": []byte("bundle")})
 	require.NoError(t, err)
 	require.True(t, created)
-	require.Equal(t, 3, c.Step)
-	last, err = s.LastCheckpoint(ctx, "s")
+	require.Equal(t, 3, c.Number)
+	last, err = s.LastStep(ctx, "s")
 	require.NoError(t, err)
 	require.Equal(t, "b2", last.Bundle)
 	require.Equal(t, []string{"big.bin: larger than 100 MiB"}, last.Skipped)
@@ -456,24 +458,24 @@ func testCheckpoints(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Equal(t, []byte("sealed-1"), b)
 	_, err = s.Blob(ctx, "nope")
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, errdefs.ErrNotFound)
 
 	// Forgetting a session's checkpoints keeps the blobs another uses.
 	newSession(t, s, "s2", agent("a2", 0))
-	_, _, err = s.SaveCheckpoint(ctx, store.Checkpoint{SessionID: "s2", Base: "base", Tree: "t9", CallID: "c",
-		Files: []store.CheckpointFile{{Path: "same.txt", Mode: "100644", Blob: "b1"}}}, nil)
+	_, _, err = s.SaveStep(ctx, session.Step{SessionID: "s2", Base: "base", Tree: "t9", CallID: "c",
+		Files: []session.StepFile{{Path: "same.txt", Mode: "100644", Blob: "b1"}}}, nil)
 	require.NoError(t, err)
-	gone, err := s.DeleteCheckpoints(ctx, "s")
+	gone, err := s.DeleteSteps(ctx, "s")
 	require.NoError(t, err)
 	require.Equal(t, int64(1), gone, "b2 goes, b1 stays (s2 uses it)")
-	all, err = s.Checkpoints(ctx, "s")
+	all, err = s.Steps(ctx, "s")
 	require.NoError(t, err)
 	require.Empty(t, all)
 	_, err = s.Blob(ctx, "b1")
 	require.NoError(t, err)
 	_, err = s.Blob(ctx, "b2")
-	require.ErrorIs(t, err, store.ErrNotFound)
-	gone, err = s.DeleteCheckpoints(ctx, "s2")
+	require.ErrorIs(t, err, errdefs.ErrNotFound)
+	gone, err = s.DeleteSteps(ctx, "s2")
 	require.NoError(t, err)
 	require.Equal(t, int64(1), gone)
 }
@@ -510,7 +512,7 @@ func testDelivery(t *testing.T, s store.Store) {
 	require.Equal(t, "/w", x.Workdir)
 	require.Equal(t, "accepted", x.Delivery)
 	require.Equal(t, "base2", x.BaseCommit, "later changes diff against the accepted snapshot")
-	require.ErrorIs(t, s.Deliver(ctx, "s", "base1", "base1", "rejected", operator, ""), store.ErrConflict, "that diff was delivered already")
+	require.ErrorIs(t, s.Deliver(ctx, "s", "base1", "base1", "rejected", operator, ""), errdefs.ErrConflict, "that diff was delivered already")
 	require.NoError(t, s.Deliver(ctx, "s", "base2", "base2", "rejected", operator, "changes discarded"))
 	x, err = s.GetSession(ctx, "s")
 	require.NoError(t, err)
@@ -550,7 +552,7 @@ func testParks(t *testing.T, s store.Store) {
 	require.False(t, created, "one open park per reason")
 	require.Equal(t, "p1", again.ID)
 	_, err = s.GetCommand(ctx, "r2")
-	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, err, errdefs.ErrNotFound)
 	c, err := s.GetCommand(ctx, "r1")
 	require.NoError(t, err)
 	require.Equal(t, session.CommandHeld, c.State)
@@ -566,7 +568,7 @@ func testParks(t *testing.T, s store.Store) {
 	require.Equal(t, session.ParkGranted, p.Resolution)
 	require.Equal(t, operator, *p.ResolvedBy)
 	_, err = s.ResolvePark(ctx, "p1", session.ParkExpired, nil, "")
-	require.ErrorIs(t, err, store.ErrConflict)
+	require.ErrorIs(t, err, errdefs.ErrConflict)
 	b, err = s.ClaimBatch(ctx, "s")
 	require.NoError(t, err)
 	require.Len(t, b, 1)
@@ -652,11 +654,11 @@ func testRepairAndHold(t *testing.T, s store.Store) {
 	require.False(t, x.Held())
 	h := &session.Hold{By: operator, Reason: "inspect"}
 	require.NoError(t, s.SetHold(ctx, "s", h))
-	require.ErrorIs(t, s.SetHold(ctx, "s", h), store.ErrConflict)
+	require.ErrorIs(t, s.SetHold(ctx, "s", h), errdefs.ErrConflict)
 	x, err = s.GetSession(ctx, "s")
 	require.NoError(t, err)
 	require.True(t, x.Held())
 	require.Equal(t, "inspect", x.Hold.Reason)
 	require.NoError(t, s.SetHold(ctx, "s", nil))
-	require.ErrorIs(t, s.SetHold(ctx, "s", nil), store.ErrConflict)
+	require.ErrorIs(t, s.SetHold(ctx, "s", nil), errdefs.ErrConflict)
 }

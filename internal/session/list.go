@@ -1,0 +1,62 @@
+package session
+
+import "time"
+
+// Filter narrows a session list.
+type Filter struct {
+	Project string
+	Agent   string
+	Status  Status
+	// Statuses, when set, keeps sessions in any of these statuses.
+	Statuses        []Status
+	IncludeArchived bool
+	// Limit bounds one page (at most MaxPage; MaxPage when 0).
+	Limit int
+	// Before, a session's ID, starts the page after it in the list's
+	// order (newest first): the cursor of the next page.
+	Before string
+	// Within, when Scoped, keeps only these projects' (none when empty):
+	// what the caller may read.
+	Scoped bool
+	Within []string
+}
+
+// MaxPage is the most sessions one list returns.
+const MaxPage = 1000
+
+// ApprovalFilter narrows an approval list.
+type ApprovalFilter struct {
+	SessionID string
+	Status    ApprovalStatus
+	// Scoped and Within: as in Filter, by the session's project.
+	Scoped bool
+	Within []string
+}
+
+// Step is the state of a session's working copy after one step (a call
+// that changed it, an acceptance, a rejection): every file that differs
+// from the base commit. (A checkpoint is the audit log's signed note.)
+type Step struct {
+	SessionID string     `json:"sessionId"`
+	Number    int        `json:"step"`
+	Base      string     `json:"base"`
+	Tree      string     `json:"tree"`
+	CallID    string     `json:"callId"`
+	Files     []StepFile `json:"files"`
+	// Skipped says what the step could not hold (a file too large, a
+	// nested repository): a copy made again from it lacks those.
+	Skipped []string `json:"skipped,omitempty"`
+	// Bundle is the blob of a git bundle that makes Base from the previous
+	// step's base (the snapshot an acceptance committed), or, for a
+	// copy without a repository, Base itself.
+	Bundle    string    `json:"bundle,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// StepFile is a file of a step: its git mode and the blob of
+// its content; Mode "" is a file deleted.
+type StepFile struct {
+	Path string `json:"path"`
+	Mode string `json:"mode,omitempty"`
+	Blob string `json:"blob,omitempty"`
+}
