@@ -16,9 +16,9 @@ import (
 	"github.com/paddock-dev/paddock/internal/spec"
 )
 
-// access is who may call a route: every route declares one, and the
+// guard is who may call a route: every route declares one, and the
 // router checks it before the handler runs.
-type access struct {
+type guard struct {
 	kind   accessKind
 	action identity.Action
 	param  string // the path value naming the project, for onProject
@@ -37,17 +37,17 @@ const (
 )
 
 var (
-	public = access{kind: kindPublic}
-	caller = access{kind: kindCaller}
-	admin  = access{kind: kindAdmin}
+	public = guard{kind: kindPublic}
+	caller = guard{kind: kindCaller}
+	admin  = guard{kind: kindAdmin}
 )
 
-func onSession(a identity.Action) access  { return access{kind: kindSession, action: a} }
-func onApproval(a identity.Action) access { return access{kind: kindApproval, action: a} }
-func onProject(param string, a identity.Action) access {
-	return access{kind: kindProject, action: a, param: param}
+func onSession(a identity.Action) guard  { return guard{kind: kindSession, action: a} }
+func onApproval(a identity.Action) guard { return guard{kind: kindApproval, action: a} }
+func onProject(param string, a identity.Action) guard {
+	return guard{kind: kindProject, action: a, param: param}
 }
-func onProjectQuery(a identity.Action) access { return access{kind: kindProjectQuery, action: a} }
+func onProjectQuery(a identity.Action) guard { return guard{kind: kindProjectQuery, action: a} }
 
 type principalKey struct{}
 
@@ -87,7 +87,7 @@ func sender(r *http.Request) session.Sender {
 // returning the request carrying its principal. Things of a project the
 // caller has no role in are not found, never forbidden: their existence is
 // not given away.
-func (s *Server) authorize(r *http.Request, acc access) (*http.Request, error) {
+func (s *Server) authorize(r *http.Request, acc guard) (*http.Request, error) {
 	if acc.kind == kindPublic {
 		return r, nil
 	}
@@ -102,7 +102,7 @@ func (s *Server) authorize(r *http.Request, acc access) (*http.Request, error) {
 	if !ok {
 		return r, fmt.Errorf("%w: no credential: send Authorization: Bearer TOKEN (`paddock login`, or `paddock tokens create`)", errdefs.ErrUnauthenticated)
 	}
-	p, err := s.Service.AuthenticateFrom(r.Context(), Source(r), token)
+	p, err := s.Service.Access.AuthenticateFrom(r.Context(), Source(r), token)
 	var throttled *errdefs.ThrottledError
 	if errors.As(err, &throttled) {
 		return r, err
@@ -125,13 +125,13 @@ func (s *Server) authorize(r *http.Request, acc access) (*http.Request, error) {
 		return r, err
 	case kindProject:
 		project := r.PathValue(acc.param)
-		return r, s.Service.Allow(ctx, p, project, acc.action, fmt.Sprintf("project %q", project))
+		return r, s.Service.Access.Allow(ctx, p, project, acc.action, fmt.Sprintf("project %q", project))
 	case kindProjectQuery:
 		project := r.URL.Query().Get("project")
 		if project == "" {
 			project = spec.DefaultProject
 		}
-		return r, s.Service.Allow(ctx, p, project, acc.action, fmt.Sprintf("project %q", project))
+		return r, s.Service.Access.Allow(ctx, p, project, acc.action, fmt.Sprintf("project %q", project))
 	}
 	return r, nil
 }
@@ -144,7 +144,7 @@ const recheckEvery = 2 * time.Second
 // its start: the token still valid (not revoked, not expired), its user
 // not revoked, the role still granting acc. It returns the request with
 // the caller as they are now.
-func (s *Server) still(r *http.Request, acc access) (*http.Request, bool) {
+func (s *Server) still(r *http.Request, acc guard) (*http.Request, bool) {
 	r2, err := s.authorize(r, acc)
 	return r2, err == nil
 }
@@ -152,7 +152,7 @@ func (s *Server) still(r *http.Request, acc access) (*http.Request, bool) {
 // scope is what a list may show the caller: the projects where they may
 // do a (scoped), or everything for a server administrator (not scoped).
 func (s *Server) scope(r *http.Request, a identity.Action) ([]string, bool, error) {
-	within, all, err := s.Service.Readable(r.Context(), principal(r), a)
+	within, all, err := s.Service.Access.Readable(r.Context(), principal(r), a)
 	return within, !all, err
 }
 
@@ -160,7 +160,7 @@ func (s *Server) scope(r *http.Request, a identity.Action) ([]string, bool, erro
 // role in is not found, worded as one that does not exist would be (the
 // role is checked before existence, so neither answer tells them apart).
 func (s *Server) readProject(r *http.Request, project string) error {
-	if err := s.Service.Allow(r.Context(), principal(r), project, identity.Read, fmt.Sprintf("project %q", project)); err != nil {
+	if err := s.Service.Access.Allow(r.Context(), principal(r), project, identity.Read, fmt.Sprintf("project %q", project)); err != nil {
 		return err
 	}
 	return s.Service.CheckProject(r.Context(), project)

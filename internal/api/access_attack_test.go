@@ -16,12 +16,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // fakeTemporal accepts the signals Send and CreateSession give, so the
@@ -50,11 +52,11 @@ func attackServer(t *testing.T) *attackEnv {
 	t.Cleanup(func() { _ = st.Close() })
 	reg := provider.NewRegistry()
 	reg.Register("replay", func(string) (provider.Provider, error) { return nil, nil })
-	svc := &engine.Service{Store: st, Temporal: fakeTemporal{}, Providers: reg}
+	svc := &engine.Service{Store: st, Access: &access.Service{Store: st}, Temporal: fakeTemporal{}, Providers: reg}
 	dir := t.TempDir()
-	_, err = svc.Bootstrap(context.Background(), dir, "tester")
+	_, err = svc.Access.Bootstrap(context.Background(), dir, "tester")
 	require.NoError(t, err)
-	token, err := os.ReadFile(filepath.Join(dir, engine.AdminTokenFile))
+	token, err := os.ReadFile(filepath.Join(dir, access.AdminTokenFile))
 	require.NoError(t, err)
 	s := &Server{Service: svc, Logger: slog.New(slog.DiscardHandler), BodyTimeout: time.Second}
 	srv := httptest.NewServer(s.Handler())
@@ -99,7 +101,7 @@ func (e *attackEnv) user(t *testing.T, name string) string {
 	require.Equal(t, 201, code, body)
 	code, body = e.call(t, e.admin, "POST", "/v1/tokens", "application/json", `{"user":"`+name+`"}`)
 	require.Equal(t, 201, code, body)
-	var res NewTokenResult
+	var res wire.NewTokenResult
 	require.NoError(t, json.Unmarshal([]byte(body), &res))
 	return res.Secret
 }
@@ -237,12 +239,12 @@ func TestAttackTokenOutlivesParent(t *testing.T) {
 	require.Equal(t, 201, code, body)
 	code, body = e.call(t, e.admin, "POST", "/v1/tokens", "application/json", `{"user":"contractor","expires":"1h"}`)
 	require.Equal(t, 201, code, body)
-	var short NewTokenResult
+	var short wire.NewTokenResult
 	require.NoError(t, json.Unmarshal([]byte(body), &short))
 
 	code, body = e.call(t, short.Secret, "POST", "/v1/tokens", "application/json", `{"expires":"8700h"}`)
 	require.Equal(t, 201, code, body)
-	var long NewTokenResult
+	var long wire.NewTokenResult
 	require.NoError(t, json.Unmarshal([]byte(body), &long))
 
 	code, body = e.call(t, e.admin, "POST", "/v1/tokens/"+short.ID+"/revoke", "", "")

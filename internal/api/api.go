@@ -21,13 +21,14 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
-	"github.com/paddock-dev/paddock/internal/workspace"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // MaxBody is the largest request body accepted.
@@ -49,7 +50,7 @@ type Server struct {
 // takes; any other is a 400.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	h := func(pattern string, acc access, fn http.HandlerFunc, params ...string) {
+	h := func(pattern string, acc guard, fn http.HandlerFunc, params ...string) {
 		mux.HandleFunc(pattern, s.checked(acc, fn, params))
 	}
 	read, start, steer, approve, audit, manage := identity.Read, identity.Start, identity.Steer, identity.Approve, identity.Audit, identity.Manage
@@ -151,7 +152,7 @@ const MaxField = 256
 // checked validates what every route shares before the handler runs: the
 // query names only the route's parameters, once each, and path values and
 // parameters are valid UTF-8 of bounded length.
-func (s *Server) checked(acc access, fn http.HandlerFunc, params []string) http.HandlerFunc {
+func (s *Server) checked(acc guard, fn http.HandlerFunc, params []string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
@@ -164,7 +165,7 @@ func (s *Server) checked(acc access, fn http.HandlerFunc, params []string) http.
 				if len(params) > 0 {
 					want = "takes " + strings.Join(params, ", ")
 				}
-				s.error(w, r, fmt.Errorf("%w: unknown query parameter %q: this route %s", errdefs.ErrInvalid, clip(k), want))
+				s.error(w, r, fmt.Errorf("%w: unknown query parameter %q: this route %s", errdefs.ErrInvalid, clip.String(k, 40), want))
 				return
 			}
 			if len(v) > 1 {
@@ -216,13 +217,6 @@ func field(what, v string, max int) error {
 	return nil
 }
 
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
-}
-
 // boolParam reads an optional true/false query parameter.
 func boolParam(r *http.Request, name string) (bool, error) {
 	switch v := r.URL.Query().Get(name); v {
@@ -231,17 +225,8 @@ func boolParam(r *http.Request, name string) (bool, error) {
 	case "true":
 		return true, nil
 	default:
-		return false, fmt.Errorf("%w: %s=%q: want true or false", errdefs.ErrInvalid, name, clip(v))
+		return false, fmt.Errorf("%w: %s=%q: want true or false", errdefs.ErrInvalid, name, clip.String(v, 40))
 	}
-}
-
-// Error is the body of every error response.
-type Error struct {
-	Error string `json:"error"`
-	Code  string `json:"code"`
-	// SessionID names the live session holding a singleton slot, or the
-	// session of the original request whose idempotency key was reused (409).
-	SessionID string `json:"sessionId,omitempty"`
 }
 
 // Errors of the request itself, beside the store's sentinels.
@@ -288,7 +273,7 @@ func StatusOf(err error) (int, string) {
 
 func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	code, name := StatusOf(err)
-	body := Error{Error: err.Error(), Code: name}
+	body := wire.Error{Error: err.Error(), Code: name}
 	var slot *errdefs.SlotConflictError
 	if errors.As(err, &slot) {
 		body.SessionID = slot.SessionID
@@ -325,7 +310,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		code = http.StatusInternalServerError
-		b, _ = json.Marshal(Error{Error: "internal error: the response could not be encoded", Code: "internal"})
+		b, _ = json.Marshal(wire.Error{Error: "internal error: the response could not be encoded", Code: "internal"})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
@@ -378,7 +363,7 @@ func readBody(w http.ResponseWriter, r *http.Request, types []string) ([]byte, e
 	ct := r.Header.Get("Content-Type")
 	mt, _, perr := mime.ParseMediaType(ct)
 	if ct == "" || perr != nil || !slices.Contains(types, mt) && !(slices.Contains(types, "application/json") && strings.HasSuffix(mt, "+json")) {
-		return nil, fmt.Errorf("%w: Content-Type %q: this route takes %s", errMediaType, clip(ct), strings.Join(types, ", "))
+		return nil, fmt.Errorf("%w: Content-Type %q: this route takes %s", errMediaType, clip.String(ct, 40), strings.Join(types, ", "))
 	}
 	if !utf8.Valid(body) {
 		return nil, fmt.Errorf("%w: request body is not valid UTF-8", errdefs.ErrInvalid)
@@ -471,7 +456,7 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if name := r.PathValue("name"); !spec.ValidName(name) {
-		s.error(w, r, fmt.Errorf("%w: agent %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, clip(name)))
+		s.error(w, r, fmt.Errorf("%w: agent %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, clip.String(name, 40)))
 		return
 	}
 	a, err := s.Service.Agent(r.Context(), principal(r), p, r.PathValue("name"))
@@ -483,7 +468,7 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
-	var req engine.CreateRequest
+	var req wire.CreateRequest
 	if err := decode(w, r, &req); err != nil {
 		s.error(w, r, err)
 		return
@@ -492,12 +477,12 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	if project == "" {
 		project = spec.DefaultProject
 	}
-	if err := s.Service.Allow(r.Context(), principal(r), project, identity.Start, fmt.Sprintf("project %q", project)); err != nil {
+	if err := s.Service.Access.Allow(r.Context(), principal(r), project, identity.Start, fmt.Sprintf("project %q", project)); err != nil {
 		s.error(w, r, err)
 		return
 	}
 	if req.Approver != "" {
-		if err := s.Service.CheckApprover(r.Context(), project, req.Approver); err != nil {
+		if err := s.Service.Access.CheckApprover(r.Context(), project, req.Approver); err != nil {
 			s.error(w, r, err)
 			return
 		}
@@ -558,7 +543,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) sendCommand(w http.ResponseWriter, r *http.Request) {
-	var req engine.SendRequest
+	var req wire.SendRequest
 	if err := decode(w, r, &req); err != nil {
 		s.error(w, r, err)
 		return
@@ -642,11 +627,6 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, a)
 }
 
-// Decision is the body of approve and reject.
-type Decision struct {
-	Note string `json:"note,omitempty"`
-}
-
 func (s *Server) decide(approve bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		n, err := note(w, r)
@@ -718,24 +698,17 @@ func (s *Server) replayPolicy(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rep)
 }
 
-// DiffResponse is a session's deliverable.
-type DiffResponse struct {
-	workspace.Diff
-	Repo     string `json:"repo,omitempty"`
-	Delivery string `json:"delivery,omitempty"`
-}
-
 func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
 	d, x, err := s.Service.Diff(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, DiffResponse{Diff: d, Repo: x.Repo, Delivery: x.Delivery})
+	writeJSON(w, http.StatusOK, wire.DiffResponse{Diff: d, Repo: x.Repo, Delivery: x.Delivery})
 }
 
 func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
-	var req engine.AcceptRequest
+	var req wire.AcceptRequest
 	if err := decode(w, r, &req); err != nil {
 		s.error(w, r, err)
 		return
@@ -751,7 +724,7 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
 // note reads a request's optional {"note": …} body (the service bounds
 // it).
 func note(w http.ResponseWriter, r *http.Request) (string, error) {
-	var d Decision
+	var d wire.Decision
 	if err := decode(w, r, &d); err != nil {
 		return "", err
 	}
@@ -789,20 +762,13 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, x)
 }
 
-// DiskResponse is what a session's working copy and caches use on disk,
-// and its disk budget (0: not bounded).
-type DiskResponse struct {
-	Used   int64 `json:"usedBytes"`
-	Budget int64 `json:"budgetBytes"`
-}
-
 func (s *Server) disk(w http.ResponseWriter, r *http.Request) {
 	used, budget, err := s.Service.Disk(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, DiskResponse{Used: used, Budget: budget})
+	writeJSON(w, http.StatusOK, wire.DiskResponse{Used: used, Budget: budget})
 }
 
 func (s *Server) gc(w http.ResponseWriter, r *http.Request) {

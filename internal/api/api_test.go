@@ -17,11 +17,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // server is the API on a real SQLite store, without an engine: these tests
@@ -31,9 +33,9 @@ func server(t *testing.T) *httptest.Server {
 	st, err := sqlstore.Open(context.Background(), filepath.Join(t.TempDir(), "paddock.db"), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
-	svc := &engine.Service{Store: st}
+	svc := &engine.Service{Store: st, Access: &access.Service{Store: st}}
 	dir := t.TempDir()
-	_, err = svc.Bootstrap(context.Background(), dir, "tester")
+	_, err = svc.Access.Bootstrap(context.Background(), dir, "tester")
 	require.NoError(t, err)
 	// Sessions that exist, for the routes that check a session first.
 	for _, id := range []string{"s", "abc", "done"} {
@@ -46,7 +48,7 @@ func server(t *testing.T) *httptest.Server {
 		_, err := st.CreateApproval(context.Background(), session.Approval{ID: id, SessionID: "s", TurnID: "t", ToolCallID: "c-" + id, Tool: "write_file", Args: []byte(`{}`), Digest: "d", ExpiresAt: time.Now().Add(time.Hour)})
 		require.NoError(t, err)
 	}
-	token, err := os.ReadFile(filepath.Join(dir, engine.AdminTokenFile))
+	token, err := os.ReadFile(filepath.Join(dir, access.AdminTokenFile))
 	require.NoError(t, err)
 	s := &Server{Service: svc, Logger: slog.New(slog.DiscardHandler), BodyTimeout: time.Second}
 	h := s.Handler()
@@ -61,7 +63,7 @@ func server(t *testing.T) *httptest.Server {
 	return srv
 }
 
-func do(t *testing.T, method, url, contentType, body string) (*http.Response, Error) {
+func do(t *testing.T, method, url, contentType, body string) (*http.Response, wire.Error) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	require.NoError(t, err)
@@ -71,7 +73,7 @@ func do(t *testing.T, method, url, contentType, body string) (*http.Response, Er
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	var e Error
+	var e wire.Error
 	_ = json.NewDecoder(resp.Body).Decode(&e)
 	return resp, e
 }

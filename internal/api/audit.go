@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/audit"
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
@@ -27,37 +29,31 @@ func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, nonNil(log))
 }
 
-// Retention is a project's audit content retention, as sent and shown.
-type Retention struct {
-	// Content is how long content is kept ("720h"; "0s": not kept).
-	Content string `json:"content"`
-}
-
 func (s *Server) contentRetention(w http.ResponseWriter, r *http.Request) {
 	d, err := s.Service.ContentRetention(r.Context(), principal(r), r.PathValue("name"))
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Retention{Content: d.String()})
+	writeJSON(w, http.StatusOK, wire.Retention{Content: d.String()})
 }
 
 func (s *Server) setContentRetention(w http.ResponseWriter, r *http.Request) {
-	var in Retention
+	var in wire.Retention
 	if err := decode(w, r, &in); err != nil {
 		s.error(w, r, err)
 		return
 	}
 	d, err := time.ParseDuration(in.Content)
 	if err != nil {
-		s.error(w, r, fmt.Errorf("%w: content %q: want a duration such as 720h (0s: keep none)", errdefs.ErrInvalid, clip(in.Content)))
+		s.error(w, r, fmt.Errorf("%w: content %q: want a duration such as 720h (0s: keep none)", errdefs.ErrInvalid, clip.String(in.Content, 40)))
 		return
 	}
 	if err := s.Service.SetContentRetention(r.Context(), r.PathValue("name"), d); err != nil {
 		s.error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Retention{Content: d.String()})
+	writeJSON(w, http.StatusOK, wire.Retention{Content: d.String()})
 }
 
 // auditable is whether the caller may audit a project's sessions.
@@ -97,14 +93,14 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
 		format = audit.FormatJSONL
 	}
 	if format != audit.FormatJSONL && format != audit.FormatCEF {
-		s.error(w, r, fmt.Errorf("%w: format %q: want jsonl or cef", errdefs.ErrInvalid, clip(format)))
+		s.error(w, r, fmt.Errorf("%w: format %q: want jsonl or cef", errdefs.ErrInvalid, clip.String(format, 40)))
 		return
 	}
 	var since time.Time
 	if v := q.Get("since"); v != "" {
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
-			s.error(w, r, fmt.Errorf("%w: since %q: want an RFC 3339 time such as 2026-11-30T12:00:00Z", errdefs.ErrInvalid, clip(v)))
+			s.error(w, r, fmt.Errorf("%w: since %q: want an RFC 3339 time such as 2026-11-30T12:00:00Z", errdefs.ErrInvalid, clip.String(v, 40)))
 			return
 		}
 		since = t
@@ -208,13 +204,13 @@ func (s *Server) prove(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	seq, err := strconv.ParseInt(q.Get("seq"), 10, 64)
 	if err != nil || seq < 1 {
-		s.error(w, r, fmt.Errorf("%w: seq %q: want an entry's number (1, 2, …)", errdefs.ErrInvalid, clip(q.Get("seq"))))
+		s.error(w, r, fmt.Errorf("%w: seq %q: want an entry's number (1, 2, …)", errdefs.ErrInvalid, clip.String(q.Get("seq"), 40)))
 		return
 	}
 	var old int64
 	if v := q.Get("old"); v != "" {
 		if old, err = strconv.ParseInt(v, 10, 64); err != nil || old < 0 {
-			s.error(w, r, fmt.Errorf("%w: old %q: want the size of an older checkpoint", errdefs.ErrInvalid, clip(v)))
+			s.error(w, r, fmt.Errorf("%w: old %q: want the size of an older checkpoint", errdefs.ErrInvalid, clip.String(v, 40)))
 			return
 		}
 	}
@@ -240,7 +236,7 @@ func (s *Server) auditKey(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) accessLog(w http.ResponseWriter, r *http.Request) {
-	log, err := s.Service.AccessLog(r.Context(), principal(r))
+	log, err := s.Service.Access.AccessLog(r.Context(), principal(r))
 	if err != nil {
 		s.error(w, r, err)
 		return

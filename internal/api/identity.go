@@ -5,29 +5,24 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
-
-// Whoami is the caller and their projects.
-type Whoami struct {
-	identity.Principal
-	Projects []identity.Membership `json:"projects"`
-}
 
 func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
 	p := principal(r)
-	ms, err := s.Service.Projects(r.Context(), p)
+	ms, err := s.Service.Access.Projects(r.Context(), p)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Whoami{Principal: p, Projects: nonNil(ms)})
+	writeJSON(w, http.StatusOK, wire.Whoami{Principal: p, Projects: nonNil(ms)})
 }
 
 func (s *Server) listProjects(w http.ResponseWriter, r *http.Request) {
-	ms, err := s.Service.Projects(r.Context(), principal(r))
+	ms, err := s.Service.Access.Projects(r.Context(), principal(r))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -35,18 +30,13 @@ func (s *Server) listProjects(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"projects": nonNil(ms)})
 }
 
-// NewProject is the body of POST /v1/projects.
-type NewProject struct {
-	Name string `json:"name"`
-}
-
 func (s *Server) createProject(w http.ResponseWriter, r *http.Request) {
-	var in NewProject
+	var in wire.NewProject
 	if err := decode(w, r, &in); err != nil {
 		s.error(w, r, err)
 		return
 	}
-	if err := s.Service.CreateProject(r.Context(), principal(r), in.Name); err != nil {
+	if err := s.Service.Access.CreateProject(r.Context(), principal(r), in.Name); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -54,7 +44,7 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) {
-	ms, err := s.Service.Members(r.Context(), principal(r), r.PathValue("name"))
+	ms, err := s.Service.Access.Members(r.Context(), principal(r), r.PathValue("name"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -62,19 +52,14 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"members": nonNil(ms)})
 }
 
-// NewMember is the body of PUT /v1/projects/{name}/members/{user}.
-type NewMember struct {
-	Role identity.Role `json:"role"`
-}
-
 func (s *Server) setMember(w http.ResponseWriter, r *http.Request) {
-	var in NewMember
+	var in wire.NewMember
 	if err := decode(w, r, &in); err != nil {
 		s.error(w, r, err)
 		return
 	}
 	m := identity.Membership{Project: r.PathValue("name"), User: r.PathValue("user"), Role: in.Role}
-	if err := s.Service.SetMember(r.Context(), principal(r), m); err != nil {
+	if err := s.Service.Access.SetMember(r.Context(), principal(r), m); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -86,7 +71,7 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if err := s.Service.RemoveMember(r.Context(), principal(r), r.PathValue("name"), r.PathValue("user")); err != nil {
+	if err := s.Service.Access.RemoveMember(r.Context(), principal(r), r.PathValue("name"), r.PathValue("user")); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -94,7 +79,7 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listUsers(w http.ResponseWriter, r *http.Request) {
-	us, err := s.Service.Users(r.Context(), principal(r))
+	us, err := s.Service.Access.Users(r.Context(), principal(r))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -102,31 +87,18 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"users": nonNil(us)})
 }
 
-// NewUser is the body of POST /v1/users.
-type NewUser struct {
-	Name  string `json:"name"`
-	Admin bool   `json:"admin,omitempty"`
-}
-
 func (s *Server) createUser(w http.ResponseWriter, r *http.Request) {
-	var in NewUser
+	var in wire.NewUser
 	if err := decode(w, r, &in); err != nil {
 		s.error(w, r, err)
 		return
 	}
-	u, err := s.Service.CreateUser(r.Context(), principal(r), in.Name, in.Admin)
+	u, err := s.Service.Access.CreateUser(r.Context(), principal(r), in.Name, in.Admin)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, u)
-}
-
-// Revoked is what a revocation did.
-type Revoked struct {
-	User     string   `json:"user,omitempty"`
-	Stopped  []string `json:"stopped"`
-	Problems []string `json:"problems,omitempty"`
 }
 
 func (s *Server) revokeUser(w http.ResponseWriter, r *http.Request) {
@@ -139,7 +111,7 @@ func (s *Server) revokeUser(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Revoked{User: r.PathValue("user"), Stopped: nonNil(stopped), Problems: problems})
+	writeJSON(w, http.StatusOK, wire.Revoked{User: r.PathValue("user"), Stopped: nonNil(stopped), Problems: problems})
 }
 
 func (s *Server) revokeSession(w http.ResponseWriter, r *http.Request) {
@@ -151,7 +123,7 @@ func (s *Server) revokeSession(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Revoked{Stopped: []string{r.PathValue("id")}})
+	writeJSON(w, http.StatusOK, wire.Revoked{Stopped: []string{r.PathValue("id")}})
 }
 
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
@@ -160,7 +132,7 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
 	if !r.URL.Query().Has("user") {
 		user = p.User
 	}
-	ts, err := s.Service.Tokens(r.Context(), p, user)
+	ts, err := s.Service.Access.Tokens(r.Context(), p, user)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -168,23 +140,8 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"tokens": nonNil(ts)})
 }
 
-// NewToken is the body of POST /v1/tokens; NewTokenResult is its answer,
-// the only time the token's text is shown.
-type NewToken struct {
-	User  string `json:"user,omitempty"`
-	Label string `json:"label,omitempty"`
-	// Expires is the token's lifetime ("720h"; default 30 days).
-	Expires string `json:"expires,omitempty"`
-}
-
-// NewTokenResult carries a new token's text, shown once.
-type NewTokenResult struct {
-	identity.Token
-	Secret string `json:"token"`
-}
-
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
-	var in NewToken
+	var in wire.NewToken
 	if err := decode(w, r, &in); err != nil {
 		s.error(w, r, err)
 		return
@@ -197,18 +154,18 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	if in.Expires != "" {
 		d, err := time.ParseDuration(in.Expires)
 		if err != nil {
-			s.error(w, r, fmt.Errorf("%w: expires %q: want a duration such as 720h", errdefs.ErrInvalid, clip(in.Expires)))
+			s.error(w, r, fmt.Errorf("%w: expires %q: want a duration such as 720h", errdefs.ErrInvalid, clip.String(in.Expires, 40)))
 			return
 		}
 		ttl = d
 	}
-	t, full, err := s.Service.NewToken(r.Context(), p, in.User, in.Label, ttl)
+	t, full, err := s.Service.Access.NewToken(r.Context(), p, in.User, in.Label, ttl)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusCreated, NewTokenResult{Token: t, Secret: full})
+	writeJSON(w, http.StatusCreated, wire.NewTokenResult{Token: t, Secret: full})
 }
 
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
@@ -216,44 +173,28 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if err := s.Service.RevokeToken(r.Context(), principal(r), r.PathValue("id")); err != nil {
+	if err := s.Service.Access.RevokeToken(r.Context(), principal(r), r.PathValue("id")); err != nil {
 		s.error(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// OIDCConfig tells a client how to log in through the directory; an empty
-// Issuer means login is not configured (API tokens only).
-type OIDCConfig = engine.OIDCConfig
-
-// OIDCLogin is the body of POST /v1/login/oidc: an ID token the directory
-// issued to Paddock's client.
-type OIDCLogin struct {
-	IDToken string `json:"idToken"`
-	// AccessToken, of the same login, lets the server read the user's
-	// name at the directory's userinfo endpoint when the ID token lacks it.
-	AccessToken string `json:"accessToken,omitempty"`
-	// Nonce is the one the login asked the directory to put in the ID
-	// token; the server checks it is there.
-	Nonce string `json:"nonce,omitempty"`
-}
-
 func (s *Server) oidcConfig(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.Service.OIDC.Config())
+	writeJSON(w, http.StatusOK, s.Service.Access.OIDC.Config())
 }
 
 func (s *Server) loginOIDC(w http.ResponseWriter, r *http.Request) {
-	var in OIDCLogin
+	var in wire.OIDCLogin
 	if err := decode(w, r, &in); err != nil {
 		s.error(w, r, err)
 		return
 	}
-	t, full, err := s.Service.LoginOIDC(r.Context(), in.IDToken, in.AccessToken, in.Nonce, false)
+	t, full, err := s.Service.Access.LoginOIDC(r.Context(), in.IDToken, in.AccessToken, in.Nonce, false)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, NewTokenResult{Token: t, Secret: full})
+	writeJSON(w, http.StatusOK, wire.NewTokenResult{Token: t, Secret: full})
 }

@@ -3,13 +3,13 @@ package api
 import (
 	"net/http"
 
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
-	var req engine.ExtendRequest
+	var req wire.ExtendRequest
 	if err := decode(w, r, &req); err != nil {
 		s.error(w, r, err)
 		return
@@ -81,14 +81,8 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, x)
 }
 
-// StartDecision is the body of POST /v1/sessions/{id}/start.
-type StartDecision struct {
-	Approve bool   `json:"approve"`
-	Note    string `json:"note,omitempty"`
-}
-
 func (s *Server) approveStart(w http.ResponseWriter, r *http.Request) {
-	var in StartDecision
+	var in wire.StartDecision
 	if err := decode(w, r, &in); err != nil {
 		s.error(w, r, err)
 		return
@@ -104,14 +98,8 @@ func (s *Server) approveStart(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, p)
 }
 
-// Credentials is the body of POST /v1/sessions/{id}/credentials: the
-// values of the credentials the session's agent declares, by name.
-type Credentials struct {
-	Values map[string]string `json:"values"`
-}
-
 func (s *Server) setCredentials(w http.ResponseWriter, r *http.Request) {
-	var in Credentials
+	var in wire.Credentials
 	if err := decode(w, r, &in); err != nil {
 		s.error(w, r, err)
 		return
@@ -128,13 +116,8 @@ func (s *Server) setCredentials(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, p)
 }
 
-// IdentityChoice is the body of POST /v1/sessions/{id}/identity.
-type IdentityChoice struct {
-	As string `json:"as"`
-}
-
 func (s *Server) chooseIdentity(w http.ResponseWriter, r *http.Request) {
-	var in IdentityChoice
+	var in wire.IdentityChoice
 	if err := decode(w, r, &in); err != nil {
 		s.error(w, r, err)
 		return
@@ -151,7 +134,7 @@ func (s *Server) chooseIdentity(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) setProjectCredentials(w http.ResponseWriter, r *http.Request) {
-	var in Credentials
+	var in wire.Credentials
 	if err := decode(w, r, &in); err != nil {
 		s.error(w, r, err)
 		return

@@ -37,8 +37,8 @@ func TestGuessingTokensIsThrottled(t *testing.T) {
 	e := attackServer(t)
 	var logs lockedBuffer
 	frozen := time.Now() // the clock stands still: no failure is forgiven during the test
-	e.server.Service.Guesses = &throttle.Failures{Now: func() time.Time { return frozen }}
-	e.server.Service.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	e.server.Service.Access.Guesses = &throttle.Failures{Now: func() time.Time { return frozen }}
+	e.server.Service.Access.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	h := e.server.Handler()
 	call := func(source, token string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("GET", "/v1/whoami", nil)

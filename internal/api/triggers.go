@@ -14,6 +14,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -89,7 +90,7 @@ func (s *Server) trigger(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err))
 		return
 	}
-	res, err := s.Service.Trigger(r.Context(), project, name, clip(event), key, payload)
+	res, err := s.Service.Trigger(r.Context(), project, name, clip.String(event, 40), key, payload)
 	if err != nil {
 		s.error(w, r, err)
 		return

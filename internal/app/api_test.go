@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/client"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 func apiStatus(t *testing.T, err error) int {
@@ -28,12 +28,12 @@ func apiStatus(t *testing.T, err error) int {
 // its options where it offers only options, and answer it once.
 func TestAnswersAreChecked(t *testing.T) {
 	ctx := context.Background()
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "work.yaml"), Message: "go"})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "work.yaml"), Message: "go"})
 	require.NoError(t, err)
 	q := waitQuestion(t, x.ID)
 	answer := func(key string, p session.AnswerPayload) error {
 		data, _ := json.Marshal(p)
-		_, err := api.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindAnswer, Payload: data, IdempotencyKey: key})
+		_, err := api.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindAnswer, Payload: data, IdempotencyKey: key})
 		return err
 	}
 	err = answer("", session.AnswerPayload{ToolCallID: "call_nope", Answers: map[string]string{"go": "yes"}})
@@ -62,7 +62,7 @@ func TestAnswersAreChecked(t *testing.T) {
 func TestIdempotencyKeyReuse(t *testing.T) {
 	ctx := context.Background()
 	key := unique("create")
-	create := engine.CreateRequest{Model: script(t, "empty.yaml"), Message: "hello", IdempotencyKey: key}
+	create := wire.CreateRequest{Model: script(t, "empty.yaml"), Message: "hello", IdempotencyKey: key}
 	x, err := api.CreateSession(ctx, create)
 	require.NoError(t, err)
 	again, err := api.CreateSession(ctx, create)
@@ -78,7 +78,7 @@ func TestIdempotencyKeyReuse(t *testing.T) {
 	require.Contains(t, e.Error(), "session "+x.ID)
 
 	msg := func(kind session.CommandKind, payload string) (session.Command, error) {
-		return api.Send(ctx, x.ID, engine.SendRequest{Kind: kind, Payload: json.RawMessage(payload), IdempotencyKey: "k1"})
+		return api.Send(ctx, x.ID, wire.SendRequest{Kind: kind, Payload: json.RawMessage(payload), IdempotencyKey: "k1"})
 	}
 	c, err := msg(session.KindMessage, `{"message":"one"}`)
 	require.NoError(t, err)
@@ -97,7 +97,7 @@ func TestIdempotencyKeyReuse(t *testing.T) {
 // event sends end at once; archiving is refused while a turn runs.
 func TestStoppedStreamEndsAtOnce(t *testing.T) {
 	ctx := context.Background()
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "slow.yaml"), Message: "go slowly"})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "slow.yaml"), Message: "go slowly"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusRunning)
 	_, err = api.Archive(ctx, x.ID)
@@ -135,7 +135,7 @@ func TestStoppedStreamEndsAtOnce(t *testing.T) {
 func TestReplayNamesStayInTheirFolder(t *testing.T) {
 	ctx := context.Background()
 	for _, m := range []string{"replay/../../../../etc/passwd", "replay//etc/passwd", "replay/../paddock.db"} {
-		_, err := api.CreateSession(ctx, engine.CreateRequest{Model: m})
+		_, err := api.CreateSession(ctx, wire.CreateRequest{Model: m})
 		require.Equal(t, http.StatusBadRequest, apiStatus(t, err), m)
 		require.NotContains(t, err.Error(), "root:", m)
 	}

@@ -26,6 +26,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/config"
@@ -183,13 +184,14 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	}
 	acts.Sealer = sealer
 	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools, Copies: acts.Copies, RetainFailed: cfg.RetainFailed, Sealer: sealer, ContentKey: contentKey,
-		Now: time.Now, OIDC: engine.NewOIDC(cfg.OIDCIssuer, cfg.OIDCClientID, cfg.OIDCUsernameClaim), RepositoryRoots: cfg.RepositoryRoots, DataDir: cfg.DataDir,
-		Guesses: &throttle.Failures{}, Logger: logger}
-	if created, err := a.Service.Bootstrap(ctx, cfg.DataDir, cfg.AdminUser); err != nil {
+		Now: time.Now, RepositoryRoots: cfg.RepositoryRoots, DataDir: cfg.DataDir, Logger: logger,
+		Access: &access.Service{Store: st, Now: time.Now, OIDC: access.NewOIDC(cfg.OIDCIssuer, cfg.OIDCClientID, cfg.OIDCUsernameClaim),
+			Guesses: &throttle.Failures{}, Logger: logger}}
+	if created, err := a.Service.Access.Bootstrap(ctx, cfg.DataDir, cfg.AdminUser); err != nil {
 		return nil, fmt.Errorf("first administrator: %w", err)
 	} else if created {
 		logger.Info("created the first administrator; paddock commands on this machine use its token", "user", cfg.AdminUser,
-			"token", filepath.Join(cfg.DataDir, engine.AdminTokenFile))
+			"token", filepath.Join(cfg.DataDir, access.AdminTokenFile))
 	}
 	if err := a.Service.UseAuditKey(ctx); err != nil {
 		return nil, fmt.Errorf("audit key: %w", err)

@@ -15,8 +15,8 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/paddock-dev/paddock/internal/audit"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // TestAuditLogVerifiesAndCatchesTampering: a session's every transcript
@@ -27,7 +27,7 @@ func TestAuditLogVerifiesAndCatchesTampering(t *testing.T) {
 	ctx := context.Background()
 	name := unique("audited")
 	applyAgent(t, name, script(t, "work.yaml"), "")
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "process the notes"})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "process the notes"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusAwaiting)
 
@@ -103,7 +103,7 @@ func TestStoppedSessionIsSealed(t *testing.T) {
 	ctx := context.Background()
 	name := unique("sealed")
 	applyAgent(t, name, script(t, "work.yaml"), "")
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "process the notes"})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "process the notes"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusAwaiting)
 	send(t, x.ID, session.KindStop, session.StopPayload{Reason: "done"})
@@ -161,7 +161,7 @@ func TestCheckpointsAndProofs(t *testing.T) {
 
 	name := unique("proven")
 	applyAgent(t, name, script(t, "work.yaml"), "")
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "process the notes"})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "process the notes"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusAwaiting)
 	code, out = paddock(t, "audit", "prove", "--session", x.ID, "--seq", "2", "--since-checkpoint", kept)

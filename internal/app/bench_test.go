@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // BenchmarkCommandToTurn measures, on the embedded server, the time from a
@@ -20,7 +20,7 @@ import (
 // and p90 of the iterations.
 func BenchmarkCommandToTurn(b *testing.B) {
 	ctx := context.Background()
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(b, "empty.yaml")})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(b, "empty.yaml")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func BenchmarkCommandToTurn(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
-		if _, err := api.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"ping"}`)}); err != nil {
+		if _, err := api.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"ping"}`)}); err != nil {
 			b.Fatal(err)
 		}
 		after = waitTurn(ch, after, session.TurnAccepted)
@@ -87,7 +87,7 @@ func BenchmarkLiveSessions(b *testing.B) {
 		start := time.Now()
 		ids := make([]string, 0, n)
 		for range n {
-			x, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(b, "empty.yaml"), Message: "hello", Project: "load"})
+			x, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(b, "empty.yaml"), Message: "hello", Project: "load"})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/cli"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // paddockIn is paddock with standard input.
@@ -64,7 +64,7 @@ func TestExtensionBelongsToTheNamedApprover(t *testing.T) {
 	name := unique("runaway")
 	applyAgent(t, name, script(t, "runaway.yaml"), "tools: [list_dir]\nsession:\n  maxActions: 2\n")
 	member(t, "default", "ana", identity.Member)
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "go", NonInteractive: true, Approver: "ana"})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "go", NonInteractive: true, Approver: "ana"})
 	require.NoError(t, err)
 	waitFor(t, "the park", func() (bool, error) {
 		parks, err := api.Parks(ctx, x.ID)
@@ -77,7 +77,7 @@ func TestExtensionBelongsToTheNamedApprover(t *testing.T) {
 	code, out := paddock(t, "sessions", "ls", "--parked", "--agent", name)
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "paddock sessions extend "+x.ID)
-	_, err = api.Extend(ctx, x.ID, engine.ExtendRequest{})
+	_, err = api.Extend(ctx, x.ID, wire.ExtendRequest{})
 	require.Equal(t, 403, apiStatus(t, err), "%v", err)
 	_, err = api.Unpark(ctx, x.ID, "")
 	require.Equal(t, 403, apiStatus(t, err))
@@ -91,7 +91,7 @@ func TestHoldFreezesASession(t *testing.T) {
 	ctx := context.Background()
 	name := unique("held")
 	applyAgent(t, name, script(t, "work.yaml"), "")
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "start"})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "start"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusAwaiting)
 	code, out := paddock(t, "sessions", "hold", x.ID, "--reason", "looking at it")
@@ -118,7 +118,7 @@ func TestHeldSessionStillStops(t *testing.T) {
 	ctx := context.Background()
 	name := unique("heldstop")
 	applyAgent(t, name, script(t, "work.yaml"), "")
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "start"})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "start"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusAwaiting)
 	_, err = api.Hold(ctx, x.ID, "inspect")

@@ -15,10 +15,10 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
 	"github.com/paddock-dev/paddock/internal/client"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store/pgtest"
 	"github.com/paddock-dev/paddock/internal/volume"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // BenchmarkClusterLoad runs 500 live sessions on PostgreSQL served by one
@@ -77,7 +77,7 @@ func clusterLoad(b *testing.B, nodes int) {
 	}
 	ids := make([]string, sessions)
 	spread(b, sessions, parallel, func(i int) error {
-		x, err := cs[i%nodes].CreateSession(ctx, engine.CreateRequest{Model: "replay/empty.yaml", Message: "hello", Project: "load"})
+		x, err := cs[i%nodes].CreateSession(ctx, wire.CreateRequest{Model: "replay/empty.yaml", Message: "hello", Project: "load"})
 		ids[i] = x.ID
 		return err
 	})
@@ -85,7 +85,7 @@ func clusterLoad(b *testing.B, nodes int) {
 	start := time.Now()
 	for r := range rounds {
 		spread(b, sessions, parallel, func(i int) error {
-			_, err := cs[(i+r)%nodes].Send(ctx, ids[i], engine.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"ping"}`)})
+			_, err := cs[(i+r)%nodes].Send(ctx, ids[i], wire.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"ping"}`)})
 			return err
 		})
 		waitTurns(sessions * (r + 2))

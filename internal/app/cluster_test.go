@@ -15,10 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/client"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store/pgtest"
 	"github.com/paddock-dev/paddock/internal/volume"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // TestTwoNodes runs two `paddock serve` processes on one PostgreSQL
@@ -53,11 +53,11 @@ func TestTwoNodes(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.Apply(ctx, []byte("name: crasher\nmodel: replay/crash.yaml\n"))
 	require.NoError(t, err)
-	x, err := a.CreateSession(ctx, engine.CreateRequest{Agent: "crasher", Message: "turn one", Repo: gitRepo(t)})
+	x, err := a.CreateSession(ctx, wire.CreateRequest{Agent: "crasher", Message: "turn one", Repo: gitRepo(t)})
 	require.NoError(t, err)
 	send := func(c *client.Client, keys ...string) {
 		for _, k := range keys {
-			_, err := c.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"` + k + `"}`), IdempotencyKey: k})
+			_, err := c.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"` + k + `"}`), IdempotencyKey: k})
 			require.NoError(t, err)
 		}
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/client"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // serveChild starts this test binary as `paddock serve` on dataDir, with
@@ -90,12 +90,12 @@ func TestCrashRecovery(t *testing.T) {
 
 	_, err = c.Apply(ctx, []byte("name: crasher\nmodel: "+scriptIn(t, dir, "crash.yaml")+"\n"))
 	require.NoError(t, err)
-	create := engine.CreateRequest{Agent: "crasher", Message: "turn one", Repo: repo, IdempotencyKey: "crash-session"}
+	create := wire.CreateRequest{Agent: "crasher", Message: "turn one", Repo: repo, IdempotencyKey: "crash-session"}
 	x, err := c.CreateSession(ctx, create)
 	require.NoError(t, err)
 	sendAll := func(c *client.Client, keys ...string) {
 		for _, k := range keys {
-			_, err := c.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"` + k + `"}`), IdempotencyKey: k})
+			_, err := c.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"` + k + `"}`), IdempotencyKey: k})
 			require.NoError(t, err)
 		}
 	}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // TestCrashMidCommandDoesNotRunItTwice kills the server with SIGKILL while
@@ -43,7 +43,7 @@ func TestCrashMidCommandDoesNotRunItTwice(t *testing.T) {
 `), 0o600))
 	_, err := c.Apply(ctx, []byte("name: slowcounter\nmodel: replay/"+name+"\ntools: [run_command, read_file]\n"))
 	require.NoError(t, err)
-	x, err := c.CreateSession(ctx, engine.CreateRequest{Agent: "slowcounter", Message: "count", Repo: repo})
+	x, err := c.CreateSession(ctx, wire.CreateRequest{Agent: "slowcounter", Message: "count", Repo: repo})
 	require.NoError(t, err)
 	var workdir string
 	waitFor(t, "the command to be running", func() (bool, error) {

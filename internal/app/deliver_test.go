@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/cli"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 func goRepo(t *testing.T) string {
@@ -59,7 +59,7 @@ func TestDiffAcceptReject(t *testing.T) {
 	_, err := api.SetPolicy(ctx, "deliver", []byte("default: allow\ncommands:\n  allow: [go test, echo]\n"))
 	require.NoError(t, err)
 	applyAgent(t, "builder", script(t, "deliver.yaml"), "project: deliver\nsession:\n  idleTimeout: 2s\n")
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Project: "deliver", Agent: "builder", Repo: repo, Message: "add Add with a test"})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Project: "deliver", Agent: "builder", Repo: repo, Message: "add Add with a test"})
 	require.NoError(t, err)
 	waitFor(t, "the turn to complete", func() (bool, error) {
 		turns, err := api.Turns(ctx, x.ID)
@@ -121,7 +121,7 @@ func TestDiffAcceptReject(t *testing.T) {
 	require.FileExists(t, filepath.Join(repo, "later.txt"))
 	after = head(t, repo)
 	// A stale acceptance (of the diff already delivered) is refused.
-	_, err = api.Accept(ctx, x.ID, engine.AcceptRequest{Mode: "commit", Base: d.Base, Tree: d.Tree})
+	_, err = api.Accept(ctx, x.ID, wire.AcceptRequest{Mode: "commit", Base: d.Base, Tree: d.Tree})
 	require.ErrorContains(t, err, "already delivered")
 
 	// Idle past the agent's 2s interval: reaped, then it answers.
@@ -138,7 +138,7 @@ func TestDiffAcceptReject(t *testing.T) {
 	waitStatus(t, x.ID, session.StatusStopped)
 
 	// A second session's work is rejected: the repository stays as it is.
-	y, err := api.CreateSession(ctx, engine.CreateRequest{Project: "deliver", Agent: "builder", Repo: repo, Message: "again"})
+	y, err := api.CreateSession(ctx, wire.CreateRequest{Project: "deliver", Agent: "builder", Repo: repo, Message: "again"})
 	require.NoError(t, err)
 	waitFor(t, "the second turn", func() (bool, error) {
 		turns, err := api.Turns(ctx, y.ID)

@@ -15,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // moduleProxyHost is the host:443 of the machine's Go module proxy, from
@@ -58,7 +58,7 @@ func commit(t *testing.T, files map[string]string) string {
 func envSession(t *testing.T, agent, repo string) (session.Session, map[session.RuntimePhase]session.PhaseData, []string) {
 	t.Helper()
 	ctx := context.Background()
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: agent, Repo: repo, Message: "test it"})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: agent, Repo: repo, Message: "test it"})
 	require.NoError(t, err)
 	waitFor(t, "the first turn of "+x.ID, func() (bool, error) {
 		pending, err := api.Approvals(ctx, session.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
@@ -203,7 +203,7 @@ func TestFailingSetupFailsTheSession(t *testing.T) {
 	name := unique("badsetup")
 	model := replayCommand(t, name, "true")
 	applyAgent(t, name, model, "tools: [run_command]\nenvironment:\n  setup: |\n    echo preparing\n    echo 'go: github.com/x/y@v1: no network' >&2\n    exit 3\n")
-	x, err := api.CreateSession(context.Background(), engine.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "go"})
+	x, err := api.CreateSession(context.Background(), wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "go"})
 	require.NoError(t, err)
 	s := waitStatus(t, x.ID, session.StatusFailed)
 	require.Contains(t, s.Error, "environment setup failed (exit status 3")

@@ -12,9 +12,9 @@ import (
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/temporalserver"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // TestExternalTemporal runs Paddock against a Temporal server it did not
@@ -31,7 +31,7 @@ func TestExternalTemporal(t *testing.T) {
 	defer a.Stop()
 	require.NoFileExists(t, filepath.Join(dir, "temporal.db"), "no embedded server")
 	c := client.New(a.URL).WithToken(readToken(dir))
-	x, err := c.CreateSession(ctx, engine.CreateRequest{Model: scriptIn(t, dir, "empty.yaml"), Message: "hello"})
+	x, err := c.CreateSession(ctx, wire.CreateRequest{Model: scriptIn(t, dir, "empty.yaml"), Message: "hello"})
 	require.NoError(t, err)
 	waitFor(t, "the turn to complete", func() (bool, error) {
 		turns, err := c.Turns(ctx, x.ID)

@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/client"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // gatedSession starts gated.yaml in a project whose policy asks for all but
@@ -25,7 +25,7 @@ func gatedSession(t *testing.T, project, approver string) (session.Session, sess
 	ctx := context.Background()
 	_, err := api.SetPolicy(ctx, project, []byte("default: ask\ncommands:\n  allow: [ls]\ncontinueAfterToolRejection: true\n"))
 	require.NoError(t, err)
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Project: project, Model: script(t, "gated.yaml"), Message: "go",
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Project: project, Model: script(t, "gated.yaml"), Message: "go",
 		Repo: gitRepo(t), NonInteractive: true, Approver: approver})
 	require.NoError(t, err)
 	var pending []session.Approval
@@ -104,9 +104,9 @@ func TestApprovalsBelongToTheNamedApprover(t *testing.T) {
 	ctx := context.Background()
 	member(t, "gated2", "alice", identity.Member)
 	member(t, "gated2", "vic", identity.Viewer)
-	_, err := api.CreateSession(ctx, engine.CreateRequest{Project: "gated2", Model: "replay/demo", Message: "go", NonInteractive: true, Approver: "vic"})
+	_, err := api.CreateSession(ctx, wire.CreateRequest{Project: "gated2", Model: "replay/demo", Message: "go", NonInteractive: true, Approver: "vic"})
 	require.Equal(t, http.StatusBadRequest, apiStatus(t, err), "a viewer may not be named approver: %v", err)
-	_, err = api.CreateSession(ctx, engine.CreateRequest{Project: "gated2", Model: "replay/demo", Message: "go", NonInteractive: true, Approver: "nobody-here"})
+	_, err = api.CreateSession(ctx, wire.CreateRequest{Project: "gated2", Model: "replay/demo", Message: "go", NonInteractive: true, Approver: "nobody-here"})
 	require.Equal(t, http.StatusBadRequest, apiStatus(t, err), "nor someone who is not a user: %v", err)
 	x, ap := gatedSession(t, "gated2", "alice")
 	_, err = api.Decide(ctx, ap.ID, true, "")
@@ -124,7 +124,7 @@ func TestApprovalsBelongToTheNamedApprover(t *testing.T) {
 	send(t, x.ID, session.KindStop, session.StopPayload{})
 	waitStatus(t, x.ID, session.StatusStopped)
 
-	y, err := api.CreateSession(ctx, engine.CreateRequest{Project: "gated2", Model: script(t, "gated.yaml"), Message: "go",
+	y, err := api.CreateSession(ctx, wire.CreateRequest{Project: "gated2", Model: script(t, "gated.yaml"), Message: "go",
 		Repo: gitRepo(t), NonInteractive: true})
 	require.NoError(t, err)
 	waitFor(t, "the turn to complete", func() (bool, error) {
@@ -148,7 +148,7 @@ func TestAgentPolicyOnlyTightens(t *testing.T) {
 	_, err := api.SetPolicy(ctx, "tight", []byte("default: allow\ntools:\n  write_file: disabled\n"))
 	require.NoError(t, err)
 	applyAgent(t, "careful", script(t, "gated.yaml"), "project: tight\npolicy:\n  default: allow\n  tools:\n    run_command: exclude\n    write_file: allow\n")
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Project: "tight", Agent: "careful", Message: "go", Repo: gitRepo(t)})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Project: "tight", Agent: "careful", Message: "go", Repo: gitRepo(t)})
 	require.NoError(t, err)
 	require.Contains(t, string(x.Policy), `"run_command":"disabled"`)
 	require.Contains(t, string(x.Policy), `"write_file":"disabled"`, "the project's disabled tool stays disabled")

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // TestPlantedCodeNeverRunsOnTheHost: an agent uses its sandboxed commands
@@ -73,7 +73,7 @@ touch %[1]s 2>/dev/null && echo MARKER-WRITABLE-IN-SANDBOX || echo planted`, mar
   - text: "More."
 `, plant)), 0o600))
 	applyAgent(t, "planter", "replay/"+name, "tools: [run_command, search, read_file, write_file]\n")
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: "planter", Repo: repo, Message: "go"})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: "planter", Repo: repo, Message: "go"})
 	require.NoError(t, err)
 	waitFor(t, "the turn", func() (bool, error) {
 		// The planting command is not free: a person approves it.

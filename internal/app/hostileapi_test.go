@@ -16,17 +16,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/client"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // TestConcurrentAnswersOneWins: answers to one question sent at once under
 // different keys record one answer; the others are 409s.
 func TestConcurrentAnswersOneWins(t *testing.T) {
 	ctx := context.Background()
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "work.yaml"), Message: "go", Repo: gitRepo(t)})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "work.yaml"), Message: "go", Repo: gitRepo(t)})
 	require.NoError(t, err)
 	q := waitQuestion(t, x.ID)
 	const n = 60
@@ -42,7 +42,7 @@ func TestConcurrentAnswersOneWins(t *testing.T) {
 			c := client.New(shared.URL).WithToken(adminToken)
 			_, _ = c.Session(ctx, x.ID)
 			<-start
-			_, err := c.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindAnswer, Payload: data, IdempotencyKey: fmt.Sprintf("race-%d", i)})
+			_, err := c.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindAnswer, Payload: data, IdempotencyKey: fmt.Sprintf("race-%d", i)})
 			if err == nil {
 				codes[i] = http.StatusAccepted
 			} else {
@@ -79,7 +79,7 @@ func TestConcurrentAnswersOneWins(t *testing.T) {
 // (the empty tree, the base's own) is refused, and the base stays.
 func TestAcceptOnlyWhatWasDiffed(t *testing.T) {
 	ctx := context.Background()
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "empty.yaml"), Message: "hello", Repo: gitRepo(t)})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "empty.yaml"), Message: "hello", Repo: gitRepo(t)})
 	require.NoError(t, err)
 	waitFor(t, "the turn", func() (bool, error) {
 		turns, err := api.Turns(ctx, x.ID)
@@ -91,14 +91,14 @@ func TestAcceptOnlyWhatWasDiffed(t *testing.T) {
 	baseTree, err := exec.Command("git", "-C", s.Workdir, "-c", "safe.directory=*", "rev-parse", s.BaseCommit+"^{tree}").Output()
 	require.NoError(t, err)
 	for _, tree := range []string{"4b825dc642cb6eb9a060e54bf8d69288fbee4904", strings.TrimSpace(string(baseTree))} {
-		_, err = api.Accept(ctx, x.ID, engine.AcceptRequest{Mode: "commit", Base: s.BaseCommit, Tree: tree})
+		_, err = api.Accept(ctx, x.ID, wire.AcceptRequest{Mode: "commit", Base: s.BaseCommit, Tree: tree})
 		require.Equal(t, http.StatusBadRequest, apiStatus(t, err), tree)
 		require.ErrorContains(t, err, "is not a diff of session")
 	}
 	d, err := api.Diff(ctx, x.ID)
 	require.NoError(t, err)
 	require.Len(t, d.Files, 1, "nothing was accepted")
-	_, err = api.Accept(ctx, x.ID, engine.AcceptRequest{Mode: "commit", Base: d.Base, Tree: d.Tree})
+	_, err = api.Accept(ctx, x.ID, wire.AcceptRequest{Mode: "commit", Base: d.Base, Tree: d.Tree})
 	require.NoError(t, err)
 	d, err = api.Diff(ctx, x.ID)
 	require.NoError(t, err)
@@ -121,7 +121,7 @@ func TestAcceptOnlyWhatWasDiffed(t *testing.T) {
 // caller did not ask for.
 func TestIdempotencyKeyCoversPolicy(t *testing.T) {
 	ctx := context.Background()
-	create := engine.CreateRequest{Model: script(t, "empty.yaml"), Message: "hello", IdempotencyKey: unique("policy"), Policy: "default: ask\n"}
+	create := wire.CreateRequest{Model: script(t, "empty.yaml"), Message: "hello", IdempotencyKey: unique("policy"), Policy: "default: ask\n"}
 	x, err := api.CreateSession(ctx, create)
 	require.NoError(t, err)
 	again, err := api.CreateSession(ctx, create)
@@ -164,7 +164,7 @@ func TestAcceptBeforeAWorkingCopy(t *testing.T) {
 		CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "tester"}, StartKind: session.KindStart, StartPayload: json.RawMessage(`{}`),
 	})
 	require.NoError(t, err)
-	_, err = api.Accept(ctx, x.ID, engine.AcceptRequest{Mode: "commit", Base: "a", Tree: "b"})
+	_, err = api.Accept(ctx, x.ID, wire.AcceptRequest{Mode: "commit", Base: "a", Tree: "b"})
 	require.Equal(t, http.StatusConflict, apiStatus(t, err))
 	require.ErrorContains(t, err, "no working copy yet")
 }

@@ -12,13 +12,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	apipkg "github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/client"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // TestEveryCallIsAuthenticated: without a valid token every route but the
@@ -78,7 +77,7 @@ func TestProjectsScopeEverything(t *testing.T) {
 	_, asAud := tokenOf(t, aud)
 	asAnn := client.New(shared.URL).WithToken(annToken)
 
-	x, err := asAnn.CreateSession(ctx, engine.CreateRequest{Project: alpha, Model: script(t, "work.yaml"), Message: "process the notes"})
+	x, err := asAnn.CreateSession(ctx, wire.CreateRequest{Project: alpha, Model: script(t, "work.yaml"), Message: "process the notes"})
 	require.NoError(t, err)
 	require.Equal(t, ann, x.CreatedBy.ID, "the session records its requester")
 	waitStatus(t, x.ID, session.StatusAwaiting)
@@ -94,7 +93,7 @@ func TestProjectsScopeEverything(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, apiStatus(t, err))
 		_, err = asBea.Diff(ctx, id)
 		require.Equal(t, http.StatusNotFound, apiStatus(t, err))
-		_, err = asBea.Send(ctx, id, engine.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"hi"}`)})
+		_, err = asBea.Send(ctx, id, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"hi"}`)})
 		require.Equal(t, http.StatusNotFound, apiStatus(t, err))
 	}
 	_, err = asBea.Session(ctx, x.ID)
@@ -105,7 +104,7 @@ func TestProjectsScopeEverything(t *testing.T) {
 	for _, s := range list {
 		require.NotEqual(t, x.ID, s.ID)
 	}
-	_, err = asBea.CreateSession(ctx, engine.CreateRequest{Project: alpha, Model: "replay/demo", Message: "x"})
+	_, err = asBea.CreateSession(ctx, wire.CreateRequest{Project: alpha, Model: "replay/demo", Message: "x"})
 	require.Equal(t, http.StatusNotFound, apiStatus(t, err), "no role in alpha: it does not exist for bea")
 	var exported strings.Builder
 	require.NoError(t, asBea.ExportAudit(ctx, &exported, "jsonl", time.Time{}, false))
@@ -117,14 +116,14 @@ func TestProjectsScopeEverything(t *testing.T) {
 	require.True(t, hasSession(list, x.ID))
 	_, err = asAud.AuditLog(ctx, x.ID, false)
 	require.NoError(t, err)
-	_, err = asAud.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"hi"}`)})
+	_, err = asAud.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"hi"}`)})
 	require.Equal(t, http.StatusForbidden, apiStatus(t, err))
 	_, err = asAnn.AuditLog(ctx, x.ID, false)
 	require.Equal(t, http.StatusForbidden, apiStatus(t, err), "a member is no auditor")
 
 	// Tokens: a user mints their own, not others'; administrators only
 	// manage users and projects.
-	_, err = asAnn.CreateToken(ctx, apipkg.NewToken{User: bea})
+	_, err = asAnn.CreateToken(ctx, wire.NewToken{User: bea})
 	require.Equal(t, http.StatusForbidden, apiStatus(t, err))
 	_, err = asAnn.CreateUser(ctx, unique("eve"), false)
 	require.Equal(t, http.StatusForbidden, apiStatus(t, err))
@@ -213,7 +212,7 @@ func TestPassthroughCredentials(t *testing.T) {
 	_, err = api.Apply(ctx, []byte("name: "+name+"\nproject: "+project+"\nmodel: "+script(t, "credentials.yaml")+
 		"\ntools: [run_command]\nenvironment:\n  credentials: [DEPLOY_TOKEN]\n"))
 	require.NoError(t, err)
-	x, err := asCara.CreateSession(ctx, engine.CreateRequest{Project: project, Agent: name, Message: "deploy"})
+	x, err := asCara.CreateSession(ctx, wire.CreateRequest{Project: project, Agent: name, Message: "deploy"})
 	require.NoError(t, err)
 	require.Contains(t, x.AmbientStatus, "awaiting_credentials")
 
@@ -280,7 +279,7 @@ func TestIdentityChoice(t *testing.T) {
 	require.Equal(t, 0, code, out.String())
 	require.NotContains(t, out.String(), serviceValue)
 
-	x, err := asDana.CreateSession(ctx, engine.CreateRequest{Project: project, Agent: name, Message: "deploy"})
+	x, err := asDana.CreateSession(ctx, wire.CreateRequest{Project: project, Agent: name, Message: "deploy"})
 	require.NoError(t, err)
 	require.Contains(t, x.AmbientStatus, "awaiting_identity")
 	_, err = api.ChooseIdentity(ctx, x.ID, "service")
@@ -298,7 +297,7 @@ func TestIdentityChoice(t *testing.T) {
 	require.Contains(t, transcript.String(), strconv.Itoa(len(serviceValue)), "the command had the service credential")
 	require.Contains(t, transcript.String(), "acting as project "+project+"'s service identity")
 
-	y, err := asDana.CreateSession(ctx, engine.CreateRequest{Project: project, Agent: name, Message: "deploy as me"})
+	y, err := asDana.CreateSession(ctx, wire.CreateRequest{Project: project, Agent: name, Message: "deploy as me"})
 	require.NoError(t, err)
 	p, err := asDana.ChooseIdentity(ctx, y.ID, "requester")
 	require.NoError(t, err)

@@ -23,13 +23,13 @@ import (
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/kube"
 	"github.com/paddock-dev/paddock/internal/pod"
 	"github.com/paddock-dev/paddock/internal/pod/podtest"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // kubeEnv is a real kube-apiserver with Paddock's CRDs and
@@ -266,7 +266,7 @@ spec:
 	// A status naming another project's session (written by someone who
 	// may write statuses) is not acted on: the controller puts its own
 	// session back, and the other is never stopped.
-	other, err := pc.CreateSession(ctx, engine.CreateRequest{Model: scriptIn(t, dir, "empty.yaml"), Message: "elsewhere"})
+	other, err := pc.CreateSession(ctx, wire.CreateRequest{Model: scriptIn(t, dir, "empty.yaml"), Message: "elsewhere"})
 	require.NoError(t, err)
 	out, err = kubectl(admin, "", "patch", "session", "first", "-n", "team-a", "--subresource=status", "--type=merge", "-p", `{"status":{"sessionID":"`+other.ID+`"}}`)
 	require.NoError(t, err, out)
@@ -473,7 +473,7 @@ spec:
 	waitFor(t, "the idle pod suspended", func() (bool, error) { return !cluster.Running(name) && cluster.Starts(name) == 1, nil })
 	require.FileExists(t, filepath.Join(volumes, name, "work", "made.txt"), "the volume stays")
 
-	_, err = pc.Send(ctx, id, engine.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"read it back"}`)})
+	_, err = pc.Send(ctx, id, wire.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"read it back"}`)})
 	require.NoError(t, err)
 	waitFor(t, "the second turn done", func() (bool, error) {
 		if err := approve(id); err != nil { // curl asks

@@ -19,16 +19,16 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	apipkg "github.com/paddock-dev/paddock/internal/api"
+	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/egress"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/store/pgtest"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // One embedded server for the whole package: starting one takes about a second.
@@ -202,7 +202,7 @@ func unique(name string) string {
 
 // readToken is the first administrator's token of a data directory.
 func readToken(dataDir string) string {
-	data, err := os.ReadFile(filepath.Join(dataDir, engine.AdminTokenFile))
+	data, err := os.ReadFile(filepath.Join(dataDir, access.AdminTokenFile))
 	if err != nil {
 		panic(err)
 	}
@@ -240,7 +240,7 @@ func member(t *testing.T, project, user string, role identity.Role) {
 // tokenOf is a new token of user, and a client sending it.
 func tokenOf(t *testing.T, user string) (string, *client.Client) {
 	t.Helper()
-	res, err := api.CreateToken(context.Background(), apipkg.NewToken{User: user})
+	res, err := api.CreateToken(context.Background(), wire.NewToken{User: user})
 	if err != nil {
 		t.Fatal(err)
 	}

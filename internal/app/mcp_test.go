@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/client"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // calcServer is an MCP server (the official SDK) with one tool, add.
@@ -56,7 +56,7 @@ func TestStdioMCPServerRunsInTheSandbox(t *testing.T) {
 	_, err = api.SetPolicy(ctx, "mcp-stdio", []byte("default: ask\ntools:\n  mcp__calc__add: allow\n"))
 	require.NoError(t, err)
 	applyAgent(t, "local-calculator", script(t, "mcp.yaml"), "project: mcp-stdio\ntools: [read_file]\nmcpServers:\n  - name: calc\n    command: ["+bin+"]\n    env: {PADDOCK_TEST_CHILD: mcp}\n")
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Project: "mcp-stdio", Agent: "local-calculator", Message: "add", NonInteractive: true, Repo: gitRepo(t)})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Project: "mcp-stdio", Agent: "local-calculator", Message: "add", NonInteractive: true, Repo: gitRepo(t)})
 	require.NoError(t, err)
 	waitFor(t, "the turn", func() (bool, error) {
 		turns, err := api.Turns(ctx, x.ID)
@@ -77,7 +77,7 @@ func TestMCPToolsThroughTheGate(t *testing.T) {
 	_, err := api.SetPolicy(ctx, "mcp", []byte("default: ask\ntools:\n  mcp__calc__add: allow\n"))
 	require.NoError(t, err)
 	applyAgent(t, "calculator", script(t, "mcp.yaml"), "project: mcp\ntools: [read_file]\nmcpServers:\n  - name: calc\n    url: "+srv.URL+"\n")
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Project: "mcp", Agent: "calculator", Message: "add 2 and 40", NonInteractive: true})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Project: "mcp", Agent: "calculator", Message: "add 2 and 40", NonInteractive: true})
 	require.NoError(t, err)
 	waitFor(t, "the turn", func() (bool, error) {
 		turns, err := api.Turns(ctx, x.ID)

@@ -17,9 +17,9 @@ import (
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store/pgtest"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // TestEverythingInPostgres: with PADDOCK_DATABASE_URL both the store and
@@ -49,7 +49,7 @@ func TestEverythingInPostgres(t *testing.T) {
 	c := client.New(a.URL).WithToken(token)
 	_, err = c.SetPolicy(ctx, "default", []byte("default: allow\n"))
 	require.NoError(t, err)
-	x, err := c.CreateSession(ctx, engine.CreateRequest{Model: "replay/restore.yaml", Repo: gitRepo(t), Message: "hello"})
+	x, err := c.CreateSession(ctx, wire.CreateRequest{Model: "replay/restore.yaml", Repo: gitRepo(t), Message: "hello"})
 	require.NoError(t, err)
 	waitFor(t, "the first turn", func() (bool, error) {
 		s, err := c.Session(ctx, x.ID)
@@ -80,7 +80,7 @@ func TestEverythingInPostgres(t *testing.T) {
 	require.NoError(t, err)
 	defer b.Stop()
 	c = client.New(b.URL).WithToken(token)
-	_, err = c.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"again"}`)})
+	_, err = c.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"again"}`)})
 	require.NoError(t, err)
 	var evs []session.Event
 	waitFor(t, "the second turn, on the new node", func() (bool, error) {
@@ -129,7 +129,7 @@ func TestEverythingInPostgres(t *testing.T) {
 	keyB, err := c.AuditKey(ctx)
 	require.NoError(t, err)
 	require.Equal(t, keyA, keyB, "one audit signing key for every node of the database")
-	_, err = c.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindStop, Payload: []byte(`{}`)})
+	_, err = c.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindStop, Payload: []byte(`{}`)})
 	require.NoError(t, err)
 	waitFor(t, "the seal", func() (bool, error) {
 		reports, err := c.VerifyAudit(ctx, x.ID)
@@ -171,7 +171,7 @@ func TestTakeoverRestoresTheEnvironment(t *testing.T) {
 	_, err = c.Apply(ctx, []byte("name: envy\nmodel: replay/envrestore.yaml\ntools: [write_file, run_command]\n"+
 		"environment:\n  setup: mkdir -p node_modules && echo made-by-setup > node_modules/dep.txt\n"))
 	require.NoError(t, err)
-	x, err := c.CreateSession(ctx, engine.CreateRequest{Agent: "envy", Repo: repo, Message: "hello"})
+	x, err := c.CreateSession(ctx, wire.CreateRequest{Agent: "envy", Repo: repo, Message: "hello"})
 	require.NoError(t, err)
 	waitFor(t, "the first turn", func() (bool, error) {
 		s, err := c.Session(ctx, x.ID)
@@ -185,7 +185,7 @@ func TestTakeoverRestoresTheEnvironment(t *testing.T) {
 	require.NoError(t, err)
 	defer b.Stop()
 	c = client.New(b.URL).WithToken(token)
-	_, err = c.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"again"}`)})
+	_, err = c.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"again"}`)})
 	require.NoError(t, err)
 	var result string
 	waitFor(t, "the command on the new node", func() (bool, error) {

@@ -10,13 +10,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 func TestAgentArchivesItself(t *testing.T) {
 	ctx := context.Background()
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "archiver.yaml"), Message: "wrap up"})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "archiver.yaml"), Message: "wrap up"})
 	require.NoError(t, err)
 	waitFor(t, "the session to archive itself", func() (bool, error) {
 		s, err := api.Session(ctx, x.ID)
@@ -43,7 +43,7 @@ func TestStopWithRespawnHandsOff(t *testing.T) {
 	ctx := context.Background()
 	keeper := unique("keeper")
 	applyAgent(t, keeper, script(t, "work.yaml"), "concurrency: 1\nreplace: auto\nonReplace: pick up where the last one stopped\n")
-	first, err := api.CreateSession(ctx, engine.CreateRequest{Agent: keeper})
+	first, err := api.CreateSession(ctx, wire.CreateRequest{Agent: keeper})
 	require.NoError(t, err)
 	waitStatus(t, first.ID, session.StatusAwaiting)
 	send(t, first.ID, session.KindStop, session.StopPayload{Reason: "rotate", Respawn: true, Handoff: "the build is flaky on Tuesdays"})
@@ -76,7 +76,7 @@ func TestStopWithRespawnHandsOff(t *testing.T) {
 	}
 	require.Contains(t, firstMessage, "the build is flaky on Tuesdays")
 	// The successor holds the singleton slot now.
-	_, err = api.CreateSession(ctx, engine.CreateRequest{Agent: keeper})
+	_, err = api.CreateSession(ctx, wire.CreateRequest{Agent: keeper})
 	require.ErrorContains(t, err, next.ID)
 	send(t, next.ID, session.KindStop, session.StopPayload{})
 	waitStatus(t, next.ID, session.StatusStopped)
@@ -94,7 +94,7 @@ func TestFallbackModel(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("OPENAI_BASE_URL", srv.URL)
 	applyAgent(t, "fallback", "openai/broken", "fallbackModels: ["+script(t, "empty.yaml")+"]\n")
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: "fallback", Message: "hello"})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: "fallback", Message: "hello"})
 	require.NoError(t, err)
 	waitFor(t, "the turn", func() (bool, error) {
 		turns, err := api.Turns(ctx, x.ID)

@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/cli"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // TestAuditContentRetention: a project that retains content keeps each
@@ -38,7 +38,7 @@ func TestAuditContentRetention(t *testing.T) {
 
 	name := unique("kept")
 	applyAgent(t, name, script(t, "work.yaml"), "project: "+project+"\n")
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: name, Project: project, Repo: gitRepo(t), Message: "process the quarterly notes"})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: name, Project: project, Repo: gitRepo(t), Message: "process the quarterly notes"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusAwaiting)
 
@@ -155,7 +155,7 @@ func TestAuditExportFollowsToSyslog(t *testing.T) {
 
 	name := unique("followed")
 	applyAgent(t, name, script(t, "work.yaml"), "")
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "process the notes"})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "process the notes"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusAwaiting)
 

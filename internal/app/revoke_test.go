@@ -10,11 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	apipkg "github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/client"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // TestRevocationEndsOpenStreams is the attack of issue 36: a viewer's
@@ -25,7 +24,7 @@ func TestRevocationEndsOpenStreams(t *testing.T) {
 	ctx := context.Background()
 	project := unique("revoked")
 	require.NoError(t, api.CreateProject(ctx, project))
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Project: project, Model: script(t, "work.yaml"), Repo: gitRepo(t), Message: "process the notes"})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Project: project, Model: script(t, "work.yaml"), Repo: gitRepo(t), Message: "process the notes"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusAwaiting)
 
@@ -35,9 +34,9 @@ func TestRevocationEndsOpenStreams(t *testing.T) {
 			member(t, project, viewer, identity.Viewer)
 			auditor := unique("auditor")
 			member(t, project, auditor, identity.Auditor)
-			tokV, err := api.CreateToken(ctx, apipkg.NewToken{User: viewer})
+			tokV, err := api.CreateToken(ctx, wire.NewToken{User: viewer})
 			require.NoError(t, err)
-			tokA, err := api.CreateToken(ctx, apipkg.NewToken{User: auditor})
+			tokA, err := api.CreateToken(ctx, wire.NewToken{User: auditor})
 			require.NoError(t, err)
 			asViewer, asAuditor := client.New(shared.URL).WithToken(tokV.Secret), client.New(shared.URL).WithToken(tokA.Secret)
 
@@ -80,7 +79,7 @@ func TestRevocationEndsOpenStreams(t *testing.T) {
 			}
 			revoked := time.Now()
 			// The project goes on: a new message, new events.
-			_, err = api.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"more"}`)})
+			_, err = api.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"more"}`)})
 			require.NoError(t, err)
 			for name, ended := range map[string]chan error{"transcript stream": streamEnded, "audit export": exportEnded} {
 				select {

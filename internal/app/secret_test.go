@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/provider/providertest"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // Planted credentials, stored reversed and turned around at run time: the
@@ -63,7 +63,7 @@ func TestPlantedSecretsAreNowhereInTheDataDirectory(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.Apply(ctx, []byte("name: leaky\nmodel: openai/gpt-test\ntools: [run_command]\n"))
 	require.NoError(t, err)
-	x, err := c.CreateSession(ctx, engine.CreateRequest{Agent: "leaky", Repo: gitRepo(t), Message: "look at the notes"})
+	x, err := c.CreateSession(ctx, wire.CreateRequest{Agent: "leaky", Repo: gitRepo(t), Message: "look at the notes"})
 	require.NoError(t, err)
 	waitFor(t, "the turn to end", func() (bool, error) {
 		s, err := c.Session(ctx, x.ID)

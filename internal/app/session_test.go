@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/client"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 func applyAgent(t *testing.T, name, model string, extra string) {
@@ -40,7 +40,7 @@ func waitStatus(t *testing.T, id string, want session.Status) session.Session {
 func send(t *testing.T, id string, kind session.CommandKind, payload any) session.Command {
 	t.Helper()
 	data, _ := json.Marshal(payload)
-	c, err := api.Send(context.Background(), id, engine.SendRequest{Kind: kind, Payload: data})
+	c, err := api.Send(context.Background(), id, wire.SendRequest{Kind: kind, Payload: data})
 	require.NoError(t, err)
 	return c
 }
@@ -49,7 +49,7 @@ func TestSessionLifecycleOverAPI(t *testing.T) {
 	ctx := context.Background()
 	applyAgent(t, "worker", script(t, "work.yaml"), "displayTitle: \"Work: {{input}}\"\nmaxPerSessionUsd: 3\n")
 	repo := gitRepo(t)
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: "worker", Message: "process the notes", Repo: repo})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: "worker", Message: "process the notes", Repo: repo})
 	require.NoError(t, err)
 	require.Equal(t, "Work: process the notes", x.DisplayTitle)
 	require.Equal(t, 3.0, x.SpendCapUSD)
@@ -105,7 +105,7 @@ func TestSessionLifecycleOverAPI(t *testing.T) {
 	require.Equal(t, "finished", x.StopReason)
 
 	// Commands to a terminal session are rejected clearly.
-	_, err = api.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"more"}`)})
+	_, err = api.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"more"}`)})
 	var apiErr *client.Error
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusConflict, apiErr.Status)
@@ -135,7 +135,7 @@ func TestBadInputGets4xx(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&e)
 		return resp.StatusCode, e.Error
 	}
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "work.yaml")})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "work.yaml")})
 	require.NoError(t, err)
 	cases := []struct {
 		path, body string
@@ -177,9 +177,9 @@ func TestSingletonRetryArchive(t *testing.T) {
 	ctx := context.Background()
 	single := unique("single")
 	applyAgent(t, single, script(t, "work.yaml"), "concurrency: 1\n")
-	first, err := api.CreateSession(ctx, engine.CreateRequest{Agent: single})
+	first, err := api.CreateSession(ctx, wire.CreateRequest{Agent: single})
 	require.NoError(t, err)
-	_, err = api.CreateSession(ctx, engine.CreateRequest{Agent: single, Message: "another"})
+	_, err = api.CreateSession(ctx, wire.CreateRequest{Agent: single, Message: "another"})
 	var apiErr *client.Error
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusConflict, apiErr.Status)
@@ -205,21 +205,21 @@ func TestSingletonRetryArchive(t *testing.T) {
 	require.Equal(t, http.StatusConflict, apiErr.Status)
 	// A missing repository or one that is not git is refused at creation.
 	for _, repo := range []string{"/nonexistent/repo", t.TempDir()} {
-		_, err = api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "work.yaml"), Repo: repo, Message: "hi"})
+		_, err = api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "work.yaml"), Repo: repo, Message: "hi"})
 		require.ErrorAs(t, err, &apiErr)
 		require.Equal(t, http.StatusBadRequest, apiErr.Status, repo)
 	}
 	// A .git that is a file git would follow elsewhere is refused too.
 	elsewhere := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(elsewhere, ".git"), []byte("gitdir: /nonexistent\n"), 0o644))
-	_, err = api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "work.yaml"), Repo: elsewhere, Message: "hi"})
+	_, err = api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "work.yaml"), Repo: elsewhere, Message: "hi"})
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusBadRequest, apiErr.Status)
 	// One whose copy fails (its objects gone) fails at provisioning.
 	broken := gitRepo(t)
 	require.NoError(t, os.RemoveAll(filepath.Join(broken, ".git", "objects")))
 	require.NoError(t, os.MkdirAll(filepath.Join(broken, ".git", "objects"), 0o755))
-	failed, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "work.yaml"), Repo: broken, Message: "hi"})
+	failed, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "work.yaml"), Repo: broken, Message: "hi"})
 	require.NoError(t, err)
 	failed = waitStatus(t, failed.ID, session.StatusFailed)
 	require.Contains(t, failed.FailureReason, "provisioning failed")
@@ -233,7 +233,7 @@ func TestSingletonRetryArchive(t *testing.T) {
 
 func TestInterruptMidTurn(t *testing.T) {
 	ctx := context.Background()
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Model: script(t, "slow.yaml"), Message: "go slowly"})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "slow.yaml"), Message: "go slowly"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusRunning)
 	waitFor(t, "the model step to be in flight", func() (bool, error) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 const triggerSecret = "a-webhook-secret-of-some-length"
@@ -73,7 +74,7 @@ func TestTriggerRoutesIntoTheLiveSession(t *testing.T) {
 	ctx := context.Background()
 	name := unique("steered")
 	applyAgent(t, name, script(t, "work.yaml"), "concurrency: 1\ntriggers:\n  - name: steer\n    message: \"{{.event}}: {{.payload.comment.body}}\"\n")
-	x, err := api.CreateSession(ctx, engine.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "start"})
+	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "start"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusAwaiting)
 	for i, c := range []string{"first", "second", "third"} {

@@ -15,11 +15,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
-	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 var serverURL string
@@ -44,7 +45,7 @@ func TestMain(m *testing.M) {
 	}
 	serverURL = a.URL
 	dataDir = dir
-	token, err := os.ReadFile(filepath.Join(dir, engine.AdminTokenFile))
+	token, err := os.ReadFile(filepath.Join(dir, access.AdminTokenFile))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -283,7 +284,7 @@ func TestCLIFailuresAreClear(t *testing.T) {
 	// sessions ls says when its limit cut rows.
 	c := client.New(serverURL).WithToken(adminToken)
 	for range 2 {
-		_, err := c.CreateSession(context.Background(), engine.CreateRequest{Model: "replay/demo"})
+		_, err := c.CreateSession(context.Background(), wire.CreateRequest{Model: "replay/demo"})
 		require.NoError(t, err)
 	}
 	code, out, _ = run(t, "", "sessions", "ls", "--limit", "1")

@@ -9,10 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/paddock-dev/paddock/internal/access"
 	"golang.org/x/term"
 	"gopkg.in/yaml.v3"
-
-	"github.com/paddock-dev/paddock/internal/engine"
 )
 
 // credentials is what `paddock login` keeps in the user's configuration:
@@ -99,7 +98,7 @@ func (g *globals) token(server string) string {
 	if c, err := loadCredentials(g.io.Getenv); err == nil && c.Token != "" && strings.TrimRight(c.Server, "/") == strings.TrimRight(server, "/") {
 		return c.Token
 	}
-	if data, err := os.ReadFile(filepath.Join(g.cfg.DataDir, engine.AdminTokenFile)); err == nil {
+	if data, err := os.ReadFile(filepath.Join(g.cfg.DataDir, access.AdminTokenFile)); err == nil {
 		return strings.TrimSpace(string(data))
 	}
 	return ""

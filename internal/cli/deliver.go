@@ -7,8 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
@@ -25,13 +26,13 @@ func newDiff(g *globals) *cobra.Command {
 			}
 			if len(d.Files) == 0 {
 				if d.Delivery != "" {
-					fmt.Fprintf(g.io.Out, "session %s changed nothing since its last diff was %s (base %s)\n", args[0], d.Delivery, short(d.Base))
+					fmt.Fprintf(g.io.Out, "session %s changed nothing since its last diff was %s (base %s)\n", args[0], d.Delivery, clip.ID(d.Base))
 				} else {
-					fmt.Fprintf(g.io.Out, "session %s changed nothing (base %s)\n", args[0], short(d.Base))
+					fmt.Fprintf(g.io.Out, "session %s changed nothing (base %s)\n", args[0], clip.ID(d.Base))
 				}
 				return nil
 			}
-			fmt.Fprintf(g.io.Out, "session %s against base %s (snapshot tree %s):\n", args[0], short(d.Base), d.Tree)
+			fmt.Fprintf(g.io.Out, "session %s against base %s (snapshot tree %s):\n", args[0], clip.ID(d.Base), d.Tree)
 			printFiles(g, d.Files)
 			if !stat {
 				fmt.Fprintf(g.io.Out, "\n%s", visible(d.Patch, true))
@@ -49,8 +50,6 @@ func newDiff(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&stat, "stat", false, "list the files only")
 	return cmd
 }
-
-func short(s string) string { return s[:min(12, len(s))] }
 
 func newAccept(g *globals) *cobra.Command {
 	var repo, message, tree string
@@ -92,9 +91,9 @@ func newAccept(g *globals) *cobra.Command {
 			if _, err := os.Stat(repo); err != nil {
 				return &exitError{code: 2, msg: fmt.Sprintf("repository %s is not here (%v); name yours with --repo DIR", repo, err)}
 			}
-			mode := workspace.AsCommit
+			mode := session.AsCommit
 			if uncommitted {
-				mode = workspace.AsUncommitted
+				mode = session.AsUncommitted
 			}
 			for _, f := range d.Flagged() {
 				fmt.Fprintf(g.io.Out, "⚑ %s changes %s\n", f.Path, f.Reason)
@@ -111,11 +110,11 @@ func newAccept(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := c.Accept(cmd.Context(), args[0], engine.AcceptRequest{Mode: mode, Commit: commit, Base: d.Base, Tree: d.Tree}); err != nil {
+			if _, err := c.Accept(cmd.Context(), args[0], wire.AcceptRequest{Mode: mode, Commit: commit, Base: d.Base, Tree: d.Tree}); err != nil {
 				return fmt.Errorf("applied to %s, but recording the acceptance failed: %w", repo, err)
 			}
 			if commit != "" {
-				fmt.Fprintf(g.io.Out, "applied %d file(s) to %s as commit %s\n", len(d.Files), repo, short(commit))
+				fmt.Fprintf(g.io.Out, "applied %d file(s) to %s as commit %s\n", len(d.Files), repo, clip.ID(commit))
 			} else {
 				fmt.Fprintf(g.io.Out, "applied %d file(s) to %s as uncommitted changes\n", len(d.Files), repo)
 			}

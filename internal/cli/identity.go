@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 func when(t *time.Time) string {
@@ -191,7 +191,7 @@ func newTokens(g *globals) *cobra.Command {
 		Short: "Mint a token for yourself, or for --user (server administrators); it is printed once",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			t, err := g.remote().CreateToken(cmd.Context(), api.NewToken{User: user, Label: label, Expires: expires})
+			t, err := g.remote().CreateToken(cmd.Context(), wire.NewToken{User: user, Label: label, Expires: expires})
 			if err != nil {
 				return err
 			}

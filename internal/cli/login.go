@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/oauth2"
 
-	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/client"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // loginWait is how long `paddock login` waits for the browser.
@@ -65,14 +65,14 @@ func newLogin(g *globals) *cobra.Command {
 // directoryLogin runs the authorization code flow with PKCE against the
 // issuer, receiving the code on a loopback port (RFC 8252), and returns
 // the ID token, the access token and the nonce of the login.
-func directoryLogin(ctx context.Context, g *globals, issuer, clientID string, scopes []string) (api.OIDCLogin, error) {
+func directoryLogin(ctx context.Context, g *globals, issuer, clientID string, scopes []string) (wire.OIDCLogin, error) {
 	provider, err := oidc.NewProvider(ctx, issuer)
 	if err != nil {
-		return api.OIDCLogin{}, fmt.Errorf("the directory %s cannot be reached: %w", issuer, err)
+		return wire.OIDCLogin{}, fmt.Errorf("the directory %s cannot be reached: %w", issuer, err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return api.OIDCLogin{}, err
+		return wire.OIDCLogin{}, err
 	}
 	defer ln.Close()
 	oc := oauth2.Config{ClientID: clientID, Endpoint: provider.Endpoint(), Scopes: scopes,
@@ -136,8 +136,8 @@ func directoryLogin(ctx context.Context, g *globals, issuer, clientID string, sc
 		oc.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oidc.Nonce(nonce)), loginWait)
 	select {
 	case res := <-done:
-		return api.OIDCLogin{IDToken: res.idToken, AccessToken: res.access, Nonce: nonce}, res.err
+		return wire.OIDCLogin{IDToken: res.idToken, AccessToken: res.access, Nonce: nonce}, res.err
 	case <-ctx.Done():
-		return api.OIDCLogin{}, fmt.Errorf("no answer from the directory within %s: start `paddock login` again", loginWait)
+		return wire.OIDCLogin{}, fmt.Errorf("no answer from the directory within %s: start `paddock login` again", loginWait)
 	}
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/client"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 func TestPolicyCheckExitStatuses(t *testing.T) {
@@ -104,7 +104,7 @@ func TestPolicyReplay(t *testing.T) {
 	c := client.New(serverURL).WithToken(adminToken)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ss, err := c.CreateSession(ctx, engine.CreateRequest{Project: project, Agent: "replayer", Message: "look around", NonInteractive: true})
+	ss, err := c.CreateSession(ctx, wire.CreateRequest{Project: project, Agent: "replayer", Message: "look around", NonInteractive: true})
 	require.NoError(t, err)
 	ended := map[string]bool{}
 	errDone := errors.New("every call ended")

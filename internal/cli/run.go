@@ -23,11 +23,12 @@ import (
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
+	"github.com/paddock-dev/paddock/internal/wire"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
 func newRun(g *globals) *cobra.Command {
-	var req engine.CreateRequest
+	var req wire.CreateRequest
 	var policyFile string
 	cmd := &cobra.Command{
 		Use:   `run [--agent NAME] [--model PROVIDER/MODEL] [--repo DIR] "PROMPT"`,
@@ -294,7 +295,7 @@ func (f *follower) summary(ctx context.Context) {
 }
 
 // printFiles lists a diff's files, flagged ones marked.
-func printFiles(g *globals, files []workspace.File) {
+func printFiles(g *globals, files []session.ChangedFile) {
 	for _, f := range files {
 		flag := ""
 		if f.Flagged {
@@ -326,7 +327,7 @@ func (f *follower) extend(ctx context.Context, r *renderer, p session.Park) (boo
 	if a := strings.TrimSpace(line); !strings.EqualFold(a, "y") && !strings.EqualFold(a, "yes") {
 		return false, parked
 	}
-	if _, err := f.c.Extend(ctx, f.id, engine.ExtendRequest{Note: "granted at the terminal of paddock run"}); err != nil {
+	if _, err := f.c.Extend(ctx, f.id, wire.ExtendRequest{Note: "granted at the terminal of paddock run"}); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -398,7 +399,7 @@ func (f *follower) next(ctx context.Context, r *renderer) error {
 		return stopFollowing{errDetached}
 	}
 	data, _ := json.Marshal(session.MessagePayload{Message: msg})
-	_, err = f.c.Send(ctx, f.id, engine.SendRequest{Kind: session.KindMessage, Payload: data})
+	_, err = f.c.Send(ctx, f.id, wire.SendRequest{Kind: session.KindMessage, Payload: data})
 	return err
 }
 
@@ -476,7 +477,7 @@ func (f *follower) answer(ctx context.Context, r *renderer, q session.Question) 
 		}
 	}
 	data, _ := json.Marshal(p)
-	_, err := f.c.Send(ctx, f.id, engine.SendRequest{Kind: session.KindAnswer, Payload: data, IdempotencyKey: "answer/" + q.ToolCallID})
+	_, err := f.c.Send(ctx, f.id, wire.SendRequest{Kind: session.KindAnswer, Payload: data, IdempotencyKey: "answer/" + q.ToolCallID})
 	return err
 }
 
@@ -531,7 +532,7 @@ func newDemo(g *globals) *cobra.Command {
 			if _, err := c.Apply(ctx, []byte(demoAgent)); err != nil {
 				return err
 			}
-			x, err := c.CreateSession(ctx, engine.CreateRequest{Agent: "demo", Repo: repo, Message: "Fix the typo in the README."})
+			x, err := c.CreateSession(ctx, wire.CreateRequest{Agent: "demo", Repo: repo, Message: "Fix the typo in the README."})
 			if err != nil {
 				return err
 			}
@@ -557,7 +558,7 @@ func newDemo(g *globals) *cobra.Command {
 			// The demo cleans up after itself: its session stops (which
 			// removes the working copy) and its throwaway repository goes.
 			payload, _ := json.Marshal(session.StopPayload{Reason: "the demo is over"})
-			if _, err := c.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "demo-stop/" + x.ID}); err != nil {
+			if _, err := c.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "demo-stop/" + x.ID}); err != nil {
 				return err
 			}
 			deadline := time.Now().Add(time.Minute)
@@ -613,7 +614,7 @@ func (f *follower) interruptible(ctx context.Context, first func(context.Context
 			}
 			fmt.Fprintf(f.g.io.Out, "\n^C: interrupting the turn in flight (Ctrl-C again detaches; the session goes on)\n")
 			data, _ := json.Marshal(session.InterruptPayload{Reason: "Ctrl-C at the terminal"})
-			if _, err := f.c.Send(ctx, f.id, engine.SendRequest{Kind: session.KindInterrupt, Payload: data}); err != nil {
+			if _, err := f.c.Send(ctx, f.id, wire.SendRequest{Kind: session.KindInterrupt, Payload: data}); err != nil {
 				fmt.Fprintf(f.g.io.Err, "paddock: the interrupt was not sent: %v\n", err)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
@@ -129,7 +130,7 @@ func newSessions(g *globals) *cobra.Command {
 			}
 			data, _ := json.Marshal(p)
 			sent := time.Now()
-			c, err := g.remote().Send(cmd.Context(), args[0], engine.SendRequest{Kind: kind, Payload: data, IdempotencyKey: key})
+			c, err := g.remote().Send(cmd.Context(), args[0], wire.SendRequest{Kind: kind, Payload: data, IdempotencyKey: key})
 			if err != nil {
 				return err
 			}
@@ -227,7 +228,7 @@ func newSessions(g *globals) *cobra.Command {
 		Short: "Grant a session parked on its budget one more extension (or, with --spend-cap, a higher spend cap); you are recorded as granting it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := g.remote().Extend(cmd.Context(), args[0], engine.ExtendRequest{Note: extendNote, SpendCapUSD: spendCap})
+			p, err := g.remote().Extend(cmd.Context(), args[0], wire.ExtendRequest{Note: extendNote, SpendCapUSD: spendCap})
 			if err != nil {
 				return err
 			}

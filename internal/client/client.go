@@ -16,13 +16,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/audit"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // Client talks to one Paddock server.
@@ -59,7 +58,7 @@ func New(base string) *Client {
 // Error is an error response from the server.
 type Error struct {
 	Status int
-	Body   api.Error
+	Body   wire.Error
 }
 
 func (e *Error) Error() string { return e.Body.Error }
@@ -82,7 +81,7 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, co
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
-		var e api.Error
+		var e wire.Error
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		if json.Unmarshal(data, &e) != nil || e.Error == "" {
 			e.Error = fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(data)))
@@ -117,9 +116,9 @@ func (c *Client) Health(ctx context.Context) error {
 }
 
 // Apply applies YAML agent specs.
-func (c *Client) Apply(ctx context.Context, yamlText []byte) ([]engine.Applied, error) {
+func (c *Client) Apply(ctx context.Context, yamlText []byte) ([]wire.Applied, error) {
 	var out struct {
-		Applied []engine.Applied `json:"applied"`
+		Applied []wire.Applied `json:"applied"`
 	}
 	err := c.do(ctx, http.MethodPost, "/v1/agents", bytes.NewReader(yamlText), "application/yaml", &out)
 	return out.Applied, err
@@ -142,7 +141,7 @@ func (c *Client) Agent(ctx context.Context, name string) (spec.Record, error) {
 }
 
 // CreateSession starts a session.
-func (c *Client) CreateSession(ctx context.Context, req engine.CreateRequest) (session.Session, error) {
+func (c *Client) CreateSession(ctx context.Context, req wire.CreateRequest) (session.Session, error) {
 	var out session.Session
 	err := c.json(ctx, http.MethodPost, "/v1/sessions", req, &out)
 	return out, err
@@ -181,7 +180,7 @@ func (c *Client) Session(ctx context.Context, id string) (session.Session, error
 }
 
 // Send sends a command.
-func (c *Client) Send(ctx context.Context, id string, req engine.SendRequest) (session.Command, error) {
+func (c *Client) Send(ctx context.Context, id string, req wire.SendRequest) (session.Command, error) {
 	var out session.Command
 	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/commands", req, &out)
 	return out, err
@@ -230,7 +229,7 @@ func (c *Client) Retry(ctx context.Context, id string) (session.Session, error) 
 
 // Extend grants a session parked on its budget an extension, or a
 // higher spend cap.
-func (c *Client) Extend(ctx context.Context, id string, req engine.ExtendRequest) (session.Park, error) {
+func (c *Client) Extend(ctx context.Context, id string, req wire.ExtendRequest) (session.Park, error) {
 	var out session.Park
 	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/extend", req, &out)
 	return out, err
@@ -238,8 +237,8 @@ func (c *Client) Extend(ctx context.Context, id string, req engine.ExtendRequest
 
 // AuditLog is a session's audit log; with content, each entry carries
 // the content its project retained.
-func (c *Client) AuditLog(ctx context.Context, id string, content bool) ([]engine.AuditEntry, error) {
-	var out []engine.AuditEntry
+func (c *Client) AuditLog(ctx context.Context, id string, content bool) ([]wire.AuditEntry, error) {
+	var out []wire.AuditEntry
 	path := "/v1/sessions/" + url.PathEscape(id) + "/audit"
 	if content {
 		path += "?content=true"
@@ -264,15 +263,15 @@ func (c *Client) ExportAudit(ctx context.Context, w io.Writer, format string, si
 
 // ContentRetention is how long project keeps audit content ("0s": none).
 func (c *Client) ContentRetention(ctx context.Context, project string) (string, error) {
-	var out api.Retention
+	var out wire.Retention
 	err := c.json(ctx, http.MethodGet, "/v1/projects/"+url.PathEscape(project)+"/retention", nil, &out)
 	return out.Content, err
 }
 
 // SetContentRetention sets how long project keeps audit content.
 func (c *Client) SetContentRetention(ctx context.Context, project string, d time.Duration) (string, error) {
-	var out api.Retention
-	err := c.json(ctx, http.MethodPut, "/v1/projects/"+url.PathEscape(project)+"/retention", api.Retention{Content: d.String()}, &out)
+	var out wire.Retention
+	err := c.json(ctx, http.MethodPut, "/v1/projects/"+url.PathEscape(project)+"/retention", wire.Retention{Content: d.String()}, &out)
 	return out.Content, err
 }
 
@@ -305,12 +304,12 @@ func (c *Client) AuditKey(ctx context.Context) (string, error) {
 }
 
 // VerifyAudit verifies a session's audit log, or every session's ("").
-func (c *Client) VerifyAudit(ctx context.Context, id string) ([]engine.AuditReport, error) {
+func (c *Client) VerifyAudit(ctx context.Context, id string) ([]wire.AuditReport, error) {
 	q := url.Values{}
 	if id != "" {
 		q.Set("session", id)
 	}
-	var out []engine.AuditReport
+	var out []wire.AuditReport
 	err := c.json(ctx, http.MethodGet, "/v1/audit/verify?"+q.Encode(), nil, &out)
 	return out, err
 }
@@ -318,14 +317,14 @@ func (c *Client) VerifyAudit(ctx context.Context, id string) ([]engine.AuditRepo
 // Hold freezes a session for inspection.
 func (c *Client) Hold(ctx context.Context, id, reason string) (session.Session, error) {
 	var out session.Session
-	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/hold", api.Decision{Note: reason}, &out)
+	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/hold", wire.Decision{Note: reason}, &out)
 	return out, err
 }
 
 // Waive waives a session's delivery requirement, with the reason.
 func (c *Client) Waive(ctx context.Context, id, reason string) (session.Session, error) {
 	var out session.Session
-	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/waive", api.Decision{Note: reason}, &out)
+	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/waive", wire.Decision{Note: reason}, &out)
 	return out, err
 }
 
@@ -339,7 +338,7 @@ func (c *Client) Release(ctx context.Context, id string) (session.Session, error
 // Unpark resolves a session's park on credits or the provider.
 func (c *Client) Unpark(ctx context.Context, id, note string) (session.Park, error) {
 	var out session.Park
-	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/unpark", api.Decision{Note: note}, &out)
+	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/unpark", wire.Decision{Note: note}, &out)
 	return out, err
 }
 
@@ -358,7 +357,7 @@ func (c *Client) History(ctx context.Context, id string) ([]session.Step, error)
 }
 
 // Parked lists the sessions waiting on someone, and what they need.
-func (c *Client) Parked(ctx context.Context, project, agent string) ([]engine.Parked, error) {
+func (c *Client) Parked(ctx context.Context, project, agent string) ([]wire.Parked, error) {
 	q := url.Values{}
 	if project != "" {
 		q.Set("project", project)
@@ -366,7 +365,7 @@ func (c *Client) Parked(ctx context.Context, project, agent string) ([]engine.Pa
 	if agent != "" {
 		q.Set("agent", agent)
 	}
-	var out []engine.Parked
+	var out []wire.Parked
 	err := c.json(ctx, http.MethodGet, "/v1/parked?"+q.Encode(), nil, &out)
 	return out, err
 }
@@ -422,7 +421,7 @@ func (c *Client) stream(ctx context.Context, id string, after *int64, fn func(se
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		var e api.Error
+		var e wire.Error
 		_ = json.NewDecoder(resp.Body).Decode(&e)
 		return true, &Error{Status: resp.StatusCode, Body: e}
 	}
@@ -488,7 +487,7 @@ func (c *Client) Decide(ctx context.Context, id string, approve bool, note strin
 		verb = "approve"
 	}
 	var out session.Approval
-	err := c.json(ctx, http.MethodPost, "/v1/approvals/"+url.PathEscape(id)+"/"+verb, api.Decision{Note: note}, &out)
+	err := c.json(ctx, http.MethodPost, "/v1/approvals/"+url.PathEscape(id)+"/"+verb, wire.Decision{Note: note}, &out)
 	return out, err
 }
 
@@ -523,14 +522,14 @@ func (c *Client) ReplayPolicy(ctx context.Context, project string, yamlText []by
 }
 
 // Diff returns a session's diff against its base commit.
-func (c *Client) Diff(ctx context.Context, id string) (api.DiffResponse, error) {
-	var out api.DiffResponse
+func (c *Client) Diff(ctx context.Context, id string) (wire.DiffResponse, error) {
+	var out wire.DiffResponse
 	err := c.json(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/diff", nil, &out)
 	return out, err
 }
 
 // Accept records that the diff was applied to the user's repository.
-func (c *Client) Accept(ctx context.Context, id string, req engine.AcceptRequest) (session.Session, error) {
+func (c *Client) Accept(ctx context.Context, id string, req wire.AcceptRequest) (session.Session, error) {
 	var out session.Session
 	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/accept", req, &out)
 	return out, err
@@ -545,16 +544,16 @@ func (c *Client) Reject(ctx context.Context, id string) (session.Session, error)
 
 // Disk returns what a session's working copy and caches use on disk, and
 // its disk budget.
-func (c *Client) Disk(ctx context.Context, id string) (api.DiskResponse, error) {
-	var out api.DiskResponse
+func (c *Client) Disk(ctx context.Context, id string) (wire.DiskResponse, error) {
+	var out wire.DiskResponse
 	err := c.json(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/disk", nil, &out)
 	return out, err
 }
 
 // GC collects the working copies no longer needed.
-func (c *Client) GC(ctx context.Context) ([]engine.Collected, error) {
+func (c *Client) GC(ctx context.Context) ([]wire.Collected, error) {
 	var out struct {
-		Collected []engine.Collected `json:"collected"`
+		Collected []wire.Collected `json:"collected"`
 	}
 	err := c.json(ctx, http.MethodPost, "/v1/gc", nil, &out)
 	return out.Collected, err
@@ -568,8 +567,8 @@ func (c *Client) Usage(ctx context.Context, id string) (session.SessionUsage, er
 }
 
 // Whoami is the caller and their projects.
-func (c *Client) Whoami(ctx context.Context) (api.Whoami, error) {
-	var out api.Whoami
+func (c *Client) Whoami(ctx context.Context) (wire.Whoami, error) {
+	var out wire.Whoami
 	err := c.json(ctx, http.MethodGet, "/v1/whoami", nil, &out)
 	return out, err
 }
@@ -585,7 +584,7 @@ func (c *Client) Projects(ctx context.Context) ([]identity.Membership, error) {
 
 // CreateProject adds a project.
 func (c *Client) CreateProject(ctx context.Context, name string) error {
-	return c.json(ctx, http.MethodPost, "/v1/projects", api.NewProject{Name: name}, nil)
+	return c.json(ctx, http.MethodPost, "/v1/projects", wire.NewProject{Name: name}, nil)
 }
 
 // Members lists a project's members.
@@ -599,7 +598,7 @@ func (c *Client) Members(ctx context.Context, project string) ([]identity.Member
 
 // SetMember gives user a role in project.
 func (c *Client) SetMember(ctx context.Context, project, user string, role identity.Role) error {
-	return c.json(ctx, http.MethodPut, "/v1/projects/"+url.PathEscape(project)+"/members/"+url.PathEscape(user), api.NewMember{Role: role}, nil)
+	return c.json(ctx, http.MethodPut, "/v1/projects/"+url.PathEscape(project)+"/members/"+url.PathEscape(user), wire.NewMember{Role: role}, nil)
 }
 
 // RemoveMember takes user's role in project away.
@@ -619,13 +618,13 @@ func (c *Client) Users(ctx context.Context) ([]identity.User, error) {
 // CreateUser adds a user.
 func (c *Client) CreateUser(ctx context.Context, name string, admin bool) (identity.User, error) {
 	var out identity.User
-	err := c.json(ctx, http.MethodPost, "/v1/users", api.NewUser{Name: name, Admin: admin}, &out)
+	err := c.json(ctx, http.MethodPost, "/v1/users", wire.NewUser{Name: name, Admin: admin}, &out)
 	return out, err
 }
 
 // RevokeUser revokes a user and stops their live sessions.
-func (c *Client) RevokeUser(ctx context.Context, name string) (api.Revoked, error) {
-	var out api.Revoked
+func (c *Client) RevokeUser(ctx context.Context, name string) (wire.Revoked, error) {
+	var out wire.Revoked
 	err := c.json(ctx, http.MethodPost, "/v1/users/"+url.PathEscape(name)+"/revoke", nil, &out)
 	return out, err
 }
@@ -636,8 +635,8 @@ func (c *Client) RevokeSession(ctx context.Context, id string) error {
 }
 
 // CreateToken mints a token; its text is in the result, shown once.
-func (c *Client) CreateToken(ctx context.Context, req api.NewToken) (api.NewTokenResult, error) {
-	var out api.NewTokenResult
+func (c *Client) CreateToken(ctx context.Context, req wire.NewToken) (wire.NewTokenResult, error) {
+	var out wire.NewTokenResult
 	err := c.json(ctx, http.MethodPost, "/v1/tokens", req, &out)
 	return out, err
 }
@@ -661,15 +660,15 @@ func (c *Client) RevokeToken(ctx context.Context, id string) error {
 }
 
 // OIDCConfig is how to log in through the server's directory.
-func (c *Client) OIDCConfig(ctx context.Context) (api.OIDCConfig, error) {
-	var out api.OIDCConfig
+func (c *Client) OIDCConfig(ctx context.Context) (wire.OIDCConfig, error) {
+	var out wire.OIDCConfig
 	err := c.json(ctx, http.MethodGet, "/v1/login/oidc", nil, &out)
 	return out, err
 }
 
 // LoginOIDC exchanges a directory's ID token for a Paddock token.
-func (c *Client) LoginOIDC(ctx context.Context, in api.OIDCLogin) (api.NewTokenResult, error) {
-	var out api.NewTokenResult
+func (c *Client) LoginOIDC(ctx context.Context, in wire.OIDCLogin) (wire.NewTokenResult, error) {
+	var out wire.NewTokenResult
 	err := c.json(ctx, http.MethodPost, "/v1/login/oidc", in, &out)
 	return out, err
 }
@@ -677,7 +676,7 @@ func (c *Client) LoginOIDC(ctx context.Context, in api.OIDCLogin) (api.NewTokenR
 // ApproveStart decides a session waiting for its start approval.
 func (c *Client) ApproveStart(ctx context.Context, id string, approve bool, note string) (session.Park, error) {
 	var out session.Park
-	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/start", api.StartDecision{Approve: approve, Note: note}, &out)
+	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/start", wire.StartDecision{Approve: approve, Note: note}, &out)
 	return out, err
 }
 
@@ -685,7 +684,7 @@ func (c *Client) ApproveStart(ctx context.Context, id string, approve bool, note
 // credentials.
 func (c *Client) SetCredentials(ctx context.Context, id string, values map[string]string) (session.Park, error) {
 	var out session.Park
-	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/credentials", api.Credentials{Values: values}, &out)
+	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/credentials", wire.Credentials{Values: values}, &out)
 	return out, err
 }
 
@@ -699,11 +698,11 @@ func (c *Client) AccessLog(ctx context.Context) ([]audit.Entry, error) {
 // ChooseIdentity answers a session waiting for its identity choice.
 func (c *Client) ChooseIdentity(ctx context.Context, id, as string) (session.Park, error) {
 	var out session.Park
-	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/identity", api.IdentityChoice{As: as}, &out)
+	err := c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/identity", wire.IdentityChoice{As: as}, &out)
 	return out, err
 }
 
 // SetProjectCredentials keeps a project's service credentials.
 func (c *Client) SetProjectCredentials(ctx context.Context, project string, values map[string]string) error {
-	return c.json(ctx, http.MethodPut, "/v1/projects/"+url.PathEscape(project)+"/credentials", api.Credentials{Values: values}, nil)
+	return c.json(ctx, http.MethodPut, "/v1/projects/"+url.PathEscape(project)+"/credentials", wire.Credentials{Values: values}, nil)
 }

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/paddock-dev/paddock/internal/clip"
 )
 
 // ErrInvalidEntry marks an allowlist entry that is not HOST:PORT.
@@ -169,29 +171,22 @@ func normalizeHost(host string) (string, netip.Addr, error) {
 func normalizeName(s string) (string, error) {
 	name := strings.ToLower(strings.TrimSuffix(s, "."))
 	if name == "" || len(name) > 253 {
-		return "", fmt.Errorf("host name %q is empty or too long", truncate(s))
+		return "", fmt.Errorf("host name %q is empty or too long", clip.String(s, 100))
 	}
 	labels := strings.Split(name, ".")
 	for _, l := range labels {
 		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
-			return "", fmt.Errorf("host name %q has an invalid label", truncate(s))
+			return "", fmt.Errorf("host name %q has an invalid label", clip.String(s, 100))
 		}
 		for i := 0; i < len(l); i++ {
 			c := l[i]
 			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-				return "", fmt.Errorf("host name %q has a character outside letters, digits, '-' and '_'", truncate(s))
+				return "", fmt.Errorf("host name %q has a character outside letters, digits, '-' and '_'", clip.String(s, 100))
 			}
 		}
 	}
 	if strings.Trim(labels[len(labels)-1], "0123456789") == "" {
-		return "", fmt.Errorf("host name %q is numeric but not an IP address", truncate(s))
+		return "", fmt.Errorf("host name %q is numeric but not an IP address", clip.String(s, 100))
 	}
 	return name, nil
-}
-
-func truncate(s string) string {
-	if len(s) > 100 {
-		return s[:100] + "…"
-	}
-	return s
 }

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/paddock-dev/paddock/internal/clip"
 )
 
 // Defaults for the zero values of Config's bounds.
@@ -593,7 +595,7 @@ func display(host string) string {
 	for i := 0; i < len(host); i++ {
 		c := host[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(".-_:[]*%", c) >= 0) || i >= 255 {
-			return strconv.QuoteToASCII(truncate(host))
+			return strconv.QuoteToASCII(clip.String(host, 100))
 		}
 	}
 	return host

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,29 +17,18 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
-
-// AuditReport is one session's audit log verified.
-type AuditReport struct {
-	SessionID string `json:"sessionId"`
-	Entries   int    `json:"entries"`
-	OK        bool   `json:"ok"`
-	// Sealed says the log was sealed (and the seal verified, when OK).
-	Sealed bool `json:"sealed"`
-	// BrokenAt is the first entry that does not hold (0 with OK: none; 0
-	// without: the seal), and Problem why.
-	BrokenAt int64  `json:"brokenAt,omitempty"`
-	Problem  string `json:"problem,omitempty"`
-}
 
 // VerifyAudit verifies the audit log of session id, or of every session
 // in a project keep accepts when id is empty.
-func (s *Service) VerifyAudit(ctx context.Context, id string, keep func(project string) bool) ([]AuditReport, error) {
+func (s *Service) VerifyAudit(ctx context.Context, id string, keep func(project string) bool) ([]wire.AuditReport, error) {
 	var ids []string
 	sessions := map[string]session.Session{}
 	if id != "" {
@@ -69,7 +57,7 @@ func (s *Service) VerifyAudit(ctx context.Context, id string, keep func(project 
 		return nil, err
 	}
 	keys := vouchedKeys(s.Sealer.Public(), access)
-	out := []AuditReport{}
+	out := []wire.AuditReport{}
 	if id == "" && keep("") {
 		// The whole server's: the tree of every entry, and every
 		// checkpoint published.
@@ -90,7 +78,7 @@ func (s *Service) VerifyAudit(ctx context.Context, id string, keep func(project 
 		if err != nil {
 			return nil, err
 		}
-		r := AuditReport{SessionID: sid, Entries: len(log), OK: true, Sealed: seal != nil}
+		r := wire.AuditReport{SessionID: sid, Entries: len(log), OK: true, Sealed: seal != nil}
 		var b *audit.Broken
 		if sid == audit.AccessLog {
 			// No transcript behind it, never sealed: the chain is all.
@@ -257,7 +245,7 @@ func (s *Sealer) Seal(ctx context.Context, id string) error {
 // entries, so it is for those who audit: server administrators and
 // auditors (of any project); anyone else is refused.
 func (s *Service) Checkpoint(ctx context.Context, p identity.Principal) ([]byte, error) {
-	within, all, err := s.Readable(ctx, p, identity.Audit)
+	within, all, err := s.Access.Readable(ctx, p, identity.Audit)
 	if err != nil {
 		return nil, err
 	}
@@ -417,7 +405,7 @@ func (s *Service) UseAuditKey(ctx context.Context) error {
 	}
 	from := before[len(before)-1]
 	sig := ed25519.Sign(s.Sealer.Key, succession(from, to))
-	return s.recordAccess(ctx, identity.Principal{User: "paddock", Via: "start"}, "audit_key_rotated",
+	return s.Access.Record(ctx, identity.Principal{User: "paddock", Via: "start"}, "audit_key_rotated",
 		map[string]string{"from": from, "to": to, "signature": base64.StdEncoding.EncodeToString(sig)})
 }
 
@@ -477,18 +465,9 @@ type Cipher interface {
 	Decrypt(sealed, ad []byte) ([]byte, error)
 }
 
-// AuditEntry is an entry as shown, with its retained content when asked
-// for and kept: decrypted and checked against the entry's digest.
-type AuditEntry struct {
-	audit.Entry
-	Content json.RawMessage `json:"content,omitempty"`
-	// ContentProblem says why retained content could not be shown.
-	ContentProblem string `json:"contentProblem,omitempty"`
-}
-
 // AuditLog is session id's log; with content, each entry carries what its
 // project retained (nothing once the retention period is over).
-func (s *Service) AuditLog(ctx context.Context, id string, content bool) ([]AuditEntry, error) {
+func (s *Service) AuditLog(ctx context.Context, id string, content bool) ([]wire.AuditEntry, error) {
 	if _, err := s.Store.GetSession(ctx, id); err != nil {
 		return nil, err
 	}
@@ -502,7 +481,7 @@ func (s *Service) AuditLog(ctx context.Context, id string, content bool) ([]Audi
 			return nil, err
 		}
 	}
-	out := make([]AuditEntry, len(log))
+	out := make([]wire.AuditEntry, len(log))
 	for i, e := range log {
 		out[i].Entry = e
 		c, ok := sealed[e.Seq]
@@ -531,7 +510,7 @@ func (s *Service) openContent(sealed []byte, e audit.Entry) ([]byte, error) {
 // SetContentRetention sets how long project keeps its sessions' audit
 // content (encrypted, apart from the log); 0 stops keeping new content.
 func (s *Service) SetContentRetention(ctx context.Context, project string, d time.Duration) error {
-	if err := ValidProject(project); err != nil {
+	if err := access.ValidProject(project); err != nil {
 		return err
 	}
 	if d < 0 || d > MaxContentRetention {
@@ -545,7 +524,7 @@ func (s *Service) SetContentRetention(ctx context.Context, project string, d tim
 // is otherwise sealed when its copy is collected): what must hold before
 // the record of a session may go. Server administrators only.
 func (s *Service) SealEnded(ctx context.Context, p identity.Principal, id string) (bool, error) {
-	if err := mustAdmin(p, "sealing a session's audit log"); err != nil {
+	if err := access.MustAdmin(p, "sealing a session's audit log"); err != nil {
 		return false, err
 	}
 	x, err := s.Store.GetSession(ctx, id)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // TreeLog names findings about the tree of every entry rather than one
@@ -40,10 +41,10 @@ func (m memTree) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 // the entries make, every checkpoint kept in the store or published to
 // Sealer.Dir is signed by a key the server recorded and covers exactly the
 // log's first entries, and every change of key is in the access log.
-func (s *Service) verifyTree(ctx context.Context, pubs []ed25519.PublicKey, access []audit.Entry) ([]AuditReport, error) {
-	var out []AuditReport
+func (s *Service) verifyTree(ctx context.Context, pubs []ed25519.PublicKey, access []audit.Entry) ([]wire.AuditReport, error) {
+	var out []wire.AuditReport
 	finding := func(sessionID string, seq int64, problem string, args ...any) {
-		out = append(out, AuditReport{SessionID: sessionID, BrokenAt: seq, Problem: fmt.Sprintf(problem, args...)})
+		out = append(out, wire.AuditReport{SessionID: sessionID, BrokenAt: seq, Problem: fmt.Sprintf(problem, args...)})
 	}
 	size, stored, err := s.Store.AuditTree(ctx)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -46,7 +47,7 @@ func newAuditEnv(t *testing.T) *auditEnv {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	later := time.Now().Add(time.Hour) // verification runs an hour on: a stop's seal is due
-	svc := &Service{Store: st, Sealer: &Sealer{Store: st, Key: key, Now: time.Now, Dir: dir}, Now: func() time.Time { return later }}
+	svc := &Service{Store: st, Access: &access.Service{Store: st}, Sealer: &Sealer{Store: st, Key: key, Now: time.Now, Dir: dir}, Now: func() time.Time { return later }}
 	require.NoError(t, svc.UseAuditKey(ctx))
 	db, err := sql.Open("sqlite", path)
 	require.NoError(t, err)
@@ -166,8 +167,8 @@ func scene(t *testing.T) *auditEnv {
 	e.session("stopped-one", 5)
 	e.session("live-one", 6)
 	e.stop("stopped-one")
-	require.NoError(t, e.svc.CreateProject(ctx, identity.Principal{User: "root", Admin: true}, "team-a"))
-	require.NoError(t, e.svc.CreateProject(ctx, identity.Principal{User: "root", Admin: true}, "team-b"))
+	require.NoError(t, e.svc.Access.CreateProject(ctx, identity.Principal{User: "root", Admin: true}, "team-a"))
+	require.NoError(t, e.svc.Access.CreateProject(ctx, identity.Principal{User: "root", Admin: true}, "team-b"))
 	e.session("later-one", 3)
 	_, err := e.svc.Sealer.Publish(ctx)
 	require.NoError(t, err)

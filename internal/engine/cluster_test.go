@@ -8,11 +8,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 	"github.com/paddock-dev/paddock/internal/tool"
-	"github.com/paddock-dev/paddock/internal/workspace"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // hooked runs a hook (once) just before SetWorkspace or Deliver: another
@@ -45,7 +46,7 @@ type atk4 struct {
 	hook       *hooked
 	alive      map[string]bool
 	s          session.Session
-	d          workspace.Diff
+	d          session.Diff
 }
 
 // atk4Setup: session s homed on node a (alive), a.txt written and
@@ -57,8 +58,8 @@ func atk4Setup(t *testing.T) *atk4 {
 	e.hook = &hooked{Store: e.st}
 	e.actsB = &Activities{Store: e.hook, Tools: tool.Builtin(), Now: e.acts.Now, ContentKey: e.acts.ContentKey,
 		Copies: &Copies{Node: "b", WorkspaceDir: t.TempDir(), Alive: func(_ context.Context, node string) (bool, error) { return e.alive[node], nil }}}
-	e.svcA = &Service{Store: e.hook, Copies: e.acts.Copies, ContentKey: e.acts.ContentKey}
-	e.svcB = &Service{Store: e.st, Copies: e.actsB.Copies, ContentKey: e.acts.ContentKey}
+	e.svcA = &Service{Store: e.hook, Access: &access.Service{Store: e.hook}, Copies: e.acts.Copies, ContentKey: e.acts.ContentKey}
+	e.svcB = &Service{Store: e.st, Access: &access.Service{Store: e.st}, Copies: e.actsB.Copies, ContentKey: e.acts.ContentKey}
 	s := e.session(t, "s-fork", "default")
 	require.NoError(t, e.st.SetWorkspace(ctx, s.ID, "a", s.Workdir, s.BaseCommit))
 	s.Node = "a"
@@ -92,7 +93,7 @@ func TestTakeoverWaitsForALiveHolder(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "a", x.Node, "nothing moved")
 
-	accepted, err := e.svcA.Accept(ctx, e.s.ID, AcceptRequest{Mode: workspace.AsUncommitted, Base: e.d.Base, Tree: e.d.Tree}, reviewer)
+	accepted, err := e.svcA.Accept(ctx, e.s.ID, wire.AcceptRequest{Mode: session.AsUncommitted, Base: e.d.Base, Tree: e.d.Tree}, reviewer)
 	require.NoError(t, err)
 	require.NotEqual(t, e.d.Base, accepted.BaseCommit)
 
@@ -139,7 +140,7 @@ func TestLegacySessionStaysOffAnotherNodesDirectory(t *testing.T) {
 	s := e.session(t, "s-legacy", "default") // node ''
 	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "a.txt"), []byte("x\n"), 0o644))
 	actsB := &Activities{Store: e.st, Tools: tool.Builtin(), Now: e.acts.Now, Copies: &Copies{Node: "b", WorkspaceDir: t.TempDir()}, ContentKey: e.acts.ContentKey}
-	svcB := &Service{Store: e.st, Copies: actsB.Copies, ContentKey: e.acts.ContentKey}
+	svcB := &Service{Store: e.st, Access: &access.Service{Store: e.st}, Copies: actsB.Copies, ContentKey: e.acts.ContentKey}
 	_, _, err := svcB.Diff(ctx, s.ID)
 	require.ErrorContains(t, err, "working copy is gone", "node b does not read node a's directory")
 	x, err := e.st.GetSession(ctx, s.ID)

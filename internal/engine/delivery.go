@@ -8,6 +8,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
@@ -16,10 +17,10 @@ import (
 // origin) or rejected (discarded).
 
 // Diff is the session's deliverable: its working copy against the base.
-func (s *Service) Diff(ctx context.Context, id string) (workspace.Diff, session.Session, error) {
+func (s *Service) Diff(ctx context.Context, id string) (session.Diff, session.Session, error) {
 	x, err := s.Store.GetSession(ctx, id)
 	if err != nil {
-		return workspace.Diff{}, x, err
+		return session.Diff{}, x, err
 	}
 	if s.elsewhere(x) {
 		out, err := s.remote(ctx, Delivery{Op: opDiff, SessionID: id, Home: x.Node})
@@ -28,27 +29,27 @@ func (s *Service) Diff(ctx context.Context, id string) (workspace.Diff, session.
 	return s.diffHere(ctx, x)
 }
 
-func (s *Service) diffHere(ctx context.Context, x session.Session) (workspace.Diff, session.Session, error) {
+func (s *Service) diffHere(ctx context.Context, x session.Session) (session.Diff, session.Session, error) {
 	id := x.ID
 	if x.Workdir == "" || x.BaseCommit == "" {
-		return workspace.Diff{}, x, fmt.Errorf("session %s has no working copy yet (status %s): %w", id, x.Status, errdefs.ErrConflict)
+		return session.Diff{}, x, fmt.Errorf("session %s has no working copy yet (status %s): %w", id, x.Status, errdefs.ErrConflict)
 	}
 	if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
-		return workspace.Diff{}, x, err
+		return session.Diff{}, x, err
 	}
 	release, err := s.Copies.Quiet(ctx, id, quietWait)
 	if err != nil {
-		return workspace.Diff{}, x, err
+		return session.Diff{}, x, err
 	}
 	defer release()
 	if err := s.copyGone(x); err != nil {
-		return workspace.Diff{}, x, err
+		return session.Diff{}, x, err
 	}
 	d, err := workspace.Compute(s.Copies.bounded(ctx), x.Workdir, x.BaseCommit)
 	if err == nil {
 		s.remember(id, d.Base, d.Tree)
 	}
-	return d.Redacted(), x, err
+	return workspace.Redacted(d), x, err
 }
 
 // copyGone is a 409 when the session's working copy was removed.
@@ -96,21 +97,12 @@ func (s *Service) handedOut(id, base, tree string) bool {
 // the session to end before answering 409.
 const quietWait = 10 * time.Second
 
-// AcceptRequest records that the diff was applied to the user's
-// repository: the diff is named by the base and tree it was taken from.
-type AcceptRequest struct {
-	Mode   workspace.ApplyMode `json:"mode"`
-	Commit string              `json:"commit,omitempty"`
-	Base   string              `json:"base"`
-	Tree   string              `json:"tree"`
-}
-
 // Accept records the acceptance of a session's diff (the CLI applied it
 // to the user's repository with the user's own git identity). Exactly the
 // snapshot that was reviewed becomes the working copy's new base, so an
 // acceptance while the agent works loses nothing: its later changes are a
 // new diff against what was accepted.
-func (s *Service) Accept(ctx context.Context, id string, req AcceptRequest, by session.Sender) (session.Session, error) {
+func (s *Service) Accept(ctx context.Context, id string, req wire.AcceptRequest, by session.Sender) (session.Session, error) {
 	if x, err := s.Store.GetSession(ctx, id); err == nil && s.elsewhere(x) {
 		out, err := s.remote(ctx, Delivery{Op: opAccept, SessionID: id, Home: x.Node, Accept: req, By: by})
 		return out.Session, err
@@ -126,7 +118,7 @@ func (s *Service) Accept(ctx context.Context, id string, req AcceptRequest, by s
 // branch and the commit.
 func (s *Service) AcceptToBranch(ctx context.Context, id, base, tree string, by session.Sender) (branch, commit string, err error) {
 	if x, err := s.Store.GetSession(ctx, id); err == nil && s.elsewhere(x) {
-		out, err := s.remote(ctx, Delivery{Op: opBranch, SessionID: id, Home: x.Node, Accept: AcceptRequest{Mode: workspace.AsCommit, Base: base, Tree: tree}, By: by})
+		out, err := s.remote(ctx, Delivery{Op: opBranch, SessionID: id, Home: x.Node, Accept: wire.AcceptRequest{Mode: session.AsCommit, Base: base, Tree: tree}, By: by})
 		return out.Branch, out.Commit, err
 	}
 	return s.acceptToBranch(ctx, id, base, tree, by)
@@ -134,7 +126,7 @@ func (s *Service) AcceptToBranch(ctx context.Context, id, base, tree string, by 
 
 func (s *Service) acceptToBranch(ctx context.Context, id, base, tree string, by session.Sender) (branch, commit string, err error) {
 	branch = "paddock/" + id
-	_, err = s.accept(ctx, id, AcceptRequest{Mode: workspace.AsCommit, Base: base, Tree: tree}, by, func(x session.Session, next string) (string, error) {
+	_, err = s.accept(ctx, id, wire.AcceptRequest{Mode: session.AsCommit, Base: base, Tree: tree}, by, func(x session.Session, next string) (string, error) {
 		if x.Repo == "" {
 			return "", fmt.Errorf("%w: session %s has no repository of origin to deliver to", errdefs.ErrInvalid, id)
 		}
@@ -149,8 +141,8 @@ func (s *Service) acceptToBranch(ctx context.Context, id, base, tree string, by 
 
 // accept records an acceptance of req's snapshot; land, when given,
 // delivers the snapshot's commit first and says where it went.
-func (s *Service) accept(ctx context.Context, id string, req AcceptRequest, by session.Sender, land func(x session.Session, next string) (string, error)) (session.Session, error) {
-	if req.Mode != workspace.AsCommit && req.Mode != workspace.AsUncommitted {
+func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest, by session.Sender, land func(x session.Session, next string) (string, error)) (session.Session, error) {
+	if req.Mode != session.AsCommit && req.Mode != session.AsUncommitted {
 		return session.Session{}, fmt.Errorf("%w: mode %q: want commit or uncommitted", errdefs.ErrInvalid, req.Mode)
 	}
 	if req.Base == "" || req.Tree == "" {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/egress"
 	"github.com/paddock-dev/paddock/internal/layer"
 	"github.com/paddock-dev/paddock/internal/sandbox"
@@ -46,7 +47,7 @@ func (a *Activities) provisionEnvironment(ctx context.Context, s session.Session
 			return "", err
 		}
 		s.Workdir = workdir
-		return "working copy at " + shortHash(base), nil
+		return "working copy at " + clip.ID(base), nil
 	}
 	if env.Setup == "" {
 		return a.phase(ctx, s.ID, session.PhasePreparingEnvironment, prepare)
@@ -79,7 +80,7 @@ func (a *Activities) provisionEnvironment(ctx context.Context, s session.Session
 				return "", nonRetryable(fmt.Errorf("restore environment layer %s: %w", key[:12], err))
 			}
 			return fmt.Sprintf("working copy at %s; environment layer %s restored, setup skipped (%d files, %s)",
-				shortHash(base), key[:12], files, BytesHuman(l.Bytes)), nil
+				clip.ID(base), key[:12], files, BytesHuman(l.Bytes)), nil
 		})
 	}
 	return a.phaseSince(ctx, s.ID, session.PhaseBuildingImage, start, func() (string, error) {
@@ -369,9 +370,6 @@ func (t *tail) String() string {
 	}
 	return strings.TrimRight(s, "\n")
 }
-
-// shortHash is a commit name for people.
-func shortHash(h string) string { return h[:min(12, len(h))] }
 
 // BytesHuman writes a size for people (1.5 MiB).
 func BytesHuman(n int64) string {

@@ -9,14 +9,8 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
-
-// Collected is one working copy the collector removed, and why.
-type Collected struct {
-	SessionID string `json:"sessionId"`
-	Reason    string `json:"reason"`
-	Bytes     int64  `json:"bytes"`
-}
 
 // staleAfter is how long a copy another node took over is kept here.
 const staleAfter = time.Hour
@@ -26,9 +20,9 @@ const staleAfter = time.Hour
 // not accepted), of failed sessions and sessions stopped because their
 // budget ran out that ended more than retainFailed ago,
 // and leftovers no session owns. Live and completed sessions keep theirs.
-func (s *Service) GC(ctx context.Context, now time.Time) ([]Collected, error) {
+func (s *Service) GC(ctx context.Context, now time.Time) ([]wire.Collected, error) {
 	retainFailed := s.RetainFailed
-	out := []Collected{}
+	out := []wire.Collected{}
 	owned := map[string]bool{}
 	list, err := sessionsIn(ctx, s.Store, true, session.StatusStopped, session.StatusFailed)
 	if err != nil {
@@ -63,7 +57,7 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]Collected, error) {
 		if err := s.Copies.Remove(ctx, x); err != nil {
 			return out, fmt.Errorf("collect session %s's working copy: %w", x.ID, err)
 		}
-		out = append(out, Collected{SessionID: x.ID, Reason: reason, Bytes: used})
+		out = append(out, wire.Collected{SessionID: x.ID, Reason: reason, Bytes: used})
 	}
 	// Leftovers: a directory or volume whose session does not exist, or
 	// whose session another node took over (this copy is stale) more
@@ -92,7 +86,7 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]Collected, error) {
 		if err := s.Copies.Remove(ctx, x); err != nil {
 			return out, err
 		}
-		out = append(out, Collected{SessionID: id, Reason: reason, Bytes: used})
+		out = append(out, wire.Collected{SessionID: id, Reason: reason, Bytes: used})
 	}
 	return out, nil
 }

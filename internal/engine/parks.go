@@ -13,15 +13,8 @@ import (
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
-
-// ExtendRequest grants a parked session what its budget needs: one more
-// extension (+50 actions, +15 minutes by default), or, with SpendCapUSD,
-// a higher spend cap.
-type ExtendRequest struct {
-	Note        string  `json:"note,omitempty"`
-	SpendCapUSD float64 `json:"spendCapUsd,omitempty"`
-}
 
 // ErrNotParked says a session has no open park of the kind a request
 // resolves.
@@ -31,7 +24,7 @@ var ErrNotParked = fmt.Errorf("not parked for that: %w", errdefs.ErrConflict)
 // its spend cap), attributed to by and recorded, and wakes it: its held
 // recovery command becomes due. When the session names an approver, only
 // they may grant it.
-func (s *Service) Extend(ctx context.Context, id string, req ExtendRequest, by session.Sender) (session.Park, error) {
+func (s *Service) Extend(ctx context.Context, id string, req wire.ExtendRequest, by session.Sender) (session.Park, error) {
 	if err := checkNote("note", req.Note); err != nil {
 		return session.Park{}, err
 	}
@@ -116,19 +109,10 @@ func (s *Service) resolve(ctx context.Context, p session.Park, resolution string
 	return p, s.notify(ctx, p.SessionID, Notice{CommandID: p.RecoveryCommand, Kind: session.KindMessage})
 }
 
-// Parked is a session waiting on a person or a condition, and what it
-// needs.
-type Parked struct {
-	Session session.Session `json:"session"`
-	Reason  string          `json:"reason"`
-	Needs   string          `json:"needs"`
-	Detail  string          `json:"detail,omitempty"`
-}
-
 // Parked lists the sessions that wait on someone (open parks, pending
 // approvals, unanswered questions) among those of the projects where p
 // may do a (identity.Read for a list, identity.Approve for an inbox).
-func (s *Service) Parked(ctx context.Context, p identity.Principal, a identity.Action, f session.Filter) ([]Parked, error) {
+func (s *Service) Parked(ctx context.Context, p identity.Principal, a identity.Action, f session.Filter) ([]wire.Parked, error) {
 	var err error
 	if f.Within, f.Scoped, err = s.scoped(ctx, p, a); err != nil {
 		return nil, err
@@ -148,7 +132,7 @@ func (s *Service) Parked(ctx context.Context, p identity.Principal, a identity.A
 	for _, a := range pending {
 		approvals[a.SessionID]++
 	}
-	out := []Parked{}
+	out := []wire.Parked{}
 	for _, x := range list {
 		if x.Status.Terminal() {
 			continue
@@ -158,14 +142,14 @@ func (s *Service) Parked(ctx context.Context, p identity.Principal, a identity.A
 			return nil, err
 		}
 		for _, p := range open {
-			out = append(out, Parked{Session: x, Reason: p.Reason, Needs: p.Needs, Detail: p.Detail})
+			out = append(out, wire.Parked{Session: x, Reason: p.Reason, Needs: p.Needs, Detail: p.Detail})
 		}
 		if n := approvals[x.ID]; n > 0 {
-			out = append(out, Parked{Session: x, Reason: string(bound.AwaitingApproval), Needs: bound.Needs(bound.AwaitingApproval, x.ID),
+			out = append(out, wire.Parked{Session: x, Reason: string(bound.AwaitingApproval), Needs: bound.Needs(bound.AwaitingApproval, x.ID),
 				Detail: fmt.Sprintf("%d pending approval(s)", n)})
 		}
 		if turns, err := s.Store.ListTurns(ctx, x.ID); err == nil && len(turns) > 0 && turns[len(turns)-1].Status == session.TurnWaitingForInput {
-			out = append(out, Parked{Session: x, Reason: string(bound.AwaitingAnswer), Needs: bound.Needs(bound.AwaitingAnswer, x.ID)})
+			out = append(out, wire.Parked{Session: x, Reason: string(bound.AwaitingAnswer), Needs: bound.Needs(bound.AwaitingAnswer, x.ID)})
 		}
 	}
 	return out, nil

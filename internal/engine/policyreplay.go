@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -20,7 +21,7 @@ const MaxReplaySessions = 1000
 // recorded for it. Calls the gate never judged (unknown tools, malformed
 // arguments, calls cut before the gate) are left out.
 func (s *Service) RecordedCalls(ctx context.Context, project string, since time.Time) ([]policy.Call, int, error) {
-	if err := ValidProject(project); err != nil {
+	if err := access.ValidProject(project); err != nil {
 		return nil, 0, err
 	}
 	sessions, err := s.Store.ListSessions(ctx, session.Filter{Project: project, IncludeArchived: true, Limit: MaxReplaySessions})

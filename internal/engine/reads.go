@@ -26,7 +26,7 @@ func (s *Service) SessionFor(ctx context.Context, p identity.Principal, id strin
 	if err != nil {
 		return session.Session{}, err
 	}
-	if err := s.Allow(ctx, p, x.Project, a, fmt.Sprintf("session %q", id)); err != nil {
+	if err := s.Access.Allow(ctx, p, x.Project, a, fmt.Sprintf("session %q", id)); err != nil {
 		return session.Session{}, err
 	}
 	return x, nil
@@ -47,7 +47,7 @@ func (s *Service) ApprovalFor(ctx context.Context, p identity.Principal, id stri
 	if err != nil {
 		return ap, x, err
 	}
-	if err := s.Allow(ctx, p, x.Project, a, fmt.Sprintf("approval %q", id)); err != nil {
+	if err := s.Access.Allow(ctx, p, x.Project, a, fmt.Sprintf("approval %q", id)); err != nil {
 		return session.Approval{}, session.Session{}, err
 	}
 	return ap, x, nil
@@ -55,7 +55,7 @@ func (s *Service) ApprovalFor(ctx context.Context, p identity.Principal, id stri
 
 // scoped narrows a list to the projects p may do a in.
 func (s *Service) scoped(ctx context.Context, p identity.Principal, a identity.Action) (within []string, scoped bool, err error) {
-	within, all, err := s.Readable(ctx, p, a)
+	within, all, err := s.Access.Readable(ctx, p, a)
 	return within, !all, err
 }
 
@@ -181,7 +181,7 @@ func (s *Service) Subscribe(ctx context.Context, p identity.Principal, id string
 
 // Agents lists project's agents, when p may read it.
 func (s *Service) Agents(ctx context.Context, p identity.Principal, project string) ([]spec.Record, error) {
-	if err := s.Allow(ctx, p, project, identity.Read, fmt.Sprintf("project %q", project)); err != nil {
+	if err := s.Access.Allow(ctx, p, project, identity.Read, fmt.Sprintf("project %q", project)); err != nil {
 		return nil, err
 	}
 	return s.Store.ListAgents(ctx, project)
@@ -189,7 +189,7 @@ func (s *Service) Agents(ctx context.Context, p identity.Principal, project stri
 
 // Agent is project's agent name, when p may read the project.
 func (s *Service) Agent(ctx context.Context, p identity.Principal, project, name string) (spec.Record, error) {
-	if err := s.Allow(ctx, p, project, identity.Read, fmt.Sprintf("project %q", project)); err != nil {
+	if err := s.Access.Allow(ctx, p, project, identity.Read, fmt.Sprintf("project %q", project)); err != nil {
 		return spec.Record{}, err
 	}
 	return s.Store.GetAgent(ctx, project, name)
@@ -198,7 +198,7 @@ func (s *Service) Agent(ctx context.Context, p identity.Principal, project, name
 // ContentRetention is how long project's audit content is kept, for one
 // who may audit it.
 func (s *Service) ContentRetention(ctx context.Context, p identity.Principal, project string) (time.Duration, error) {
-	if err := s.Allow(ctx, p, project, identity.Audit, fmt.Sprintf("project %q", project)); err != nil {
+	if err := s.Access.Allow(ctx, p, project, identity.Audit, fmt.Sprintf("project %q", project)); err != nil {
 		return 0, err
 	}
 	return s.Store.ContentRetention(ctx, project)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/workspace"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // Any node answers any request; a delivery (diff, accept, reject) needs
@@ -27,16 +27,16 @@ import (
 
 // Delivery is a delivery handed to the node holding the copy.
 type Delivery struct {
-	Op        string         `json:"op"`
-	SessionID string         `json:"sessionId"`
-	Home      string         `json:"home"`
-	Accept    AcceptRequest  `json:"accept,omitzero"`
-	By        session.Sender `json:"by,omitzero"`
+	Op        string             `json:"op"`
+	SessionID string             `json:"sessionId"`
+	Home      string             `json:"home"`
+	Accept    wire.AcceptRequest `json:"accept,omitzero"`
+	By        session.Sender     `json:"by,omitzero"`
 }
 
 // Delivered is what a delivery returns.
 type Delivered struct {
-	Diff    workspace.Diff  `json:"diff,omitzero"`
+	Diff    session.Diff    `json:"diff,omitzero"`
 	Session session.Session `json:"session,omitzero"`
 	Branch  string          `json:"branch,omitempty"`
 	Commit  string          `json:"commit,omitempty"`

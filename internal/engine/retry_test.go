@@ -9,6 +9,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // TestRetryRunsTheAgentAsAppliedNow: a failed session's retry runs its
@@ -21,7 +22,7 @@ func TestRetryRunsTheAgentAsAppliedNow(t *testing.T) {
 		Policy: &spec.PolicySpec{Tools: map[string]string{"read_file": "ask"}}}
 	s := f.service(t, broken)
 	by := session.Sender{Kind: session.SenderOperator, ID: "t"}
-	x, err := s.CreateSession(ctx, CreateRequest{Agent: "fixme", Message: "go", Repo: f.repo}, by)
+	x, err := s.CreateSession(ctx, wire.CreateRequest{Agent: "fixme", Message: "go", Repo: f.repo}, by)
 	require.NoError(t, err)
 	require.NoError(t, f.store.FailSession(ctx, x.ID, "provisioning failed: something"))
 

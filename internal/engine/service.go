@@ -19,6 +19,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/paddock-dev/paddock/internal/access"
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
@@ -26,8 +28,8 @@ import (
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
-	"github.com/paddock-dev/paddock/internal/throttle"
 	"github.com/paddock-dev/paddock/internal/tool"
+	"github.com/paddock-dev/paddock/internal/wire"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
@@ -49,17 +51,13 @@ type Service struct {
 	// ContentKey seals and opens content at rest (audit content projects
 	// retain, sessions' credentials).
 	ContentKey Cipher
-	// Guesses counts failed authentications per source address, so
-	// guessing tokens is slowed down (nil: not counted).
-	Guesses *throttle.Failures
+	// Access says who may do what; every use case asks it first.
+	Access *access.Service
 	// Logger reports what callers do not see (failed authentications);
 	// discarded when nil.
 	Logger *slog.Logger
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
-	// OIDC verifies logins through the organization's directory (nil: not
-	// configured).
-	OIDC *OIDC
 	// RepositoryRoots confine the repositories sessions copy: a session of
 	// project P copies only repositories under ROOT/P/ of one of them.
 	// Empty: on one person's server (one user, one project), any
@@ -84,22 +82,15 @@ func (s *Service) Known() spec.Known {
 	return spec.Known{Tool: func(n string) bool { _, ok := s.Tools[n]; return ok }, Provider: s.Providers.Has}
 }
 
-// Applied is the outcome of applying one agent.
-type Applied struct {
-	Project string           `json:"project"`
-	Name    string           `json:"name"`
-	Result  spec.ApplyResult `json:"result"`
-}
-
 // ApplyAgents parses and validates every spec in the YAML, then applies all
 // of them in one transaction: nothing is half-applied.
-func (s *Service) ApplyAgents(ctx context.Context, p identity.Principal, yamlText []byte) ([]Applied, error) {
+func (s *Service) ApplyAgents(ctx context.Context, p identity.Principal, yamlText []byte) ([]wire.Applied, error) {
 	agents, err := spec.Parse(bytes.NewReader(yamlText), s.Known())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	for _, a := range agents {
-		if err := s.Allow(ctx, p, a.Project, identity.Manage, fmt.Sprintf("project %q", a.Project)); err != nil {
+		if err := s.Access.Allow(ctx, p, a.Project, identity.Manage, fmt.Sprintf("project %q", a.Project)); err != nil {
 			return nil, fmt.Errorf("agent %s: %w", a.Name, err)
 		}
 	}
@@ -126,30 +117,11 @@ func (s *Service) ApplyAgents(ctx context.Context, p identity.Principal, yamlTex
 	if err := s.reconcileSchedules(ctx, before, agents); err != nil {
 		return nil, fmt.Errorf("agents applied, but their schedules: %w", err)
 	}
-	out := make([]Applied, len(res))
+	out := make([]wire.Applied, len(res))
 	for i, r := range res {
-		out[i] = Applied{Project: agents[i].Project, Name: agents[i].Name, Result: r}
+		out[i] = wire.Applied{Project: agents[i].Project, Name: agents[i].Name, Result: r}
 	}
 	return out, nil
-}
-
-// CreateRequest asks for a new session.
-type CreateRequest struct {
-	Project string `json:"project,omitempty"`
-	// Agent names an applied agent. Empty runs an ad-hoc agent on Model.
-	Agent string `json:"agent,omitempty"`
-	// Model overrides the agent's model for this session (PROVIDER/MODEL).
-	Model   string `json:"model,omitempty"`
-	Message string `json:"message,omitempty"`
-	Repo    string `json:"repo,omitempty"`
-	// IdempotencyKey makes creation idempotent.
-	IdempotencyKey string `json:"idempotencyKey,omitempty"`
-	// Policy (YAML) tightens the project's and agent's policy for this session.
-	Policy string `json:"policy,omitempty"`
-	// NonInteractive sessions reject calls that need permission at once,
-	// unless Approver names who will decide them.
-	NonInteractive bool   `json:"nonInteractive,omitempty"`
-	Approver       string `json:"approver,omitempty"`
 }
 
 // DefaultModel runs ad-hoc sessions when no model is named.
@@ -157,11 +129,11 @@ const DefaultModel = "replay/demo"
 
 // CreateSession snapshots the agent onto a new session with its start
 // command, in one transaction, then starts its workflow.
-func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by session.Sender) (session.Session, error) {
+func (s *Service) CreateSession(ctx context.Context, req wire.CreateRequest, by session.Sender) (session.Session, error) {
 	if req.Project == "" {
 		req.Project = spec.DefaultProject
 	}
-	if err := errors.Join(req.validate(), callerKey(req.IdempotencyKey, by)); err != nil {
+	if err := errors.Join(validateCreate(req), callerKey(req.IdempotencyKey, by)); err != nil {
 		return session.Session{}, err
 	}
 	if err := s.mayCopy(ctx, req.Repo, req.Project, by); err != nil {
@@ -236,7 +208,7 @@ func (s *Service) CreateSession(ctx context.Context, req CreateRequest, by sessi
 
 // sameSession reports what differs between an existing session and a
 // create request that reused its idempotency key ("" when nothing does).
-func sameSession(x session.Session, sp spec.Agent, input string, req CreateRequest) string {
+func sameSession(x session.Session, sp spec.Agent, input string, req wire.CreateRequest) string {
 	var old spec.Agent
 	_ = json.Unmarshal(x.AgentSpec, &old)
 	switch {
@@ -265,12 +237,12 @@ const (
 	MaxPolicy = 64 << 10
 )
 
-func (req CreateRequest) validate() error {
+func validateCreate(req wire.CreateRequest) error {
 	if !spec.ValidName(req.Project) {
-		return fmt.Errorf("%w: project %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, trim(req.Project))
+		return fmt.Errorf("%w: project %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, clip.String(req.Project, 64))
 	}
 	if req.Agent != "" && !spec.ValidName(req.Agent) {
-		return fmt.Errorf("%w: agent %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, trim(req.Agent))
+		return fmt.Errorf("%w: agent %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, clip.String(req.Agent, 64))
 	}
 	err := errors.Join(session.Limit("model", req.Model, MaxName), session.Limit("message", req.Message, session.MaxMessage),
 		session.Limit("repo", req.Repo, MaxPath), session.Limit("idempotencyKey", req.IdempotencyKey, MaxName),
@@ -302,17 +274,10 @@ func callerKey(key string, by session.Sender) error {
 	}
 	for _, prefix := range []string{"retry:", "successor:", reservedTrigger, reservedDelivery, "flush:", "recover-", revokeKey} {
 		if strings.HasPrefix(key, prefix) {
-			return fmt.Errorf("%w: idempotencyKey %q: keys starting with %q are reserved for the platform", errdefs.ErrInvalid, trim(key), prefix)
+			return fmt.Errorf("%w: idempotencyKey %q: keys starting with %q are reserved for the platform", errdefs.ErrInvalid, clip.String(key, 64), prefix)
 		}
 	}
 	return nil
-}
-
-func trim(v string) string {
-	if len(v) > 64 {
-		return v[:64] + "…"
-	}
-	return v
 }
 
 // mayCopy refuses a repository the session's project may not copy, with
@@ -324,7 +289,7 @@ func (s *Service) mayCopy(ctx context.Context, repo, project string, by session.
 	if repo == "" || !filepath.IsAbs(repo) {
 		return nil // checkRepo explains
 	}
-	refused := fmt.Errorf("%w: repository %s may not be copied by project %s's sessions", errdefs.ErrInvalid, trim(repo), project)
+	refused := fmt.Errorf("%w: repository %s may not be copied by project %s's sessions", errdefs.ErrInvalid, clip.String(repo, 64), project)
 	if s.DataDir != "" {
 		data := filepath.Clean(s.DataDir)
 		if real, err := filepath.EvalSymlinks(data); err == nil {
@@ -390,16 +355,16 @@ func (s *Service) checkRepo(repo, project string) error {
 		return nil
 	}
 	if strings.Contains(repo, "://") || strings.HasPrefix(repo, "ext::") {
-		return fmt.Errorf("%w: repository %q: a remote URL; Paddock copies local repositories only: clone it where the server runs and give its absolute path", errdefs.ErrInvalid, trim(repo))
+		return fmt.Errorf("%w: repository %q: a remote URL; Paddock copies local repositories only: clone it where the server runs and give its absolute path", errdefs.ErrInvalid, clip.String(repo, 64))
 	}
 	if !filepath.IsAbs(repo) {
 		// Relative to what? The server's working directory is not the
 		// caller's, and the CLI would later apply the diff to its own.
-		return fmt.Errorf("%w: repository %q: want an absolute path", errdefs.ErrInvalid, trim(repo))
+		return fmt.Errorf("%w: repository %q: want an absolute path", errdefs.ErrInvalid, clip.String(repo, 64))
 	}
 	if len(s.RepositoryRoots) > 0 {
 		outside := fmt.Errorf("%w: repository %s is not one of project %s's (under %s): sessions copy only their project's repositories",
-			errdefs.ErrInvalid, trim(repo), project, filepath.Join(s.RepositoryRoots[0], project))
+			errdefs.ErrInvalid, clip.String(repo, 64), project, filepath.Join(s.RepositoryRoots[0], project))
 		if !s.projectRepo(filepath.Clean(repo), project) {
 			return outside
 		}
@@ -488,14 +453,6 @@ func (s *Service) projectRepo(path, project string) bool {
 	return false
 }
 
-// ValidProject checks a project name from a caller.
-func ValidProject(name string) error {
-	if !spec.ValidName(name) {
-		return fmt.Errorf("%w: project %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, trim(name))
-	}
-	return nil
-}
-
 // PolicyOf returns an existing project's policy (the default policy when
 // it has none of its own); a project never created is not found. The
 // default project always exists.
@@ -510,7 +467,7 @@ func (s *Service) PolicyOf(ctx context.Context, project string) (*policy.Policy,
 // (errdefs.ErrInvalid) or names a project never created (ErrNotFound). The
 // default project always exists.
 func (s *Service) CheckProject(ctx context.Context, project string) error {
-	if err := ValidProject(project); err != nil {
+	if err := access.ValidProject(project); err != nil {
 		return err
 	}
 	if project == spec.DefaultProject {
@@ -549,7 +506,7 @@ func (s *Service) ProjectPolicy(ctx context.Context, project string) (*policy.Po
 // SetProjectPolicy validates a policy written in YAML and makes it the
 // project's; future sessions pin it, running ones keep theirs.
 func (s *Service) SetProjectPolicy(ctx context.Context, project string, yamlText []byte) (*policy.Policy, error) {
-	if err := ValidProject(project); err != nil {
+	if err := access.ValidProject(project); err != nil {
 		return nil, err
 	}
 	if policy.Empty(yamlText) {
@@ -741,15 +698,8 @@ func (s *Service) Retry(ctx context.Context, id string, by session.Sender) (sess
 	return s.started(ctx, x, created, gate, sp, kind)
 }
 
-// SendRequest is a command from a caller.
-type SendRequest struct {
-	Kind           session.CommandKind `json:"kind"`
-	Payload        json.RawMessage     `json:"payload,omitempty"`
-	IdempotencyKey string              `json:"idempotencyKey,omitempty"`
-}
-
 // Send records a command (idempotently by key) and wakes the workflow.
-func (s *Service) Send(ctx context.Context, sessionID string, req SendRequest, by session.Sender) (session.Command, error) {
+func (s *Service) Send(ctx context.Context, sessionID string, req wire.SendRequest, by session.Sender) (session.Command, error) {
 	if err := callerKey(req.IdempotencyKey, by); err != nil {
 		return session.Command{}, err
 	}
@@ -757,7 +707,7 @@ func (s *Service) Send(ctx context.Context, sessionID string, req SendRequest, b
 }
 
 // send is Send with any key (the platform's own commands).
-func (s *Service) send(ctx context.Context, sessionID string, req SendRequest, by session.Sender) (session.Command, error) {
+func (s *Service) send(ctx context.Context, sessionID string, req wire.SendRequest, by session.Sender) (session.Command, error) {
 	if req.Kind.PlatformOnly() {
 		return session.Command{}, fmt.Errorf("%w: %s commands are created by the platform, one per session", errdefs.ErrInvalid, req.Kind)
 	}
@@ -849,7 +799,7 @@ func (s *Service) checkAnswer(ctx context.Context, sessionID, key string, payloa
 		}
 	}
 	if q == nil {
-		return fmt.Errorf("%w: session %s has no question with toolCallId %q", errdefs.ErrInvalid, x.ID, trim(p.ToolCallID))
+		return fmt.Errorf("%w: session %s has no question with toolCallId %q", errdefs.ErrInvalid, x.ID, clip.String(p.ToolCallID, 64))
 	}
 	if x.Status.Terminal() {
 		return fmt.Errorf("session %s is %s: %w", x.ID, x.Status, errdefs.ErrConflict)
@@ -880,10 +830,10 @@ func (s *Service) checkAnswer(ctx context.Context, sessionID, key string, payloa
 	for id, v := range p.Answers {
 		it, ok := items[id]
 		if !ok {
-			return fmt.Errorf("%w: question %s has no item %q (it has %s)", errdefs.ErrInvalid, p.ToolCallID, trim(id), strings.Join(ids, ", "))
+			return fmt.Errorf("%w: question %s has no item %q (it has %s)", errdefs.ErrInvalid, p.ToolCallID, clip.String(id, 64), strings.Join(ids, ", "))
 		}
 		if len(it.Options) > 0 && !it.AllowOther && !slices.Contains(it.Options, v) {
-			return fmt.Errorf("%w: %s=%q: want one of %s (or send a free-text response)", errdefs.ErrInvalid, id, trim(v), strings.Join(it.Options, ", "))
+			return fmt.Errorf("%w: %s=%q: want one of %s (or send a free-text response)", errdefs.ErrInvalid, id, clip.String(v, 64), strings.Join(it.Options, ", "))
 		}
 	}
 	return nil
@@ -985,4 +935,11 @@ func (s *Service) started(ctx context.Context, x session.Session, created bool, 
 		}
 	}
 	return x, s.notify(ctx, x.ID, Notice{CommandID: x.ID + "-start", Kind: kind})
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
@@ -147,7 +148,7 @@ func (a *Activities) Gate(ctx context.Context, sessionID, turnID string, call pr
 	_, builtin := a.Tools.Only(sp.Tools)[call.Name]
 	if _, _, isMCP := mcpServer(sp, call.Name); !builtin && !isMCP {
 		d := base
-		d.State, d.Error = session.CallErrored, fmt.Sprintf("unknown tool %q; available: %s", clipName(call.Name), strings.Join(a.Tools.Only(sp.Tools).Names(), ", "))
+		d.State, d.Error = session.CallErrored, fmt.Sprintf("unknown tool %q; available: %s", clip.String(call.Name, 100), strings.Join(a.Tools.Only(sp.Tools).Names(), ", "))
 		out.Settled = d.State
 		return out, a.callEvent(ctx, sessionID, turnID, d)
 	}
@@ -435,13 +436,6 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		recordCopy(a.Copies.bounded(ctx), a.Store, a.ContentKey, s, call.ID, "")
 	}
 	return finish(session.CallDone, res.Output, "")
-}
-
-func clipName(n string) string {
-	if len(n) > 100 {
-		return n[:100] + "…"
-	}
-	return n
 }
 
 // turnCalls are the calls of a turn in the order they appeared, each in

@@ -15,6 +15,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // noticeDelivery is the kind of a Notice that a trigger delivery waits in
@@ -166,7 +167,7 @@ func (s *Service) deliver(ctx context.Context, project, name, event, key string,
 			return route(live[0].ID)
 		}
 	}
-	x, err := s.CreateSession(ctx, CreateRequest{Project: sp.Project, Agent: sp.Name, Message: text, Repo: t.Repo,
+	x, err := s.CreateSession(ctx, wire.CreateRequest{Project: sp.Project, Agent: sp.Name, Message: text, Repo: t.Repo,
 		IdempotencyKey: reservedTrigger + ref + ":" + key, NonInteractive: true}, by)
 	var slot *errdefs.SlotConflictError
 	if errors.As(err, &slot) && t.Route(&sp) == spec.RouteSession {

@@ -10,10 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // TestRegressionHeldDeliveryLostOnStop: a delivery routed into the live
@@ -85,7 +87,7 @@ func (f *fixture) service(t *testing.T, agents ...spec.Agent) *Service {
 	}
 	_, err := f.store.ApplyAgents(context.Background(), recs)
 	require.NoError(t, err)
-	return &Service{Store: f.store, Temporal: &signals{}, Providers: f.acts.Providers, Tools: f.acts.Tools, Copies: f.acts.Copies}
+	return &Service{Store: f.store, Access: &access.Service{Store: f.store}, Temporal: &signals{}, Providers: f.acts.Providers, Tools: f.acts.Tools, Copies: f.acts.Copies}
 }
 
 func steered(repo string) spec.Agent {
@@ -131,11 +133,11 @@ func TestRegressionCallerKeyPreemptsADelivery(t *testing.T) {
 	f := setup(t)
 	ctx := context.Background()
 	s := f.service(t, steered(f.repo))
-	x, err := s.CreateSession(ctx, CreateRequest{Agent: "steered", Repo: f.repo, Message: "start"}, session.Sender{Kind: session.SenderOperator, ID: "t"})
+	x, err := s.CreateSession(ctx, wire.CreateRequest{Agent: "steered", Repo: f.repo, Message: "start"}, session.Sender{Kind: session.SenderOperator, ID: "t"})
 	require.NoError(t, err)
-	_, err = s.Send(ctx, x.ID, SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"hello"}`), IdempotencyKey: "delivery:hook:gh-1"}, session.Sender{Kind: session.SenderOperator, ID: "t"})
+	_, err = s.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"hello"}`), IdempotencyKey: "delivery:hook:gh-1"}, session.Sender{Kind: session.SenderOperator, ID: "t"})
 	require.ErrorIs(t, err, errdefs.ErrInvalid, "a caller may not use the platform's delivery key space")
-	_, err = s.CreateSession(ctx, CreateRequest{Agent: "steered", Repo: f.repo, Message: "x", IdempotencyKey: "trigger:hook:gh-2"}, session.Sender{Kind: session.SenderOperator, ID: "t"})
+	_, err = s.CreateSession(ctx, wire.CreateRequest{Agent: "steered", Repo: f.repo, Message: "x", IdempotencyKey: "trigger:hook:gh-2"}, session.Sender{Kind: session.SenderOperator, ID: "t"})
 	require.ErrorIs(t, err, errdefs.ErrInvalid)
 	res, err := s.Trigger(ctx, "default", "hook", "github.push", "gh-1", map[string]any{})
 	require.NoError(t, err)
@@ -153,7 +155,7 @@ func TestRegressionExtendATerminalSession(t *testing.T) {
 	_, err := f.acts.Park(ctx, "s1", "", bound.AwaitingExtension, "budget")
 	require.NoError(t, err)
 	require.NoError(t, f.store.StopSession(ctx, "s1", session.StopPayload{Reason: "enough"}))
-	p, err := s.Extend(ctx, "s1", ExtendRequest{}, session.Sender{Kind: session.SenderOperator, ID: "ana"})
+	p, err := s.Extend(ctx, "s1", wire.ExtendRequest{}, session.Sender{Kind: session.SenderOperator, ID: "ana"})
 	cmds, _ := f.store.ListCommands(ctx, "s1")
 	for _, c := range cmds {
 		t.Logf("command %s %s", c.ID, c.State)

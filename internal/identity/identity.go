@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
@@ -97,7 +98,7 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 // dashes and underscores, starting with a letter or digit.
 func ValidUser(name string) error {
 	if !nameRE.MatchString(name) {
-		return fmt.Errorf("user name %q: want 1-63 lowercase letters, digits, '.', '-' or '_', starting with a letter or digit", clip(name))
+		return fmt.Errorf("user name %q: want 1-63 lowercase letters, digits, '.', '-' or '_', starting with a letter or digit", clip.String(name, 80))
 	}
 	return nil
 }
@@ -119,13 +120,6 @@ func UserFromClaim(claim string) (string, error) {
 		name = name[:63]
 	}
 	return name, ValidUser(name)
-}
-
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
 }
 
 // TokenPrefix starts every API token, so a leaked one is recognizable.

@@ -20,6 +20,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // sealed is the finalizer a Session resource carries until its session
@@ -42,7 +43,7 @@ func ensureProject(ctx context.Context, svc *engine.Service, p identity.Principa
 	if !p.Admin {
 		return fmt.Errorf("%w: Paddock has no project %s (the namespace): an administrator creates it (paddock projects create %s)", errdefs.ErrNotFound, name, name)
 	}
-	if err := svc.CreateProject(ctx, p, name); err != nil && !errors.Is(err, errdefs.ErrConflict) {
+	if err := svc.Access.CreateProject(ctx, p, name); err != nil && !errors.Is(err, errdefs.ErrConflict) {
 		return fmt.Errorf("project %s (the namespace): %w", name, err)
 	}
 	return nil
@@ -92,7 +93,7 @@ func (r *agentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err == nil {
 		err = ensureProject(ctx, r.svc, p, u.GetNamespace())
 	}
-	var applied []engine.Applied
+	var applied []wire.Applied
 	if err == nil {
 		var text []byte
 		if text, err = yaml.Marshal(spec); err == nil {
@@ -171,10 +172,10 @@ func (r *sessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			err = ensureProject(ctx, r.svc, asker, u.GetNamespace())
 		}
 		if err == nil {
-			err = r.svc.Allow(ctx, asker, u.GetNamespace(), identity.Start, fmt.Sprintf("project %q", u.GetNamespace()))
+			err = r.svc.Access.Allow(ctx, asker, u.GetNamespace(), identity.Start, fmt.Sprintf("project %q", u.GetNamespace()))
 		}
 		if err == nil {
-			x, err = r.svc.CreateSession(ctx, engine.CreateRequest{Project: u.GetNamespace(), Agent: agent, Repo: repo, Message: message,
+			x, err = r.svc.CreateSession(ctx, wire.CreateRequest{Project: u.GetNamespace(), Agent: agent, Repo: repo, Message: message,
 				IdempotencyKey: "kubernetes/" + string(u.GetUID())}, asker.Sender())
 		}
 		if err != nil {
@@ -214,7 +215,7 @@ func (r *sessionReconciler) stop(ctx context.Context, p identity.Principal, u *u
 	}
 	if !x.Status.Terminal() {
 		payload, _ := json.Marshal(session.StopPayload{Reason: "its Session resource " + u.GetNamespace() + "/" + u.GetName() + " was deleted"})
-		_, err := r.svc.Send(ctx, id, engine.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "kubernetes-delete/" + string(u.GetUID())}, p.Sender())
+		_, err := r.svc.Send(ctx, id, wire.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "kubernetes-delete/" + string(u.GetUID())}, p.Sender())
 		if err != nil && !errors.Is(err, errdefs.ErrConflict) {
 			return false, err
 		}

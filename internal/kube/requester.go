@@ -58,7 +58,7 @@ func (r *requesters) principal(ctx context.Context, u *unstructured.Unstructured
 	if err != nil {
 		return identity.Principal{}, err
 	}
-	return r.svc.Principal(ctx, user, via(u))
+	return r.svc.Access.Principal(ctx, user, via(u))
 }
 
 // user is the Paddock user a Kubernetes user is: named in the mapping

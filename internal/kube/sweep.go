@@ -17,6 +17,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // sweeper stops live sessions started through a Session resource that is
@@ -84,7 +85,7 @@ func (s *sweeper) sweep(ctx context.Context) (int, error) {
 		}
 		payload, _ := json.Marshal(session.StopPayload{Reason: "its Session resource " + key.String() + " is gone"})
 		p := identity.Principal{User: s.admin, Admin: true, Via: x.CreatedBy.Via + ":gone"}
-		_, err = s.svc.Send(ctx, x.ID, engine.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "kubernetes-gone/" + x.ID}, p.Sender())
+		_, err = s.svc.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "kubernetes-gone/" + x.ID}, p.Sender())
 		if err != nil && !errors.Is(err, errdefs.ErrConflict) {
 			return n, err
 		}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+
+	"github.com/paddock-dev/paddock/internal/clip"
 )
 
 // CheckJSON refuses what encoding/json would otherwise accept silently, so
@@ -56,17 +58,17 @@ func CheckJSON(raw []byte, v any) error {
 			}
 			k, _ := tok.(string)
 			if top.keys[k] {
-				return fmt.Errorf("key %q given twice", clipKey(k))
+				return fmt.Errorf("key %q given twice", clip.String(k, 40))
 			}
 			top.keys[k] = true
 			top.wantKey = false
 			if n == 1 && fields != nil && !fields[k] {
 				for f := range fields {
 					if strings.EqualFold(f, k) {
-						return fmt.Errorf("unknown field %q (field names are case-sensitive: %q)", clipKey(k), f)
+						return fmt.Errorf("unknown field %q (field names are case-sensitive: %q)", clip.String(k, 40), f)
 					}
 				}
-				return fmt.Errorf("unknown field %q", clipKey(k))
+				return fmt.Errorf("unknown field %q", clip.String(k, 40))
 			}
 			continue
 		}
@@ -97,13 +99,6 @@ func CheckJSON(raw []byte, v any) error {
 
 // maxDepth bounds the nesting of a document.
 const maxDepth = 100
-
-func clipKey(k string) string {
-	if len(k) > 40 {
-		return k[:40] + "…"
-	}
-	return k
-}
 
 // checkSurrogates refuses \u escapes of surrogates that do not form a pair.
 func checkSurrogates(raw []byte) error {

@@ -50,17 +50,17 @@ func (a *App) renderConsole(w http.ResponseWriter, r *http.Request, status int, 
 		c.TokensOf = minted.User
 	}
 	var err error
-	if c.Projects, err = a.Service.Projects(r.Context(), p); err != nil {
+	if c.Projects, err = a.Service.Access.Projects(r.Context(), p); err != nil {
 		a.problem(w, r, err)
 		return
 	}
 	if p.Admin {
-		if c.Users, err = a.Service.Users(r.Context(), p); err != nil {
+		if c.Users, err = a.Service.Access.Users(r.Context(), p); err != nil {
 			a.problem(w, r, err)
 			return
 		}
 	}
-	if c.Tokens, err = a.Service.Tokens(r.Context(), p, c.TokensOf); err != nil {
+	if c.Tokens, err = a.Service.Access.Tokens(r.Context(), p, c.TokensOf); err != nil {
 		a.problem(w, r, err)
 		return
 	}
@@ -74,7 +74,7 @@ func done(w http.ResponseWriter, r *http.Request, path, what string) {
 
 func (a *App) createProject(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimSpace(r.PostFormValue("name"))
-	if err := a.Service.CreateProject(r.Context(), principal(r), name); err != nil {
+	if err := a.Service.Access.CreateProject(r.Context(), principal(r), name); err != nil {
 		a.problem(w, r, err)
 		return
 	}
@@ -83,7 +83,7 @@ func (a *App) createProject(w http.ResponseWriter, r *http.Request) {
 
 func (a *App) createUser(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimSpace(r.PostFormValue("name"))
-	if _, err := a.Service.CreateUser(r.Context(), principal(r), name, r.PostFormValue("admin") == "true"); err != nil {
+	if _, err := a.Service.Access.CreateUser(r.Context(), principal(r), name, r.PostFormValue("admin") == "true"); err != nil {
 		a.problem(w, r, err)
 		return
 	}
@@ -119,7 +119,7 @@ func (a *App) mintToken(w http.ResponseWriter, r *http.Request) {
 		}
 		ttl = d
 	}
-	t, full, err := a.Service.NewToken(r.Context(), p, user, strings.TrimSpace(r.PostFormValue("label")), ttl)
+	t, full, err := a.Service.Access.NewToken(r.Context(), p, user, strings.TrimSpace(r.PostFormValue("label")), ttl)
 	if err != nil {
 		a.problem(w, r, err)
 		return
@@ -130,7 +130,7 @@ func (a *App) mintToken(w http.ResponseWriter, r *http.Request) {
 
 func (a *App) revokeToken(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := a.Service.RevokeToken(r.Context(), principal(r), id); err != nil {
+	if err := a.Service.Access.RevokeToken(r.Context(), principal(r), id); err != nil {
 		a.problem(w, r, err)
 		return
 	}
@@ -173,7 +173,7 @@ func (a *App) project(w http.ResponseWriter, r *http.Request) {
 func (a *App) renderProject(w http.ResponseWriter, r *http.Request, status int, pg ProjectPage) {
 	pg.Name, pg.Roles = r.PathValue("name"), identity.Roles
 	var err error
-	if pg.Members, err = a.Service.Members(r.Context(), principal(r), pg.Name); err != nil {
+	if pg.Members, err = a.Service.Access.Members(r.Context(), principal(r), pg.Name); err != nil {
 		a.problem(w, r, err)
 		return
 	}
@@ -211,7 +211,7 @@ func policyYAML(p *policy.Policy) string {
 func (a *App) managed(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
-		if err := a.Service.Allow(r.Context(), principal(r), name, identity.Manage, "project "+name); err != nil {
+		if err := a.Service.Access.Allow(r.Context(), principal(r), name, identity.Manage, "project "+name); err != nil {
 			a.problem(w, r, err)
 			return
 		}
@@ -223,7 +223,7 @@ func (a *App) setMember(w http.ResponseWriter, r *http.Request) {
 	name, user := r.PathValue("name"), strings.TrimSpace(r.PostFormValue("user"))
 	role, err := identity.ParseRole(r.PostFormValue("role"))
 	if err == nil {
-		err = a.Service.SetMember(r.Context(), principal(r), identity.Membership{Project: name, User: user, Role: role})
+		err = a.Service.Access.SetMember(r.Context(), principal(r), identity.Membership{Project: name, User: user, Role: role})
 	}
 	if err != nil {
 		a.problem(w, r, err)
@@ -234,7 +234,7 @@ func (a *App) setMember(w http.ResponseWriter, r *http.Request) {
 
 func (a *App) removeMember(w http.ResponseWriter, r *http.Request) {
 	name, user := r.PathValue("name"), r.PathValue("user")
-	if err := a.Service.RemoveMember(r.Context(), principal(r), name, user); err != nil {
+	if err := a.Service.Access.RemoveMember(r.Context(), principal(r), name, user); err != nil {
 		a.problem(w, r, err)
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -33,12 +34,12 @@ func BenchmarkSessionsPage(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	svc := &engine.Service{Store: st}
+	svc := &engine.Service{Store: st, Access: &access.Service{Store: st}}
 	dir := b.TempDir()
-	if _, err := svc.Bootstrap(ctx, dir, "bench"); err != nil {
+	if _, err := svc.Access.Bootstrap(ctx, dir, "bench"); err != nil {
 		b.Fatal(err)
 	}
-	token, _ := os.ReadFile(filepath.Join(dir, engine.AdminTokenFile))
+	token, _ := os.ReadFile(filepath.Join(dir, access.AdminTokenFile))
 	agent := spec.Record{Project: "default", Name: "a", Spec: json.RawMessage(`{"name":"a"}`), Digest: "d"}
 	for i := range 500 {
 		if _, _, err := st.CreateSession(ctx, store.NewSession{ID: fmt.Sprintf("s%03d", i), Project: "default", Agent: agent, DisplayTitle: fmt.Sprintf("fix issue %d", i),

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -29,11 +30,11 @@ func TestFormsAreGuarded(t *testing.T) {
 	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "paddock.db"), nil)
 	require.NoError(t, err)
 	defer st.Close()
-	svc := &engine.Service{Store: st}
+	svc := &engine.Service{Store: st, Access: &access.Service{Store: st}}
 	dir := t.TempDir()
-	_, err = svc.Bootstrap(ctx, dir, "guard")
+	_, err = svc.Access.Bootstrap(ctx, dir, "guard")
 	require.NoError(t, err)
-	raw, _ := os.ReadFile(filepath.Join(dir, engine.AdminTokenFile))
+	raw, _ := os.ReadFile(filepath.Join(dir, access.AdminTokenFile))
 	token := strings.TrimSpace(string(raw))
 	app, err := web.New(svc, slog.New(slog.DiscardHandler), nil)
 	require.NoError(t, err)

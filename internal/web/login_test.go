@@ -41,24 +41,24 @@ func TestWebLoginIsASessionOfItsOwn(t *testing.T) {
 	require.NotEqual(t, typed, c.Value, "the cookie holds the API token typed in")
 	require.LessOrEqual(t, c.MaxAge, int(time.Hour.Seconds()), "the web login outlives the token it was opened with")
 	require.Equal(t, 200, e.do("GET", "/inbox", c.Value, nil, nil).Code)
-	p, err := e.svc.Authenticate(ctx, c.Value)
+	p, err := e.svc.Access.Authenticate(ctx, c.Value)
 	require.NoError(t, err)
 	require.Equal(t, "ada", p.User)
 
 	// Logout revokes the web login: the copied cookie no longer works.
 	w := e.do("POST", "/logout", c.Value, url.Values{"csrf": {e.csrf(c.Value)}}, nil)
 	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
-	_, err = e.svc.Authenticate(ctx, c.Value)
+	_, err = e.svc.Access.Authenticate(ctx, c.Value)
 	require.ErrorIs(t, err, errdefs.ErrUnauthenticated, "the cookie still authenticates after logout")
 	require.Equal(t, http.StatusSeeOther, e.do("GET", "/inbox", c.Value, nil, nil).Code, "a page still opens with the logged-out cookie")
-	_, err = e.svc.Authenticate(ctx, typed)
+	_, err = e.svc.Access.Authenticate(ctx, typed)
 	require.NoError(t, err, "logging out of the web app leaves the API token alone")
 
 	// Revoking the token typed in ends the web logins opened with it.
 	c = e.loginCookie(typed)
 	id, _, err := identity.ParseToken(typed)
 	require.NoError(t, err)
-	require.NoError(t, e.svc.RevokeToken(ctx, e.admin, id))
-	_, err = e.svc.Authenticate(ctx, c.Value)
+	require.NoError(t, e.svc.Access.RevokeToken(ctx, e.admin, id))
+	_, err = e.svc.Access.Authenticate(ctx, c.Value)
 	require.ErrorIs(t, err, errdefs.ErrUnauthenticated, "a web login outlives the revocation of its token")
 }

@@ -42,11 +42,11 @@ func random() string {
 }
 
 func (a *App) oauth(r *http.Request) (*oauth2.Config, error) {
-	ep, err := a.Service.OIDC.Endpoint(r.Context())
+	ep, err := a.Service.Access.OIDC.Endpoint(r.Context())
 	if err != nil {
 		return nil, err
 	}
-	cfg := a.Service.OIDC.Config()
+	cfg := a.Service.Access.OIDC.Config()
 	scheme := "http"
 	if secure(r) {
 		scheme = "https"
@@ -55,7 +55,7 @@ func (a *App) oauth(r *http.Request) (*oauth2.Config, error) {
 }
 
 func (a *App) directoryLogin(w http.ResponseWriter, r *http.Request) {
-	if a.Service.OIDC == nil {
+	if a.Service.Access.OIDC == nil {
 		a.fail(w, r, http.StatusNotFound, "login through a directory is not configured on this server: log in with an API token")
 		return
 	}
@@ -104,7 +104,7 @@ func (a *App) directoryCallback(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: "", Path: callback, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: secure(r), MaxAge: -1})
 	q := r.URL.Query()
 	switch {
-	case a.Service.OIDC == nil:
+	case a.Service.Access.OIDC == nil:
 		a.fail(w, r, http.StatusNotFound, "login through a directory is not configured on this server")
 		return
 	case p == nil || !hmac.Equal([]byte(q.Get("state")), []byte(p.State)):
@@ -129,7 +129,7 @@ func (a *App) directoryCallback(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusBadGateway, "the directory returned no ID token (is the openid scope allowed for Paddock's client?)")
 		return
 	}
-	t, full, err := a.Service.LoginOIDC(r.Context(), id, tok.AccessToken, p.Nonce, true)
+	t, full, err := a.Service.Access.LoginOIDC(r.Context(), id, tok.AccessToken, p.Nonce, true)
 	if err != nil {
 		a.problem(w, r, err)
 		return
@@ -139,4 +139,4 @@ func (a *App) directoryCallback(w http.ResponseWriter, r *http.Request) {
 }
 
 // Directory says whether the login page offers the directory.
-func (a *App) directory() bool { return a.Service.OIDC != nil }
+func (a *App) directory() bool { return a.Service.Access.OIDC != nil }

@@ -21,7 +21,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/shellcheck"
 	"github.com/paddock-dev/paddock/internal/spec"
-	"github.com/paddock-dev/paddock/internal/workspace"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 func (a *App) loginPage(w http.ResponseWriter, r *http.Request) {
@@ -64,7 +64,7 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := strings.TrimSpace(r.PostFormValue("token"))
-	t, full, err := a.Service.OpenWebSession(r.Context(), api.Source(r), token)
+	t, full, err := a.Service.Access.OpenWebSession(r.Context(), api.Source(r), token)
 	var throttled *errdefs.ThrottledError
 	if errors.As(err, &throttled) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(throttled.Wait.Seconds())+1))
@@ -89,7 +89,7 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 // this browser.
 func (a *App) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(api.TokenCookie); err == nil {
-		if err := a.Service.CloseWebSession(r.Context(), c.Value); err != nil {
+		if err := a.Service.Access.CloseWebSession(r.Context(), c.Value); err != nil {
 			a.problem(w, r, err)
 			return
 		}
@@ -217,7 +217,7 @@ func (a *App) sessionFor(r *http.Request, id string, act identity.Action) (sessi
 }
 
 func (a *App) can(r *http.Request, project string, act identity.Action) bool {
-	return a.Service.Allow(r.Context(), principal(r), project, act, "") == nil
+	return a.Service.Access.Allow(r.Context(), principal(r), project, act, "") == nil
 }
 
 func (a *App) session(w http.ResponseWriter, r *http.Request) {
@@ -248,7 +248,7 @@ func (a *App) send(w http.ResponseWriter, r *http.Request, kind session.CommandK
 		return
 	}
 	data, _ := json.Marshal(payload)
-	if _, err := a.Service.Send(r.Context(), r.PathValue("id"), engine.SendRequest{Kind: kind, Payload: data}, sender(r)); err != nil {
+	if _, err := a.Service.Send(r.Context(), r.PathValue("id"), wire.SendRequest{Kind: kind, Payload: data}, sender(r)); err != nil {
 		a.problem(w, r, err)
 		return
 	}
@@ -291,7 +291,7 @@ func (a *App) decided(act func(r *http.Request, id string, by session.Sender) er
 // DiffPage is a session's deliverable as a person reviews it (redacted).
 type DiffPage struct {
 	Session  session.Session
-	Diff     workspace.Diff
+	Diff     session.Diff
 	Problem  string
 	CanSteer bool
 	// Notice says where the last acceptance went.
@@ -347,7 +347,7 @@ func (a *App) answer(w http.ResponseWriter, r *http.Request) {
 // Inbox is what waits on the caller.
 type Inbox struct {
 	Approvals []Pending
-	Parked    []engine.Parked
+	Parked    []wire.Parked
 	// Requests wait on the caller as the requester of their sessions:
 	// credentials to give, an identity to choose.
 	Requests []Request
@@ -356,7 +356,7 @@ type Inbox struct {
 // Request is a session of the caller's waiting for their credentials or
 // their choice of identity.
 type Request struct {
-	engine.Parked
+	wire.Parked
 	// Credentials names what the agent asks for.
 	Credentials []string
 }
@@ -387,7 +387,7 @@ func (a *App) inbox(w http.ResponseWriter, r *http.Request) {
 }
 
 // own says a park waits on the session's requester alone.
-func own(p engine.Parked) bool {
+func own(p wire.Parked) bool {
 	return p.Reason == string(bound.AwaitingCredentials) || p.Reason == string(bound.AwaitingIdentity)
 }
 
@@ -457,8 +457,8 @@ func (a *App) decide(w http.ResponseWriter, r *http.Request) {
 // AuditPage is a session's log and its verification.
 type AuditPage struct {
 	Session session.Session
-	Entries []engine.AuditEntry
-	Report  engine.AuditReport
+	Entries []wire.AuditEntry
+	Report  wire.AuditReport
 }
 
 func (a *App) audit(w http.ResponseWriter, r *http.Request) {

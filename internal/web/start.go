@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/paddock-dev/paddock/internal/api"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/spec"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // NewPage is the form that starts a session: the projects the caller may
@@ -27,7 +27,7 @@ func (a *App) newPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *App) renderNew(w http.ResponseWriter, r *http.Request, status int, n NewPage) {
-	ms, err := a.Service.Projects(r.Context(), principal(r))
+	ms, err := a.Service.Access.Projects(r.Context(), principal(r))
 	if err != nil {
 		a.problem(w, r, err)
 		return
@@ -56,11 +56,11 @@ func (a *App) start(w http.ResponseWriter, r *http.Request) {
 	if n.Project == "" {
 		n.Project = spec.DefaultProject // as the API does: the project checked is the one started in
 	}
-	if err := a.Service.Allow(r.Context(), principal(r), n.Project, identity.Start, "project "+n.Project); err != nil {
+	if err := a.Service.Access.Allow(r.Context(), principal(r), n.Project, identity.Start, "project "+n.Project); err != nil {
 		a.problem(w, r, err)
 		return
 	}
-	x, err := a.Service.CreateSession(r.Context(), engine.CreateRequest{Project: n.Project, Agent: n.Agent, Repo: n.Repo, Message: n.Message,
+	x, err := a.Service.CreateSession(r.Context(), wire.CreateRequest{Project: n.Project, Agent: n.Agent, Repo: n.Repo, Message: n.Message,
 		IdempotencyKey: "web/" + n.Key}, sender(r))
 	if err != nil && x.ID == "" {
 		if status, _ := api.StatusOf(err); status < 500 {

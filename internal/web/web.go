@@ -29,6 +29,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 //go:embed templates/*.html
@@ -126,7 +127,7 @@ func (a *App) Handler() http.Handler {
 		return err
 	}))))
 	mux.HandleFunc("POST /sessions/{id}/extend", a.authed(a.form(a.decided(func(r *http.Request, id string, by session.Sender) error {
-		_, err := a.Service.Extend(r.Context(), id, engine.ExtendRequest{Note: r.PostFormValue("note")}, by)
+		_, err := a.Service.Extend(r.Context(), id, wire.ExtendRequest{Note: r.PostFormValue("note")}, by)
 		return err
 	}))))
 	mux.HandleFunc("POST /sessions/{id}/accept", a.authed(a.form(func(w http.ResponseWriter, r *http.Request) {
@@ -178,7 +179,7 @@ func (a *App) authed(h http.HandlerFunc) http.HandlerFunc {
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
-		p, err := a.Service.AuthenticateFrom(r.Context(), api.Source(r), c.Value)
+		p, err := a.Service.Access.AuthenticateFrom(r.Context(), api.Source(r), c.Value)
 		var throttled *errdefs.ThrottledError
 		if errors.As(err, &throttled) {
 			w.Header().Set("Retry-After", strconv.Itoa(int(throttled.Wait.Seconds())+1))

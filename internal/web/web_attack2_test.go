@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/api"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -150,14 +150,14 @@ func TestAttack2HiddenSessionFormsAre404(t *testing.T) {
 		assert.NotContains(t, w.Body.String(), "secret\n", c.path)
 	}
 	// Another user's token: the same 404 as a token that does not exist.
-	root, err := e.svc.Tokens(ctx, e.admin, "root")
+	root, err := e.svc.Access.Tokens(ctx, e.admin, "root")
 	require.NoError(t, err)
 	require.NotEmpty(t, root)
 	a := e.do("POST", "/admin/tokens/"+root[0].ID+"/revoke", mia, url.Values{"csrf": {e.csrf(mia)}}, nil)
 	b := e.do("POST", "/admin/tokens/nosuchtoken/revoke", mia, url.Values{"csrf": {e.csrf(mia)}}, nil)
 	require.Equal(t, http.StatusNotFound, a.Code)
 	require.Equal(t, b.Code, a.Code)
-	_, err = e.svc.Authenticate(ctx, e.root)
+	_, err = e.svc.Access.Authenticate(ctx, e.root)
 	require.NoError(t, err, "root's token still works")
 	// Nor does ?user= list another's tokens.
 	require.NotContains(t, e.do("GET", "/admin?user=root", mia, nil, nil).Body.String(), root[0].ID)
@@ -194,7 +194,7 @@ func TestAttack2DirectoryLoginCookie(t *testing.T) {
 	}))
 	defer dir.Close()
 	issuer = dir.URL
-	e.svc.OIDC = engine.NewOIDC(issuer, "paddock-web", "")
+	e.svc.Access.OIDC = access.NewOIDC(issuer, "paddock-web", "")
 
 	callback := func(state, cookie string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("GET", "/login/oidc/callback?code=c&state="+url.QueryEscape(state), nil)

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
@@ -54,11 +55,11 @@ func atkSetup(t *testing.T) *atkEnv {
 	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "paddock.db"), nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
-	svc := &engine.Service{Store: st, Temporal: atkTemporal{}}
+	svc := &engine.Service{Store: st, Access: &access.Service{Store: st}, Temporal: atkTemporal{}}
 	dir := t.TempDir()
-	_, err = svc.Bootstrap(ctx, dir, "root")
+	_, err = svc.Access.Bootstrap(ctx, dir, "root")
 	require.NoError(t, err)
-	raw, _ := os.ReadFile(filepath.Join(dir, engine.AdminTokenFile))
+	raw, _ := os.ReadFile(filepath.Join(dir, access.AdminTokenFile))
 	app, err := web.New(svc, slog.New(slog.DiscardHandler), nil)
 	require.NoError(t, err)
 	return &atkEnv{t: t, svc: svc, st: st, h: app.Handler(), admin: identity.Principal{User: "root", Admin: true}, root: strings.TrimSpace(string(raw))}
@@ -67,19 +68,19 @@ func atkSetup(t *testing.T) *atkEnv {
 // user creates a user with role in project and returns a token of theirs.
 func (e *atkEnv) user(name, project string, role identity.Role) string {
 	ctx := context.Background()
-	_, err := e.svc.CreateUser(ctx, e.admin, name, false)
+	_, err := e.svc.Access.CreateUser(ctx, e.admin, name, false)
 	require.NoError(e.t, err)
 	if project != "" {
-		_ = e.svc.CreateProject(ctx, e.admin, project)
-		require.NoError(e.t, e.svc.SetMember(ctx, e.admin, identity.Membership{Project: project, User: name, Role: role}))
+		_ = e.svc.Access.CreateProject(ctx, e.admin, project)
+		require.NoError(e.t, e.svc.Access.SetMember(ctx, e.admin, identity.Membership{Project: project, User: name, Role: role}))
 	}
-	_, secret, err := e.svc.NewToken(ctx, e.admin, name, "t", time.Hour)
+	_, secret, err := e.svc.Access.NewToken(ctx, e.admin, name, "t", time.Hour)
 	require.NoError(e.t, err)
 	return secret
 }
 
 func (e *atkEnv) session(id, project, title string) {
-	_ = e.svc.CreateProject(context.Background(), e.admin, project)
+	_ = e.svc.Access.CreateProject(context.Background(), e.admin, project)
 	_, _, err := e.st.CreateSession(context.Background(), store.NewSession{ID: id, Project: project, DisplayTitle: title,
 		Agent:     spec.Record{Project: project, Name: "a", Spec: []byte(`{}`), Digest: "d"},
 		CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "root"}, StartKind: session.KindStart})
@@ -254,7 +255,7 @@ func TestConsoleRefusesWhatTheRoleDoesNot(t *testing.T) {
 	// Without the form's token nothing changes, even for the admin.
 	w := e.do("POST", "/admin/users", e.root, url.Values{"name": {"nocsrf"}}, nil)
 	require.Equal(t, http.StatusForbidden, w.Code)
-	users, err := e.svc.Users(ctx, e.admin)
+	users, err := e.svc.Access.Users(ctx, e.admin)
 	require.NoError(t, err)
 	for _, u := range users {
 		require.NotContains(t, []string{"sneaky", "nocsrf"}, u.Name)
@@ -262,7 +263,7 @@ func TestConsoleRefusesWhatTheRoleDoesNot(t *testing.T) {
 	x, err := e.st.GetSession(ctx, "s-secret")
 	require.NoError(t, err)
 	require.Equal(t, session.StatusQueued, x.Status, "the hidden session was not touched")
-	ms, err := e.svc.Members(ctx, e.admin, "mine")
+	ms, err := e.svc.Access.Members(ctx, e.admin, "mine")
 	require.NoError(t, err)
 	for _, m := range ms {
 		require.NotEqual(t, identity.Admin, m.Role, "nobody became admin of mine")

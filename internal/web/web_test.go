@@ -17,13 +17,13 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddock-dev/paddock/internal/api"
+	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // chromium is the headless browser the tests drive (Debian's chromium).
@@ -76,7 +76,7 @@ func TestWebAppEndToEnd(t *testing.T) {
 		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	require.NoError(t, err)
 	defer a.Stop()
-	token, err := os.ReadFile(filepath.Join(dir, engine.AdminTokenFile))
+	token, err := os.ReadFile(filepath.Join(dir, access.AdminTokenFile))
 	require.NoError(t, err)
 	admin := client.New(a.URL).WithToken(string(token))
 	ctx := context.Background()
@@ -87,7 +87,7 @@ func TestWebAppEndToEnd(t *testing.T) {
 	_, err = admin.CreateUser(ctx, "otto", false)
 	require.NoError(t, err)
 	require.NoError(t, admin.SetMember(ctx, "elsewhere", "otto", identity.Member))
-	otto, err := admin.CreateToken(ctx, api.NewToken{User: "otto"})
+	otto, err := admin.CreateToken(ctx, wire.NewToken{User: "otto"})
 	require.NoError(t, err)
 
 	actx, cancelA := chromedp.NewExecAllocator(ctx, chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
@@ -180,7 +180,7 @@ func TestWebAppEndToEnd(t *testing.T) {
 	require.Equal(t, origin, x.Repo)
 	run("back to the list", chromedp.Navigate(a.URL+"/"), chromedp.WaitVisible(chromedp.ID("rows")))
 	// The list updates without a reload: a session created now appears.
-	y, err := admin.CreateSession(ctx, engine.CreateRequest{Model: "replay/demo", Repo: repo(t), Message: "a second one"})
+	y, err := admin.CreateSession(ctx, wire.CreateRequest{Model: "replay/demo", Repo: repo(t), Message: "a second one"})
 	require.NoError(t, err)
 	run("the new session appears without a reload",
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-id="`+y.ID+`"]`)),
@@ -308,9 +308,9 @@ func TestWebAppEndToEnd(t *testing.T) {
 	_, err = admin.CreateUser(ctx, "gwen", false)
 	require.NoError(t, err)
 	require.NoError(t, admin.SetMember(ctx, "default", "gwen", identity.Guest))
-	gwen, err := admin.CreateToken(ctx, api.NewToken{User: "gwen"})
+	gwen, err := admin.CreateToken(ctx, wire.NewToken{User: "gwen"})
 	require.NoError(t, err)
-	g, err := client.New(a.URL).WithToken(gwen.Secret).CreateSession(ctx, engine.CreateRequest{Model: "replay/demo", Message: "a guest's try"})
+	g, err := client.New(a.URL).WithToken(gwen.Secret).CreateSession(ctx, wire.CreateRequest{Model: "replay/demo", Message: "a guest's try"})
 	require.NoError(t, err)
 	run("let a guest's session start from the inbox",
 		chromedp.Navigate(a.URL+"/inbox"),

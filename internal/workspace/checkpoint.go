@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/paddock-dev/paddock/internal/clip"
 )
 
 // Change is one file of a checkpoint: how it differs from the base. Mode
@@ -174,7 +176,7 @@ func Restore(ctx context.Context, repo, dir, base string, bundles [][]byte, file
 		}
 	}
 	if _, err := gitRun(ctx, dir, nil, "reset", "--hard", "--quiet", "--no-recurse-submodules", base); err != nil {
-		return fmt.Errorf("the session's base %s cannot be made again (the repository no longer has it?): %w", short(base), err)
+		return fmt.Errorf("the session's base %s cannot be made again (the repository no longer has it?): %w", clip.ID(base), err)
 	}
 	return WriteBack(dir, files)
 }

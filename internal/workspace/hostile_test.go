@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/stretchr/testify/require"
 )
 
@@ -238,7 +239,7 @@ func TestAcceptingRunsNoDeliveredHook(t *testing.T) {
 	for _, f := range d.Files {
 		require.True(t, f.Flagged, f.Path)
 	}
-	_, err = Apply(ctx, src, d, AsCommit, "with hooks")
+	_, err = Apply(ctx, src, d, session.AsCommit, "with hooks")
 	require.NoError(t, err)
 	require.FileExists(t, filepath.Join(src, ".husky", "post-commit"), "the hooks are delivered")
 	require.NoFileExists(t, marker, "but none ran while accepting")

@@ -3,17 +3,19 @@ package workspace
 import (
 	"strings"
 	"testing"
+
+	"github.com/paddock-dev/paddock/internal/session"
 )
 
 func TestDiffRedacted(t *testing.T) {
 	token := "ghp_" + "R5tP9zKq2LmX8vN3bW7cY1dF6gH4jS0aQeUi"
-	d := Diff{
-		Files: []File{{Path: "README.md", Status: "modified"}, {Path: "deploy/config.env", Status: "added"}, {Path: "go.mod", Status: "modified", Flagged: true, Reason: "dependency manifest"}},
+	d := session.Diff{
+		Files: []session.ChangedFile{{Path: "README.md", Status: "modified"}, {Path: "deploy/config.env", Status: "added"}, {Path: "go.mod", Status: "modified", Flagged: true, Reason: "dependency manifest"}},
 		Patch: "diff --git a/README.md b/README.md\n+hello\n" +
 			"diff --git a/deploy/config.env b/deploy/config.env\nnew file mode 100644\n+GITHUB_TOKEN=" + token + "\n" +
 			"diff --git a/go.mod b/go.mod\n+require x v1\n",
 	}
-	r := d.Redacted()
+	r := Redacted(d)
 	if strings.Contains(r.Patch, token) || !strings.Contains(r.Patch, "+GITHUB_TOKEN=[REDACTED:github-pat]") {
 		t.Fatalf("patch not redacted:\n%s", r.Patch)
 	}
@@ -29,8 +31,8 @@ func TestDiffRedacted(t *testing.T) {
 	if d.Files[1].Flagged {
 		t.Error("Redacted modified the original diff")
 	}
-	clean := Diff{Files: d.Files[:1], Patch: "diff --git a/README.md b/README.md\n+hello\n"}
-	if got := clean.Redacted(); got.Patch != clean.Patch || got.Files[0].Flagged {
+	clean := session.Diff{Files: d.Files[:1], Patch: "diff --git a/README.md b/README.md\n+hello\n"}
+	if got := Redacted(clean); got.Patch != clean.Patch || got.Files[0].Flagged {
 		t.Errorf("clean diff changed: %+v", got)
 	}
 }

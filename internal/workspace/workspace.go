@@ -16,75 +16,44 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/secret"
+	"github.com/paddock-dev/paddock/internal/session"
 )
-
-// File is one changed file of a diff.
-type File struct {
-	Path    string `json:"path"`
-	Status  string `json:"status"` // added, modified, deleted, renamed
-	Flagged bool   `json:"flagged,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-}
-
-// Diff is the session's deliverable: every change against the base commit.
-type Diff struct {
-	Base  string `json:"base"`
-	Files []File `json:"files"`
-	Patch string `json:"patch"`
-	// Tree is the git tree of the working copy the diff was taken from:
-	// accepting names it, so exactly what was reviewed becomes the new base.
-	Tree string `json:"tree,omitempty"`
-	// Skipped are paths left out, each with why: nested repositories
-	// without a commit or that the host will not read, files over
-	// MaxFileSize.
-	Skipped []string `json:"skipped,omitempty"`
-}
-
-// Flagged reports whether any file is under dedicated control.
-func (d Diff) Flagged() []File {
-	var out []File
-	for _, f := range d.Files {
-		if f.Flagged {
-			out = append(out, f)
-		}
-	}
-	return out
-}
 
 // Compute returns the diff of the working copy at dir against base,
 // including new files (not ignored ones). It uses a private index, so the
 // working copy's own index is untouched.
-func Compute(ctx context.Context, dir, base string) (Diff, error) {
+func Compute(ctx context.Context, dir, base string) (session.Diff, error) {
 	tree, skipped, env, done, err := stage(ctx, dir, base)
 	if err != nil {
-		return Diff{}, err
+		return session.Diff{}, err
 	}
 	defer done()
 	patch, err := gitRun(ctx, dir, env, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none", "--submodule=short", base)
 	if err != nil {
-		return Diff{}, err
+		return session.Diff{}, err
 	}
 	names, err := gitRun(ctx, dir, env, "diff", "--cached", "--raw", "-z", "--no-renames", "--no-ext-diff", "--ignore-submodules=none", "--no-abbrev", base)
 	if err != nil {
-		return Diff{}, err
+		return session.Diff{}, err
 	}
-	d := Diff{Base: base, Patch: patch, Files: []File{}, Skipped: skipped, Tree: tree}
+	d := session.Diff{Base: base, Patch: patch, Files: []session.ChangedFile{}, Skipped: skipped, Tree: tree}
 	fields := strings.Split(strings.TrimSuffix(names, "\x00"), "\x00")
 	for i := 0; i+1 < len(fields); i += 2 {
 		// ":OLDMODE NEWMODE OLDSHA NEWSHA STATUS", then the path.
 		raw := strings.Fields(fields[i])
 		if len(raw) < 5 {
-			return Diff{}, fmt.Errorf("git diff --raw: unexpected line %q", fields[i])
+			return session.Diff{}, fmt.Errorf("git diff --raw: unexpected line %q", fields[i])
 		}
-		f := File{Path: fields[i+1], Status: map[string]string{"A": "added", "M": "modified", "D": "deleted", "T": "modified"}[raw[4][:1]]}
+		f := session.ChangedFile{Path: fields[i+1], Status: map[string]string{"A": "added", "M": "modified", "D": "deleted", "T": "modified"}[raw[4][:1]]}
 		f.Flagged, f.Reason = Flag(f.Path)
 		if raw[1] == "120000" {
 			// A link's blob is its target: a link out of the repository
 			// or into .git is flagged (and one into .git refused at accept).
 			target, err := gitRun(ctx, dir, env, "cat-file", "blob", raw[3])
 			if err != nil {
-				return Diff{}, err
+				return session.Diff{}, err
 			}
 			if why := LinkRisk(f.Path, target); why != "" {
 				f.Flagged, f.Reason = true, why
@@ -287,20 +256,11 @@ func Discard(ctx context.Context, dir, base string) error {
 	return err
 }
 
-// ApplyMode says how an accepted diff lands in the user's repository.
-type ApplyMode string
-
-// Apply modes.
-const (
-	AsCommit      ApplyMode = "commit"
-	AsUncommitted ApplyMode = "uncommitted"
-)
-
 // Apply applies a diff to the user's repository at repo: checked first (a
 // patch that does not apply changes nothing), then as uncommitted changes
 // or as a commit under the repository's own git identity. It returns the
 // commit, if one was made.
-func Apply(ctx context.Context, repo string, d Diff, mode ApplyMode, message string) (string, error) {
+func Apply(ctx context.Context, repo string, d session.Diff, mode session.ApplyMode, message string) (string, error) {
 	if strings.TrimSpace(d.Patch) == "" {
 		return "", fmt.Errorf("the session changed nothing: there is no diff to apply")
 	}
@@ -319,13 +279,13 @@ func Apply(ctx context.Context, repo string, d Diff, mode ApplyMode, message str
 	}
 	patch.Close()
 	args := []string{"apply", "--whitespace=nowarn"}
-	if mode == AsCommit {
+	if mode == session.AsCommit {
 		args = append(args, "--index")
 	}
 	if _, err := userGit(ctx, repo, append(append([]string{}, args...), "--check", patch.Name())...); err != nil {
-		return "", fmt.Errorf("the diff does not apply to %s (has it changed since the session's base %s?): %w", repo, short(d.Base), err)
+		return "", fmt.Errorf("the diff does not apply to %s (has it changed since the session's base %s?): %w", repo, clip.ID(d.Base), err)
 	}
-	if mode == AsCommit {
+	if mode == session.AsCommit {
 		// The commit is made under the repository's own identity: without
 		// one, nothing is applied (rather than a change left staged).
 		if _, err := userGit(ctx, repo, "var", "GIT_COMMITTER_IDENT"); err != nil {
@@ -335,7 +295,7 @@ func Apply(ctx context.Context, repo string, d Diff, mode ApplyMode, message str
 	if _, err := userGit(ctx, repo, append(args, patch.Name())...); err != nil {
 		return "", err
 	}
-	if mode != AsCommit {
+	if mode != session.AsCommit {
 		return "", nil
 	}
 	if message == "" {
@@ -353,13 +313,11 @@ func Apply(ctx context.Context, repo string, d Diff, mode ApplyMode, message str
 	return strings.TrimSpace(head), err
 }
 
-func short(s string) string { return s[:min(12, len(s))] }
-
-// Redacted is the diff as a person is shown it: every secret the detector
+// Redacted is diff d as a person is shown it: every secret the detector
 // finds in the patch replaced by [REDACTED:RULE], and each file holding one
 // flagged with its rules (accepting writes the file as the session left it,
 // secret included, so the flag asks for a look first).
-func (d Diff) Redacted() Diff {
+func Redacted(d session.Diff) session.Diff {
 	if len(secret.Find(d.Patch)) == 0 {
 		return d
 	}
@@ -424,7 +382,7 @@ func Branch(ctx context.Context, dir, base, commit, repo, name string) error {
 	}
 	_, err = ownerGit(ctx, repo, fi, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", bundle, bundleRef+":refs/heads/"+name)
 	if err != nil && strings.Contains(err.Error(), "prerequisite") {
-		return fmt.Errorf("%s does not have the session's base %s (an earlier diff was accepted from a terminal?): accept this one from a terminal too: %w", repo, short(base), err)
+		return fmt.Errorf("%s does not have the session's base %s (an earlier diff was accepted from a terminal?): accept this one from a terminal too: %w", repo, clip.ID(base), err)
 	}
 	return err
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/stretchr/testify/require"
 )
 
@@ -54,7 +55,7 @@ func TestComputeApplyDiscard(t *testing.T) {
 
 	d, err := Compute(ctx, work, base)
 	require.NoError(t, err)
-	require.Equal(t, []File{
+	require.Equal(t, []session.ChangedFile{
 		{Path: "go.mod", Status: "modified", Flagged: true, Reason: "dependency manifest"},
 		{Path: "main.go", Status: "modified"},
 		{Path: "new.txt", Status: "added"},
@@ -67,7 +68,7 @@ func TestComputeApplyDiscard(t *testing.T) {
 	// Accept as a commit under the repository's own identity.
 	require.NoError(t, exec.Command("git", "-C", src, "config", "user.name", "Repo Owner").Run())
 	require.NoError(t, exec.Command("git", "-C", src, "config", "user.email", "owner@example.com").Run())
-	commit, err := Apply(ctx, src, d, AsCommit, "Session work")
+	commit, err := Apply(ctx, src, d, session.AsCommit, "Session work")
 	require.NoError(t, err)
 	require.NotEmpty(t, commit)
 	author, _ := exec.Command("git", "-C", src, "log", "-1", "--format=%an <%ae> %s").Output()
@@ -76,14 +77,14 @@ func TestComputeApplyDiscard(t *testing.T) {
 	require.Equal(t, "new\n", string(data))
 
 	// Applying again fails the check and changes nothing.
-	_, err = Apply(ctx, src, d, AsUncommitted, "")
+	_, err = Apply(ctx, src, d, session.AsUncommitted, "")
 	require.ErrorContains(t, err, "does not apply")
 
 	require.NoError(t, Discard(ctx, work, base))
 	d, err = Compute(ctx, work, base)
 	require.NoError(t, err)
 	require.Empty(t, d.Files)
-	_, err = Apply(ctx, src, d, AsCommit, "")
+	_, err = Apply(ctx, src, d, session.AsCommit, "")
 	require.ErrorContains(t, err, "changed nothing")
 }
 
@@ -225,7 +226,7 @@ func TestApplyWithoutIdentityChangesNothing(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(work, "new.txt"), []byte("new\n"), 0o644))
 	d, err := Compute(ctx, work, base)
 	require.NoError(t, err)
-	_, err = Apply(ctx, src, d, AsCommit, "Session work")
+	_, err = Apply(ctx, src, d, session.AsCommit, "Session work")
 	require.ErrorContains(t, err, "nothing was applied")
 	require.ErrorContains(t, err, "config user.email")
 	status, _ := exec.Command("git", "-C", src, "status", "--porcelain").Output()
@@ -233,7 +234,7 @@ func TestApplyWithoutIdentityChangesNothing(t *testing.T) {
 
 	require.NoError(t, exec.Command("git", "-C", src, "config", "user.name", "Repo Owner").Run())
 	require.NoError(t, exec.Command("git", "-C", src, "config", "user.email", "owner@example.com").Run())
-	_, err = Apply(ctx, src, d, AsCommit, "Session work")
+	_, err = Apply(ctx, src, d, session.AsCommit, "Session work")
 	require.NoError(t, err, "the retry goes through")
 }
 
@@ -266,7 +267,7 @@ func TestLinksOutOfTheRepositoryAreFlagged(t *testing.T) {
 	require.Empty(t, reasons["fine"])
 	require.NoError(t, exec.Command("git", "-C", src, "config", "user.name", "o").Run())
 	require.NoError(t, exec.Command("git", "-C", src, "config", "user.email", "o@example.com").Run())
-	_, err = Apply(ctx, src, d, AsCommit, "links")
+	_, err = Apply(ctx, src, d, session.AsCommit, "links")
 	require.ErrorContains(t, err, "a link into .git is never accepted")
 	// Nor by a branch delivered on the server.
 	commit, err := Snapshot(ctx, work, base, d.Tree, "links")

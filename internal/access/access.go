@@ -1,27 +1,46 @@
-package engine
+// Package access is who may do what on a Paddock server: users, their
+// tokens (and web logins, and logins through the organization's
+// directory), projects and the role each member holds in them. Every use
+// case of the core asks it (Allow, Readable) before it acts; everything
+// it changes is written to the access log first.
+package access
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/paddock-dev/paddock/internal/audit"
-	"github.com/paddock-dev/paddock/internal/bound"
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
+	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/throttle"
 )
+
+// Service authenticates callers and keeps users, tokens, projects and
+// members.
+type Service struct {
+	Store store.Store
+	// Guesses counts failed authentications per source address, so
+	// guessing tokens is slowed down (nil: not counted).
+	Guesses *throttle.Failures
+	// Logger reports what callers do not see (failed authentications);
+	// discarded when nil.
+	Logger *slog.Logger
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	// OIDC verifies logins through the organization's directory (nil: not
+	// configured).
+	OIDC *OIDC
+}
 
 // AdminTokenFile is where the first administrator's token is written on
 // first start (mode 0600), for `paddock` commands on the same machine.
@@ -164,7 +183,9 @@ func (s *Service) Readable(ctx context.Context, p identity.Principal, a identity
 	return out, false, nil
 }
 
-func mustAdmin(p identity.Principal, what string) error {
+// MustAdmin refuses anyone but a server administrator what ("creating
+// users").
+func MustAdmin(p identity.Principal, what string) error {
 	if !p.Admin {
 		return fmt.Errorf("%w: %s needs a server administrator; %s is not one", errdefs.ErrDenied, what, p.User)
 	}
@@ -173,7 +194,7 @@ func mustAdmin(p identity.Principal, what string) error {
 
 // CreateUser adds a user (server administrators only).
 func (s *Service) CreateUser(ctx context.Context, p identity.Principal, name string, admin bool) (identity.User, error) {
-	if err := mustAdmin(p, "creating users"); err != nil {
+	if err := MustAdmin(p, "creating users"); err != nil {
 		return identity.User{}, err
 	}
 	if err := identity.ValidUser(name); err != nil {
@@ -183,12 +204,12 @@ func (s *Service) CreateUser(ctx context.Context, p identity.Principal, name str
 	if err != nil {
 		return u, err
 	}
-	return u, s.recordAccess(ctx, p, "user_created", map[string]string{"user": name, "admin": fmt.Sprint(admin)})
+	return u, s.Record(ctx, p, "user_created", map[string]string{"user": name, "admin": fmt.Sprint(admin)})
 }
 
 // Users lists users (server administrators only).
 func (s *Service) Users(ctx context.Context, p identity.Principal) ([]identity.User, error) {
-	if err := mustAdmin(p, "listing users"); err != nil {
+	if err := MustAdmin(p, "listing users"); err != nil {
 		return nil, err
 	}
 	return s.Store.ListUsers(ctx)
@@ -199,7 +220,7 @@ func (s *Service) Users(ctx context.Context, p identity.Principal) ([]identity.U
 // stored. ttl 0 is DefaultTokenLifetime.
 func (s *Service) NewToken(ctx context.Context, p identity.Principal, user, label string, ttl time.Duration) (identity.Token, string, error) {
 	if user != p.User {
-		if err := mustAdmin(p, "a token for another user"); err != nil {
+		if err := MustAdmin(p, "a token for another user"); err != nil {
 			return identity.Token{}, "", err
 		}
 	}
@@ -237,7 +258,7 @@ func (s *Service) NewToken(ctx context.Context, p identity.Principal, user, labe
 	if err != nil {
 		return t, "", err
 	}
-	return t, full, s.recordAccess(ctx, p, "token_created", map[string]string{"token": t.ID, "user": user, "parent": parent,
+	return t, full, s.Record(ctx, p, "token_created", map[string]string{"token": t.ID, "user": user, "parent": parent,
 		"expires": t.ExpiresAt.UTC().Format(time.RFC3339)})
 }
 
@@ -275,14 +296,14 @@ func (s *Service) CloseWebSession(ctx context.Context, token string) error {
 	if err := s.Store.RevokeToken(ctx, id); err != nil {
 		return err
 	}
-	return s.recordAccess(ctx, p, "logout", map[string]string{"token": id})
+	return s.Record(ctx, p, "logout", map[string]string{"token": id})
 }
 
 // Tokens lists user's tokens (theirs, or anyone's for an administrator;
 // "" is everyone's, administrators only).
 func (s *Service) Tokens(ctx context.Context, p identity.Principal, user string) ([]identity.Token, error) {
 	if user != p.User {
-		if err := mustAdmin(p, "another user's tokens"); err != nil {
+		if err := MustAdmin(p, "another user's tokens"); err != nil {
 			return nil, err
 		}
 	}
@@ -302,12 +323,12 @@ func (s *Service) RevokeToken(ctx context.Context, p identity.Principal, id stri
 	if err := s.Store.RevokeToken(ctx, id); err != nil {
 		return err
 	}
-	return s.recordAccess(ctx, p, "token_revoked", map[string]string{"token": id, "user": t.User})
+	return s.Record(ctx, p, "token_revoked", map[string]string{"token": id, "user": t.User})
 }
 
 // CreateProject adds a project (server administrators only).
 func (s *Service) CreateProject(ctx context.Context, p identity.Principal, name string) error {
-	if err := mustAdmin(p, "creating projects"); err != nil {
+	if err := MustAdmin(p, "creating projects"); err != nil {
 		return err
 	}
 	if err := ValidProject(name); err != nil {
@@ -316,7 +337,7 @@ func (s *Service) CreateProject(ctx context.Context, p identity.Principal, name 
 	if err := s.Store.CreateProject(ctx, name); err != nil {
 		return err
 	}
-	return s.recordAccess(ctx, p, "project_created", map[string]string{"project": name})
+	return s.Record(ctx, p, "project_created", map[string]string{"project": name})
 }
 
 // Projects lists the projects p has a role in (every one for an admin).
@@ -360,7 +381,7 @@ func (s *Service) SetMember(ctx context.Context, p identity.Principal, m identit
 	if err := s.Store.SetMember(ctx, m); err != nil {
 		return err
 	}
-	return s.recordAccess(ctx, p, "member_set", map[string]string{"project": m.Project, "user": m.User, "role": string(m.Role)})
+	return s.Record(ctx, p, "member_set", map[string]string{"project": m.Project, "user": m.User, "role": string(m.Role)})
 }
 
 // RemoveMember takes user's role in project away.
@@ -371,7 +392,7 @@ func (s *Service) RemoveMember(ctx context.Context, p identity.Principal, projec
 	if err := s.Store.RemoveMember(ctx, project, user); err != nil {
 		return err
 	}
-	return s.recordAccess(ctx, p, "member_removed", map[string]string{"project": project, "user": user})
+	return s.Record(ctx, p, "member_removed", map[string]string{"project": project, "user": user})
 }
 
 // Members lists a project's members (anyone who may read it).
@@ -431,7 +452,7 @@ func (s *Service) Bootstrap(ctx context.Context, dataDir, admin string) (created
 			return false, err
 		}
 		first, created = admin, true
-		if err := s.recordAccess(ctx, identity.Principal{}, "user_created", map[string]string{"user": admin, "admin": "true", "first": "true"}); err != nil {
+		if err := s.Record(ctx, identity.Principal{}, "user_created", map[string]string{"user": admin, "admin": "true", "first": "true"}); err != nil {
 			return created, err
 		}
 	}
@@ -443,7 +464,7 @@ func (s *Service) Bootstrap(ctx context.Context, dataDir, admin string) (created
 	if err != nil {
 		return created, err
 	}
-	if err := s.recordAccess(ctx, identity.Principal{}, "token_created", map[string]string{"token": t.ID, "user": first, "file": AdminTokenFile}); err != nil {
+	if err := s.Record(ctx, identity.Principal{}, "token_created", map[string]string{"token": t.ID, "user": first, "file": AdminTokenFile}); err != nil {
 		return created, err
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -457,221 +478,9 @@ func (s *Service) Bootstrap(ctx context.Context, dataDir, admin string) (created
 	return created, f.Close()
 }
 
-// RevokeSession stops a session at once on an administrator's word: the
-// stop is a command like any other (its sandbox is destroyed when the turn
-// in flight is cut, its log records who revoked it and is sealed).
-func (s *Service) RevokeSession(ctx context.Context, p identity.Principal, id string) error {
-	payload, _ := json.Marshal(session.StopPayload{Reason: "revoked by " + p.User})
-	_, err := s.send(ctx, id, SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: revokeKey + id},
-		p.Sender())
-	if _, terminal := errors.AsType[*errdefs.TerminalError](err); terminal {
-		return nil // already ended
-	}
-	return err
-}
-
-// revokeKey starts the idempotency key of a revocation's stop: reserved,
-// so no caller can take it first and make the revocation a no-op.
-const revokeKey = "revoke/"
-
-// RevokeUser revokes a user (server administrators only): their tokens
-// stop working on the next call, and every live session they requested is
-// stopped. It returns the sessions stopped and what could not be.
-func (s *Service) RevokeUser(ctx context.Context, p identity.Principal, name string) ([]string, []string, error) {
-	if err := mustAdmin(p, "revoking users"); err != nil {
-		return nil, nil, err
-	}
-	if name == p.User {
-		return nil, nil, fmt.Errorf("%w: you cannot revoke yourself", errdefs.ErrInvalid)
-	}
-	if err := s.Store.RevokeUser(ctx, name); err != nil {
-		return nil, nil, err
-	}
-	if err := s.recordAccess(ctx, p, "user_revoked", map[string]string{"user": name}); err != nil {
-		return nil, nil, err
-	}
-	// Archived sessions too: archiving does not end a session.
-	live, err := sessionsIn(ctx, s.Store, true, session.StatusQueued, session.StatusRunning, session.StatusAwaiting)
-	if err != nil {
-		return nil, nil, err
-	}
-	var stopped, problems []string
-	for _, x := range live {
-		if x.CreatedBy.Kind != session.SenderOperator || x.CreatedBy.ID != name {
-			continue
-		}
-		if err := s.RevokeSession(ctx, p, x.ID); err != nil {
-			problems = append(problems, x.ID+": "+err.Error())
-			continue
-		}
-		stopped = append(stopped, x.ID)
-	}
-	return stopped, problems, nil
-}
-
-// startGate is the park a session waits in before it starts: a guest's
-// sessions need a member's approval to start; an agent whose commands act
-// with the requester's credentials waits for them (nil: it starts at once).
-func (s *Service) startGate(ctx context.Context, id, project string, by session.Sender, sp spec.Agent) (*session.Park, error) {
-	guest, err := s.isGuest(ctx, project, by)
-	if err != nil {
-		return nil, err
-	}
-	if guest {
-		return gatePark(id, bound.AwaitingStartApproval, "requested by "+by.ID+", a guest in project "+project), nil
-	}
-	return identityGate(id, sp, by), nil
-}
-
-// identityGate is the gate after any start approval: the identity choice
-// (ask), or the requester's credentials (requester); nil for an agent
-// without credentials or acting as the project's service identity.
-func identityGate(id string, sp spec.Agent, by session.Sender) *session.Park {
-	if len(sp.Environment.Credentials) == 0 {
-		return nil
-	}
-	switch sp.Identity {
-	case spec.IdentityAsk:
-		return gatePark(id, bound.AwaitingIdentity, "agent "+sp.Name+" acts as its requester or as project "+sp.Project+"'s service identity: "+by.ID+" chooses")
-	case spec.IdentityService:
-		return nil
-	}
-	return credentialsPark(id, sp, by)
-}
-
-func gatePark(id string, r bound.Reason, detail string) *session.Park {
-	return &session.Park{ID: uuid.NewString(), SessionID: id, Reason: string(r), Needs: bound.Needs(r, id), Detail: detail}
-}
-
-func credentialsPark(id string, sp spec.Agent, by session.Sender) *session.Park {
-	return gatePark(id, bound.AwaitingCredentials, "agent "+sp.Name+" acts with the requester's credentials ("+
-		strings.Join(sp.Environment.Credentials, ", ")+"): "+by.ID+" gives them")
-}
-
-func (s *Service) isGuest(ctx context.Context, project string, by session.Sender) (bool, error) {
-	if by.Kind != session.SenderOperator {
-		return false, nil
-	}
-	u, err := s.Store.GetUser(ctx, by.ID)
-	if errors.Is(err, errdefs.ErrNotFound) {
-		return false, nil // not a user: an embedding's caller, not gated here
-	}
-	if err != nil {
-		return false, err
-	}
-	role, ok, err := s.Role(ctx, identity.Principal{User: u.Name, Admin: u.Admin}, project)
-	return ok && role == identity.Guest, err
-}
-
-// awaitingStart says whether session id waits at the door (for a start
-// approval or credentials): its start command held, no workflow yet.
-func (s *Service) awaitingStart(ctx context.Context, id string) (bool, error) {
-	open, err := s.Store.ListParks(ctx, id, true)
-	if err != nil {
-		return false, err
-	}
-	for _, p := range open {
-		if p.RecoveryCommand == id+"-start" {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// ApproveStart decides a guest's session waiting at the door: approved,
-// its start command is released and its workflow starts; rejected, it
-// stops without having run anything, its log sealed. Who decides is
-// recorded; the requester cannot decide their own.
-func (s *Service) ApproveStart(ctx context.Context, id string, approve bool, note string, by session.Sender) (session.Park, error) {
-	if err := checkNote("note", note); err != nil {
-		return session.Park{}, err
-	}
-	p, err := s.openPark(ctx, id, bound.AwaitingStartApproval)
-	if err != nil {
-		return p, err
-	}
-	x, err := s.Store.GetSession(ctx, id)
-	if err != nil {
-		return p, err
-	}
-	if x.CreatedBy.ID == by.ID && x.CreatedBy.Kind == by.Kind {
-		return p, fmt.Errorf("%w: %s requested session %s and cannot approve its start", errdefs.ErrDenied, by.ID, id)
-	}
-	if approve {
-		var sp spec.Agent
-		_ = json.Unmarshal(x.AgentSpec, &sp)
-		if next := identityGate(id, sp, x.CreatedBy); next != nil {
-			return s.Store.PassPark(ctx, p.ID, &by, note, *next)
-		}
-		if sp.Identity == spec.IdentityService {
-			if err := s.adoptServiceCredentials(ctx, x, sp); err != nil {
-				return p, err
-			}
-		}
-		return s.resolve(ctx, p, session.ParkGranted, by, note)
-	}
-	if p, err = s.Store.ResolvePark(ctx, p.ID, session.ParkCanceled, &by, note); err != nil {
-		return p, err
-	}
-	if err := s.Store.StopSession(ctx, id, session.StopPayload{Reason: "start rejected by " + by.ID}); err != nil {
-		return p, err
-	}
-	if s.Sealer != nil {
-		return p, s.Sealer.Seal(ctx, id)
-	}
-	return p, nil
-}
-
-// MaxCredential bounds one credential's value.
-const MaxCredential = 16 << 10
-
-// credentialAD binds a sealed credential to its session and name.
-func credentialAD(sessionID, name string) []byte {
-	return []byte("paddock-credential-v1\n" + sessionID + "\n" + name)
-}
-
-// SetCredentials gives a session waiting for them the credentials its
-// agent declares: the requester's own, so only the requester may give
-// them. They are kept encrypted, never written to the transcript or to
-// workflow history, put in its commands' environment, taken out of their
-// output, and deleted when the session ends.
-func (s *Service) SetCredentials(ctx context.Context, id string, values map[string]string, by session.Sender) (session.Park, error) {
-	x, err := s.Store.GetSession(ctx, id)
-	if err != nil {
-		return session.Park{}, err
-	}
-	if x.CreatedBy.Kind != by.Kind || x.CreatedBy.ID != by.ID {
-		return session.Park{}, fmt.Errorf("%w: session %s acts with the credentials of %s, who requested it; only they may give them", errdefs.ErrDenied, id, x.CreatedBy)
-	}
-	p, err := s.openPark(ctx, id, bound.AwaitingCredentials)
-	if err != nil {
-		return p, err
-	}
-	var sp spec.Agent
-	_ = json.Unmarshal(x.AgentSpec, &sp)
-	sealed := map[string][]byte{}
-	for _, name := range sp.Environment.Credentials {
-		v, ok := values[name]
-		switch {
-		case !ok || v == "":
-			return p, fmt.Errorf("%w: credential %s is missing (agent %s needs %s)", errdefs.ErrInvalid, name, sp.Name, strings.Join(sp.Environment.Credentials, ", "))
-		case len(v) > MaxCredential || strings.ContainsRune(v, 0):
-			return p, fmt.Errorf("%w: credential %s: at most %d bytes, no NUL", errdefs.ErrInvalid, name, MaxCredential)
-		}
-		sealed[name] = s.ContentKey.Encrypt([]byte(v), credentialAD(id, name))
-	}
-	if len(values) != len(sealed) {
-		return p, fmt.Errorf("%w: agent %s takes the credentials %s, no others", errdefs.ErrInvalid, sp.Name, strings.Join(sp.Environment.Credentials, ", "))
-	}
-	if err := s.Store.SetCredentials(ctx, id, sealed); err != nil {
-		return p, err
-	}
-	return s.resolve(ctx, p, session.ParkGranted, by, "credentials given")
-}
-
-// recordAccess appends to the access log what by did (kind, with its
+// Record appends to the access log what by did (kind, with its
 // metadata: names and IDs, never secrets), before the act is reported.
-func (s *Service) recordAccess(ctx context.Context, by identity.Principal, kind string, meta map[string]string) error {
+func (s *Service) Record(ctx context.Context, by identity.Principal, kind string, meta map[string]string) error {
 	if by.Via != "" {
 		meta["authenticatedBy"] = by.Via
 	}
@@ -687,92 +496,31 @@ func (s *Service) recordAccess(ctx context.Context, by identity.Principal, kind 
 
 // AccessLog is the access log (server administrators).
 func (s *Service) AccessLog(ctx context.Context, p identity.Principal) ([]audit.Entry, error) {
-	if err := mustAdmin(p, "the access log"); err != nil {
+	if err := MustAdmin(p, "the access log"); err != nil {
 		return nil, err
 	}
 	return s.Store.AuditLog(ctx, audit.AccessLog)
 }
 
-// projectCredentialAD binds a sealed service credential to its project.
-func projectCredentialAD(project, name string) []byte {
-	return []byte("paddock-project-credential-v1\n" + project + "\n" + name)
+// ValidProject checks a project name from a caller.
+func ValidProject(name string) error {
+	if !spec.ValidName(name) {
+		return fmt.Errorf("%w: project %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, clip.String(name, 64))
+	}
+	return nil
 }
 
-// SetProjectCredentials keeps a project's service credentials (its admins
-// only): what agents acting as the project's service identity give their
-// commands. Values are sealed, never shown again; names are logged.
-func (s *Service) SetProjectCredentials(ctx context.Context, p identity.Principal, project string, values map[string]string) error {
-	if err := s.Allow(ctx, p, project, identity.Manage, fmt.Sprintf("project %q", project)); err != nil {
+// RevokeUser revokes a user (server administrators only): their tokens
+// stop working on the next call. (The core stops their sessions.)
+func (s *Service) RevokeUser(ctx context.Context, p identity.Principal, name string) error {
+	if err := MustAdmin(p, "revoking users"); err != nil {
 		return err
 	}
-	if len(values) == 0 {
-		return fmt.Errorf("%w: no credentials given", errdefs.ErrInvalid)
+	if name == p.User {
+		return fmt.Errorf("%w: you cannot revoke yourself", errdefs.ErrInvalid)
 	}
-	sealed := map[string][]byte{}
-	for _, name := range slices.Sorted(maps.Keys(values)) {
-		v := values[name]
-		if !credentialName.MatchString(name) || v == "" || len(v) > MaxCredential || strings.ContainsRune(v, 0) {
-			return fmt.Errorf("%w: credential %q: want a variable name and a value of 1 to %d bytes without NUL", errdefs.ErrInvalid, name, MaxCredential)
-		}
-		sealed[name] = s.ContentKey.Encrypt([]byte(v), projectCredentialAD(project, name))
-	}
-	if err := s.Store.SetProjectCredentials(ctx, project, sealed); err != nil {
+	if err := s.Store.RevokeUser(ctx, name); err != nil {
 		return err
 	}
-	return s.recordAccess(ctx, p, "service_credentials_set", map[string]string{"project": project, "names": strings.Join(slices.Sorted(maps.Keys(values)), ",")})
-}
-
-var credentialName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// adoptServiceCredentials gives session x the project's service
-// credentials its agent declares (sealed again under the session's own
-// binding), or says which one the project lacks.
-func (s *Service) adoptServiceCredentials(ctx context.Context, x session.Session, sp spec.Agent) error {
-	have, err := s.Store.ProjectCredentials(ctx, x.Project)
-	if err != nil {
-		return err
-	}
-	sealed := map[string][]byte{}
-	for _, name := range sp.Environment.Credentials {
-		v, ok := have[name]
-		if !ok {
-			return fmt.Errorf("%w: project %s has no service credential %s for agent %s: an admin of the project sets it with `paddock projects credentials %s %s`",
-				errdefs.ErrConflict, x.Project, name, sp.Name, x.Project, name)
-		}
-		plain, err := s.ContentKey.Decrypt(v, projectCredentialAD(x.Project, name))
-		if err != nil {
-			return fmt.Errorf("service credential %s of project %s cannot be opened: %w", name, x.Project, err)
-		}
-		sealed[name] = s.ContentKey.Encrypt(plain, credentialAD(x.ID, name))
-	}
-	return s.Store.SetCredentials(ctx, x.ID, sealed)
-}
-
-// ChooseIdentity answers a session waiting for its identity choice (its
-// requester only): as the project's service identity it starts with the
-// project's credentials; as the requester it waits for theirs.
-func (s *Service) ChooseIdentity(ctx context.Context, id, as string, by session.Sender) (session.Park, error) {
-	x, err := s.Store.GetSession(ctx, id)
-	if err != nil {
-		return session.Park{}, err
-	}
-	if x.CreatedBy.Kind != by.Kind || x.CreatedBy.ID != by.ID {
-		return session.Park{}, fmt.Errorf("%w: session %s's identity is chosen by %s, who requested it", errdefs.ErrDenied, id, x.CreatedBy)
-	}
-	p, err := s.openPark(ctx, id, bound.AwaitingIdentity)
-	if err != nil {
-		return p, err
-	}
-	var sp spec.Agent
-	_ = json.Unmarshal(x.AgentSpec, &sp)
-	switch as {
-	case spec.IdentityService:
-		if err := s.adoptServiceCredentials(ctx, x, sp); err != nil {
-			return p, err
-		}
-		return s.resolve(ctx, p, session.ParkGranted, by, "acting as project "+x.Project+"'s service identity")
-	case spec.IdentityRequester:
-		return s.Store.PassPark(ctx, p.ID, &by, "acting as "+by.ID, *credentialsPark(id, sp, x.CreatedBy))
-	}
-	return p, fmt.Errorf("%w: identity %q: want requester or service", errdefs.ErrInvalid, as)
+	return s.Record(ctx, p, "user_revoked", map[string]string{"user": name})
 }

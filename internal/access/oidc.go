@@ -1,4 +1,4 @@
-package engine
+package access
 
 import (
 	"context"
@@ -12,24 +12,15 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
-
-// OIDCConfig tells a client how to log in through the organization's
-// directory (OpenID Connect): the issuer, Paddock's client there (a public
-// client: the CLI uses the authorization code flow with PKCE and a loopback
-// redirect) and the scopes to ask for. An empty Issuer: not configured.
-type OIDCConfig struct {
-	Issuer   string   `json:"issuer,omitempty"`
-	ClientID string   `json:"clientId,omitempty"`
-	Scopes   []string `json:"scopes,omitempty"`
-}
 
 // OIDC verifies ID tokens the directory issued to Paddock's client
 // (coreos/go-oidc: signature against the issuer's published keys, issuer,
 // audience, expiry). The issuer is discovered at the first login, so a
 // directory that is down at start does not stop the server.
 type OIDC struct {
-	cfg OIDCConfig
+	cfg wire.OIDCConfig
 	// Claim names the user: preferred_username by default.
 	claim string
 
@@ -47,13 +38,13 @@ func NewOIDC(issuer, clientID, claim string) *OIDC {
 	if claim == "" {
 		claim = "preferred_username"
 	}
-	return &OIDC{cfg: OIDCConfig{Issuer: issuer, ClientID: clientID, Scopes: []string{oidc.ScopeOpenID, "profile", "email"}}, claim: claim}
+	return &OIDC{cfg: wire.OIDCConfig{Issuer: issuer, ClientID: clientID, Scopes: []string{oidc.ScopeOpenID, "profile", "email"}}, claim: claim}
 }
 
 // Config is what a client needs to log in (empty when not configured).
-func (o *OIDC) Config() OIDCConfig {
+func (o *OIDC) Config() wire.OIDCConfig {
 	if o == nil {
-		return OIDCConfig{}
+		return wire.OIDCConfig{}
 	}
 	return o.cfg
 }
@@ -140,7 +131,7 @@ func (s *Service) LoginOIDC(ctx context.Context, raw, access, nonce string, web 
 			return identity.Token{}, "", fmt.Errorf("%w: the user name %q is taken by an account not tied to this directory identity; an administrator must resolve it", errdefs.ErrConflict, name)
 		}
 		if err == nil {
-			err = s.recordAccess(ctx, identity.Principal{User: u.Name, Via: "oidc:" + iss}, "user_created", map[string]string{"user": u.Name, "issuer": iss})
+			err = s.Record(ctx, identity.Principal{User: u.Name, Via: "oidc:" + iss}, "user_created", map[string]string{"user": u.Name, "issuer": iss})
 		}
 	}
 	if err != nil {
@@ -157,7 +148,7 @@ func (s *Service) LoginOIDC(ctx context.Context, raw, access, nonce string, web 
 	if err != nil {
 		return t, "", err
 	}
-	return t, full, s.recordAccess(ctx, identity.Principal{User: u.Name, Via: "oidc:" + iss}, "login", map[string]string{"token": t.ID, "issuer": iss})
+	return t, full, s.Record(ctx, identity.Principal{User: u.Name, Via: "oidc:" + iss}, "login", map[string]string{"token": t.ID, "issuer": iss})
 }
 
 // Endpoint is the directory's authorization and token endpoints, for a

@@ -1,0 +1,22 @@
+// Package clip shortens what a message quotes: a name, a path or a value
+// a caller sent is quoted up to a bound, "…" marking the cut, which never
+// falls inside a character; an ID or a hash is shown by its first twelve
+// characters, as git shows commits.
+package clip
+
+import "unicode/utf8"
+
+// String is s up to max bytes, with "…" after it when it was longer.
+func String(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// ID is the first twelve characters of an ID or hash.
+func ID(s string) string { return s[:min(12, len(s))] }

@@ -1,0 +1,164 @@
+package internal_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The layers of the tree, from the bottom:
+//
+//   - the foundation (clip, errdefs, identity, session): words every
+//     layer shares, importing none of the others;
+//   - the store: the system of record, knowing nothing of who calls it;
+//   - the core (access, engine): the one door, where every use case
+//     checks its caller;
+//   - the transports (api, web, kube, cli): they decode, call the core
+//     and encode, and never touch the store;
+//   - the client, which speaks the API's wire types and links nothing of
+//     the server;
+//   - app, which wires it all, and alone starts the embedded Temporal
+//     server.
+var (
+	foundation = []string{"clip", "errdefs", "identity", "session"}
+	transports = []string{"api", "web", "kube", "cli"}
+	core       = []string{"access", "engine"}
+	upper      = []string{"api", "web", "kube", "cli", "client", "app"}
+)
+
+// rule is one import rule: the packages who (by their path under
+// internal/, a trailing "/..." for a tree) may not import mayNot, or, with
+// only, import nothing of internal/ but those.
+type rule struct {
+	who    []string
+	mayNot []string
+	only   []string
+	why    string
+}
+
+var rules = []rule{
+	{who: transports, mayNot: []string{"store/..."}, why: "the store belongs to the core: a transport calls the service, which checks its caller"},
+	{who: []string{"client"}, only: []string{"clip", "errdefs", "identity", "session", "spec", "audit", "policy", "bound", "wire"},
+		why: "the client speaks the API's wire types and links nothing of the server (no engine, no Temporal SDK)"},
+	{who: []string{"..."}, mayNot: []string{"temporalserver"}, why: "only app starts the embedded Temporal server"},
+	{who: foundation, only: foundation, why: "the foundation's words import nothing above them"},
+	{who: []string{"store/..."}, mayNot: append(append([]string{}, core...), upper...), why: "the store knows nothing of who calls it"},
+	{who: core, mayNot: upper, why: "the core knows nothing of its transports"},
+}
+
+// exempt are the packages a rule for "..." leaves alone.
+var exempt = map[string][]string{"temporalserver": {"app", "temporalserver"}}
+
+// TestLayers checks every package's imports (not its tests') against
+// the rules.
+func TestLayers(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	graph := map[string][]string{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		graph[local(p.ImportPath)] = mapLocal(p.Imports)
+	}
+	if len(graph["api"]) == 0 || len(graph["engine"]) == 0 {
+		t.Fatalf("go list found no internal imports of api or engine: %v", graph)
+	}
+	for _, v := range violations(graph) {
+		t.Error(v)
+	}
+}
+
+// TestLayersCatchAViolation is the control: a graph breaking each rule
+// is refused, with the rule's reason.
+func TestLayersCatchAViolation(t *testing.T) {
+	bad := map[string][]string{
+		"api":     {"store", "engine"},
+		"web":     {"store/sqlstore"},
+		"client":  {"engine", "session"},
+		"cli":     {"temporalserver"},
+		"session": {"spec"},
+		"store":   {"engine"},
+		"engine":  {"api", "store"},
+		"app":     {"temporalserver", "store"},
+	}
+	got := strings.Join(violations(bad), "\n")
+	for _, want := range []string{"api imports store", "web imports store/sqlstore", "client imports engine", "cli imports temporalserver",
+		"session imports spec", "store imports engine", "engine imports api"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q not reported; got:\n%s", want, got)
+		}
+	}
+	for _, fine := range []string{"app imports", "engine imports store", "client imports session"} {
+		if strings.Contains(got, fine) {
+			t.Errorf("%q reported, but it is allowed:\n%s", fine, got)
+		}
+	}
+}
+
+func violations(graph map[string][]string) []string {
+	var out []string
+	for pkg, imports := range graph {
+		for _, r := range rules {
+			if !matchesAny(pkg, r.who) {
+				continue
+			}
+			for _, imp := range imports {
+				if slices.Contains(exempt[imp], pkg) {
+					continue
+				}
+				if matchesAny(imp, r.mayNot) || (r.only != nil && !matchesAny(imp, r.only) && imp != pkg) {
+					out = append(out, fmt.Sprintf("%s imports %s: %s", pkg, imp, r.why))
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func matchesAny(pkg string, patterns []string) bool {
+	for _, p := range patterns {
+		if p == "..." || p == pkg {
+			return true
+		}
+		if tree, ok := strings.CutSuffix(p, "/..."); ok && (pkg == tree || strings.HasPrefix(pkg, tree+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+const module = "github.com/paddock-dev/paddock/internal/"
+
+// local is an import path under internal/, or "" for any other.
+func local(path string) string {
+	rest, ok := strings.CutPrefix(path, module)
+	if !ok {
+		return ""
+	}
+	return rest
+}
+
+func mapLocal(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if l := local(p); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
