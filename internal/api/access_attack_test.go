@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/paddock-dev/paddock/internal/access"
+	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -53,6 +54,7 @@ func attackServer(t *testing.T) *attackEnv {
 	reg := provider.NewRegistry()
 	reg.Register("replay", func(string) (provider.Provider, error) { return nil, nil })
 	svc := &engine.Service{Store: st, Access: &access.Service{Store: st}, Temporal: fakeTemporal{}, Providers: reg}
+	svc.Audit = &auditlog.Service{Store: st, Access: svc.Access, Sealer: svc.Sealer}
 	dir := t.TempDir()
 	_, err = svc.Access.Bootstrap(context.Background(), dir, "tester")
 	require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/access"
+	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -34,6 +35,7 @@ func server(t *testing.T) *httptest.Server {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	svc := &engine.Service{Store: st, Access: &access.Service{Store: st}}
+	svc.Audit = &auditlog.Service{Store: st, Access: svc.Access, Sealer: svc.Sealer}
 	dir := t.TempDir()
 	_, err = svc.Access.Bootstrap(context.Background(), dir, "tester")
 	require.NoError(t, err)

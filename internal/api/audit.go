@@ -21,7 +21,7 @@ func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	log, err := s.Service.AuditLog(r.Context(), r.PathValue("id"), content)
+	log, err := s.Service.Audit.AuditLog(r.Context(), principal(r), r.PathValue("id"), content)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -30,7 +30,7 @@ func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) contentRetention(w http.ResponseWriter, r *http.Request) {
-	d, err := s.Service.ContentRetention(r.Context(), principal(r), r.PathValue("name"))
+	d, err := s.Service.Audit.ContentRetention(r.Context(), principal(r), r.PathValue("name"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -49,36 +49,15 @@ func (s *Server) setContentRetention(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, fmt.Errorf("%w: content %q: want a duration such as 720h (0s: keep none)", errdefs.ErrInvalid, clip.String(in.Content, 40)))
 		return
 	}
-	if err := s.Service.SetContentRetention(r.Context(), r.PathValue("name"), d); err != nil {
+	if err := s.Service.Audit.SetContentRetention(r.Context(), principal(r), r.PathValue("name"), d); err != nil {
 		s.error(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.Retention{Content: d.String()})
 }
 
-// auditable is whether the caller may audit a project's sessions.
-func (s *Server) auditable(r *http.Request) (func(project string) bool, error) {
-	within, scoped, err := s.scope(r, identity.Audit)
-	return func(project string) bool { return !scoped || slices.Contains(within, project) }, err
-}
-
-// auditSession checks that the caller may audit session id (404 when they
-// have no role in its project).
-func (s *Server) auditSession(r *http.Request, id string) error {
-	_, err := s.Service.SessionFor(r.Context(), principal(r), id, identity.Audit)
-	return err
-}
-
 func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) {
-	keep, err := s.auditable(r)
-	if err == nil && r.URL.Query().Get("session") != "" {
-		err = s.auditSession(r, r.URL.Query().Get("session"))
-	}
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	reports, err := s.Service.VerifyAudit(r.Context(), r.URL.Query().Get("session"), keep)
+	reports, err := s.Service.Audit.VerifyAudit(r.Context(), principal(r), r.URL.Query().Get("session"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -119,7 +98,7 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
 	// following, what is written next, checked for every second.
 	cursor := int64(-1)
 	for started := false; ; started = true {
-		entries, next, full, err := s.Service.AuditAfter(r.Context(), principal(r), cursor, exportPage)
+		entries, next, full, err := s.Service.Audit.AuditAfter(r.Context(), principal(r), cursor, exportPage)
 		if err != nil {
 			if !started {
 				s.error(w, r, err)
@@ -191,7 +170,7 @@ func shrank(before []string, scopedBefore bool, now []string, scopedNow bool) bo
 const exportPage = 1000
 
 func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
-	cp, err := s.Service.Checkpoint(r.Context(), principal(r))
+	cp, err := s.Service.Audit.Checkpoint(r.Context(), principal(r))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -214,11 +193,7 @@ func (s *Server) prove(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := s.auditSession(r, q.Get("session")); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	p, err := s.Service.Prove(r.Context(), q.Get("session"), seq, old)
+	p, err := s.Service.Audit.Prove(r.Context(), principal(r), q.Get("session"), seq, old)
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -28,6 +28,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/api"
+	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/engine"
@@ -176,7 +177,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	if err != nil {
 		return nil, err
 	}
-	sealer := &engine.Sealer{Store: st, Key: key, Now: time.Now, Dir: cfg.AuditCheckpointDir, Witnesses: cfg.AuditWitnesses}
+	sealer := &auditlog.Sealer{Store: st, Key: key, Now: time.Now, Dir: cfg.AuditCheckpointDir, Witnesses: cfg.AuditWitnesses}
 	if sealer.Dir != "" {
 		if err := os.MkdirAll(sealer.Dir, 0o755); err != nil {
 			return nil, fmt.Errorf("PADDOCK_AUDIT_CHECKPOINT_DIR: %w", err)
@@ -187,13 +188,15 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		Now: time.Now, RepositoryRoots: cfg.RepositoryRoots, DataDir: cfg.DataDir, Logger: logger,
 		Access: &access.Service{Store: st, Now: time.Now, OIDC: access.NewOIDC(cfg.OIDCIssuer, cfg.OIDCClientID, cfg.OIDCUsernameClaim),
 			Guesses: &throttle.Failures{}, Logger: logger}}
+	a.Service.Audit = &auditlog.Service{Store: st, Access: a.Service.Access, Sealer: sealer, ContentKey: contentKey, RetainFailed: cfg.RetainFailed,
+		SweepEvery: engine.SweepEvery, Now: time.Now}
 	if created, err := a.Service.Access.Bootstrap(ctx, cfg.DataDir, cfg.AdminUser); err != nil {
 		return nil, fmt.Errorf("first administrator: %w", err)
 	} else if created {
 		logger.Info("created the first administrator; paddock commands on this machine use its token", "user", cfg.AdminUser,
 			"token", filepath.Join(cfg.DataDir, access.AdminTokenFile))
 	}
-	if err := a.Service.UseAuditKey(ctx); err != nil {
+	if err := a.Service.Audit.UseAuditKey(ctx); err != nil {
 		return nil, fmt.Errorf("audit key: %w", err)
 	}
 	acts.Spawner, acts.Triggers, acts.Deliveries = a.Service, a.Service, a.Service

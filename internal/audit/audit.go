@@ -186,3 +186,7 @@ func Verify(session string, entries []Entry, seal *Seal, pubs ...ed25519.PublicK
 func ContentAD(e Entry) []byte {
 	return []byte(fmt.Sprintf("paddock-audit-content-v1\n%s\n%d\n%s", e.Session, e.Seq, e.Digest))
 }
+
+// TreeLog names findings about the tree of every entry rather than one
+// session's log.
+const TreeLog = "audit-tree"

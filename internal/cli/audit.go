@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddock-dev/paddock/internal/audit"
-	"github.com/paddock-dev/paddock/internal/engine"
 )
 
 func newAudit(g *globals) *cobra.Command {
@@ -33,7 +32,7 @@ func newAudit(g *globals) *cobra.Command {
 				entries += r.Entries
 				switch {
 				case r.OK:
-				case r.SessionID == engine.TreeLog:
+				case r.SessionID == audit.TreeLog:
 					broken = append(broken, "the tree of every entry: "+r.Problem)
 				case r.BrokenAt == 0:
 					broken = append(broken, fmt.Sprintf("session %s: %s", r.SessionID, r.Problem))

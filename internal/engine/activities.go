@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/paddock-dev/paddock/internal/agent"
+	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/errdefs"
@@ -50,7 +51,7 @@ type Activities struct {
 	// Deliveries runs the deliveries other nodes hand to this one.
 	Deliveries *Service
 	// Sealer seals a session's audit log before its copy is reaped.
-	Sealer *Sealer
+	Sealer *auditlog.Sealer
 	// Shell runs commands in the sandbox. When the sandbox is unavailable,
 	// SandboxErr says why, and sessions whose agent can run commands fail
 	// at start with that message: there is no unsandboxed fallback.

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/paddock-dev/paddock/internal/access"
+	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
@@ -47,12 +48,14 @@ type Service struct {
 	RetainFailed time.Duration
 	// Sealer seals audit logs before their sessions are reaped, and
 	// verifies the seals.
-	Sealer *Sealer
+	Sealer *auditlog.Sealer
 	// ContentKey seals and opens content at rest (audit content projects
 	// retain, sessions' credentials).
 	ContentKey Cipher
 	// Access says who may do what; every use case asks it first.
 	Access *access.Service
+	// Audit is the audit log's use cases.
+	Audit *auditlog.Service
 	// Logger reports what callers do not see (failed authentications);
 	// discarded when nil.
 	Logger *slog.Logger
@@ -942,4 +945,11 @@ func (s *Service) now() time.Time {
 		return s.Now()
 	}
 	return time.Now()
+}
+
+// Cipher seals and opens content at rest (vault.Key): retained audit
+// content, a session's credentials.
+type Cipher interface {
+	Encrypt(plain, ad []byte) []byte
+	Decrypt(sealed, ad []byte) ([]byte, error)
 }

@@ -223,7 +223,7 @@ func (r *sessionReconciler) stop(ctx context.Context, p identity.Principal, u *u
 	}
 	// Ended without a seal (a failed session's log is sealed when the
 	// collector takes its copy): sealed now, as the resource goes.
-	return r.svc.SealEnded(ctx, p, id)
+	return r.svc.Audit.SealEnded(ctx, p, id)
 }
 
 // mirror writes session x's state into u's status: where it is, what it

@@ -16,6 +16,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/api"
+	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -35,6 +36,7 @@ func BenchmarkSessionsPage(b *testing.B) {
 	}
 	defer st.Close()
 	svc := &engine.Service{Store: st, Access: &access.Service{Store: st}}
+	svc.Audit = &auditlog.Service{Store: st, Access: svc.Access, Sealer: svc.Sealer}
 	dir := b.TempDir()
 	if _, err := svc.Access.Bootstrap(ctx, dir, "bench"); err != nil {
 		b.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/api"
+	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
@@ -31,6 +32,7 @@ func TestFormsAreGuarded(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	svc := &engine.Service{Store: st, Access: &access.Service{Store: st}}
+	svc.Audit = &auditlog.Service{Store: st, Access: svc.Access, Sealer: svc.Sealer}
 	dir := t.TempDir()
 	_, err = svc.Access.Bootstrap(ctx, dir, "guard")
 	require.NoError(t, err)

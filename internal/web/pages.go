@@ -468,11 +468,11 @@ func (a *App) audit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := AuditPage{Session: x}
-	if p.Entries, err = a.Service.AuditLog(r.Context(), x.ID, false); err != nil {
+	if p.Entries, err = a.Service.Audit.AuditLog(r.Context(), principal(r), x.ID, false); err != nil {
 		a.problem(w, r, err)
 		return
 	}
-	reports, err := a.Service.VerifyAudit(r.Context(), x.ID, func(string) bool { return true })
+	reports, err := a.Service.Audit.VerifyAudit(r.Context(), principal(r), x.ID)
 	if err != nil {
 		a.problem(w, r, err)
 		return
@@ -517,7 +517,7 @@ func (a *App) exportAudit(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusBadRequest, "format: want jsonl or cef")
 		return
 	}
-	log, err := a.Service.AuditLog(r.Context(), x.ID, false)
+	log, err := a.Service.Audit.AuditLog(r.Context(), principal(r), x.ID, false)
 	if err != nil {
 		a.problem(w, r, err)
 		return

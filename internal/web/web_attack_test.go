@@ -22,6 +22,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/api"
+	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -56,6 +57,7 @@ func atkSetup(t *testing.T) *atkEnv {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	svc := &engine.Service{Store: st, Access: &access.Service{Store: st}, Temporal: atkTemporal{}}
+	svc.Audit = &auditlog.Service{Store: st, Access: svc.Access, Sealer: svc.Sealer}
 	dir := t.TempDir()
 	_, err = svc.Access.Bootstrap(ctx, dir, "root")
 	require.NoError(t, err)

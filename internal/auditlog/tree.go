@@ -1,4 +1,4 @@
-package engine
+package auditlog
 
 import (
 	"context"
@@ -16,10 +16,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/wire"
 )
-
-// TreeLog names findings about the tree of every entry rather than one
-// session's log.
-const TreeLog = "audit-tree"
 
 // memTree is a Merkle tree recomputed from the log, in memory.
 type memTree []tlog.Hash
@@ -100,7 +96,7 @@ func (s *Service) verifyTree(ctx context.Context, pubs []ed25519.PublicKey, acce
 		want, err := tlog.TreeHash(size, stored)
 		got, gerr := tlog.TreeHash(size, mem)
 		if err != nil || gerr != nil || want != got {
-			finding(TreeLog, 0, "the stored tree is not the one the log's entries make: it was rewritten")
+			finding(audit.TreeLog, 0, "the stored tree is not the one the log's entries make: it was rewritten")
 		}
 	}
 
@@ -128,12 +124,12 @@ func (s *Service) verifyTree(ctx context.Context, pubs []ed25519.PublicKey, acce
 		for _, f := range files {
 			b, err := os.ReadFile(f)
 			if err != nil {
-				finding(TreeLog, 0, "published checkpoint %s cannot be read: %v", f, err)
+				finding(audit.TreeLog, 0, "published checkpoint %s cannot be read: %v", f, err)
 				continue
 			}
 			all = append(all, published{f, string(b)})
 			if !slices.Contains(notes, string(b)) {
-				finding(TreeLog, 0, "the checkpoint published at %s is no longer kept in the database: the database's checkpoints were deleted", f)
+				finding(audit.TreeLog, 0, "the checkpoint published at %s is no longer kept in the database: the database's checkpoints were deleted", f)
 			}
 		}
 	}
@@ -144,7 +140,7 @@ func (s *Service) verifyTree(ctx context.Context, pubs []ed25519.PublicKey, acce
 		latest := []byte(notes[len(notes)-1])
 		for _, w := range s.Sealer.Witnesses {
 			if _, err := note.Open(latest, note.VerifierList(w.Verifier)); err != nil {
-				finding(TreeLog, 0, "the latest checkpoint kept is not cosigned by witness %s: it was unreachable, or refused it because the history it saw was rewritten", w.URL)
+				finding(audit.TreeLog, 0, "the latest checkpoint kept is not cosigned by witness %s: it was unreachable, or refused it because the history it saw was rewritten", w.URL)
 			}
 		}
 	}
@@ -160,14 +156,14 @@ func (s *Service) verifyTree(ctx context.Context, pubs []ed25519.PublicKey, acce
 		}
 		switch {
 		case !opened:
-			finding(TreeLog, 0, "a checkpoint (%s) is signed by no key this server recorded: the audit key was replaced and the rotation hidden, or it is not this server's", p.where)
+			finding(audit.TreeLog, 0, "a checkpoint (%s) is signed by no key this server recorded: the audit key was replaced and the rotation hidden, or it is not this server's", p.where)
 		case cpSize > size:
-			finding(TreeLog, 0, "a checkpoint (%s) covered %d entries; the log has %d now: it was truncated", p.where, cpSize, size)
+			finding(audit.TreeLog, 0, "a checkpoint (%s) covered %d entries; the log has %d now: it was truncated", p.where, cpSize, size)
 		case cpSize > whole:
-			finding(TreeLog, 0, "a checkpoint (%s) covered %d entries; entries within them were deleted", p.where, cpSize)
+			finding(audit.TreeLog, 0, "a checkpoint (%s) covered %d entries; entries within them were deleted", p.where, cpSize)
 		default:
 			if got, err := tlog.TreeHash(cpSize, mem); err != nil || got != root {
-				finding(TreeLog, 0, "the log's first %d entries are not those a checkpoint (%s) covered: its history was rewritten", cpSize, p.where)
+				finding(audit.TreeLog, 0, "the log's first %d entries are not those a checkpoint (%s) covered: its history was rewritten", cpSize, p.where)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package engine
+package auditlog
 
 import (
 	"context"
@@ -26,13 +26,18 @@ import (
 	"github.com/paddock-dev/paddock/internal/wire"
 )
 
-// VerifyAudit verifies the audit log of session id, or of every session
-// in a project keep accepts when id is empty.
-func (s *Service) VerifyAudit(ctx context.Context, id string, keep func(project string) bool) ([]wire.AuditReport, error) {
+// VerifyAudit verifies the audit log of session id, or, when id is
+// empty, of every session p may audit (and for a server administrator,
+// the access log and the whole tree too).
+func (s *Service) VerifyAudit(ctx context.Context, p identity.Principal, id string) ([]wire.AuditReport, error) {
+	keep, err := s.auditable(ctx, p)
+	if err != nil {
+		return nil, err
+	}
 	var ids []string
 	sessions := map[string]session.Session{}
 	if id != "" {
-		x, err := s.Store.GetSession(ctx, id)
+		x, err := s.auditSession(ctx, p, id)
 		if err != nil {
 			return nil, err
 		}
@@ -141,9 +146,9 @@ func (s *Service) sealDue(x session.Session) bool {
 	ago := s.now().Sub(x.UpdatedAt)
 	switch {
 	case x.Status == session.StatusStopped && !x.BudgetStopped():
-		return ago > SweepEvery
+		return ago > s.SweepEvery
 	case x.Status == session.StatusFailed || x.Status == session.StatusStopped:
-		return !x.Held() && s.RetainFailed > 0 && ago > s.RetainFailed+2*SweepEvery
+		return !x.Held() && s.RetainFailed > 0 && ago > s.RetainFailed+2*s.SweepEvery
 	}
 	return false
 }
@@ -417,7 +422,10 @@ func succession(from, to string) []byte {
 // Prove proves entry seq of session id is in the tree of a fresh
 // checkpoint and, with oldSize > 0, that the tree of oldSize leaves is a
 // prefix of it.
-func (s *Service) Prove(ctx context.Context, id string, seq, oldSize int64) (audit.Proof, error) {
+func (s *Service) Prove(ctx context.Context, p identity.Principal, id string, seq, oldSize int64) (audit.Proof, error) {
+	if _, err := s.auditSession(ctx, p, id); err != nil {
+		return audit.Proof{}, err
+	}
 	if s.Sealer == nil || s.Sealer.Key == nil {
 		return audit.Proof{}, fmt.Errorf("this server signs no checkpoints: %w", errdefs.ErrNotFound)
 	}
@@ -444,31 +452,29 @@ func (s *Service) Prove(ctx context.Context, id string, seq, oldSize int64) (aud
 	if err != nil {
 		return audit.Proof{}, err
 	}
-	p := audit.Proof{Checkpoint: string(cp), Leaf: leaf, Entry: data, Inclusion: audit.Hashes(inc)}
+	proof := audit.Proof{Checkpoint: string(cp), Leaf: leaf, Entry: data, Inclusion: audit.Hashes(inc)}
 	if oldSize > 0 {
 		cons, err := tlog.ProveTree(size, oldSize, r)
 		if err != nil {
 			return audit.Proof{}, err
 		}
-		p.OldSize, p.Consistency = oldSize, audit.Hashes(cons)
+		proof.OldSize, proof.Consistency = oldSize, audit.Hashes(cons)
 	}
-	return p, nil
+	return proof, nil
 }
 
 // MaxContentRetention bounds how long a project may keep audit content.
 const MaxContentRetention = 10 * 365 * 24 * time.Hour
 
-// Cipher seals and opens content at rest (vault.Key): retained audit
-// content, a session's credentials.
-type Cipher interface {
-	Encrypt(plain, ad []byte) []byte
+// Opener opens content sealed at rest (vault.Key): what projects retain.
+type Opener interface {
 	Decrypt(sealed, ad []byte) ([]byte, error)
 }
 
 // AuditLog is session id's log; with content, each entry carries what its
 // project retained (nothing once the retention period is over).
-func (s *Service) AuditLog(ctx context.Context, id string, content bool) ([]wire.AuditEntry, error) {
-	if _, err := s.Store.GetSession(ctx, id); err != nil {
+func (s *Service) AuditLog(ctx context.Context, p identity.Principal, id string, content bool) ([]wire.AuditEntry, error) {
+	if _, err := s.auditSession(ctx, p, id); err != nil {
 		return nil, err
 	}
 	log, err := s.Store.AuditLog(ctx, id)
@@ -509,8 +515,11 @@ func (s *Service) openContent(sealed []byte, e audit.Entry) ([]byte, error) {
 
 // SetContentRetention sets how long project keeps its sessions' audit
 // content (encrypted, apart from the log); 0 stops keeping new content.
-func (s *Service) SetContentRetention(ctx context.Context, project string, d time.Duration) error {
+func (s *Service) SetContentRetention(ctx context.Context, p identity.Principal, project string, d time.Duration) error {
 	if err := access.ValidProject(project); err != nil {
+		return err
+	}
+	if err := s.Access.Allow(ctx, p, project, identity.Manage, fmt.Sprintf("project %q", project)); err != nil {
 		return err
 	}
 	if d < 0 || d > MaxContentRetention {
