@@ -33,6 +33,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/kube"
+	"github.com/paddock-dev/paddock/internal/poll"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/provider/anthropic"
 	"github.com/paddock-dev/paddock/internal/provider/openai"
@@ -300,7 +301,9 @@ func dial(ctx context.Context, hostPort string, tlsConfig *tls.Config, codec vau
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return nil, fmt.Errorf("connect to Temporal at %s: %w", hostPort, err)
 		}
-		time.Sleep(200 * time.Millisecond)
+		if err := poll.Sleep(ctx, 200*time.Millisecond); err != nil {
+			return nil, fmt.Errorf("connect to Temporal at %s: %w", hostPort, err)
+		}
 	}
 }
 

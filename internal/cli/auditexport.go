@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/audit"
+	"github.com/paddock-dev/paddock/internal/poll"
 )
 
 // exporter is `paddock audit export`: it reads the server's export as JSON
@@ -175,7 +176,9 @@ func (s *syslogSink) Write(ctx context.Context, e audit.Entry, line string) erro
 				if !s.retry || ctx.Err() != nil {
 					return fmt.Errorf("syslog %s: %w", s.addr, err)
 				}
-				time.Sleep(retryEvery)
+				if err := poll.Sleep(ctx, retryEvery); err != nil {
+					return fmt.Errorf("syslog %s: %w", s.addr, err)
+				}
 				continue
 			}
 			s.conn = c

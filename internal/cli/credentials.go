@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/paddock-dev/paddock/internal/access"
+	"go.yaml.in/yaml/v3"
 	"golang.org/x/term"
-	"gopkg.in/yaml.v3"
 )
 
 // credentials is what `paddock login` keeps in the user's configuration:

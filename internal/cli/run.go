@@ -21,6 +21,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/policy"
+	"github.com/paddock-dev/paddock/internal/poll"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/wire"
@@ -561,16 +562,14 @@ func newDemo(g *globals) *cobra.Command {
 			if _, err := c.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "demo-stop/" + x.ID}); err != nil {
 				return err
 			}
-			deadline := time.Now().Add(time.Minute)
-			for {
-				s, err := c.Session(ctx, x.ID)
-				if err == nil && s.Status == session.StatusStopped {
-					break
-				}
-				if time.Now().After(deadline) {
-					return fmt.Errorf("the demo session %s did not stop within a minute", x.ID)
-				}
-				time.Sleep(100 * time.Millisecond)
+			waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+			err = poll.Until(waitCtx, 100*time.Millisecond, func() (bool, error) {
+				s, err := c.Session(waitCtx, x.ID)
+				return err == nil && s.Status == session.StatusStopped, nil
+			})
+			cancel()
+			if err != nil {
+				return fmt.Errorf("the demo session %s did not stop within a minute", x.ID)
 			}
 			if err := os.RemoveAll(repo); err != nil {
 				return err

@@ -417,7 +417,7 @@ const stopWait = time.Minute
 // person knows it did and an in-process server runs long enough to carry
 // it out.
 func awaitStopped(ctx context.Context, g *globals, id string, sent time.Time) error {
-	return poll(ctx, g, sent, func() (bool, error) {
+	return awaitEffect(ctx, g, sent, func() (bool, error) {
 		s, err := g.remote().Session(ctx, id)
 		if err != nil || !s.Status.Terminal() {
 			return false, err
@@ -433,7 +433,7 @@ func awaitStopped(ctx context.Context, g *globals, id string, sent time.Time) er
 
 // awaitSettled waits for an interrupt to take effect.
 func awaitSettled(ctx context.Context, g *globals, id string, c session.Command, sent time.Time) error {
-	return poll(ctx, g, sent, func() (bool, error) {
+	return awaitEffect(ctx, g, sent, func() (bool, error) {
 		cmds, err := g.remote().Commands(ctx, id)
 		for _, x := range cmds {
 			if x.ID == c.ID {
@@ -452,11 +452,11 @@ func awaitSettled(ctx context.Context, g *globals, id string, c session.Command,
 	}, fmt.Sprintf("%s command %s is not carried out yet", c.Kind, c.ID), id)
 }
 
-// poll calls done every 100 ms until it says so, for at most stopWait. In
+// awaitEffect calls done every 100 ms until it says so, for at most stopWait. In
 // local mode the server holding the data directory may go away meanwhile
 // (a paddock run that held it ends when its session stops): the data
 // directory is opened again and asked.
-func poll(ctx context.Context, g *globals, sent time.Time, done func() (bool, error), late, id string) error {
+func awaitEffect(ctx context.Context, g *globals, sent time.Time, done func() (bool, error), late, id string) error {
 	for {
 		ok, err := done()
 		if err != nil && g.cfg.Server == "" && !g.inProcess && time.Since(sent) < stopWait {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/errdefs"
@@ -161,7 +160,7 @@ func (s *Service) Hold(ctx context.Context, id, reason string, by session.Sender
 	if err := checkNote("reason", reason); err != nil {
 		return session.Session{}, err
 	}
-	if err := s.Store.SetHold(ctx, id, &session.Hold{By: by, Reason: reason, At: time.Now().UTC()}); err != nil {
+	if err := s.Store.SetHold(ctx, id, &session.Hold{By: by, Reason: reason, At: s.now().UTC()}); err != nil {
 		return session.Session{}, err
 	}
 	x, err := s.Store.GetSession(ctx, id)

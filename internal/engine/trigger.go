@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -146,7 +145,7 @@ func (s *Service) deliver(ctx context.Context, project, name, event, key string,
 		text = fmt.Sprintf("Event %s arrived through trigger %s.", event, name)
 	}
 	by := session.Sender{Kind: session.SenderTrigger, ID: name}
-	d := session.Delivery{Trigger: name, Event: event, Key: key, Message: text, At: time.Now().UTC()}
+	d := session.Delivery{Trigger: name, Event: event, Key: key, Message: text, At: s.now().UTC()}
 	route := func(sessionID string) (TriggerResult, error) {
 		payload, _ := json.Marshal(session.MessagePayload{Message: text, Deliveries: []session.Delivery{d}})
 		c, _, err := s.Store.AppendCommand(ctx, store.NewCommand{ID: uuid.NewString(), SessionID: sessionID, Kind: session.KindMessage, Payload: payload,

@@ -562,16 +562,6 @@ func schtasksElevated(args []arg) bool {
 	return false
 }
 
-// hasFold reports whether flag is followed by value (case-insensitively).
-func hasFold(args []arg, flag, value string) bool {
-	for i := 0; i+1 < len(args); i++ {
-		if strings.EqualFold(args[i].s, flag) && strings.EqualFold(strings.Trim(args[i+1].s, `"'`), value) {
-			return true
-		}
-	}
-	return false
-}
-
 // free reports whether argv starts with a free command's words.
 func (c *checker) free(args []arg) bool { return c.match(args) != nil }
 
@@ -783,15 +773,4 @@ func hostMount(spec string) bool {
 		return true
 	}
 	return rootish(static([]string{src})[0])
-}
-
-// hasPrefixFold reports an argument equal to s (case-insensitively, quotes
-// trimmed), as in -Verb:RunAs.
-func hasPrefixFold(args []arg, s string) bool {
-	for _, a := range args[1:] {
-		if strings.EqualFold(strings.NewReplacer(`"`, "", "'", "").Replace(a.s), s) {
-			return true
-		}
-	}
-	return false
 }

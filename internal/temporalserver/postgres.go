@@ -12,6 +12,7 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	"github.com/paddock-dev/paddock/internal/poll"
 	"go.temporal.io/server/common/config"
 	tlog "go.temporal.io/server/common/log"
 	pgplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/postgresql"
@@ -170,7 +171,9 @@ func answers(ctx context.Context, addr string) bool {
 			_ = c.Close()
 			return true
 		}
-		time.Sleep(100 * time.Millisecond)
+		if poll.Sleep(ctx, 100*time.Millisecond) != nil {
+			return false
+		}
 	}
 	return false
 }

@@ -28,11 +28,7 @@ func scanCommand(row scanner) (session.Command, error) {
 	return c, nil
 }
 
-func (s *Store) insertCommand(ctx context.Context, tx *txn, in store.NewCommand) (session.Command, error) {
-	return s.insertCommandIn(ctx, tx, in, session.CommandPending)
-}
-
-func (s *Store) insertCommandIn(ctx context.Context, tx *txn, in store.NewCommand, state session.CommandState) (session.Command, error) {
+func (s *Store) insertCommand(ctx context.Context, tx *txn, in store.NewCommand, state session.CommandState) (session.Command, error) {
 	if len(in.Payload) == 0 {
 		in.Payload = json.RawMessage("{}")
 	}
@@ -91,7 +87,7 @@ func (s *Store) AppendCommand(ctx context.Context, in store.NewCommand) (session
 		if in.Held {
 			state = session.CommandHeld
 		}
-		out, err = s.insertCommandIn(ctx, tx, in, state)
+		out, err = s.insertCommand(ctx, tx, in, state)
 		created = err == nil
 		return err
 	})
@@ -255,7 +251,7 @@ func (s *Store) AbsorbDeliveries(ctx context.Context, ids []string, into store.N
 		if cur.Status.Terminal() {
 			return &errdefs.TerminalError{SessionID: cur.ID, Status: string(cur.Status)}
 		}
-		if out, err = s.insertCommandIn(ctx, tx, into, session.CommandPending); err != nil {
+		if out, err = s.insertCommand(ctx, tx, into, session.CommandPending); err != nil {
 			return err
 		}
 		for _, id := range ids {

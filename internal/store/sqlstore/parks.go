@@ -65,7 +65,7 @@ func (s *Store) OpenPark(ctx context.Context, p session.Park, recovery store.New
 		if recovery.IdempotencyKey == "" {
 			recovery.IdempotencyKey = recovery.ID
 		}
-		if _, err := s.insertCommandIn(ctx, tx, recovery, session.CommandHeld); err != nil {
+		if _, err := s.insertCommand(ctx, tx, recovery, session.CommandHeld); err != nil {
 			return err
 		}
 		out, err = s.insertPark(ctx, tx, p, recovery.ID)

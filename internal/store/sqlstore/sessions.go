@@ -174,7 +174,7 @@ func (s *Store) CreateSession(ctx context.Context, in store.NewSession) (session
 		if in.AwaitStart != nil {
 			state = session.CommandHeld
 		}
-		_, err = s.insertCommandIn(ctx, tx, store.NewCommand{
+		_, err = s.insertCommand(ctx, tx, store.NewCommand{
 			ID: in.ID + "-start", SessionID: in.ID, Kind: in.StartKind, Payload: in.StartPayload,
 			Sender: session.Sender{Kind: session.SenderSystem, ID: "paddock"}, IdempotencyKey: "start",
 		}, state)

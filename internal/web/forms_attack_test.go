@@ -36,14 +36,14 @@ func (e *atkEnv) sessionsIn(project string) int {
 	return len(xs)
 }
 
-// TestAttack2StartWithoutProjectStartsInDefault: POST /new checks Allow on
+// TestStartWithoutProjectStartsInDefault: POST /new checks Allow on
 // the project as typed; an empty project is checked as "" — and the store
 // reads Members("", user) as "every membership of user", so the role of
 // the caller's first project answers — while CreateSession then defaults
 // the empty project to "default". A member of any project starts sessions
 // (its agents, with their service credentials when the agent acts as the
 // service identity) in the default project, where they have no role.
-func TestAttack2StartWithoutProjectStartsInDefault(t *testing.T) {
+func TestStartWithoutProjectStartsInDefault(t *testing.T) {
 	e := atkSetup(t)
 	e.withModels()
 	mia := e.user("mia", "mine", identity.Member)
@@ -59,13 +59,13 @@ func TestAttack2StartWithoutProjectStartsInDefault(t *testing.T) {
 	require.Zero(t, e.sessionsIn("default"), "a user without a role in project default started a session there")
 }
 
-// TestAttack2StartWithAnyRepositoryOnTheServer: the repository of origin
+// TestStartWithAnyRepositoryOnTheServer: the repository of origin
 // was any absolute path the server can read: a member of project mine named
 // a repository not hers (another project's, another Unix user's) and the
 // server cloned it for her agent. With repository roots, project mine's
 // sessions copy only repositories under ROOT/mine/, links resolved, and a
 // path outside is refused without saying whether it exists.
-func TestAttack2StartWithAnyRepositoryOnTheServer(t *testing.T) {
+func TestStartWithAnyRepositoryOnTheServer(t *testing.T) {
 	e := atkSetup(t)
 	e.withModels()
 	root := t.TempDir()
@@ -91,9 +91,9 @@ func TestAttack2StartWithAnyRepositoryOnTheServer(t *testing.T) {
 	require.Equal(t, own, xs[0].Repo)
 }
 
-// TestAttack2FieldsAreEscaped: titles, token labels, candidate policies,
+// TestFieldsAreEscaped: titles, token labels, candidate policies,
 // the replay window and the login's next are text on every page.
-func TestAttack2FieldsAreEscaped(t *testing.T) {
+func TestFieldsAreEscaped(t *testing.T) {
 	e := atkSetup(t)
 	const xss = `</textarea></pre>"'><script>alert(1)</script><img src=x onerror=alert(1)>`
 	pam := e.user("pam", "mine", identity.Admin)
@@ -123,9 +123,9 @@ func TestAttack2FieldsAreEscaped(t *testing.T) {
 	check("expires", e.do("POST", "/admin/tokens", pam, url.Values{"csrf": {e.csrf(pam)}, "expires": {xss}}, nil))
 }
 
-// TestAttack2HiddenSessionFormsAre404: every new form on a session of a
+// TestHiddenSessionFormsAre404: every new form on a session of a
 // project hidden from the caller is the same 404, naming nothing of it.
-func TestAttack2HiddenSessionFormsAre404(t *testing.T) {
+func TestHiddenSessionFormsAre404(t *testing.T) {
 	e := atkSetup(t)
 	ctx := context.Background()
 	e.session("s-secret", "secret", "deploy prod")
@@ -172,10 +172,10 @@ func TestAttack2HiddenSessionFormsAre404(t *testing.T) {
 	require.Zero(t, e.sessionsIn("mine"))
 }
 
-// TestAttack2DirectoryLoginCookie: the login under way is bound to its
+// TestDirectoryLoginCookie: the login under way is bound to its
 // signed cookie: next is kept on this site, a tampered cookie or another
 // state is refused, and a failed exchange logs nobody in.
-func TestAttack2DirectoryLoginCookie(t *testing.T) {
+func TestDirectoryLoginCookie(t *testing.T) {
 	e := atkSetup(t)
 	var issuer string
 	dir := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

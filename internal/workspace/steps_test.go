@@ -34,11 +34,11 @@ func atk3Roundtrip(t *testing.T, src, base, work string) (again string, changes 
 	return again, changes
 }
 
-// TestAttack3OddNamesRoundTrip: names with newlines, tabs, quotes,
+// TestOddNamesRoundTrip: names with newlines, tabs, quotes,
 // backslashes, leading dashes, colons, pathspec magic and unicode survive a
 // checkpoint and a restore byte for byte, and nothing lands outside the copy.
 // (Passes: a defence that holds.)
-func TestAttack3OddNamesRoundTrip(t *testing.T) {
+func TestOddNamesRoundTrip(t *testing.T) {
 	src, base, work := atk3Copy(t)
 	names := []string{"new\nline", "tab\there", `back\slash`, "-rf", "--end-of-options", ":(top)magic", "*glob?", "quo\"te", "ünï/cødé", "sp ace/ trailing ", "a:b", "\u202egnp.exe", ".gitx", ".git-keep", "dir/.gitignore2"}
 	for i, n := range names {
@@ -62,11 +62,11 @@ func TestAttack3OddNamesRoundTrip(t *testing.T) {
 	require.Equal(t, tree1, tree2)
 }
 
-// TestAttack3ChangesNeverReadsThroughLinks: links to host files (absolute,
+// TestChangesNeverReadsThroughLinks: links to host files (absolute,
 // relative climbing out, to the copy's own .git/config) and a hard link are
 // recorded as their targets / the copy's own bytes; nothing of the host's
 // file reaches the checkpoint. (Passes.)
-func TestAttack3ChangesNeverReadsThroughLinks(t *testing.T) {
+func TestChangesNeverReadsThroughLinks(t *testing.T) {
 	_, base, work := atk3Copy(t)
 	secret := filepath.Join(t.TempDir(), "host-secret")
 	require.NoError(t, os.WriteFile(secret, []byte("TOP-SECRET-HOST-BYTES"), 0o600))
@@ -87,13 +87,13 @@ func TestAttack3ChangesNeverReadsThroughLinks(t *testing.T) {
 	}
 }
 
-// TestAttack3RestoreKeepsBytes: the copy a checkpoint restores must have
+// TestRestoreKeepsBytes: the copy a checkpoint restores must have
 // the bytes the copy had. An agent-written .gitattributes (no driver
 // needed: git's built-in conversions) makes git add store something else
 // than the file: CRLF normalised to LF ("text"), $Id$ collapsed ("ident"),
 // UTF-16 turned into UTF-8 ("working-tree-encoding"). Reading git's blob
 // would restore other bytes; Capture reads the copy's own.
-func TestAttack3RestoreKeepsBytes(t *testing.T) {
+func TestRestoreKeepsBytes(t *testing.T) {
 	src, base, work := atk3Copy(t)
 	require.NoError(t, os.WriteFile(filepath.Join(work, ".gitattributes"), []byte("*.bat text eol=crlf\n*.txt text\n*.c ident\n"), 0o644))
 	files := map[string][]byte{
@@ -112,11 +112,11 @@ func TestAttack3RestoreKeepsBytes(t *testing.T) {
 	}
 }
 
-// TestAttack3LargeFileSilentlyDropped: a file over MaxFileSize (a sparse one
+// TestLargeFileSilentlyDropped: a file over MaxFileSize (a sparse one
 // costs nothing) is left out of the stage; the checkpoint must say so
 // (Skipped names it), never record the base's version as if it were the
 // copy's.
-func TestAttack3LargeFileSilentlyDropped(t *testing.T) {
+func TestLargeFileSilentlyDropped(t *testing.T) {
 	_, base, work := atk3Copy(t)
 	f, err := os.OpenFile(filepath.Join(work, "main.go"), os.O_WRONLY|os.O_TRUNC, 0o644)
 	require.NoError(t, err)
@@ -133,9 +133,9 @@ func TestAttack3LargeFileSilentlyDropped(t *testing.T) {
 	require.Contains(t, strings.Join(st.Skipped, "\n"), "main.go", "what the checkpoint could not hold is named")
 }
 
-// TestAttack3NestedRepositorySilentlyDropped: a nested repository with a
+// TestNestedRepositorySilentlyDropped: a nested repository with a
 // commit (a gitlink) cannot be held by a checkpoint: it must say so.
-func TestAttack3NestedRepositorySilentlyDropped(t *testing.T) {
+func TestNestedRepositorySilentlyDropped(t *testing.T) {
 	_, base, work := atk3Copy(t)
 	nested := filepath.Join(work, "vendor", "lib")
 	require.NoError(t, os.MkdirAll(nested, 0o755))
@@ -149,11 +149,11 @@ func TestAttack3NestedRepositorySilentlyDropped(t *testing.T) {
 	require.Contains(t, strings.Join(st.Skipped, "\n"), "vendor/lib: a nested repository")
 }
 
-// TestAttack3RestoreEmptyCopyAfterAccept: a session without a repository
+// TestRestoreEmptyCopyAfterAccept: a session without a repository
 // (an empty copy) whose diff was accepted has the snapshot commit as its
 // base. With the bundles of its first commit and of the snapshot, the copy
 // made again has the very same base and every accepted file.
-func TestAttack3RestoreEmptyCopyAfterAccept(t *testing.T) {
+func TestRestoreEmptyCopyAfterAccept(t *testing.T) {
 	ctx := context.Background()
 	work := filepath.Join(t.TempDir(), "copy")
 	require.NoError(t, os.MkdirAll(work, 0o700))
@@ -185,10 +185,10 @@ func TestAttack3RestoreEmptyCopyAfterAccept(t *testing.T) {
 	require.Equal(t, st.Tree, st2.Tree)
 }
 
-// TestAttack3RestoreRepoCopyAfterAccept: a session with a repository whose
+// TestRestoreRepoCopyAfterAccept: a session with a repository whose
 // diff was accepted has the copy-only snapshot commit as its base; its
 // bundle (relative to the repository's base) makes it again.
-func TestAttack3RestoreRepoCopyAfterAccept(t *testing.T) {
+func TestRestoreRepoCopyAfterAccept(t *testing.T) {
 	ctx := context.Background()
 	src, base := repo(t)
 	work, snap := acceptedCommit(t, src, base)
@@ -206,11 +206,11 @@ func TestAttack3RestoreRepoCopyAfterAccept(t *testing.T) {
 	require.ErrorContains(t, Restore(ctx, src, filepath.Join(t.TempDir(), "x"), snap, nil, st.Files), "cannot be made again")
 }
 
-// TestAttack3RestoreHostilePaths: checkpoint entries that did not come from
+// TestRestoreHostilePaths: checkpoint entries that did not come from
 // git (a tampered or buggy store) cannot leave the copy or reach its .git:
 // through a link to .git, nested ".git" components, case variants, NUL in
 // a link, odd modes. (Checks what os.Root and safePath stop.)
-func TestAttack3RestoreHostilePaths(t *testing.T) {
+func TestRestoreHostilePaths(t *testing.T) {
 	ctx := context.Background()
 	src, base := repo(t)
 	outside := t.TempDir()
@@ -235,14 +235,14 @@ func TestAttack3RestoreHostilePaths(t *testing.T) {
 	}
 }
 
-// TestAttack3ManyEmptyFilesCostNothing documents (passes) that
+// TestManyEmptyFilesCostNothing documents (passes) that
 // MaxCheckpoint counts content bytes only: empty files with long names
 // make a checkpoint whose file list is megabytes while counting zero bytes.
 // The engine stores the whole list again after every call that changes
 // any file, and reads every earlier checkpoint of the session on each call
 // (engine/checkpoint.go: Store.Checkpoints to find the last one), so the
 // database grows and each call's read grows with calls x files.
-func TestAttack3ManyEmptyFilesCostNothing(t *testing.T) {
+func TestManyEmptyFilesCostNothing(t *testing.T) {
 	_, base, work := atk3Copy(t)
 	const n = 20000
 	long := strings.Repeat("n", 200)

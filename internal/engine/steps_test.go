@@ -64,13 +64,13 @@ func (e *atk3) session(t *testing.T, id, project string) session.Session {
 	return s
 }
 
-// TestAttack3RejectedChangesComeBack: the agent writes a file (a checkpoint
+// TestRejectedChangesComeBack: the agent writes a file (a checkpoint
 // records it), the reviewer rejects the diff (the copy goes back to its
 // base; the base commit stays the same, and no checkpoint is recorded),
 // then the node is lost before the agent's next file-changing call. The
 // next call's ensureCopy restores the last checkpoint, whose base still
 // matches: the rejected change is back in the copy, silently.
-func TestAttack3RejectedChangesComeBack(t *testing.T) {
+func TestRejectedChangesComeBack(t *testing.T) {
 	ctx := context.Background()
 	e := atk3Setup(t)
 	s := e.session(t, "s-reject", "default")
@@ -95,11 +95,11 @@ func TestAttack3RejectedChangesComeBack(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(s.Workdir, "backdoor.sh"), "the rejected (discarded) file is back after a restore")
 }
 
-// TestAttack3CheckpointAfterAcceptRestores: after an acceptance the base is
+// TestCheckpointAfterAcceptRestores: after an acceptance the base is
 // the copy's snapshot commit, which the repository of origin does not have;
 // a node that lost the copy fails every later call ("no longer has the
 // session's base").
-func TestAttack3CheckpointAfterAcceptRestores(t *testing.T) {
+func TestCheckpointAfterAcceptRestores(t *testing.T) {
 	ctx := context.Background()
 	e := atk3Setup(t)
 	s := e.session(t, "s-accept", "default")
@@ -124,12 +124,12 @@ func TestAttack3CheckpointAfterAcceptRestores(t *testing.T) {
 	require.FileExists(t, filepath.Join(s.Workdir, "b.txt"))
 }
 
-// TestAttack3BlobsStayInTheirSession: a checkpoint of one session restores
+// TestBlobsStayInTheirSession: a checkpoint of one session restores
 // only its own files; another session's (another project's) content with
 // a different key binding never opens under this one's IDs. (Passes:
 // blobs are bound to the SHA-256 of their content, so a shared ID means
 // shared content.)
-func TestAttack3BlobsStayInTheirSession(t *testing.T) {
+func TestBlobsStayInTheirSession(t *testing.T) {
 	ctx := context.Background()
 	e := atk3Setup(t)
 	a := e.session(t, "s-a", "alpha")

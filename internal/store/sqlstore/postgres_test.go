@@ -28,12 +28,12 @@ func atk3Session(t *testing.T, s *sqlstore.Store, id string) {
 	require.NoError(t, err)
 }
 
-// TestAttack3PGConcurrentOpen: nodes (or `paddock migrate` beside a
+// TestPGConcurrentOpen: nodes (or `paddock migrate` beside a
 // starting server) opening one fresh database at once all get a migrated
 // store. The migrations run under the advisory lock, but the CREATE TABLE
 // IF NOT EXISTS schema_migrations before them does not, and PostgreSQL's
 // IF NOT EXISTS is not safe under concurrency (pg_type unique violation).
-func TestAttack3PGConcurrentOpen(t *testing.T) {
+func TestPGConcurrentOpen(t *testing.T) {
 	for round := 0; round < 3; round++ {
 		url := pgtest.URL(t)
 		var wg sync.WaitGroup
@@ -56,11 +56,11 @@ func TestAttack3PGConcurrentOpen(t *testing.T) {
 	}
 }
 
-// TestAttack3PGConcurrentSequences: two stores on one database writing the
+// TestPGConcurrentSequences: two stores on one database writing the
 // same session's checkpoints and events at once get distinct, gapless
 // steps and sequence numbers, and every blob is stored once. (The
 // transaction-wide advisory lock serialises them.)
-func TestAttack3PGConcurrentSequences(t *testing.T) {
+func TestPGConcurrentSequences(t *testing.T) {
 	ctx := context.Background()
 	_, a, b := twoStores(t)
 	atk3Session(t, a, "s1")
@@ -105,9 +105,9 @@ func TestAttack3PGConcurrentSequences(t *testing.T) {
 	}
 }
 
-// TestAttack3PGInjectionShapedValues: values shaped like SQL (quotes,
+// TestPGInjectionShapedValues: values shaped like SQL (quotes,
 // placeholders, comments, JSON operators) are data on both dialects.
-func TestAttack3PGInjectionShapedValues(t *testing.T) {
+func TestPGInjectionShapedValues(t *testing.T) {
 	ctx := context.Background()
 	for name, dsn := range map[string]string{"sqlite": filepath.Join(t.TempDir(), "p.db"), "postgres": pgtest.URL(t)} {
 		s, err := sqlstore.Open(ctx, dsn, nil)
@@ -129,13 +129,13 @@ func TestAttack3PGInjectionShapedValues(t *testing.T) {
 	}
 }
 
-// TestAttack3PGRawTextLikeSQLite: text SQLite keeps (a NUL byte, invalid
+// TestPGRawTextLikeSQLite: text SQLite keeps (a NUL byte, invalid
 // UTF-8 — what a failing tool, a provider's error body or a file name may
 // put in an error or status line) must not make the same write fail on
 // PostgreSQL: there a turn that cannot be settled, or a session that cannot
 // be failed, is stuck (the activity retries the same write forever). The
 // PostgreSQL dialect keeps such text with the bad bytes marked (U+FFFD).
-func TestAttack3PGRawTextLikeSQLite(t *testing.T) {
+func TestPGRawTextLikeSQLite(t *testing.T) {
 	ctx := context.Background()
 	for name, dsn := range map[string]string{"sqlite": filepath.Join(t.TempDir(), "p.db"), "postgres": pgtest.URL(t)} {
 		s, err := sqlstore.Open(ctx, dsn, nil)
@@ -150,13 +150,13 @@ func TestAttack3PGRawTextLikeSQLite(t *testing.T) {
 	}
 }
 
-// TestAttack3PGNodeLockSurvivesLostConnection: the node lock is a session
+// TestPGNodeLockSurvivesLostConnection: the node lock is a session
 // lock on one pooled connection; when that connection is dropped (a
 // partition with the keepalives set, a PostgreSQL restart or failover,
 // pg_terminate_backend) the lock is gone and another node may take it. The
 // first node must learn it at once and stop serving: its HoldNode's lost
 // is told within a few seconds. Nodes of other names serve beside it.
-func TestAttack3PGNodeLockSurvivesLostConnection(t *testing.T) {
+func TestPGNodeLockSurvivesLostConnection(t *testing.T) {
 	ctx := context.Background()
 	url, a, b := twoStores(t)
 	lost := make(chan error, 1)

@@ -8,11 +8,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestAttack3HistoryScoped: a session's checkpoint history (paths and
+// TestHistoryScoped: a session's checkpoint history (paths and
 // content hashes of its files) is a 404 to a caller with no role in its
 // project, the same 404 as a session that does not exist; the project's
 // guest reads it. (Passes.)
-func TestAttack3HistoryScoped(t *testing.T) {
+func TestHistoryScoped(t *testing.T) {
 	e := attackServer(t)
 	e.project(t, "secret")
 	e.project(t, "mine")

@@ -52,14 +52,14 @@ func acceptedCommit(t *testing.T, src, base string) (work, commit string) {
 	return work, commit
 }
 
-// TestAttack2BranchLeaksServerEnvironmentToRepoOwner: a server running as
+// TestBranchLeaksServerEnvironmentToRepoOwner: a server running as
 // root delivers an accepted diff by running git as the repository's owner
 // with the server's whole environment (os.Environ: provider API keys,
 // PADDOCK_ENCRYPTION_KEY, ...). git fetch runs the owner's core.fsmonitor
 // (their repository's config or ~/.gitconfig), so any local user who owns
 // a repository of origin reads the server's secrets (and could anyway from
 // /proc/PID/environ of that git, which runs as them).
-func TestAttack2BranchLeaksServerEnvironmentToRepoOwner(t *testing.T) {
+func TestBranchLeaksServerEnvironmentToRepoOwner(t *testing.T) {
 	ctx := context.Background()
 	t.Setenv("ANTHROPIC_API_KEY", "sk-attack2-secret")
 	src, base := ownedRepo(t)
@@ -81,11 +81,11 @@ func TestAttack2BranchLeaksServerEnvironmentToRepoOwner(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(shared, "env-seen"), "delivering ran a program the owner configured")
 }
 
-// TestAttack2BranchFollowsSymlinkedRefsOutOfCopy: Branch runs update-ref in
+// TestBranchFollowsSymlinkedRefsOutOfCopy: Branch runs update-ref in
 // the working copy; a copy whose .git/refs/paddock is a symlink makes the
 // server write refs/paddock/deliver wherever it points (as the server's
 // uid). Defence in depth only: the sandbox binds .git read-only.
-func TestAttack2BranchFollowsSymlinkedRefsOutOfCopy(t *testing.T) {
+func TestBranchFollowsSymlinkedRefsOutOfCopy(t *testing.T) {
 	ctx := context.Background()
 	src, base := ownedRepo(t)
 	work, commit := acceptedCommit(t, src, base)
@@ -96,9 +96,9 @@ func TestAttack2BranchFollowsSymlinkedRefsOutOfCopy(t *testing.T) {
 	require.Empty(t, entries, "the host wrote through a symlink planted in the copy's .git")
 }
 
-// TestAttack2SnapshotAndBranchRefuseNames: the tree, base and commit the
+// TestSnapshotAndBranchRefuseNames: the tree, base and commit the
 // browser's form names reach git only as object names.
-func TestAttack2SnapshotAndBranchRefuseNames(t *testing.T) {
+func TestSnapshotAndBranchRefuseNames(t *testing.T) {
 	ctx := context.Background()
 	src, base := repo(t)
 	work := filepath.Join(t.TempDir(), "copy")
