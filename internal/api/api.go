@@ -473,21 +473,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	project := req.Project
-	if project == "" {
-		project = spec.DefaultProject
-	}
-	if err := s.Service.Access.Allow(r.Context(), principal(r), project, identity.Start, fmt.Sprintf("project %q", project)); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if req.Approver != "" {
-		if err := s.Service.Access.CheckApprover(r.Context(), project, req.Approver); err != nil {
-			s.error(w, r, err)
-			return
-		}
-	}
-	x, err := s.Service.CreateSession(r.Context(), req, sender(r))
+	x, err := s.Service.CreateSession(r.Context(), principal(r), req)
 	if err != nil && x.ID == "" {
 		s.error(w, r, err)
 		return
@@ -548,7 +534,7 @@ func (s *Server) sendCommand(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	c, err := s.Service.Send(r.Context(), r.PathValue("id"), req, sender(r))
+	c, err := s.Service.Send(r.Context(), principal(r), r.PathValue("id"), req)
 	if err != nil && c.ID == "" {
 		s.error(w, r, err)
 		return
@@ -579,7 +565,7 @@ func (s *Server) archive(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	x, err := s.Service.Archive(r.Context(), r.PathValue("id"), sender(r))
+	x, err := s.Service.Archive(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -592,7 +578,7 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	x, err := s.Service.Retry(r.Context(), r.PathValue("id"), sender(r))
+	x, err := s.Service.Retry(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil && (x.ID == "" || x.ID == r.PathValue("id")) {
 		s.error(w, r, err)
 		return
@@ -634,7 +620,7 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		a, err := s.Service.DecideApproval(r.Context(), r.PathValue("id"), approve, n, sender(r))
+		a, err := s.Service.DecideApproval(r.Context(), principal(r), r.PathValue("id"), approve, n)
 		if err != nil && a.Status == session.ApprovalPending || err != nil && a.ID == "" {
 			s.error(w, r, err)
 			return
@@ -713,7 +699,7 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	x, err := s.Service.Accept(r.Context(), r.PathValue("id"), req, sender(r))
+	x, err := s.Service.Accept(r.Context(), principal(r), r.PathValue("id"), req)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -733,14 +719,14 @@ func note(w http.ResponseWriter, r *http.Request) (string, error) {
 
 // noted serves a route that acts on a session with a note, as the
 // operator, and answers the session.
-func (s *Server) noted(act func(ctx context.Context, id, note string, by session.Sender) (session.Session, error)) http.HandlerFunc {
+func (s *Server) noted(act func(ctx context.Context, caller identity.Principal, id, note string) (session.Session, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		n, err := note(w, r)
 		if err != nil {
 			s.error(w, r, err)
 			return
 		}
-		x, err := act(r.Context(), r.PathValue("id"), n, sender(r))
+		x, err := act(r.Context(), principal(r), r.PathValue("id"), n)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -754,7 +740,7 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	x, err := s.Service.Reject(r.Context(), r.PathValue("id"), sender(r))
+	x, err := s.Service.Reject(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -14,7 +14,7 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	p, err := s.Service.Extend(r.Context(), r.PathValue("id"), req, sender(r))
+	p, err := s.Service.Extend(r.Context(), principal(r), r.PathValue("id"), req)
 	if err != nil && p.ResolvedAt == nil {
 		s.error(w, r, err)
 		return
@@ -31,7 +31,7 @@ func (s *Server) unpark(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	p, err := s.Service.Unpark(r.Context(), r.PathValue("id"), n, sender(r))
+	p, err := s.Service.Unpark(r.Context(), principal(r), r.PathValue("id"), n)
 	if err != nil && p.ResolvedAt == nil {
 		s.error(w, r, err)
 		return
@@ -73,7 +73,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	x, err := s.Service.Release(r.Context(), r.PathValue("id"), sender(r))
+	x, err := s.Service.Release(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil && x.ID == "" {
 		s.error(w, r, err)
 		return
@@ -87,7 +87,7 @@ func (s *Server) approveStart(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	p, err := s.Service.ApproveStart(r.Context(), r.PathValue("id"), in.Approve, in.Note, sender(r))
+	p, err := s.Service.ApproveStart(r.Context(), principal(r), r.PathValue("id"), in.Approve, in.Note)
 	if err != nil && p.ResolvedAt == nil {
 		s.error(w, r, err)
 		return
@@ -104,7 +104,7 @@ func (s *Server) setCredentials(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	p, err := s.Service.SetCredentials(r.Context(), r.PathValue("id"), in.Values, sender(r))
+	p, err := s.Service.SetCredentials(r.Context(), principal(r), r.PathValue("id"), in.Values)
 	if err != nil && p.ResolvedAt == nil {
 		s.error(w, r, err)
 		return
@@ -122,7 +122,7 @@ func (s *Server) chooseIdentity(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	p, err := s.Service.ChooseIdentity(r.Context(), r.PathValue("id"), in.As, sender(r))
+	p, err := s.Service.ChooseIdentity(r.Context(), principal(r), r.PathValue("id"), in.As)
 	if err != nil && p.ResolvedAt == nil {
 		s.error(w, r, err)
 		return

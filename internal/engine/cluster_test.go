@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/access"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
@@ -74,6 +75,9 @@ func atk4Setup(t *testing.T) *atk4 {
 
 var reviewer = session.Sender{Kind: session.SenderOperator, ID: "root"}
 
+// reviewerP is reviewer as the caller of a use case.
+var reviewerP = identity.Principal{User: "root", Admin: true}
+
 // TestTakeoverWaitsForALiveHolder: node a holds the copy and runs; an
 // activity given to node b (a's queue was not polled within homeWait)
 // does not take the copy over: it says where the copy is and leaves the
@@ -93,7 +97,7 @@ func TestTakeoverWaitsForALiveHolder(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "a", x.Node, "nothing moved")
 
-	accepted, err := e.svcA.Accept(ctx, e.s.ID, wire.AcceptRequest{Mode: session.AsUncommitted, Base: e.d.Base, Tree: e.d.Tree}, reviewer)
+	accepted, err := e.svcA.Accept(ctx, reviewerP, e.s.ID, wire.AcceptRequest{Mode: session.AsUncommitted, Base: e.d.Base, Tree: e.d.Tree})
 	require.NoError(t, err)
 	require.NotEqual(t, e.d.Base, accepted.BaseCommit)
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/errdefs"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/wire"
 	"github.com/paddock-dev/paddock/internal/workspace"
@@ -102,7 +103,11 @@ const quietWait = 10 * time.Second
 // snapshot that was reviewed becomes the working copy's new base, so an
 // acceptance while the agent works loses nothing: its later changes are a
 // new diff against what was accepted.
-func (s *Service) Accept(ctx context.Context, id string, req wire.AcceptRequest, by session.Sender) (session.Session, error) {
+func (s *Service) Accept(ctx context.Context, caller identity.Principal, id string, req wire.AcceptRequest) (session.Session, error) {
+	if _, err := s.SessionFor(ctx, caller, id, identity.Steer); err != nil {
+		return session.Session{}, err
+	}
+	by := caller.Sender()
 	if x, err := s.Store.GetSession(ctx, id); err == nil && s.elsewhere(x) {
 		out, err := s.remote(ctx, Delivery{Op: opAccept, SessionID: id, Home: x.Node, Accept: req, By: by})
 		return out.Session, err
@@ -116,7 +121,11 @@ func (s *Service) Accept(ctx context.Context, id string, req wire.AcceptRequest,
 // whose message names the session and who accepted it. The repository's
 // checkout is not touched; its owner merges the branch. It returns the
 // branch and the commit.
-func (s *Service) AcceptToBranch(ctx context.Context, id, base, tree string, by session.Sender) (branch, commit string, err error) {
+func (s *Service) AcceptToBranch(ctx context.Context, caller identity.Principal, id, base, tree string) (branch, commit string, err error) {
+	if _, err := s.SessionFor(ctx, caller, id, identity.Steer); err != nil {
+		return "", "", err
+	}
+	by := caller.Sender()
 	if x, err := s.Store.GetSession(ctx, id); err == nil && s.elsewhere(x) {
 		out, err := s.remote(ctx, Delivery{Op: opBranch, SessionID: id, Home: x.Node, Accept: wire.AcceptRequest{Mode: session.AsCommit, Base: base, Tree: tree}, By: by})
 		return out.Branch, out.Commit, err
@@ -215,7 +224,11 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 
 // Reject discards the session's changes: the working copy returns to its
 // base, and nothing reaches the user's repository.
-func (s *Service) Reject(ctx context.Context, id string, by session.Sender) (session.Session, error) {
+func (s *Service) Reject(ctx context.Context, caller identity.Principal, id string) (session.Session, error) {
+	if _, err := s.SessionFor(ctx, caller, id, identity.Steer); err != nil {
+		return session.Session{}, err
+	}
+	by := caller.Sender()
 	if x, err := s.Store.GetSession(ctx, id); err == nil && s.elsewhere(x) {
 		out, err := s.remote(ctx, Delivery{Op: opReject, SessionID: id, Home: x.Node, By: by})
 		return out.Session, err

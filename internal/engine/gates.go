@@ -136,7 +136,11 @@ func (s *Service) awaitingStart(ctx context.Context, id string) (bool, error) {
 // its start command is released and its workflow starts; rejected, it
 // stops without having run anything, its log sealed. Who decides is
 // recorded; the requester cannot decide their own.
-func (s *Service) ApproveStart(ctx context.Context, id string, approve bool, note string, by session.Sender) (session.Park, error) {
+func (s *Service) ApproveStart(ctx context.Context, caller identity.Principal, id string, approve bool, note string) (session.Park, error) {
+	if _, err := s.SessionFor(ctx, caller, id, identity.Approve); err != nil {
+		return session.Park{}, err
+	}
+	by := caller.Sender()
 	if err := checkNote("note", note); err != nil {
 		return session.Park{}, err
 	}
@@ -189,7 +193,11 @@ func credentialAD(sessionID, name string) []byte {
 // them. They are kept encrypted, never written to the transcript or to
 // workflow history, put in its commands' environment, taken out of their
 // output, and deleted when the session ends.
-func (s *Service) SetCredentials(ctx context.Context, id string, values map[string]string, by session.Sender) (session.Park, error) {
+func (s *Service) SetCredentials(ctx context.Context, caller identity.Principal, id string, values map[string]string) (session.Park, error) {
+	if _, err := s.SessionFor(ctx, caller, id, identity.Read); err != nil {
+		return session.Park{}, err
+	}
+	by := caller.Sender()
 	x, err := s.Store.GetSession(ctx, id)
 	if err != nil {
 		return session.Park{}, err
@@ -281,7 +289,11 @@ func (s *Service) adoptServiceCredentials(ctx context.Context, x session.Session
 // ChooseIdentity answers a session waiting for its identity choice (its
 // requester only): as the project's service identity it starts with the
 // project's credentials; as the requester it waits for theirs.
-func (s *Service) ChooseIdentity(ctx context.Context, id, as string, by session.Sender) (session.Park, error) {
+func (s *Service) ChooseIdentity(ctx context.Context, caller identity.Principal, id, as string) (session.Park, error) {
+	if _, err := s.SessionFor(ctx, caller, id, identity.Read); err != nil {
+		return session.Park{}, err
+	}
+	by := caller.Sender()
 	x, err := s.Store.GetSession(ctx, id)
 	if err != nil {
 		return session.Park{}, err

@@ -23,7 +23,11 @@ var ErrNotParked = fmt.Errorf("not parked for that: %w", errdefs.ErrConflict)
 // its spend cap), attributed to by and recorded, and wakes it: its held
 // recovery command becomes due. When the session names an approver, only
 // they may grant it.
-func (s *Service) Extend(ctx context.Context, id string, req wire.ExtendRequest, by session.Sender) (session.Park, error) {
+func (s *Service) Extend(ctx context.Context, caller identity.Principal, id string, req wire.ExtendRequest) (session.Park, error) {
+	if _, err := s.SessionFor(ctx, caller, id, identity.Approve); err != nil {
+		return session.Park{}, err
+	}
+	by := caller.Sender()
 	if err := checkNote("note", req.Note); err != nil {
 		return session.Park{}, err
 	}
@@ -63,7 +67,11 @@ func (s *Service) Extend(ctx context.Context, id string, req wire.ExtendRequest,
 // Unpark resolves a session's open park on a condition outside Paddock
 // (credits added, the provider back) as cleared, attributed to by, and
 // wakes it.
-func (s *Service) Unpark(ctx context.Context, id, note string, by session.Sender) (session.Park, error) {
+func (s *Service) Unpark(ctx context.Context, caller identity.Principal, id, note string) (session.Park, error) {
+	if _, err := s.SessionFor(ctx, caller, id, identity.Approve); err != nil {
+		return session.Park{}, err
+	}
+	by := caller.Sender()
 	if err := checkNote("note", note); err != nil {
 		return session.Park{}, err
 	}
@@ -156,7 +164,11 @@ func (s *Service) Parked(ctx context.Context, p identity.Principal, a identity.A
 
 // Hold freezes a session for inspection, as by: no turn starts, nothing
 // is reaped, discarded or collected until Release.
-func (s *Service) Hold(ctx context.Context, id, reason string, by session.Sender) (session.Session, error) {
+func (s *Service) Hold(ctx context.Context, caller identity.Principal, id, reason string) (session.Session, error) {
+	if _, err := s.SessionFor(ctx, caller, id, identity.Steer); err != nil {
+		return session.Session{}, err
+	}
+	by := caller.Sender()
 	if err := checkNote("reason", reason); err != nil {
 		return session.Session{}, err
 	}
@@ -172,7 +184,10 @@ func (s *Service) Hold(ctx context.Context, id, reason string, by session.Sender
 }
 
 // Release ends a hold and wakes the session.
-func (s *Service) Release(ctx context.Context, id string, by session.Sender) (session.Session, error) {
+func (s *Service) Release(ctx context.Context, caller identity.Principal, id string) (session.Session, error) {
+	if _, err := s.SessionFor(ctx, caller, id, identity.Steer); err != nil {
+		return session.Session{}, err
+	}
 	if err := s.Store.SetHold(ctx, id, nil); err != nil {
 		return session.Session{}, err
 	}
@@ -185,7 +200,11 @@ func (s *Service) Release(ctx context.Context, id string, by session.Sender) (se
 
 // Waive records that a person waived the session's delivery requirement
 // (its work need not be accepted before it completes), with the reason.
-func (s *Service) Waive(ctx context.Context, id, reason string, by session.Sender) (session.Session, error) {
+func (s *Service) Waive(ctx context.Context, caller identity.Principal, id, reason string) (session.Session, error) {
+	if _, err := s.SessionFor(ctx, caller, id, identity.Approve); err != nil {
+		return session.Session{}, err
+	}
+	by := caller.Sender()
 	if err := checkNote("reason", reason); err != nil {
 		return session.Session{}, err
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/wire"
 )
@@ -21,8 +21,8 @@ func TestRetryRunsTheAgentAsAppliedNow(t *testing.T) {
 	broken := spec.Agent{Name: "fixme", Project: "default", Model: "replay/testdata/script.yaml", Tools: []string{"read_file"},
 		Policy: &spec.PolicySpec{Tools: map[string]string{"read_file": "ask"}}}
 	s := f.service(t, broken)
-	by := session.Sender{Kind: session.SenderOperator, ID: "t"}
-	x, err := s.CreateSession(ctx, wire.CreateRequest{Agent: "fixme", Message: "go", Repo: f.repo}, by)
+	by := identity.Principal{User: "t", Admin: true}
+	x, err := s.CreateSession(ctx, by, wire.CreateRequest{Agent: "fixme", Message: "go", Repo: f.repo})
 	require.NoError(t, err)
 	require.NoError(t, f.store.FailSession(ctx, x.ID, "provisioning failed: something"))
 
@@ -33,7 +33,7 @@ func TestRetryRunsTheAgentAsAppliedNow(t *testing.T) {
 	_, err = f.store.ApplyAgents(ctx, []spec.Record{{Project: "default", Name: "fixme", Spec: fixed.JSON(), Digest: fixed.Digest()}})
 	require.NoError(t, err)
 
-	y, err := s.Retry(ctx, x.ID, by)
+	y, err := s.Retry(ctx, by, x.ID)
 	require.NoError(t, err)
 	require.Equal(t, fixed.Digest(), y.AgentVersion)
 	var sp spec.Agent

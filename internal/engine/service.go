@@ -131,8 +131,28 @@ func (s *Service) ApplyAgents(ctx context.Context, p identity.Principal, yamlTex
 const DefaultModel = "replay/demo"
 
 // CreateSession snapshots the agent onto a new session with its start
-// command, in one transaction, then starts its workflow.
-func (s *Service) CreateSession(ctx context.Context, req wire.CreateRequest, by session.Sender) (session.Session, error) {
+// command, in one transaction, then starts its workflow; caller must be
+// allowed to start sessions in the project.
+func (s *Service) CreateSession(ctx context.Context, caller identity.Principal, req wire.CreateRequest) (session.Session, error) {
+	if req.Project == "" {
+		req.Project = spec.DefaultProject
+	}
+	if err := access.ValidProject(req.Project); err != nil {
+		return session.Session{}, err
+	}
+	if err := s.Access.Allow(ctx, caller, req.Project, identity.Start, fmt.Sprintf("project %q", req.Project)); err != nil {
+		return session.Session{}, err
+	}
+	if req.Approver != "" {
+		if err := s.Access.CheckApprover(ctx, req.Project, req.Approver); err != nil {
+			return session.Session{}, err
+		}
+	}
+	return s.createSession(ctx, req, caller.Sender())
+}
+
+// createSession is CreateSession for by, whoever it is (a trigger too).
+func (s *Service) createSession(ctx context.Context, req wire.CreateRequest, by session.Sender) (session.Session, error) {
 	if req.Project == "" {
 		req.Project = spec.DefaultProject
 	}
@@ -566,7 +586,11 @@ func pin(p *policy.Policy) pinnedPolicy {
 
 // DecideApproval approves or rejects a pending approval as by, then wakes
 // the session. When the session names an approver, only they may decide.
-func (s *Service) DecideApproval(ctx context.Context, id string, approve bool, note string, by session.Sender) (session.Approval, error) {
+func (s *Service) DecideApproval(ctx context.Context, caller identity.Principal, id string, approve bool, note string) (session.Approval, error) {
+	if _, _, err := s.ApprovalFor(ctx, caller, id, identity.Approve); err != nil {
+		return session.Approval{}, err
+	}
+	by := caller.Sender()
 	if err := checkNote("note", note); err != nil {
 		return session.Approval{}, err
 	}
@@ -643,7 +667,11 @@ func (s *Service) SpawnSuccessor(ctx context.Context, old session.Session) (sess
 }
 
 // Retry creates a fresh session for a failed session's input, idempotently.
-func (s *Service) Retry(ctx context.Context, id string, by session.Sender) (session.Session, error) {
+func (s *Service) Retry(ctx context.Context, caller identity.Principal, id string) (session.Session, error) {
+	if _, err := s.SessionFor(ctx, caller, id, identity.Start); err != nil {
+		return session.Session{}, err
+	}
+	by := caller.Sender()
 	old, err := s.Store.GetSession(ctx, id)
 	if err != nil {
 		return old, err
@@ -702,7 +730,11 @@ func (s *Service) Retry(ctx context.Context, id string, by session.Sender) (sess
 }
 
 // Send records a command (idempotently by key) and wakes the workflow.
-func (s *Service) Send(ctx context.Context, sessionID string, req wire.SendRequest, by session.Sender) (session.Command, error) {
+func (s *Service) Send(ctx context.Context, caller identity.Principal, sessionID string, req wire.SendRequest) (session.Command, error) {
+	if _, err := s.SessionFor(ctx, caller, sessionID, identity.Steer); err != nil {
+		return session.Command{}, err
+	}
+	by := caller.Sender()
 	if err := callerKey(req.IdempotencyKey, by); err != nil {
 		return session.Command{}, err
 	}
@@ -844,7 +876,11 @@ func (s *Service) checkAnswer(ctx context.Context, sessionID, key string, payloa
 
 // Archive marks a session done-for-now; it stays revivable. A session
 // working on a turn is refused: archiving would hide it while it runs.
-func (s *Service) Archive(ctx context.Context, sessionID string, by session.Sender) (session.Session, error) {
+func (s *Service) Archive(ctx context.Context, caller identity.Principal, sessionID string) (session.Session, error) {
+	if _, err := s.SessionFor(ctx, caller, sessionID, identity.Steer); err != nil {
+		return session.Session{}, err
+	}
+	by := caller.Sender()
 	x, err := s.Store.GetSession(ctx, sessionID)
 	if err != nil {
 		return x, err

@@ -166,7 +166,7 @@ func (s *Service) deliver(ctx context.Context, project, name, event, key string,
 			return route(live[0].ID)
 		}
 	}
-	x, err := s.CreateSession(ctx, wire.CreateRequest{Project: sp.Project, Agent: sp.Name, Message: text, Repo: t.Repo,
+	x, err := s.createSession(ctx, wire.CreateRequest{Project: sp.Project, Agent: sp.Name, Message: text, Repo: t.Repo,
 		IdempotencyKey: reservedTrigger + ref + ":" + key, NonInteractive: true}, by)
 	var slot *errdefs.SlotConflictError
 	if errors.As(err, &slot) && t.Route(&sp) == spec.RouteSession {

@@ -13,6 +13,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/errdefs"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/wire"
@@ -133,11 +134,11 @@ func TestRegressionCallerKeyPreemptsADelivery(t *testing.T) {
 	f := setup(t)
 	ctx := context.Background()
 	s := f.service(t, steered(f.repo))
-	x, err := s.CreateSession(ctx, wire.CreateRequest{Agent: "steered", Repo: f.repo, Message: "start"}, session.Sender{Kind: session.SenderOperator, ID: "t"})
+	x, err := s.CreateSession(ctx, identity.Principal{User: "t", Admin: true}, wire.CreateRequest{Agent: "steered", Repo: f.repo, Message: "start"})
 	require.NoError(t, err)
-	_, err = s.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"hello"}`), IdempotencyKey: "delivery:hook:gh-1"}, session.Sender{Kind: session.SenderOperator, ID: "t"})
+	_, err = s.Send(ctx, identity.Principal{User: "t", Admin: true}, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"hello"}`), IdempotencyKey: "delivery:hook:gh-1"})
 	require.ErrorIs(t, err, errdefs.ErrInvalid, "a caller may not use the platform's delivery key space")
-	_, err = s.CreateSession(ctx, wire.CreateRequest{Agent: "steered", Repo: f.repo, Message: "x", IdempotencyKey: "trigger:hook:gh-2"}, session.Sender{Kind: session.SenderOperator, ID: "t"})
+	_, err = s.CreateSession(ctx, identity.Principal{User: "t", Admin: true}, wire.CreateRequest{Agent: "steered", Repo: f.repo, Message: "x", IdempotencyKey: "trigger:hook:gh-2"})
 	require.ErrorIs(t, err, errdefs.ErrInvalid)
 	res, err := s.Trigger(ctx, "default", "hook", "github.push", "gh-1", map[string]any{})
 	require.NoError(t, err)
@@ -155,7 +156,7 @@ func TestRegressionExtendATerminalSession(t *testing.T) {
 	_, err := f.acts.Park(ctx, "s1", "", bound.AwaitingExtension, "budget")
 	require.NoError(t, err)
 	require.NoError(t, f.store.StopSession(ctx, "s1", session.StopPayload{Reason: "enough"}))
-	p, err := s.Extend(ctx, "s1", wire.ExtendRequest{}, session.Sender{Kind: session.SenderOperator, ID: "ana"})
+	p, err := s.Extend(ctx, identity.Principal{User: "ana", Admin: true}, "s1", wire.ExtendRequest{})
 	cmds, _ := f.store.ListCommands(ctx, "s1")
 	for _, c := range cmds {
 		t.Logf("command %s %s", c.ID, c.State)

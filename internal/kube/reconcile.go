@@ -172,11 +172,8 @@ func (r *sessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			err = ensureProject(ctx, r.svc, asker, u.GetNamespace())
 		}
 		if err == nil {
-			err = r.svc.Access.Allow(ctx, asker, u.GetNamespace(), identity.Start, fmt.Sprintf("project %q", u.GetNamespace()))
-		}
-		if err == nil {
-			x, err = r.svc.CreateSession(ctx, wire.CreateRequest{Project: u.GetNamespace(), Agent: agent, Repo: repo, Message: message,
-				IdempotencyKey: "kubernetes/" + string(u.GetUID())}, asker.Sender())
+			x, err = r.svc.CreateSession(ctx, asker, wire.CreateRequest{Project: u.GetNamespace(), Agent: agent, Repo: repo, Message: message,
+				IdempotencyKey: "kubernetes/" + string(u.GetUID())})
 		}
 		if err != nil {
 			setCondition(u, "Started", "Refused", err)
@@ -215,7 +212,7 @@ func (r *sessionReconciler) stop(ctx context.Context, p identity.Principal, u *u
 	}
 	if !x.Status.Terminal() {
 		payload, _ := json.Marshal(session.StopPayload{Reason: "its Session resource " + u.GetNamespace() + "/" + u.GetName() + " was deleted"})
-		_, err := r.svc.Send(ctx, id, wire.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "kubernetes-delete/" + string(u.GetUID())}, p.Sender())
+		_, err := r.svc.Send(ctx, p, id, wire.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "kubernetes-delete/" + string(u.GetUID())})
 		if err != nil && !errors.Is(err, errdefs.ErrConflict) {
 			return false, err
 		}

@@ -85,7 +85,7 @@ func (s *sweeper) sweep(ctx context.Context) (int, error) {
 		}
 		payload, _ := json.Marshal(session.StopPayload{Reason: "its Session resource " + key.String() + " is gone"})
 		p := identity.Principal{User: s.admin, Admin: true, Via: x.CreatedBy.Via + ":gone"}
-		_, err = s.svc.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "kubernetes-gone/" + x.ID}, p.Sender())
+		_, err = s.svc.Send(ctx, p, x.ID, wire.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "kubernetes-gone/" + x.ID})
 		if err != nil && !errors.Is(err, errdefs.ErrConflict) {
 			return n, err
 		}

@@ -248,22 +248,18 @@ func (a *App) send(w http.ResponseWriter, r *http.Request, kind session.CommandK
 		return
 	}
 	data, _ := json.Marshal(payload)
-	if _, err := a.Service.Send(r.Context(), r.PathValue("id"), wire.SendRequest{Kind: kind, Payload: data}, sender(r)); err != nil {
+	if _, err := a.Service.Send(r.Context(), principal(r), r.PathValue("id"), wire.SendRequest{Kind: kind, Payload: data}); err != nil {
 		a.problem(w, r, err)
 		return
 	}
 	a.back(w, r)
 }
 
-// steered runs act on the {id} session for a caller who may steer it.
-func (a *App) steered(act func(r *http.Request, id string, by session.Sender) error) http.HandlerFunc {
+// steered runs act on the {id} session (the use case checks that the
+// caller may steer it), then returns to its page.
+func (a *App) steered(act func(r *http.Request, id string) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
-		if _, err := a.sessionFor(r, id, identity.Steer); err != nil {
-			a.problem(w, r, err)
-			return
-		}
-		if err := act(r, id, sender(r)); err != nil {
+		if err := act(r, r.PathValue("id")); err != nil {
 			a.problem(w, r, err)
 			return
 		}
@@ -271,16 +267,11 @@ func (a *App) steered(act func(r *http.Request, id string, by session.Sender) er
 	}
 }
 
-// decided runs act on the {id} session for a caller who may approve in
-// its project, then returns to the inbox.
-func (a *App) decided(act func(r *http.Request, id string, by session.Sender) error) http.HandlerFunc {
+// decided runs act on the {id} session (the use case checks that the
+// caller may approve in its project), then returns to the inbox.
+func (a *App) decided(act func(r *http.Request, id string) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
-		if _, err := a.sessionFor(r, id, identity.Approve); err != nil {
-			a.problem(w, r, err)
-			return
-		}
-		if err := act(r, id, sender(r)); err != nil {
+		if err := act(r, r.PathValue("id")); err != nil {
 			a.problem(w, r, err)
 			return
 		}
@@ -417,12 +408,12 @@ func (a *App) credentials(w http.ResponseWriter, r *http.Request) {
 			values[name] = v[0]
 		}
 	}
-	_, err := a.Service.SetCredentials(r.Context(), r.PathValue("id"), values, sender(r))
+	_, err := a.Service.SetCredentials(r.Context(), principal(r), r.PathValue("id"), values)
 	a.afterRequest(w, r, err)
 }
 
 func (a *App) chooseIdentity(w http.ResponseWriter, r *http.Request) {
-	_, err := a.Service.ChooseIdentity(r.Context(), r.PathValue("id"), r.PostFormValue("as"), sender(r))
+	_, err := a.Service.ChooseIdentity(r.Context(), principal(r), r.PathValue("id"), r.PostFormValue("as"))
 	a.afterRequest(w, r, err)
 }
 
@@ -441,7 +432,7 @@ func (a *App) decide(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		switch d := r.PostFormValue("decision"); d {
 		case "approve", "reject":
-			_, err = a.Service.DecideApproval(r.Context(), ap.ID, d == "approve", r.PostFormValue("note"), sender(r))
+			_, err = a.Service.DecideApproval(r.Context(), principal(r), ap.ID, d == "approve", r.PostFormValue("note"))
 		default:
 			a.fail(w, r, http.StatusBadRequest, "choose Approve or Reject")
 			return
@@ -495,8 +486,8 @@ func (a *App) readable(h http.HandlerFunc) http.HandlerFunc {
 
 // accept delivers exactly the reviewed snapshot (the base and tree the
 // page was rendered with) to the repository of origin as a branch.
-func (a *App) accept(w http.ResponseWriter, r *http.Request, id string, by session.Sender) {
-	branch, commit, err := a.Service.AcceptToBranch(r.Context(), id, r.PostFormValue("base"), r.PostFormValue("tree"), by)
+func (a *App) accept(w http.ResponseWriter, r *http.Request, id string) {
+	branch, commit, err := a.Service.AcceptToBranch(r.Context(), principal(r), id, r.PostFormValue("base"), r.PostFormValue("tree"))
 	if err != nil {
 		a.problem(w, r, err)
 		return

@@ -56,12 +56,14 @@ func (a *App) start(w http.ResponseWriter, r *http.Request) {
 	if n.Project == "" {
 		n.Project = spec.DefaultProject // as the API does: the project checked is the one started in
 	}
+	// A project the caller may not start in is a page of its own, not a
+	// problem with the form (CreateSession checks it again).
 	if err := a.Service.Access.Allow(r.Context(), principal(r), n.Project, identity.Start, "project "+n.Project); err != nil {
 		a.problem(w, r, err)
 		return
 	}
-	x, err := a.Service.CreateSession(r.Context(), wire.CreateRequest{Project: n.Project, Agent: n.Agent, Repo: n.Repo, Message: n.Message,
-		IdempotencyKey: "web/" + n.Key}, sender(r))
+	x, err := a.Service.CreateSession(r.Context(), principal(r), wire.CreateRequest{Project: n.Project, Agent: n.Agent, Repo: n.Repo, Message: n.Message,
+		IdempotencyKey: "web/" + n.Key})
 	if err != nil && x.ID == "" {
 		if status, _ := api.StatusOf(err); status < 500 {
 			// The form keeps what was typed, with what is wrong with it.

@@ -102,41 +102,36 @@ func (a *App) Handler() http.Handler {
 	mux.HandleFunc("POST /sessions/{id}/stop", a.authed(a.form(a.stop)))
 	mux.HandleFunc("POST /sessions/{id}/interrupt", a.authed(a.form(a.interrupt)))
 	mux.HandleFunc("POST /sessions/{id}/answer", a.authed(a.form(a.answer)))
-	mux.HandleFunc("POST /sessions/{id}/archive", a.authed(a.form(a.steered(func(r *http.Request, id string, by session.Sender) error {
-		_, err := a.Service.Archive(r.Context(), id, by)
+	mux.HandleFunc("POST /sessions/{id}/archive", a.authed(a.form(a.steered(func(r *http.Request, id string) error {
+		_, err := a.Service.Archive(r.Context(), principal(r), id)
 		return err
 	}))))
-	mux.HandleFunc("POST /sessions/{id}/hold", a.authed(a.form(a.steered(func(r *http.Request, id string, by session.Sender) error {
-		_, err := a.Service.Hold(r.Context(), id, r.PostFormValue("reason"), by)
+	mux.HandleFunc("POST /sessions/{id}/hold", a.authed(a.form(a.steered(func(r *http.Request, id string) error {
+		_, err := a.Service.Hold(r.Context(), principal(r), id, r.PostFormValue("reason"))
 		return err
 	}))))
-	mux.HandleFunc("POST /sessions/{id}/release", a.authed(a.form(a.steered(func(r *http.Request, id string, by session.Sender) error {
-		_, err := a.Service.Release(r.Context(), id, by)
+	mux.HandleFunc("POST /sessions/{id}/release", a.authed(a.form(a.steered(func(r *http.Request, id string) error {
+		_, err := a.Service.Release(r.Context(), principal(r), id)
 		return err
 	}))))
 	mux.HandleFunc("GET /sessions/{id}/audit", a.authed(a.audit))
 	mux.HandleFunc("GET /sessions/{id}/audit/export", a.authed(a.exportAudit))
 	mux.HandleFunc("GET /inbox", a.authed(a.inbox))
 	mux.HandleFunc("GET /sessions/{id}/diff", a.authed(a.diff))
-	mux.HandleFunc("POST /sessions/{id}/reject", a.authed(a.form(a.steered(func(r *http.Request, id string, by session.Sender) error {
-		_, err := a.Service.Reject(r.Context(), id, by)
+	mux.HandleFunc("POST /sessions/{id}/reject", a.authed(a.form(a.steered(func(r *http.Request, id string) error {
+		_, err := a.Service.Reject(r.Context(), principal(r), id)
 		return err
 	}))))
-	mux.HandleFunc("POST /sessions/{id}/start", a.authed(a.form(a.decided(func(r *http.Request, id string, by session.Sender) error {
-		_, err := a.Service.ApproveStart(r.Context(), id, r.PostFormValue("decision") == "approve", r.PostFormValue("note"), by)
+	mux.HandleFunc("POST /sessions/{id}/start", a.authed(a.form(a.decided(func(r *http.Request, id string) error {
+		_, err := a.Service.ApproveStart(r.Context(), principal(r), id, r.PostFormValue("decision") == "approve", r.PostFormValue("note"))
 		return err
 	}))))
-	mux.HandleFunc("POST /sessions/{id}/extend", a.authed(a.form(a.decided(func(r *http.Request, id string, by session.Sender) error {
-		_, err := a.Service.Extend(r.Context(), id, wire.ExtendRequest{Note: r.PostFormValue("note")}, by)
+	mux.HandleFunc("POST /sessions/{id}/extend", a.authed(a.form(a.decided(func(r *http.Request, id string) error {
+		_, err := a.Service.Extend(r.Context(), principal(r), id, wire.ExtendRequest{Note: r.PostFormValue("note")})
 		return err
 	}))))
 	mux.HandleFunc("POST /sessions/{id}/accept", a.authed(a.form(func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
-		if _, err := a.sessionFor(r, id, identity.Steer); err != nil {
-			a.problem(w, r, err)
-			return
-		}
-		a.accept(w, r, id, sender(r))
+		a.accept(w, r, r.PathValue("id"))
 	})))
 	mux.HandleFunc("POST /approvals/{id}", a.authed(a.form(a.decide)))
 	mux.HandleFunc("POST /sessions/{id}/credentials", a.authed(a.form(a.readable(a.credentials))))
