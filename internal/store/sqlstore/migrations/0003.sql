@@ -1,0 +1,2 @@
+
+ALTER TABLE sessions ADD COLUMN delivery TEXT NOT NULL DEFAULT '';
