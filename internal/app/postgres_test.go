@@ -102,7 +102,7 @@ func TestEverythingInPostgres(t *testing.T) {
 		if e.Kind == session.EventToolCall && json.Unmarshal(e.Data, &d) == nil && d.Name == "read_file" && d.State == session.CallDone {
 			read = strings.Contains(d.Result, "written before the node was lost")
 		}
-		restored = restored || e.Kind == session.EventNotice && strings.Contains(string(e.Data), "made again from the repository and checkpoint 1")
+		restored = restored || e.Kind == session.EventNotice && strings.Contains(string(e.Data), "made again from the repository and step 1")
 	}
 	if !restored {
 		for _, e := range evs {

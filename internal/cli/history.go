@@ -12,7 +12,7 @@ import (
 func newHistory(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "history ID [STEP STEP]",
-		Short: "Show the working copy's state after each call that changed a file (a checkpoint per step); with two steps, what changed between them (0: the base)",
+		Short: "Show the working copy's state after each call that changed a file (one step per call); with two steps, what changed between them (0: the base)",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 && len(args) != 3 {
 				return fmt.Errorf("want a session, and optionally two steps: paddock sessions history ID [STEP STEP]")

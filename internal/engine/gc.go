@@ -42,7 +42,7 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]wire.Collected, erro
 		}
 		// The checkpoints go with the copy (wherever the copy was).
 		if _, err := s.Store.DeleteSteps(ctx, x.ID); err != nil {
-			return out, fmt.Errorf("collect session %s's checkpoints: %w", x.ID, err)
+			return out, fmt.Errorf("collect session %s's steps: %w", x.ID, err)
 		}
 		if err := s.Copies.release(ctx, x.ID); err != nil {
 			return out, fmt.Errorf("collect session %s: %w", x.ID, err)

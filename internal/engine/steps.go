@@ -115,11 +115,11 @@ func recordCopy(ctx context.Context, st store.Store, key Cipher, s session.Sessi
 	text := ""
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		text = fmt.Sprintf("the working copy was not checkpointed: recording its files took longer than %s (remove generated files the session does not need); should this node be lost, the session could not be taken over faithfully from here", CopyWorkTimeout)
+		text = fmt.Sprintf("the working copy's state was not recorded: recording its files took longer than %s (remove generated files the session does not need); should this node be lost, the session could not be taken over faithfully from here", CopyWorkTimeout)
 	case err != nil:
-		text = "the working copy could not be checkpointed (" + err.Error() + "): should this node be lost, the session could not be taken over faithfully from here"
+		text = "the working copy's state could not be recorded (" + err.Error() + "): should this node be lost, the session could not be taken over faithfully from here"
 	case len(skipped) > 0:
-		text = "left out of the working copy's checkpoint (a node taking the session over would not have them): " + strings.Join(skipped, "; ")
+		text = "left out of the working copy's recorded state (a node taking the session over would not have them): " + strings.Join(skipped, "; ")
 	default:
 		return
 	}
@@ -192,7 +192,7 @@ func (a *Activities) ensureCopy(ctx context.Context, s *session.Session, sp spec
 	if n := len(all); n > 0 {
 		last := all[n-1]
 		if last.Base != s.BaseCommit {
-			return fmt.Errorf("the working copy is not on this node, and no checkpoint has its base %.12s: it cannot be made again faithfully", s.BaseCommit)
+			return fmt.Errorf("the working copy is not on this node, and no recorded step has its base %.12s: it cannot be made again faithfully", s.BaseCommit)
 		}
 		for _, c := range all {
 			if c.Bundle != "" {
@@ -206,13 +206,13 @@ func (a *Activities) ensureCopy(ctx context.Context, s *session.Session, sp spec
 		for _, f := range last.Files {
 			c := workspace.Change{Path: f.Path, Mode: f.Mode}
 			if f.Mode != "" {
-				if c.Data, err = open(f.Blob, fmt.Sprintf("checkpoint %d's %s", last.Number, f.Path)); err != nil {
+				if c.Data, err = open(f.Blob, fmt.Sprintf("step %d's %s", last.Number, f.Path)); err != nil {
 					return err
 				}
 			}
 			files = append(files, c)
 		}
-		from = fmt.Sprintf("checkpoint %d", last.Number)
+		from = fmt.Sprintf("step %d", last.Number)
 		if len(last.Skipped) > 0 {
 			from += " (without what it could not hold: " + strings.Join(last.Skipped, "; ") + ")"
 		}
