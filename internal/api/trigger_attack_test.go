@@ -15,8 +15,8 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 const (
@@ -25,7 +25,7 @@ const (
 )
 
 // deliver POSTs body to a project's trigger as GitHub does.
-func (e *attackEnv) deliver(t *testing.T, project, name, secret, event, delivery, body string) (int, engine.TriggerResult, string) {
+func (e *attackEnv) deliver(t *testing.T, project, name, secret, event, delivery, body string) (int, wire.TriggerResult, string) {
 	t.Helper()
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write([]byte(body))
@@ -33,7 +33,7 @@ func (e *attackEnv) deliver(t *testing.T, project, name, secret, event, delivery
 	return e.post(t, "/v1/projects/"+project+"/triggers/"+name, h, body)
 }
 
-func (e *attackEnv) post(t *testing.T, path string, h http.Header, body string) (int, engine.TriggerResult, string) {
+func (e *attackEnv) post(t *testing.T, path string, h http.Header, body string) (int, wire.TriggerResult, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, e.url+path, strings.NewReader(body))
 	require.NoError(t, err)
@@ -44,7 +44,7 @@ func (e *attackEnv) post(t *testing.T, path string, h http.Header, body string) 
 	defer resp.Body.Close()
 	var raw json.RawMessage
 	_ = json.NewDecoder(resp.Body).Decode(&raw)
-	var res engine.TriggerResult
+	var res wire.TriggerResult
 	_ = json.Unmarshal(raw, &res)
 	return resp.StatusCode, res, string(raw)
 }

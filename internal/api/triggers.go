@@ -15,7 +15,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/paddock-dev/paddock/internal/clip"
-	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
 )
@@ -43,7 +43,7 @@ func (s *Server) trigger(w http.ResponseWriter, r *http.Request) {
 	}
 	// One answer for an unknown trigger, one without a secret and a bad
 	// signature: an unsigned caller learns no trigger's name.
-	secret, ok := s.TriggerSecrets[engine.TriggerRef(project, name)]
+	secret, ok := s.TriggerSecrets[durable.TriggerRef(project, name)]
 	if !ok {
 		secret = noSecret // verified the same way, then refused
 	}

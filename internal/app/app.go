@@ -31,6 +31,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/kube"
 	"github.com/paddock-dev/paddock/internal/poll"
@@ -53,7 +54,7 @@ type App struct {
 	Service  *engine.Service
 	temporal *temporalserver.Server
 	client   client.Client
-	worker   *engine.Worker
+	worker   *durable.Worker
 	http     *http.Server
 	closers  []func() error
 	// temporalAddress is the Temporal frontend in use.
@@ -152,8 +153,8 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	}
 	reg := Providers(cfg.DataDir)
 	tools := tool.Builtin()
-	acts := &engine.Activities{Store: st, Providers: reg, Tools: tools, Now: time.Now, ContentKey: contentKey,
-		Copies: &engine.Copies{Node: node, Alive: db.NodeAlive, WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces"), CacheDir: filepath.Join(cfg.DataDir, "caches")}, CommandMax: cfg.CommandMax, CommandMaxOutput: cfg.CommandMaxOutput, Prices: cfg.Prices, Budget: cfg.Budget}
+	acts := &durable.Activities{Store: st, Providers: reg, Tools: tools, Now: time.Now, ContentKey: contentKey,
+		Copies: &durable.Copies{Node: node, Alive: db.NodeAlive, WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces"), CacheDir: filepath.Join(cfg.DataDir, "caches")}, CommandMax: cfg.CommandMax, CommandMaxOutput: cfg.CommandMaxOutput, Prices: cfg.Prices, Budget: cfg.Budget}
 	if cfg.Budget.Actions == 0 {
 		acts.Budget = config.DefaultBudget() // a Config not from Load
 	}
@@ -190,7 +191,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		Access: &access.Service{Store: st, Now: time.Now, OIDC: access.NewOIDC(cfg.OIDCIssuer, cfg.OIDCClientID, cfg.OIDCUsernameClaim),
 			Guesses: &throttle.Failures{}, Logger: logger}}
 	a.Service.Audit = &auditlog.Service{Store: st, Access: a.Service.Access, Sealer: sealer, ContentKey: contentKey, RetainFailed: cfg.RetainFailed,
-		SweepEvery: engine.SweepEvery, Now: time.Now}
+		SweepEvery: durable.SweepEvery, Now: time.Now}
 	if created, err := a.Service.Access.Bootstrap(ctx, cfg.DataDir, cfg.AdminUser); err != nil {
 		return nil, fmt.Errorf("first administrator: %w", err)
 	} else if created {
@@ -200,8 +201,8 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	if err := a.Service.Audit.UseAuditKey(ctx); err != nil {
 		return nil, fmt.Errorf("audit key: %w", err)
 	}
-	acts.Spawner, acts.Triggers, acts.Deliveries = a.Service, a.Service, a.Service
-	a.worker = engine.NewWorker(a.client, acts)
+	acts.Spawner, acts.Triggers, acts.Here = a.Service, a.Service, a.Service.Here()
+	a.worker = durable.NewWorker(a.client, acts)
 	if err := a.worker.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}

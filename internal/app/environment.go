@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/egress"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/layer"
 )
 
@@ -16,7 +16,7 @@ import (
 // removed), and proxies' sockets under DATA/egress. Bubblewrap sandboxes
 // also need the forwarder (see forwarder); pods reach the proxies through
 // the egress gateway.
-func environments(acts *engine.Activities, cfg config.Config) error {
+func environments(acts *durable.Activities, cfg config.Config) error {
 	l := &layer.Layers{Dir: filepath.Join(cfg.DataDir, "layers"), MaxBytes: cfg.LayersMax, UID: acts.Copies.UID}
 	l.Sweep()
 	acts.Copies.Layers = l
@@ -25,7 +25,7 @@ func environments(acts *engine.Activities, cfg config.Config) error {
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return err
 	}
-	acts.Egress = &engine.Egress{Dir: dir, Permit: cfg.EgressPermit}
+	acts.Egress = &durable.Egress{Dir: dir, Permit: cfg.EgressPermit}
 	return nil
 }
 

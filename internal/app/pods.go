@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/egress"
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/pod"
 	"github.com/paddock-dev/paddock/internal/sandbox"
 	"github.com/paddock-dev/paddock/internal/temporalserver"
@@ -52,7 +52,7 @@ func kubernetes(cfg config.Config) (*rest.Config, string, error) {
 // agent-sandbox Sandboxes whose executor this node reaches with a
 // certificate of the executors' authority, kept by the store like the
 // other shared secrets. Idle ones are suspended until Stop.
-func (a *App) pods(ctx context.Context, acts *engine.Activities, cfg config.Config, st secrets, key *vault.Key) error {
+func (a *App) pods(ctx context.Context, acts *durable.Activities, cfg config.Config, st secrets, key *vault.Key) error {
 	rc, namespace, err := kubernetes(cfg)
 	if err != nil {
 		return err

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/paddock-dev/paddock/internal/config"
-	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/sandbox"
 	"github.com/paddock-dev/paddock/internal/volume"
 )
@@ -66,7 +66,7 @@ func (e *LimitError) Error() string {
 // to install; Paddock never runs them unsandboxed. A limit this machine
 // cannot enforce makes them fail too, unless the operator accepted it
 // unenforced (PADDOCK_UNENFORCED_LIMITS), which is announced.
-func (a *App) sandbox(ctx context.Context, acts *engine.Activities, cfg config.Config) error {
+func (a *App) sandbox(ctx context.Context, acts *durable.Activities, cfg config.Config) error {
 	if os.Getuid() == 0 {
 		// The sandbox user must traverse the data directory to its working copies.
 		if err := os.Chmod(cfg.DataDir, 0o711); err != nil {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/wire"
 )
@@ -21,7 +20,7 @@ import (
 const triggerSecret = "a-webhook-secret-of-some-length"
 
 // post delivers body to trigger name as GitHub would, signed with secret.
-func post(t *testing.T, name, secret, event, delivery string, body []byte) (int, engine.TriggerResult) {
+func post(t *testing.T, name, secret, event, delivery string, body []byte) (int, wire.TriggerResult) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, shared.URL+"/v1/projects/default/triggers/"+name, bytes.NewReader(body))
 	require.NoError(t, err)
@@ -34,7 +33,7 @@ func post(t *testing.T, name, secret, event, delivery string, body []byte) (int,
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	var res engine.TriggerResult
+	var res wire.TriggerResult
 	_ = json.NewDecoder(resp.Body).Decode(&res)
 	return resp.StatusCode, res
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
@@ -69,7 +69,7 @@ func newApprovals(g *globals) *cobra.Command {
 				fmt.Fprintf(g.io.Out, "why it asks: %s (%s)\n", visible(a.Reason, false), visible(a.Rule, false))
 				fmt.Fprintf(g.io.Out, "the call:\n%s\n", callText(a.Tool, a.Args))
 				if x, err := g.remote().Session(cmd.Context(), a.SessionID); err == nil {
-					if p, err := engine.PinnedPolicy(x); err == nil {
+					if p, err := durable.PinnedPolicy(x); err == nil {
 						if text := analysisText(p, a.Tool, a.Args); text != "" {
 							fmt.Fprintln(g.io.Out, text)
 						}

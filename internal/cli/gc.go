@@ -3,9 +3,8 @@ package cli
 import (
 	"fmt"
 
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/spf13/cobra"
-
-	"github.com/paddock-dev/paddock/internal/engine"
 )
 
 func newGC(g *globals) *cobra.Command {
@@ -21,9 +20,9 @@ func newGC(g *globals) *cobra.Command {
 			var total int64
 			for _, c := range out {
 				total += c.Bytes
-				fmt.Fprintf(g.io.Out, "removed %s's working copy (%s): %s\n", c.SessionID, c.Reason, engine.BytesHuman(c.Bytes))
+				fmt.Fprintf(g.io.Out, "removed %s's working copy (%s): %s\n", c.SessionID, c.Reason, durable.BytesHuman(c.Bytes))
 			}
-			fmt.Fprintf(g.io.Out, "%d working copies removed, %s freed\n", len(out), engine.BytesHuman(total))
+			fmt.Fprintf(g.io.Out, "%d working copies removed, %s freed\n", len(out), durable.BytesHuman(total))
 			return nil
 		},
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/agent"
-	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
@@ -174,7 +174,7 @@ func (r *renderer) event(e session.Event) {
 		case d.Error != "":
 			r.line("    ↯ %s network to %s failed: %s", d.Phase, dest, oneLine(d.Error, 100))
 		default:
-			r.line("    ⇄ %s network to %s: %s up, %s down, %s", d.Phase, dest, engine.BytesHuman(d.BytesUp), engine.BytesHuman(d.BytesDown),
+			r.line("    ⇄ %s network to %s: %s up, %s down, %s", d.Phase, dest, durable.BytesHuman(d.BytesUp), durable.BytesHuman(d.BytesDown),
 				(time.Duration(d.DurationMs) * time.Millisecond).String())
 		}
 	}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/client"
-	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/poll"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -351,7 +351,7 @@ func (f *follower) approve(ctx context.Context, r *renderer, d session.ToolCallD
 		r.line("  %s asks to run:\n%s", visible(d.Name, false), callText(d.Name, d.Args))
 		if f.pinned == nil {
 			if x, err := f.c.Session(ctx, f.id); err == nil {
-				f.pinned, _ = engine.PinnedPolicy(x)
+				f.pinned, _ = durable.PinnedPolicy(x)
 			}
 		}
 		if text := analysisText(f.pinned, d.Name, d.Args); text != "" {

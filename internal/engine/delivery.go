@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -24,7 +25,7 @@ func (s *Service) Diff(ctx context.Context, id string) (session.Diff, session.Se
 		return session.Diff{}, x, err
 	}
 	if s.elsewhere(x) {
-		out, err := s.remote(ctx, Delivery{Op: opDiff, SessionID: id, Home: x.Node})
+		out, err := s.remote(ctx, durable.Delivery{Op: durable.OpDiff, SessionID: id, Home: x.Node})
 		return out.Diff, out.Session, err
 	}
 	return s.diffHere(ctx, x)
@@ -46,7 +47,7 @@ func (s *Service) diffHere(ctx context.Context, x session.Session) (session.Diff
 	if err := s.copyGone(x); err != nil {
 		return session.Diff{}, x, err
 	}
-	d, err := workspace.Compute(s.Copies.bounded(ctx), x.Workdir, x.BaseCommit)
+	d, err := workspace.Compute(s.Copies.Bounded(ctx), x.Workdir, x.BaseCommit)
 	if err == nil {
 		s.remember(id, d.Base, d.Tree)
 	}
@@ -55,7 +56,7 @@ func (s *Service) diffHere(ctx context.Context, x session.Session) (session.Diff
 
 // copyGone is a 409 when the session's working copy was removed.
 func (s *Service) copyGone(x session.Session) error {
-	if s.Copies.holds(x) {
+	if s.Copies.Holds(x) {
 		return nil
 	}
 	why := "it was removed"
@@ -109,7 +110,7 @@ func (s *Service) Accept(ctx context.Context, caller identity.Principal, id stri
 	}
 	by := caller.Sender()
 	if x, err := s.Store.GetSession(ctx, id); err == nil && s.elsewhere(x) {
-		out, err := s.remote(ctx, Delivery{Op: opAccept, SessionID: id, Home: x.Node, Accept: req, By: by})
+		out, err := s.remote(ctx, durable.Delivery{Op: durable.OpAccept, SessionID: id, Home: x.Node, Accept: req, By: by})
 		return out.Session, err
 	}
 	return s.accept(ctx, id, req, by, nil)
@@ -127,7 +128,7 @@ func (s *Service) AcceptToBranch(ctx context.Context, caller identity.Principal,
 	}
 	by := caller.Sender()
 	if x, err := s.Store.GetSession(ctx, id); err == nil && s.elsewhere(x) {
-		out, err := s.remote(ctx, Delivery{Op: opBranch, SessionID: id, Home: x.Node, Accept: wire.AcceptRequest{Mode: session.AsCommit, Base: base, Tree: tree}, By: by})
+		out, err := s.remote(ctx, durable.Delivery{Op: durable.OpBranch, SessionID: id, Home: x.Node, Accept: wire.AcceptRequest{Mode: session.AsCommit, Base: base, Tree: tree}, By: by})
 		return out.Branch, out.Commit, err
 	}
 	return s.acceptToBranch(ctx, id, base, tree, by)
@@ -195,7 +196,7 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 		}
 		message = title + "\n\nPaddock-Session: " + id + "\nAccepted-By: " + by.String() + "\n"
 	}
-	next, err := workspace.Snapshot(s.Copies.bounded(ctx), x.Workdir, req.Base, req.Tree, message)
+	next, err := workspace.Snapshot(s.Copies.Bounded(ctx), x.Workdir, req.Base, req.Tree, message)
 	if errors.Is(err, workspace.ErrUnknownTree) || errors.Is(err, workspace.ErrUntrusted) {
 		return x, fmt.Errorf("%w: %v", errdefs.ErrInvalid, err)
 	}
@@ -217,7 +218,7 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 	x, err = s.Store.GetSession(ctx, id)
 	if err == nil {
 		// The new base is a commit only this copy has: checkpointed with it.
-		recordCopy(s.Copies.bounded(ctx), s.Store, s.ContentKey, x, "accept", req.Base)
+		durable.RecordStep(s.Copies.Bounded(ctx), s.Store, s.ContentKey, x, "accept", req.Base)
 	}
 	return x, err
 }
@@ -230,7 +231,7 @@ func (s *Service) Reject(ctx context.Context, caller identity.Principal, id stri
 	}
 	by := caller.Sender()
 	if x, err := s.Store.GetSession(ctx, id); err == nil && s.elsewhere(x) {
-		out, err := s.remote(ctx, Delivery{Op: opReject, SessionID: id, Home: x.Node, By: by})
+		out, err := s.remote(ctx, durable.Delivery{Op: durable.OpReject, SessionID: id, Home: x.Node, By: by})
 		return out.Session, err
 	}
 	return s.reject(ctx, id, by)
@@ -269,6 +270,6 @@ func (s *Service) reject(ctx context.Context, id string, by session.Sender) (ses
 		return x, err
 	}
 	// What was discarded must not come back with a copy made again.
-	recordCopy(s.Copies.bounded(ctx), s.Store, s.ContentKey, x, "reject", "")
+	durable.RecordStep(s.Copies.Bounded(ctx), s.Store, s.ContentKey, x, "reject", "")
 	return s.Store.GetSession(ctx, id)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/paddock-dev/paddock/internal/bound"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -183,11 +184,6 @@ func (s *Service) ApproveStart(ctx context.Context, caller identity.Principal, i
 // MaxCredential bounds one credential's value.
 const MaxCredential = 16 << 10
 
-// credentialAD binds a sealed credential to its session and name.
-func credentialAD(sessionID, name string) []byte {
-	return []byte("paddock-credential-v1\n" + sessionID + "\n" + name)
-}
-
 // SetCredentials gives a session waiting for them the credentials its
 // agent declares: the requester's own, so only the requester may give
 // them. They are kept encrypted, never written to the transcript or to
@@ -220,7 +216,7 @@ func (s *Service) SetCredentials(ctx context.Context, caller identity.Principal,
 		case len(v) > MaxCredential || strings.ContainsRune(v, 0):
 			return p, fmt.Errorf("%w: credential %s: at most %d bytes, no NUL", errdefs.ErrInvalid, name, MaxCredential)
 		}
-		sealed[name] = s.ContentKey.Encrypt([]byte(v), credentialAD(id, name))
+		sealed[name] = s.ContentKey.Encrypt([]byte(v), durable.CredentialAD(id, name))
 	}
 	if len(values) != len(sealed) {
 		return p, fmt.Errorf("%w: agent %s takes the credentials %s, no others", errdefs.ErrInvalid, sp.Name, strings.Join(sp.Environment.Credentials, ", "))
@@ -281,7 +277,7 @@ func (s *Service) adoptServiceCredentials(ctx context.Context, x session.Session
 		if err != nil {
 			return fmt.Errorf("service credential %s of project %s cannot be opened: %w", name, x.Project, err)
 		}
-		sealed[name] = s.ContentKey.Encrypt(plain, credentialAD(x.ID, name))
+		sealed[name] = s.ContentKey.Encrypt(plain, durable.CredentialAD(x.ID, name))
 	}
 	return s.Store.SetCredentials(ctx, x.ID, sealed)
 }

@@ -29,7 +29,7 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]wire.Collected, erro
 		return out, err
 	}
 	for _, x := range list {
-		owned[x.ID] = s.Copies.mine(x) // a stale copy of another node's is a leftover here
+		owned[x.ID] = s.Copies.Mine(x) // a stale copy of another node's is a leftover here
 		if x.Held() {
 			continue // held for inspection: kept until released
 		}
@@ -44,10 +44,10 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]wire.Collected, erro
 		if _, err := s.Store.DeleteSteps(ctx, x.ID); err != nil {
 			return out, fmt.Errorf("collect session %s's steps: %w", x.ID, err)
 		}
-		if err := s.Copies.release(ctx, x.ID); err != nil {
+		if err := s.Copies.Release(ctx, x.ID); err != nil {
 			return out, fmt.Errorf("collect session %s: %w", x.ID, err)
 		}
-		if !s.Copies.mine(x) || !s.Copies.exists(x) {
+		if !s.Copies.Mine(x) || !s.Copies.Exists(x) {
 			continue // another node's copy: its collector removes it
 		}
 		if err := s.Sealer.Seal(ctx, x.ID); err != nil {
@@ -62,7 +62,7 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]wire.Collected, erro
 	// Leftovers: a directory or volume whose session does not exist, or
 	// whose session another node took over (this copy is stale) more
 	// than staleAfter ago.
-	for _, id := range s.Copies.ids() {
+	for _, id := range s.Copies.IDs() {
 		if owned[id] {
 			continue
 		}
@@ -70,16 +70,16 @@ func (s *Service) GC(ctx context.Context, now time.Time) ([]wire.Collected, erro
 		x, err := s.Store.GetSession(ctx, id)
 		switch {
 		case errors.Is(err, errdefs.ErrNotFound):
-			if err := s.Copies.release(ctx, id); err != nil {
+			if err := s.Copies.Release(ctx, id); err != nil {
 				return out, err
 			}
-		case err == nil && !s.Copies.mine(x) && now.Sub(x.UpdatedAt) > staleAfter:
+		case err == nil && !s.Copies.Mine(x) && now.Sub(x.UpdatedAt) > staleAfter:
 			reason = "node " + x.Node + " holds the session's copy now (this one is stale)"
 		default:
 			continue
 		}
 		x = session.Session{ID: id, Workdir: filepath.Join(s.Copies.WorkspaceDir, id)}
-		if s.Copies.hasVolume(id) {
+		if s.Copies.HasVolume(id) {
 			x.Workdir = filepath.Join(s.Copies.Volumes.Path(id), "work")
 		}
 		used, _, _ := s.Copies.Usage(x)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/paddock-dev/paddock/internal/bound"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -58,7 +59,7 @@ func (s *Service) Extend(ctx context.Context, caller identity.Principal, id stri
 		d.SpendCapUSD, key = req.SpendCapUSD, "spend-cap/"+p.ID
 	}
 	data, _ := json.Marshal(d)
-	if _, err := s.Store.AppendEvent(ctx, session.Event{SessionID: id, Kind: session.EventBudget, Key: budgetPrefix + key, Data: data}); err != nil {
+	if _, err := s.Store.AppendEvent(ctx, session.Event{SessionID: id, Kind: session.EventBudget, Key: durable.BudgetPrefix + key, Data: data}); err != nil {
 		return p, err
 	}
 	return s.resolve(ctx, p, session.ParkGranted, by, req.Note)
@@ -113,7 +114,7 @@ func (s *Service) resolve(ctx context.Context, p session.Park, resolution string
 	if err != nil {
 		return p, err
 	}
-	return p, s.notify(ctx, p.SessionID, Notice{CommandID: p.RecoveryCommand, Kind: session.KindMessage})
+	return p, s.notify(ctx, p.SessionID, durable.Notice{CommandID: p.RecoveryCommand, Kind: session.KindMessage})
 }
 
 // Parked lists the sessions that wait on someone (open parks, pending
@@ -180,7 +181,7 @@ func (s *Service) Hold(ctx context.Context, caller identity.Principal, id, reaso
 		return x, err
 	}
 	// Woken, the workflow finds it frozen and disarms its timers.
-	return x, s.notify(ctx, id, Notice{})
+	return x, s.notify(ctx, id, durable.Notice{})
 }
 
 // Release ends a hold and wakes the session.
@@ -195,7 +196,7 @@ func (s *Service) Release(ctx context.Context, caller identity.Principal, id str
 	if err != nil || x.Status.Terminal() {
 		return x, err
 	}
-	return x, s.notify(ctx, id, Notice{})
+	return x, s.notify(ctx, id, durable.Notice{})
 }
 
 // Waive records that a person waived the session's delivery requirement

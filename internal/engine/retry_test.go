@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/wire"
@@ -24,13 +25,13 @@ func TestRetryRunsTheAgentAsAppliedNow(t *testing.T) {
 	by := identity.Principal{User: "t", Admin: true}
 	x, err := s.CreateSession(ctx, by, wire.CreateRequest{Agent: "fixme", Message: "go", Repo: f.repo})
 	require.NoError(t, err)
-	require.NoError(t, f.store.FailSession(ctx, x.ID, "provisioning failed: something"))
+	require.NoError(t, f.st.FailSession(ctx, x.ID, "provisioning failed: something"))
 
 	fixed := broken
 	fixed.Tools = []string{"read_file", "list_dir"}
 	fixed.Policy = &spec.PolicySpec{Tools: map[string]string{"read_file": "allow"}}
 	fixed.Defaults()
-	_, err = f.store.ApplyAgents(ctx, []spec.Record{{Project: "default", Name: "fixme", Spec: fixed.JSON(), Digest: fixed.Digest()}})
+	_, err = f.st.ApplyAgents(ctx, []spec.Record{{Project: "default", Name: "fixme", Spec: fixed.JSON(), Digest: fixed.Digest()}})
 	require.NoError(t, err)
 
 	y, err := s.Retry(ctx, by, x.ID)
@@ -39,7 +40,7 @@ func TestRetryRunsTheAgentAsAppliedNow(t *testing.T) {
 	var sp spec.Agent
 	require.NoError(t, json.Unmarshal(y.AgentSpec, &sp))
 	require.Equal(t, []string{"read_file", "list_dir"}, sp.Tools)
-	p, err := PinnedPolicy(y)
+	p, err := durable.PinnedPolicy(y)
 	require.NoError(t, err)
 	v, _ := p.Tool("read_file")
 	require.Equal(t, "ask", v.Short(), "the retry's policy is no looser than the failed session's")

@@ -22,6 +22,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/clip"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
@@ -42,7 +43,7 @@ type Service struct {
 	Providers *provider.Registry
 	Tools     tool.Set
 	// Copies is where sessions' working copies and caches live.
-	Copies *Copies
+	Copies *durable.Copies
 	// RetainFailed is how long a failed session's working copy is kept
 	// for inspection before GC collects it.
 	RetainFailed time.Duration
@@ -51,7 +52,7 @@ type Service struct {
 	Sealer *auditlog.Sealer
 	// ContentKey seals and opens content at rest (audit content projects
 	// retain, sessions' credentials).
-	ContentKey Cipher
+	ContentKey durable.Cipher
 	// Access says who may do what; every use case asks it first.
 	Access *access.Service
 	// Audit is the audit log's use cases.
@@ -613,9 +614,9 @@ func (s *Service) DecideApproval(ctx context.Context, caller identity.Principal,
 	if err != nil {
 		return ap, err
 	}
-	_, err = s.Temporal.SignalWithStartWorkflow(ctx, session.WorkflowID(ap.SessionID), SignalApproval, ap.ID, client.StartWorkflowOptions{
-		ID: session.WorkflowID(ap.SessionID), TaskQueue: TaskQueue, WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, SessionWorkflow, Input{SessionID: ap.SessionID, Provisioned: true})
+	_, err = s.Temporal.SignalWithStartWorkflow(ctx, session.WorkflowID(ap.SessionID), durable.SignalApproval, ap.ID, client.StartWorkflowOptions{
+		ID: session.WorkflowID(ap.SessionID), TaskQueue: durable.TaskQueue, WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, durable.SessionWorkflow, durable.Input{SessionID: ap.SessionID, Provisioned: true})
 	if err != nil {
 		return ap, fmt.Errorf("approval %s recorded, but waking session %s failed: %w", id, ap.SessionID, err)
 	}
@@ -663,7 +664,7 @@ func (s *Service) SpawnSuccessor(ctx context.Context, old session.Session) (sess
 	if err != nil {
 		return x, err
 	}
-	return x, s.notify(ctx, x.ID, Notice{CommandID: x.ID + "-start", Kind: session.KindStartWithMessage})
+	return x, s.notify(ctx, x.ID, durable.Notice{CommandID: x.ID + "-start", Kind: session.KindStartWithMessage})
 }
 
 // Retry creates a fresh session for a failed session's input, idempotently.
@@ -697,7 +698,7 @@ func (s *Service) Retry(ctx context.Context, caller identity.Principal, id strin
 		if err != nil {
 			return old, err
 		}
-		oldPol, err := PinnedPolicy(old)
+		oldPol, err := durable.PinnedPolicy(old)
 		if err != nil {
 			return old, err
 		}
@@ -778,7 +779,7 @@ func (s *Service) send(ctx context.Context, sessionID string, req wire.SendReque
 	if err != nil || !c.Kind.Dispatched() || c.State != session.CommandPending {
 		return c, err
 	}
-	n := Notice{CommandID: c.ID, Kind: c.Kind}
+	n := durable.Notice{CommandID: c.ID, Kind: c.Kind}
 	if !created {
 		// A retried send whose command is still pending: make up for a wake
 		// that may have been lost, but abort nothing a second time.
@@ -895,16 +896,16 @@ func (s *Service) Archive(ctx context.Context, caller identity.Principal, sessio
 }
 
 // notify signals the session's workflow, starting it if it is not running.
-func (s *Service) notify(ctx context.Context, sessionID string, n Notice) error {
+func (s *Service) notify(ctx context.Context, sessionID string, n durable.Notice) error {
 	// The command is recorded: waking its session does not depend on the
 	// caller staying connected.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	_, err := s.Temporal.SignalWithStartWorkflow(ctx, session.WorkflowID(sessionID), SignalCommand, n, client.StartWorkflowOptions{
+	_, err := s.Temporal.SignalWithStartWorkflow(ctx, session.WorkflowID(sessionID), durable.SignalCommand, n, client.StartWorkflowOptions{
 		ID:                    session.WorkflowID(sessionID),
-		TaskQueue:             TaskQueue,
+		TaskQueue:             durable.TaskQueue,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, SessionWorkflow, Input{SessionID: sessionID})
+	}, durable.SessionWorkflow, durable.Input{SessionID: sessionID})
 	if err != nil {
 		return fmt.Errorf("wake session %s: %w (the command is recorded and will run when the engine is reachable)", sessionID, err)
 	}
@@ -927,7 +928,7 @@ func (s *Service) Recover(ctx context.Context) error {
 	for _, x := range list {
 		// A copy recorded before nodes were named, in this node's
 		// directories: this node's from now on, so work is routed here.
-		if x.Node == "" && x.Workdir != "" && s.Copies != nil && s.Copies.Node != "" && s.Copies.mine(x) {
+		if x.Node == "" && x.Workdir != "" && s.Copies != nil && s.Copies.Node != "" && s.Copies.Mine(x) {
 			if err := s.Store.SetWorkspace(ctx, x.ID, s.Copies.Node, x.Workdir, x.BaseCommit); err != nil {
 				return err
 			}
@@ -935,12 +936,12 @@ func (s *Service) Recover(ctx context.Context) error {
 		if waiting, err := s.awaitingStart(ctx, x.ID); err != nil || waiting {
 			continue // not started: its workflow starts when the start is approved
 		}
-		if err := s.notify(ctx, x.ID, Notice{}); err != nil {
+		if err := s.notify(ctx, x.ID, durable.Notice{}); err != nil {
 			return err
 		}
 	}
 	// The sweeper runs (one per cluster).
-	_, err = s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: SweepWorkflowID, TaskQueue: TaskQueue}, SweepWorkflow)
+	_, err = s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: durable.SweepWorkflowID, TaskQueue: durable.TaskQueue}, durable.SweepWorkflow)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &started) {
 		return fmt.Errorf("start the sweeper: %w", err)
@@ -973,7 +974,7 @@ func (s *Service) started(ctx context.Context, x session.Session, created bool, 
 			return x, err
 		}
 	}
-	return x, s.notify(ctx, x.ID, Notice{CommandID: x.ID + "-start", Kind: kind})
+	return x, s.notify(ctx, x.ID, durable.Notice{CommandID: x.ID + "-start", Kind: kind})
 }
 
 func (s *Service) now() time.Time {
@@ -981,11 +982,4 @@ func (s *Service) now() time.Time {
 		return s.Now()
 	}
 	return time.Now()
-}
-
-// Cipher seals and opens content at rest (vault.Key): retained audit
-// content, a session's credentials.
-type Cipher interface {
-	Encrypt(plain, ad []byte) []byte
-	Decrypt(sealed, ad []byte) ([]byte, error)
 }

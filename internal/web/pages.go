@@ -14,7 +14,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/bound"
-	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
@@ -191,7 +191,7 @@ func (a *App) pending(r *http.Request, aps []session.Approval) []Pending {
 			}
 			sessions[ap.SessionID] = x
 		}
-		if p, err := engine.PinnedPolicy(x); err == nil {
+		if p, err := durable.PinnedPolicy(x); err == nil {
 			out[i].Pieces = p.Evaluate(ap.Tool, ap.Args).Pieces
 		}
 	}

@@ -216,3 +216,14 @@ type AcceptRequest struct {
 	Base   string            `json:"base"`
 	Tree   string            `json:"tree"`
 }
+
+// TriggerResult says where a delivery went.
+type TriggerResult struct {
+	// Routed is "spawn", "session", or "ignored" (an event kind the
+	// trigger does not accept).
+	Routed    string `json:"routed"`
+	SessionID string `json:"sessionId,omitempty"`
+	CommandID string `json:"commandId,omitempty"`
+	// Error is why a delivery was refused (recorded, never answered).
+	Error string `json:"error,omitempty"`
+}

@@ -1,4 +1,4 @@
-package engine
+package durable
 
 import (
 	"context"
@@ -48,8 +48,9 @@ type Activities struct {
 	Spawner Spawner
 	// Triggers delivers scheduled ticks through their triggers.
 	Triggers Triggerer
-	// Deliveries runs the deliveries other nodes hand to this one.
-	Deliveries *Service
+	// Here does on this node's copies the work other nodes hand over
+	// (a diff, an acceptance, a rejection).
+	Here CopyWork
 	// Sealer seals a session's audit log before its copy is reaped.
 	Sealer *auditlog.Sealer
 	// Shell runs commands in the sandbox. When the sandbox is unavailable,
@@ -908,10 +909,10 @@ func (a *Activities) release(ctx context.Context, cmd session.Command) error {
 		if err := a.Sealer.Seal(ctx, s.ID); err != nil {
 			return fmt.Errorf("seal the stopped session's audit log: %w", err)
 		}
-		if err := a.Copies.release(ctx, s.ID); err != nil {
+		if err := a.Copies.Release(ctx, s.ID); err != nil {
 			return err
 		}
-		if !a.Copies.mine(s) {
+		if !a.Copies.Mine(s) {
 			return a.Store.SetDisplay(ctx, cmd.SessionID, "", "stopped")
 		}
 		if err := a.Copies.Remove(ctx, s); err != nil {
@@ -919,4 +920,11 @@ func (a *Activities) release(ctx context.Context, cmd session.Command) error {
 		}
 	}
 	return a.Store.SetDisplay(ctx, cmd.SessionID, "", "stopped")
+}
+
+// Cipher seals and opens content at rest (vault.Key): retained audit
+// content, a session's credentials.
+type Cipher interface {
+	Encrypt(plain, ad []byte) []byte
+	Decrypt(sealed, ad []byte) ([]byte, error)
 }

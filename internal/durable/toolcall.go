@@ -1,4 +1,4 @@
-package engine
+package durable
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func (a *Activities) credentials(ctx context.Context, id string) (map[string]str
 	}
 	out := make(map[string]string, len(sealed))
 	for name, v := range sealed {
-		plain, err := a.ContentKey.Decrypt(v, credentialAD(id, name))
+		plain, err := a.ContentKey.Decrypt(v, CredentialAD(id, name))
 		if err != nil {
 			return nil, fmt.Errorf("credential %s cannot be opened (%v): the requester gives it again once the session is stopped and retried", name, err)
 		}
@@ -433,7 +433,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		return ToolOutcome{State: session.CallCalling, Question: true, Node: s.Node}, nil
 	}
 	if !tool.ReadOnly(call.Name) {
-		recordCopy(a.Copies.bounded(ctx), a.Store, a.ContentKey, s, call.ID, "")
+		RecordStep(a.Copies.Bounded(ctx), a.Store, a.ContentKey, s, call.ID, "")
 	}
 	return finish(session.CallDone, res.Output, "")
 }

@@ -1,4 +1,4 @@
-package engine
+package durable_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/access"
+	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -42,8 +44,8 @@ func (h *hooked) Deliver(ctx context.Context, id, base, next, state string, by s
 
 type atk4 struct {
 	*atk3
-	actsB      *Activities
-	svcA, svcB *Service
+	actsB      *durable.Activities
+	svcA, svcB *engine.Service
 	hook       *hooked
 	alive      map[string]bool
 	s          session.Session
@@ -57,15 +59,15 @@ func atk4Setup(t *testing.T) *atk4 {
 	e := &atk4{atk3: atk3Setup(t), alive: map[string]bool{"a": true}}
 	e.acts.Copies.Node = "a"
 	e.hook = &hooked{Store: e.st}
-	e.actsB = &Activities{Store: e.hook, Tools: tool.Builtin(), Now: e.acts.Now, ContentKey: e.acts.ContentKey,
-		Copies: &Copies{Node: "b", WorkspaceDir: t.TempDir(), Alive: func(_ context.Context, node string) (bool, error) { return e.alive[node], nil }}}
-	e.svcA = &Service{Store: e.hook, Access: &access.Service{Store: e.hook}, Copies: e.acts.Copies, ContentKey: e.acts.ContentKey}
-	e.svcB = &Service{Store: e.st, Access: &access.Service{Store: e.st}, Copies: e.actsB.Copies, ContentKey: e.acts.ContentKey}
+	e.actsB = &durable.Activities{Store: e.hook, Tools: tool.Builtin(), Now: e.acts.Now, ContentKey: e.acts.ContentKey,
+		Copies: &durable.Copies{Node: "b", WorkspaceDir: t.TempDir(), Alive: func(_ context.Context, node string) (bool, error) { return e.alive[node], nil }}}
+	e.svcA = &engine.Service{Store: e.hook, Access: &access.Service{Store: e.hook}, Copies: e.acts.Copies, ContentKey: e.acts.ContentKey}
+	e.svcB = &engine.Service{Store: e.st, Access: &access.Service{Store: e.st}, Copies: e.actsB.Copies, ContentKey: e.acts.ContentKey}
 	s := e.session(t, "s-fork", "default")
 	require.NoError(t, e.st.SetWorkspace(ctx, s.ID, "a", s.Workdir, s.BaseCommit))
 	s.Node = "a"
 	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "a.txt"), []byte("reviewed\n"), 0o644))
-	recordCopy(ctx, e.st, e.acts.ContentKey, s, "call-1", "")
+	durable.RecordStep(ctx, e.st, e.acts.ContentKey, s, "call-1", "")
 	d, _, err := e.svcA.Diff(ctx, s.ID)
 	require.NoError(t, err)
 	require.Len(t, d.Files, 1)
@@ -89,8 +91,8 @@ func TestTakeoverWaitsForALiveHolder(t *testing.T) {
 	e := atk4Setup(t)
 	sB, err := e.st.GetSession(ctx, e.s.ID)
 	require.NoError(t, err)
-	err = e.actsB.ensureCopy(ctx, &sB, spec.Agent{})
-	node, moved := isElsewhere(err)
+	err = e.actsB.EnsureCopy(ctx, &sB, spec.Agent{})
+	node, moved := durable.IsElsewhere(err)
 	require.True(t, moved, "%v", err)
 	require.Equal(t, "a", node, "the work goes to the holder")
 	x, err := e.st.GetSession(ctx, e.s.ID)
@@ -104,7 +106,7 @@ func TestTakeoverWaitsForALiveHolder(t *testing.T) {
 	e.alive["a"] = false // node a is gone
 	x, err = e.st.GetSession(ctx, e.s.ID)
 	require.NoError(t, err)
-	require.NoError(t, e.actsB.ensureCopy(ctx, &x, spec.Agent{}))
+	require.NoError(t, e.actsB.EnsureCopy(ctx, &x, spec.Agent{}))
 	require.Equal(t, "b", x.Node)
 	require.Equal(t, accepted.BaseCommit, x.BaseCommit, "the acceptance stands")
 	d, _, err := e.svcB.Diff(ctx, x.ID)
@@ -121,12 +123,12 @@ func TestCheckpointOnlyFromTheHolder(t *testing.T) {
 	e.alive["a"] = false
 	x, err := e.st.GetSession(ctx, e.s.ID)
 	require.NoError(t, err)
-	require.NoError(t, e.actsB.ensureCopy(ctx, &x, spec.Agent{}))
+	require.NoError(t, e.actsB.EnsureCopy(ctx, &x, spec.Agent{}))
 	before, err := e.st.Steps(ctx, x.ID)
 	require.NoError(t, err)
 	// Node a writes on in its stale copy and checkpoints.
 	require.NoError(t, os.WriteFile(filepath.Join(e.s.Workdir, "late.txt"), []byte("late\n"), 0o644))
-	recordCopy(ctx, e.st, e.acts.ContentKey, e.s, "call-late", "")
+	durable.RecordStep(ctx, e.st, e.acts.ContentKey, e.s, "call-late", "")
 	after, err := e.st.Steps(ctx, x.ID)
 	require.NoError(t, err)
 	require.Len(t, after, len(before), "no checkpoint from the node that no longer holds the copy")
@@ -143,13 +145,13 @@ func TestLegacySessionStaysOffAnotherNodesDirectory(t *testing.T) {
 	e.acts.Copies.Node = "a"
 	s := e.session(t, "s-legacy", "default") // node ''
 	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "a.txt"), []byte("x\n"), 0o644))
-	actsB := &Activities{Store: e.st, Tools: tool.Builtin(), Now: e.acts.Now, Copies: &Copies{Node: "b", WorkspaceDir: t.TempDir()}, ContentKey: e.acts.ContentKey}
-	svcB := &Service{Store: e.st, Access: &access.Service{Store: e.st}, Copies: actsB.Copies, ContentKey: e.acts.ContentKey}
+	actsB := &durable.Activities{Store: e.st, Tools: tool.Builtin(), Now: e.acts.Now, Copies: &durable.Copies{Node: "b", WorkspaceDir: t.TempDir()}, ContentKey: e.acts.ContentKey}
+	svcB := &engine.Service{Store: e.st, Access: &access.Service{Store: e.st}, Copies: actsB.Copies, ContentKey: e.acts.ContentKey}
 	_, _, err := svcB.Diff(ctx, s.ID)
 	require.ErrorContains(t, err, "working copy is gone", "node b does not read node a's directory")
 	x, err := e.st.GetSession(ctx, s.ID)
 	require.NoError(t, err)
-	require.NoError(t, actsB.ensureCopy(ctx, &x, spec.Agent{}))
+	require.NoError(t, actsB.EnsureCopy(ctx, &x, spec.Agent{}))
 	require.NotEqual(t, s.Workdir, x.Workdir, "node b works in a directory of its own")
 	require.Equal(t, "b", x.Node)
 }

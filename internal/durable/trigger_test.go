@@ -1,4 +1,4 @@
-package engine
+package durable
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // deliver holds a trigger delivery for the session and signals it, as
@@ -23,7 +24,7 @@ func (f *fixture) deliver(t *testing.T, id, event, key string) {
 	c, _, err := f.store.AppendCommand(context.Background(), store.NewCommand{ID: id + "-" + key, SessionID: id, Kind: session.KindMessage,
 		Payload: payload, Sender: session.Sender{Kind: session.SenderTrigger, ID: "hook"}, Held: true})
 	require.NoError(t, err)
-	f.env.SignalWorkflow(SignalCommand, Notice{CommandID: c.ID, Kind: noticeDelivery})
+	f.env.SignalWorkflow(SignalCommand, Notice{CommandID: c.ID, Kind: NoticeDelivery})
 }
 
 // TestBurstOfDeliveriesIsOneTurn: five deliveries a second apart wait in
@@ -128,9 +129,9 @@ func TestCIVerdictWaitsButSteeringInterrupts(t *testing.T) {
 // ticks records the scheduled ticks delivered.
 type ticks struct{ keys []string }
 
-func (r *ticks) Trigger(_ context.Context, project, name, event, key string, _ any) (TriggerResult, error) {
+func (r *ticks) Trigger(_ context.Context, project, name, event, key string, _ any) (wire.TriggerResult, error) {
 	r.keys = append(r.keys, project+"/"+name+"/"+event+"/"+key)
-	return TriggerResult{Routed: "spawn"}, nil
+	return wire.TriggerResult{Routed: "spawn"}, nil
 }
 
 // TestScheduleFiresEveryTick: a trigger's cron schedule fires once per

@@ -1,4 +1,4 @@
-package engine
+package durable
 
 import (
 	"context"
@@ -44,12 +44,12 @@ func blobID(data []byte) string {
 // call.
 const CopyWorkTimeout = 2 * time.Minute
 
-// recordCopy checkpoints the copy of s after callID (a call's ID, or
+// RecordStep checkpoints the copy of s after callID (a call's ID, or
 // "accept"/"reject"); prevBase, when the base just moved from it, makes
 // the checkpoint carry the bundle of the new base. A failure is told in
 // the transcript: the session goes on, only a takeover from here would
 // not be faithful.
-func recordCopy(ctx context.Context, st store.Store, key Cipher, s session.Session, callID, prevBase string) {
+func RecordStep(ctx context.Context, st store.Store, key Cipher, s session.Session, callID, prevBase string) {
 	if s.Workdir == "" || s.BaseCommit == "" || key == nil {
 		return
 	}
@@ -154,12 +154,12 @@ func (a *Activities) ensureCopy(ctx context.Context, s *session.Session, sp spec
 	if s.Workdir == "" {
 		return nil
 	}
-	if a.Copies.mine(*s) {
+	if a.Copies.Mine(*s) {
 		if err := a.Copies.Mount(ctx, s.Workdir); err != nil {
 			return err
 		}
 	}
-	if a.Copies.holds(*s) {
+	if a.Copies.Holds(*s) {
 		return nil
 	}
 	if s.Node != "" && s.Node != a.Copies.Node && a.Copies.Alive != nil {

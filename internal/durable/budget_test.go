@@ -1,4 +1,4 @@
-package engine
+package durable
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func (f *fixture) grant(t *testing.T, id string) {
 	require.Equal(t, string(bound.AwaitingExtension), open[0].Reason)
 	ana := session.Sender{Kind: session.SenderOperator, ID: "ana"}
 	data, _ := json.Marshal(session.BudgetData{Extension: true, By: &ana})
-	_, err = f.store.AppendEvent(ctx, session.Event{SessionID: id, Kind: session.EventBudget, Key: budgetPrefix + "extension/" + open[0].ID, Data: data})
+	_, err = f.store.AppendEvent(ctx, session.Event{SessionID: id, Kind: session.EventBudget, Key: BudgetPrefix + "extension/" + open[0].ID, Data: data})
 	require.NoError(t, err)
 	p, err := f.store.ResolvePark(ctx, open[0].ID, session.ParkGranted, &ana, "")
 	require.NoError(t, err)

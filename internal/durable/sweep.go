@@ -1,4 +1,4 @@
-package engine
+package durable
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // SweepEvery is how often the sweeper runs.
@@ -63,7 +64,7 @@ func (a *Activities) Sweep(ctx context.Context) (Swept, error) {
 	if _, err := a.Sealer.Publish(ctx); err != nil {
 		out.Unpublished = err.Error() // the sweep's result, in the workflow's history
 	}
-	list, err := sessionsIn(ctx, a.Store, false, session.StatusQueued, session.StatusRunning, session.StatusAwaiting)
+	list, err := store.AllSessions(ctx, a.Store, session.Filter{Statuses: []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting}})
 	if err != nil {
 		return out, err
 	}

@@ -1,4 +1,4 @@
-package engine
+package durable
 
 import (
 	"context"
@@ -49,7 +49,7 @@ type Copies struct {
 }
 
 // bounded is ctx with the bounds of the host's work on a copy.
-func (c *Copies) bounded(ctx context.Context) context.Context {
+func (c *Copies) Bounded(ctx context.Context) context.Context {
 	if c == nil {
 		return ctx
 	}
@@ -62,7 +62,7 @@ type Releaser interface {
 }
 
 // release lets go of a session's remote sandbox, if any.
-func (c *Copies) release(ctx context.Context, id string) error {
+func (c *Copies) Release(ctx context.Context, id string) error {
 	if c == nil || c.Remote == nil {
 		return nil
 	}
@@ -287,8 +287,8 @@ func (c *Copies) Quiet(ctx context.Context, id string, wait time.Duration) (rele
 // the store says (a copy another node took over since is stale), its
 // directory present. A session recorded before nodes were named is on
 // whichever node has its directory.
-func (c *Copies) holds(x session.Session) bool {
-	if !c.mine(x) {
+func (c *Copies) Holds(x session.Session) bool {
+	if !c.Mine(x) {
 		return false
 	}
 	_, err := os.Stat(x.Workdir)
@@ -298,7 +298,7 @@ func (c *Copies) holds(x session.Session) bool {
 // mine says the store names this node as holding x's copy; a session
 // recorded before nodes were named is this node's when its directory is
 // one of this node's (another node's on a shared disk is not).
-func (c *Copies) mine(x session.Session) bool {
+func (c *Copies) Mine(x session.Session) bool {
 	switch {
 	case c == nil:
 		return x.Node == ""
@@ -312,9 +312,9 @@ func (c *Copies) mine(x session.Session) bool {
 }
 
 // exists says whether session x still has a working copy or a volume.
-func (c *Copies) exists(x session.Session) bool {
+func (c *Copies) Exists(x session.Session) bool {
 	if id, ok := c.volumeOf(x.Workdir); ok {
-		return c.hasVolume(id)
+		return c.HasVolume(id)
 	}
 	if x.Workdir != "" {
 		if _, err := os.Lstat(x.Workdir); err == nil {
@@ -329,12 +329,12 @@ func (c *Copies) exists(x session.Session) bool {
 	return false
 }
 
-func (c *Copies) hasVolume(id string) bool {
+func (c *Copies) HasVolume(id string) bool {
 	return c.Volumes != nil && c.Volumes.Has(id)
 }
 
 // ids lists every session ID that has a directory or a volume here.
-func (c *Copies) ids() []string {
+func (c *Copies) IDs() []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(id string) {

@@ -2,7 +2,7 @@
 // session's command queue in order and runs its turns; Activities hold every
 // side effect. Workflow code here is deterministic; it reads and writes the
 // world only through activities.
-package engine
+package durable
 
 import (
 	"errors"
@@ -63,7 +63,7 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 		for {
 			var n Notice
 			sig.Receive(ctx, &n)
-			if n.Kind == noticeDelivery {
+			if n.Kind == NoticeDelivery {
 				w.hold(ctx, 1)
 				continue
 			}

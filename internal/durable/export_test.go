@@ -1,0 +1,21 @@
+package durable
+
+import (
+	"context"
+
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
+)
+
+// What the tests of package durable_test (which start the use cases of
+// package engine on top of these activities) reach inside.
+
+// EnsureCopy is ensureCopy.
+func (a *Activities) EnsureCopy(ctx context.Context, s *session.Session, sp spec.Agent) error {
+	return a.ensureCopy(ctx, s, sp)
+}
+
+var (
+	IsElsewhere = isElsewhere
+	BlobAD      = blobAD
+)
