@@ -31,6 +31,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/kube"
@@ -154,7 +155,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	reg := Providers(cfg.DataDir)
 	tools := tool.Builtin()
 	acts := &durable.Activities{Store: st, Providers: reg, Tools: tools, Now: time.Now, ContentKey: contentKey,
-		Copies: &durable.Copies{Node: node, Alive: db.NodeAlive, WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces"), CacheDir: filepath.Join(cfg.DataDir, "caches")}, CommandMax: cfg.CommandMax, CommandMaxOutput: cfg.CommandMaxOutput, Prices: cfg.Prices, Budget: cfg.Budget}
+		Copies: &copies.Set{Node: node, Alive: db.NodeAlive, WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces"), CacheDir: filepath.Join(cfg.DataDir, "caches")}, CommandMax: cfg.CommandMax, CommandMaxOutput: cfg.CommandMaxOutput, Prices: cfg.Prices, Budget: cfg.Budget}
 	if cfg.Budget.Actions == 0 {
 		acts.Budget = config.DefaultBudget() // a Config not from Load
 	}

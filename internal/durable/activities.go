@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
@@ -43,7 +43,7 @@ type Activities struct {
 	// ContentKey opens sessions' credentials.
 	ContentKey Cipher
 	// Copies is where sessions' working copies and caches live.
-	Copies *Copies
+	Copies *copies.Set
 	// Spawner replaces ended sessions of replace: auto agents; nil disables it.
 	Spawner Spawner
 	// Triggers delivers scheduled ticks through their triggers.
@@ -182,7 +182,7 @@ func (a *Activities) runsCommands(sp spec.Agent) bool {
 }
 
 func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session, sp spec.Agent) (string, string, error) {
-	dir, err := a.Copies.dir(ctx, s, a.runsCommands(sp))
+	dir, err := a.Copies.Dir(ctx, s, a.runsCommands(sp))
 	if err != nil {
 		return "", "", err
 	}
@@ -207,30 +207,12 @@ func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session, sp
 		}
 	}
 	if a.Copies.UID != 0 {
-		if err := chownTree(dir, a.Copies.UID); err != nil {
+		if err := copies.ChownTree(dir, a.Copies.UID); err != nil {
 			return "", "", fmt.Errorf("hand the working copy to the sandbox user: %w", err)
 		}
 	}
 	base, err := workspace.Head(ctx, dir)
 	return dir, base, err
-}
-
-// chownTree gives a working copy to the sandbox user, except .git's hooks
-// and config, which stay Paddock's (and are bound read-only inside).
-func chownTree(dir string, uid int) error {
-	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if rel == ".git/hooks" || rel == ".git/config" || strings.HasPrefix(rel, ".git/hooks/") {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		return os.Lchown(p, uid, uid)
-	})
 }
 
 // Fail ends the session as failed; a replace: auto agent gets a successor.
@@ -355,7 +337,7 @@ func (a *Activities) Rehydrate(ctx context.Context, sessionID string) error {
 		return err
 	}
 	if err := a.ensureCopy(ctx, &s, sp); err != nil {
-		if _, ok := isElsewhere(err); ok {
+		if _, ok := copies.IsElsewhere(err); ok {
 			return err
 		}
 		return nonRetryable(err)
@@ -489,7 +471,7 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 	// (the copy's node is gone) brings the copy here, so the rest of the
 	// turn is routed here too, and stdio MCP servers find it.
 	if err := a.ensureCopy(ctx, &s, sp); err != nil {
-		if _, ok := isElsewhere(err); ok {
+		if _, ok := copies.IsElsewhere(err); ok {
 			return provider.Response{}, err
 		}
 		data, _ := json.Marshal(session.TextData{Text: "the working copy could not be made on this node: " + err.Error()})

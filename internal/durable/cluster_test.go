@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/access"
+	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
@@ -60,14 +61,14 @@ func atk4Setup(t *testing.T) *atk4 {
 	e.acts.Copies.Node = "a"
 	e.hook = &hooked{Store: e.st}
 	e.actsB = &durable.Activities{Store: e.hook, Tools: tool.Builtin(), Now: e.acts.Now, ContentKey: e.acts.ContentKey,
-		Copies: &durable.Copies{Node: "b", WorkspaceDir: t.TempDir(), Alive: func(_ context.Context, node string) (bool, error) { return e.alive[node], nil }}}
+		Copies: &copies.Set{Node: "b", WorkspaceDir: t.TempDir(), Alive: func(_ context.Context, node string) (bool, error) { return e.alive[node], nil }}}
 	e.svcA = &engine.Service{Store: e.hook, Access: &access.Service{Store: e.hook}, Copies: e.acts.Copies, ContentKey: e.acts.ContentKey}
 	e.svcB = &engine.Service{Store: e.st, Access: &access.Service{Store: e.st}, Copies: e.actsB.Copies, ContentKey: e.acts.ContentKey}
 	s := e.session(t, "s-fork", "default")
 	require.NoError(t, e.st.SetWorkspace(ctx, s.ID, "a", s.Workdir, s.BaseCommit))
 	s.Node = "a"
 	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "a.txt"), []byte("reviewed\n"), 0o644))
-	durable.RecordStep(ctx, e.st, e.acts.ContentKey, s, "call-1", "")
+	copies.RecordStep(ctx, e.st, e.acts.ContentKey, s, "call-1", "")
 	d, _, err := e.svcA.Diff(ctx, s.ID)
 	require.NoError(t, err)
 	require.Len(t, d.Files, 1)
@@ -92,7 +93,7 @@ func TestTakeoverWaitsForALiveHolder(t *testing.T) {
 	sB, err := e.st.GetSession(ctx, e.s.ID)
 	require.NoError(t, err)
 	err = e.actsB.EnsureCopy(ctx, &sB, spec.Agent{})
-	node, moved := durable.IsElsewhere(err)
+	node, moved := copies.IsElsewhere(err)
 	require.True(t, moved, "%v", err)
 	require.Equal(t, "a", node, "the work goes to the holder")
 	x, err := e.st.GetSession(ctx, e.s.ID)
@@ -128,7 +129,7 @@ func TestCheckpointOnlyFromTheHolder(t *testing.T) {
 	require.NoError(t, err)
 	// Node a writes on in its stale copy and checkpoints.
 	require.NoError(t, os.WriteFile(filepath.Join(e.s.Workdir, "late.txt"), []byte("late\n"), 0o644))
-	durable.RecordStep(ctx, e.st, e.acts.ContentKey, e.s, "call-late", "")
+	copies.RecordStep(ctx, e.st, e.acts.ContentKey, e.s, "call-late", "")
 	after, err := e.st.Steps(ctx, x.ID)
 	require.NoError(t, err)
 	require.Len(t, after, len(before), "no checkpoint from the node that no longer holds the copy")
@@ -145,7 +146,7 @@ func TestLegacySessionStaysOffAnotherNodesDirectory(t *testing.T) {
 	e.acts.Copies.Node = "a"
 	s := e.session(t, "s-legacy", "default") // node ''
 	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "a.txt"), []byte("x\n"), 0o644))
-	actsB := &durable.Activities{Store: e.st, Tools: tool.Builtin(), Now: e.acts.Now, Copies: &durable.Copies{Node: "b", WorkspaceDir: t.TempDir()}, ContentKey: e.acts.ContentKey}
+	actsB := &durable.Activities{Store: e.st, Tools: tool.Builtin(), Now: e.acts.Now, Copies: &copies.Set{Node: "b", WorkspaceDir: t.TempDir()}, ContentKey: e.acts.ContentKey}
 	svcB := &engine.Service{Store: e.st, Access: &access.Service{Store: e.st}, Copies: actsB.Copies, ContentKey: e.acts.ContentKey}
 	_, _, err := svcB.Diff(ctx, s.ID)
 	require.ErrorContains(t, err, "working copy is gone", "node b does not read node a's directory")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/clip"
+	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/egress"
 	"github.com/paddock-dev/paddock/internal/layer"
 	"github.com/paddock-dev/paddock/internal/sandbox"
@@ -75,7 +76,7 @@ func (a *Activities) provisionEnvironment(ctx context.Context, s session.Session
 	}
 	if ok {
 		return a.phaseSince(ctx, s.ID, session.PhasePreparingEnvironment, start, func() (string, error) {
-			files, err := l.Restore(workdir, a.Copies.cache(s), a.Copies.UID)
+			files, err := l.Restore(workdir, a.Copies.Cache(s), a.Copies.UID)
 			if err != nil {
 				return "", nonRetryable(fmt.Errorf("restore environment layer %s: %w", key[:12], err))
 			}
@@ -128,7 +129,7 @@ func (a *Activities) environmentAgain(ctx context.Context, s session.Session, sp
 	if l, ok, err := a.Copies.Layers.Acquire(key, s.ID); err != nil {
 		return "", err
 	} else if ok {
-		if _, err := l.Restore(s.Workdir, a.Copies.cache(s), a.Copies.UID); err != nil {
+		if _, err := l.Restore(s.Workdir, a.Copies.Cache(s), a.Copies.UID); err != nil {
 			return "", fmt.Errorf("restore environment layer %s: %w", key[:12], err)
 		}
 		what = "environment layer " + key[:12] + " restored"
@@ -141,7 +142,7 @@ func (a *Activities) environmentAgain(ctx context.Context, s session.Session, sp
 		return "", err
 	}
 	if a.Copies.UID != 0 {
-		if err := chownTree(s.Workdir, a.Copies.UID); err != nil {
+		if err := copies.ChownTree(s.Workdir, a.Copies.UID); err != nil {
 			return "", err
 		}
 	}
@@ -153,13 +154,13 @@ func (a *Activities) environmentAgain(ctx context.Context, s session.Session, sp
 // allows for setup, then saves the result as the layer named key.
 func (a *Activities) buildLayer(ctx context.Context, s session.Session, sp spec.Agent, base string, in layer.Inputs, key string) (string, error) {
 	env := sp.Environment
-	b, err := a.Copies.Layers.Build(a.Copies.scratch(s, "deps"))
+	b, err := a.Copies.Layers.Build(a.Copies.Scratch(s, "deps"))
 	if err != nil {
 		return "", err
 	}
 	// A layer is bounded by the session's disk budget (what setup could
 	// write at all), or by the layers' whole bound.
-	if b.Limit = a.Copies.budget(s.Workdir); b.Limit == 0 {
+	if b.Limit = a.Copies.Budget(s.Workdir); b.Limit == 0 {
 		b.Limit = a.Copies.Layers.MaxBytes
 	}
 	done := false
@@ -211,7 +212,7 @@ func (a *Activities) buildLayer(ctx context.Context, s session.Session, sp spec.
 		return "", nonRetryable(fmt.Errorf("after setup: %w", err))
 	}
 	if len(changed) > 0 && a.Copies.UID != 0 {
-		if err := chownTree(s.Workdir, a.Copies.UID); err != nil {
+		if err := copies.ChownTree(s.Workdir, a.Copies.UID); err != nil {
 			return "", err
 		}
 	}
@@ -246,7 +247,7 @@ func (a *Activities) buildLayer(ctx context.Context, s session.Session, sp spec.
 // cache, its environment's variables and read-only paths, and its
 // layer's dependency caches (read-only).
 func (a *Activities) place(s session.Session, sp spec.Agent) sandbox.Place {
-	p := sandbox.Place{Session: s.ID, Workdir: s.Workdir, Cache: a.Copies.cache(s), Env: sp.Environment.Env, ReadOnly: sp.Environment.ReadOnlyPaths}
+	p := sandbox.Place{Session: s.ID, Workdir: s.Workdir, Cache: a.Copies.Cache(s), Env: sp.Environment.Env, ReadOnly: sp.Environment.ReadOnlyPaths}
 	if l, ok := a.Copies.Layers.Of(s.ID); ok {
 		p.Deps = l.Deps()
 	}

@@ -14,8 +14,3 @@ import (
 func (a *Activities) EnsureCopy(ctx context.Context, s *session.Session, sp spec.Agent) error {
 	return a.ensureCopy(ctx, s, sp)
 }
-
-var (
-	IsElsewhere = isElsewhere
-	BlobAD      = blobAD
-)

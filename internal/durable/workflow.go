@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/paddock-dev/paddock/internal/bound"
+	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/shellcheck"
@@ -277,7 +278,7 @@ func (w *run) onCopy(ctx workflow.Context, activity any, args ...any) workflow.F
 				return
 			}
 			anywhere := workflow.ExecuteActivity(ctx, activity, args...)
-			node, moved := isElsewhere(anywhere.Get(gctx, nil))
+			node, moved := copies.IsElsewhere(anywhere.Get(gctx, nil))
 			if !moved || try == homeTries {
 				w.home = ""
 				set.Chain(anywhere)

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/provider/replay"
@@ -51,7 +52,7 @@ func setup(t *testing.T) *fixture {
 	}
 	reg := provider.NewRegistry()
 	reg.Register("replay", replay.Dir("."))
-	acts := &Activities{Store: st, Providers: reg, Tools: tool.Builtin(), Now: time.Now, Copies: &Copies{WorkspaceDir: t.TempDir()}}
+	acts := &Activities{Store: st, Providers: reg, Tools: tool.Builtin(), Now: time.Now, Copies: &copies.Set{WorkspaceDir: t.TempDir()}}
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(SessionWorkflow)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
@@ -218,7 +219,7 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 	x, err = s.Store.GetSession(ctx, id)
 	if err == nil {
 		// The new base is a commit only this copy has: checkpointed with it.
-		durable.RecordStep(s.Copies.Bounded(ctx), s.Store, s.ContentKey, x, "accept", req.Base)
+		copies.RecordStep(s.Copies.Bounded(ctx), s.Store, s.ContentKey, x, "accept", req.Base)
 	}
 	return x, err
 }
@@ -270,6 +271,6 @@ func (s *Service) reject(ctx context.Context, id string, by session.Sender) (ses
 		return x, err
 	}
 	// What was discarded must not come back with a copy made again.
-	durable.RecordStep(s.Copies.Bounded(ctx), s.Store, s.ContentKey, x, "reject", "")
+	copies.RecordStep(s.Copies.Bounded(ctx), s.Store, s.ContentKey, x, "reject", "")
 	return s.Store.GetSession(ctx, id)
 }

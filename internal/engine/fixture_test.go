@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/provider/replay"
@@ -48,7 +49,7 @@ func setup(t *testing.T) *fixture {
 	// Replay scripts are the durable session's test scripts.
 	reg := provider.NewRegistry()
 	reg.Register("replay", replay.Dir(filepath.Join("..", "durable")))
-	acts := &durable.Activities{Store: st, Providers: reg, Tools: tool.Builtin(), Now: time.Now, Copies: &durable.Copies{WorkspaceDir: t.TempDir()}, ContentKey: key}
+	acts := &durable.Activities{Store: st, Providers: reg, Tools: tool.Builtin(), Now: time.Now, Copies: &copies.Set{WorkspaceDir: t.TempDir()}, ContentKey: key}
 	return &fixture{st: st, acts: acts, repo: repo}
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/access"
-	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
@@ -26,7 +26,7 @@ func TestGC(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	root := t.TempDir()
-	c := &durable.Copies{WorkspaceDir: filepath.Join(root, "workspaces"), CacheDir: filepath.Join(root, "caches")}
+	c := &copies.Set{WorkspaceDir: filepath.Join(root, "workspaces"), CacheDir: filepath.Join(root, "caches")}
 	svc := &Service{Store: st, Access: &access.Service{Store: st}, Copies: c, RetainFailed: time.Hour}
 	mk := func(id string) string {
 		_, _, err := st.CreateSession(ctx, store.NewSession{ID: id, Project: "default",

@@ -22,6 +22,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/clip"
+	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
@@ -43,7 +44,7 @@ type Service struct {
 	Providers *provider.Registry
 	Tools     tool.Set
 	// Copies is where sessions' working copies and caches live.
-	Copies *durable.Copies
+	Copies *copies.Set
 	// RetainFailed is how long a failed session's working copy is kept
 	// for inspection before GC collects it.
 	RetainFailed time.Duration

@@ -1,4 +1,4 @@
-package durable
+package copies
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // other sessions are not held up; once it ends, the read goes ahead.
 func TestHostReadsWaitForTheSandbox(t *testing.T) {
 	ctx := context.Background()
-	c := &Copies{}
+	c := &Set{}
 	release, err := c.Sandboxed(ctx, "s1")
 	require.NoError(t, err)
 	_, err = c.Quiet(ctx, "s1", 50*time.Millisecond)

@@ -1,4 +1,9 @@
-package durable
+// Package copies keeps sessions' working copies on this node: where each
+// lives (a volume of its own, or a directory), its build cache, the
+// locks that order the host's reads against the sandbox's commands, and
+// the steps a copy went through (RecordStep), from which another node
+// makes it again.
+package copies
 
 import (
 	"context"
@@ -17,12 +22,12 @@ import (
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
-// Copies is where sessions' working copies and build caches live: for a
+// Set is where sessions' working copies and build caches live: for a
 // session that runs commands, in a volume of its own sized to its disk
-// budget (when Volumes is set); otherwise under WorkspaceDir and CacheDir,
+// Budget (when Volumes is set); otherwise under WorkspaceDir and CacheDir,
 // one directory per session. Caches are never shared: a session could
 // poison another's builds.
-type Copies struct {
+type Set struct {
 	// Node names this node among the nodes of one database: a session's
 	// copy is here only when the store says this node holds it.
 	Node string
@@ -49,7 +54,7 @@ type Copies struct {
 }
 
 // bounded is ctx with the bounds of the host's work on a copy.
-func (c *Copies) Bounded(ctx context.Context) context.Context {
+func (c *Set) Bounded(ctx context.Context) context.Context {
 	if c == nil {
 		return ctx
 	}
@@ -62,7 +67,7 @@ type Releaser interface {
 }
 
 // release lets go of a session's remote sandbox, if any.
-func (c *Copies) Release(ctx context.Context, id string) error {
+func (c *Set) Release(ctx context.Context, id string) error {
 	if c == nil || c.Remote == nil {
 		return nil
 	}
@@ -75,7 +80,7 @@ func (c *Copies) Release(ctx context.Context, id string) error {
 // Discard puts session x's copy back at its base, its environment layer
 // (if any) restored again, and hands what git restored (as root) back to
 // the sandbox user, so the agent can go on editing it.
-func (c *Copies) Discard(ctx context.Context, x session.Session) error {
+func (c *Set) Discard(ctx context.Context, x session.Session) error {
 	if err := workspace.Discard(ctx, x.Workdir, x.BaseCommit); err != nil {
 		return err
 	}
@@ -85,23 +90,23 @@ func (c *Copies) Discard(ctx context.Context, x session.Session) error {
 		}
 	}
 	if c.UID != 0 {
-		return chownTree(x.Workdir, c.UID)
+		return ChownTree(x.Workdir, c.UID)
 	}
 	return nil
 }
 
-// scratch is a directory of session s's own in its volume (so its disk
-// budget bounds it), "" when s has no volume.
-func (c *Copies) scratch(s session.Session, name string) string {
+// Scratch is a directory of session s's own in its volume (so its disk
+// Budget bounds it), "" when s has no volume.
+func (c *Set) Scratch(s session.Session, name string) string {
 	if id, ok := c.volumeOf(s.Workdir); ok {
 		return filepath.Join(c.Volumes.Path(id), name)
 	}
 	return ""
 }
 
-// dir is where session s's working copy goes, its volume made and
+// Dir is where session s's working copy goes, its volume made and
 // mounted first when it gets one.
-func (c *Copies) dir(ctx context.Context, s session.Session, runsCommands bool) (string, error) {
+func (c *Set) Dir(ctx context.Context, s session.Session, runsCommands bool) (string, error) {
 	if c.Volumes == nil || !runsCommands {
 		return filepath.Join(c.WorkspaceDir, s.ID), nil
 	}
@@ -113,7 +118,7 @@ func (c *Copies) dir(ctx context.Context, s session.Session, runsCommands bool) 
 }
 
 // volumeOf says which session's volume holds dir, if any.
-func (c *Copies) volumeOf(dir string) (string, bool) {
+func (c *Set) volumeOf(dir string) (string, bool) {
 	if c == nil || c.Volumes == nil || dir == "" {
 		return "", false
 	}
@@ -122,7 +127,7 @@ func (c *Copies) volumeOf(dir string) (string, bool) {
 
 // Mount makes sure the volume holding a working copy is mounted: volumes
 // are unmounted when the process ends, and mounted again on demand.
-func (c *Copies) Mount(ctx context.Context, workdir string) error {
+func (c *Set) Mount(ctx context.Context, workdir string) error {
 	if id, ok := c.volumeOf(workdir); ok {
 		if _, err := c.Volumes.Ensure(ctx, id); err != nil {
 			return fmt.Errorf("mount the working copy's volume: %w", err)
@@ -131,18 +136,18 @@ func (c *Copies) Mount(ctx context.Context, workdir string) error {
 	return nil
 }
 
-// budget is the size of the volume holding workdir (0: none).
-func (c *Copies) budget(workdir string) int64 {
+// Budget is the size of the volume holding workdir (0: none).
+func (c *Set) Budget(workdir string) int64 {
 	if _, ok := c.volumeOf(workdir); ok {
 		return c.Volumes.Size
 	}
 	return 0
 }
 
-// cache returns (creating it, owned by UID when non-zero) the session's
+// Cache returns (creating it, owned by UID when non-zero) the session's
 // build-cache directory: in its volume beside the working copy, else under
 // CacheDir; "" without either.
-func (c *Copies) cache(s session.Session) string {
+func (c *Set) Cache(s session.Session) string {
 	var dir string
 	switch id, ok := c.volumeOf(s.Workdir); {
 	case ok:
@@ -164,8 +169,8 @@ func (c *Copies) cache(s session.Session) string {
 }
 
 // Usage is the disk a session's working copy and caches use, and its
-// budget (0: none).
-func (c *Copies) Usage(s session.Session) (used, budget int64, err error) {
+// Budget (0: none).
+func (c *Set) Usage(s session.Session) (used, budget int64, err error) {
 	if id, ok := c.volumeOf(s.Workdir); ok {
 		if err := c.Mount(context.Background(), s.Workdir); err != nil {
 			return 0, 0, err
@@ -183,7 +188,7 @@ func (c *Copies) Usage(s session.Session) (used, budget int64, err error) {
 	return used, 0, nil
 }
 
-func (c *Copies) plainCache(id string) string {
+func (c *Set) plainCache(id string) string {
 	if c == nil || c.CacheDir == "" {
 		return ""
 	}
@@ -210,7 +215,7 @@ func du(dir string) (int64, error) {
 
 // Remove deletes a session's working copy and caches, its volume with
 // them. Idempotent.
-func (c *Copies) Remove(ctx context.Context, s session.Session) error {
+func (c *Set) Remove(ctx context.Context, s session.Session) error {
 	if c == nil {
 		return nil
 	}
@@ -253,7 +258,7 @@ func (s *sandboxed) slot(id string) chan struct{} {
 
 // Sandboxed marks session id's sandbox in use until release is called:
 // host-side reads of its copy wait (Quiet).
-func (c *Copies) Sandboxed(ctx context.Context, id string) (release func(), err error) {
+func (c *Set) Sandboxed(ctx context.Context, id string) (release func(), err error) {
 	ch := c.busy.slot(id)
 	select {
 	case ch <- struct{}{}:
@@ -269,7 +274,7 @@ var ErrBusy = errors.New("a command is running in the session's sandbox")
 
 // Quiet waits up to wait for session id's sandbox to have no process, and
 // holds it so until release: the host may then read the copy.
-func (c *Copies) Quiet(ctx context.Context, id string, wait time.Duration) (release func(), err error) {
+func (c *Set) Quiet(ctx context.Context, id string, wait time.Duration) (release func(), err error) {
 	ch := c.busy.slot(id)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -287,7 +292,7 @@ func (c *Copies) Quiet(ctx context.Context, id string, wait time.Duration) (rele
 // the store says (a copy another node took over since is stale), its
 // directory present. A session recorded before nodes were named is on
 // whichever node has its directory.
-func (c *Copies) Holds(x session.Session) bool {
+func (c *Set) Holds(x session.Session) bool {
 	if !c.Mine(x) {
 		return false
 	}
@@ -298,7 +303,7 @@ func (c *Copies) Holds(x session.Session) bool {
 // mine says the store names this node as holding x's copy; a session
 // recorded before nodes were named is this node's when its directory is
 // one of this node's (another node's on a shared disk is not).
-func (c *Copies) Mine(x session.Session) bool {
+func (c *Set) Mine(x session.Session) bool {
 	switch {
 	case c == nil:
 		return x.Node == ""
@@ -312,7 +317,7 @@ func (c *Copies) Mine(x session.Session) bool {
 }
 
 // exists says whether session x still has a working copy or a volume.
-func (c *Copies) Exists(x session.Session) bool {
+func (c *Set) Exists(x session.Session) bool {
 	if id, ok := c.volumeOf(x.Workdir); ok {
 		return c.HasVolume(id)
 	}
@@ -329,12 +334,12 @@ func (c *Copies) Exists(x session.Session) bool {
 	return false
 }
 
-func (c *Copies) HasVolume(id string) bool {
+func (c *Set) HasVolume(id string) bool {
 	return c.Volumes != nil && c.Volumes.Has(id)
 }
 
 // ids lists every session ID that has a directory or a volume here.
-func (c *Copies) IDs() []string {
+func (c *Set) IDs() []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(id string) {
@@ -359,4 +364,22 @@ func (c *Copies) IDs() []string {
 		}
 	}
 	return out
+}
+
+// ChownTree gives a working copy to the sandbox user, except .git's hooks
+// and config, which stay Paddock's (and are bound read-only inside).
+func ChownTree(dir string, uid int) error {
+	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == ".git/hooks" || rel == ".git/config" || strings.HasPrefix(rel, ".git/hooks/") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		return os.Lchown(p, uid, uid)
+	})
 }
