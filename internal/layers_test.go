@@ -15,7 +15,8 @@ import (
 //   - the foundation (clip, errdefs, identity, session): words every
 //     layer shares, importing none of the others;
 //   - the store: the system of record, knowing nothing of who calls it;
-//   - the core (access, engine): the one door, where every use case
+//   - the core (access, auditlog, engine; beneath them the durable
+//     session: workflows, durable, copies): the one door, where every use case
 //     checks its caller;
 //   - the transports (api, web, kube, cli): they decode, call the core
 //     and encode, and never touch the store;
@@ -26,7 +27,7 @@ import (
 var (
 	foundation = []string{"clip", "errdefs", "identity", "session"}
 	transports = []string{"api", "web", "kube", "cli"}
-	core       = []string{"access", "engine"}
+	core       = []string{"access", "auditlog", "engine", "workflows", "durable", "copies"}
 	upper      = []string{"api", "web", "kube", "cli", "client", "app"}
 )
 

@@ -27,8 +27,8 @@ const (
 
 var (
 	deepModules = map[string]bool{"shellcheck": true}
-	overLines   = map[string]int{"engine": 6604, "cli": 4001}
-	overMethods = map[string]int{"engine.Service": 52, "durable.Activities": 31, "client.Client": 62, "store.Store": 90, "sqlstore.Store": 94}
+	overLines   = map[string]int{"cli": 4001}
+	overMethods = map[string]int{"engine.Service": 53, "durable.Activities": 31, "client.Client": 62, "store.Store": 90, "sqlstore.Store": 94}
 )
 
 func TestSizes(t *testing.T) {

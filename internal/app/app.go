@@ -47,6 +47,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/tool"
 	"github.com/paddock-dev/paddock/internal/vault"
 	"github.com/paddock-dev/paddock/internal/web"
+	"github.com/paddock-dev/paddock/internal/workflows"
 )
 
 // App is a running Paddock process.
@@ -55,7 +56,7 @@ type App struct {
 	Service  *engine.Service
 	temporal *temporalserver.Server
 	client   client.Client
-	worker   *durable.Worker
+	worker   *workflows.Worker
 	http     *http.Server
 	closers  []func() error
 	// temporalAddress is the Temporal frontend in use.
@@ -203,7 +204,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		return nil, fmt.Errorf("audit key: %w", err)
 	}
 	acts.Spawner, acts.Triggers, acts.Here = a.Service, a.Service, a.Service.Here()
-	a.worker = durable.NewWorker(a.client, acts)
+	a.worker = workflows.NewWorker(a.client, acts)
 	if err := a.worker.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}

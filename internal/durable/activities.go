@@ -1,3 +1,8 @@
+// Package durable is the durable session's activities: every side effect
+// a session workflow asks for (provisioning its copy and environment, a
+// model step, a tool call in the sandbox, budgets and parks, the
+// sweeper's work, copy work handed over from another node), each
+// idempotent, so a retried activity never duplicates a row or an event.
 package durable
 
 import (
@@ -122,7 +127,7 @@ func (a *Activities) Provision(ctx context.Context, sessionID string) error {
 			return nonRetryable(fmt.Errorf("agent %s can run commands, but %s", sp.Name, why))
 		}
 	}
-	stop := heartbeat(ctx)
+	stop := Heartbeat(ctx)
 	defer stop()
 	if err := a.provisionEnvironment(ctx, s, sp); err != nil {
 		return err
@@ -487,14 +492,14 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 	// The conversation and the tools on offer are the same for every model
 	// tried (listing MCP tools is I/O: once per step).
 	messages, tools := a.compacted(ctx, sessionID, turnID, step, sp, events), a.offered(ctx, s, sp, turnID, step)
-	stop := heartbeat(ctx)
+	stop := Heartbeat(ctx)
 	defer stop()
 	// The watchdog: a step whose model streams nothing for the agent's
 	// interval is abandoned and its turn concluded stale.
 	ctx, progress, stale := watchdog(ctx, time.Duration(sp.Session.Watchdog), a.Now)
 	defer func() {
 		if stale() {
-			err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("the model made no progress for %s (the agent's watchdog)", time.Duration(sp.Session.Watchdog)), staleErrorType, nil)
+			err = temporal.NewNonRetryableApplicationError(fmt.Sprintf("the model made no progress for %s (the agent's watchdog)", time.Duration(sp.Session.Watchdog)), StaleErrorType, nil)
 		}
 	}()
 	// The agent's model, then its fallbacks in order when a model fails
@@ -530,14 +535,14 @@ func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, st
 	// than failing it: the condition is waited out (or resolved by a
 	// person) and the work resumes.
 	if reason := parkFor(provider.Classify(lastErr)); reason != "" {
-		return provider.Response{}, temporal.NewNonRetryableApplicationError(lastErr.Error(), parkErrorType+string(reason), nil)
+		return provider.Response{}, temporal.NewNonRetryableApplicationError(lastErr.Error(), ParkErrorType+string(reason), nil)
 	}
 	return provider.Response{}, lastErr
 }
 
-// staleErrorType is the type of a model step's error when the watchdog
+// StaleErrorType is the type of a model step's error when the watchdog
 // abandoned it.
-const staleErrorType = "stale"
+const StaleErrorType = "stale"
 
 // errStale cancels a step the watchdog abandoned.
 var errStale = errors.New("no progress")
@@ -607,9 +612,9 @@ func (a *Activities) clearProviderParks(ctx context.Context, sessionID string) {
 	}
 }
 
-// parkErrorType prefixes the type of an activity error that asks the
+// ParkErrorType prefixes the type of an activity error that asks the
 // workflow to park the session for the reason that follows.
-const parkErrorType = "park:"
+const ParkErrorType = "park:"
 
 // parkFor is the park reason of a provider failure, "" for none.
 func parkFor(f provider.Failure) bound.Reason {
@@ -688,9 +693,9 @@ func (a *Activities) offered(ctx context.Context, s session.Session, sp spec.Age
 	return out
 }
 
-// heartbeat reports liveness every second until stopped, so a dead worker
+// Heartbeat reports liveness every second until stopped, so a dead worker
 // is noticed quickly and a cancellation (an interrupt) reaches the activity.
-func heartbeat(ctx context.Context) func() {
+func Heartbeat(ctx context.Context) func() {
 	if !activity.IsActivity(ctx) {
 		return func() {}
 	}
@@ -720,9 +725,10 @@ type ToolOutcome struct {
 	Node string `json:"node,omitempty"`
 }
 
-func (a *Activities) callEvent(ctx context.Context, sessionID, turnID string, d session.ToolCallData) error {
+// RecordCall appends a state of a tool call to its session's transcript.
+func RecordCall(ctx context.Context, st store.Store, sessionID, turnID string, d session.ToolCallData) error {
 	data, _ := json.Marshal(d)
-	_, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventToolCall, Key: "call/" + d.ID + "/" + string(d.State), Data: data})
+	_, err := st.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventToolCall, Key: "call/" + d.ID + "/" + string(d.State), Data: data})
 	return err
 }
 
@@ -735,7 +741,7 @@ func (a *Activities) Answer(ctx context.Context, cmd session.Command) (string, e
 	if err := json.Unmarshal(cmd.Payload, &p); err != nil {
 		return "unreadable answer payload: " + err.Error(), nil
 	}
-	events, err := a.callEvents(ctx, cmd.SessionID, p.ToolCallID)
+	events, err := CallEvents(ctx, a.Store, cmd.SessionID, p.ToolCallID)
 	if err != nil {
 		return "", err
 	}
@@ -757,7 +763,7 @@ func (a *Activities) Answer(ctx context.Context, cmd session.Command) (string, e
 	if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: cmd.SessionID, TurnID: question.TurnID, Kind: session.EventAnswer, Key: "answer/" + p.ToolCallID, Data: answer}); err != nil {
 		return "", err
 	}
-	if err := a.callEvent(ctx, cmd.SessionID, question.TurnID, session.ToolCallData{ID: p.ToolCallID, Name: tool.AskUser, State: session.CallDone, Result: string(answer)}); err != nil {
+	if err := RecordCall(ctx, a.Store, cmd.SessionID, question.TurnID, session.ToolCallData{ID: p.ToolCallID, Name: tool.AskUser, State: session.CallDone, Result: string(answer)}); err != nil {
 		return "", err
 	}
 	t, err := a.Store.GetTurn(ctx, question.TurnID)
@@ -783,7 +789,7 @@ func (a *Activities) Interrupted(ctx context.Context, sessionID, turnID, reason 
 			recorded = recorded || (json.Unmarshal(e.Data, &m) == nil && m.Response.StopReason == agent.StopInterrupted)
 		}
 	}
-	calls, err := a.turnCalls(ctx, sessionID, turnID)
+	calls, err := TurnCalls(ctx, a.Store, sessionID, turnID)
 	if err != nil {
 		return err
 	}
@@ -792,7 +798,7 @@ func (a *Activities) Interrupted(ctx context.Context, sessionID, turnID, reason 
 			continue
 		}
 		d.State, d.Error, d.Result, d.Args = session.CallCanceled, reason, "", nil
-		if err := a.callEvent(ctx, sessionID, turnID, d); err != nil {
+		if err := RecordCall(ctx, a.Store, sessionID, turnID, d); err != nil {
 			return err
 		}
 	}

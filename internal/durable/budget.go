@@ -208,7 +208,7 @@ func (a *Activities) FinalSummary(ctx context.Context, sessionID, turnID, why st
 			return d.Text, nil
 		}
 	}
-	stop := heartbeat(ctx)
+	stop := Heartbeat(ctx)
 	defer stop()
 	text := "(no summary: the model could not be reached)"
 	if prov, model, err := a.Providers.Resolve(sp.Model); err == nil {

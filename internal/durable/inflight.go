@@ -28,7 +28,7 @@ type flight struct {
 // start registers run and returns the context the call runs under: it
 // ends when the activity is canceled (an interrupt, a stop, the worker
 // stopping), but not when Temporal merely gave up on the attempt (its
-// heartbeat lapsed), so the work goes on and a later attempt collects it.
+// Heartbeat lapsed), so the work goes on and a later attempt collects it.
 // end unregisters the run once its outcome is recorded.
 func (f *inflight) start(ctx context.Context, run string) (context.Context, func()) {
 	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))

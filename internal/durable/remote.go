@@ -9,7 +9,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/wire"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/workflow"
 )
 
 // Delivery is a delivery handed to the node holding the copy.
@@ -41,14 +40,6 @@ var errorKinds = []struct {
 	name string
 	err  error
 }{{"invalid", errdefs.ErrInvalid}, {"not_found", errdefs.ErrNotFound}, {"conflict", errdefs.ErrConflict}, {"denied", errdefs.ErrDenied}}
-
-// DeliveryWorkflow runs one delivery on the node holding the copy.
-func DeliveryWorkflow(ctx workflow.Context, d Delivery) (Delivered, error) {
-	w := &run{home: d.Home}
-	var out Delivered
-	err := w.onCopy(short(ctx, 3), act.Deliver, d).Get(ctx, &out)
-	return out, err
-}
 
 // Deliver runs a delivery here, making the copy here first when it is
 // not (its node is gone).

@@ -5,34 +5,12 @@ import (
 	"encoding/json"
 	"time"
 
-	"go.temporal.io/sdk/workflow"
-
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // SweepEvery is how often the sweeper runs.
 const SweepEvery = 10 * time.Minute
-
-// SweepWorkflowID is the one sweeper's workflow ID.
-const SweepWorkflowID = "sweeper"
-
-// SweepWorkflow runs the sweeper every SweepEvery on a durable timer,
-// continuing as new every 100 sweeps.
-func SweepWorkflow(ctx workflow.Context) error {
-	for range 100 {
-		if err := workflow.Sleep(ctx, SweepEvery); err != nil {
-			return err
-		}
-		var res Swept
-		if err := workflow.ExecuteActivity(short(ctx, 3), act.Sweep).Get(ctx, &res); err != nil {
-			workflow.GetLogger(ctx).Warn("sweep failed", "err", err)
-		} else if res.Unpublished != "" {
-			workflow.GetLogger(ctx).Warn("audit checkpoint not published everywhere", "err", res.Unpublished)
-		}
-	}
-	return workflow.NewContinueAsNewError(ctx, SweepWorkflow)
-}
 
 // Swept is what one sweep did.
 type Swept struct {

@@ -22,6 +22,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/shellcheck"
 	"github.com/paddock-dev/paddock/internal/spec"
+	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/tool"
 )
 
@@ -79,14 +80,14 @@ func PinnedPolicy(s session.Session) (*policy.Policy, error) {
 	return &p, nil
 }
 
-// callEvents are the transcript of one call: its state changes and the
+// CallEvents are the transcript of one call: its state changes and the
 // question it asked, if any.
-func (a *Activities) callEvents(ctx context.Context, sessionID, callID string) ([]session.Event, error) {
-	events, err := a.Store.EventsByKey(ctx, sessionID, "call/"+callID+"/")
+func CallEvents(ctx context.Context, st store.Store, sessionID, callID string) ([]session.Event, error) {
+	events, err := st.EventsByKey(ctx, sessionID, "call/"+callID+"/")
 	if err != nil {
 		return nil, err
 	}
-	q, err := a.Store.EventsByKey(ctx, sessionID, "question/"+callID)
+	q, err := st.EventsByKey(ctx, sessionID, "question/"+callID)
 	for _, e := range q {
 		if e.Key == "question/"+callID {
 			events = append(events, e)
@@ -95,9 +96,9 @@ func (a *Activities) callEvents(ctx context.Context, sessionID, callID string) (
 	return events, err
 }
 
-// settledCall returns the call's final state if the transcript has one.
-func (a *Activities) settledCall(ctx context.Context, sessionID, callID string) (st session.ToolCallState, question, ok bool, err error) {
-	events, err := a.callEvents(ctx, sessionID, callID)
+// SettledCall returns the call's final state if the transcript has one.
+func SettledCall(ctx context.Context, rec store.Store, sessionID, callID string) (st session.ToolCallState, question, ok bool, err error) {
+	events, err := CallEvents(ctx, rec, sessionID, callID)
 	for _, e := range events {
 		if e.Kind == session.EventQuestion {
 			return session.CallCalling, true, true, err
@@ -123,7 +124,7 @@ func (a *Activities) Gate(ctx context.Context, sessionID, turnID string, call pr
 		return GateResult{}, nonRetryable(err)
 	}
 	out := GateResult{ContinueAfterRejection: p.ContinueAfterToolRejection}
-	st, q, settled, err := a.settledCall(ctx, sessionID, call.ID)
+	st, q, settled, err := SettledCall(ctx, a.Store, sessionID, call.ID)
 	if err != nil {
 		return GateResult{}, err
 	}
@@ -144,20 +145,20 @@ func (a *Activities) Gate(ctx context.Context, sessionID, turnID string, call pr
 		d := base
 		d.State, d.Error = session.CallErrored, fmt.Sprintf("not run: the session's action budget (%d) is spent", l.Actions)
 		out.Settled = d.State
-		return out, a.callEvent(ctx, sessionID, turnID, d)
+		return out, RecordCall(ctx, a.Store, sessionID, turnID, d)
 	}
 	_, builtin := a.Tools.Only(sp.Tools)[call.Name]
 	if _, _, isMCP := mcpServer(sp, call.Name); !builtin && !isMCP {
 		d := base
 		d.State, d.Error = session.CallErrored, fmt.Sprintf("unknown tool %q; available: %s", clip.String(call.Name, 100), strings.Join(a.Tools.Only(sp.Tools).Names(), ", "))
 		out.Settled = d.State
-		return out, a.callEvent(ctx, sessionID, turnID, d)
+		return out, RecordCall(ctx, a.Store, sessionID, turnID, d)
 	}
 	if problem := argsProblem(call); problem != "" {
 		d := base
 		d.State, d.Error = session.CallErrored, "invalid arguments: "+problem
 		out.Settled = d.State
-		return out, a.callEvent(ctx, sessionID, turnID, d)
+		return out, RecordCall(ctx, a.Store, sessionID, turnID, d)
 	}
 	out.Decision = p.Evaluate(call.Name, call.Args)
 	if out.Decision.Verdict == shellcheck.Refuse {
@@ -165,7 +166,7 @@ func (a *Activities) Gate(ctx context.Context, sessionID, turnID string, call pr
 		d.State, d.Verdict, d.Rule = session.CallRejected, "refuse", out.Decision.Rule
 		d.Error = "refused by policy (" + out.Decision.Rule + "): " + out.Decision.Reason
 		out.Settled = d.State
-		return out, a.callEvent(ctx, sessionID, turnID, d)
+		return out, RecordCall(ctx, a.Store, sessionID, turnID, d)
 	}
 	return out, nil
 }
@@ -228,7 +229,7 @@ func (a *Activities) RequestApproval(ctx context.Context, sessionID, turnID stri
 	if !s.Interactive && s.Approver == "" {
 		reason := "this session is non-interactive and names no approver, so a call that needs permission (" + d.Rule + ") is rejected"
 		ev := session.ToolCallData{ID: call.ID, Name: call.Name, State: session.CallRejected, Verdict: "ask", Rule: d.Rule, Error: reason}
-		return ApprovalRequest{Rejected: true, Reason: reason}, a.callEvent(ctx, sessionID, turnID, ev)
+		return ApprovalRequest{Rejected: true, Reason: reason}, RecordCall(ctx, a.Store, sessionID, turnID, ev)
 	}
 	// Said before the approval can be seen: whoever finds it in the inbox
 	// finds the session's line saying what it waits for.
@@ -242,7 +243,7 @@ func (a *Activities) RequestApproval(ctx context.Context, sessionID, turnID stri
 		return ApprovalRequest{}, err
 	}
 	ev := session.ToolCallData{ID: call.ID, Name: call.Name, State: session.CallAwaitingApproval, Args: call.Args, Verdict: "ask", Rule: d.Rule, Approval: ap.ID}
-	if err := a.callEvent(ctx, sessionID, turnID, ev); err != nil {
+	if err := RecordCall(ctx, a.Store, sessionID, turnID, ev); err != nil {
 		return ApprovalRequest{}, err
 	}
 	return ApprovalRequest{ID: ap.ID, WaitSeconds: ap.ExpiresAt.Sub(a.Now()).Seconds()}, nil
@@ -263,7 +264,7 @@ func (a *Activities) ApprovalState(ctx context.Context, id string, expire bool) 
 
 // Reject records a call as rejected.
 func (a *Activities) Reject(ctx context.Context, sessionID, turnID string, call provider.ToolCall, reason string) error {
-	return a.callEvent(ctx, sessionID, turnID, session.ToolCallData{ID: call.ID, Name: call.Name, State: session.CallRejected, Error: reason})
+	return RecordCall(ctx, a.Store, sessionID, turnID, session.ToolCallData{ID: call.ID, Name: call.Name, State: session.CallRejected, Error: reason})
 }
 
 // RunTool runs an allowed or approved call. The policy is evaluated once
@@ -271,7 +272,7 @@ func (a *Activities) Reject(ctx context.Context, sessionID, turnID string, call 
 // approval only counts for the exact call it was given for. Errors go back
 // to the model as an errored call; they never stop the session.
 func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call provider.ToolCall, first policy.Decision, by session.Attribution) (ToolOutcome, error) {
-	st, q, settled, err := a.settledCall(ctx, sessionID, call.ID)
+	st, q, settled, err := SettledCall(ctx, a.Store, sessionID, call.ID)
 	if err != nil {
 		return ToolOutcome{}, err
 	}
@@ -289,7 +290,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		if state == session.CallDone {
 			d.By = &by
 		}
-		return ToolOutcome{State: state, Node: s.Node}, a.callEvent(ctx, sessionID, turnID, d)
+		return ToolOutcome{State: state, Node: s.Node}, RecordCall(ctx, a.Store, sessionID, turnID, d)
 	}
 	p, err := PinnedPolicy(s)
 	if err != nil {
@@ -334,7 +335,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		// An earlier attempt still running here (Temporal gave up on it
 		// on a busy machine) is waited for; its outcome stands.
 		if a.flights.await(ctx, owner.Run) {
-			if st, q, settled, err := a.settledCall(ctx, sessionID, call.ID); err != nil || settled {
+			if st, q, settled, err := SettledCall(ctx, a.Store, sessionID, call.ID); err != nil || settled {
 				return ToolOutcome{State: st, Question: q, Node: s.Node}, err
 			}
 		}
@@ -343,7 +344,7 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 		}
 	}
 	_ = a.Store.SetDisplay(ctx, sessionID, "", "running "+call.Name)
-	stop := heartbeat(ctx)
+	stop := Heartbeat(ctx)
 	defer stop()
 	// The call runs to its end unless it is canceled: an attempt Temporal
 	// gave up on still records its outcome, for the next attempt.
@@ -439,10 +440,10 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 	return finish(session.CallDone, res.Output, "")
 }
 
-// turnCalls are the calls of a turn in the order they appeared, each in
+// TurnCalls are the calls of a turn in the order they appeared, each in
 // its latest recorded state.
-func (a *Activities) turnCalls(ctx context.Context, sessionID, turnID string) ([]session.ToolCallData, error) {
-	events, err := a.Store.EventsByKey(ctx, sessionID, "call/")
+func TurnCalls(ctx context.Context, st store.Store, sessionID, turnID string) ([]session.ToolCallData, error) {
+	events, err := st.EventsByKey(ctx, sessionID, "call/")
 	if err != nil {
 		return nil, err
 	}
@@ -472,7 +473,7 @@ func (a *Activities) turnCalls(ctx context.Context, sessionID, turnID string) ([
 // the reason, which the model sees as the call's result. A question's call
 // stays open when the turn waits for its answer.
 func (a *Activities) closeOpenCalls(ctx context.Context, sessionID, turnID string, status session.TurnStatus) error {
-	calls, err := a.turnCalls(ctx, sessionID, turnID)
+	calls, err := TurnCalls(ctx, a.Store, sessionID, turnID)
 	if err != nil {
 		return err
 	}
@@ -482,7 +483,7 @@ func (a *Activities) closeOpenCalls(ctx context.Context, sessionID, turnID strin
 			continue
 		}
 		if status == session.TurnWaitingForInput && d.State == session.CallCalling {
-			if _, q, _, err := a.settledCall(ctx, sessionID, id); err != nil || q {
+			if _, q, _, err := SettledCall(ctx, a.Store, sessionID, id); err != nil || q {
 				if err != nil {
 					return err
 				}
@@ -495,7 +496,7 @@ func (a *Activities) closeOpenCalls(ctx context.Context, sessionID, turnID strin
 		}
 		d.State, d.Result, d.Args = to, "", nil
 		d.Error = fmt.Sprintf("the turn ended (%s) before this call finished", status)
-		if err := a.callEvent(ctx, sessionID, turnID, d); err != nil {
+		if err := RecordCall(ctx, a.Store, sessionID, turnID, d); err != nil {
 			return err
 		}
 	}

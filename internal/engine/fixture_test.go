@@ -46,9 +46,9 @@ func setup(t *testing.T) *fixture {
 	_, _ = rand.Read(raw)
 	key, err := vault.NewKey(raw)
 	require.NoError(t, err)
-	// Replay scripts are the durable session's test scripts.
+	// Replay scripts are the session workflow's test scripts.
 	reg := provider.NewRegistry()
-	reg.Register("replay", replay.Dir(filepath.Join("..", "durable")))
+	reg.Register("replay", replay.Dir(filepath.Join("..", "workflows")))
 	acts := &durable.Activities{Store: st, Providers: reg, Tools: tool.Builtin(), Now: time.Now, Copies: &copies.Set{WorkspaceDir: t.TempDir()}, ContentKey: key}
 	return &fixture{st: st, acts: acts, repo: repo}
 }

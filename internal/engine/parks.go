@@ -14,6 +14,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/wire"
+	"github.com/paddock-dev/paddock/internal/workflows"
 )
 
 // ErrNotParked says a session has no open park of the kind a request
@@ -114,7 +115,7 @@ func (s *Service) resolve(ctx context.Context, p session.Park, resolution string
 	if err != nil {
 		return p, err
 	}
-	return p, s.notify(ctx, p.SessionID, durable.Notice{CommandID: p.RecoveryCommand, Kind: session.KindMessage})
+	return p, s.notify(ctx, p.SessionID, workflows.Notice{CommandID: p.RecoveryCommand, Kind: session.KindMessage})
 }
 
 // Parked lists the sessions that wait on someone (open parks, pending
@@ -181,7 +182,7 @@ func (s *Service) Hold(ctx context.Context, caller identity.Principal, id, reaso
 		return x, err
 	}
 	// Woken, the workflow finds it frozen and disarms its timers.
-	return x, s.notify(ctx, id, durable.Notice{})
+	return x, s.notify(ctx, id, workflows.Notice{})
 }
 
 // Release ends a hold and wakes the session.
@@ -196,7 +197,7 @@ func (s *Service) Release(ctx context.Context, caller identity.Principal, id str
 	if err != nil || x.Status.Terminal() {
 		return x, err
 	}
-	return x, s.notify(ctx, id, durable.Notice{})
+	return x, s.notify(ctx, id, workflows.Notice{})
 }
 
 // Waive records that a person waived the session's delivery requirement

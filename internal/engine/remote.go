@@ -11,6 +11,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/wire"
+	"github.com/paddock-dev/paddock/internal/workflows"
 )
 
 // Any node answers any request; a delivery (diff, accept, reject) needs
@@ -38,8 +39,8 @@ func (s *Service) remote(ctx context.Context, d durable.Delivery) (durable.Deliv
 	ctx, cancel := context.WithTimeout(ctx, remoteWait)
 	defer cancel()
 	run, err := s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: "delivery-" + uuid.NewString(), TaskQueue: durable.TaskQueue, WorkflowExecutionTimeout: remoteWait,
-	}, durable.DeliveryWorkflow, d)
+		ID: "delivery-" + uuid.NewString(), TaskQueue: workflows.TaskQueue, WorkflowExecutionTimeout: remoteWait,
+	}, workflows.DeliveryWorkflow, d)
 	if err != nil {
 		return durable.Delivered{}, fmt.Errorf("hand the %s to the node holding session %s's working copy: %w", d.Op, d.SessionID, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/spec"
+	"github.com/paddock-dev/paddock/internal/workflows"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 )
@@ -63,8 +64,8 @@ func (s *Service) startSchedule(ctx context.Context, name, expr string) error {
 			return err
 		}
 	}
-	_, err := s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: durable.TaskQueue,
-		Memo: map[string]any{"cron": durable.CronMemo(expr)}}, durable.ScheduleWorkflow, name, expr)
+	_, err := s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue,
+		Memo: map[string]any{"cron": durable.CronMemo(expr)}}, workflows.ScheduleWorkflow, name, expr)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
 		return nil

@@ -1,3 +1,8 @@
+// Package engine is the core's one door for sessions: the use cases
+// every transport calls (create, send, stop, the diff and its review,
+// parks, triggers, policies, collection, and every read), each taking the
+// caller and checking what it may do before it acts. Rows are recorded
+// first, then the session's workflow (package workflows) is woken.
 package engine
 
 import (
@@ -33,6 +38,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/tool"
 	"github.com/paddock-dev/paddock/internal/wire"
+	"github.com/paddock-dev/paddock/internal/workflows"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
@@ -615,9 +621,9 @@ func (s *Service) DecideApproval(ctx context.Context, caller identity.Principal,
 	if err != nil {
 		return ap, err
 	}
-	_, err = s.Temporal.SignalWithStartWorkflow(ctx, session.WorkflowID(ap.SessionID), durable.SignalApproval, ap.ID, client.StartWorkflowOptions{
-		ID: session.WorkflowID(ap.SessionID), TaskQueue: durable.TaskQueue, WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, durable.SessionWorkflow, durable.Input{SessionID: ap.SessionID, Provisioned: true})
+	_, err = s.Temporal.SignalWithStartWorkflow(ctx, session.WorkflowID(ap.SessionID), workflows.SignalApproval, ap.ID, client.StartWorkflowOptions{
+		ID: session.WorkflowID(ap.SessionID), TaskQueue: workflows.TaskQueue, WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, workflows.SessionWorkflow, workflows.Input{SessionID: ap.SessionID, Provisioned: true})
 	if err != nil {
 		return ap, fmt.Errorf("approval %s recorded, but waking session %s failed: %w", id, ap.SessionID, err)
 	}
@@ -665,7 +671,7 @@ func (s *Service) SpawnSuccessor(ctx context.Context, old session.Session) (sess
 	if err != nil {
 		return x, err
 	}
-	return x, s.notify(ctx, x.ID, durable.Notice{CommandID: x.ID + "-start", Kind: session.KindStartWithMessage})
+	return x, s.notify(ctx, x.ID, workflows.Notice{CommandID: x.ID + "-start", Kind: session.KindStartWithMessage})
 }
 
 // Retry creates a fresh session for a failed session's input, idempotently.
@@ -780,7 +786,7 @@ func (s *Service) send(ctx context.Context, sessionID string, req wire.SendReque
 	if err != nil || !c.Kind.Dispatched() || c.State != session.CommandPending {
 		return c, err
 	}
-	n := durable.Notice{CommandID: c.ID, Kind: c.Kind}
+	n := workflows.Notice{CommandID: c.ID, Kind: c.Kind}
 	if !created {
 		// A retried send whose command is still pending: make up for a wake
 		// that may have been lost, but abort nothing a second time.
@@ -897,16 +903,16 @@ func (s *Service) Archive(ctx context.Context, caller identity.Principal, sessio
 }
 
 // notify signals the session's workflow, starting it if it is not running.
-func (s *Service) notify(ctx context.Context, sessionID string, n durable.Notice) error {
+func (s *Service) notify(ctx context.Context, sessionID string, n workflows.Notice) error {
 	// The command is recorded: waking its session does not depend on the
 	// caller staying connected.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	_, err := s.Temporal.SignalWithStartWorkflow(ctx, session.WorkflowID(sessionID), durable.SignalCommand, n, client.StartWorkflowOptions{
+	_, err := s.Temporal.SignalWithStartWorkflow(ctx, session.WorkflowID(sessionID), workflows.SignalCommand, n, client.StartWorkflowOptions{
 		ID:                    session.WorkflowID(sessionID),
-		TaskQueue:             durable.TaskQueue,
+		TaskQueue:             workflows.TaskQueue,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, durable.SessionWorkflow, durable.Input{SessionID: sessionID})
+	}, workflows.SessionWorkflow, workflows.Input{SessionID: sessionID})
 	if err != nil {
 		return fmt.Errorf("wake session %s: %w (the command is recorded and will run when the engine is reachable)", sessionID, err)
 	}
@@ -937,12 +943,12 @@ func (s *Service) Recover(ctx context.Context) error {
 		if waiting, err := s.awaitingStart(ctx, x.ID); err != nil || waiting {
 			continue // not started: its workflow starts when the start is approved
 		}
-		if err := s.notify(ctx, x.ID, durable.Notice{}); err != nil {
+		if err := s.notify(ctx, x.ID, workflows.Notice{}); err != nil {
 			return err
 		}
 	}
 	// The sweeper runs (one per cluster).
-	_, err = s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: durable.SweepWorkflowID, TaskQueue: durable.TaskQueue}, durable.SweepWorkflow)
+	_, err = s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.SweepWorkflowID, TaskQueue: workflows.TaskQueue}, workflows.SweepWorkflow)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &started) {
 		return fmt.Errorf("start the sweeper: %w", err)
@@ -975,7 +981,7 @@ func (s *Service) started(ctx context.Context, x session.Session, created bool, 
 			return x, err
 		}
 	}
-	return x, s.notify(ctx, x.ID, durable.Notice{CommandID: x.ID + "-start", Kind: kind})
+	return x, s.notify(ctx, x.ID, workflows.Notice{CommandID: x.ID + "-start", Kind: kind})
 }
 
 func (s *Service) now() time.Time {

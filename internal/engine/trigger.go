@@ -16,6 +16,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/wire"
+	"github.com/paddock-dev/paddock/internal/workflows"
 )
 
 // routedRefused records a delivery refused for good.
@@ -135,7 +136,7 @@ func (s *Service) deliver(ctx context.Context, project, name, event, key string,
 			return wire.TriggerResult{}, err
 		}
 		return wire.TriggerResult{Routed: spec.RouteSession, SessionID: sessionID, CommandID: c.ID},
-			s.notify(ctx, sessionID, durable.Notice{CommandID: c.ID, Kind: durable.NoticeDelivery})
+			s.notify(ctx, sessionID, workflows.Notice{CommandID: c.ID, Kind: durable.NoticeDelivery})
 	}
 	if t.Route(&sp) == spec.RouteSession {
 		live, err := s.Store.ListSessions(ctx, session.Filter{Project: sp.Project, Agent: sp.Name, IncludeArchived: true, Limit: 1,

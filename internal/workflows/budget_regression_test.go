@@ -1,4 +1,4 @@
-package durable
+package workflows
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/agent"
 	"github.com/paddock-dev/paddock/internal/bound"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -46,7 +47,7 @@ func TestRegressionActionBudgetOvershotInOneStep(t *testing.T) {
 	f.createWith(t, "s1", "burst/model", "go", false)
 	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1"})
 	require.NoError(t, f.env.GetWorkflowError())
-	calls, err := f.acts.turnCalls(context.Background(), "s1", "turn-s1-start")
+	calls, err := durable.TurnCalls(context.Background(), f.store, "s1", "turn-s1-start")
 	require.NoError(t, err)
 	ran := 0
 	for _, c := range calls {

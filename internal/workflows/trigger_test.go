@@ -1,4 +1,4 @@
-package durable
+package workflows
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/wire"
@@ -24,7 +25,7 @@ func (f *fixture) deliver(t *testing.T, id, event, key string) {
 	c, _, err := f.store.AppendCommand(context.Background(), store.NewCommand{ID: id + "-" + key, SessionID: id, Kind: session.KindMessage,
 		Payload: payload, Sender: session.Sender{Kind: session.SenderTrigger, ID: "hook"}, Held: true})
 	require.NoError(t, err)
-	f.env.SignalWorkflow(SignalCommand, Notice{CommandID: c.ID, Kind: NoticeDelivery})
+	f.env.SignalWorkflow(SignalCommand, Notice{CommandID: c.ID, Kind: durable.NoticeDelivery})
 }
 
 // TestBurstOfDeliveriesIsOneTurn: five deliveries a second apart wait in
@@ -143,7 +144,7 @@ func TestScheduleFiresEveryTick(t *testing.T) {
 	f.acts.Triggers = r
 	f.env.RegisterWorkflow(ScheduleWorkflow)
 	f.env.RegisterDelayedCallback(f.env.CancelWorkflow, time.Hour+time.Minute)
-	f.env.ExecuteWorkflow(ScheduleWorkflow, TriggerRef("team", "nightly"), "*/15 * * * *")
+	f.env.ExecuteWorkflow(ScheduleWorkflow, durable.TriggerRef("team", "nightly"), "*/15 * * * *")
 	require.GreaterOrEqual(t, len(r.keys), 4)
 	require.LessOrEqual(t, len(r.keys), 5)
 	seen := map[string]bool{}

@@ -1,9 +1,10 @@
-package durable
+package workflows
 
 import (
 	"context"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/durable"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
@@ -23,7 +24,7 @@ type Worker struct {
 }
 
 // NewWorker returns a worker (not started).
-func NewWorker(c client.Client, acts *Activities) *Worker {
+func NewWorker(c client.Client, acts *durable.Activities) *Worker {
 	shared := worker.New(c, TaskQueue, worker.Options{
 		Interceptors: []interceptor.WorkerInterceptor{&liveness{}},
 		// A workflow task sent to a worker that died waits this long before
@@ -95,7 +96,7 @@ type beating struct {
 }
 
 func (b *beating) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
-	stop := heartbeat(ctx)
+	stop := durable.Heartbeat(ctx)
 	defer stop()
 	return b.Next.ExecuteActivity(ctx, in)
 }

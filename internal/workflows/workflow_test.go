@@ -1,4 +1,4 @@
-package durable
+package workflows
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/paddock-dev/paddock/internal/copies"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/provider/replay"
@@ -33,7 +34,7 @@ type fixture struct {
 	policy json.RawMessage // pinned on sessions the fixture creates
 	tweak  func(*spec.Agent)
 	store  store.Store
-	acts   *Activities
+	acts   *durable.Activities
 	env    *testsuite.TestWorkflowEnvironment
 	repo   string
 }
@@ -52,7 +53,7 @@ func setup(t *testing.T) *fixture {
 	}
 	reg := provider.NewRegistry()
 	reg.Register("replay", replay.Dir("."))
-	acts := &Activities{Store: st, Providers: reg, Tools: tool.Builtin(), Now: time.Now, Copies: &copies.Set{WorkspaceDir: t.TempDir()}}
+	acts := &durable.Activities{Store: st, Providers: reg, Tools: tool.Builtin(), Now: time.Now, Copies: &copies.Set{WorkspaceDir: t.TempDir()}}
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(SessionWorkflow)

@@ -1,8 +1,11 @@
-// Package engine runs sessions on Temporal: SessionWorkflow drains a
-// session's command queue in order and runs its turns; Activities hold every
-// side effect. Workflow code here is deterministic; it reads and writes the
-// world only through activities.
-package durable
+// Package workflows is the durable session's Temporal workflows: the
+// SessionWorkflow drains a session's command queue in order and runs its
+// turns; ScheduleWorkflow fires a trigger on its cron schedule;
+// SweepWorkflow runs the sweeper; DeliveryWorkflow hands copy work to the
+// node holding the copy. Workflow code is deterministic (workflowcheck
+// holds it so in CI): it reads and writes the world only through the
+// activities of package durable. The worker registers both.
+package workflows
 
 import (
 	"errors"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/copies"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/shellcheck"
@@ -46,7 +50,7 @@ type Input struct {
 }
 
 // act is the activity set as the workflow names them.
-var act *Activities
+var act *durable.Activities
 
 // SessionWorkflow is one session's durable dispatch loop.
 func SessionWorkflow(ctx workflow.Context, in Input) error {
@@ -64,7 +68,7 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 		for {
 			var n Notice
 			sig.Receive(ctx, &n)
-			if n.Kind == NoticeDelivery {
+			if n.Kind == durable.NoticeDelivery {
 				w.hold(ctx, 1)
 				continue
 			}
@@ -86,7 +90,7 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 	}
 	for {
 		w.wake = false
-		var claim Claim
+		var claim durable.Claim
 		if err := workflow.ExecuteActivity(short(ctx, 0), act.Claim, in.SessionID).Get(ctx, &claim); err != nil {
 			return err
 		}
@@ -130,7 +134,7 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 // sleep waits, holding no process, until a command arrives or the first
 // of the session's timers fires: its sandbox's idle release, its hard
 // expiry, a park's expiry or re-probe. done says the session ended.
-func (w *run) sleep(ctx workflow.Context, claim Claim) (bool, error) {
+func (w *run) sleep(ctx workflow.Context, claim durable.Claim) (bool, error) {
 	now := workflow.Now(ctx)
 	type timer struct {
 		at   time.Time
@@ -210,7 +214,7 @@ func (w *run) lane(ctx workflow.Context) {
 			}
 		}
 		w.held = 0
-		var f Flush
+		var f durable.Flush
 		if err := workflow.ExecuteActivity(short(ctx, 0), act.FlushDeliveries, w.in.SessionID).Get(ctx, &f); err != nil {
 			return
 		}
@@ -328,7 +332,7 @@ func long(ctx workflow.Context) workflow.Context {
 }
 
 // silent reports an activity that stopped reporting progress (its
-// heartbeat or time limit lapsed on every attempt): the turn is stale.
+// Heartbeat or time limit lapsed on every attempt): the turn is stale.
 func silent(err error) bool {
 	var te *temporal.TimeoutError
 	return errors.As(err, &te)
@@ -431,7 +435,7 @@ func (w *run) turn(ctx workflow.Context, batch []session.Command) (bool, error) 
 func (w *run) steps(ctx workflow.Context, turnID string) (session.TurnStatus, session.FailureScope, string) {
 	for step := 0; ; step++ {
 		// The budget is evaluated before each model call.
-		var b BudgetCheck
+		var b durable.BudgetCheck
 		if err := workflow.ExecuteActivity(short(ctx, 0), act.CheckBudget, w.in.SessionID).Get(ctx, &b); err != nil {
 			return session.TurnFailed, session.ScopeTurn, "budget check failed: " + reason(err)
 		}
@@ -444,7 +448,7 @@ func (w *run) steps(ctx workflow.Context, turnID string) (session.TurnStatus, se
 				return w.park(ctx, turnID, r, "model call failed: "+reason(err))
 			}
 			var app *temporal.ApplicationError
-			if errors.As(err, &app) && app.Type() == staleErrorType {
+			if errors.As(err, &app) && app.Type() == durable.StaleErrorType {
 				return session.TurnStale, "", reason(err)
 			}
 			if silent(err) {
@@ -478,7 +482,7 @@ func (w *run) steps(ctx workflow.Context, turnID string) (session.TurnStatus, se
 // park ends the turn turn-scoped and parks the session for r: a held
 // command resumes the work when the park resolves.
 func (w *run) park(ctx workflow.Context, turnID string, r bound.Reason, why string) (session.TurnStatus, session.FailureScope, string) {
-	var p ParkResult
+	var p durable.ParkResult
 	if err := workflow.ExecuteActivity(short(ctx, 0), act.Park, w.in.SessionID, turnID, r, why).Get(ctx, &p); err != nil {
 		return session.TurnFailed, session.ScopeTurn, "park failed: " + reason(err)
 	}
@@ -488,8 +492,8 @@ func (w *run) park(ctx workflow.Context, turnID string, r bound.Reason, why stri
 // parkReason is the park an activity's error asks for, "" for none.
 func parkReason(err error) bound.Reason {
 	var app *temporal.ApplicationError
-	if errors.As(err, &app) && strings.HasPrefix(app.Type(), parkErrorType) {
-		return bound.Reason(strings.TrimPrefix(app.Type(), parkErrorType))
+	if errors.As(err, &app) && strings.HasPrefix(app.Type(), durable.ParkErrorType) {
+		return bound.Reason(strings.TrimPrefix(app.Type(), durable.ParkErrorType))
 	}
 	return ""
 }
@@ -514,26 +518,26 @@ func (w *run) overrun(ctx workflow.Context, turnID string, o bound.Overrun, summ
 // toolCall takes one call through the gate: refused calls are rejected;
 // "ask" waits for a human decision (or the TTL); allowed and approved calls
 // run with their attribution. stop is set when a rejection ends the turn.
-func (w *run) toolCall(ctx workflow.Context, turnID string, call provider.ToolCall) (out ToolOutcome, stop string, err error) {
-	var g GateResult
+func (w *run) toolCall(ctx workflow.Context, turnID string, call provider.ToolCall) (out durable.ToolOutcome, stop string, err error) {
+	var g durable.GateResult
 	if err := workflow.ExecuteActivity(short(ctx, 0), act.Gate, w.in.SessionID, turnID, call).Get(ctx, &g); err != nil {
 		return out, "", err
 	}
-	rejected := func(why string) (ToolOutcome, string, error) {
+	rejected := func(why string) (durable.ToolOutcome, string, error) {
 		if g.ContinueAfterRejection {
-			return ToolOutcome{State: session.CallRejected}, "", nil
+			return durable.ToolOutcome{State: session.CallRejected}, "", nil
 		}
-		return ToolOutcome{State: session.CallRejected}, "the tool call " + call.Name + " was rejected: " + why, nil
+		return durable.ToolOutcome{State: session.CallRejected}, "the tool call " + call.Name + " was rejected: " + why, nil
 	}
 	switch {
 	case g.Settled == session.CallRejected:
 		return rejected(g.Decision.Reason)
 	case g.Settled != "":
-		return ToolOutcome{State: g.Settled, Question: g.Question}, "", nil
+		return durable.ToolOutcome{State: g.Settled, Question: g.Question}, "", nil
 	}
 	by := session.Attribution{Kind: session.ByAutomation, Rule: g.Decision.Rule}
 	if g.Decision.Verdict == shellcheck.Ask {
-		var req ApprovalRequest
+		var req durable.ApprovalRequest
 		if err := workflow.ExecuteActivity(short(ctx, 0), act.RequestApproval, w.in.SessionID, turnID, call, g.Decision).Get(ctx, &req); err != nil {
 			return out, "", err
 		}
@@ -571,7 +575,7 @@ func (w *run) toolCall(ctx workflow.Context, turnID string, call provider.ToolCa
 
 // awaitApproval waits for the approval's decision, a durable timer bounding
 // the wait; a lapsed approval is expired. An interrupt ends the wait.
-func (w *run) awaitApproval(ctx workflow.Context, req ApprovalRequest) (session.Approval, error) {
+func (w *run) awaitApproval(ctx workflow.Context, req durable.ApprovalRequest) (session.Approval, error) {
 	deadline := workflow.Now(ctx).Add(time.Duration(req.WaitSeconds * float64(time.Second)))
 	for {
 		remaining := deadline.Sub(workflow.Now(ctx))

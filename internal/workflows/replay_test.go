@@ -1,4 +1,4 @@
-package durable
+package workflows
 
 import (
 	"log/slog"

@@ -1,4 +1,4 @@
-package durable
+package workflows
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/agent"
 	"github.com/paddock-dev/paddock/internal/bound"
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -28,7 +29,7 @@ func (f *fixture) grant(t *testing.T, id string) {
 	require.Equal(t, string(bound.AwaitingExtension), open[0].Reason)
 	ana := session.Sender{Kind: session.SenderOperator, ID: "ana"}
 	data, _ := json.Marshal(session.BudgetData{Extension: true, By: &ana})
-	_, err = f.store.AppendEvent(ctx, session.Event{SessionID: id, Kind: session.EventBudget, Key: BudgetPrefix + "extension/" + open[0].ID, Data: data})
+	_, err = f.store.AppendEvent(ctx, session.Event{SessionID: id, Kind: session.EventBudget, Key: durable.BudgetPrefix + "extension/" + open[0].ID, Data: data})
 	require.NoError(t, err)
 	p, err := f.store.ResolvePark(ctx, open[0].ID, session.ParkGranted, &ana, "")
 	require.NoError(t, err)
@@ -39,7 +40,7 @@ func (f *fixture) consumed(t *testing.T, id string) bound.Consumption {
 	t.Helper()
 	x, err := f.store.GetSession(context.Background(), id)
 	require.NoError(t, err)
-	c, err := f.acts.consumption(context.Background(), x)
+	c, err := durable.ConsumptionOf(context.Background(), f.store, x, time.Now())
 	require.NoError(t, err)
 	return c
 }

@@ -1,4 +1,4 @@
-package durable
+package workflows
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/provider/anthropic"
 	"github.com/paddock-dev/paddock/internal/provider/openai"
 	"github.com/paddock-dev/paddock/internal/provider/providertest"
@@ -129,7 +130,7 @@ func TestTurnNeverEndsWithOpenCalls(t *testing.T) {
 		open := map[string]session.ToolCallState{"gen": session.CallGenerating, "gend": session.CallGenerated, "wait": session.CallAwaitingApproval, "run": session.CallCalling, "ask": session.CallCalling}
 		for id, state := range open {
 			id = id + string(rune('0'+i))
-			require.NoError(t, f.acts.callEvent(ctx, "o1", turn, session.ToolCallData{ID: id, Name: "read_file", State: state}))
+			require.NoError(t, durable.RecordCall(ctx, f.store, "o1", turn, session.ToolCallData{ID: id, Name: "read_file", State: state}))
 			if id[:3] == "ask" {
 				_, err := f.store.AppendEvent(ctx, session.Event{SessionID: "o1", TurnID: turn, Kind: session.EventQuestion, Key: "question/" + id, Data: json.RawMessage(`{}`)})
 				require.NoError(t, err)
@@ -138,7 +139,7 @@ func TestTurnNeverEndsWithOpenCalls(t *testing.T) {
 		require.NoError(t, f.acts.SettleTurn(ctx, turn, st, "", ""))
 		for id := range open {
 			id = id + string(rune('0'+i))
-			final, _, ok, err := f.acts.settledCall(ctx, "o1", id)
+			final, _, ok, err := durable.SettledCall(ctx, f.store, "o1", id)
 			require.NoError(t, err)
 			if id[:3] == "ask" && st == session.TurnWaitingForInput {
 				require.Equal(t, session.CallCalling, final, "the question waits for its answer")

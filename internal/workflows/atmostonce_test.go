@@ -1,4 +1,4 @@
-package durable
+package workflows
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -28,14 +29,14 @@ func TestCallInterruptedByACrashRunsAtMostOnce(t *testing.T) {
 	by := session.Attribution{Kind: session.ByAutomation, Rule: "test"}
 	began := func(id, name string, args string) provider.ToolCall {
 		call := provider.ToolCall{ID: id, Name: name, Args: json.RawMessage(args)}
-		require.NoError(t, f.acts.callEvent(ctx, "s1", "turn-1", session.ToolCallData{ID: id, Name: name, State: session.CallCalling, By: &by}))
+		require.NoError(t, durable.RecordCall(ctx, f.store, "s1", "turn-1", session.ToolCallData{ID: id, Name: name, State: session.CallCalling, By: &by}))
 		return call
 	}
 	call := began("c1", "edit_file", `{"path":"notes.txt","old":"draft","new":"final"}`)
 	out, err := f.acts.RunTool(ctx, "s1", "turn-1", call, allow, by)
 	require.NoError(t, err)
 	require.Equal(t, session.CallErrored, out.State)
-	events, err := f.acts.callEvents(ctx, "s1", "c1")
+	events, err := durable.CallEvents(ctx, f.store, "s1", "c1")
 	require.NoError(t, err)
 	var last session.ToolCallData
 	require.NoError(t, json.Unmarshal(events[len(events)-1].Data, &last))
