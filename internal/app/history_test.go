@@ -16,7 +16,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/vault"
 )
 
-var update = flag.Bool("update", false, "rewrite ../engine/testdata/history.json from a real run")
+var update = flag.Bool("update", false, "rewrite ../workflows/testdata/history.json from a real run")
 
 // recordHistory saves a real session's workflow history for the engine's
 // replay test, when run with -update.
@@ -43,5 +43,5 @@ func recordHistory(t *testing.T, sessionID string) {
 	}))
 	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&h)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile("../engine/testdata/history.json", data, 0o644))
+	require.NoError(t, os.WriteFile("../workflows/testdata/history.json", data, 0o644))
 }
