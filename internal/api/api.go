@@ -633,7 +633,7 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 }
 
 func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {
-	p, err := s.Service.PolicyOf(r.Context(), r.PathValue("name"))
+	p, err := s.Service.PolicyOf(r.Context(), principal(r), r.PathValue("name"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -647,7 +647,7 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	p, err := s.Service.SetProjectPolicy(r.Context(), r.PathValue("name"), body)
+	p, err := s.Service.SetProjectPolicy(r.Context(), principal(r), r.PathValue("name"), body)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -676,7 +676,7 @@ func (s *Server) replayPolicy(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rep, err := s.Service.ReplayPolicy(r.Context(), r.PathValue("name"), body, since, examples)
+	rep, err := s.Service.ReplayPolicy(r.Context(), principal(r), r.PathValue("name"), body, since, examples)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -685,7 +685,7 @@ func (s *Server) replayPolicy(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
-	d, x, err := s.Service.Diff(r.Context(), r.PathValue("id"))
+	d, x, err := s.Service.Diff(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -762,7 +762,7 @@ func (s *Server) gc(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	out, err := s.Service.GC(r.Context(), time.Now())
+	out, err := s.Service.GC(r.Context(), principal(r), time.Now())
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -34,6 +34,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/kube"
 	"github.com/paddock-dev/paddock/internal/poll"
 	"github.com/paddock-dev/paddock/internal/provider"
@@ -260,6 +261,9 @@ func (a *App) controller(cfg config.Config) error {
 	return kube.Start(ctx, rc, a.Service, kube.Options{Admin: cfg.AdminUser, UserPrefix: cfg.KubeUserPrefix, Users: cfg.KubeUsers, LeaderNamespace: namespace, Logger: a.logger})
 }
 
+// collector is the server collecting copies on its own schedule.
+var collector = identity.Principal{User: "paddock", Admin: true, Via: "collector"}
+
 // collect removes working copies no longer needed (Service.GC), now and
 // then hourly, until Stop.
 func (a *App) collect() {
@@ -270,7 +274,7 @@ func (a *App) collect() {
 		t := time.NewTicker(time.Hour)
 		defer t.Stop()
 		for {
-			if out, err := a.Service.GC(context.Background(), time.Now()); err != nil {
+			if out, err := a.Service.GC(context.Background(), collector, time.Now()); err != nil {
 				a.logger.Warn("collecting working copies", "err", err)
 			} else if len(out) > 0 {
 				a.logger.Info("collected working copies", "count", len(out))

@@ -262,7 +262,7 @@ var Vars = []Var{
 	{"PADDOCK_COMMAND_MAX_OUTPUT_BYTES", "10485760", "most output kept from a command; the rest is counted and discarded"},
 	{"PADDOCK_COMMAND_MAX_CPUS", "1", "processor time one command may use, in CPUs (fractions allowed: 0.5)"},
 	{"PADDOCK_SESSION_MAX_DISK_BYTES", "10737418240", "most a session's commands may write in all (working copy, caches), enforced by the kernel"},
-	{"PADDOCK_SESSION_MAX_FILES", "250000", "most files a session's working copy and caches may hold in all, enforced by the kernel with the disk budget (a volume has one file per 16 KiB of it at most): the host records the copy after every call, and that work grows with its files"},
+	{"PADDOCK_SESSION_MAX_FILES", "250000", "most files a session's working copy and caches may hold in all, enforced by the kernel with the disk budget (a volume has one file per 4 KiB of it at most): the host records the copy after every call, and that work grows with its files"},
 	{"PADDOCK_UNENFORCED_LIMITS", "(none)", "comma-separated limits (`disk`, `cpu`, `memory`, `processes`) the operator accepts unenforced where this machine cannot enforce them; otherwise sessions that run commands refuse to start"},
 	{"PADDOCK_SANDBOX_READ_ONLY_PATHS", "(none)", "colon-separated absolute host paths commands see read-only besides /usr, /etc and the libraries (toolchains elsewhere, e.g. /opt/sdk)"},
 	{"PADDOCK_LAYERS_MAX_BYTES", "21474836480", "most disk environment layers (what setup scripts leave) may take; the least recently used unused ones go first"},

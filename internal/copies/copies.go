@@ -81,6 +81,7 @@ func (c *Set) Release(ctx context.Context, id string) error {
 // (if any) restored again, and hands what git restored (as root) back to
 // the sandbox user, so the agent can go on editing it.
 func (c *Set) Discard(ctx context.Context, x session.Session) error {
+	ctx = c.Bounded(ctx)
 	if err := workspace.Discard(ctx, x.Workdir, x.BaseCommit); err != nil {
 		return err
 	}

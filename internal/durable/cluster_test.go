@@ -69,7 +69,7 @@ func atk4Setup(t *testing.T) *atk4 {
 	s.Node = "a"
 	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "a.txt"), []byte("reviewed\n"), 0o644))
 	copies.RecordStep(ctx, e.st, e.acts.ContentKey, s, "call-1", "")
-	d, _, err := e.svcA.Diff(ctx, s.ID)
+	d, _, err := e.svcA.Diff(ctx, reviewerP, s.ID)
 	require.NoError(t, err)
 	require.Len(t, d.Files, 1)
 	e.s, e.d = s, d
@@ -110,7 +110,7 @@ func TestTakeoverWaitsForALiveHolder(t *testing.T) {
 	require.NoError(t, e.actsB.EnsureCopy(ctx, &x, spec.Agent{}))
 	require.Equal(t, "b", x.Node)
 	require.Equal(t, accepted.BaseCommit, x.BaseCommit, "the acceptance stands")
-	d, _, err := e.svcB.Diff(ctx, x.ID)
+	d, _, err := e.svcB.Diff(ctx, reviewerP, x.ID)
 	require.NoError(t, err)
 	require.Empty(t, d.Files, "the accepted change is not offered again")
 }
@@ -148,7 +148,7 @@ func TestLegacySessionStaysOffAnotherNodesDirectory(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "a.txt"), []byte("x\n"), 0o644))
 	actsB := &durable.Activities{Store: e.st, Tools: tool.Builtin(), Now: e.acts.Now, Copies: &copies.Set{Node: "b", WorkspaceDir: t.TempDir()}, ContentKey: e.acts.ContentKey}
 	svcB := &engine.Service{Store: e.st, Access: &access.Service{Store: e.st}, Copies: actsB.Copies, ContentKey: e.acts.ContentKey}
-	_, _, err := svcB.Diff(ctx, s.ID)
+	_, _, err := svcB.Diff(ctx, reviewerP, s.ID)
 	require.ErrorContains(t, err, "working copy is gone", "node b does not read node a's directory")
 	x, err := e.st.GetSession(ctx, s.ID)
 	require.NoError(t, err)

@@ -36,6 +36,7 @@ type Egress struct {
 // agent declares a setup script, its environment: restored from the
 // layer of an earlier identical setup, or built by running setup.
 func (a *Activities) provisionEnvironment(ctx context.Context, s session.Session, sp spec.Agent) error {
+	ctx = a.Copies.Bounded(ctx) // git on the copy, bounded as a command is
 	env := sp.Environment
 	var workdir, base string
 	prepare := func() (string, error) {
@@ -114,6 +115,7 @@ func layerInputs(ctx context.Context, s session.Session, env spec.EnvironmentSpe
 // one, else built by running setup again. What the checkpoint recorded
 // is written over it again, so the agent's own changes win.
 func (a *Activities) environmentAgain(ctx context.Context, s session.Session, sp spec.Agent, files []workspace.Change) (string, error) {
+	ctx = a.Copies.Bounded(ctx) // git on the copy, bounded as a command is
 	env := sp.Environment
 	if env.Setup == "" {
 		return "", nil
@@ -153,6 +155,7 @@ func (a *Activities) environmentAgain(ctx context.Context, s session.Session, sp
 // copy, its dependency caches writable and the network its environment
 // allows for setup, then saves the result as the layer named key.
 func (a *Activities) buildLayer(ctx context.Context, s session.Session, sp spec.Agent, base string, in layer.Inputs, key string) (string, error) {
+	ctx = a.Copies.Bounded(ctx) // git on the copy, bounded as a command is
 	env := sp.Environment
 	b, err := a.Copies.Layers.Build(a.Copies.Scratch(s, "deps"))
 	if err != nil {

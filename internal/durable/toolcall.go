@@ -399,7 +399,8 @@ func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call
 			live = a.startLive(ctx, sessionID, turnID, call.ID, calling.Run, creds)
 			env.Live = live
 		}
-		res, runErr = a.Tools.Only(sp.Tools)[call.Name].Run(ctx, env, call.Args)
+		// The tool's own git on the copy (search) is bounded as a command is.
+		res, runErr = a.Tools.Only(sp.Tools)[call.Name].Run(a.Copies.Bounded(ctx), env, call.Args)
 		if live != nil {
 			live.close()
 		}

@@ -20,7 +20,10 @@ import (
 // origin) or rejected (discarded).
 
 // Diff is the session's deliverable: its working copy against the base.
-func (s *Service) Diff(ctx context.Context, id string) (session.Diff, session.Session, error) {
+func (s *Service) Diff(ctx context.Context, caller identity.Principal, id string) (session.Diff, session.Session, error) {
+	if _, err := s.SessionFor(ctx, caller, id, identity.Read); err != nil {
+		return session.Diff{}, session.Session{}, err
+	}
 	x, err := s.Store.GetSession(ctx, id)
 	if err != nil {
 		return session.Diff{}, x, err
@@ -141,7 +144,7 @@ func (s *Service) acceptToBranch(ctx context.Context, id, base, tree string, by 
 		if x.Repo == "" {
 			return "", fmt.Errorf("%w: session %s has no repository of origin to deliver to", errdefs.ErrInvalid, id)
 		}
-		if err := workspace.Branch(ctx, x.Workdir, x.BaseCommit, next, x.Repo, branch); err != nil {
+		if err := workspace.Branch(s.Copies.Bounded(ctx), x.Workdir, x.BaseCommit, next, x.Repo, branch); err != nil {
 			return "", fmt.Errorf("%w: nothing was accepted: %w", errdefs.ErrConflict, err)
 		}
 		commit = next

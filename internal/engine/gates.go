@@ -25,6 +25,9 @@ import (
 // stop is a command like any other (its sandbox is destroyed when the turn
 // in flight is cut, its log records who revoked it and is sealed).
 func (s *Service) RevokeSession(ctx context.Context, p identity.Principal, id string) error {
+	if _, err := s.SessionFor(ctx, p, id, identity.Manage); err != nil {
+		return err
+	}
 	payload, _ := json.Marshal(session.StopPayload{Reason: "revoked by " + p.User})
 	_, err := s.send(ctx, id, wire.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: revokeKey + id},
 		p.Sender())

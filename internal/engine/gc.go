@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/errdefs"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/wire"
 )
@@ -20,7 +22,10 @@ const staleAfter = time.Hour
 // not accepted), of failed sessions and sessions stopped because their
 // budget ran out that ended more than retainFailed ago,
 // and leftovers no session owns. Live and completed sessions keep theirs.
-func (s *Service) GC(ctx context.Context, now time.Time) ([]wire.Collected, error) {
+func (s *Service) GC(ctx context.Context, caller identity.Principal, now time.Time) ([]wire.Collected, error) {
+	if err := access.MustAdmin(caller, "collecting working copies"); err != nil {
+		return nil, err
+	}
 	retainFailed := s.RetainFailed
 	out := []wire.Collected{}
 	owned := map[string]bool{}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/copies"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
@@ -46,7 +47,7 @@ func TestGC(t *testing.T) {
 	orphan := filepath.Join(c.WorkspaceDir, "orphan")
 	require.NoError(t, os.MkdirAll(orphan, 0o755))
 
-	out, err := svc.GC(ctx, time.Now())
+	out, err := svc.GC(ctx, identity.Principal{User: "root", Admin: true}, time.Now())
 	require.NoError(t, err)
 	got := map[string]string{}
 	for _, x := range out {
@@ -59,7 +60,7 @@ func TestGC(t *testing.T) {
 	require.DirExists(t, failed, "a failed session's copy is kept for the retention")
 	require.DirExists(t, live)
 
-	out, err = svc.GC(ctx, time.Now().Add(2*time.Hour))
+	out, err = svc.GC(ctx, identity.Principal{User: "root", Admin: true}, time.Now().Add(2*time.Hour))
 	require.NoError(t, err)
 	require.Len(t, out, 1)
 	require.Equal(t, "failed", out[0].SessionID)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/errdefs"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/shellcheck"
@@ -16,11 +17,11 @@ import (
 // MaxReplaySessions bounds how many sessions (the newest) a replay reads.
 const MaxReplaySessions = 1000
 
-// RecordedCalls returns the tool calls of a project's sessions created at
+// recordedCalls returns the tool calls of a project's sessions created at
 // or after since (all when since is zero), each with the verdict the gate
 // recorded for it. Calls the gate never judged (unknown tools, malformed
 // arguments, calls cut before the gate) are left out.
-func (s *Service) RecordedCalls(ctx context.Context, project string, since time.Time) ([]policy.Call, int, error) {
+func (s *Service) recordedCalls(ctx context.Context, project string, since time.Time) ([]policy.Call, int, error) {
 	if err := access.ValidProject(project); err != nil {
 		return nil, 0, err
 	}
@@ -85,7 +86,10 @@ func (s *Service) RecordedCalls(ctx context.Context, project string, since time.
 // ReplayPolicy judges a project's recorded tool calls under a policy
 // written in YAML (as the project's policy, before any agent's own
 // tightening) and reports what would change.
-func (s *Service) ReplayPolicy(ctx context.Context, project string, yamlText []byte, since time.Time, examples int) (policy.ReplayReport, error) {
+func (s *Service) ReplayPolicy(ctx context.Context, caller identity.Principal, project string, yamlText []byte, since time.Time, examples int) (policy.ReplayReport, error) {
+	if err := s.Access.Allow(ctx, caller, project, identity.Manage, fmt.Sprintf("project %q", project)); err != nil {
+		return policy.ReplayReport{}, err
+	}
 	if err := s.CheckProject(ctx, project); err != nil {
 		return policy.ReplayReport{}, err
 	}
@@ -96,7 +100,7 @@ func (s *Service) ReplayPolicy(ctx context.Context, project string, yamlText []b
 	if err != nil {
 		return policy.ReplayReport{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
-	calls, n, err := s.RecordedCalls(ctx, project, since)
+	calls, n, err := s.recordedCalls(ctx, project, since)
 	if err != nil {
 		return policy.ReplayReport{}, err
 	}

@@ -487,11 +487,14 @@ func (s *Service) projectRepo(path, project string) bool {
 // PolicyOf returns an existing project's policy (the default policy when
 // it has none of its own); a project never created is not found. The
 // default project always exists.
-func (s *Service) PolicyOf(ctx context.Context, project string) (*policy.Policy, error) {
+func (s *Service) PolicyOf(ctx context.Context, caller identity.Principal, project string) (*policy.Policy, error) {
+	if err := s.Access.Allow(ctx, caller, project, identity.Read, fmt.Sprintf("project %q", project)); err != nil {
+		return nil, err
+	}
 	if err := s.CheckProject(ctx, project); err != nil {
 		return nil, err
 	}
-	return s.ProjectPolicy(ctx, project)
+	return s.projectPolicy(ctx, project)
 }
 
 // CheckProject refuses a project name from a caller that is not valid
@@ -521,8 +524,8 @@ type pinnedPolicy struct {
 	digest string
 }
 
-// ProjectPolicy returns a project's policy, or the default policy.
-func (s *Service) ProjectPolicy(ctx context.Context, project string) (*policy.Policy, error) {
+// projectPolicy returns a project's policy, or the default policy.
+func (s *Service) projectPolicy(ctx context.Context, project string) (*policy.Policy, error) {
 	raw, err := s.Store.GetProjectPolicy(ctx, project)
 	if err != nil || raw == nil {
 		return policy.Default(), err
@@ -536,7 +539,10 @@ func (s *Service) ProjectPolicy(ctx context.Context, project string) (*policy.Po
 
 // SetProjectPolicy validates a policy written in YAML and makes it the
 // project's; future sessions pin it, running ones keep theirs.
-func (s *Service) SetProjectPolicy(ctx context.Context, project string, yamlText []byte) (*policy.Policy, error) {
+func (s *Service) SetProjectPolicy(ctx context.Context, caller identity.Principal, project string, yamlText []byte) (*policy.Policy, error) {
+	if err := s.Access.Allow(ctx, caller, project, identity.Manage, fmt.Sprintf("project %q", project)); err != nil {
+		return nil, err
+	}
 	if err := access.ValidProject(project); err != nil {
 		return nil, err
 	}
@@ -564,7 +570,7 @@ func (s *Service) effectivePolicy(ctx context.Context, project string, sp *spec.
 // effective is the project's policy tightened by the agent's and the
 // requested one.
 func (s *Service) effective(ctx context.Context, project string, sp *spec.Agent, requested string) (*policy.Policy, error) {
-	p, err := s.ProjectPolicy(ctx, project)
+	p, err := s.projectPolicy(ctx, project)
 	if err != nil {
 		return nil, err
 	}

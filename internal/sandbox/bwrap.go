@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -525,6 +526,11 @@ func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 func (b *Bwrap) StartBounded(cmd *exec.Cmd) (release func(), err error) {
 	group := b.cgroups.take(b.MaxProcs, b.MaxMemory, b.MaxCPUs)
 	release = func() { b.cgroups.release(group) }
+	if len(group.dirs) == 0 && (b.cgroups.cpuUsable() || b.cgroups.pidsUsable()) {
+		// This machine bounds commands, but no group could be made now:
+		// the work waits for a later call rather than run unbounded.
+		return nil, errors.New("sandbox: no cgroup could be made to bound the host's work on the copy")
+	}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	stdregexp "regexp"
 	"slices"
@@ -18,12 +19,14 @@ import (
 	"strings"
 	"sync"
 
+	ahocorasick "github.com/BobuSumisu/aho-corasick"
 	"github.com/rs/zerolog"
 	"github.com/spf13/viper"
 	"github.com/zricethezav/gitleaks/v8/config"
 	"github.com/zricethezav/gitleaks/v8/detect"
 	"github.com/zricethezav/gitleaks/v8/logging"
 	"github.com/zricethezav/gitleaks/v8/regexp"
+	"github.com/zricethezav/gitleaks/v8/report"
 )
 
 // URLPassword is the rule Paddock adds to gitleaks' set: the password of a
@@ -220,86 +223,136 @@ func find(s string) []Found {
 }
 
 // spacedRun is text that may be a token written in pieces separated by
-// single spaces or tabs ("ghp_16C7 e42F 292c …", "AKIA IOSF ODNN 7EXA
-// MPLE"): three pieces at least.
-var spacedRun = stdregexp.MustCompile(`[A-Za-z0-9_+/=-]+(?:[ \t][A-Za-z0-9_+/=-]+){2,}`)
+// spaces or tabs ("ghp_16C7 e42F 292c …", "AKIA IOSF ODNN 7EXA MPLE"):
+// two pieces at least.
+var spacedRun = stdregexp.MustCompile(`[A-Za-z0-9_+/=-]+(?:[ \t]+[A-Za-z0-9_+/=-]+)+`)
 
-// spaced finds tokens written with spaces in them: each run that may be
-// one is joined up and given to the detector (all runs at once, one per
-// line), and what a specific rule finds across a space is redacted as it
-// is written, spaces and all. A run is joined whole, and so is each
-// stretch of it in pieces of one length (the last may be shorter: "AKIA
-// Z7Q3 VJ5L …"), since a word before the token would otherwise join it
-// ("id AKIA…" is no key). Generic rules are not asked: joined-up prose is
-// no assignment.
-func spaced(d *detect.Detector, s string) []Found {
-	type run struct {
-		joined string
-		at     []int // at[i] is where joined[i] is in s
+// spacedKeywords finds the keywords of the detector's rules (lowercase,
+// as gitleaks' own prefilter does): only text holding one is tried.
+var spacedKeywords = sync.OnceValue(func() *ahocorasick.Trie {
+	d, err := detector()
+	if err != nil {
+		panic(err)
 	}
-	var rs []run
-	var text strings.Builder
-	add := func(pieces [][2]int) {
-		r := run{}
-		var b strings.Builder
-		for _, p := range pieces {
-			b.WriteString(s[p[0]:p[1]])
-			for i := p[0]; i < p[1]; i++ {
-				r.at = append(r.at, i)
-			}
+	return ahocorasick.NewTrieBuilder().AddStrings(slices.Sorted(maps.Keys(d.Config.Keywords))).Build()
+})
+
+// keyword says whether s holds a keyword of a rule.
+func keyword(s string) bool {
+	return spacedKeywords().MatchFirstString(strings.ToLower(s)) != nil
+}
+
+// Bounds of the piece-by-piece tries: a stretch of at most maxWindowPieces
+// pieces holding a keyword is tried at every start and end whose joined
+// text is 16 to maxWindow bytes long.
+const (
+	maxWindowPieces = 32
+	maxWindow       = 100
+)
+
+// spaced finds tokens written with spaces in them. Each run that may be
+// one is joined up and given to the detector, and so is each stretch of
+// it in pieces of one length (the last may be shorter: "AKIA Z7Q3 VJ5L
+// …"), with and without its first and last piece, since a word joined
+// onto the token ("id AKIA…", "…WPRT a") breaks the rule's word boundary;
+// a short stretch holding a rule's keyword is tried at every start and
+// end (several tokens in a row). Each try is its own text, so no keyword
+// of one run lets a rule loose on another. What a specific rule finds
+// across a space is redacted as it is written, spaces and all. Generic
+// rules are not asked: joined-up prose is no assignment.
+func spaced(d *detect.Detector, s string) []Found {
+	type span struct{ from, to int } // pieces [from, to)
+	var out []Found
+	// What the detector said of a joined text, asked once per text (output
+	// repeats itself: a log line, a table row).
+	said := map[string][]report.Finding{}
+	detect := func(joined string) []report.Finding {
+		f, ok := said[joined]
+		if !ok {
+			f = d.DetectString(joined)
+			said[joined] = f
 		}
-		if r.joined = b.String(); len(r.joined) < 16 || len(pieces) < 3 {
-			return
-		}
-		rs = append(rs, r)
-		text.WriteString(r.joined)
-		text.WriteByte('\n')
+		return f
 	}
 	for _, loc := range spacedRun.FindAllStringIndex(s, -1) {
 		var pieces [][2]int
-		start := loc[0]
+		start := -1
 		for i := loc[0]; i <= loc[1]; i++ {
-			if i == loc[1] || s[i] == ' ' || s[i] == '\t' {
+			blank := i == loc[1] || s[i] == ' ' || s[i] == '\t'
+			switch {
+			case !blank && start < 0:
+				start = i
+			case blank && start >= 0:
 				pieces = append(pieces, [2]int{start, i})
-				start = i + 1
+				start = -1
 			}
 		}
-		add(pieces)
-		// Stretches of pieces of one length.
+		// A run holding no rule's keyword, joined up, holds no token a
+		// specific rule finds (gitleaks asks a rule only where one of its
+		// keywords is): most text ends here.
+		var whole strings.Builder
+		for _, p := range pieces {
+			whole.WriteString(s[p[0]:p[1]])
+		}
+		if !keyword(whole.String()) {
+			continue
+		}
+		tries := map[span]bool{{0, len(pieces)}: true}
 		for i := 0; i < len(pieces); {
 			n, j := pieces[i][1]-pieces[i][0], i+1
 			for j < len(pieces) && pieces[j][1]-pieces[j][0] == n {
 				j++
 			}
-			if j < len(pieces) && pieces[j][1]-pieces[j][0] < n {
-				j++ // the last piece, shorter
+			shorter := j < len(pieces) && pieces[j][1]-pieces[j][0] < n
+			end := j
+			if shorter {
+				end = j + 1
 			}
-			if i > 0 || j < len(pieces) {
-				add(pieces[i:j])
+			for _, t := range []span{{i, end}, {i + 1, end}, {i, j}, {i + 1, j}} {
+				if t.to-t.from >= 2 {
+					tries[t] = true
+				}
 			}
-			i = max(j-1, i+1)
+			if end-i <= maxWindowPieces {
+				for a := i; a < end; a++ {
+					for b := a + 2; b <= end; b++ {
+						if n := pieces[b-1][1] - pieces[a][0]; n >= 16 && n <= 2*maxWindow {
+							tries[span{a, b}] = true
+						}
+					}
+				}
+			}
+			i = max(j, i+1)
 		}
-	}
-	if len(rs) == 0 {
-		return nil
-	}
-	var out []Found
-	for _, f := range d.DetectString(text.String()) {
-		v := f.Secret
-		if v == "" {
-			v = f.Match
-		}
-		if v == "" || encoded(f.Tags) || generic(f.RuleID) {
-			continue
-		}
-		for _, r := range rs {
-			i := strings.Index(r.joined, v)
-			if i < 0 {
+		for t := range tries {
+			var b strings.Builder
+			var at []int // at[k] is where the joined text's byte k is in s
+			for _, p := range pieces[t.from:t.to] {
+				b.WriteString(s[p[0]:p[1]])
+				for k := p[0]; k < p[1]; k++ {
+					at = append(at, k)
+				}
+			}
+			joined := b.String()
+			if len(joined) < 16 || !keyword(joined) {
 				continue
 			}
-			from, to := r.at[i], r.at[i+len(v)-1]+1
-			if to-from > len(v) && !slices.ContainsFunc(out, func(g Found) bool { return g.Secret == s[from:to] }) {
-				out = append(out, Found{Rule: f.RuleID, Secret: s[from:to]}) // written with spaces: else found as it is
+			for _, f := range detect(joined) {
+				v := f.Secret
+				if v == "" {
+					v = f.Match
+				}
+				if v == "" || encoded(f.Tags) || generic(f.RuleID) {
+					continue
+				}
+				k := strings.Index(joined, v)
+				if k < 0 {
+					continue
+				}
+				from, to := at[k], at[k+len(v)-1]+1
+				if to-from > len(v) && !slices.ContainsFunc(out, func(g Found) bool { return g.Secret == s[from:to] }) {
+					out = append(out, Found{Rule: f.RuleID, Secret: s[from:to]}) // written with spaces: else found as it is
+				}
 			}
 		}
 	}

@@ -45,6 +45,14 @@ func TestRedact(t *testing.T) {
 		{"a character at a time", "say " + spacedOut(githubPAT, 1, " ") + ".", []string{"github-pat"}, []string{spacedOut(githubPAT, 1, " ")[8:30]}},
 		{"prose and code with spaces", "the quick brown fox jumps over the lazy dog\nfor i in a b c d e f; do echo $i; done\nAKIA is how AWS keys open, ghp_ GitHub's", nil, nil},
 		{"hex dump", "00000000  7f 45 4c 46 02 01 01 00  00 00 00 00 00 00 00 00  |.ELF............|", nil, nil},
+		// The review's leaks: a word joined onto the key, several keys in a
+		// row, two pieces, double spaces.
+		{"a word after the key", "id " + spacedOut(awsKey, 4, " ") + " a b", []string{"aws-access-token"}, []string{spacedOut(awsKey, 4, " ")}},
+		{"a word as long as the groups before it", "key " + spacedOut(awsKey, 3, " ") + " done", []string{"aws-access-token"}, []string{spacedOut(awsKey, 3, " ")[4:20]}},
+		{"two keys in a row", spacedOut(awsKey, 4, " ") + " " + spacedOut("AKIA"+"Q7Z3VJ5LXKM2WPRA", 4, " "), []string{"aws-access-token"}, []string{spacedOut(awsKey, 4, " "), spacedOut("AKIA"+"Q7Z3VJ5LXKM2WPRA", 4, " ")}},
+		{"two pieces", "token " + githubPAT[:20] + " " + githubPAT[20:], []string{"github-pat"}, []string{githubPAT[:20] + " " + githubPAT[20:]}},
+		{"double spaces", spacedOut(githubPAT, 8, "  "), []string{"github-pat"}, []string{spacedOut(githubPAT, 8, "  ")}},
+		{"hex groups beside another rule's keyword", "sourcegraph\n9f86d081 884c7d65 9a2feaa0 c55ad015 a3bf4f1b", nil, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

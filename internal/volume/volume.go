@@ -34,7 +34,7 @@ type Volumes struct {
 	// the session's file budget. The host's own work on a copy (git
 	// stating and hashing it after each call) grows with its files, so a
 	// copy may not hold more than the host can record. A volume has one
-	// file per 16 KiB of its size at most, whichever is fewer.
+	// file per 4 KiB block at most, whichever is fewer.
 	Files int64
 	// UID owns the volume's root (the sandbox user), when non-zero.
 	UID int
@@ -165,14 +165,16 @@ func (v *Volumes) create(ctx context.Context, img string) error {
 		owner = ",root_owner=" + strconv.Itoa(v.UID) + ":" + strconv.Itoa(v.UID)
 	}
 	args := []string{"-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard" + owner}
-	if v.Files > 0 && v.Files < v.Size/bytesPerInode {
+	if v.Files > 0 && v.Files < v.Size/minBytesPerFile {
 		args = append(args, "-N", strconv.FormatInt(v.Files, 10))
 	}
 	return run(ctx, "mkfs.ext4", append(args, img)...)
 }
 
-// bytesPerInode is mkfs.ext4's default ratio of size to files.
-const bytesPerInode = 16384
+// minBytesPerFile is the least space a file may stand for: a volume holds
+// at most one file per block (mkfs rounds -N up to whole block groups, by
+// a few hundred files).
+const minBytesPerFile = 4096
 
 // Remove unmounts session id's volume and deletes it with everything in
 // it. A volume still in use is detached lazily (it goes when the last

@@ -97,6 +97,17 @@ func TestFileBudget(t *testing.T) {
 	require.Greater(t, u.Files, int64(3500))
 	require.LessOrEqual(t, u.Max, int64(4200))
 
+	// A budget between the default count (one file per 4 KiB below 512 MiB)
+	// and one per 16 KiB holds too: the review found it was ignored.
+	mid := setup(t, 256<<20)
+	mid.Files = 20000
+	_, err = mid.Ensure(ctx, "mid")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = mid.Remove(ctx, "mid") })
+	u, err = UsageOf(mid.Path("mid"))
+	require.NoError(t, err)
+	require.LessOrEqual(t, u.Max, int64(21000), "a volume of 256 MiB with a budget of 20,000 files")
+
 	control := setup(t, 256<<20)
 	made, err = fill(control, "unbounded")
 	require.NoError(t, err)

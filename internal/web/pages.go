@@ -302,7 +302,7 @@ func (a *App) diff(w http.ResponseWriter, r *http.Request) {
 	if fi, err := os.Stat(x.Repo); err == nil && fi.IsDir() {
 		p.Local = true
 	}
-	if p.Diff, _, err = a.Service.Diff(r.Context(), x.ID); err != nil {
+	if p.Diff, _, err = a.Service.Diff(r.Context(), principal(r), x.ID); err != nil {
 		p.Problem = err.Error()
 	}
 	a.render(w, r, http.StatusOK, "diff", "Changes of "+x.DisplayTitle, p)

@@ -386,7 +386,7 @@ func Grep(ctx context.Context, dir, pattern, path string, ignoreCase bool) ([]st
 	if ignoreCase {
 		args = append(args, "-i")
 	}
-	left, err := scan(dir)
+	left, err := scan(ctx, dir)
 	if err != nil {
 		return nil, err
 	}

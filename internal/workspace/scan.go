@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -16,6 +17,14 @@ const MaxFileSize = 100 << 20
 // maxLeftOut bounds how many paths one scan may leave out.
 const maxLeftOut = 10000
 
+// MaxNames bounds the names (paths) of a working copy the host walks: the
+// file budget bounds its files, but a hard link is a name without a file,
+// and every name costs the host (this walk, git's index) after each call.
+var MaxNames = 1_000_000
+
+// ErrTooManyNames says a working copy has more names than MaxNames.
+var ErrTooManyNames = fmt.Errorf("the working copy has more than %d paths (files and links to them): remove what the session does not need", MaxNames)
+
 // leftOut is a path of the working copy the host does not let git read,
 // and why.
 type leftOut struct {
@@ -26,10 +35,18 @@ type leftOut struct {
 // not read: nested repositories whose .git is a file or a link (it would
 // be followed to wherever it points) or holds anything but directories and
 // regular files (git would block opening a planted named pipe), and files
-// larger than MaxFileSize. It never opens a file.
-func scan(dir string) ([]leftOut, error) {
+// larger than MaxFileSize. It never opens a file, stops at MaxNames
+// names, and ends with ctx.
+func scan(ctx context.Context, dir string) ([]leftOut, error) {
 	var out []leftOut
+	names := 0
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if names++; names > MaxNames {
+			return ErrTooManyNames
+		}
+		if names%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if err != nil {
 			return nil // unreadable: git will say so itself
 		}

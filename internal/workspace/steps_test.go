@@ -264,3 +264,34 @@ func TestManyEmptyFilesCostNothing(t *testing.T) {
 	}
 	t.Logf("%d files: %d content bytes counted against MaxCheckpoint, ~%d bytes of file list stored per checkpoint row", n, content, meta)
 }
+
+// TestHardLinksCountAsNames: the file budget bounds inodes, but a hard
+// link is a name without a file; the review made one file and linked it
+// tens of thousands of times. The host's walk of the copy stops at
+// MaxNames names, with an error that says what to do; a copy under the
+// bound is walked as before.
+func TestHardLinksCountAsNames(t *testing.T) {
+	old := MaxNames
+	MaxNames = 50
+	t.Cleanup(func() { MaxNames = old })
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "one"), []byte("x"), 0o644))
+	for i := range 30 {
+		require.NoError(t, os.Link(filepath.Join(dir, "one"), filepath.Join(dir, fmt.Sprintf("link%d", i))))
+	}
+	_, err := scan(context.Background(), dir)
+	require.NoError(t, err, "31 names: under the bound")
+	for i := 30; i < 100; i++ {
+		require.NoError(t, os.Link(filepath.Join(dir, "one"), filepath.Join(dir, fmt.Sprintf("link%d", i))))
+	}
+	_, err = scan(context.Background(), dir)
+	require.ErrorIs(t, err, ErrTooManyNames)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	MaxNames = 1 << 20
+	for i := 100; i < 5000; i++ {
+		require.NoError(t, os.Link(filepath.Join(dir, "one"), filepath.Join(dir, fmt.Sprintf("link%d", i))))
+	}
+	_, err = scan(ctx, dir)
+	require.ErrorIs(t, err, context.Canceled, "the walk ends with its context")
+}

@@ -103,7 +103,7 @@ func stage(ctx context.Context, dir, base string) (tree string, skipped, env []s
 	}
 	// A nested repository without a commit cannot be recorded; git skips
 	// it (exit 1, one error line each) and the diff says so.
-	left, err := scan(dir)
+	left, err := scan(ctx, dir)
 	if err != nil {
 		return "", nil, nil, nil, err
 	}
@@ -241,7 +241,7 @@ func Discard(ctx context.Context, dir, base string) error {
 	if err := checkCopy(dir); err != nil {
 		return err
 	}
-	left, err := scan(dir)
+	left, err := scan(ctx, dir)
 	if err != nil {
 		return err
 	}
