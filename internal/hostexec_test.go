@@ -28,10 +28,11 @@ var starters = map[string]bool{"sandbox": true, "workspace": true, "volume": tru
 var inSandbox = map[string]bool{"egress/forwarder.go": true, "executor/server.go": true, "executor/process.go": true}
 
 // testOnly are packages only tests import (the PostgreSQL test cluster
-// starts initdb and pg_ctl; podtest runs the simulated pods' executors);
+// starts initdb and pg_ctl; podtest runs the simulated pods' executors;
+// durabletest makes a git repository for the durable session's tests);
 // TestOnlyStartersStartPrograms checks that no production file imports
 // them.
-var testOnly = map[string]bool{"pgtest": true, "podtest": true}
+var testOnly = map[string]bool{"pgtest": true, "podtest": true, "durabletest": true}
 
 // TestOnlyStartersStartPrograms fails when production code outside those
 // packages calls os/exec (or os.StartProcess, syscall.Exec).

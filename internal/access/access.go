@@ -165,22 +165,22 @@ func (s *Service) Allow(ctx context.Context, p identity.Principal, project strin
 	return nil
 }
 
-// Readable lists the projects p may read (nil for a server admin: all).
-func (s *Service) Readable(ctx context.Context, p identity.Principal, a identity.Action) ([]string, bool, error) {
+// Readable is what a list may show p: the projects where p may do a
+// (scoped), or every project for a server administrator (not scoped).
+func (s *Service) Readable(ctx context.Context, p identity.Principal, a identity.Action) (within []string, scoped bool, err error) {
 	if p.Admin {
-		return nil, true, nil
+		return nil, false, nil
 	}
 	ms, err := s.Store.Members(ctx, "", p.User)
 	if err != nil {
 		return nil, false, err
 	}
-	var out []string
 	for _, m := range ms {
 		if m.Role.Can(a) {
-			out = append(out, m.Project)
+			within = append(within, m.Project)
 		}
 	}
-	return out, false, nil
+	return within, true, nil
 }
 
 // MustAdmin refuses anyone but a server administrator what ("creating

@@ -149,13 +149,6 @@ func (s *Server) still(r *http.Request, acc guard) (*http.Request, bool) {
 	return r2, err == nil
 }
 
-// scope is what a list may show the caller: the projects where they may
-// do a (scoped), or everything for a server administrator (not scoped).
-func (s *Server) scope(r *http.Request, a identity.Action) ([]string, bool, error) {
-	within, all, err := s.Service.Access.Readable(r.Context(), principal(r), a)
-	return within, !all, err
-}
-
 // readProject checks a project named in a query: one the caller has no
 // role in is not found, worded as one that does not exist would be (the
 // role is checked before existence, so neither answer tells them apart).

@@ -89,7 +89,7 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	scope0, scoped0, err := s.scope(r, identity.Audit)
+	scope0, scoped0, err := s.Service.Access.Readable(r.Context(), principal(r), identity.Audit)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -142,7 +142,7 @@ func (s *Server) exportAudit(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
-		within, scoped, err := s.scope(now, identity.Audit)
+		within, scoped, err := s.Service.Access.Readable(now.Context(), principal(now), identity.Audit)
 		if err != nil || shrank(scope0, scoped0, within, scoped) {
 			return
 		}

@@ -18,7 +18,11 @@ import (
 // (or ?after=), subscribes before it reads so nothing falls between, and
 // ends when the session ends or the client goes away.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	t, err := s.Service.Transcript(r.Context(), principal(r), r.PathValue("id"))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
 	after := int64(0)
 	for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("after")} {
 		if v == "" {
@@ -32,7 +36,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		after = n
 	}
 	if !wantsStream(r) {
-		list, err := s.Service.Events(r.Context(), principal(r), id, after, 0)
+		list, err := t.After(r.Context(), after, 0)
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -40,11 +44,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"events": nonNil(list)})
 		return
 	}
-	ch, cancel, err := s.Service.Subscribe(r.Context(), principal(r), id)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+	ch, cancel := t.Subscribe()
 	defer cancel()
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -71,7 +71,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			}
 			checked = time.Now()
 		}
-		list, err := s.Service.Events(r.Context(), principal(r), id, after, 500)
+		list, err := t.After(r.Context(), after, 500)
 		if err != nil {
 			return
 		}
@@ -98,8 +98,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		if len(list) == 0 {
 			// Resumed at (or past) the end of a session that has ended: its
 			// terminal event was already sent, so end at once.
-			if x, err := s.Service.Session(r.Context(), principal(r), id); err == nil && x.Status.Terminal() {
-				if more, err := s.Service.Events(r.Context(), principal(r), id, after, 1); err == nil && len(more) == 0 {
+			if ended, err := t.Ended(r.Context()); err == nil && ended {
+				if more, err := t.After(r.Context(), after, 1); err == nil && len(more) == 0 {
 					fmt.Fprint(w, "event: end\ndata: {}\n\n")
 					if flusher != nil {
 						flusher.Flush()

@@ -250,11 +250,11 @@ func (s *Sealer) Seal(ctx context.Context, id string) error {
 // entries, so it is for those who audit: server administrators and
 // auditors (of any project); anyone else is refused.
 func (s *Service) Checkpoint(ctx context.Context, p identity.Principal) ([]byte, error) {
-	within, all, err := s.Access.Readable(ctx, p, identity.Audit)
+	within, scoped, err := s.Access.Readable(ctx, p, identity.Audit)
 	if err != nil {
 		return nil, err
 	}
-	if !all && len(within) == 0 {
+	if scoped && len(within) == 0 {
 		return nil, fmt.Errorf("%w: the audit checkpoint covers every project's log: it is for server administrators and auditors", errdefs.ErrDenied)
 	}
 	return s.checkpoint(ctx)

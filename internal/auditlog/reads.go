@@ -25,7 +25,7 @@ func (s *Service) ContentRetention(ctx context.Context, p identity.Principal, pr
 // follow). Entries of projects p may not audit are left out of the page,
 // never the cursor.
 func (s *Service) AuditAfter(ctx context.Context, p identity.Principal, after int64, limit int) (entries []audit.Entry, next int64, full bool, err error) {
-	within, scoped, err := s.scoped(ctx, p, identity.Audit)
+	within, scoped, err := s.Access.Readable(ctx, p, identity.Audit)
 	if err != nil {
 		return nil, after, false, err
 	}

@@ -39,15 +39,9 @@ func (s *Service) now() time.Time {
 	return time.Now()
 }
 
-// scoped is the projects p may do a in (all: scoped false).
-func (s *Service) scoped(ctx context.Context, p identity.Principal, a identity.Action) (within []string, scoped bool, err error) {
-	within, all, err := s.Access.Readable(ctx, p, a)
-	return within, !all, err
-}
-
 // auditable says which projects' sessions p may audit.
 func (s *Service) auditable(ctx context.Context, p identity.Principal) (func(project string) bool, error) {
-	within, scoped, err := s.scoped(ctx, p, identity.Audit)
+	within, scoped, err := s.Access.Readable(ctx, p, identity.Audit)
 	return func(project string) bool { return !scoped || slices.Contains(within, project) }, err
 }
 

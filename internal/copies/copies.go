@@ -24,7 +24,7 @@ import (
 
 // Set is where sessions' working copies and build caches live: for a
 // session that runs commands, in a volume of its own sized to its disk
-// Budget (when Volumes is set); otherwise under WorkspaceDir and CacheDir,
+// budget (when Volumes is set); otherwise under WorkspaceDir and CacheDir,
 // one directory per session. Caches are never shared: a session could
 // poison another's builds.
 type Set struct {
@@ -53,7 +53,7 @@ type Set struct {
 	busy     sandboxed
 }
 
-// bounded is ctx with the bounds of the host's work on a copy.
+// Bounded is ctx with the bounds of the host's work on a copy.
 func (c *Set) Bounded(ctx context.Context) context.Context {
 	if c == nil {
 		return ctx
@@ -66,7 +66,7 @@ type Releaser interface {
 	Release(ctx context.Context, sessionID string) error
 }
 
-// release lets go of a session's remote sandbox, if any.
+// Release lets go of a session's remote sandbox, if any.
 func (c *Set) Release(ctx context.Context, id string) error {
 	if c == nil || c.Remote == nil {
 		return nil
@@ -97,7 +97,7 @@ func (c *Set) Discard(ctx context.Context, x session.Session) error {
 }
 
 // Scratch is a directory of session s's own in its volume (so its disk
-// Budget bounds it), "" when s has no volume.
+// budget bounds it), "" when s has no volume.
 func (c *Set) Scratch(s session.Session, name string) string {
 	if id, ok := c.volumeOf(s.Workdir); ok {
 		return filepath.Join(c.Volumes.Path(id), name)
@@ -170,7 +170,7 @@ func (c *Set) Cache(s session.Session) string {
 }
 
 // Usage is the disk a session's working copy and caches use, and its
-// Budget (0: none).
+// budget (0: none).
 func (c *Set) Usage(s session.Session) (used, budget int64, err error) {
 	if id, ok := c.volumeOf(s.Workdir); ok {
 		if err := c.Mount(context.Background(), s.Workdir); err != nil {
@@ -289,7 +289,7 @@ func (c *Set) Quiet(ctx context.Context, id string, wait time.Duration) (release
 	}
 }
 
-// holds says whether session x's working copy is here: on this node as
+// Holds says whether session x's working copy is here: on this node as
 // the store says (a copy another node took over since is stale), its
 // directory present. A session recorded before nodes were named is on
 // whichever node has its directory.
@@ -301,7 +301,7 @@ func (c *Set) Holds(x session.Session) bool {
 	return x.Workdir != "" && err == nil
 }
 
-// mine says the store names this node as holding x's copy; a session
+// Mine says the store names this node as holding x's copy; a session
 // recorded before nodes were named is this node's when its directory is
 // one of this node's (another node's on a shared disk is not).
 func (c *Set) Mine(x session.Session) bool {
@@ -317,7 +317,7 @@ func (c *Set) Mine(x session.Session) bool {
 	return c.WorkspaceDir != "" && strings.HasPrefix(filepath.Clean(x.Workdir), filepath.Clean(c.WorkspaceDir)+string(filepath.Separator))
 }
 
-// exists says whether session x still has a working copy or a volume.
+// Exists says whether session x still has a working copy or a volume.
 func (c *Set) Exists(x session.Session) bool {
 	if id, ok := c.volumeOf(x.Workdir); ok {
 		return c.HasVolume(id)
@@ -339,7 +339,7 @@ func (c *Set) HasVolume(id string) bool {
 	return c.Volumes != nil && c.Volumes.Has(id)
 }
 
-// ids lists every session ID that has a directory or a volume here.
+// IDs lists every session ID that has a directory or a volume here.
 func (c *Set) IDs() []string {
 	seen := map[string]bool{}
 	var out []string

@@ -21,10 +21,7 @@ import (
 
 // Diff is the session's deliverable: its working copy against the base.
 func (s *Service) Diff(ctx context.Context, caller identity.Principal, id string) (session.Diff, session.Session, error) {
-	if _, err := s.SessionFor(ctx, caller, id, identity.Read); err != nil {
-		return session.Diff{}, session.Session{}, err
-	}
-	x, err := s.Store.GetSession(ctx, id)
+	x, err := s.SessionFor(ctx, caller, id, identity.Read)
 	if err != nil {
 		return session.Diff{}, x, err
 	}
@@ -109,11 +106,12 @@ const quietWait = 10 * time.Second
 // acceptance while the agent works loses nothing: its later changes are a
 // new diff against what was accepted.
 func (s *Service) Accept(ctx context.Context, caller identity.Principal, id string, req wire.AcceptRequest) (session.Session, error) {
-	if _, err := s.SessionFor(ctx, caller, id, identity.Steer); err != nil {
+	x, err := s.SessionFor(ctx, caller, id, identity.Steer)
+	if err != nil {
 		return session.Session{}, err
 	}
 	by := caller.Sender()
-	if x, err := s.Store.GetSession(ctx, id); err == nil && s.elsewhere(x) {
+	if s.elsewhere(x) {
 		out, err := s.remote(ctx, durable.Delivery{Op: durable.OpAccept, SessionID: id, Home: x.Node, Accept: req, By: by})
 		return out.Session, err
 	}
@@ -127,11 +125,12 @@ func (s *Service) Accept(ctx context.Context, caller identity.Principal, id stri
 // checkout is not touched; its owner merges the branch. It returns the
 // branch and the commit.
 func (s *Service) AcceptToBranch(ctx context.Context, caller identity.Principal, id, base, tree string) (branch, commit string, err error) {
-	if _, err := s.SessionFor(ctx, caller, id, identity.Steer); err != nil {
+	x, err := s.SessionFor(ctx, caller, id, identity.Steer)
+	if err != nil {
 		return "", "", err
 	}
 	by := caller.Sender()
-	if x, err := s.Store.GetSession(ctx, id); err == nil && s.elsewhere(x) {
+	if s.elsewhere(x) {
 		out, err := s.remote(ctx, durable.Delivery{Op: durable.OpBranch, SessionID: id, Home: x.Node, Accept: wire.AcceptRequest{Mode: session.AsCommit, Base: base, Tree: tree}, By: by})
 		return out.Branch, out.Commit, err
 	}
@@ -230,11 +229,12 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 // Reject discards the session's changes: the working copy returns to its
 // base, and nothing reaches the user's repository.
 func (s *Service) Reject(ctx context.Context, caller identity.Principal, id string) (session.Session, error) {
-	if _, err := s.SessionFor(ctx, caller, id, identity.Steer); err != nil {
+	x, err := s.SessionFor(ctx, caller, id, identity.Steer)
+	if err != nil {
 		return session.Session{}, err
 	}
 	by := caller.Sender()
-	if x, err := s.Store.GetSession(ctx, id); err == nil && s.elsewhere(x) {
+	if s.elsewhere(x) {
 		out, err := s.remote(ctx, durable.Delivery{Op: durable.OpReject, SessionID: id, Home: x.Node, By: by})
 		return out.Session, err
 	}

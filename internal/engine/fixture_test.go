@@ -2,25 +2,17 @@ package engine
 
 import (
 	"context"
-	"crypto/rand"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/durable"
-	"github.com/paddock-dev/paddock/internal/provider"
-	"github.com/paddock-dev/paddock/internal/provider/replay"
+	"github.com/paddock-dev/paddock/internal/durable/durabletest"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
-	"github.com/paddock-dev/paddock/internal/tool"
-	"github.com/paddock-dev/paddock/internal/vault"
 )
 
 // fixture is a real SQLite store, a git repository and the durable
@@ -33,24 +25,9 @@ type fixture struct {
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	st, err := sqlstore.Open(context.Background(), filepath.Join(t.TempDir(), "paddock.db"), nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	repo := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(repo, "notes.txt"), []byte("a draft note\n"), 0o644))
-	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"}} {
-		out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
-		require.NoError(t, err, string(out))
-	}
-	raw := make([]byte, 32)
-	_, _ = rand.Read(raw)
-	key, err := vault.NewKey(raw)
-	require.NoError(t, err)
+	st := durabletest.Store(t)
 	// Replay scripts are the session workflow's test scripts.
-	reg := provider.NewRegistry()
-	reg.Register("replay", replay.Dir(filepath.Join("..", "workflows")))
-	acts := &durable.Activities{Store: st, Providers: reg, Tools: tool.Builtin(), Now: time.Now, Copies: &copies.Set{WorkspaceDir: t.TempDir()}, ContentKey: key}
-	return &fixture{st: st, acts: acts, repo: repo}
+	return &fixture{st: st, acts: durabletest.Activities(t, st, filepath.Join("..", "workflows")), repo: durabletest.Repo(t)}
 }
 
 // session records a session of project (no workflow runs it).

@@ -193,17 +193,11 @@ const MaxCredential = 16 << 10
 // workflow history, put in its commands' environment, taken out of their
 // output, and deleted when the session ends.
 func (s *Service) SetCredentials(ctx context.Context, caller identity.Principal, id string, values map[string]string) (session.Park, error) {
-	if _, err := s.SessionFor(ctx, caller, id, identity.Read); err != nil {
-		return session.Park{}, err
-	}
-	by := caller.Sender()
-	x, err := s.Store.GetSession(ctx, id)
+	x, err := s.requestedBy(ctx, caller, id, "session %s acts with the credentials of %s, who requested it; only they may give them")
 	if err != nil {
 		return session.Park{}, err
 	}
-	if x.CreatedBy.Kind != by.Kind || x.CreatedBy.ID != by.ID {
-		return session.Park{}, fmt.Errorf("%w: session %s acts with the credentials of %s, who requested it; only they may give them", errdefs.ErrDenied, id, x.CreatedBy)
-	}
+	by := caller.Sender()
 	p, err := s.openPark(ctx, id, bound.AwaitingCredentials)
 	if err != nil {
 		return p, err
@@ -289,17 +283,11 @@ func (s *Service) adoptServiceCredentials(ctx context.Context, x session.Session
 // requester only): as the project's service identity it starts with the
 // project's credentials; as the requester it waits for theirs.
 func (s *Service) ChooseIdentity(ctx context.Context, caller identity.Principal, id, as string) (session.Park, error) {
-	if _, err := s.SessionFor(ctx, caller, id, identity.Read); err != nil {
-		return session.Park{}, err
-	}
-	by := caller.Sender()
-	x, err := s.Store.GetSession(ctx, id)
+	x, err := s.requestedBy(ctx, caller, id, "session %s's identity is chosen by %s, who requested it")
 	if err != nil {
 		return session.Park{}, err
 	}
-	if x.CreatedBy.Kind != by.Kind || x.CreatedBy.ID != by.ID {
-		return session.Park{}, fmt.Errorf("%w: session %s's identity is chosen by %s, who requested it", errdefs.ErrDenied, id, x.CreatedBy)
-	}
+	by := caller.Sender()
 	p, err := s.openPark(ctx, id, bound.AwaitingIdentity)
 	if err != nil {
 		return p, err
@@ -316,4 +304,18 @@ func (s *Service) ChooseIdentity(ctx context.Context, caller identity.Principal,
 		return s.Store.PassPark(ctx, p.ID, &by, "acting as "+by.ID, *credentialsPark(id, sp, x.CreatedBy))
 	}
 	return p, fmt.Errorf("%w: identity %q: want requester or service", errdefs.ErrInvalid, as)
+}
+
+// requestedBy is session id when caller, who may read it, is its
+// requester; anyone else is refused, why saying so (its verbs: the
+// session, its requester).
+func (s *Service) requestedBy(ctx context.Context, caller identity.Principal, id, why string) (session.Session, error) {
+	x, err := s.SessionFor(ctx, caller, id, identity.Read)
+	if err != nil {
+		return x, err
+	}
+	if by := caller.Sender(); x.CreatedBy.Kind != by.Kind || x.CreatedBy.ID != by.ID {
+		return session.Session{}, fmt.Errorf("%w: "+why, errdefs.ErrDenied, id, x.CreatedBy)
+	}
+	return x, nil
 }

@@ -123,7 +123,7 @@ func (s *Service) resolve(ctx context.Context, p session.Park, resolution string
 // may do a (identity.Read for a list, identity.Approve for an inbox).
 func (s *Service) Parked(ctx context.Context, p identity.Principal, a identity.Action, f session.Filter) ([]wire.Parked, error) {
 	var err error
-	if f.Within, f.Scoped, err = s.scoped(ctx, p, a); err != nil {
+	if f.Within, f.Scoped, err = s.Access.Readable(ctx, p, a); err != nil {
 		return nil, err
 	}
 	// Only live sessions wait, and every one of them, however many

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -50,12 +52,6 @@ func (s *Service) ApprovalFor(ctx context.Context, p identity.Principal, id stri
 	return ap, x, nil
 }
 
-// scoped narrows a list to the projects p may do a in.
-func (s *Service) scoped(ctx context.Context, p identity.Principal, a identity.Action) (within []string, scoped bool, err error) {
-	within, all, err := s.Access.Readable(ctx, p, a)
-	return within, !all, err
-}
-
 // Sessions lists the sessions f matches among those p may read, newest
 // first, one page at a time (f.Before: the cursor).
 func (s *Service) Sessions(ctx context.Context, p identity.Principal, f session.Filter) ([]session.Session, error) {
@@ -63,13 +59,13 @@ func (s *Service) Sessions(ctx context.Context, p identity.Principal, f session.
 		return nil, fmt.Errorf("%w: status %q: want queued, running, awaiting, failed or stopped", errdefs.ErrInvalid, f.Status)
 	}
 	if f.Agent != "" && !spec.ValidName(f.Agent) {
-		return nil, fmt.Errorf("%w: agent %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, f.Agent)
+		return nil, fmt.Errorf("%w: agent %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, clip.String(f.Agent, 40))
 	}
 	if f.Limit < 0 {
 		return nil, fmt.Errorf("%w: limit %d: want a positive number", errdefs.ErrInvalid, f.Limit)
 	}
 	var err error
-	if f.Within, f.Scoped, err = s.scoped(ctx, p, identity.Read); err != nil {
+	if f.Within, f.Scoped, err = s.Access.Readable(ctx, p, identity.Read); err != nil {
 		return nil, err
 	}
 	return s.Store.ListSessions(ctx, f)
@@ -80,10 +76,10 @@ func (s *Service) Sessions(ctx context.Context, p identity.Principal, f session.
 // inbox).
 func (s *Service) Approvals(ctx context.Context, p identity.Principal, a identity.Action, f session.ApprovalFilter) ([]session.Approval, error) {
 	if f.Status != "" && !f.Status.Valid() {
-		return nil, fmt.Errorf("%w: status %q: want pending, approved, rejected or expired", errdefs.ErrInvalid, f.Status)
+		return nil, fmt.Errorf("%w: status %q: want pending, approved, rejected or expired", errdefs.ErrInvalid, clip.String(string(f.Status), 40))
 	}
 	var err error
-	if f.Within, f.Scoped, err = s.scoped(ctx, p, a); err != nil {
+	if f.Within, f.Scoped, err = s.Access.Readable(ctx, p, a); err != nil {
 		return nil, err
 	}
 	return s.Store.ListApprovals(ctx, f)
@@ -111,6 +107,25 @@ func (s *Service) Usage(ctx context.Context, p identity.Principal, id string) (s
 		return session.SessionUsage{}, err
 	}
 	return s.Store.SessionUsage(ctx, id)
+}
+
+// Costs is what each of sessions (the rows of a list) has cost so far,
+// for those p may read: their projects are checked once, not per row.
+func (s *Service) Costs(ctx context.Context, p identity.Principal, sessions []session.Session) (map[string]float64, error) {
+	within, scoped, err := s.Access.Readable(ctx, p, identity.Read)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, x := range sessions {
+		if scoped && !slices.Contains(within, x.Project) {
+			continue
+		}
+		if u, err := s.Store.SessionUsage(ctx, x.ID); err == nil {
+			out[x.ID] = u.CostUSD
+		}
+	}
+	return out, nil
 }
 
 // Disk is how much of its disk budget session id's copy uses (budget 0:
@@ -149,12 +164,37 @@ func (s *Service) Parks(ctx context.Context, p identity.Principal, id string, op
 	return s.Store.ListParks(ctx, id, open)
 }
 
-// Events lists session id's transcript after seq after (limit 0: all).
-func (s *Service) Events(ctx context.Context, p identity.Principal, id string, after int64, limit int) ([]session.Event, error) {
+// Transcript is session id's transcript as p reads it: p is checked once,
+// here. A reader that stays open (a stream) checks its caller again
+// itself, every few seconds, as the API does.
+func (s *Service) Transcript(ctx context.Context, p identity.Principal, id string) (*Transcript, error) {
 	if _, err := s.Session(ctx, p, id); err != nil {
 		return nil, err
 	}
-	return s.Store.ListEvents(ctx, id, after, limit)
+	return &Transcript{s: s, id: id}, nil
+}
+
+// Transcript reads one session's transcript for a caller already checked.
+type Transcript struct {
+	s  *Service
+	id string
+}
+
+// After lists the events after seq after (limit 0: all).
+func (t *Transcript) After(ctx context.Context, after int64, limit int) ([]session.Event, error) {
+	return t.s.Store.ListEvents(ctx, t.id, after, limit)
+}
+
+// Subscribe returns a channel that receives after any new event (see
+// store.Store.Subscribe); cancel ends it.
+func (t *Transcript) Subscribe() (<-chan struct{}, func()) {
+	return t.s.Store.Subscribe(t.id)
+}
+
+// Ended says whether the session has ended.
+func (t *Transcript) Ended(ctx context.Context) (bool, error) {
+	x, err := t.s.Store.GetSession(ctx, t.id)
+	return err == nil && x.Status.Terminal(), err
 }
 
 // OpenQuestion is the question session id waits on an answer to (nil:
@@ -164,16 +204,6 @@ func (s *Service) OpenQuestion(ctx context.Context, p identity.Principal, id str
 		return nil, err
 	}
 	return s.openQuestion(ctx, id)
-}
-
-// Subscribe returns a channel that receives after any new event of
-// session id (see store.Store.Subscribe); cancel ends it.
-func (s *Service) Subscribe(ctx context.Context, p identity.Principal, id string) (<-chan struct{}, func(), error) {
-	if _, err := s.Session(ctx, p, id); err != nil {
-		return nil, nil, err
-	}
-	ch, cancel := s.Store.Subscribe(id)
-	return ch, cancel, nil
 }
 
 // Agents lists project's agents, when p may read it.
@@ -218,7 +248,7 @@ func (s *Service) openQuestion(ctx context.Context, id string) (*session.Questio
 // however many (see store.AllSessions): for work over the whole set.
 func (s *Service) AllSessions(ctx context.Context, p identity.Principal, f session.Filter) ([]session.Session, error) {
 	var err error
-	if f.Within, f.Scoped, err = s.scoped(ctx, p, identity.Read); err != nil {
+	if f.Within, f.Scoped, err = s.Access.Readable(ctx, p, identity.Read); err != nil {
 		return nil, err
 	}
 	return store.AllSessions(ctx, s.Store, f)

@@ -682,14 +682,11 @@ func (s *Service) SpawnSuccessor(ctx context.Context, old session.Session) (sess
 
 // Retry creates a fresh session for a failed session's input, idempotently.
 func (s *Service) Retry(ctx context.Context, caller identity.Principal, id string) (session.Session, error) {
-	if _, err := s.SessionFor(ctx, caller, id, identity.Start); err != nil {
-		return session.Session{}, err
-	}
-	by := caller.Sender()
-	old, err := s.Store.GetSession(ctx, id)
+	old, err := s.SessionFor(ctx, caller, id, identity.Start)
 	if err != nil {
 		return old, err
 	}
+	by := caller.Sender()
 	if old.Status != session.StatusFailed {
 		return old, fmt.Errorf("session %s is %s; only a failed session can be retried: %w", id, old.Status, errdefs.ErrConflict)
 	}
@@ -891,14 +888,11 @@ func (s *Service) checkAnswer(ctx context.Context, sessionID, key string, payloa
 // Archive marks a session done-for-now; it stays revivable. A session
 // working on a turn is refused: archiving would hide it while it runs.
 func (s *Service) Archive(ctx context.Context, caller identity.Principal, sessionID string) (session.Session, error) {
-	if _, err := s.SessionFor(ctx, caller, sessionID, identity.Steer); err != nil {
-		return session.Session{}, err
-	}
-	by := caller.Sender()
-	x, err := s.Store.GetSession(ctx, sessionID)
+	x, err := s.SessionFor(ctx, caller, sessionID, identity.Steer)
 	if err != nil {
 		return x, err
 	}
+	by := caller.Sender()
 	if x.Status == session.StatusRunning || x.Status == session.StatusQueued {
 		return x, fmt.Errorf("session %s is %s; archive it once its turn ends (or interrupt it first): %w", sessionID, x.Status, errdefs.ErrConflict)
 	}

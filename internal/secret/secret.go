@@ -136,15 +136,27 @@ func Find(s string) []Found {
 	if len(s) < minLen {
 		return nil
 	}
+	var out []Found
 	if !longLine(s) {
-		return find(s)
+		out = find(s)
+	} else {
+		// The detector's cost grows with findings times line length: long
+		// lines are broken at spaces into windows, twice with the breaks
+		// shifted by half a window, so that any short "key = value" lies
+		// whole in one of them.
+		out = find(breakLines(s, 0))
+		for _, f := range find(breakLines(s, window/2)) {
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
 	}
-	// The detector's cost grows with findings times line length: long
-	// lines are broken at spaces into windows, twice with the breaks
-	// shifted by half a window, so that any short "key = value" lies
-	// whole in one of them.
-	out := find(breakLines(s, 0))
-	for _, f := range find(breakLines(s, window/2)) {
+	// Tokens written with spaces, looked for once in the text as it is.
+	d, err := detector()
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range spaced(d, s) {
 		if !slices.Contains(out, f) {
 			out = append(out, f)
 		}
@@ -206,7 +218,6 @@ func find(s string) []Found {
 		}
 		out = append(out, Found{Rule: f.RuleID, Secret: v})
 	}
-	out = append(out, spaced(d, s)...)
 	out, hidden = specific(out), specific(hidden)
 	if len(hidden) > 0 {
 		placed := encodings(s, hidden)
@@ -297,7 +308,10 @@ func spaced(d *detect.Detector, s string) []Found {
 		if !keyword(whole.String()) {
 			continue
 		}
-		tries := map[span]bool{{0, len(pieces)}: true}
+		tries := map[span]bool{}
+		if whole.Len() <= window {
+			tries[span{0, len(pieces)}] = true // a longer run is tried stretch by stretch
+		}
 		for i := 0; i < len(pieces); {
 			n, j := pieces[i][1]-pieces[i][0], i+1
 			for j < len(pieces) && pieces[j][1]-pieces[j][0] == n {

@@ -140,6 +140,11 @@ func (a *App) sessions(w http.ResponseWriter, r *http.Request) {
 		a.problem(w, r, err)
 		return
 	}
+	costs, err := a.Service.Costs(r.Context(), principal(r), list)
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
 	needle := strings.ToLower(l.Query)
 	for _, x := range list {
 		if l.Parked && waits[x.ID] == "" {
@@ -148,11 +153,7 @@ func (a *App) sessions(w http.ResponseWriter, r *http.Request) {
 		if needle != "" && !strings.Contains(strings.ToLower(x.DisplayTitle+" "+x.ID+" "+x.Agent+" "+x.CreatedBy.ID), needle) {
 			continue
 		}
-		row := Row{Session: x, Park: waits[x.ID]}
-		if u, err := a.Service.Usage(r.Context(), principal(r), x.ID); err == nil {
-			row.CostUSD = u.CostUSD
-		}
-		l.Rows = append(l.Rows, row)
+		l.Rows = append(l.Rows, Row{Session: x, Park: waits[x.ID], CostUSD: costs[x.ID]})
 	}
 	l.Total = len(l.Rows)
 	if l.Fragment {
@@ -232,8 +233,10 @@ func (a *App) session(w http.ResponseWriter, r *http.Request) {
 	p.Approvals = a.pending(r, aps)
 	p.Parks, _ = a.Service.Parks(r.Context(), principal(r), x.ID, true)
 	p.Question, _ = a.Service.OpenQuestion(r.Context(), principal(r), x.ID)
-	if last, err := a.Service.Events(r.Context(), principal(r), x.ID, 0, 0); err == nil && len(last) > 0 {
-		p.Seen = last[len(last)-1].Seq
+	if t, err := a.Service.Transcript(r.Context(), principal(r), x.ID); err == nil {
+		if last, err := t.After(r.Context(), 0, 0); err == nil && len(last) > 0 {
+			p.Seen = last[len(last)-1].Seq
+		}
 	}
 	a.render(w, r, http.StatusOK, "session", x.DisplayTitle, p)
 }

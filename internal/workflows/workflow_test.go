@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,13 +19,13 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/internal/durable/durabletest"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/provider/replay"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
-	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 	"github.com/paddock-dev/paddock/internal/tool"
 )
 
@@ -41,16 +40,7 @@ type fixture struct {
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, filepath.Join(t.TempDir(), "paddock.db"), nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	repo := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(repo, "notes.txt"), []byte("a draft note\n"), 0o644))
-	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"}} {
-		out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
-		require.NoError(t, err, string(out))
-	}
+	st, repo := durabletest.Store(t), durabletest.Repo(t)
 	reg := provider.NewRegistry()
 	reg.Register("replay", replay.Dir("."))
 	acts := &durable.Activities{Store: st, Providers: reg, Tools: tool.Builtin(), Now: time.Now, Copies: &copies.Set{WorkspaceDir: t.TempDir()}}
