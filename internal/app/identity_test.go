@@ -170,13 +170,17 @@ func TestProjectsScopeEverything(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, apiStatus(t, err))
 	reports, err := api.VerifyAudit(ctx, "")
 	require.NoError(t, err)
+	// Other tests share the server and may add to the access log between
+	// the two reads: it only grows, so the verified log holds at least
+	// what was read.
 	verified := false
 	for _, r := range reports {
 		if r.SessionID == audit.AccessLog {
-			verified = r.OK && r.Entries == len(access)
+			verified = r.OK && r.Entries >= len(access)
+			require.True(t, verified, "the access log verifies with the rest: %+v, %d entries read before", r, len(access))
 		}
 	}
-	require.True(t, verified, "the access log verifies with the rest")
+	require.True(t, verified, "the access log is among the verified logs")
 }
 
 func hasSession(list []session.Session, id string) bool {
