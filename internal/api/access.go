@@ -118,10 +118,10 @@ func (s *Server) authorize(r *http.Request, acc guard) (*http.Request, error) {
 			return r, fmt.Errorf("%w: %s %s needs a server administrator", errdefs.ErrDenied, r.Method, r.URL.Path)
 		}
 	case kindSession:
-		_, err := s.Service.SessionFor(ctx, p, r.PathValue("id"), acc.action)
+		_, err := s.Service.Sessions().For(ctx, p, r.PathValue("id"), acc.action)
 		return r, err
 	case kindApproval:
-		_, _, err := s.Service.ApprovalFor(ctx, p, r.PathValue("id"), acc.action)
+		_, _, err := s.Service.Gates().ApprovalFor(ctx, p, r.PathValue("id"), acc.action)
 		return r, err
 	case kindProject:
 		project := r.PathValue(acc.param)
@@ -156,5 +156,5 @@ func (s *Server) readProject(r *http.Request, project string) error {
 	if err := s.Service.Access.Allow(r.Context(), principal(r), project, identity.Read, fmt.Sprintf("project %q", project)); err != nil {
 		return err
 	}
-	return s.Service.CheckProject(r.Context(), project)
+	return s.Service.Projects().Check(r.Context(), project)
 }

@@ -90,8 +90,8 @@ func (s *Server) Handler() http.Handler {
 	h("GET /v1/audit/checkpoint", caller, s.checkpoint)
 	h("GET /v1/audit/access", admin, s.accessLog)
 	h("GET /v1/audit/prove", caller, s.prove, "session", "seq", "old") // the session's project: audit
-	h("POST /v1/sessions/{id}/hold", onSession(steer), s.noted(s.Service.Hold))
-	h("POST /v1/sessions/{id}/waive", onSession(approve), s.noted(s.Service.Waive))
+	h("POST /v1/sessions/{id}/hold", onSession(steer), s.noted(s.Service.Sessions().Hold))
+	h("POST /v1/sessions/{id}/waive", onSession(approve), s.noted(s.Service.Sessions().Waive))
 	h("POST /v1/sessions/{id}/release", onSession(steer), s.release)
 	h("POST /v1/sessions/{id}/revoke", onSession(manage), s.revokeSession)
 	h("POST /v1/sessions/{id}/start", onSession(approve), s.approveStart)
@@ -416,7 +416,7 @@ func (s *Server) applyAgents(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	res, err := s.Service.ApplyAgents(r.Context(), principal(r), body)
+	res, err := s.Service.Projects().ApplyAgents(r.Context(), principal(r), body)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -432,7 +432,7 @@ func (s *Server) project(r *http.Request) (string, error) {
 	if p == "" && !r.URL.Query().Has("project") {
 		return "default", nil
 	}
-	return p, s.Service.CheckProject(r.Context(), p)
+	return p, s.Service.Projects().Check(r.Context(), p)
 }
 
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
@@ -441,7 +441,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	list, err := s.Service.Agents(r.Context(), principal(r), p)
+	list, err := s.Service.Projects().Agents(r.Context(), principal(r), p)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -459,7 +459,7 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, fmt.Errorf("%w: agent %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, clip.String(name, 40)))
 		return
 	}
-	a, err := s.Service.Agent(r.Context(), principal(r), p, r.PathValue("name"))
+	a, err := s.Service.Projects().Agent(r.Context(), principal(r), p, r.PathValue("name"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -473,7 +473,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	x, err := s.Service.CreateSession(r.Context(), principal(r), req)
+	x, err := s.Service.Sessions().Create(r.Context(), principal(r), req)
 	if err != nil && x.ID == "" {
 		s.error(w, r, err)
 		return
@@ -507,7 +507,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		f.Limit = n
 	}
 	f.Before = q.Get("before")
-	list, err := s.Service.Sessions(r.Context(), principal(r), f)
+	list, err := s.Service.Sessions().List(r.Context(), principal(r), f)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -520,7 +520,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
-	x, err := s.Service.Session(r.Context(), principal(r), r.PathValue("id"))
+	x, err := s.Service.Sessions().Get(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -534,7 +534,7 @@ func (s *Server) sendCommand(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	c, err := s.Service.Send(r.Context(), principal(r), r.PathValue("id"), req)
+	c, err := s.Service.Sessions().Send(r.Context(), principal(r), r.PathValue("id"), req)
 	if err != nil && c.ID == "" {
 		s.error(w, r, err)
 		return
@@ -543,7 +543,7 @@ func (s *Server) sendCommand(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listCommands(w http.ResponseWriter, r *http.Request) {
-	list, err := s.Service.Commands(r.Context(), principal(r), r.PathValue("id"))
+	list, err := s.Service.Sessions().Commands(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -552,7 +552,7 @@ func (s *Server) listCommands(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listTurns(w http.ResponseWriter, r *http.Request) {
-	list, err := s.Service.Turns(r.Context(), principal(r), r.PathValue("id"))
+	list, err := s.Service.Sessions().Turns(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -565,7 +565,7 @@ func (s *Server) archive(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	x, err := s.Service.Archive(r.Context(), principal(r), r.PathValue("id"))
+	x, err := s.Service.Sessions().Archive(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -578,7 +578,7 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	x, err := s.Service.Retry(r.Context(), principal(r), r.PathValue("id"))
+	x, err := s.Service.Sessions().Retry(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil && (x.ID == "" || x.ID == r.PathValue("id")) {
 		s.error(w, r, err)
 		return
@@ -596,7 +596,7 @@ func nonNil[T any](v []T) []T {
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := session.ApprovalFilter{SessionID: q.Get("session"), Status: session.ApprovalStatus(q.Get("status"))}
-	list, err := s.Service.Approvals(r.Context(), principal(r), identity.Read, f)
+	list, err := s.Service.Gates().Approvals(r.Context(), principal(r), identity.Read, f)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -605,7 +605,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
-	a, _, err := s.Service.ApprovalFor(r.Context(), principal(r), r.PathValue("id"), identity.Read)
+	a, _, err := s.Service.Gates().ApprovalFor(r.Context(), principal(r), r.PathValue("id"), identity.Read)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -620,7 +620,7 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		a, err := s.Service.DecideApproval(r.Context(), principal(r), r.PathValue("id"), approve, n)
+		a, err := s.Service.Gates().Decide(r.Context(), principal(r), r.PathValue("id"), approve, n)
 		if err != nil && a.Status == session.ApprovalPending || err != nil && a.ID == "" {
 			s.error(w, r, err)
 			return
@@ -633,7 +633,7 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 }
 
 func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {
-	p, err := s.Service.PolicyOf(r.Context(), principal(r), r.PathValue("name"))
+	p, err := s.Service.Projects().Policy(r.Context(), principal(r), r.PathValue("name"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -647,7 +647,7 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	p, err := s.Service.SetProjectPolicy(r.Context(), principal(r), r.PathValue("name"), body)
+	p, err := s.Service.Projects().SetPolicy(r.Context(), principal(r), r.PathValue("name"), body)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -676,7 +676,7 @@ func (s *Server) replayPolicy(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rep, err := s.Service.ReplayPolicy(r.Context(), principal(r), r.PathValue("name"), body, since, examples)
+	rep, err := s.Service.Projects().ReplayPolicy(r.Context(), principal(r), r.PathValue("name"), body, since, examples)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -685,7 +685,7 @@ func (s *Server) replayPolicy(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
-	d, x, err := s.Service.Diff(r.Context(), principal(r), r.PathValue("id"))
+	d, x, err := s.Service.Review().Diff(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -699,7 +699,7 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	x, err := s.Service.Accept(r.Context(), principal(r), r.PathValue("id"), req)
+	x, err := s.Service.Review().Accept(r.Context(), principal(r), r.PathValue("id"), req)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -740,7 +740,7 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	x, err := s.Service.Reject(r.Context(), principal(r), r.PathValue("id"))
+	x, err := s.Service.Review().Reject(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -749,7 +749,7 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) disk(w http.ResponseWriter, r *http.Request) {
-	used, budget, err := s.Service.Disk(r.Context(), principal(r), r.PathValue("id"))
+	used, budget, err := s.Service.Sessions().Disk(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -762,7 +762,7 @@ func (s *Server) gc(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	out, err := s.Service.GC(r.Context(), principal(r), time.Now())
+	out, err := s.Service.Review().GC(r.Context(), principal(r), time.Now())
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -771,7 +771,7 @@ func (s *Server) gc(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
-	u, err := s.Service.Usage(r.Context(), principal(r), r.PathValue("id"))
+	u, err := s.Service.Sessions().Usage(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -106,7 +106,7 @@ func (s *Server) revokeUser(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	stopped, problems, err := s.Service.RevokeUser(r.Context(), principal(r), r.PathValue("user"))
+	stopped, problems, err := s.Service.Sessions().RevokeUser(r.Context(), principal(r), r.PathValue("user"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -119,7 +119,7 @@ func (s *Server) revokeSession(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if err := s.Service.RevokeSession(r.Context(), principal(r), r.PathValue("id")); err != nil {
+	if err := s.Service.Sessions().Revoke(r.Context(), principal(r), r.PathValue("id")); err != nil {
 		s.error(w, r, err)
 		return
 	}

@@ -14,7 +14,7 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	p, err := s.Service.Extend(r.Context(), principal(r), r.PathValue("id"), req)
+	p, err := s.Service.Gates().Extend(r.Context(), principal(r), r.PathValue("id"), req)
 	if err != nil && p.ResolvedAt == nil {
 		s.error(w, r, err)
 		return
@@ -31,7 +31,7 @@ func (s *Server) unpark(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	p, err := s.Service.Unpark(r.Context(), principal(r), r.PathValue("id"), n)
+	p, err := s.Service.Gates().Unpark(r.Context(), principal(r), r.PathValue("id"), n)
 	if err != nil && p.ResolvedAt == nil {
 		s.error(w, r, err)
 		return
@@ -43,7 +43,7 @@ func (s *Server) unpark(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listParks(w http.ResponseWriter, r *http.Request) {
-	list, err := s.Service.Parks(r.Context(), principal(r), r.PathValue("id"), false)
+	list, err := s.Service.Gates().Parks(r.Context(), principal(r), r.PathValue("id"), false)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -60,7 +60,7 @@ func (s *Server) parked(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	f := session.Filter{Project: q.Get("project"), Agent: q.Get("agent"), IncludeArchived: true}
-	list, err := s.Service.Parked(r.Context(), principal(r), identity.Read, f)
+	list, err := s.Service.Gates().Parked(r.Context(), principal(r), identity.Read, f)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -73,7 +73,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	x, err := s.Service.Release(r.Context(), principal(r), r.PathValue("id"))
+	x, err := s.Service.Sessions().Release(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil && x.ID == "" {
 		s.error(w, r, err)
 		return
@@ -87,7 +87,7 @@ func (s *Server) approveStart(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	p, err := s.Service.ApproveStart(r.Context(), principal(r), r.PathValue("id"), in.Approve, in.Note)
+	p, err := s.Service.Gates().ApproveStart(r.Context(), principal(r), r.PathValue("id"), in.Approve, in.Note)
 	if err != nil && p.ResolvedAt == nil {
 		s.error(w, r, err)
 		return
@@ -104,7 +104,7 @@ func (s *Server) setCredentials(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	p, err := s.Service.SetCredentials(r.Context(), principal(r), r.PathValue("id"), in.Values)
+	p, err := s.Service.Gates().SetCredentials(r.Context(), principal(r), r.PathValue("id"), in.Values)
 	if err != nil && p.ResolvedAt == nil {
 		s.error(w, r, err)
 		return
@@ -122,7 +122,7 @@ func (s *Server) chooseIdentity(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	p, err := s.Service.ChooseIdentity(r.Context(), principal(r), r.PathValue("id"), in.As)
+	p, err := s.Service.Gates().ChooseIdentity(r.Context(), principal(r), r.PathValue("id"), in.As)
 	if err != nil && p.ResolvedAt == nil {
 		s.error(w, r, err)
 		return
@@ -139,7 +139,7 @@ func (s *Server) setProjectCredentials(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if err := s.Service.SetProjectCredentials(r.Context(), principal(r), r.PathValue("name"), in.Values); err != nil {
+	if err := s.Service.Gates().SetProjectCredentials(r.Context(), principal(r), r.PathValue("name"), in.Values); err != nil {
 		s.error(w, r, err)
 		return
 	}

@@ -18,7 +18,7 @@ import (
 // (or ?after=), subscribes before it reads so nothing falls between, and
 // ends when the session ends or the client goes away.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	t, err := s.Service.Transcript(r.Context(), principal(r), r.PathValue("id"))
+	t, err := s.Service.Sessions().Transcript(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -90,7 +90,7 @@ func (s *Server) trigger(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err))
 		return
 	}
-	res, err := s.Service.Trigger(r.Context(), project, name, clip.String(event, 40), key, payload)
+	res, err := s.Service.Sessions().Trigger(r.Context(), project, name, clip.String(event, 40), key, payload)
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -28,12 +28,12 @@ func apiStatus(t *testing.T, err error) int {
 // its options where it offers only options, and answer it once.
 func TestAnswersAreChecked(t *testing.T) {
 	ctx := context.Background()
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "work.yaml"), Message: "go"})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Model: script(t, "work.yaml"), Message: "go"})
 	require.NoError(t, err)
 	q := waitQuestion(t, x.ID)
 	answer := func(key string, p session.AnswerPayload) error {
 		data, _ := json.Marshal(p)
-		_, err := api.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindAnswer, Payload: data, IdempotencyKey: key})
+		_, err := api.Sessions().Send(ctx, x.ID, wire.SendRequest{Kind: session.KindAnswer, Payload: data, IdempotencyKey: key})
 		return err
 	}
 	err = answer("", session.AnswerPayload{ToolCallID: "call_nope", Answers: map[string]string{"go": "yes"}})
@@ -50,7 +50,7 @@ func TestAnswersAreChecked(t *testing.T) {
 	err = answer("a2", session.AnswerPayload{ToolCallID: q.ToolCallID, Answers: map[string]string{"go": "no"}})
 	require.Equal(t, http.StatusConflict, apiStatus(t, err), "a second answer")
 	waitFor(t, "the answered turn", func() (bool, error) {
-		turns, err := api.Turns(ctx, x.ID)
+		turns, err := api.Sessions().Turns(ctx, x.ID)
 		return len(turns) == 2 && turns[1].Status == session.TurnCompleted, err
 	})
 	err = answer("a3", session.AnswerPayload{ToolCallID: q.ToolCallID, Response: "again"})
@@ -63,14 +63,14 @@ func TestIdempotencyKeyReuse(t *testing.T) {
 	ctx := context.Background()
 	key := unique("create")
 	create := wire.CreateRequest{Model: script(t, "empty.yaml"), Message: "hello", IdempotencyKey: key}
-	x, err := api.CreateSession(ctx, create)
+	x, err := api.Sessions().Create(ctx, create)
 	require.NoError(t, err)
-	again, err := api.CreateSession(ctx, create)
+	again, err := api.Sessions().Create(ctx, create)
 	require.NoError(t, err)
 	require.Equal(t, x.ID, again.ID)
 	other := create
 	other.Message = "something else"
-	_, err = api.CreateSession(ctx, other)
+	_, err = api.Sessions().Create(ctx, other)
 	require.Equal(t, http.StatusConflict, apiStatus(t, err))
 	var e *client.Error
 	require.ErrorAs(t, err, &e)
@@ -78,7 +78,7 @@ func TestIdempotencyKeyReuse(t *testing.T) {
 	require.Contains(t, e.Error(), "session "+x.ID)
 
 	msg := func(kind session.CommandKind, payload string) (session.Command, error) {
-		return api.Send(ctx, x.ID, wire.SendRequest{Kind: kind, Payload: json.RawMessage(payload), IdempotencyKey: "k1"})
+		return api.Sessions().Send(ctx, x.ID, wire.SendRequest{Kind: kind, Payload: json.RawMessage(payload), IdempotencyKey: "k1"})
 	}
 	c, err := msg(session.KindMessage, `{"message":"one"}`)
 	require.NoError(t, err)
@@ -97,14 +97,14 @@ func TestIdempotencyKeyReuse(t *testing.T) {
 // event sends end at once; archiving is refused while a turn runs.
 func TestStoppedStreamEndsAtOnce(t *testing.T) {
 	ctx := context.Background()
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "slow.yaml"), Message: "go slowly"})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Model: script(t, "slow.yaml"), Message: "go slowly"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusRunning)
-	_, err = api.Archive(ctx, x.ID)
+	_, err = api.Sessions().Archive(ctx, x.ID)
 	require.Equal(t, http.StatusConflict, apiStatus(t, err), "a running session is not hidden")
 	send(t, x.ID, session.KindStop, session.StopPayload{Reason: "enough"})
 	waitStatus(t, x.ID, session.StatusStopped)
-	events, err := api.Events(ctx, x.ID, 0)
+	events, err := api.Sessions().Events(ctx, x.ID, 0)
 	require.NoError(t, err)
 	last := events[len(events)-1].Seq
 
@@ -127,7 +127,7 @@ func TestStoppedStreamEndsAtOnce(t *testing.T) {
 		require.Contains(t, strings.Join(lines, "\n"), "event: end")
 		require.Less(t, time.Since(start), 5*time.Second)
 	}
-	_, err = api.Archive(ctx, x.ID)
+	_, err = api.Sessions().Archive(ctx, x.ID)
 	require.NoError(t, err, "a stopped session may be archived")
 }
 
@@ -135,7 +135,7 @@ func TestStoppedStreamEndsAtOnce(t *testing.T) {
 func TestReplayNamesStayInTheirFolder(t *testing.T) {
 	ctx := context.Background()
 	for _, m := range []string{"replay/../../../../etc/passwd", "replay//etc/passwd", "replay/../paddock.db"} {
-		_, err := api.CreateSession(ctx, wire.CreateRequest{Model: m})
+		_, err := api.Sessions().Create(ctx, wire.CreateRequest{Model: m})
 		require.Equal(t, http.StatusBadRequest, apiStatus(t, err), m)
 		require.NotContains(t, err.Error(), "root:", m)
 	}

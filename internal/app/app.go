@@ -204,7 +204,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	if err := a.Service.Audit.UseAuditKey(ctx); err != nil {
 		return nil, fmt.Errorf("audit key: %w", err)
 	}
-	acts.Spawner, acts.Triggers, acts.Here = a.Service, a.Service, a.Service.Here()
+	acts.Spawner, acts.Triggers, acts.Here = a.Service.Sessions(), a.Service.Sessions(), a.Service.Here()
 	a.worker = workflows.NewWorker(a.client, acts)
 	if err := a.worker.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
@@ -235,7 +235,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 			logger.Error("http server stopped", "err", err)
 		}
 	}()
-	if err := a.Service.Recover(ctx); err != nil {
+	if err := a.Service.Sessions().Recover(ctx); err != nil {
 		return nil, fmt.Errorf("resume sessions: %w", err)
 	}
 	a.collect()
@@ -264,7 +264,7 @@ func (a *App) controller(cfg config.Config) error {
 // collector is the server collecting copies on its own schedule.
 var collector = identity.Principal{User: "paddock", Admin: true, Via: "collector"}
 
-// collect removes working copies no longer needed (Service.GC), now and
+// collect removes working copies no longer needed (Service.Review().GC), now and
 // then hourly, until Stop.
 func (a *App) collect() {
 	done, exited := make(chan struct{}), make(chan struct{})
@@ -274,7 +274,7 @@ func (a *App) collect() {
 		t := time.NewTicker(time.Hour)
 		defer t.Stop()
 		for {
-			if out, err := a.Service.GC(context.Background(), collector, time.Now()); err != nil {
+			if out, err := a.Service.Review().GC(context.Background(), collector, time.Now()); err != nil {
 				a.logger.Warn("collecting working copies", "err", err)
 			} else if len(out) > 0 {
 				a.logger.Info("collected working copies", "count", len(out))

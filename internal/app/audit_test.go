@@ -27,13 +27,13 @@ func TestAuditLogVerifiesAndCatchesTampering(t *testing.T) {
 	ctx := context.Background()
 	name := unique("audited")
 	applyAgent(t, name, script(t, "work.yaml"), "")
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "process the notes"})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "process the notes"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusAwaiting)
 
-	log, err := api.AuditLog(ctx, x.ID, false)
+	log, err := api.Audit().Log(ctx, x.ID, false)
 	require.NoError(t, err)
-	events, err := api.Events(ctx, x.ID, 0)
+	events, err := api.Sessions().Events(ctx, x.ID, 0)
 	require.NoError(t, err)
 	require.Len(t, log, len(events), "one entry per event")
 	require.Equal(t, "true", log[0].Meta["frame"])
@@ -103,13 +103,13 @@ func TestStoppedSessionIsSealed(t *testing.T) {
 	ctx := context.Background()
 	name := unique("sealed")
 	applyAgent(t, name, script(t, "work.yaml"), "")
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "process the notes"})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "process the notes"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusAwaiting)
 	send(t, x.ID, session.KindStop, session.StopPayload{Reason: "done"})
 	waitStatus(t, x.ID, session.StatusStopped)
 	waitFor(t, "the seal", func() (bool, error) {
-		r, err := api.VerifyAudit(ctx, x.ID)
+		r, err := api.Audit().Verify(ctx, x.ID)
 		return err == nil && len(r) == 1 && r[0].Sealed, err
 	})
 	code, out := paddock(t, "audit", "verify", "--session", x.ID)
@@ -119,7 +119,7 @@ func TestStoppedSessionIsSealed(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	require.Regexp(t, `^ed25519 [A-Za-z0-9+/]{43}=\n$`, out)
 
-	_, err = api.Hold(ctx, x.ID, "too late")
+	_, err = api.Sessions().Hold(ctx, x.ID, "too late")
 	require.Equal(t, 409, apiStatus(t, err), "a sealed log gains no entries")
 
 	db := openLive(t)
@@ -161,7 +161,7 @@ func TestCheckpointsAndProofs(t *testing.T) {
 
 	name := unique("proven")
 	applyAgent(t, name, script(t, "work.yaml"), "")
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "process the notes"})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "process the notes"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusAwaiting)
 	code, out = paddock(t, "audit", "prove", "--session", x.ID, "--seq", "2", "--since-checkpoint", kept)

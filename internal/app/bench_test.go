@@ -20,7 +20,7 @@ import (
 // and p90 of the iterations.
 func BenchmarkCommandToTurn(b *testing.B) {
 	ctx := context.Background()
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(b, "empty.yaml")})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Model: script(b, "empty.yaml")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func BenchmarkCommandToTurn(b *testing.B) {
 		}
 	}
 	waitFor(b, "the session to await", func() (bool, error) {
-		s, err := api.Session(ctx, x.ID)
+		s, err := api.Sessions().Get(ctx, x.ID)
 		return s.Status == session.StatusAwaiting, err
 	})
 	ch, cancel := st.Subscribe(x.ID)
@@ -60,7 +60,7 @@ func BenchmarkCommandToTurn(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
-		if _, err := api.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"ping"}`)}); err != nil {
+		if _, err := api.Sessions().Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"ping"}`)}); err != nil {
 			b.Fatal(err)
 		}
 		after = waitTurn(ch, after, session.TurnAccepted)
@@ -87,7 +87,7 @@ func BenchmarkLiveSessions(b *testing.B) {
 		start := time.Now()
 		ids := make([]string, 0, n)
 		for range n {
-			x, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(b, "empty.yaml"), Message: "hello", Project: "load"})
+			x, err := api.Sessions().Create(ctx, wire.CreateRequest{Model: script(b, "empty.yaml"), Message: "hello", Project: "load"})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -95,7 +95,7 @@ func BenchmarkLiveSessions(b *testing.B) {
 		}
 		created := time.Since(start)
 		waitFor(b, "all sessions awaiting", func() (bool, error) {
-			list, err := api.Sessions(ctx, session.Filter{Project: "load", Status: session.StatusAwaiting, Limit: 1000})
+			list, err := api.Sessions().List(ctx, session.Filter{Project: "load", Status: session.StatusAwaiting, Limit: 1000})
 			return len(list) >= len(ids), err
 		})
 		b.ReportMetric(created.Seconds(), "create-s")

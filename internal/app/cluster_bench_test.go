@@ -77,7 +77,7 @@ func clusterLoad(b *testing.B, nodes int) {
 	}
 	ids := make([]string, sessions)
 	spread(b, sessions, parallel, func(i int) error {
-		x, err := cs[i%nodes].CreateSession(ctx, wire.CreateRequest{Model: "replay/empty.yaml", Message: "hello", Project: "load"})
+		x, err := cs[i%nodes].Sessions().Create(ctx, wire.CreateRequest{Model: "replay/empty.yaml", Message: "hello", Project: "load"})
 		ids[i] = x.ID
 		return err
 	})
@@ -85,7 +85,7 @@ func clusterLoad(b *testing.B, nodes int) {
 	start := time.Now()
 	for r := range rounds {
 		spread(b, sessions, parallel, func(i int) error {
-			_, err := cs[(i+r)%nodes].Send(ctx, ids[i], wire.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"ping"}`)})
+			_, err := cs[(i+r)%nodes].Sessions().Send(ctx, ids[i], wire.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"ping"}`)})
 			return err
 		})
 		waitTurns(sessions * (r + 2))
@@ -95,11 +95,11 @@ func clusterLoad(b *testing.B, nodes int) {
 	var mu sync.Mutex
 	spread(b, sessions, parallel, func(i int) error {
 		c := cs[i%nodes]
-		cmds, err := c.Commands(ctx, ids[i])
+		cmds, err := c.Sessions().Commands(ctx, ids[i])
 		if err != nil {
 			return err
 		}
-		turns, err := c.Turns(ctx, ids[i])
+		turns, err := c.Sessions().Turns(ctx, ids[i])
 		if err != nil {
 			return err
 		}

@@ -49,21 +49,21 @@ func TestTwoNodes(t *testing.T) {
 	children := map[string]*os.Process{nodeOf(t, dirs[0]): childA.Process, nodeOf(t, dirs[1]): childB.Process}
 	clients := map[string]*client.Client{nodeOf(t, dirs[0]): a, nodeOf(t, dirs[1]): b}
 
-	_, err := a.SetPolicy(ctx, "default", []byte("default: allow\n"))
+	_, err := a.Projects().SetPolicy(ctx, "default", []byte("default: allow\n"))
 	require.NoError(t, err)
-	_, err = b.Apply(ctx, []byte("name: crasher\nmodel: replay/crash.yaml\n"))
+	_, err = b.Projects().Apply(ctx, []byte("name: crasher\nmodel: replay/crash.yaml\n"))
 	require.NoError(t, err)
-	x, err := a.CreateSession(ctx, wire.CreateRequest{Agent: "crasher", Message: "turn one", Repo: gitRepo(t)})
+	x, err := a.Sessions().Create(ctx, wire.CreateRequest{Agent: "crasher", Message: "turn one", Repo: gitRepo(t)})
 	require.NoError(t, err)
 	send := func(c *client.Client, keys ...string) {
 		for _, k := range keys {
-			_, err := c.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"` + k + `"}`), IdempotencyKey: k})
+			_, err := c.Sessions().Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"` + k + `"}`), IdempotencyKey: k})
 			require.NoError(t, err)
 		}
 	}
 	send(b, "m1", "m2")
 	waitFor(t, "step zero's tool call to finish", func() (bool, error) {
-		events, err := b.Events(ctx, x.ID, 0)
+		events, err := b.Sessions().Events(ctx, x.ID, 0)
 		for _, e := range events {
 			if e.Key == "call/call_0_0/done" {
 				return true, err
@@ -71,7 +71,7 @@ func TestTwoNodes(t *testing.T) {
 		}
 		return false, err
 	})
-	s, err := a.Session(ctx, x.ID)
+	s, err := a.Sessions().Get(ctx, x.ID)
 	require.NoError(t, err)
 	home := s.Node
 	require.Contains(t, children, home, "the session's copy is on one of the two nodes")
@@ -82,7 +82,7 @@ func TestTwoNodes(t *testing.T) {
 		}
 	}
 	// The node without the copy answers the diff by handing it over.
-	d, err := clients[other].Diff(ctx, x.ID)
+	d, err := clients[other].Review().Diff(ctx, x.ID)
 	require.NoError(t, err)
 	require.Contains(t, d.Patch, "a.txt")
 
@@ -93,29 +93,29 @@ func TestTwoNodes(t *testing.T) {
 		if !t.Failed() {
 			return
 		}
-		s, _ := c.Session(ctx, x.ID)
+		s, _ := c.Sessions().Get(ctx, x.ID)
 		t.Logf("session: status %s node %s display %q", s.Status, s.Node, s.AmbientStatus)
-		turns, _ := c.Turns(ctx, x.ID)
+		turns, _ := c.Sessions().Turns(ctx, x.ID)
 		for _, tr := range turns {
 			t.Logf("turn %d %s %v %s", tr.Seq, tr.Status, tr.CommandIDs, tr.Error)
 		}
-		cmds, _ := c.Commands(ctx, x.ID)
+		cmds, _ := c.Sessions().Commands(ctx, x.ID)
 		for _, cmd := range cmds {
 			t.Logf("command %s %s %s", cmd.Kind, cmd.State, cmd.IdempotencyKey)
 		}
-		events, _ := c.Events(ctx, x.ID, 0)
+		events, _ := c.Sessions().Events(ctx, x.ID, 0)
 		for _, e := range events {
 			t.Logf("event %d %s %s %.200s", e.Seq, e.Kind, e.Key, e.Data)
 		}
 	})
 	waitFor(t, "turn one to go on, on the other node", func() (bool, error) {
-		turns, err := c.Turns(ctx, x.ID)
+		turns, err := c.Sessions().Turns(ctx, x.ID)
 		return len(turns) > 0 && turns[0].Status == session.TurnCompleted, err
 	})
 	fmt.Fprintf(os.Stderr, "two nodes: turn one completed %s after its node was killed\n", time.Since(killed).Round(10*time.Millisecond))
 	send(c, "m1", "m2", "m3") // m1 and m2 again: retried by a client unsure of them, they change nothing
 	waitFor(t, "all three turns to complete", func() (bool, error) {
-		turns, err := c.Turns(ctx, x.ID)
+		turns, err := c.Sessions().Turns(ctx, x.ID)
 		if err != nil || len(turns) != 3 {
 			return false, err
 		}
@@ -124,7 +124,7 @@ func TestTwoNodes(t *testing.T) {
 				return false, nil
 			}
 		}
-		s, err := c.Session(ctx, x.ID)
+		s, err := c.Sessions().Get(ctx, x.ID)
 		return s.Status == session.StatusAwaiting, err
 	})
 	events, _ := requireCrashScriptRan(t, c, x.ID)
@@ -132,15 +132,15 @@ func TestTwoNodes(t *testing.T) {
 		return e.Kind == session.EventNotice && strings.Contains(string(e.Data), "made again from the repository")
 	})
 	require.True(t, restored, "the transcript says the copy was made again on the surviving node")
-	s, err = c.Session(ctx, x.ID)
+	s, err = c.Sessions().Get(ctx, x.ID)
 	require.NoError(t, err)
 	require.Equal(t, other, s.Node, "the surviving node holds the copy now")
-	d, err = c.Diff(ctx, x.ID)
+	d, err = c.Review().Diff(ctx, x.ID)
 	require.NoError(t, err)
 	for _, f := range []string{"a.txt", "b.txt", "c.txt", "d.txt"} {
 		require.Contains(t, d.Patch, "b/"+f, "the diff has %s", f)
 	}
-	reports, err := c.VerifyAudit(ctx, x.ID)
+	reports, err := c.Audit().Verify(ctx, x.ID)
 	require.NoError(t, err)
 	require.True(t, reports[0].OK, "%+v", reports[0])
 	require.Equal(t, len(events), reports[0].Entries)

@@ -85,17 +85,17 @@ func TestCrashRecovery(t *testing.T) {
 	dir := dataDir(t)
 	repo := gitRepo(t)
 	child, c := serveChild(t, dir)
-	_, err := c.SetPolicy(ctx, "default", []byte("default: allow\n"))
+	_, err := c.Projects().SetPolicy(ctx, "default", []byte("default: allow\n"))
 	require.NoError(t, err)
 
-	_, err = c.Apply(ctx, []byte("name: crasher\nmodel: "+scriptIn(t, dir, "crash.yaml")+"\n"))
+	_, err = c.Projects().Apply(ctx, []byte("name: crasher\nmodel: "+scriptIn(t, dir, "crash.yaml")+"\n"))
 	require.NoError(t, err)
 	create := wire.CreateRequest{Agent: "crasher", Message: "turn one", Repo: repo, IdempotencyKey: "crash-session"}
-	x, err := c.CreateSession(ctx, create)
+	x, err := c.Sessions().Create(ctx, create)
 	require.NoError(t, err)
 	sendAll := func(c *client.Client, keys ...string) {
 		for _, k := range keys {
-			_, err := c.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"` + k + `"}`), IdempotencyKey: k})
+			_, err := c.Sessions().Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"` + k + `"}`), IdempotencyKey: k})
 			require.NoError(t, err)
 		}
 	}
@@ -103,7 +103,7 @@ func TestCrashRecovery(t *testing.T) {
 
 	// Kill it while step one of the first turn is in flight.
 	waitFor(t, "step zero's tool call to finish", func() (bool, error) {
-		events, err := c.Events(ctx, x.ID, 0)
+		events, err := c.Sessions().Events(ctx, x.ID, 0)
 		for _, e := range events {
 			if e.Key == "call/call_0_0/done" {
 				return true, err
@@ -120,28 +120,28 @@ func TestCrashRecovery(t *testing.T) {
 	// after HeartbeatTimeout, not after its whole time limit.
 	healthy := time.Now()
 	waitFor(t, "turn one to go on after the restart", func() (bool, error) {
-		turns, err := c.Turns(ctx, x.ID)
+		turns, err := c.Sessions().Turns(ctx, x.ID)
 		return len(turns) > 0 && turns[0].Status == session.TurnCompleted, err
 	})
 	resumed := time.Since(healthy)
 	fmt.Fprintf(os.Stderr, "crash test: turn one completed %s after the restarted server answered healthy\n", resumed.Round(10*time.Millisecond))
 	require.Less(t, resumed, 15*time.Second, "in-flight work resumes within 15 s of a restart")
 	// Clients retry what they are unsure of: the same keys change nothing.
-	again, err := c.CreateSession(ctx, create)
+	again, err := c.Sessions().Create(ctx, create)
 	require.NoError(t, err)
 	require.Equal(t, x.ID, again.ID)
 	sendAll(c, "m1", "m2")
 	waitFor(t, "the first two turns to complete", func() (bool, error) {
-		turns, err := c.Turns(ctx, x.ID)
+		turns, err := c.Sessions().Turns(ctx, x.ID)
 		if err != nil || len(turns) != 2 {
 			return false, err
 		}
-		s, err := c.Session(ctx, x.ID)
+		s, err := c.Sessions().Get(ctx, x.ID)
 		return turns[1].Status == session.TurnCompleted && s.Status == session.StatusAwaiting, err
 	})
 	sendAll(c, "m3")
 	waitFor(t, "all three turns to complete", func() (bool, error) {
-		turns, err := c.Turns(ctx, x.ID)
+		turns, err := c.Sessions().Turns(ctx, x.ID)
 		if err != nil || len(turns) != 3 {
 			return false, err
 		}
@@ -150,21 +150,21 @@ func TestCrashRecovery(t *testing.T) {
 				return false, nil
 			}
 		}
-		s, err := c.Session(ctx, x.ID)
+		s, err := c.Sessions().Get(ctx, x.ID)
 		return s.Status == session.StatusAwaiting, err
 	})
 
 	events, cmds := requireCrashScriptRan(t, c, x.ID)
-	turns, err := c.Turns(ctx, x.ID)
+	turns, err := c.Sessions().Turns(ctx, x.ID)
 	require.NoError(t, err)
 	require.Len(t, turns[1].CommandIDs, 2, "m1 and m2 were pending together and share a turn")
-	s, err := c.Session(ctx, x.ID)
+	s, err := c.Sessions().Get(ctx, x.ID)
 	require.NoError(t, err)
 	for _, f := range []string{"a.txt", "b.txt", "c.txt", "d.txt"} {
 		require.FileExists(t, filepath.Join(s.Workdir, f))
 	}
 	// The SIGKILL left no gap: every event has its chained audit entry.
-	reports, err := c.VerifyAudit(ctx, x.ID)
+	reports, err := c.Audit().Verify(ctx, x.ID)
 	require.NoError(t, err)
 	require.True(t, reports[0].OK, "%+v", reports[0])
 	require.Equal(t, len(events), reports[0].Entries)
@@ -178,13 +178,13 @@ func TestCrashRecovery(t *testing.T) {
 func requireCrashScriptRan(t *testing.T, c *client.Client, id string) ([]session.Event, []session.Command) {
 	t.Helper()
 	ctx := context.Background()
-	cmds, err := c.Commands(ctx, id)
+	cmds, err := c.Sessions().Commands(ctx, id)
 	require.NoError(t, err)
 	require.Len(t, cmds, 4, "start, m1, m2, m3: each once")
 	for _, cmd := range cmds {
 		require.Equal(t, session.CommandAccepted, cmd.State, "%s %s", cmd.Kind, cmd.IdempotencyKey)
 	}
-	events, err := c.Events(ctx, id, 0)
+	events, err := c.Sessions().Events(ctx, id, 0)
 	require.NoError(t, err)
 	var text strings.Builder
 	var users []string

@@ -41,19 +41,19 @@ func TestCrashMidCommandDoesNotRunItTwice(t *testing.T) {
         args: {command: "echo ran >> runs.txt; touch started; sleep 600"}
   - text: "I see the command was interrupted; checking."
 `), 0o600))
-	_, err := c.Apply(ctx, []byte("name: slowcounter\nmodel: replay/"+name+"\ntools: [run_command, read_file]\n"))
+	_, err := c.Projects().Apply(ctx, []byte("name: slowcounter\nmodel: replay/"+name+"\ntools: [run_command, read_file]\n"))
 	require.NoError(t, err)
-	x, err := c.CreateSession(ctx, wire.CreateRequest{Agent: "slowcounter", Message: "count", Repo: repo})
+	x, err := c.Sessions().Create(ctx, wire.CreateRequest{Agent: "slowcounter", Message: "count", Repo: repo})
 	require.NoError(t, err)
 	var workdir string
 	waitFor(t, "the command to be running", func() (bool, error) {
-		pending, err := c.Approvals(ctx, session.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
+		pending, err := c.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
 		for _, ap := range pending {
-			if _, err := c.Decide(ctx, ap.ID, true, "go ahead"); err != nil {
+			if _, err := c.Gates().Decide(ctx, ap.ID, true, "go ahead"); err != nil {
 				return false, err
 			}
 		}
-		s, serr := c.Session(ctx, x.ID)
+		s, serr := c.Sessions().Get(ctx, x.ID)
 		workdir = s.Workdir
 		if workdir == "" {
 			return false, errors.Join(err, serr)
@@ -67,19 +67,19 @@ func TestCrashMidCommandDoesNotRunItTwice(t *testing.T) {
 	_, c = serveChild(t, dir)
 	var final session.ToolCallData
 	waitFor(t, "the interrupted call to settle and the turn to end", func() (bool, error) {
-		events, err := c.Events(ctx, x.ID, 0)
+		events, err := c.Sessions().Events(ctx, x.ID, 0)
 		for _, e := range events {
 			var d session.ToolCallData
 			if e.Kind == session.EventToolCall && json.Unmarshal(e.Data, &d) == nil && d.State.Final() {
 				final = d
 			}
 		}
-		turns, terr := c.Turns(ctx, x.ID)
+		turns, terr := c.Sessions().Turns(ctx, x.ID)
 		return final.State != "" && len(turns) == 1 && turns[0].Status.Settled(), errors.Join(err, terr)
 	})
 	require.Equal(t, session.CallErrored, final.State, final.Result)
 	require.Contains(t, final.Error, "interrupted by a restart of the server; its effects may be partial")
-	s, err := c.Session(ctx, x.ID)
+	s, err := c.Sessions().Get(ctx, x.ID)
 	require.NoError(t, err)
 	runs, err := os.ReadFile(filepath.Join(s.Workdir, "runs.txt"))
 	require.NoError(t, err)

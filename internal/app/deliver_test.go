@@ -56,16 +56,16 @@ func head(t *testing.T, repo string) string {
 func TestDiffAcceptReject(t *testing.T) {
 	ctx := context.Background()
 	repo := goRepo(t)
-	_, err := api.SetPolicy(ctx, "deliver", []byte("default: allow\ncommands:\n  allow: [go test, echo]\n"))
+	_, err := api.Projects().SetPolicy(ctx, "deliver", []byte("default: allow\ncommands:\n  allow: [go test, echo]\n"))
 	require.NoError(t, err)
 	applyAgent(t, "builder", script(t, "deliver.yaml"), "project: deliver\nsession:\n  idleTimeout: 2s\n")
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Project: "deliver", Agent: "builder", Repo: repo, Message: "add Add with a test"})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Project: "deliver", Agent: "builder", Repo: repo, Message: "add Add with a test"})
 	require.NoError(t, err)
 	waitFor(t, "the turn to complete", func() (bool, error) {
-		turns, err := api.Turns(ctx, x.ID)
+		turns, err := api.Sessions().Turns(ctx, x.ID)
 		return len(turns) == 1 && turns[0].Status.Settled(), err
 	})
-	events, err := api.Events(ctx, x.ID, 0)
+	events, err := api.Sessions().Events(ctx, x.ID, 0)
 	require.NoError(t, err)
 	testOutput := ""
 	for _, e := range events {
@@ -77,7 +77,7 @@ func TestDiffAcceptReject(t *testing.T) {
 	require.Contains(t, testOutput, "ok  \tcalc", "go test ran in the sandbox")
 	require.Contains(t, testOutput, "tests-exit=0")
 
-	d, err := api.Diff(ctx, x.ID)
+	d, err := api.Review().Diff(ctx, x.ID)
 	require.NoError(t, err)
 	byPath := map[string]bool{}
 	for _, f := range d.Files {
@@ -109,10 +109,10 @@ func TestDiffAcceptReject(t *testing.T) {
 
 	// The agent goes on after an acceptance: what it writes next is a new
 	// diff against the accepted snapshot, and deliverable in turn.
-	s, err := api.Session(ctx, x.ID)
+	s, err := api.Sessions().Get(ctx, x.ID)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "later.txt"), []byte("later\n"), 0o644))
-	d, err = api.Diff(ctx, x.ID)
+	d, err = api.Review().Diff(ctx, x.ID)
 	require.NoError(t, err)
 	require.Len(t, d.Files, 1)
 	require.Equal(t, "later.txt", d.Files[0].Path)
@@ -121,27 +121,27 @@ func TestDiffAcceptReject(t *testing.T) {
 	require.FileExists(t, filepath.Join(repo, "later.txt"))
 	after = head(t, repo)
 	// A stale acceptance (of the diff already delivered) is refused.
-	_, err = api.Accept(ctx, x.ID, wire.AcceptRequest{Mode: "commit", Base: d.Base, Tree: d.Tree})
+	_, err = api.Review().Accept(ctx, x.ID, wire.AcceptRequest{Mode: "commit", Base: d.Base, Tree: d.Tree})
 	require.ErrorContains(t, err, "already delivered")
 
 	// Idle past the agent's 2s interval: reaped, then it answers.
 	waitFor(t, "the idle reap", func() (bool, error) {
-		s, err := api.Session(ctx, x.ID)
+		s, err := api.Sessions().Get(ctx, x.ID)
 		return s.AmbientStatus == "idle (sandbox released)", err
 	})
 	send(t, x.ID, session.KindMessage, session.MessagePayload{Message: "still there?"})
 	waitFor(t, "the answer after the reap", func() (bool, error) {
-		turns, err := api.Turns(ctx, x.ID)
+		turns, err := api.Sessions().Turns(ctx, x.ID)
 		return len(turns) == 2 && turns[1].Status == session.TurnCompleted, err
 	})
 	send(t, x.ID, session.KindStop, session.StopPayload{})
 	waitStatus(t, x.ID, session.StatusStopped)
 
 	// A second session's work is rejected: the repository stays as it is.
-	y, err := api.CreateSession(ctx, wire.CreateRequest{Project: "deliver", Agent: "builder", Repo: repo, Message: "again"})
+	y, err := api.Sessions().Create(ctx, wire.CreateRequest{Project: "deliver", Agent: "builder", Repo: repo, Message: "again"})
 	require.NoError(t, err)
 	waitFor(t, "the second turn", func() (bool, error) {
-		turns, err := api.Turns(ctx, y.ID)
+		turns, err := api.Sessions().Turns(ctx, y.ID)
 		return len(turns) == 1 && turns[0].Status.Settled(), err
 	})
 	code, out = paddock(t, "sessions", "reject", y.ID)
@@ -149,7 +149,7 @@ func TestDiffAcceptReject(t *testing.T) {
 	require.Equal(t, after, head(t, repo))
 	status, _ := exec.Command("git", "-C", repo, "status", "--porcelain").Output()
 	require.Empty(t, string(status), "the repository is untouched")
-	d, err = api.Diff(ctx, y.ID)
+	d, err = api.Review().Diff(ctx, y.ID)
 	require.NoError(t, err)
 	require.Empty(t, d.Files, "the rejected changes are gone from the working copy")
 	require.Equal(t, "rejected", d.Delivery)

@@ -58,23 +58,23 @@ func commit(t *testing.T, files map[string]string) string {
 func envSession(t *testing.T, agent, repo string) (session.Session, map[session.RuntimePhase]session.PhaseData, []string) {
 	t.Helper()
 	ctx := context.Background()
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: agent, Repo: repo, Message: "test it"})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Agent: agent, Repo: repo, Message: "test it"})
 	require.NoError(t, err)
 	waitFor(t, "the first turn of "+x.ID, func() (bool, error) {
-		pending, err := api.Approvals(ctx, session.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
+		pending, err := api.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
 		for _, ap := range pending {
-			if _, err := api.Decide(ctx, ap.ID, true, "run the tests"); err != nil {
+			if _, err := api.Gates().Decide(ctx, ap.ID, true, "run the tests"); err != nil {
 				return false, err
 			}
 		}
-		s, serr := api.Session(ctx, x.ID)
+		s, serr := api.Sessions().Get(ctx, x.ID)
 		if s.Status == session.StatusFailed {
 			return false, fmt.Errorf("session failed: %s", s.Error)
 		}
-		turns, terr := api.Turns(ctx, x.ID)
+		turns, terr := api.Sessions().Turns(ctx, x.ID)
 		return len(turns) == 1 && turns[0].Status.Settled(), errors.Join(err, serr, terr)
 	})
-	events, err := api.Events(ctx, x.ID, 0)
+	events, err := api.Sessions().Events(ctx, x.ID, 0)
 	require.NoError(t, err)
 	phases := map[session.RuntimePhase]session.PhaseData{}
 	for _, e := range events {
@@ -183,7 +183,7 @@ environment:
 	require.NotContains(t, phases2, session.PhaseBuildingImage)
 	require.Contains(t, phases2[session.PhasePreparingEnvironment].Detail, "setup skipped")
 	require.Contains(t, fmt.Sprint(results2), "npm tests passed", "%v", results2)
-	d, err := api.Diff(context.Background(), x.ID)
+	d, err := api.Review().Diff(context.Background(), x.ID)
 	require.NoError(t, err)
 	require.Empty(t, d.Files, "restored dependencies are not the agent's changes")
 
@@ -203,17 +203,17 @@ func TestFailingSetupFailsTheSession(t *testing.T) {
 	name := unique("badsetup")
 	model := replayCommand(t, name, "true")
 	applyAgent(t, name, model, "tools: [run_command]\nenvironment:\n  setup: |\n    echo preparing\n    echo 'go: github.com/x/y@v1: no network' >&2\n    exit 3\n")
-	x, err := api.CreateSession(context.Background(), wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "go"})
+	x, err := api.Sessions().Create(context.Background(), wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "go"})
 	require.NoError(t, err)
 	s := waitStatus(t, x.ID, session.StatusFailed)
 	require.Contains(t, s.Error, "environment setup failed (exit status 3")
 	require.Contains(t, s.Error, "github.com/x/y@v1: no network")
 	// Nothing was saved: a retry runs setup again.
-	again, err := api.Retry(context.Background(), x.ID)
+	again, err := api.Sessions().Retry(context.Background(), x.ID)
 	require.NoError(t, err)
 	s = waitStatus(t, again.ID, session.StatusFailed)
 	require.Contains(t, s.Error, "environment setup failed (exit status 3")
-	events, err := api.Events(context.Background(), again.ID, 0)
+	events, err := api.Sessions().Events(context.Background(), again.ID, 0)
 	require.NoError(t, err)
 	var phases []string
 	for _, e := range events {
@@ -259,7 +259,7 @@ func replayCommand(t *testing.T, name, command string) string {
 // allowed or refused as said.
 func hasNetwork(t *testing.T, id, phase string, allowed bool) bool {
 	t.Helper()
-	events, err := api.Events(context.Background(), id, 0)
+	events, err := api.Sessions().Events(context.Background(), id, 0)
 	require.NoError(t, err)
 	for _, e := range events {
 		if e.Kind != session.EventNetwork {

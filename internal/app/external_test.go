@@ -31,10 +31,10 @@ func TestExternalTemporal(t *testing.T) {
 	defer a.Stop()
 	require.NoFileExists(t, filepath.Join(dir, "temporal.db"), "no embedded server")
 	c := client.New(a.URL).WithToken(readToken(dir))
-	x, err := c.CreateSession(ctx, wire.CreateRequest{Model: scriptIn(t, dir, "empty.yaml"), Message: "hello"})
+	x, err := c.Sessions().Create(ctx, wire.CreateRequest{Model: scriptIn(t, dir, "empty.yaml"), Message: "hello"})
 	require.NoError(t, err)
 	waitFor(t, "the turn to complete", func() (bool, error) {
-		turns, err := c.Turns(ctx, x.ID)
+		turns, err := c.Sessions().Turns(ctx, x.ID)
 		return len(turns) == 1 && turns[0].Status == session.TurnCompleted, err
 	})
 

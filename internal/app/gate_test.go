@@ -23,15 +23,15 @@ import (
 func gatedSession(t *testing.T, project, approver string) (session.Session, session.Approval) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := api.SetPolicy(ctx, project, []byte("default: ask\ncommands:\n  allow: [ls]\ncontinueAfterToolRejection: true\n"))
+	_, err := api.Projects().SetPolicy(ctx, project, []byte("default: ask\ncommands:\n  allow: [ls]\ncontinueAfterToolRejection: true\n"))
 	require.NoError(t, err)
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Project: project, Model: script(t, "gated.yaml"), Message: "go",
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Project: project, Model: script(t, "gated.yaml"), Message: "go",
 		Repo: gitRepo(t), NonInteractive: true, Approver: approver})
 	require.NoError(t, err)
 	var pending []session.Approval
 	waitFor(t, "the approval request", func() (bool, error) {
 		var err error
-		pending, err = api.Approvals(ctx, session.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
+		pending, err = api.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
 		return len(pending) == 1, err
 	})
 	return x, pending[0]
@@ -46,25 +46,25 @@ func TestGatedSession(t *testing.T) {
 	require.Equal(t, "run_command", ap.Tool)
 	require.Contains(t, string(ap.Args), "made.txt")
 	require.True(t, strings.HasPrefix(ap.Digest, "sha256:"))
-	s, err := api.Session(ctx, x.ID)
+	s, err := api.Sessions().Get(ctx, x.ID)
 	require.NoError(t, err)
 	require.Equal(t, session.StatusRunning, s.Status, "the turn waits, parked on the approval")
 	require.Contains(t, s.AmbientStatus, "waiting for approval")
 
-	ap, err = api.Decide(ctx, ap.ID, true, "fine by me")
+	ap, err = api.Gates().Decide(ctx, ap.ID, true, "fine by me")
 	require.NoError(t, err)
 	require.Equal(t, session.ApprovalApproved, ap.Status)
 	require.Equal(t, "tester", ap.DecidedBy.ID)
-	_, err = api.Decide(ctx, ap.ID, false, "")
+	_, err = api.Gates().Decide(ctx, ap.ID, false, "")
 	var apiErr *client.Error
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusConflict, apiErr.Status, "decided once")
 
 	waitFor(t, "the turn to complete", func() (bool, error) {
-		turns, err := api.Turns(ctx, x.ID)
+		turns, err := api.Sessions().Turns(ctx, x.ID)
 		return len(turns) == 1 && turns[0].Status == session.TurnCompleted, err
 	})
-	events, err := api.Events(ctx, x.ID, 0)
+	events, err := api.Sessions().Events(ctx, x.ID, 0)
 	require.NoError(t, err)
 	final := map[string]session.ToolCallData{}
 	for _, e := range events {
@@ -87,7 +87,7 @@ func TestGatedSession(t *testing.T) {
 	require.Equal(t, "tester", final["call_0_3"].By.By)
 	require.Equal(t, ap.ID, final["call_0_3"].By.Approval)
 	require.Contains(t, final["call_0_3"].Result, "made")
-	s, err = api.Session(ctx, x.ID)
+	s, err = api.Sessions().Get(ctx, x.ID)
 	require.NoError(t, err)
 	data, err := os.ReadFile(filepath.Join(s.Workdir, "made.txt"))
 	require.NoError(t, err)
@@ -104,34 +104,34 @@ func TestApprovalsBelongToTheNamedApprover(t *testing.T) {
 	ctx := context.Background()
 	member(t, "gated2", "alice", identity.Member)
 	member(t, "gated2", "vic", identity.Viewer)
-	_, err := api.CreateSession(ctx, wire.CreateRequest{Project: "gated2", Model: "replay/demo", Message: "go", NonInteractive: true, Approver: "vic"})
+	_, err := api.Sessions().Create(ctx, wire.CreateRequest{Project: "gated2", Model: "replay/demo", Message: "go", NonInteractive: true, Approver: "vic"})
 	require.Equal(t, http.StatusBadRequest, apiStatus(t, err), "a viewer may not be named approver: %v", err)
-	_, err = api.CreateSession(ctx, wire.CreateRequest{Project: "gated2", Model: "replay/demo", Message: "go", NonInteractive: true, Approver: "nobody-here"})
+	_, err = api.Sessions().Create(ctx, wire.CreateRequest{Project: "gated2", Model: "replay/demo", Message: "go", NonInteractive: true, Approver: "nobody-here"})
 	require.Equal(t, http.StatusBadRequest, apiStatus(t, err), "nor someone who is not a user: %v", err)
 	x, ap := gatedSession(t, "gated2", "alice")
-	_, err = api.Decide(ctx, ap.ID, true, "")
+	_, err = api.Gates().Decide(ctx, ap.ID, true, "")
 	var apiErr *client.Error
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusForbidden, apiErr.Status)
 	require.Contains(t, apiErr.Body.Error, "names alice as its approver")
 	_, asVic := tokenOf(t, "vic")
-	_, err = asVic.Decide(ctx, ap.ID, true, "")
+	_, err = asVic.Gates().Decide(ctx, ap.ID, true, "")
 	require.Equal(t, http.StatusForbidden, apiStatus(t, err), "a viewer cannot decide: %v", err)
 	_, asAlice := tokenOf(t, "alice")
-	decided, err := asAlice.Decide(ctx, ap.ID, true, "looks fine")
+	decided, err := asAlice.Gates().Decide(ctx, ap.ID, true, "looks fine")
 	require.NoError(t, err, "the named approver decides with her own token")
 	require.Equal(t, "alice", decided.DecidedBy.ID)
 	send(t, x.ID, session.KindStop, session.StopPayload{})
 	waitStatus(t, x.ID, session.StatusStopped)
 
-	y, err := api.CreateSession(ctx, wire.CreateRequest{Project: "gated2", Model: script(t, "gated.yaml"), Message: "go",
+	y, err := api.Sessions().Create(ctx, wire.CreateRequest{Project: "gated2", Model: script(t, "gated.yaml"), Message: "go",
 		Repo: gitRepo(t), NonInteractive: true})
 	require.NoError(t, err)
 	waitFor(t, "the turn to complete", func() (bool, error) {
-		turns, err := api.Turns(ctx, y.ID)
+		turns, err := api.Sessions().Turns(ctx, y.ID)
 		return len(turns) == 1 && turns[0].Status == session.TurnCompleted, err
 	})
-	events, err := api.Events(ctx, y.ID, 0)
+	events, err := api.Sessions().Events(ctx, y.ID, 0)
 	require.NoError(t, err)
 	found := false
 	for _, e := range events {
@@ -145,18 +145,18 @@ func TestApprovalsBelongToTheNamedApprover(t *testing.T) {
 // reopen what the project disables.
 func TestAgentPolicyOnlyTightens(t *testing.T) {
 	ctx := context.Background()
-	_, err := api.SetPolicy(ctx, "tight", []byte("default: allow\ntools:\n  write_file: disabled\n"))
+	_, err := api.Projects().SetPolicy(ctx, "tight", []byte("default: allow\ntools:\n  write_file: disabled\n"))
 	require.NoError(t, err)
 	applyAgent(t, "careful", script(t, "gated.yaml"), "project: tight\npolicy:\n  default: allow\n  tools:\n    run_command: exclude\n    write_file: allow\n")
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Project: "tight", Agent: "careful", Message: "go", Repo: gitRepo(t)})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Project: "tight", Agent: "careful", Message: "go", Repo: gitRepo(t)})
 	require.NoError(t, err)
 	require.Contains(t, string(x.Policy), `"run_command":"disabled"`)
 	require.Contains(t, string(x.Policy), `"write_file":"disabled"`, "the project's disabled tool stays disabled")
 	waitFor(t, "the turn to end", func() (bool, error) {
-		turns, err := api.Turns(ctx, x.ID)
+		turns, err := api.Sessions().Turns(ctx, x.ID)
 		return len(turns) == 1 && turns[0].Status.Settled(), err
 	})
-	turns, err := api.Turns(ctx, x.ID)
+	turns, err := api.Sessions().Turns(ctx, x.ID)
 	require.NoError(t, err)
 	require.Contains(t, turns[0].Error, "run_command is disabled by policy")
 }

@@ -73,17 +73,17 @@ touch %[1]s 2>/dev/null && echo MARKER-WRITABLE-IN-SANDBOX || echo planted`, mar
   - text: "More."
 `, plant)), 0o600))
 	applyAgent(t, "planter", "replay/"+name, "tools: [run_command, search, read_file, write_file]\n")
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: "planter", Repo: repo, Message: "go"})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Agent: "planter", Repo: repo, Message: "go"})
 	require.NoError(t, err)
 	waitFor(t, "the turn", func() (bool, error) {
 		// The planting command is not free: a person approves it.
-		pending, err := api.Approvals(ctx, session.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
+		pending, err := api.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
 		for _, ap := range pending {
-			if _, err := api.Decide(ctx, ap.ID, true, "let it plant"); err != nil {
+			if _, err := api.Gates().Decide(ctx, ap.ID, true, "let it plant"); err != nil {
 				return false, err
 			}
 		}
-		turns, terr := api.Turns(ctx, x.ID)
+		turns, terr := api.Sessions().Turns(ctx, x.ID)
 		return len(turns) == 1 && turns[0].Status.Settled(), errors.Join(err, terr)
 	})
 	final := finalCalls(t, api, x.ID)
@@ -98,7 +98,7 @@ touch %[1]s 2>/dev/null && echo MARKER-WRITABLE-IN-SANDBOX || echo planted`, mar
 	require.Contains(t, fmt.Sprint(results), "not a regular file", "the pipe is refused, not opened")
 	require.Contains(t, fmt.Sprint(results), "inside a .git directory", "file tools never write a .git")
 
-	d, err := api.Diff(ctx, x.ID)
+	d, err := api.Review().Diff(ctx, x.ID)
 	require.NoError(t, err)
 	require.NotEmpty(t, d.Files)
 	code, out := paddock(t, "sessions", "diff", x.ID)
@@ -109,14 +109,14 @@ touch %[1]s 2>/dev/null && echo MARKER-WRITABLE-IN-SANDBOX || echo planted`, mar
 	require.Equal(t, 0, code, out)
 	send(t, x.ID, session.KindMessage, session.MessagePayload{Message: "more"})
 	waitFor(t, "the second turn", func() (bool, error) {
-		turns, err := api.Turns(ctx, x.ID)
+		turns, err := api.Sessions().Turns(ctx, x.ID)
 		return len(turns) == 2 && turns[1].Status.Settled(), err
 	})
 	code, out = paddock(t, "sessions", "reject", x.ID)
 	require.Equal(t, 0, code, out)
 	send(t, x.ID, session.KindStop, session.StopPayload{Reason: "done"})
 	waitStatus(t, x.ID, session.StatusStopped)
-	_, err = api.GC(ctx)
+	_, err = api.Review().GC(ctx)
 	require.NoError(t, err)
 
 	require.NoFileExists(t, marker, "code planted in the working copy ran on the host")

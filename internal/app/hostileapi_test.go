@@ -26,7 +26,7 @@ import (
 // different keys record one answer; the others are 409s.
 func TestConcurrentAnswersOneWins(t *testing.T) {
 	ctx := context.Background()
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "work.yaml"), Message: "go", Repo: gitRepo(t)})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Model: script(t, "work.yaml"), Message: "go", Repo: gitRepo(t)})
 	require.NoError(t, err)
 	q := waitQuestion(t, x.ID)
 	const n = 60
@@ -40,9 +40,9 @@ func TestConcurrentAnswersOneWins(t *testing.T) {
 			data, _ := json.Marshal(session.AnswerPayload{ToolCallID: q.ToolCallID, Answers: map[string]string{"go": []string{"yes", "no"}[i%2]}})
 			// Each on its own warm connection, so they arrive together.
 			c := client.New(shared.URL).WithToken(adminToken)
-			_, _ = c.Session(ctx, x.ID)
+			_, _ = c.Sessions().Get(ctx, x.ID)
 			<-start
-			_, err := c.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindAnswer, Payload: data, IdempotencyKey: fmt.Sprintf("race-%d", i)})
+			_, err := c.Sessions().Send(ctx, x.ID, wire.SendRequest{Kind: session.KindAnswer, Payload: data, IdempotencyKey: fmt.Sprintf("race-%d", i)})
 			if err == nil {
 				codes[i] = http.StatusAccepted
 			} else {
@@ -62,7 +62,7 @@ func TestConcurrentAnswersOneWins(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, accepted, "one answer is recorded")
-	cmds, err := api.Commands(ctx, x.ID)
+	cmds, err := api.Sessions().Commands(ctx, x.ID)
 	require.NoError(t, err)
 	answers := 0
 	for _, c := range cmds {
@@ -79,28 +79,28 @@ func TestConcurrentAnswersOneWins(t *testing.T) {
 // (the empty tree, the base's own) is refused, and the base stays.
 func TestAcceptOnlyWhatWasDiffed(t *testing.T) {
 	ctx := context.Background()
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "empty.yaml"), Message: "hello", Repo: gitRepo(t)})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Model: script(t, "empty.yaml"), Message: "hello", Repo: gitRepo(t)})
 	require.NoError(t, err)
 	waitFor(t, "the turn", func() (bool, error) {
-		turns, err := api.Turns(ctx, x.ID)
+		turns, err := api.Sessions().Turns(ctx, x.ID)
 		return len(turns) == 1 && turns[0].Status.Settled(), err
 	})
-	s, err := api.Session(ctx, x.ID)
+	s, err := api.Sessions().Get(ctx, x.ID)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "new.txt"), []byte("new\n"), 0o644))
 	baseTree, err := exec.Command("git", "-C", s.Workdir, "-c", "safe.directory=*", "rev-parse", s.BaseCommit+"^{tree}").Output()
 	require.NoError(t, err)
 	for _, tree := range []string{"4b825dc642cb6eb9a060e54bf8d69288fbee4904", strings.TrimSpace(string(baseTree))} {
-		_, err = api.Accept(ctx, x.ID, wire.AcceptRequest{Mode: "commit", Base: s.BaseCommit, Tree: tree})
+		_, err = api.Review().Accept(ctx, x.ID, wire.AcceptRequest{Mode: "commit", Base: s.BaseCommit, Tree: tree})
 		require.Equal(t, http.StatusBadRequest, apiStatus(t, err), tree)
 		require.ErrorContains(t, err, "is not a diff of session")
 	}
-	d, err := api.Diff(ctx, x.ID)
+	d, err := api.Review().Diff(ctx, x.ID)
 	require.NoError(t, err)
 	require.Len(t, d.Files, 1, "nothing was accepted")
-	_, err = api.Accept(ctx, x.ID, wire.AcceptRequest{Mode: "commit", Base: d.Base, Tree: d.Tree})
+	_, err = api.Review().Accept(ctx, x.ID, wire.AcceptRequest{Mode: "commit", Base: d.Base, Tree: d.Tree})
 	require.NoError(t, err)
-	d, err = api.Diff(ctx, x.ID)
+	d, err = api.Review().Diff(ctx, x.ID)
 	require.NoError(t, err)
 	require.Empty(t, d.Files)
 
@@ -108,10 +108,10 @@ func TestAcceptOnlyWhatWasDiffed(t *testing.T) {
 	send(t, x.ID, session.KindStop, session.StopPayload{})
 	waitStatus(t, x.ID, session.StatusStopped)
 	waitFor(t, "the copy to go", func() (bool, error) {
-		_, err := api.Diff(ctx, x.ID)
+		_, err := api.Review().Diff(ctx, x.ID)
 		return err != nil && apiStatus(t, err) == http.StatusConflict && strings.Contains(err.Error(), "gone"), nil
 	})
-	_, err = api.Reject(ctx, x.ID)
+	_, err = api.Review().Reject(ctx, x.ID)
 	require.Equal(t, http.StatusConflict, apiStatus(t, err))
 	require.ErrorContains(t, err, "working copy is gone")
 }
@@ -122,14 +122,14 @@ func TestAcceptOnlyWhatWasDiffed(t *testing.T) {
 func TestIdempotencyKeyCoversPolicy(t *testing.T) {
 	ctx := context.Background()
 	create := wire.CreateRequest{Model: script(t, "empty.yaml"), Message: "hello", IdempotencyKey: unique("policy"), Policy: "default: ask\n"}
-	x, err := api.CreateSession(ctx, create)
+	x, err := api.Sessions().Create(ctx, create)
 	require.NoError(t, err)
-	again, err := api.CreateSession(ctx, create)
+	again, err := api.Sessions().Create(ctx, create)
 	require.NoError(t, err)
 	require.Equal(t, x.ID, again.ID)
 	other := create
 	other.Policy = ""
-	_, err = api.CreateSession(ctx, other)
+	_, err = api.Sessions().Create(ctx, other)
 	require.Equal(t, http.StatusConflict, apiStatus(t, err))
 	require.ErrorContains(t, err, "different policy")
 }
@@ -164,7 +164,7 @@ func TestAcceptBeforeAWorkingCopy(t *testing.T) {
 		CreatedBy: session.Sender{Kind: session.SenderOperator, ID: "tester"}, StartKind: session.KindStart, StartPayload: json.RawMessage(`{}`),
 	})
 	require.NoError(t, err)
-	_, err = api.Accept(ctx, x.ID, wire.AcceptRequest{Mode: "commit", Base: "a", Tree: "b"})
+	_, err = api.Review().Accept(ctx, x.ID, wire.AcceptRequest{Mode: "commit", Base: "a", Tree: "b"})
 	require.Equal(t, http.StatusConflict, apiStatus(t, err))
 	require.ErrorContains(t, err, "no working copy yet")
 }
@@ -185,7 +185,7 @@ func TestSpendCapIsFinite(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
-	_, err = api.Agents(context.Background())
+	_, err = api.Projects().Agents(context.Background())
 	require.NoError(t, err, "the agents still list")
 }
 

@@ -57,7 +57,7 @@ func TestProjectsScopeEverything(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "paddock members add "+alpha)
 	// A project created, with nothing in it yet, exists: its policy is the default.
-	_, err := api.Policy(ctx, alpha)
+	_, err := api.Projects().Policy(ctx, alpha)
 	require.NoError(t, err, "a created project's policy")
 	for _, u := range []string{ann, bea, aud} {
 		code, out = paddock(t, "users", "create", u)
@@ -77,7 +77,7 @@ func TestProjectsScopeEverything(t *testing.T) {
 	_, asAud := tokenOf(t, aud)
 	asAnn := client.New(shared.URL).WithToken(annToken)
 
-	x, err := asAnn.CreateSession(ctx, wire.CreateRequest{Project: alpha, Model: script(t, "work.yaml"), Message: "process the notes"})
+	x, err := asAnn.Sessions().Create(ctx, wire.CreateRequest{Project: alpha, Model: script(t, "work.yaml"), Message: "process the notes"})
 	require.NoError(t, err)
 	require.Equal(t, ann, x.CreatedBy.ID, "the session records its requester")
 	waitStatus(t, x.ID, session.StatusAwaiting)
@@ -85,49 +85,49 @@ func TestProjectsScopeEverything(t *testing.T) {
 	// Another project's session does not exist for bea, on every route.
 	missing := "no-such-session"
 	for _, id := range []string{x.ID, missing} {
-		_, err := asBea.Session(ctx, id)
+		_, err := asBea.Sessions().Get(ctx, id)
 		require.Equal(t, http.StatusNotFound, apiStatus(t, err))
-		_, err = asBea.Events(ctx, id, 0)
+		_, err = asBea.Sessions().Events(ctx, id, 0)
 		require.Equal(t, http.StatusNotFound, apiStatus(t, err))
-		_, err = asBea.AuditLog(ctx, id, false)
+		_, err = asBea.Audit().Log(ctx, id, false)
 		require.Equal(t, http.StatusNotFound, apiStatus(t, err))
-		_, err = asBea.Diff(ctx, id)
+		_, err = asBea.Review().Diff(ctx, id)
 		require.Equal(t, http.StatusNotFound, apiStatus(t, err))
-		_, err = asBea.Send(ctx, id, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"hi"}`)})
+		_, err = asBea.Sessions().Send(ctx, id, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"hi"}`)})
 		require.Equal(t, http.StatusNotFound, apiStatus(t, err))
 	}
-	_, err = asBea.Session(ctx, x.ID)
-	_, errMissing := asBea.Session(ctx, missing)
+	_, err = asBea.Sessions().Get(ctx, x.ID)
+	_, errMissing := asBea.Sessions().Get(ctx, missing)
 	require.Equal(t, strings.Replace(errMissing.Error(), missing, x.ID, 1), err.Error(), "no hint that it exists")
-	list, err := asBea.Sessions(ctx, session.Filter{})
+	list, err := asBea.Sessions().List(ctx, session.Filter{})
 	require.NoError(t, err)
 	for _, s := range list {
 		require.NotEqual(t, x.ID, s.ID)
 	}
-	_, err = asBea.CreateSession(ctx, wire.CreateRequest{Project: alpha, Model: "replay/demo", Message: "x"})
+	_, err = asBea.Sessions().Create(ctx, wire.CreateRequest{Project: alpha, Model: "replay/demo", Message: "x"})
 	require.Equal(t, http.StatusNotFound, apiStatus(t, err), "no role in alpha: it does not exist for bea")
 	var exported strings.Builder
-	require.NoError(t, asBea.ExportAudit(ctx, &exported, "jsonl", time.Time{}, false))
+	require.NoError(t, asBea.Audit().Export(ctx, &exported, "jsonl", time.Time{}, false))
 	require.NotContains(t, exported.String(), x.ID, "an export shows only the caller's projects")
 
 	// Ann sees it; the auditor reads its log but may not steer it.
-	list, err = asAnn.Sessions(ctx, session.Filter{})
+	list, err = asAnn.Sessions().List(ctx, session.Filter{})
 	require.NoError(t, err)
 	require.True(t, hasSession(list, x.ID))
-	_, err = asAud.AuditLog(ctx, x.ID, false)
+	_, err = asAud.Audit().Log(ctx, x.ID, false)
 	require.NoError(t, err)
-	_, err = asAud.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"hi"}`)})
+	_, err = asAud.Sessions().Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"hi"}`)})
 	require.Equal(t, http.StatusForbidden, apiStatus(t, err))
-	_, err = asAnn.AuditLog(ctx, x.ID, false)
+	_, err = asAnn.Audit().Log(ctx, x.ID, false)
 	require.Equal(t, http.StatusForbidden, apiStatus(t, err), "a member is no auditor")
 
 	// Tokens: a user mints their own, not others'; administrators only
 	// manage users and projects.
-	_, err = asAnn.CreateToken(ctx, wire.NewToken{User: bea})
+	_, err = asAnn.Access().CreateToken(ctx, wire.NewToken{User: bea})
 	require.Equal(t, http.StatusForbidden, apiStatus(t, err))
-	_, err = asAnn.CreateUser(ctx, unique("eve"), false)
+	_, err = asAnn.Access().CreateUser(ctx, unique("eve"), false)
 	require.Equal(t, http.StatusForbidden, apiStatus(t, err))
-	w, err := asAnn.Whoami(ctx)
+	w, err := asAnn.Access().Whoami(ctx)
 	require.NoError(t, err)
 	require.Equal(t, ann, w.User)
 	require.Equal(t, []identity.Membership{{Project: alpha, User: ann, Role: identity.Member}}, w.Projects)
@@ -137,9 +137,9 @@ func TestProjectsScopeEverything(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, x.ID)
 	waitStatus(t, x.ID, session.StatusStopped)
-	_, err = asAnn.Sessions(ctx, session.Filter{})
+	_, err = asAnn.Sessions().List(ctx, session.Filter{})
 	require.Equal(t, http.StatusUnauthorized, apiStatus(t, err))
-	log, err := api.AuditLog(ctx, x.ID, false)
+	log, err := api.Audit().Log(ctx, x.ID, false)
 	require.NoError(t, err)
 	annID, _, err := identity.ParseToken(annToken)
 	require.NoError(t, err)
@@ -153,7 +153,7 @@ func TestProjectsScopeEverything(t *testing.T) {
 
 	// Every change of who may do what is in the access log, with who
 	// made it and how they authenticated; only administrators read it.
-	access, err := api.AccessLog(ctx)
+	access, err := api.Audit().AccessLog(ctx)
 	require.NoError(t, err)
 	kinds := map[string]bool{}
 	for _, e := range access {
@@ -166,9 +166,9 @@ func TestProjectsScopeEverything(t *testing.T) {
 	for _, k := range []string{"project_created", "user_created", "member_set", "token_created", "user_revoked"} {
 		require.True(t, kinds[k], "access log lacks %s: %v", k, kinds)
 	}
-	_, err = asBea.AccessLog(ctx)
+	_, err = asBea.Audit().AccessLog(ctx)
 	require.Equal(t, http.StatusForbidden, apiStatus(t, err))
-	reports, err := api.VerifyAudit(ctx, "")
+	reports, err := api.Audit().Verify(ctx, "")
 	require.NoError(t, err)
 	// Other tests share the server and may add to the access log between
 	// the two reads: it only grows, so the verified log holds at least
@@ -209,21 +209,21 @@ func TestPassthroughCredentials(t *testing.T) {
 	project := unique("deploys")
 	cara := unique("cara")
 	member(t, project, cara, identity.Member)
-	_, err := api.SetPolicy(ctx, project, []byte("default: allow\ncommands:\n  allow: [echo, printf, wc]\n"))
+	_, err := api.Projects().SetPolicy(ctx, project, []byte("default: allow\ncommands:\n  allow: [echo, printf, wc]\n"))
 	require.NoError(t, err)
 	caraToken, asCara := tokenOf(t, cara)
 	name := unique("deployer")
-	_, err = api.Apply(ctx, []byte("name: "+name+"\nproject: "+project+"\nmodel: "+script(t, "credentials.yaml")+
+	_, err = api.Projects().Apply(ctx, []byte("name: "+name+"\nproject: "+project+"\nmodel: "+script(t, "credentials.yaml")+
 		"\ntools: [run_command]\nenvironment:\n  credentials: [DEPLOY_TOKEN]\n"))
 	require.NoError(t, err)
-	x, err := asCara.CreateSession(ctx, wire.CreateRequest{Project: project, Agent: name, Message: "deploy"})
+	x, err := asCara.Sessions().Create(ctx, wire.CreateRequest{Project: project, Agent: name, Message: "deploy"})
 	require.NoError(t, err)
 	require.Contains(t, x.AmbientStatus, "awaiting_credentials")
 
 	value := "dpl-" + unique("Zq7Rk2Lm9Xv4")
-	_, err = api.SetCredentials(ctx, x.ID, map[string]string{"DEPLOY_TOKEN": value})
+	_, err = api.Gates().SetCredentials(ctx, x.ID, map[string]string{"DEPLOY_TOKEN": value})
 	require.Equal(t, http.StatusForbidden, apiStatus(t, err), "an administrator may not give another's credentials")
-	_, err = asCara.SetCredentials(ctx, x.ID, map[string]string{"OTHER": value})
+	_, err = asCara.Gates().SetCredentials(ctx, x.ID, map[string]string{"OTHER": value})
 	require.Equal(t, http.StatusBadRequest, apiStatus(t, err))
 
 	var out strings.Builder
@@ -233,7 +233,7 @@ func TestPassthroughCredentials(t *testing.T) {
 	require.NotContains(t, out.String(), value)
 	turnApproving(t, asCara, x.ID, "the turn, the command approved by cara")
 
-	events, err := api.Events(ctx, x.ID, 0)
+	events, err := api.Sessions().Events(ctx, x.ID, 0)
 	require.NoError(t, err)
 	var transcript strings.Builder
 	for _, e := range events {
@@ -266,11 +266,11 @@ func TestIdentityChoice(t *testing.T) {
 	project := unique("choices")
 	dana := unique("dana")
 	member(t, project, dana, identity.Member)
-	_, err := api.SetPolicy(ctx, project, []byte("default: allow\ncommands:\n  allow: [echo, printf, wc]\n"))
+	_, err := api.Projects().SetPolicy(ctx, project, []byte("default: allow\ncommands:\n  allow: [echo, printf, wc]\n"))
 	require.NoError(t, err)
 	danaToken, asDana := tokenOf(t, dana)
 	name := unique("chooser")
-	_, err = api.Apply(ctx, []byte("name: "+name+"\nproject: "+project+"\nmodel: "+script(t, "credentials.yaml")+
+	_, err = api.Projects().Apply(ctx, []byte("name: "+name+"\nproject: "+project+"\nmodel: "+script(t, "credentials.yaml")+
 		"\ntools: [run_command]\nidentity: ask\nenvironment:\n  credentials: [DEPLOY_TOKEN]\n"))
 	require.NoError(t, err)
 
@@ -283,15 +283,15 @@ func TestIdentityChoice(t *testing.T) {
 	require.Equal(t, 0, code, out.String())
 	require.NotContains(t, out.String(), serviceValue)
 
-	x, err := asDana.CreateSession(ctx, wire.CreateRequest{Project: project, Agent: name, Message: "deploy"})
+	x, err := asDana.Sessions().Create(ctx, wire.CreateRequest{Project: project, Agent: name, Message: "deploy"})
 	require.NoError(t, err)
 	require.Contains(t, x.AmbientStatus, "awaiting_identity")
-	_, err = api.ChooseIdentity(ctx, x.ID, "service")
+	_, err = api.Gates().ChooseIdentity(ctx, x.ID, "service")
 	require.Equal(t, http.StatusForbidden, apiStatus(t, err), "only the requester chooses")
 	code, got := paddockAs(t, danaToken, "sessions", "identity", x.ID, "--as", "service")
 	require.Equal(t, 0, code, got)
 	turnApproving(t, asDana, x.ID, "the turn, acting as the service identity")
-	events, err := api.Events(ctx, x.ID, 0)
+	events, err := api.Sessions().Events(ctx, x.ID, 0)
 	require.NoError(t, err)
 	var transcript strings.Builder
 	for _, e := range events {
@@ -301,12 +301,12 @@ func TestIdentityChoice(t *testing.T) {
 	require.Contains(t, transcript.String(), strconv.Itoa(len(serviceValue)), "the command had the service credential")
 	require.Contains(t, transcript.String(), "acting as project "+project+"'s service identity")
 
-	y, err := asDana.CreateSession(ctx, wire.CreateRequest{Project: project, Agent: name, Message: "deploy as me"})
+	y, err := asDana.Sessions().Create(ctx, wire.CreateRequest{Project: project, Agent: name, Message: "deploy as me"})
 	require.NoError(t, err)
-	p, err := asDana.ChooseIdentity(ctx, y.ID, "requester")
+	p, err := asDana.Gates().ChooseIdentity(ctx, y.ID, "requester")
 	require.NoError(t, err)
 	require.Equal(t, "awaiting_credentials", p.Reason, "acting as the requester, it waits for her credentials")
-	_, err = asDana.ChooseIdentity(ctx, y.ID, "service")
+	_, err = asDana.Gates().ChooseIdentity(ctx, y.ID, "service")
 	require.Error(t, err, "chosen once")
 	send(t, y.ID, session.KindStop, session.StopPayload{})
 }
@@ -317,13 +317,13 @@ func turnApproving(t *testing.T, c *client.Client, id, what string) {
 	t.Helper()
 	ctx := context.Background()
 	waitFor(t, what, func() (bool, error) {
-		s, err := c.Session(ctx, id)
+		s, err := c.Sessions().Get(ctx, id)
 		if s.Status == session.StatusAwaiting || err != nil {
 			return true, err
 		}
-		aps, _ := c.Approvals(ctx, session.ApprovalFilter{SessionID: id, Status: session.ApprovalPending})
+		aps, _ := c.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: id, Status: session.ApprovalPending})
 		for _, ap := range aps {
-			_, err = c.Decide(ctx, ap.ID, true, "")
+			_, err = c.Gates().Decide(ctx, ap.ID, true, "")
 		}
 		return false, err
 	})

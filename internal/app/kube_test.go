@@ -141,7 +141,7 @@ spec:
 	})
 	_, err = a.Service.Store.GetAgent(ctx, "team-a", "fixer")
 	require.NoError(t, err, "the agent is in the namespace's project")
-	_, err = client.New(a.URL).WithToken(readToken(dir)).SetPolicy(ctx, "team-a", []byte("default: allow\n")) // its file write runs unasked
+	_, err = client.New(a.URL).WithToken(readToken(dir)).Projects().SetPolicy(ctx, "team-a", []byte("default: allow\n")) // its file write runs unasked
 	require.NoError(t, err)
 
 	// Invalid resources are refused by the schema, with the field's path.
@@ -221,9 +221,9 @@ spec:
 	require.Error(t, err, "a session's requester never changes")
 	require.Contains(t, out, "must be unchanged")
 	pc := client.New(a.URL).WithToken(readToken(dir))
-	_, err = pc.CreateUser(ctx, "carol", false)
+	_, err = pc.Access().CreateUser(ctx, "carol", false)
 	require.NoError(t, err)
-	require.NoError(t, pc.SetMember(ctx, "team-a", "carol", identity.Member))
+	require.NoError(t, pc.Access().SetMember(ctx, "team-a", "carol", identity.Member))
 	out, err = kubectl(carol, "", "annotate", "session", "carols", "-n", "team-a", "poke=1") // reconcile now, not in a minute
 	require.NoError(t, err, out)
 	var carols string
@@ -266,7 +266,7 @@ spec:
 	// A status naming another project's session (written by someone who
 	// may write statuses) is not acted on: the controller puts its own
 	// session back, and the other is never stopped.
-	other, err := pc.CreateSession(ctx, wire.CreateRequest{Model: scriptIn(t, dir, "empty.yaml"), Message: "elsewhere"})
+	other, err := pc.Sessions().Create(ctx, wire.CreateRequest{Model: scriptIn(t, dir, "empty.yaml"), Message: "elsewhere"})
 	require.NoError(t, err)
 	out, err = kubectl(admin, "", "patch", "session", "first", "-n", "team-a", "--subresource=status", "--type=merge", "-p", `{"status":{"sessionID":"`+other.ID+`"}}`)
 	require.NoError(t, err, out)
@@ -414,15 +414,15 @@ spec:
 		out, err := k.kubectl(k.admin, "", "get", "agent", "builder", "-n", "team-a", "-o", "jsonpath={.status.conditions[0].status}")
 		return out == "True", err
 	})
-	_, err = pc.SetPolicy(ctx, "team-a", []byte("default: allow\ncommands:\n  allow: [echo, id, cat]\n"))
+	_, err = pc.Projects().SetPolicy(ctx, "team-a", []byte("default: allow\ncommands:\n  allow: [echo, id, cat]\n"))
 	require.NoError(t, err)
 	out, err = k.kubectl(k.admin, "apiVersion: paddock.dev/v1alpha1\nkind: Session\nmetadata: {name: build, namespace: team-a}\nspec: {agent: builder, message: make it}\n", "apply", "-f", "-")
 	require.NoError(t, err, out)
 	approve := func(id string) error {
-		pending, err := pc.Approvals(ctx, session.ApprovalFilter{SessionID: id, Status: session.ApprovalPending})
+		pending, err := pc.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: id, Status: session.ApprovalPending})
 		for _, ap := range pending {
 			if err == nil {
-				_, err = pc.Decide(ctx, ap.ID, true, "fine")
+				_, err = pc.Gates().Decide(ctx, ap.ID, true, "fine")
 			}
 		}
 		return err
@@ -445,7 +445,7 @@ spec:
 	})
 	// results are the commands' results (or errors), in order.
 	results := func() []string {
-		evs, err := pc.Events(ctx, id, 0)
+		evs, err := pc.Sessions().Events(ctx, id, 0)
 		require.NoError(t, err)
 		var out []string
 		for _, e := range evs {
@@ -473,7 +473,7 @@ spec:
 	waitFor(t, "the idle pod suspended", func() (bool, error) { return !cluster.Running(name) && cluster.Starts(name) == 1, nil })
 	require.FileExists(t, filepath.Join(volumes, name, "work", "made.txt"), "the volume stays")
 
-	_, err = pc.Send(ctx, id, wire.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"read it back"}`)})
+	_, err = pc.Sessions().Send(ctx, id, wire.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"read it back"}`)})
 	require.NoError(t, err)
 	waitFor(t, "the second turn done", func() (bool, error) {
 		if err := approve(id); err != nil { // curl asks
@@ -488,7 +488,7 @@ spec:
 	// The pod's network is its run's egress proxy, by the node's gateway:
 	// the proxy refused the host the agent does not allow, and said so.
 	require.Contains(t, got[2], "network to not-allowed.example is not allowed by this agent's environment")
-	evs, err := pc.Events(ctx, id, 0)
+	evs, err := pc.Sessions().Events(ctx, id, 0)
 	require.NoError(t, err)
 	refused := 0
 	for _, e := range evs {
@@ -542,7 +542,7 @@ spec:
 		return len(f) == 2 && f[1] == string(session.StatusAwaiting), err
 	})
 	require.Equal(t, []string{"cached\nbuilt\n"}, results(), "setup's cache and file, in the pod of the session's command")
-	evs, err = pc.Events(ctx, id, 0)
+	evs, err = pc.Sessions().Events(ctx, id, 0)
 	require.NoError(t, err)
 	var phases []string
 	for _, e := range evs {

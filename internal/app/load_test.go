@@ -54,7 +54,7 @@ func TestCommandsFinishUnderLoad(t *testing.T) {
 	for i, id := range ids {
 		// The output came as it happened: "started" was recorded while the
 		// command still slept.
-		events, err := api.Events(context.Background(), id, 0)
+		events, err := api.Sessions().Events(context.Background(), id, 0)
 		require.NoError(t, err)
 		var live string
 		var first, done time.Time

@@ -92,7 +92,7 @@ func TestMain(m *testing.M) {
 	api = client.New(shared.URL).WithToken(adminToken)
 	// Tests in this package run tools freely unless they set another project;
 	// gate_test.go covers the default and stricter policies.
-	if _, err := api.SetPolicy(context.Background(), "default", []byte("default: allow\ncommands:\n  allow: [ls, cat, echo]\n")); err != nil {
+	if _, err := api.Projects().SetPolicy(context.Background(), "default", []byte("default: allow\ncommands:\n  allow: [ls, cat, echo]\n")); err != nil {
 		fmt.Fprintln(os.Stderr, "set policy:", err)
 		os.Exit(1)
 	}
@@ -226,13 +226,13 @@ func authed(method, url, contentType string, body io.Reader) (*http.Response, er
 func member(t *testing.T, project, user string, role identity.Role) {
 	t.Helper()
 	ctx := context.Background()
-	if err := api.CreateProject(ctx, project); err != nil && apiStatus(t, err) != http.StatusConflict {
+	if err := api.Access().CreateProject(ctx, project); err != nil && apiStatus(t, err) != http.StatusConflict {
 		t.Fatal(err)
 	}
-	if _, err := api.CreateUser(ctx, user, false); err != nil && apiStatus(t, err) != http.StatusConflict {
+	if _, err := api.Access().CreateUser(ctx, user, false); err != nil && apiStatus(t, err) != http.StatusConflict {
 		t.Fatal(err)
 	}
-	if err := api.SetMember(ctx, project, user, role); err != nil {
+	if err := api.Access().SetMember(ctx, project, user, role); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -240,7 +240,7 @@ func member(t *testing.T, project, user string, role identity.Role) {
 // tokenOf is a new token of user, and a client sending it.
 func tokenOf(t *testing.T, user string) (string, *client.Client) {
 	t.Helper()
-	res, err := api.CreateToken(context.Background(), wire.NewToken{User: user})
+	res, err := api.Access().CreateToken(context.Background(), wire.NewToken{User: user})
 	if err != nil {
 		t.Fatal(err)
 	}

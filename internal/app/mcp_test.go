@@ -33,7 +33,7 @@ func calcServer() *mcp.Server {
 
 func finalCalls(t *testing.T, c *client.Client, id string) map[string]session.ToolCallData {
 	t.Helper()
-	events, err := c.Events(context.Background(), id, 0)
+	events, err := c.Sessions().Events(context.Background(), id, 0)
 	require.NoError(t, err)
 	final := map[string]session.ToolCallData{}
 	for _, e := range events {
@@ -53,13 +53,13 @@ func TestStdioMCPServerRunsInTheSandbox(t *testing.T) {
 	data, err := os.ReadFile(os.Args[0])
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(bin, data, 0o755))
-	_, err = api.SetPolicy(ctx, "mcp-stdio", []byte("default: ask\ntools:\n  mcp__calc__add: allow\n"))
+	_, err = api.Projects().SetPolicy(ctx, "mcp-stdio", []byte("default: ask\ntools:\n  mcp__calc__add: allow\n"))
 	require.NoError(t, err)
 	applyAgent(t, "local-calculator", script(t, "mcp.yaml"), "project: mcp-stdio\ntools: [read_file]\nmcpServers:\n  - name: calc\n    command: ["+bin+"]\n    env: {PADDOCK_TEST_CHILD: mcp}\n")
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Project: "mcp-stdio", Agent: "local-calculator", Message: "add", NonInteractive: true, Repo: gitRepo(t)})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Project: "mcp-stdio", Agent: "local-calculator", Message: "add", NonInteractive: true, Repo: gitRepo(t)})
 	require.NoError(t, err)
 	waitFor(t, "the turn", func() (bool, error) {
-		turns, err := api.Turns(ctx, x.ID)
+		turns, err := api.Sessions().Turns(ctx, x.ID)
 		return len(turns) == 1 && turns[0].Status.Settled(), err
 	})
 	final := finalCalls(t, api, x.ID)
@@ -74,13 +74,13 @@ func TestMCPToolsThroughTheGate(t *testing.T) {
 	s := calcServer()
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	defer srv.Close()
-	_, err := api.SetPolicy(ctx, "mcp", []byte("default: ask\ntools:\n  mcp__calc__add: allow\n"))
+	_, err := api.Projects().SetPolicy(ctx, "mcp", []byte("default: ask\ntools:\n  mcp__calc__add: allow\n"))
 	require.NoError(t, err)
 	applyAgent(t, "calculator", script(t, "mcp.yaml"), "project: mcp\ntools: [read_file]\nmcpServers:\n  - name: calc\n    url: "+srv.URL+"\n")
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Project: "mcp", Agent: "calculator", Message: "add 2 and 40", NonInteractive: true})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Project: "mcp", Agent: "calculator", Message: "add 2 and 40", NonInteractive: true})
 	require.NoError(t, err)
 	waitFor(t, "the turn", func() (bool, error) {
-		turns, err := api.Turns(ctx, x.ID)
+		turns, err := api.Sessions().Turns(ctx, x.ID)
 		return len(turns) == 1 && turns[0].Status.Settled(), err
 	})
 	final := finalCalls(t, api, x.ID)

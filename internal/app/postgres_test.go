@@ -47,15 +47,15 @@ func TestEverythingInPostgres(t *testing.T) {
 	defer stopA()
 	token := readToken(first)
 	c := client.New(a.URL).WithToken(token)
-	_, err = c.SetPolicy(ctx, "default", []byte("default: allow\n"))
+	_, err = c.Projects().SetPolicy(ctx, "default", []byte("default: allow\n"))
 	require.NoError(t, err)
-	x, err := c.CreateSession(ctx, wire.CreateRequest{Model: "replay/restore.yaml", Repo: gitRepo(t), Message: "hello"})
+	x, err := c.Sessions().Create(ctx, wire.CreateRequest{Model: "replay/restore.yaml", Repo: gitRepo(t), Message: "hello"})
 	require.NoError(t, err)
 	waitFor(t, "the first turn", func() (bool, error) {
-		s, err := c.Session(ctx, x.ID)
+		s, err := c.Sessions().Get(ctx, x.ID)
 		return s.Status == session.StatusAwaiting, err
 	})
-	steps, err := c.History(ctx, x.ID)
+	steps, err := c.Review().History(ctx, x.ID)
 	require.NoError(t, err)
 	require.Len(t, steps, 1, "one call changed a file")
 	require.Equal(t, "kept.txt", steps[0].Files[0].Path)
@@ -68,7 +68,7 @@ func TestEverythingInPostgres(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(twin, "node"), name, 0o600))
 	_, err = node(twin)
 	require.ErrorContains(t, err, "every node needs a name of its own")
-	keyA, err := c.AuditKey(ctx)
+	keyA, err := c.Audit().Key(ctx)
 	require.NoError(t, err)
 
 	stopA()
@@ -80,15 +80,15 @@ func TestEverythingInPostgres(t *testing.T) {
 	require.NoError(t, err)
 	defer b.Stop()
 	c = client.New(b.URL).WithToken(token)
-	_, err = c.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"again"}`)})
+	_, err = c.Sessions().Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"again"}`)})
 	require.NoError(t, err)
 	var evs []session.Event
 	waitFor(t, "the second turn, on the new node", func() (bool, error) {
-		s, err := c.Session(ctx, x.ID)
+		s, err := c.Sessions().Get(ctx, x.ID)
 		if err != nil {
 			return false, err
 		}
-		evs, err = c.Events(ctx, x.ID, 0)
+		evs, err = c.Sessions().Events(ctx, x.ID, 0)
 		return s.Status == session.StatusAwaiting && len(evs) > 0 && evs[len(evs)-1].Kind == session.EventStatus && strings.Contains(string(evs[len(evs)-1].Data), `"awaiting"`) &&
 			slices.ContainsFunc(evs, func(e session.Event) bool {
 				var d session.ToolCallData
@@ -126,13 +126,13 @@ func TestEverythingInPostgres(t *testing.T) {
 
 	// The same audit key: the log sealed on the new node verifies, and so
 	// would one sealed on the old.
-	keyB, err := c.AuditKey(ctx)
+	keyB, err := c.Audit().Key(ctx)
 	require.NoError(t, err)
 	require.Equal(t, keyA, keyB, "one audit signing key for every node of the database")
-	_, err = c.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindStop, Payload: []byte(`{}`)})
+	_, err = c.Sessions().Send(ctx, x.ID, wire.SendRequest{Kind: session.KindStop, Payload: []byte(`{}`)})
 	require.NoError(t, err)
 	waitFor(t, "the seal", func() (bool, error) {
-		reports, err := c.VerifyAudit(ctx, x.ID)
+		reports, err := c.Audit().Verify(ctx, x.ID)
 		return err == nil && len(reports) == 1 && reports[0].OK && reports[0].Sealed, err
 	})
 }
@@ -166,15 +166,15 @@ func TestTakeoverRestoresTheEnvironment(t *testing.T) {
 	stopA := sync.OnceFunc(a.Stop)
 	defer stopA()
 	c := client.New(a.URL).WithToken(readToken(first))
-	_, err = c.SetPolicy(ctx, "default", []byte("default: allow\n"))
+	_, err = c.Projects().SetPolicy(ctx, "default", []byte("default: allow\n"))
 	require.NoError(t, err)
-	_, err = c.Apply(ctx, []byte("name: envy\nmodel: replay/envrestore.yaml\ntools: [write_file, run_command]\n"+
+	_, err = c.Projects().Apply(ctx, []byte("name: envy\nmodel: replay/envrestore.yaml\ntools: [write_file, run_command]\n"+
 		"environment:\n  setup: mkdir -p node_modules && echo made-by-setup > node_modules/dep.txt\n"))
 	require.NoError(t, err)
-	x, err := c.CreateSession(ctx, wire.CreateRequest{Agent: "envy", Repo: repo, Message: "hello"})
+	x, err := c.Sessions().Create(ctx, wire.CreateRequest{Agent: "envy", Repo: repo, Message: "hello"})
 	require.NoError(t, err)
 	waitFor(t, "the first turn", func() (bool, error) {
-		s, err := c.Session(ctx, x.ID)
+		s, err := c.Sessions().Get(ctx, x.ID)
 		return s.Status == session.StatusAwaiting, err
 	})
 	token := readToken(first)
@@ -185,11 +185,11 @@ func TestTakeoverRestoresTheEnvironment(t *testing.T) {
 	require.NoError(t, err)
 	defer b.Stop()
 	c = client.New(b.URL).WithToken(token)
-	_, err = c.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"again"}`)})
+	_, err = c.Sessions().Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"again"}`)})
 	require.NoError(t, err)
 	var result string
 	waitFor(t, "the command on the new node", func() (bool, error) {
-		evs, err := c.Events(ctx, x.ID, 0)
+		evs, err := c.Sessions().Events(ctx, x.ID, 0)
 		for _, e := range evs {
 			var d session.ToolCallData
 			if e.Kind == session.EventToolCall && json.Unmarshal(e.Data, &d) == nil && d.Name == "run_command" && (d.State == session.CallDone || d.State == session.CallErrored) {

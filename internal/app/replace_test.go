@@ -16,16 +16,16 @@ import (
 
 func TestAgentArchivesItself(t *testing.T) {
 	ctx := context.Background()
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "archiver.yaml"), Message: "wrap up"})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Model: script(t, "archiver.yaml"), Message: "wrap up"})
 	require.NoError(t, err)
 	waitFor(t, "the session to archive itself", func() (bool, error) {
-		s, err := api.Session(ctx, x.ID)
+		s, err := api.Sessions().Get(ctx, x.ID)
 		return s.ArchivedAt != nil && s.Status == session.StatusAwaiting, err
 	})
-	s, err := api.Session(ctx, x.ID)
+	s, err := api.Sessions().Get(ctx, x.ID)
 	require.NoError(t, err)
 	require.Equal(t, "notes for whoever comes next", s.Handoff)
-	events, err := api.Events(ctx, x.ID, 0)
+	events, err := api.Sessions().Events(ctx, x.ID, 0)
 	require.NoError(t, err)
 	found := false
 	for _, e := range events {
@@ -34,7 +34,7 @@ func TestAgentArchivesItself(t *testing.T) {
 	require.True(t, found, "the archive is attributed to the agent")
 	// A message revives it.
 	send(t, x.ID, session.KindMessage, session.MessagePayload{Message: "one more thing"})
-	s, err = api.Session(ctx, x.ID)
+	s, err = api.Sessions().Get(ctx, x.ID)
 	require.NoError(t, err)
 	require.Nil(t, s.ArchivedAt)
 }
@@ -43,14 +43,14 @@ func TestStopWithRespawnHandsOff(t *testing.T) {
 	ctx := context.Background()
 	keeper := unique("keeper")
 	applyAgent(t, keeper, script(t, "work.yaml"), "concurrency: 1\nreplace: auto\nonReplace: pick up where the last one stopped\n")
-	first, err := api.CreateSession(ctx, wire.CreateRequest{Agent: keeper})
+	first, err := api.Sessions().Create(ctx, wire.CreateRequest{Agent: keeper})
 	require.NoError(t, err)
 	waitStatus(t, first.ID, session.StatusAwaiting)
 	send(t, first.ID, session.KindStop, session.StopPayload{Reason: "rotate", Respawn: true, Handoff: "the build is flaky on Tuesdays"})
 	waitStatus(t, first.ID, session.StatusStopped)
 	var next session.Session
 	waitFor(t, "the successor", func() (bool, error) {
-		list, err := api.Sessions(ctx, session.Filter{Agent: keeper, Status: session.StatusAwaiting})
+		list, err := api.Sessions().List(ctx, session.Filter{Agent: keeper, Status: session.StatusAwaiting})
 		if len(list) == 1 {
 			next = list[0]
 		}
@@ -58,12 +58,12 @@ func TestStopWithRespawnHandsOff(t *testing.T) {
 	})
 	require.NotEqual(t, first.ID, next.ID)
 	require.Equal(t, "pick up where the last one stopped", next.Input)
-	cmds, err := api.Commands(ctx, next.ID)
+	cmds, err := api.Sessions().Commands(ctx, next.ID)
 	require.NoError(t, err)
 	var p session.MessagePayload
 	require.NoError(t, json.Unmarshal(cmds[0].Payload, &p))
 	require.Equal(t, "the build is flaky on Tuesdays", p.Handoff)
-	events, err := api.Events(ctx, next.ID, 0)
+	events, err := api.Sessions().Events(ctx, next.ID, 0)
 	require.NoError(t, err)
 	var firstMessage string
 	for _, e := range events {
@@ -76,7 +76,7 @@ func TestStopWithRespawnHandsOff(t *testing.T) {
 	}
 	require.Contains(t, firstMessage, "the build is flaky on Tuesdays")
 	// The successor holds the singleton slot now.
-	_, err = api.CreateSession(ctx, wire.CreateRequest{Agent: keeper})
+	_, err = api.Sessions().Create(ctx, wire.CreateRequest{Agent: keeper})
 	require.ErrorContains(t, err, next.ID)
 	send(t, next.ID, session.KindStop, session.StopPayload{})
 	waitStatus(t, next.ID, session.StatusStopped)
@@ -94,15 +94,15 @@ func TestFallbackModel(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("OPENAI_BASE_URL", srv.URL)
 	applyAgent(t, "fallback", "openai/broken", "fallbackModels: ["+script(t, "empty.yaml")+"]\n")
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: "fallback", Message: "hello"})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Agent: "fallback", Message: "hello"})
 	require.NoError(t, err)
 	waitFor(t, "the turn", func() (bool, error) {
-		turns, err := api.Turns(ctx, x.ID)
+		turns, err := api.Sessions().Turns(ctx, x.ID)
 		return len(turns) == 1 && turns[0].Status.Settled(), err
 	})
-	turns, _ := api.Turns(ctx, x.ID)
+	turns, _ := api.Sessions().Turns(ctx, x.ID)
 	require.Equal(t, session.TurnCompleted, turns[0].Status, turns[0].Error)
-	events, err := api.Events(ctx, x.ID, 0)
+	events, err := api.Sessions().Events(ctx, x.ID, 0)
 	require.NoError(t, err)
 	found := false
 	for _, e := range events {

@@ -38,7 +38,7 @@ func TestAuditContentRetention(t *testing.T) {
 
 	name := unique("kept")
 	applyAgent(t, name, script(t, "work.yaml"), "project: "+project+"\n")
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: name, Project: project, Repo: gitRepo(t), Message: "process the quarterly notes"})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Agent: name, Project: project, Repo: gitRepo(t), Message: "process the quarterly notes"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusAwaiting)
 
@@ -54,7 +54,7 @@ func TestAuditContentRetention(t *testing.T) {
 	var rows int
 	var sealed []byte
 	require.NoError(t, db.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_content WHERE session_id = ?`, x.ID).Scan(&rows))
-	log, err := api.AuditLog(ctx, x.ID, false)
+	log, err := api.Audit().Log(ctx, x.ID, false)
 	require.NoError(t, err)
 	require.Equal(t, len(log), rows, "every entry's content kept")
 	require.NoError(t, db.QueryRowContext(ctx, `SELECT sealed FROM audit_content WHERE session_id = ? AND seq = 2`, x.ID).Scan(&sealed))
@@ -63,7 +63,7 @@ func TestAuditContentRetention(t *testing.T) {
 	// A content moved onto another entry does not open there.
 	_, err = db.ExecContext(ctx, `UPDATE audit_content SET sealed = ? WHERE session_id = ? AND seq = 3`, sealed, x.ID)
 	require.NoError(t, err)
-	withContent, err := api.AuditLog(ctx, x.ID, true)
+	withContent, err := api.Audit().Log(ctx, x.ID, true)
 	require.NoError(t, err)
 	require.Contains(t, withContent[2].ContentProblem, "decrypt")
 	require.Empty(t, withContent[2].Content)
@@ -155,7 +155,7 @@ func TestAuditExportFollowsToSyslog(t *testing.T) {
 
 	name := unique("followed")
 	applyAgent(t, name, script(t, "work.yaml"), "")
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "process the notes"})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "process the notes"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusAwaiting)
 
@@ -167,7 +167,7 @@ func TestAuditExportFollowsToSyslog(t *testing.T) {
 		done <- cli.Run(fctx, []string{"audit", "export", "--follow", "--format", "cef", "--since", "10m", "--syslog", "tcp://" + ln.Addr().String()},
 			cli.IO{In: strings.NewReader(""), Out: &errOut, Err: &errOut, Getenv: func(k string) string { return env[k] }})
 	}()
-	log, err := api.AuditLog(ctx, x.ID, false)
+	log, err := api.Audit().Log(ctx, x.ID, false)
 	require.NoError(t, err)
 	waitFor(t, "the session's entries at the syslog server", func() (bool, error) { n, _ := count(x.ID); return n >= len(log), nil })
 
@@ -181,11 +181,11 @@ func TestAuditExportFollowsToSyslog(t *testing.T) {
 	before := len(log)
 	send(t, x.ID, session.KindMessage, session.MessagePayload{Message: "one more thing"})
 	waitFor(t, "the follow-up turn", func() (bool, error) {
-		s, err := api.Session(ctx, x.ID)
+		s, err := api.Sessions().Get(ctx, x.ID)
 		if err != nil {
 			return false, err
 		}
-		log, err = api.AuditLog(ctx, x.ID, false)
+		log, err = api.Audit().Log(ctx, x.ID, false)
 		if err != nil {
 			return false, err
 		}

@@ -23,8 +23,8 @@ import (
 func TestRevocationEndsOpenStreams(t *testing.T) {
 	ctx := context.Background()
 	project := unique("revoked")
-	require.NoError(t, api.CreateProject(ctx, project))
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Project: project, Model: script(t, "work.yaml"), Repo: gitRepo(t), Message: "process the notes"})
+	require.NoError(t, api.Access().CreateProject(ctx, project))
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Project: project, Model: script(t, "work.yaml"), Repo: gitRepo(t), Message: "process the notes"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusAwaiting)
 
@@ -34,9 +34,9 @@ func TestRevocationEndsOpenStreams(t *testing.T) {
 			member(t, project, viewer, identity.Viewer)
 			auditor := unique("auditor")
 			member(t, project, auditor, identity.Auditor)
-			tokV, err := api.CreateToken(ctx, wire.NewToken{User: viewer})
+			tokV, err := api.Access().CreateToken(ctx, wire.NewToken{User: viewer})
 			require.NoError(t, err)
-			tokA, err := api.CreateToken(ctx, wire.NewToken{User: auditor})
+			tokA, err := api.Access().CreateToken(ctx, wire.NewToken{User: auditor})
 			require.NoError(t, err)
 			asViewer, asAuditor := client.New(shared.URL).WithToken(tokV.Secret), client.New(shared.URL).WithToken(tokA.Secret)
 
@@ -46,7 +46,7 @@ func TestRevocationEndsOpenStreams(t *testing.T) {
 			seen := 0
 			streamEnded := make(chan error, 1)
 			go func() {
-				streamEnded <- asViewer.Stream(sctx, x.ID, 0, func(session.Event) error {
+				streamEnded <- asViewer.Sessions().Stream(sctx, x.ID, 0, func(session.Event) error {
 					mu.Lock()
 					seen++
 					mu.Unlock()
@@ -56,7 +56,7 @@ func TestRevocationEndsOpenStreams(t *testing.T) {
 			var export bytes.Buffer
 			exportEnded := make(chan error, 1)
 			go func() {
-				exportEnded <- asAuditor.ExportAudit(sctx, &lockedWriter{w: &export}, "jsonl", time.Time{}, true)
+				exportEnded <- asAuditor.Audit().Export(sctx, &lockedWriter{w: &export}, "jsonl", time.Time{}, true)
 			}()
 			waitFor(t, "the stream to deliver the transcript", func() (bool, error) {
 				mu.Lock()
@@ -66,20 +66,20 @@ func TestRevocationEndsOpenStreams(t *testing.T) {
 
 			switch how {
 			case "token":
-				require.NoError(t, api.RevokeToken(ctx, tokV.ID))
-				require.NoError(t, api.RevokeToken(ctx, tokA.ID))
+				require.NoError(t, api.Access().RevokeToken(ctx, tokV.ID))
+				require.NoError(t, api.Access().RevokeToken(ctx, tokA.ID))
 			case "user":
-				_, err := api.RevokeUser(ctx, viewer)
+				_, err := api.Access().RevokeUser(ctx, viewer)
 				require.NoError(t, err)
-				_, err = api.RevokeUser(ctx, auditor)
+				_, err = api.Access().RevokeUser(ctx, auditor)
 				require.NoError(t, err)
 			case "role":
-				require.NoError(t, api.RemoveMember(ctx, project, viewer))
-				require.NoError(t, api.RemoveMember(ctx, project, auditor))
+				require.NoError(t, api.Access().RemoveMember(ctx, project, viewer))
+				require.NoError(t, api.Access().RemoveMember(ctx, project, auditor))
 			}
 			revoked := time.Now()
 			// The project goes on: a new message, new events.
-			_, err = api.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"more"}`)})
+			_, err = api.Sessions().Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"more"}`)})
 			require.NoError(t, err)
 			for name, ended := range map[string]chan error{"transcript stream": streamEnded, "audit export": exportEnded} {
 				select {

@@ -59,27 +59,27 @@ func TestPlantedSecretsAreNowhereInTheDataDirectory(t *testing.T) {
 
 	dir := dataDir(t)
 	child, c := serveChild(t, dir)
-	_, err := c.SetPolicy(ctx, "default", []byte("default: allow\ncommands:\n  allow: [printf, base64]\n"))
+	_, err := c.Projects().SetPolicy(ctx, "default", []byte("default: allow\ncommands:\n  allow: [printf, base64]\n"))
 	require.NoError(t, err)
-	_, err = c.Apply(ctx, []byte("name: leaky\nmodel: openai/gpt-test\ntools: [run_command]\n"))
+	_, err = c.Projects().Apply(ctx, []byte("name: leaky\nmodel: openai/gpt-test\ntools: [run_command]\n"))
 	require.NoError(t, err)
-	x, err := c.CreateSession(ctx, wire.CreateRequest{Agent: "leaky", Repo: gitRepo(t), Message: "look at the notes"})
+	x, err := c.Sessions().Create(ctx, wire.CreateRequest{Agent: "leaky", Repo: gitRepo(t), Message: "look at the notes"})
 	require.NoError(t, err)
 	waitFor(t, "the turn to end", func() (bool, error) {
-		s, err := c.Session(ctx, x.ID)
+		s, err := c.Sessions().Get(ctx, x.ID)
 		if s.Status == session.StatusAwaiting || s.Status == session.StatusFailed {
 			return true, err
 		}
-		aps, _ := c.Approvals(ctx, session.ApprovalFilter{SessionID: x.ID})
+		aps, _ := c.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: x.ID})
 		for _, ap := range aps {
 			if ap.Status == session.ApprovalPending {
-				_, err = c.Decide(ctx, ap.ID, true, "")
+				_, err = c.Gates().Decide(ctx, ap.ID, true, "")
 			}
 		}
 		return false, err
 	})
 
-	events, err := c.Events(ctx, x.ID, 0)
+	events, err := c.Sessions().Events(ctx, x.ID, 0)
 	require.NoError(t, err)
 	var all bytes.Buffer
 	for _, e := range events {

@@ -21,7 +21,7 @@ import (
 
 func applyAgent(t *testing.T, name, model string, extra string) {
 	t.Helper()
-	res, err := api.Apply(context.Background(), []byte(fmt.Sprintf("name: %s\nmodel: %s\n%s", name, model, extra)))
+	res, err := api.Projects().Apply(context.Background(), []byte(fmt.Sprintf("name: %s\nmodel: %s\n%s", name, model, extra)))
 	require.NoError(t, err)
 	require.Len(t, res, 1)
 }
@@ -31,7 +31,7 @@ func waitStatus(t *testing.T, id string, want session.Status) session.Session {
 	var x session.Session
 	waitFor(t, "session "+id+" "+string(want), func() (bool, error) {
 		var err error
-		x, err = api.Session(context.Background(), id)
+		x, err = api.Sessions().Get(context.Background(), id)
 		return x.Status == want, err
 	})
 	return x
@@ -40,7 +40,7 @@ func waitStatus(t *testing.T, id string, want session.Status) session.Session {
 func send(t *testing.T, id string, kind session.CommandKind, payload any) session.Command {
 	t.Helper()
 	data, _ := json.Marshal(payload)
-	c, err := api.Send(context.Background(), id, wire.SendRequest{Kind: kind, Payload: data})
+	c, err := api.Sessions().Send(context.Background(), id, wire.SendRequest{Kind: kind, Payload: data})
 	require.NoError(t, err)
 	return c
 }
@@ -49,7 +49,7 @@ func TestSessionLifecycleOverAPI(t *testing.T) {
 	ctx := context.Background()
 	applyAgent(t, "worker", script(t, "work.yaml"), "displayTitle: \"Work: {{input}}\"\nmaxPerSessionUsd: 3\n")
 	repo := gitRepo(t)
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: "worker", Message: "process the notes", Repo: repo})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Agent: "worker", Message: "process the notes", Repo: repo})
 	require.NoError(t, err)
 	require.Equal(t, "Work: process the notes", x.DisplayTitle)
 	require.Equal(t, 3.0, x.SpendCapUSD)
@@ -59,7 +59,7 @@ func TestSessionLifecycleOverAPI(t *testing.T) {
 	streamCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errStop := errors.New("stop")
-	err = api.Stream(streamCtx, x.ID, 0, func(e session.Event) error {
+	err = api.Sessions().Stream(streamCtx, x.ID, 0, func(e session.Event) error {
 		seen = append(seen, e)
 		if e.Kind == session.EventQuestion {
 			return errStop
@@ -77,7 +77,7 @@ func TestSessionLifecycleOverAPI(t *testing.T) {
 
 	send(t, x.ID, session.KindAnswer, session.AnswerPayload{ToolCallID: q.ToolCallID, Answers: map[string]string{"go": "yes"}})
 	waitFor(t, "the answer turn to complete", func() (bool, error) {
-		turns, err := api.Turns(ctx, x.ID)
+		turns, err := api.Sessions().Turns(ctx, x.ID)
 		return len(turns) == 2 && turns[1].Status == session.TurnCompleted, err
 	})
 	x = waitStatus(t, x.ID, session.StatusAwaiting)
@@ -96,7 +96,7 @@ func TestSessionLifecycleOverAPI(t *testing.T) {
 		waitStatus(t, x.ID, session.StatusAwaiting)
 		send(t, x.ID, session.KindStop, session.StopPayload{Reason: "finished"})
 	}()
-	require.NoError(t, api.Stream(waitCtx, x.ID, last, func(e session.Event) error { rest = append(rest, e); return nil }))
+	require.NoError(t, api.Sessions().Stream(waitCtx, x.ID, last, func(e session.Event) error { rest = append(rest, e); return nil }))
 	require.Equal(t, last+1, rest[0].Seq)
 	for i := 1; i < len(rest); i++ {
 		require.Equal(t, rest[i-1].Seq+1, rest[i].Seq)
@@ -105,20 +105,20 @@ func TestSessionLifecycleOverAPI(t *testing.T) {
 	require.Equal(t, "finished", x.StopReason)
 
 	// Commands to a terminal session are rejected clearly.
-	_, err = api.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"more"}`)})
+	_, err = api.Sessions().Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"more"}`)})
 	var apiErr *client.Error
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusConflict, apiErr.Status)
 	require.Contains(t, apiErr.Body.Error, "is stopped")
 
-	cmds, err := api.Commands(ctx, x.ID)
+	cmds, err := api.Sessions().Commands(ctx, x.ID)
 	require.NoError(t, err)
 	for _, c := range cmds {
 		require.Equal(t, session.CommandAccepted, c.State, "%s %s", c.Kind, c.Error)
 	}
 	require.Equal(t, session.SenderOperator, cmds[1].Sender.Kind)
 	require.Equal(t, "tester", cmds[1].Sender.ID, "the server stamps the sender")
-	u, err := api.Usage(ctx, x.ID)
+	u, err := api.Sessions().Usage(ctx, x.ID)
 	require.NoError(t, err)
 	require.Positive(t, u.InputTokens, "usage is recorded per model step")
 	require.Len(t, u.Turns, 2)
@@ -135,7 +135,7 @@ func TestBadInputGets4xx(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&e)
 		return resp.StatusCode, e.Error
 	}
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "work.yaml")})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Model: script(t, "work.yaml")})
 	require.NoError(t, err)
 	cases := []struct {
 		path, body string
@@ -165,7 +165,7 @@ func TestBadInputGets4xx(t *testing.T) {
 		require.Equal(t, c.code, code, "%s %.80s: %s", c.path, c.body, msg)
 		require.Contains(t, strings.ToLower(msg), strings.ToLower(c.msg), c.path)
 	}
-	_, err = api.Agent(ctx, "ok-one")
+	_, err = api.Projects().Agent(ctx, "ok-one")
 	require.Error(t, err, "nothing of a rejected file is applied")
 	resp, err := authed(http.MethodGet, shared.URL+"/v1/sessions?status=sleepy", "", nil)
 	require.NoError(t, err)
@@ -177,9 +177,9 @@ func TestSingletonRetryArchive(t *testing.T) {
 	ctx := context.Background()
 	single := unique("single")
 	applyAgent(t, single, script(t, "work.yaml"), "concurrency: 1\n")
-	first, err := api.CreateSession(ctx, wire.CreateRequest{Agent: single})
+	first, err := api.Sessions().Create(ctx, wire.CreateRequest{Agent: single})
 	require.NoError(t, err)
-	_, err = api.CreateSession(ctx, wire.CreateRequest{Agent: single, Message: "another"})
+	_, err = api.Sessions().Create(ctx, wire.CreateRequest{Agent: single, Message: "another"})
 	var apiErr *client.Error
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusConflict, apiErr.Status)
@@ -187,45 +187,45 @@ func TestSingletonRetryArchive(t *testing.T) {
 	waitStatus(t, first.ID, session.StatusAwaiting)
 
 	// Archive, then a message revives it.
-	_, err = api.Archive(ctx, first.ID)
+	_, err = api.Sessions().Archive(ctx, first.ID)
 	require.NoError(t, err)
-	list, err := api.Sessions(ctx, session.Filter{Agent: single})
+	list, err := api.Sessions().List(ctx, session.Filter{Agent: single})
 	require.NoError(t, err)
 	require.Empty(t, list)
 	send(t, first.ID, session.KindMessage, session.MessagePayload{Message: "wake up"})
-	x, err := api.Session(ctx, first.ID)
+	x, err := api.Sessions().Get(ctx, first.ID)
 	require.NoError(t, err)
 	require.Nil(t, x.ArchivedAt)
 	send(t, first.ID, session.KindStop, session.StopPayload{})
 	waitStatus(t, first.ID, session.StatusStopped)
 
 	// A stopped session cannot be retried; a failed one can, idempotently.
-	_, err = api.Retry(ctx, first.ID)
+	_, err = api.Sessions().Retry(ctx, first.ID)
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusConflict, apiErr.Status)
 	// A missing repository or one that is not git is refused at creation.
 	for _, repo := range []string{"/nonexistent/repo", t.TempDir()} {
-		_, err = api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "work.yaml"), Repo: repo, Message: "hi"})
+		_, err = api.Sessions().Create(ctx, wire.CreateRequest{Model: script(t, "work.yaml"), Repo: repo, Message: "hi"})
 		require.ErrorAs(t, err, &apiErr)
 		require.Equal(t, http.StatusBadRequest, apiErr.Status, repo)
 	}
 	// A .git that is a file git would follow elsewhere is refused too.
 	elsewhere := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(elsewhere, ".git"), []byte("gitdir: /nonexistent\n"), 0o644))
-	_, err = api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "work.yaml"), Repo: elsewhere, Message: "hi"})
+	_, err = api.Sessions().Create(ctx, wire.CreateRequest{Model: script(t, "work.yaml"), Repo: elsewhere, Message: "hi"})
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusBadRequest, apiErr.Status)
 	// One whose copy fails (its objects gone) fails at provisioning.
 	broken := gitRepo(t)
 	require.NoError(t, os.RemoveAll(filepath.Join(broken, ".git", "objects")))
 	require.NoError(t, os.MkdirAll(filepath.Join(broken, ".git", "objects"), 0o755))
-	failed, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "work.yaml"), Repo: broken, Message: "hi"})
+	failed, err := api.Sessions().Create(ctx, wire.CreateRequest{Model: script(t, "work.yaml"), Repo: broken, Message: "hi"})
 	require.NoError(t, err)
 	failed = waitStatus(t, failed.ID, session.StatusFailed)
 	require.Contains(t, failed.FailureReason, "provisioning failed")
-	r1, err := api.Retry(ctx, failed.ID)
+	r1, err := api.Sessions().Retry(ctx, failed.ID)
 	require.NoError(t, err)
-	r2, err := api.Retry(ctx, failed.ID)
+	r2, err := api.Sessions().Retry(ctx, failed.ID)
 	require.NoError(t, err)
 	require.Equal(t, r1.ID, r2.ID, "retry is idempotent")
 	require.Equal(t, failed.ID, r1.RetryOf)
@@ -233,19 +233,19 @@ func TestSingletonRetryArchive(t *testing.T) {
 
 func TestInterruptMidTurn(t *testing.T) {
 	ctx := context.Background()
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Model: script(t, "slow.yaml"), Message: "go slowly"})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Model: script(t, "slow.yaml"), Message: "go slowly"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusRunning)
 	waitFor(t, "the model step to be in flight", func() (bool, error) {
-		x, err := api.Session(ctx, x.ID)
+		x, err := api.Sessions().Get(ctx, x.ID)
 		return x.AmbientStatus == "thinking", err
 	})
 	send(t, x.ID, session.KindInterrupt, session.InterruptPayload{Reason: "changed my mind"})
 	waitFor(t, "the turn to be interrupted", func() (bool, error) {
-		turns, err := api.Turns(ctx, x.ID)
+		turns, err := api.Sessions().Turns(ctx, x.ID)
 		return len(turns) == 1 && turns[0].Status == session.TurnFailed, err
 	})
-	turns, err := api.Turns(ctx, x.ID)
+	turns, err := api.Sessions().Turns(ctx, x.ID)
 	require.NoError(t, err)
 	require.Equal(t, session.ScopeTurn, turns[0].FailureScope)
 	require.Equal(t, "interrupted", turns[0].Error)
@@ -255,10 +255,10 @@ func TestInterruptMidTurn(t *testing.T) {
 	// The session survives and takes the next message.
 	send(t, x.ID, session.KindMessage, session.MessagePayload{Message: "continue"})
 	waitFor(t, "the next turn to complete", func() (bool, error) {
-		turns, err := api.Turns(ctx, x.ID)
+		turns, err := api.Sessions().Turns(ctx, x.ID)
 		return len(turns) == 2 && turns[1].Status == session.TurnCompleted, err
 	})
-	events, err := api.Events(ctx, x.ID, 0)
+	events, err := api.Sessions().Events(ctx, x.ID, 0)
 	require.NoError(t, err)
 	var texts bytes.Buffer
 	for _, e := range events {
@@ -270,7 +270,7 @@ func TestInterruptMidTurn(t *testing.T) {
 	}
 	require.NotContains(t, texts.String(), "Working slowly.", "the interrupted step never streamed")
 	require.Contains(t, texts.String(), "Back after the interrupt.")
-	cmds, err := api.Commands(ctx, x.ID)
+	cmds, err := api.Sessions().Commands(ctx, x.ID)
 	require.NoError(t, err)
 	for _, c := range cmds {
 		require.Equal(t, session.CommandAccepted, c.State, c.Kind)
@@ -282,7 +282,7 @@ func waitQuestion(t *testing.T, id string) session.Question {
 	t.Helper()
 	var q session.Question
 	waitFor(t, "the question", func() (bool, error) {
-		events, err := api.Events(context.Background(), id, 0)
+		events, err := api.Sessions().Events(context.Background(), id, 0)
 		for _, e := range events {
 			if e.Kind == session.EventQuestion {
 				return true, json.Unmarshal(e.Data, &q)

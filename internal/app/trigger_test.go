@@ -58,7 +58,7 @@ func TestTriggerSpawnsAndRefusesForgeries(t *testing.T) {
 	code, res := post(t, "gh-push", triggerSecret, "push", "d-1", body)
 	require.Equal(t, http.StatusAccepted, code)
 	require.Equal(t, "spawn", res.Routed)
-	x, err := api.Session(context.Background(), res.SessionID)
+	x, err := api.Sessions().Get(context.Background(), res.SessionID)
 	require.NoError(t, err)
 	require.Equal(t, "Push to refs/heads/main by ana: check it", x.Input)
 	require.Equal(t, session.SenderTrigger, x.CreatedBy.Kind)
@@ -73,7 +73,7 @@ func TestTriggerRoutesIntoTheLiveSession(t *testing.T) {
 	ctx := context.Background()
 	name := unique("steered")
 	applyAgent(t, name, script(t, "work.yaml"), "concurrency: 1\ntriggers:\n  - name: steer\n    message: \"{{.event}}: {{.payload.comment.body}}\"\n")
-	x, err := api.CreateSession(ctx, wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "start"})
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Agent: name, Repo: gitRepo(t), Message: "start"})
 	require.NoError(t, err)
 	waitStatus(t, x.ID, session.StatusAwaiting)
 	for i, c := range []string{"first", "second", "third"} {
@@ -83,10 +83,10 @@ func TestTriggerRoutesIntoTheLiveSession(t *testing.T) {
 		require.Equal(t, x.ID, res.SessionID)
 	}
 	waitFor(t, "the burst's turn", func() (bool, error) {
-		turns, err := api.Turns(ctx, x.ID)
+		turns, err := api.Sessions().Turns(ctx, x.ID)
 		return len(turns) == 2 && turns[1].Status.Settled(), err
 	})
-	events, err := api.Events(ctx, x.ID, 0)
+	events, err := api.Sessions().Events(ctx, x.ID, 0)
 	require.NoError(t, err)
 	var last session.TextData
 	for _, e := range events {
@@ -98,7 +98,7 @@ func TestTriggerRoutesIntoTheLiveSession(t *testing.T) {
 	for _, c := range []string{"first", "second", "third"} {
 		require.Contains(t, last.Text, "github.issue_comment.created: "+c)
 	}
-	cmds, err := api.Commands(ctx, x.ID)
+	cmds, err := api.Sessions().Commands(ctx, x.ID)
 	require.NoError(t, err)
 	absorbed := 0
 	for _, c := range cmds {

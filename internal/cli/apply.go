@@ -28,7 +28,7 @@ func newApply(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := g.remote().Apply(cmd.Context(), data)
+			res, err := g.remote().Projects().Apply(cmd.Context(), data)
 			if err != nil {
 				return fmt.Errorf("%s: %w", file, err)
 			}
@@ -49,7 +49,7 @@ func newAgents(g *globals) *cobra.Command {
 		Short: "List agents",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			list, err := g.remote().Agents(cmd.Context())
+			list, err := g.remote().Projects().Agents(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -65,7 +65,7 @@ func newAgents(g *globals) *cobra.Command {
 		Short: "Show an agent's spec as JSON",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := g.remote().Agent(cmd.Context(), args[0])
+			a, err := g.remote().Projects().Agent(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -22,7 +22,7 @@ func newApprovals(g *globals) *cobra.Command {
 			if !all {
 				f.Status = session.ApprovalPending
 			}
-			list, err := g.remote().Approvals(cmd.Context(), f)
+			list, err := g.remote().Gates().Approvals(cmd.Context(), f)
 			if err != nil {
 				return err
 			}
@@ -39,7 +39,7 @@ func newApprovals(g *globals) *cobra.Command {
 	var note string
 	decide := func(approve bool) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
-			a, err := g.remote().Decide(cmd.Context(), args[0], approve, note)
+			a, err := g.remote().Gates().Decide(cmd.Context(), args[0], approve, note)
 			if err != nil {
 				return err
 			}
@@ -57,7 +57,7 @@ func newApprovals(g *globals) *cobra.Command {
 		Short: "Print an approval's whole call (every line of a command, every argument, an edit as a diff, escaped) and its analysis piece by piece",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			list, err := g.remote().Approvals(cmd.Context(), session.ApprovalFilter{})
+			list, err := g.remote().Gates().Approvals(cmd.Context(), session.ApprovalFilter{})
 			if err != nil {
 				return err
 			}
@@ -68,7 +68,7 @@ func newApprovals(g *globals) *cobra.Command {
 				fmt.Fprintf(g.io.Out, "approval %s: %s in session %s, %s\n", a.ID, visible(a.Tool, false), a.SessionID, a.Status)
 				fmt.Fprintf(g.io.Out, "why it asks: %s (%s)\n", visible(a.Reason, false), visible(a.Rule, false))
 				fmt.Fprintf(g.io.Out, "the call:\n%s\n", callText(a.Tool, a.Args))
-				if x, err := g.remote().Session(cmd.Context(), a.SessionID); err == nil {
+				if x, err := g.remote().Sessions().Get(cmd.Context(), a.SessionID); err == nil {
 					if p, err := durable.PinnedPolicy(x); err == nil {
 						if text := analysisText(p, a.Tool, a.Args); text != "" {
 							fmt.Fprintln(g.io.Out, text)
@@ -99,7 +99,7 @@ func newPolicyApply(g *globals) *cobra.Command {
 				return &exitError{code: 2, msg: "give the policy file with -f FILE: " + err.Error()}
 			}
 			project = g.project(project)
-			digest, err := g.remote().SetPolicy(cmd.Context(), project, data)
+			digest, err := g.remote().Projects().SetPolicy(cmd.Context(), project, data)
 			if err != nil {
 				return fmt.Errorf("%s: %w", file, err)
 			}

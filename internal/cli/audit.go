@@ -22,7 +22,7 @@ func newAudit(g *globals) *cobra.Command {
 		Short: "Verify the audit logs (one session's with --session): exit 0 when intact, 1 naming the first broken entry",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			reports, err := g.remote().VerifyAudit(cmd.Context(), session)
+			reports, err := g.remote().Audit().Verify(cmd.Context(), session)
 			if err != nil {
 				return err
 			}
@@ -61,7 +61,7 @@ func newAudit(g *globals) *cobra.Command {
 		Short: "Print a session's audit log, one entry per line (with --content, what its project retained of each)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			log, err := g.remote().AuditLog(cmd.Context(), args[0], content)
+			log, err := g.remote().Audit().Log(cmd.Context(), args[0], content)
 			if err != nil {
 				return err
 			}
@@ -88,7 +88,7 @@ func newAudit(g *globals) *cobra.Command {
 		Short: "Print the access log (server administrators): logins, tokens, users, projects and members, who changed them and how they authenticated",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := g.remote().AccessLog(cmd.Context())
+			log, err := g.remote().Audit().AccessLog(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -103,7 +103,7 @@ func newAudit(g *globals) *cobra.Command {
 		Short: "Print the server's Ed25519 public key that seals audit logs (base64), to verify seals with",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, err := g.remote().AuditKey(cmd.Context())
+			k, err := g.remote().Audit().Key(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -131,7 +131,7 @@ func newAudit(g *globals) *cobra.Command {
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				d, err := g.remote().ContentRetention(cmd.Context(), args[0])
+				d, err := g.remote().Audit().ContentRetention(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
@@ -150,7 +150,7 @@ func newAudit(g *globals) *cobra.Command {
 			if err != nil || d < 0 {
 				return &exitError{code: 2, msg: fmt.Sprintf("retention %q: want a duration such as 720h (30 days), or off", args[1])}
 			}
-			got, err := g.remote().SetContentRetention(cmd.Context(), args[0], d)
+			got, err := g.remote().Audit().SetContentRetention(cmd.Context(), args[0], d)
 			if err != nil {
 				return err
 			}
@@ -167,7 +167,7 @@ func newAudit(g *globals) *cobra.Command {
 		Short: "Print a signed checkpoint (C2SP signed note) of the Merkle tree of every audit entry: keep it to prove later that the log only grew",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cp, err := g.remote().Checkpoint(cmd.Context())
+			cp, err := g.remote().Audit().Checkpoint(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -189,7 +189,7 @@ func newAudit(g *globals) *cobra.Command {
 			var oldSize int64
 			keyText := pubKey
 			if keyText == "" {
-				k, err := g.remote().AuditKey(cmd.Context())
+				k, err := g.remote().Audit().Key(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -208,7 +208,7 @@ func newAudit(g *globals) *cobra.Command {
 					return &exitError{code: 1, msg: "the older checkpoint: " + err.Error()}
 				}
 			}
-			p, err := g.remote().Prove(cmd.Context(), proveSession, proveSeq, oldSize)
+			p, err := g.remote().Audit().Prove(cmd.Context(), proveSession, proveSeq, oldSize)
 			if err != nil {
 				return err
 			}

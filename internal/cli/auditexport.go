@@ -64,7 +64,7 @@ func (x *exporter) run(ctx context.Context, g *globals) error {
 			pr.CloseWithError(err) // a sink that fails stops the download
 			done <- err
 		}()
-		err := g.remote().ExportAudit(ctx, pw, audit.FormatJSONL, x.last, x.follow)
+		err := g.remote().Audit().Export(ctx, pw, audit.FormatJSONL, x.last, x.follow)
 		pw.CloseWithError(err)
 		if cerr := <-done; cerr != nil && err == nil {
 			err = cerr

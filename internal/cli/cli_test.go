@@ -284,7 +284,7 @@ func TestCLIFailuresAreClear(t *testing.T) {
 	// sessions ls says when its limit cut rows.
 	c := client.New(serverURL).WithToken(adminToken)
 	for range 2 {
-		_, err := c.CreateSession(context.Background(), wire.CreateRequest{Model: "replay/demo"})
+		_, err := c.Sessions().Create(context.Background(), wire.CreateRequest{Model: "replay/demo"})
 		require.NoError(t, err)
 	}
 	code, out, _ = run(t, "", "sessions", "ls", "--limit", "1")

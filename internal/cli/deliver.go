@@ -20,7 +20,7 @@ func newDiff(g *globals) *cobra.Command {
 		Short: "Show a session's changes against its base commit; files under dedicated control are flagged",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := g.remote().Diff(cmd.Context(), args[0])
+			d, err := g.remote().Review().Diff(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -60,7 +60,7 @@ func newAccept(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c := g.remote()
-			d, err := c.Diff(cmd.Context(), args[0])
+			d, err := c.Review().Diff(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -70,7 +70,7 @@ func newAccept(g *globals) *cobra.Command {
 			case tree == "":
 				// Without a pinned snapshot, accept only while nothing can
 				// change the copy between the review and now.
-				if x, err := c.Session(cmd.Context(), args[0]); err == nil && (x.Status == session.StatusRunning || x.Status == session.StatusQueued) {
+				if x, err := c.Sessions().Get(cmd.Context(), args[0]); err == nil && (x.Status == session.StatusRunning || x.Status == session.StatusQueued) {
 					return &exitError{code: 1, msg: fmt.Sprintf("session %s is %s, so its copy may change between your review and this accept; nothing was applied.\n"+
 						"accept exactly what you reviewed: paddock sessions accept %s --tree TREE   (TREE as printed by paddock sessions diff %s)", args[0], x.Status, args[0], args[0])}
 				}
@@ -100,7 +100,7 @@ func newAccept(g *globals) *cobra.Command {
 			}
 			if message == "" {
 				message = "Apply the changes of Paddock session " + args[0]
-				if x, err := c.Session(cmd.Context(), args[0]); err == nil && x.DisplayTitle != "" {
+				if x, err := c.Sessions().Get(cmd.Context(), args[0]); err == nil && x.DisplayTitle != "" {
 					message = x.DisplayTitle
 				}
 			}
@@ -110,7 +110,7 @@ func newAccept(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := c.Accept(cmd.Context(), args[0], wire.AcceptRequest{Mode: mode, Commit: commit, Base: d.Base, Tree: d.Tree}); err != nil {
+			if _, err := c.Review().Accept(cmd.Context(), args[0], wire.AcceptRequest{Mode: mode, Commit: commit, Base: d.Base, Tree: d.Tree}); err != nil {
 				return fmt.Errorf("applied to %s, but recording the acceptance failed: %w", repo, err)
 			}
 			if commit != "" {
@@ -134,7 +134,7 @@ func newReject(g *globals) *cobra.Command {
 		Short: "Discard a session's changes; nothing reaches your repository",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := g.remote().Reject(cmd.Context(), args[0]); err != nil {
+			if _, err := g.remote().Review().Reject(cmd.Context(), args[0]); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.io.Out, "session %s's changes discarded\n", args[0])

@@ -13,7 +13,7 @@ func newGC(g *globals) *cobra.Command {
 		Short: "Remove working copies no longer needed: stopped sessions', failed sessions' past PADDOCK_RETAIN_FAILED, and leftovers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out, err := g.remote().GC(cmd.Context())
+			out, err := g.remote().Review().GC(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -20,7 +20,7 @@ func newHistory(g *globals) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			steps, err := g.remote().History(cmd.Context(), args[0])
+			steps, err := g.remote().Review().History(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

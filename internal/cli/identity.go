@@ -25,7 +25,7 @@ func newWhoami(g *globals) *cobra.Command {
 		Short: "Print who the server takes you for, and your projects and roles",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			w, err := g.remote().Whoami(cmd.Context())
+			w, err := g.remote().Access().Whoami(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -49,7 +49,7 @@ func newProjects(g *globals) *cobra.Command {
 		Short: "Create a project (server administrators); then `paddock members add NAME USER --role ROLE`",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := g.remote().CreateProject(cmd.Context(), args[0]); err != nil {
+			if err := g.remote().Access().CreateProject(cmd.Context(), args[0]); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.io.Out, "project %s created; give it members with `paddock members add %s USER --role member`\n", args[0], args[0])
@@ -64,7 +64,7 @@ func newProjects(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := g.remote().SetProjectCredentials(cmd.Context(), args[0], values); err != nil {
+			if err := g.remote().Gates().SetProjectCredentials(cmd.Context(), args[0], values); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.io.Out, "project %s: service credentials %s set (kept encrypted; names in the access log, values nowhere)\n", args[0], strings.Join(args[1:], ", "))
@@ -75,7 +75,7 @@ func newProjects(g *globals) *cobra.Command {
 		Short: "List your projects and your role in each",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ms, err := g.remote().Projects(cmd.Context())
+			ms, err := g.remote().Access().Projects(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -102,7 +102,7 @@ func newMembers(g *globals) *cobra.Command {
 			if err != nil {
 				return &exitError{code: 2, msg: "--role: " + err.Error()}
 			}
-			if err := g.remote().SetMember(cmd.Context(), args[0], args[1], r); err != nil {
+			if err := g.remote().Access().SetMember(cmd.Context(), args[0], args[1], r); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.io.Out, "%s is %s in %s\n", args[1], r, args[0])
@@ -116,7 +116,7 @@ func newMembers(g *globals) *cobra.Command {
 		Short: "Take USER's role in PROJECT away",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := g.remote().RemoveMember(cmd.Context(), args[0], args[1]); err != nil {
+			if err := g.remote().Access().RemoveMember(cmd.Context(), args[0], args[1]); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.io.Out, "%s is no longer a member of %s\n", args[1], args[0])
@@ -127,7 +127,7 @@ func newMembers(g *globals) *cobra.Command {
 		Short: "List PROJECT's members",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ms, err := g.remote().Members(cmd.Context(), args[0])
+			ms, err := g.remote().Access().Members(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -150,7 +150,7 @@ func newUsers(g *globals) *cobra.Command {
 		Short: "Create a user; then `paddock tokens create --user NAME` and `paddock members add PROJECT NAME --role ROLE`",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := g.remote().CreateUser(cmd.Context(), args[0], admin); err != nil {
+			if _, err := g.remote().Access().CreateUser(cmd.Context(), args[0], admin); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.io.Out, "user %s created; give them a token with `paddock tokens create --user %s` and a role with `paddock members add PROJECT %s --role member`\n", args[0], args[0], args[0])
@@ -163,7 +163,7 @@ func newUsers(g *globals) *cobra.Command {
 		Short: "List users",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			us, err := g.remote().Users(cmd.Context())
+			us, err := g.remote().Access().Users(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -191,7 +191,7 @@ func newTokens(g *globals) *cobra.Command {
 		Short: "Mint a token for yourself, or for --user (server administrators); it is printed once",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			t, err := g.remote().CreateToken(cmd.Context(), wire.NewToken{User: user, Label: label, Expires: expires})
+			t, err := g.remote().Access().CreateToken(cmd.Context(), wire.NewToken{User: user, Label: label, Expires: expires})
 			if err != nil {
 				return err
 			}
@@ -212,7 +212,7 @@ func newTokens(g *globals) *cobra.Command {
 		Short: "List tokens (yours by default): ID, label, expiry, last use, revocation",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ts, err := g.remote().Tokens(cmd.Context(), user, all)
+			ts, err := g.remote().Access().Tokens(cmd.Context(), user, all)
 			if err != nil {
 				return err
 			}
@@ -235,7 +235,7 @@ func newTokens(g *globals) *cobra.Command {
 			if tid, _, err := identity.ParseToken(id); err == nil {
 				id = tid // the whole token given: revoke it by its ID
 			}
-			if err := g.remote().RevokeToken(cmd.Context(), id); err != nil {
+			if err := g.remote().Access().RevokeToken(cmd.Context(), id); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.io.Out, "token %s revoked\n", id)
@@ -258,13 +258,13 @@ func newAdmin(g *globals) *cobra.Command {
 				return &exitError{code: 2, msg: "give one of --user NAME or --session ID"}
 			case id != "":
 				sent := time.Now()
-				if err := g.remote().RevokeSession(cmd.Context(), id); err != nil {
+				if err := g.remote().Sessions().Revoke(cmd.Context(), id); err != nil {
 					return err
 				}
 				fmt.Fprintf(g.io.Out, "session %s revoked\n", id)
 				return awaitStopped(cmd.Context(), g, id, sent)
 			}
-			r, err := g.remote().RevokeUser(cmd.Context(), user)
+			r, err := g.remote().Access().RevokeUser(cmd.Context(), user)
 			if err != nil {
 				return err
 			}

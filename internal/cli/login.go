@@ -37,7 +37,7 @@ func newLogin(g *globals) *cobra.Command {
 			ctx, cancel := context.WithTimeout(cmd.Context(), loginWait)
 			defer cancel()
 			c := client.New(server)
-			cfg, err := c.OIDCConfig(ctx)
+			cfg, err := c.Access().OIDCConfig(ctx)
 			if err != nil {
 				return err
 			}
@@ -48,7 +48,7 @@ func newLogin(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t, err := c.LoginOIDC(ctx, in)
+			t, err := c.Access().LoginOIDC(ctx, in)
 			if err != nil {
 				return err
 			}

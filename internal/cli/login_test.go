@@ -95,7 +95,7 @@ func TestLoginThroughTheDirectory(t *testing.T) {
 	require.Contains(t, whoami.String(), "test-user-127.0.0.1, authenticated by token:")
 
 	// An ID token the directory did not sign is refused.
-	_, err = client.New(a.URL).LoginOIDC(context.Background(), wire.OIDCLogin{IDToken: "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln"})
+	_, err = client.New(a.URL).Access().LoginOIDC(context.Background(), wire.OIDCLogin{IDToken: "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln"})
 	var apiErr *client.Error
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusUnauthorized, apiErr.Status)

@@ -144,7 +144,7 @@ func projectPolicy(cmd *cobra.Command, g *globals, project string) (*policy.Poli
 		}
 		where = "the local server (data in " + g.cfg.DataDir + ")"
 	}
-	raw, err := g.remote().Policy(cmd.Context(), project)
+	raw, err := g.remote().Projects().Policy(cmd.Context(), project)
 	if err != nil {
 		return nil, "", &exitError{code: checkError, msg: fmt.Sprintf("reading project %s's policy from %s: %v", project, where, err)}
 	}
@@ -235,7 +235,7 @@ func newPolicyReplay(g *globals) *cobra.Command {
 				return &exitError{code: 2, msg: err.Error()}
 			}
 			project = g.project(project)
-			rep, err := g.remote().ReplayPolicy(cmd.Context(), project, data, since, examples)
+			rep, err := g.remote().Projects().ReplayPolicy(cmd.Context(), project, data, since, examples)
 			if err != nil {
 				return err
 			}

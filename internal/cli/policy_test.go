@@ -104,11 +104,11 @@ func TestPolicyReplay(t *testing.T) {
 	c := client.New(serverURL).WithToken(adminToken)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ss, err := c.CreateSession(ctx, wire.CreateRequest{Project: project, Agent: "replayer", Message: "look around", NonInteractive: true})
+	ss, err := c.Sessions().Create(ctx, wire.CreateRequest{Project: project, Agent: "replayer", Message: "look around", NonInteractive: true})
 	require.NoError(t, err)
 	ended := map[string]bool{}
 	errDone := errors.New("every call ended")
-	err = c.Stream(ctx, ss.ID, 0, func(e session.Event) error {
+	err = c.Sessions().Stream(ctx, ss.ID, 0, func(e session.Event) error {
 		var d session.ToolCallData
 		if e.Kind == session.EventToolCall && json.Unmarshal(e.Data, &d) == nil {
 			switch d.State {

@@ -67,7 +67,7 @@ func newRun(g *globals) *cobra.Command {
 			if req.Repo == "" {
 				fmt.Fprintln(g.io.Err, "no --repo: the agent works in an empty working copy")
 			}
-			x, err := c.CreateSession(cmd.Context(), req)
+			x, err := c.Sessions().Create(cmd.Context(), req)
 			if err != nil {
 				return serverEnvHint(g, err)
 			}
@@ -111,7 +111,7 @@ type follower struct {
 // still says the session is still in status (as far as it can tell).
 func (f *follower) still(ctx context.Context, status session.Status) func() bool {
 	return func() bool {
-		x, err := f.c.Session(ctx, f.id)
+		x, err := f.c.Sessions().Get(ctx, f.id)
 		return err != nil || x.Status == status
 	}
 }
@@ -189,7 +189,7 @@ func (f *follower) run(ctx context.Context) error {
 	r := &renderer{w: f.g.io.Out}
 	asked, extended := false, false
 	var turnErr string
-	err := f.c.Stream(ctx, f.id, f.after, func(e session.Event) error {
+	err := f.c.Sessions().Stream(ctx, f.id, f.after, func(e session.Event) error {
 		r.event(e)
 		switch e.Kind {
 		case session.EventPark:
@@ -244,7 +244,7 @@ func (f *follower) run(ctx context.Context) error {
 				return stopFollowing{&exitError{code: 1, msg: "session failed: " + d.Error + "\n" + retryAdvice(d.Error, f.id)}}
 			case session.StatusStopped:
 				r.line("")
-				if x, err := f.c.Session(ctx, f.id); err == nil && x.BudgetStopped() {
+				if x, err := f.c.Sessions().Get(ctx, f.id); err == nil && x.BudgetStopped() {
 					return stopFollowing{&exitError{code: 3, msg: "the session stopped: " + x.StopReason +
 						fmt.Sprintf("\nits work is kept for review: paddock sessions diff %s   |   paddock sessions accept %s", f.id, f.id)}}
 				}
@@ -268,12 +268,12 @@ func (f *follower) run(ctx context.Context) error {
 // usage prints what the session has used so far: tokens, cost and the
 // share of its spending cap.
 func (f *follower) usage(ctx context.Context, r *renderer) {
-	u, err := f.c.Usage(ctx, f.id)
+	u, err := f.c.Sessions().Usage(ctx, f.id)
 	if err != nil {
 		return
 	}
 	budget := ""
-	if x, err := f.c.Session(ctx, f.id); err == nil {
+	if x, err := f.c.Sessions().Get(ctx, f.id); err == nil {
 		var sp spec.Agent
 		if json.Unmarshal(x.AgentSpec, &sp) == nil && sp.MaxPerSessionUSD > 0 {
 			budget = fmt.Sprintf(" of its $%.2f cap (%.0f%%)", sp.MaxPerSessionUSD, 100*u.CostUSD/sp.MaxPerSessionUSD)
@@ -283,12 +283,12 @@ func (f *follower) usage(ctx context.Context, r *renderer) {
 }
 
 func (f *follower) summary(ctx context.Context) {
-	x, err := f.c.Session(ctx, f.id)
+	x, err := f.c.Sessions().Get(ctx, f.id)
 	if err != nil {
 		return
 	}
 	fmt.Fprintf(f.g.io.Out, "session %s is %s.\n", x.ID, x.Status)
-	if d, err := f.c.Diff(ctx, x.ID); err == nil && len(d.Files) > 0 {
+	if d, err := f.c.Review().Diff(ctx, x.ID); err == nil && len(d.Files) > 0 {
 		fmt.Fprintf(f.g.io.Out, "changes in its working copy:\n")
 		printFiles(f.g, d.Files)
 	}
@@ -328,7 +328,7 @@ func (f *follower) extend(ctx context.Context, r *renderer, p session.Park) (boo
 	if a := strings.TrimSpace(line); !strings.EqualFold(a, "y") && !strings.EqualFold(a, "yes") {
 		return false, parked
 	}
-	if _, err := f.c.Extend(ctx, f.id, wire.ExtendRequest{Note: "granted at the terminal of paddock run"}); err != nil {
+	if _, err := f.c.Gates().Extend(ctx, f.id, wire.ExtendRequest{Note: "granted at the terminal of paddock run"}); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -350,7 +350,7 @@ func (f *follower) approve(ctx context.Context, r *renderer, d session.ToolCallD
 		// approves only what they can see.
 		r.line("  %s asks to run:\n%s", visible(d.Name, false), callText(d.Name, d.Args))
 		if f.pinned == nil {
-			if x, err := f.c.Session(ctx, f.id); err == nil {
+			if x, err := f.c.Sessions().Get(ctx, f.id); err == nil {
 				f.pinned, _ = durable.PinnedPolicy(x)
 			}
 		}
@@ -360,7 +360,7 @@ func (f *follower) approve(ctx context.Context, r *renderer, d session.ToolCallD
 		fmt.Fprintf(f.g.io.Out, "  allow this %s call (%s)? [y/N] ", visible(d.Name, false), visible(d.Rule, false))
 		r.midText = true
 		line, err := f.readLineWhile(ctx, func() bool {
-			pending, err := f.c.Approvals(ctx, session.ApprovalFilter{SessionID: f.id, Status: session.ApprovalPending})
+			pending, err := f.c.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: f.id, Status: session.ApprovalPending})
 			return err != nil || slices.ContainsFunc(pending, func(a session.Approval) bool { return a.ID == d.Approval })
 		})
 		if ctx.Err() != nil {
@@ -377,7 +377,7 @@ func (f *follower) approve(ctx context.Context, r *renderer, d session.ToolCallD
 		}
 		yes = strings.EqualFold(strings.TrimSpace(line), "y") || strings.EqualFold(strings.TrimSpace(line), "yes")
 	}
-	_, err := f.c.Decide(ctx, d.Approval, yes, "decided at the terminal of paddock run")
+	_, err := f.c.Gates().Decide(ctx, d.Approval, yes, "decided at the terminal of paddock run")
 	return err
 }
 
@@ -400,7 +400,7 @@ func (f *follower) next(ctx context.Context, r *renderer) error {
 		return stopFollowing{errDetached}
 	}
 	data, _ := json.Marshal(session.MessagePayload{Message: msg})
-	_, err = f.c.Send(ctx, f.id, wire.SendRequest{Kind: session.KindMessage, Payload: data})
+	_, err = f.c.Sessions().Send(ctx, f.id, wire.SendRequest{Kind: session.KindMessage, Payload: data})
 	return err
 }
 
@@ -478,7 +478,7 @@ func (f *follower) answer(ctx context.Context, r *renderer, q session.Question) 
 		}
 	}
 	data, _ := json.Marshal(p)
-	_, err := f.c.Send(ctx, f.id, wire.SendRequest{Kind: session.KindAnswer, Payload: data, IdempotencyKey: "answer/" + q.ToolCallID})
+	_, err := f.c.Sessions().Send(ctx, f.id, wire.SendRequest{Kind: session.KindAnswer, Payload: data, IdempotencyKey: "answer/" + q.ToolCallID})
 	return err
 }
 
@@ -530,10 +530,10 @@ func newDemo(g *globals) *cobra.Command {
 			defer stop()
 			// The demo agent uses only file tools and questions, so the demo
 			// runs even where bubblewrap is not installed yet.
-			if _, err := c.Apply(ctx, []byte(demoAgent)); err != nil {
+			if _, err := c.Projects().Apply(ctx, []byte(demoAgent)); err != nil {
 				return err
 			}
-			x, err := c.CreateSession(ctx, wire.CreateRequest{Agent: "demo", Repo: repo, Message: "Fix the typo in the README."})
+			x, err := c.Sessions().Create(ctx, wire.CreateRequest{Agent: "demo", Repo: repo, Message: "Fix the typo in the README."})
 			if err != nil {
 				return err
 			}
@@ -549,7 +549,7 @@ func newDemo(g *globals) *cobra.Command {
 			if err := f.run(ctx); err != nil {
 				return err
 			}
-			d, err := c.Diff(ctx, x.ID)
+			d, err := c.Review().Diff(ctx, x.ID)
 			if err != nil {
 				return err
 			}
@@ -559,12 +559,12 @@ func newDemo(g *globals) *cobra.Command {
 			// The demo cleans up after itself: its session stops (which
 			// removes the working copy) and its throwaway repository goes.
 			payload, _ := json.Marshal(session.StopPayload{Reason: "the demo is over"})
-			if _, err := c.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "demo-stop/" + x.ID}); err != nil {
+			if _, err := c.Sessions().Send(ctx, x.ID, wire.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "demo-stop/" + x.ID}); err != nil {
 				return err
 			}
 			waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
 			err = poll.Until(waitCtx, 100*time.Millisecond, func() (bool, error) {
-				s, err := c.Session(waitCtx, x.ID)
+				s, err := c.Sessions().Get(waitCtx, x.ID)
 				return err == nil && s.Status == session.StatusStopped, nil
 			})
 			cancel()
@@ -613,7 +613,7 @@ func (f *follower) interruptible(ctx context.Context, first func(context.Context
 			}
 			fmt.Fprintf(f.g.io.Out, "\n^C: interrupting the turn in flight (Ctrl-C again detaches; the session goes on)\n")
 			data, _ := json.Marshal(session.InterruptPayload{Reason: "Ctrl-C at the terminal"})
-			if _, err := f.c.Send(ctx, f.id, wire.SendRequest{Kind: session.KindInterrupt, Payload: data}); err != nil {
+			if _, err := f.c.Sessions().Send(ctx, f.id, wire.SendRequest{Kind: session.KindInterrupt, Payload: data}); err != nil {
 				fmt.Fprintf(f.g.io.Err, "paddock: the interrupt was not sent: %v\n", err)
 			}
 		}
@@ -652,11 +652,11 @@ func newAttach(g *globals) *cobra.Command {
 			}
 			defer stop()
 			id := args[0]
-			x, err := c.Session(ctx, id)
+			x, err := c.Sessions().Get(ctx, id)
 			if err != nil {
 				return err
 			}
-			events, err := c.Events(ctx, id, 0)
+			events, err := c.Sessions().Events(ctx, id, 0)
 			if err != nil {
 				return err
 			}
@@ -690,7 +690,7 @@ func newAttach(g *globals) *cobra.Command {
 				return &exitError{code: 1, msg: fmt.Sprintf("session %s is %s: there is nothing to attach to", id, x.Status)}
 			}
 			fmt.Fprintf(g.io.Out, "attached to session %s (%s); Ctrl-C interrupts the turn, twice detaches\n", id, x.Status)
-			pending, err := c.Approvals(ctx, session.ApprovalFilter{SessionID: id, Status: session.ApprovalPending})
+			pending, err := c.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: id, Status: session.ApprovalPending})
 			if err != nil {
 				return err
 			}

@@ -44,7 +44,7 @@ func newSessions(g *globals) *cobra.Command {
 				return &exitError{code: 2, msg: "--limit: want a positive number"}
 			}
 			f.Limit = limit + 1 // one more says whether rows were cut
-			list, err := g.remote().Sessions(cmd.Context(), f)
+			list, err := g.remote().Sessions().List(cmd.Context(), f)
 			if err != nil {
 				return err
 			}
@@ -88,7 +88,7 @@ func newSessions(g *globals) *cobra.Command {
 		Short: "Show a session as JSON",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			x, err := g.remote().Session(cmd.Context(), args[0])
+			x, err := g.remote().Sessions().Get(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -104,9 +104,9 @@ func newSessions(g *globals) *cobra.Command {
 			c := g.remote()
 			r := &renderer{w: g.io.Out, full: full, hints: true}
 			if follow {
-				return c.Stream(cmd.Context(), args[0], 0, func(e session.Event) error { r.event(e); return nil })
+				return c.Sessions().Stream(cmd.Context(), args[0], 0, func(e session.Event) error { r.event(e); return nil })
 			}
-			events, err := c.Events(cmd.Context(), args[0], 0)
+			events, err := c.Sessions().Events(cmd.Context(), args[0], 0)
 			if err != nil {
 				return err
 			}
@@ -130,7 +130,7 @@ func newSessions(g *globals) *cobra.Command {
 			}
 			data, _ := json.Marshal(p)
 			sent := time.Now()
-			c, err := g.remote().Send(cmd.Context(), args[0], wire.SendRequest{Kind: kind, Payload: data, IdempotencyKey: key})
+			c, err := g.remote().Sessions().Send(cmd.Context(), args[0], wire.SendRequest{Kind: kind, Payload: data, IdempotencyKey: key})
 			if err != nil {
 				return err
 			}
@@ -201,7 +201,7 @@ func newSessions(g *globals) *cobra.Command {
 		Short: "Archive a session (hidden from lists; a new message revives it)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := g.remote().Archive(cmd.Context(), args[0]); err != nil {
+			if _, err := g.remote().Sessions().Archive(cmd.Context(), args[0]); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.io.Out, "session %s archived\n", args[0])
@@ -213,7 +213,7 @@ func newSessions(g *globals) *cobra.Command {
 		Short: "Start a fresh session for a failed session's input",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			x, err := g.remote().Retry(cmd.Context(), args[0])
+			x, err := g.remote().Sessions().Retry(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -228,7 +228,7 @@ func newSessions(g *globals) *cobra.Command {
 		Short: "Grant a session parked on its budget one more extension (or, with --spend-cap, a higher spend cap); you are recorded as granting it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := g.remote().Extend(cmd.Context(), args[0], wire.ExtendRequest{Note: extendNote, SpendCapUSD: spendCap})
+			p, err := g.remote().Gates().Extend(cmd.Context(), args[0], wire.ExtendRequest{Note: extendNote, SpendCapUSD: spendCap})
 			if err != nil {
 				return err
 			}
@@ -244,7 +244,7 @@ func newSessions(g *globals) *cobra.Command {
 		Short: "Freeze a session for inspection: no turn starts, nothing is reaped, discarded or collected until released",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := g.remote().Hold(cmd.Context(), args[0], holdReason); err != nil {
+			if _, err := g.remote().Sessions().Hold(cmd.Context(), args[0], holdReason); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.io.Out, "session %s held\nrelease it: paddock sessions release %s\n", args[0], args[0])
@@ -257,7 +257,7 @@ func newSessions(g *globals) *cobra.Command {
 		Short: "Release a held session: it picks up what waits",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := g.remote().Release(cmd.Context(), args[0]); err != nil {
+			if _, err := g.remote().Sessions().Release(cmd.Context(), args[0]); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.io.Out, "session %s released\n", args[0])
@@ -270,7 +270,7 @@ func newSessions(g *globals) *cobra.Command {
 		Short: "Waive a session's delivery requirement (its work need not be accepted before it completes); you and the reason are recorded",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := g.remote().Waive(cmd.Context(), args[0], waiveReason); err != nil {
+			if _, err := g.remote().Sessions().Waive(cmd.Context(), args[0], waiveReason); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.io.Out, "session %s: delivery requirement waived\n", args[0])
@@ -284,7 +284,7 @@ func newSessions(g *globals) *cobra.Command {
 		Short: "Resume a session parked on credits or a provider outage once that is fixed; you are recorded",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := g.remote().Unpark(cmd.Context(), args[0], unparkNote)
+			p, err := g.remote().Gates().Unpark(cmd.Context(), args[0], unparkNote)
 			if err != nil {
 				return err
 			}
@@ -300,7 +300,7 @@ func newSessions(g *globals) *cobra.Command {
 		Short: "Let a guest's session start (or, with --reject, stop it before it runs anything); you are recorded",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := g.remote().ApproveStart(cmd.Context(), args[0], !reject, startNote); err != nil {
+			if _, err := g.remote().Gates().ApproveStart(cmd.Context(), args[0], !reject, startNote); err != nil {
 				return err
 			}
 			if reject {
@@ -319,7 +319,7 @@ func newSessions(g *globals) *cobra.Command {
 		Short: "Choose whose credentials a session you requested acts with: yours (you give them next) or the project's service identity",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := g.remote().ChooseIdentity(cmd.Context(), args[0], as)
+			p, err := g.remote().Gates().ChooseIdentity(cmd.Context(), args[0], as)
 			if err != nil {
 				return err
 			}
@@ -338,7 +338,7 @@ func newSessions(g *globals) *cobra.Command {
 		Short: "Give a session you requested the credentials its agent acts with: each is read from standard input (one line each, not echoed on a terminal), never from the command line",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			x, err := g.remote().Session(cmd.Context(), args[0])
+			x, err := g.remote().Sessions().Get(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -351,7 +351,7 @@ func newSessions(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := g.remote().SetCredentials(cmd.Context(), args[0], values); err != nil {
+			if _, err := g.remote().Gates().SetCredentials(cmd.Context(), args[0], values); err != nil {
 				return err
 			}
 			fmt.Fprintf(g.io.Out, "session %s: %d credentials given (kept encrypted, deleted when it ends); it starts now\nwatch it: paddock sessions logs -f %s\n",
@@ -364,12 +364,12 @@ func newSessions(g *globals) *cobra.Command {
 		Short: "Show a session's token usage and cost, per turn, and its disk use",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			u, err := g.remote().Usage(cmd.Context(), args[0])
+			u, err := g.remote().Sessions().Usage(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(g.io.Out, "input %d tokens, output %d tokens, cost $%.4f\n", u.InputTokens, u.OutputTokens, u.CostUSD)
-			if d, err := g.remote().Disk(cmd.Context(), args[0]); err == nil {
+			if d, err := g.remote().Sessions().Disk(cmd.Context(), args[0]); err == nil {
 				budget := "not bounded"
 				if d.Budget > 0 {
 					budget = "of a " + durable.BytesHuman(d.Budget) + " budget"
@@ -388,7 +388,7 @@ func newSessions(g *globals) *cobra.Command {
 
 // listParked prints the sessions waiting on someone and what each needs.
 func listParked(cmd *cobra.Command, g *globals, f session.Filter, quiet bool) error {
-	list, err := g.remote().Parked(cmd.Context(), f.Project, f.Agent)
+	list, err := g.remote().Gates().Parked(cmd.Context(), f.Project, f.Agent)
 	if err != nil {
 		return err
 	}
@@ -418,7 +418,7 @@ const stopWait = time.Minute
 // it out.
 func awaitStopped(ctx context.Context, g *globals, id string, sent time.Time) error {
 	return awaitEffect(ctx, g, sent, func() (bool, error) {
-		s, err := g.remote().Session(ctx, id)
+		s, err := g.remote().Sessions().Get(ctx, id)
 		if err != nil || !s.Status.Terminal() {
 			return false, err
 		}
@@ -434,7 +434,7 @@ func awaitStopped(ctx context.Context, g *globals, id string, sent time.Time) er
 // awaitSettled waits for an interrupt to take effect.
 func awaitSettled(ctx context.Context, g *globals, id string, c session.Command, sent time.Time) error {
 	return awaitEffect(ctx, g, sent, func() (bool, error) {
-		cmds, err := g.remote().Commands(ctx, id)
+		cmds, err := g.remote().Sessions().Commands(ctx, id)
 		for _, x := range cmds {
 			if x.ID == c.ID {
 				c = x

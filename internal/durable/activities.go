@@ -105,7 +105,7 @@ func (a *Activities) agentSpec(ctx context.Context, sessionID string) (session.S
 // the environment (its setup run and saved as a layer, or a saved layer
 // restored), then the model's provider. A failure fails the session with
 // the reason (a failing setup, with the tail of its output).
-func (a *Activities) Provision(ctx context.Context, sessionID string) error {
+func (a Lifecycle) Provision(ctx context.Context, sessionID string) error {
 	s, sp, err := a.agentSpec(ctx, sessionID)
 	if err != nil {
 		return err
@@ -221,7 +221,7 @@ func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session, sp
 }
 
 // Fail ends the session as failed; a replace: auto agent gets a successor.
-func (a *Activities) Fail(ctx context.Context, sessionID, reason string) error {
+func (a Lifecycle) Fail(ctx context.Context, sessionID, reason string) error {
 	if err := a.Store.FailSession(ctx, sessionID, reason); err != nil {
 		return err
 	}
@@ -274,7 +274,7 @@ type Claim struct {
 }
 
 // Claim claims the next batch of commands.
-func (a *Activities) Claim(ctx context.Context, sessionID string) (Claim, error) {
+func (a Lifecycle) Claim(ctx context.Context, sessionID string) (Claim, error) {
 	// A held session's claim holds only a stop (checked in the claim's
 	// own transaction, so a hold can never let a turn slip through).
 	cmds, err := a.Store.ClaimBatch(ctx, sessionID)
@@ -309,18 +309,18 @@ func (a *Activities) Claim(ctx context.Context, sessionID string) (Claim, error)
 
 // Expire ends a session that reached its hard wall-clock expiry while it
 // slept.
-func (a *Activities) Expire(ctx context.Context, sessionID string) error {
+func (a Lifecycle) Expire(ctx context.Context, sessionID string) error {
 	s, sp, err := a.agentSpec(ctx, sessionID)
 	if err != nil || s.Status.Terminal() || s.Held() {
 		return err // a held session's end waits for its release
 	}
-	return a.EndForBudget(ctx, sessionID, fmt.Sprintf("the session reached its lifetime of %s", a.limits(s, sp).Lifetime), "")
+	return a.Budgets().EndForBudget(ctx, sessionID, fmt.Sprintf("the session reached its lifetime of %s", a.limits(s, sp).Lifetime), "")
 }
 
 // Reap releases an idle session's sandbox: no process of it is left (each
 // command's sandbox already died with it); the workspace is kept and the
 // session stays awaiting.
-func (a *Activities) Reap(ctx context.Context, sessionID string) error {
+func (a Lifecycle) Reap(ctx context.Context, sessionID string) error {
 	if a.held(ctx, sessionID) {
 		return nil
 	}
@@ -336,7 +336,7 @@ func (a *Activities) Reap(ctx context.Context, sessionID string) error {
 
 // Rehydrate readies a reaped session for work again: its working copy is
 // made again when it is not on this node, and a sandbox must be available.
-func (a *Activities) Rehydrate(ctx context.Context, sessionID string) error {
+func (a Lifecycle) Rehydrate(ctx context.Context, sessionID string) error {
 	s, sp, err := a.agentSpec(ctx, sessionID)
 	if err != nil {
 		return err
@@ -356,12 +356,12 @@ func (a *Activities) Rehydrate(ctx context.Context, sessionID string) error {
 }
 
 // Settle moves commands to a final state.
-func (a *Activities) Settle(ctx context.Context, ids []string, state session.CommandState, reason string) error {
+func (a Lifecycle) Settle(ctx context.Context, ids []string, state session.CommandState, reason string) error {
 	return a.Store.SettleCommands(ctx, ids, state, reason)
 }
 
 // MarkStarted records that a bare start booted the runtime.
-func (a *Activities) MarkStarted(ctx context.Context, sessionID string, commandID string) error {
+func (a Lifecycle) MarkStarted(ctx context.Context, sessionID string, commandID string) error {
 	if err := a.Store.MarkStarted(ctx, sessionID); err != nil {
 		return err
 	}
@@ -370,7 +370,7 @@ func (a *Activities) MarkStarted(ctx context.Context, sessionID string, commandI
 
 // OpenTurn records a turn for the commands, delivers their messages into
 // the transcript and moves the turn in_progress.
-func (a *Activities) OpenTurn(ctx context.Context, turnID string, cmds []session.Command) error {
+func (a Turns) OpenTurn(ctx context.Context, turnID string, cmds []session.Command) error {
 	if len(cmds) == 0 {
 		return nonRetryable(errors.New("a turn needs at least one command"))
 	}
@@ -412,7 +412,7 @@ func (a *Activities) OpenTurn(ctx context.Context, turnID string, cmds []session
 }
 
 // SettleTurn moves a turn to a settled status; the session status follows.
-func (a *Activities) SettleTurn(ctx context.Context, turnID string, status session.TurnStatus, scope session.FailureScope, reason string) error {
+func (a Turns) SettleTurn(ctx context.Context, turnID string, status session.TurnStatus, scope session.FailureScope, reason string) error {
 	t, err := a.Store.GetTurn(ctx, turnID)
 	if err != nil {
 		return err
@@ -453,7 +453,7 @@ func (a *Activities) parked(ctx context.Context, sessionID string) (string, bool
 
 // ModelStep runs one model step of a turn. A step already recorded (the
 // activity retried after a crash) is returned as recorded.
-func (a *Activities) ModelStep(ctx context.Context, sessionID, turnID string, step int) (_ provider.Response, err error) {
+func (a Turns) ModelStep(ctx context.Context, sessionID, turnID string, step int) (_ provider.Response, err error) {
 	events, err := a.Store.ListEvents(ctx, sessionID, 0, 0)
 	if err != nil {
 		return provider.Response{}, err
@@ -736,7 +736,7 @@ func RecordCall(ctx context.Context, st store.Store, sessionID, turnID string, d
 // call becomes done with the answer as its result, and the waiting turn
 // completes. It returns an error message (and no error) when the answer
 // matches no open question.
-func (a *Activities) Answer(ctx context.Context, cmd session.Command) (string, error) {
+func (a Turns) Answer(ctx context.Context, cmd session.Command) (string, error) {
 	var p session.AnswerPayload
 	if err := json.Unmarshal(cmd.Payload, &p); err != nil {
 		return "unreadable answer payload: " + err.Error(), nil
@@ -777,7 +777,7 @@ func (a *Activities) Answer(ctx context.Context, cmd session.Command) (string, e
 // generating, generated or calling become canceled, and the conversation
 // records that the assistant was cut off (unless the model step recorded
 // that itself while it streamed).
-func (a *Activities) Interrupted(ctx context.Context, sessionID, turnID, reason string) error {
+func (a Lifecycle) Interrupted(ctx context.Context, sessionID, turnID, reason string) error {
 	steps, err := a.Store.EventsByKey(ctx, sessionID, turnID+"/")
 	if err != nil {
 		return err
@@ -822,13 +822,13 @@ func (a *Activities) Interrupted(ctx context.Context, sessionID, turnID, reason 
 }
 
 // GetCommand reads a command.
-func (a *Activities) GetCommand(ctx context.Context, id string) (session.Command, error) {
+func (a Lifecycle) GetCommand(ctx context.Context, id string) (session.Command, error) {
 	return a.Store.GetCommand(ctx, id)
 }
 
 // Stop ends the session: the stop command is accepted and the session is
 // stopped with its reason, respawn request and handoff.
-func (a *Activities) Stop(ctx context.Context, cmd session.Command) error {
+func (a Lifecycle) Stop(ctx context.Context, cmd session.Command) error {
 	if err := a.stopSession(ctx, cmd); err != nil {
 		return err
 	}
@@ -838,11 +838,11 @@ func (a *Activities) Stop(ctx context.Context, cmd session.Command) error {
 // StopTurn is Stop for a stop that interrupted a turn: the session is
 // stopped first, then the turn settles (the session never shows idle in
 // between), then its copy goes.
-func (a *Activities) StopTurn(ctx context.Context, cmd session.Command, turnID string, status session.TurnStatus, scope session.FailureScope, why string) error {
+func (a Turns) StopTurn(ctx context.Context, cmd session.Command, turnID string, status session.TurnStatus, scope session.FailureScope, why string) error {
 	if err := a.stopSession(ctx, cmd); err != nil {
 		return err
 	}
-	if err := a.SettleTurn(ctx, turnID, status, scope, why); err != nil {
+	if err := a.Turns().SettleTurn(ctx, turnID, status, scope, why); err != nil {
 		return err
 	}
 	return a.release(ctx, cmd)

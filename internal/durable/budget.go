@@ -78,7 +78,7 @@ type BudgetCheck struct {
 }
 
 // CheckBudget evaluates the session's budget before a model call.
-func (a *Activities) CheckBudget(ctx context.Context, sessionID string) (BudgetCheck, error) {
+func (a Budgets) CheckBudget(ctx context.Context, sessionID string) (BudgetCheck, error) {
 	s, sp, err := a.agentSpec(ctx, sessionID)
 	if err != nil {
 		return BudgetCheck{}, err
@@ -101,7 +101,7 @@ type ParkResult struct {
 // Park parks the session for reason: the park (with its TTL), a held
 // recovery command that continues the work once it resolves, a notice
 // saying what it needs. An open park of the same reason is kept.
-func (a *Activities) Park(ctx context.Context, sessionID, turnID string, reason bound.Reason, detail string) (ParkResult, error) {
+func (a Budgets) Park(ctx context.Context, sessionID, turnID string, reason bound.Reason, detail string) (ParkResult, error) {
 	id := uuid.NewString()
 	p := session.Park{ID: id, SessionID: sessionID, Reason: string(reason), Detail: detail, Needs: bound.Needs(reason, sessionID)}
 	if ttl := bound.TTL(reason); ttl > 0 {
@@ -123,7 +123,7 @@ func (a *Activities) Park(ctx context.Context, sessionID, turnID string, reason 
 
 // ExpirePark resolves a park whose TTL ran out and ends the session as
 // failed, saying so. A park already resolved is left as it is.
-func (a *Activities) ExpirePark(ctx context.Context, parkID string) (bool, error) {
+func (a Budgets) ExpirePark(ctx context.Context, parkID string) (bool, error) {
 	p, err := a.Store.GetPark(ctx, parkID)
 	if err != nil || p.ResolvedAt != nil || a.held(ctx, p.SessionID) {
 		return false, err
@@ -131,12 +131,12 @@ func (a *Activities) ExpirePark(ctx context.Context, parkID string) (bool, error
 	if _, err := a.Store.ResolvePark(ctx, parkID, session.ParkExpired, nil, "its TTL ran out"); err != nil {
 		return false, err
 	}
-	return true, a.Fail(ctx, p.SessionID, fmt.Sprintf("parked (%s) until its TTL ran out: %s", p.Reason, p.Detail))
+	return true, a.Lifecycle().Fail(ctx, p.SessionID, fmt.Sprintf("parked (%s) until its TTL ran out: %s", p.Reason, p.Detail))
 }
 
 // ProbePark checks whether a park's condition cleared on its own (the
 // provider answers again) and resolves it cleared if so.
-func (a *Activities) ProbePark(ctx context.Context, parkID string) (bool, error) {
+func (a Budgets) ProbePark(ctx context.Context, parkID string) (bool, error) {
 	p, err := a.Store.GetPark(ctx, parkID)
 	if err != nil || p.ResolvedAt != nil {
 		return false, err
@@ -191,7 +191,7 @@ func (a *Activities) parkTimers(ctx context.Context, sessionID string) ([]ParkTi
 
 // FinalSummary asks the model, without tools, for a final summary of the
 // session whose budget ran out, and records it.
-func (a *Activities) FinalSummary(ctx context.Context, sessionID, turnID, why string) (string, error) {
+func (a Budgets) FinalSummary(ctx context.Context, sessionID, turnID, why string) (string, error) {
 	events, err := a.Store.ListEvents(ctx, sessionID, 0, 0)
 	if err != nil {
 		return "", err
@@ -239,7 +239,7 @@ const finalSummaryStep = 2_000_000
 // extended: cleanly, with the reason and the final summary as its
 // handoff. Its working copy is kept (like a failed session's) so the work
 // can still be reviewed and accepted.
-func (a *Activities) EndForBudget(ctx context.Context, sessionID, why, summary string) error {
+func (a Budgets) EndForBudget(ctx context.Context, sessionID, why, summary string) error {
 	data, _ := json.Marshal(session.TextData{Text: "stopped: " + session.StopBudget + ": " + why})
 	if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, Kind: session.EventNotice, Key: "stop/budget", Data: data}); err != nil {
 		return err

@@ -69,7 +69,7 @@ func atk4Setup(t *testing.T) *atk4 {
 	s.Node = "a"
 	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "a.txt"), []byte("reviewed\n"), 0o644))
 	copies.RecordStep(ctx, e.st, e.acts.ContentKey, s, "call-1", "")
-	d, _, err := e.svcA.Diff(ctx, reviewerP, s.ID)
+	d, _, err := e.svcA.Review().Diff(ctx, reviewerP, s.ID)
 	require.NoError(t, err)
 	require.Len(t, d.Files, 1)
 	e.s, e.d = s, d
@@ -92,7 +92,7 @@ func TestTakeoverWaitsForALiveHolder(t *testing.T) {
 	e := atk4Setup(t)
 	sB, err := e.st.GetSession(ctx, e.s.ID)
 	require.NoError(t, err)
-	err = e.actsB.EnsureCopy(ctx, &sB, spec.Agent{})
+	err = e.actsB.Lifecycle().EnsureCopy(ctx, &sB, spec.Agent{})
 	node, moved := copies.IsElsewhere(err)
 	require.True(t, moved, "%v", err)
 	require.Equal(t, "a", node, "the work goes to the holder")
@@ -100,17 +100,17 @@ func TestTakeoverWaitsForALiveHolder(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "a", x.Node, "nothing moved")
 
-	accepted, err := e.svcA.Accept(ctx, reviewerP, e.s.ID, wire.AcceptRequest{Mode: session.AsUncommitted, Base: e.d.Base, Tree: e.d.Tree})
+	accepted, err := e.svcA.Review().Accept(ctx, reviewerP, e.s.ID, wire.AcceptRequest{Mode: session.AsUncommitted, Base: e.d.Base, Tree: e.d.Tree})
 	require.NoError(t, err)
 	require.NotEqual(t, e.d.Base, accepted.BaseCommit)
 
 	e.alive["a"] = false // node a is gone
 	x, err = e.st.GetSession(ctx, e.s.ID)
 	require.NoError(t, err)
-	require.NoError(t, e.actsB.EnsureCopy(ctx, &x, spec.Agent{}))
+	require.NoError(t, e.actsB.Lifecycle().EnsureCopy(ctx, &x, spec.Agent{}))
 	require.Equal(t, "b", x.Node)
 	require.Equal(t, accepted.BaseCommit, x.BaseCommit, "the acceptance stands")
-	d, _, err := e.svcB.Diff(ctx, reviewerP, x.ID)
+	d, _, err := e.svcB.Review().Diff(ctx, reviewerP, x.ID)
 	require.NoError(t, err)
 	require.Empty(t, d.Files, "the accepted change is not offered again")
 }
@@ -124,7 +124,7 @@ func TestCheckpointOnlyFromTheHolder(t *testing.T) {
 	e.alive["a"] = false
 	x, err := e.st.GetSession(ctx, e.s.ID)
 	require.NoError(t, err)
-	require.NoError(t, e.actsB.EnsureCopy(ctx, &x, spec.Agent{}))
+	require.NoError(t, e.actsB.Lifecycle().EnsureCopy(ctx, &x, spec.Agent{}))
 	before, err := e.st.Steps(ctx, x.ID)
 	require.NoError(t, err)
 	// Node a writes on in its stale copy and checkpoints.
@@ -148,11 +148,11 @@ func TestLegacySessionStaysOffAnotherNodesDirectory(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "a.txt"), []byte("x\n"), 0o644))
 	actsB := &durable.Activities{Store: e.st, Tools: tool.Builtin(), Now: e.acts.Now, Copies: &copies.Set{Node: "b", WorkspaceDir: t.TempDir()}, ContentKey: e.acts.ContentKey}
 	svcB := &engine.Service{Store: e.st, Access: &access.Service{Store: e.st}, Copies: actsB.Copies, ContentKey: e.acts.ContentKey}
-	_, _, err := svcB.Diff(ctx, reviewerP, s.ID)
+	_, _, err := svcB.Review().Diff(ctx, reviewerP, s.ID)
 	require.ErrorContains(t, err, "working copy is gone", "node b does not read node a's directory")
 	x, err := e.st.GetSession(ctx, s.ID)
 	require.NoError(t, err)
-	require.NoError(t, actsB.EnsureCopy(ctx, &x, spec.Agent{}))
+	require.NoError(t, actsB.Lifecycle().EnsureCopy(ctx, &x, spec.Agent{}))
 	require.NotEqual(t, s.Workdir, x.Workdir, "node b works in a directory of its own")
 	require.Equal(t, "b", x.Node)
 }

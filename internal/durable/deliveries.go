@@ -32,7 +32,7 @@ type Flush struct {
 
 // FlushDeliveries turns the session's held deliveries into one message
 // command that lists each.
-func (a *Activities) FlushDeliveries(ctx context.Context, sessionID string) (Flush, error) {
+func (a Lifecycle) FlushDeliveries(ctx context.Context, sessionID string) (Flush, error) {
 	held, err := a.Store.HeldDeliveries(ctx, sessionID)
 	if err != nil || len(held) == 0 {
 		return Flush{}, err

@@ -11,6 +11,6 @@ import (
 // package engine on top of these activities) reach inside.
 
 // EnsureCopy is ensureCopy.
-func (a *Activities) EnsureCopy(ctx context.Context, s *session.Session, sp spec.Agent) error {
+func (a Lifecycle) EnsureCopy(ctx context.Context, s *session.Session, sp spec.Agent) error {
 	return a.ensureCopy(ctx, s, sp)
 }

@@ -43,7 +43,7 @@ var errorKinds = []struct {
 
 // Deliver runs a delivery here, making the copy here first when it is
 // not (its node is gone).
-func (a *Activities) Deliver(ctx context.Context, d Delivery) (Delivered, error) {
+func (a Lifecycle) Deliver(ctx context.Context, d Delivery) (Delivered, error) {
 	s, sp, err := a.agentSpec(ctx, d.SessionID)
 	if err != nil {
 		return Delivered{}, kinded(err)

@@ -19,7 +19,7 @@ type Triggerer interface {
 
 // Fire delivers one scheduled tick through its trigger (event
 // "schedule"); the tick's time keys it, so a retried tick lands once.
-func (a *Activities) Fire(ctx context.Context, trigger, tick string, at time.Time) error {
+func (a Lifecycle) Fire(ctx context.Context, trigger, tick string, at time.Time) error {
 	if a.Triggers == nil {
 		return nonRetryable(errors.New("this worker delivers no triggers"))
 	}

@@ -65,7 +65,7 @@ func TestRejectedChangesComeBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, cps, 1)
 
-	// What Service.Reject does: copies.Set.Discard, Deliver(base, base), and
+	// What Service.Review().Reject does: copies.Set.Discard, Deliver(base, base), and
 	// the copy's state recorded.
 	require.NoError(t, e.acts.Copies.Discard(ctx, s))
 	require.NoError(t, e.st.Deliver(ctx, s.ID, s.BaseCommit, s.BaseCommit, session.DeliveryRejected, session.Sender{Kind: session.SenderOperator, ID: "root"}, "changes discarded"))
@@ -76,7 +76,7 @@ func TestRejectedChangesComeBack(t *testing.T) {
 	require.NoError(t, os.RemoveAll(s.Workdir))
 	s, err = e.st.GetSession(ctx, s.ID)
 	require.NoError(t, err)
-	require.NoError(t, e.acts.EnsureCopy(ctx, &s, spec.Agent{}))
+	require.NoError(t, e.acts.Lifecycle().EnsureCopy(ctx, &s, spec.Agent{}))
 	require.NoFileExists(t, filepath.Join(s.Workdir, "backdoor.sh"), "the rejected (discarded) file is back after a restore")
 }
 
@@ -98,13 +98,13 @@ func TestCheckpointAfterAcceptRestores(t *testing.T) {
 	prev := s.BaseCommit
 	s, err = e.st.GetSession(ctx, s.ID)
 	require.NoError(t, err)
-	// What Service.Accept does next: the new base recorded, with its bundle.
+	// What Service.Review().Accept does next: the new base recorded, with its bundle.
 	copies.RecordStep(ctx, e.st, e.acts.ContentKey, s, "accept", prev)
 	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "b.txt"), []byte("after\n"), 0o644))
 	copies.RecordStep(ctx, e.st, e.acts.ContentKey, s, "call-2", "")
 
 	require.NoError(t, os.RemoveAll(s.Workdir))
-	require.NoError(t, e.acts.EnsureCopy(ctx, &s, spec.Agent{}))
+	require.NoError(t, e.acts.Lifecycle().EnsureCopy(ctx, &s, spec.Agent{}))
 	require.FileExists(t, filepath.Join(s.Workdir, "a.txt"))
 	require.FileExists(t, filepath.Join(s.Workdir, "b.txt"))
 }
@@ -124,7 +124,7 @@ func TestBlobsStayInTheirSession(t *testing.T) {
 	copies.RecordStep(ctx, e.st, e.acts.ContentKey, a, "c1", "")
 	copies.RecordStep(ctx, e.st, e.acts.ContentKey, b, "c1", "")
 	require.NoError(t, os.RemoveAll(b.Workdir))
-	require.NoError(t, e.acts.EnsureCopy(ctx, &b, spec.Agent{}))
+	require.NoError(t, e.acts.Lifecycle().EnsureCopy(ctx, &b, spec.Agent{}))
 	got, err := os.ReadFile(filepath.Join(b.Workdir, "secret.txt"))
 	require.NoError(t, err)
 	require.Equal(t, "beta's own\n", string(got))

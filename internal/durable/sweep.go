@@ -30,7 +30,7 @@ var sweeper = session.Sender{Kind: session.SenderSystem, ID: "sweeper"}
 // session.archiveAfterInactive (skipping any with active commands or
 // turns, or held), and repairs queued or running rows with no active work
 // back to awaiting.
-func (a *Activities) Sweep(ctx context.Context) (Swept, error) {
+func (a Lifecycle) Sweep(ctx context.Context) (Swept, error) {
 	var out Swept
 	n, err := a.Store.ExpireAuditContent(ctx, a.Now())
 	if err != nil {

@@ -114,7 +114,7 @@ func SettledCall(ctx context.Context, rec store.Store, sessionID, callID string)
 // Gate evaluates a generated call against the session's pinned policy. An
 // unknown tool errors (the model is told which exist); a refusal is
 // recorded as rejected with the deciding rule.
-func (a *Activities) Gate(ctx context.Context, sessionID, turnID string, call provider.ToolCall) (GateResult, error) {
+func (a Turns) Gate(ctx context.Context, sessionID, turnID string, call provider.ToolCall) (GateResult, error) {
 	s, sp, err := a.agentSpec(ctx, sessionID)
 	if err != nil {
 		return GateResult{}, err
@@ -217,7 +217,7 @@ type ApprovalRequest struct {
 // RequestApproval parks an "ask" call: a durable approval bound to the
 // call's digest, with the policy's TTL. A non-interactive session without a
 // named approver rejects at once instead, so nothing hangs.
-func (a *Activities) RequestApproval(ctx context.Context, sessionID, turnID string, call provider.ToolCall, d policy.Decision) (ApprovalRequest, error) {
+func (a Turns) RequestApproval(ctx context.Context, sessionID, turnID string, call provider.ToolCall, d policy.Decision) (ApprovalRequest, error) {
 	s, err := a.Store.GetSession(ctx, sessionID)
 	if err != nil {
 		return ApprovalRequest{}, err
@@ -250,7 +250,7 @@ func (a *Activities) RequestApproval(ctx context.Context, sessionID, turnID stri
 }
 
 // ApprovalState reads an approval; a pending one past its TTL is expired.
-func (a *Activities) ApprovalState(ctx context.Context, id string, expire bool) (session.Approval, error) {
+func (a Turns) ApprovalState(ctx context.Context, id string, expire bool) (session.Approval, error) {
 	ap, err := a.Store.GetApproval(ctx, id)
 	if err != nil || ap.Status != session.ApprovalPending || !expire {
 		return ap, err
@@ -263,7 +263,7 @@ func (a *Activities) ApprovalState(ctx context.Context, id string, expire bool) 
 }
 
 // Reject records a call as rejected.
-func (a *Activities) Reject(ctx context.Context, sessionID, turnID string, call provider.ToolCall, reason string) error {
+func (a Turns) Reject(ctx context.Context, sessionID, turnID string, call provider.ToolCall, reason string) error {
 	return RecordCall(ctx, a.Store, sessionID, turnID, session.ToolCallData{ID: call.ID, Name: call.Name, State: session.CallRejected, Error: reason})
 }
 
@@ -271,7 +271,7 @@ func (a *Activities) Reject(ctx context.Context, sessionID, turnID string, call 
 // more, at execution: it can harden the verdict, never soften it, and an
 // approval only counts for the exact call it was given for. Errors go back
 // to the model as an errored call; they never stop the session.
-func (a *Activities) RunTool(ctx context.Context, sessionID, turnID string, call provider.ToolCall, first policy.Decision, by session.Attribution) (ToolOutcome, error) {
+func (a Turns) RunTool(ctx context.Context, sessionID, turnID string, call provider.ToolCall, first policy.Decision, by session.Attribution) (ToolOutcome, error) {
 	st, q, settled, err := SettledCall(ctx, a.Store, sessionID, call.ID)
 	if err != nil {
 		return ToolOutcome{}, err

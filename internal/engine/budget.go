@@ -9,6 +9,6 @@ import (
 )
 
 // Consumption is what session x consumed of its budget so far.
-func (s *Service) Consumption(ctx context.Context, x session.Session) (bound.Consumption, error) {
+func (s Gates) Consumption(ctx context.Context, x session.Session) (bound.Consumption, error) {
 	return durable.ConsumptionOf(ctx, s.Store, x, s.Now())
 }

@@ -20,8 +20,8 @@ import (
 // origin) or rejected (discarded).
 
 // Diff is the session's deliverable: its working copy against the base.
-func (s *Service) Diff(ctx context.Context, caller identity.Principal, id string) (session.Diff, session.Session, error) {
-	x, err := s.SessionFor(ctx, caller, id, identity.Read)
+func (s Review) Diff(ctx context.Context, caller identity.Principal, id string) (session.Diff, session.Session, error) {
+	x, err := s.Sessions().For(ctx, caller, id, identity.Read)
 	if err != nil {
 		return session.Diff{}, x, err
 	}
@@ -105,8 +105,8 @@ const quietWait = 10 * time.Second
 // snapshot that was reviewed becomes the working copy's new base, so an
 // acceptance while the agent works loses nothing: its later changes are a
 // new diff against what was accepted.
-func (s *Service) Accept(ctx context.Context, caller identity.Principal, id string, req wire.AcceptRequest) (session.Session, error) {
-	x, err := s.SessionFor(ctx, caller, id, identity.Steer)
+func (s Review) Accept(ctx context.Context, caller identity.Principal, id string, req wire.AcceptRequest) (session.Session, error) {
+	x, err := s.Sessions().For(ctx, caller, id, identity.Steer)
 	if err != nil {
 		return session.Session{}, err
 	}
@@ -124,8 +124,8 @@ func (s *Service) Accept(ctx context.Context, caller identity.Principal, id stri
 // whose message names the session and who accepted it. The repository's
 // checkout is not touched; its owner merges the branch. It returns the
 // branch and the commit.
-func (s *Service) AcceptToBranch(ctx context.Context, caller identity.Principal, id, base, tree string) (branch, commit string, err error) {
-	x, err := s.SessionFor(ctx, caller, id, identity.Steer)
+func (s Review) AcceptToBranch(ctx context.Context, caller identity.Principal, id, base, tree string) (branch, commit string, err error) {
+	x, err := s.Sessions().For(ctx, caller, id, identity.Steer)
 	if err != nil {
 		return "", "", err
 	}
@@ -228,8 +228,8 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 
 // Reject discards the session's changes: the working copy returns to its
 // base, and nothing reaches the user's repository.
-func (s *Service) Reject(ctx context.Context, caller identity.Principal, id string) (session.Session, error) {
-	x, err := s.SessionFor(ctx, caller, id, identity.Steer)
+func (s Review) Reject(ctx context.Context, caller identity.Principal, id string) (session.Session, error) {
+	x, err := s.Sessions().For(ctx, caller, id, identity.Steer)
 	if err != nil {
 		return session.Session{}, err
 	}

@@ -24,8 +24,8 @@ import (
 // RevokeSession stops a session at once on an administrator's word: the
 // stop is a command like any other (its sandbox is destroyed when the turn
 // in flight is cut, its log records who revoked it and is sealed).
-func (s *Service) RevokeSession(ctx context.Context, p identity.Principal, id string) error {
-	if _, err := s.SessionFor(ctx, p, id, identity.Manage); err != nil {
+func (s Sessions) Revoke(ctx context.Context, p identity.Principal, id string) error {
+	if _, err := s.Sessions().For(ctx, p, id, identity.Manage); err != nil {
 		return err
 	}
 	payload, _ := json.Marshal(session.StopPayload{Reason: "revoked by " + p.User})
@@ -44,7 +44,7 @@ const revokeKey = "revoke/"
 // RevokeUser revokes a user (server administrators only): their tokens
 // stop working on the next call, and every live session they requested is
 // stopped. It returns the sessions stopped and what could not be.
-func (s *Service) RevokeUser(ctx context.Context, p identity.Principal, name string) ([]string, []string, error) {
+func (s Sessions) RevokeUser(ctx context.Context, p identity.Principal, name string) ([]string, []string, error) {
 	if err := s.Access.RevokeUser(ctx, p, name); err != nil {
 		return nil, nil, err
 	}
@@ -58,7 +58,7 @@ func (s *Service) RevokeUser(ctx context.Context, p identity.Principal, name str
 		if x.CreatedBy.Kind != session.SenderOperator || x.CreatedBy.ID != name {
 			continue
 		}
-		if err := s.RevokeSession(ctx, p, x.ID); err != nil {
+		if err := s.Sessions().Revoke(ctx, p, x.ID); err != nil {
 			problems = append(problems, x.ID+": "+err.Error())
 			continue
 		}
@@ -140,8 +140,8 @@ func (s *Service) awaitingStart(ctx context.Context, id string) (bool, error) {
 // its start command is released and its workflow starts; rejected, it
 // stops without having run anything, its log sealed. Who decides is
 // recorded; the requester cannot decide their own.
-func (s *Service) ApproveStart(ctx context.Context, caller identity.Principal, id string, approve bool, note string) (session.Park, error) {
-	if _, err := s.SessionFor(ctx, caller, id, identity.Approve); err != nil {
+func (s Gates) ApproveStart(ctx context.Context, caller identity.Principal, id string, approve bool, note string) (session.Park, error) {
+	if _, err := s.Sessions().For(ctx, caller, id, identity.Approve); err != nil {
 		return session.Park{}, err
 	}
 	by := caller.Sender()
@@ -192,7 +192,7 @@ const MaxCredential = 16 << 10
 // them. They are kept encrypted, never written to the transcript or to
 // workflow history, put in its commands' environment, taken out of their
 // output, and deleted when the session ends.
-func (s *Service) SetCredentials(ctx context.Context, caller identity.Principal, id string, values map[string]string) (session.Park, error) {
+func (s Gates) SetCredentials(ctx context.Context, caller identity.Principal, id string, values map[string]string) (session.Park, error) {
 	x, err := s.requestedBy(ctx, caller, id, "session %s acts with the credentials of %s, who requested it; only they may give them")
 	if err != nil {
 		return session.Park{}, err
@@ -232,7 +232,7 @@ func projectCredentialAD(project, name string) []byte {
 // SetProjectCredentials keeps a project's service credentials (its admins
 // only): what agents acting as the project's service identity give their
 // commands. Values are sealed, never shown again; names are logged.
-func (s *Service) SetProjectCredentials(ctx context.Context, p identity.Principal, project string, values map[string]string) error {
+func (s Gates) SetProjectCredentials(ctx context.Context, p identity.Principal, project string, values map[string]string) error {
 	if err := s.Access.Allow(ctx, p, project, identity.Manage, fmt.Sprintf("project %q", project)); err != nil {
 		return err
 	}
@@ -282,7 +282,7 @@ func (s *Service) adoptServiceCredentials(ctx context.Context, x session.Session
 // ChooseIdentity answers a session waiting for its identity choice (its
 // requester only): as the project's service identity it starts with the
 // project's credentials; as the requester it waits for theirs.
-func (s *Service) ChooseIdentity(ctx context.Context, caller identity.Principal, id, as string) (session.Park, error) {
+func (s Gates) ChooseIdentity(ctx context.Context, caller identity.Principal, id, as string) (session.Park, error) {
 	x, err := s.requestedBy(ctx, caller, id, "session %s's identity is chosen by %s, who requested it")
 	if err != nil {
 		return session.Park{}, err
@@ -310,7 +310,7 @@ func (s *Service) ChooseIdentity(ctx context.Context, caller identity.Principal,
 // requester; anyone else is refused, why saying so (its verbs: the
 // session, its requester).
 func (s *Service) requestedBy(ctx context.Context, caller identity.Principal, id, why string) (session.Session, error) {
-	x, err := s.SessionFor(ctx, caller, id, identity.Read)
+	x, err := s.Sessions().For(ctx, caller, id, identity.Read)
 	if err != nil {
 		return x, err
 	}

@@ -22,7 +22,7 @@ const staleAfter = time.Hour
 // not accepted), of failed sessions and sessions stopped because their
 // budget ran out that ended more than retainFailed ago,
 // and leftovers no session owns. Live and completed sessions keep theirs.
-func (s *Service) GC(ctx context.Context, caller identity.Principal, now time.Time) ([]wire.Collected, error) {
+func (s Review) GC(ctx context.Context, caller identity.Principal, now time.Time) ([]wire.Collected, error) {
 	if err := access.MustAdmin(caller, "collecting working copies"); err != nil {
 		return nil, err
 	}

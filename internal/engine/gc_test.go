@@ -47,7 +47,7 @@ func TestGC(t *testing.T) {
 	orphan := filepath.Join(c.WorkspaceDir, "orphan")
 	require.NoError(t, os.MkdirAll(orphan, 0o755))
 
-	out, err := svc.GC(ctx, identity.Principal{User: "root", Admin: true}, time.Now())
+	out, err := svc.Review().GC(ctx, identity.Principal{User: "root", Admin: true}, time.Now())
 	require.NoError(t, err)
 	got := map[string]string{}
 	for _, x := range out {
@@ -60,7 +60,7 @@ func TestGC(t *testing.T) {
 	require.DirExists(t, failed, "a failed session's copy is kept for the retention")
 	require.DirExists(t, live)
 
-	out, err = svc.GC(ctx, identity.Principal{User: "root", Admin: true}, time.Now().Add(2*time.Hour))
+	out, err = svc.Review().GC(ctx, identity.Principal{User: "root", Admin: true}, time.Now().Add(2*time.Hour))
 	require.NoError(t, err)
 	require.Len(t, out, 1)
 	require.Equal(t, "failed", out[0].SessionID)

@@ -25,8 +25,8 @@ var ErrNotParked = fmt.Errorf("not parked for that: %w", errdefs.ErrConflict)
 // its spend cap), attributed to by and recorded, and wakes it: its held
 // recovery command becomes due. When the session names an approver, only
 // they may grant it.
-func (s *Service) Extend(ctx context.Context, caller identity.Principal, id string, req wire.ExtendRequest) (session.Park, error) {
-	if _, err := s.SessionFor(ctx, caller, id, identity.Approve); err != nil {
+func (s Gates) Extend(ctx context.Context, caller identity.Principal, id string, req wire.ExtendRequest) (session.Park, error) {
+	if _, err := s.Sessions().For(ctx, caller, id, identity.Approve); err != nil {
 		return session.Park{}, err
 	}
 	by := caller.Sender()
@@ -69,8 +69,8 @@ func (s *Service) Extend(ctx context.Context, caller identity.Principal, id stri
 // Unpark resolves a session's open park on a condition outside Paddock
 // (credits added, the provider back) as cleared, attributed to by, and
 // wakes it.
-func (s *Service) Unpark(ctx context.Context, caller identity.Principal, id, note string) (session.Park, error) {
-	if _, err := s.SessionFor(ctx, caller, id, identity.Approve); err != nil {
+func (s Gates) Unpark(ctx context.Context, caller identity.Principal, id, note string) (session.Park, error) {
+	if _, err := s.Sessions().For(ctx, caller, id, identity.Approve); err != nil {
 		return session.Park{}, err
 	}
 	by := caller.Sender()
@@ -121,7 +121,7 @@ func (s *Service) resolve(ctx context.Context, p session.Park, resolution string
 // Parked lists the sessions that wait on someone (open parks, pending
 // approvals, unanswered questions) among those of the projects where p
 // may do a (identity.Read for a list, identity.Approve for an inbox).
-func (s *Service) Parked(ctx context.Context, p identity.Principal, a identity.Action, f session.Filter) ([]wire.Parked, error) {
+func (s Gates) Parked(ctx context.Context, p identity.Principal, a identity.Action, f session.Filter) ([]wire.Parked, error) {
 	var err error
 	if f.Within, f.Scoped, err = s.Access.Readable(ctx, p, a); err != nil {
 		return nil, err
@@ -166,8 +166,8 @@ func (s *Service) Parked(ctx context.Context, p identity.Principal, a identity.A
 
 // Hold freezes a session for inspection, as by: no turn starts, nothing
 // is reaped, discarded or collected until Release.
-func (s *Service) Hold(ctx context.Context, caller identity.Principal, id, reason string) (session.Session, error) {
-	if _, err := s.SessionFor(ctx, caller, id, identity.Steer); err != nil {
+func (s Sessions) Hold(ctx context.Context, caller identity.Principal, id, reason string) (session.Session, error) {
+	if _, err := s.Sessions().For(ctx, caller, id, identity.Steer); err != nil {
 		return session.Session{}, err
 	}
 	by := caller.Sender()
@@ -186,8 +186,8 @@ func (s *Service) Hold(ctx context.Context, caller identity.Principal, id, reaso
 }
 
 // Release ends a hold and wakes the session.
-func (s *Service) Release(ctx context.Context, caller identity.Principal, id string) (session.Session, error) {
-	if _, err := s.SessionFor(ctx, caller, id, identity.Steer); err != nil {
+func (s Sessions) Release(ctx context.Context, caller identity.Principal, id string) (session.Session, error) {
+	if _, err := s.Sessions().For(ctx, caller, id, identity.Steer); err != nil {
 		return session.Session{}, err
 	}
 	if err := s.Store.SetHold(ctx, id, nil); err != nil {
@@ -202,8 +202,8 @@ func (s *Service) Release(ctx context.Context, caller identity.Principal, id str
 
 // Waive records that a person waived the session's delivery requirement
 // (its work need not be accepted before it completes), with the reason.
-func (s *Service) Waive(ctx context.Context, caller identity.Principal, id, reason string) (session.Session, error) {
-	if _, err := s.SessionFor(ctx, caller, id, identity.Approve); err != nil {
+func (s Sessions) Waive(ctx context.Context, caller identity.Principal, id, reason string) (session.Session, error) {
+	if _, err := s.Sessions().For(ctx, caller, id, identity.Approve); err != nil {
 		return session.Session{}, err
 	}
 	by := caller.Sender()

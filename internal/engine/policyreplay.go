@@ -86,11 +86,11 @@ func (s *Service) recordedCalls(ctx context.Context, project string, since time.
 // ReplayPolicy judges a project's recorded tool calls under a policy
 // written in YAML (as the project's policy, before any agent's own
 // tightening) and reports what would change.
-func (s *Service) ReplayPolicy(ctx context.Context, caller identity.Principal, project string, yamlText []byte, since time.Time, examples int) (policy.ReplayReport, error) {
+func (s Projects) ReplayPolicy(ctx context.Context, caller identity.Principal, project string, yamlText []byte, since time.Time, examples int) (policy.ReplayReport, error) {
 	if err := s.Access.Allow(ctx, caller, project, identity.Manage, fmt.Sprintf("project %q", project)); err != nil {
 		return policy.ReplayReport{}, err
 	}
-	if err := s.CheckProject(ctx, project); err != nil {
+	if err := s.Projects().Check(ctx, project); err != nil {
 		return policy.ReplayReport{}, err
 	}
 	if policy.Empty(yamlText) {

@@ -20,7 +20,7 @@ import (
 // not exist; lists hold only what the caller may read.
 
 // SessionFor is session id when p may do a on it.
-func (s *Service) SessionFor(ctx context.Context, p identity.Principal, id string, a identity.Action) (session.Session, error) {
+func (s Sessions) For(ctx context.Context, p identity.Principal, id string, a identity.Action) (session.Session, error) {
 	x, err := s.Store.GetSession(ctx, id)
 	if err != nil {
 		return session.Session{}, err
@@ -32,12 +32,12 @@ func (s *Service) SessionFor(ctx context.Context, p identity.Principal, id strin
 }
 
 // Session is session id, when p may read it.
-func (s *Service) Session(ctx context.Context, p identity.Principal, id string) (session.Session, error) {
-	return s.SessionFor(ctx, p, id, identity.Read)
+func (s Sessions) Get(ctx context.Context, p identity.Principal, id string) (session.Session, error) {
+	return s.Sessions().For(ctx, p, id, identity.Read)
 }
 
 // ApprovalFor is approval id and its session when p may do a on them.
-func (s *Service) ApprovalFor(ctx context.Context, p identity.Principal, id string, a identity.Action) (session.Approval, session.Session, error) {
+func (s Gates) ApprovalFor(ctx context.Context, p identity.Principal, id string, a identity.Action) (session.Approval, session.Session, error) {
 	ap, err := s.Store.GetApproval(ctx, id)
 	if err != nil {
 		return ap, session.Session{}, err
@@ -54,7 +54,7 @@ func (s *Service) ApprovalFor(ctx context.Context, p identity.Principal, id stri
 
 // Sessions lists the sessions f matches among those p may read, newest
 // first, one page at a time (f.Before: the cursor).
-func (s *Service) Sessions(ctx context.Context, p identity.Principal, f session.Filter) ([]session.Session, error) {
+func (s Sessions) List(ctx context.Context, p identity.Principal, f session.Filter) ([]session.Session, error) {
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, fmt.Errorf("%w: status %q: want queued, running, awaiting, failed or stopped", errdefs.ErrInvalid, f.Status)
 	}
@@ -74,7 +74,7 @@ func (s *Service) Sessions(ctx context.Context, p identity.Principal, f session.
 // Approvals lists the approvals f matches among those of the projects
 // where p may do a (identity.Read for a list, identity.Approve for an
 // inbox).
-func (s *Service) Approvals(ctx context.Context, p identity.Principal, a identity.Action, f session.ApprovalFilter) ([]session.Approval, error) {
+func (s Gates) Approvals(ctx context.Context, p identity.Principal, a identity.Action, f session.ApprovalFilter) ([]session.Approval, error) {
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, fmt.Errorf("%w: status %q: want pending, approved, rejected or expired", errdefs.ErrInvalid, clip.String(string(f.Status), 40))
 	}
@@ -86,24 +86,24 @@ func (s *Service) Approvals(ctx context.Context, p identity.Principal, a identit
 }
 
 // Commands lists session id's commands.
-func (s *Service) Commands(ctx context.Context, p identity.Principal, id string) ([]session.Command, error) {
-	if _, err := s.Session(ctx, p, id); err != nil {
+func (s Sessions) Commands(ctx context.Context, p identity.Principal, id string) ([]session.Command, error) {
+	if _, err := s.Sessions().Get(ctx, p, id); err != nil {
 		return nil, err
 	}
 	return s.Store.ListCommands(ctx, id)
 }
 
 // Turns lists session id's turns.
-func (s *Service) Turns(ctx context.Context, p identity.Principal, id string) ([]session.Turn, error) {
-	if _, err := s.Session(ctx, p, id); err != nil {
+func (s Sessions) Turns(ctx context.Context, p identity.Principal, id string) ([]session.Turn, error) {
+	if _, err := s.Sessions().Get(ctx, p, id); err != nil {
 		return nil, err
 	}
 	return s.Store.ListTurns(ctx, id)
 }
 
 // Usage sums session id's usage, in all and per turn.
-func (s *Service) Usage(ctx context.Context, p identity.Principal, id string) (session.SessionUsage, error) {
-	if _, err := s.Session(ctx, p, id); err != nil {
+func (s Sessions) Usage(ctx context.Context, p identity.Principal, id string) (session.SessionUsage, error) {
+	if _, err := s.Sessions().Get(ctx, p, id); err != nil {
 		return session.SessionUsage{}, err
 	}
 	return s.Store.SessionUsage(ctx, id)
@@ -111,7 +111,7 @@ func (s *Service) Usage(ctx context.Context, p identity.Principal, id string) (s
 
 // Costs is what each of sessions (the rows of a list) has cost so far,
 // for those p may read: their projects are checked once, not per row.
-func (s *Service) Costs(ctx context.Context, p identity.Principal, sessions []session.Session) (map[string]float64, error) {
+func (s Sessions) Costs(ctx context.Context, p identity.Principal, sessions []session.Session) (map[string]float64, error) {
 	within, scoped, err := s.Access.Readable(ctx, p, identity.Read)
 	if err != nil {
 		return nil, err
@@ -130,8 +130,8 @@ func (s *Service) Costs(ctx context.Context, p identity.Principal, sessions []se
 
 // Disk is how much of its disk budget session id's copy uses (budget 0:
 // no volume of its own).
-func (s *Service) Disk(ctx context.Context, p identity.Principal, id string) (used, budget int64, err error) {
-	x, err := s.Session(ctx, p, id)
+func (s Sessions) Disk(ctx context.Context, p identity.Principal, id string) (used, budget int64, err error) {
+	x, err := s.Sessions().Get(ctx, p, id)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -139,8 +139,8 @@ func (s *Service) Disk(ctx context.Context, p identity.Principal, id string) (us
 }
 
 // Steps lists the states session id's copy went through.
-func (s *Service) Steps(ctx context.Context, p identity.Principal, id string) ([]session.Step, error) {
-	if _, err := s.Session(ctx, p, id); err != nil {
+func (s Review) Steps(ctx context.Context, p identity.Principal, id string) ([]session.Step, error) {
+	if _, err := s.Sessions().Get(ctx, p, id); err != nil {
 		return nil, err
 	}
 	return s.Store.Steps(ctx, id)
@@ -148,8 +148,8 @@ func (s *Service) Steps(ctx context.Context, p identity.Principal, id string) ([
 
 // LastStep is the latest state of session id's copy (errdefs.ErrNotFound:
 // none recorded).
-func (s *Service) LastStep(ctx context.Context, p identity.Principal, id string) (session.Step, error) {
-	if _, err := s.Session(ctx, p, id); err != nil {
+func (s Review) LastStep(ctx context.Context, p identity.Principal, id string) (session.Step, error) {
+	if _, err := s.Sessions().Get(ctx, p, id); err != nil {
 		return session.Step{}, err
 	}
 	return s.Store.LastStep(ctx, id)
@@ -157,8 +157,8 @@ func (s *Service) LastStep(ctx context.Context, p identity.Principal, id string)
 
 // Parks lists session id's parks, newest first (open: only those still
 // waiting).
-func (s *Service) Parks(ctx context.Context, p identity.Principal, id string, open bool) ([]session.Park, error) {
-	if _, err := s.Session(ctx, p, id); err != nil {
+func (s Gates) Parks(ctx context.Context, p identity.Principal, id string, open bool) ([]session.Park, error) {
+	if _, err := s.Sessions().Get(ctx, p, id); err != nil {
 		return nil, err
 	}
 	return s.Store.ListParks(ctx, id, open)
@@ -167,11 +167,11 @@ func (s *Service) Parks(ctx context.Context, p identity.Principal, id string, op
 // Transcript is session id's transcript as p reads it: p is checked once,
 // here. A reader that stays open (a stream) checks its caller again
 // itself, every few seconds, as the API does.
-func (s *Service) Transcript(ctx context.Context, p identity.Principal, id string) (*Transcript, error) {
-	if _, err := s.Session(ctx, p, id); err != nil {
+func (s Sessions) Transcript(ctx context.Context, p identity.Principal, id string) (*Transcript, error) {
+	if _, err := s.Sessions().Get(ctx, p, id); err != nil {
 		return nil, err
 	}
-	return &Transcript{s: s, id: id}, nil
+	return &Transcript{s: s.Service, id: id}, nil
 }
 
 // Transcript reads one session's transcript for a caller already checked.
@@ -199,15 +199,15 @@ func (t *Transcript) Ended(ctx context.Context) (bool, error) {
 
 // OpenQuestion is the question session id waits on an answer to (nil:
 // none).
-func (s *Service) OpenQuestion(ctx context.Context, p identity.Principal, id string) (*session.Question, error) {
-	if _, err := s.Session(ctx, p, id); err != nil {
+func (s Sessions) OpenQuestion(ctx context.Context, p identity.Principal, id string) (*session.Question, error) {
+	if _, err := s.Sessions().Get(ctx, p, id); err != nil {
 		return nil, err
 	}
 	return s.openQuestion(ctx, id)
 }
 
 // Agents lists project's agents, when p may read it.
-func (s *Service) Agents(ctx context.Context, p identity.Principal, project string) ([]spec.Record, error) {
+func (s Projects) Agents(ctx context.Context, p identity.Principal, project string) ([]spec.Record, error) {
 	if err := s.Access.Allow(ctx, p, project, identity.Read, fmt.Sprintf("project %q", project)); err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (s *Service) Agents(ctx context.Context, p identity.Principal, project stri
 }
 
 // Agent is project's agent name, when p may read the project.
-func (s *Service) Agent(ctx context.Context, p identity.Principal, project, name string) (spec.Record, error) {
+func (s Projects) Agent(ctx context.Context, p identity.Principal, project, name string) (spec.Record, error) {
 	if err := s.Access.Allow(ctx, p, project, identity.Read, fmt.Sprintf("project %q", project)); err != nil {
 		return spec.Record{}, err
 	}
@@ -246,7 +246,7 @@ func (s *Service) openQuestion(ctx context.Context, id string) (*session.Questio
 
 // AllSessions lists every session f matches among those p may read,
 // however many (see store.AllSessions): for work over the whole set.
-func (s *Service) AllSessions(ctx context.Context, p identity.Principal, f session.Filter) ([]session.Session, error) {
+func (s Sessions) All(ctx context.Context, p identity.Principal, f session.Filter) ([]session.Session, error) {
 	var err error
 	if f.Within, f.Scoped, err = s.Access.Readable(ctx, p, identity.Read); err != nil {
 		return nil, err

@@ -23,7 +23,7 @@ func TestRetryRunsTheAgentAsAppliedNow(t *testing.T) {
 		Policy: &spec.PolicySpec{Tools: map[string]string{"read_file": "ask"}}}
 	s := f.service(t, broken)
 	by := identity.Principal{User: "t", Admin: true}
-	x, err := s.CreateSession(ctx, by, wire.CreateRequest{Agent: "fixme", Message: "go", Repo: f.repo})
+	x, err := s.Sessions().Create(ctx, by, wire.CreateRequest{Agent: "fixme", Message: "go", Repo: f.repo})
 	require.NoError(t, err)
 	require.NoError(t, f.st.FailSession(ctx, x.ID, "provisioning failed: something"))
 
@@ -34,7 +34,7 @@ func TestRetryRunsTheAgentAsAppliedNow(t *testing.T) {
 	_, err = f.st.ApplyAgents(ctx, []spec.Record{{Project: "default", Name: "fixme", Spec: fixed.JSON(), Digest: fixed.Digest()}})
 	require.NoError(t, err)
 
-	y, err := s.Retry(ctx, by, x.ID)
+	y, err := s.Sessions().Retry(ctx, by, x.ID)
 	require.NoError(t, err)
 	require.Equal(t, fixed.Digest(), y.AgentVersion)
 	var sp spec.Agent

@@ -89,14 +89,14 @@ type Service struct {
 }
 
 // Known returns the name checks specs are validated with.
-func (s *Service) Known() spec.Known {
+func (s Projects) Known() spec.Known {
 	return spec.Known{Tool: func(n string) bool { _, ok := s.Tools[n]; return ok }, Provider: s.Providers.Has}
 }
 
 // ApplyAgents parses and validates every spec in the YAML, then applies all
 // of them in one transaction: nothing is half-applied.
-func (s *Service) ApplyAgents(ctx context.Context, p identity.Principal, yamlText []byte) ([]wire.Applied, error) {
-	agents, err := spec.Parse(bytes.NewReader(yamlText), s.Known())
+func (s Projects) ApplyAgents(ctx context.Context, p identity.Principal, yamlText []byte) ([]wire.Applied, error) {
+	agents, err := spec.Parse(bytes.NewReader(yamlText), s.Projects().Known())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
@@ -141,7 +141,7 @@ const DefaultModel = "replay/demo"
 // CreateSession snapshots the agent onto a new session with its start
 // command, in one transaction, then starts its workflow; caller must be
 // allowed to start sessions in the project.
-func (s *Service) CreateSession(ctx context.Context, caller identity.Principal, req wire.CreateRequest) (session.Session, error) {
+func (s Sessions) Create(ctx context.Context, caller identity.Principal, req wire.CreateRequest) (session.Session, error) {
 	if req.Project == "" {
 		req.Project = spec.DefaultProject
 	}
@@ -192,7 +192,7 @@ func (s *Service) createSession(ctx context.Context, req wire.CreateRequest, by 
 		sp.Model = req.Model
 	}
 	sp.Defaults()
-	if err := sp.Validate(s.Known()); err != nil {
+	if err := sp.Validate(s.Projects().Known()); err != nil {
 		return session.Session{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	if _, _, err := s.Providers.Resolve(sp.Model); err != nil {
@@ -487,11 +487,11 @@ func (s *Service) projectRepo(path, project string) bool {
 // PolicyOf returns an existing project's policy (the default policy when
 // it has none of its own); a project never created is not found. The
 // default project always exists.
-func (s *Service) PolicyOf(ctx context.Context, caller identity.Principal, project string) (*policy.Policy, error) {
+func (s Projects) Policy(ctx context.Context, caller identity.Principal, project string) (*policy.Policy, error) {
 	if err := s.Access.Allow(ctx, caller, project, identity.Read, fmt.Sprintf("project %q", project)); err != nil {
 		return nil, err
 	}
-	if err := s.CheckProject(ctx, project); err != nil {
+	if err := s.Projects().Check(ctx, project); err != nil {
 		return nil, err
 	}
 	return s.projectPolicy(ctx, project)
@@ -500,7 +500,7 @@ func (s *Service) PolicyOf(ctx context.Context, caller identity.Principal, proje
 // CheckProject refuses a project name from a caller that is not valid
 // (errdefs.ErrInvalid) or names a project never created (ErrNotFound). The
 // default project always exists.
-func (s *Service) CheckProject(ctx context.Context, project string) error {
+func (s Projects) Check(ctx context.Context, project string) error {
 	if err := access.ValidProject(project); err != nil {
 		return err
 	}
@@ -539,7 +539,7 @@ func (s *Service) projectPolicy(ctx context.Context, project string) (*policy.Po
 
 // SetProjectPolicy validates a policy written in YAML and makes it the
 // project's; future sessions pin it, running ones keep theirs.
-func (s *Service) SetProjectPolicy(ctx context.Context, caller identity.Principal, project string, yamlText []byte) (*policy.Policy, error) {
+func (s Projects) SetPolicy(ctx context.Context, caller identity.Principal, project string, yamlText []byte) (*policy.Policy, error) {
 	if err := s.Access.Allow(ctx, caller, project, identity.Manage, fmt.Sprintf("project %q", project)); err != nil {
 		return nil, err
 	}
@@ -600,8 +600,8 @@ func pin(p *policy.Policy) pinnedPolicy {
 
 // DecideApproval approves or rejects a pending approval as by, then wakes
 // the session. When the session names an approver, only they may decide.
-func (s *Service) DecideApproval(ctx context.Context, caller identity.Principal, id string, approve bool, note string) (session.Approval, error) {
-	if _, _, err := s.ApprovalFor(ctx, caller, id, identity.Approve); err != nil {
+func (s Gates) Decide(ctx context.Context, caller identity.Principal, id string, approve bool, note string) (session.Approval, error) {
+	if _, _, err := s.Gates().ApprovalFor(ctx, caller, id, identity.Approve); err != nil {
 		return session.Approval{}, err
 	}
 	by := caller.Sender()
@@ -639,7 +639,7 @@ func (s *Service) DecideApproval(ctx context.Context, caller identity.Principal,
 // SpawnSuccessor creates the replacement of a replace: auto agent's ended
 // session, on the agent's latest spec, with the predecessor's handoff
 // attached to its kickoff. It is idempotent per predecessor.
-func (s *Service) SpawnSuccessor(ctx context.Context, old session.Session) (session.Session, error) {
+func (s Sessions) SpawnSuccessor(ctx context.Context, old session.Session) (session.Session, error) {
 	rec, err := s.Store.GetAgent(ctx, old.Project, old.Agent)
 	if err != nil {
 		return session.Session{}, fmt.Errorf("successor of %s: %w", old.ID, err)
@@ -681,8 +681,8 @@ func (s *Service) SpawnSuccessor(ctx context.Context, old session.Session) (sess
 }
 
 // Retry creates a fresh session for a failed session's input, idempotently.
-func (s *Service) Retry(ctx context.Context, caller identity.Principal, id string) (session.Session, error) {
-	old, err := s.SessionFor(ctx, caller, id, identity.Start)
+func (s Sessions) Retry(ctx context.Context, caller identity.Principal, id string) (session.Session, error) {
+	old, err := s.Sessions().For(ctx, caller, id, identity.Start)
 	if err != nil {
 		return old, err
 	}
@@ -741,8 +741,8 @@ func (s *Service) Retry(ctx context.Context, caller identity.Principal, id strin
 }
 
 // Send records a command (idempotently by key) and wakes the workflow.
-func (s *Service) Send(ctx context.Context, caller identity.Principal, sessionID string, req wire.SendRequest) (session.Command, error) {
-	if _, err := s.SessionFor(ctx, caller, sessionID, identity.Steer); err != nil {
+func (s Sessions) Send(ctx context.Context, caller identity.Principal, sessionID string, req wire.SendRequest) (session.Command, error) {
+	if _, err := s.Sessions().For(ctx, caller, sessionID, identity.Steer); err != nil {
 		return session.Command{}, err
 	}
 	by := caller.Sender()
@@ -887,8 +887,8 @@ func (s *Service) checkAnswer(ctx context.Context, sessionID, key string, payloa
 
 // Archive marks a session done-for-now; it stays revivable. A session
 // working on a turn is refused: archiving would hide it while it runs.
-func (s *Service) Archive(ctx context.Context, caller identity.Principal, sessionID string) (session.Session, error) {
-	x, err := s.SessionFor(ctx, caller, sessionID, identity.Steer)
+func (s Sessions) Archive(ctx context.Context, caller identity.Principal, sessionID string) (session.Session, error) {
+	x, err := s.Sessions().For(ctx, caller, sessionID, identity.Steer)
 	if err != nil {
 		return x, err
 	}
@@ -927,7 +927,7 @@ func sessionsIn(ctx context.Context, st store.Store, archived bool, statuses ...
 
 // Recover wakes the workflow of every resumable session, so work recorded
 // while the engine was unreachable is picked up.
-func (s *Service) Recover(ctx context.Context) error {
+func (s Sessions) Recover(ctx context.Context) error {
 	list, err := sessionsIn(ctx, s.Store, true, session.StatusQueued, session.StatusRunning, session.StatusAwaiting)
 	if err != nil {
 		return err

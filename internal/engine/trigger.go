@@ -81,7 +81,7 @@ func (s *Service) checkTriggers(ctx context.Context, agents []spec.Agent) error 
 // where it waits in the held lane and flushes with the deliveries around
 // it (see bound.FlushAt). key identifies the delivery: a retried or
 // replayed delivery lands once, and is answered as the first time.
-func (s *Service) Trigger(ctx context.Context, project, name, event, key string, payload any) (wire.TriggerResult, error) {
+func (s Sessions) Trigger(ctx context.Context, project, name, event, key string, payload any) (wire.TriggerResult, error) {
 	ref := durable.TriggerRef(project, name)
 	if seen, err := s.Store.Delivery(ctx, ref, key); err == nil {
 		var res wire.TriggerResult

@@ -63,7 +63,7 @@ func TestRegressionConcurrentDeliveriesToASingletonWithNoLiveSession(t *testing.
 		for i := range errs {
 			wg.Go(func() {
 				<-start
-				_, errs[i] = s.Trigger(context.Background(), "default", "hook", "github.push", "k"+string(rune('a'+i)), map[string]any{})
+				_, errs[i] = s.Sessions().Trigger(context.Background(), "default", "hook", "github.push", "k"+string(rune('a'+i)), map[string]any{})
 			})
 		}
 		close(start)
@@ -86,13 +86,13 @@ func TestRegressionCallerKeyPreemptsADelivery(t *testing.T) {
 	f := setup(t)
 	ctx := context.Background()
 	s := f.service(t, steered(f.repo))
-	x, err := s.CreateSession(ctx, identity.Principal{User: "t", Admin: true}, wire.CreateRequest{Agent: "steered", Repo: f.repo, Message: "start"})
+	x, err := s.Sessions().Create(ctx, identity.Principal{User: "t", Admin: true}, wire.CreateRequest{Agent: "steered", Repo: f.repo, Message: "start"})
 	require.NoError(t, err)
-	_, err = s.Send(ctx, identity.Principal{User: "t", Admin: true}, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"hello"}`), IdempotencyKey: "delivery:hook:gh-1"})
+	_, err = s.Sessions().Send(ctx, identity.Principal{User: "t", Admin: true}, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: []byte(`{"message":"hello"}`), IdempotencyKey: "delivery:hook:gh-1"})
 	require.ErrorIs(t, err, errdefs.ErrInvalid, "a caller may not use the platform's delivery key space")
-	_, err = s.CreateSession(ctx, identity.Principal{User: "t", Admin: true}, wire.CreateRequest{Agent: "steered", Repo: f.repo, Message: "x", IdempotencyKey: "trigger:hook:gh-2"})
+	_, err = s.Sessions().Create(ctx, identity.Principal{User: "t", Admin: true}, wire.CreateRequest{Agent: "steered", Repo: f.repo, Message: "x", IdempotencyKey: "trigger:hook:gh-2"})
 	require.ErrorIs(t, err, errdefs.ErrInvalid)
-	res, err := s.Trigger(ctx, "default", "hook", "github.push", "gh-1", map[string]any{})
+	res, err := s.Sessions().Trigger(ctx, "default", "hook", "github.push", "gh-1", map[string]any{})
 	require.NoError(t, err)
 	require.NotEmpty(t, res.CommandID)
 }
@@ -105,10 +105,10 @@ func TestRegressionExtendATerminalSession(t *testing.T) {
 	ctx := context.Background()
 	s := f.service(t)
 	f.session(t, "s1", "default")
-	_, err := f.acts.Park(ctx, "s1", "", bound.AwaitingExtension, "budget")
+	_, err := f.acts.Budgets().Park(ctx, "s1", "", bound.AwaitingExtension, "budget")
 	require.NoError(t, err)
 	require.NoError(t, f.st.StopSession(ctx, "s1", session.StopPayload{Reason: "enough"}))
-	p, err := s.Extend(ctx, identity.Principal{User: "ana", Admin: true}, "s1", wire.ExtendRequest{})
+	p, err := s.Gates().Extend(ctx, identity.Principal{User: "ana", Admin: true}, "s1", wire.ExtendRequest{})
 	cmds, _ := f.st.ListCommands(ctx, "s1")
 	for _, c := range cmds {
 		t.Logf("command %s %s", c.ID, c.State)

@@ -37,7 +37,7 @@ func system(admin string, u *unstructured.Unstructured) identity.Principal {
 // ensureProject makes the namespace's project when Paddock lacks it, if p
 // may create projects.
 func ensureProject(ctx context.Context, svc *engine.Service, p identity.Principal, name string) error {
-	if svc.CheckProject(ctx, name) == nil {
+	if svc.Projects().Check(ctx, name) == nil {
 		return nil
 	}
 	if !p.Admin {
@@ -97,7 +97,7 @@ func (r *agentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err == nil {
 		var text []byte
 		if text, err = yaml.Marshal(spec); err == nil {
-			applied, err = r.svc.ApplyAgents(ctx, p, text)
+			applied, err = r.svc.Projects().ApplyAgents(ctx, p, text)
 		}
 	}
 	reason := "Applied"
@@ -172,7 +172,7 @@ func (r *sessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			err = ensureProject(ctx, r.svc, asker, u.GetNamespace())
 		}
 		if err == nil {
-			x, err = r.svc.CreateSession(ctx, asker, wire.CreateRequest{Project: u.GetNamespace(), Agent: agent, Repo: repo, Message: message,
+			x, err = r.svc.Sessions().Create(ctx, asker, wire.CreateRequest{Project: u.GetNamespace(), Agent: agent, Repo: repo, Message: message,
 				IdempotencyKey: "kubernetes/" + string(u.GetUID())})
 		}
 		if err != nil {
@@ -204,7 +204,7 @@ func (r *sessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 // stop stops session id (once) and says whether it is stopped and its
 // audit log sealed.
 func (r *sessionReconciler) stop(ctx context.Context, p identity.Principal, u *unstructured.Unstructured, id string) (bool, error) {
-	x, err := r.svc.Session(ctx, p, id)
+	x, err := r.svc.Sessions().Get(ctx, p, id)
 	if errors.Is(err, errdefs.ErrNotFound) {
 		return true, nil
 	} else if err != nil {
@@ -212,7 +212,7 @@ func (r *sessionReconciler) stop(ctx context.Context, p identity.Principal, u *u
 	}
 	if !x.Status.Terminal() {
 		payload, _ := json.Marshal(session.StopPayload{Reason: "its Session resource " + u.GetNamespace() + "/" + u.GetName() + " was deleted"})
-		_, err := r.svc.Send(ctx, p, id, wire.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "kubernetes-delete/" + string(u.GetUID())})
+		_, err := r.svc.Sessions().Send(ctx, p, id, wire.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "kubernetes-delete/" + string(u.GetUID())})
 		if err != nil && !errors.Is(err, errdefs.ErrConflict) {
 			return false, err
 		}
@@ -228,19 +228,19 @@ func (r *sessionReconciler) stop(ctx context.Context, p identity.Principal, u *u
 // from its base (from the last checkpoint: no copy is read).
 func (r *sessionReconciler) mirror(ctx context.Context, p identity.Principal, u *unstructured.Unstructured, x session.Session) error {
 	park := ""
-	parks, err := r.svc.Parks(ctx, p, x.ID, true)
+	parks, err := r.svc.Gates().Parks(ctx, p, x.ID, true)
 	if err != nil {
 		return err
 	}
 	if len(parks) > 0 {
 		park = parks[0].Reason
 	}
-	c, err := r.svc.Consumption(ctx, x)
+	c, err := r.svc.Gates().Consumption(ctx, x)
 	if err != nil {
 		return err
 	}
 	diff := "no change"
-	if cp, err := r.svc.LastStep(ctx, p, x.ID); err == nil && len(cp.Files) > 0 {
+	if cp, err := r.svc.Review().LastStep(ctx, p, x.ID); err == nil && len(cp.Files) > 0 {
 		diff = fmt.Sprintf("%d file(s) changed (step %d)", len(cp.Files), cp.Number)
 	} else if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 		return err
@@ -261,7 +261,7 @@ func (r *sessionReconciler) started(ctx context.Context, p identity.Principal, u
 	if id == "" {
 		return session.Session{}, true, nil
 	}
-	x, err := r.svc.Session(ctx, p, id)
+	x, err := r.svc.Sessions().Get(ctx, p, id)
 	if errors.Is(err, errdefs.ErrNotFound) {
 		return x, false, nil
 	} else if err != nil {

@@ -62,7 +62,7 @@ func sessionVia(via string) (types.NamespacedName, bool) {
 func (s *sweeper) sweep(ctx context.Context) (int, error) {
 	n := 0
 	live := session.Filter{Statuses: []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting}, IncludeArchived: true}
-	list, err := s.svc.AllSessions(ctx, identity.Principal{User: s.admin, Admin: true, Via: "kubernetes:sweep"}, live)
+	list, err := s.svc.Sessions().All(ctx, identity.Principal{User: s.admin, Admin: true, Via: "kubernetes:sweep"}, live)
 	if err != nil {
 		return n, err
 	}
@@ -85,7 +85,7 @@ func (s *sweeper) sweep(ctx context.Context) (int, error) {
 		}
 		payload, _ := json.Marshal(session.StopPayload{Reason: "its Session resource " + key.String() + " is gone"})
 		p := identity.Principal{User: s.admin, Admin: true, Via: x.CreatedBy.Via + ":gone"}
-		_, err = s.svc.Send(ctx, p, x.ID, wire.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "kubernetes-gone/" + x.ID})
+		_, err = s.svc.Sessions().Send(ctx, p, x.ID, wire.SendRequest{Kind: session.KindStop, Payload: payload, IdempotencyKey: "kubernetes-gone/" + x.ID})
 		if err != nil && !errors.Is(err, errdefs.ErrConflict) {
 			return n, err
 		}

@@ -92,7 +92,7 @@ func (a *App) createUser(w http.ResponseWriter, r *http.Request) {
 
 func (a *App) revokeUser(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("user")
-	stopped, problems, err := a.Service.RevokeUser(r.Context(), principal(r), name)
+	stopped, problems, err := a.Service.Sessions().RevokeUser(r.Context(), principal(r), name)
 	if err != nil {
 		a.problem(w, r, err)
 		return
@@ -144,7 +144,7 @@ func (a *App) revokeSession(w http.ResponseWriter, r *http.Request) {
 		a.problem(w, r, err)
 		return
 	}
-	if err := a.Service.RevokeSession(r.Context(), principal(r), id); err != nil {
+	if err := a.Service.Sessions().Revoke(r.Context(), principal(r), id); err != nil {
 		a.problem(w, r, err)
 		return
 	}
@@ -178,7 +178,7 @@ func (a *App) renderProject(w http.ResponseWriter, r *http.Request, status int, 
 		return
 	}
 	pg.CanManage = a.can(r, pg.Name, identity.Manage)
-	pol, err := a.Service.PolicyOf(r.Context(), principal(r), pg.Name)
+	pol, err := a.Service.Projects().Policy(r.Context(), principal(r), pg.Name)
 	if err != nil {
 		a.problem(w, r, err)
 		return
@@ -243,7 +243,7 @@ func (a *App) removeMember(w http.ResponseWriter, r *http.Request) {
 
 func (a *App) setPolicy(w http.ResponseWriter, r *http.Request) {
 	text := r.PostFormValue("policy")
-	p, err := a.Service.SetProjectPolicy(r.Context(), principal(r), r.PathValue("name"), []byte(text))
+	p, err := a.Service.Projects().SetPolicy(r.Context(), principal(r), r.PathValue("name"), []byte(text))
 	if errors.Is(err, errdefs.ErrInvalid) {
 		// The text stays in the form, with what is wrong with it.
 		a.renderProject(w, r, http.StatusBadRequest, ProjectPage{Candidate: text, Problem: err.Error()})
@@ -262,7 +262,7 @@ func (a *App) replay(w http.ResponseWriter, r *http.Request) {
 	since, err := policy.ParseSince(pg.Since, time.Now())
 	if err == nil {
 		var rep policy.ReplayReport
-		if rep, err = a.Service.ReplayPolicy(r.Context(), principal(r), r.PathValue("name"), []byte(pg.Candidate), since, 3); err == nil {
+		if rep, err = a.Service.Projects().ReplayPolicy(r.Context(), principal(r), r.PathValue("name"), []byte(pg.Candidate), since, 3); err == nil {
 			pg.Replay = &rep
 		} else if !errors.Is(err, errdefs.ErrInvalid) {
 			a.problem(w, r, err)

@@ -126,7 +126,7 @@ func (a *App) sessions(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusBadRequest, "unknown status "+l.Status)
 		return
 	}
-	parked, err := a.Service.Parked(r.Context(), principal(r), identity.Read, f)
+	parked, err := a.Service.Gates().Parked(r.Context(), principal(r), identity.Read, f)
 	if err != nil {
 		a.problem(w, r, err)
 		return
@@ -135,12 +135,12 @@ func (a *App) sessions(w http.ResponseWriter, r *http.Request) {
 	for _, p := range parked {
 		waits[p.Session.ID] = p.Reason
 	}
-	list, err := a.Service.Sessions(r.Context(), principal(r), f)
+	list, err := a.Service.Sessions().List(r.Context(), principal(r), f)
 	if err != nil {
 		a.problem(w, r, err)
 		return
 	}
-	costs, err := a.Service.Costs(r.Context(), principal(r), list)
+	costs, err := a.Service.Sessions().Costs(r.Context(), principal(r), list)
 	if err != nil {
 		a.problem(w, r, err)
 		return
@@ -187,7 +187,7 @@ func (a *App) pending(r *http.Request, aps []session.Approval) []Pending {
 		x, ok := sessions[ap.SessionID]
 		if !ok {
 			var err error
-			if x, err = a.Service.Session(r.Context(), principal(r), ap.SessionID); err != nil {
+			if x, err = a.Service.Sessions().Get(r.Context(), principal(r), ap.SessionID); err != nil {
 				continue
 			}
 			sessions[ap.SessionID] = x
@@ -214,7 +214,7 @@ type Page struct {
 
 // sessionFor loads session id for the caller, checking action a.
 func (a *App) sessionFor(r *http.Request, id string, act identity.Action) (session.Session, error) {
-	return a.Service.SessionFor(r.Context(), principal(r), id, act)
+	return a.Service.Sessions().For(r.Context(), principal(r), id, act)
 }
 
 func (a *App) can(r *http.Request, project string, act identity.Action) bool {
@@ -229,11 +229,11 @@ func (a *App) session(w http.ResponseWriter, r *http.Request) {
 	}
 	p := Page{Session: x, CanSteer: a.can(r, x.Project, identity.Steer), CanDecide: a.can(r, x.Project, identity.Approve),
 		CanAudit: a.can(r, x.Project, identity.Audit)}
-	aps, _ := a.Service.Approvals(r.Context(), principal(r), identity.Read, session.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
+	aps, _ := a.Service.Gates().Approvals(r.Context(), principal(r), identity.Read, session.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
 	p.Approvals = a.pending(r, aps)
-	p.Parks, _ = a.Service.Parks(r.Context(), principal(r), x.ID, true)
-	p.Question, _ = a.Service.OpenQuestion(r.Context(), principal(r), x.ID)
-	if t, err := a.Service.Transcript(r.Context(), principal(r), x.ID); err == nil {
+	p.Parks, _ = a.Service.Gates().Parks(r.Context(), principal(r), x.ID, true)
+	p.Question, _ = a.Service.Sessions().OpenQuestion(r.Context(), principal(r), x.ID)
+	if t, err := a.Service.Sessions().Transcript(r.Context(), principal(r), x.ID); err == nil {
 		if last, err := t.After(r.Context(), 0, 0); err == nil && len(last) > 0 {
 			p.Seen = last[len(last)-1].Seq
 		}
@@ -251,7 +251,7 @@ func (a *App) send(w http.ResponseWriter, r *http.Request, kind session.CommandK
 		return
 	}
 	data, _ := json.Marshal(payload)
-	if _, err := a.Service.Send(r.Context(), principal(r), r.PathValue("id"), wire.SendRequest{Kind: kind, Payload: data}); err != nil {
+	if _, err := a.Service.Sessions().Send(r.Context(), principal(r), r.PathValue("id"), wire.SendRequest{Kind: kind, Payload: data}); err != nil {
 		a.problem(w, r, err)
 		return
 	}
@@ -305,7 +305,7 @@ func (a *App) diff(w http.ResponseWriter, r *http.Request) {
 	if fi, err := os.Stat(x.Repo); err == nil && fi.IsDir() {
 		p.Local = true
 	}
-	if p.Diff, _, err = a.Service.Diff(r.Context(), principal(r), x.ID); err != nil {
+	if p.Diff, _, err = a.Service.Review().Diff(r.Context(), principal(r), x.ID); err != nil {
 		p.Problem = err.Error()
 	}
 	a.render(w, r, http.StatusOK, "diff", "Changes of "+x.DisplayTitle, p)
@@ -357,13 +357,13 @@ type Request struct {
 
 func (a *App) inbox(w http.ResponseWriter, r *http.Request) {
 	var in Inbox
-	aps, err := a.Service.Approvals(r.Context(), principal(r), identity.Approve, session.ApprovalFilter{Status: session.ApprovalPending})
+	aps, err := a.Service.Gates().Approvals(r.Context(), principal(r), identity.Approve, session.ApprovalFilter{Status: session.ApprovalPending})
 	if err != nil {
 		a.problem(w, r, err)
 		return
 	}
 	in.Approvals = a.pending(r, aps)
-	parked, err := a.Service.Parked(r.Context(), principal(r), identity.Approve, session.Filter{})
+	parked, err := a.Service.Gates().Parked(r.Context(), principal(r), identity.Approve, session.Filter{})
 	if err != nil {
 		a.problem(w, r, err)
 		return
@@ -387,7 +387,7 @@ func own(p wire.Parked) bool {
 
 // requests are the caller's own sessions waiting for them at the door.
 func (a *App) requests(r *http.Request) ([]Request, error) {
-	parked, err := a.Service.Parked(r.Context(), principal(r), identity.Read, session.Filter{})
+	parked, err := a.Service.Gates().Parked(r.Context(), principal(r), identity.Read, session.Filter{})
 	if err != nil {
 		return nil, err
 	}
@@ -411,12 +411,12 @@ func (a *App) credentials(w http.ResponseWriter, r *http.Request) {
 			values[name] = v[0]
 		}
 	}
-	_, err := a.Service.SetCredentials(r.Context(), principal(r), r.PathValue("id"), values)
+	_, err := a.Service.Gates().SetCredentials(r.Context(), principal(r), r.PathValue("id"), values)
 	a.afterRequest(w, r, err)
 }
 
 func (a *App) chooseIdentity(w http.ResponseWriter, r *http.Request) {
-	_, err := a.Service.ChooseIdentity(r.Context(), principal(r), r.PathValue("id"), r.PostFormValue("as"))
+	_, err := a.Service.Gates().ChooseIdentity(r.Context(), principal(r), r.PathValue("id"), r.PostFormValue("as"))
 	a.afterRequest(w, r, err)
 }
 
@@ -431,11 +431,11 @@ func (a *App) afterRequest(w http.ResponseWriter, r *http.Request, err error) {
 func (a *App) decide(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	// Worded as a missing approval: nothing of a hidden project shows.
-	ap, _, err := a.Service.ApprovalFor(r.Context(), principal(r), id, identity.Approve)
+	ap, _, err := a.Service.Gates().ApprovalFor(r.Context(), principal(r), id, identity.Approve)
 	if err == nil {
 		switch d := r.PostFormValue("decision"); d {
 		case "approve", "reject":
-			_, err = a.Service.DecideApproval(r.Context(), principal(r), ap.ID, d == "approve", r.PostFormValue("note"))
+			_, err = a.Service.Gates().Decide(r.Context(), principal(r), ap.ID, d == "approve", r.PostFormValue("note"))
 		default:
 			a.fail(w, r, http.StatusBadRequest, "choose Approve or Reject")
 			return
@@ -490,7 +490,7 @@ func (a *App) readable(h http.HandlerFunc) http.HandlerFunc {
 // accept delivers exactly the reviewed snapshot (the base and tree the
 // page was rendered with) to the repository of origin as a branch.
 func (a *App) accept(w http.ResponseWriter, r *http.Request, id string) {
-	branch, commit, err := a.Service.AcceptToBranch(r.Context(), principal(r), id, r.PostFormValue("base"), r.PostFormValue("tree"))
+	branch, commit, err := a.Service.Review().AcceptToBranch(r.Context(), principal(r), id, r.PostFormValue("base"), r.PostFormValue("tree"))
 	if err != nil {
 		a.problem(w, r, err)
 		return

@@ -37,7 +37,7 @@ func (a *App) renderNew(w http.ResponseWriter, r *http.Request, status int, n Ne
 			continue
 		}
 		n.Projects = append(n.Projects, m.Project)
-		agents, err := a.Service.Agents(r.Context(), principal(r), m.Project)
+		agents, err := a.Service.Projects().Agents(r.Context(), principal(r), m.Project)
 		if err != nil {
 			a.problem(w, r, err)
 			return
@@ -62,7 +62,7 @@ func (a *App) start(w http.ResponseWriter, r *http.Request) {
 		a.problem(w, r, err)
 		return
 	}
-	x, err := a.Service.CreateSession(r.Context(), principal(r), wire.CreateRequest{Project: n.Project, Agent: n.Agent, Repo: n.Repo, Message: n.Message,
+	x, err := a.Service.Sessions().Create(r.Context(), principal(r), wire.CreateRequest{Project: n.Project, Agent: n.Agent, Repo: n.Repo, Message: n.Message,
 		IdempotencyKey: "web/" + n.Key})
 	if err != nil && x.ID == "" {
 		if status, _ := api.StatusOf(err); status < 500 {

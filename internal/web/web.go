@@ -103,15 +103,15 @@ func (a *App) Handler() http.Handler {
 	mux.HandleFunc("POST /sessions/{id}/interrupt", a.authed(a.form(a.interrupt)))
 	mux.HandleFunc("POST /sessions/{id}/answer", a.authed(a.form(a.answer)))
 	mux.HandleFunc("POST /sessions/{id}/archive", a.authed(a.form(a.steered(func(r *http.Request, id string) error {
-		_, err := a.Service.Archive(r.Context(), principal(r), id)
+		_, err := a.Service.Sessions().Archive(r.Context(), principal(r), id)
 		return err
 	}))))
 	mux.HandleFunc("POST /sessions/{id}/hold", a.authed(a.form(a.steered(func(r *http.Request, id string) error {
-		_, err := a.Service.Hold(r.Context(), principal(r), id, r.PostFormValue("reason"))
+		_, err := a.Service.Sessions().Hold(r.Context(), principal(r), id, r.PostFormValue("reason"))
 		return err
 	}))))
 	mux.HandleFunc("POST /sessions/{id}/release", a.authed(a.form(a.steered(func(r *http.Request, id string) error {
-		_, err := a.Service.Release(r.Context(), principal(r), id)
+		_, err := a.Service.Sessions().Release(r.Context(), principal(r), id)
 		return err
 	}))))
 	mux.HandleFunc("GET /sessions/{id}/audit", a.authed(a.audit))
@@ -119,15 +119,15 @@ func (a *App) Handler() http.Handler {
 	mux.HandleFunc("GET /inbox", a.authed(a.inbox))
 	mux.HandleFunc("GET /sessions/{id}/diff", a.authed(a.diff))
 	mux.HandleFunc("POST /sessions/{id}/reject", a.authed(a.form(a.steered(func(r *http.Request, id string) error {
-		_, err := a.Service.Reject(r.Context(), principal(r), id)
+		_, err := a.Service.Review().Reject(r.Context(), principal(r), id)
 		return err
 	}))))
 	mux.HandleFunc("POST /sessions/{id}/start", a.authed(a.form(a.decided(func(r *http.Request, id string) error {
-		_, err := a.Service.ApproveStart(r.Context(), principal(r), id, r.PostFormValue("decision") == "approve", r.PostFormValue("note"))
+		_, err := a.Service.Gates().ApproveStart(r.Context(), principal(r), id, r.PostFormValue("decision") == "approve", r.PostFormValue("note"))
 		return err
 	}))))
 	mux.HandleFunc("POST /sessions/{id}/extend", a.authed(a.form(a.decided(func(r *http.Request, id string) error {
-		_, err := a.Service.Extend(r.Context(), principal(r), id, wire.ExtendRequest{Note: r.PostFormValue("note")})
+		_, err := a.Service.Gates().Extend(r.Context(), principal(r), id, wire.ExtendRequest{Note: r.PostFormValue("note")})
 		return err
 	}))))
 	mux.HandleFunc("POST /sessions/{id}/accept", a.authed(a.form(func(w http.ResponseWriter, r *http.Request) {

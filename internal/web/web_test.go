@@ -83,11 +83,11 @@ func TestWebAppEndToEnd(t *testing.T) {
 	origin := repo(t)
 
 	// Another project's user.
-	require.NoError(t, admin.CreateProject(ctx, "elsewhere"))
-	_, err = admin.CreateUser(ctx, "otto", false)
+	require.NoError(t, admin.Access().CreateProject(ctx, "elsewhere"))
+	_, err = admin.Access().CreateUser(ctx, "otto", false)
 	require.NoError(t, err)
-	require.NoError(t, admin.SetMember(ctx, "elsewhere", "otto", identity.Member))
-	otto, err := admin.CreateToken(ctx, wire.NewToken{User: "otto"})
+	require.NoError(t, admin.Access().SetMember(ctx, "elsewhere", "otto", identity.Member))
+	otto, err := admin.Access().CreateToken(ctx, wire.NewToken{User: "otto"})
 	require.NoError(t, err)
 
 	actx, cancelA := chromedp.NewExecAllocator(ctx, chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
@@ -174,13 +174,13 @@ func TestWebAppEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	xid, ok := strings.CutPrefix(loc, a.URL+"/sessions/")
 	require.True(t, ok, "the new session's page: %s", loc)
-	x, err := admin.Session(ctx, xid)
+	x, err := admin.Sessions().Get(ctx, xid)
 	require.NoError(t, err)
 	require.Equal(t, "webtester", x.CreatedBy.ID, "started by the logged-in user")
 	require.Equal(t, origin, x.Repo)
 	run("back to the list", chromedp.Navigate(a.URL+"/"), chromedp.WaitVisible(chromedp.ID("rows")))
 	// The list updates without a reload: a session created now appears.
-	y, err := admin.CreateSession(ctx, wire.CreateRequest{Model: "replay/demo", Repo: repo(t), Message: "a second one"})
+	y, err := admin.Sessions().Create(ctx, wire.CreateRequest{Model: "replay/demo", Repo: repo(t), Message: "a second one"})
 	require.NoError(t, err)
 	run("the new session appears without a reload",
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-id="`+y.ID+`"]`)),
@@ -206,7 +206,7 @@ func TestWebAppEndToEnd(t *testing.T) {
 	// The question: pick an option, answer (once the agent has asked).
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		evs, err := admin.Events(ctx, x.ID, 0)
+		evs, err := admin.Sessions().Events(ctx, x.ID, 0)
 		require.NoError(t, err)
 		if slices.ContainsFunc(evs, func(e session.Event) bool { return e.Kind == session.EventQuestion }) {
 			break
@@ -240,7 +240,7 @@ func TestWebAppEndToEnd(t *testing.T) {
 		chromedp.Click(chromedp.Search(`//form[contains(@action, "/hold")]//button`)),
 		chromedp.WaitVisible(chromedp.Search(`//form[contains(@action, "/release")]//button`)),
 	)
-	held, err := admin.Session(ctx, x.ID)
+	held, err := admin.Sessions().Get(ctx, x.ID)
 	require.NoError(t, err)
 	require.True(t, held.Held(), "held from the page")
 	require.Equal(t, "webtester", held.Hold.By.ID)
@@ -286,7 +286,7 @@ func TestWebAppEndToEnd(t *testing.T) {
 	st, err := exec.Command("git", "-C", origin, "status", "--porcelain").CombinedOutput()
 	require.NoError(t, err)
 	require.Empty(t, string(st), "the checkout is not touched")
-	accepted, err := admin.Session(ctx, x.ID)
+	accepted, err := admin.Sessions().Get(ctx, x.ID)
 	require.NoError(t, err)
 	require.NotEqual(t, x.BaseCommit, accepted.BaseCommit, "the accepted snapshot is the copy's new base")
 	run("the audit view",
@@ -295,22 +295,22 @@ func TestWebAppEndToEnd(t *testing.T) {
 		shot("audit"),
 	)
 	usable("audit")
-	s, err := admin.Session(ctx, x.ID)
+	s, err := admin.Sessions().Get(ctx, x.ID)
 	require.NoError(t, err)
 	require.Equal(t, session.StatusAwaiting, s.Status)
-	aps, err := admin.Approvals(ctx, session.ApprovalFilter{SessionID: x.ID})
+	aps, err := admin.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: x.ID})
 	require.NoError(t, err)
 	for _, ap := range aps {
 		require.Equal(t, "webtester", ap.DecidedBy.ID, "decided in the browser, as the logged-in user")
 	}
 
 	// A guest's session waits at the door; the inbox lets it start.
-	_, err = admin.CreateUser(ctx, "gwen", false)
+	_, err = admin.Access().CreateUser(ctx, "gwen", false)
 	require.NoError(t, err)
-	require.NoError(t, admin.SetMember(ctx, "default", "gwen", identity.Guest))
-	gwen, err := admin.CreateToken(ctx, wire.NewToken{User: "gwen"})
+	require.NoError(t, admin.Access().SetMember(ctx, "default", "gwen", identity.Guest))
+	gwen, err := admin.Access().CreateToken(ctx, wire.NewToken{User: "gwen"})
 	require.NoError(t, err)
-	g, err := client.New(a.URL).WithToken(gwen.Secret).CreateSession(ctx, wire.CreateRequest{Model: "replay/demo", Message: "a guest's try"})
+	g, err := client.New(a.URL).WithToken(gwen.Secret).Sessions().Create(ctx, wire.CreateRequest{Model: "replay/demo", Message: "a guest's try"})
 	require.NoError(t, err)
 	run("let a guest's session start from the inbox",
 		chromedp.Navigate(a.URL+"/inbox"),
@@ -319,7 +319,7 @@ func TestWebAppEndToEnd(t *testing.T) {
 		chromedp.Click(chromedp.Search(`//li[contains(., "awaiting_start_approval")]//button[@value="approve"]`)),
 		chromedp.WaitNotPresent(chromedp.Search(`//li[contains(., "awaiting_start_approval")]`)),
 	)
-	parks, err := admin.Parks(ctx, g.ID)
+	parks, err := admin.Gates().Parks(ctx, g.ID)
 	require.NoError(t, err)
 	require.Len(t, parks, 1)
 	require.Equal(t, "webtester", parks[0].ResolvedBy.ID, "the start approved in the browser")
@@ -333,14 +333,14 @@ func TestWebAppEndToEnd(t *testing.T) {
 		chromedp.Click(chromedp.Search(`//form[@action="/admin/users/rita/revoke"]//button`)),
 		chromedp.WaitVisible(chromedp.Search(`//p[contains(@class, "notice") and contains(., "user rita revoked")]`)),
 	)
-	users, err := admin.Users(ctx)
+	users, err := admin.Access().Users(ctx)
 	require.NoError(t, err)
 	ri := slices.IndexFunc(users, func(u identity.User) bool { return u.Name == "rita" })
 	require.GreaterOrEqual(t, ri, 0)
 	require.NotNil(t, users[ri].RevokedAt, "revoked from the console")
 	run("mint a token", chromedp.SendKeys(chromedp.ID("token-label"), "laptop\r"), chromedp.WaitVisible(chromedp.ID("minted-token")))
 	minted := strings.TrimSpace(text("#minted-token"))
-	who, err := client.New(a.URL).WithToken(minted).Whoami(ctx)
+	who, err := client.New(a.URL).WithToken(minted).Access().Whoami(ctx)
 	require.NoError(t, err, "the token shown once works")
 	require.Equal(t, "webtester", who.User)
 	run("a project's members",
@@ -401,7 +401,7 @@ func waitStatus(t *testing.T, c *client.Client, id string, want session.Status) 
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		x, err := c.Session(context.Background(), id)
+		x, err := c.Sessions().Get(context.Background(), id)
 		require.NoError(t, err)
 		if x.Status == want {
 			return

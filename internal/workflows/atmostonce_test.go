@@ -24,7 +24,7 @@ func TestCallInterruptedByACrashRunsAtMostOnce(t *testing.T) {
 	f := setup(t)
 	ctx := context.Background()
 	f.create(t, "s1", "replay/demo", "")
-	require.NoError(t, f.acts.Provision(ctx, "s1"))
+	require.NoError(t, f.acts.Lifecycle().Provision(ctx, "s1"))
 	allow := policy.Decision{Verdict: shellcheck.Allow, Rule: "test"}
 	by := session.Attribution{Kind: session.ByAutomation, Rule: "test"}
 	began := func(id, name string, args string) provider.ToolCall {
@@ -33,7 +33,7 @@ func TestCallInterruptedByACrashRunsAtMostOnce(t *testing.T) {
 		return call
 	}
 	call := began("c1", "edit_file", `{"path":"notes.txt","old":"draft","new":"final"}`)
-	out, err := f.acts.RunTool(ctx, "s1", "turn-1", call, allow, by)
+	out, err := f.acts.Turns().RunTool(ctx, "s1", "turn-1", call, allow, by)
 	require.NoError(t, err)
 	require.Equal(t, session.CallErrored, out.State)
 	events, err := durable.CallEvents(ctx, f.store, "s1", "c1")
@@ -43,12 +43,12 @@ func TestCallInterruptedByACrashRunsAtMostOnce(t *testing.T) {
 	require.Contains(t, last.Error, "interrupted by a restart of the server; its effects may be partial")
 
 	// Retried once more: the recorded end stands, still not run.
-	out, err = f.acts.RunTool(ctx, "s1", "turn-1", call, allow, by)
+	out, err = f.acts.Turns().RunTool(ctx, "s1", "turn-1", call, allow, by)
 	require.NoError(t, err)
 	require.Equal(t, session.CallErrored, out.State)
 
 	read := began("c2", "read_file", `{"path":"notes.txt"}`)
-	out, err = f.acts.RunTool(ctx, "s1", "turn-1", read, allow, by)
+	out, err = f.acts.Turns().RunTool(ctx, "s1", "turn-1", read, allow, by)
 	require.NoError(t, err)
 	require.Equal(t, session.CallDone, out.State, "an idempotent read runs again")
 	x, err := f.store.GetSession(ctx, "s1")

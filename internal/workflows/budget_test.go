@@ -18,7 +18,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/spec"
 )
 
-// grant does what Service.Extend does, without a Temporal client: the
+// grant does what Service.Gates().Extend does, without a Temporal client: the
 // extension recorded and attributed, the park resolved, the session woken.
 func (f *fixture) grant(t *testing.T, id string) {
 	t.Helper()

@@ -9,6 +9,6 @@ import (
 func DeliveryWorkflow(ctx workflow.Context, d durable.Delivery) (durable.Delivered, error) {
 	w := &run{home: d.Home}
 	var out durable.Delivered
-	err := w.onCopy(short(ctx, 3), act.Deliver, d).Get(ctx, &out)
+	err := w.onCopy(short(ctx, 3), life.Deliver, d).Get(ctx, &out)
 	return out, err
 }

@@ -136,7 +136,7 @@ func TestTurnNeverEndsWithOpenCalls(t *testing.T) {
 				require.NoError(t, err)
 			}
 		}
-		require.NoError(t, f.acts.SettleTurn(ctx, turn, st, "", ""))
+		require.NoError(t, f.acts.Turns().SettleTurn(ctx, turn, st, "", ""))
 		for id := range open {
 			id = id + string(rune('0'+i))
 			final, _, ok, err := durable.SettledCall(ctx, f.store, "o1", id)

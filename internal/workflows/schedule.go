@@ -25,7 +25,7 @@ func ScheduleWorkflow(ctx workflow.Context, trigger, expr string) error {
 			return err
 		}
 		key := next.UTC().Format(time.RFC3339)
-		if err := workflow.ExecuteActivity(short(ctx, 5), act.Fire, trigger, key, next).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(short(ctx, 5), life.Fire, trigger, key, next).Get(ctx, nil); err != nil {
 			workflow.GetLogger(ctx).Warn("scheduled tick not delivered", "trigger", trigger, "tick", key, "err", err)
 		}
 	}

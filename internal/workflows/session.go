@@ -49,8 +49,13 @@ type Input struct {
 	Reaped      bool   `json:"reaped,omitempty"`
 }
 
-// act is the activity set as the workflow names them.
-var act *durable.Activities
+// The activities as the workflow names them (Temporal knows each by its
+// method's name).
+var (
+	life    durable.Lifecycle
+	turns   durable.Turns
+	budgets durable.Budgets
+)
 
 // SessionWorkflow is one session's durable dispatch loop.
 func SessionWorkflow(ctx workflow.Context, in Input) error {
@@ -84,14 +89,14 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 	})
 	workflow.Go(ctx, w.lane)
 	if !in.Provisioned {
-		if err := workflow.ExecuteActivity(provisioning(ctx), act.Provision, in.SessionID).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(provisioning(ctx), life.Provision, in.SessionID).Get(ctx, nil); err != nil {
 			return w.fail(ctx, "provisioning failed: "+reason(err))
 		}
 	}
 	for {
 		w.wake = false
 		var claim durable.Claim
-		if err := workflow.ExecuteActivity(short(ctx, 0), act.Claim, in.SessionID).Get(ctx, &claim); err != nil {
+		if err := workflow.ExecuteActivity(short(ctx, 0), life.Claim, in.SessionID).Get(ctx, &claim); err != nil {
 			return err
 		}
 		w.home = claim.Home
@@ -119,7 +124,7 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 			continue
 		}
 		if w.reaped {
-			if err := w.onCopy(short(ctx, 0), act.Rehydrate, in.SessionID).Get(ctx, nil); err != nil {
+			if err := w.onCopy(short(ctx, 0), life.Rehydrate, in.SessionID).Get(ctx, nil); err != nil {
 				return w.fail(ctx, "rehydration failed: "+reason(err))
 			}
 			w.reaped = false
@@ -145,24 +150,24 @@ func (w *run) sleep(ctx workflow.Context, claim durable.Claim) (bool, error) {
 		timers = append(timers, timer{now.Add(claim.Idle), func() (bool, error) {
 			// Idle: release the sandbox's resources, keep the workspace.
 			w.reaped = true
-			return false, workflow.ExecuteActivity(short(ctx, 0), act.Reap, w.in.SessionID).Get(ctx, nil)
+			return false, workflow.ExecuteActivity(short(ctx, 0), life.Reap, w.in.SessionID).Get(ctx, nil)
 		}})
 	}
 	if !claim.ExpiresAt.IsZero() {
 		timers = append(timers, timer{claim.ExpiresAt, func() (bool, error) {
-			return true, workflow.ExecuteActivity(short(ctx, 0), act.Expire, w.in.SessionID).Get(ctx, nil)
+			return true, workflow.ExecuteActivity(short(ctx, 0), life.Expire, w.in.SessionID).Get(ctx, nil)
 		}})
 	}
 	for _, p := range claim.Parks {
 		if p.ExpiresAt != nil {
 			timers = append(timers, timer{*p.ExpiresAt, func() (bool, error) {
 				var ended bool
-				return ended, workflow.ExecuteActivity(short(ctx, 0), act.ExpirePark, p.ID).Get(ctx, &ended)
+				return ended, workflow.ExecuteActivity(short(ctx, 0), budgets.ExpirePark, p.ID).Get(ctx, &ended)
 			}})
 		}
 		if p.Reprobe > 0 {
 			timers = append(timers, timer{now.Add(p.Reprobe), func() (bool, error) {
-				return false, workflow.ExecuteActivity(short(ctx, 0), act.ProbePark, p.ID).Get(ctx, nil)
+				return false, workflow.ExecuteActivity(short(ctx, 0), budgets.ProbePark, p.ID).Get(ctx, nil)
 			}})
 		}
 	}
@@ -215,7 +220,7 @@ func (w *run) lane(ctx workflow.Context) {
 		}
 		w.held = 0
 		var f durable.Flush
-		if err := workflow.ExecuteActivity(short(ctx, 0), act.FlushDeliveries, w.in.SessionID).Get(ctx, &f); err != nil {
+		if err := workflow.ExecuteActivity(short(ctx, 0), life.FlushDeliveries, w.in.SessionID).Get(ctx, &f); err != nil {
 			return
 		}
 		if f.Delivered == "" {
@@ -347,7 +352,7 @@ func reason(err error) string {
 }
 
 func (w *run) fail(ctx workflow.Context, why string) error {
-	return workflow.ExecuteActivity(short(ctx, 0), act.Fail, w.in.SessionID, why).Get(ctx, nil)
+	return workflow.ExecuteActivity(short(ctx, 0), life.Fail, w.in.SessionID, why).Get(ctx, nil)
 }
 
 func ids(cmds []session.Command) []string {
@@ -362,16 +367,16 @@ func ids(cmds []session.Command) []string {
 func (w *run) dispatch(ctx workflow.Context, batch []session.Command) (bool, error) {
 	first := batch[0]
 	settle := func(state session.CommandState, why string) error {
-		return workflow.ExecuteActivity(short(ctx, 0), act.Settle, ids(batch), state, why).Get(ctx, nil)
+		return workflow.ExecuteActivity(short(ctx, 0), life.Settle, ids(batch), state, why).Get(ctx, nil)
 	}
 	switch first.Kind {
 	case session.KindStart:
-		return false, workflow.ExecuteActivity(short(ctx, 0), act.MarkStarted, w.in.SessionID, first.ID).Get(ctx, nil)
+		return false, workflow.ExecuteActivity(short(ctx, 0), life.MarkStarted, w.in.SessionID, first.ID).Get(ctx, nil)
 	case session.KindStartWithMessage, session.KindMessage:
 		return w.turn(ctx, batch)
 	case session.KindAnswer:
 		var problem string
-		if err := workflow.ExecuteActivity(short(ctx, 0), act.Answer, first).Get(ctx, &problem); err != nil {
+		if err := workflow.ExecuteActivity(short(ctx, 0), turns.Answer, first).Get(ctx, &problem); err != nil {
 			return false, err
 		}
 		if problem != "" {
@@ -384,7 +389,7 @@ func (w *run) dispatch(ctx workflow.Context, batch []session.Command) (bool, err
 		}
 		return false, settle(session.CommandAccepted, "no turn was in flight")
 	case session.KindStop:
-		return true, w.onCopy(short(ctx, 0), act.Stop, first).Get(ctx, nil)
+		return true, w.onCopy(short(ctx, 0), life.Stop, first).Get(ctx, nil)
 	}
 	return false, settle(session.CommandFailed, fmt.Sprintf("command kind %s is not dispatched", first.Kind))
 }
@@ -400,7 +405,7 @@ func (w *run) turn(ctx workflow.Context, batch []session.Command) (bool, error) 
 	if w.stop != "" {
 		cancel() // stopped while the turn was being claimed: it never runs
 	}
-	if err := workflow.ExecuteActivity(short(ctx, 0), act.OpenTurn, turnID, batch).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(short(ctx, 0), turns.OpenTurn, turnID, batch).Get(ctx, nil); err != nil {
 		w.cancelTurn = nil
 		return false, err
 	}
@@ -410,7 +415,7 @@ func (w *run) turn(ctx workflow.Context, batch []session.Command) (bool, error) 
 	cancel()
 	if interrupted {
 		status, scope, why = session.TurnFailed, session.ScopeTurn, "interrupted"
-		if err := workflow.ExecuteActivity(short(ctx, 0), act.Interrupted, w.in.SessionID, turnID, "the turn was interrupted").Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(short(ctx, 0), life.Interrupted, w.in.SessionID, turnID, "the turn was interrupted").Get(ctx, nil); err != nil {
 			return false, err
 		}
 	}
@@ -418,32 +423,32 @@ func (w *run) turn(ctx workflow.Context, batch []session.Command) (bool, error) 
 		// Stopped first, so that nobody sees the session idle in between
 		// (and nothing queued behind the turn runs).
 		var cmd session.Command
-		if err := workflow.ExecuteActivity(short(ctx, 0), act.GetCommand, w.stop).Get(ctx, &cmd); err != nil {
+		if err := workflow.ExecuteActivity(short(ctx, 0), life.GetCommand, w.stop).Get(ctx, &cmd); err != nil {
 			return false, err
 		}
-		return true, w.onCopy(short(ctx, 0), act.StopTurn, cmd, turnID, status, scope, why).Get(ctx, nil)
+		return true, w.onCopy(short(ctx, 0), turns.StopTurn, cmd, turnID, status, scope, why).Get(ctx, nil)
 	}
 	if w.ended != "" {
 		// Stopped first, so that nobody sees the session idle in between.
-		if err := workflow.ExecuteActivity(short(ctx, 0), act.EndForBudget, w.in.SessionID, w.ended, w.summary).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(short(ctx, 0), budgets.EndForBudget, w.in.SessionID, w.ended, w.summary).Get(ctx, nil); err != nil {
 			return false, err
 		}
 	}
-	return w.ended != "", workflow.ExecuteActivity(short(ctx, 0), act.SettleTurn, turnID, status, scope, why).Get(ctx, nil)
+	return w.ended != "", workflow.ExecuteActivity(short(ctx, 0), turns.SettleTurn, turnID, status, scope, why).Get(ctx, nil)
 }
 
 func (w *run) steps(ctx workflow.Context, turnID string) (session.TurnStatus, session.FailureScope, string) {
 	for step := 0; ; step++ {
 		// The budget is evaluated before each model call.
 		var b durable.BudgetCheck
-		if err := workflow.ExecuteActivity(short(ctx, 0), act.CheckBudget, w.in.SessionID).Get(ctx, &b); err != nil {
+		if err := workflow.ExecuteActivity(short(ctx, 0), budgets.CheckBudget, w.in.SessionID).Get(ctx, &b); err != nil {
 			return session.TurnFailed, session.ScopeTurn, "budget check failed: " + reason(err)
 		}
 		if o := b.Overrun; o != nil {
 			return w.overrun(ctx, turnID, *o, b.Summary)
 		}
 		var resp provider.Response
-		if err := w.onCopy(long(ctx), act.ModelStep, w.in.SessionID, turnID, step).Get(ctx, &resp); err != nil {
+		if err := w.onCopy(long(ctx), turns.ModelStep, w.in.SessionID, turnID, step).Get(ctx, &resp); err != nil {
 			if r := parkReason(err); r != "" {
 				return w.park(ctx, turnID, r, "model call failed: "+reason(err))
 			}
@@ -483,7 +488,7 @@ func (w *run) steps(ctx workflow.Context, turnID string) (session.TurnStatus, se
 // command resumes the work when the park resolves.
 func (w *run) park(ctx workflow.Context, turnID string, r bound.Reason, why string) (session.TurnStatus, session.FailureScope, string) {
 	var p durable.ParkResult
-	if err := workflow.ExecuteActivity(short(ctx, 0), act.Park, w.in.SessionID, turnID, r, why).Get(ctx, &p); err != nil {
+	if err := workflow.ExecuteActivity(short(ctx, 0), budgets.Park, w.in.SessionID, turnID, r, why).Get(ctx, &p); err != nil {
 		return session.TurnFailed, session.ScopeTurn, "park failed: " + reason(err)
 	}
 	return session.TurnFailed, session.ScopeTurn, why + "; parked " + string(r) + ", needs " + p.Park.Needs
@@ -508,7 +513,7 @@ func (w *run) overrun(ctx workflow.Context, turnID string, o bound.Overrun, summ
 		return w.park(ctx, turnID, o.Park, why)
 	}
 	var text string
-	if err := workflow.ExecuteActivity(long(ctx), act.FinalSummary, w.in.SessionID, turnID, o.Message).Get(ctx, &text); err != nil {
+	if err := workflow.ExecuteActivity(long(ctx), budgets.FinalSummary, w.in.SessionID, turnID, o.Message).Get(ctx, &text); err != nil {
 		text = ""
 	}
 	w.ended, w.summary = o.Message, text
@@ -520,7 +525,7 @@ func (w *run) overrun(ctx workflow.Context, turnID string, o bound.Overrun, summ
 // run with their attribution. stop is set when a rejection ends the turn.
 func (w *run) toolCall(ctx workflow.Context, turnID string, call provider.ToolCall) (out durable.ToolOutcome, stop string, err error) {
 	var g durable.GateResult
-	if err := workflow.ExecuteActivity(short(ctx, 0), act.Gate, w.in.SessionID, turnID, call).Get(ctx, &g); err != nil {
+	if err := workflow.ExecuteActivity(short(ctx, 0), turns.Gate, w.in.SessionID, turnID, call).Get(ctx, &g); err != nil {
 		return out, "", err
 	}
 	rejected := func(why string) (durable.ToolOutcome, string, error) {
@@ -538,7 +543,7 @@ func (w *run) toolCall(ctx workflow.Context, turnID string, call provider.ToolCa
 	by := session.Attribution{Kind: session.ByAutomation, Rule: g.Decision.Rule}
 	if g.Decision.Verdict == shellcheck.Ask {
 		var req durable.ApprovalRequest
-		if err := workflow.ExecuteActivity(short(ctx, 0), act.RequestApproval, w.in.SessionID, turnID, call, g.Decision).Get(ctx, &req); err != nil {
+		if err := workflow.ExecuteActivity(short(ctx, 0), turns.RequestApproval, w.in.SessionID, turnID, call, g.Decision).Get(ctx, &req); err != nil {
 			return out, "", err
 		}
 		if req.Rejected {
@@ -556,14 +561,14 @@ func (w *run) toolCall(ctx workflow.Context, turnID string, call provider.ToolCa
 			if ap.Note != "" {
 				why += ": " + ap.Note
 			}
-			if err := workflow.ExecuteActivity(short(ctx, 0), act.Reject, w.in.SessionID, turnID, call, why).Get(ctx, nil); err != nil {
+			if err := workflow.ExecuteActivity(short(ctx, 0), turns.Reject, w.in.SessionID, turnID, call, why).Get(ctx, nil); err != nil {
 				return out, "", err
 			}
 			return rejected(why)
 		}
 		by = session.Attribution{Kind: session.ByHuman, By: ap.DecidedBy.ID, Approval: ap.ID}
 	}
-	err = w.onCopy(long(ctx), act.RunTool, w.in.SessionID, turnID, call, g.Decision, by).Get(ctx, &out)
+	err = w.onCopy(long(ctx), turns.RunTool, w.in.SessionID, turnID, call, g.Decision, by).Get(ctx, &out)
 	if out.Node != "" {
 		w.home = out.Node
 	}
@@ -589,7 +594,7 @@ func (w *run) awaitApproval(ctx workflow.Context, req durable.ApprovalRequest) (
 		}
 		delete(w.decided, req.ID)
 		var ap session.Approval
-		if err := workflow.ExecuteActivity(short(ctx, 0), act.ApprovalState, req.ID, !woke).Get(ctx, &ap); err != nil {
+		if err := workflow.ExecuteActivity(short(ctx, 0), turns.ApprovalState, req.ID, !woke).Get(ctx, &ap); err != nil {
 			return ap, err
 		}
 		if ap.Status != session.ApprovalPending {

@@ -16,7 +16,7 @@ func SweepWorkflow(ctx workflow.Context) error {
 			return err
 		}
 		var res durable.Swept
-		if err := workflow.ExecuteActivity(short(ctx, 3), act.Sweep).Get(ctx, &res); err != nil {
+		if err := workflow.ExecuteActivity(short(ctx, 3), life.Sweep).Get(ctx, &res); err != nil {
 			workflow.GetLogger(ctx).Warn("sweep failed", "err", err)
 		} else if res.Unpublished != "" {
 			workflow.GetLogger(ctx).Warn("audit checkpoint not published everywhere", "err", res.Unpublished)

@@ -35,7 +35,7 @@ func TestSweeperArchivesAndRepairs(t *testing.T) {
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(SweepWorkflow)
-	env.RegisterActivity(f.acts)
+	Register(env, f.acts)
 	f.acts.Now = env.Now // the sweeper's clock is the workflow's, skipped
 	env.RegisterDelayedCallback(func() {
 		s, err := f.store.GetSession(ctx, "idle")

@@ -47,10 +47,10 @@ func TestRegressionSweeperArchivesAParkedSession(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, f.store.MarkStarted(ctx, "s1"))
 	require.NoError(t, f.store.SettleCommands(ctx, ids(c), session.CommandAccepted, ""))
-	_, err = f.acts.Park(ctx, "s1", "", bound.AwaitingExtension, "budget: used 150 of 150 actions")
+	_, err = f.acts.Budgets().Park(ctx, "s1", "", bound.AwaitingExtension, "budget: used 150 of 150 actions")
 	require.NoError(t, err)
 	f.acts.Now = func() time.Time { return time.Now().Add(time.Hour) }
-	swept, err := f.acts.Sweep(ctx)
+	swept, err := f.acts.Lifecycle().Sweep(ctx)
 	require.NoError(t, err)
 	x, err := f.store.GetSession(ctx, "s1")
 	require.NoError(t, err)
@@ -74,7 +74,7 @@ func TestRegressionHoldDoesNotDisarmTimers(t *testing.T) {
 			f.create(t, "s1", "replay/testdata/script.yaml", "")
 			ana := session.Sender{Kind: session.SenderOperator, ID: "ana"}
 			f.env.RegisterDelayedCallback(func() {
-				// What Service.Hold does: the row, no signal.
+				// What Service.Sessions().Hold does: the row, no signal.
 				require.NoError(t, f.store.SetHold(ctx, "s1", &session.Hold{By: ana, Reason: "inspect", At: time.Now()}))
 			}, c.holdAt)
 			var reapedWhileHeld bool

@@ -17,7 +17,7 @@ import (
 )
 
 // deliver holds a trigger delivery for the session and signals it, as
-// Service.Trigger does.
+// Service.Sessions().Trigger does.
 func (f *fixture) deliver(t *testing.T, id, event, key string) {
 	t.Helper()
 	d := session.Delivery{Trigger: "hook", Event: event, Key: key, Message: "event " + key}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/durable"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
@@ -36,15 +37,30 @@ func NewWorker(c client.Client, acts *durable.Activities) *Worker {
 	shared.RegisterWorkflow(ScheduleWorkflow)
 	shared.RegisterWorkflow(SweepWorkflow)
 	shared.RegisterWorkflow(DeliveryWorkflow)
-	shared.RegisterActivity(acts)
+	Register(shared, acts)
 	w := &Worker{workers: []worker.Worker{shared}}
 	if acts.Copies != nil && acts.Copies.Node != "" {
 		node := acts.Copies.Node
 		own := worker.New(c, NodeQueue(node), worker.Options{Interceptors: []interceptor.WorkerInterceptor{&liveness{}}, DisableWorkflowWorker: true, MaxHeartbeatThrottleInterval: heartbeatEvery})
-		own.RegisterActivity(acts)
+		Register(own, acts)
 		w.workers = append(w.workers, own)
 	}
 	return w
+}
+
+// Registry is where activities are registered: a worker, or a test
+// environment.
+type Registry interface {
+	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
+}
+
+// Register registers every group of acts' activities with r. A group's
+// method set holds the accessors of the others too (Activities.Turns…),
+// which are no activities: they are skipped.
+func Register(r Registry, acts *durable.Activities) {
+	for _, g := range []any{acts.Lifecycle(), acts.Turns(), acts.Budgets()} {
+		r.RegisterActivityWithOptions(g, activity.RegisterOptions{SkipInvalidStructFunctions: true})
+	}
 }
 
 // Start starts polling.

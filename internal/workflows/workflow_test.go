@@ -47,7 +47,7 @@ func setup(t *testing.T) *fixture {
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(SessionWorkflow)
-	env.RegisterActivity(acts)
+	Register(env, acts)
 	allowAll, _ := json.Marshal(&policy.Policy{Default: policy.AllowedWithoutPermission, ApprovalTTL: time.Hour})
 	return &fixture{store: st, acts: acts, env: env, repo: repo, policy: allowAll}
 }
@@ -247,7 +247,7 @@ func TestIdleSessionIsReaped(t *testing.T) {
 func TestSilentStepMakesTheTurnStale(t *testing.T) {
 	f := setup(t)
 	f.create(t, "s7", "replay/testdata/script.yaml", "go")
-	f.env.OnActivity(f.acts.ModelStep, mock.Anything, mock.Anything, mock.Anything, mock.Anything).
+	f.env.OnActivity(f.acts.Turns().ModelStep, mock.Anything, mock.Anything, mock.Anything, mock.Anything).
 		Return(provider.Response{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil))
 	f.env.RegisterDelayedCallback(func() {
 		f.send(t, "s7", session.KindStop, session.StopPayload{})
