@@ -18,17 +18,18 @@ import (
 //   - the core (access, auditlog, engine; beneath them the durable
 //     session: workflows, durable, copies): the one door, where every use case
 //     checks its caller;
-//   - the transports (api, web, kube, cli): they decode, call the core
-//     and encode, and never touch the store;
+//   - the transports (api, web, kube, cli, and terminal, what the CLI
+//     shows a person): they decode, call the core and encode, and never
+//     touch the store;
 //   - the client, which speaks the API's wire types and links nothing of
 //     the server;
 //   - app, which wires it all, and alone starts the embedded Temporal
 //     server.
 var (
 	foundation = []string{"clip", "errdefs", "identity", "session"}
-	transports = []string{"api", "web", "kube", "cli"}
+	transports = []string{"api", "web", "kube", "cli", "terminal"}
 	core       = []string{"access", "auditlog", "engine", "workflows", "durable", "copies"}
-	upper      = []string{"api", "web", "kube", "cli", "client", "app"}
+	upper      = []string{"api", "web", "kube", "cli", "terminal", "client", "app"}
 )
 
 // rule is one import rule: the packages who (by their path under

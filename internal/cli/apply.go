@@ -16,7 +16,7 @@ func newApply(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
-				return &exitError{code: 2, msg: "give the spec file with -f FILE (or -f - for standard input)"}
+				return &exitError{Code: 2, Msg: "give the spec file with -f FILE (or -f - for standard input)"}
 			}
 			var data []byte
 			var err error

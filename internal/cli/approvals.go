@@ -8,6 +8,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/terminal"
 )
 
 func newApprovals(g *globals) *cobra.Command {
@@ -29,7 +30,7 @@ func newApprovals(g *globals) *cobra.Command {
 			tw := table(g.io.Out)
 			fmt.Fprintln(tw, "ID\tSESSION\tTOOL\tCALL\tRULE\tSTATUS\tEXPIRES")
 			for _, a := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.SessionID, a.Tool, oneLine(argsText(a.Args), 50), a.Rule, a.Status, a.ExpiresAt.Local().Format("2006-01-02 15:04"))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.SessionID, a.Tool, terminal.OneLine(terminal.ArgsText(a.Args), 50), a.Rule, a.Status, a.ExpiresAt.Local().Format("2006-01-02 15:04"))
 			}
 			return tw.Flush()
 		},
@@ -65,12 +66,12 @@ func newApprovals(g *globals) *cobra.Command {
 				if a.ID != args[0] {
 					continue
 				}
-				fmt.Fprintf(g.io.Out, "approval %s: %s in session %s, %s\n", a.ID, visible(a.Tool, false), a.SessionID, a.Status)
-				fmt.Fprintf(g.io.Out, "why it asks: %s (%s)\n", visible(a.Reason, false), visible(a.Rule, false))
-				fmt.Fprintf(g.io.Out, "the call:\n%s\n", callText(a.Tool, a.Args))
+				fmt.Fprintf(g.io.Out, "approval %s: %s in session %s, %s\n", a.ID, terminal.Visible(a.Tool, false), a.SessionID, a.Status)
+				fmt.Fprintf(g.io.Out, "why it asks: %s (%s)\n", terminal.Visible(a.Reason, false), terminal.Visible(a.Rule, false))
+				fmt.Fprintf(g.io.Out, "the call:\n%s\n", terminal.CallText(a.Tool, a.Args))
 				if x, err := g.remote().Sessions().Get(cmd.Context(), a.SessionID); err == nil {
 					if p, err := durable.PinnedPolicy(x); err == nil {
-						if text := analysisText(p, a.Tool, a.Args); text != "" {
+						if text := terminal.AnalysisText(p, a.Tool, a.Args); text != "" {
 							fmt.Fprintln(g.io.Out, text)
 						}
 					}
@@ -80,7 +81,7 @@ func newApprovals(g *globals) *cobra.Command {
 				}
 				return nil
 			}
-			return &exitError{code: 1, msg: "no approval " + args[0] + " that you may see; paddock approvals ls --all lists them"}
+			return &exitError{Code: 1, Msg: "no approval " + args[0] + " that you may see; paddock approvals ls --all lists them"}
 		},
 	}
 	cmd.AddCommand(ls, show, approve, reject)
@@ -96,7 +97,7 @@ func newPolicyApply(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			data, err := os.ReadFile(file)
 			if err != nil {
-				return &exitError{code: 2, msg: "give the policy file with -f FILE: " + err.Error()}
+				return &exitError{Code: 2, Msg: "give the policy file with -f FILE: " + err.Error()}
 			}
 			project = g.project(project)
 			digest, err := g.remote().Projects().SetPolicy(cmd.Context(), project, data)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddock-dev/paddock/internal/audit"
+	"github.com/paddock-dev/paddock/internal/terminal"
 )
 
 func newAudit(g *globals) *cobra.Command {
@@ -42,7 +43,7 @@ func newAudit(g *globals) *cobra.Command {
 			}
 			if len(broken) > 0 {
 				slices.Sort(broken)
-				return &exitError{code: 1, msg: fmt.Sprintf("the audit log does not hold: %d problems:\n%s", len(broken), strings.Join(broken, "\n"))}
+				return &exitError{Code: 1, Msg: fmt.Sprintf("the audit log does not hold: %d problems:\n%s", len(broken), strings.Join(broken, "\n"))}
 			}
 			sealed := 0
 			for _, r := range reports {
@@ -73,7 +74,7 @@ func newAudit(g *globals) *cobra.Command {
 					fmt.Fprintf(g.io.Out, "     content: %s\n", e.ContentProblem)
 				case len(e.Content) > 0:
 					kept++
-					fmt.Fprintf(g.io.Out, "     content: %s\n", oneLine(string(e.Content), 400))
+					fmt.Fprintf(g.io.Out, "     content: %s\n", terminal.OneLine(string(e.Content), 400))
 				}
 			}
 			if content && kept == 0 {
@@ -148,7 +149,7 @@ func newAudit(g *globals) *cobra.Command {
 			}
 			d, err := time.ParseDuration(v)
 			if err != nil || d < 0 {
-				return &exitError{code: 2, msg: fmt.Sprintf("retention %q: want a duration such as 720h (30 days), or off", args[1])}
+				return &exitError{Code: 2, Msg: fmt.Sprintf("retention %q: want a duration such as 720h (30 days), or off", args[1])}
 			}
 			got, err := g.remote().Audit().SetContentRetention(cmd.Context(), args[0], d)
 			if err != nil {
@@ -183,7 +184,7 @@ func newAudit(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if proveSession == "" || proveSeq < 1 {
-				return &exitError{code: 2, msg: "prove needs --session ID and --seq N (an entry of `paddock audit show ID`)"}
+				return &exitError{Code: 2, Msg: "prove needs --session ID and --seq N (an entry of `paddock audit show ID`)"}
 			}
 			var old []byte
 			var oldSize int64
@@ -197,7 +198,7 @@ func newAudit(g *globals) *cobra.Command {
 			}
 			raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(keyText, "ed25519 "))
 			if err != nil || len(raw) != ed25519.PublicKeySize {
-				return &exitError{code: 2, msg: "--key: want the base64 Ed25519 key `paddock audit key` prints"}
+				return &exitError{Code: 2, Msg: "--key: want the base64 Ed25519 key `paddock audit key` prints"}
 			}
 			pub := ed25519.PublicKey(raw)
 			if older != "" {
@@ -205,7 +206,7 @@ func newAudit(g *globals) *cobra.Command {
 					return err
 				}
 				if oldSize, _, err = audit.OpenCheckpoint(old, pub); err != nil {
-					return &exitError{code: 1, msg: "the older checkpoint: " + err.Error()}
+					return &exitError{Code: 1, Msg: "the older checkpoint: " + err.Error()}
 				}
 			}
 			p, err := g.remote().Audit().Prove(cmd.Context(), proveSession, proveSeq, oldSize)
@@ -214,7 +215,7 @@ func newAudit(g *globals) *cobra.Command {
 			}
 			e, err := p.Check(pub, old)
 			if err != nil {
-				return &exitError{code: 1, msg: "proof refused: " + err.Error()}
+				return &exitError{Code: 1, Msg: "proof refused: " + err.Error()}
 			}
 			size, _, _ := audit.OpenCheckpoint([]byte(p.Checkpoint), pub)
 			fmt.Fprintf(g.io.Out, "entry %d of session %s (%s, %s) is leaf %d of the signed log of %d entries\n", e.Seq, e.Session, e.Kind, e.Identity, p.Leaf, size)
@@ -235,6 +236,6 @@ func newAudit(g *globals) *cobra.Command {
 // printEntry prints one audit entry on a line: its place, time, who, kind,
 // metadata and the start of its hash.
 func printEntry(g *globals, e audit.Entry) {
-	fmt.Fprintf(g.io.Out, "%4d %s %-22s %-14s %s  %.12s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), oneLine(e.Identity, 22), e.Kind,
-		oneLine(strings.Join(e.MetaPairs(), " "), 400), e.Hash)
+	fmt.Fprintf(g.io.Out, "%4d %s %-22s %-14s %s  %.12s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), terminal.OneLine(e.Identity, 22), e.Kind,
+		terminal.OneLine(strings.Join(e.MetaPairs(), " "), 400), e.Hash)
 }

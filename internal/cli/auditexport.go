@@ -34,17 +34,17 @@ const retryEvery = 2 * time.Second
 
 func (x *exporter) run(ctx context.Context, g *globals) error {
 	if x.format != audit.FormatJSONL && x.format != audit.FormatCEF {
-		return &exitError{code: 2, msg: fmt.Sprintf("--format %q: want jsonl or cef", x.format)}
+		return &exitError{Code: 2, Msg: fmt.Sprintf("--format %q: want jsonl or cef", x.format)}
 	}
 	if x.output != "" && x.syslog != "" {
-		return &exitError{code: 2, msg: "--output and --syslog: choose one"}
+		return &exitError{Code: 2, Msg: "--output and --syslog: choose one"}
 	}
 	if x.since != "" {
 		t, err := time.Parse(time.RFC3339, x.since)
 		if err != nil {
 			d, derr := time.ParseDuration(x.since)
 			if derr != nil || d <= 0 {
-				return &exitError{code: 2, msg: fmt.Sprintf("--since %q: want an RFC 3339 time (2026-11-30T12:00:00Z) or a duration back from now (24h)", x.since)}
+				return &exitError{Code: 2, Msg: fmt.Sprintf("--since %q: want an RFC 3339 time (2026-11-30T12:00:00Z) or a duration back from now (24h)", x.since)}
 			}
 			t = time.Now().Add(-d)
 		}
@@ -126,7 +126,7 @@ func (x *exporter) open(stdout io.Writer) (entrySink, error) {
 	case x.syslog != "":
 		u, err := url.Parse(x.syslog)
 		if err != nil || u.Scheme != "tcp" || u.Host == "" || u.Port() == "" {
-			return nil, &exitError{code: 2, msg: fmt.Sprintf("--syslog %q: want tcp://HOST:PORT", x.syslog)}
+			return nil, &exitError{Code: 2, Msg: fmt.Sprintf("--syslog %q: want tcp://HOST:PORT", x.syslog)}
 		}
 		host, _ := os.Hostname()
 		return &syslogSink{addr: u.Host, host: host, retry: x.follow}, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/terminal"
 )
 
 // Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
@@ -30,12 +31,7 @@ type IO struct {
 }
 
 // exitError carries an exit code and the reason printed for the person.
-type exitError struct {
-	code int
-	msg  string
-}
-
-func (e *exitError) Error() string { return e.msg }
+type exitError = terminal.ExitError
 
 // Run runs the paddock command line and returns the process exit code.
 func Run(ctx context.Context, args []string, stdio IO) int {
@@ -54,13 +50,13 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.msg != "" {
+		if ee.Msg != "" {
 			// Messages quote what agents, commands and servers said.
-			fmt.Fprintln(stdio.Err, "paddock:", visible(ee.msg, true))
+			fmt.Fprintln(stdio.Err, "paddock:", terminal.Visible(ee.Msg, true))
 		}
-		return ee.code
+		return ee.Code
 	}
-	fmt.Fprintln(stdio.Err, "paddock:", visible(err.Error(), true))
+	fmt.Fprintln(stdio.Err, "paddock:", terminal.Visible(err.Error(), true))
 	return 1
 }
 
@@ -118,7 +114,7 @@ func newRoot(stdio IO) (*cobra.Command, *globals) {
 	// it is for every command group.
 	root.Args = func(c *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return &exitError{code: 2, msg: fmt.Sprintf("unknown command %q for %q; see paddock --help", args[0], c.CommandPath())}
+			return &exitError{Code: 2, Msg: fmt.Sprintf("unknown command %q for %q; see paddock --help", args[0], c.CommandPath())}
 		}
 		return nil
 	}
@@ -148,7 +144,7 @@ func asUsage(err error) error {
 	if err == nil || errors.As(err, &ee) {
 		return err
 	}
-	return &exitError{code: 2, msg: err.Error()}
+	return &exitError{Code: 2, Msg: err.Error()}
 }
 
 // refuseUnknown makes every command group exit 2 on an unknown subcommand
@@ -160,7 +156,7 @@ func refuseUnknown(cmd *cobra.Command) {
 	if cmd.HasSubCommands() && !cmd.Runnable() && cmd.HasParent() {
 		cmd.RunE = func(c *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return &exitError{code: 2, msg: fmt.Sprintf("unknown command %q for %q; see %s --help", args[0], c.CommandPath(), c.CommandPath())}
+				return &exitError{Code: 2, Msg: fmt.Sprintf("unknown command %q for %q; see %s --help", args[0], c.CommandPath(), c.CommandPath())}
 			}
 			return c.Help()
 		}

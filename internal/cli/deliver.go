@@ -9,6 +9,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/terminal"
 	"github.com/paddock-dev/paddock/internal/wire"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
@@ -33,15 +34,15 @@ func newDiff(g *globals) *cobra.Command {
 				return nil
 			}
 			fmt.Fprintf(g.io.Out, "session %s against base %s (snapshot tree %s):\n", args[0], clip.ID(d.Base), d.Tree)
-			printFiles(g, d.Files)
+			terminal.PrintFiles(g.io.Out, d.Files)
 			if !stat {
-				fmt.Fprintf(g.io.Out, "\n%s", visible(d.Patch, true))
+				fmt.Fprintf(g.io.Out, "\n%s", terminal.Visible(d.Patch, true))
 			}
 			if d.Delivery != "" {
 				fmt.Fprintf(g.io.Out, "\n(the session's previous diff was %s; these are its changes since)\n", d.Delivery)
 			}
 			for _, p := range d.Skipped {
-				fmt.Fprintf(g.io.Out, "⚑ left out of the diff: %s\n", visible(p, false))
+				fmt.Fprintf(g.io.Out, "⚑ left out of the diff: %s\n", terminal.Visible(p, false))
 			}
 			fmt.Fprintf(g.io.Out, "\naccept exactly this: paddock sessions accept %s --tree %s   |   discard it: paddock sessions reject %s\n", args[0], d.Tree, args[0])
 			return nil
@@ -66,12 +67,12 @@ func newAccept(g *globals) *cobra.Command {
 			}
 			switch {
 			case tree != "" && tree != d.Tree:
-				return &exitError{code: 1, msg: fmt.Sprintf("session %s's working copy changed since the review (reviewed snapshot %s, now %s); nothing was applied.\nreview it again: paddock sessions diff %s", args[0], tree, d.Tree, args[0])}
+				return &exitError{Code: 1, Msg: fmt.Sprintf("session %s's working copy changed since the review (reviewed snapshot %s, now %s); nothing was applied.\nreview it again: paddock sessions diff %s", args[0], tree, d.Tree, args[0])}
 			case tree == "":
 				// Without a pinned snapshot, accept only while nothing can
 				// change the copy between the review and now.
 				if x, err := c.Sessions().Get(cmd.Context(), args[0]); err == nil && (x.Status == session.StatusRunning || x.Status == session.StatusQueued) {
-					return &exitError{code: 1, msg: fmt.Sprintf("session %s is %s, so its copy may change between your review and this accept; nothing was applied.\n"+
+					return &exitError{Code: 1, Msg: fmt.Sprintf("session %s is %s, so its copy may change between your review and this accept; nothing was applied.\n"+
 						"accept exactly what you reviewed: paddock sessions accept %s --tree TREE   (TREE as printed by paddock sessions diff %s)", args[0], x.Status, args[0], args[0])}
 				}
 			}
@@ -80,16 +81,16 @@ func newAccept(g *globals) *cobra.Command {
 				if d.Delivery != "" {
 					what = "nothing since its last diff was " + d.Delivery
 				}
-				return &exitError{code: 1, msg: fmt.Sprintf("session %s changed %s: there is no diff to accept", args[0], what)}
+				return &exitError{Code: 1, Msg: fmt.Sprintf("session %s changed %s: there is no diff to accept", args[0], what)}
 			}
 			if repo == "" {
 				repo = d.Repo
 			}
 			if repo == "" {
-				return &exitError{code: 2, msg: "the session has no repository of origin; name yours with --repo DIR"}
+				return &exitError{Code: 2, Msg: "the session has no repository of origin; name yours with --repo DIR"}
 			}
 			if _, err := os.Stat(repo); err != nil {
-				return &exitError{code: 2, msg: fmt.Sprintf("repository %s is not here (%v); name yours with --repo DIR", repo, err)}
+				return &exitError{Code: 2, Msg: fmt.Sprintf("repository %s is not here (%v); name yours with --repo DIR", repo, err)}
 			}
 			mode := session.AsCommit
 			if uncommitted {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/terminal"
 	"github.com/spf13/cobra"
 )
 
@@ -27,7 +28,7 @@ func newHistory(g *globals) *cobra.Command {
 			if len(args) == 3 {
 				a, b, err := stepsOf(steps, args[1], args[2])
 				if err != nil {
-					return &exitError{code: 2, msg: err.Error()}
+					return &exitError{Code: 2, Msg: err.Error()}
 				}
 				if a.Base != "" && b.Base != "" && a.Base != b.Base {
 					fmt.Fprintf(g.io.Out, "an acceptance moved the base between steps %s and %s (%.12s, then %.12s): each file below is compared as it stood against its own step's base\n", args[1], args[2], a.Base, b.Base)
@@ -37,7 +38,7 @@ func newHistory(g *globals) *cobra.Command {
 					fmt.Fprintf(g.io.Out, "no file differs between step %s and step %s\n", args[1], args[2])
 				}
 				for _, c := range changes {
-					fmt.Fprintf(g.io.Out, "%-9s %s\n", c.Status, visible(c.Path, false))
+					fmt.Fprintf(g.io.Out, "%-9s %s\n", c.Status, terminal.Visible(c.Path, false))
 				}
 				return nil
 			}
@@ -46,9 +47,9 @@ func newHistory(g *globals) *cobra.Command {
 				return nil
 			}
 			for _, c := range steps {
-				fmt.Fprintf(g.io.Out, "step %d  %s  after %s  %d file(s) differ from the base %.12s\n", c.Number, c.CreatedAt.Local().Format("2006-01-02 15:04:05"), visible(c.CallID, false), len(c.Files), c.Base)
+				fmt.Fprintf(g.io.Out, "step %d  %s  after %s  %d file(s) differ from the base %.12s\n", c.Number, c.CreatedAt.Local().Format("2006-01-02 15:04:05"), terminal.Visible(c.CallID, false), len(c.Files), c.Base)
 				for _, s := range c.Skipped {
-					fmt.Fprintf(g.io.Out, "  not held: %s\n", visible(s, false))
+					fmt.Fprintf(g.io.Out, "  not held: %s\n", terminal.Visible(s, false))
 				}
 			}
 			last := steps[len(steps)-1].Number

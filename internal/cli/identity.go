@@ -100,7 +100,7 @@ func newMembers(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := identity.ParseRole(role)
 			if err != nil {
-				return &exitError{code: 2, msg: "--role: " + err.Error()}
+				return &exitError{Code: 2, Msg: "--role: " + err.Error()}
 			}
 			if err := g.remote().Access().SetMember(cmd.Context(), args[0], args[1], r); err != nil {
 				return err
@@ -255,7 +255,7 @@ func newAdmin(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
 			case (user == "") == (id == ""):
-				return &exitError{code: 2, msg: "give one of --user NAME or --session ID"}
+				return &exitError{Code: 2, Msg: "give one of --user NAME or --session ID"}
 			case id != "":
 				sent := time.Now()
 				if err := g.remote().Sessions().Revoke(cmd.Context(), id); err != nil {
@@ -277,7 +277,7 @@ func newAdmin(g *globals) *cobra.Command {
 				fmt.Fprintln(g.io.Err, "not stopped:", p)
 			}
 			if len(r.Problems) > 0 {
-				return &exitError{code: 1, msg: fmt.Sprintf("%d of the user's sessions could not be stopped", len(r.Problems))}
+				return &exitError{Code: 1, Msg: fmt.Sprintf("%d of the user's sessions could not be stopped", len(r.Problems))}
 			}
 			return nil
 		},

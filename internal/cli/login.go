@@ -32,7 +32,7 @@ func newLogin(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			server := g.cfg.Server
 			if server == "" {
-				return &exitError{code: 2, msg: "paddock login needs the server's URL: --server URL or PADDOCK_SERVER (on the server's own machine, commands use DATA_DIR/admin.token instead)"}
+				return &exitError{Code: 2, Msg: "paddock login needs the server's URL: --server URL or PADDOCK_SERVER (on the server's own machine, commands use DATA_DIR/admin.token instead)"}
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), loginWait)
 			defer cancel()

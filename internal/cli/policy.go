@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/shellcheck"
+	"github.com/paddock-dev/paddock/internal/terminal"
 )
 
 // Exit statuses of `paddock policy check`, for scripts and hooks.
@@ -35,7 +35,7 @@ func newPolicy(g *globals) *cobra.Command {
 func newPolicyCheck(g *globals) *cobra.Command {
 	var file, project string
 	var asJSON, explain bool
-	usage := func(err error) error { return &exitError{code: checkUsage, msg: err.Error()} }
+	usage := func(err error) error { return &exitError{Code: checkUsage, Msg: err.Error()} }
 	check := &cobra.Command{
 		Use:   "check [--policy FILE | --project P] [--json] [--explain] -- COMMAND",
 		Short: "Print the verdict (allow, ask or refuse) for a shell command, then why, piece by piece",
@@ -61,7 +61,7 @@ func newPolicyCheck(g *globals) *cobra.Command {
 			}
 			if len(args) == 0 {
 				fmt.Fprintf(g.io.Out, "policy: %s\n", source)
-				explainFree(g.io.Out, p.Commands)
+				terminal.ExplainFree(g.io.Out, p.Commands)
 				return nil
 			}
 			command := strings.Join(args, " ")
@@ -85,7 +85,7 @@ func newPolicyCheck(g *globals) *cobra.Command {
 				out := map[string]any{"verdict": d.Verdict, "rule": d.Rule, "reason": d.Reason, "pieces": d.Pieces,
 					"policyDigest": d.PolicyDigest, "policySource": source}
 				if explain {
-					out["free"] = explainJSON(entries)
+					out["free"] = terminal.ExplainJSON(entries)
 				}
 				if err := json.NewEncoder(g.io.Out).Encode(out); err != nil {
 					return err
@@ -100,16 +100,16 @@ func newPolicyCheck(g *globals) *cobra.Command {
 					fmt.Fprintf(g.io.Out, "  %-6s %-24s %s: %s [%s]\n", piece.Verdict, piece.Rule, piece.Command, piece.Reason, piece.Source)
 				}
 				if explain {
-					explainFree(g.io.Out, entries)
+					terminal.ExplainFree(g.io.Out, entries)
 				}
 			}
 			switch d.Verdict {
 			case shellcheck.Allow:
 				return nil
 			case shellcheck.Ask:
-				return &exitError{code: checkAsk}
+				return &exitError{Code: checkAsk}
 			}
-			return &exitError{code: checkRefus}
+			return &exitError{Code: checkRefus}
 		},
 	}
 	check.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
@@ -125,7 +125,7 @@ func checkPolicy(cmd *cobra.Command, g *globals, file, project string) (*policy.
 	if file != "" {
 		p, err := loadPolicy(file)
 		if err != nil {
-			return nil, "", &exitError{code: checkUsage, msg: err.Error()}
+			return nil, "", &exitError{Code: checkUsage, Msg: err.Error()}
 		}
 		return p, "the policy file " + file, nil
 	}
@@ -146,13 +146,13 @@ func projectPolicy(cmd *cobra.Command, g *globals, project string) (*policy.Poli
 	}
 	raw, err := g.remote().Projects().Policy(cmd.Context(), project)
 	if err != nil {
-		return nil, "", &exitError{code: checkError, msg: fmt.Sprintf("reading project %s's policy from %s: %v", project, where, err)}
+		return nil, "", &exitError{Code: checkError, Msg: fmt.Sprintf("reading project %s's policy from %s: %v", project, where, err)}
 	}
 	var out struct {
 		Policy *policy.Policy `json:"policy"`
 	}
 	if err := json.Unmarshal(raw, &out); err != nil || out.Policy == nil {
-		return nil, "", &exitError{code: checkError, msg: fmt.Sprintf("project %s's policy from %s is unreadable: %v", project, where, err)}
+		return nil, "", &exitError{Code: checkError, Msg: fmt.Sprintf("project %s's policy from %s is unreadable: %v", project, where, err)}
 	}
 	return out.Policy, fmt.Sprintf("project %s's applied policy on %s", project, where), nil
 }
@@ -177,38 +177,6 @@ func newPolicyShow(g *globals) *cobra.Command {
 	return cmd
 }
 
-type freeExplained struct {
-	Command string   `json:"command"`
-	Does    string   `json:"does"`
-	Options []string `json:"options,omitempty"`
-	Known   bool     `json:"known"`
-}
-
-func explainJSON(entries []string) []freeExplained {
-	var out []freeExplained
-	seen := map[string]bool{}
-	for _, e := range entries {
-		if seen[e] {
-			continue
-		}
-		seen[e] = true
-		does, opts, known := shellcheck.Explain(e)
-		out = append(out, freeExplained{e, does, opts, known})
-	}
-	return out
-}
-
-// explainFree prints what each free command may do and which options keep
-// it free.
-func explainFree(w io.Writer, entries []string) {
-	for _, f := range explainJSON(entries) {
-		fmt.Fprintf(w, "\nfree: %s — %s\n", f.Command, f.Does)
-		if len(f.Options) > 0 {
-			fmt.Fprintf(w, "  options that keep it free: %s\n", strings.Join(f.Options, " "))
-		}
-	}
-}
-
 func newPolicyReplay(g *globals) *cobra.Command {
 	var file, project, since string
 	var asJSON bool
@@ -222,17 +190,17 @@ func newPolicyReplay(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
-				return &exitError{code: 2, msg: "give the new policy with --policy FILE"}
+				return &exitError{Code: 2, Msg: "give the new policy with --policy FILE"}
 			}
 			data, err := os.ReadFile(file)
 			if err != nil {
-				return &exitError{code: 2, msg: err.Error()}
+				return &exitError{Code: 2, Msg: err.Error()}
 			}
 			if _, err := policy.Parse(data); err != nil {
-				return &exitError{code: 2, msg: fmt.Sprintf("%s: %v", file, err)}
+				return &exitError{Code: 2, Msg: fmt.Sprintf("%s: %v", file, err)}
 			}
 			if _, err := policy.ParseSince(since, time.Now()); err != nil {
-				return &exitError{code: 2, msg: err.Error()}
+				return &exitError{Code: 2, Msg: err.Error()}
 			}
 			project = g.project(project)
 			rep, err := g.remote().Projects().ReplayPolicy(cmd.Context(), project, data, since, examples)
@@ -242,7 +210,7 @@ func newPolicyReplay(g *globals) *cobra.Command {
 			if asJSON {
 				return json.NewEncoder(g.io.Out).Encode(rep)
 			}
-			printReplay(g.io.Out, file, project, since, rep)
+			terminal.PrintReplay(g.io.Out, file, project, since, rep)
 			return nil
 		},
 	}
@@ -252,43 +220,6 @@ func newPolicyReplay(g *globals) *cobra.Command {
 	cmd.Flags().IntVar(&examples, "examples", 3, "examples printed per rule")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
-}
-
-func printReplay(w io.Writer, file, project, since string, rep policy.ReplayReport) {
-	window := "all sessions"
-	if since != "" {
-		window = "sessions since " + since
-	}
-	fmt.Fprintf(w, "%s (%s) on project %s, %s: %d calls in %d sessions, %d would change, %d unchanged\n",
-		file, rep.PolicyDigest, project, window, rep.Calls, rep.Sessions, len(rep.Changed), rep.Unchanged)
-	if len(rep.Changed) == 0 {
-		return
-	}
-	fmt.Fprintln(w, "\nchanges:")
-	for _, t := range []string{"allow→ask", "allow→refuse", "ask→refuse", "refuse→ask", "refuse→allow", "ask→allow"} {
-		if n := rep.Transitions[t]; n > 0 {
-			fmt.Fprintf(w, "  %-13s %d\n", t, n)
-		}
-	}
-	fmt.Fprintln(w, "\nby rule:")
-	for _, r := range rep.Rules {
-		fmt.Fprintf(w, "  %-40s %-13s %d\n", r.Rule, policy.Transition(r.From, r.To), r.Count)
-		for _, ex := range r.Examples {
-			what := ex.Tool
-			if ex.Command != "" {
-				what += ": " + ex.Command
-			}
-			fmt.Fprintf(w, "      %s/%s  %s\n", ex.Session, ex.ID, oneLineCLI(what))
-		}
-	}
-}
-
-func oneLineCLI(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 120 {
-		s = s[:117] + "..."
-	}
-	return s
 }
 
 // loadPolicy reads a policy file; no file means the default policy.

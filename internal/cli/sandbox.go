@@ -38,7 +38,7 @@ func newSandbox(g *globals) *cobra.Command {
 			}
 		}
 		if err := writable(workdir, box); err != nil {
-			return &exitError{code: 2, msg: err.Error()}
+			return &exitError{Code: 2, Msg: err.Error()}
 		}
 		if timeout == 0 {
 			timeout = g.cfg.CommandMax
@@ -53,7 +53,7 @@ func newSandbox(g *globals) *cobra.Command {
 		res, err := box.Run(ctx, sandbox.Command{Place: sandbox.Place{Workdir: workdir}, Script: script, Timeout: timeout, MaxOutput: maxOutput,
 			Stdout: g.io.Out, Stderr: g.io.Err})
 		if ctx.Err() != nil {
-			return &exitError{code: 130, msg: "interrupted: the command and everything it started were killed"}
+			return &exitError{Code: 130, Msg: "interrupted: the command and everything it started were killed"}
 		}
 		if err != nil {
 			return err
@@ -65,7 +65,7 @@ func newSandbox(g *globals) *cobra.Command {
 			fmt.Fprintf(g.io.Err, "paddock: timed out after %s; every process of the command was killed\n", timeout)
 		}
 		if res.ExitCode != 0 {
-			return &exitError{code: res.ExitCode}
+			return &exitError{Code: res.ExitCode}
 		}
 		return nil
 	}}

@@ -14,6 +14,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
+	"github.com/paddock-dev/paddock/internal/terminal"
 	"github.com/paddock-dev/paddock/internal/wire"
 )
 
@@ -41,7 +42,7 @@ func newSessions(g *globals) *cobra.Command {
 			}
 			f.Status = session.Status(status)
 			if limit < 1 {
-				return &exitError{code: 2, msg: "--limit: want a positive number"}
+				return &exitError{Code: 2, Msg: "--limit: want a positive number"}
 			}
 			f.Limit = limit + 1 // one more says whether rows were cut
 			list, err := g.remote().Sessions().List(cmd.Context(), f)
@@ -65,7 +66,7 @@ func newSessions(g *globals) *cobra.Command {
 				if x.ArchivedAt != nil {
 					st += " (archived)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", x.ID, x.Agent, st, oneLine(x.DisplayTitle, 40), oneLine(x.AmbientStatus, 30), x.CreatedAt.Local().Format("2006-01-02 15:04"))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", x.ID, x.Agent, st, terminal.OneLine(x.DisplayTitle, 40), terminal.OneLine(x.AmbientStatus, 30), x.CreatedAt.Local().Format("2006-01-02 15:04"))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -102,18 +103,18 @@ func newSessions(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c := g.remote()
-			r := &renderer{w: g.io.Out, full: full, hints: true}
+			r := terminal.NewRenderer(g.io.Out, full, true)
 			if follow {
-				return c.Sessions().Stream(cmd.Context(), args[0], 0, func(e session.Event) error { r.event(e); return nil })
+				return c.Sessions().Stream(cmd.Context(), args[0], 0, func(e session.Event) error { r.Event(e); return nil })
 			}
 			events, err := c.Sessions().Events(cmd.Context(), args[0], 0)
 			if err != nil {
 				return err
 			}
 			for _, e := range events {
-				r.event(e)
+				r.Event(e)
 			}
-			r.line("")
+			r.Line("")
 			return nil
 		},
 	}
@@ -126,7 +127,7 @@ func newSessions(g *globals) *cobra.Command {
 		return func(cmd *cobra.Command, args []string) error {
 			p, err := payload(args)
 			if err != nil {
-				return &exitError{code: 2, msg: err.Error()}
+				return &exitError{Code: 2, Msg: err.Error()}
 			}
 			data, _ := json.Marshal(p)
 			sent := time.Now()
@@ -445,7 +446,7 @@ func awaitSettled(ctx context.Context, g *globals, id string, c session.Command,
 		}
 		why := ""
 		if c.Error != "" {
-			why = ": " + visible(c.Error, false)
+			why = ": " + terminal.Visible(c.Error, false)
 		}
 		fmt.Fprintf(g.io.Out, "interrupt %s in %s%s; the session goes on: paddock sessions send %s \"…\"\n", c.State, time.Since(sent).Round(10*time.Millisecond), why, id)
 		return true, nil
@@ -466,7 +467,7 @@ func awaitEffect(ctx context.Context, g *globals, sent time.Time, done func() (b
 			return err
 		}
 		if time.Since(sent) > stopWait {
-			return &exitError{code: 1, msg: fmt.Sprintf("%s after %s: is a server carrying it out? It will be when one runs (paddock serve).\n"+
+			return &exitError{Code: 1, Msg: fmt.Sprintf("%s after %s: is a server carrying it out? It will be when one runs (paddock serve).\n"+
 				"watch it: paddock sessions logs -f %s", late, stopWait, id)}
 		}
 		select {

@@ -20,7 +20,8 @@ import (
 	"github.com/paddock-dev/paddock/internal/spec"
 )
 
-// NewSession is what creation needs. The agent spec is snapshotted from Agent.
+// NewSession is what creation needs. The agent spec is snapshotted from
+// Agent.
 type NewSession struct {
 	ID           string
 	Project      string
@@ -92,16 +93,38 @@ func AllSessions(ctx context.Context, st interface {
 	}
 }
 
-// Store is the system of record.
+// Store is the system of record: every role below, in one database.
+// Code that needs only some of it declares the roles it uses.
 type Store interface {
 	Close() error
+	Agents
+	Approvals
+	Sessions
+	Commands
+	Turns
+	Parks
+	Identity
+	Audit
+	History
+	Events
+}
 
+// Agents are the projects' agents and policies.
+type Agents interface {
 	EnsureProject(ctx context.Context, name string) error
 	// SetProjectPolicy stores a project's policy (JSON); GetProjectPolicy
 	// returns it, or nil when the project has none.
 	SetProjectPolicy(ctx context.Context, project string, policy json.RawMessage) error
 	GetProjectPolicy(ctx context.Context, project string) (json.RawMessage, error)
+	// ApplyAgents upserts agents in one transaction: all or nothing.
+	ApplyAgents(ctx context.Context, agents []spec.Record) ([]spec.ApplyResult, error)
+	GetAgent(ctx context.Context, project, name string) (spec.Record, error)
+	// ListAgents lists a project's agents (every project's for "").
+	ListAgents(ctx context.Context, project string) ([]spec.Record, error)
+}
 
+// Approvals are tool calls waiting on a person's decision.
+type Approvals interface {
 	// CreateApproval records a pending approval idempotently by ID.
 	CreateApproval(ctx context.Context, a session.Approval) (session.Approval, error)
 	GetApproval(ctx context.Context, id string) (session.Approval, error)
@@ -109,13 +132,10 @@ type Store interface {
 	// DecideApproval settles a pending approval (approved, rejected or
 	// expired). Deciding one already settled, or lapsed, is errdefs.ErrConflict.
 	DecideApproval(ctx context.Context, id string, status session.ApprovalStatus, by *session.Sender, note string) (session.Approval, error)
+}
 
-	// ApplyAgents upserts agents in one transaction: all or nothing.
-	ApplyAgents(ctx context.Context, agents []spec.Record) ([]spec.ApplyResult, error)
-	GetAgent(ctx context.Context, project, name string) (spec.Record, error)
-	// ListAgents lists a project's agents (every project's for "").
-	ListAgents(ctx context.Context, project string) ([]spec.Record, error)
-
+// Sessions are the sessions' rows and every change of their status.
+type Sessions interface {
 	// CreateSession records, in one transaction, the session (queued), its
 	// spec snapshot and spend cap, the singleton slot of a concurrency-1
 	// agent, and the start command. With an idempotency key already used it
@@ -154,7 +174,13 @@ type Store interface {
 	// Archive sets archivedAt (a work-bringing command clears it) and, when
 	// handoff is not empty, persists the handoff note.
 	Archive(ctx context.Context, id string, by session.Sender, handoff string) error
+	// RaiseSpendCap sets a live session's spend cap.
+	RaiseSpendCap(ctx context.Context, id string, usd float64) error
+}
 
+// Commands are the messages sent to sessions, their batches, and the
+// trigger deliveries held in their lane.
+type Commands interface {
 	// AppendCommand records a command idempotently by key. It refuses
 	// commands to terminal sessions, and clears archivedAt of an archived
 	// resumable session for a work-bringing command, in one transaction.
@@ -169,27 +195,6 @@ type Store interface {
 	ClaimBatch(ctx context.Context, sessionID string) ([]session.Command, error)
 	// SettleCommands moves dispatching commands to a final state.
 	SettleCommands(ctx context.Context, ids []string, state session.CommandState, errMsg string) error
-
-	// OpenTurn records (idempotently by id) a turn for the given commands,
-	// marks them accepted, and sets the session running.
-	OpenTurn(ctx context.Context, turnID, sessionID string, commandIDs []string) (session.Turn, error)
-	// SetTurnStatus moves a turn and derives the session status from it.
-	SetTurnStatus(ctx context.Context, turnID string, status session.TurnStatus, scope session.FailureScope, errMsg string) error
-	GetTurn(ctx context.Context, id string) (session.Turn, error)
-	ListTurns(ctx context.Context, sessionID string) ([]session.Turn, error)
-
-	// OpenPark parks a session: in one transaction, the park and its held
-	// recovery command. While the session has an open park of the same
-	// reason, that one is returned (created=false) and nothing is added.
-	OpenPark(ctx context.Context, p session.Park, recovery NewCommand) (park session.Park, created bool, err error)
-	// ResolvePark resolves an open park (session.ParkGranted, ParkCleared,
-	// ParkExpired, ParkCanceled): its recovery command becomes pending
-	// (granted, cleared) or canceled. One already resolved is errdefs.ErrConflict.
-	ResolvePark(ctx context.Context, id, resolution string, by *session.Sender, note string) (session.Park, error)
-	GetPark(ctx context.Context, id string) (session.Park, error)
-	// ListParks lists a session's parks ("" for every session's), only
-	// the open ones when open is set, oldest first.
-	ListParks(ctx context.Context, sessionID string, open bool) ([]session.Park, error)
 	// RecordDelivery keeps what trigger (PROJECT/NAME) made of the
 	// delivery key (the first record stands); Delivery returns it
 	// (errdefs.ErrNotFound: never delivered), so a replay gets the same answer and
@@ -203,9 +208,38 @@ type Store interface {
 	// held deliveries ids as accepted, absorbed into it. Idempotent by
 	// into's key: a flush retried after a crash adds nothing.
 	AbsorbDeliveries(ctx context.Context, ids []string, into NewCommand) (session.Command, error)
-	// RaiseSpendCap sets a live session's spend cap.
-	RaiseSpendCap(ctx context.Context, id string, usd float64) error
+}
 
+// Turns are the sessions' turns and the model usage they recorded.
+type Turns interface {
+	// OpenTurn records (idempotently by id) a turn for the given commands,
+	// marks them accepted, and sets the session running.
+	OpenTurn(ctx context.Context, turnID, sessionID string, commandIDs []string) (session.Turn, error)
+	// SetTurnStatus moves a turn and derives the session status from it.
+	SetTurnStatus(ctx context.Context, turnID string, status session.TurnStatus, scope session.FailureScope, errMsg string) error
+	GetTurn(ctx context.Context, id string) (session.Turn, error)
+	ListTurns(ctx context.Context, sessionID string) ([]session.Turn, error)
+	// RecordUsage records one model step's usage, once per (turn, step).
+	RecordUsage(ctx context.Context, sessionID, turnID string, step int, model string, u session.Usage) error
+	// SessionUsage sums a session's usage, in all and per turn.
+	SessionUsage(ctx context.Context, sessionID string) (session.SessionUsage, error)
+}
+
+// Parks are where a session waits (budgets, start approvals, credentials,
+// identities), and the sealed credentials they wait for.
+type Parks interface {
+	// OpenPark parks a session: in one transaction, the park and its held
+	// recovery command. While the session has an open park of the same
+	// reason, that one is returned (created=false) and nothing is added.
+	OpenPark(ctx context.Context, p session.Park, recovery NewCommand) (park session.Park, created bool, err error)
+	// ResolvePark resolves an open park (session.ParkGranted, ParkCleared,
+	// ParkExpired, ParkCanceled): its recovery command becomes pending
+	// (granted, cleared) or canceled. One already resolved is errdefs.ErrConflict.
+	ResolvePark(ctx context.Context, id, resolution string, by *session.Sender, note string) (session.Park, error)
+	GetPark(ctx context.Context, id string) (session.Park, error)
+	// ListParks lists a session's parks ("" for every session's), only
+	// the open ones when open is set, oldest first.
+	ListParks(ctx context.Context, sessionID string, open bool) ([]session.Park, error)
 	// SetCredentials keeps a session's credentials, sealed (encrypted by
 	// the caller), replacing any; Credentials reads them. A session's
 	// credentials are deleted when it ends.
@@ -219,7 +253,10 @@ type Store interface {
 	// recovery command, and opens next (the next gate) on the same command,
 	// in one transaction.
 	PassPark(ctx context.Context, id string, by *session.Sender, note string, next session.Park) (session.Park, error)
+}
 
+// Identity is users, tokens, projects and their members.
+type Identity interface {
 	// CreateUser adds a user (errdefs.ErrConflict when the name is taken, or the
 	// directory identity already has one); GetUser, UserBySubject (by the
 	// directory's issuer and subject) and ListUsers read them; RevokeUser
@@ -248,7 +285,12 @@ type Store interface {
 	SetMember(ctx context.Context, m identity.Membership) error
 	RemoveMember(ctx context.Context, project, user string) error
 	Members(ctx context.Context, project, user string) ([]identity.Membership, error)
+}
 
+// Audit is the audit log: the sessions' chained entries, the Merkle tree
+// over them, its checkpoints, keys and seals, retained content, and the
+// access log.
+type Audit interface {
 	// AuditLog is a session's audit log as stored, in order: an entry per
 	// transcript event, chained, written in the event's transaction.
 	AuditLog(ctx context.Context, sessionID string) ([]audit.Entry, error)
@@ -262,20 +304,6 @@ type Store interface {
 	// content whose retention ended before now, returning how much.
 	AuditContent(ctx context.Context, sessionID string) (map[int64][]byte, error)
 	ExpireAuditContent(ctx context.Context, now time.Time) (int64, error)
-	// SaveStep records the state of a session's working copy after a
-	// call: the files that differ from its base, their content kept once
-	// in blobs (sealed, by the ID of their plain content). A state equal to
-	// the last one recorded adds nothing (false). Checkpoints lists a
-	// session's, oldest first; Blob reads one blob.
-	SaveStep(ctx context.Context, c session.Step, blobs map[string][]byte) (session.Step, bool, error)
-	Steps(ctx context.Context, sessionID string) ([]session.Step, error)
-	// LastStep is a session's latest checkpoint (errdefs.ErrNotFound: none).
-	LastStep(ctx context.Context, sessionID string) (session.Step, error)
-	// DeleteSteps forgets a session's checkpoints (its copy is
-	// collected) and the blobs no other checkpoint uses; it returns how
-	// many blobs went.
-	DeleteSteps(ctx context.Context, sessionID string) (int64, error)
-	Blob(ctx context.Context, id string) ([]byte, error)
 	// ServerSecret keeps fresh (sealed) as the server's secret name unless
 	// one is kept already, and returns the one kept: every node of a
 	// database ends up with the first node's (the audit signing key).
@@ -312,12 +340,29 @@ type Store interface {
 	AppendAccess(ctx context.Context, e audit.Entry) (audit.Entry, error)
 	// AuditSeal is a session's seal, nil when unsealed.
 	AuditSeal(ctx context.Context, sessionID string) (*audit.Seal, error)
+}
 
-	// RecordUsage records one model step's usage, once per (turn, step).
-	RecordUsage(ctx context.Context, sessionID, turnID string, step int, model string, u session.Usage) error
-	// SessionUsage sums a session's usage, in all and per turn.
-	SessionUsage(ctx context.Context, sessionID string) (session.SessionUsage, error)
+// History is the steps a working copy went through (its state after each
+// call), their files kept once in blobs.
+type History interface {
+	// SaveStep records the state of a session's working copy after a
+	// call: the files that differ from its base, their content kept once
+	// in blobs (sealed, by the ID of their plain content). A state equal to
+	// the last one recorded adds nothing (false). Steps lists a
+	// session's, oldest first; Blob reads one blob.
+	SaveStep(ctx context.Context, c session.Step, blobs map[string][]byte) (session.Step, bool, error)
+	Steps(ctx context.Context, sessionID string) ([]session.Step, error)
+	// LastStep is a session's latest step (errdefs.ErrNotFound: none).
+	LastStep(ctx context.Context, sessionID string) (session.Step, error)
+	// DeleteSteps forgets a session's steps (its copy is
+	// collected) and the blobs no other step uses; it returns how
+	// many blobs went.
+	DeleteSteps(ctx context.Context, sessionID string) (int64, error)
+	Blob(ctx context.Context, id string) ([]byte, error)
+}
 
+// Events are the sessions' transcripts.
+type Events interface {
 	// AppendEvent adds a transcript event idempotently by (session, key)
 	// and returns it with its sequence number.
 	AppendEvent(ctx context.Context, e session.Event) (session.Event, error)

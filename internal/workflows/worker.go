@@ -58,7 +58,8 @@ type Registry interface {
 // method set holds the accessors of the others too (Activities.Turns…),
 // which are no activities: they are skipped.
 func Register(r Registry, acts *durable.Activities) {
-	for _, g := range []any{acts.Lifecycle(), acts.Turns(), acts.Budgets()} {
+	l, t, b := acts.Lifecycle(), acts.Turns(), acts.Budgets()
+	for _, g := range []any{&l, &t, &b} { // Temporal takes a struct by pointer
 		r.RegisterActivityWithOptions(g, activity.RegisterOptions{SkipInvalidStructFunctions: true})
 	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // EnsureProject implements store.Store.
-func (s *Store) EnsureProject(ctx context.Context, name string) error {
+func (s Agents) EnsureProject(ctx context.Context, name string) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO projects (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`, name, s.ts())
 	if err != nil {
 		return fmt.Errorf("ensure project %q: %w", name, err)
@@ -19,7 +19,7 @@ func (s *Store) EnsureProject(ctx context.Context, name string) error {
 }
 
 // ApplyAgents implements store.Store.
-func (s *Store) ApplyAgents(ctx context.Context, agents []spec.Record) ([]spec.ApplyResult, error) {
+func (s Agents) ApplyAgents(ctx context.Context, agents []spec.Record) ([]spec.ApplyResult, error) {
 	results := make([]spec.ApplyResult, len(agents))
 	err := s.tx(ctx, func(tx *txn) error {
 		now := s.ts()
@@ -67,7 +67,7 @@ func scanAgent(row scanner) (spec.Record, error) {
 }
 
 // GetAgent implements store.Store.
-func (s *Store) GetAgent(ctx context.Context, project, name string) (spec.Record, error) {
+func (s Agents) GetAgent(ctx context.Context, project, name string) (spec.Record, error) {
 	a, err := scanAgent(s.db.QueryRowContext(ctx, `SELECT `+agentCols+` FROM agents WHERE project = ? AND name = ?`, project, name))
 	if err != nil {
 		return a, notFound("agent", name, err)
@@ -76,7 +76,7 @@ func (s *Store) GetAgent(ctx context.Context, project, name string) (spec.Record
 }
 
 // ListAgents implements store.Store.
-func (s *Store) ListAgents(ctx context.Context, project string) ([]spec.Record, error) {
+func (s Agents) ListAgents(ctx context.Context, project string) ([]spec.Record, error) {
 	out, err := queryAll(ctx, s.db, scanAgent, `SELECT `+agentCols+` FROM agents WHERE (? = '' OR project = ?) ORDER BY project, name`, project, project)
 	if err != nil {
 		return nil, fmt.Errorf("list agents: %w", err)

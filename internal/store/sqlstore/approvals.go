@@ -13,7 +13,7 @@ import (
 )
 
 // SetProjectPolicy implements store.Store.
-func (s *Store) SetProjectPolicy(ctx context.Context, project string, policy json.RawMessage) error {
+func (s Agents) SetProjectPolicy(ctx context.Context, project string, policy json.RawMessage) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO projects (name, created_at, policy) VALUES (?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET policy = excluded.policy`, project, s.ts(), string(policy))
 	if err != nil {
@@ -23,7 +23,7 @@ func (s *Store) SetProjectPolicy(ctx context.Context, project string, policy jso
 }
 
 // GetProjectPolicy implements store.Store.
-func (s *Store) GetProjectPolicy(ctx context.Context, project string) (json.RawMessage, error) {
+func (s Agents) GetProjectPolicy(ctx context.Context, project string) (json.RawMessage, error) {
 	var p string
 	err := s.db.QueryRowContext(ctx, `SELECT policy FROM projects WHERE name = ?`, project).Scan(&p)
 	if errors.Is(err, sql.ErrNoRows) || p == "" {
@@ -62,7 +62,7 @@ func scanApproval(row scanner) (session.Approval, error) {
 }
 
 // CreateApproval implements store.Store.
-func (s *Store) CreateApproval(ctx context.Context, a session.Approval) (session.Approval, error) {
+func (s Approvals) CreateApproval(ctx context.Context, a session.Approval) (session.Approval, error) {
 	var out session.Approval
 	err := s.tx(ctx, func(tx *txn) error {
 		existing, err := scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalCols+` FROM approvals WHERE id = ?`, a.ID))
@@ -90,7 +90,7 @@ func (s *Store) CreateApproval(ctx context.Context, a session.Approval) (session
 }
 
 // GetApproval implements store.Store.
-func (s *Store) GetApproval(ctx context.Context, id string) (session.Approval, error) {
+func (s Approvals) GetApproval(ctx context.Context, id string) (session.Approval, error) {
 	a, err := scanApproval(s.db.QueryRowContext(ctx, `SELECT `+approvalCols+` FROM approvals WHERE id = ?`, id))
 	if err != nil {
 		return a, notFound("approval", id, err)
@@ -99,7 +99,7 @@ func (s *Store) GetApproval(ctx context.Context, id string) (session.Approval, e
 }
 
 // ListApprovals implements store.Store.
-func (s *Store) ListApprovals(ctx context.Context, f session.ApprovalFilter) ([]session.Approval, error) {
+func (s Approvals) ListApprovals(ctx context.Context, f session.ApprovalFilter) ([]session.Approval, error) {
 	var where []string
 	var args []any
 	if f.SessionID != "" {
@@ -131,7 +131,7 @@ func (s *Store) ListApprovals(ctx context.Context, f session.ApprovalFilter) ([]
 }
 
 // DecideApproval implements store.Store.
-func (s *Store) DecideApproval(ctx context.Context, id string, status session.ApprovalStatus, by *session.Sender, note string) (session.Approval, error) {
+func (s Approvals) DecideApproval(ctx context.Context, id string, status session.ApprovalStatus, by *session.Sender, note string) (session.Approval, error) {
 	var out session.Approval
 	err := s.tx(ctx, func(tx *txn) error {
 		a, err := scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalCols+` FROM approvals WHERE id = ?`, id))

@@ -19,7 +19,7 @@ import (
 // appendAudit chains the audit entry of event e, in e's transaction: an
 // event is never recorded without its entry, nor an entry without its
 // event, so a crash leaves no gap that verifies as good.
-func (s *Store) appendAudit(ctx context.Context, tx *txn, e session.Event) error {
+func (s *base) appendAudit(ctx context.Context, tx *txn, e session.Event) error {
 	x, err := s.getSession(ctx, tx, e.SessionID)
 	if err != nil {
 		return err
@@ -80,7 +80,7 @@ func (r treeReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 }
 
 // AuditTree implements store.Store.
-func (s *Store) AuditTree(ctx context.Context) (int64, tlog.HashReader, error) {
+func (s Audit) AuditTree(ctx context.Context) (int64, tlog.HashReader, error) {
 	var size int64
 	if err := s.db.QueryRowContext(ctx, `SELECT n FROM audit_leaves`).Scan(&size); err != nil {
 		return 0, nil, fmt.Errorf("audit tree: %w", err)
@@ -89,7 +89,7 @@ func (s *Store) AuditTree(ctx context.Context) (int64, tlog.HashReader, error) {
 }
 
 // AuditLeaf implements store.Store.
-func (s *Store) AuditLeaf(ctx context.Context, sessionID string, seq int64) (int64, string, error) {
+func (s Audit) AuditLeaf(ctx context.Context, sessionID string, seq int64) (int64, string, error) {
 	var leaf sql.NullInt64
 	var data string
 	err := s.db.QueryRowContext(ctx, `SELECT leaf, entry FROM audit WHERE session_id = ? AND seq = ?`, sessionID, seq).Scan(&leaf, &data)
@@ -103,7 +103,7 @@ func (s *Store) AuditLeaf(ctx context.Context, sessionID string, seq int64) (int
 }
 
 // AuditLog implements store.Store.
-func (s *Store) AuditLog(ctx context.Context, sessionID string) ([]audit.Entry, error) {
+func (s Audit) AuditLog(ctx context.Context, sessionID string) ([]audit.Entry, error) {
 	out, err := queryAll(ctx, s.db, scanEntry, `SELECT entry FROM audit WHERE session_id = ? ORDER BY seq`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
@@ -131,7 +131,7 @@ func scanEntry(row scanner) (audit.Entry, error) {
 }
 
 // AuditAfter implements store.Store.
-func (s *Store) AuditAfter(ctx context.Context, leaf int64, limit int) ([]audit.Entry, int64, error) {
+func (s Audit) AuditAfter(ctx context.Context, leaf int64, limit int) ([]audit.Entry, int64, error) {
 	if limit <= 0 {
 		limit = -1
 	}
@@ -162,7 +162,7 @@ func (s *Store) AuditAfter(ctx context.Context, leaf int64, limit int) ([]audit.
 
 // retainContent keeps e's content, sealed, when its project retains
 // content (in e's transaction).
-func (s *Store) retainContent(ctx context.Context, tx *txn, x session.Session, e session.Event, entry audit.Entry) error {
+func (s *base) retainContent(ctx context.Context, tx *txn, x session.Session, e session.Event, entry audit.Entry) error {
 	if s.Content == nil || len(e.Data) == 0 {
 		return nil
 	}
@@ -181,7 +181,7 @@ func (s *Store) retainContent(ctx context.Context, tx *txn, x session.Session, e
 }
 
 // AuditContent implements store.Store.
-func (s *Store) AuditContent(ctx context.Context, sessionID string) (map[int64][]byte, error) {
+func (s Audit) AuditContent(ctx context.Context, sessionID string) (map[int64][]byte, error) {
 	type row struct {
 		seq    int64
 		sealed []byte
@@ -201,7 +201,7 @@ func (s *Store) AuditContent(ctx context.Context, sessionID string) (map[int64][
 }
 
 // ExpireAuditContent implements store.Store.
-func (s *Store) ExpireAuditContent(ctx context.Context, now time.Time) (int64, error) {
+func (s Audit) ExpireAuditContent(ctx context.Context, now time.Time) (int64, error) {
 	res, err := s.db.ExecContext(ctx, `DELETE FROM audit_content WHERE expires_at <= ?`, now.UTC().Format(timeFormat))
 	if err != nil {
 		return 0, fmt.Errorf("expire audit content: %w", err)
@@ -210,7 +210,7 @@ func (s *Store) ExpireAuditContent(ctx context.Context, now time.Time) (int64, e
 }
 
 // SetContentRetention implements store.Store.
-func (s *Store) SetContentRetention(ctx context.Context, project string, d time.Duration) error {
+func (s Audit) SetContentRetention(ctx context.Context, project string, d time.Duration) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO projects (name, created_at, content_retention_ns) VALUES (?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET content_retention_ns = excluded.content_retention_ns`, project, s.ts(), int64(d))
 	if err != nil {
@@ -220,7 +220,7 @@ func (s *Store) SetContentRetention(ctx context.Context, project string, d time.
 }
 
 // ContentRetention implements store.Store.
-func (s *Store) ContentRetention(ctx context.Context, project string) (time.Duration, error) {
+func (s Audit) ContentRetention(ctx context.Context, project string) (time.Duration, error) {
 	var ns int64
 	err := s.db.QueryRowContext(ctx, `SELECT content_retention_ns FROM projects WHERE name = ?`, project).Scan(&ns)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -230,7 +230,7 @@ func (s *Store) ContentRetention(ctx context.Context, project string) (time.Dura
 }
 
 // SealAudit implements store.Store.
-func (s *Store) SealAudit(ctx context.Context, seal audit.Seal) error {
+func (s Audit) SealAudit(ctx context.Context, seal audit.Seal) error {
 	return s.tx(ctx, func(tx *txn) error {
 		if sealed, err := s.sealed(ctx, tx, seal.Session); err != nil || sealed {
 			return err // sealed once
@@ -251,7 +251,7 @@ func (s *Store) SealAudit(ctx context.Context, seal audit.Seal) error {
 }
 
 // AuditSeal implements store.Store.
-func (s *Store) AuditSeal(ctx context.Context, sessionID string) (*audit.Seal, error) {
+func (s Audit) AuditSeal(ctx context.Context, sessionID string) (*audit.Seal, error) {
 	var raw string
 	err := s.db.QueryRowContext(ctx, `SELECT seal FROM audit_seals WHERE session_id = ?`, sessionID).Scan(&raw)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -268,7 +268,7 @@ func (s *Store) AuditSeal(ctx context.Context, sessionID string) (*audit.Seal, e
 }
 
 // sealed says whether a session's audit log is sealed.
-func (s *Store) sealed(ctx context.Context, tx *txn, id string) (bool, error) {
+func (s *base) sealed(ctx context.Context, tx *txn, id string) (bool, error) {
 	var n int
 	err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_seals WHERE session_id = ?`, id).Scan(&n)
 	return n > 0, err
@@ -277,7 +277,7 @@ func (s *Store) sealed(ctx context.Context, tx *txn, id string) (bool, error) {
 // insertEntry stores a linked entry as the next leaf of the Merkle tree of
 // every entry (the leaf count is kept apart: no change to the entries
 // moves it).
-func (s *Store) insertEntry(ctx context.Context, tx *txn, entry audit.Entry) error {
+func (s *base) insertEntry(ctx context.Context, tx *txn, entry audit.Entry) error {
 	data, _ := json.Marshal(entry)
 	// The entry is also the next leaf of the Merkle tree of every entry.
 	// The leaf count is kept apart: no change to the entries moves it.
@@ -303,7 +303,7 @@ func (s *Store) insertEntry(ctx context.Context, tx *txn, entry audit.Entry) err
 }
 
 // AppendAccess implements store.Store.
-func (s *Store) AppendAccess(ctx context.Context, e audit.Entry) (audit.Entry, error) {
+func (s Audit) AppendAccess(ctx context.Context, e audit.Entry) (audit.Entry, error) {
 	var out audit.Entry
 	err := s.tx(ctx, func(tx *txn) error {
 		var prev *audit.Entry
@@ -331,7 +331,7 @@ func (s *Store) AppendAccess(ctx context.Context, e audit.Entry) (audit.Entry, e
 }
 
 // AuditLeaves implements store.Store.
-func (s *Store) AuditLeaves(ctx context.Context, after int64, limit int) ([]store.AuditLeaf, error) {
+func (s Audit) AuditLeaves(ctx context.Context, after int64, limit int) ([]store.AuditLeaf, error) {
 	out, err := queryAll(ctx, s.db, func(r scanner) (store.AuditLeaf, error) {
 		var l store.AuditLeaf
 		return l, r.Scan(&l.Leaf, &l.Session, &l.Seq, &l.Data)
@@ -343,7 +343,7 @@ func (s *Store) AuditLeaves(ctx context.Context, after int64, limit int) ([]stor
 }
 
 // SaveAuditCheckpoint implements store.Store.
-func (s *Store) SaveAuditCheckpoint(ctx context.Context, size int64, note string) error {
+func (s Audit) SaveAuditCheckpoint(ctx context.Context, size int64, note string) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO audit_checkpoints (size, note, published_at) VALUES (?, ?, ?) ON CONFLICT (size) DO NOTHING`, size, note, s.ts())
 	if err != nil {
 		return fmt.Errorf("keep audit checkpoint: %w", err)
@@ -352,7 +352,7 @@ func (s *Store) SaveAuditCheckpoint(ctx context.Context, size int64, note string
 }
 
 // AuditCheckpoints implements store.Store.
-func (s *Store) AuditCheckpoints(ctx context.Context) ([]string, error) {
+func (s Audit) AuditCheckpoints(ctx context.Context) ([]string, error) {
 	return queryAll(ctx, s.db, func(r scanner) (string, error) {
 		var n string
 		return n, r.Scan(&n)
@@ -360,7 +360,7 @@ func (s *Store) AuditCheckpoints(ctx context.Context) ([]string, error) {
 }
 
 // UseAuditKey implements store.Store.
-func (s *Store) UseAuditKey(ctx context.Context, public string) ([]string, error) {
+func (s Audit) UseAuditKey(ctx context.Context, public string) ([]string, error) {
 	var before []string
 	err := s.tx(ctx, func(tx *txn) error {
 		var n int
@@ -384,7 +384,7 @@ func (s *Store) UseAuditKey(ctx context.Context, public string) ([]string, error
 }
 
 // AuditKeys implements store.Store.
-func (s *Store) AuditKeys(ctx context.Context) ([]string, error) {
+func (s Audit) AuditKeys(ctx context.Context) ([]string, error) {
 	return queryAll(ctx, s.db, func(r scanner) (string, error) {
 		var k string
 		return k, r.Scan(&k)

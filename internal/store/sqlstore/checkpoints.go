@@ -34,7 +34,7 @@ func lastCheckpoint(ctx context.Context, q interface {
 }
 
 // SaveStep implements store.Store.
-func (s *Store) SaveStep(ctx context.Context, c session.Step, blobs map[string][]byte) (session.Step, bool, error) {
+func (s History) SaveStep(ctx context.Context, c session.Step, blobs map[string][]byte) (session.Step, bool, error) {
 	created := false
 	err := s.tx(ctx, func(tx *txn) error {
 		last, err := lastCheckpoint(ctx, tx, c.SessionID)
@@ -71,7 +71,7 @@ func (s *Store) SaveStep(ctx context.Context, c session.Step, blobs map[string][
 }
 
 // Checkpoints implements store.Store.
-func (s *Store) Steps(ctx context.Context, sessionID string) ([]session.Step, error) {
+func (s History) Steps(ctx context.Context, sessionID string) ([]session.Step, error) {
 	out, err := queryAll(ctx, s.db, scanCheckpoint, `SELECT `+checkpointCols+` FROM checkpoints WHERE session_id = ? ORDER BY step`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoints: %w", err)
@@ -80,19 +80,19 @@ func (s *Store) Steps(ctx context.Context, sessionID string) ([]session.Step, er
 }
 
 // LastStep implements store.Store.
-func (s *Store) LastStep(ctx context.Context, sessionID string) (session.Step, error) {
+func (s History) LastStep(ctx context.Context, sessionID string) (session.Step, error) {
 	return lastCheckpoint(ctx, s.db, sessionID)
 }
 
 // Blob implements store.Store.
-func (s *Store) Blob(ctx context.Context, id string) ([]byte, error) {
+func (s History) Blob(ctx context.Context, id string) ([]byte, error) {
 	var sealed []byte
 	err := s.db.QueryRowContext(ctx, `SELECT sealed FROM blobs WHERE id = ?`, id).Scan(&sealed)
 	return sealed, notFound("blob", id, err)
 }
 
 // DeleteSteps implements store.Store.
-func (s *Store) DeleteSteps(ctx context.Context, sessionID string) (int64, error) {
+func (s History) DeleteSteps(ctx context.Context, sessionID string) (int64, error) {
 	var gone int64
 	err := s.tx(ctx, func(tx *txn) error {
 		all, err := queryAll(ctx, tx, scanCheckpoint, `SELECT `+checkpointCols+` FROM checkpoints WHERE session_id = ?`, sessionID)

@@ -28,7 +28,7 @@ func scanCommand(row scanner) (session.Command, error) {
 	return c, nil
 }
 
-func (s *Store) insertCommand(ctx context.Context, tx *txn, in store.NewCommand, state session.CommandState) (session.Command, error) {
+func (s *base) insertCommand(ctx context.Context, tx *txn, in store.NewCommand, state session.CommandState) (session.Command, error) {
 	if len(in.Payload) == 0 {
 		in.Payload = json.RawMessage("{}")
 	}
@@ -50,13 +50,13 @@ func (s *Store) insertCommand(ctx context.Context, tx *txn, in store.NewCommand,
 	return c, s.commandEvent(ctx, tx, c)
 }
 
-func (s *Store) commandEvent(ctx context.Context, tx *txn, c session.Command) error {
+func (s *base) commandEvent(ctx context.Context, tx *txn, c session.Command) error {
 	return s.appendJSON(ctx, tx, c.SessionID, c.TurnID, session.EventCommand, "command/"+c.ID+"/"+string(c.State),
 		session.CommandData{ID: c.ID, Kind: c.Kind, State: c.State, Sender: c.Sender, Error: c.Error})
 }
 
 // AppendCommand implements store.Store.
-func (s *Store) AppendCommand(ctx context.Context, in store.NewCommand) (session.Command, bool, error) {
+func (s Commands) AppendCommand(ctx context.Context, in store.NewCommand) (session.Command, bool, error) {
 	if in.IdempotencyKey == "" {
 		in.IdempotencyKey = in.ID
 	}
@@ -99,7 +99,7 @@ func (s *Store) AppendCommand(ctx context.Context, in store.NewCommand) (session
 }
 
 // GetCommand implements store.Store.
-func (s *Store) GetCommand(ctx context.Context, id string) (session.Command, error) {
+func (s Commands) GetCommand(ctx context.Context, id string) (session.Command, error) {
 	c, err := scanCommand(s.db.QueryRowContext(ctx, `SELECT `+commandCols+` FROM commands WHERE id = ?`, id))
 	if err != nil {
 		return c, notFound("command", id, err)
@@ -107,12 +107,12 @@ func (s *Store) GetCommand(ctx context.Context, id string) (session.Command, err
 	return c, nil
 }
 
-func (s *Store) queryCommands(ctx context.Context, q queryer, where string, args ...any) ([]session.Command, error) {
+func (s *base) queryCommands(ctx context.Context, q queryer, where string, args ...any) ([]session.Command, error) {
 	return queryAll(ctx, q, scanCommand, `SELECT `+commandCols+` FROM commands WHERE `+where+` ORDER BY seq`, args...)
 }
 
 // ListCommands implements store.Store.
-func (s *Store) ListCommands(ctx context.Context, sessionID string) ([]session.Command, error) {
+func (s Commands) ListCommands(ctx context.Context, sessionID string) ([]session.Command, error) {
 	out, err := s.queryCommands(ctx, s.db, `session_id = ?`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("list commands: %w", err)
@@ -121,7 +121,7 @@ func (s *Store) ListCommands(ctx context.Context, sessionID string) ([]session.C
 }
 
 // ClaimBatch implements store.Store.
-func (s *Store) ClaimBatch(ctx context.Context, sessionID string) ([]session.Command, error) {
+func (s Commands) ClaimBatch(ctx context.Context, sessionID string) ([]session.Command, error) {
 	var batch []session.Command
 	err := s.tx(ctx, func(tx *txn) error {
 		cur, err := s.getSession(ctx, tx, sessionID)
@@ -183,7 +183,7 @@ func (s *Store) ClaimBatch(ctx context.Context, sessionID string) ([]session.Com
 }
 
 // SettleCommands implements store.Store.
-func (s *Store) SettleCommands(ctx context.Context, ids []string, state session.CommandState, errMsg string) error {
+func (s Commands) SettleCommands(ctx context.Context, ids []string, state session.CommandState, errMsg string) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -221,7 +221,7 @@ func (s *Store) SettleCommands(ctx context.Context, ids []string, state session.
 }
 
 // HeldDeliveries implements store.Store.
-func (s *Store) HeldDeliveries(ctx context.Context, sessionID string) ([]session.Command, error) {
+func (s Commands) HeldDeliveries(ctx context.Context, sessionID string) ([]session.Command, error) {
 	out, err := s.queryCommands(ctx, s.db, `session_id = ? AND state = 'held' AND `+s.d.jsonText("sender", "kind")+` = 'trigger'`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("held deliveries: %w", err)
@@ -230,7 +230,7 @@ func (s *Store) HeldDeliveries(ctx context.Context, sessionID string) ([]session
 }
 
 // AbsorbDeliveries implements store.Store.
-func (s *Store) AbsorbDeliveries(ctx context.Context, ids []string, into store.NewCommand) (session.Command, error) {
+func (s Commands) AbsorbDeliveries(ctx context.Context, ids []string, into store.NewCommand) (session.Command, error) {
 	if into.IdempotencyKey == "" {
 		into.IdempotencyKey = into.ID
 	}
@@ -281,7 +281,7 @@ func (s *Store) AbsorbDeliveries(ctx context.Context, ids []string, into store.N
 }
 
 // RecordDelivery implements store.Store.
-func (s *Store) RecordDelivery(ctx context.Context, trigger, key string, result json.RawMessage) error {
+func (s Commands) RecordDelivery(ctx context.Context, trigger, key string, result json.RawMessage) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO deliveries (trigger_ref, key, result, seen_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (trigger_ref, key) DO NOTHING`, trigger, key, string(result), s.ts())
 	if err != nil {
@@ -291,7 +291,7 @@ func (s *Store) RecordDelivery(ctx context.Context, trigger, key string, result 
 }
 
 // Delivery implements store.Store.
-func (s *Store) Delivery(ctx context.Context, trigger, key string) (json.RawMessage, error) {
+func (s Commands) Delivery(ctx context.Context, trigger, key string) (json.RawMessage, error) {
 	var result string
 	err := s.db.QueryRowContext(ctx, `SELECT result FROM deliveries WHERE trigger_ref = ? AND key = ?`, trigger, key).Scan(&result)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 )
 
 // AppendEvent implements store.Store.
-func (s *Store) AppendEvent(ctx context.Context, e session.Event) (session.Event, error) {
+func (s Events) AppendEvent(ctx context.Context, e session.Event) (session.Event, error) {
 	var out session.Event
 	err := s.tx(ctx, func(tx *txn) error {
 		var err error
@@ -30,7 +30,7 @@ func (s *Store) AppendEvent(ctx context.Context, e session.Event) (session.Event
 
 // appendEvent adds e unless an event with its key exists, in which case the
 // existing one is returned. An empty key gets a fresh unique one.
-func (s *Store) appendEvent(ctx context.Context, tx *txn, e session.Event) (session.Event, error) {
+func (s *base) appendEvent(ctx context.Context, tx *txn, e session.Event) (session.Event, error) {
 	if e.Key == "" {
 		e.Key = string(e.Kind) + "/" + uuid.NewString()
 	}
@@ -56,7 +56,7 @@ func (s *Store) appendEvent(ctx context.Context, tx *txn, e session.Event) (sess
 	return e, s.appendAudit(ctx, tx, e)
 }
 
-func (s *Store) appendJSON(ctx context.Context, tx *txn, sessionID, turnID string, kind session.EventKind, key string, v any) error {
+func (s *base) appendJSON(ctx context.Context, tx *txn, sessionID, turnID string, kind session.EventKind, key string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -66,7 +66,7 @@ func (s *Store) appendJSON(ctx context.Context, tx *txn, sessionID, turnID strin
 }
 
 // ListEvents implements store.Store.
-func (s *Store) ListEvents(ctx context.Context, sessionID string, after int64, limit int) ([]session.Event, error) {
+func (s Events) ListEvents(ctx context.Context, sessionID string, after int64, limit int) ([]session.Event, error) {
 	if limit <= 0 || limit > 10000 {
 		limit = 10000
 	}
@@ -78,7 +78,7 @@ func (s *Store) ListEvents(ctx context.Context, sessionID string, after int64, l
 }
 
 // EventsByKey implements store.Store: a range on the (session, key) index.
-func (s *Store) EventsByKey(ctx context.Context, sessionID, prefix string) ([]session.Event, error) {
+func (s Events) EventsByKey(ctx context.Context, sessionID, prefix string) ([]session.Event, error) {
 	out, err := queryAll(ctx, s.db, scanEvent, `SELECT `+eventCols+` FROM events WHERE session_id = ? AND substr(key, 1, ?) = ? ORDER BY seq`,
 		sessionID, utf8.RuneCountInString(prefix), prefix)
 	if err != nil {

@@ -47,14 +47,14 @@ func scanUser(r scanner) (identity.User, error) {
 const userCols = `name, created_at, admin, oidc_issuer, oidc_subject, revoked_at`
 
 // CreateUser implements store.Store.
-func (s *Store) CreateUser(ctx context.Context, u identity.User) (identity.User, error) {
+func (s Identity) CreateUser(ctx context.Context, u identity.User) (identity.User, error) {
 	u.CreatedAt = parseTime(s.ts())
 	_, err := s.db.ExecContext(ctx, `INSERT INTO users (`+userCols+`) VALUES (?, ?, ?, ?, ?, NULL)`, u.Name, s.ts(), u.Admin, u.Issuer, u.Subject)
 	return u, conflict(err, fmt.Sprintf("user %q", u.Name))
 }
 
 // GetUser implements store.Store.
-func (s *Store) GetUser(ctx context.Context, name string) (identity.User, error) {
+func (s Identity) GetUser(ctx context.Context, name string) (identity.User, error) {
 	u, err := scanUser(s.db.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return u, fmt.Errorf("user %q: %w", name, errdefs.ErrNotFound)
@@ -63,7 +63,7 @@ func (s *Store) GetUser(ctx context.Context, name string) (identity.User, error)
 }
 
 // UserBySubject implements store.Store.
-func (s *Store) UserBySubject(ctx context.Context, issuer, subject string) (identity.User, error) {
+func (s Identity) UserBySubject(ctx context.Context, issuer, subject string) (identity.User, error) {
 	u, err := scanUser(s.db.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE oidc_issuer = ? AND oidc_subject = ? AND oidc_subject != ''`, issuer, subject))
 	if errors.Is(err, sql.ErrNoRows) {
 		return u, fmt.Errorf("no user for %s's subject: %w", issuer, errdefs.ErrNotFound)
@@ -72,12 +72,12 @@ func (s *Store) UserBySubject(ctx context.Context, issuer, subject string) (iden
 }
 
 // ListUsers implements store.Store.
-func (s *Store) ListUsers(ctx context.Context) ([]identity.User, error) {
+func (s Identity) ListUsers(ctx context.Context) ([]identity.User, error) {
 	return queryAll(ctx, s.db, scanUser, `SELECT `+userCols+` FROM users ORDER BY name`)
 }
 
 // RevokeUser implements store.Store.
-func (s *Store) RevokeUser(ctx context.Context, name string) error {
+func (s Identity) RevokeUser(ctx context.Context, name string) error {
 	return s.tx(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE users SET revoked_at = COALESCE(revoked_at, ?) WHERE name = ?`, s.ts(), name)
 		if err != nil {
@@ -103,7 +103,7 @@ func scanToken(r scanner) (identity.Token, error) {
 const tokenCols = `id, user_name, label, hash, created_at, expires_at, last_used_at, revoked_at, parent`
 
 // CreateToken implements store.Store.
-func (s *Store) CreateToken(ctx context.Context, t identity.Token) (identity.Token, error) {
+func (s Identity) CreateToken(ctx context.Context, t identity.Token) (identity.Token, error) {
 	t.CreatedAt = parseTime(s.ts())
 	_, err := s.db.ExecContext(ctx, `INSERT INTO tokens (`+tokenCols+`) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?)`, t.ID, t.User, t.Label, t.Hash, s.ts(), optTS(t.ExpiresAt), t.Parent)
 	if err != nil && strings.Contains(err.Error(), "FOREIGN KEY") {
@@ -113,7 +113,7 @@ func (s *Store) CreateToken(ctx context.Context, t identity.Token) (identity.Tok
 }
 
 // GetToken implements store.Store.
-func (s *Store) GetToken(ctx context.Context, id string) (identity.Token, error) {
+func (s Identity) GetToken(ctx context.Context, id string) (identity.Token, error) {
 	t, err := scanToken(s.db.QueryRowContext(ctx, `SELECT `+tokenCols+` FROM tokens WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, fmt.Errorf("token %q: %w", id, errdefs.ErrNotFound)
@@ -122,13 +122,13 @@ func (s *Store) GetToken(ctx context.Context, id string) (identity.Token, error)
 }
 
 // ListTokens implements store.Store.
-func (s *Store) ListTokens(ctx context.Context, user string) ([]identity.Token, error) {
+func (s Identity) ListTokens(ctx context.Context, user string) ([]identity.Token, error) {
 	return queryAll(ctx, s.db, scanToken, `SELECT `+tokenCols+` FROM tokens WHERE user_name = ? OR ? = '' ORDER BY created_at, id`, user, user)
 }
 
 // RevokeToken implements store.Store: the tokens it minted, and theirs,
 // go with it.
-func (s *Store) RevokeToken(ctx context.Context, id string) error {
+func (s Identity) RevokeToken(ctx context.Context, id string) error {
 	res, err := s.db.ExecContext(ctx, `WITH RECURSIVE family(id) AS (SELECT id FROM tokens WHERE id = ?
 		UNION SELECT tokens.id FROM tokens JOIN family ON tokens.parent = family.id)
 		UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE id IN (SELECT id FROM family)`, id, s.ts())
@@ -143,7 +143,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string) error {
 
 // TouchToken implements store.Store: the last use is kept to the minute,
 // so a busy client does not write on every call.
-func (s *Store) TouchToken(ctx context.Context, id string) error {
+func (s Identity) TouchToken(ctx context.Context, id string) error {
 	now := s.now().UTC()
 	_, err := s.db.ExecContext(ctx, `UPDATE tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)`,
 		now.Format(timeFormat), id, now.Add(-time.Minute).Format(timeFormat))
@@ -151,13 +151,13 @@ func (s *Store) TouchToken(ctx context.Context, id string) error {
 }
 
 // CreateProject implements store.Store.
-func (s *Store) CreateProject(ctx context.Context, name string) error {
+func (s Identity) CreateProject(ctx context.Context, name string) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO projects (name, created_at) VALUES (?, ?)`, name, s.ts())
 	return conflict(err, fmt.Sprintf("project %q", name))
 }
 
 // ListProjects implements store.Store.
-func (s *Store) ListProjects(ctx context.Context) ([]string, error) {
+func (s Identity) ListProjects(ctx context.Context) ([]string, error) {
 	return queryAll(ctx, s.db, func(r scanner) (string, error) {
 		var n string
 		return n, r.Scan(&n)
@@ -165,7 +165,7 @@ func (s *Store) ListProjects(ctx context.Context) ([]string, error) {
 }
 
 // SetMember implements store.Store.
-func (s *Store) SetMember(ctx context.Context, m identity.Membership) error {
+func (s Identity) SetMember(ctx context.Context, m identity.Membership) error {
 	return s.tx(ctx, func(tx *txn) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM projects WHERE name = ?`, m.Project).Scan(&n); err != nil || n == 0 {
@@ -181,7 +181,7 @@ func (s *Store) SetMember(ctx context.Context, m identity.Membership) error {
 }
 
 // RemoveMember implements store.Store.
-func (s *Store) RemoveMember(ctx context.Context, project, user string) error {
+func (s Identity) RemoveMember(ctx context.Context, project, user string) error {
 	res, err := s.db.ExecContext(ctx, `DELETE FROM members WHERE project = ? AND user_name = ?`, project, user)
 	if err != nil {
 		return err
@@ -202,13 +202,13 @@ func scanMember(r scanner) (identity.Membership, error) {
 
 // Members implements store.Store: a project's members, or a user's
 // memberships (either may be empty, not both).
-func (s *Store) Members(ctx context.Context, project, user string) ([]identity.Membership, error) {
+func (s Identity) Members(ctx context.Context, project, user string) ([]identity.Membership, error) {
 	return queryAll(ctx, s.db, scanMember, `SELECT project, user_name, role FROM members
 		WHERE (project = ? OR ? = '') AND (user_name = ? OR ? = '') ORDER BY project, user_name`, project, project, user, user)
 }
 
 // ServerSecret implements store.Store.
-func (s *Store) ServerSecret(ctx context.Context, name string, fresh []byte) ([]byte, error) {
+func (s Audit) ServerSecret(ctx context.Context, name string, fresh []byte) ([]byte, error) {
 	var out []byte
 	err := s.tx(ctx, func(tx *txn) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO server_secrets (name, sealed, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`, name, fresh, s.ts()); err != nil {

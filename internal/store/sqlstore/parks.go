@@ -42,7 +42,7 @@ func scanPark(row scanner) (session.Park, error) {
 }
 
 // OpenPark implements store.Store.
-func (s *Store) OpenPark(ctx context.Context, p session.Park, recovery store.NewCommand) (session.Park, bool, error) {
+func (s Parks) OpenPark(ctx context.Context, p session.Park, recovery store.NewCommand) (session.Park, bool, error) {
 	var out session.Park
 	created := false
 	err := s.tx(ctx, func(tx *txn) error {
@@ -80,7 +80,7 @@ func (s *Store) OpenPark(ctx context.Context, p session.Park, recovery store.New
 }
 
 // ResolvePark implements store.Store.
-func (s *Store) ResolvePark(ctx context.Context, id, resolution string, by *session.Sender, note string) (session.Park, error) {
+func (s Parks) ResolvePark(ctx context.Context, id, resolution string, by *session.Sender, note string) (session.Park, error) {
 	var out session.Park
 	err := s.tx(ctx, func(tx *txn) error {
 		p, err := s.markResolved(ctx, tx, id, resolution, by, note)
@@ -124,7 +124,7 @@ func (s *Store) ResolvePark(ctx context.Context, id, resolution string, by *sess
 }
 
 // GetPark implements store.Store.
-func (s *Store) GetPark(ctx context.Context, id string) (session.Park, error) {
+func (s Parks) GetPark(ctx context.Context, id string) (session.Park, error) {
 	p, err := scanPark(s.db.QueryRowContext(ctx, `SELECT `+parkCols+` FROM parks WHERE id = ?`, id))
 	if err != nil {
 		return p, notFound("park", id, err)
@@ -133,7 +133,7 @@ func (s *Store) GetPark(ctx context.Context, id string) (session.Park, error) {
 }
 
 // ListParks implements store.Store.
-func (s *Store) ListParks(ctx context.Context, sessionID string, open bool) ([]session.Park, error) {
+func (s Parks) ListParks(ctx context.Context, sessionID string, open bool) ([]session.Park, error) {
 	where, args := `1 = 1`, []any{}
 	if sessionID != "" {
 		where, args = `session_id = ?`, append(args, sessionID)
@@ -149,7 +149,7 @@ func (s *Store) ListParks(ctx context.Context, sessionID string, open bool) ([]s
 }
 
 // RaiseSpendCap implements store.Store.
-func (s *Store) RaiseSpendCap(ctx context.Context, id string, usd float64) error {
+func (s Sessions) RaiseSpendCap(ctx context.Context, id string, usd float64) error {
 	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET spend_cap_usd = ?, updated_at = ? WHERE id = ?`, usd, s.ts(), id)
 	if err != nil {
 		return fmt.Errorf("raise spend cap: %w", err)
@@ -162,7 +162,7 @@ func (s *Store) RaiseSpendCap(ctx context.Context, id string, usd float64) error
 
 // insertPark records park p, its recovery the held command recoveryID,
 // and its event.
-func (s *Store) insertPark(ctx context.Context, tx *txn, p session.Park, recoveryID string) (session.Park, error) {
+func (s *base) insertPark(ctx context.Context, tx *txn, p session.Park, recoveryID string) (session.Park, error) {
 	var expires any
 	if p.ExpiresAt != nil {
 		expires = p.ExpiresAt.UTC().Format(timeFormat)
@@ -179,7 +179,7 @@ func (s *Store) insertPark(ctx context.Context, tx *txn, p session.Park, recover
 }
 
 // SetCredentials implements store.Store.
-func (s *Store) SetCredentials(ctx context.Context, sessionID string, sealed map[string][]byte) error {
+func (s Parks) SetCredentials(ctx context.Context, sessionID string, sealed map[string][]byte) error {
 	return s.tx(ctx, func(tx *txn) error {
 		cur, err := s.getSession(ctx, tx, sessionID)
 		if err != nil {
@@ -201,12 +201,12 @@ func (s *Store) SetCredentials(ctx context.Context, sessionID string, sealed map
 }
 
 // Credentials implements store.Store.
-func (s *Store) Credentials(ctx context.Context, sessionID string) (map[string][]byte, error) {
+func (s Parks) Credentials(ctx context.Context, sessionID string) (map[string][]byte, error) {
 	return s.sealedByName(ctx, `SELECT name, sealed FROM session_credentials WHERE session_id = ?`, sessionID)
 }
 
 // sealedByName reads (name, sealed) rows into a map.
-func (s *Store) sealedByName(ctx context.Context, query string, arg string) (map[string][]byte, error) {
+func (s *base) sealedByName(ctx context.Context, query string, arg string) (map[string][]byte, error) {
 	type row struct {
 		name   string
 		sealed []byte
@@ -226,7 +226,7 @@ func (s *Store) sealedByName(ctx context.Context, query string, arg string) (map
 }
 
 // PassPark implements store.Store.
-func (s *Store) PassPark(ctx context.Context, id string, by *session.Sender, note string, next session.Park) (session.Park, error) {
+func (s Parks) PassPark(ctx context.Context, id string, by *session.Sender, note string, next session.Park) (session.Park, error) {
 	var out session.Park
 	err := s.tx(ctx, func(tx *txn) error {
 		p, err := s.markResolved(ctx, tx, id, session.ParkGranted, by, note)
@@ -255,7 +255,7 @@ func (s *Store) PassPark(ctx context.Context, id string, by *session.Sender, not
 }
 
 // SetProjectCredentials implements store.Store.
-func (s *Store) SetProjectCredentials(ctx context.Context, project string, sealed map[string][]byte) error {
+func (s Parks) SetProjectCredentials(ctx context.Context, project string, sealed map[string][]byte) error {
 	return s.tx(ctx, func(tx *txn) error {
 		for name, v := range sealed {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO project_credentials (project, name, sealed) VALUES (?, ?, ?)
@@ -271,13 +271,13 @@ func (s *Store) SetProjectCredentials(ctx context.Context, project string, seale
 }
 
 // ProjectCredentials implements store.Store.
-func (s *Store) ProjectCredentials(ctx context.Context, project string) (map[string][]byte, error) {
+func (s Parks) ProjectCredentials(ctx context.Context, project string) (map[string][]byte, error) {
 	return s.sealedByName(ctx, `SELECT name, sealed FROM project_credentials WHERE project = ?`, project)
 }
 
 // markResolved records park id resolved (once: a resolved park is a
 // conflict) and returns it as it was.
-func (s *Store) markResolved(ctx context.Context, tx *txn, id, resolution string, by *session.Sender, note string) (session.Park, error) {
+func (s *base) markResolved(ctx context.Context, tx *txn, id, resolution string, by *session.Sender, note string) (session.Park, error) {
 	p, err := scanPark(tx.QueryRowContext(ctx, `SELECT `+parkCols+` FROM parks WHERE id = ?`, id))
 	if err != nil {
 		return p, notFound("park", id, err)

@@ -46,7 +46,7 @@ func scanSession(row scanner) (session.Session, error) {
 	return x, nil
 }
 
-func (s *Store) getSession(ctx context.Context, q interface {
+func (s *base) getSession(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, id string) (session.Session, error) {
 	x, err := scanSession(q.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
@@ -57,12 +57,12 @@ func (s *Store) getSession(ctx context.Context, q interface {
 }
 
 // GetSession implements store.Store.
-func (s *Store) GetSession(ctx context.Context, id string) (session.Session, error) {
+func (s Sessions) GetSession(ctx context.Context, id string) (session.Session, error) {
 	return s.getSession(ctx, s.db, id)
 }
 
 // ListSessions implements store.Store.
-func (s *Store) ListSessions(ctx context.Context, f session.Filter) ([]session.Session, error) {
+func (s Sessions) ListSessions(ctx context.Context, f session.Filter) ([]session.Session, error) {
 	var where []string
 	var args []any
 	if f.Project != "" {
@@ -119,7 +119,7 @@ func (s *Store) ListSessions(ctx context.Context, f session.Filter) ([]session.S
 }
 
 // CreateSession implements store.Store.
-func (s *Store) CreateSession(ctx context.Context, in store.NewSession) (session.Session, bool, error) {
+func (s Sessions) CreateSession(ctx context.Context, in store.NewSession) (session.Session, bool, error) {
 	var out session.Session
 	created := false
 	err := s.tx(ctx, func(tx *txn) error {
@@ -203,7 +203,7 @@ func (s *Store) CreateSession(ctx context.Context, in store.NewSession) (session
 
 // setStatus moves a session to status (unless it is terminal: a stop or a
 // failure always wins) and records a status event when anything changed.
-func (s *Store) setStatus(ctx context.Context, tx *txn, id string, status session.Status, phase session.RuntimePhase, errMsg string) error {
+func (s *base) setStatus(ctx context.Context, tx *txn, id string, status session.Status, phase session.RuntimePhase, errMsg string) error {
 	cur, err := s.getSession(ctx, tx, id)
 	if err != nil {
 		return err
@@ -249,7 +249,7 @@ func firstLine(s string) string {
 	return s
 }
 
-func (s *Store) update(ctx context.Context, id string, fn func(tx *txn) error) error {
+func (s *base) update(ctx context.Context, id string, fn func(tx *txn) error) error {
 	err := s.tx(ctx, func(tx *txn) error {
 		if _, err := s.getSession(ctx, tx, id); err != nil {
 			return err
@@ -263,7 +263,7 @@ func (s *Store) update(ctx context.Context, id string, fn func(tx *txn) error) e
 }
 
 // SetRuntimePhase implements store.Store.
-func (s *Store) SetRuntimePhase(ctx context.Context, id string, phase session.RuntimePhase) error {
+func (s Sessions) SetRuntimePhase(ctx context.Context, id string, phase session.RuntimePhase) error {
 	return s.update(ctx, id, func(tx *txn) error {
 		cur, err := s.getSession(ctx, tx, id)
 		if err != nil {
@@ -274,7 +274,7 @@ func (s *Store) SetRuntimePhase(ctx context.Context, id string, phase session.Ru
 }
 
 // SetWorkspace implements store.Store.
-func (s *Store) SetWorkspace(ctx context.Context, id, node, workdir, baseCommit string) error {
+func (s Sessions) SetWorkspace(ctx context.Context, id, node, workdir, baseCommit string) error {
 	return s.update(ctx, id, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `UPDATE sessions SET node = ?, workdir = ?, base_commit = ?, updated_at = ? WHERE id = ?`, node, workdir, baseCommit, s.ts(), id)
 		return err
@@ -282,7 +282,7 @@ func (s *Store) SetWorkspace(ctx context.Context, id, node, workdir, baseCommit 
 }
 
 // SetDisplay implements store.Store.
-func (s *Store) SetDisplay(ctx context.Context, id, title, ambient string) error {
+func (s Sessions) SetDisplay(ctx context.Context, id, title, ambient string) error {
 	return s.update(ctx, id, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `UPDATE sessions SET display_title = CASE WHEN ? = '' THEN display_title ELSE ? END, ambient_status = ?, updated_at = ? WHERE id = ?`,
 			title, session.TrimRunes(title, session.MaxDisplayTitle), session.TrimRunes(firstLine(ambient), 200), s.ts(), id)
@@ -291,7 +291,7 @@ func (s *Store) SetDisplay(ctx context.Context, id, title, ambient string) error
 }
 
 // MarkStarted implements store.Store.
-func (s *Store) MarkStarted(ctx context.Context, id string) error {
+func (s Sessions) MarkStarted(ctx context.Context, id string) error {
 	return s.update(ctx, id, func(tx *txn) error {
 		cur, err := s.getSession(ctx, tx, id)
 		if err != nil || cur.Status != session.StatusQueued {
@@ -302,7 +302,7 @@ func (s *Store) MarkStarted(ctx context.Context, id string) error {
 }
 
 // SetHold implements store.Store.
-func (s *Store) SetHold(ctx context.Context, id string, h *session.Hold) error {
+func (s Sessions) SetHold(ctx context.Context, id string, h *session.Hold) error {
 	v := ""
 	if h != nil {
 		b, _ := json.Marshal(h)
@@ -335,7 +335,7 @@ func (s *Store) SetHold(ctx context.Context, id string, h *session.Hold) error {
 }
 
 // Repair implements store.Store.
-func (s *Store) Repair(ctx context.Context, id string) (bool, error) {
+func (s Sessions) Repair(ctx context.Context, id string) (bool, error) {
 	repaired := false
 	err := s.update(ctx, id, func(tx *txn) error {
 		cur, err := s.getSession(ctx, tx, id)
@@ -358,14 +358,14 @@ func (s *Store) Repair(ctx context.Context, id string) (bool, error) {
 }
 
 // FailSession implements store.Store.
-func (s *Store) FailSession(ctx context.Context, id, errMsg string) error {
+func (s Sessions) FailSession(ctx context.Context, id, errMsg string) error {
 	return s.update(ctx, id, func(tx *txn) error {
 		return s.setStatus(ctx, tx, id, session.StatusFailed, "", errMsg)
 	})
 }
 
 // StopSession implements store.Store.
-func (s *Store) StopSession(ctx context.Context, id string, p session.StopPayload) error {
+func (s Sessions) StopSession(ctx context.Context, id string, p session.StopPayload) error {
 	return s.update(ctx, id, func(tx *txn) error {
 		cur, err := s.getSession(ctx, tx, id)
 		if err != nil || cur.Status.Terminal() {
@@ -381,7 +381,7 @@ func (s *Store) StopSession(ctx context.Context, id string, p session.StopPayloa
 }
 
 // Archive implements store.Store.
-func (s *Store) Archive(ctx context.Context, id string, by session.Sender, handoff string) error {
+func (s Sessions) Archive(ctx context.Context, id string, by session.Sender, handoff string) error {
 	return s.update(ctx, id, func(tx *txn) error {
 		if handoff != "" {
 			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET handoff = ? WHERE id = ?`, session.TrimRunes(handoff, session.MaxHandoff), id); err != nil {
@@ -403,7 +403,7 @@ func (s *Store) Archive(ctx context.Context, id string, by session.Sender, hando
 }
 
 // Deliver implements store.Store.
-func (s *Store) Deliver(ctx context.Context, id, base, next, delivery string, by session.Sender, note string) error {
+func (s Sessions) Deliver(ctx context.Context, id, base, next, delivery string, by session.Sender, note string) error {
 	return s.update(ctx, id, func(tx *txn) error {
 		cur, err := s.getSession(ctx, tx, id)
 		if err != nil {

@@ -26,6 +26,22 @@ import (
 
 // Store is a store.Store on a SQLite file or a PostgreSQL database.
 type Store struct {
+	*base
+	Agents
+	Approvals
+	Sessions
+	Commands
+	Turns
+	Parks
+	Identity
+	Audit
+	History
+	Events
+}
+
+// base is what every role of the store shares: the connection, its
+// dialect, the clock, the subscriptions.
+type base struct {
 	db  *conn
 	d   *dialect
 	now func() time.Time
@@ -42,6 +58,25 @@ type Store struct {
 }
 
 var _ store.Store = (*Store)(nil)
+
+// newStore is the store whose roles all share b.
+func newStore(b *base) *Store {
+	return &Store{base: b, Agents: Agents{b}, Approvals: Approvals{b}, Sessions: Sessions{b}, Commands: Commands{b}, Turns: Turns{b}, Parks: Parks{b}, Identity: Identity{b}, Audit: Audit{b}, History: History{b}, Events: Events{b}}
+}
+
+// The store's roles (package store), each over the one base.
+type (
+	Agents    struct{ *base }
+	Approvals struct{ *base }
+	Sessions  struct{ *base }
+	Commands  struct{ *base }
+	Turns     struct{ *base }
+	Parks     struct{ *base }
+	Identity  struct{ *base }
+	Audit     struct{ *base }
+	History   struct{ *base }
+	Events    struct{ *base }
+)
 
 // Encrypter seals content bound to associated data (vault.Key).
 type Encrypter interface {
@@ -76,7 +111,7 @@ func openPostgres(ctx context.Context, dsn string, now func() time.Time) (*Store
 		_ = db.Close()
 		return nil, fmt.Errorf("the PostgreSQL database cannot be reached (PADDOCK_DATABASE_URL): %w", redactURL(err, dsn))
 	}
-	s := &Store{db: &conn{DB: db, d: postgresDialect}, d: postgresDialect, now: now, subs: map[string]map[chan struct{}]struct{}{}}
+	s := newStore(&base{db: &conn{DB: db, d: postgresDialect}, d: postgresDialect, now: now, subs: map[string]map[chan struct{}]struct{}{}})
 	if err := s.migrate(ctx); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -116,7 +151,7 @@ func openSQLite(ctx context.Context, path string, now func() time.Time) (*Store,
 	// One connection: SQLite has one writer, and a single connection makes
 	// every transaction serial without "database is locked" retries.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: &conn{DB: db, d: sqliteDialect}, d: sqliteDialect, now: now, subs: map[string]map[chan struct{}]struct{}{}}
+	s := newStore(&base{db: &conn{DB: db, d: sqliteDialect}, d: sqliteDialect, now: now, subs: map[string]map[chan struct{}]struct{}{}})
 	if err := s.migrate(ctx); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -139,7 +174,7 @@ func (s *Store) Close() error {
 // migrate applies the migrations this database has not had, each in its
 // own transaction (under the store's lock on PostgreSQL: nodes starting
 // together migrate one after the other).
-func (s *Store) migrate(ctx context.Context) error {
+func (s *base) migrate(ctx context.Context) error {
 	if s.d == postgresDialect {
 		// Stores opening a new database together create its first table
 		// one after the other too.
@@ -186,7 +221,7 @@ func (s *Store) migrate(ctx context.Context) error {
 // compared by it.
 const timeFormat = "2006-01-02T15:04:05.000000000Z07:00"
 
-func (s *Store) ts() string { return s.now().UTC().Format(timeFormat) }
+func (s *base) ts() string { return s.now().UTC().Format(timeFormat) }
 
 func parseTime(v string) time.Time {
 	t, _ := time.Parse(time.RFC3339Nano, v)
@@ -194,7 +229,7 @@ func parseTime(v string) time.Time {
 }
 
 // tx runs fn in a transaction, committing on nil and rolling back otherwise.
-func (s *Store) tx(ctx context.Context, fn func(*txn) error) error {
+func (s *base) tx(ctx context.Context, fn func(*txn) error) error {
 	raw, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -240,7 +275,7 @@ func isUnique(err error) bool {
 }
 
 // Subscribe implements store.Store.
-func (s *Store) Subscribe(sessionID string) (<-chan struct{}, func()) {
+func (s Events) Subscribe(sessionID string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	s.mu.Lock()
 	if s.subs[sessionID] == nil {
@@ -261,7 +296,7 @@ func (s *Store) Subscribe(sessionID string) (<-chan struct{}, func()) {
 // notify wakes the subscribers of a session: this process's at once, and
 // on PostgreSQL every other node's too (a NOTIFY each node's listener
 // turns into its own wake-up; the subscribers' poll is the backstop).
-func (s *Store) notify(sessionID string) {
+func (s *base) notify(sessionID string) {
 	s.wake(sessionID)
 	if s.outbox != nil {
 		select {
@@ -273,7 +308,7 @@ func (s *Store) notify(sessionID string) {
 
 // announce sends other nodes the sessions that changed, off the writer's
 // path, each once per burst.
-func (s *Store) announce(ctx context.Context) {
+func (s *base) announce(ctx context.Context) {
 	for {
 		var first string
 		select {
@@ -304,7 +339,7 @@ const notifyChannel = "paddock_sessions"
 // listen turns the other nodes' notifications into wake-ups until ctx
 // ends, reconnecting after a lost connection (a wake-up missed meanwhile
 // is caught by the subscribers' poll).
-func (s *Store) listen(ctx context.Context, dsn string) {
+func (s *base) listen(ctx context.Context, dsn string) {
 	wait := time.Second
 	for ctx.Err() == nil {
 		conn, err := pgx.Connect(ctx, dsn)
@@ -329,7 +364,7 @@ func (s *Store) listen(ctx context.Context, dsn string) {
 	}
 }
 
-func (s *Store) wake(sessionID string) {
+func (s *base) wake(sessionID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for ch := range s.subs[sessionID] {

@@ -23,13 +23,13 @@ func scanTurn(row scanner) (session.Turn, error) {
 	return t, nil
 }
 
-func (s *Store) turnEvent(ctx context.Context, tx *txn, t session.Turn) error {
+func (s *base) turnEvent(ctx context.Context, tx *txn, t session.Turn) error {
 	return s.appendJSON(ctx, tx, t.SessionID, t.ID, session.EventTurn, "turn/"+t.ID+"/"+string(t.Status),
 		session.TurnData{Status: t.Status, FailureScope: t.FailureScope, Error: t.Error})
 }
 
 // OpenTurn implements store.Store.
-func (s *Store) OpenTurn(ctx context.Context, turnID, sessionID string, commandIDs []string) (session.Turn, error) {
+func (s Turns) OpenTurn(ctx context.Context, turnID, sessionID string, commandIDs []string) (session.Turn, error) {
 	var t session.Turn
 	err := s.tx(ctx, func(tx *txn) error {
 		var err error
@@ -84,7 +84,7 @@ func (s *Store) OpenTurn(ctx context.Context, turnID, sessionID string, commandI
 }
 
 // SetTurnStatus implements store.Store.
-func (s *Store) SetTurnStatus(ctx context.Context, turnID string, status session.TurnStatus, scope session.FailureScope, errMsg string) error {
+func (s Turns) SetTurnStatus(ctx context.Context, turnID string, status session.TurnStatus, scope session.FailureScope, errMsg string) error {
 	var sessionID string
 	err := s.tx(ctx, func(tx *txn) error {
 		t, err := scanTurn(tx.QueryRowContext(ctx, `SELECT `+turnCols+` FROM turns WHERE id = ?`, turnID))
@@ -117,7 +117,7 @@ func (s *Store) SetTurnStatus(ctx context.Context, turnID string, status session
 }
 
 // GetTurn implements store.Store.
-func (s *Store) GetTurn(ctx context.Context, id string) (session.Turn, error) {
+func (s Turns) GetTurn(ctx context.Context, id string) (session.Turn, error) {
 	t, err := scanTurn(s.db.QueryRowContext(ctx, `SELECT `+turnCols+` FROM turns WHERE id = ?`, id))
 	if err != nil {
 		return t, notFound("turn", id, err)
@@ -126,7 +126,7 @@ func (s *Store) GetTurn(ctx context.Context, id string) (session.Turn, error) {
 }
 
 // ListTurns implements store.Store.
-func (s *Store) ListTurns(ctx context.Context, sessionID string) ([]session.Turn, error) {
+func (s Turns) ListTurns(ctx context.Context, sessionID string) ([]session.Turn, error) {
 	out, err := queryAll(ctx, s.db, scanTurn, `SELECT `+turnCols+` FROM turns WHERE session_id = ? ORDER BY seq`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("list turns: %w", err)
@@ -135,7 +135,7 @@ func (s *Store) ListTurns(ctx context.Context, sessionID string) ([]session.Turn
 }
 
 // RecordUsage implements store.Store.
-func (s *Store) RecordUsage(ctx context.Context, sessionID, turnID string, step int, model string, u session.Usage) error {
+func (s Turns) RecordUsage(ctx context.Context, sessionID, turnID string, step int, model string, u session.Usage) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO usage (session_id, turn_id, step, model, input_tokens, output_tokens, cost_usd, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, sessionID, turnID, step, model, u.InputTokens, u.OutputTokens, u.CostUSD, s.ts())
 	if err != nil {
@@ -145,7 +145,7 @@ func (s *Store) RecordUsage(ctx context.Context, sessionID, turnID string, step 
 }
 
 // SessionUsage implements store.Store.
-func (s *Store) SessionUsage(ctx context.Context, sessionID string) (session.SessionUsage, error) {
+func (s Turns) SessionUsage(ctx context.Context, sessionID string) (session.SessionUsage, error) {
 	out := session.SessionUsage{Turns: map[string]session.Usage{}}
 	rows, err := s.db.QueryContext(ctx, `SELECT turn_id, SUM(input_tokens), SUM(output_tokens), SUM(cost_usd) FROM usage WHERE session_id = ? GROUP BY turn_id`, sessionID)
 	if err != nil {

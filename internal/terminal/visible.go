@@ -1,4 +1,4 @@
-package cli
+package terminal
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
-// visible is the one rule for printing text that came from an agent, a
+// Visible is the one rule for printing text that came from an agent, a
 // command, a file or a file name: nothing in it is interpreted by the
 // terminal. Control characters (C0, DEL, C1: ESC, BEL, OSC and CSI
 // introducers among them), format characters (bidi overrides and
@@ -21,8 +21,8 @@ import (
 // and bytes that are not UTF-8 are written as escapes (\x1b, \u202e,
 // \xff). With lines, newlines and tabs are kept as they are; without,
 // they are escaped too (\n, \t), so one value is one line.
-func visible(s string, lines bool) string {
-	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return hidden(r, lines) }) < 0 {
+func Visible(s string, lines bool) string {
+	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return Hidden(r, lines) }) < 0 {
 		return s
 	}
 	var b strings.Builder
@@ -31,7 +31,7 @@ func visible(s string, lines bool) string {
 		switch {
 		case r == utf8.RuneError && size <= 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case !hidden(r, lines):
+		case !Hidden(r, lines):
 			b.WriteRune(r)
 		case r == '\n':
 			b.WriteString(`\n`)
@@ -50,7 +50,7 @@ func visible(s string, lines bool) string {
 }
 
 // hidden: a character a terminal would act on or show as nothing.
-func hidden(r rune, lines bool) bool {
+func Hidden(r rune, lines bool) bool {
 	switch {
 	case r == '\n' || r == '\t':
 		return !lines
@@ -62,10 +62,10 @@ func hidden(r rune, lines bool) bool {
 	return unicode.Is(unicode.Cf, r) // bidi controls, zero-width characters, BOM, soft hyphen
 }
 
-// oneLine prints a value on one line, escaped, cut after n characters
+// OneLine prints a value on one line, escaped, cut after n characters
 // with the number of characters left out.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(visible(s, true)), " ")
+func OneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(Visible(s, true)), " ")
 	if c := utf8.RuneCountInString(s); c > n {
 		cut := []rune(s)[:max(n-1, 1)]
 		return string(cut) + fmt.Sprintf("… (+%d more characters)", c-len(cut))
@@ -77,7 +77,7 @@ func oneLine(s string, n int) string {
 // kept (indentation, columns), cut after n characters with the number
 // left out.
 func outputLine(s string, n int) string {
-	s = visible(strings.TrimRight(s, "\r"), true) // tabs kept: they move, never hide
+	s = Visible(strings.TrimRight(s, "\r"), true) // tabs kept: they move, never hide
 	if c := utf8.RuneCountInString(s); c > n {
 		cut := []rune(s)[:max(n-1, 1)]
 		return string(cut) + fmt.Sprintf("… (+%d more characters)", c-len(cut))
@@ -85,22 +85,22 @@ func outputLine(s string, n int) string {
 	return s
 }
 
-// callText is a tool call's arguments in full, for a person deciding on
+// CallText is a tool call's arguments in full, for a person deciding on
 // it: a command as its lines (numbered when there are several), every
 // other argument on its own line, each value escaped, nothing cut.
-func callText(tool string, args json.RawMessage) string {
+func CallText(tool string, args json.RawMessage) string {
 	var m map[string]any
 	if err := json.Unmarshal(args, &m); err != nil {
-		return "    " + visible(string(args), true)
+		return "    " + Visible(string(args), true)
 	}
 	var b strings.Builder
 	if cmd, ok := m["command"].(string); ok && tool == "run_command" {
 		ls := strings.Split(cmd, "\n")
 		for i, l := range ls {
 			if len(ls) > 1 {
-				fmt.Fprintf(&b, "    %3d │ %s\n", i+1, visible(l, false))
+				fmt.Fprintf(&b, "    %3d │ %s\n", i+1, Visible(l, false))
 			} else {
-				fmt.Fprintf(&b, "    $ %s\n", visible(l, false))
+				fmt.Fprintf(&b, "    $ %s\n", Visible(l, false))
 			}
 		}
 		delete(m, "command")
@@ -114,11 +114,11 @@ func callText(tool string, args json.RawMessage) string {
 		// The edit as a diff: what goes, what comes.
 		fmt.Fprintf(&b, "    the edit:\n")
 		for _, l := range strings.Split(old, "\n") {
-			fmt.Fprintf(&b, "      - %s\n", visible(l, false))
+			fmt.Fprintf(&b, "      - %s\n", Visible(l, false))
 		}
 		if nw, ok := m["new"].(string); ok {
 			for _, l := range strings.Split(nw, "\n") {
-				fmt.Fprintf(&b, "      + %s\n", visible(l, false))
+				fmt.Fprintf(&b, "      + %s\n", Visible(l, false))
 			}
 			delete(m, "new")
 		}
@@ -133,27 +133,27 @@ func callText(tool string, args json.RawMessage) string {
 		}
 		if strings.Contains(k, "path") {
 			if flagged, why := workspace.Flag(v); flagged {
-				fmt.Fprintf(&b, "    ⚑ %s is a %s: review with care\n", visible(v, false), why)
+				fmt.Fprintf(&b, "    ⚑ %s is a %s: review with care\n", Visible(v, false), why)
 			}
 		}
 		// A path or a name is one line, its newlines escaped (a file
 		// name with a newline is one name); texts are shown as lines.
 		if strings.Contains(v, "\n") && !strings.Contains(k, "path") && !strings.Contains(k, "name") {
-			fmt.Fprintf(&b, "    %s:\n", visible(k, false))
+			fmt.Fprintf(&b, "    %s:\n", Visible(k, false))
 			for _, l := range strings.Split(v, "\n") {
-				fmt.Fprintf(&b, "      │ %s\n", visible(l, false))
+				fmt.Fprintf(&b, "      │ %s\n", Visible(l, false))
 			}
 			continue
 		}
-		fmt.Fprintf(&b, "    %s: %s\n", visible(k, false), visible(v, false))
+		fmt.Fprintf(&b, "    %s: %s\n", Visible(k, false), Visible(v, false))
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// analysisText is a command's analysis piece by piece, as the gate sees
+// AnalysisText is a command's analysis piece by piece, as the gate sees
 // it under pinned: each piece's verdict, rule, reason and the rule's
 // source, escaped; "" for a call that is not a command.
-func analysisText(pinned *policy.Policy, tool string, args json.RawMessage) string {
+func AnalysisText(pinned *policy.Policy, tool string, args json.RawMessage) string {
 	if pinned == nil || tool != policy.ShellTool {
 		return ""
 	}
@@ -161,17 +161,17 @@ func analysisText(pinned *policy.Policy, tool string, args json.RawMessage) stri
 	var b strings.Builder
 	fmt.Fprintf(&b, "  the analysis, piece by piece (under the session's pinned policy %s):\n", d.PolicyDigest)
 	for _, p := range d.Pieces {
-		fmt.Fprintf(&b, "    %-6s %-24s %s: %s [%s]\n", p.Verdict, visible(p.Rule, false), oneLine(p.Command, 120), visible(p.Reason, false), visible(p.Source, false))
+		fmt.Fprintf(&b, "    %-6s %-24s %s: %s [%s]\n", p.Verdict, Visible(p.Rule, false), OneLine(p.Command, 120), Visible(p.Reason, false), Visible(p.Source, false))
 	}
 	if len(d.Pieces) == 0 {
-		fmt.Fprintf(&b, "    %-6s %-24s %s\n", d.Verdict, visible(d.Rule, false), visible(d.Reason, false))
+		fmt.Fprintf(&b, "    %-6s %-24s %s\n", d.Verdict, Visible(d.Rule, false), Visible(d.Reason, false))
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// argsText is a call's arguments as compact JSON for one line, without
+// ArgsText is a call's arguments as compact JSON for one line, without
 // the HTML escaping of encoding/json (a > in a command stays a >).
-func argsText(raw json.RawMessage) string {
+func ArgsText(raw json.RawMessage) string {
 	var v any
 	if json.Unmarshal(raw, &v) != nil {
 		return string(raw)

@@ -1,4 +1,4 @@
-package cli
+package terminal
 
 import (
 	"encoding/json"
@@ -15,9 +15,9 @@ import (
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
-// renderer prints transcript events for a person: streamed text inline,
+// Renderer prints transcript events for a person: streamed text inline,
 // tool calls as one line each, questions with their options.
-type renderer struct {
+type Renderer struct {
 	w         io.Writer
 	midText   bool // the last thing printed was streamed text without a newline
 	lastPhase session.RuntimePhase
@@ -32,7 +32,15 @@ type renderer struct {
 	hints bool
 }
 
-func (r *renderer) line(format string, args ...any) {
+// NewRenderer prints to w: every call's whole result when full (in
+// place of its live output and tail), how to act on what is shown when
+// hints (a log, which cannot act).
+func NewRenderer(w io.Writer, full, hints bool) *Renderer {
+	return &Renderer{w: w, full: full, hints: hints}
+}
+
+// Line prints a line, after ending streamed text.
+func (r *Renderer) Line(format string, args ...any) {
 	if r.midText {
 		fmt.Fprintln(r.w)
 		r.midText = false
@@ -40,7 +48,8 @@ func (r *renderer) line(format string, args ...any) {
 	fmt.Fprintf(r.w, format+"\n", args...)
 }
 
-func (r *renderer) event(e session.Event) {
+// Event prints one transcript event.
+func (r *Renderer) Event(e session.Event) {
 	switch e.Kind {
 	case session.EventStatus:
 		var d session.StatusData
@@ -49,13 +58,13 @@ func (r *renderer) event(e session.Event) {
 		r.lastPhase = d.RuntimePhase
 		switch {
 		case d.RuntimePhase != "":
-			r.line("· provisioning: %s", d.RuntimePhase)
+			r.Line("· provisioning: %s", d.RuntimePhase)
 		case phase != "":
-			r.line("· runtime ready")
+			r.Line("· runtime ready")
 		case d.Error != "":
-			r.line("· session %s: %s", d.Status, visible(d.Error, true))
+			r.Line("· session %s: %s", d.Status, Visible(d.Error, true))
 		default:
-			r.line("· session %s", d.Status)
+			r.Line("· session %s", d.Status)
 		}
 	case session.EventUserMessage:
 		var d session.TextData
@@ -64,29 +73,29 @@ func (r *renderer) event(e session.Event) {
 		if d.Sender != nil {
 			who = d.Sender.String()
 		}
-		r.line("› %s: %s", visible(who, false), visible(d.Text, true))
+		r.Line("› %s: %s", Visible(who, false), Visible(d.Text, true))
 	case session.EventAssistantText:
 		var d session.TextData
 		_ = json.Unmarshal(e.Data, &d)
 		if !r.midText {
 			fmt.Fprint(r.w, "  ")
 		}
-		fmt.Fprint(r.w, visible(d.Text, true))
+		fmt.Fprint(r.w, Visible(d.Text, true))
 		r.midText = true
 	case session.EventToolCall:
 		var d session.ToolCallData
 		_ = json.Unmarshal(e.Data, &d)
 		switch d.State {
 		case session.CallGenerated:
-			r.line("  ⚙ %s %s", visible(d.Name, false), oneLine(argsText(d.Args), 100))
+			r.Line("  ⚙ %s %s", Visible(d.Name, false), OneLine(ArgsText(d.Args), 100))
 		case session.CallAwaitingApproval:
-			r.line("    ? %s needs permission (%s)", visible(d.Name, false), visible(d.Rule, false))
+			r.Line("    ? %s needs permission (%s)", Visible(d.Name, false), Visible(d.Rule, false))
 			if r.hints && d.Approval != "" {
-				r.line("      see it whole: paddock approvals show %s   |   decide here: paddock attach %s", visible(d.Approval, false), visible(e.SessionID, false))
+				r.Line("      see it whole: paddock approvals show %s   |   decide here: paddock attach %s", Visible(d.Approval, false), Visible(e.SessionID, false))
 			}
 		case session.CallCalling:
 			if d.By != nil && d.By.Kind == session.ByHuman {
-				r.line("    ✓ approved by %s", visible(d.By.By, false))
+				r.Line("    ✓ approved by %s", Visible(d.By.By, false))
 			}
 		case session.CallDone:
 			r.endLive(d.ID)
@@ -95,7 +104,7 @@ func (r *renderer) event(e session.Event) {
 			}
 		case session.CallErrored, session.CallRejected, session.CallCanceled:
 			r.endLive(d.ID)
-			r.line("    ✗ %s %s: %s", visible(d.Name, false), d.State, oneLine(d.Error, 200))
+			r.Line("    ✗ %s %s: %s", Visible(d.Name, false), d.State, OneLine(d.Error, 200))
 		}
 	case session.EventOutput:
 		var d session.OutputData
@@ -109,11 +118,11 @@ func (r *renderer) event(e session.Event) {
 			if len(item.Options) > 0 {
 				shown := make([]string, len(item.Options))
 				for i, o := range item.Options {
-					shown[i] = visible(o, false)
+					shown[i] = Visible(o, false)
 				}
 				opts = " [" + strings.Join(shown, " / ") + "]"
 			}
-			r.line("? %s%s", visible(item.Question, true), opts)
+			r.Line("? %s%s", Visible(item.Question, true), opts)
 		}
 	case session.EventAnswer:
 		var a session.AnswerPayload
@@ -125,56 +134,56 @@ func (r *renderer) event(e session.Event) {
 		if a.Response != "" {
 			parts = append(parts, a.Response)
 		}
-		r.line("› answer: %s", visible(strings.Join(parts, ", "), true))
+		r.Line("› answer: %s", Visible(strings.Join(parts, ", "), true))
 	case session.EventTurn:
 		var d session.TurnData
 		_ = json.Unmarshal(e.Data, &d)
 		switch d.Status {
 		case session.TurnFailed:
-			r.line("· turn failed (%s scope): %s", d.FailureScope, visible(d.Error, true))
+			r.Line("· turn failed (%s scope): %s", d.FailureScope, Visible(d.Error, true))
 		case session.TurnCompleted:
-			r.line("· turn completed")
+			r.Line("· turn completed")
 		}
 	case session.EventNotice:
 		var d session.TextData
 		_ = json.Unmarshal(e.Data, &d)
-		r.line("· %s", visible(d.Text, true))
+		r.Line("· %s", Visible(d.Text, true))
 	case session.EventPhase:
 		var d session.PhaseData
 		_ = json.Unmarshal(e.Data, &d)
 		took := (time.Duration(d.DurationMs) * time.Millisecond).String()
 		if d.Error != "" {
-			r.line("  ✗ %s failed after %s", d.Phase, took)
+			r.Line("  ✗ %s failed after %s", d.Phase, took)
 		} else {
-			r.line("  ✓ %s in %s: %s", d.Phase, took, visible(d.Detail, true))
+			r.Line("  ✓ %s in %s: %s", d.Phase, took, Visible(d.Detail, true))
 		}
 	case agent.EventCompaction:
 		var d agent.Compaction
 		_ = json.Unmarshal(e.Data, &d)
-		r.line("· conversation compacted to fit the model's context window: ~%d → ~%d tokens (%d messages summarized)", d.TokensBefore, d.TokensAfter, d.Messages-1)
+		r.Line("· conversation compacted to fit the model's context window: ~%d → ~%d tokens (%d messages summarized)", d.TokensBefore, d.TokensAfter, d.Messages-1)
 	case session.EventPark:
 		var d session.ParkData
 		_ = json.Unmarshal(e.Data, &d)
 		if d.Park.ResolvedAt == nil {
-			r.line("· parked (%s): %s\n  needs %s", d.Park.Reason, visible(d.Park.Detail, true), d.Park.Needs)
+			r.Line("· parked (%s): %s\n  needs %s", d.Park.Reason, Visible(d.Park.Detail, true), d.Park.Needs)
 		} else {
 			by := ""
 			if d.Park.ResolvedBy != nil {
 				by = " by " + d.Park.ResolvedBy.String()
 			}
-			r.line("· park %s: %s%s", d.Park.Reason, visible(d.Park.Resolution, true), visible(by, false))
+			r.Line("· park %s: %s%s", d.Park.Reason, Visible(d.Park.Resolution, true), Visible(by, false))
 		}
 	case session.EventNetwork:
 		var d session.NetworkData
 		_ = json.Unmarshal(e.Data, &d)
-		dest := visible(net.JoinHostPort(d.Host, strconv.Itoa(d.Port)), false)
+		dest := Visible(net.JoinHostPort(d.Host, strconv.Itoa(d.Port)), false)
 		switch {
 		case !d.Allowed:
-			r.line("    ⛔ %s network to %s refused: %s", d.Phase, dest, visible(d.Reason, false))
+			r.Line("    ⛔ %s network to %s refused: %s", d.Phase, dest, Visible(d.Reason, false))
 		case d.Error != "":
-			r.line("    ↯ %s network to %s failed: %s", d.Phase, dest, oneLine(d.Error, 100))
+			r.Line("    ↯ %s network to %s failed: %s", d.Phase, dest, OneLine(d.Error, 100))
 		default:
-			r.line("    ⇄ %s network to %s: %s up, %s down, %s", d.Phase, dest, durable.BytesHuman(d.BytesUp), durable.BytesHuman(d.BytesDown),
+			r.Line("    ⇄ %s network to %s: %s up, %s down, %s", d.Phase, dest, durable.BytesHuman(d.BytesUp), durable.BytesHuman(d.BytesDown),
 				(time.Duration(d.DurationMs) * time.Millisecond).String())
 		}
 	}
@@ -186,7 +195,7 @@ var failedRun = regexp.MustCompile(`\n\[(exit status \d+|timed out after [^\]]*)
 
 // live prints a running command's output as it comes, each whole line
 // escaped; a line not yet ended waits for its end (or the call's).
-func (r *renderer) live(sessionID string, d session.OutputData) {
+func (r *Renderer) live(sessionID string, d session.OutputData) {
 	if r.full {
 		return // the whole result follows
 	}
@@ -198,18 +207,18 @@ func (r *renderer) live(sessionID string, d session.OutputData) {
 	lines := strings.Split(text, "\n")
 	r.partial[d.CallID] = lines[len(lines)-1]
 	for _, l := range lines[:len(lines)-1] {
-		r.line("      │ %s", outputLine(l, 200))
+		r.Line("      │ %s", outputLine(l, 200))
 	}
 	if d.Cut {
 		r.endLive(d.CallID)
-		r.line("      │ … live output stops here; all of it: paddock sessions logs --full %s", sessionID)
+		r.Line("      │ … live output stops here; all of it: paddock sessions logs --full %s", sessionID)
 	}
 }
 
 // endLive prints the unended last line of a call's live output.
-func (r *renderer) endLive(callID string) {
+func (r *Renderer) endLive(callID string) {
 	if l := r.partial[callID]; l != "" {
-		r.line("      │ %s", outputLine(l, 200))
+		r.Line("      │ %s", outputLine(l, 200))
 	}
 	delete(r.partial, callID)
 }
@@ -218,7 +227,7 @@ func (r *renderer) endLive(callID string) {
 // that failed, then the tail of its output (the end is where a command
 // says how it went), each line escaped; after live output, only how it
 // ended; with full, the whole result.
-func (r *renderer) done(d session.ToolCallData) {
+func (r *Renderer) done(d session.ToolCallData) {
 	out := strings.TrimRight(d.Result, "\n")
 	mark, status := "✓", ""
 	if m := failedRun.FindStringSubmatch(out); m != nil && d.Name == "run_command" {
@@ -229,24 +238,24 @@ func (r *renderer) done(d session.ToolCallData) {
 	const tail = 6
 	switch {
 	case r.full && len(lines) == 1:
-		r.line("    %s%s %s", mark, status, visible(out, false))
+		r.Line("    %s%s %s", mark, status, Visible(out, false))
 		return
 	case r.full:
-		r.line("    %s%s %s of output", mark, status, count(len(lines), "line"))
+		r.Line("    %s%s %s of output", mark, status, count(len(lines), "line"))
 		for _, l := range lines {
-			r.line("      │ %s", visible(l, false))
+			r.Line("      │ %s", Visible(l, false))
 		}
 		return
 	case r.streamed[d.ID]:
-		r.line("    %s%s %s of output (shown as they came)", mark, status, count(len(lines), "line"))
+		r.Line("    %s%s %s of output (shown as they came)", mark, status, count(len(lines), "line"))
 		return
 	case len(lines) <= 1:
-		r.line("    %s%s %s", mark, status, outputLine(out, 200))
+		r.Line("    %s%s %s", mark, status, outputLine(out, 200))
 		return
 	}
-	r.line("    %s%s %s of output%s", mark, status, count(len(lines), "line"), map[bool]string{true: ", the last " + strconv.Itoa(tail), false: ""}[len(lines) > tail])
+	r.Line("    %s%s %s of output%s", mark, status, count(len(lines), "line"), map[bool]string{true: ", the last " + strconv.Itoa(tail), false: ""}[len(lines) > tail])
 	for _, l := range lines[max(0, len(lines)-tail):] {
-		r.line("      │ %s", outputLine(l, 200))
+		r.Line("      │ %s", outputLine(l, 200))
 	}
 }
 

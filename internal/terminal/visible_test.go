@@ -1,4 +1,4 @@
-package cli
+package terminal
 
 import (
 	"bytes"
@@ -48,8 +48,8 @@ func TestVisible(t *testing.T) {
 		{"bad\xffbyte", false, `bad\xffbyte`},
 		{"nul\x00del\x7f", false, `nul\x00del\x7f`},
 	} {
-		if got := visible(c.in, c.lines); got != c.want {
-			t.Errorf("visible(%q, %v) = %q, want %q", c.in, c.lines, got, c.want)
+		if got := Visible(c.in, c.lines); got != c.want {
+			t.Errorf("Visible(%q, %v) = %q, want %q", c.in, c.lines, got, c.want)
 		}
 	}
 }
@@ -92,8 +92,8 @@ func TestRendererShowsEverythingInert(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			r := &renderer{w: &out}
-			r.event(session.Event{Kind: kind, Data: raw})
+			r := &Renderer{w: &out}
+			r.Event(session.Event{Kind: kind, Data: raw})
 			if out.Len() == 0 {
 				t.Errorf("%s %s printed nothing", kind, raw)
 			}
@@ -111,12 +111,12 @@ func TestRendererShowsEverythingInert(t *testing.T) {
 func TestCallTextWhole(t *testing.T) {
 	long := "echo checking " + strings.Repeat("x", 2000) + " && touch HIDDEN-TAIL-RAN && echo done"
 	args, _ := json.Marshal(map[string]string{"command": long})
-	got := callText("run_command", args)
+	got := CallText("run_command", args)
 	if !strings.Contains(got, "touch HIDDEN-TAIL-RAN && echo done") {
 		t.Errorf("a 2,000-character command is cut: %q", got[len(got)-80:])
 	}
 	args, _ = json.Marshal(map[string]string{"command": "ls\nrm -rf build\n" + hostile})
-	got = callText("run_command", args)
+	got = CallText("run_command", args)
 	for _, want := range []string{"  1 │ ls", "  2 │ rm -rf build", `  3 │ \x1b[1A`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("multi-line command: want %q in\n%s", want, got)
@@ -126,7 +126,7 @@ func TestCallTextWhole(t *testing.T) {
 		t.Errorf("the call shows %U unescaped: %q", c, got)
 	}
 	args, _ = json.Marshal(map[string]string{"path": "a\nb.go", "content": "line 1\nline 2"})
-	got = callText("write_file", args)
+	got = CallText("write_file", args)
 	if !strings.Contains(got, `path: a\nb.go`) || !strings.Contains(got, "      │ line 2") {
 		t.Errorf("file tool arguments: %q", got)
 	}
@@ -137,7 +137,7 @@ func TestCallTextWhole(t *testing.T) {
 func TestDoneShowsFailureAndTail(t *testing.T) {
 	out := "=== RUN   TestX\n" + strings.Repeat("log line\n", 40) + "--- FAIL: TestX (0.00s)\nFAIL\nFAIL\texample.com/m\t0.01s\n[exit status 1]"
 	var b bytes.Buffer
-	(&renderer{w: &b}).done(session.ToolCallData{Name: "run_command", Result: out})
+	(&Renderer{w: &b}).done(session.ToolCallData{Name: "run_command", Result: out})
 	got := b.String()
 	for _, want := range []string{"✗ (exit status 1)", "--- FAIL: TestX", "FAIL\texample.com/m"} {
 		if !strings.Contains(got, want) {
@@ -148,7 +148,7 @@ func TestDoneShowsFailureAndTail(t *testing.T) {
 		t.Errorf("a failed command is marked ✓:\n%s", got)
 	}
 	b.Reset()
-	(&renderer{w: &b}).done(session.ToolCallData{Name: "run_command", Result: "ok  \texample.com/m\t0.01s\n"})
+	(&Renderer{w: &b}).done(session.ToolCallData{Name: "run_command", Result: "ok  \texample.com/m\t0.01s\n"})
 	if got := b.String(); !strings.HasPrefix(strings.TrimSpace(got), "✓") || !strings.Contains(got, "example.com/m") {
 		t.Errorf("a passing command: %q", got)
 	}
@@ -169,13 +169,13 @@ func TestLiveOutputThenEnd(t *testing.T) {
 			Result: "=== RUN   TestX\nhalf a line\n--- FAIL: TestX\nFAIL\n[exit status 1]"}),
 	}
 	var b bytes.Buffer
-	r := &renderer{w: &b}
-	r.event(events[0])
+	r := &Renderer{w: &b}
+	r.Event(events[0])
 	if got := b.String(); !strings.Contains(got, "│ === RUN   TestX") || strings.Contains(got, "half") {
 		t.Errorf("after the first piece: %q", got)
 	}
-	r.event(events[1])
-	r.event(events[2])
+	r.Event(events[1])
+	r.Event(events[2])
 	got := b.String()
 	for _, want := range []string{"│ half a line", "│ --- FAIL: TestX", "│ FAIL\n", "✗ (exit status 1) 4 lines of output (shown as they came)"} {
 		if !strings.Contains(got, want) {
@@ -186,9 +186,9 @@ func TestLiveOutputThenEnd(t *testing.T) {
 		t.Errorf("the output is printed twice:\n%s", got)
 	}
 	b.Reset()
-	r = &renderer{w: &b, full: true}
+	r = &Renderer{w: &b, full: true}
 	for _, e := range events {
-		r.event(e)
+		r.Event(e)
 	}
 	if got := b.String(); strings.Count(got, "--- FAIL: TestX") != 1 || !strings.Contains(got, "✗ (exit status 1) 4 lines of output\n      │ === RUN   TestX") {
 		t.Errorf("--full:\n%s", got)
@@ -200,7 +200,7 @@ func TestLiveOutputThenEnd(t *testing.T) {
 // added; every value escaped.
 func TestApprovalShowsAnalysisAndEdit(t *testing.T) {
 	args, _ := json.Marshal(map[string]string{"command": "ls && touch x\x1b[8m; s\"\"udo id"})
-	got := analysisText(policy.Default(), "run_command", args)
+	got := AnalysisText(policy.Default(), "run_command", args)
 	for _, want := range []string{"the analysis, piece by piece", "allow", "free-command", "refuse", "privilege-escalation", "built-in refused family", `\x1b[8m`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("want %q in\n%s", want, got)
@@ -209,18 +209,18 @@ func TestApprovalShowsAnalysisAndEdit(t *testing.T) {
 	if c, bad := interpreted(got); bad {
 		t.Errorf("the analysis shows %U unescaped: %q", c, got)
 	}
-	if analysisText(policy.Default(), "read_file", []byte(`{"path":"x"}`)) != "" {
+	if AnalysisText(policy.Default(), "read_file", []byte(`{"path":"x"}`)) != "" {
 		t.Error("a file tool has no command analysis")
 	}
 	args, _ = json.Marshal(map[string]string{"path": "a.go", "old": "Helo\nworld", "new": "Hello\x1b[2K\nworld"})
-	got = callText("edit_file", args)
+	got = CallText("edit_file", args)
 	for _, want := range []string{"path: a.go", "the edit:", "      - Helo", "      + Hello\\x1b[2K", "      + world"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("want %q in\n%s", want, got)
 		}
 	}
 	args, _ = json.Marshal(map[string]string{"path": ".github/workflows/ci.yml", "content": "on: push"})
-	got = callText("write_file", args)
+	got = CallText("write_file", args)
 	for _, want := range []string{"⚑ .github/workflows/ci.yml is a CI configuration: review with care"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("want %q in\n%s", want, got)
@@ -233,7 +233,7 @@ func TestApprovalShowsAnalysisAndEdit(t *testing.T) {
 func TestArgsNotHTMLEscaped(t *testing.T) {
 	var b bytes.Buffer
 	raw, _ := json.Marshal(session.ToolCallData{ID: "c", Name: "run_command", State: session.CallGenerated, Args: json.RawMessage(`{"command":"go test ./... 2>&1 \u003e out.txt \u0026\u0026 cat \u003cin"}`)})
-	(&renderer{w: &b}).event(session.Event{Kind: session.EventToolCall, Data: raw})
+	(&Renderer{w: &b}).Event(session.Event{Kind: session.EventToolCall, Data: raw})
 	if got := b.String(); !strings.Contains(got, `go test ./... 2>&1 > out.txt && cat <in`) {
 		t.Errorf("the call reads %q", got)
 	}
