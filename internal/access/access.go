@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/audit"
-	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -197,8 +196,8 @@ func (s *Service) CreateUser(ctx context.Context, p identity.Principal, name str
 	if err := MustAdmin(p, "creating users"); err != nil {
 		return identity.User{}, err
 	}
-	if err := identity.ValidUser(name); err != nil {
-		return identity.User{}, fmt.Errorf("%w: %v", errdefs.ErrInvalid, err)
+	if err := identity.CheckName(identity.UserName, name); err != nil {
+		return identity.User{}, err
 	}
 	u, err := s.Store.CreateUser(ctx, identity.User{Name: name, Admin: admin})
 	if err != nil {
@@ -331,7 +330,7 @@ func (s *Service) CreateProject(ctx context.Context, p identity.Principal, name 
 	if err := MustAdmin(p, "creating projects"); err != nil {
 		return err
 	}
-	if err := ValidProject(name); err != nil {
+	if err := identity.CheckName(identity.ProjectName, name); err != nil {
 		return err
 	}
 	if err := s.Store.CreateProject(ctx, name); err != nil {
@@ -366,8 +365,8 @@ func (s *Service) SetMember(ctx context.Context, p identity.Principal, m identit
 		_, err := identity.ParseRole(string(m.Role))
 		return fmt.Errorf("%w: %v", errdefs.ErrInvalid, err)
 	}
-	if err := identity.ValidUser(m.User); err != nil {
-		return fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
+	if err := identity.CheckName(identity.UserName, m.User); err != nil {
+		return err
 	}
 	// A server administrator, who lists users anyway, is told of a typo;
 	// anyone else gets the same answer whether the user exists or not (a
@@ -427,7 +426,7 @@ func (s *Service) CheckApprover(ctx context.Context, project, user string) error
 // project), and whenever DATA_DIR/admin.token is missing it writes a new
 // token of the first administrator there (mode 0600), for local use.
 func (s *Service) Bootstrap(ctx context.Context, dataDir, admin string) (created bool, err error) {
-	if err := identity.ValidUser(admin); err != nil {
+	if err := identity.CheckName(identity.UserName, admin); err != nil {
 		return false, fmt.Errorf("first administrator: %w (set PADDOCK_ADMIN_USER)", err)
 	}
 	users, err := s.Store.ListUsers(ctx)
@@ -500,14 +499,6 @@ func (s *Service) AccessLog(ctx context.Context, p identity.Principal) ([]audit.
 		return nil, err
 	}
 	return s.Store.AuditLog(ctx, audit.AccessLog)
-}
-
-// ValidProject checks a project name from a caller.
-func ValidProject(name string) error {
-	if !spec.ValidName(name) {
-		return fmt.Errorf("%w: project %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, clip.String(name, 64))
-	}
-	return nil
 }
 
 // RevokeUser revokes a user (server administrators only): their tokens

@@ -27,7 +27,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
-	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/wire"
 )
 
@@ -455,8 +454,8 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if name := r.PathValue("name"); !spec.ValidName(name) {
-		s.error(w, r, fmt.Errorf("%w: agent %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, clip.String(name, 40)))
+	if err := identity.CheckName(identity.AgentName, r.PathValue("name")); err != nil {
+		s.error(w, r, err)
 		return
 	}
 	a, err := s.Service.Projects().Agent(r.Context(), principal(r), p, r.PathValue("name"))

@@ -516,7 +516,7 @@ func (s *Service) openContent(sealed []byte, e audit.Entry) ([]byte, error) {
 // SetContentRetention sets how long project keeps its sessions' audit
 // content (encrypted, apart from the log); 0 stops keeping new content.
 func (s *Service) SetContentRetention(ctx context.Context, p identity.Principal, project string, d time.Duration) error {
-	if err := access.ValidProject(project); err != nil {
+	if err := identity.CheckName(identity.ProjectName, project); err != nil {
 		return err
 	}
 	if err := s.Access.Allow(ctx, p, project, identity.Manage, fmt.Sprintf("project %q", project)); err != nil {

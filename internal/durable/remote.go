@@ -11,8 +11,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// Delivery is a delivery handed to the node holding the copy.
-type Delivery struct {
+// Handover is work on a session's working copy (the diff, accept, reject)
+// handed to the node holding the copy.
+type Handover struct {
 	Op        string             `json:"op"`
 	SessionID string             `json:"sessionId"`
 	Home      string             `json:"home"`
@@ -20,8 +21,8 @@ type Delivery struct {
 	By        session.Sender     `json:"by,omitzero"`
 }
 
-// Delivered is what a delivery returns.
-type Delivered struct {
+// HandoverResult is what a hand-over returns.
+type HandoverResult struct {
 	Diff    session.Diff    `json:"diff,omitzero"`
 	Session session.Session `json:"session,omitzero"`
 	Branch  string          `json:"branch,omitempty"`
@@ -41,19 +42,20 @@ var errorKinds = []struct {
 	err  error
 }{{"invalid", errdefs.ErrInvalid}, {"not_found", errdefs.ErrNotFound}, {"conflict", errdefs.ErrConflict}, {"denied", errdefs.ErrDenied}}
 
-// Deliver runs a delivery here, making the copy here first when it is
-// not (its node is gone).
-func (a Lifecycle) Deliver(ctx context.Context, d Delivery) (Delivered, error) {
+// Deliver runs a hand-over here, making the copy here first when it is
+// not (its node is gone). Temporal knows it as "Deliver", the name
+// recorded histories use.
+func (a Lifecycle) Deliver(ctx context.Context, d Handover) (HandoverResult, error) {
 	s, sp, err := a.agentSpec(ctx, d.SessionID)
 	if err != nil {
-		return Delivered{}, kinded(err)
+		return HandoverResult{}, kinded(err)
 	}
 	if s.Workdir != "" && s.BaseCommit != "" && (s.Status != session.StatusStopped || s.Held()) {
 		if err := a.ensureCopy(ctx, &s, sp); err != nil {
-			return Delivered{}, kinded(err)
+			return HandoverResult{}, kinded(err)
 		}
 	}
-	var out Delivered
+	var out HandoverResult
 	switch d.Op {
 	case OpDiff:
 		out.Diff, out.Session, err = a.Here.Diff(ctx, s)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
@@ -22,7 +21,7 @@ const MaxReplaySessions = 1000
 // recorded for it. Calls the gate never judged (unknown tools, malformed
 // arguments, calls cut before the gate) are left out.
 func (s *Service) recordedCalls(ctx context.Context, project string, since time.Time) ([]policy.Call, int, error) {
-	if err := access.ValidProject(project); err != nil {
+	if err := identity.CheckName(identity.ProjectName, project); err != nil {
 		return nil, 0, err
 	}
 	sessions, err := s.Store.ListSessions(ctx, session.Filter{Project: project, IncludeArchived: true, Limit: MaxReplaySessions})

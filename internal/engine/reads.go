@@ -58,8 +58,10 @@ func (s Sessions) List(ctx context.Context, p identity.Principal, f session.Filt
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, fmt.Errorf("%w: status %q: want queued, running, awaiting, failed or stopped", errdefs.ErrInvalid, f.Status)
 	}
-	if f.Agent != "" && !spec.ValidName(f.Agent) {
-		return nil, fmt.Errorf("%w: agent %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, clip.String(f.Agent, 40))
+	if f.Agent != "" {
+		if err := identity.CheckName(identity.AgentName, f.Agent); err != nil {
+			return nil, err
+		}
 	}
 	if f.Limit < 0 {
 		return nil, fmt.Errorf("%w: limit %d: want a positive number", errdefs.ErrInvalid, f.Limit)

@@ -16,7 +16,7 @@ import (
 
 // Any node answers any request; a delivery (diff, accept, reject) needs
 // the session's working copy, so a node that does not hold it hands the
-// delivery to the one that does, through Temporal: DeliveryWorkflow runs
+// delivery to the one that does, through Temporal: HandoverWorkflow runs
 // the Deliver activity on that node's queue, or, when that node is gone,
 // on any node, which makes the copy again first. The copy is then only
 // ever read and written on one node at a time, where the in-process
@@ -35,16 +35,16 @@ const remoteWait = 2 * time.Minute
 // remote runs d on the node holding the copy and returns its outcome,
 // its error of the same kind (invalid, not found, conflict) as if it ran
 // here.
-func (s *Service) remote(ctx context.Context, d durable.Delivery) (durable.Delivered, error) {
+func (s *Service) remote(ctx context.Context, d durable.Handover) (durable.HandoverResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, remoteWait)
 	defer cancel()
 	run, err := s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: "delivery-" + uuid.NewString(), TaskQueue: workflows.TaskQueue, WorkflowExecutionTimeout: remoteWait,
-	}, workflows.DeliveryWorkflow, d)
+	}, workflows.HandoverName, d)
 	if err != nil {
-		return durable.Delivered{}, fmt.Errorf("hand the %s to the node holding session %s's working copy: %w", d.Op, d.SessionID, err)
+		return durable.HandoverResult{}, fmt.Errorf("hand the %s to the node holding session %s's working copy: %w", d.Op, d.SessionID, err)
 	}
-	var out durable.Delivered
+	var out durable.HandoverResult
 	if err := run.Get(ctx, &out); err != nil {
 		if kinded := durable.Unkinded(err); kinded != nil {
 			return out, kinded

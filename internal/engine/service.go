@@ -145,7 +145,7 @@ func (s Sessions) Create(ctx context.Context, caller identity.Principal, req wir
 	if req.Project == "" {
 		req.Project = spec.DefaultProject
 	}
-	if err := access.ValidProject(req.Project); err != nil {
+	if err := identity.CheckName(identity.ProjectName, req.Project); err != nil {
 		return session.Session{}, err
 	}
 	if err := s.Access.Allow(ctx, caller, req.Project, identity.Start, fmt.Sprintf("project %q", req.Project)); err != nil {
@@ -269,11 +269,13 @@ const (
 )
 
 func validateCreate(req wire.CreateRequest) error {
-	if !spec.ValidName(req.Project) {
-		return fmt.Errorf("%w: project %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, clip.String(req.Project, 64))
+	if err := identity.CheckName(identity.ProjectName, req.Project); err != nil {
+		return err
 	}
-	if req.Agent != "" && !spec.ValidName(req.Agent) {
-		return fmt.Errorf("%w: agent %q: want 1-63 lowercase letters, digits and dashes", errdefs.ErrInvalid, clip.String(req.Agent, 64))
+	if req.Agent != "" {
+		if err := identity.CheckName(identity.AgentName, req.Agent); err != nil {
+			return err
+		}
 	}
 	err := errors.Join(session.Limit("model", req.Model, MaxName), session.Limit("message", req.Message, session.MaxMessage),
 		session.Limit("repo", req.Repo, MaxPath), session.Limit("idempotencyKey", req.IdempotencyKey, MaxName),
@@ -501,7 +503,7 @@ func (s Projects) Policy(ctx context.Context, caller identity.Principal, project
 // (errdefs.ErrInvalid) or names a project never created (ErrNotFound). The
 // default project always exists.
 func (s Projects) Check(ctx context.Context, project string) error {
-	if err := access.ValidProject(project); err != nil {
+	if err := identity.CheckName(identity.ProjectName, project); err != nil {
 		return err
 	}
 	if project == spec.DefaultProject {
@@ -543,7 +545,7 @@ func (s Projects) SetPolicy(ctx context.Context, caller identity.Principal, proj
 	if err := s.Access.Allow(ctx, caller, project, identity.Manage, fmt.Sprintf("project %q", project)); err != nil {
 		return nil, err
 	}
-	if err := access.ValidProject(project); err != nil {
+	if err := identity.CheckName(identity.ProjectName, project); err != nil {
 		return nil, err
 	}
 	if policy.Empty(yamlText) {

@@ -12,11 +12,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
-	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
@@ -92,17 +90,6 @@ func (p Principal) Sender() session.Sender {
 	return session.Sender{Kind: session.SenderOperator, ID: p.User, Via: p.Via}
 }
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
-
-// ValidUser checks a user name: 1-63 lowercase letters, digits, dots,
-// dashes and underscores, starting with a letter or digit.
-func ValidUser(name string) error {
-	if !nameRE.MatchString(name) {
-		return fmt.Errorf("user name %q: want 1-63 lowercase letters, digits, '.', '-' or '_', starting with a letter or digit", clip.String(name, 80))
-	}
-	return nil
-}
-
 // UserFromClaim makes a user name from a directory's claim (an email or
 // a preferred user name): lowercased, other characters replaced by '-'.
 func UserFromClaim(claim string) (string, error) {
@@ -119,7 +106,7 @@ func UserFromClaim(claim string) (string, error) {
 	if len(name) > 63 {
 		name = name[:63]
 	}
-	return name, ValidUser(name)
+	return name, CheckName(UserName, name)
 }
 
 // TokenPrefix starts every API token, so a leaked one is recognizable.

@@ -26,6 +26,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/egress"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/sandbox"
 )
@@ -309,13 +310,8 @@ const (
 )
 
 var (
-	nameRE    = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 	mcpNameRE = regexp.MustCompile(`^[a-z0-9](_?[a-z0-9-])*$`)
 )
-
-// ValidName reports whether s is a valid agent or project name: 1-63
-// lowercase letters, digits and dashes, starting and ending alphanumeric.
-func ValidName(s string) bool { return nameRE.MatchString(s) }
 
 // Known are the things validation checks names against.
 type Known struct {
@@ -411,11 +407,11 @@ func (a *Agent) Validate(known Known) error {
 	default:
 		return bad("identity", fmt.Sprintf("%q: want requester (the requester's credentials), service (the project's) or ask (the requester chooses at start)", a.Identity))
 	}
-	if !nameRE.MatchString(a.Name) {
-		return bad("name", fmt.Sprintf("%q: want 1-63 lowercase letters, digits and dashes, starting and ending with a letter or digit", a.Name))
+	if identity.CheckName(identity.AgentName, a.Name) != nil {
+		return bad("name", fmt.Sprintf("%q: want %s", a.Name, identity.LabelRule))
 	}
-	if !nameRE.MatchString(a.Project) {
-		return bad("project", fmt.Sprintf("%q: want 1-63 lowercase letters, digits and dashes", a.Project))
+	if identity.CheckName(identity.ProjectName, a.Project) != nil {
+		return bad("project", fmt.Sprintf("%q: want %s", a.Project, identity.LabelRule))
 	}
 	if err := checkModel(a.Model, known); err != nil {
 		return bad("model", err.Error())
@@ -497,8 +493,8 @@ func (a *Agent) Validate(known Known) error {
 	}
 	for i, t := range a.Triggers {
 		path := fmt.Sprintf("triggers[%d]", i)
-		if !nameRE.MatchString(t.Name) {
-			return bad(path+".name", fmt.Sprintf("%q: want 1-63 lowercase letters, digits and dashes", t.Name))
+		if identity.CheckName(identity.TriggerName, t.Name) != nil {
+			return bad(path+".name", fmt.Sprintf("%q: want %s", t.Name, identity.LabelRule))
 		}
 		for _, u := range a.Triggers[:i] {
 			if u.Name == t.Name {

@@ -1,7 +1,7 @@
 // Package workflows is the durable session's Temporal workflows: the
 // SessionWorkflow drains a session's command queue in order and runs its
 // turns; ScheduleWorkflow fires a trigger on its cron schedule;
-// SweepWorkflow runs the sweeper; DeliveryWorkflow hands copy work to the
+// SweepWorkflow runs the sweeper; HandoverWorkflow hands copy work to the
 // node holding the copy. Workflow code is deterministic (workflowcheck
 // holds it so in CI): it reads and writes the world only through the
 // activities of package durable. The worker registers both.

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 )
 
 // NodeQueue is the task queue only node's worker polls: the activities
@@ -36,7 +37,7 @@ func NewWorker(c client.Client, acts *durable.Activities) *Worker {
 	shared.RegisterWorkflow(SessionWorkflow)
 	shared.RegisterWorkflow(ScheduleWorkflow)
 	shared.RegisterWorkflow(SweepWorkflow)
-	shared.RegisterWorkflow(DeliveryWorkflow)
+	shared.RegisterWorkflowWithOptions(HandoverWorkflow, workflow.RegisterOptions{Name: HandoverName})
 	Register(shared, acts)
 	w := &Worker{workers: []worker.Worker{shared}}
 	if acts.Copies != nil && acts.Copies.Node != "" {

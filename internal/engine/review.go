@@ -26,7 +26,7 @@ func (s Review) Diff(ctx context.Context, caller identity.Principal, id string) 
 		return session.Diff{}, x, err
 	}
 	if s.elsewhere(x) {
-		out, err := s.remote(ctx, durable.Delivery{Op: durable.OpDiff, SessionID: id, Home: x.Node})
+		out, err := s.remote(ctx, durable.Handover{Op: durable.OpDiff, SessionID: id, Home: x.Node})
 		return out.Diff, out.Session, err
 	}
 	return s.diffHere(ctx, x)
@@ -112,7 +112,7 @@ func (s Review) Accept(ctx context.Context, caller identity.Principal, id string
 	}
 	by := caller.Sender()
 	if s.elsewhere(x) {
-		out, err := s.remote(ctx, durable.Delivery{Op: durable.OpAccept, SessionID: id, Home: x.Node, Accept: req, By: by})
+		out, err := s.remote(ctx, durable.Handover{Op: durable.OpAccept, SessionID: id, Home: x.Node, Accept: req, By: by})
 		return out.Session, err
 	}
 	return s.accept(ctx, id, req, by, nil)
@@ -131,7 +131,7 @@ func (s Review) AcceptToBranch(ctx context.Context, caller identity.Principal, i
 	}
 	by := caller.Sender()
 	if s.elsewhere(x) {
-		out, err := s.remote(ctx, durable.Delivery{Op: durable.OpBranch, SessionID: id, Home: x.Node, Accept: wire.AcceptRequest{Mode: session.AsCommit, Base: base, Tree: tree}, By: by})
+		out, err := s.remote(ctx, durable.Handover{Op: durable.OpBranch, SessionID: id, Home: x.Node, Accept: wire.AcceptRequest{Mode: session.AsCommit, Base: base, Tree: tree}, By: by})
 		return out.Branch, out.Commit, err
 	}
 	return s.acceptToBranch(ctx, id, base, tree, by)
@@ -235,7 +235,7 @@ func (s Review) Reject(ctx context.Context, caller identity.Principal, id string
 	}
 	by := caller.Sender()
 	if s.elsewhere(x) {
-		out, err := s.remote(ctx, durable.Delivery{Op: durable.OpReject, SessionID: id, Home: x.Node, By: by})
+		out, err := s.remote(ctx, durable.Handover{Op: durable.OpReject, SessionID: id, Home: x.Node, By: by})
 		return out.Session, err
 	}
 	return s.reject(ctx, id, by)
