@@ -24,10 +24,18 @@ import (
 	"github.com/paddock-dev/paddock/internal/throttle"
 )
 
+// Store is the part of the store access uses: users, tokens, projects
+// and their members, and the access log.
+type Store interface {
+	store.Identity
+	store.Audit
+	store.Agents
+}
+
 // Service authenticates callers and keeps users, tokens, projects and
 // members.
 type Service struct {
-	Store store.Store
+	Store Store
 	// Guesses counts failed authentications per source address, so
 	// guessing tokens is slowed down (nil: not counted).
 	Guesses *throttle.Failures
