@@ -62,7 +62,9 @@ func (s *Service) verifyTree(ctx context.Context, pubs []ed25519.PublicKey, acce
 				if last.Session != "" {
 					where = fmt.Sprintf("after entry %d of session %s, %s", last.Seq, last.Session, where)
 				}
-				finding(l.Session, l.Seq, "leaves %d to %d of the tree have no entry: %d entries were deleted (%s)", next, l.Leaf-1, l.Leaf-next, where)
+				// Whose entries they were is gone with them: the finding is
+				// the tree's, not the next entry's session's.
+				finding(audit.TreeLog, next, "leaves %d to %d of the tree have no entry: %d entries were deleted (%s)", next, l.Leaf-1, l.Leaf-next, where)
 				if whole < 0 {
 					whole = next
 				}
@@ -90,7 +92,7 @@ func (s *Service) verifyTree(ctx context.Context, pubs []ed25519.PublicKey, acce
 		whole = next
 	}
 	if next < size {
-		finding(last.Session, last.Seq, "the tree has %d leaves but the log ends at leaf %d (entry %d of session %s): its last %d entries were deleted", size, next-1, last.Seq, last.Session, size-next)
+		finding(audit.TreeLog, next, "the tree has %d leaves but the log ends at leaf %d (entry %d of session %s): its last %d entries were deleted", size, next-1, last.Seq, last.Session, size-next)
 	}
 	if whole == size && size > 0 {
 		want, err := tlog.TreeHash(size, stored)

@@ -206,6 +206,13 @@ func TestAuditVerifyCatchesTampering(t *testing.T) {
 		e.exec(`UPDATE audit SET seq = seq - 1 WHERE session_id = 'live-one' AND seq > 3`)
 		e.rechain("live-one", 3, func(x *audit.Entry) { x.Seq = 3 })
 		e.requireFinding("entries were deleted (after entry 2 of session live-one")
+		// Whose the deleted leaves were is gone with them: the finding is
+		// the tree's, never the next entry's session's (an innocent log).
+		for _, f := range e.findings() {
+			if strings.Contains(f, "were deleted") {
+				require.True(t, strings.HasPrefix(f, audit.TreeLog+" "), "a deletion blamed on a session's log: %s", f)
+			}
+		}
 	})
 	t.Run("a live session truncated", func(t *testing.T) {
 		e := scene(t)
