@@ -124,7 +124,7 @@ func (s *Service) LoginOIDC(ctx context.Context, raw, access, nonce string, web 
 	if errors.Is(err, errdefs.ErrNotFound) {
 		name, nerr := identity.UserFromClaim(claim)
 		if nerr != nil {
-			return identity.Token{}, "", fmt.Errorf("%w: %v", errdefs.ErrInvalid, nerr)
+			return identity.Token{}, "", nerr // already invalid, saying the rule
 		}
 		u, err = s.Store.CreateUser(ctx, identity.User{Name: name, Issuer: iss, Subject: sub})
 		if errors.Is(err, errdefs.ErrConflict) {

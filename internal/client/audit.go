@@ -13,7 +13,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/wire"
 )
 
-// AuditLog is a session's audit log; with content, each entry carries
+// Log is a session's audit log; with content, each entry carries
 // the content its project retained.
 func (c Audit) Log(ctx context.Context, id string, content bool) ([]wire.AuditEntry, error) {
 	var out []wire.AuditEntry
@@ -25,7 +25,7 @@ func (c Audit) Log(ctx context.Context, id string, content bool) ([]wire.AuditEn
 	return out, err
 }
 
-// ExportAudit streams every session's audit entries written since (zero:
+// Export streams every session's audit entries written since (zero:
 // all) in format (jsonl or cef) to w, in the order written; following, it
 // goes on with the entries written next until ctx ends.
 func (c Audit) Export(ctx context.Context, w io.Writer, format string, since time.Time, follow bool) error {
@@ -72,7 +72,7 @@ func (c Audit) Prove(ctx context.Context, id string, seq, oldSize int64) (audit.
 	return out, err
 }
 
-// AuditKey is the server's public key that seals audit logs (base64).
+// Key is the server's public key that seals audit logs (base64).
 func (c Audit) Key(ctx context.Context) (string, error) {
 	var out struct {
 		PublicKey string `json:"publicKey"`
@@ -81,7 +81,7 @@ func (c Audit) Key(ctx context.Context) (string, error) {
 	return out.PublicKey, err
 }
 
-// VerifyAudit verifies a session's audit log, or every session's ("").
+// Verify verifies a session's audit log, or every session's ("").
 func (c Audit) Verify(ctx context.Context, id string) ([]wire.AuditReport, error) {
 	q := url.Values{}
 	if id != "" {

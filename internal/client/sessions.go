@@ -13,14 +13,14 @@ import (
 	"github.com/paddock-dev/paddock/internal/wire"
 )
 
-// CreateSession starts a session.
+// Create starts a session.
 func (c Sessions) Create(ctx context.Context, req wire.CreateRequest) (session.Session, error) {
 	var out session.Session
 	err := c.json(ctx, http.MethodPost, "/v1/sessions", req, &out)
 	return out, err
 }
 
-// Sessions lists sessions.
+// List lists sessions.
 func (c Sessions) List(ctx context.Context, f session.Filter) ([]session.Session, error) {
 	q := url.Values{}
 	if f.Agent != "" {
@@ -45,7 +45,7 @@ func (c Sessions) List(ctx context.Context, f session.Filter) ([]session.Session
 	return out.Sessions, err
 }
 
-// Session gets one session.
+// Get gets one session.
 func (c Sessions) Get(ctx context.Context, id string) (session.Session, error) {
 	var out session.Session
 	err := c.json(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(id), nil, &out)
@@ -173,7 +173,7 @@ func (c Sessions) Usage(ctx context.Context, id string) (session.SessionUsage, e
 	return out, err
 }
 
-// RevokeSession stops a session on an administrator's word.
+// Revoke stops a session on an administrator's word.
 func (c Sessions) Revoke(ctx context.Context, id string) error {
 	return c.json(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(id)+"/revoke", nil, nil)
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/wire"
 )
 
-// RevokeSession stops a session at once on an administrator's word: the
+// Revoke stops a session at once on an administrator's word: the
 // stop is a command like any other (its sandbox is destroyed when the turn
 // in flight is cut, its log records who revoked it and is sealed).
 func (s Sessions) Revoke(ctx context.Context, p identity.Principal, id string) error {

@@ -19,7 +19,7 @@ import (
 // project the caller has no role in is not found, worded as one that does
 // not exist; lists hold only what the caller may read.
 
-// SessionFor is session id when p may do a on it.
+// For is session id when p may do a on it.
 func (s Sessions) For(ctx context.Context, p identity.Principal, id string, a identity.Action) (session.Session, error) {
 	x, err := s.Store.GetSession(ctx, id)
 	if err != nil {
@@ -31,7 +31,7 @@ func (s Sessions) For(ctx context.Context, p identity.Principal, id string, a id
 	return x, nil
 }
 
-// Session is session id, when p may read it.
+// Get is session id, when p may read it.
 func (s Sessions) Get(ctx context.Context, p identity.Principal, id string) (session.Session, error) {
 	return s.Sessions().For(ctx, p, id, identity.Read)
 }
@@ -52,7 +52,7 @@ func (s Gates) ApprovalFor(ctx context.Context, p identity.Principal, id string,
 	return ap, x, nil
 }
 
-// Sessions lists the sessions f matches among those p may read, newest
+// List lists the sessions f matches among those p may read, newest
 // first, one page at a time (f.Before: the cursor).
 func (s Sessions) List(ctx context.Context, p identity.Principal, f session.Filter) ([]session.Session, error) {
 	if f.Status != "" && !f.Status.Valid() {
@@ -246,7 +246,7 @@ func (s *Service) openQuestion(ctx context.Context, id string) (*session.Questio
 	return &q, nil
 }
 
-// AllSessions lists every session f matches among those p may read,
+// All lists every session f matches among those p may read,
 // however many (see store.AllSessions): for work over the whole set.
 func (s Sessions) All(ctx context.Context, p identity.Principal, f session.Filter) ([]session.Session, error) {
 	var err error

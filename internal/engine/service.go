@@ -138,7 +138,7 @@ func (s Projects) ApplyAgents(ctx context.Context, p identity.Principal, yamlTex
 // DefaultModel runs ad-hoc sessions when no model is named.
 const DefaultModel = "replay/demo"
 
-// CreateSession snapshots the agent onto a new session with its start
+// Create snapshots the agent onto a new session with its start
 // command, in one transaction, then starts its workflow; caller must be
 // allowed to start sessions in the project.
 func (s Sessions) Create(ctx context.Context, caller identity.Principal, req wire.CreateRequest) (session.Session, error) {
@@ -486,7 +486,7 @@ func (s *Service) projectRepo(path, project string) bool {
 	return false
 }
 
-// PolicyOf returns an existing project's policy (the default policy when
+// Policy returns an existing project's policy (the default policy when
 // it has none of its own); a project never created is not found. The
 // default project always exists.
 func (s Projects) Policy(ctx context.Context, caller identity.Principal, project string) (*policy.Policy, error) {
@@ -499,7 +499,7 @@ func (s Projects) Policy(ctx context.Context, caller identity.Principal, project
 	return s.projectPolicy(ctx, project)
 }
 
-// CheckProject refuses a project name from a caller that is not valid
+// Check refuses a project name from a caller that is not valid
 // (errdefs.ErrInvalid) or names a project never created (ErrNotFound). The
 // default project always exists.
 func (s Projects) Check(ctx context.Context, project string) error {
@@ -539,7 +539,7 @@ func (s *Service) projectPolicy(ctx context.Context, project string) (*policy.Po
 	return &p, nil
 }
 
-// SetProjectPolicy validates a policy written in YAML and makes it the
+// SetPolicy validates a policy written in YAML and makes it the
 // project's; future sessions pin it, running ones keep theirs.
 func (s Projects) SetPolicy(ctx context.Context, caller identity.Principal, project string, yamlText []byte) (*policy.Policy, error) {
 	if err := s.Access.Allow(ctx, caller, project, identity.Manage, fmt.Sprintf("project %q", project)); err != nil {
@@ -600,7 +600,7 @@ func pin(p *policy.Policy) pinnedPolicy {
 	return pinnedPolicy{json: raw, digest: p.Digest()}
 }
 
-// DecideApproval approves or rejects a pending approval as by, then wakes
+// Decide approves or rejects a pending approval as by, then wakes
 // the session. When the session names an approver, only they may decide.
 func (s Gates) Decide(ctx context.Context, caller identity.Principal, id string, approve bool, note string) (session.Approval, error) {
 	if _, _, err := s.Gates().ApprovalFor(ctx, caller, id, identity.Approve); err != nil {

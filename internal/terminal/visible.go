@@ -49,7 +49,7 @@ func Visible(s string, lines bool) string {
 	return b.String()
 }
 
-// hidden: a character a terminal would act on or show as nothing.
+// Hidden: a character a terminal would act on or show as nothing.
 func Hidden(r rune, lines bool) bool {
 	switch {
 	case r == '\n' || r == '\t':
