@@ -286,6 +286,7 @@ func (a *App) decided(act func(r *http.Request, id string) error) http.HandlerFu
 type DiffPage struct {
 	Session  session.Session
 	Diff     session.Diff
+	Review   Review
 	Problem  string
 	CanSteer bool
 	// Notice says where the last acceptance went.
@@ -293,13 +294,26 @@ type DiffPage struct {
 	// Local says the repository of origin is a directory on this server,
 	// where an accepted diff can be delivered as a branch.
 	Local bool
+	// Confirm asks whether to reject (the confirmation page).
+	Confirm bool
 }
 
 func (a *App) diff(w http.ResponseWriter, r *http.Request) {
+	p, ok := a.diffPage(w, r)
+	if !ok {
+		return
+	}
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	p.Review = layout(p.Diff, page, r.URL.Query().Get("view") == "split")
+	a.render(w, r, http.StatusOK, "diff", "Changes of "+p.Session.DisplayTitle, p)
+}
+
+// diffPage reads what every view of the diff shows.
+func (a *App) diffPage(w http.ResponseWriter, r *http.Request) (DiffPage, bool) {
 	x, err := a.sessionFor(r, r.PathValue("id"), identity.Read)
 	if err != nil {
 		a.problem(w, r, err)
-		return
+		return DiffPage{}, false
 	}
 	p := DiffPage{Session: x, CanSteer: a.can(r, x.Project, identity.Steer), Notice: r.URL.Query().Get("done")}
 	if fi, err := os.Stat(x.Repo); err == nil && fi.IsDir() {
@@ -308,7 +322,43 @@ func (a *App) diff(w http.ResponseWriter, r *http.Request) {
 	if p.Diff, _, err = a.Service.Review().Diff(r.Context(), principal(r), x.ID); err != nil {
 		p.Problem = err.Error()
 	}
-	a.render(w, r, http.StatusOK, "diff", "Changes of "+x.DisplayTitle, p)
+	return p, true
+}
+
+// confirmReject asks before discarding a session's changes.
+func (a *App) confirmReject(w http.ResponseWriter, r *http.Request) {
+	p, ok := a.diffPage(w, r)
+	if !ok {
+		return
+	}
+	p.Confirm = true
+	p.Review = layout(p.Diff, 1, false)
+	a.render(w, r, http.StatusOK, "reject", "Reject the changes of "+p.Session.DisplayTitle, p)
+}
+
+// reject discards the session's changes, then says so on the review.
+func (a *App) reject(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, err := a.Service.Review().Reject(r.Context(), principal(r), id); err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	done(w, r, "/sessions/"+url.PathEscape(id)+"/diff", "rejected: the working copy's changes were discarded; the session stays open for more work")
+}
+
+// rawPatch downloads the whole patch, as reviewed (redacted).
+func (a *App) rawPatch(w http.ResponseWriter, r *http.Request) {
+	p, ok := a.diffPage(w, r)
+	if !ok {
+		return
+	}
+	if p.Problem != "" {
+		a.fail(w, r, http.StatusConflict, p.Problem)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="paddock-%s.patch"`, p.Session.ID))
+	_, _ = w.Write([]byte(p.Diff.Patch))
 }
 
 func (a *App) message(w http.ResponseWriter, r *http.Request) {

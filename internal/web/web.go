@@ -66,6 +66,21 @@ func New(svc *engine.Service, logger *slog.Logger, key []byte) (*App, error) {
 		"ago":   ago,
 		"short": func(s string) string { return shortID(s) },
 		"json":  func(b []byte) string { return string(b) },
+		// at is the review's address for a page and a view.
+		"at": func(page int, split bool) string {
+			q := url.Values{"page": {strconv.Itoa(page)}}
+			if split {
+				q.Set("view", "split")
+			}
+			return "?" + q.Encode()
+		},
+		"pages": func(n int) []int {
+			out := make([]int, n)
+			for i := range out {
+				out[i] = i + 1
+			}
+			return out
+		},
 		// dict passes a page and an approval to the approval partial,
 		// which returns to the page it was decided from.
 		"dict": func(root view, a Pending) map[string]any {
@@ -76,7 +91,7 @@ func New(svc *engine.Service, logger *slog.Logger, key []byte) (*App, error) {
 			return map[string]any{"Root": root, "A": a, "Next": next}
 		},
 	}
-	for _, page := range []string{"login", "sessions", "session", "inbox", "audit", "diff", "console", "project", "new"} {
+	for _, page := range []string{"login", "sessions", "session", "inbox", "audit", "diff", "reject", "console", "project", "new"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web template %s: %w", page, err)
@@ -118,10 +133,9 @@ func (a *App) Handler() http.Handler {
 	mux.HandleFunc("GET /sessions/{id}/audit/export", a.authed(a.exportAudit))
 	mux.HandleFunc("GET /inbox", a.authed(a.inbox))
 	mux.HandleFunc("GET /sessions/{id}/diff", a.authed(a.diff))
-	mux.HandleFunc("POST /sessions/{id}/reject", a.authed(a.form(a.steered(func(r *http.Request, id string) error {
-		_, err := a.Service.Review().Reject(r.Context(), principal(r), id)
-		return err
-	}))))
+	mux.HandleFunc("GET /sessions/{id}/diff.patch", a.authed(a.rawPatch))
+	mux.HandleFunc("GET /sessions/{id}/reject", a.authed(a.confirmReject))
+	mux.HandleFunc("POST /sessions/{id}/reject", a.authed(a.form(a.reject)))
 	mux.HandleFunc("POST /sessions/{id}/start", a.authed(a.form(a.decided(func(r *http.Request, id string) error {
 		_, err := a.Service.Gates().ApproveStart(r.Context(), principal(r), id, r.PostFormValue("decision") == "approve", r.PostFormValue("note"))
 		return err

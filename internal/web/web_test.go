@@ -136,6 +136,13 @@ func TestWebAppEndToEnd(t *testing.T) {
 		}
 		require.NoError(t, err, what)
 	}
+	// until waits for a script's condition to hold.
+	until := func(js string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Run(ctx, chromedp.Poll[bool](js))
+			return err
+		})
+	}
 	// usable checks the page for the keyboard: every control reachable by
 	// Tab and named (a label, its text, or an aria-label).
 	usable := func(page string) {
@@ -225,10 +232,17 @@ func TestWebAppEndToEnd(t *testing.T) {
 		chromedp.WaitVisible(chromedp.Search(`//p[@id="waiting"]/a`)),
 		chromedp.Click(chromedp.Search(`//p[@id="waiting"]/a`)),
 		chromedp.WaitVisible(chromedp.Search(`//article[contains(., "write_file")]//button[@value="approve"]`)),
-		chromedp.Click(chromedp.Search(`//article[contains(., "write_file")]//button[@value="approve"]`)),
+		// Enter in the note never rejects: the form's first button,
+		// Approve, is what Enter presses.
+		chromedp.SendKeys(chromedp.Search(`//article[contains(., "write_file")]//input[@name="note"]`), "looks fine\r"),
 		chromedp.WaitVisible(chromedp.Search(`//ol[@id="transcript"]/li[contains(., "Review the diff")]`)),
 		chromedp.WaitVisible(chromedp.Search(`//ol[@id="transcript"]/li[contains(@class, "answer") and contains(., "changelog: yes")]`)),
 	)
+	decided, err := admin.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: x.ID})
+	require.NoError(t, err)
+	require.True(t, slices.ContainsFunc(decided, func(ap session.Approval) bool {
+		return ap.Tool == "write_file" && ap.Status == session.ApprovalApproved && ap.Note == "looks fine"
+	}), "Enter in the note approved, with the note: %+v", decided)
 	// The header follows the session without a reload: no longer waiting.
 	pctx, cancelP := context.WithTimeout(bctx, time.Minute)
 	_, err = chromedp.Run(pctx, chromedp.Poll[bool](`document.getElementById("status").textContent === "awaiting" && !document.getElementById("ambient").textContent.includes("waiting for")`))
@@ -266,11 +280,36 @@ func TestWebAppEndToEnd(t *testing.T) {
 	waitStatus(t, admin, x.ID, session.StatusAwaiting)
 	run("the diff, flagged files and all",
 		chromedp.Navigate(a.URL+"/sessions/"+x.ID+"/diff"),
-		chromedp.WaitVisible(chromedp.Search(`//td/code[.="README.md"]`)),
-		chromedp.WaitVisible(chromedp.Search(`//pre[contains(@class, "patch") and contains(., "+Hello")]`)),
+		chromedp.WaitVisible(chromedp.Search(`//td/a/code[.="README.md"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//details[contains(@class, "file")]//tr[@class="add"]/td[contains(@class, "code") and contains(., "Hello")]`)),
 		shot("diff"),
 	)
 	usable("diff")
+	// The hunks are coloured: an added line's background is not a
+	// context line's, nor a deleted one's.
+	colours, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`["add", "del", "ctx"].map((k) => { const c = document.querySelector("td.code." + k); return c ? getComputedStyle(c).backgroundColor : "" })`))
+	require.NoError(t, err)
+	require.Len(t, colours, 3)
+	require.NotEmpty(t, colours[0], "an added line")
+	require.NotEmpty(t, colours[1], "a deleted line")
+	require.NotEqual(t, colours[0], colours[1])
+	require.NotEqual(t, colours[0], colours[2])
+	// A file collapses by its header, and opens again.
+	run("collapse a file",
+		chromedp.Click(chromedp.Search(`//details[contains(@class, "file")][.//code[.="README.md"]]/summary`)),
+		until(`![...document.querySelectorAll("details.file")].find((d) => d.querySelector("summary code").textContent === "README.md").open`),
+		chromedp.Click(chromedp.Search(`//details[contains(@class, "file")][.//code[.="README.md"]]/summary`)),
+		until(`[...document.querySelectorAll("details.file")].find((d) => d.querySelector("summary code").textContent === "README.md").open`),
+	)
+	// Reject asks first; keeping the changes returns to the review intact.
+	run("reject asks for confirmation",
+		chromedp.Click(chromedp.Search(`//a[contains(@href, "/reject")]`)),
+		chromedp.WaitVisible(chromedp.Search(`//h1[contains(., "Reject the changes")]`)),
+		chromedp.WaitVisible(chromedp.Search(`//form[contains(@action, "/reject")]//button`)),
+		shot("reject"),
+		chromedp.Click(chromedp.Search(`//a[contains(., "Keep them")]`)),
+		chromedp.WaitVisible(chromedp.Search(`//tr[@class="add"]/td[contains(., "Hello")]`)),
+	)
 	run("accept it as a branch of the repository of origin",
 		chromedp.Click(chromedp.Search(`//form[contains(@action, "/accept")]//button`)),
 		chromedp.WaitVisible(chromedp.Search(`//p[contains(@class, "notice") and contains(., "branch paddock/`+x.ID+`")]`)),
@@ -289,6 +328,12 @@ func TestWebAppEndToEnd(t *testing.T) {
 	accepted, err := admin.Sessions().Get(ctx, x.ID)
 	require.NoError(t, err)
 	require.NotEqual(t, x.BaseCommit, accepted.BaseCommit, "the accepted snapshot is the copy's new base")
+	run("after acceptance, nothing is left to review",
+		chromedp.WaitVisible(chromedp.Search(`//p[contains(@class, "empty") and contains(., "Nothing to review")]`)),
+	)
+	gone, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("a[href$='/reject'], form[action$='/accept']").length`))
+	require.NoError(t, err)
+	require.Zero(t, gone, "no accept or reject of nothing")
 	run("the audit view",
 		chromedp.Navigate(a.URL+"/sessions/"+x.ID+"/audit"),
 		chromedp.WaitVisible(chromedp.Search(`//p[contains(@class, "verify") and contains(., "Verified")]`)),
