@@ -65,7 +65,7 @@ type ReviewFile struct {
 // its pairs for the split one.
 type ReviewHunk struct {
 	Header string
-	Lines   []DiffLine
+	Lines  []DiffLine
 	Pairs  []Pair
 }
 

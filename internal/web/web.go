@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/api"
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
@@ -91,7 +92,7 @@ func New(svc *engine.Service, logger *slog.Logger, key []byte) (*App, error) {
 			return map[string]any{"Root": root, "A": a, "Next": next}
 		},
 	}
-	for _, page := range []string{"login", "sessions", "session", "inbox", "audit", "diff", "reject", "console", "project", "new"} {
+	for _, page := range []string{"login", "sessions", "session", "inbox", "audit", "diff", "reject", "notfound", "console", "project", "new"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web template %s: %w", page, err)
@@ -164,6 +165,9 @@ func (a *App) Handler() http.Handler {
 	mux.HandleFunc("POST /admin/projects/{name}/members/{user}/remove", a.authed(a.form(a.managed(a.removeMember))))
 	mux.HandleFunc("POST /admin/projects/{name}/policy", a.authed(a.form(a.managed(a.setPolicy))))
 	mux.HandleFunc("POST /admin/projects/{name}/replay", a.authed(a.form(a.managed(a.replay))))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		a.render(w, r, http.StatusNotFound, "notfound", "No page here", clip.String(r.URL.Path, 200))
+	})
 	return secured(mux)
 }
 

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -340,6 +342,39 @@ func TestWebAppEndToEnd(t *testing.T) {
 		shot("audit"),
 	)
 	usable("audit")
+	// Every page at a desktop's size and a phone's, light and dark: a
+	// screenshot of each, and no page wider than a phone's screen.
+	for _, size := range [][2]int64{{1280, 800}, {390, 844}} {
+		for _, scheme := range []string{"light", "dark"} {
+			for _, pg := range []struct{ name, path string }{
+				{"sessions", "/"}, {"session", "/sessions/" + x.ID}, {"diff", "/sessions/" + x.ID + "/diff"},
+				{"audit", "/sessions/" + x.ID + "/audit"}, {"inbox", "/inbox"}, {"admin", "/admin"}, {"new", "/new"}, {"notfound", "/no/such/page"},
+			} {
+				run("the "+pg.name+" page, "+scheme+", "+fmt.Sprint(size[0]),
+					chromedp.EmulateViewport(size[0], size[1]),
+					chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+						_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
+						return err
+					}),
+					chromedp.Navigate(a.URL+pg.path),
+					chromedp.WaitVisible(chromedp.CSS("main h1")),
+					shot(fmt.Sprintf("%s-%dx%d-%s", pg.name, size[0], size[1], scheme)),
+				)
+				wide, err := chromedp.Run(bctx, chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, window.innerWidth]`))
+				require.NoError(t, err)
+				require.LessOrEqual(t, wide[0], wide[1], "the %s page is wider (%d px) than the %d px screen (%s)", pg.name, wide[0], wide[1], scheme)
+				if scheme == "dark" {
+					bg, err := chromedp.Run(bctx, chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))
+					require.NoError(t, err)
+					require.Equal(t, "rgb(15, 20, 27)", bg, "the %s page follows the dark scheme", pg.name)
+				}
+			}
+		}
+	}
+	run("back to the desktop", chromedp.EmulateViewport(1280, 800), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{})
+		return err
+	}))
 	s, err := admin.Sessions().Get(ctx, x.ID)
 	require.NoError(t, err)
 	require.Equal(t, session.StatusAwaiting, s.Status)
