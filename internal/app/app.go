@@ -190,7 +190,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	}
 	acts.Sealer = sealer
 	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools, Copies: acts.Copies, RetainFailed: cfg.RetainFailed, Sealer: sealer, ContentKey: contentKey,
-		Now: time.Now, RepositoryRoots: cfg.RepositoryRoots, DataDir: cfg.DataDir, Logger: logger,
+		Now: time.Now, Defaults: acts.Budget, RepositoryRoots: cfg.RepositoryRoots, DataDir: cfg.DataDir, Logger: logger,
 		Access: &access.Service{Store: st, Now: time.Now, OIDC: access.NewOIDC(cfg.OIDCIssuer, cfg.OIDCClientID, cfg.OIDCUsernameClaim),
 			Guesses: &throttle.Failures{}, Logger: logger}}
 	a.Service.Audit = &auditlog.Service{Store: st, Access: a.Service.Access, Sealer: sealer, ContentKey: contentKey, RetainFailed: cfg.RetainFailed,

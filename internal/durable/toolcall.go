@@ -305,6 +305,7 @@ func (a Turns) RunTool(ctx context.Context, sessionID, turnID string, call provi
 		if err != nil || ap.Status != session.ApprovalApproved || ap.Digest != CallDigest(call.Name, call.Args) {
 			return finish(session.CallRejected, "", "the approval does not cover this exact call")
 		}
+		by.Note = ap.Note
 	case by.Kind == session.ByAutomation && now.Verdict != shellcheck.Allow:
 		return finish(session.CallRejected, "", "the call needs permission at execution ("+now.Rule+") and has none")
 	case by.Kind != session.ByAutomation:

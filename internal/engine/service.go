@@ -26,6 +26,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/auditlog"
+	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/durable"
@@ -75,6 +76,9 @@ type Service struct {
 	// repository the server can read; on a shared one, only a server
 	// administrator may name a repository.
 	RepositoryRoots []string
+	// Defaults is the server's default session budget (agents override
+	// it), as the activities apply it.
+	Defaults bound.Limits
 	// DataDir is the server's data directory: never a repository, nor
 	// inside or around one a session copies.
 	DataDir string

@@ -235,10 +235,11 @@ func (r *sessionReconciler) mirror(ctx context.Context, p identity.Principal, u 
 	if len(parks) > 0 {
 		park = parks[0].Reason
 	}
-	c, err := r.svc.Gates().Consumption(ctx, x)
+	use, err := r.svc.Gates().Budget(ctx, p, x.ID)
 	if err != nil {
 		return err
 	}
+	c := use.Used
 	diff := "no change"
 	if cp, err := r.svc.Review().LastStep(ctx, p, x.ID); err == nil && len(cp.Files) > 0 {
 		diff = fmt.Sprintf("%d file(s) changed (step %d)", len(cp.Files), cp.Number)

@@ -54,6 +54,9 @@ type Attribution struct {
 	By       string `json:"by,omitempty"`
 	Rule     string `json:"rule,omitempty"`
 	Approval string `json:"approval,omitempty"` // the approval's ID, for humans
+	// Note is what the human wrote when approving (as the approval
+	// records it), shown with the call.
+	Note string `json:"note,omitempty"`
 }
 
 // Attribution kinds.

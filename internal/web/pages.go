@@ -15,6 +15,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
@@ -210,6 +211,11 @@ type Page struct {
 	CanAudit  bool
 	// Seen is the last event when the page was rendered.
 	Seen int64
+	// Model is the agent's model; Usage and Budget what the session used
+	// of what it may.
+	Model  string
+	Usage  session.SessionUsage
+	Budget engine.BudgetUse
 }
 
 // sessionFor loads session id for the caller, checking action a.
@@ -233,10 +239,25 @@ func (a *App) session(w http.ResponseWriter, r *http.Request) {
 	p.Approvals = a.pending(r, aps)
 	p.Parks, _ = a.Service.Gates().Parks(r.Context(), principal(r), x.ID, true)
 	p.Question, _ = a.Service.Sessions().OpenQuestion(r.Context(), principal(r), x.ID)
+	p.Usage, _ = a.Service.Sessions().Usage(r.Context(), principal(r), x.ID)
+	p.Budget, _ = a.Service.Gates().Budget(r.Context(), principal(r), x.ID)
+	var sp spec.Agent
+	if json.Unmarshal(x.AgentSpec, &sp) == nil {
+		p.Model = sp.Model
+	}
 	if t, err := a.Service.Sessions().Transcript(r.Context(), principal(r), x.ID); err == nil {
 		if last, err := t.After(r.Context(), 0, 0); err == nil && len(last) > 0 {
 			p.Seen = last[len(last)-1].Seq
 		}
+	}
+	if r.URL.Query().Get("fragment") == "controls" {
+		// What waits on a person now, for the page to swap in live.
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if err := a.pages["session"].ExecuteTemplate(w, "controls", view{CSRF: a.csrf(r), User: principal(r), Data: p}); err != nil {
+			a.Logger.Error("web controls", "err", err)
+		}
+		return
 	}
 	a.render(w, r, http.StatusOK, "session", x.DisplayTitle, p)
 }
@@ -425,6 +446,14 @@ func (a *App) inbox(w http.ResponseWriter, r *http.Request) {
 	}
 	if in.Requests, err = a.requests(r); err != nil {
 		a.problem(w, r, err)
+		return
+	}
+	if r.URL.Query().Get("fragment") == "inbox" {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if err := a.pages["inbox"].ExecuteTemplate(w, "inbox", view{Title: "Inbox", CSRF: a.csrf(r), User: principal(r), Data: in}); err != nil {
+			a.Logger.Error("web inbox", "err", err)
+		}
 		return
 	}
 	a.render(w, r, http.StatusOK, "inbox", "Inbox", in)

@@ -64,7 +64,16 @@ func New(svc *engine.Service, logger *slog.Logger, key []byte) (*App, error) {
 	}
 	a := &App{Service: svc, Logger: logger, csrfKey: key, pages: map[string]*template.Template{}}
 	funcs := template.FuncMap{
-		"ago":   ago,
+		"ago": ago,
+		// when is a time as a person reads it on hover; iso as a machine does.
+		"when": func(t time.Time) string { return t.Local().Format("Mon 2 Jan 2006, 15:04:05 MST") },
+		"iso":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"minutes": func(d time.Duration) string {
+			if d < time.Minute {
+				return fmt.Sprintf("%ds", int(d.Seconds()))
+			}
+			return fmt.Sprintf("%dm", int(d.Minutes()))
+		},
 		"short": func(s string) string { return shortID(s) },
 		"json":  func(b []byte) string { return string(b) },
 		// at is the review's address for a page and a view.
@@ -137,6 +146,14 @@ func (a *App) Handler() http.Handler {
 	mux.HandleFunc("GET /sessions/{id}/diff.patch", a.authed(a.rawPatch))
 	mux.HandleFunc("GET /sessions/{id}/reject", a.authed(a.confirmReject))
 	mux.HandleFunc("POST /sessions/{id}/reject", a.authed(a.form(a.reject)))
+	mux.HandleFunc("POST /sessions/{id}/retry", a.authed(a.form(func(w http.ResponseWriter, r *http.Request) {
+		x, err := a.Service.Sessions().Retry(r.Context(), principal(r), r.PathValue("id"))
+		if err != nil {
+			a.problem(w, r, err)
+			return
+		}
+		http.Redirect(w, r, "/sessions/"+url.PathEscape(x.ID), http.StatusSeeOther)
+	})))
 	mux.HandleFunc("POST /sessions/{id}/start", a.authed(a.form(a.decided(func(r *http.Request, id string) error {
 		_, err := a.Service.Gates().ApproveStart(r.Context(), principal(r), id, r.PostFormValue("decision") == "approve", r.PostFormValue("note"))
 		return err

@@ -2,12 +2,14 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -209,8 +211,79 @@ func TestWebAppEndToEnd(t *testing.T) {
 		chromedp.WaitVisible(chromedp.Search(`//article[contains(., "edit_file") and .//a[@href="/sessions/`+x.ID+`"]]`)),
 		shot("inbox"),
 		chromedp.Func(func(context.Context, *chromedp.Target) error { usable("inbox"); return nil }),
-		chromedp.Click(chromedp.Search(`//article[contains(., "edit_file") and .//a[@href="/sessions/`+x.ID+`"]]//button[@value="approve"]`)),
+	)
+	// By keyboard: j moves from call to call, a approves the one in focus.
+	for i := 0; ; i++ {
+		require.Less(t, i, 10, "j never reached the session's call")
+		run("j", chromedp.KeyEvent("j"))
+		href, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.activeElement.closest("article")?.querySelector("a[href^='/sessions/']")?.getAttribute("href") || ""`))
+		require.NoError(t, err)
+		if href == "/sessions/"+x.ID {
+			break
+		}
+	}
+	run("a approves it",
+		chromedp.KeyEvent("a"),
 		chromedp.WaitNotPresent(chromedp.Search(`//article[.//a[@href="/sessions/`+x.ID+`"]]`)),
+	)
+	// Live controls: a call that comes to wait appears on an open page,
+	// and one decided elsewhere (the API) leaves it, each within 2 s.
+	z, err := admin.Sessions().Create(ctx, wire.CreateRequest{Model: "replay/demo", Repo: repo(t), Message: "a third one"})
+	require.NoError(t, err)
+	run("a session page open before its call waits",
+		chromedp.Navigate(a.URL+"/sessions/"+z.ID),
+		chromedp.WaitVisible(chromedp.ID("transcript")),
+	)
+	present, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("#controls article.approval").length`))
+	require.NoError(t, err)
+	var zap session.Approval
+	zdeadline := time.Now().Add(2 * time.Minute)
+	for {
+		aps, err := admin.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: z.ID, Status: session.ApprovalPending})
+		require.NoError(t, err)
+		if len(aps) > 0 {
+			zap = aps[0]
+			break
+		}
+		require.True(t, time.Now().Before(zdeadline), "the third session's call never waited")
+		time.Sleep(20 * time.Millisecond)
+	}
+	waited := time.Now()
+	run("the waiting call appears", chromedp.WaitVisible(chromedp.Search(`//div[@id="controls"]//article[contains(., "edit_file")]`)))
+	if present == 0 {
+		require.Less(t, time.Since(waited), 2*time.Second, "a call that waits appears on the open page within 2 s")
+	}
+	_, err = admin.Gates().Decide(ctx, zap.ID, true, "decided elsewhere")
+	require.NoError(t, err)
+	decidedAt := time.Now()
+	run("the call decided elsewhere leaves the page", chromedp.WaitNotPresent(chromedp.Search(`//div[@id="controls"]//article[contains(., "edit_file")]`)))
+	require.Less(t, time.Since(decidedAt), 2*time.Second, "a call decided elsewhere leaves the open page within 2 s")
+	// The finished call keeps what it did and who let it: the edit, and
+	// the approver's note.
+	run("a finished call shows its edit and its approver's note",
+		chromedp.WaitVisible(chromedp.Search(`//li[@data-state="done" and .//span[@class="who" and .="edit_file"]]//p[contains(@class, "call-note") and contains(., "decided elsewhere")]`)),
+		chromedp.WaitVisible(chromedp.Search(`//li[@data-state="done" and .//span[@class="who" and .="edit_file"]]//pre[contains(@class, "call-edit")]/span[@class="add" and contains(., "Hello")]`)),
+		chromedp.WaitVisible(chromedp.Search(`//li[@data-state="done" and .//span[@class="who" and .="edit_file"]]//p[@class="call-path"]/code[.="README.md"]`)),
+		shot("session-calls"),
+	)
+	stopZ, _ := json.Marshal(session.StopPayload{Reason: "enough"})
+	_, err = admin.Sessions().Send(ctx, z.ID, wire.SendRequest{Kind: session.KindStop, Payload: stopZ})
+	require.NoError(t, err)
+	waitStatus(t, admin, z.ID, session.StatusStopped)
+	// A session that fails says why on its page, with a way to retry.
+	_, err = admin.Projects().Apply(ctx, []byte("name: broken\nmodel: replay/demo\ntools: [read_file]\nenvironment:\n  setup: |\n    echo preparing\n    echo 'npm ERR! network unreachable' >&2\n    exit 3\n"))
+	require.NoError(t, err)
+	f, err := admin.Sessions().Create(ctx, wire.CreateRequest{Agent: "broken", Repo: repo(t), Message: "doomed"})
+	require.NoError(t, err)
+	waitStatus(t, admin, f.ID, session.StatusFailed)
+	failed, err := admin.Sessions().Get(ctx, f.ID)
+	require.NoError(t, err)
+	require.NotEmpty(t, failed.Error)
+	run("a failed session shows why",
+		chromedp.Navigate(a.URL+"/sessions/"+f.ID),
+		chromedp.WaitVisible(chromedp.Search(`//section[contains(@class, "failure")]//pre[contains(., `+strconv.Quote(clipFirstLine(failed.Error))+`)]`)),
+		chromedp.WaitVisible(chromedp.Search(`//section[contains(@class, "failure")]//form[contains(@action, "/retry")]//button`)),
+		shot("session-failed"),
 	)
 	// The question: pick an option, answer (once the agent has asked).
 	deadline := time.Now().Add(2 * time.Minute)
@@ -230,9 +303,7 @@ func TestWebAppEndToEnd(t *testing.T) {
 		chromedp.Click(chromedp.Search(`//form[contains(@class, "question")]//button`)),
 	)
 	// The next call waits for a decision on the session page itself.
-	run("approve on the session page",
-		chromedp.WaitVisible(chromedp.Search(`//p[@id="waiting"]/a`)),
-		chromedp.Click(chromedp.Search(`//p[@id="waiting"]/a`)),
+	run("approve on the session page, the call appearing without a reload",
 		chromedp.WaitVisible(chromedp.Search(`//article[contains(., "write_file")]//button[@value="approve"]`)),
 		// Enter in the note never rejects: the form's first button,
 		// Approve, is what Enter presses.
@@ -476,6 +547,19 @@ const unusable = `[...document.querySelectorAll('a[href], button, input:not([typ
   const named = e.getAttribute('aria-label') || (e.labels && [...e.labels].some(l => l.textContent.trim())) || e.textContent.trim();
   return !named;
 }).map(e => e.outerHTML.slice(0, 120))`
+
+// clipFirstLine is the start of an error's first line (an XPath literal
+// without quotes or newlines).
+func clipFirstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	s = strings.Map(func(r rune) rune {
+		if r == '"' || r == '\'' {
+			return -1
+		}
+		return r
+	}, s)
+	return s[:min(40, len(s))]
+}
 
 func waitStatus(t *testing.T, c *client.Client, id string, want session.Status) {
 	t.Helper()

@@ -1,6 +1,9 @@
 // Paddock's web app: the transcript streams over SSE (EventSource resumes
 // after the last event it saw, so a reconnect loses and repeats nothing),
-// and the sessions list refreshes in place. Text is always set as text.
+// what waits on a person (approvals, a question) is swapped in live from
+// the server's own rendering, and the sessions list refreshes in place.
+// Text is always set as text; HTML only ever comes from the server's
+// templates.
 "use strict";
 
 function el(tag, cls, text) {
@@ -10,23 +13,116 @@ function el(tag, cls, text) {
   return e;
 }
 
+// fragment fetches a server-rendered piece of the current page.
+async function fragment(name) {
+  const u = new URL(location.href);
+  u.searchParams.set("fragment", name);
+  const r = await fetch(u, { credentials: "same-origin", headers: { Accept: "text/html" } });
+  if (r.redirected) { location.reload(); return null; } // logged out: the page says so
+  if (!r.ok) return null;
+  const t = document.createElement("template");
+  t.innerHTML = await r.text(); // rendered by html/template: escaped
+  return t.content;
+}
+
+// swap replaces container's children with fresh ones, unless the person is
+// typing or choosing in it (their focus and input are never taken away).
+function swap(container, content) {
+  if (!content) return;
+  const active = document.activeElement;
+  if (active && active !== document.body && container.contains(active)) {
+    const typing = active.matches("input:not([type=hidden]), textarea, select") && (active.value || "") !== "";
+    if (typing || active.closest("form.question")) return;
+    const id = active.id || (active.name && active.value ? active.name + "=" + active.value : "");
+    const form = active.closest("form");
+    const action = form ? form.getAttribute("action") : "";
+    container.replaceChildren(...content.childNodes);
+    const again = (active.id && document.getElementById(active.id)) ||
+      (action && [...container.querySelectorAll("form")].find((f) => f.getAttribute("action") === action)?.querySelector(`[name="${active.name}"][value="${active.value}"]`));
+    if (again) again.focus();
+    else if (id) container.focus();
+    return;
+  }
+  container.replaceChildren(...content.childNodes);
+}
+
+const seconds = (ms) => ms < 1000 ? ms + " ms" : ms < 60000 ? (ms / 1000).toFixed(1) + " s" : Math.round(ms / 60000) + " min";
+const stateWords = {
+  generating: "being written", generated: "written", awaiting_approval: "waits for a decision", calling: "running",
+  done: "done", errored: "failed", canceled: "canceled", rejected: "rejected",
+};
+
+function parseArgs(raw) {
+  if (raw === undefined || raw === null) return null;
+  if (typeof raw === "string") { try { return JSON.parse(raw); } catch { return raw; } }
+  return raw;
+}
+
+// describe shows what a call acts on: the command, the path, an edit as
+// its removed and added lines, a search's pattern; else its arguments.
+function describe(name, args) {
+  if (args === null) return null;
+  if (typeof args !== "object") return el("pre", "call-args", String(args));
+  const wrap = el("div", "call-what");
+  const path = (p) => { const c = el("p", "call-path"); c.append(el("code", "", p)); return c; };
+  switch (name) {
+    case "run_command":
+      wrap.append(el("pre", "call-cmd", "$ " + (args.command || "")));
+      break;
+    case "edit_file": {
+      wrap.append(path(args.path || ""));
+      const pre = el("pre", "call-edit");
+      for (const l of String(args.old ?? "").split("\n")) pre.append(el("span", "del", "−" + l + "\n"));
+      for (const l of String(args.new ?? "").split("\n")) pre.append(el("span", "add", "+" + l + "\n"));
+      wrap.append(pre);
+      break;
+    }
+    case "write_file": {
+      wrap.append(path(args.path || ""));
+      const content = String(args.content ?? "");
+      const d = el("details", "call-content");
+      d.append(el("summary", "", "the content written (" + content.split("\n").length + " lines)"), el("pre", "", content));
+      wrap.append(d);
+      break;
+    }
+    case "read_file": case "list_dir":
+      wrap.append(path(args.path || "."));
+      break;
+    case "ask_user":
+      return null; // the question shows as its own entry
+    case "search":
+      wrap.append(el("pre", "call-cmd", "search " + JSON.stringify(args.pattern || "") + (args.path ? " in " + args.path : "")));
+      break;
+    default:
+      wrap.append(el("pre", "call-args", JSON.stringify(args, null, 2)));
+  }
+  return wrap;
+}
+
+// output shows a result: short ones whole, long ones by their tail with
+// the whole a click away; a command's exit status as a badge.
+function output(text) {
+  const wrap = el("div", "call-out");
+  const m = /\n?\[(exit status \d+|timed out after [^\]]*)\]\s*$/.exec(text);
+  if (m) wrap.append(el("span", "exit bad", m[1]));
+  const lines = text.replace(/\n$/, "").split("\n");
+  if (lines.length <= 8) {
+    wrap.append(el("pre", "out", text));
+    return wrap;
+  }
+  wrap.append(el("pre", "out tail", "… " + (lines.length - 6) + " lines above\n" + lines.slice(-6).join("\n")));
+  const d = el("details", "out-all");
+  d.append(el("summary", "", "show all " + lines.length + " lines"), el("pre", "out", text));
+  wrap.append(d);
+  return wrap;
+}
+
 function transcript(list) {
   const id = list.dataset.session;
-  // Events up to seen were there when the page was rendered: its forms
-  // show what they wait for. A later one that waits on a person says so.
   const seen = Number(list.dataset.seen || 0);
-  const waiting = (what) => {
-    if (document.getElementById("waiting")) return;
-    const p = el("p", "park-note");
-    p.id = "waiting";
-    p.setAttribute("role", "alert");
-    p.append(el("span", "", "The agent waits for " + what + ": "));
-    const a = el("a", "", "reload to decide");
-    a.href = location.pathname;
-    p.append(a);
-    list.before(p);
-  };
-  const calls = new Map();
+  const controls = document.getElementById("controls");
+  const calls = new Map(); // call ID → {li, d (every field seen so far), start, end}
+  const argsOf = new Map(); // call ID → its arguments, from the model's message
   let assistant = null;
   const status = document.getElementById("status");
   const ambient = document.getElementById("ambient");
@@ -37,8 +133,18 @@ function transcript(list) {
     list.append(li);
     return li;
   };
-  // The header (status, what the agent is doing now) follows the session:
-  // read again on every status change, and every few seconds.
+  // What waits on a person is read again whenever the transcript says it
+  // changed (a call waits or was decided, a question, an answer, a park,
+  // a status), from the server's own rendering.
+  let refreshing = null;
+  const refresh = () => {
+    if (!controls || refreshing) return;
+    refreshing = setTimeout(async () => {
+      refreshing = null;
+      try { swap(controls, await fragment("controls")); } catch { /* the next event tries again */ }
+    }, 150);
+  };
+  // The header (status, what the agent is doing now) follows the session.
   let pending = null;
   const header = () => {
     if (pending) return;
@@ -55,6 +161,34 @@ function transcript(list) {
     }, 200);
   };
   setInterval(header, 5000);
+  const drawCall = (c) => {
+    const d = c.d;
+    const li = c.li;
+    li.replaceChildren();
+    li.dataset.state = d.state;
+    li.className = "call state-" + d.state;
+    const head = el("div", "call-head");
+    head.append(el("span", "who", d.name), el("span", "state", stateWords[d.state] || d.state));
+    if (d.approvedBy) {
+      const by = d.approvedBy;
+      head.append(el("span", "by", by.kind === "human" ? "approved by " + by.by + (d.rule ? " (the policy asks: " + d.rule + ")" : "") : "allowed by " + (by.rule || d.rule || "the policy")));
+    } else if (d.verdict) {
+      head.append(el("span", "verdict", d.verdict + (d.rule ? " · " + d.rule : "")));
+    }
+    if (c.start) {
+      const t = el("time", "", c.start.toLocaleTimeString());
+      t.dateTime = c.start.toISOString();
+      t.title = c.start.toString();
+      head.append(t);
+    }
+    if (c.start && c.end) head.append(el("span", "dur", seconds(c.end - c.start)));
+    li.append(head);
+    if (d.approvedBy && d.approvedBy.note) li.append(el("p", "call-note", "“" + d.approvedBy.note + "” — " + d.approvedBy.by));
+    const what = describe(d.name, parseArgs(d.args ?? argsOf.get(d.id)));
+    if (what) li.append(what);
+    if (d.error) li.append(el("p", "call-error", d.error));
+    if (d.result) li.append(output(d.result));
+  };
   const src = new EventSource("/v1/sessions/" + encodeURIComponent(id) + "/events");
   src.onmessage = (m) => handle(m);
   for (const kind of ["status", "user_message", "assistant_text", "assistant_message", "tool_call", "question", "answer", "notice", "park", "budget", "network", "phase", "turn", "command", "compaction"]) {
@@ -66,11 +200,13 @@ function transcript(list) {
     try { d = JSON.parse(m.data); } catch { return; }
     kind = kind || d.kind;
     const data = d.data || d;
+    const live = (d.seq || 0) > seen;
     switch (kind) {
       case "status":
         if (data.status) { status.textContent = data.status; status.className = "status status-" + data.status; }
         assistant = null;
         header();
+        if (live) refresh();
         break;
       case "user_message":
         add("user", (data.sender && data.sender.id) || "you", data.text);
@@ -80,28 +216,33 @@ function transcript(list) {
         if (!assistant) assistant = add("assistant", "agent", "");
         assistant.querySelector(".text").textContent += data.text;
         break;
+      case "assistant_message":
+        for (const c of data.toolCalls || []) {
+          argsOf.set(c.id, c.args);
+          if (calls.has(c.id)) drawCall(calls.get(c.id));
+        }
+        assistant = null;
+        break;
       case "tool_call": {
-        let li = calls.get(data.id);
-        if (!li) { li = add("call", data.name, ""); calls.set(data.id, li); assistant = null; }
-        let line = data.state;
-        if (data.verdict) line += " · " + data.verdict + (data.rule ? " (" + data.rule + ")" : "");
-        if (data.approvedBy) line += " · by " + (data.approvedBy.by || data.approvedBy.rule || data.approvedBy.kind);
-        if (data.args) line += "\n" + (typeof data.args === "string" ? data.args : JSON.stringify(data.args));
-        if (data.result) line += "\n" + data.result;
-        if (data.error) line += "\n" + data.error;
-        li.querySelector(".text").textContent = line;
-        li.dataset.state = data.state;
-        if (data.state === "awaiting_approval" && d.seq > seen) waiting("a decision on " + data.name);
+        let c = calls.get(data.id);
+        if (!c) { c = { li: el("li", "call"), d: {} }; list.append(c.li); calls.set(data.id, c); assistant = null; }
+        for (const [k, v] of Object.entries(data)) if (v !== undefined && v !== null && v !== "") c.d[k] = v;
+        const at = d.createdAt ? new Date(d.createdAt) : null;
+        if (at && data.state === "calling") c.start = at;
+        if (at && ["done", "errored", "canceled", "rejected"].includes(data.state)) { c.end = at; if (!c.start) c.start = at; }
+        drawCall(c);
+        if (live) refresh();
         break;
       }
       case "question":
         add("question", "question", (data.questions || []).map((q) => q.question).join(" / "));
-        if (d.seq > seen) waiting("an answer");
+        if (live) refresh();
         break;
       case "answer": {
         const picked = Object.entries(data.answers || {}).map(([q, a]) => q + ": " + a);
         if (data.response) picked.push(data.response);
         add("answer", "answer", picked.join(" · "));
+        if (live) refresh();
         break;
       }
       case "notice":
@@ -109,6 +250,7 @@ function transcript(list) {
         break;
       case "park":
         if (data.park) add("park", "park", data.park.reason + (data.park.resolution ? ": " + data.park.resolution : ": " + data.park.needs));
+        if (live) refresh();
         break;
       case "network":
         add("network", data.allowed ? "⇄" : "⛔", (data.host || "") + ":" + (data.port || "") + (data.reason ? " " + data.reason : ""));
@@ -122,20 +264,68 @@ function transcript(list) {
 
 function liveRows(tbody) {
   const refresh = async () => {
-    const u = new URL(location.href);
-    u.searchParams.set("fragment", "rows");
-    try {
-      const r = await fetch(u, { credentials: "same-origin", headers: { Accept: "text/html" } });
-      if (r.redirected) { location.reload(); return; } // logged out: the page says so
-      if (r.ok) {
-        const html = await r.text();
-        const t = document.createElement("template");
-        t.innerHTML = html; // server-rendered by html/template: escaped
-        tbody.replaceChildren(...t.content.childNodes);
-      }
-    } catch { /* the next tick tries again */ }
+    try { swap(tbody, await fragment("rows")); } catch { /* the next tick tries again */ }
   };
   setInterval(refresh, 2000);
+}
+
+// Keyboard review: j/k move between the calls waiting for a decision, a
+// approves the one in focus, r rejects it (its note first, when one is
+// typed), o opens its session, ? lists the keys. Never while typing.
+function keys() {
+  const help = el("div", "keys-help");
+  help.id = "keys-help";
+  help.setAttribute("role", "dialog");
+  help.setAttribute("aria-label", "keyboard shortcuts");
+  help.hidden = true;
+  help.append(el("p", "", "j / k: next / previous call waiting for a decision · a: approve it · r: reject it (type a note first in its Note field) · o: open its session · ?: this help · Esc: close"));
+  document.body.append(help);
+  const items = () => [...document.querySelectorAll("article.approval")];
+  const current = () => document.activeElement && document.activeElement.closest("article.approval");
+  const focus = (art) => { if (!art) return; art.tabIndex = -1; art.focus(); art.scrollIntoView({ block: "nearest" }); };
+  document.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    const t = e.target;
+    if (t && t.matches && t.matches("input, textarea, select, [contenteditable]")) return;
+    const list = items();
+    const here = current();
+    switch (e.key) {
+      case "j": case "k": {
+        if (!list.length) return;
+        const i = here ? list.indexOf(here) : -1;
+        focus(list[e.key === "j" ? Math.min(i + 1, list.length - 1) : Math.max(i - 1, 0)]);
+        break;
+      }
+      case "a": case "r": {
+        const art = here || (list.length === 1 ? list[0] : null);
+        if (!art) return;
+        art.querySelector(`button[value="${e.key === "a" ? "approve" : "reject"}"]`)?.click();
+        break;
+      }
+      case "o": {
+        const a = here && here.querySelector("a[href^='/sessions/']");
+        if (a) location.href = a.href;
+        break;
+      }
+      case "?":
+        help.hidden = !help.hidden;
+        break;
+      case "Escape":
+        help.hidden = true;
+        return;
+      default:
+        return;
+    }
+    e.preventDefault();
+  });
+}
+
+// A part of a page marked data-live="NAME" is read again every two
+// seconds (the inbox: calls waiting, decided elsewhere, gone).
+function livePart(part) {
+  setInterval(async () => {
+    try { swap(part, await fragment(part.dataset.live)); } catch { /* the next tick tries again */ }
+  }, 2000);
 }
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -143,4 +333,6 @@ document.addEventListener("DOMContentLoaded", () => {
   if (t) transcript(t);
   const rows = document.getElementById("rows");
   if (rows) liveRows(rows);
+  for (const part of document.querySelectorAll("[data-live]")) livePart(part);
+  keys();
 });
