@@ -105,7 +105,7 @@ func TestFieldsAreEscaped(t *testing.T) {
 		assert.NotContains(t, body, "<img src=x", what)
 		assert.NotContains(t, body, "</textarea></pre>", what)
 	}
-	for _, p := range []string{"/", "/?fragment=rows", "/sessions/s-xss", "/sessions/s-xss/diff", "/sessions/s-xss/audit", "/inbox"} {
+	for _, p := range []string{"/", "/?fragment=list", "/sessions/s-xss", "/sessions/s-xss/diff", "/sessions/s-xss/audit", "/inbox"} {
 		w := e.do("GET", p, pam, nil, nil)
 		check(p, w)
 		if p != "/inbox" {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/bound"
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/errdefs"
@@ -104,28 +106,63 @@ type Row struct {
 	session.Session
 	Park    string
 	CostUSD float64
-	Actions int
+	// Needs says what the caller is needed for here ("" when nothing):
+	// calls to decide, their own session waiting on them.
+	Needs string
+	// Badge is the state shown: the status, or what is more telling
+	// (waiting for a decision, turn failed, held, archived).
+	Badge, BadgeClass string
 }
 
 // List is the sessions page.
 type List struct {
-	Rows                 []Row
-	Status, Agent, Query string
-	Parked, Archived     bool
-	Statuses             []session.Status
-	Fragment             bool
-	Total                int
+	Rows                          []Row
+	Status, Agent, Project, Query string
+	Sort                          string
+	Parked, Archived              bool
+	Statuses                      []session.Status
+	Projects                      []string
+	Fragment                      bool
+	Total, NeedMe                 int
 }
+
+// sorts are the list's orders: needs me first (the default), then by
+// age, cost or status.
+var sorts = []string{"needs", "newest", "oldest", "cost", "status"}
 
 func (a *App) sessions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	l := List{Status: q.Get("status"), Agent: q.Get("agent"), Query: strings.TrimSpace(q.Get("q")), Parked: q.Get("parked") == "true",
-		Archived: q.Get("archived") == "true", Fragment: q.Get("fragment") == "rows",
+	l := List{Status: q.Get("status"), Agent: q.Get("agent"), Project: q.Get("project"), Query: strings.TrimSpace(q.Get("q")), Parked: q.Get("parked") == "true",
+		Archived: q.Get("archived") == "true", Fragment: q.Get("fragment") == "list", Sort: cmp.Or(q.Get("sort"), "needs"),
 		Statuses: []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting, session.StatusFailed, session.StatusStopped}}
-	f := session.Filter{Agent: l.Agent, Status: session.Status(l.Status), IncludeArchived: l.Archived, Limit: 500}
+	f := session.Filter{Agent: l.Agent, Project: l.Project, Status: session.Status(l.Status), IncludeArchived: l.Archived, Limit: 500}
 	if f.Status != "" && !f.Status.Valid() {
-		a.fail(w, r, http.StatusBadRequest, "unknown status "+l.Status)
+		a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("there is no status %q: choose one of the list's (queued, running, awaiting, failed, stopped)", clip.String(l.Status, 40)))
 		return
+	}
+	if !slices.Contains(sorts, l.Sort) {
+		a.fail(w, r, http.StatusBadRequest, fmt.Sprintf("the list cannot be sorted by %q: choose needs, newest, oldest, cost or status", clip.String(l.Sort, 40)))
+		return
+	}
+	if l.Project != "" {
+		if err := identity.CheckName(identity.ProjectName, l.Project); err != nil {
+			a.problem(w, r, err)
+			return
+		}
+	}
+	if ms, err := a.Service.Access.Projects(r.Context(), principal(r)); err == nil {
+		for _, m := range ms {
+			if !slices.Contains(l.Projects, m.Project) {
+				l.Projects = append(l.Projects, m.Project)
+			}
+		}
+	}
+	// Calls the caller may decide, by session: what they are needed for.
+	deciding := map[string]int{}
+	if aps, err := a.Service.Gates().Approvals(r.Context(), principal(r), identity.Approve, session.ApprovalFilter{Status: session.ApprovalPending}); err == nil {
+		for _, ap := range aps {
+			deciding[ap.SessionID]++
+		}
 	}
 	parked, err := a.Service.Gates().Parked(r.Context(), principal(r), identity.Read, f)
 	if err != nil {
@@ -154,19 +191,75 @@ func (a *App) sessions(w http.ResponseWriter, r *http.Request) {
 		if needle != "" && !strings.Contains(strings.ToLower(x.DisplayTitle+" "+x.ID+" "+x.Agent+" "+x.CreatedBy.ID), needle) {
 			continue
 		}
-		l.Rows = append(l.Rows, Row{Session: x, Park: waits[x.ID], CostUSD: costs[x.ID]})
+		row := Row{Session: x, Park: waits[x.ID], CostUSD: costs[x.ID], Badge: string(x.Status), BadgeClass: "status-" + string(x.Status)}
+		mine := x.CreatedBy.ID == principal(r).User
+		switch n := deciding[x.ID]; {
+		case n > 0:
+			row.Needs = fmt.Sprintf("%d %s to decide", n, plural(n, "call", "calls"))
+		case mine && (row.Park == string(bound.AwaitingCredentials) || row.Park == string(bound.AwaitingIdentity)):
+			row.Needs = "your " + strings.TrimPrefix(row.Park, "awaiting_")
+		case mine && x.Status == session.StatusAwaiting && row.Park == "" && !x.Held():
+			row.Needs = "your next message, or its review"
+		}
+		switch {
+		case x.ArchivedAt != nil:
+			row.Badge, row.BadgeClass = "archived", "badge-archived"
+		case x.Held():
+			row.Badge, row.BadgeClass = "held", "badge-held"
+		case deciding[x.ID] > 0 || row.Park == string(bound.AwaitingApproval):
+			row.Badge, row.BadgeClass = "waiting for a decision", "badge-decision"
+		case row.Park != "":
+			row.Badge, row.BadgeClass = "waiting", "badge-waiting"
+		case x.Status == session.StatusAwaiting && x.FailureReason != "":
+			row.Badge, row.BadgeClass = "turn failed", "status-failed"
+		}
+		if row.Needs != "" {
+			l.NeedMe++
+		}
+		l.Rows = append(l.Rows, row)
 	}
+	sortRows(l.Rows, l.Sort)
 	l.Total = len(l.Rows)
 	if l.Fragment {
 		t := a.pages["sessions"]
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		if err := t.ExecuteTemplate(w, "rows", view{CSRF: a.csrf(r), User: principal(r), Data: l}); err != nil {
-			a.Logger.Error("web rows", "err", err)
+		if err := t.ExecuteTemplate(w, "list", view{CSRF: a.csrf(r), User: principal(r), Data: l}); err != nil {
+			a.Logger.Error("web list", "err", err)
 		}
 		return
 	}
 	a.render(w, r, http.StatusOK, "sessions", "Sessions", l)
+}
+
+// sortRows orders the list: by default what needs the caller first
+// (newest first within), else as asked.
+func sortRows(rows []Row, by string) {
+	slices.SortStableFunc(rows, func(a, b Row) int {
+		switch by {
+		case "oldest":
+			return a.CreatedAt.Compare(b.CreatedAt)
+		case "cost":
+			return cmp.Compare(b.CostUSD, a.CostUSD)
+		case "status":
+			return cmp.Compare(a.Badge, b.Badge)
+		case "needs":
+			if (a.Needs != "") != (b.Needs != "") {
+				if a.Needs != "" {
+					return -1
+				}
+				return 1
+			}
+		}
+		return b.CreatedAt.Compare(a.CreatedAt)
+	})
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // Pending is a call waiting for a decision, with the analyzer's verdict on
@@ -299,7 +392,7 @@ func (a *App) decided(act func(r *http.Request, id string) error) http.HandlerFu
 			a.problem(w, r, err)
 			return
 		}
-		http.Redirect(w, r, "/inbox", http.StatusSeeOther)
+		http.Redirect(w, r, localPath(cmp.Or(r.PostFormValue("next"), "/inbox")), http.StatusSeeOther)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -64,7 +65,12 @@ func New(svc *engine.Service, logger *slog.Logger, key []byte) (*App, error) {
 	}
 	a := &App{Service: svc, Logger: logger, csrfKey: key, pages: map[string]*template.Template{}}
 	funcs := template.FuncMap{
-		"ago": ago,
+		"ago":   ago,
+		"waits": waits,
+		// parkOf passes a page and a park to the park partial.
+		"parkOf": func(root view, id, reason string, spendCap float64, next string) map[string]any {
+			return map[string]any{"Root": root, "ID": id, "Reason": reason, "Cap": spendCap, "Suggested": math.Ceil(max(spendCap*2, 1)), "Next": next}
+		},
 		// when is a time as a person reads it on hover; iso as a machine does.
 		"when": func(t time.Time) string { return t.Local().Format("Mon 2 Jan 2006, 15:04:05 MST") },
 		"iso":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
@@ -159,7 +165,19 @@ func (a *App) Handler() http.Handler {
 		return err
 	}))))
 	mux.HandleFunc("POST /sessions/{id}/extend", a.authed(a.form(a.decided(func(r *http.Request, id string) error {
-		_, err := a.Service.Gates().Extend(r.Context(), principal(r), id, wire.ExtendRequest{Note: r.PostFormValue("note")})
+		req := wire.ExtendRequest{Note: r.PostFormValue("note")}
+		if v := strings.TrimSpace(r.PostFormValue("spendCapUsd")); v != "" {
+			usd, err := strconv.ParseFloat(strings.TrimPrefix(v, "$"), 64)
+			if err != nil || usd <= 0 || math.IsInf(usd, 0) || math.IsNaN(usd) {
+				return fmt.Errorf("%w: the new spend cap %q: want an amount in dollars, such as 5 or 12.50", errdefs.ErrInvalid, clip.String(v, 20))
+			}
+			req.SpendCapUSD = usd
+		}
+		_, err := a.Service.Gates().Extend(r.Context(), principal(r), id, req)
+		return err
+	}))))
+	mux.HandleFunc("POST /sessions/{id}/unpark", a.authed(a.form(a.decided(func(r *http.Request, id string) error {
+		_, err := a.Service.Gates().Unpark(r.Context(), principal(r), id, r.PostFormValue("note"))
 		return err
 	}))))
 	mux.HandleFunc("POST /sessions/{id}/accept", a.authed(a.form(func(w http.ResponseWriter, r *http.Request) {
@@ -299,12 +317,21 @@ type view struct {
 	User  identity.Principal
 	CSRF  string
 	Data  any
+	// Inbox counts the calls waiting for the user's decision (the
+	// navigation shows it).
+	Inbox int
 }
 
 func (a *App) render(w http.ResponseWriter, r *http.Request, status int, page, title string, data any) {
 	t := a.pages[page]
 	var b strings.Builder
-	if err := t.Execute(&b, view{Title: title, User: principal(r), CSRF: a.csrf(r), Data: data}); err != nil {
+	v := view{Title: title, User: principal(r), CSRF: a.csrf(r), Data: data}
+	if v.User.User != "" {
+		if aps, err := a.Service.Gates().Approvals(r.Context(), v.User, identity.Approve, session.ApprovalFilter{Status: session.ApprovalPending}); err == nil {
+			v.Inbox = len(aps)
+		}
+	}
+	if err := t.Execute(&b, v); err != nil {
 		a.Logger.Error("web page", "page", page, "err", err)
 		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
 		return

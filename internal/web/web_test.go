@@ -197,6 +197,12 @@ func TestWebAppEndToEnd(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-id="`+y.ID+`"]`)),
 		shot("sessions"),
 	)
+	run("search as you type",
+		chromedp.SendKeys(chromedp.ID("q"), "second"),
+		chromedp.WaitNotPresent(chromedp.CSS(`tr[data-id="`+x.ID+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-id="`+y.ID+`"]`)),
+		until(`document.activeElement.id === "q" && location.search.includes("q=second")`),
+	)
 	// The session page streams its transcript.
 	run("the transcript streams",
 		chromedp.Navigate(a.URL+"/sessions/"+x.ID),
@@ -465,10 +471,10 @@ func TestWebAppEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	run("let a guest's session start from the inbox",
 		chromedp.Navigate(a.URL+"/inbox"),
-		chromedp.WaitVisible(chromedp.Search(`//li[contains(., "awaiting_start_approval")]//button[@value="approve"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//li[contains(., "waits for a member to let it start")]//button[@value="approve"]`)),
 		shot("inbox-start"),
-		chromedp.Click(chromedp.Search(`//li[contains(., "awaiting_start_approval")]//button[@value="approve"]`)),
-		chromedp.WaitNotPresent(chromedp.Search(`//li[contains(., "awaiting_start_approval")]`)),
+		chromedp.Click(chromedp.Search(`//li[contains(., "waits for a member to let it start")]//button[@value="approve"]`)),
+		chromedp.WaitNotPresent(chromedp.Search(`//li[contains(., "waits for a member to let it start")]`)),
 	)
 	parks, err := admin.Gates().Parks(ctx, g.ID)
 	require.NoError(t, err)

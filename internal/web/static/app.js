@@ -262,11 +262,22 @@ function transcript(list) {
   }
 }
 
-function liveRows(tbody) {
-  const refresh = async () => {
-    try { swap(tbody, await fragment("rows")); } catch { /* the next tick tries again */ }
+// filters applies the list's filters as they change: search as you
+// type, a choice at once; the address follows, so a reload keeps them.
+function filters(form, list) {
+  let timer = null;
+  const apply = async () => {
+    const u = new URL(location.href);
+    u.search = new URLSearchParams(new FormData(form)).toString();
+    for (const [k, v] of [...u.searchParams]) if (v === "") u.searchParams.delete(k);
+    history.replaceState(null, "", u);
+    try { swap(list, await fragment("list")); } catch { /* the next change tries again */ }
   };
-  setInterval(refresh, 2000);
+  form.addEventListener("input", (e) => {
+    clearTimeout(timer);
+    timer = setTimeout(apply, e.target.matches("input[type=text], input:not([type])") ? 250 : 0);
+  });
+  form.addEventListener("submit", (e) => { e.preventDefault(); clearTimeout(timer); apply(); });
 }
 
 // Keyboard review: j/k move between the calls waiting for a decision, a
@@ -321,7 +332,8 @@ function keys() {
 }
 
 // A part of a page marked data-live="NAME" is read again every two
-// seconds (the inbox: calls waiting, decided elsewhere, gone).
+// seconds (the sessions list, the inbox: calls waiting, decided
+// elsewhere, gone), focus and typing kept.
 function livePart(part) {
   setInterval(async () => {
     try { swap(part, await fragment(part.dataset.live)); } catch { /* the next tick tries again */ }
@@ -331,8 +343,9 @@ function livePart(part) {
 document.addEventListener("DOMContentLoaded", () => {
   const t = document.getElementById("transcript");
   if (t) transcript(t);
-  const rows = document.getElementById("rows");
-  if (rows) liveRows(rows);
+  const form = document.getElementById("filters");
+  const list = document.getElementById("list");
+  if (form && list) filters(form, list);
   for (const part of document.querySelectorAll("[data-live]")) livePart(part);
   keys();
 });
