@@ -232,6 +232,16 @@ func TestWebAppEndToEnd(t *testing.T) {
 		chromedp.KeyEvent("a"),
 		chromedp.WaitNotPresent(chromedp.Search(`//article[.//a[@href="/sessions/`+x.ID+`"]]`)),
 	)
+	// An agent's message is laid out, never interpreted: markup stays
+	// text, only http(s) links become links.
+	md, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`(() => {
+		const d = document.createElement("div");
+		d.append(markdown("# Plan\n- **fix** the ` + "`typo`" + `\n- see [docs](https://example.com/x) and [bad](javascript:alert(1))\n<img src=x onerror=alert(1)><script>alert(2)</script>\n` + "```" + `\n<b>code</b>\n` + "```" + `"));
+		return [String(d.querySelectorAll("img, script, b").length), d.querySelector("strong").textContent, d.querySelector("code").textContent,
+			String([...d.querySelectorAll("a")].map((a) => a.href)), d.querySelector("pre").textContent, d.textContent.includes("<img src=x") ? "kept" : "lost"];
+	})()`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"0", "fix", "typo", "https://example.com/x", "<b>code</b>", "kept"}, md)
 	// Live controls: a call that comes to wait appears on an open page,
 	// and one decided elsewhere (the API) leaves it, each within 2 s.
 	z, err := admin.Sessions().Create(ctx, wire.CreateRequest{Model: "replay/demo", Repo: repo(t), Message: "a third one"})

@@ -46,6 +46,67 @@ function swap(container, content) {
   container.replaceChildren(...content.childNodes);
 }
 
+// markdown lays out an agent's message: paragraphs, headings, lists,
+// fenced code, inline code, emphasis and http(s) links. It builds nodes
+// and sets text only: no markup the agent wrote is ever interpreted.
+function markdown(text) {
+  const out = document.createDocumentFragment();
+  const inline = (parent, s) => {
+    const re = /(`[^`\n]+`)|(\*\*[^*\n]+\*\*)|(\*[^*\n]+\*|_[^_\n]+_)|(\[[^\]\n]+\]\((https?:\/\/[^)\s]+)\))/g;
+    let last = 0;
+    for (let m; (m = re.exec(s)) !== null;) {
+      if (m.index > last) parent.append(document.createTextNode(s.slice(last, m.index)));
+      if (m[1]) parent.append(el("code", "", m[1].slice(1, -1)));
+      else if (m[2]) parent.append(el("strong", "", m[2].slice(2, -2)));
+      else if (m[3]) parent.append(el("em", "", m[3].slice(1, -1)));
+      else {
+        const a = el("a", "", m[4].slice(1, m[4].indexOf("](")));
+        a.href = m[5];
+        a.rel = "noopener noreferrer nofollow";
+        parent.append(a);
+      }
+      last = re.lastIndex;
+    }
+    if (last < s.length) parent.append(document.createTextNode(s.slice(last)));
+  };
+  const lines = text.split("\n");
+  let para = null;
+  let list = null;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const fence = /^\s*```/.exec(line);
+    if (fence) {
+      const code = [];
+      for (i++; i < lines.length && !/^\s*```/.test(lines[i]); i++) code.push(lines[i]);
+      out.append(el("pre", "md-code", code.join("\n")));
+      para = list = null;
+      continue;
+    }
+    const h = /^(#{1,6})\s+(.*)$/.exec(line);
+    const item = /^\s*(?:[-*+]|(\d+)[.)])\s+(.*)$/.exec(line);
+    if (h) {
+      const p = el("p", "md-h");
+      inline(p, h[2]);
+      out.append(p);
+      para = list = null;
+    } else if (item) {
+      const tag = item[1] ? "ol" : "ul";
+      if (!list || list.tagName.toLowerCase() !== tag) { list = el(tag, "md-list"); out.append(list); }
+      const li = el("li");
+      inline(li, item[2]);
+      list.append(li);
+      para = null;
+    } else if (line.trim() === "") {
+      para = list = null;
+    } else {
+      if (!para) { para = el("p", "md-p"); out.append(para); } else para.append(document.createTextNode("\n"));
+      inline(para, line);
+      list = null;
+    }
+  }
+  return out;
+}
+
 const seconds = (ms) => ms < 1000 ? ms + " ms" : ms < 60000 ? (ms / 1000).toFixed(1) + " s" : Math.round(ms / 60000) + " min";
 const stateWords = {
   generating: "being written", generated: "written", awaiting_approval: "waits for a decision", calling: "running",
@@ -123,7 +184,8 @@ function transcript(list) {
   const controls = document.getElementById("controls");
   const calls = new Map(); // call ID → {li, d (every field seen so far), start, end}
   const argsOf = new Map(); // call ID → its arguments, from the model's message
-  let assistant = null;
+  let assistant = null; // the agent's text being streamed now
+  let message = null; // the agent's last message, laid out when complete
   const status = document.getElementById("status");
   const ambient = document.getElementById("ambient");
   const add = (cls, who, text) => {
@@ -210,13 +272,22 @@ function transcript(list) {
         break;
       case "user_message":
         add("user", (data.sender && data.sender.id) || "you", data.text);
-        assistant = null;
+        assistant = message = null;
         break;
       case "assistant_text":
-        if (!assistant) assistant = add("assistant", "agent", "");
+        if (!assistant) message = assistant = add("assistant", "agent", "");
         assistant.querySelector(".text").textContent += data.text;
         break;
       case "assistant_message":
+        if (data.text) {
+          // The whole message is known: lay it out (the streamed text
+          // was shown as it came).
+          const li = message || add("assistant", "agent", "");
+          message = null;
+          const t = li.querySelector(".text");
+          t.classList.add("md");
+          t.replaceChildren(markdown(data.text));
+        }
         for (const c of data.toolCalls || []) {
           argsOf.set(c.id, c.args);
           if (calls.has(c.id)) drawCall(calls.get(c.id));
@@ -331,6 +402,22 @@ function keys() {
   });
 }
 
+// agentsOf shows, in the new-session form, only the chosen project's
+// agents (the server checks the pair anyway).
+function agentsOf(project, agent) {
+  const show = () => {
+    for (const o of agent.options) {
+      if (!o.dataset.project) continue;
+      const mine = o.dataset.project === project.value;
+      o.hidden = !mine;
+      o.disabled = !mine;
+      if (!mine && o.selected) agent.value = "";
+    }
+  };
+  project.addEventListener("change", show);
+  show();
+}
+
 // A part of a page marked data-live="NAME" is read again every two
 // seconds (the sessions list, the inbox: calls waiting, decided
 // elsewhere, gone), focus and typing kept.
@@ -347,5 +434,8 @@ document.addEventListener("DOMContentLoaded", () => {
   const list = document.getElementById("list");
   if (form && list) filters(form, list);
   for (const part of document.querySelectorAll("[data-live]")) livePart(part);
+  const project = document.getElementById("new-project");
+  const agent = document.getElementById("new-agent");
+  if (project && agent) agentsOf(project, agent);
   keys();
 });
