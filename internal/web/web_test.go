@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,11 +24,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/access"
+	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 	"github.com/paddock-dev/paddock/internal/wire"
 )
 
@@ -236,7 +240,7 @@ func TestWebAppEndToEnd(t *testing.T) {
 	// text, only http(s) links become links.
 	md, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`(() => {
 		const d = document.createElement("div");
-		d.append(markdown("# Plan\n- **fix** the ` + "`typo`" + `\n- see [docs](https://example.com/x) and [bad](javascript:alert(1))\n<img src=x onerror=alert(1)><script>alert(2)</script>\n` + "```" + `\n<b>code</b>\n` + "```" + `"));
+		d.append(markdown("# Plan\n- **fix** the `+"`typo`"+`\n- see [docs](https://example.com/x) and [bad](javascript:alert(1))\n<img src=x onerror=alert(1)><script>alert(2)</script>\n`+"```"+`\n<b>code</b>\n`+"```"+`"));
 		return [String(d.querySelectorAll("img, script, b").length), d.querySelector("strong").textContent, d.querySelector("code").textContent,
 			String([...d.querySelectorAll("a")].map((a) => a.href)), d.querySelector("pre").textContent, d.textContent.includes("<img src=x") ? "kept" : "lost"];
 	})()`))
@@ -536,6 +540,79 @@ func TestWebAppEndToEnd(t *testing.T) {
 	focused, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.activeElement.className`))
 	require.NoError(t, err)
 	require.Equal(t, "skip", focused)
+
+	// A long session: 1,000 events (500 commands with their output, 500
+	// messages) are served and drawn within the bounds, timed as a person
+	// waits for them (recorded in the README).
+	longStore, err := sqlstore.Open(ctx, filepath.Join(dir, "paddock.db"), nil)
+	require.NoError(t, err)
+	out20 := strings.Repeat("ok  \texample.com/pkg\t0.012s\n", 20)
+	for i := range 500 {
+		call, _ := json.Marshal(session.ToolCallData{ID: fmt.Sprintf("bench-%d", i), Name: "run_command", State: session.CallDone, Args: json.RawMessage(`{"command":"go test ./..."}`), Result: out20})
+		_, err := longStore.AppendEvent(ctx, session.Event{SessionID: y.ID, Kind: session.EventToolCall, Key: fmt.Sprintf("bench/call/%d", i), Data: call})
+		require.NoError(t, err)
+		text, _ := json.Marshal(map[string]string{"text": fmt.Sprintf("Step %d: the tests pass; next I look at the **parser**.", i)})
+		_, err = longStore.AppendEvent(ctx, session.Event{SessionID: y.ID, Kind: "assistant_text", Key: fmt.Sprintf("bench/text/%d", i), Data: text})
+		require.NoError(t, err)
+	}
+	require.NoError(t, longStore.Close())
+	served := time.Now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL+"/sessions/"+y.ID, nil)
+	require.NoError(t, err)
+	req.AddCookie(&http.Cookie{Name: api.TokenCookie, Value: strings.TrimSpace(string(token))})
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	server := time.Since(served)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	run("a 1,000-event session drawn",
+		chromedp.Navigate(a.URL+"/sessions/"+y.ID),
+		until(`document.querySelectorAll("#transcript li").length >= 1000`),
+	)
+	timing, err := chromedp.Run(bctx, chromedp.Evaluate[[]float64](`[performance.getEntriesByType("navigation")[0].domContentLoadedEventEnd, performance.now()]`))
+	require.NoError(t, err)
+	t.Logf("a 1,000-event session: the page served in %v, DOMContentLoaded at %.0f ms, every event drawn by %.0f ms", server.Round(time.Millisecond), timing[0], timing[1])
+	require.Less(t, server, 300*time.Millisecond, "the session page's server side")
+	require.Less(t, timing[0], 1000.0, "the session page's DOMContentLoaded")
+
+	// A 5,000-line diff: five new Go files of 1,000 lines in the working
+	// copy, reviewed through the page (its first page of whole files).
+	yx, err := admin.Sessions().Get(ctx, y.ID)
+	require.NoError(t, err)
+	require.NotEmpty(t, yx.Workdir)
+	for i := range 5 {
+		var src strings.Builder
+		src.WriteString("package big\n")
+		for j := 1; j < 1000; j++ {
+			fmt.Fprintf(&src, "func f%d_%d() string { return \"value %d\" } // line %d\n", i, j, j, j)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(yx.Workdir, fmt.Sprintf("big%d.go", i)), []byte(src.String()), 0o644))
+	}
+	page := func(path string) time.Duration {
+		t.Helper()
+		start := time.Now()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL+path, nil)
+		require.NoError(t, err)
+		req.AddCookie(&http.Cookie{Name: api.TokenCookie, Value: strings.TrimSpace(string(token))})
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		return time.Since(start)
+	}
+	page("/sessions/" + y.ID + "/diff") // the first diff of new files fills git's caches
+	diffServed := page("/sessions/" + y.ID + "/diff")
+	run("a 5,000-line diff reviewed",
+		chromedp.Navigate(a.URL+"/sessions/"+y.ID+"/diff"),
+		chromedp.WaitVisible(chromedp.ID("f1")),
+	)
+	dcl, err := chromedp.Run(bctx, chromedp.Evaluate[[]float64](`[performance.getEntriesByType("navigation")[0].domContentLoadedEventEnd, document.querySelectorAll("table.hunk tr").length]`))
+	require.NoError(t, err)
+	t.Logf("a 5,000-line diff: its first page (%.0f lines) served in %v, DOMContentLoaded at %.0f ms", dcl[1], diffServed.Round(time.Millisecond), dcl[0])
+	require.Greater(t, dcl[1], 1500.0, "the first page holds whole files")
+	require.Less(t, dcl[0], 1000.0, "the diff page's DOMContentLoaded")
 
 	// Another project's user: none of it.
 	run("log in as another project's user",
