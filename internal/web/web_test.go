@@ -451,6 +451,9 @@ func TestWebAppEndToEnd(t *testing.T) {
 					chromedp.WaitVisible(chromedp.CSS("main h1")),
 					shot(fmt.Sprintf("%s-%dx%d-%s", pg.name, size[0], size[1], scheme)),
 				)
+				low, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](lowContrast))
+				require.NoError(t, err)
+				require.Empty(t, low, "text on the %s page (%s) below WCAG AA contrast", pg.name, scheme)
 				wide, err := chromedp.Run(bctx, chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, window.innerWidth]`))
 				require.NoError(t, err)
 				require.LessOrEqual(t, wide[0], wide[1], "the %s page is wider (%d px) than the %d px screen (%s)", pg.name, wide[0], wide[1], scheme)
@@ -613,6 +616,21 @@ func TestWebAppEndToEnd(t *testing.T) {
 	t.Logf("a 5,000-line diff: its first page (%.0f lines) served in %v, DOMContentLoaded at %.0f ms", dcl[1], diffServed.Round(time.Millisecond), dcl[0])
 	require.Greater(t, dcl[1], 1500.0, "the first page holds whole files")
 	require.Less(t, dcl[0], 1000.0, "the diff page's DOMContentLoaded")
+	// The review's colours (hunks, highlighted code) hold AA contrast in
+	// both schemes.
+	for _, scheme := range []string{"light", "dark"} {
+		run("the review in "+scheme, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
+			return err
+		}), shot("diff-long-"+scheme))
+		low, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](lowContrast))
+		require.NoError(t, err)
+		require.Empty(t, low, "the review's text below WCAG AA contrast (%s)", scheme)
+	}
+	run("light again", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{})
+		return err
+	}))
 
 	// Another project's user: none of it.
 	run("log in as another project's user",
@@ -667,3 +685,34 @@ func waitStatus(t *testing.T, c *client.Client, id string, want session.Status) 
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// lowContrast lists the page's text whose contrast with what is behind it
+// is below WCAG AA (4.5:1; 3:1 for large text), with the two colours.
+const lowContrast = `(() => {
+	const rgb = (c) => { const m = c.match(/[\d.]+/g); return m ? m.map(Number) : [0, 0, 0, 0]; };
+	const lum = ([r, g, b]) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); }; return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+	const behind = (e) => {
+		for (let n = e; n; n = n.parentElement) {
+			const c = rgb(getComputedStyle(n).backgroundColor);
+			if (c.length < 4 || c[3] > 0) return c;
+		}
+		return rgb(getComputedStyle(document.body).backgroundColor);
+	};
+	const out = [];
+	const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+	for (let t; (t = walker.nextNode());) {
+		if (!t.textContent.trim()) continue;
+		const e = t.parentElement;
+		const st = getComputedStyle(e);
+		if (st.visibility === "hidden" || st.display === "none" || e.closest("[hidden], details:not([open]) > :not(summary)") || !e.getClientRects().length) continue;
+		const fg = rgb(st.color), bg = behind(e);
+		const a = fg.length > 3 ? fg[3] : 1;
+		const mixed = fg.slice(0, 3).map((v, i) => v * a + bg[i] * (1 - a));
+		const l1 = lum(mixed), l2 = lum(bg), ratio = (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
+		const size = parseFloat(st.fontSize), bold = Number(st.fontWeight) >= 700;
+		const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+		if (ratio < need) out.push(e.tagName.toLowerCase() + "." + e.className + " " + JSON.stringify(t.textContent.trim().slice(0, 30)) + " " + st.color + " on " + "rgb(" + bg.slice(0, 3).join(", ") + ") = " + ratio.toFixed(2));
+	}
+	return [...new Set(out)].slice(0, 20);
+})()`
+
