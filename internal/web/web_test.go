@@ -715,4 +715,3 @@ const lowContrast = `(() => {
 	}
 	return [...new Set(out)].slice(0, 20);
 })()`
-
