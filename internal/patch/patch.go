@@ -53,7 +53,8 @@ type File struct {
 	Status string
 	// Binary says the content is not text (git's binary patch, not shown).
 	Binary bool
-	// Mode says how the file's mode changed ("100644 → 100755"), if it did.
+	// Mode is the mode of an added or deleted file ("100755"), or how a
+	// file's mode changed ("100644 → 100755").
 	Mode           string
 	Hunks          []Hunk
 	Added, Deleted int
@@ -132,8 +133,10 @@ func (p *parser) file() (File, error) {
 			return f, p.done(&f, ok)
 		case strings.HasPrefix(line, "new file mode "):
 			f.Status, f.Old = "added", ""
+			f.Mode = strings.TrimPrefix(line, "new file mode ")
 		case strings.HasPrefix(line, "deleted file mode "):
 			f.Status, f.New = "deleted", ""
+			f.Mode = strings.TrimPrefix(line, "deleted file mode ")
 		case strings.HasPrefix(line, "old mode "):
 			oldMode = strings.TrimPrefix(line, "old mode ")
 		case strings.HasPrefix(line, "new mode "):

@@ -23,17 +23,24 @@ import (
 // a large or hostile diff never freezes the browser or the server.
 const (
 	pageRows        = 2500
+	pageBytes       = 2 << 20 // of code a page shows
 	fileRows        = 4000
+	lineBytes       = 2000 // of a line shown; the rest is said
 	highlightBudget = 150 * time.Millisecond
 	highlightLine   = 400 // longer lines are not highlighted
+	tableFlagged    = 500 // flagged files listed on every page
 )
 
 // Review is a session's diff laid out for a person: its files, flagged
 // ones first, a page at a time, each line numbered and highlighted.
 type Review struct {
-	// Files are this page's files; Index every file's entry (the table).
-	Files          []ReviewFile
-	Index          []FileEntry
+	// Files are this page's files; Index every file's entry; Table the
+	// entries the page's table lists (this page's, and flagged ones).
+	Files []ReviewFile
+	Index []FileEntry
+	Table []FileEntry
+	// Missing are files the diff names that its patch does not show.
+	Missing        []string
 	Page, Pages    int
 	Split          bool
 	Added, Deleted int
@@ -43,8 +50,11 @@ type Review struct {
 
 // FileEntry is a file in the review's table: where it is.
 type FileEntry struct {
-	N              int
-	Path, Status   string
+	N            int
+	Path, Status string
+	// Kind says what an added file or a new mode is, when it is not a
+	// plain file (an executable, a symbolic link, a submodule).
+	Kind           string
 	Flagged        bool
 	Reason         string
 	Added, Deleted int
@@ -104,20 +114,39 @@ func layout(d session.Diff, page int, split bool) Review {
 		}
 		return 0
 	})
-	rows, p := 0, 1
+	rows, bytes, p := 0, 0, 1
+	seen := map[string]bool{}
 	for i, f := range files {
-		n := min(f.Lines(), fileRows)
-		if rows > 0 && rows+n > pageRows {
-			p, rows = p+1, 0
+		n, size := 1+min(f.Lines(), fileRows), shownBytes(f)
+		if rows > 0 && (rows+n > pageRows || bytes+size > pageBytes) {
+			p, rows, bytes = p+1, 0, 0
 		}
-		rows += n
-		c := flags[f.Path()]
-		rv.Index = append(rv.Index, FileEntry{N: i + 1, Path: f.Path(), Status: f.Status, Flagged: c.Flagged, Reason: c.Reason, Added: f.Added, Deleted: f.Deleted, Page: p})
+		rows, bytes = rows+n, bytes+size
+		c, ok := flags[f.Path()]
+		if old, moved := flags[f.Old]; f.Old != "" && moved && (!ok || !c.Flagged) {
+			c = old // a flagged file renamed away keeps its flag
+		}
+		seen[f.Path()], seen[f.Old] = true, true
+		rv.Index = append(rv.Index, FileEntry{N: i + 1, Path: f.Path(), Status: f.Status, Kind: modeKind(f.Mode), Flagged: c.Flagged, Reason: c.Reason, Added: f.Added, Deleted: f.Deleted, Page: p})
 		rv.Added += f.Added
 		rv.Deleted += f.Deleted
 	}
+	for _, f := range d.Files {
+		if !seen[f.Path] {
+			rv.Missing = append(rv.Missing, f.Path)
+		}
+	}
 	rv.Pages = p
 	rv.Page = min(max(page, 1), p)
+	flagged := 0
+	for _, e := range rv.Index {
+		if e.Page == rv.Page || e.Flagged && flagged < tableFlagged {
+			rv.Table = append(rv.Table, e)
+			if e.Flagged && e.Page != rv.Page {
+				flagged++
+			}
+		}
+	}
 	hl := &highlighter{deadline: time.Now().Add(highlightBudget)}
 	for i, f := range files {
 		if rv.Index[i].Page != rv.Page {
@@ -126,6 +155,36 @@ func layout(d session.Diff, page int, split bool) Review {
 		rv.Files = append(rv.Files, show(rv.Index[i], f, hl))
 	}
 	return rv
+}
+
+// shownBytes is about how much code of f a page shows.
+func shownBytes(f patch.File) int {
+	n, rows := 0, 0
+	for _, h := range f.Hunks {
+		for _, l := range h.Lines {
+			if rows++; rows > fileRows {
+				return n
+			}
+			n += min(len(l.Text), lineBytes)
+		}
+	}
+	return n
+}
+
+// modeKind says what a git mode makes a file, when it is not a plain one.
+func modeKind(mode string) string {
+	if _, to, ok := strings.Cut(mode, " → "); ok {
+		mode = to
+	}
+	switch mode {
+	case "100755":
+		return "executable"
+	case "120000":
+		return "a symbolic link (its content is where it points)"
+	case "160000":
+		return "a submodule (another repository, at a commit)"
+	}
+	return ""
 }
 
 // show lays out one file.
@@ -144,14 +203,26 @@ func show(e FileEntry, f patch.File, hl *highlighter) ReviewFile {
 		}
 		left -= len(lines)
 		texts := make([]string, len(lines))
+		cuts := make([]int, len(lines))
 		for i, l := range lines {
 			texts[i] = l.Text
+			if len(l.Text) > lineBytes {
+				cut := lineBytes
+				for cut > 0 && !utf8.RuneStart(l.Text[cut]) {
+					cut--
+				}
+				texts[i], cuts[i] = l.Text[:cut], len(l.Text)-cut
+			}
 		}
 		code := hl.lines(f.Path(), texts)
 		rh := ReviewHunk{Header: fmt.Sprintf("@@ -%d,%d +%d,%d @@ %s", h.OldStart, h.OldLines, h.NewStart, h.NewLines, h.Section)}
 		for i, l := range lines {
 			kind := map[patch.Kind]string{patch.Added: "add", patch.Deleted: "del", patch.Context: "ctx"}[l.Kind]
-			rh.Lines = append(rh.Lines, DiffLine{Kind: kind, Old: l.Old, New: l.New, Code: code[i], NoNewline: l.NoNewline})
+			c := code[i]
+			if cuts[i] > 0 {
+				c += template.HTML(fmt.Sprintf(`<span class="cut">… %d more bytes of this line are not shown: download the patch</span>`, cuts[i]))
+			}
+			rh.Lines = append(rh.Lines, DiffLine{Kind: kind, Old: l.Old, New: l.New, Code: c, NoNewline: l.NoNewline})
 		}
 		rh.Pairs = pairs(rh.Lines)
 		out.Hunks = append(out.Hunks, rh)
@@ -282,20 +353,43 @@ func escape(b *strings.Builder, s string) {
 			b.WriteString(template.HTMLEscapeString(s[start:i]))
 		}
 	}
+	// mark writes one mark for a run of n of the same hidden character.
+	mark := func(what, title string, n int) {
+		if n > 1 {
+			what += fmt.Sprintf(" ×%d", n)
+		}
+		fmt.Fprintf(b, `<span class="hidden-char" title="%s">%s</span>`, title, what)
+	}
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			flush(i)
-			fmt.Fprintf(b, `<span class="hidden-char" title="a byte that is not text">\x%02x</span>`, s[i])
-			start = i + size
-		case r == '\t':
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || unicode.Is(unicode.Cf, r):
-			flush(i)
-			fmt.Fprintf(b, `<span class="hidden-char" title="an invisible character">U+%04X</span>`, r)
-			start = i + size
+		hidden := r == utf8.RuneError && size == 1 || r != '\t' && (r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || unicode.Is(unicode.Cf, r))
+		if !hidden {
+			i += size
+			continue
 		}
-		i += size
+		flush(i)
+		n, j := 0, i
+		for j < len(s) {
+			r2, size2 := utf8.DecodeRuneInString(s[j:])
+			if r2 != r || size2 != size || (size == 1 && r == utf8.RuneError && s[j] != s[i]) {
+				break
+			}
+			n, j = n+1, j+size2
+		}
+		if r == utf8.RuneError && size == 1 {
+			mark(fmt.Sprintf(`\x%02x`, s[i]), "a byte that is not text", n)
+		} else {
+			mark(fmt.Sprintf("U+%04X", r), "an invisible character", n)
+		}
+		i, start = j, j
 	}
 	flush(len(s))
+}
+
+// visible is s as HTML text, its invisible characters shown (a name, a
+// header: anything of the patch the page shows).
+func visible(s string) template.HTML {
+	var b strings.Builder
+	escape(&b, s)
+	return template.HTML(b.String())
 }

@@ -115,7 +115,7 @@ func TestReviewPages(t *testing.T) {
 		files = append(files, session.ChangedFile{Path: fmt.Sprintf("f%d.go", i)})
 	}
 	b.WriteString(goPatch("huge.go", fileRows+500))
-	d := session.Diff{Patch: b.String(), Files: files}
+	d := session.Diff{Patch: b.String(), Files: append(files, session.ChangedFile{Path: "huge.go", Flagged: true, Reason: "generated"})}
 	rv := layout(d, 1, false)
 	require.Greater(t, rv.Pages, 2)
 	require.Len(t, rv.Index, 7)
@@ -123,14 +123,15 @@ func TestReviewPages(t *testing.T) {
 	for _, f := range rv.Files {
 		shown += len(f.Hunks[0].Lines)
 	}
-	require.LessOrEqual(t, shown, pageRows)
+	require.LessOrEqual(t, shown, fileRows, "a page holds at most one huge file's shown lines")
+	require.Equal(t, "huge.go", rv.Files[0].Path, "the flagged file first")
+	require.Equal(t, 500, rv.Files[0].Cut, "a huge file shows a bounded part, saying how much is not shown")
 	last := layout(d, rv.Pages, false)
-	require.Equal(t, "huge.go", last.Files[len(last.Files)-1].Path)
-	require.Equal(t, 500, last.Files[len(last.Files)-1].Cut)
+	require.Equal(t, "f5.go", last.Files[len(last.Files)-1].Path)
 	require.Equal(t, rv.Pages, layout(d, 99, false).Page, "a page past the end is the last")
-	html := renderDiff(t, testApp(t), d, 1, false)
-	require.Contains(t, html, fmt.Sprintf(`href="?page=%d#f7"`, rv.Pages), "the table links to a file's page")
-	require.Contains(t, html, `aria-label="pages of the diff"`)
+	html := renderDiff(t, testApp(t), d, 2, false)
+	require.True(t, strings.Contains(html, `href="?page=1#f1"`), "another page's table links to the flagged file on its page")
+	require.True(t, strings.Contains(html, `aria-label="pages of the diff"`), "pages to move between")
 }
 
 // BenchmarkReviewPage is the server side of a 5,000-line diff's review
@@ -155,4 +156,41 @@ func BenchmarkReviewPage(b *testing.B) {
 	}
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+}
+
+// TestReviewBounds: what an agent writes cannot make a page huge or hide
+// in it: a megabyte line of control bytes, fifty thousand empty files,
+// names with bidi overrides, a symbolic link, a flagged file renamed away,
+// a file the patch does not show.
+func TestReviewBounds(t *testing.T) {
+	line := strings.Repeat("\x01", 1<<20)
+	d := session.Diff{Patch: "diff --git a/x.txt b/x.txt\nindex 1..2 100644\n--- a/x.txt\n+++ b/x.txt\n@@ -1 +1 @@\n-a\n+" + line + "\n", Files: []session.ChangedFile{{Path: "x.txt"}}}
+	html := renderDiff(t, testApp(t), d, 1, false)
+	require.Less(t, len(html), 100<<10, "a megabyte line of control bytes renders small")
+	require.Contains(t, html, "U+0001 ×2000")
+	require.Contains(t, html, "more bytes of this line are not shown")
+
+	var many strings.Builder
+	var files []session.ChangedFile
+	for i := range 50000 {
+		fmt.Fprintf(&many, "diff --git a/e%d b/e%d\nnew file mode 100644\nindex 0000000..e69de29\n", i, i)
+		files = append(files, session.ChangedFile{Path: fmt.Sprintf("e%d", i)})
+	}
+	rv := layout(session.Diff{Patch: many.String(), Files: files}, 1, false)
+	require.Greater(t, rv.Pages, 10, "empty files count on a page too")
+	require.LessOrEqual(t, len(rv.Files), pageRows)
+	require.LessOrEqual(t, len(rv.Table), pageRows)
+
+	tricky := "diff --git \"a/install\\342\\200\\256hs.md\" \"b/install\\342\\200\\256hs.md\"\nnew file mode 120000\nindex 0000000..1111111\n--- /dev/null\n+++ \"b/install\\342\\200\\256hs.md\"\n@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n" +
+		"diff --git a/.github/workflows/ci.yml b/docs/ci.txt\nsimilarity index 100%\nrename from .github/workflows/ci.yml\nrename to docs/ci.txt\n"
+	d = session.Diff{Patch: tricky, Files: []session.ChangedFile{{Path: "install\u202ehs.md"}, {Path: ".github/workflows/ci.yml", Flagged: true, Reason: "CI configuration"}, {Path: "forgotten.txt"}}}
+	rv = layout(d, 1, false)
+	html = renderDiff(t, testApp(t), d, 1, false)
+	require.NotContains(t, html, "\u202e", "no raw bidi override in a name")
+	require.Contains(t, html, `install<span class="hidden-char" title="an invisible character">U+202E</span>hs.md`)
+	require.Contains(t, html, "a symbolic link")
+	moved := rv.Index[slices.IndexFunc(rv.Index, func(e FileEntry) bool { return e.Path == "docs/ci.txt" })]
+	require.True(t, moved.Flagged, "a flagged file renamed away keeps its flag")
+	require.Equal(t, []string{"forgotten.txt"}, rv.Missing)
+	require.Contains(t, html, "Not shown here though it changed")
 }

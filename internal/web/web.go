@@ -65,8 +65,9 @@ func New(svc *engine.Service, logger *slog.Logger, key []byte) (*App, error) {
 	}
 	a := &App{Service: svc, Logger: logger, csrfKey: key, pages: map[string]*template.Template{}}
 	funcs := template.FuncMap{
-		"ago":   ago,
-		"waits": waits,
+		"ago":     ago,
+		"waits":   waits,
+		"visible": visible,
 		// parkOf passes a page and a park to the park partial.
 		"parkOf": func(root view, id, reason string, spendCap float64, next string) map[string]any {
 			return map[string]any{"Root": root, "ID": id, "Reason": reason, "Cap": spendCap, "Suggested": math.Ceil(max(spendCap*2, 1)), "Next": next}

@@ -238,6 +238,7 @@ func TestWebAppEndToEnd(t *testing.T) {
 	)
 	// An agent's message is laid out, never interpreted: markup stays
 	// text, only http(s) links become links.
+	run("a page with the app's script", chromedp.Navigate(a.URL+"/inbox"), chromedp.WaitVisible(chromedp.CSS("main h1")), until(`typeof markdown === "function"`))
 	md, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`(() => {
 		const d = document.createElement("div");
 		d.append(markdown("# Plan\n- **fix** the `+"`typo`"+`\n- see [docs](https://example.com/x) and [bad](javascript:alert(1))\n<img src=x onerror=alert(1)><script>alert(2)</script>\n`+"```"+`\n<b>code</b>\n`+"```"+`"));
@@ -325,9 +326,12 @@ func TestWebAppEndToEnd(t *testing.T) {
 	// The next call waits for a decision on the session page itself.
 	run("approve on the session page, the call appearing without a reload",
 		chromedp.WaitVisible(chromedp.Search(`//article[contains(., "write_file")]//button[@value="approve"]`)),
-		// Enter in the note never rejects: the form's first button,
-		// Approve, is what Enter presses.
+		// Enter in the note decides nothing (neither rejects nor approves);
+		// the note goes with the button pressed next.
+		// (Had Enter submitted the form, the page would have reloaded
+		// without the call: the click below would find no Approve.)
 		chromedp.SendKeys(chromedp.Search(`//article[contains(., "write_file")]//input[@name="note"]`), "looks fine\r"),
+		chromedp.Click(chromedp.Search(`//article[contains(., "write_file")]//button[@value="approve"]`)),
 		chromedp.WaitVisible(chromedp.Search(`//ol[@id="transcript"]/li[contains(., "Review the diff")]`)),
 		chromedp.WaitVisible(chromedp.Search(`//ol[@id="transcript"]/li[contains(@class, "answer") and contains(., "changelog: yes")]`)),
 	)
@@ -335,7 +339,7 @@ func TestWebAppEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, slices.ContainsFunc(decided, func(ap session.Approval) bool {
 		return ap.Tool == "write_file" && ap.Status == session.ApprovalApproved && ap.Note == "looks fine"
-	}), "Enter in the note approved, with the note: %+v", decided)
+	}), "approved with the note typed before: %+v", decided)
 	// The header follows the session without a reload: no longer waiting.
 	pctx, cancelP := context.WithTimeout(bctx, time.Minute)
 	_, err = chromedp.Run(pctx, chromedp.Poll[bool](`document.getElementById("status").textContent === "awaiting" && !document.getElementById("ambient").textContent.includes("waiting for")`))
@@ -654,6 +658,7 @@ func TestWebAppEndToEnd(t *testing.T) {
 // unusable lists the page's controls a keyboard user cannot reach (taken
 // out of the tab order) or cannot tell apart (no label, text or name).
 const unusable = `[...document.querySelectorAll('a[href], button, input:not([type=hidden]), select, textarea')].filter(e => {
+  if (e.hidden) return false; // not shown, not a control (a form's disabled default button)
   if (e.tabIndex < 0 || e.disabled) return true;
   const named = e.getAttribute('aria-label') || (e.labels && [...e.labels].some(l => l.textContent.trim())) || e.textContent.trim();
   return !named;

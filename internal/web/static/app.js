@@ -51,8 +51,9 @@ function swap(container, content) {
 // and sets text only: no markup the agent wrote is ever interpreted.
 function markdown(text) {
   const out = document.createDocumentFragment();
+  if (text.length > 100000) { out.append(el("p", "md-p", text)); return out; } // too long to lay out: as written
   const inline = (parent, s) => {
-    const re = /(`[^`\n]+`)|(\*\*[^*\n]+\*\*)|(\*[^*\n]+\*|_[^_\n]+_)|(\[[^\]\n]+\]\((https?:\/\/[^)\s]+)\))/g;
+    const re = /(`[^`\n]{1,500}`)|(\*\*[^*\n]{1,500}\*\*)|(\*[^*\n]{1,500}\*|_[^_\n]{1,500}_)|(\[[^\]\n]{1,200}\]\((https?:\/\/[^)\s]{1,2000})\))/g;
     let last = 0;
     for (let m; (m = re.exec(s)) !== null;) {
       if (m.index > last) parent.append(document.createTextNode(s.slice(last, m.index)));
@@ -360,14 +361,14 @@ function keys() {
   help.setAttribute("role", "dialog");
   help.setAttribute("aria-label", "keyboard shortcuts");
   help.hidden = true;
-  help.append(el("p", "", "j / k: next / previous call waiting for a decision · a: approve it · r: reject it (type a note first in its Note field) · o: open its session · ?: this help · Esc: close"));
+  help.append(el("p", "", "j / k: next / previous call waiting for a decision · a: approve the one in focus · r: reject it · o: open its session · ?: this help · Esc: close. A note is typed in its field, then sent with Approve or Reject (Enter there decides nothing)."));
   document.body.append(help);
   const items = () => [...document.querySelectorAll("article.approval")];
   const current = () => document.activeElement && document.activeElement.closest("article.approval");
   const focus = (art) => { if (!art) return; art.tabIndex = -1; art.focus(); art.scrollIntoView({ block: "nearest" }); };
   document.addEventListener("keydown", (e) => {
-    if (e.ctrlKey || e.metaKey || e.altKey) return;
     const t = e.target;
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
     if (t && t.matches && t.matches("input, textarea, select, [contenteditable]")) return;
     const list = items();
     const here = current();
@@ -379,7 +380,7 @@ function keys() {
         break;
       }
       case "a": case "r": {
-        const art = here || (list.length === 1 ? list[0] : null);
+        const art = here; // only the call in focus, never one not looked at
         if (!art) return;
         art.querySelector(`button[value="${e.key === "a" ? "approve" : "reject"}"]`)?.click();
         break;
