@@ -247,6 +247,14 @@ func TestWebAppEndToEnd(t *testing.T) {
 	})()`))
 	require.NoError(t, err)
 	require.Equal(t, []string{"0", "fix", "typo", "https://example.com/x", "<b>code</b>", "kept"}, md)
+	// Text from an agent or a command shows what would hide or move it.
+	marks, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`(() => {
+		const d = el("pre", "", "if isAdmin \u202e } \u2066// \u2069 { ok\u200b\u200b\u200b");
+		return [d.textContent, String(d.querySelectorAll(".hidden-char").length)];
+	})()`))
+	require.NoError(t, err)
+	require.Equal(t, "if isAdmin U+202E } U+2066// U+2069 { okU+200B ×3", marks[0])
+	require.Equal(t, "4", marks[1])
 	// Live controls: a call that comes to wait appears on an open page,
 	// and one decided elsewhere (the API) leaves it, each within 2 s.
 	z, err := admin.Sessions().Create(ctx, wire.CreateRequest{Model: "replay/demo", Repo: repo(t), Message: "a third one"})

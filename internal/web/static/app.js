@@ -6,10 +6,36 @@
 // templates.
 "use strict";
 
+// hiddenChars are the characters that hide or move text (controls but
+// newline and tab, bidi overrides, zero-width characters): shown as a
+// mark naming them wherever text from an agent or a command is set.
+const hiddenChars = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]/;
+const hiddenRun = new RegExp(hiddenChars.source + "+", "g");
+
+// visibleText is text as nodes, each run of hidden characters a mark.
+function visibleText(text) {
+  text = String(text);
+  if (!hiddenChars.test(text)) return document.createTextNode(text);
+  const out = document.createDocumentFragment();
+  let last = 0;
+  for (const m of text.matchAll(hiddenRun)) {
+    if (m.index > last) out.append(document.createTextNode(text.slice(last, m.index)));
+    const codes = [...new Set([...m[0]].map((c) => "U+" + c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")))];
+    const mark = document.createElement("span");
+    mark.className = "hidden-char";
+    mark.title = "an invisible character";
+    mark.textContent = codes.join(" ") + (m[0].length > 1 ? " ×" + m[0].length : "");
+    out.append(mark);
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) out.append(document.createTextNode(text.slice(last)));
+  return out;
+}
+
 function el(tag, cls, text) {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
+  if (text !== undefined) e.append(visibleText(text));
   return e;
 }
 
@@ -56,7 +82,7 @@ function markdown(text) {
     const re = /(`[^`\n]{1,500}`)|(\*\*[^*\n]{1,500}\*\*)|(\*[^*\n]{1,500}\*|_[^_\n]{1,500}_)|(\[[^\]\n]{1,200}\]\((https?:\/\/[^)\s]{1,2000})\))/g;
     let last = 0;
     for (let m; (m = re.exec(s)) !== null;) {
-      if (m.index > last) parent.append(document.createTextNode(s.slice(last, m.index)));
+      if (m.index > last) parent.append(visibleText(s.slice(last, m.index)));
       if (m[1]) parent.append(el("code", "", m[1].slice(1, -1)));
       else if (m[2]) parent.append(el("strong", "", m[2].slice(2, -2)));
       else if (m[3]) parent.append(el("em", "", m[3].slice(1, -1)));
@@ -68,7 +94,7 @@ function markdown(text) {
       }
       last = re.lastIndex;
     }
-    if (last < s.length) parent.append(document.createTextNode(s.slice(last)));
+    if (last < s.length) parent.append(visibleText(s.slice(last)));
   };
   const lines = text.split("\n");
   let para = null;
@@ -100,7 +126,7 @@ function markdown(text) {
     } else if (line.trim() === "") {
       para = list = null;
     } else {
-      if (!para) { para = el("p", "md-p"); out.append(para); } else para.append(document.createTextNode("\n"));
+      if (!para) { para = el("p", "md-p"); out.append(para); } else para.append("\n");
       inline(para, line);
       list = null;
     }
@@ -219,7 +245,7 @@ function transcript(list) {
         const x = await r.json();
         status.textContent = x.status;
         status.className = "status status-" + x.status;
-        if (ambient) ambient.textContent = x.ambientStatus || "";
+        if (ambient) ambient.replaceChildren(visibleText(x.ambientStatus || ""));
       } catch { /* the next one tries again */ }
     }, 200);
   };
@@ -277,7 +303,7 @@ function transcript(list) {
         break;
       case "assistant_text":
         if (!assistant) message = assistant = add("assistant", "agent", "");
-        assistant.querySelector(".text").textContent += data.text;
+        assistant.querySelector(".text").append(visibleText(data.text));
         break;
       case "assistant_message":
         if (data.text) {
@@ -330,7 +356,7 @@ function transcript(list) {
       default:
         break;
     }
-    if (ambient && data.ambientStatus) ambient.textContent = data.ambientStatus;
+    if (ambient && data.ambientStatus) ambient.replaceChildren(visibleText(data.ambientStatus));
   }
 }
 
