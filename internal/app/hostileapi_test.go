@@ -192,7 +192,7 @@ func TestSpendCapIsFinite(t *testing.T) {
 // TestPrintedAnswerCommandRuns: the command a non-interactive run prints
 // at a question works as typed.
 func TestPrintedAnswerCommandRuns(t *testing.T) {
-	code, out := paddock(t, "run", "--non-interactive", "--model", "replay/demo", "fix the typo")
+	code, out := paddock(t, "run", "--empty", "--non-interactive", "--model", "replay/demo", "fix the typo")
 	require.Equal(t, 2, code, out)
 	_, hint, ok := strings.Cut(out, "answer it: ")
 	require.True(t, ok, out)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -119,16 +120,16 @@ func TestRunNonInteractiveStopsAtQuestion(t *testing.T) {
 	code, _, errOut = run(t, "", "run", "--non-interactive", "--model", "replay/demo", "--repo", "/no/such/dir", "look around")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "does not exist")
-	code, _, errOut = run(t, "", "run", "--model", "replay/demo")
+	code, _, errOut = run(t, "", "run", "--empty", "--model", "replay/demo")
 	require.Equal(t, 2, code, "a run without a prompt is a usage error")
 	require.Contains(t, errOut, "needs a prompt")
 
 	// The default policy asks before edits: a non-interactive run rejects
 	// the edit and says why; an interactive one asks at the terminal.
-	code, out, errOut = run(t, "", "run", "--non-interactive", "--model", "replay/demo", "fix the typo")
+	code, out, errOut = run(t, "", "run", "--empty", "--non-interactive", "--model", "replay/demo", "fix the typo")
 	require.Equal(t, 1, code, out)
 	require.Contains(t, errOut, "the tool call edit_file was rejected: this session is non-interactive")
-	code, out, errOut = run(t, "y\n2\ny\n", "run", "--model", "replay/demo", "fix the typo")
+	code, out, errOut = run(t, "y\n2\ny\n", "run", "--empty", "--model", "replay/demo", "fix the typo")
 	require.Equal(t, 0, code, errOut+out)
 	require.Contains(t, out, "edit_file needs permission (default=ask)")
 	require.Contains(t, out, "approved by cli-tester")
@@ -142,7 +143,7 @@ func TestRunNonInteractiveStopsAtQuestion(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "project/default policy sha256:")
 	defer run(t, "", "policy", "apply", "-f", writeFile(t, "back.yaml", "default: ask\ntools: {read_file: allow, list_dir: allow, ask_user: allow}\n"))
-	code, out, errOut = run(t, "", "run", "--non-interactive", "--model", "replay/demo", "fix the typo")
+	code, out, errOut = run(t, "", "run", "--empty", "--non-interactive", "--model", "replay/demo", "fix the typo")
 	require.Equal(t, 2, code, out)
 	require.Contains(t, out, "? Should I also add a CHANGELOG entry?")
 	require.Contains(t, errOut, "non-interactive")
@@ -197,13 +198,13 @@ func TestRunAgainstOpenAICompatibleServer(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
 	t.Setenv("OPENAI_API_KEY", "")
-	code, out, errOut := run(t, "", "run", "--model", "openai/qwen2.5-coder", "say hello")
+	code, out, errOut := run(t, "", "run", "--empty", "--model", "openai/qwen2.5-coder", "say hello")
 	require.Equal(t, 0, code, errOut+out)
 	require.Contains(t, out, "All done.")
 	require.Equal(t, []string{"/v1/chat/completions"}, paths)
 
 	t.Setenv("OPENAI_BASE_URL", "")
-	code, _, errOut = run(t, "", "run", "--model", "openai/gpt-x", "say hello")
+	code, _, errOut = run(t, "", "run", "--empty", "--model", "openai/gpt-x", "say hello")
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "OPENAI_API_KEY is not set", "a missing key is a clear error at session start")
 }
@@ -226,7 +227,7 @@ func TestLocalDataDirectory(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711)) // the sandbox user reaches working copies
 	env := map[string]string{"PADDOCK_DATA_DIR": dir}
-	code, out, errOut := runEnv(t, env, "", "run", "--non-interactive", "--model", "replay/demo", "look around")
+	code, out, errOut := runEnv(t, env, "", "run", "--empty", "--non-interactive", "--model", "replay/demo", "look around")
 	require.NotEqual(t, 0, code, "the default policy rejects the edit non-interactively")
 	require.Contains(t, errOut, "in-process")
 	require.Contains(t, out, "session ")
@@ -250,6 +251,63 @@ func TestLocalDataDirectory(t *testing.T) {
 	require.Contains(t, out, id)
 	_, err = app.Start(context.Background(), config.Config{DataDir: dir, Listen: "127.0.0.1:0"}, slog.New(slog.DiscardHandler))
 	require.ErrorContains(t, err, "in use by the paddock server at "+a.URL)
+}
+
+// TestRunWorksOnTheRepositoryYouAreIn: paddock run inside a repository
+// works on its checkout as it is (an uncommitted edit the agent must see,
+// an untracked file), the diff holds the agent's changes only, accept
+// lands them beside the person's work; outside a repository run says how
+// to start.
+func TestRunWorksOnTheRepositoryYouAreIn(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
+	env := map[string]string{"PADDOCK_DATA_DIR": dir}
+	repo := t.TempDir()
+	git := func(args ...string) {
+		out, err := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...).CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	git("init", "-q")
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "README.md"), []byte("# salutations\n"), 0o644))
+	git("add", "-A")
+	git("commit", "-qm", "init")
+	// Work in progress: the typo the agent fixes exists only uncommitted.
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "README.md"), []byte("Helo, world!\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "notes.txt"), []byte("mine\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(repo, "sub"), 0o755))
+	t.Chdir(filepath.Join(repo, "sub"))
+
+	code, out, errOut := runEnv(t, env, "y\n2\ny\n", "run", "--model", "replay/demo", "fix the typo")
+	require.Equal(t, 0, code, errOut+out)
+	id := strings.Fields(out[strings.Index(out, "session ")+len("session "):])[0]
+	code, out, errOut = runEnv(t, env, "", "sessions", "diff", id)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "-Helo, world!\n+Hello, world!")
+	require.NotContains(t, out, "salutations", "the person's own change is the base, not the diff")
+	require.NotContains(t, out, "notes.txt")
+	require.Equal(t, "Helo, world!\n", readFile(t, filepath.Join(repo, "README.md")), "nothing reaches the checkout before accept")
+
+	code, out, errOut = runEnv(t, env, "", "sessions", "accept", id, "--uncommitted")
+	require.Equal(t, 0, code, errOut+out)
+	require.Equal(t, "Hello, world!\n", readFile(t, filepath.Join(repo, "README.md")))
+	require.Equal(t, "mine\n", readFile(t, filepath.Join(repo, "notes.txt")))
+	require.FileExists(t, filepath.Join(repo, "CHANGELOG.md"))
+
+	t.Chdir(t.TempDir())
+	code, _, errOut = runEnv(t, env, "", "run", "--model", "replay/demo", "fix the typo")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "is not in one")
+	require.Contains(t, errOut, "--empty")
+	code, _, errOut = runEnv(t, env, "", "run", "--empty", "--repo", repo, "fix the typo")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "not both")
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return string(data)
 }
 
 func TestCLIFailuresAreClear(t *testing.T) {
@@ -276,7 +334,7 @@ func TestCLIFailuresAreClear(t *testing.T) {
 	require.Contains(t, errOut, "environment of `paddock serve`")
 
 	// End of input at an approval prompt is no decision, with how to decide.
-	code, out, errOut := run(t, "", "run", "--model", "replay/demo", "fix the typo")
+	code, out, errOut := run(t, "", "run", "--empty", "--model", "replay/demo", "fix the typo")
 	require.Equal(t, 2, code, out+errOut)
 	require.Contains(t, errOut, "no decision")
 	require.Contains(t, errOut, "paddock approvals approve approval-")
@@ -323,7 +381,7 @@ func TestVersionAndTypos(t *testing.T) {
 // TestQuestionRefusesAnAnswerNotOffered: at the terminal, "maybe" to a
 // yes/no question is asked again; a number picks an option.
 func TestQuestionRefusesAnAnswerNotOffered(t *testing.T) {
-	code, out, errOut := run(t, "y\nmaybe\n2\ny\n", "run", "--model", "replay/demo", "fix the typo")
+	code, out, errOut := run(t, "y\nmaybe\n2\ny\n", "run", "--empty", "--model", "replay/demo", "fix the typo")
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)
 	require.Contains(t, out, `"maybe" is not one of the options`)
 	require.Contains(t, out, "answer: changelog=no")

@@ -176,7 +176,7 @@ func TestRunPolicyOnlyTightens(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	digest := strings.TrimSpace(out[strings.LastIndex(out, " "):])
 
-	code, out, _ = runEnv(t, local, "", "run", "--non-interactive", "--policy", loose, "--model", "replay/demo", "fix the typo")
+	code, out, _ = runEnv(t, local, "", "run", "--empty", "--non-interactive", "--policy", loose, "--model", "replay/demo", "fix the typo")
 	require.NotEqual(t, 0, code)
 	require.Contains(t, out, "edit_file rejected", "the project's exclusion stands under a looser --policy:\n%s", out)
 
@@ -201,7 +201,7 @@ func TestRunPolicyOnlyTightens(t *testing.T) {
 	code, _, errOut = runEnv(t, env, "", "policy", "apply", "-f", strict, "--project", project)
 	require.NotEqual(t, 0, code, "a member does not set the project's policy")
 	env["PADDOCK_PROJECT"] = project // her project, without --project
-	code, out, errOut = runEnv(t, env, "", "run", "--non-interactive", "--policy", strict, "--model", "replay/demo", "fix the typo")
+	code, out, errOut = runEnv(t, env, "", "run", "--empty", "--non-interactive", "--policy", strict, "--model", "replay/demo", "fix the typo")
 	require.NotEqual(t, 0, code)
 	require.Contains(t, out, "edit_file rejected", "her --policy tightened her run: %s %s", out, errOut)
 }

@@ -23,11 +23,13 @@ import (
 func newRun(g *globals) *cobra.Command {
 	var req wire.CreateRequest
 	var policyFile string
+	var empty bool
 	cmd := &cobra.Command{
-		Use:   `run [--agent NAME] [--model PROVIDER/MODEL] [--repo DIR] "PROMPT"`,
+		Use:   `run [--agent NAME] [--model PROVIDER/MODEL] [--repo DIR | --empty] "PROMPT"`,
 		Short: "Run a session and stream it to the terminal",
 		Long: "Run a session and stream its transcript. Without --server (or PADDOCK_SERVER) it starts an " +
-			"in-process server on the data directory. Exits 0 when the session's work ends well, non-zero with the reason otherwise.",
+			"in-process server on the data directory. The session works on a copy of the git repository you are in, as it is " +
+			"(uncommitted and untracked files included; ignored ones left out); nothing reaches your checkout until you accept. Exits 0 when the session's work ends well, non-zero with the reason otherwise.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -44,12 +46,8 @@ func newRun(g *globals) *cobra.Command {
 				req.Policy = string(data)
 			}
 			req.Project = g.project(req.Project)
-			if req.Repo != "" {
-				abs, err := filepath.Abs(req.Repo)
-				if err != nil {
-					return err
-				}
-				req.Repo = abs
+			if err := g.runRepo(&req, empty); err != nil {
+				return err
 			}
 			c, stop, err := g.connect(cmd.Context())
 			if err != nil {
@@ -57,7 +55,7 @@ func newRun(g *globals) *cobra.Command {
 			}
 			defer stop()
 			if req.Repo == "" {
-				fmt.Fprintln(g.io.Err, "no --repo: the agent works in an empty working copy")
+				fmt.Fprintln(g.io.Err, "the agent works in an empty working copy")
 			}
 			x, err := c.Sessions().Create(cmd.Context(), req)
 			if err != nil {
@@ -72,11 +70,60 @@ func newRun(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&req.Project, "project", "", "project the session belongs to (its agents, policy and members; default $PADDOCK_PROJECT, else default)")
 	cmd.Flags().StringVar(&req.Agent, "agent", "", "applied agent to run (default: an ad-hoc agent)")
 	cmd.Flags().StringVar(&req.Model, "model", "", "model as PROVIDER/MODEL (default: the agent's, or replay/demo)")
-	cmd.Flags().StringVar(&req.Repo, "repo", "", "repository the session works on (a copy of it)")
+	cmd.Flags().StringVar(&req.Repo, "repo", "", "repository the session works on, a copy of it as it is (default: the one you are in)")
+	cmd.Flags().BoolVar(&empty, "empty", false, "start from an empty working copy instead of a repository")
 	cmd.Flags().BoolVar(&req.NonInteractive, "non-interactive", false, "never prompt: a question stops the run; a call needing permission is rejected unless --approver")
 	cmd.Flags().StringVar(&req.Approver, "approver", "", "identity who approves this run's calls (with paddock approvals approve)")
 	cmd.Flags().StringVar(&policyFile, "policy", "", "policy YAML that tightens the project's policy for this run only (it never loosens it; a project's policy is set with paddock policy apply)")
 	return cmd
+}
+
+// runRepo settles the repository a run works on: --repo made absolute;
+// else, on this machine's server, the git repository the working
+// directory is in (outside one, run says how to start); --empty, or a
+// remote server without --repo, works in an empty copy.
+func (g *globals) runRepo(req *wire.CreateRequest, empty bool) error {
+	if empty {
+		if req.Repo != "" {
+			return &exitError{Code: 2, Msg: "give --repo DIR or --empty, not both"}
+		}
+		return nil
+	}
+	if req.Repo != "" {
+		abs, err := filepath.Abs(req.Repo)
+		req.Repo = abs
+		return err
+	}
+	if g.cfg.Server != "" {
+		return nil // a remote server cannot read this machine's files
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	top, ok := enclosingRepo(wd)
+	if !ok {
+		return &exitError{Code: 2, Msg: fmt.Sprintf("paddock run works on the git repository you are in, and %s is not in one.\n"+
+			"cd into a repository, name one with --repo DIR, or start from nothing with --empty\n"+
+			"(a new repository: git init && git add -A && git commit -m start)", wd)}
+	}
+	req.Repo = top
+	return nil
+}
+
+// enclosingRepo is the top of the git repository dir is in: the nearest
+// directory, dir or above, holding a .git.
+func enclosingRepo(dir string) (string, bool) {
+	for {
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return dir, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
 }
 
 // serverEnvHint explains a provider key missing on a server when this

@@ -21,6 +21,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/agent"
 	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/bound"
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/errdefs"
@@ -186,38 +187,44 @@ func (a *Activities) runsCommands(sp spec.Agent) bool {
 	return false
 }
 
-func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session, sp spec.Agent) (string, string, error) {
-	dir, err := a.Copies.Dir(ctx, s, a.runsCommands(sp))
+// prepareWorkspace makes session s's working copy: of its repository as
+// it is (uncommitted and untracked files included, as the base
+// snapshot), or empty. detail says what it started from.
+func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session, sp spec.Agent) (dir, base, detail string, err error) {
+	dir, err = a.Copies.Dir(ctx, s, a.runsCommands(sp))
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	if fi, err := os.Lstat(filepath.Join(dir, ".git")); err == nil && fi.IsDir() {
 		base, err := workspace.Head(ctx, dir)
-		return dir, base, err // a retried provision keeps the copy it made
+		return dir, base, "working copy at " + clip.ID(base), err // a retried provision keeps the copy it made
 	}
 	_ = os.RemoveAll(dir)
 	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
+	detail = "an empty working copy"
 	if s.Repo != "" {
-		if err := workspace.Clone(ctx, s.Repo, dir); err != nil {
-			return "", "", err
+		o, err := workspace.CloneAsIs(ctx, s.Repo, dir)
+		if err != nil {
+			return "", "", "", err
 		}
+		detail = o.Summary(s.Repo)
 	} else {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return "", "", err
+			return "", "", "", err
 		}
 		if err := workspace.Init(ctx, dir); err != nil {
-			return "", "", err
+			return "", "", "", err
 		}
 	}
 	if a.Copies.UID != 0 {
 		if err := copies.ChownTree(dir, a.Copies.UID); err != nil {
-			return "", "", fmt.Errorf("hand the working copy to the sandbox user: %w", err)
+			return "", "", "", fmt.Errorf("hand the working copy to the sandbox user: %w", err)
 		}
 	}
-	base, err := workspace.Head(ctx, dir)
-	return dir, base, err
+	base, err = workspace.Head(ctx, dir)
+	return dir, base, detail, err
 }
 
 // Fail ends the session as failed; a replace: auto agent gets a successor.

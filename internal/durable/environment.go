@@ -40,8 +40,9 @@ func (a *Activities) provisionEnvironment(ctx context.Context, s session.Session
 	env := sp.Environment
 	var workdir, base string
 	prepare := func() (string, error) {
+		var detail string
 		var err error
-		workdir, base, err = a.prepareWorkspace(ctx, s, sp)
+		workdir, base, detail, err = a.prepareWorkspace(ctx, s, sp)
 		if err != nil {
 			return "", nonRetryable(fmt.Errorf("prepare working copy: %w", err))
 		}
@@ -49,7 +50,7 @@ func (a *Activities) provisionEnvironment(ctx context.Context, s session.Session
 			return "", err
 		}
 		s.Workdir = workdir
-		return "working copy at " + clip.ID(base), nil
+		return detail, nil
 	}
 	if env.Setup == "" {
 		return a.phase(ctx, s.ID, session.PhasePreparingEnvironment, prepare)

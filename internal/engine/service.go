@@ -437,7 +437,7 @@ func (s *Service) checkRepo(repo, project string) error {
 				return fmt.Errorf("%w: %s is a folder inside the git repository %s: give --repo %s (sessions work on a whole repository)", errdefs.ErrInvalid, repo, dir, dir)
 			}
 		}
-		return fmt.Errorf("%w: %s is not a git repository (run `git init` there and commit, or omit --repo for an empty working copy)", errdefs.ErrInvalid, repo)
+		return fmt.Errorf("%w: %s is not a git repository (run `git init` there and commit, or start from an empty working copy with --empty)", errdefs.ErrInvalid, repo)
 	}
 	if entries, err := os.ReadDir(gitDir); err == nil {
 		for _, e := range entries {
@@ -452,7 +452,7 @@ func (s *Service) checkRepo(repo, project string) error {
 		}
 	}
 	if !hasCommit(gitDir) {
-		return fmt.Errorf("%w: repository %s has no commit yet: commit something first (git -C %s add -A && git -C %s commit -m init), or omit --repo for an empty working copy", errdefs.ErrInvalid, repo, repo, repo)
+		return fmt.Errorf("%w: repository %s has no commit yet: commit something first (git -C %s add -A && git -C %s commit -m init), or start from an empty working copy with --empty", errdefs.ErrInvalid, repo, repo, repo)
 	}
 	return nil
 }

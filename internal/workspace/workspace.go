@@ -18,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/paddock-dev/paddock/internal/clip"
+	patchpkg "github.com/paddock-dev/paddock/internal/patch"
 	"github.com/paddock-dev/paddock/internal/secret"
 	"github.com/paddock-dev/paddock/internal/session"
 )
@@ -257,10 +258,13 @@ func Discard(ctx context.Context, dir, base string) error {
 	return err
 }
 
-// Apply applies a diff to the user's repository at repo: checked first (a
-// patch that does not apply changes nothing), then as uncommitted changes
-// or as a commit under the repository's own git identity. It returns the
-// commit, if one was made.
+// Apply applies a diff to the user's repository at repo: checked first,
+// file by file (a patch that does not apply changes nothing, and every
+// file in the way is named), then as uncommitted changes or as a commit
+// of exactly the session's files under the repository's own git
+// identity. Changes the person made meanwhile are kept: a file they
+// changed where the agent did too is a conflict, never overwritten. It
+// returns the commit, if one was made.
 func Apply(ctx context.Context, repo string, d session.Diff, mode session.ApplyMode, message string) (string, error) {
 	if strings.TrimSpace(d.Patch) == "" {
 		return "", fmt.Errorf("the session changed nothing: there is no diff to apply")
@@ -270,30 +274,30 @@ func Apply(ctx context.Context, repo string, d session.Diff, mode session.ApplyM
 			return "", fmt.Errorf("nothing was applied: %s is a %s; a link into .git is never accepted (reject the session, or remove the link in it first)", f.Path, f.Reason)
 		}
 	}
-	patch, err := os.CreateTemp("", "paddock-patch-")
+	dir, err := os.MkdirTemp("", "paddock-patch-")
 	if err != nil {
 		return "", err
 	}
-	defer os.Remove(patch.Name())
-	if _, err := patch.WriteString(d.Patch); err != nil {
+	defer os.RemoveAll(dir)
+	whole := filepath.Join(dir, "all.patch")
+	if err := os.WriteFile(whole, []byte(d.Patch), 0o600); err != nil {
 		return "", err
 	}
-	patch.Close()
+	if conflicts, err := check(ctx, repo, dir, d.Patch, mode); err != nil {
+		return "", err
+	} else if len(conflicts) > 0 {
+		return "", &ConflictError{Repo: repo, Base: d.Base, Conflicts: conflicts}
+	}
 	args := []string{"apply", "--whitespace=nowarn"}
 	if mode == session.AsCommit {
 		args = append(args, "--index")
-	}
-	if _, err := userGit(ctx, repo, append(append([]string{}, args...), "--check", patch.Name())...); err != nil {
-		return "", fmt.Errorf("the diff does not apply to %s (has it changed since the session's base %s?): %w", repo, clip.ID(d.Base), err)
-	}
-	if mode == session.AsCommit {
 		// The commit is made under the repository's own identity: without
 		// one, nothing is applied (rather than a change left staged).
 		if _, err := userGit(ctx, repo, "var", "GIT_COMMITTER_IDENT"); err != nil {
 			return "", fmt.Errorf("nothing was applied: %s has no git identity to commit with: set one (git -C %s config user.name \"Your Name\" && git -C %s config user.email you@example.com), then accept again: %w", repo, repo, repo, err)
 		}
 	}
-	if _, err := userGit(ctx, repo, append(args, patch.Name())...); err != nil {
+	if _, err := userGit(ctx, repo, append(args, whole)...); err != nil {
 		return "", err
 	}
 	if mode != session.AsCommit {
@@ -302,16 +306,130 @@ func Apply(ctx context.Context, repo string, d session.Diff, mode session.ApplyM
 	if message == "" {
 		message = "Apply the changes of a Paddock session"
 	}
-	if _, err := userGit(ctx, repo, "commit", "--quiet", "--no-verify", "-m", message); err != nil {
+	// Only the session's files: what the person staged is theirs to commit.
+	commit := []string{"commit", "--quiet", "--no-verify", "-m", message, "--only", "--"}
+	for _, f := range d.Files {
+		commit = append(commit, ":(literal)"+f.Path)
+	}
+	if _, err := userGit(ctx, repo, commit...); err != nil {
 		// Take the change back out of the index and the files, so a retry
 		// starts from where the repository was.
-		if _, rerr := userGit(ctx, repo, append(append([]string{}, args...), "-R", patch.Name())...); rerr != nil {
+		if _, rerr := userGit(ctx, repo, append(append([]string{}, args...), "-R", whole)...); rerr != nil {
 			return "", fmt.Errorf("the commit failed (%w) and undoing the applied change failed too (%v): see git -C %s status", err, rerr, repo)
 		}
 		return "", fmt.Errorf("the commit failed, and the change was taken back out: %w", err)
 	}
 	head, err := userGit(ctx, repo, "rev-parse", "HEAD")
 	return strings.TrimSpace(head), err
+}
+
+// Conflict is a file of a diff that does not apply to the user's
+// repository as it is now, and why.
+type Conflict struct {
+	Path string
+	Why  string
+}
+
+// ConflictError says a diff was not applied because files of the
+// repository are in its way; nothing was written.
+type ConflictError struct {
+	Repo      string
+	Base      string
+	Conflicts []Conflict
+}
+
+func (e *ConflictError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "nothing was applied: %d file(s) of %s are in the way of the session's changes (your changes there are intact):", len(e.Conflicts), e.Repo)
+	for _, c := range e.Conflicts {
+		fmt.Fprintf(&b, "\n  %s: %s", c.Path, c.Why)
+	}
+	return b.String()
+}
+
+// check tries each file's section of patch against repo on its own (git
+// apply --check, with --index for a commit) and names those that do not
+// apply, with why.
+func check(ctx context.Context, repo, dir, patch string, mode session.ApplyMode) ([]Conflict, error) {
+	var conflicts []Conflict
+	for i, sec := range sections(patch) {
+		name := filepath.Join(dir, fmt.Sprintf("%d.patch", i))
+		if err := os.WriteFile(name, []byte(sec), 0o600); err != nil {
+			return nil, err
+		}
+		p := sectionPath(sec)
+		if _, err := userGit(ctx, repo, "apply", "--whitespace=nowarn", "--check", name); err != nil {
+			why := conflictWhy(err)
+			if _, rerr := userGit(ctx, repo, "apply", "--whitespace=nowarn", "--check", "-R", name); rerr == nil {
+				why = "it already has the session's change (accepted before?)"
+			}
+			conflicts = append(conflicts, Conflict{Path: p, Why: why})
+			continue
+		}
+		if mode != session.AsCommit {
+			continue
+		}
+		if _, err := userGit(ctx, repo, "apply", "--whitespace=nowarn", "--check", "--index", name); err != nil {
+			conflicts = append(conflicts, Conflict{Path: p, Why: "it has uncommitted changes of yours, which a commit of the session's changes would take along: " +
+				"accept with --uncommitted, or commit or stash yours first"})
+		}
+	}
+	return conflicts, nil
+}
+
+// sections splits a git patch into its files' sections: each begins with
+// a "diff --git " line, which no line of a hunk or binary patch can be.
+func sections(patch string) []string {
+	var out []string
+	start := -1
+	for i := 0; i < len(patch); {
+		end := strings.IndexByte(patch[i:], '\n')
+		if end < 0 {
+			end = len(patch)
+		} else {
+			end += i + 1
+		}
+		if strings.HasPrefix(patch[i:end], "diff --git ") {
+			if start >= 0 {
+				out = append(out, patch[start:i])
+			}
+			start = i
+		}
+		i = end
+	}
+	if start >= 0 {
+		out = append(out, patch[start:])
+	}
+	return out
+}
+
+// sectionPath is the file a section changes, as its parsed header names it.
+func sectionPath(sec string) string {
+	if files, err := patchpkg.Parse(sec); err == nil && len(files) == 1 {
+		return files[0].Path()
+	}
+	line, _, _ := strings.Cut(sec, "\n")
+	return strings.TrimPrefix(line, "diff --git ")
+}
+
+// conflictWhy is git apply's refusal of one file in a person's words.
+func conflictWhy(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "already exists in working directory"):
+		return "you created it since the session started; the session creates it too"
+	case strings.Contains(msg, "does not exist in working tree"), strings.Contains(msg, "No such file"):
+		return "you removed or renamed it since the session started; the session changes it"
+	case strings.Contains(msg, "patch does not apply"), strings.Contains(msg, "patch failed"):
+		if _, at, ok := strings.Cut(msg, "patch failed: "); ok {
+			line, _, _ := strings.Cut(at, "\n")
+			if i := strings.LastIndexByte(line, ':'); i >= 0 {
+				return "you changed the lines the session changes (near line " + line[i+1:] + ") since the session started"
+			}
+		}
+		return "you changed the lines the session changes since the session started"
+	}
+	return strings.TrimSpace(msg)
 }
 
 // Redacted is diff d as a person is shown it: every secret the detector

@@ -78,7 +78,8 @@ func TestComputeApplyDiscard(t *testing.T) {
 
 	// Applying again fails the check and changes nothing.
 	_, err = Apply(ctx, src, d, session.AsUncommitted, "")
-	require.ErrorContains(t, err, "does not apply")
+	require.ErrorContains(t, err, "nothing was applied: 3 file(s)")
+	require.ErrorContains(t, err, "main.go: it already has the session's change")
 
 	require.NoError(t, Discard(ctx, work, base))
 	d, err = Compute(ctx, work, base)

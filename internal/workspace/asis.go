@@ -1,0 +1,218 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Origin is where a working copy came from: the repository's HEAD and,
+// when its checkout had work in progress, the files of it the copy took
+// (committed in the copy as the session's base snapshot, so the diff
+// shows only what the agent changed).
+type Origin struct {
+	Head string
+	// Base is the commit the session starts from: Head, or the snapshot
+	// of the checkout as it was.
+	Base string
+	// Files are the checkout's staged, unstaged and untracked files that
+	// differ from Head (deleted ones included).
+	Files []string
+	// Skipped are what the snapshot could not take, with why (a nested
+	// repository, a socket).
+	Skipped []string
+}
+
+// Summary says in a line what the copy started from.
+func (o Origin) Summary(repo string) string {
+	if len(o.Files) == 0 {
+		return fmt.Sprintf("the working copy starts from %s at %.12s (no uncommitted changes)", repo, o.Head)
+	}
+	s := fmt.Sprintf("the working copy starts from %s as it is: %.12s plus %d uncommitted or untracked file(s) (%s), recorded as base %.12s",
+		repo, o.Head, len(o.Files), listSome(o.Files, 5), o.Base)
+	if len(o.Skipped) > 0 {
+		s += "; left out: " + listSome(o.Skipped, 5)
+	}
+	return s
+}
+
+func listSome(xs []string, n int) string {
+	if len(xs) <= n {
+		return strings.Join(xs, ", ")
+	}
+	return strings.Join(xs[:n], ", ") + fmt.Sprintf(" and %d more", len(xs)-n)
+}
+
+// CloneAsIs makes the working copy at dir from the repository at src as
+// it is: its HEAD, then (when src has a working tree) every staged,
+// unstaged and untracked file that differs from it, ignored files left
+// out, committed in the copy as the base snapshot. Nothing is written in
+// src: git lists the changes without taking its optional locks (the
+// index is not refreshed), run as the repository's owner.
+func CloneAsIs(ctx context.Context, src, dir string) (Origin, error) {
+	fi, err := os.Stat(src)
+	if err != nil {
+		return Origin{}, err
+	}
+	top, err := ownerGit(ctx, src, fi, "rev-parse", "--show-toplevel")
+	top = strings.TrimSpace(top)
+	bare := err != nil || top == ""
+	from := src
+	if !bare {
+		from = top
+	}
+	// A repository with no commit yet clones as a copy without one.
+	if err := Clone(ctx, from, dir); err != nil {
+		return Origin{}, err
+	}
+	var o Origin
+	o.Head, _ = Head(ctx, dir) // "" for a repository with no commit yet
+	if !bare {
+		if o.Files, o.Skipped, err = overlay(ctx, top, fi, dir); err != nil {
+			return Origin{}, fmt.Errorf("take the uncommitted changes of %s: %w", top, err)
+		}
+	}
+	if len(o.Files) > 0 || o.Head == "" {
+		msg := "The checkout of " + src + " as it was when the session started"
+		if _, err := gitRun(ctx, dir, nil, "add", "--all", "--", "."); err != nil {
+			return Origin{}, err
+		}
+		if _, err := gitRun(ctx, dir, nil, "-c", "user.name=paddock", "-c", "user.email=paddock@localhost",
+			"commit", "--quiet", "--allow-empty", "--no-verify", "-m", msg); err != nil {
+			return Origin{}, err
+		}
+	}
+	if o.Base, err = Head(ctx, dir); err != nil {
+		return Origin{}, err
+	}
+	return o, nil
+}
+
+// overlay copies into the copy at dir every file of the checkout at top
+// that git says differs from HEAD (or is untracked and not ignored), and
+// removes those the checkout removed. It returns the paths taken and what
+// it left out.
+func overlay(ctx context.Context, top string, fi os.FileInfo, dir string) (files, skipped []string, err error) {
+	out, err := ownerGit(ctx, top, fi, "--no-optional-locks",
+		"status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=all")
+	if err != nil {
+		return nil, nil, err
+	}
+	srcRoot, err := os.OpenRoot(top)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer srcRoot.Close()
+	var changes []Change
+	for _, e := range strings.Split(out, "\x00") {
+		if len(e) < 4 {
+			continue
+		}
+		p := e[3:]
+		if strings.HasSuffix(p, "/") {
+			skipped = append(skipped, strings.TrimSuffix(p, "/")+" (a nested repository)")
+			continue
+		}
+		if !safePath(p) {
+			skipped = append(skipped, p+" (a name the copy does not take)")
+			continue
+		}
+		st, err := srcRoot.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			changes = append(changes, Change{Path: p})
+		case err != nil:
+			return nil, nil, err
+		case st.Mode()&fs.ModeSymlink != 0:
+			target, err := srcRoot.Readlink(p)
+			if err != nil {
+				return nil, nil, err
+			}
+			changes = append(changes, Change{Path: p, Mode: "120000", Data: []byte(target)})
+		case st.Mode().IsRegular():
+			mode := "100644"
+			if st.Mode()&0o111 != 0 {
+				mode = "100755"
+			}
+			changes = append(changes, Change{Path: p, Mode: mode})
+		default:
+			skipped = append(skipped, p+" (a "+Kind(st.Mode())+")")
+			continue
+		}
+		files = append(files, p)
+	}
+	return files, skipped, writeFrom(srcRoot, dir, changes)
+}
+
+// writeFrom is WriteBack for files whose bytes are read from src as they
+// are written (a regular file's Data is left empty): deletions first, no
+// path through a link.
+func writeFrom(src *os.Root, dir string, files []Change) error {
+	var links, deletions []Change
+	var regular []Change
+	for _, c := range files {
+		switch c.Mode {
+		case "":
+			deletions = append(deletions, c)
+		case "120000":
+			links = append(links, c)
+		default:
+			regular = append(regular, c)
+		}
+	}
+	if err := WriteBack(dir, append(deletions, links...)); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, c := range regular {
+		if err := throughDirs(root, c.Path); err != nil {
+			return err
+		}
+		if d := path.Dir(c.Path); d != "." {
+			if err := root.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
+		}
+		if err := root.RemoveAll(c.Path); err != nil {
+			return err
+		}
+		perm := os.FileMode(0o644)
+		if c.Mode == "100755" {
+			perm = 0o755
+		}
+		if err := copyInto(src, root, c.Path, perm); err != nil {
+			return fmt.Errorf("copy %s: %w", c.Path, err)
+		}
+	}
+	return nil
+}
+
+func copyInto(src, dst *os.Root, p string, perm os.FileMode) error {
+	in, err := src.Open(filepath.FromSlash(p))
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if st, err := in.Stat(); err != nil || !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is no longer a regular file", p)
+	}
+	out, err := dst.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,188 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...).CombinedOutput()
+	require.NoError(t, err, string(out))
+	return string(out)
+}
+
+func write(t *testing.T, dir, name, text string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
+}
+
+func read(t *testing.T, dir, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	require.NoError(t, err)
+	return string(data)
+}
+
+// workInProgress is a repository whose checkout has every kind of work in
+// progress: an unstaged edit, a staged new file, an untracked file in a
+// new directory, a removed file, an ignored file and a nested repository.
+func workInProgress(t *testing.T) (src, head string) {
+	src, head = repo(t)
+	write(t, src, "notes.md", "one\ntwo\nthree\nfour\nfive\nsix\nseven\n")
+	gitOut(t, src, "add", "notes.md")
+	gitOut(t, src, "commit", "-qm", "notes")
+	head = strings.TrimSpace(gitOut(t, src, "rev-parse", "HEAD"))
+	write(t, src, "main.go", "package main\n\n// edited, not committed\n")
+	write(t, src, "staged.go", "package main\n")
+	gitOut(t, src, "add", "staged.go")
+	write(t, src, "new/untracked.txt", "draft\n")
+	require.NoError(t, os.Remove(filepath.Join(src, "go.mod")))
+	write(t, src, "debug.log", "ignored\n")
+	require.NoError(t, os.Symlink("notes.md", filepath.Join(src, "link")))
+	gitOut(t, src, "init", "-q", filepath.Join(src, "vendor", "nested"))
+	return src, head
+}
+
+func TestCloneAsIsTakesTheCheckoutAsItIs(t *testing.T) {
+	ctx := context.Background()
+	src, head := workInProgress(t)
+	index, err := os.ReadFile(filepath.Join(src, ".git", "index"))
+	require.NoError(t, err)
+	status := gitOut(t, src, "status", "--porcelain")
+
+	dir := filepath.Join(t.TempDir(), "copy")
+	o, err := CloneAsIs(ctx, src, dir)
+	require.NoError(t, err)
+	require.Equal(t, head, o.Head)
+	require.NotEqual(t, head, o.Base, "the work in progress is the base snapshot")
+	require.ElementsMatch(t, []string{"main.go", "staged.go", "new/untracked.txt", "go.mod", "link"}, o.Files)
+	require.Equal(t, []string{"vendor/nested (a nested repository)"}, o.Skipped)
+	require.Contains(t, o.Summary(src), "5 uncommitted or untracked file(s)")
+
+	require.Equal(t, "package main\n\n// edited, not committed\n", read(t, dir, "main.go"))
+	require.Equal(t, "draft\n", read(t, dir, "new/untracked.txt"))
+	require.NoFileExists(t, filepath.Join(dir, "go.mod"))
+	require.NoFileExists(t, filepath.Join(dir, "debug.log"), "ignored files stay out")
+	target, err := os.Readlink(filepath.Join(dir, "link"))
+	require.NoError(t, err)
+	require.Equal(t, "notes.md", target)
+
+	// The copy is clean against its base: the diff is the agent's alone.
+	d, err := Compute(ctx, dir, o.Base)
+	require.NoError(t, err)
+	require.Empty(t, d.Files)
+
+	// Nothing of the checkout was written, its index included.
+	after, err := os.ReadFile(filepath.Join(src, ".git", "index"))
+	require.NoError(t, err)
+	require.Equal(t, index, after)
+	require.Equal(t, status, gitOut(t, src, "status", "--porcelain"))
+}
+
+func TestCloneAsIsOfACleanCheckoutStartsAtHead(t *testing.T) {
+	src, head := repo(t)
+	o, err := CloneAsIs(context.Background(), src, filepath.Join(t.TempDir(), "copy"))
+	require.NoError(t, err)
+	require.Equal(t, head, o.Base)
+	require.Empty(t, o.Files)
+}
+
+// agentChanges makes the copy of src's checkout and changes notes.md's
+// third line and adds a file in it, as an agent would; it returns the diff.
+func agentChanges(t *testing.T, src string) session.Diff {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "copy")
+	o, err := CloneAsIs(ctx, src, dir)
+	require.NoError(t, err)
+	write(t, dir, "notes.md", "one\ntwo\nTHREE\nfour\nfive\nsix\nseven\n")
+	write(t, dir, "new/untracked.txt", "draft\nfinished by the agent\n")
+	write(t, dir, "added.txt", "from the agent\n")
+	d, err := Compute(ctx, dir, o.Base)
+	require.NoError(t, err)
+	require.Len(t, d.Files, 3)
+	return d
+}
+
+func TestAcceptOntoTheCheckoutKeepsThePersonsWork(t *testing.T) {
+	ctx := context.Background()
+	src, _ := workInProgress(t)
+	d := agentChanges(t, src)
+
+	// Meanwhile the person edits the same line and another line of
+	// notes.md's neighbour, and creates added.txt themselves.
+	write(t, src, "notes.md", "one\ntwo\nthree, mine\nfour\nfive\nsix\nseven\n")
+	write(t, src, "added.txt", "mine\n")
+	_, err := Apply(ctx, src, d, session.AsUncommitted, "")
+	var conflict *ConflictError
+	require.True(t, errors.As(err, &conflict), "%v", err)
+	require.Len(t, conflict.Conflicts, 2)
+	require.Equal(t, "added.txt", conflict.Conflicts[0].Path)
+	require.Contains(t, conflict.Conflicts[0].Why, "you created it")
+	require.Equal(t, "notes.md", conflict.Conflicts[1].Path)
+	require.Contains(t, conflict.Conflicts[1].Why, "near line")
+	require.Contains(t, err.Error(), "nothing was applied")
+	// Nothing was written: their edits and the untracked file as they were.
+	require.Equal(t, "one\ntwo\nthree, mine\nfour\nfive\nsix\nseven\n", read(t, src, "notes.md"))
+	require.Equal(t, "mine\n", read(t, src, "added.txt"))
+	require.Equal(t, "draft\n", read(t, src, "new/untracked.txt"))
+
+	// An edit elsewhere in the file is kept beside the agent's.
+	write(t, src, "notes.md", "one\ntwo\nthree\nfour\nfive\nsix\nseven, mine\n")
+	require.NoError(t, os.Remove(filepath.Join(src, "added.txt")))
+	_, err = Apply(ctx, src, d, session.AsUncommitted, "")
+	require.NoError(t, err)
+	require.Equal(t, "one\ntwo\nTHREE\nfour\nfive\nsix\nseven, mine\n", read(t, src, "notes.md"))
+	require.Equal(t, "draft\nfinished by the agent\n", read(t, src, "new/untracked.txt"))
+	require.Equal(t, "package main\n\n// edited, not committed\n", read(t, src, "main.go"))
+}
+
+func TestAcceptAsACommitTakesOnlyTheSessionsFiles(t *testing.T) {
+	ctx := context.Background()
+	src, head := workInProgress(t)
+	d := agentChanges(t, src)
+
+	// new/untracked.txt is the person's uncommitted work: a commit of the
+	// agent's change to it would take theirs along.
+	_, err := Apply(ctx, src, d, session.AsCommit, "agent")
+	var conflict *ConflictError
+	require.True(t, errors.As(err, &conflict), "%v", err)
+	require.Equal(t, []Conflict{{Path: "new/untracked.txt", Why: conflict.Conflicts[0].Why}}, conflict.Conflicts)
+	require.Contains(t, conflict.Conflicts[0].Why, "--uncommitted")
+	require.Equal(t, head, strings.TrimSpace(gitOut(t, src, "rev-parse", "HEAD")))
+
+	// Once they commit that file, the session's files are committed and
+	// nothing else: staged.go stays staged, main.go's edit uncommitted.
+	gitOut(t, src, "add", "new/untracked.txt")
+	gitOut(t, src, "commit", "-qm", "mine", "--", "new/untracked.txt")
+	commit, err := Apply(ctx, src, d, session.AsCommit, "agent")
+	require.NoError(t, err)
+	require.Equal(t, "added.txt\nnew/untracked.txt\nnotes.md\n", gitOut(t, src, "show", "--name-only", "--format=", commit))
+	require.Equal(t, "A  staged.go", strings.TrimSpace(grepLine(gitOut(t, src, "status", "--porcelain"), "staged.go")))
+	require.Equal(t, "package main\n\n// edited, not committed\n", read(t, src, "main.go"))
+}
+
+func grepLine(text, sub string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
+
+func TestSections(t *testing.T) {
+	p := "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-diff --git a/y b/y\n+z\ndiff --git a/y b/y\nnew file mode 100644\n"
+	require.Equal(t, []string{"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-diff --git a/y b/y\n+z\n", "diff --git a/y b/y\nnew file mode 100644\n"}, sections(p))
+	require.Empty(t, sections(""))
+}
