@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strings"
 
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/durable"
@@ -32,16 +34,24 @@ func NewSandbox(ctx context.Context, cfg config.Config) (*sandbox.Bwrap, error) 
 	if cfg.CommandMaxCPUs > 0 {
 		box.MaxCPUs = cfg.CommandMaxCPUs
 	}
-	var missing []string
+	var limits []string
 	for _, l := range box.Unenforced() {
 		if !cfg.Unenforced[l] {
-			missing = append(missing, fmt.Sprintf("this machine cannot bound commands' %s (no writable cgroup controller for it; run as root on cgroups v1 or v2)", l))
+			limits = append(limits, l)
 		}
 	}
-	if len(missing) > 0 {
-		return box, &LimitError{Missing: missing}
+	if len(limits) == 0 {
+		return box, nil
 	}
-	return box, nil
+	what := "this machine cannot bound commands' " + strings.Join(limits, ", ")
+	if os.Getuid() == 0 {
+		return box, &LimitError{Missing: []string{what + " (no writable cgroup controller for it on cgroups v1 or v2)"}}
+	}
+	name := "your user"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	return box, &LimitError{Missing: []string{fmt.Sprintf("%s: no cgroup is delegated to %s; as root, once per boot: %s", what, name, sandbox.Delegation(name))}}
 }
 
 // LimitError says which sandbox limits this machine cannot enforce and

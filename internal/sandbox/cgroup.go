@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -135,6 +136,24 @@ func (c *cgroups) sweep() {
 	}
 }
 
+// Parent is the name of the directory Paddock's groups go under in each
+// hierarchy: paddock for root, paddock-USER for any other user (made and
+// handed to them once by root: see Delegation).
+func Parent() string {
+	if currentUID() == 0 {
+		return "paddock"
+	}
+	return "paddock-" + userName()
+}
+
+// userName is this process's user's name (its uid when it has none).
+func userName() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return strconv.Itoa(currentUID())
+}
+
 func newHierarchies() *cgroups {
 	c := &cgroups{}
 	try := func(dir string) string {
@@ -148,11 +167,18 @@ func newHierarchies() *cgroups {
 		_ = os.Remove(probe)
 		return dir
 	}
+	parent := Parent()
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		// Controllers must be enabled in every parent's subtree_control
-		// for the per-command groups to have them.
-		_ = os.WriteFile("/sys/fs/cgroup/cgroup.subtree_control", []byte("+pids +memory +cpu"), 0o644)
-		if c.v2 = try("/sys/fs/cgroup/paddock"); c.v2 != "" {
+		if currentUID() == 0 {
+			// Controllers must be enabled in every parent's subtree_control
+			// for the per-command groups to have them.
+			_ = os.WriteFile("/sys/fs/cgroup/cgroup.subtree_control", []byte("+pids +memory +cpu"), 0o644)
+		}
+		c.v2 = try(filepath.Join("/sys/fs/cgroup", parent))
+		if c.v2 == "" && currentUID() != 0 {
+			c.v2 = delegatedV2()
+		}
+		if c.v2 != "" {
 			for _, ctl := range []string{"+pids", "+memory", "+cpu"} {
 				_ = os.WriteFile(filepath.Join(c.v2, "cgroup.subtree_control"), []byte(ctl), 0o644)
 			}
@@ -162,13 +188,55 @@ func newHierarchies() *cgroups {
 		}
 		return c
 	}
-	c.v1Pids = try("/sys/fs/cgroup/pids/paddock")
-	c.v1Mem = try("/sys/fs/cgroup/memory/paddock")
-	c.v1CPU = try("/sys/fs/cgroup/cpu/paddock")
+	c.v1Pids = try(filepath.Join("/sys/fs/cgroup/pids", parent))
+	c.v1Mem = try(filepath.Join("/sys/fs/cgroup/memory", parent))
+	c.v1CPU = try(filepath.Join("/sys/fs/cgroup/cpu", parent))
 	if c.v1CPU == "" {
-		c.v1CPU = try("/sys/fs/cgroup/cpu,cpuacct/paddock")
+		c.v1CPU = try(filepath.Join("/sys/fs/cgroup/cpu,cpuacct", parent))
 	}
 	return c
+}
+
+// delegatedV2 is, on the unified hierarchy, the cgroup this process
+// already runs in when it is delegated to this user (systemd's user
+// manager, `systemd-run --user --scope -p Delegate=yes`, or a container
+// runtime): the process moves into a leaf of it (server), so that the
+// controllers can be enabled for the command groups beside it. "" when
+// it is not this user's.
+func delegatedV2() string {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	own := ""
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if rest, ok := strings.CutPrefix(line, "0::"); ok {
+			own = filepath.Join("/sys/fs/cgroup", rest)
+		}
+	}
+	var st syscall.Stat_t
+	if own == "" || syscall.Stat(own, &st) != nil || int(st.Uid) != currentUID() || syscall.Access(filepath.Join(own, "cgroup.subtree_control"), 2) != nil {
+		return ""
+	}
+	leaf := filepath.Join(own, "server")
+	if err := os.Mkdir(leaf, 0o755); err != nil && !os.IsExist(err) {
+		return ""
+	}
+	if os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644) != nil {
+		return ""
+	}
+	return own
+}
+
+// Delegation is the one command root runs, once per boot, so that user
+// name's commands get cgroups of their own on this machine's hierarchy.
+func Delegation(name string) string {
+	dir := "paddock-" + name
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		return fmt.Sprintf(`sudo sh -c 'echo "+pids +memory +cpu" > /sys/fs/cgroup/cgroup.subtree_control && mkdir -p /sys/fs/cgroup/%s && chown -R %s /sys/fs/cgroup/%s'`+
+			` (or run paddock under systemd-run --user --scope -p Delegate=yes)`, dir, name, dir)
+	}
+	return fmt.Sprintf(`sudo sh -c 'for c in pids memory cpu; do mkdir -p /sys/fs/cgroup/$c/%s && chown -R %s /sys/fs/cgroup/$c/%s; done'`, dir, name, dir)
 }
 
 // cpuUsable, memUsable and pidsUsable say which limits cgroups enforce.
@@ -298,13 +366,20 @@ func (g *group) startIn(cmd *exec.Cmd, v2 bool) (bool, error) {
 	// as cpu → cpu,cpuacct is resolved first) means no direct start.
 	var homes []string
 	for _, d := range g.dirs {
-		root, err := filepath.EvalSymlinks(filepath.Dir(filepath.Dir(d))) // HIERARCHY/paddock/cmd-… → HIERARCHY
+		root, err := filepath.EvalSymlinks(filepath.Dir(filepath.Dir(d))) // HIERARCHY/PARENT/cmd-… → HIERARCHY
 		path, ok := cgs[filepath.Base(root)]
 		if err != nil || !ok {
 			runtime.UnlockOSThread()
 			return false, nil
 		}
-		homes = append(homes, filepath.Join(root, path, "tasks"))
+		home := filepath.Join(root, path, "tasks")
+		if syscall.Access(home, 2) != nil {
+			// A user other than root cannot go home to a cgroup of root's:
+			// the launcher joins the groups instead.
+			runtime.UnlockOSThread()
+			return false, nil
+		}
+		homes = append(homes, home)
 	}
 	back := func() error {
 		var errs []error

@@ -1,10 +1,12 @@
 // Package volume gives each session a filesystem of its own, sized to its
-// disk budget: a sparse ext4 image on a loop device, mounted nosuid and
-// nodev, which holds the session's working copy and build caches. The
-// kernel enforces the budget at write time (a write past it fails with
-// ENOSPC inside the command), and the host's own free space is never the
-// session's to take. Mounting needs root, loop devices and mkfs.ext4;
-// Probe says what is missing.
+// disk budget: a sparse ext4 image, mounted nosuid and nodev, which holds
+// the session's working copy and build caches. The budget is enforced at
+// write time (a write past it fails with ENOSPC inside the command), and
+// the host's own free space is never the session's to take. As root the
+// image is mounted on a loop device by the kernel; as any other user it
+// is served by fuse2fs (FUSE, mounted through the setuid fusermount), so
+// a developer's own machine bounds disk without root. Probe says what is
+// missing.
 package volume
 
 import (
@@ -19,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // ErrUnavailable says volumes cannot be made here; the message says why.
@@ -43,21 +46,51 @@ type Volumes struct {
 	mu sync.Mutex
 }
 
-// Probe checks that this machine can make volumes: root, a loop device
-// controller, mkfs.ext4 and mount.
+// Probe checks that this machine can make volumes: as root, a loop
+// device controller, mkfs.ext4 and mount; as another user, FUSE
+// (/dev/fuse open to them, fuse2fs and fusermount).
 func Probe() error {
+	for _, prog := range []string{"mkfs.ext4", "e2fsck"} {
+		if _, err := find(prog); err != nil {
+			return fmt.Errorf("%w: %s is not installed (Debian/Ubuntu: sudo apt-get install e2fsprogs)", ErrUnavailable, prog)
+		}
+	}
 	if os.Getuid() != 0 {
-		return fmt.Errorf("%w: mounting a session's volume needs root", ErrUnavailable)
+		return probeFUSE()
 	}
 	if _, err := os.Stat("/dev/loop-control"); err != nil {
 		return fmt.Errorf("%w: no loop device controller (/dev/loop-control): load the loop module (modprobe loop)", ErrUnavailable)
 	}
-	for _, prog := range []string{"mkfs.ext4", "mount", "umount"} {
+	for _, prog := range []string{"mount", "umount"} {
 		if _, err := find(prog); err != nil {
-			return fmt.Errorf("%w: %s is not installed (Debian/Ubuntu: apt-get install e2fsprogs mount)", ErrUnavailable, prog)
+			return fmt.Errorf("%w: %s is not installed (Debian/Ubuntu: apt-get install mount)", ErrUnavailable, prog)
 		}
 	}
 	return nil
+}
+
+// probeFUSE checks what a user other than root needs to serve a volume
+// with fuse2fs.
+func probeFUSE() error {
+	if _, err := find("fuse2fs"); err != nil {
+		return fmt.Errorf("%w: fuse2fs is not installed, which serves a session's volume without root (Debian/Ubuntu: sudo apt-get install fuse2fs fuse3)", ErrUnavailable)
+	}
+	if _, err := fusermount(); err != nil {
+		return fmt.Errorf("%w: fusermount is not installed, which mounts a session's volume without root (Debian/Ubuntu: sudo apt-get install fuse3)", ErrUnavailable)
+	}
+	if err := syscall.Access("/dev/fuse", 6); err != nil {
+		return fmt.Errorf("%w: /dev/fuse cannot be opened by this user (%v), which a session's volume needs without root: sudo chmod 0666 /dev/fuse "+
+			"(what Debian's udev rules do; persist it with a udev rule KERNEL==\"fuse\", MODE=\"0666\")", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// fusermount is the setuid helper that mounts FUSE filesystems for users.
+func fusermount() (string, error) {
+	if p, err := find("fusermount3"); err == nil {
+		return p, nil
+	}
+	return find("fusermount")
 }
 
 func (v *Volumes) image(id string) string { return filepath.Join(v.Dir, id+".img") }
@@ -97,7 +130,7 @@ func run(ctx context.Context, name string, args ...string) error {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s: %v: %s", name, err, strings.TrimSpace(out.String()))
+		return fmt.Errorf("%s: %w: %s", name, err, strings.TrimSpace(out.String()))
 	}
 	return nil
 }
@@ -123,6 +156,13 @@ func (v *Volumes) Ensure(ctx context.Context, id string) (string, error) {
 	if Mounted(mnt) {
 		return mnt, nil
 	}
+	if stale(mnt) {
+		// Its fuse2fs was killed: the dead mount is detached (its image is
+		// checked before it is served again).
+		if err := v.unmount(ctx, mnt, true); err != nil {
+			return "", fmt.Errorf("detach the session's dead volume: %w", err)
+		}
+	}
 	if err := os.MkdirAll(mnt, 0o711); err != nil {
 		return "", err
 	}
@@ -136,13 +176,153 @@ func (v *Volumes) Ensure(ctx context.Context, id string) (string, error) {
 			return "", err
 		}
 	}
-	if err := run(ctx, "mount", "-t", "ext4", "-o", "loop,nosuid,nodev,noatime", img, mnt); err != nil {
+	if err := v.mount(ctx, img, mnt); err != nil {
 		return "", fmt.Errorf("mount the session's volume: %w", err)
 	}
 	if err := os.Chmod(mnt, 0o711); err != nil {
 		return "", err
 	}
 	return mnt, nil
+}
+
+// mount mounts the image img at mnt: on a loop device as root, else
+// served by fuse2fs, which is checked (and repaired, after a crash) first.
+func (v *Volumes) mount(ctx context.Context, img, mnt string) error {
+	if os.Getuid() == 0 {
+		return run(ctx, "mount", "-t", "ext4", "-o", "loop,nosuid,nodev,noatime", img, mnt)
+	}
+	waitServer(img)
+	// Preen: nothing to do on an image unmounted cleanly; the repairs
+	// fsck makes without asking after a crash.
+	if err := fsck(ctx, img); err != nil {
+		return err
+	}
+	prog, err := find("fuse2fs")
+	if err != nil {
+		return err
+	}
+	// fakeroot: fuse2fs checks no permission of its own (it refuses a file
+	// created read-only to the open that creates it, as git makes its
+	// packs); the mount is this user's alone (no allow_other), nosuid and
+	// nodev, and the kernel keeps read-only binds read-only.
+	cmd := exec.Command(prog, "-f", "-o", "fakeroot", img, mnt)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	// Its own process group: a ^C at the terminal stops the server, which
+	// then unmounts; fuse2fs must not die first with writes unflushed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if err := os.WriteFile(img+".pid", []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
+		_ = cmd.Process.Kill()
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// fuse2fs reports success even when the mount failed: the mount is
+	// what is checked.
+	deadline := time.Now().Add(30 * time.Second)
+	for !Mounted(mnt) {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("fuse2fs: %v: %s", err, strings.TrimSpace(out.String()))
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			return fmt.Errorf("fuse2fs did not mount %s within 30 s: %s", img, strings.TrimSpace(out.String()))
+		}
+	}
+	return nil
+}
+
+// fsck checks an image before fuse2fs serves it: nothing to do on one
+// unmounted cleanly; after a crash, the repairs e2fsck makes without
+// asking, then (when those do not suffice) every repair it can.
+func fsck(ctx context.Context, img string) error {
+	err := run(ctx, "e2fsck", "-p", img)
+	if err == nil || fixed(err) {
+		return nil
+	}
+	if err := run(ctx, "e2fsck", "-f", "-y", img); err != nil && !fixed(err) {
+		return fmt.Errorf("the session's volume is damaged beyond repair (%w): its copy is made again from the recorded steps once the image is removed (rm %s)", err, img)
+	}
+	return nil
+}
+
+// fixed says e2fsck exited saying it corrected errors (1 or 2).
+func fixed(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && (ee.ExitCode() == 1 || ee.ExitCode() == 2)
+}
+
+// stale says dir is a FUSE mount whose server is gone.
+func stale(dir string) bool {
+	var st syscall.Stat_t
+	return errors.Is(syscall.Stat(dir, &st), syscall.ENOTCONN)
+}
+
+// waitServer waits (up to a minute) for the fuse2fs that served img, if
+// any, to end: it writes the image's last blocks after the unmount
+// returns, and a new mount before then would find it inconsistent.
+func waitServer(img string) {
+	data, err := os.ReadFile(img + ".pid")
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 1 {
+		return
+	}
+	for range 12000 {
+		if !servingImage(pid, img) {
+			_ = os.Remove(img + ".pid")
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// servingImage says whether process pid is a fuse2fs on img.
+func servingImage(pid int, img string) bool {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	return bytes.Contains(cmdline, []byte("fuse2fs")) && bytes.Contains(cmdline, []byte(img))
+}
+
+// unmount unmounts mnt (lazily when busy and lazy is set) and, for a
+// FUSE volume, waits for its server to have written everything.
+func (v *Volumes) unmount(ctx context.Context, mnt string, lazy bool) error {
+	if os.Getuid() == 0 {
+		if err := run(ctx, "umount", mnt); err != nil {
+			if !lazy {
+				return err
+			}
+			return run(ctx, "umount", "-l", mnt)
+		}
+		return nil
+	}
+	fm, err := fusermount()
+	if err != nil {
+		return err
+	}
+	if err := run(ctx, filepath.Base(fm), "-u", mnt); err != nil {
+		if !lazy {
+			return err
+		}
+		if err := run(ctx, filepath.Base(fm), "-u", "-z", mnt); err != nil {
+			return err
+		}
+	}
+	waitServer(v.image(filepath.Base(mnt)))
+	return nil
 }
 
 // create makes a sparse image of the budget's size with an ext4
@@ -161,10 +341,16 @@ func (v *Volumes) create(ctx context.Context, img string) error {
 		return err
 	}
 	owner := ""
-	if v.UID != 0 {
+	switch {
+	case v.UID != 0:
 		owner = ",root_owner=" + strconv.Itoa(v.UID) + ":" + strconv.Itoa(v.UID)
+	case os.Getuid() != 0:
+		owner = ",root_owner=" + strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid())
 	}
 	args := []string{"-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard" + owner}
+	if os.Getuid() != 0 {
+		args = append(args, "-O", "^has_journal") // fuse2fs does not write a journal
+	}
 	if v.Files > 0 && v.Files < v.Size/minBytesPerFile {
 		args = append(args, "-N", strconv.FormatInt(v.Files, 10))
 	}
@@ -183,13 +369,12 @@ func (v *Volumes) Remove(ctx context.Context, id string) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	mnt := v.Path(id)
-	if Mounted(mnt) {
-		if err := run(ctx, "umount", mnt); err != nil {
-			if err := run(ctx, "umount", "-l", mnt); err != nil {
-				return err
-			}
+	if Mounted(mnt) || stale(mnt) {
+		if err := v.unmount(ctx, mnt, true); err != nil {
+			return err
 		}
 	}
+	_ = os.Remove(v.image(id) + ".pid")
 	if err := os.Remove(mnt); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -249,9 +434,7 @@ func (v *Volumes) UnmountAll(ctx context.Context) error {
 	var errs []error
 	for _, e := range entries {
 		if mnt := v.Path(e.Name()); e.IsDir() && Mounted(mnt) {
-			if err := run(ctx, "umount", mnt); err != nil {
-				errs = append(errs, run(ctx, "umount", "-l", mnt))
-			}
+			errs = append(errs, v.unmount(ctx, mnt, true))
 		}
 	}
 	return errors.Join(errs...)

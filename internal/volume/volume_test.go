@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -122,11 +123,45 @@ func TestRemountAfterUnmount(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = v.Remove(ctx, "s2") })
 	require.NoError(t, os.WriteFile(filepath.Join(mnt, "kept"), []byte("x"), 0o644))
-	require.NoError(t, run(ctx, "umount", mnt)) // as after a reboot
+	require.NoError(t, v.unmount(ctx, mnt, false)) // as after a reboot
 	require.False(t, Mounted(mnt))
 	_, err = v.Ensure(ctx, "s2")
 	require.NoError(t, err)
 	require.FileExists(t, filepath.Join(mnt, "kept"))
+}
+
+// TestKilledFUSEServerIsRecovered: as a user other than root a volume is
+// served by fuse2fs; when that process is killed (the machine's OOM
+// killer, a kill -9 of everything), the dead mount is detached, the image
+// checked, and the volume served again with what was written.
+func TestKilledFUSEServerIsRecovered(t *testing.T) {
+	if os.Getuid() == 0 {
+		t.Skip("root mounts volumes on loop devices; run as another user (see .ci/run) for FUSE")
+	}
+	ctx := context.Background()
+	v := setup(t, 64<<20)
+	mnt, err := v.Ensure(ctx, "s4")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = v.Remove(ctx, "s4") })
+	require.NoError(t, os.WriteFile(filepath.Join(mnt, "kept"), []byte("x"), 0o644))
+	f, err := os.Open(mnt)
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	f.Close()
+	data, err := os.ReadFile(v.image("s4") + ".pid")
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(string(data))
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	require.Eventually(t, func() bool { return stale(mnt) }, 30*time.Second, 10*time.Millisecond)
+	require.False(t, Mounted(mnt))
+
+	_, err = v.Ensure(ctx, "s4")
+	require.NoError(t, err)
+	require.True(t, Mounted(mnt))
+	got, err := os.ReadFile(filepath.Join(mnt, "kept"))
+	require.NoError(t, err)
+	require.Equal(t, "x", string(got))
 }
 
 func TestOwns(t *testing.T) {
