@@ -34,6 +34,12 @@ func NewSandbox(ctx context.Context, cfg config.Config) (*sandbox.Bwrap, error) 
 	if cfg.CommandMaxCPUs > 0 {
 		box.MaxCPUs = cfg.CommandMaxCPUs
 	}
+	if cfg.CommandMaxMemory > 0 {
+		box.MaxMemory = cfg.CommandMaxMemory
+	}
+	if cfg.CommandMaxProcesses > 0 {
+		box.MaxProcs = cfg.CommandMaxProcesses
+	}
 	var limits []string
 	for _, l := range box.Unenforced() {
 		if !cfg.Unenforced[l] {
@@ -51,7 +57,7 @@ func NewSandbox(ctx context.Context, cfg config.Config) (*sandbox.Bwrap, error) 
 	if u, err := user.Current(); err == nil {
 		name = u.Username
 	}
-	return box, &LimitError{Missing: []string{fmt.Sprintf("%s: no cgroup is delegated to %s; as root, once per boot: %s", what, name, sandbox.Delegation(name))}}
+	return box, &LimitError{Missing: []string{fmt.Sprintf("%s: no cgroup is delegated to %s; %s", what, name, sandbox.Delegation(name))}}
 }
 
 // LimitError says which sandbox limits this machine cannot enforce and

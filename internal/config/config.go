@@ -75,6 +75,10 @@ type Config struct {
 	CommandMaxOutput int64
 	// CommandMaxCPUs bounds the processor time of one command, in CPUs.
 	CommandMaxCPUs float64
+	// CommandMaxMemory and CommandMaxProcesses bound one command's memory
+	// (bytes) and processes; 0: the sandbox's defaults.
+	CommandMaxMemory    int64
+	CommandMaxProcesses int
 	// SessionMaxDisk bounds all a session writes (working copy, caches).
 	SessionMaxDisk int64
 	// SessionMaxFiles bounds the files a session's volume holds.
@@ -261,6 +265,8 @@ var Vars = []Var{
 	{"PADDOCK_COMMAND_MAX_SECONDS", "600", "longest a sandboxed command may run"},
 	{"PADDOCK_COMMAND_MAX_OUTPUT_BYTES", "10485760", "most output kept from a command; the rest is counted and discarded"},
 	{"PADDOCK_COMMAND_MAX_CPUS", "1", "processor time one command may use, in CPUs (fractions allowed: 0.5)"},
+	{"PADDOCK_COMMAND_MAX_MEMORY_BYTES", "4294967296", "memory one command may use (its processes together); past it the kernel kills the largest"},
+	{"PADDOCK_COMMAND_MAX_PROCESSES", "512", "processes and threads one command may have at once; past it a fork fails"},
 	{"PADDOCK_SESSION_MAX_DISK_BYTES", "10737418240", "most a session's commands may write in all (working copy, caches), enforced by the kernel"},
 	{"PADDOCK_SESSION_MAX_FILES", "250000", "most files a session's working copy and caches may hold in all, enforced by the kernel with the disk budget (a volume has one file per 4 KiB of it at most): the host records the copy after every call, and that work grows with its files"},
 	{"PADDOCK_UNENFORCED_LIMITS", "(none)", "comma-separated limits (`disk`, `cpu`, `memory`, `processes`) the operator accepts unenforced where this machine cannot enforce them; otherwise sessions that run commands refuse to start"},
@@ -441,6 +447,20 @@ func Load(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("PADDOCK_COMMAND_MAX_CPUS=%q: want a number of CPUs between 0.01 and 1024, such as 1 or 0.5", v)
 		}
 		c.CommandMaxCPUs = f
+	}
+	if v := getenv("PADDOCK_COMMAND_MAX_MEMORY_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 16<<20 {
+			return c, fmt.Errorf("PADDOCK_COMMAND_MAX_MEMORY_BYTES=%q: want a whole number of bytes, at least 16777216 (16 MiB)", v)
+		}
+		c.CommandMaxMemory = n
+	}
+	if v := getenv("PADDOCK_COMMAND_MAX_PROCESSES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 8 || n > 1<<20 {
+			return c, fmt.Errorf("PADDOCK_COMMAND_MAX_PROCESSES=%q: want a whole number of processes from 8 to 1048576", v)
+		}
+		c.CommandMaxProcesses = n
 	}
 	c.SessionMaxDisk = DefaultSessionMaxDisk
 	if v := getenv("PADDOCK_SESSION_MAX_DISK_BYTES"); v != "" {

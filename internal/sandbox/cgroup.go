@@ -175,7 +175,10 @@ func newHierarchies() *cgroups {
 			_ = os.WriteFile("/sys/fs/cgroup/cgroup.subtree_control", []byte("+pids +memory +cpu"), 0o644)
 		}
 		c.v2 = try(filepath.Join("/sys/fs/cgroup", parent))
-		if c.v2 == "" && currentUID() != 0 {
+		if currentUID() != 0 && (c.v2 == "" || !strings.HasPrefix(ownV2()+"/", c.v2+"/")) {
+			// A user other than root moves a process only between cgroups
+			// whose common ancestor is theirs: the commands' parent must
+			// hold this process too.
 			c.v2 = delegatedV2()
 		}
 		if c.v2 != "" {
@@ -204,16 +207,7 @@ func newHierarchies() *cgroups {
 // controllers can be enabled for the command groups beside it. "" when
 // it is not this user's.
 func delegatedV2() string {
-	data, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return ""
-	}
-	own := ""
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if rest, ok := strings.CutPrefix(line, "0::"); ok {
-			own = filepath.Join("/sys/fs/cgroup", rest)
-		}
-	}
+	own := ownV2()
 	var st syscall.Stat_t
 	if own == "" || syscall.Stat(own, &st) != nil || int(st.Uid) != currentUID() || syscall.Access(filepath.Join(own, "cgroup.subtree_control"), 2) != nil {
 		return ""
@@ -228,15 +222,33 @@ func delegatedV2() string {
 	return own
 }
 
-// Delegation is the one command root runs, once per boot, so that user
-// name's commands get cgroups of their own on this machine's hierarchy.
+// ownV2 is the directory of this process's cgroup on the unified
+// hierarchy ("" when there is none).
+func ownV2() string {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if rest, ok := strings.CutPrefix(line, "0::"); ok && rest != "/" {
+			return filepath.Join("/sys/fs/cgroup", rest)
+		}
+	}
+	return ""
+}
+
+// Delegation is what root runs, once per boot, so that user name's
+// commands get cgroups of their own on this machine's hierarchy.
 func Delegation(name string) string {
 	dir := "paddock-" + name
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		return fmt.Sprintf(`sudo sh -c 'echo "+pids +memory +cpu" > /sys/fs/cgroup/cgroup.subtree_control && mkdir -p /sys/fs/cgroup/%s && chown -R %s /sys/fs/cgroup/%s'`+
-			` (or run paddock under systemd-run --user --scope -p Delegate=yes)`, dir, name, dir)
+		// On v2 the process that starts commands must live in the subtree
+		// too: systemd's user manager gives each user such a subtree.
+		return "start paddock under systemd-run --user --scope -p Delegate=yes (the cgroup systemd delegates to you), " +
+			fmt.Sprintf(`or have root make one and start paddock inside it: sudo sh -c 'echo "+pids +memory +cpu" > /sys/fs/cgroup/cgroup.subtree_control && `+
+				`mkdir -p /sys/fs/cgroup/%s/server && chown -R %s /sys/fs/cgroup/%s'`, dir, name, dir)
 	}
-	return fmt.Sprintf(`sudo sh -c 'for c in pids memory cpu; do mkdir -p /sys/fs/cgroup/$c/%s && chown -R %s /sys/fs/cgroup/$c/%s; done'`, dir, name, dir)
+	return fmt.Sprintf(`as root, once per boot: sudo sh -c 'for c in pids memory cpu; do mkdir -p /sys/fs/cgroup/$c/%s && chown -R %s /sys/fs/cgroup/$c/%s; done'`, dir, name, dir)
 }
 
 // cpuUsable, memUsable and pidsUsable say which limits cgroups enforce.

@@ -15,6 +15,9 @@ import (
 func setup(t *testing.T, size int64) *Volumes {
 	t.Helper()
 	if err := Probe(); err != nil {
+		if os.Getenv("PADDOCK_TEST_WORKSTATION") == "1" {
+			t.Fatal(err) // .ci/run made this machine ready: nothing may skip
+		}
 		t.Skip(err)
 	}
 	v := &Volumes{Dir: filepath.Join(t.TempDir(), "volumes"), Size: size}
