@@ -12,5 +12,6 @@ import (
 func main() {
 	// Inside a sandbox allowed the network, this binary is the forwarder.
 	egress.Reexec()
-	os.Exit(cli.Run(context.Background(), os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+	self, _ := os.Executable() // client commands start it as a background server
+	os.Exit(cli.Run(context.Background(), os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Executable: self}))
 }

@@ -17,7 +17,8 @@ import (
 // The README test re-executes this binary as `paddock`.
 func TestMain(m *testing.M) {
 	if os.Getenv("PADDOCK_README_CHILD") == "1" {
-		os.Exit(cli.Run(context.Background(), os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+		self, _ := os.Executable() // as main: client commands start it as a background server
+		os.Exit(cli.Run(context.Background(), os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Executable: self}))
 	}
 	os.Exit(m.Run())
 }
@@ -134,6 +135,12 @@ func TestREADME(t *testing.T) {
 	cmd.Dir = work
 	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "PADDOCK_DATA_DIR=" + filepath.Join(home, ".paddock"),
 		"PADDOCK_LISTEN=" + addr, "PADDOCK_LOG_LEVEL=warn", "PADDOCK_ADMIN_USER=readme", "TMPDIR=" + work}
+	t.Cleanup(func() {
+		// A background server a command started ends with the test.
+		stop := exec.Command(filepath.Join(work, "paddock"), "server", "stop")
+		stop.Env = cmd.Env
+		_ = stop.Run()
+	})
 	// What a person types at the run's prompts: allow the edit, pick the
 	// second option, allow the next write.
 	cmd.Stdin = strings.NewReader("y\n2\ny\n")

@@ -123,7 +123,9 @@ func TestWorkstation(t *testing.T) {
 		}
 		return string(out), 0
 	}
-	if out, code := paddock("policy", "apply", "-f", filepath.Join(home, "allow.yaml")); code != 0 {
+	t.Cleanup(func() { paddock("server", "stop") })
+	// The first command starts the background server every later one uses.
+	if out, code := paddock("policy", "apply", "-f", filepath.Join(home, "allow.yaml")); code != 0 || !strings.Contains(out, "started a background paddock server") {
 		t.Fatalf("policy apply: %d\n%s", code, out)
 	}
 	out, code := paddock("run", "--model", "replay/ws.yaml", "work on calc")
@@ -134,7 +136,7 @@ func TestWorkstation(t *testing.T) {
 	if id == nil {
 		t.Fatalf("no session ID in:\n%s", out)
 	}
-	t.Cleanup(func() { paddock("sessions", "stop", id[1]) }) // its volume goes with it
+	t.Cleanup(func() { paddock("sessions", "stop", id[1]) }) // its volume goes with it (before the server stops)
 	logs, _ := paddock("sessions", "logs", id[1])
 	all := out + logs
 
@@ -203,4 +205,31 @@ func readT(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// BenchmarkLocalSessionsList is `paddock sessions ls` as a person types
+// it on their machine after the first command: a new process talking to
+// the background server over its Unix socket.
+func BenchmarkLocalSessionsList(b *testing.B) {
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	home := b.TempDir()
+	_ = os.Chmod(home, 0o711)
+	env := []string{"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin", "PADDOCK_DATA_DIR=" + filepath.Join(home, ".paddock"),
+		"PADDOCK_README_CHILD=1", "PADDOCK_LOG_LEVEL=warn", "TMPDIR=" + home}
+	ls := func(args ...string) {
+		cmd := exec.Command(self, args...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("paddock %v: %v\n%s", args, err, out)
+		}
+	}
+	b.Cleanup(func() { ls("server", "stop") })
+	ls("sessions", "ls") // starts the background server
+	b.ResetTimer()
+	for b.Loop() {
+		ls("sessions", "ls")
+	}
 }

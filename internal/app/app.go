@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -41,6 +42,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/provider/anthropic"
 	"github.com/paddock-dev/paddock/internal/provider/openai"
 	"github.com/paddock-dev/paddock/internal/provider/replay"
+	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store/redacted"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 	"github.com/paddock-dev/paddock/internal/temporalserver"
@@ -65,6 +67,8 @@ type App struct {
 	logger          *slog.Logger
 	// lost tells that this node lost its hold on the database.
 	lost chan error
+	// lastRequest is when the API last served a request (Unix nanoseconds).
+	lastRequest atomic.Int64
 }
 
 // Lost is told when this node lost its hold on its name in a shared
@@ -210,12 +214,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
 
-	if err := listenSafely(cfg); err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := listen(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s (set --listen or PADDOCK_LISTEN to another address): %w", cfg.Listen, err)
+		return nil, err
 	}
 	var ready atomic.Bool
 	srv := &api.Server{Service: a.Service, Logger: logger, Ready: ready.Load, TriggerSecrets: cfg.TriggerSecrets}
@@ -223,9 +224,14 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	if err != nil {
 		return nil, err
 	}
-	a.http = &http.Server{Handler: routes(srv.Handler(), ui.Handler()), ReadHeaderTimeout: 10 * time.Second}
+	a.lastRequest.Store(time.Now().UnixNano())
+	a.http = &http.Server{Handler: a.touching(routes(srv.Handler(), ui.Handler())), ReadHeaderTimeout: 10 * time.Second}
 	a.URL = clientURL(ln.Addr(), cfg.TLSCert != "")
-	record(a.URL)
+	if cfg.Background {
+		record(a.URL + "\n" + strconv.Itoa(os.Getpid()) + "\nbackground")
+	} else {
+		record(a.URL + "\n" + strconv.Itoa(os.Getpid()))
+	}
 	go func() {
 		serve := func() error { return a.http.Serve(ln) }
 		if cfg.TLSCert != "" {
@@ -366,6 +372,10 @@ func (a *App) Stop() {
 // address of the server it runs, when it recorded one.
 type InUseError struct {
 	Dir, URL string
+	// PID is the holding server's process, when it recorded one.
+	PID int
+	// Background says a client command started it for itself.
+	Background bool
 }
 
 func (e *InUseError) Error() string {
@@ -377,9 +387,24 @@ func (e *InUseError) Error() string {
 		"talk to it with --server %s (or PADDOCK_SERVER), or use another --data-dir", e.Dir, e.URL, e.URL)
 }
 
+// Holder is the server holding data directory dir, if one does: its
+// URL and process. It takes nothing: a lock it happens to get is let go.
+func Holder(dir string) (*InUseError, bool) {
+	unlock, _, err := lockDataDir(dir)
+	var inUse *InUseError
+	if errors.As(err, &inUse) {
+		return inUse, true
+	}
+	if err == nil {
+		_ = unlock()
+	}
+	return nil, false
+}
+
 // lockDataDir takes an exclusive lock on the data directory: two processes
 // must never run embedded servers on the same databases. The lock file
-// then records the API's address (record), so clients find the server.
+// then records the API's address, the server's process and whether it is
+// a background one (record), so clients find the server.
 func lockDataDir(dir string) (unlock func() error, record func(url string), err error) {
 	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
@@ -388,7 +413,9 @@ func lockDataDir(dir string) (unlock func() error, record func(url string), err 
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		data, _ := io.ReadAll(io.LimitReader(f, 512))
 		_ = f.Close()
-		return nil, nil, &InUseError{Dir: dir, URL: strings.TrimSpace(string(data))}
+		lines := append(strings.Split(strings.TrimSpace(string(data)), "\n"), "", "", "")
+		n, _ := strconv.Atoi(strings.TrimSpace(lines[1]))
+		return nil, nil, &InUseError{Dir: dir, URL: strings.TrimSpace(lines[0]), PID: n, Background: strings.TrimSpace(lines[2]) == "background"}
 	}
 	_ = f.Truncate(0)
 	record = func(url string) {
@@ -402,8 +429,73 @@ func lockDataDir(dir string) (unlock func() error, record func(url string), err 
 	return unlock, record, nil
 }
 
+// listen opens the API's listener: a Unix socket for unix:PATH (made
+// for this user alone: the directory holding it must be theirs), else
+// TCP, refused beyond loopback without TLS.
+func listen(cfg config.Config) (net.Listener, error) {
+	if path, ok := strings.CutPrefix(cfg.Listen, "unix:"); ok {
+		if fi, err := os.Stat(filepath.Dir(path)); err != nil || fi.Mode().Perm()&0o077 != 0 {
+			return nil, fmt.Errorf("listen on %s: its directory must exist and be this user's alone (mode 0700), so no other user reaches the API", cfg.Listen)
+		}
+		_ = os.Remove(path) // what a server that was killed left: the data directory's lock says none runs now
+		old := syscall.Umask(0o177)
+		ln, err := net.Listen("unix", path)
+		syscall.Umask(old)
+		if err != nil {
+			return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		}
+		return ln, nil
+	}
+	if err := listenSafely(cfg); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (set --listen or PADDOCK_LISTEN to another address): %w", cfg.Listen, err)
+	}
+	return ln, nil
+}
+
+// touching notes the time of every request, for Idle.
+func (a *App) touching(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.lastRequest.Store(time.Now().UnixNano())
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Idle is closed once no request has come for d and no session is
+// queued or running (checked every few seconds): a local server that
+// started itself then ends.
+func (a *App) Idle(ctx context.Context, d time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(min(d/4+time.Millisecond, 5*time.Second))
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if time.Since(time.Unix(0, a.lastRequest.Load())) < d {
+				continue
+			}
+			busy, err := a.Service.Store.ListSessions(ctx, session.Filter{Statuses: []session.Status{session.StatusQueued, session.StatusRunning}, Limit: 1})
+			if err == nil && len(busy) == 0 {
+				close(done)
+				return
+			}
+		}
+	}()
+	return done
+}
+
 // clientURL is the URL a client on this host reaches a listener at.
 func clientURL(addr net.Addr, tls bool) string {
+	if addr.Network() == "unix" {
+		return "unix:" + addr.String()
+	}
 	scheme := "http://"
 	if tls {
 		scheme = "https://"

@@ -28,6 +28,10 @@ type IO struct {
 	In       io.Reader
 	Out, Err io.Writer
 	Getenv   func(string) string
+	// Executable is the paddock program, which client commands start as
+	// a background server when no server holds the data directory; empty:
+	// they open the data directory in-process for their own length.
+	Executable string
 }
 
 // exitError carries an exit code and the reason printed for the person.
@@ -108,7 +112,7 @@ func newRoot(stdio IO) (*cobra.Command, *globals) {
 	}
 	root.PersistentFlags().StringVar(&g.server, "server", "", "URL of the paddock server (default $PADDOCK_SERVER)")
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data directory (default $PADDOCK_DATA_DIR or ~/.paddock)")
-	root.AddCommand(newServe(g), newRun(g), newAttach(g), newDemo(g), newApply(g), newSessions(g), newAgents(g), newPolicy(g), newApprovals(g), newSandbox(g), newGC(g), newAudit(g), newWhoami(g), newLogin(g), newProjects(g), newMembers(g), newUsers(g), newTokens(g), newAdmin(g), newVersion(g), newMigrate(g), newKube(g))
+	root.AddCommand(newServe(g), newRun(g), newAttach(g), newDemo(g), newApply(g), newSessions(g), newAgents(g), newPolicy(g), newApprovals(g), newSandbox(g), newGC(g), newAudit(g), newWhoami(g), newLogin(g), newProjects(g), newMembers(g), newUsers(g), newTokens(g), newAdmin(g), newVersion(g), newMigrate(g), newKube(g), newServer(g))
 	root.SetVersionTemplate("paddock {{.Version}}\n")
 	// paddock sesions ls: a mistyped command is a usage error (2), as
 	// it is for every command group.
@@ -177,8 +181,9 @@ func (g *globals) logger() *slog.Logger {
 
 // remote returns a client for the configured server. With none
 // configured, it talks to the server holding the data directory (its lock
-// records its address), or opens the data directory in-process when
-// nobody holds it; that server stops when the command ends.
+// records its address); when nobody holds it, it starts one in the
+// background (see background), or, without an Executable to start,
+// opens the data directory in-process for the command's length.
 func (g *globals) remote() *client.Client {
 	if g.cfg.Server != "" {
 		return client.New(g.cfg.Server).WithToken(g.token(g.cfg.Server))
@@ -203,6 +208,13 @@ func (g *globals) connect(ctx context.Context) (*client.Client, func(), error) {
 }
 
 func (g *globals) open(ctx context.Context, announce bool) (*client.Client, func(), error) {
+	if g.io.Executable != "" {
+		c, err := g.background(ctx, announce)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, func() {}, nil
+	}
 	cfg := g.cfg
 	cfg.Listen = "127.0.0.1:0"
 	a, err := app.Start(ctx, cfg, g.localLogger(cfg))

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +14,7 @@ import (
 
 func newServe(g *globals) *cobra.Command {
 	var listen, temporalAddr string
+	var idleExit time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the paddock server: API, worker and (unless --temporal-address) an embedded Temporal server",
@@ -24,10 +27,20 @@ func newServe(g *globals) *cobra.Command {
 			if temporalAddr != "" {
 				cfg.TemporalAddress = temporalAddr
 			}
+			cfg.Background = idleExit > 0
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			logger := g.logger()
 			a, err := app.Start(ctx, cfg, logger)
+			var inUse *app.InUseError
+			if errors.As(err, &inUse) && inUse.Background && !cfg.Background {
+				// A client command's background server: this one takes over.
+				fmt.Fprintf(g.io.Out, "stopping the background paddock server on %s (process %d) to serve it here\n", cfg.DataDir, inUse.PID)
+				if err := stopHolder(inUse); err != nil {
+					return err
+				}
+				a, err = app.Start(ctx, cfg, logger)
+			}
 			if err != nil {
 				return err
 			}
@@ -37,8 +50,14 @@ func newServe(g *globals) *cobra.Command {
 			}
 			fmt.Fprintf(g.io.Out, "paddock serving on %s (%s, data in %s)\n", a.URL, engine, cfg.DataDir)
 			fmt.Fprintf(g.io.Out, "use it from another terminal: export PADDOCK_SERVER=%s\n", a.URL)
+			var idle <-chan struct{}
+			if idleExit > 0 {
+				idle = a.Idle(ctx, idleExit)
+			}
 			select {
 			case <-ctx.Done():
+			case <-idle:
+				fmt.Fprintf(g.io.Out, "no request for %s and no session queued or running: ending\n", idleExit)
 			case err := <-a.Lost():
 				a.Stop()
 				return err
@@ -49,6 +68,7 @@ func newServe(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on (default $PADDOCK_LISTEN or 127.0.0.1:7470)")
+	cmd.Flags().DurationVar(&idleExit, "idle-exit", 0, "end after this long with no request and no session queued or running (0: never)")
 	cmd.Flags().StringVar(&temporalAddr, "temporal-address", "", "host:port of an external Temporal cluster (default: embedded server)")
 	return cmd
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -25,6 +26,8 @@ type Client struct {
 	token string
 	http  *http.Client
 	err   error // every call fails with it (Failing)
+	// where is the server's address when base is not it (a Unix socket).
+	where string
 }
 
 // WithToken is the client sending token (Authorization: Bearer) on every
@@ -45,9 +48,25 @@ func (c *Client) authorize(req *http.Request) {
 // server could be reached or started.
 func Failing(err error) *Client { return &Client{err: err, http: &http.Client{}} }
 
-// New returns a client for a base URL such as http://127.0.0.1:7470.
+// New returns a client for a base URL such as http://127.0.0.1:7470, or
+// unix:/run/user/1000/paddock/api.sock for a server on a Unix socket.
 func New(base string) *Client {
+	if path, ok := strings.CutPrefix(base, "unix:"); ok {
+		var d net.Dialer
+		tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", path)
+		}}
+		return &Client{base: "http://paddock.local", http: &http.Client{Transport: tr}, where: base}
+	}
 	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{}}
+}
+
+// server names the server in messages.
+func (c *Client) server() string {
+	if c.where != "" {
+		return c.where
+	}
+	return c.base
 }
 
 // Error is an error response from the server.
@@ -72,7 +91,7 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, co
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("cannot reach the paddock server at %s (start one with `paddock serve`, or set PADDOCK_SERVER): %w", c.base, err)
+		return fmt.Errorf("cannot reach the paddock server at %s (start one with `paddock serve`, or set PADDOCK_SERVER): %w", c.server(), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {

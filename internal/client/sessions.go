@@ -148,7 +148,7 @@ func (c Sessions) Stream(ctx context.Context, id string, after int64, fn func(se
 			downSince = time.Now()
 		case time.Since(downSince) > ReconnectFor:
 			return fmt.Errorf("cannot reach the paddock server at %s (tried for %s; is it running? start one with `paddock serve`, or set PADDOCK_SERVER): %w",
-				c.base, ReconnectFor, down.err)
+				c.server(), ReconnectFor, down.err)
 		}
 		select {
 		case <-ctx.Done():

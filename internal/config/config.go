@@ -34,6 +34,9 @@ type Config struct {
 	// SQLite file in DataDir).
 	DatabaseURL string
 	Listen      string
+	// Background marks a server a client command started for itself: it
+	// ends when unused, and paddock serve takes the data directory over.
+	Background bool
 	Server      string
 	// Project is the project client commands use unless told another.
 	Project         string
