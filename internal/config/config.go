@@ -37,7 +37,7 @@ type Config struct {
 	// Background marks a server a client command started for itself: it
 	// ends when unused, and paddock serve takes the data directory over.
 	Background bool
-	Server      string
+	Server     string
 	// Project is the project client commands use unless told another.
 	Project         string
 	TemporalAddress string
