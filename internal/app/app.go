@@ -69,6 +69,7 @@ type App struct {
 	lost chan error
 	// lastRequest is when the API last served a request (Unix nanoseconds).
 	lastRequest atomic.Int64
+	inFlight    atomic.Int64
 }
 
 // Lost is told when this node lost its hold on its name in a shared
@@ -456,15 +457,22 @@ func listen(cfg config.Config) (net.Listener, error) {
 	return ln, nil
 }
 
-// touching notes the time of every request, for Idle.
+// touching notes the time of every request and counts those in flight
+// (a follower's stream lasts as long as it watches), for Idle.
 func (a *App) touching(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.inFlight.Add(1)
+		defer func() {
+			a.lastRequest.Store(time.Now().UnixNano())
+			a.inFlight.Add(-1)
+		}()
 		a.lastRequest.Store(time.Now().UnixNano())
 		h.ServeHTTP(w, r)
 	})
 }
 
-// Idle is closed once no request has come for d and no session is
+// Idle is closed once no request has come or been in flight for d (a
+// person following a session keeps it), and no session is
 // queued or running (checked every few seconds): a local server that
 // started itself then ends.
 func (a *App) Idle(ctx context.Context, d time.Duration) <-chan struct{} {
@@ -478,7 +486,7 @@ func (a *App) Idle(ctx context.Context, d time.Duration) <-chan struct{} {
 				return
 			case <-tick.C:
 			}
-			if time.Since(time.Unix(0, a.lastRequest.Load())) < d {
+			if a.inFlight.Load() > 0 || time.Since(time.Unix(0, a.lastRequest.Load())) < d {
 				continue
 			}
 			busy, err := a.Service.Store.ListSessions(ctx, session.Filter{Statuses: []session.Status{session.StatusQueued, session.StatusRunning}, Limit: 1})
