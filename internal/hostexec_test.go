@@ -15,9 +15,11 @@ import (
 // copy), the volume (mkfs, mount) and the command analysis (a restricted
 // bash that prints its reading of a command with every command skipped,
 // may open no file and runs as nobody when Paddock is root; see
-// shellcheck.BashParser). A working copy is hostile input, so any other
+// shellcheck.BashParser), and the local server (the paddock binary
+// itself, started as a person's background server by their own command,
+// never on a working copy). A working copy is hostile input, so any other
 // package that starts a program is a path from it to the host.
-var starters = map[string]bool{"sandbox": true, "workspace": true, "volume": true, "shellcheck": true}
+var starters = map[string]bool{"sandbox": true, "workspace": true, "volume": true, "shellcheck": true, "local": true}
 
 // inSandbox are files whose code runs only inside a sandbox: the egress
 // forwarder starts the sandboxed command as its child (the paddock binary

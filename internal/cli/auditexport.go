@@ -4,16 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/audit"
-	"github.com/paddock-dev/paddock/internal/poll"
 )
 
 // exporter is `paddock audit export`: it reads the server's export as JSON
@@ -88,7 +85,7 @@ func (x *exporter) run(ctx context.Context, g *globals) error {
 }
 
 // copy writes each entry read from r to sink once.
-func (x *exporter) copy(ctx context.Context, r io.Reader, sink entrySink) error {
+func (x *exporter) copy(ctx context.Context, r io.Reader, sink audit.Sink) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
@@ -115,13 +112,7 @@ func (x *exporter) copy(ctx context.Context, r io.Reader, sink entrySink) error 
 	return sc.Err()
 }
 
-// entrySink is where exported lines go.
-type entrySink interface {
-	Write(ctx context.Context, e audit.Entry, line string) error
-	Close() error
-}
-
-func (x *exporter) open(stdout io.Writer) (entrySink, error) {
+func (x *exporter) open(stdout io.Writer) (audit.Sink, error) {
 	switch {
 	case x.syslog != "":
 		u, err := url.Parse(x.syslog)
@@ -129,7 +120,7 @@ func (x *exporter) open(stdout io.Writer) (entrySink, error) {
 			return nil, &exitError{Code: 2, Msg: fmt.Sprintf("--syslog %q: want tcp://HOST:PORT", x.syslog)}
 		}
 		host, _ := os.Hostname()
-		return &syslogSink{addr: u.Host, host: host, retry: x.follow}, nil
+		return audit.SyslogSink(u.Host, host, x.follow, retryEvery), nil
 	case x.output != "":
 		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 		if x.follow {
@@ -139,83 +130,11 @@ func (x *exporter) open(stdout io.Writer) (entrySink, error) {
 		if err != nil {
 			return nil, err
 		}
-		return lineSink{f}, nil
+		return audit.LineSink(f), nil
 	}
-	return lineSink{nopCloser{stdout}}, nil
+	return audit.LineSink(nopCloser{stdout}), nil
 }
 
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
-
-// lineSink writes lines to a file or standard output.
-type lineSink struct{ w io.WriteCloser }
-
-func (s lineSink) Write(_ context.Context, _ audit.Entry, line string) error {
-	_, err := io.WriteString(s.w, line+"\n")
-	return err
-}
-
-func (s lineSink) Close() error { return s.w.Close() }
-
-// syslogSink sends each line as an RFC 5424 message over TCP; following,
-// it reconnects when the connection drops and sends the message again.
-type syslogSink struct {
-	addr, host string
-	retry      bool
-	conn       net.Conn
-}
-
-func (s *syslogSink) Write(ctx context.Context, e audit.Entry, line string) error {
-	frame := audit.Syslog(e, s.host, line)
-	for {
-		if s.conn == nil {
-			var d net.Dialer
-			c, err := d.DialContext(ctx, "tcp", s.addr)
-			if err != nil {
-				if !s.retry || ctx.Err() != nil {
-					return fmt.Errorf("syslog %s: %w", s.addr, err)
-				}
-				if err := poll.Sleep(ctx, retryEvery); err != nil {
-					return fmt.Errorf("syslog %s: %w", s.addr, err)
-				}
-				continue
-			}
-			s.conn = c
-		}
-		if closedByPeer(s.conn) {
-			s.conn.Close()
-			s.conn = nil
-			continue
-		}
-		_ = s.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
-		if _, err := s.conn.Write(frame); err != nil {
-			s.conn.Close()
-			s.conn = nil
-			if !s.retry || ctx.Err() != nil {
-				return fmt.Errorf("syslog %s: %w", s.addr, err)
-			}
-			continue
-		}
-		return nil
-	}
-}
-
-// closedByPeer says whether the syslog server has closed the connection:
-// it never sends, so a read that does not time out means it has. Syslog
-// over TCP has no acknowledgements: without this check the first message
-// after a drop would be written into a dead socket and lost.
-func closedByPeer(c net.Conn) bool {
-	_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
-	var b [1]byte
-	_, err := c.Read(b[:])
-	var ne net.Error
-	return !(errors.As(err, &ne) && ne.Timeout())
-}
-
-func (s *syslogSink) Close() error {
-	if s.conn == nil {
-		return nil
-	}
-	return s.conn.Close()
-}

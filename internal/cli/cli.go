@@ -17,6 +17,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/local"
 	"github.com/paddock-dev/paddock/internal/terminal"
 )
 
@@ -235,17 +236,13 @@ func (g *globals) open(ctx context.Context, announce bool) (*client.Client, func
 	return client.New(a.URL).WithToken(g.token(a.URL)), a.Stop, nil
 }
 
-// LocalLog is the file, in the data directory, where an in-process
-// server's log goes: the person's terminal shows the session, not the
-// server's retries.
-const LocalLog = "local.log"
-
 // localLogger is the logger of an in-process server: warnings and up
-// (unless the person asked for more), appended to LocalLog.
+// (unless the person asked for more), appended to local.Log: the
+// person's terminal shows the session, not the server's retries.
 func (g *globals) localLogger(cfg config.Config) *slog.Logger {
 	var w io.Writer = g.io.Err
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err == nil {
-		if f, err := os.OpenFile(filepath.Join(cfg.DataDir, LocalLog), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+		if f, err := os.OpenFile(filepath.Join(cfg.DataDir, local.Log), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
 			g.closers = append(g.closers, func() { _ = f.Close() })
 			w = f
 		}

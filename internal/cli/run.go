@@ -101,7 +101,7 @@ func (g *globals) runRepo(req *wire.CreateRequest, empty bool) error {
 	if err != nil {
 		return err
 	}
-	top, ok := enclosingRepo(wd)
+	top, ok := workspace.Enclosing(wd)
 	if !ok {
 		return &exitError{Code: 2, Msg: fmt.Sprintf("paddock run works on the git repository you are in, and %s is not in one.\n"+
 			"cd into a repository, name one with --repo DIR, or start from nothing with --empty\n"+
@@ -109,21 +109,6 @@ func (g *globals) runRepo(req *wire.CreateRequest, empty bool) error {
 	}
 	req.Repo = top
 	return nil
-}
-
-// enclosingRepo is the top of the git repository dir is in: the nearest
-// directory, dir or above, holding a .git.
-func enclosingRepo(dir string) (string, bool) {
-	for {
-		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
-			return dir, true
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
-	}
 }
 
 // serverEnvHint explains a provider key missing on a server when this

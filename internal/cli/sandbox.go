@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -37,7 +38,7 @@ func newSandbox(g *globals) *cobra.Command {
 				return err
 			}
 		}
-		if err := writable(workdir, box); err != nil {
+		if err := box.Writable(workdir); err != nil {
 			return &exitError{Code: 2, Msg: err.Error()}
 		}
 		if timeout == 0 {
@@ -48,9 +49,13 @@ func newSandbox(g *globals) *cobra.Command {
 		}
 		script := strings.Join(args, " ")
 		if len(args) > 1 {
-			script = shellJoin(args)
+			script = sandbox.Quote(args)
 		}
-		res, err := box.Run(ctx, sandbox.Command{Place: sandbox.Place{Workdir: workdir}, Script: script, Timeout: timeout, MaxOutput: maxOutput,
+		cache, err := box.CacheFor(filepath.Join(g.cfg.DataDir, "caches"), workdir)
+		if err != nil {
+			return err
+		}
+		res, err := box.Run(ctx, sandbox.Command{Place: sandbox.Place{Workdir: workdir, Cache: cache}, Script: script, Timeout: timeout, MaxOutput: maxOutput,
 			Stdout: g.io.Out, Stderr: g.io.Err})
 		if ctx.Err() != nil {
 			return &exitError{Code: 130, Msg: "interrupted: the command and everything it started were killed"}
@@ -74,32 +79,4 @@ func newSandbox(g *globals) *cobra.Command {
 	exec.Flags().Int64Var(&maxOutput, "max-output", 0, "output limit in bytes (default $PADDOCK_COMMAND_MAX_OUTPUT_BYTES or 10 MiB)")
 	cmd.AddCommand(exec)
 	return cmd
-}
-
-// writable checks that the sandbox user may write workdir: as root,
-// commands run as the sandbox uid, never as root.
-func writable(workdir string, box *sandbox.Bwrap) error {
-	fi, err := os.Stat(workdir)
-	if err != nil || !fi.IsDir() {
-		return fmt.Errorf("--workdir %s is not a directory", workdir)
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if os.Getuid() == 0 && ok && int(st.Uid) != box.UID && fi.Mode().Perm()&0o002 == 0 {
-		return fmt.Errorf("--workdir %s is owned by uid %d, and sandboxed commands run as the sandbox user (uid %d), never as root: "+
-			"chown -R %d:%d %s, or use a directory of the sandbox user's", workdir, st.Uid, box.UID, box.UID, box.GID, workdir)
-	}
-	return box.Reachable(workdir)
-}
-
-// shellJoin quotes argv words for bash so "sandbox exec -- ls -la 'a b'" runs them as given.
-func shellJoin(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
-			out[i] = a
-			continue
-		}
-		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(out, " ")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddock-dev/paddock/internal/app"
+	"github.com/paddock-dev/paddock/internal/local"
 )
 
 func newServe(g *globals) *cobra.Command {
@@ -36,7 +37,7 @@ func newServe(g *globals) *cobra.Command {
 			if errors.As(err, &inUse) && inUse.Background && !cfg.Background {
 				// A client command's background server: this one takes over.
 				fmt.Fprintf(g.io.Out, "stopping the background paddock server on %s (process %d) to serve it here\n", cfg.DataDir, inUse.PID)
-				if err := stopHolder(inUse); err != nil {
+				if err := local.Stop(inUse); err != nil {
 					return err
 				}
 				a, err = app.Start(ctx, cfg, logger)

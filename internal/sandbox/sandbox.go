@@ -9,11 +9,15 @@ package sandbox
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -200,3 +204,57 @@ func killGroup(pid int) {
 
 // currentUID is the uid Paddock runs as (a variable for tests).
 var currentUID = os.Getuid
+
+// Writable checks that the sandbox user may write workdir: as root,
+// commands run as the sandbox uid, never as root.
+func (box *Bwrap) Writable(workdir string) error {
+	fi, err := os.Stat(workdir)
+	if err != nil || !fi.IsDir() {
+		return fmt.Errorf("--workdir %s is not a directory", workdir)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if os.Getuid() == 0 && ok && int(st.Uid) != box.UID && fi.Mode().Perm()&0o002 == 0 {
+		return fmt.Errorf("--workdir %s is owned by uid %d, and sandboxed commands run as the sandbox user (uid %d), never as root: "+
+			"chown -R %d:%d %s, or use a directory of the sandbox user's", workdir, st.Uid, box.UID, box.UID, box.GID, workdir)
+	}
+	return box.Reachable(workdir)
+}
+
+// Quote quotes argv words for bash, so "sandbox exec -- ls -la 'a b'"
+// runs them as given.
+func Quote(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
+}
+
+// CacheFor is the build cache (GOCACHE and the like, at CacheMount) of
+// the commands run on workdir, under dir: one per directory, kept from
+// one command to the next so a second build costs what it costs outside
+// the sandbox; the sandbox user's when Paddock is root.
+func (box *Bwrap) CacheFor(dir, workdir string) (string, error) {
+	sum := sha256.Sum256([]byte(workdir))
+	cache := filepath.Join(dir, "dir-"+hex.EncodeToString(sum[:8]))
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		return "", fmt.Errorf("the build cache of %s: %w", workdir, err)
+	}
+	if currentUID() == 0 {
+		// The sandbox user traverses the data directory to it, as to the
+		// sessions' copies (the server opens it so too).
+		for _, d := range []string{filepath.Dir(dir), dir} {
+			if err := os.Chmod(d, 0o711); err != nil {
+				return "", err
+			}
+		}
+		if err := os.Lchown(cache, box.UID, box.GID); err != nil {
+			return "", err
+		}
+	}
+	return cache, box.Reachable(cache)
+}

@@ -205,7 +205,7 @@ func (v *Volumes) mount(ctx context.Context, img, mnt string) error {
 	// created read-only to the open that creates it, as git makes its
 	// packs); the mount is this user's alone (no allow_other), nosuid and
 	// nodev, and the kernel keeps read-only binds read-only.
-	cmd := exec.Command(prog, "-f", "-o", "fakeroot", img, mnt)
+	cmd := exec.Command(prog, "-f", "-o", "fakeroot,kernel_cache,attr_timeout=3600,entry_timeout=3600,negative_timeout=3600", img, mnt)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -216,3 +216,18 @@ func copyInto(src, dst *os.Root, p string, perm os.FileMode) error {
 	}
 	return err
 }
+
+// Enclosing is the top of the git repository dir is in: the nearest
+// directory, dir or above, holding a .git.
+func Enclosing(dir string) (string, bool) {
+	for {
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return dir, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}

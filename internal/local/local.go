@@ -1,0 +1,145 @@
+// Package local is the paddock server a person's own commands start for
+// themselves: found through the data directory's lock, started in the
+// background on a Unix socket of theirs, ended once unused or when asked.
+package local
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/paddock-dev/paddock/internal/app"
+)
+
+// Idle is how long a background server waits, with no request and
+// no session queued or running, before it ends.
+const Idle = 10 * time.Minute
+
+// startWait bounds the wait for a background server to serve (its first
+// start makes the databases).
+const startWait = 2 * time.Minute
+
+// Log is the file, in the data directory, where a background server's
+// log goes.
+const Log = "local.log"
+
+// Connect returns the address of the server holding data directory dir,
+// starting one in the background first when none does: exe (the paddock
+// program) serving on a Unix socket in $XDG_RUNTIME_DIR, this user's
+// alone, which ends once unused for Idle. Every later command talks to
+// it. started says this call started it.
+func Connect(ctx context.Context, exe, dir string, getenv func(string) string) (url string, started bool, err error) {
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return "", false, err
+	}
+	if h, ok := app.Holder(dir); ok && h.URL != "" {
+		return h.URL, false, nil
+	}
+	sock, err := SocketPath(getenv, dir)
+	if err != nil {
+		return "", false, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", false, err
+	}
+	logPath := filepath.Join(dir, Log)
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return "", false, err
+	}
+	defer log.Close()
+	cmd := exec.Command(exe, "serve", "--listen", "unix:"+sock, "--idle-exit", Idle.String())
+	cmd.Env = append(os.Environ(), "PADDOCK_DATA_DIR="+dir, "PADDOCK_SERVER=")
+	cmd.Stdout, cmd.Stderr = log, log
+	// Its own session: the terminal's ^C and hang-up are the command's.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return "", false, fmt.Errorf("start a background paddock server: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(startWait)
+	for {
+		if h, ok := app.Holder(dir); ok && h.URL != "" {
+			return h.URL, true, nil
+		}
+		select {
+		case err := <-exited:
+			return "", false, fmt.Errorf("the background paddock server ended at start (%v): %s", err, lastLines(logPath, 5))
+		case <-ctx.Done():
+			return "", false, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return "", false, fmt.Errorf("the background paddock server did not start serving within %s: see %s", startWait, logPath)
+		}
+	}
+}
+
+// SocketPath is where the background server of data directory dir
+// listens: $XDG_RUNTIME_DIR/paddock/, else /tmp/paddock-UID/ (made this
+// user's alone), one socket per data directory.
+func SocketPath(getenv func(string) string, dir string) (string, error) {
+	sum := sha256.Sum256([]byte(dir))
+	name := hex.EncodeToString(sum[:6]) + ".sock"
+	base := getenv("XDG_RUNTIME_DIR")
+	if base == "" {
+		base = filepath.Join(os.TempDir(), "paddock-"+strconv.Itoa(os.Getuid()))
+	} else {
+		base = filepath.Join(base, "paddock")
+	}
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return "", err
+	}
+	fi, err := os.Lstat(base)
+	if err != nil {
+		return "", err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%s must be a directory of yours alone (mode 0700) to hold the background server's socket", base)
+	}
+	return filepath.Join(base, name), nil
+}
+
+// lastLines is the end of a log, for a message.
+func lastLines(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// Stop ends the server holding data directory dir (SIGTERM) and
+// waits for it to let the directory go.
+func Stop(h *app.InUseError) error {
+	if h.PID <= 1 {
+		return fmt.Errorf("the process holding %s did not record its ID", h.Dir)
+	}
+	if err := syscall.Kill(h.PID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("stop the paddock server (process %d): %w", h.PID, err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if _, held := app.Holder(h.Dir); !held {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("the paddock server (process %d) still holds %s after a minute", h.PID, h.Dir)
+}
