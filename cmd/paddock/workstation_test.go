@@ -1,6 +1,8 @@
 package main
 
 import (
+	"archive/zip"
+	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -72,8 +74,13 @@ func TestWorkstation(t *testing.T) {
 	home := t.TempDir()
 	data := filepath.Join(home, ".paddock")
 	repo := filepath.Join(home, "calc")
+	// The module needs one the person has in their own module cache
+	// (from a private proxy the sandbox cannot reach): the command builds
+	// offline from the cache lent to it.
+	goProxy(t, filepath.Join(home, "proxy"))
 	files := map[string]string{
-		"go.mod":       "module calc\n\ngo 1.22\n",
+		"go.mod":        "module calc\n\ngo 1.22\n\nrequire example.com/greet v1.0.0\n",
+		"greet_test.go": "package calc\n\nimport (\n\t\"testing\"\n\n\t\"example.com/greet\"\n)\n\nfunc TestGreet(t *testing.T) {\n\tif greet.Hello() != \"hello\" {\n\t\tt.Fatal(greet.Hello())\n\t}\n}\n",
 		"calc.go":      "package calc\n\n// Add adds.\nfunc Add(a, b int) int {\n\treturn a + b\n}\n",
 		"calc_test.go": "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"2+3\")\n\t}\n}\n",
 	}
@@ -86,6 +93,13 @@ func TestWorkstation(t *testing.T) {
 		if err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
+	}
+	tidy := exec.Command(goBin, "mod", "tidy")
+	tidy.Dir = repo
+	tidy.Env = []string{"HOME=" + home, "PATH=" + filepath.Dir(goBin) + ":/usr/bin:/bin", "GOPROXY=file://" + filepath.Join(home, "proxy"),
+		"GOSUMDB=off", "GOFLAGS=-modcacherw", "GOTOOLCHAIN=local", "GOCACHE=" + filepath.Join(home, ".cache", "go-build")}
+	if out, err := tidy.CombinedOutput(); err != nil {
+		t.Fatalf("go mod tidy: %v\n%s", err, out)
 	}
 	git("init", "-q")
 	git("add", "-A")
@@ -180,6 +194,31 @@ func TestWorkstation(t *testing.T) {
 	if got := readT(t, filepath.Join(repo, "calc.go")); got != mine {
 		t.Fatalf("the person's edit was overwritten:\n%s", got)
 	}
+}
+
+// goProxy writes a file-based Go module proxy at dir serving
+// example.com/greet v1.0.0.
+func goProxy(t *testing.T, dir string) {
+	t.Helper()
+	v := filepath.Join(dir, "example.com", "greet", "@v")
+	writeT(t, filepath.Join(v, "list"), "v1.0.0\n")
+	writeT(t, filepath.Join(v, "v1.0.0.info"), `{"Version":"v1.0.0","Time":"2026-01-01T00:00:00Z"}`)
+	writeT(t, filepath.Join(v, "v1.0.0.mod"), "module example.com/greet\n")
+	var buf bytes.Buffer
+	z := zip.NewWriter(&buf)
+	for name, text := range map[string]string{"go.mod": "module example.com/greet\n", "greet.go": "package greet\n\n// Hello greets.\nfunc Hello() string { return \"hello\" }\n"} {
+		w, err := z.Create("example.com/greet@v1.0.0/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+	writeT(t, filepath.Join(v, "v1.0.0.zip"), buf.String())
 }
 
 func minutes(m, s string) float64 {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/paddock-dev/paddock/internal/config"
@@ -22,10 +23,18 @@ import (
 // *LimitError when the CPU budget cannot be enforced and the operator has
 // not accepted that (the box is returned all the same).
 func NewSandbox(ctx context.Context, cfg config.Config) (*sandbox.Bwrap, error) {
-	box, err := sandbox.NewBwrap(ctx, cfg.ReadOnlyPaths...)
+	// On a developer's own machine, as them, their toolchains and module
+	// cache are lent to the commands, read-only.
+	var lent sandbox.Workstation
+	if cfg.Execution == config.ExecutionWorkstation && os.Getuid() != 0 {
+		home, _ := os.UserHomeDir()
+		lent = sandbox.Lend(os.Getenv, home)
+	}
+	box, err := sandbox.NewBwrap(ctx, append(slices.Clone(cfg.ReadOnlyPaths), lent.Paths...)...)
 	if err != nil {
 		return nil, err
 	}
+	box.Lent = lent
 	// Commands see their own working copy, never the databases or other
 	// sessions' copies.
 	if abs, err := filepath.Abs(cfg.DataDir); err == nil && cfg.DataDir != "" {

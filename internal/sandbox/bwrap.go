@@ -37,6 +37,9 @@ type Bwrap struct {
 	// Hide are host directories commands must not see (Paddock's data)
 	// where the view would otherwise show them.
 	Hide []string
+	// Lent is what a developer's machine lends its sandboxes (see Lend):
+	// its paths are among readOnly.
+	Lent Workstation
 	// readOnly are host paths besides the system trees that commands see
 	// read-only (toolchains outside /usr); masks what the view hides in
 	// them and in /etc.
@@ -467,6 +470,7 @@ func (b *Bwrap) command(p Place, argv []string, how launch, nproc int, waitFD bo
 	if p.Deps != "" {
 		maps.Copy(vars, DepsEnv(DepsMount))
 	}
+	b.Lent.env(vars, p.Deps != "")
 	if p.Egress != "" {
 		for _, kv := range egress.Env(forwarderAddr) {
 			k, v, _ := strings.Cut(kv, "=")
