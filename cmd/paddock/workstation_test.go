@@ -81,8 +81,8 @@ func TestWorkstation(t *testing.T) {
 	files := map[string]string{
 		"go.mod":        "module calc\n\ngo 1.22\n\nrequire example.com/greet v1.0.0\n",
 		"greet_test.go": "package calc\n\nimport (\n\t\"testing\"\n\n\t\"example.com/greet\"\n)\n\nfunc TestGreet(t *testing.T) {\n\tif greet.Hello() != \"hello\" {\n\t\tt.Fatal(greet.Hello())\n\t}\n}\n",
-		"calc.go":      "package calc\n\n// Add adds.\nfunc Add(a, b int) int {\n\treturn a + b\n}\n",
-		"calc_test.go": "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"2+3\")\n\t}\n}\n",
+		"calc.go":       "package calc\n\n// Add adds.\nfunc Add(a, b int) int {\n\treturn a + b\n}\n",
+		"calc_test.go":  "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"2+3\")\n\t}\n}\n",
 	}
 	for name, text := range files {
 		writeT(t, filepath.Join(repo, name), text)
