@@ -272,3 +272,49 @@ func BenchmarkLocalSessionsList(b *testing.B) {
 		ls("sessions", "ls")
 	}
 }
+
+// TestFirstCommandsStartOneServer: two commands at once on a data
+// directory nobody holds start one background server between them, both
+// succeed, and server stop ends it.
+func TestFirstCommandsStartOneServer(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	_ = os.Chmod(home, 0o711)
+	env := []string{"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin", "PADDOCK_DATA_DIR=" + filepath.Join(home, ".paddock"),
+		"PADDOCK_README_CHILD=1", "PADDOCK_LOG_LEVEL=warn", "TMPDIR=" + home}
+	paddock := func(args ...string) (string, error) {
+		cmd := exec.Command(self, args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() { _, _ = paddock("server", "stop") })
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			out, err := paddock("sessions", "ls")
+			if err != nil {
+				err = errors.New(err.Error() + ": " + out)
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := paddock("server", "status")
+	if err != nil || !strings.Contains(out, "a background paddock server") {
+		t.Fatalf("server status: %v\n%s", err, out)
+	}
+	if out, err = paddock("server", "stop"); err != nil || !strings.Contains(out, "stopped the paddock server") {
+		t.Fatalf("server stop: %v\n%s", err, out)
+	}
+	if out, _ = paddock("server", "status"); !strings.Contains(out, "no paddock server holds") {
+		t.Fatalf("after stop: %s", out)
+	}
+}

@@ -281,7 +281,10 @@ func TestRunWorksOnTheRepositoryYouAreIn(t *testing.T) {
 	require.Equal(t, 0, code, errOut+out)
 	id := strings.Fields(out[strings.Index(out, "session ")+len("session "):])[0]
 	code, out, errOut = runEnv(t, env, "", "sessions", "diff", id)
-	require.Equal(t, 0, code, errOut)
+	if code != 0 {
+		log, _ := os.ReadFile(filepath.Join(dir, "local.log"))
+		t.Fatalf("%s\n%s", errOut, log)
+	}
 	require.Contains(t, out, "-Helo, world!\n+Hello, world!")
 	require.NotContains(t, out, "salutations", "the person's own change is the base, not the diff")
 	require.NotContains(t, out, "notes.txt")
@@ -292,6 +295,13 @@ func TestRunWorksOnTheRepositoryYouAreIn(t *testing.T) {
 	require.Equal(t, "Hello, world!\n", readFile(t, filepath.Join(repo, "README.md")))
 	require.Equal(t, "mine\n", readFile(t, filepath.Join(repo, "notes.txt")))
 	require.FileExists(t, filepath.Join(repo, "CHANGELOG.md"))
+
+	// A home directory kept in git is not taken whole without --repo.
+	t.Chdir(filepath.Join(repo, "sub"))
+	code, _, errOut = runEnv(t, map[string]string{"PADDOCK_DATA_DIR": dir, "HOME": repo}, "", "run", "--model", "replay/demo", "fix the typo")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "is your home directory")
+	require.Contains(t, errOut, "--repo "+repo)
 
 	t.Chdir(t.TempDir())
 	code, _, errOut = runEnv(t, env, "", "run", "--model", "replay/demo", "fix the typo")

@@ -25,7 +25,8 @@ func (g *globals) background(ctx context.Context, announce bool) (*client.Client
 		fmt.Fprintf(g.io.Err, "started a background paddock server on %s (it ends after %s unused; paddock server stop ends it now; log: %s)\n",
 			g.cfg.DataDir, local.Idle, filepath.Join(g.cfg.DataDir, local.Log))
 	case announce:
-		fmt.Fprintf(g.io.Err, "using the paddock server at %s (it holds %s)\n", url, g.cfg.DataDir)
+		fmt.Fprintf(g.io.Err, "using the paddock server at %s (it holds %s; it runs with the settings of the command that started it: "+
+			"paddock server stop, then this command again, to apply new ones)\n", url, g.cfg.DataDir)
 	}
 	return client.New(url).WithToken(g.token(url)), nil
 }

@@ -107,6 +107,10 @@ func (g *globals) runRepo(req *wire.CreateRequest, empty bool) error {
 			"cd into a repository, name one with --repo DIR, or start from nothing with --empty\n"+
 			"(a new repository: git init && git add -A && git commit -m start)", wd)}
 	}
+	if home := g.io.Getenv("HOME"); home != "" && filepath.Clean(home) == top && wd != top {
+		return &exitError{Code: 2, Msg: fmt.Sprintf("the repository around %s is your home directory %s (kept in git): a session would work on all of it.\n"+
+			"cd into a project's repository, or name it with --repo %s if that is what you mean", wd, top, top)}
+	}
 	req.Repo = top
 	return nil
 }

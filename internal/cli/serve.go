@@ -50,7 +50,9 @@ func newServe(g *globals) *cobra.Command {
 				engine = "Temporal at " + cfg.TemporalAddress
 			}
 			fmt.Fprintf(g.io.Out, "paddock serving on %s (%s, data in %s)\n", a.URL, engine, cfg.DataDir)
-			fmt.Fprintf(g.io.Out, "use it from another terminal: export PADDOCK_SERVER=%s\n", a.URL)
+			if !cfg.Background {
+				fmt.Fprintf(g.io.Out, "use it from another terminal: export PADDOCK_SERVER=%s\n", a.URL)
+			}
 			var idle <-chan struct{}
 			if idleExit > 0 {
 				idle = a.Idle(ctx, idleExit)

@@ -75,6 +75,15 @@ func Connect(ctx context.Context, exe, dir string, getenv func(string) string) (
 		}
 		select {
 		case err := <-exited:
+			if h, ok := app.Holder(dir); ok {
+				// Another command started one first: that one serves.
+				if h.URL == "" {
+					exited <- err // still starting: wait for its address
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
+				return h.URL, false, nil
+			}
 			return "", false, fmt.Errorf("the background paddock server ended at start (%v): %s", err, lastLines(logPath, 5))
 		case <-ctx.Done():
 			return "", false, ctx.Err()
@@ -87,19 +96,23 @@ func Connect(ctx context.Context, exe, dir string, getenv func(string) string) (
 }
 
 // SocketPath is where the background server of data directory dir
-// listens: $XDG_RUNTIME_DIR/paddock/, else /tmp/paddock-UID/ (made this
-// user's alone), one socket per data directory.
+// listens: in $XDG_RUNTIME_DIR/paddock/ (one socket per data directory),
+// else in the data directory itself (a directory of the user's), else,
+// where that path is too long for a socket, in /tmp/paddock-UID/.
 func SocketPath(getenv func(string) string, dir string) (string, error) {
 	sum := sha256.Sum256([]byte(dir))
 	name := hex.EncodeToString(sum[:6]) + ".sock"
-	base := getenv("XDG_RUNTIME_DIR")
-	if base == "" {
+	var base string
+	switch {
+	case getenv("XDG_RUNTIME_DIR") != "":
+		base = filepath.Join(getenv("XDG_RUNTIME_DIR"), "paddock")
+	case len(filepath.Join(dir, "run", name)) < maxSocketPath:
+		base = filepath.Join(dir, "run")
+	default:
 		base = filepath.Join(os.TempDir(), "paddock-"+strconv.Itoa(os.Getuid()))
-	} else {
-		base = filepath.Join(base, "paddock")
 	}
 	if err := os.MkdirAll(base, 0o700); err != nil {
-		return "", err
+		return "", fmt.Errorf("the background server's socket: %w (set XDG_RUNTIME_DIR to a directory of yours)", err)
 	}
 	fi, err := os.Lstat(base)
 	if err != nil {
@@ -107,10 +120,14 @@ func SocketPath(getenv func(string) string, dir string) (string, error) {
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("%s must be a directory of yours alone (mode 0700) to hold the background server's socket", base)
+		return "", fmt.Errorf("%s must be a directory of yours alone (mode 0700) to hold the background server's socket; "+
+			"set XDG_RUNTIME_DIR to a directory of yours, or use a shorter --data-dir", base)
 	}
 	return filepath.Join(base, name), nil
 }
+
+// maxSocketPath is the longest path a Unix socket may have (sun_path).
+const maxSocketPath = 108
 
 // lastLines is the end of a log, for a message.
 func lastLines(path string, n int) string {

@@ -2,10 +2,12 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -164,7 +166,18 @@ func BenchmarkGoTest(b *testing.B) {
 		}
 		median(b, lat)
 	})
-	b.Run("sandbox", func(b *testing.B) {
+	for _, cpus := range []float64{box.MaxCPUs, float64(runtime.NumCPU())} {
+		b.Run(fmt.Sprintf("sandbox-%gcpu", cpus), func(b *testing.B) {
+			defer func(was float64) { box.MaxCPUs = was }(box.MaxCPUs)
+			box.MaxCPUs = cpus
+			sandboxGoTest(b)
+		})
+	}
+}
+
+// sandboxGoTest is BenchmarkGoTest's sandboxed side.
+func sandboxGoTest(b *testing.B) {
+	{
 		root := b.TempDir()
 		_ = os.Chmod(root, 0o711)
 		_ = os.Chmod(filepath.Dir(root), 0o711)
@@ -202,5 +215,5 @@ func BenchmarkGoTest(b *testing.B) {
 			lat = append(lat, time.Since(start))
 		}
 		median(b, lat)
-	})
+	}
 }

@@ -31,13 +31,17 @@ type cgroups struct {
 	v1Pids  string
 	v1Mem   string
 	v1CPU   string
-	counter atomic.Int64
 	pending sync.WaitGroup
 	// spare is one group made ahead, in the background, for the next
 	// command with the same limits: making it is off the critical path.
 	mu    sync.Mutex
 	spare *group
 }
+
+// groupSeq numbers the groups this process makes: one sequence for every
+// sandbox in it (two servers in one test process must not make one
+// name twice).
+var groupSeq atomic.Int64
 
 // limits are what a group was made with.
 type limits struct {
@@ -268,7 +272,7 @@ func (c *cgroups) create(maxProcs int, maxMemory int64, maxCPUs float64) *group 
 	if c == nil {
 		return g
 	}
-	name := fmt.Sprintf("cmd-%d-%d", os.Getpid(), c.counter.Add(1))
+	name := fmt.Sprintf("cmd-%d-%d", os.Getpid(), groupSeq.Add(1))
 	quota := strconv.Itoa(max(1000, int(maxCPUs*cfsPeriod)))
 	// mk makes the group under parent and writes its limits; a group
 	// whose limits cannot all be written is not used.

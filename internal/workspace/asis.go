@@ -99,8 +99,15 @@ func CloneAsIs(ctx context.Context, src, dir string) (Origin, error) {
 // removes those the checkout removed. It returns the paths taken and what
 // it left out.
 func overlay(ctx context.Context, top string, fi os.FileInfo, dir string) (files, skipped []string, err error) {
+	// Untracked files as the person's own git shows them: a repository
+	// that says status.showUntrackedFiles=no (a home directory's, say)
+	// keeps its untracked files out.
+	untracked := "--untracked-files=all"
+	if v, _ := ownerGit(ctx, top, fi, "config", "--get", "status.showUntrackedFiles"); strings.TrimSpace(v) == "no" {
+		untracked = "--untracked-files=no"
+	}
 	out, err := ownerGit(ctx, top, fi, "--no-optional-locks",
-		"status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=all")
+		"status", "--porcelain=v1", "-z", untracked, "--no-renames", "--ignore-submodules=all")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -125,17 +132,28 @@ func overlay(ctx context.Context, top string, fi os.FileInfo, dir string) (files
 		}
 		st, err := srcRoot.Lstat(p)
 		switch {
-		case errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, fs.ErrPermission):
+			skipped = append(skipped, p+" (not readable)")
+			continue
+		case err != nil, st.IsDir():
+			// Gone, or no longer reached as a file (a directory in its
+			// place, a link or file where a parent directory was): what
+			// stands there now is listed on its own.
 			changes = append(changes, Change{Path: p})
-		case err != nil:
-			return nil, nil, err
 		case st.Mode()&fs.ModeSymlink != 0:
 			target, err := srcRoot.Readlink(p)
 			if err != nil {
-				return nil, nil, err
+				skipped = append(skipped, p+" (not readable)")
+				continue
 			}
 			changes = append(changes, Change{Path: p, Mode: "120000", Data: []byte(target)})
 		case st.Mode().IsRegular():
+			f, err := srcRoot.Open(p)
+			if err != nil {
+				skipped = append(skipped, p+" (not readable)")
+				continue
+			}
+			f.Close()
 			mode := "100644"
 			if st.Mode()&0o111 != 0 {
 				mode = "100755"

@@ -158,8 +158,19 @@ func TestAcceptAsACommitTakesOnlyTheSessionsFiles(t *testing.T) {
 	var conflict *ConflictError
 	require.True(t, errors.As(err, &conflict), "%v", err)
 	require.Equal(t, []Conflict{{Path: "new/untracked.txt", Why: conflict.Conflicts[0].Why}}, conflict.Conflicts)
+	require.Contains(t, conflict.Conflicts[0].Why, "it was untracked when the session started")
 	require.Contains(t, conflict.Conflicts[0].Why, "--uncommitted")
 	require.Equal(t, head, strings.TrimSpace(gitOut(t, src, "rev-parse", "HEAD")))
+
+	// A file of the session's with changes of theirs staged is named too:
+	// the commit would take them along.
+	write(t, src, "notes.md", "one\ntwo\nthree\nfour\nfive\nsix\nseven, staged\n")
+	gitOut(t, src, "add", "notes.md")
+	_, err = Apply(ctx, src, d, session.AsCommit, "agent")
+	require.True(t, errors.As(err, &conflict), "%v", err)
+	require.Equal(t, "notes.md", conflict.Conflicts[len(conflict.Conflicts)-1].Path)
+	require.Contains(t, conflict.Conflicts[len(conflict.Conflicts)-1].Why, "staged")
+	gitOut(t, src, "commit", "-qm", "their staged line", "--", "notes.md")
 
 	// Once they commit that file, the session's files are committed and
 	// nothing else: staged.go stays staged, main.go's edit uncommitted.
@@ -185,4 +196,52 @@ func TestSections(t *testing.T) {
 	p := "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-diff --git a/y b/y\n+z\ndiff --git a/y b/y\nnew file mode 100644\n"
 	require.Equal(t, []string{"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-diff --git a/y b/y\n+z\n", "diff --git a/y b/y\nnew file mode 100644\n"}, sections(p))
 	require.Empty(t, sections(""))
+}
+
+// TestCloneAsIsTakesEveryShapeOfCheckout: what a person's checkout may
+// look like mid-work starts a session, each taken as it stands: a tracked
+// directory replaced by a file, a tracked file by a directory, a tracked
+// directory by a link out of the repository (copied as the link, never
+// followed); a file this user cannot read is left out and named.
+func TestCloneAsIsTakesEveryShapeOfCheckout(t *testing.T) {
+	src, _ := repo(t)
+	write(t, src, "d/f", "f\n")
+	write(t, src, "x", "x\n")
+	write(t, src, "l/g", "g\n")
+	gitOut(t, src, "add", "-A")
+	gitOut(t, src, "commit", "-qm", "shapes")
+	require.NoError(t, os.RemoveAll(filepath.Join(src, "d")))
+	write(t, src, "d", "now a file\n")
+	require.NoError(t, os.Remove(filepath.Join(src, "x")))
+	write(t, src, "x/y", "now a directory\n")
+	require.NoError(t, os.RemoveAll(filepath.Join(src, "l")))
+	require.NoError(t, os.Symlink("/etc", filepath.Join(src, "l")))
+	write(t, src, "secret", "s\n")
+	require.NoError(t, os.Chmod(filepath.Join(src, "secret"), 0))
+
+	dir := filepath.Join(t.TempDir(), "copy")
+	o, err := CloneAsIs(context.Background(), src, dir)
+	require.NoError(t, err)
+	require.Equal(t, "now a file\n", read(t, dir, "d"))
+	require.Equal(t, "now a directory\n", read(t, dir, "x/y"))
+	target, err := os.Readlink(filepath.Join(dir, "l"))
+	require.NoError(t, err)
+	require.Equal(t, "/etc", target)
+	if os.Getuid() != 0 { // root reads a file of mode 000
+		require.Contains(t, o.Skipped, "secret (not readable)")
+	}
+}
+
+// TestCloneAsIsHonoursHiddenUntrackedFiles: a repository whose git shows
+// no untracked files (a home directory kept in git) gives none to the copy.
+func TestCloneAsIsHonoursHiddenUntrackedFiles(t *testing.T) {
+	src, _ := repo(t)
+	gitOut(t, src, "config", "status.showUntrackedFiles", "no")
+	write(t, src, ".ssh/id_ed25519", "key\n")
+	write(t, src, "main.go", "package main // edited\n")
+	dir := filepath.Join(t.TempDir(), "copy")
+	o, err := CloneAsIs(context.Background(), src, dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{"main.go"}, o.Files)
+	require.NoFileExists(t, filepath.Join(dir, ".ssh/id_ed25519"))
 }

@@ -352,6 +352,13 @@ func (e *ConflictError) Error() string {
 // apply, with why.
 func check(ctx context.Context, repo, dir, patch string, mode session.ApplyMode) ([]Conflict, error) {
 	var conflicts []Conflict
+	staged := map[string]bool{}
+	if mode == session.AsCommit {
+		var err error
+		if staged, err = stagedFiles(ctx, repo); err != nil {
+			return nil, err
+		}
+	}
 	for i, sec := range sections(patch) {
 		name := filepath.Join(dir, fmt.Sprintf("%d.patch", i))
 		if err := os.WriteFile(name, []byte(sec), 0o600); err != nil {
@@ -369,12 +376,37 @@ func check(ctx context.Context, repo, dir, patch string, mode session.ApplyMode)
 		if mode != session.AsCommit {
 			continue
 		}
+		if staged[p] {
+			conflicts = append(conflicts, Conflict{Path: p, Why: "it has changes of yours staged (git add), which a commit of the session's change would take along: " +
+				"accept with --uncommitted, or commit yours first"})
+			continue
+		}
 		if _, err := userGit(ctx, repo, "apply", "--whitespace=nowarn", "--check", "--index", name); err != nil {
-			conflicts = append(conflicts, Conflict{Path: p, Why: "it has uncommitted changes of yours, which a commit of the session's changes would take along: " +
-				"accept with --uncommitted, or commit or stash yours first"})
+			why := "it has uncommitted changes of yours, which a commit of the session's change would take along: accept with --uncommitted, or commit yours first"
+			if strings.Contains(err.Error(), "does not exist in index") {
+				why = fmt.Sprintf("it is not committed in your repository (it was untracked when the session started), so a commit would take all of it: "+
+					"accept with --uncommitted, or commit it first (git add -- %s && git commit)", p)
+			}
+			conflicts = append(conflicts, Conflict{Path: p, Why: why})
 		}
 	}
 	return conflicts, nil
+}
+
+// stagedFiles are the files whose staged content differs from HEAD in
+// repo: the person's, which a commit of the session's files must not take.
+func stagedFiles(ctx context.Context, repo string) (map[string]bool, error) {
+	out, err := userGit(ctx, repo, "diff", "--cached", "--name-only", "-z", "--no-renames", "HEAD", "--")
+	if err != nil {
+		return nil, fmt.Errorf("list what is staged in %s: %w", repo, err)
+	}
+	staged := map[string]bool{}
+	for _, p := range strings.Split(out, "\x00") {
+		if p != "" {
+			staged[p] = true
+		}
+	}
+	return staged, nil
 }
 
 // sections splits a git patch into its files' sections: each begins with
