@@ -31,7 +31,7 @@ func TestCheckRepoSaysWhatToDo(t *testing.T) {
 	git(repo, "commit", "-qm", "init")
 	require.NoError(t, s.checkRepo(repo, "default"))
 	err := s.checkRepo(filepath.Join(repo, "sub", "dir"), "default")
-	require.ErrorContains(t, err, "is a folder inside the git repository "+repo+": give --repo "+repo)
+	require.ErrorContains(t, err, "is a folder inside the git repository "+repo+": name "+repo+" itself")
 
 	git(repo, "pack-refs", "--all")
 	require.NoError(t, s.checkRepo(repo, "default"), "a packed branch is a commit")

@@ -412,7 +412,7 @@ func (s *Service) checkRepo(repo, project string) error {
 	}
 	st, err := os.Stat(repo)
 	if err != nil {
-		return fmt.Errorf("%w: repository %s does not exist (or cannot be read): give --repo a git repository, or omit it for an empty working copy", errdefs.ErrInvalid, repo)
+		return fmt.Errorf("%w: repository %s does not exist (or cannot be read): name a git repository, or none for an empty working copy (paddock run --empty; in the web app, leave Repository empty)", errdefs.ErrInvalid, repo)
 	}
 	if !st.IsDir() {
 		return fmt.Errorf("%w: repository %s is not a directory", errdefs.ErrInvalid, repo)
@@ -434,10 +434,10 @@ func (s *Service) checkRepo(repo, project string) error {
 	if gitDir == "" {
 		for dir := filepath.Dir(repo); dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
 			if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
-				return fmt.Errorf("%w: %s is a folder inside the git repository %s: give --repo %s (sessions work on a whole repository)", errdefs.ErrInvalid, repo, dir, dir)
+				return fmt.Errorf("%w: %s is a folder inside the git repository %s: name %s itself (sessions work on a whole repository)", errdefs.ErrInvalid, repo, dir, dir)
 			}
 		}
-		return fmt.Errorf("%w: %s is not a git repository (run `git init` there and commit, or start from an empty working copy with --empty)", errdefs.ErrInvalid, repo)
+		return fmt.Errorf("%w: %s is not a git repository (run `git init` there and commit, or name none for an empty working copy: paddock run --empty; in the web app, leave Repository empty)", errdefs.ErrInvalid, repo)
 	}
 	if entries, err := os.ReadDir(gitDir); err == nil {
 		for _, e := range entries {
@@ -452,7 +452,7 @@ func (s *Service) checkRepo(repo, project string) error {
 		}
 	}
 	if !hasCommit(gitDir) {
-		return fmt.Errorf("%w: repository %s has no commit yet: commit something first (git -C %s add -A && git -C %s commit -m init), or start from an empty working copy with --empty", errdefs.ErrInvalid, repo, repo, repo)
+		return fmt.Errorf("%w: repository %s has no commit yet: commit something first (git -C %s add -A && git -C %s commit -m init), or name none for an empty working copy (paddock run --empty; in the web app, leave Repository empty)", errdefs.ErrInvalid, repo, repo, repo)
 	}
 	return nil
 }

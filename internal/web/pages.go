@@ -196,6 +196,10 @@ func (a *App) sessions(w http.ResponseWriter, r *http.Request) {
 		switch n := deciding[x.ID]; {
 		case n > 0:
 			row.Needs = fmt.Sprintf("%d %s to decide", n, plural(n, "call", "calls"))
+		case mine && row.Park == string(bound.AwaitingAnswer):
+			row.Needs = "your answer to its question"
+		case mine && row.Park == string(bound.AwaitingExtension):
+			row.Needs = "your decision on more budget"
 		case mine && (row.Park == string(bound.AwaitingCredentials) || row.Park == string(bound.AwaitingIdentity)):
 			row.Needs = "your " + strings.TrimPrefix(row.Park, "awaiting_")
 		case mine && x.Status == session.StatusAwaiting && row.Park == "" && !x.Held():
@@ -412,13 +416,30 @@ type DiffPage struct {
 	Confirm bool
 }
 
+// viewCookie remembers the layout a person last chose for diffs.
+const viewCookie = "paddock_diff_view"
+
+// diffView is the layout of a review: the one the address names (then
+// remembered for the next review), else the one last chosen.
+func diffView(w http.ResponseWriter, r *http.Request) string {
+	switch v := r.URL.Query().Get("view"); v {
+	case "split", "unified":
+		http.SetCookie(w, &http.Cookie{Name: viewCookie, Value: v, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: secure(r), MaxAge: 365 * 24 * 3600})
+		return v
+	}
+	if c, err := r.Cookie(viewCookie); err == nil && c.Value == "split" {
+		return "split"
+	}
+	return "unified"
+}
+
 func (a *App) diff(w http.ResponseWriter, r *http.Request) {
 	p, ok := a.diffPage(w, r)
 	if !ok {
 		return
 	}
 	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	p.Review = layout(p.Diff, page, r.URL.Query().Get("view") == "split")
+	p.Review = layout(p.Diff, page, diffView(w, r) == "split")
 	a.render(w, r, http.StatusOK, "diff", "Changes of "+p.Session.DisplayTitle, p)
 }
 

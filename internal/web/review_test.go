@@ -3,6 +3,8 @@ package web
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -130,7 +132,7 @@ func TestReviewPages(t *testing.T) {
 	require.Equal(t, "f5.go", last.Files[len(last.Files)-1].Path)
 	require.Equal(t, rv.Pages, layout(d, 99, false).Page, "a page past the end is the last")
 	html := renderDiff(t, testApp(t), d, 2, false)
-	require.True(t, strings.Contains(html, `href="?page=1#f1"`), "another page's table links to the flagged file on its page")
+	require.True(t, strings.Contains(html, `href="?page=1&amp;view=unified#f1"`), "another page's table links to the flagged file on its page")
 	require.True(t, strings.Contains(html, `aria-label="pages of the diff"`), "pages to move between")
 }
 
@@ -193,4 +195,21 @@ func TestReviewBounds(t *testing.T) {
 	require.True(t, moved.Flagged, "a flagged file renamed away keeps its flag")
 	require.Equal(t, []string{"forgotten.txt"}, rv.Missing)
 	require.Contains(t, html, "Not shown here though it changed")
+}
+
+// TestDiffViewIsRemembered: the layout an address names is remembered,
+// and a review whose address names none opens in it.
+func TestDiffViewIsRemembered(t *testing.T) {
+	rec := httptest.NewRecorder()
+	require.Equal(t, "split", diffView(rec, httptest.NewRequest(http.MethodGet, "/sessions/s1/diff?view=split", nil)))
+	cookies := rec.Result().Cookies()
+	require.Len(t, cookies, 1)
+	require.True(t, cookies[0].HttpOnly)
+	next := httptest.NewRequest(http.MethodGet, "/sessions/s2/diff", nil)
+	next.AddCookie(cookies[0])
+	require.Equal(t, "split", diffView(httptest.NewRecorder(), next))
+	require.Equal(t, "unified", diffView(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/sessions/s2/diff", nil)))
+	back := httptest.NewRecorder()
+	require.Equal(t, "unified", diffView(back, httptest.NewRequest(http.MethodGet, "/sessions/s1/diff?view=unified", nil)))
+	require.Equal(t, "unified", back.Result().Cookies()[0].Value)
 }

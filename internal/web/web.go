@@ -85,7 +85,7 @@ func New(svc *engine.Service, logger *slog.Logger, key []byte) (*App, error) {
 		"json":  func(b []byte) string { return string(b) },
 		// at is the review's address for a page and a view.
 		"at": func(page int, split bool) string {
-			q := url.Values{"page": {strconv.Itoa(page)}}
+			q := url.Values{"page": {strconv.Itoa(page)}, "view": {"unified"}}
 			if split {
 				q.Set("view", "split")
 			}
