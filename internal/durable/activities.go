@@ -205,7 +205,7 @@ func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session, sp
 	}
 	detail = "an empty working copy"
 	if s.Repo != "" {
-		o, err := workspace.CloneAsIs(ctx, s.Repo, dir)
+		o, err := workspace.CloneAsIs(ctx, s.Repo, dir, sp.Environment.IgnoredFiles)
 		if err != nil {
 			return "", "", "", err
 		}

@@ -100,6 +100,11 @@ type EnvironmentSpec struct {
 	Credentials []string `yaml:"credentials" json:"credentials,omitempty"`
 	// ReadOnlyPaths are host paths (toolchains) shown read-only.
 	ReadOnlyPaths []string `yaml:"readOnlyPaths" json:"readOnlyPaths,omitempty"`
+	// IgnoredFiles are files of the repository's checkout its .gitignore
+	// leaves out that the working copy takes all the same (git glob
+	// patterns, such as .env.local or config/**/*.local.yml): the copy
+	// otherwise starts without any ignored file.
+	IgnoredFiles []string `yaml:"ignoredFiles" json:"ignoredFiles,omitempty"`
 	// SetupTimeout bounds the setup script (default 30m).
 	SetupTimeout Duration `yaml:"setupTimeout" json:"setupTimeout,omitempty"`
 	// Reuse says which sessions may start from the layer setup leaves:
@@ -574,6 +579,16 @@ func (e EnvironmentSpec) validate() error {
 		}
 		seen[name] = true
 	}
+	if len(e.IgnoredFiles) > MaxIgnoredFiles {
+		return bad("ignoredFiles", fmt.Sprintf("%d patterns: at most %d", len(e.IgnoredFiles), MaxIgnoredFiles))
+	}
+	for i, p := range e.IgnoredFiles {
+		c := path.Clean(p)
+		if p == "" || path.IsAbs(p) || c == "." || c == ".." || strings.HasPrefix(c, "../") || strings.HasPrefix(p, ":") ||
+			strings.ContainsAny(p, "\x00\n") || len(p) > 256 {
+			return bad(fmt.Sprintf("ignoredFiles[%d]", i), fmt.Sprintf("%q: want a pattern of paths inside the repository, such as .env.local or config/*.local.yml", p))
+		}
+	}
 	for i, p := range e.ReadOnlyPaths {
 		c := path.Clean(p)
 		switch {
@@ -587,6 +602,9 @@ func (e EnvironmentSpec) validate() error {
 	}
 	return nil
 }
+
+// MaxIgnoredFiles bounds an environment's ignoredFiles patterns.
+const MaxIgnoredFiles = 50
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 

@@ -38,6 +38,7 @@ environment:
     setup: ["proxy.golang.org:443", "*.npmjs.org:443"]
   env: {GOFLAGS: -mod=mod, MY_SETTING: "1"}
   readOnlyPaths: [/opt/sdk]
+  ignoredFiles: [.env.local, "fixtures/**"]
 `), known)
 	require.NoError(t, err)
 	require.Len(t, agents, 2)
@@ -97,6 +98,9 @@ func TestParseErrors(t *testing.T) {
 		{"name: a\nmodel: replay/x\nenvironment:\n  env: {https_proxy: http://x}\n", "environment.env.https_proxy: refused: Paddock sets it"},
 		{"name: a\nmodel: replay/x\nenvironment:\n  env: {1X: y}\n", "environment.env.1X: want a variable name"},
 		{"name: a\nmodel: replay/x\nenvironment:\n  readOnlyPaths: [opt/sdk]\n", "environment.readOnlyPaths[0]: \"opt/sdk\": want an absolute"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  ignoredFiles: [.env.local, ../secrets]\n", "environment.ignoredFiles[1]: \"../secrets\": want a pattern of paths inside the repository"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  ignoredFiles: [\":(top)x\"]\n", "environment.ignoredFiles[0]"},
+		{"name: a\nmodel: replay/x\nenvironment:\n  ignoredFiles: [/etc/passwd]\n", "environment.ignoredFiles[0]"},
 		{"name: a\nmodel: replay/x\nenvironment:\n  readOnlyPaths: [/opt/x, /run/docker.sock]\n", "environment.readOnlyPaths[1]: \"/run/docker.sock\": kernel and runtime state"},
 		{"name: a\nmodel: replay/x\nenvironment:\n  setup: x\n  setupTimeout: 12h\n", "environment.setupTimeout: want 1s to 6h"},
 	}

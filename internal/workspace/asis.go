@@ -24,6 +24,9 @@ type Origin struct {
 	// Files are the checkout's staged, unstaged and untracked files that
 	// differ from Head (deleted ones included).
 	Files []string
+	// Ignored are the ignored files the environment asked for: in the
+	// copy, outside its base and its diff.
+	Ignored []string
 	// Skipped are what the snapshot could not take, with why (a nested
 	// repository, a socket).
 	Skipped []string
@@ -32,10 +35,17 @@ type Origin struct {
 // Summary says in a line what the copy started from.
 func (o Origin) Summary(repo string) string {
 	if len(o.Files) == 0 {
-		return fmt.Sprintf("the working copy starts from %s at %.12s (no uncommitted changes)", repo, o.Head)
+		s := fmt.Sprintf("the working copy starts from %s at %.12s (no uncommitted changes)", repo, o.Head)
+		if len(o.Ignored) > 0 {
+			s += fmt.Sprintf("; with %d ignored file(s) the environment asks for (%s)", len(o.Ignored), listSome(o.Ignored, 5))
+		}
+		return s
 	}
 	s := fmt.Sprintf("the working copy starts from %s as it is: %.12s plus %d uncommitted or untracked file(s) (%s), recorded as base %.12s",
 		repo, o.Head, len(o.Files), listSome(o.Files, 5), o.Base)
+	if len(o.Ignored) > 0 {
+		s += fmt.Sprintf("; with %d ignored file(s) the environment asks for (%s)", len(o.Ignored), listSome(o.Ignored, 5))
+	}
 	if len(o.Skipped) > 0 {
 		s += "; left out: " + listSome(o.Skipped, 5)
 	}
@@ -55,7 +65,12 @@ func listSome(xs []string, n int) string {
 // out, committed in the copy as the base snapshot. Nothing is written in
 // src: git lists the changes without taking its optional locks (the
 // index is not refreshed), run as the repository's owner.
-func CloneAsIs(ctx context.Context, src, dir string) (Origin, error) {
+//
+// ignored are git glob patterns of ignored files the copy takes all the
+// same (an agent's environment asks for them): they stand in the copy as
+// they do in the checkout, ignored there too, so neither the base nor the
+// diff holds them.
+func CloneAsIs(ctx context.Context, src, dir string, ignored []string) (Origin, error) {
 	fi, err := os.Stat(src)
 	if err != nil {
 		return Origin{}, err
@@ -74,7 +89,7 @@ func CloneAsIs(ctx context.Context, src, dir string) (Origin, error) {
 	var o Origin
 	o.Head, _ = Head(ctx, dir) // "" for a repository with no commit yet
 	if !bare {
-		if o.Files, o.Skipped, err = overlay(ctx, top, fi, dir); err != nil {
+		if o.Files, o.Ignored, o.Skipped, err = overlay(ctx, top, fi, dir, ignored); err != nil {
 			return Origin{}, fmt.Errorf("take the uncommitted changes of %s: %w", top, err)
 		}
 	}
@@ -98,7 +113,7 @@ func CloneAsIs(ctx context.Context, src, dir string) (Origin, error) {
 // that git says differs from HEAD (or is untracked and not ignored), and
 // removes those the checkout removed. It returns the paths taken and what
 // it left out.
-func overlay(ctx context.Context, top string, fi os.FileInfo, dir string) (files, skipped []string, err error) {
+func overlay(ctx context.Context, top string, fi os.FileInfo, dir string, ignored []string) (files, taken, skipped []string, err error) {
 	// Untracked files as the person's own git shows them: a repository
 	// that says status.showUntrackedFiles=no (a home directory's, say)
 	// keeps its untracked files out.
@@ -109,15 +124,31 @@ func overlay(ctx context.Context, top string, fi os.FileInfo, dir string) (files
 	out, err := ownerGit(ctx, top, fi, "--no-optional-locks",
 		"status", "--porcelain=v1", "-z", untracked, "--no-renames", "--ignore-submodules=all")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	entries := strings.Split(out, "\x00")
+	if len(ignored) > 0 {
+		args := []string{"--no-optional-locks", "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--"}
+		for _, g := range ignored {
+			args = append(args, ":(glob)"+g)
+		}
+		more, err := ownerGit(ctx, top, fi, args...)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("list the ignored files the environment asks for: %w", err)
+		}
+		for _, p := range strings.Split(more, "\x00") {
+			if p != "" {
+				entries = append(entries, "!! "+p)
+			}
+		}
 	}
 	srcRoot, err := os.OpenRoot(top)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer srcRoot.Close()
 	var changes []Change
-	for _, e := range strings.Split(out, "\x00") {
+	for _, e := range entries {
 		if len(e) < 4 {
 			continue
 		}
@@ -163,9 +194,13 @@ func overlay(ctx context.Context, top string, fi os.FileInfo, dir string) (files
 			skipped = append(skipped, p+" (a "+Kind(st.Mode())+")")
 			continue
 		}
-		files = append(files, p)
+		if strings.HasPrefix(e, "!! ") {
+			taken = append(taken, p)
+		} else {
+			files = append(files, p)
+		}
 	}
-	return files, skipped, writeFrom(srcRoot, dir, changes)
+	return files, taken, skipped, writeFrom(srcRoot, dir, changes)
 }
 
 // writeFrom is WriteBack for files whose bytes are read from src as they

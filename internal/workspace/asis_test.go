@@ -62,7 +62,7 @@ func TestCloneAsIsTakesTheCheckoutAsItIs(t *testing.T) {
 	status := gitOut(t, src, "status", "--porcelain")
 
 	dir := filepath.Join(t.TempDir(), "copy")
-	o, err := CloneAsIs(ctx, src, dir)
+	o, err := CloneAsIs(ctx, src, dir, nil)
 	require.NoError(t, err)
 	require.Equal(t, head, o.Head)
 	require.NotEqual(t, head, o.Base, "the work in progress is the base snapshot")
@@ -92,7 +92,7 @@ func TestCloneAsIsTakesTheCheckoutAsItIs(t *testing.T) {
 
 func TestCloneAsIsOfACleanCheckoutStartsAtHead(t *testing.T) {
 	src, head := repo(t)
-	o, err := CloneAsIs(context.Background(), src, filepath.Join(t.TempDir(), "copy"))
+	o, err := CloneAsIs(context.Background(), src, filepath.Join(t.TempDir(), "copy"), nil)
 	require.NoError(t, err)
 	require.Equal(t, head, o.Base)
 	require.Empty(t, o.Files)
@@ -103,7 +103,7 @@ func TestCloneAsIsOfACleanCheckoutStartsAtHead(t *testing.T) {
 func agentChanges(t *testing.T, src string) session.Diff {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "copy")
-	o, err := CloneAsIs(ctx, src, dir)
+	o, err := CloneAsIs(ctx, src, dir, nil)
 	require.NoError(t, err)
 	write(t, dir, "notes.md", "one\ntwo\nTHREE\nfour\nfive\nsix\nseven\n")
 	write(t, dir, "new/untracked.txt", "draft\nfinished by the agent\n")
@@ -220,7 +220,7 @@ func TestCloneAsIsTakesEveryShapeOfCheckout(t *testing.T) {
 	require.NoError(t, os.Chmod(filepath.Join(src, "secret"), 0))
 
 	dir := filepath.Join(t.TempDir(), "copy")
-	o, err := CloneAsIs(context.Background(), src, dir)
+	o, err := CloneAsIs(context.Background(), src, dir, nil)
 	require.NoError(t, err)
 	require.Equal(t, "now a file\n", read(t, dir, "d"))
 	require.Equal(t, "now a directory\n", read(t, dir, "x/y"))
@@ -240,8 +240,29 @@ func TestCloneAsIsHonoursHiddenUntrackedFiles(t *testing.T) {
 	write(t, src, ".ssh/id_ed25519", "key\n")
 	write(t, src, "main.go", "package main // edited\n")
 	dir := filepath.Join(t.TempDir(), "copy")
-	o, err := CloneAsIs(context.Background(), src, dir)
+	o, err := CloneAsIs(context.Background(), src, dir, nil)
 	require.NoError(t, err)
 	require.Equal(t, []string{"main.go"}, o.Files)
 	require.NoFileExists(t, filepath.Join(dir, ".ssh/id_ed25519"))
+}
+
+// TestCloneAsIsTakesTheIgnoredFilesAskedFor: an ignored file the
+// environment names is in the copy, ignored there too (neither base nor
+// diff holds it); other ignored files stay out.
+func TestCloneAsIsTakesTheIgnoredFilesAskedFor(t *testing.T) {
+	src, head := repo(t) // .gitignore: *.log
+	write(t, src, "fixtures/big.log", "needed by the tests\n")
+	write(t, src, "debug.log", "not needed\n")
+	dir := filepath.Join(t.TempDir(), "copy")
+	o, err := CloneAsIs(context.Background(), src, dir, []string{"fixtures/**"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"fixtures/big.log"}, o.Ignored)
+	require.Empty(t, o.Files)
+	require.Contains(t, o.Summary(src), "1 ignored file(s) the environment asks for (fixtures/big.log)")
+	require.Equal(t, "needed by the tests\n", read(t, dir, "fixtures/big.log"))
+	require.NoFileExists(t, filepath.Join(dir, "debug.log"))
+	d, err := Compute(context.Background(), dir, o.Base)
+	require.NoError(t, err)
+	require.Empty(t, d.Files, "an ignored file is not the agent's change")
+	require.Equal(t, head, o.Head)
 }
