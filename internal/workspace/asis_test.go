@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
@@ -265,4 +266,15 @@ func TestCloneAsIsTakesTheIgnoredFilesAskedFor(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, d.Files, "an ignored file is not the agent's change")
 	require.Equal(t, head, o.Head)
+}
+
+// TestFullCopyIsTheSessionsConflict: git failing for want of space in a
+// session's volume is a conflict with the session's budget, said so, not
+// an internal error.
+func TestFullCopyIsTheSessionsConflict(t *testing.T) {
+	err := error(&GitError{Verb: "add", Err: errors.New("exit status 128"), Stderr: "fatal: Unable to create '/v/work/.git/paddock-index.lock': No space left on device"})
+	require.ErrorIs(t, err, errdefs.ErrConflict)
+	require.Contains(t, err.Error(), "disk budget is used up")
+	other := error(&GitError{Verb: "add", Err: errors.New("exit status 128"), Stderr: "fatal: bad object"})
+	require.NotErrorIs(t, other, errdefs.ErrConflict)
 }

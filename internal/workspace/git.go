@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/paddock-dev/paddock/internal/errdefs"
 )
 
 // A working copy is hostile input: the agent controlled every byte of it,
@@ -295,10 +297,26 @@ type GitError struct {
 }
 
 func (e *GitError) Error() string {
+	if e.Full() {
+		return fmt.Sprintf("the working copy's disk budget is used up, so git cannot record it (git %s: %s): "+
+			"free space in the copy (a command that removes what it does not need) or stop the session", e.Verb, e.Stderr)
+	}
 	return fmt.Sprintf("git %s: %v: %s", e.Verb, e.Err, e.Stderr)
 }
 
-func (e *GitError) Unwrap() error { return e.Err }
+// Full says git failed for want of space: the session's volume is full,
+// which the session's own commands caused and can undo (a conflict with
+// its budget, not a fault of the server).
+func (e *GitError) Full() bool {
+	return strings.Contains(e.Stderr, "No space left on device") || strings.Contains(e.Stderr, "Disk quota exceeded")
+}
+
+func (e *GitError) Unwrap() []error {
+	if e.Full() {
+		return []error{e.Err, errdefs.ErrConflict}
+	}
+	return []error{e.Err}
+}
 
 // ExitCode is git's exit status (-1 when it did not exit).
 func (e *GitError) ExitCode() int {
