@@ -439,10 +439,14 @@ func listen(cfg config.Config) (net.Listener, error) {
 			return nil, fmt.Errorf("listen on %s: its directory must exist and be this user's alone (mode 0700), so no other user reaches the API", cfg.Listen)
 		}
 		_ = os.Remove(path) // what a server that was killed left: the data directory's lock says none runs now
-		old := syscall.Umask(0o177)
 		ln, err := net.Listen("unix", path)
-		syscall.Umask(old)
 		if err != nil {
+			return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		}
+		// The directory (this user's alone) guards it meanwhile; no umask
+		// is changed, which other goroutines' files would get too.
+		if err := os.Chmod(path, 0o600); err != nil {
+			ln.Close()
 			return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 		}
 		return ln, nil

@@ -70,21 +70,17 @@ func Connect(ctx context.Context, exe, dir string, getenv func(string) string) (
 	go func() { exited <- cmd.Wait() }()
 	deadline := time.Now().Add(startWait)
 	for {
-		if h, ok := app.Holder(dir); ok && h.URL != "" {
-			return h.URL, true, nil
+		h, held := app.Holder(dir)
+		if held && h.URL != "" {
+			// Two commands at once: the server whose lock won serves both.
+			return h.URL, h.PID == cmd.Process.Pid, nil
 		}
 		select {
 		case err := <-exited:
-			if h, ok := app.Holder(dir); ok {
-				// Another command started one first: that one serves.
-				if h.URL == "" {
-					exited <- err // still starting: wait for its address
-					time.Sleep(20 * time.Millisecond)
-					continue
-				}
-				return h.URL, false, nil
+			if !held {
+				return "", false, fmt.Errorf("the background paddock server ended at start (%v): %s", err, lastLines(logPath, 5))
 			}
-			return "", false, fmt.Errorf("the background paddock server ended at start (%v): %s", err, lastLines(logPath, 5))
+			exited = nil // another command's server holds the lock: wait for its address
 		case <-ctx.Done():
 			return "", false, ctx.Err()
 		case <-time.After(20 * time.Millisecond):

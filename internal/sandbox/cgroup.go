@@ -140,10 +140,10 @@ func (c *cgroups) sweep() {
 	}
 }
 
-// Parent is the name of the directory Paddock's groups go under in each
+// parentName is the name of the directory Paddock's groups go under in each
 // hierarchy: paddock for root, paddock-USER for any other user (made and
 // handed to them once by root: see Delegation).
-func Parent() string {
+func parentName() string {
 	if currentUID() == 0 {
 		return "paddock"
 	}
@@ -171,7 +171,7 @@ func newHierarchies() *cgroups {
 		_ = os.Remove(probe)
 		return dir
 	}
-	parent := Parent()
+	parent := parentName()
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
 		if currentUID() == 0 {
 			// Controllers must be enabled in every parent's subtree_control

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 )
@@ -126,7 +124,18 @@ func overlay(ctx context.Context, top string, fi os.FileInfo, dir string, ignore
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	entries := strings.Split(out, "\x00")
+	// What to take: the paths status lists (after its "XY " code), then
+	// the ignored files asked for.
+	type entry struct {
+		path    string
+		ignored bool
+	}
+	var entries []entry
+	for _, e := range strings.Split(out, "\x00") {
+		if len(e) >= 4 {
+			entries = append(entries, entry{path: e[3:]})
+		}
+	}
 	if len(ignored) > 0 {
 		args := []string{"--no-optional-locks", "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--"}
 		for _, g := range ignored {
@@ -138,7 +147,7 @@ func overlay(ctx context.Context, top string, fi os.FileInfo, dir string, ignore
 		}
 		for _, p := range strings.Split(more, "\x00") {
 			if p != "" {
-				entries = append(entries, "!! "+p)
+				entries = append(entries, entry{path: p, ignored: true})
 			}
 		}
 	}
@@ -149,10 +158,7 @@ func overlay(ctx context.Context, top string, fi os.FileInfo, dir string, ignore
 	defer srcRoot.Close()
 	var changes []Change
 	for _, e := range entries {
-		if len(e) < 4 {
-			continue
-		}
-		p := e[3:]
+		p := e.path
 		if strings.HasSuffix(p, "/") {
 			skipped = append(skipped, strings.TrimSuffix(p, "/")+" (a nested repository)")
 			continue
@@ -194,80 +200,13 @@ func overlay(ctx context.Context, top string, fi os.FileInfo, dir string, ignore
 			skipped = append(skipped, p+" (a "+Kind(st.Mode())+")")
 			continue
 		}
-		if strings.HasPrefix(e, "!! ") {
+		if e.ignored {
 			taken = append(taken, p)
 		} else {
 			files = append(files, p)
 		}
 	}
-	return files, taken, skipped, writeFrom(srcRoot, dir, changes)
-}
-
-// writeFrom is WriteBack for files whose bytes are read from src as they
-// are written (a regular file's Data is left empty): deletions first, no
-// path through a link.
-func writeFrom(src *os.Root, dir string, files []Change) error {
-	var links, deletions []Change
-	var regular []Change
-	for _, c := range files {
-		switch c.Mode {
-		case "":
-			deletions = append(deletions, c)
-		case "120000":
-			links = append(links, c)
-		default:
-			regular = append(regular, c)
-		}
-	}
-	if err := WriteBack(dir, append(deletions, links...)); err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	for _, c := range regular {
-		if err := throughDirs(root, c.Path); err != nil {
-			return err
-		}
-		if d := path.Dir(c.Path); d != "." {
-			if err := root.MkdirAll(d, 0o755); err != nil {
-				return err
-			}
-		}
-		if err := root.RemoveAll(c.Path); err != nil {
-			return err
-		}
-		perm := os.FileMode(0o644)
-		if c.Mode == "100755" {
-			perm = 0o755
-		}
-		if err := copyInto(src, root, c.Path, perm); err != nil {
-			return fmt.Errorf("copy %s: %w", c.Path, err)
-		}
-	}
-	return nil
-}
-
-func copyInto(src, dst *os.Root, p string, perm os.FileMode) error {
-	in, err := src.Open(filepath.FromSlash(p))
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	if st, err := in.Stat(); err != nil || !st.Mode().IsRegular() {
-		return fmt.Errorf("%s is no longer a regular file", p)
-	}
-	out, err := dst.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, in)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return files, taken, skipped, writeChanges(dir, changes, srcRoot)
 }
 
 // Enclosing is the top of the git repository dir is in: the nearest

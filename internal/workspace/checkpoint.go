@@ -185,6 +185,13 @@ func Restore(ctx context.Context, repo, dir, base string, bundles [][]byte, file
 // deletions first. No path, link or name reaches outside dir or into a
 // .git.
 func WriteBack(dir string, files []Change) error {
+	return writeChanges(dir, files, nil)
+}
+
+// writeChanges is WriteBack; with from set, a regular file's bytes are
+// read from the file of the same path under from as they are written
+// (its Data is empty), so no file is held in memory whole.
+func writeChanges(dir string, files []Change, from *os.Root) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
@@ -230,9 +237,9 @@ func WriteBack(dir string, files []Change) error {
 			}
 			err = root.Symlink(string(c.Data), p)
 		case "100755":
-			err = root.WriteFile(p, c.Data, 0o755)
+			err = writeRegular(root, p, 0o755, c.Data, from)
 		case "100644":
-			err = root.WriteFile(p, c.Data, 0o644)
+			err = writeRegular(root, p, 0o644, c.Data, from)
 		default:
 			return fmt.Errorf("%w: mode %q of %q", ErrUntrusted, c.Mode, c.Path)
 		}
@@ -241,6 +248,31 @@ func WriteBack(dir string, files []Change) error {
 		}
 	}
 	return nil
+}
+
+// writeRegular writes the regular file p under root: data, or the bytes
+// of the file p under from when from is set.
+func writeRegular(root *os.Root, p string, perm os.FileMode, data []byte, from *os.Root) error {
+	if from == nil {
+		return root.WriteFile(p, data, perm)
+	}
+	in, err := from.Open(filepath.FromSlash(p))
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if st, err := in.Stat(); err != nil || !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is no longer a regular file", p)
+	}
+	out, err := root.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // throughDirs refuses a path whose directories include a link: a write

@@ -283,7 +283,7 @@ func Apply(ctx context.Context, repo string, d session.Diff, mode session.ApplyM
 	if err := os.WriteFile(whole, []byte(d.Patch), 0o600); err != nil {
 		return "", err
 	}
-	if conflicts, err := check(ctx, repo, dir, d.Patch, mode); err != nil {
+	if conflicts, err := check(ctx, repo, dir, whole, d, mode); err != nil {
 		return "", err
 	} else if len(conflicts) > 0 {
 		return "", &ConflictError{Repo: repo, Base: d.Base, Conflicts: conflicts}
@@ -347,10 +347,10 @@ func (e *ConflictError) Error() string {
 	return b.String()
 }
 
-// check tries each file's section of patch against repo on its own (git
-// apply --check, with --index for a commit) and names those that do not
-// apply, with why.
-func check(ctx context.Context, repo, dir, patch string, mode session.ApplyMode) ([]Conflict, error) {
+// check tries diff d (its patch written at whole) against repo (git
+// apply --check, with --index for a commit) and, when it does not apply,
+// each file's section on its own, naming those in the way, with why.
+func check(ctx context.Context, repo, dir, whole string, d session.Diff, mode session.ApplyMode) ([]Conflict, error) {
 	var conflicts []Conflict
 	staged := map[string]bool{}
 	if mode == session.AsCommit {
@@ -359,7 +359,18 @@ func check(ctx context.Context, repo, dir, patch string, mode session.ApplyMode)
 			return nil, err
 		}
 	}
-	for i, sec := range sections(patch) {
+	// Most accepts meet nothing in the way: one check of the whole patch
+	// says so, and only a refusal is taken apart file by file to name why.
+	if !slices.ContainsFunc(d.Files, func(f session.ChangedFile) bool { return staged[f.Path] }) {
+		args := []string{"apply", "--whitespace=nowarn", "--check"}
+		if mode == session.AsCommit {
+			args = append(args, "--index")
+		}
+		if _, err := userGit(ctx, repo, append(args, whole)...); err == nil {
+			return nil, nil
+		}
+	}
+	for i, sec := range sections(d.Patch) {
 		name := filepath.Join(dir, fmt.Sprintf("%d.patch", i))
 		if err := os.WriteFile(name, []byte(sec), 0o600); err != nil {
 			return nil, err
