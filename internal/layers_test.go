@@ -164,3 +164,51 @@ func mapLocal(paths []string) []string {
 	}
 	return out
 }
+
+// serverOnly are what the client binary must not link: the embedded
+// Temporal server and SDK, the Kubernetes client, the store's drivers,
+// the secret detector's rule engine and the server's own packages. Each
+// costs start-up time at every client command.
+var serverOnly = []string{"go.temporal.io/", "k8s.io/", "sigs.k8s.io/", "modernc.org/sqlite", "github.com/jackc/pgx",
+	"github.com/zricethezav/gitleaks", "github.com/aws/", "cloud.google.com/",
+	module + "app", module + "engine", module + "durable", module + "workflows", module + "store", module + "secret",
+	module + "web", module + "api", module + "temporalserver", module + "kube"}
+
+// linked is what the command at path links, as go list -deps finds it.
+func linked(t *testing.T, path string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", path).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", path, err)
+	}
+	return strings.Fields(string(out))
+}
+
+// serverPackages are those of deps serverOnly names (kube/crds, the
+// definitions alone, is the client's).
+func serverPackages(deps []string) []string {
+	var out []string
+	for _, d := range deps {
+		for _, s := range serverOnly {
+			if strings.HasPrefix(d, s) && d != module+"kube/crds" {
+				out = append(out, d)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TestClientLinksNoServer: paddock, the client, links nothing of the
+// server; paddock-server, the control, links it all.
+func TestClientLinksNoServer(t *testing.T) {
+	if got := serverPackages(linked(t, "github.com/paddock-dev/paddock/cmd/paddock")); len(got) > 0 {
+		t.Errorf("the client links %d server packages, among them %v", len(got), got[:min(len(got), 10)])
+	}
+	server := serverPackages(linked(t, "github.com/paddock-dev/paddock/cmd/paddock-server"))
+	for _, want := range []string{"go.temporal.io/server/temporal", "k8s.io/client-go/rest", module + "engine", "github.com/zricethezav/gitleaks/v8/detect"} {
+		if !slices.Contains(server, want) {
+			t.Errorf("control: paddock-server does not link %s, so the check would not see it", want)
+		}
+	}
+}

@@ -1,4 +1,7 @@
-// Command paddock runs AI coding-agent sessions durably and under governance.
+// Command paddock runs AI coding-agent sessions durably and under
+// governance. It is the client: it talks to a server, and links none of
+// it, so it starts at once. paddock-server, installed beside it, is the
+// server it starts in the background and runs for serve and migrate.
 package main
 
 import (
@@ -6,12 +9,9 @@ import (
 	"os"
 
 	"github.com/paddock-dev/paddock/internal/cli"
-	"github.com/paddock-dev/paddock/internal/egress"
+	"github.com/paddock-dev/paddock/internal/local"
 )
 
 func main() {
-	// Inside a sandbox allowed the network, this binary is the forwarder.
-	egress.Reexec()
-	self, _ := os.Executable() // client commands start it as a background server
-	os.Exit(cli.Run(context.Background(), os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Executable: self}))
+	os.Exit(cli.Run(context.Background(), os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Executable: local.ServerProgram()}))
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/cli"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv("PADDOCK_README_CHILD") == "1" {
 		self, _ := os.Executable() // as main: client commands start it as a background server
-		os.Exit(cli.Run(context.Background(), os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Executable: self}))
+		os.Exit(cli.Run(context.Background(), os.Args[1:], cli.IO{Server: app.CLI, In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Executable: self}))
 	}
 	os.Exit(m.Run())
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/audit"
+	"github.com/paddock-dev/paddock/internal/datadir"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -48,10 +49,6 @@ type Service struct {
 	// configured).
 	OIDC *OIDC
 }
-
-// AdminTokenFile is where the first administrator's token is written on
-// first start (mode 0600), for `paddock` commands on the same machine.
-const AdminTokenFile = "admin.token"
 
 // MaxTokenLifetime bounds a token's expiry; DefaultTokenLifetime is a
 // login's.
@@ -463,7 +460,7 @@ func (s *Service) Bootstrap(ctx context.Context, dataDir, admin string) (created
 			return created, err
 		}
 	}
-	path := filepath.Join(dataDir, AdminTokenFile)
+	path := filepath.Join(dataDir, datadir.AdminToken)
 	if _, err := os.Stat(path); err == nil || first == "" {
 		return created, nil
 	}
@@ -471,7 +468,7 @@ func (s *Service) Bootstrap(ctx context.Context, dataDir, admin string) (created
 	if err != nil {
 		return created, err
 	}
-	if err := s.Record(ctx, identity.Principal{}, "token_created", map[string]string{"token": t.ID, "user": first, "file": AdminTokenFile}); err != nil {
+	if err := s.Record(ctx, identity.Principal{}, "token_created", map[string]string{"token": t.ID, "user": first, "file": datadir.AdminToken}); err != nil {
 		return created, err
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/paddock-dev/paddock/internal/datadir"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
@@ -76,7 +77,7 @@ func TestAllowAndTokens(t *testing.T) {
 		t.Fatalf("revoking oneself: %v", err)
 	}
 	// The first administrator's token was written for local use.
-	data, err := os.ReadFile(filepath.Join(dir, AdminTokenFile))
+	data, err := os.ReadFile(filepath.Join(dir, datadir.AdminToken))
 	if err != nil || !strings.HasPrefix(string(data), "pdk_") {
 		t.Fatalf("admin token file: %q %v", data, err)
 	}

@@ -8,26 +8,8 @@ import (
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
-// EventCompaction is the kind of a compaction event: the middle of the
-// conversation summarized so that it fits the model's context window.
-const EventCompaction session.EventKind = "compaction"
-
-// Compaction replaces the first Messages messages of the full
-// conversation (the task among them, which keeps its place) by a summary.
-// Tool-call states are untouched: only what the model is shown changes.
-type Compaction struct {
-	Summary string `json:"summary"`
-	// Messages is how many leading messages the summary replaces, and
-	// Assistant how many of them were the model's.
-	Messages  int `json:"messages"`
-	Assistant int `json:"assistant"`
-	// TokensBefore and TokensAfter estimate the conversation's size.
-	TokensBefore int `json:"tokensBefore"`
-	TokensAfter  int `json:"tokensAfter"`
-}
-
-// Apply shows msgs (the full conversation) as compacted.
-func (c Compaction) Apply(msgs []provider.Message) []provider.Message {
+// Compacted shows msgs (the full conversation) as compaction c leaves it.
+func Compacted(c session.Compaction, msgs []provider.Message) []provider.Message {
 	if c.Messages < 2 || c.Messages > len(msgs) || msgs[0].Role != provider.RoleUser {
 		return msgs
 	}
@@ -56,10 +38,10 @@ const (
 // summarized. The cut falls at the start of a model step (an assistant
 // message), so no tool result is parted from its call, and keeps at least
 // the latest step.
-func PlanCompaction(msgs []provider.Message, prev *Compaction, window int) (cut int, ok bool) {
+func PlanCompaction(msgs []provider.Message, prev *session.Compaction, window int) (cut int, ok bool) {
 	shown := msgs
 	if prev != nil {
-		shown = prev.Apply(msgs)
+		shown = Compacted(*prev, msgs)
 	}
 	if window <= 0 || float64(Tokens(shown)) <= CompactAt*float64(window) {
 		return 0, false
@@ -83,10 +65,10 @@ func PlanCompaction(msgs []provider.Message, prev *Compaction, window int) (cut 
 
 // SummaryRequest is what the model is asked to summarize: the messages
 // before cut, as currently shown.
-func SummaryRequest(msgs []provider.Message, prev *Compaction, cut int) []provider.Message {
+func SummaryRequest(msgs []provider.Message, prev *session.Compaction, cut int) []provider.Message {
 	head := msgs[:cut]
 	if prev != nil && prev.Messages <= cut {
-		head = prev.Apply(head)
+		head = Compacted(*prev, head)
 	}
 	return append(append([]provider.Message{}, head...), provider.Message{Role: provider.RoleUser,
 		Text: "The conversation is getting too long for the context window. Without calling any tool, summarize everything above for your own later use: the task, what was done (files read and changed, commands run and their outcomes), decisions and their reasons, and what remains. Be complete but concise."})
@@ -104,11 +86,11 @@ func Assistants(msgs []provider.Message) int {
 }
 
 // LatestCompaction is the latest compaction among events, if any.
-func LatestCompaction(events []session.Event) *Compaction {
-	var latest *Compaction
+func LatestCompaction(events []session.Event) *session.Compaction {
+	var latest *session.Compaction
 	for _, e := range events {
-		if e.Kind == EventCompaction {
-			var c Compaction
+		if e.Kind == session.EventCompaction {
+			var c session.Compaction
 			if json.Unmarshal(e.Data, &c) == nil {
 				latest = &c
 			}

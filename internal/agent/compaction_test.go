@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/session"
 )
 
 // long is a conversation of n steps, each an assistant message with one
@@ -29,8 +30,8 @@ func TestPlanCompaction(t *testing.T) {
 	require.True(t, ok)
 	require.Greater(t, cut, 1)
 	require.Equal(t, provider.RoleAssistant, msgs[cut].Role, "the cut falls at a step's start: no result parted from its call")
-	c := Compaction{Summary: "summary", Messages: cut, Assistant: Assistants(msgs[:cut])}
-	shown := c.Apply(msgs)
+	c := session.Compaction{Summary: "summary", Messages: cut, Assistant: Assistants(msgs[:cut])}
+	shown := Compacted(c, msgs)
 	require.Equal(t, provider.RoleUser, shown[0].Role)
 	require.True(t, strings.HasPrefix(shown[0].Text, "the task"), "the task keeps its place")
 	require.Contains(t, shown[0].Text, "summary")

@@ -18,9 +18,6 @@ type AssistantMessage struct {
 	Response provider.Response `json:"response"`
 }
 
-// EventAssistantMessage is the kind of the complete-response event.
-const EventAssistantMessage session.EventKind = "assistant_message"
-
 // Conversation rebuilds the model conversation from transcript events:
 // delivered messages, complete assistant responses, and the final results
 // of tool calls. A tool call left without a result (interrupted, or a
@@ -33,7 +30,7 @@ const EventAssistantMessage session.EventKind = "assistant_message"
 func Conversation(events []session.Event) []provider.Message {
 	msgs := Full(events)
 	if c := LatestCompaction(events); c != nil {
-		return c.Apply(msgs)
+		return Compacted(*c, msgs)
 	}
 	return msgs
 }
@@ -80,7 +77,7 @@ func Full(events []session.Event) []provider.Message {
 			if json.Unmarshal(e.Data, &d) == nil {
 				msgs = append(msgs, provider.Message{Role: provider.RoleUser, Text: d.Text})
 			}
-		case EventAssistantMessage:
+		case session.EventAssistantMessage:
 			flush()
 			var d AssistantMessage
 			if json.Unmarshal(e.Data, &d) == nil {

@@ -21,11 +21,11 @@ func TestConversation(t *testing.T) {
 	}
 	events := []session.Event{
 		ev(session.EventUserMessage, session.TextData{Text: "hi"}),
-		ev(EventAssistantMessage, AssistantMessage{Response: provider.Response{Text: "reading", ToolCalls: []provider.ToolCall{call("a"), call("b")}}}),
+		ev(session.EventAssistantMessage, AssistantMessage{Response: provider.Response{Text: "reading", ToolCalls: []provider.ToolCall{call("a"), call("b")}}}),
 		ev(session.EventToolCall, session.ToolCallData{ID: "b", State: session.CallCalling}),
 		ev(session.EventToolCall, session.ToolCallData{ID: "b", State: session.CallErrored, Error: "bad"}),
 		ev(session.EventToolCall, session.ToolCallData{ID: "a", State: session.CallDone, Result: "content"}),
-		ev(EventAssistantMessage, AssistantMessage{Response: provider.Response{ToolCalls: []provider.ToolCall{call("q")}}}),
+		ev(session.EventAssistantMessage, AssistantMessage{Response: provider.Response{ToolCalls: []provider.ToolCall{call("q")}}}),
 		ev(session.EventUserMessage, session.TextData{Text: "never mind"}),
 	}
 	got := Conversation(events)

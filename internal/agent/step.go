@@ -107,7 +107,7 @@ func Step(ctx context.Context, p provider.Provider, out Appender, in StepInput, 
 		wctx := context.WithoutCancel(ctx)
 		cut := provider.Response{Text: resp.Text + InterruptedText, StopReason: StopInterrupted}
 		data, _ := json.Marshal(AssistantMessage{Step: in.Step, Response: cut})
-		if _, werr := out.AppendEvent(wctx, session.Event{SessionID: in.SessionID, TurnID: in.TurnID, Kind: EventAssistantMessage, Key: prefix + "/message", Data: data}); werr != nil {
+		if _, werr := out.AppendEvent(wctx, session.Event{SessionID: in.SessionID, TurnID: in.TurnID, Kind: session.EventAssistantMessage, Key: prefix + "/message", Data: data}); werr != nil {
 			return resp, fmt.Errorf("%w (and recording the interruption failed: %v)", err, werr)
 		}
 		return resp, err
@@ -128,7 +128,7 @@ func Step(ctx context.Context, p provider.Provider, out Appender, in StepInput, 
 		emit(session.EventToolCall, fmt.Sprintf("call/%s/%s", c.ID, session.CallGenerated),
 			session.ToolCallData{ID: c.ID, Name: c.Name, State: session.CallGenerated, Args: validOrString(c.Args)})
 	}
-	emit(EventAssistantMessage, prefix+"/message", AssistantMessage{Step: in.Step, Response: resp})
+	emit(session.EventAssistantMessage, prefix+"/message", AssistantMessage{Step: in.Step, Response: resp})
 	if writeErr != nil {
 		return resp, fmt.Errorf("write transcript: %w", writeErr)
 	}

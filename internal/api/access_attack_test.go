@@ -18,6 +18,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/auditlog"
+	"github.com/paddock-dev/paddock/internal/datadir"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -58,7 +59,7 @@ func attackServer(t *testing.T) *attackEnv {
 	dir := t.TempDir()
 	_, err = svc.Access.Bootstrap(context.Background(), dir, "tester")
 	require.NoError(t, err)
-	token, err := os.ReadFile(filepath.Join(dir, access.AdminTokenFile))
+	token, err := os.ReadFile(filepath.Join(dir, datadir.AdminToken))
 	require.NoError(t, err)
 	s := &Server{Service: svc, Logger: slog.New(slog.DiscardHandler), BodyTimeout: time.Second}
 	srv := httptest.NewServer(s.Handler())

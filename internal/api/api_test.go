@@ -19,6 +19,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/auditlog"
+	"github.com/paddock-dev/paddock/internal/datadir"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -50,7 +51,7 @@ func server(t *testing.T) *httptest.Server {
 		_, err := st.CreateApproval(context.Background(), session.Approval{ID: id, SessionID: "s", TurnID: "t", ToolCallID: "c-" + id, Tool: "write_file", Args: []byte(`{}`), Digest: "d", ExpiresAt: time.Now().Add(time.Hour)})
 		require.NoError(t, err)
 	}
-	token, err := os.ReadFile(filepath.Join(dir, access.AdminTokenFile))
+	token, err := os.ReadFile(filepath.Join(dir, datadir.AdminToken))
 	require.NoError(t, err)
 	s := &Server{Service: svc, Logger: slog.New(slog.DiscardHandler), BodyTimeout: time.Second}
 	h := s.Handler()

@@ -10,16 +10,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -33,6 +30,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/copies"
+	"github.com/paddock-dev/paddock/internal/datadir"
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
@@ -100,12 +98,12 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
 	}
-	unlock, record, err := lockDataDir(cfg.DataDir)
+	lock, err := datadir.Lock(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
-	a.closers = append(a.closers, unlock)
-	db, err := sqlstore.Open(ctx, StoreDSN(cfg), nil)
+	a.closers = append(a.closers, lock.Unlock)
+	db, err := sqlstore.Open(ctx, cfg.StoreDSN(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +202,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		return nil, fmt.Errorf("first administrator: %w", err)
 	} else if created {
 		logger.Info("created the first administrator; paddock commands on this machine use its token", "user", cfg.AdminUser,
-			"token", filepath.Join(cfg.DataDir, access.AdminTokenFile))
+			"token", filepath.Join(cfg.DataDir, datadir.AdminToken))
 	}
 	if err := a.Service.Audit.UseAuditKey(ctx); err != nil {
 		return nil, fmt.Errorf("audit key: %w", err)
@@ -228,11 +226,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	a.lastRequest.Store(time.Now().UnixNano())
 	a.http = &http.Server{Handler: a.touching(routes(srv.Handler(), ui.Handler())), ReadHeaderTimeout: 10 * time.Second}
 	a.URL = clientURL(ln.Addr(), cfg.TLSCert != "")
-	if cfg.Background {
-		record(a.URL + "\n" + strconv.Itoa(os.Getpid()) + "\nbackground")
-	} else {
-		record(a.URL + "\n" + strconv.Itoa(os.Getpid()))
-	}
+	lock.Record(a.URL, cfg.Background)
 	go func() {
 		serve := func() error { return a.http.Serve(ln) }
 		if cfg.TLSCert != "" {
@@ -367,67 +361,6 @@ func (a *App) Stop() {
 	for i := len(a.closers) - 1; i >= 0; i-- {
 		_ = a.closers[i]()
 	}
-}
-
-// InUseError says another process holds the data directory; URL is the
-// address of the server it runs, when it recorded one.
-type InUseError struct {
-	Dir, URL string
-	// PID is the holding server's process, when it recorded one.
-	PID int
-	// Background says a client command started it for itself.
-	Background bool
-}
-
-func (e *InUseError) Error() string {
-	if e.URL == "" {
-		return fmt.Sprintf("data directory %s is in use by another paddock process (one not serving the API); "+
-			"wait for it to finish, or use another --data-dir", e.Dir)
-	}
-	return fmt.Sprintf("data directory %s is in use by the paddock server at %s; "+
-		"talk to it with --server %s (or PADDOCK_SERVER), or use another --data-dir", e.Dir, e.URL, e.URL)
-}
-
-// Holder is the server holding data directory dir, if one does: its
-// URL and process. It takes nothing: a lock it happens to get is let go.
-func Holder(dir string) (*InUseError, bool) {
-	unlock, _, err := lockDataDir(dir)
-	var inUse *InUseError
-	if errors.As(err, &inUse) {
-		return inUse, true
-	}
-	if err == nil {
-		_ = unlock()
-	}
-	return nil, false
-}
-
-// lockDataDir takes an exclusive lock on the data directory: two processes
-// must never run embedded servers on the same databases. The lock file
-// then records the API's address, the server's process and whether it is
-// a background one (record), so clients find the server.
-func lockDataDir(dir string) (unlock func() error, record func(url string), err error) {
-	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, nil, fmt.Errorf("data directory %s: %w", dir, err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		data, _ := io.ReadAll(io.LimitReader(f, 512))
-		_ = f.Close()
-		lines := append(strings.Split(strings.TrimSpace(string(data)), "\n"), "", "", "")
-		n, _ := strconv.Atoi(strings.TrimSpace(lines[1]))
-		return nil, nil, &InUseError{Dir: dir, URL: strings.TrimSpace(lines[0]), PID: n, Background: strings.TrimSpace(lines[2]) == "background"}
-	}
-	_ = f.Truncate(0)
-	record = func(url string) {
-		_ = f.Truncate(0)
-		_, _ = f.WriteAt([]byte(url+"\n"), 0)
-	}
-	unlock = func() error {
-		_ = f.Truncate(0)
-		return f.Close()
-	}
-	return unlock, record, nil
 }
 
 // listen opens the API's listener: a Unix socket for unix:PATH (made
@@ -583,22 +516,13 @@ func Migrate(ctx context.Context, cfg config.Config) (version int, dialect strin
 			return 0, "", fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
 		}
 	}
-	s, err := sqlstore.Open(ctx, StoreDSN(cfg), nil)
+	s, err := sqlstore.Open(ctx, cfg.StoreDSN(), nil)
 	if err != nil {
 		return 0, "", err
 	}
 	defer s.Close()
 	v, err := s.SchemaVersion(ctx)
 	return v, s.Dialect(), err
-}
-
-// StoreDSN is where the store is: PADDOCK_DATABASE_URL, else the SQLite
-// file in the data directory.
-func StoreDSN(cfg config.Config) string {
-	if cfg.DatabaseURL != "" {
-		return cfg.DatabaseURL
-	}
-	return filepath.Join(cfg.DataDir, "paddock.db")
 }
 
 // nodeName is this node's name among the nodes of one database, kept in

@@ -11,10 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/datadir"
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
@@ -40,13 +40,13 @@ func TestBackgroundServer(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 
-	h, held := app.Holder(cfg.DataDir)
+	h, held := datadir.Holder(cfg.DataDir)
 	require.True(t, held)
 	require.Equal(t, a.URL, h.URL)
 	require.Equal(t, os.Getpid(), h.PID)
 	require.True(t, h.Background)
 
-	token, err := os.ReadFile(filepath.Join(cfg.DataDir, access.AdminTokenFile))
+	token, err := os.ReadFile(filepath.Join(cfg.DataDir, datadir.AdminToken))
 	require.NoError(t, err)
 	c := client.New(a.URL).WithToken(strings.TrimSpace(string(token)))
 	_, err = c.Sessions().List(context.Background(), session.Filter{})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -19,7 +20,7 @@ func paddockIn(t *testing.T, in string, args ...string) (int, string) {
 	t.Helper()
 	var out bytes.Buffer
 	env := map[string]string{"PADDOCK_SERVER": shared.URL, "PADDOCK_TOKEN": adminToken}
-	code := cli.Run(context.Background(), args, cli.IO{In: strings.NewReader(in), Out: &out, Err: &out, Getenv: func(k string) string { return env[k] }})
+	code := cli.Run(context.Background(), args, cli.IO{Server: app.CLI, In: strings.NewReader(in), Out: &out, Err: &out, Getenv: func(k string) string { return env[k] }})
 	return code, out.String()
 }
 

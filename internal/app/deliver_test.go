@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/wire"
@@ -39,7 +40,7 @@ func paddock(t *testing.T, args ...string) (int, string) {
 func paddockEnv(t *testing.T, env map[string]string, args ...string) (int, string) {
 	t.Helper()
 	var out bytes.Buffer
-	code := cli.Run(context.Background(), args, cli.IO{In: strings.NewReader(""), Out: &out, Err: &out, Getenv: func(k string) string { return env[k] }})
+	code := cli.Run(context.Background(), args, cli.IO{Server: app.CLI, In: strings.NewReader(""), Out: &out, Err: &out, Getenv: func(k string) string { return env[k] }})
 	return code, out.String()
 }
 

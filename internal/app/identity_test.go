@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/client"
@@ -228,7 +229,7 @@ func TestPassthroughCredentials(t *testing.T) {
 
 	var out strings.Builder
 	env := map[string]string{"PADDOCK_SERVER": shared.URL, "PADDOCK_TOKEN": caraToken, "PADDOCK_DATA_DIR": t.TempDir()}
-	code := cli.Run(ctx, []string{"sessions", "credentials", x.ID}, cli.IO{In: strings.NewReader(value + "\n"), Out: &out, Err: &out, Getenv: func(k string) string { return env[k] }})
+	code := cli.Run(ctx, []string{"sessions", "credentials", x.ID}, cli.IO{Server: app.CLI, In: strings.NewReader(value + "\n"), Out: &out, Err: &out, Getenv: func(k string) string { return env[k] }})
 	require.Equal(t, 0, code, out.String())
 	require.NotContains(t, out.String(), value)
 	turnApproving(t, asCara, x.ID, "the turn, the command approved by cara")
@@ -276,7 +277,7 @@ func TestIdentityChoice(t *testing.T) {
 
 	serviceValue := "svc-" + unique("Hq4Wn8Tz")
 	var out strings.Builder
-	code := cli.Run(ctx, []string{"projects", "credentials", project, "DEPLOY_TOKEN"}, cli.IO{In: strings.NewReader(serviceValue + "\n"), Out: &out, Err: &out,
+	code := cli.Run(ctx, []string{"projects", "credentials", project, "DEPLOY_TOKEN"}, cli.IO{Server: app.CLI, In: strings.NewReader(serviceValue + "\n"), Out: &out, Err: &out,
 		Getenv: func(k string) string {
 			return map[string]string{"PADDOCK_SERVER": shared.URL, "PADDOCK_TOKEN": adminToken}[k]
 		}})

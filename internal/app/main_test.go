@@ -19,11 +19,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/datadir"
 	"github.com/paddock-dev/paddock/internal/egress"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/store/pgtest"
@@ -48,10 +48,10 @@ func TestMain(m *testing.M) {
 	// The crash test re-executes this binary as a `paddock serve` child.
 	switch os.Getenv("PADDOCK_TEST_CHILD") {
 	case "serve":
-		os.Exit(cli.Run(context.Background(), []string{"serve"}, cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+		os.Exit(cli.Run(context.Background(), []string{"serve"}, cli.IO{Server: app.CLI, In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
 	case "cli":
 		// The simulated sandbox pods run this binary as `paddock`.
-		os.Exit(cli.Run(context.Background(), os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+		os.Exit(cli.Run(context.Background(), os.Args[1:], cli.IO{Server: app.CLI, In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
 	case "mcp":
 		// The stdio MCP test re-executes this binary, in the sandbox, as its server.
 		if err := calcServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
@@ -82,7 +82,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	liveDSN = app.StoreDSN(cfg)
+	liveDSN = cfg.StoreDSN()
 	shared, err = app.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start embedded server:", err)
@@ -202,7 +202,7 @@ func unique(name string) string {
 
 // readToken is the first administrator's token of a data directory.
 func readToken(dataDir string) string {
-	data, err := os.ReadFile(filepath.Join(dataDir, access.AdminTokenFile))
+	data, err := os.ReadFile(filepath.Join(dataDir, datadir.AdminToken))
 	if err != nil {
 		panic(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
@@ -165,7 +166,7 @@ func TestAuditExportFollowsToSyslog(t *testing.T) {
 	go func() {
 		env := map[string]string{"PADDOCK_SERVER": shared.URL, "PADDOCK_TOKEN": adminToken}
 		done <- cli.Run(fctx, []string{"audit", "export", "--follow", "--format", "cef", "--since", "10m", "--syslog", "tcp://" + ln.Addr().String()},
-			cli.IO{In: strings.NewReader(""), Out: &errOut, Err: &errOut, Getenv: func(k string) string { return env[k] }})
+			cli.IO{Server: app.CLI, In: strings.NewReader(""), Out: &errOut, Err: &errOut, Getenv: func(k string) string { return env[k] }})
 	}()
 	log, err := api.Audit().Log(ctx, x.ID, false)
 	require.NoError(t, err)

@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strconv"
 
-	"github.com/paddock-dev/paddock/internal/agent"
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
@@ -105,7 +104,7 @@ func FromEvent(x session.Session, e session.Event) Entry {
 		m["phase"], m["ms"] = string(d.Phase), strconv.FormatInt(d.DurationMs, 10)
 	default:
 		// Model output (text, complete messages, compactions): the model's.
-		if e.Kind == session.EventAssistantText || e.Kind == agent.EventAssistantMessage || e.Kind == agent.EventCompaction {
+		if e.Kind == session.EventAssistantText || e.Kind == session.EventAssistantMessage || e.Kind == session.EventCompaction {
 			en.Identity = "model"
 		}
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/terminal"
 )
@@ -70,7 +70,7 @@ func newApprovals(g *globals) *cobra.Command {
 				fmt.Fprintf(g.io.Out, "why it asks: %s (%s)\n", terminal.Visible(a.Reason, false), terminal.Visible(a.Rule, false))
 				fmt.Fprintf(g.io.Out, "the call:\n%s\n", terminal.CallText(a.Tool, a.Args))
 				if x, err := g.remote().Sessions().Get(cmd.Context(), a.SessionID); err == nil {
-					if p, err := durable.PinnedPolicy(x); err == nil {
+					if p, err := policy.Pinned(x.Policy); err == nil {
 						if text := terminal.AnalysisText(p, a.Tool, a.Args); text != "" {
 							fmt.Fprintln(g.io.Out, text)
 						}

@@ -10,13 +10,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/datadir"
 	"github.com/paddock-dev/paddock/internal/local"
 	"github.com/paddock-dev/paddock/internal/terminal"
 )
@@ -29,10 +28,15 @@ type IO struct {
 	In       io.Reader
 	Out, Err io.Writer
 	Getenv   func(string) string
-	// Executable is the paddock program, which client commands start as
-	// a background server when no server holds the data directory; empty:
-	// they open the data directory in-process for their own length.
+	// Executable is the server program (paddock-server): client
+	// commands start it as a background server when no server holds the
+	// data directory, and serve and migrate run as it unless Server is
+	// linked. Empty: client commands open the data directory in-process
+	// through Server for their own length.
 	Executable string
+	// Server is the server side, linked into paddock-server and the
+	// tests, never into the client (app.CLI gives it).
+	Server *local.Server
 }
 
 // exitError carries an exit code and the reason printed for the person.
@@ -44,6 +48,7 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 		stdio.Getenv = os.Getenv
 	}
 	root, g := newRoot(stdio)
+	g.args = args
 	defer g.close()
 	root.SetArgs(args)
 	root.SetIn(stdio.In)
@@ -68,6 +73,7 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 // globals are the flags every command shares.
 type globals struct {
 	io       IO
+	args     []string // as given, for the server program to run as they are
 	server   string
 	dataDir  string
 	cfg      config.Config
@@ -216,10 +222,15 @@ func (g *globals) open(ctx context.Context, announce bool) (*client.Client, func
 		}
 		return c, func() {}, nil
 	}
+	if g.io.Server == nil {
+		return nil, nil, local.ErrNoServerProgram
+	}
 	cfg := g.cfg
 	cfg.Listen = "127.0.0.1:0"
-	a, err := app.Start(ctx, cfg, g.localLogger(cfg))
-	var inUse *app.InUseError
+	logger, closeLog := local.Logger(cfg.DataDir, g.io.Err, cfg.LogLevel)
+	g.closers = append(g.closers, closeLog)
+	a, err := g.io.Server.Start(ctx, cfg, logger)
+	var inUse *datadir.InUseError
 	if errors.As(err, &inUse) && inUse.URL != "" {
 		if announce {
 			fmt.Fprintf(g.io.Err, "using the paddock server at %s (it holds %s)\n", inUse.URL, cfg.DataDir)
@@ -233,31 +244,12 @@ func (g *globals) open(ctx context.Context, announce bool) (*client.Client, func
 	if announce {
 		fmt.Fprintf(g.io.Err, "started an in-process paddock server (data in %s)\n", cfg.DataDir)
 	}
-	return client.New(a.URL).WithToken(g.token(a.URL)), a.Stop, nil
+	return client.New(a.Address()).WithToken(g.token(a.Address())), a.Stop, nil
 }
 
-// localLogger is the logger of an in-process server: warnings and up
-// (unless the person asked for more), appended to local.Log: the
-// person's terminal shows the session, not the server's retries.
-func (g *globals) localLogger(cfg config.Config) *slog.Logger {
-	var w io.Writer = g.io.Err
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err == nil {
-		if f, err := os.OpenFile(filepath.Join(cfg.DataDir, local.Log), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
-			g.closers = append(g.closers, func() { _ = f.Close() })
-			w = f
-		}
-	}
-	return quietLogger(w, cfg.LogLevel)
-}
-
-// quietLogger keeps an in-process server's logs to warnings unless the
-// person asked for more.
-func quietLogger(w io.Writer, lvl slog.Level) *slog.Logger {
-	if lvl < slog.LevelWarn {
-		lvl = slog.LevelWarn
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl}))
-}
+// asServer runs the server program in this process's place, with the
+// arguments as given: the client does not link the server.
+func (g *globals) asServer() error { return local.Exec(g.io.Executable, g.args) }
 
 func newVersion(g *globals) *cobra.Command {
 	return &cobra.Command{

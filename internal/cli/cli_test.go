@@ -16,11 +16,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/datadir"
 	"github.com/paddock-dev/paddock/internal/wire"
 )
 
@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 	}
 	serverURL = a.URL
 	dataDir = dir
-	token, err := os.ReadFile(filepath.Join(dir, access.AdminTokenFile))
+	token, err := os.ReadFile(filepath.Join(dir, datadir.AdminToken))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -63,7 +63,7 @@ func run(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	env := map[string]string{"PADDOCK_SERVER": serverURL, "PADDOCK_DATA_DIR": t.TempDir(), "PADDOCK_TOKEN": adminToken}
-	code := cli.Run(context.Background(), args, cli.IO{In: strings.NewReader(stdin), Out: &out, Err: &errb, Getenv: func(k string) string { return env[k] }})
+	code := cli.Run(context.Background(), args, cli.IO{Server: app.CLI, In: strings.NewReader(stdin), Out: &out, Err: &errb, Getenv: func(k string) string { return env[k] }})
 	return code, out.String(), errb.String()
 }
 
@@ -216,7 +216,7 @@ func runEnv(t *testing.T, env map[string]string, stdin string, args ...string) (
 	if env["PADDOCK_SERVER"] == serverURL && env["PADDOCK_TOKEN"] == "" {
 		env["PADDOCK_TOKEN"] = adminToken
 	}
-	code := cli.Run(context.Background(), args, cli.IO{In: strings.NewReader(stdin), Out: &out, Err: &errb, Getenv: func(k string) string { return env[k] }})
+	code := cli.Run(context.Background(), args, cli.IO{Server: app.CLI, In: strings.NewReader(stdin), Out: &out, Err: &errb, Getenv: func(k string) string { return env[k] }})
 	return code, out.String(), errb.String()
 }
 

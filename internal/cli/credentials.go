@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/paddock-dev/paddock/internal/access"
+	"github.com/paddock-dev/paddock/internal/datadir"
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/term"
 )
@@ -98,7 +98,7 @@ func (g *globals) token(server string) string {
 	if c, err := loadCredentials(g.io.Getenv); err == nil && c.Token != "" && strings.TrimRight(c.Server, "/") == strings.TrimRight(server, "/") {
 		return c.Token
 	}
-	if data, err := os.ReadFile(filepath.Join(g.cfg.DataDir, access.AdminTokenFile)); err == nil {
+	if data, err := os.ReadFile(filepath.Join(g.cfg.DataDir, datadir.AdminToken)); err == nil {
 		return strings.TrimSpace(string(data))
 	}
 	return ""

@@ -3,7 +3,7 @@ package cli
 import (
 	"fmt"
 
-	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/spf13/cobra"
 )
 
@@ -20,9 +20,9 @@ func newGC(g *globals) *cobra.Command {
 			var total int64
 			for _, c := range out {
 				total += c.Bytes
-				fmt.Fprintf(g.io.Out, "removed %s's working copy (%s): %s\n", c.SessionID, c.Reason, durable.BytesHuman(c.Bytes))
+				fmt.Fprintf(g.io.Out, "removed %s's working copy (%s): %s\n", c.SessionID, c.Reason, clip.Bytes(c.Bytes))
 			}
-			fmt.Fprintf(g.io.Out, "%d working copies removed, %s freed\n", len(out), durable.BytesHuman(total))
+			fmt.Fprintf(g.io.Out, "%d working copies removed, %s freed\n", len(out), clip.Bytes(total))
 			return nil
 		},
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/kube/crds"
 
 	"github.com/paddock-dev/paddock/internal/executor"
-	"github.com/paddock-dev/paddock/internal/kube"
 )
 
 func newKube(g *globals) *cobra.Command {
@@ -26,7 +26,7 @@ func newKube(g *globals) *cobra.Command {
 		Short: "Print the Agent and Session custom resource definitions: paddock kube crds | kubectl apply -f -",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			_, err := g.io.Out.Write(kube.CRDYAML())
+			_, err := g.io.Out.Write(crds.YAML)
 			return err
 		},
 	}, newExecutor(g))

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/client"
+	"github.com/paddock-dev/paddock/internal/datadir"
 	"github.com/paddock-dev/paddock/internal/local"
 )
 
@@ -38,7 +38,7 @@ func newServer(g *globals) *cobra.Command {
 		Short: "Say which server holds the data directory",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, held := app.Holder(g.cfg.DataDir)
+			h, held := datadir.Holder(g.cfg.DataDir)
 			switch {
 			case !held:
 				fmt.Fprintf(g.io.Out, "no paddock server holds %s; the next command starts one in the background\n", g.cfg.DataDir)
@@ -55,7 +55,7 @@ func newServer(g *globals) *cobra.Command {
 		Short: "Stop the server holding the data directory (sessions resume when one starts again)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, held := app.Holder(g.cfg.DataDir)
+			h, held := datadir.Holder(g.cfg.DataDir)
 			if !held {
 				fmt.Fprintf(g.io.Out, "no paddock server holds %s\n", g.cfg.DataDir)
 				return nil

@@ -45,7 +45,7 @@ func TestLoginThroughTheDirectory(t *testing.T) {
 	done := make(chan int, 1)
 	var errOut strings.Builder
 	go func() {
-		done <- cli.Run(context.Background(), []string{"login"}, cli.IO{In: strings.NewReader(""), Out: pw, Err: &errOut, Getenv: func(k string) string { return env[k] }})
+		done <- cli.Run(context.Background(), []string{"login"}, cli.IO{Server: app.CLI, In: strings.NewReader(""), Out: pw, Err: &errOut, Getenv: func(k string) string { return env[k] }})
 		pw.Close()
 	}()
 	sc := bufio.NewScanner(pr)
@@ -90,7 +90,7 @@ func TestLoginThroughTheDirectory(t *testing.T) {
 
 	// Later commands use the saved token; the new user has no role yet.
 	var whoami strings.Builder
-	code := cli.Run(context.Background(), []string{"whoami"}, cli.IO{In: strings.NewReader(""), Out: &whoami, Err: &whoami, Getenv: func(k string) string { return env[k] }})
+	code := cli.Run(context.Background(), []string{"whoami"}, cli.IO{Server: app.CLI, In: strings.NewReader(""), Out: &whoami, Err: &whoami, Getenv: func(k string) string { return env[k] }})
 	require.Equal(t, 0, code, whoami.String())
 	require.Contains(t, whoami.String(), "test-user-127.0.0.1, authenticated by token:")
 

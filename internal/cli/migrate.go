@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/paddock-dev/paddock/internal/app"
 )
 
 func newMigrate(g *globals) *cobra.Command {
@@ -14,7 +12,10 @@ func newMigrate(g *globals) *cobra.Command {
 		Short: "Apply the store's schema migrations and exit (PADDOCK_DATABASE_URL, else the SQLite file in PADDOCK_DATA_DIR); `paddock serve` applies them too",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v, dialect, err := app.Migrate(cmd.Context(), g.cfg)
+			if g.io.Server == nil {
+				return g.asServer()
+			}
+			v, dialect, err := g.io.Server.Migrate(cmd.Context(), g.cfg)
 			if err != nil {
 				return err
 			}

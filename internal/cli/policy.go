@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/shellcheck"
 	"github.com/paddock-dev/paddock/internal/terminal"
@@ -139,7 +138,7 @@ func projectPolicy(cmd *cobra.Command, g *globals, project string) (*policy.Poli
 	project = g.project(project)
 	where := g.cfg.Server
 	if where == "" {
-		if _, err := os.Stat(app.StoreDSN(g.cfg)); g.cfg.DatabaseURL == "" && err != nil {
+		if _, err := os.Stat(g.cfg.StoreDSN()); g.cfg.DatabaseURL == "" && err != nil {
 			return policy.Default(), fmt.Sprintf("the built-in default policy (no --policy, no server configured, no data in %s)", g.cfg.DataDir), nil
 		}
 		where = "the local server (data in " + g.cfg.DataDir + ")"

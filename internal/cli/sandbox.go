@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/sandbox"
 )
 
@@ -26,7 +25,7 @@ func newSandbox(g *globals) *cobra.Command {
 		"must be reachable by it and owned by it (chown -R 61000:61000 DIR) for the command to write there.", Args: cobra.MinimumNArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
 		ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
-		box, err := app.NewSandbox(ctx, g.cfg)
+		box, err := sandbox.Configured(g.cfg)
 		if box != nil {
 			defer box.Close() // no cgroup outlives the command
 		}
@@ -70,6 +69,9 @@ func newSandbox(g *globals) *cobra.Command {
 			fmt.Fprintf(g.io.Err, "paddock: timed out after %s; every process of the command was killed\n", timeout)
 		}
 		if res.ExitCode != 0 {
+			if perr := box.Probe(ctx); perr != nil {
+				return perr // it was bubblewrap that failed, not the command
+			}
 			return &exitError{Code: res.ExitCode}
 		}
 		return nil

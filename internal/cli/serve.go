@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-dev/paddock/internal/app"
+	"github.com/paddock-dev/paddock/internal/datadir"
 	"github.com/paddock-dev/paddock/internal/local"
 )
 
@@ -21,6 +21,9 @@ func newServe(g *globals) *cobra.Command {
 		Short: "Run the paddock server: API, worker and (unless --temporal-address) an embedded Temporal server",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if g.io.Server == nil {
+				return g.asServer()
+			}
 			cfg := g.cfg
 			if listen != "" {
 				cfg.Listen = listen
@@ -32,15 +35,15 @@ func newServe(g *globals) *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			logger := g.logger()
-			a, err := app.Start(ctx, cfg, logger)
-			var inUse *app.InUseError
+			a, err := g.io.Server.Start(ctx, cfg, logger)
+			var inUse *datadir.InUseError
 			if errors.As(err, &inUse) && inUse.Background && !cfg.Background {
 				// A client command's background server: this one takes over.
 				fmt.Fprintf(g.io.Out, "stopping the background paddock server on %s (process %d) to serve it here\n", cfg.DataDir, inUse.PID)
 				if err := local.Stop(inUse); err != nil {
 					return err
 				}
-				a, err = app.Start(ctx, cfg, logger)
+				a, err = g.io.Server.Start(ctx, cfg, logger)
 			}
 			if err != nil {
 				return err
@@ -49,9 +52,9 @@ func newServe(g *globals) *cobra.Command {
 			if cfg.TemporalAddress != "" {
 				engine = "Temporal at " + cfg.TemporalAddress
 			}
-			fmt.Fprintf(g.io.Out, "paddock serving on %s (%s, data in %s)\n", a.URL, engine, cfg.DataDir)
+			fmt.Fprintf(g.io.Out, "paddock serving on %s (%s, data in %s)\n", a.Address(), engine, cfg.DataDir)
 			if !cfg.Background {
-				fmt.Fprintf(g.io.Out, "use it from another terminal: export PADDOCK_SERVER=%s\n", a.URL)
+				fmt.Fprintf(g.io.Out, "use it from another terminal: export PADDOCK_SERVER=%s\n", a.Address())
 			}
 			var idle <-chan struct{}
 			if idleExit > 0 {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/terminal"
@@ -373,9 +373,9 @@ func newSessions(g *globals) *cobra.Command {
 			if d, err := g.remote().Sessions().Disk(cmd.Context(), args[0]); err == nil {
 				budget := "not bounded"
 				if d.Budget > 0 {
-					budget = "of a " + durable.BytesHuman(d.Budget) + " budget"
+					budget = "of a " + clip.Bytes(d.Budget) + " budget"
 				}
-				fmt.Fprintf(g.io.Out, "disk: %s used by the working copy and caches, %s\n", durable.BytesHuman(d.Used), budget)
+				fmt.Fprintf(g.io.Out, "disk: %s used by the working copy and caches, %s\n", clip.Bytes(d.Used), budget)
 			}
 			for turn, tu := range u.Turns {
 				fmt.Fprintf(g.io.Out, "  %s: in %d, out %d, $%.4f\n", turn, tu.InputTokens, tu.OutputTokens, tu.CostUSD)

@@ -4,7 +4,10 @@
 // characters, as git shows commits.
 package clip
 
-import "unicode/utf8"
+import (
+	"strconv"
+	"unicode/utf8"
+)
 
 // String is s up to max bytes, with "…" after it when it was longer.
 func String(s string, max int) string {
@@ -20,3 +23,17 @@ func String(s string, max int) string {
 
 // ID is the first twelve characters of an ID or hash.
 func ID(s string) string { return s[:min(12, len(s))] }
+
+// Bytes is a byte count as a person reads it: 512 B, 1.5 KiB, 3.0 GiB.
+func Bytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return strconv.FormatFloat(float64(n)/float64(div), 'f', 1, 64) + " " + string("KMGTPE"[exp]) + "iB"
+}

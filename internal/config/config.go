@@ -641,3 +641,12 @@ func kubeUsers(v string) (map[string]string, error) {
 	}
 	return m, nil
 }
+
+// StoreDSN is where the store is: PADDOCK_DATABASE_URL, else the SQLite
+// file in the data directory.
+func (c Config) StoreDSN() string {
+	if c.DatabaseURL != "" {
+		return c.DatabaseURL
+	}
+	return filepath.Join(c.DataDir, "paddock.db")
+}

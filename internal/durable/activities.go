@@ -673,7 +673,7 @@ func mcpServer(sp spec.Agent, name string) (tool.MCPServer, string, bool) {
 // call to one would only be refused). An unreachable MCP server is noted
 // in the transcript and its tools left out.
 func (a *Activities) offered(ctx context.Context, s session.Session, sp spec.Agent, turnID string, step int) []provider.ToolSpec {
-	p, err := PinnedPolicy(s)
+	p, err := policy.Pinned(s.Policy)
 	all := a.Tools.Only(sp.Tools).Specs()
 	if servers := mcpServers(sp); len(servers) > 0 {
 		if a.runsCommands(sp) {
@@ -791,7 +791,7 @@ func (a Lifecycle) Interrupted(ctx context.Context, sessionID, turnID, reason st
 	}
 	recorded := false
 	for _, e := range steps {
-		if e.Kind == agent.EventAssistantMessage {
+		if e.Kind == session.EventAssistantMessage {
 			var m agent.AssistantMessage
 			recorded = recorded || (json.Unmarshal(e.Data, &m) == nil && m.Response.StopReason == agent.StopInterrupted)
 		}
@@ -824,7 +824,7 @@ func (a Lifecycle) Interrupted(ctx context.Context, sessionID, turnID, reason st
 		return nil
 	}
 	data, _ := json.Marshal(agent.AssistantMessage{Step: -1, Response: provider.Response{Text: agent.InterruptedText, StopReason: agent.StopInterrupted}})
-	_, err = a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: agent.EventAssistantMessage, Key: turnID + "/interrupted", Data: data})
+	_, err = a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventAssistantMessage, Key: turnID + "/interrupted", Data: data})
 	return err
 }
 

@@ -38,27 +38,27 @@ func (a *Activities) compacted(ctx context.Context, sessionID, turnID string, st
 			Key: fmt.Sprintf("%s/step%d/compaction-failed", turnID, step), Data: data})
 		return shown
 	}
-	return c.Apply(full)
+	return agent.Compacted(c, full)
 }
 
-func (a *Activities) compact(ctx context.Context, sessionID, turnID string, step int, sp spec.Agent, full []provider.Message, prev *agent.Compaction, cut int) (agent.Compaction, error) {
+func (a *Activities) compact(ctx context.Context, sessionID, turnID string, step int, sp spec.Agent, full []provider.Message, prev *session.Compaction, cut int) (session.Compaction, error) {
 	p, model, err := a.Providers.Resolve(sp.Model)
 	if err != nil {
-		return agent.Compaction{}, err
+		return session.Compaction{}, err
 	}
 	resp, err := p.Stream(ctx, provider.Request{Model: model, System: sp.Instructions, Messages: agent.SummaryRequest(full, prev, cut)}, func(provider.Delta) {})
 	if err != nil {
-		return agent.Compaction{}, err
+		return session.Compaction{}, err
 	}
 	if resp.Text == "" {
-		return agent.Compaction{}, fmt.Errorf("the model wrote no summary")
+		return session.Compaction{}, fmt.Errorf("the model wrote no summary")
 	}
 	before := agent.Tokens(full)
 	if prev != nil {
-		before = agent.Tokens(prev.Apply(full))
+		before = agent.Tokens(agent.Compacted(*prev, full))
 	}
-	c := agent.Compaction{Summary: resp.Text, Messages: cut, Assistant: agent.Assistants(full[:cut]), TokensBefore: before}
-	c.TokensAfter = agent.Tokens(c.Apply(full))
+	c := session.Compaction{Summary: resp.Text, Messages: cut, Assistant: agent.Assistants(full[:cut]), TokensBefore: before}
+	c.TokensAfter = agent.Tokens(agent.Compacted(c, full))
 	u := session.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
 		CostUSD: a.Prices.Of(sp.Model).Cost(resp.Usage.InputTokens, resp.Usage.OutputTokens)}
 	// Usage rows are keyed by step; a compaction's sits beside its step's.
@@ -66,7 +66,7 @@ func (a *Activities) compact(ctx context.Context, sessionID, turnID string, step
 		return c, err
 	}
 	data, _ := json.Marshal(c)
-	if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: agent.EventCompaction,
+	if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventCompaction,
 		Key: fmt.Sprintf("%s/step%d/compaction", turnID, step), Data: data}); err != nil {
 		return c, err
 	}

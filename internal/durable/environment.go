@@ -83,7 +83,7 @@ func (a *Activities) provisionEnvironment(ctx context.Context, s session.Session
 				return "", nonRetryable(fmt.Errorf("restore environment layer %s: %w", key[:12], err))
 			}
 			return fmt.Sprintf("working copy at %s; environment layer %s restored, setup skipped (%d files, %s)",
-				clip.ID(base), key[:12], files, BytesHuman(l.Bytes)), nil
+				clip.ID(base), key[:12], files, clip.Bytes(l.Bytes)), nil
 		})
 	}
 	return a.phaseSince(ctx, s.ID, session.PhaseBuildingImage, start, func() (string, error) {
@@ -239,7 +239,7 @@ func (a *Activities) buildLayer(ctx context.Context, s session.Session, sp spec.
 		return "", nonRetryable(fmt.Errorf("save the environment layer: %w", err))
 	}
 	_, _ = a.Copies.Layers.Evict()
-	detail := fmt.Sprintf("setup ran in %s; environment layer %s saved (%d files, %s)", res.Duration.Round(time.Millisecond), key[:12], files, BytesHuman(l.Bytes))
+	detail := fmt.Sprintf("setup ran in %s; environment layer %s saved (%d files, %s)", res.Duration.Round(time.Millisecond), key[:12], files, clip.Bytes(l.Bytes))
 	if len(changed) > 0 {
 		detail += fmt.Sprintf("; setup's changes to %d tracked file(s) (%s) were undone: the environment holds only untracked files and caches",
 			len(changed), strings.Join(changed[:min(3, len(changed))], ", "))
@@ -374,18 +374,4 @@ func (t *tail) String() string {
 		s = "[…]\n" + s
 	}
 	return strings.TrimRight(s, "\n")
-}
-
-// BytesHuman writes a size for people (1.5 MiB).
-func BytesHuman(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -67,19 +67,6 @@ type GateResult struct {
 	ContinueAfterRejection bool
 }
 
-// PinnedPolicy is the policy session s was started with (the default one
-// for a session recorded before policies were pinned).
-func PinnedPolicy(s session.Session) (*policy.Policy, error) {
-	if len(s.Policy) == 0 {
-		return policy.Default(), nil
-	}
-	var p policy.Policy
-	if err := json.Unmarshal(s.Policy, &p); err != nil {
-		return nil, fmt.Errorf("session %s has an unreadable policy: %w", s.ID, err)
-	}
-	return &p, nil
-}
-
 // CallEvents are the transcript of one call: its state changes and the
 // question it asked, if any.
 func CallEvents(ctx context.Context, st store.Store, sessionID, callID string) ([]session.Event, error) {
@@ -119,7 +106,7 @@ func (a Turns) Gate(ctx context.Context, sessionID, turnID string, call provider
 	if err != nil {
 		return GateResult{}, err
 	}
-	p, err := PinnedPolicy(s)
+	p, err := policy.Pinned(s.Policy)
 	if err != nil {
 		return GateResult{}, nonRetryable(err)
 	}
@@ -222,7 +209,7 @@ func (a Turns) RequestApproval(ctx context.Context, sessionID, turnID string, ca
 	if err != nil {
 		return ApprovalRequest{}, err
 	}
-	p, err := PinnedPolicy(s)
+	p, err := policy.Pinned(s.Policy)
 	if err != nil {
 		return ApprovalRequest{}, nonRetryable(err)
 	}
@@ -292,7 +279,7 @@ func (a Turns) RunTool(ctx context.Context, sessionID, turnID string, call provi
 		}
 		return ToolOutcome{State: state, Node: s.Node}, RecordCall(ctx, a.Store, sessionID, turnID, d)
 	}
-	p, err := PinnedPolicy(s)
+	p, err := policy.Pinned(s.Policy)
 	if err != nil {
 		return finish(session.CallRejected, "", "the policy could not be evaluated, so the call is refused: "+err.Error())
 	}

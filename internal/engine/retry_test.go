@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/wire"
 )
@@ -40,7 +40,7 @@ func TestRetryRunsTheAgentAsAppliedNow(t *testing.T) {
 	var sp spec.Agent
 	require.NoError(t, json.Unmarshal(y.AgentSpec, &sp))
 	require.Equal(t, []string{"read_file", "list_dir"}, sp.Tools)
-	p, err := durable.PinnedPolicy(y)
+	p, err := policy.Pinned(y.Policy)
 	require.NoError(t, err)
 	v, _ := p.Tool("read_file")
 	require.Equal(t, "ask", v.Short(), "the retry's policy is no looser than the failed session's")

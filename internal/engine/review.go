@@ -10,6 +10,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/secret"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/wire"
 	"github.com/paddock-dev/paddock/internal/workspace"
@@ -52,7 +53,7 @@ func (s *Service) diffHere(ctx context.Context, x session.Session) (session.Diff
 	if err == nil {
 		s.remember(id, d.Base, d.Tree)
 	}
-	return workspace.Redacted(d), x, err
+	return secret.Diff(d), x, err
 }
 
 // copyGone is a 409 when the session's working copy was removed.

@@ -34,6 +34,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/secret"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
@@ -94,7 +95,7 @@ type Service struct {
 
 // Known returns the name checks specs are validated with.
 func (s Projects) Known() spec.Known {
-	return spec.Known{Tool: func(n string) bool { _, ok := s.Tools[n]; return ok }, Provider: s.Providers.Has}
+	return spec.Known{Tool: func(n string) bool { _, ok := s.Tools[n]; return ok }, Provider: s.Providers.Has, Secret: secret.Rule}
 }
 
 // ApplyAgents parses and validates every spec in the YAML, then applies all
@@ -714,7 +715,7 @@ func (s Sessions) Retry(ctx context.Context, caller identity.Principal, id strin
 		if err != nil {
 			return old, err
 		}
-		oldPol, err := durable.PinnedPolicy(old)
+		oldPol, err := policy.Pinned(old.Policy)
 		if err != nil {
 			return old, err
 		}

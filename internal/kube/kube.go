@@ -8,7 +8,6 @@ package kube
 import (
 	"bytes"
 	"context"
-	_ "embed"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,10 +26,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/kube/crds"
 )
-
-//go:embed crds.yaml
-var crds []byte
 
 // Group is the API group of Paddock's resources.
 const Group = "paddock.dev"
@@ -45,7 +42,7 @@ var (
 // prints them for `kubectl apply -f -`.
 func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var out []*apiextensionsv1.CustomResourceDefinition
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(crds), 4096)
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(crds.YAML), 4096)
 	for {
 		var c apiextensionsv1.CustomResourceDefinition
 		if err := dec.Decode(&c); err == io.EOF {
@@ -56,9 +53,6 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 		out = append(out, &c)
 	}
 }
-
-// CRDYAML is the definitions as YAML.
-func CRDYAML() []byte { return crds }
 
 // Options configure the controller.
 type Options struct {

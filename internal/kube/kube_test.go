@@ -4,16 +4,17 @@ import (
 	"os"
 	"testing"
 
+	"github.com/paddock-dev/paddock/internal/kube/crds"
 	"github.com/stretchr/testify/require"
 )
 
 // TestDeployedCRDsAreTheControllers: deploy/kubernetes installs the very
-// definitions the controller embeds (copy internal/kube/crds.yaml there
+// definitions the controller embeds (copy internal/kube/crds/crds.yaml there
 // after changing it).
 func TestDeployedCRDsAreTheControllers(t *testing.T) {
 	deployed, err := os.ReadFile("../../deploy/kubernetes/crds.yaml")
 	require.NoError(t, err)
-	require.Equal(t, string(CRDYAML()), string(deployed), "cp internal/kube/crds.yaml deploy/kubernetes/crds.yaml")
+	require.Equal(t, string(crds.YAML), string(deployed), "cp internal/kube/crds/crds.yaml deploy/kubernetes/crds.yaml")
 	crds, err := CRDs()
 	require.NoError(t, err)
 	require.Len(t, crds, 2)

@@ -10,6 +10,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/paddock-dev/paddock/internal/app"
+	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/datadir"
 )
 
 // Idle is how long a background server waits, with no request and
@@ -42,7 +45,7 @@ func Connect(ctx context.Context, exe, dir string, getenv func(string) string) (
 	if err != nil {
 		return "", false, err
 	}
-	if h, ok := app.Holder(dir); ok && h.URL != "" {
+	if h, ok := datadir.Holder(dir); ok && h.URL != "" {
 		return h.URL, false, nil
 	}
 	sock, err := SocketPath(getenv, dir)
@@ -70,7 +73,7 @@ func Connect(ctx context.Context, exe, dir string, getenv func(string) string) (
 	go func() { exited <- cmd.Wait() }()
 	deadline := time.Now().Add(startWait)
 	for {
-		h, held := app.Holder(dir)
+		h, held := datadir.Holder(dir)
 		if held && h.URL != "" {
 			// Two commands at once: the server whose lock won serves both.
 			return h.URL, h.PID == cmd.Process.Pid, nil
@@ -140,7 +143,7 @@ func lastLines(path string, n int) string {
 
 // Stop ends the server holding data directory dir (SIGTERM) and
 // waits for it to let the directory go.
-func Stop(h *app.InUseError) error {
+func Stop(h *datadir.InUseError) error {
 	if h.PID <= 1 {
 		return fmt.Errorf("the process holding %s did not record its ID", h.Dir)
 	}
@@ -149,10 +152,80 @@ func Stop(h *app.InUseError) error {
 	}
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		if _, held := app.Holder(h.Dir); !held {
+		if _, held := datadir.Holder(h.Dir); !held {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("the paddock server (process %d) still holds %s after a minute", h.PID, h.Dir)
+}
+
+// ServerName is the server program's name.
+const ServerName = "paddock-server"
+
+// ServerProgram is the server program this client starts: paddock-server
+// beside the running paddock, else on PATH; empty when there is none.
+func ServerProgram() string {
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), ServerName)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p
+		}
+	}
+	if p, err := exec.LookPath(ServerName); err == nil {
+		return p
+	}
+	return ""
+}
+
+// Server is the part of the command line that runs a server: linked
+// into paddock-server (app.CLI), so the client, which only talks to servers,
+// starts without initialising the embedded Temporal server, the
+// Kubernetes client or the store.
+type Server struct {
+	// Start starts a server on cfg: serve's, or one in-process for a
+	// command's length.
+	Start func(context.Context, config.Config, *slog.Logger) (Running, error)
+	// Migrate applies the store's schema migrations.
+	Migrate func(context.Context, config.Config) (version int, dialect string, err error)
+}
+
+// Running is a server this process started.
+type Running interface {
+	Address() string
+	// Idle is closed once the server has had no request for d and no
+	// session queued or running.
+	Idle(ctx context.Context, d time.Duration) <-chan struct{}
+	// Lost reports a failure that ends the server.
+	Lost() <-chan error
+	Stop()
+}
+
+// ErrNoServerProgram says the client found no server program to start.
+var ErrNoServerProgram = errors.New(ServerName + ", the program that runs Paddock's server, is neither next to paddock nor on PATH: " +
+	"install both (go install ./cmd/paddock ./cmd/paddock-server, or go build -o DIR ./cmd/paddock ./cmd/paddock-server), " +
+	"or talk to a running server with --server URL (PADDOCK_SERVER)")
+
+// Exec runs the server program in this process's place with args: the
+// client runs it for the commands only the server links (serve,
+// migrate).
+func Exec(program string, args []string) error {
+	if program == "" {
+		return ErrNoServerProgram
+	}
+	return syscall.Exec(program, append([]string{program}, args...), os.Environ())
+}
+
+// Logger is the logger of a server in-process for a command's length:
+// warnings and up (unless the person asked for more), appended to Log in
+// data directory dir (else written to w): the person's terminal shows
+// the session, not the server's retries. done closes the file.
+func Logger(dir string, w io.Writer, lvl slog.Level) (logger *slog.Logger, done func()) {
+	done = func() {}
+	if err := os.MkdirAll(dir, 0o700); err == nil {
+		if f, err := os.OpenFile(filepath.Join(dir, Log), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+			w, done = f, func() { _ = f.Close() }
+		}
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: max(lvl, slog.LevelWarn)})), done
 }

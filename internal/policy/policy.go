@@ -312,3 +312,16 @@ func stricter(a, b Value) Value {
 	}
 	return a
 }
+
+// Pinned is the policy a session was started with, as it recorded it
+// (the default one for a session recorded before policies were pinned).
+func Pinned(recorded []byte) (*Policy, error) {
+	if len(recorded) == 0 {
+		return Default(), nil
+	}
+	var p Policy
+	if err := json.Unmarshal(recorded, &p); err != nil {
+		return nil, fmt.Errorf("the session's pinned policy is unreadable: %w", err)
+	}
+	return &p, nil
+}

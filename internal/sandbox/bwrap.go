@@ -57,11 +57,11 @@ type Bwrap struct {
 	seccomp []byte
 }
 
-// NewBwrap finds bubblewrap and checks that it can create its namespaces,
-// so a machine that cannot sandbox says so at start, with what to do.
-// readOnly are extra host paths commands may read, besides the system
-// trees.
-func NewBwrap(ctx context.Context, readOnly ...string) (*Bwrap, error) {
+// NewBwrap finds bubblewrap and prepares the sandbox: its seccomp
+// filter, cgroups and read-only trees (Probe checks that bubblewrap can
+// create its namespaces here). readOnly are extra host paths commands
+// may read, besides the system trees.
+func NewBwrap(readOnly ...string) (*Bwrap, error) {
 	path, err := exec.LookPath("bwrap")
 	if err != nil {
 		return nil, fmt.Errorf("%w: bubblewrap is not installed; install it (Debian/Ubuntu: apt-get install bubblewrap)", ErrUnavailable)
@@ -86,25 +86,33 @@ func NewBwrap(ctx context.Context, readOnly ...string) (*Bwrap, error) {
 	for _, root := range append([]string{"/etc"}, b.readOnly...) {
 		b.trees = append(b.trees, &tree{root: root})
 	}
+	return b, nil
+}
+
+// Probe runs true in a sandbox: an error says why bubblewrap cannot
+// sandbox commands here, and what to change. A server probes once at
+// start; a single command needs no probe first (bubblewrap never runs
+// a command it could not sandbox), only after a failure, to say why.
+func (b *Bwrap) Probe(ctx context.Context) error {
 	probe := os.TempDir()
 	if currentUID() == 0 {
+		var err error
 		probe, err = os.MkdirTemp("/tmp", "paddock-sandbox-probe-")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		defer os.RemoveAll(probe)
 		if err := os.Chown(probe, b.UID, b.GID); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	var out bytes.Buffer
 	res, err := b.Run(ctx, Command{Place: Place{Workdir: probe}, Script: "true", Stdout: &out, Stderr: &out, Timeout: 30 * 1e9})
 	if err != nil || res.ExitCode != 0 {
-		b.Close()
-		return nil, fmt.Errorf("%w: bubblewrap cannot create its namespaces here (%v %s); enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 or user.max_user_namespaces > 0)",
+		return fmt.Errorf("%w: bubblewrap cannot create its namespaces here (%v %s); enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 or user.max_user_namespaces > 0)",
 			ErrUnavailable, err, out.String())
 	}
-	return b, nil
+	return nil
 }
 
 // Close waits until the cgroups of finished commands are gone: call it

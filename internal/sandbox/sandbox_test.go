@@ -25,7 +25,10 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run()) // this binary is the probe, inside a sandbox
 	}
 	var err error
-	box, err = NewBwrap(context.Background())
+	box, err = NewBwrap()
+	if err == nil {
+		err = box.Probe(context.Background())
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sandbox tests need bubblewrap:", err)
 		os.Exit(1)

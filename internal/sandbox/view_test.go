@@ -113,7 +113,7 @@ func TestExtraReadOnlyPaths(t *testing.T) {
 	require.NoError(t, os.Chmod(sdk, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(sdk, "tool"), []byte("TOOL\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(sdk, "server.key"), []byte("KEY\n"), 0o644))
-	b, err := NewBwrap(context.Background(), sdk)
+	b, err := NewBwrap(sdk)
 	require.NoError(t, err)
 	t.Cleanup(b.Close)
 	var out strings.Builder
@@ -123,7 +123,7 @@ func TestExtraReadOnlyPaths(t *testing.T) {
 	require.Contains(t, out.String(), "TOOL")
 	require.NotContains(t, out.String(), "KEY")
 	require.NotContains(t, out.String(), "WRITABLE")
-	_, err = NewBwrap(context.Background(), "relative/path")
+	_, err = NewBwrap("relative/path")
 	require.ErrorContains(t, err, "absolute")
 }
 
@@ -330,7 +330,7 @@ func TestDataDirHiddenEvenAroundTheWorkingCopy(t *testing.T) {
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(data, "paddock.db"), []byte("SECRET-DB"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(other, "code.go"), []byte("OTHER-CODE"), 0o644))
-	b, err := NewBwrap(context.Background(), ro)
+	b, err := NewBwrap(ro)
 	require.NoError(t, err)
 	t.Cleanup(b.Close)
 	b.Hide = []string{data}
@@ -352,7 +352,7 @@ func TestInheritedDescriptorsDoNotReachTheSandbox(t *testing.T) {
 	fd, err := syscall.Open(secret, syscall.O_RDONLY, 0) // no O_CLOEXEC, as if inherited
 	require.NoError(t, err)
 	defer syscall.Close(fd)
-	b, err := NewBwrap(context.Background())
+	b, err := NewBwrap()
 	require.NoError(t, err)
 	t.Cleanup(b.Close)
 	var out strings.Builder

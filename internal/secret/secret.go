@@ -691,3 +691,11 @@ func lastBegin(s string) int {
 	}
 	return all[len(all)-1][0]
 }
+
+// Rule is the rule of the first credential found in s, empty when none.
+func Rule(s string) string {
+	if found := Find(s); len(found) > 0 {
+		return found[0].Rule
+	}
+	return ""
+}

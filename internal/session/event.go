@@ -24,7 +24,28 @@ const (
 	EventPark          EventKind = "park"           // the session parked, or its park resolved
 	EventBudget        EventKind = "budget"         // consumption of the session's budget (an action, active time), or an extension
 	EventOutput        EventKind = "output"         // a running command's output, as it happens (the call's result has all of it)
+	// EventAssistantMessage is a model step's complete response (the
+	// harness rebuilds the conversation from them).
+	EventAssistantMessage EventKind = "assistant_message"
+	// EventCompaction is the middle of the conversation summarized so
+	// that it fits the model's context window (data: Compaction).
+	EventCompaction EventKind = "compaction"
 )
+
+// Compaction is the data of a compaction event: it replaces the first
+// Messages messages of the full conversation (the task among them, which
+// keeps its place) by a summary. Tool-call states are untouched: only
+// what the model is shown changes.
+type Compaction struct {
+	Summary string `json:"summary"`
+	// Messages is how many leading messages the summary replaces, and
+	// Assistant how many of them were the model's.
+	Messages  int `json:"messages"`
+	Assistant int `json:"assistant"`
+	// TokensBefore and TokensAfter estimate the conversation's size.
+	TokensBefore int `json:"tokensBefore"`
+	TokensAfter  int `json:"tokensAfter"`
+}
 
 // Event is one entry of a session's transcript. Seq is per session, gapless
 // and increasing; it is the SSE event ID. Key makes writes idempotent: a

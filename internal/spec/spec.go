@@ -318,15 +318,21 @@ var (
 	mcpNameRE = regexp.MustCompile(`^[a-z0-9](_?[a-z0-9-])*$`)
 )
 
-// Known are the things validation checks names against.
+// Known are the things validation checks names against, and the
+// detector that finds credentials in a value (Secret: the rule of the
+// first one found, empty when none; secret.Rule).
 type Known struct {
 	Tool     func(name string) bool
 	Provider func(name string) bool
+	Secret   func(value string) (rule string)
 }
 
 // Parse reads every YAML document in r as an agent spec, applies defaults
 // and validates them all; it returns the first problem as a *FieldError.
 func Parse(r io.Reader, known Known) ([]Agent, error) {
+	if known.Secret == nil {
+		return nil, errors.New("spec: Parse needs a credential detector (Known.Secret)")
+	}
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, err
@@ -350,7 +356,7 @@ func Parse(r io.Reader, known Known) ([]Agent, error) {
 		if err := decodeStrict(doc, node.Content[0], &a); err != nil {
 			return nil, err
 		}
-		if err := noSecret(doc, node.Content[0], ""); err != nil {
+		if err := noSecret(known.Secret, doc, node.Content[0], ""); err != nil {
 			return nil, err
 		}
 		a.Defaults()

@@ -7,11 +7,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/bound"
+	"github.com/paddock-dev/paddock/internal/secret"
 )
 
 var known = Known{
 	Tool:     func(n string) bool { return n == "read_file" || n == "write_file" },
 	Provider: func(n string) bool { return n == "replay" || n == "anthropic" },
+	Secret:   secret.Rule,
 }
 
 func TestParseValid(t *testing.T) {

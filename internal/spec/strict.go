@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/paddock-dev/paddock/internal/secret"
 )
 
 // FieldError says which field of a document is wrong and why.
@@ -148,22 +146,22 @@ func check(doc int, n *yaml.Node, t reflect.Type, path string) error {
 // a spec is stored and shown in clear text, so a token in environment.env
 // or a password in a repository URL would be too. Credentials reach a
 // session by other means, never through its agent's YAML.
-func noSecret(doc int, n *yaml.Node, path string) error {
+func noSecret(find func(string) string, doc int, n *yaml.Node, path string) error {
 	switch n.Kind {
 	case yaml.ScalarNode:
-		if found := secret.Find(n.Value); len(found) > 0 {
+		if rule := find(n.Value); rule != "" {
 			return &FieldError{Doc: doc, Line: n.Line, Path: path, Reason: fmt.Sprintf(
-				"holds a secret (%s); an agent spec is stored and shown in clear text, so credentials never go in it: remove it and rotate it", found[0].Rule)}
+				"holds a secret (%s); an agent spec is stored and shown in clear text, so credentials never go in it: remove it and rotate it", rule)}
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := noSecret(doc, n.Content[i+1], join(path, n.Content[i].Value)); err != nil {
+			if err := noSecret(find, doc, n.Content[i+1], join(path, n.Content[i].Value)); err != nil {
 				return err
 			}
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			if err := noSecret(doc, c, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := noSecret(find, doc, c, fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
 		}

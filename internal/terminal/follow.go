@@ -22,7 +22,6 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/client"
-	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -311,7 +310,7 @@ func (f *Follower) approve(ctx context.Context, r *Renderer, d session.ToolCallD
 		r.Line("  %s asks to run:\n%s", Visible(d.Name, false), CallText(d.Name, d.Args))
 		if f.pinned == nil {
 			if x, err := f.Client.Sessions().Get(ctx, f.ID); err == nil {
-				f.pinned, _ = durable.PinnedPolicy(x)
+				f.pinned, _ = policy.Pinned(x.Policy)
 			}
 		}
 		if text := AnalysisText(f.pinned, d.Name, d.Args); text != "" {

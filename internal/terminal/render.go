@@ -10,8 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paddock-dev/paddock/internal/agent"
-	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
@@ -157,8 +156,8 @@ func (r *Renderer) Event(e session.Event) {
 		} else {
 			r.Line("  ✓ %s in %s: %s", d.Phase, took, Visible(d.Detail, true))
 		}
-	case agent.EventCompaction:
-		var d agent.Compaction
+	case session.EventCompaction:
+		var d session.Compaction
 		_ = json.Unmarshal(e.Data, &d)
 		r.Line("· conversation compacted to fit the model's context window: ~%d → ~%d tokens (%d messages summarized)", d.TokensBefore, d.TokensAfter, d.Messages-1)
 	case session.EventPark:
@@ -183,7 +182,7 @@ func (r *Renderer) Event(e session.Event) {
 		case d.Error != "":
 			r.Line("    ↯ %s network to %s failed: %s", d.Phase, dest, OneLine(d.Error, 100))
 		default:
-			r.Line("    ⇄ %s network to %s: %s up, %s down, %s", d.Phase, dest, durable.BytesHuman(d.BytesUp), durable.BytesHuman(d.BytesDown),
+			r.Line("    ⇄ %s network to %s: %s up, %s down, %s", d.Phase, dest, clip.Bytes(d.BytesUp), clip.Bytes(d.BytesDown),
 				(time.Duration(d.DurationMs) * time.Millisecond).String())
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/paddock-dev/paddock/internal/agent"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
 )
@@ -82,8 +81,8 @@ func TestRendererShowsEverythingInert(t *testing.T) {
 			session.NetworkData{Phase: "command", Host: hostile, Port: 443, Allowed: false, Reason: hostile},
 			session.NetworkData{Phase: "command", Host: hostile, Port: 443, Allowed: true, Error: hostile},
 		},
-		agent.EventCompaction: {agent.Compaction{}},
-		session.EventOutput:   {session.OutputData{CallID: "c", Text: hostile + "\n"}, session.OutputData{CallID: "c", Text: hostile, Cut: true}},
+		session.EventCompaction: {session.Compaction{}},
+		session.EventOutput:     {session.OutputData{CallID: "c", Text: hostile + "\n"}, session.OutputData{CallID: "c", Text: hostile, Cut: true}},
 	}
 	for kind, datas := range events {
 		for _, d := range datas {
@@ -100,7 +99,7 @@ func TestRendererShowsEverythingInert(t *testing.T) {
 			if c, bad := interpreted(out.String()); bad {
 				t.Errorf("%s printed %U unescaped: %q", kind, c, out.String())
 			}
-			if kind != agent.EventCompaction && !strings.Contains(out.String(), `\x1b[2K`) && !strings.Contains(out.String(), "pass") {
+			if kind != session.EventCompaction && !strings.Contains(out.String(), `\x1b[2K`) && !strings.Contains(out.String(), "pass") {
 				t.Errorf("%s printed %q: the text is not shown at all", kind, out.String())
 			}
 		}

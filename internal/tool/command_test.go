@@ -22,7 +22,7 @@ func TestBudgetsAreTold(t *testing.T) {
 		t.Skip(err)
 	}
 	ctx := context.Background()
-	box, err := sandbox.NewBwrap(ctx)
+	box, err := sandbox.NewBwrap()
 	if err != nil {
 		t.Skip(err)
 	}

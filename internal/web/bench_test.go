@@ -17,6 +17,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/auditlog"
+	"github.com/paddock-dev/paddock/internal/datadir"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -41,7 +42,7 @@ func BenchmarkSessionsPage(b *testing.B) {
 	if _, err := svc.Access.Bootstrap(ctx, dir, "bench"); err != nil {
 		b.Fatal(err)
 	}
-	token, _ := os.ReadFile(filepath.Join(dir, access.AdminTokenFile))
+	token, _ := os.ReadFile(filepath.Join(dir, datadir.AdminToken))
 	agent := spec.Record{Project: "default", Name: "a", Spec: json.RawMessage(`{"name":"a"}`), Digest: "d"}
 	for i := range 500 {
 		if _, _, err := st.CreateSession(ctx, store.NewSession{ID: fmt.Sprintf("s%03d", i), Project: "default", Agent: agent, DisplayTitle: fmt.Sprintf("fix issue %d", i),

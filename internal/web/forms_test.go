@@ -17,6 +17,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/auditlog"
+	"github.com/paddock-dev/paddock/internal/datadir"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
@@ -36,7 +37,7 @@ func TestFormsAreGuarded(t *testing.T) {
 	dir := t.TempDir()
 	_, err = svc.Access.Bootstrap(ctx, dir, "guard")
 	require.NoError(t, err)
-	raw, _ := os.ReadFile(filepath.Join(dir, access.AdminTokenFile))
+	raw, _ := os.ReadFile(filepath.Join(dir, datadir.AdminToken))
 	token := strings.TrimSpace(string(raw))
 	app, err := web.New(svc, slog.New(slog.DiscardHandler), nil)
 	require.NoError(t, err)

@@ -16,7 +16,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/clip"
-	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
@@ -290,7 +289,7 @@ func (a *App) pending(r *http.Request, aps []session.Approval) []Pending {
 			}
 			sessions[ap.SessionID] = x
 		}
-		if p, err := durable.PinnedPolicy(x); err == nil {
+		if p, err := policy.Pinned(x.Policy); err == nil {
 			out[i].Pieces = p.Evaluate(ap.Tool, ap.Args).Pieces
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/auditlog"
+	"github.com/paddock-dev/paddock/internal/datadir"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -61,7 +62,7 @@ func atkSetup(t *testing.T) *atkEnv {
 	dir := t.TempDir()
 	_, err = svc.Access.Bootstrap(ctx, dir, "root")
 	require.NoError(t, err)
-	raw, _ := os.ReadFile(filepath.Join(dir, access.AdminTokenFile))
+	raw, _ := os.ReadFile(filepath.Join(dir, datadir.AdminToken))
 	app, err := web.New(svc, slog.New(slog.DiscardHandler), nil)
 	require.NoError(t, err)
 	return &atkEnv{t: t, svc: svc, st: st, h: app.Handler(), admin: identity.Principal{User: "root", Admin: true}, root: strings.TrimSpace(string(raw))}

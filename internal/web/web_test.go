@@ -23,11 +23,11 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/datadir"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
@@ -84,7 +84,7 @@ func TestWebAppEndToEnd(t *testing.T) {
 		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	require.NoError(t, err)
 	defer a.Stop()
-	token, err := os.ReadFile(filepath.Join(dir, access.AdminTokenFile))
+	token, err := os.ReadFile(filepath.Join(dir, datadir.AdminToken))
 	require.NoError(t, err)
 	admin := client.New(a.URL).WithToken(string(token))
 	ctx := context.Background()

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddock-dev/paddock/internal/agent"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/provider"
@@ -129,7 +128,7 @@ func TestRegressionCompactionLetsARepeatedCallIDThrough(t *testing.T) {
 	require.NoError(t, err)
 	compactions, done := 0, 0
 	for _, e := range events {
-		if e.Kind == agent.EventCompaction {
+		if e.Kind == session.EventCompaction {
 			compactions++
 		}
 		if e.Kind == session.EventToolCall && strings.HasSuffix(e.Key, "/done") {

@@ -256,12 +256,12 @@ func TestLongConversationIsCompacted(t *testing.T) {
 	ctx := context.Background()
 	events, err := f.store.ListEvents(ctx, "s1", 0, 0)
 	require.NoError(t, err)
-	var compactions []agent.Compaction
+	var compactions []session.Compaction
 	done := false
 	for _, e := range events {
 		switch e.Kind {
-		case agent.EventCompaction:
-			var c agent.Compaction
+		case session.EventCompaction:
+			var c session.Compaction
 			require.NoError(t, json.Unmarshal(e.Data, &c))
 			compactions = append(compactions, c)
 		case session.EventAssistantText:

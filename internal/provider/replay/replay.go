@@ -171,7 +171,7 @@ type Provider struct{ script *Script }
 var _ provider.Provider = (*Provider)(nil)
 
 // summarized finds the count of the model's messages a compaction
-// summarized (see agent.Compaction).
+// summarized (see session.Compaction).
 var summarized = regexp.MustCompile(`\(\d+ messages, (\d+) of them yours\)`)
 
 // Stream implements provider.Provider: the step played is the number of

