@@ -1,5 +1,7 @@
-# The paddock binary with what its bubblewrap sandbox needs (bubblewrap,
-# git, ext4 volumes), and the sandbox pods' image. Used by
+# paddock-server (and the paddock client) with what its bubblewrap sandbox
+# needs (bubblewrap, git, ext4 volumes), and the sandbox pods' image, which
+# holds the client alone (its kube executor links nothing of the server).
+# Both are release builds: -trimpath, stripped. Used by
 # deploy/kubernetes/paddock.yaml:
 #   docker build -t ghcr.io/paddock-dev/paddock:latest .
 #   docker build --target sandbox -t ghcr.io/paddock-dev/paddock-sandbox:latest .
@@ -8,7 +10,7 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -o /paddock ./cmd/paddock
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/ ./cmd/paddock ./cmd/paddock-server
 
 # A sandbox pod: `paddock kube executor` as a user with no privilege, bash,
 # git and what commands commonly need; add the agents' toolchains.
@@ -16,13 +18,13 @@ FROM debian:trixie-slim AS sandbox
 RUN apt-get update && apt-get install -y --no-install-recommends \
       bash git ca-certificates procps \
     && rm -rf /var/lib/apt/lists/*
-COPY --from=build /paddock /usr/local/bin/paddock
+COPY --from=build /out/paddock /usr/local/bin/paddock
 USER 65532:65532
 
 FROM debian:trixie-slim
 RUN apt-get update && apt-get install -y --no-install-recommends \
       bubblewrap git e2fsprogs mount procps ca-certificates \
     && rm -rf /var/lib/apt/lists/*
-COPY --from=build /paddock /usr/local/bin/paddock
-ENTRYPOINT ["/usr/local/bin/paddock"]
+COPY --from=build /out/paddock /out/paddock-server /usr/local/bin/
+ENTRYPOINT ["/usr/local/bin/paddock-server"]
 CMD ["serve"]

@@ -56,8 +56,8 @@ var notRun = map[string]string{
 
 // rewrites adapt a line to the test: the binary is already built.
 var rewrites = map[string]string{
-	"go build -o paddock ./cmd/paddock": ":",
-	"go run ./cmd/paddock demo":         "./paddock demo",
+	"go build -o . ./cmd/paddock ./cmd/paddock-server": ":",
+	"go build -o bin/ ./cmd/... && bin/paddock demo":   "./paddock demo",
 }
 
 // script turns README's blocks into one bash script, in README order. The
