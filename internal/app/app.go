@@ -68,6 +68,8 @@ type App struct {
 	// lastRequest is when the API last served a request (Unix nanoseconds).
 	lastRequest atomic.Int64
 	inFlight    atomic.Int64
+	// stopRecovery ends the waking of sessions at start, and waits for it.
+	stopRecovery func()
 }
 
 // Lost is told when this node lost its hold on its name in a shared
@@ -236,9 +238,14 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 			logger.Error("http server stopped", "err", err)
 		}
 	}()
-	if err := a.Service.Sessions().Recover(ctx); err != nil {
+	// Sessions with unrecorded work are woken while the node serves.
+	recovering, stopRecovery := context.WithCancel(context.WithoutCancel(ctx))
+	woken, err := a.Service.Sessions().Recover(recovering)
+	if err != nil {
+		stopRecovery()
 		return nil, fmt.Errorf("resume sessions: %w", err)
 	}
+	a.stopRecovery = func() { stopRecovery(); <-woken }
 	a.collect()
 	if cfg.Kubeconfig != "" {
 		if err := a.controller(cfg); err != nil {
@@ -342,6 +349,9 @@ func (a *App) TemporalAddress() string { return a.temporalAddress }
 
 // Stop shuts everything down in reverse order.
 func (a *App) Stop() {
+	if a.stopRecovery != nil {
+		a.stopRecovery()
+	}
 	if a.http != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = a.http.Shutdown(ctx)

@@ -38,6 +38,9 @@ func (c Sessions) List(ctx context.Context, f session.Filter) ([]session.Session
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
+	if f.Before != "" {
+		q.Set("before", f.Before)
+	}
 	var out struct {
 		Sessions []session.Session `json:"sessions"`
 	}

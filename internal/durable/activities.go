@@ -703,8 +703,8 @@ func (a *Activities) offered(ctx context.Context, s session.Session, sp spec.Age
 // Heartbeat reports liveness every second until stopped, so a dead worker
 // is noticed quickly and a cancellation (an interrupt) reaches the activity.
 func Heartbeat(ctx context.Context) func() {
-	if !activity.IsActivity(ctx) {
-		return func() {}
+	if !activity.IsActivity(ctx) || activity.GetInfo(ctx).IsLocalActivity {
+		return func() {} // a local activity has no heartbeat: its workflow task is its liveness
 	}
 	done := make(chan struct{})
 	go func() {

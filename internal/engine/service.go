@@ -932,38 +932,44 @@ func sessionsIn(ctx context.Context, st store.Store, archived bool, statuses ...
 	return store.AllSessions(ctx, st, session.Filter{Statuses: statuses, IncludeArchived: archived})
 }
 
-// Recover wakes the workflow of every resumable session, so work recorded
-// while the engine was unreachable is picked up.
-func (s Sessions) Recover(ctx context.Context) error {
+// wakeAtOnce bounds the sessions Recover wakes at a time.
+const wakeAtOnce = 4
+
+// Recover picks up, after a start, what the engine may not know of,
+// without waking every live session: a session's workflow, its timers
+// and its activities' retries are durable in Temporal, so only the
+// sessions holding a command pending or dispatching (a crash between
+// recording it and waking the session) are woken, a few at a time,
+// while the node serves (woken is closed once all were, or ctx ended).
+// The sweeper and every declared schedule run before it returns.
+func (s Sessions) Recover(ctx context.Context) (woken <-chan struct{}, err error) {
 	list, err := sessionsIn(ctx, s.Store, true, session.StatusQueued, session.StatusRunning, session.StatusAwaiting)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, x := range list {
 		// A copy recorded before nodes were named, in this node's
 		// directories: this node's from now on, so work is routed here.
 		if x.Node == "" && x.Workdir != "" && s.Copies != nil && s.Copies.Node != "" && s.Copies.Mine(x) {
 			if err := s.Store.SetWorkspace(ctx, x.ID, s.Copies.Node, x.Workdir, x.BaseCommit); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		if waiting, err := s.awaitingStart(ctx, x.ID); err != nil || waiting {
-			continue // not started: its workflow starts when the start is approved
-		}
-		if err := s.notify(ctx, x.ID, workflows.Notice{}); err != nil {
-			return err
-		}
+	}
+	unfinished, err := s.Store.Unfinished(ctx)
+	if err != nil {
+		return nil, err
 	}
 	// The sweeper runs (one per cluster).
 	_, err = s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.SweepWorkflowID, TaskQueue: workflows.TaskQueue}, workflows.SweepWorkflow)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &started) {
-		return fmt.Errorf("start the sweeper: %w", err)
+		return nil, fmt.Errorf("start the sweeper: %w", err)
 	}
 	// Every declared schedule runs (one a lost cluster forgot restarts).
 	recs, err := s.Store.ListAgents(ctx, "")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var all []spec.Agent
 	for _, a := range recs {
@@ -972,7 +978,47 @@ func (s Sessions) Recover(ctx context.Context) error {
 			all = append(all, sp)
 		}
 	}
-	return s.reconcileSchedules(ctx, nil, all)
+	if err := s.reconcileSchedules(ctx, nil, all); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.wake(ctx, unfinished)
+	}()
+	return done, nil
+}
+
+// wake wakes the sessions ids, wakeAtOnce at a time, until ctx ends;
+// one that cannot be woken now is woken by its next command.
+func (s Sessions) wake(ctx context.Context, ids []string) {
+	next := make(chan string)
+	var wg sync.WaitGroup
+	for range wakeAtOnce {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range next {
+				if waiting, err := s.awaitingStart(ctx, id); err != nil || waiting {
+					continue // not started: its workflow starts when the start is approved
+				}
+				if err := s.notify(ctx, id, workflows.Notice{}); err != nil && ctx.Err() == nil && s.Logger != nil {
+					s.Logger.Warn("recovery: session not woken; its next command wakes it", "session", id, "err", err)
+				}
+			}
+		}()
+	}
+	for _, id := range ids {
+		select {
+		case next <- id:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	close(next)
+	wg.Wait()
 }
 
 // started wakes a session just created, unless it waits at the door: a

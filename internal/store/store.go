@@ -187,6 +187,10 @@ type Commands interface {
 	AppendCommand(ctx context.Context, c NewCommand) (cmd session.Command, created bool, err error)
 	GetCommand(ctx context.Context, id string) (session.Command, error)
 	ListCommands(ctx context.Context, sessionID string) ([]session.Command, error)
+	// Unfinished lists the live sessions (queued, running, awaiting)
+	// holding a command pending or dispatching: those whose workflow may
+	// not know of it, as a crash between recording and waking leaves them.
+	Unfinished(ctx context.Context) ([]string, error)
 	// ClaimBatch returns the commands already dispatching (a claim that a
 	// crash interrupted) or else claims the next batch (session.NextBatch)
 	// and marks it dispatching. A pending stop wins: every other pending

@@ -10,6 +10,8 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"runtime"
 	"strings"
 	"time"
 
@@ -96,7 +98,7 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 	for {
 		w.wake = false
 		var claim durable.Claim
-		if err := workflow.ExecuteActivity(short(ctx, 0), life.Claim, in.SessionID).Get(ctx, &claim); err != nil {
+		if err := w.store(ctx, life.Claim, in.SessionID).Get(ctx, &claim); err != nil {
 			return err
 		}
 		w.home = claim.Home
@@ -254,6 +256,41 @@ type run struct {
 	reaped  bool            // the idle sandbox was released
 	// home is the node holding the working copy, as last heard.
 	home string
+	// local says the store's steps of a turn run as local activities
+	// (storeSteps); asked once per run.
+	local *bool
+}
+
+// storeSteps names the change that made a turn's store-only steps
+// (claim, open, budget check, settle) local activities: run by the worker
+// running the workflow, within its task, recorded as markers, where each
+// was an activity of its own, a round trip through the task queue and a
+// workflow task more. Histories recorded before replay as they ran.
+const storeSteps = "store-steps-local"
+
+// store runs a store-only, idempotent activity: locally once the run
+// records the change, else as recorded histories did.
+func (w *run) store(ctx workflow.Context, activity any, args ...any) workflow.Future {
+	if w.local == nil {
+		local := workflow.GetVersion(ctx, storeSteps, workflow.DefaultVersion, 1) == 1
+		w.local = &local
+	}
+	if !*w.local {
+		return workflow.ExecuteActivity(short(ctx, 0), activity, args...)
+	}
+	// By its registered name: the SDK would call a value receiver's
+	// method as given, on the zero value the workflow names it by.
+	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumInterval: 10 * time.Second},
+	}), activityName(activity), args...)
+}
+
+// activityName is the name Temporal registered method activity under
+// (its method's name).
+func activityName(activity any) string {
+	name := runtime.FuncForPC(reflect.ValueOf(activity).Pointer()).Name()
+	return strings.TrimSuffix(name[strings.LastIndex(name, ".")+1:], "-fm")
 }
 
 // homeWait is how long an activity on the working copy waits for the
@@ -405,7 +442,7 @@ func (w *run) turn(ctx workflow.Context, batch []session.Command) (bool, error) 
 	if w.stop != "" {
 		cancel() // stopped while the turn was being claimed: it never runs
 	}
-	if err := workflow.ExecuteActivity(short(ctx, 0), turns.OpenTurn, turnID, batch).Get(ctx, nil); err != nil {
+	if err := w.store(ctx, turns.OpenTurn, turnID, batch).Get(ctx, nil); err != nil {
 		w.cancelTurn = nil
 		return false, err
 	}
@@ -434,14 +471,14 @@ func (w *run) turn(ctx workflow.Context, batch []session.Command) (bool, error) 
 			return false, err
 		}
 	}
-	return w.ended != "", workflow.ExecuteActivity(short(ctx, 0), turns.SettleTurn, turnID, status, scope, why).Get(ctx, nil)
+	return w.ended != "", w.store(ctx, turns.SettleTurn, turnID, status, scope, why).Get(ctx, nil)
 }
 
 func (w *run) steps(ctx workflow.Context, turnID string) (session.TurnStatus, session.FailureScope, string) {
 	for step := 0; ; step++ {
 		// The budget is evaluated before each model call.
 		var b durable.BudgetCheck
-		if err := workflow.ExecuteActivity(short(ctx, 0), budgets.CheckBudget, w.in.SessionID).Get(ctx, &b); err != nil {
+		if err := w.store(ctx, budgets.CheckBudget, w.in.SessionID).Get(ctx, &b); err != nil {
 			return session.TurnFailed, session.ScopeTurn, "budget check failed: " + reason(err)
 		}
 		if o := b.Overrun; o != nil {

@@ -25,8 +25,16 @@ type Worker struct {
 	workers []worker.Worker
 }
 
+// CachedSessions bounds the workflows a process keeps in memory between
+// their tasks (the SDK's sticky cache, default 10,000): an idle session
+// costs storage, not memory. One evicted and woken again replays its
+// history, which continue-as-new keeps short.
+const CachedSessions = 256
+
 // NewWorker returns a worker (not started).
 func NewWorker(c client.Client, acts *durable.Activities) *Worker {
+	// The SDK's cache is one per process, sized before a worker starts.
+	worker.SetStickyWorkflowCacheSize(CachedSessions)
 	shared := worker.New(c, TaskQueue, worker.Options{
 		Interceptors: []interceptor.WorkerInterceptor{&liveness{}},
 		// A workflow task sent to a worker that died waits this long before

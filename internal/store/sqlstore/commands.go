@@ -120,6 +120,17 @@ func (s Commands) ListCommands(ctx context.Context, sessionID string) ([]session
 	return out, nil
 }
 
+// Unfinished implements store.Store.
+func (s Commands) Unfinished(ctx context.Context) ([]string, error) {
+	out, err := queryAll(ctx, s.db, func(r scanner) (id string, err error) { return id, r.Scan(&id) },
+		`SELECT DISTINCT c.session_id FROM commands c JOIN sessions x ON x.id = c.session_id
+		WHERE c.state IN ('pending', 'dispatching') AND x.status IN ('queued', 'running', 'awaiting') ORDER BY c.session_id`)
+	if err != nil {
+		return nil, fmt.Errorf("sessions with unfinished commands: %w", err)
+	}
+	return out, nil
+}
+
 // ClaimBatch implements store.Store.
 func (s Commands) ClaimBatch(ctx context.Context, sessionID string) ([]session.Command, error) {
 	var batch []session.Command

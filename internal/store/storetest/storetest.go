@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		"Usage":                 testUsage,
 		"Parks":                 testParks,
 		"Deliveries":            testDeliveries,
+		"Unfinished":            testUnfinished,
 		"RepairAndHold":         testRepairAndHold,
 	}
 	for name, fn := range tests {
@@ -594,6 +595,29 @@ func testParks(t *testing.T, s store.Store) {
 	x, err := s.GetSession(ctx, "s")
 	require.NoError(t, err)
 	require.Equal(t, 9.0, x.SpendCapUSD)
+}
+
+// testUnfinished: the live sessions a start wakes are those holding a
+// command pending or dispatching; a settled one, a held one or a
+// finished session's are not.
+func testUnfinished(t *testing.T, s store.Store) {
+	for _, id := range []string{"pending", "claimed", "settled", "held", "failed"} {
+		newSession(t, s, id, agent("a-"+id, 0))
+	}
+	_, err := s.ClaimBatch(ctx, "claimed")
+	require.NoError(t, err)
+	for _, id := range []string{"settled", "held"} {
+		b, err := s.ClaimBatch(ctx, id)
+		require.NoError(t, err)
+		require.NoError(t, s.SettleCommands(ctx, ids(b), session.CommandAccepted, ""))
+	}
+	_, _, err = s.AppendCommand(ctx, store.NewCommand{ID: "h1", SessionID: "held", Kind: session.KindMessage,
+		Sender: session.Sender{Kind: session.SenderTrigger, ID: "push"}, Held: true})
+	require.NoError(t, err)
+	require.NoError(t, s.FailSession(ctx, "failed", "boom"))
+	got, err := s.Unfinished(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"claimed", "pending"}, got)
 }
 
 // testDeliveries: trigger deliveries wait held, out of every claim, and
