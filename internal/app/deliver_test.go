@@ -15,6 +15,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/volume"
 	"github.com/paddock-dev/paddock/internal/wire"
 )
 
@@ -130,6 +131,14 @@ func TestDiffAcceptReject(t *testing.T) {
 		s, err := api.Sessions().Get(ctx, x.ID)
 		return s.AmbientStatus == "idle (sandbox released)", err
 	})
+	// An idle session holds no mount; its copy is read and written
+	// again once it is used.
+	if mnt := filepath.Dir(s.Workdir); filepath.Base(filepath.Dir(mnt)) == "volumes" {
+		waitFor(t, "the idle session's volume unmounted", func() (bool, error) { return !volume.Mounted(mnt), nil })
+	}
+	d, err = api.Review().Diff(ctx, x.ID)
+	require.NoError(t, err, "a diff mounts the volume again")
+	require.Empty(t, d.Files)
 	send(t, x.ID, session.KindMessage, session.MessagePayload{Message: "still there?"})
 	waitFor(t, "the answer after the reap", func() (bool, error) {
 		turns, err := api.Sessions().Turns(ctx, x.ID)

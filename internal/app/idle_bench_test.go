@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/wire"
 )
@@ -32,7 +31,11 @@ func BenchmarkIdleSessions(b *testing.B) {
 	for b.Loop() {
 		dir := dataDir(b)
 		child, c := serveChild(b, dir)
-		model := scriptIn(b, dir, "empty.yaml")
+		// An agent that may run commands (so each session has a volume)
+		// and is idle after 5 s (so its volume is let go).
+		if _, err := c.Projects().Apply(ctx, []byte("name: idler\nproject: idle\nmodel: "+scriptIn(b, dir, "empty.yaml")+"\nsession:\n  idleTimeout: 5s\n")); err != nil {
+			b.Fatal(err)
+		}
 		start := time.Now()
 		ids := make(chan string, n)
 		var wg sync.WaitGroup
@@ -43,7 +46,7 @@ func BenchmarkIdleSessions(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				for range n / 8 {
-					x, err := c.Sessions().Create(ctx, wire.CreateRequest{Model: model, Message: "hello", Project: "idle"})
+					x, err := c.Sessions().Create(ctx, wire.CreateRequest{Agent: "idler", Message: "hello", Project: "idle"})
 					if err != nil {
 						once.Do(func() { failed = err })
 						return
@@ -65,12 +68,15 @@ func BenchmarkIdleSessions(b *testing.B) {
 				}
 			}
 		})
-		awaiting := func(c *client.Client) int {
+		count := func(status session.Status, each func(session.Session)) int {
 			count, before := 0, ""
 			for {
-				page, err := c.Sessions().List(ctx, session.Filter{Project: "idle", Status: session.StatusAwaiting, Limit: session.MaxPage, Before: before})
+				page, err := c.Sessions().List(ctx, session.Filter{Project: "idle", Status: status, Limit: session.MaxPage, Before: before})
 				if err != nil {
 					b.Fatal(err)
+				}
+				for _, x := range page {
+					each(x)
 				}
 				count += len(page)
 				if len(page) < session.MaxPage {
@@ -79,8 +85,21 @@ func BenchmarkIdleSessions(b *testing.B) {
 				before = page[len(page)-1].ID
 			}
 		}
+		reaped := func(x session.Session) bool { return x.AmbientStatus == "idle (sandbox released)" }
 		deadline := time.Now().Add(time.Hour)
-		for awaiting(c) < len(all) {
+		for {
+			idle := 0
+			if count(session.StatusAwaiting, func(x session.Session) {
+				if reaped(x) {
+					idle++
+				}
+			}) == len(all) && idle == len(all) {
+				break
+			}
+			var why string
+			if failed := count(session.StatusFailed, func(x session.Session) { why = x.Error }); failed > 0 {
+				b.Fatalf("%d sessions failed, one with: %s", failed, why)
+			}
 			if time.Now().After(deadline) {
 				b.Fatal("the sessions never all awaited")
 			}
@@ -88,7 +107,7 @@ func BenchmarkIdleSessions(b *testing.B) {
 		}
 		b.ReportMetric(float64(len(all)), "sessions")
 		b.ReportMetric(made.Seconds(), "create-s")
-		b.ReportMetric(time.Since(start).Seconds(), "all-idle-s")
+		b.ReportMetric(time.Since(start).Seconds(), "all-idle-s") // awaiting, and released after their 5 s
 		b.ReportMetric(procKiB(child.Process.Pid, "VmRSS:")/1024, "rss-MiB")
 		b.ReportMetric(procKiB(child.Process.Pid, "Threads:"), "threads")
 		b.ReportMetric(float64(mounts(dir)), "mounts")

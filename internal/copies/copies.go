@@ -137,6 +137,24 @@ func (c *Set) Mount(ctx context.Context, workdir string) error {
 	return nil
 }
 
+// Idle unmounts the volume of session x's copy, when this node holds it,
+// once its sandbox is quiet: an idle session holds no mount. Whatever
+// uses the copy next mounts it again (Mount, Dir), as after a restart;
+// until then its directory is an empty mount point, which no command
+// can run in.
+func (c *Set) Idle(ctx context.Context, x session.Session) error {
+	id, ok := c.volumeOf(x.Workdir)
+	if !ok || !c.Holds(x) {
+		return nil
+	}
+	release, err := c.Quiet(ctx, x.ID, time.Minute)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return c.Volumes.Unmount(ctx, id)
+}
+
 // Budget is the size of the volume holding workdir (0: none).
 func (c *Set) Budget(workdir string) int64 {
 	if _, ok := c.volumeOf(workdir); ok {

@@ -83,8 +83,14 @@ type Activities struct {
 	flights inflight
 }
 
-// nonRetryable wraps an error the workflow must see at once.
+// nonRetryable wraps an error the workflow must see at once; an attempt
+// its context cut short stays retryable.
 func nonRetryable(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// The attempt was cut short (its heartbeat lapsed on a busy
+		// machine, the worker stopped): another attempt may succeed.
+		return err
+	}
 	return temporal.NewNonRetryableApplicationError(err.Error(), "paddock", nil)
 }
 
@@ -330,6 +336,13 @@ func (a Lifecycle) Expire(ctx context.Context, sessionID string) error {
 func (a Lifecycle) Reap(ctx context.Context, sessionID string) error {
 	if a.held(ctx, sessionID) {
 		return nil
+	}
+	// Its volume is let go too, on the node holding it (kept mounted
+	// when it cannot be, until the next idle period).
+	if s, err := a.Store.GetSession(ctx, sessionID); err == nil && a.Copies != nil {
+		if err := a.Copies.Idle(ctx, s); err != nil && activity.IsActivity(ctx) {
+			activity.GetLogger(ctx).Warn("idle session's volume kept mounted", "session", sessionID, "err", err)
+		}
 	}
 	data, _ := json.Marshal(session.TextData{Text: "idle: sandbox released, working copy kept; the next message picks up where it left off"})
 	if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, Kind: session.EventNotice, Key: "reap/" + a.Now().UTC().Format(time.RFC3339Nano), Data: data}); err != nil {

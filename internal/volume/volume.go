@@ -440,6 +440,17 @@ func (v *Volumes) UnmountAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// Unmount unmounts session id's volume when it is mounted, so an idle
+// session holds no mount; Ensure mounts it again at its next use.
+func (v *Volumes) Unmount(ctx context.Context, id string) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if mnt := v.Path(id); Mounted(mnt) {
+		return v.unmount(ctx, mnt, false)
+	}
+	return nil
+}
+
 // Has says whether session id has a volume (an image), mounted or not.
 func (v *Volumes) Has(id string) bool {
 	_, err := os.Stat(v.image(id))
