@@ -3,10 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -85,40 +82,4 @@ func BenchmarkCommandToTurn(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds())/1000, "p90-ms")
 	b.ReportMetric(float64(model[len(model)/2].Microseconds())/1000, "model-p50-ms")
 	b.ReportMetric(float64(model[len(model)*99/100].Microseconds())/1000, "model-p99-ms")
-}
-
-// BenchmarkLiveSessions starts 500 sessions on the embedded server (each a
-// workflow running one replay turn, then awaiting with its idle timer) and
-// reports how long until all 500 are live and awaiting, and the process's
-// resident memory then. Run it alone: it leaves 500 live sessions behind.
-func BenchmarkLiveSessions(b *testing.B) {
-	const n = 500
-	ctx := context.Background()
-	for b.Loop() {
-		start := time.Now()
-		ids := make([]string, 0, n)
-		for range n {
-			x, err := api.Sessions().Create(ctx, wire.CreateRequest{Model: script(b, "empty.yaml"), Message: "hello", Project: "load"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ids = append(ids, x.ID)
-		}
-		created := time.Since(start)
-		waitFor(b, "all sessions awaiting", func() (bool, error) {
-			list, err := api.Sessions().List(ctx, session.Filter{Project: "load", Status: session.StatusAwaiting, Limit: 1000})
-			return len(list) >= len(ids), err
-		})
-		b.ReportMetric(created.Seconds(), "create-s")
-		b.ReportMetric(time.Since(start).Seconds(), "all-awaiting-s")
-		if data, err := os.ReadFile("/proc/self/status"); err == nil {
-			for _, line := range strings.Split(string(data), "\n") {
-				if strings.HasPrefix(line, "VmRSS:") {
-					var kb float64
-					fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "VmRSS:")), "%f", &kb)
-					b.ReportMetric(kb/1024, "rss-MiB")
-				}
-			}
-		}
-	}
 }
