@@ -20,7 +20,9 @@ import (
 
 // BenchmarkIdleSessions makes PADDOCK_BENCH_SESSIONS sessions (default
 // 1,000) idle on one `paddock serve` process: each created through the
-// API, through one replay turn, then awaiting. It reports the server's
+// API, through one replay turn, then awaiting. Their agent may run
+// commands, so each makes and mounts a volume first, unless
+// PADDOCK_BENCH_COMMANDS=false (then its tools only read). It reports the server's
 // memory and mounts then, its CPU over PADDOCK_BENCH_IDLE (default 10 s)
 // of idleness, the time from a restart to /healthz, and the wake of idle
 // sessions after it (a message → its turn accepted, p50 and p90 of 20).
@@ -33,7 +35,11 @@ func BenchmarkIdleSessions(b *testing.B) {
 		child, c := serveChild(b, dir)
 		// An agent that may run commands (so each session has a volume)
 		// and is idle after 5 s (so its volume is let go).
-		if _, err := c.Projects().Apply(ctx, []byte("name: idler\nproject: idle\nmodel: "+scriptIn(b, dir, "empty.yaml")+"\nsession:\n  idleTimeout: 5s\n")); err != nil {
+		agent := "name: idler\nproject: idle\nmodel: " + scriptIn(b, dir, "empty.yaml") + "\nsession:\n  idleTimeout: 5s\n"
+		if os.Getenv("PADDOCK_BENCH_COMMANDS") == "false" {
+			agent += "tools: [read_file, list_dir]\n"
+		}
+		if _, err := c.Projects().Apply(ctx, []byte(agent)); err != nil {
 			b.Fatal(err)
 		}
 		start := time.Now()
