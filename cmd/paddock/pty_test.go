@@ -73,6 +73,10 @@ func newPtyEnv(t *testing.T) *ptyEnv {
 			cmd.Env = e.env
 			_ = cmd.Run()
 		}
+		// The background server the commands started ends with the test.
+		stop := exec.Command(self, "server", "stop")
+		stop.Env = e.env
+		_ = stop.Run()
 	})
 	e.env = []string{"HOME=" + work, "PATH=" + os.Getenv("PATH"), "PADDOCK_DATA_DIR=" + e.data, "PADDOCK_LOG_LEVEL=warn",
 		"PADDOCK_ADMIN_USER=tty", "TERM=xterm", "PADDOCK_README_CHILD=1"}
