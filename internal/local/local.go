@@ -36,8 +36,8 @@ const startWait = 2 * time.Minute
 const Log = "local.log"
 
 // Connect returns the address of the server holding data directory dir,
-// starting one in the background first when none does: exe (the paddock
-// program) serving on a Unix socket in $XDG_RUNTIME_DIR, this user's
+// starting one in the background first when none does: exe (the server
+// program, paddock-server) serving on a Unix socket in $XDG_RUNTIME_DIR, this user's
 // alone, which ends once unused for Idle. Every later command talks to
 // it. started says this call started it.
 func Connect(ctx context.Context, exe, dir string, getenv func(string) string) (url string, started bool, err error) {
