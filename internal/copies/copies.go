@@ -309,11 +309,15 @@ func (c *Set) Quiet(ctx context.Context, id string, wait time.Duration) (release
 
 // Holds says whether session x's working copy is here: on this node as
 // the store says (a copy another node took over since is stale), its
-// directory present. A session recorded before nodes were named is on
+// directory present (or, in a volume, its image: an idle session's
+// volume is unmounted). A session recorded before nodes were named is on
 // whichever node has its directory.
 func (c *Set) Holds(x session.Session) bool {
 	if !c.Mine(x) {
 		return false
+	}
+	if id, ok := c.volumeOf(x.Workdir); ok && !volume.Mounted(c.Volumes.Path(id)) {
+		return c.Volumes.Has(id)
 	}
 	_, err := os.Stat(x.Workdir)
 	return x.Workdir != "" && err == nil

@@ -38,14 +38,16 @@ func (s *Service) diffHere(ctx context.Context, x session.Session) (session.Diff
 	if x.Workdir == "" || x.BaseCommit == "" {
 		return session.Diff{}, x, fmt.Errorf("session %s has no working copy yet (status %s): %w", id, x.Status, errdefs.ErrConflict)
 	}
-	if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
-		return session.Diff{}, x, err
-	}
+	// The sandbox quiet first, then the volume mounted: an idle session's
+	// volume is let go under the same hold (copies.Set.Idle).
 	release, err := s.Copies.Quiet(ctx, id, quietWait)
 	if err != nil {
 		return session.Diff{}, x, err
 	}
 	defer release()
+	if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
+		return session.Diff{}, x, err
+	}
 	if err := s.copyGone(x); err != nil {
 		return session.Diff{}, x, err
 	}
@@ -256,17 +258,17 @@ func (s *Service) reject(ctx context.Context, id string, by session.Sender) (ses
 			id, x.Hold.By, id, errdefs.ErrConflict)
 	}
 	if x.Workdir != "" && x.BaseCommit != "" {
+		release, err := s.Copies.Quiet(ctx, id, quietWait)
+		if err != nil {
+			return x, err
+		}
+		defer release()
 		if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
 			return x, err
 		}
 		if err := s.copyGone(x); err != nil {
 			return x, err
 		}
-		release, err := s.Copies.Quiet(ctx, id, quietWait)
-		if err != nil {
-			return x, err
-		}
-		defer release()
 		if err := s.Copies.Discard(ctx, x); err != nil {
 			return x, err
 		}
