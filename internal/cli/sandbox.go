@@ -68,10 +68,13 @@ func newSandbox(g *globals) *cobra.Command {
 		if res.TimedOut {
 			fmt.Fprintf(g.io.Err, "paddock: timed out after %s; every process of the command was killed\n", timeout)
 		}
-		if res.ExitCode != 0 {
+		if res.ExitCode == 1 {
+			// bubblewrap's own failure is 1 too: say so when it was.
 			if perr := box.Probe(ctx); perr != nil {
-				return perr // it was bubblewrap that failed, not the command
+				fmt.Fprintln(g.io.Err, "paddock:", perr)
 			}
+		}
+		if res.ExitCode != 0 {
 			return &exitError{Code: res.ExitCode}
 		}
 		return nil

@@ -169,6 +169,8 @@ func (c *Set) Budget(workdir string) int64 {
 func (c *Set) Cache(s session.Session) string {
 	var dir string
 	switch id, ok := c.volumeOf(s.Workdir); {
+	case ok && !volume.Mounted(c.Volumes.Path(id)):
+		return "" // never on the bare mount point, on the host's disk
 	case ok:
 		dir = filepath.Join(c.Volumes.Path(id), "cache")
 	case c != nil && c.CacheDir != "":
@@ -191,10 +193,7 @@ func (c *Set) Cache(s session.Session) string {
 // budget (0: none).
 func (c *Set) Usage(s session.Session) (used, budget int64, err error) {
 	if id, ok := c.volumeOf(s.Workdir); ok {
-		if err := c.Mount(context.Background(), s.Workdir); err != nil {
-			return 0, 0, err
-		}
-		u, err := volume.UsageOf(c.Volumes.Path(id))
+		u, err := c.Volumes.Usage(id) // an idle session's volume stays unmounted
 		return u.Used, u.Size, err
 	}
 	for _, d := range []string{s.Workdir, c.plainCache(s.ID)} {

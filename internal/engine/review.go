@@ -38,24 +38,42 @@ func (s *Service) diffHere(ctx context.Context, x session.Session) (session.Diff
 	if x.Workdir == "" || x.BaseCommit == "" {
 		return session.Diff{}, x, fmt.Errorf("session %s has no working copy yet (status %s): %w", id, x.Status, errdefs.ErrConflict)
 	}
-	// The sandbox quiet first, then the volume mounted: an idle session's
-	// volume is let go under the same hold (copies.Set.Idle).
-	release, err := s.Copies.Quiet(ctx, id, quietWait)
+	release, err := s.hold(ctx, x)
 	if err != nil {
 		return session.Diff{}, x, err
 	}
 	defer release()
+	d, err := s.compute(ctx, x)
+	return d, x, err
+}
+
+// hold readies session x's copy for the host: its sandbox quiet (no
+// command running, none starting) until release, then its volume mounted
+// (an idle session's volume is let go under the same hold,
+// copies.Set.Idle), and the copy there.
+func (s *Service) hold(ctx context.Context, x session.Session) (release func(), err error) {
+	release, err = s.Copies.Quiet(ctx, x.ID, quietWait)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
-		return session.Diff{}, x, err
+		release()
+		return nil, err
 	}
 	if err := s.copyGone(x); err != nil {
-		return session.Diff{}, x, err
+		release()
+		return nil, err
 	}
+	return release, nil
+}
+
+// compute is the diff of session x's copy, which the caller holds.
+func (s *Service) compute(ctx context.Context, x session.Session) (session.Diff, error) {
 	d, err := workspace.Compute(s.Copies.Bounded(ctx), x.Workdir, x.BaseCommit)
 	if err == nil {
-		s.remember(id, d.Base, d.Tree)
+		s.remember(x.ID, d.Base, d.Tree)
 	}
-	return secret.Diff(d), x, err
+	return secret.Diff(d), err
 }
 
 // copyGone is a 409 when the session's working copy was removed.
@@ -177,16 +195,15 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 	if x.BaseCommit != req.Base {
 		return x, fmt.Errorf("session %s's diff against %.12s was already delivered; fetch the diff again for the changes since: %w", id, req.Base, errdefs.ErrConflict)
 	}
-	if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
+	release, err := s.hold(ctx, x)
+	if err != nil {
 		return x, err
 	}
-	if err := s.copyGone(x); err != nil {
-		return x, err
-	}
+	defer release()
 	if !s.handedOut(id, req.Base, req.Tree) {
 		// Not a snapshot this server handed out (it may have restarted since):
 		// only the working copy's current state can be accepted then.
-		d, _, err := s.diffHere(ctx, x)
+		d, err := s.compute(ctx, x)
 		if err != nil {
 			return x, err
 		}
@@ -258,17 +275,11 @@ func (s *Service) reject(ctx context.Context, id string, by session.Sender) (ses
 			id, x.Hold.By, id, errdefs.ErrConflict)
 	}
 	if x.Workdir != "" && x.BaseCommit != "" {
-		release, err := s.Copies.Quiet(ctx, id, quietWait)
+		release, err := s.hold(ctx, x)
 		if err != nil {
 			return x, err
 		}
 		defer release()
-		if err := s.Copies.Mount(ctx, x.Workdir); err != nil {
-			return x, err
-		}
-		if err := s.copyGone(x); err != nil {
-			return x, err
-		}
 		if err := s.Copies.Discard(ctx, x); err != nil {
 			return x, err
 		}

@@ -936,12 +936,14 @@ func sessionsIn(ctx context.Context, st store.Store, archived bool, statuses ...
 const wakeAtOnce = 4
 
 // Recover picks up, after a start, what the engine may not know of,
-// without waking every live session: a session's workflow, its timers
-// and its activities' retries are durable in Temporal, so only the
-// sessions holding a command pending or dispatching (a crash between
-// recording it and waking the session) are woken, a few at a time,
-// while the node serves (woken is closed once all were, or ctx ended).
-// The sweeper and every declared schedule run before it returns.
+// without holding the start up: it claims copies recorded before nodes
+// were named and starts the sweeper and the schedules, then, while the
+// node serves (woken is closed once done, or once ctx ended), wakes every
+// live session, wakeAtOnce at a time: first those holding a command
+// pending, dispatching or held (a crash between recording it and waking
+// the session), then the others (a hold released just before a crash, a
+// workflow an external cluster lost). The workflow cache bounds what the
+// wakes hold in memory.
 func (s Sessions) Recover(ctx context.Context) (woken <-chan struct{}, err error) {
 	list, err := sessionsIn(ctx, s.Store, true, session.StatusQueued, session.StatusRunning, session.StatusAwaiting)
 	if err != nil {
@@ -981,10 +983,20 @@ func (s Sessions) Recover(ctx context.Context) (woken <-chan struct{}, err error
 	if err := s.reconcileSchedules(ctx, nil, all); err != nil {
 		return nil, err
 	}
+	first := map[string]bool{}
+	for _, id := range unfinished {
+		first[id] = true
+	}
+	order := unfinished
+	for _, x := range list {
+		if !first[x.ID] {
+			order = append(order, x.ID)
+		}
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.wake(ctx, unfinished)
+		s.wake(ctx, order)
 	}()
 	return done, nil
 }

@@ -188,8 +188,9 @@ type Commands interface {
 	GetCommand(ctx context.Context, id string) (session.Command, error)
 	ListCommands(ctx context.Context, sessionID string) ([]session.Command, error)
 	// Unfinished lists the live sessions (queued, running, awaiting)
-	// holding a command pending or dispatching: those whose workflow may
-	// not know of it, as a crash between recording and waking leaves them.
+	// holding a command pending, dispatching or held (a trigger's
+	// delivery): those whose workflow may not know of it, as a crash
+	// between recording and waking leaves them.
 	Unfinished(ctx context.Context) ([]string, error)
 	// ClaimBatch returns the commands already dispatching (a claim that a
 	// crash interrupted) or else claims the next batch (session.NextBatch)

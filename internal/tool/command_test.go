@@ -23,6 +23,9 @@ func TestBudgetsAreTold(t *testing.T) {
 	}
 	ctx := context.Background()
 	box, err := sandbox.NewBwrap()
+	if err == nil {
+		err = box.Probe(ctx)
+	}
 	if err != nil {
 		t.Skip(err)
 	}

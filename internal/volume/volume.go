@@ -451,6 +451,26 @@ func (v *Volumes) Unmount(ctx context.Context, id string) error {
 	return nil
 }
 
+// Usage is what session id's volume uses of its budget: the mounted
+// filesystem's figures, or, unmounted (idle), the blocks its image holds
+// on the host, read without mounting it.
+func (v *Volumes) Usage(id string) (Usage, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if mnt := v.Path(id); Mounted(mnt) {
+		return UsageOf(mnt)
+	}
+	fi, err := os.Stat(v.image(id))
+	if err != nil {
+		return Usage{}, err
+	}
+	used := fi.Size()
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		used = st.Blocks * 512
+	}
+	return Usage{Used: used, Size: v.Size}, nil
+}
+
 // Has says whether session id has a volume (an image), mounted or not.
 func (v *Volumes) Has(id string) bool {
 	_, err := os.Stat(v.image(id))

@@ -133,6 +133,29 @@ func TestRemountAfterUnmount(t *testing.T) {
 	require.FileExists(t, filepath.Join(mnt, "kept"))
 }
 
+// TestIdleVolume: an idle session's volume is unmounted; its use is read
+// from its image without mounting it, and its next use mounts it again
+// with what it held.
+func TestIdleVolume(t *testing.T) {
+	ctx := context.Background()
+	v := setup(t, 64<<20)
+	mnt, err := v.Ensure(ctx, "idle")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = v.Remove(ctx, "idle") })
+	require.NoError(t, os.WriteFile(filepath.Join(mnt, "kept"), make([]byte, 4<<20), 0o644))
+	require.NoError(t, v.Unmount(ctx, "idle"))
+	require.False(t, Mounted(mnt))
+	require.NoError(t, v.Unmount(ctx, "idle"), "unmounting an unmounted volume is nothing")
+	u, err := v.Usage("idle")
+	require.NoError(t, err)
+	require.False(t, Mounted(mnt), "reading the use mounts nothing")
+	require.Equal(t, v.Size, u.Size)
+	require.Greater(t, u.Used, int64(4<<20), "the image holds the file's blocks")
+	_, err = v.Ensure(ctx, "idle")
+	require.NoError(t, err)
+	require.FileExists(t, filepath.Join(mnt, "kept"))
+}
+
 // TestKilledFUSEServerIsRecovered: as a user other than root a volume is
 // served by fuse2fs; when that process is killed (the machine's OOM
 // killer, a kill -9 of everything), the dead mount is detached, the image

@@ -268,6 +268,10 @@ type run struct {
 // workflow task more. Histories recorded before replay as they ran.
 const storeSteps = "store-steps-local"
 
+// storeStepsFor is how long a store step is retried before the workflow
+// gives up on it: a store down for longer than a day ends the run.
+const storeStepsFor = 24 * time.Hour
+
 // store runs a store-only, idempotent activity: locally once the run
 // records the change, else as recorded histories did.
 func (w *run) store(ctx workflow.Context, activity any, args ...any) workflow.Future {
@@ -280,9 +284,12 @@ func (w *run) store(ctx workflow.Context, activity any, args ...any) workflow.Fu
 	}
 	// By its registered name: the SDK would call a value receiver's
 	// method as given, on the zero value the workflow names it by.
+	// Each attempt has a minute; attempts go on as the activities'
+	// did (without the whole's bound the SDK would take the attempt's).
 	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumInterval: 10 * time.Second},
+		StartToCloseTimeout:    time.Minute,
+		ScheduleToCloseTimeout: storeStepsFor,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumInterval: 10 * time.Second},
 	}), activityName(activity), args...)
 }
 

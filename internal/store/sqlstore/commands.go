@@ -124,7 +124,7 @@ func (s Commands) ListCommands(ctx context.Context, sessionID string) ([]session
 func (s Commands) Unfinished(ctx context.Context) ([]string, error) {
 	out, err := queryAll(ctx, s.db, func(r scanner) (id string, err error) { return id, r.Scan(&id) },
 		`SELECT DISTINCT c.session_id FROM commands c JOIN sessions x ON x.id = c.session_id
-		WHERE c.state IN ('pending', 'dispatching') AND x.status IN ('queued', 'running', 'awaiting') ORDER BY c.session_id`)
+		WHERE c.state IN ('pending', 'dispatching', 'held') AND x.status IN ('queued', 'running', 'awaiting') ORDER BY c.session_id`)
 	if err != nil {
 		return nil, fmt.Errorf("sessions with unfinished commands: %w", err)
 	}

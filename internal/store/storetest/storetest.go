@@ -597,8 +597,8 @@ func testParks(t *testing.T, s store.Store) {
 	require.Equal(t, 9.0, x.SpendCapUSD)
 }
 
-// testUnfinished: the live sessions a start wakes are those holding a
-// command pending or dispatching; a settled one, a held one or a
+// testUnfinished: the live sessions a start wakes first are those
+// holding a command pending, dispatching or held; a settled one or a
 // finished session's are not.
 func testUnfinished(t *testing.T, s store.Store) {
 	for _, id := range []string{"pending", "claimed", "settled", "held", "failed"} {
@@ -617,7 +617,7 @@ func testUnfinished(t *testing.T, s store.Store) {
 	require.NoError(t, s.FailSession(ctx, "failed", "boom"))
 	got, err := s.Unfinished(ctx)
 	require.NoError(t, err)
-	require.Equal(t, []string{"claimed", "pending"}, got)
+	require.Equal(t, []string{"claimed", "held", "pending"}, got)
 }
 
 // testDeliveries: trigger deliveries wait held, out of every claim, and
