@@ -937,13 +937,14 @@ const wakeAtOnce = 4
 
 // Recover picks up, after a start, what the engine may not know of,
 // without holding the start up: it claims copies recorded before nodes
-// were named and starts the sweeper and the schedules, then, while the
-// node serves (woken is closed once done, or once ctx ended), wakes every
-// live session, wakeAtOnce at a time: first those holding a command
-// pending, dispatching or held (a crash between recording it and waking
-// the session), then the others (a hold released just before a crash, a
-// workflow an external cluster lost). The workflow cache bounds what the
-// wakes hold in memory.
+// were named and starts the sweeper and the schedules; then, while the
+// node serves (woken is closed once done, or once ctx ended), wakeAtOnce
+// at a time, it wakes the live sessions holding a command pending,
+// dispatching or held (a crash between recording it and waking the
+// session), and starts the workflow of any other live session whose
+// workflow is not running (an external cluster that lost it), which it
+// asks Temporal without waking the others: an idle session's workflow,
+// its timers and its retries are durable there.
 func (s Sessions) Recover(ctx context.Context) (woken <-chan struct{}, err error) {
 	list, err := sessionsIn(ctx, s.Store, true, session.StatusQueued, session.StatusRunning, session.StatusAwaiting)
 	if err != nil {
@@ -987,23 +988,25 @@ func (s Sessions) Recover(ctx context.Context) (woken <-chan struct{}, err error
 	for _, id := range unfinished {
 		first[id] = true
 	}
-	order := unfinished
+	var rest []string
 	for _, x := range list {
 		if !first[x.ID] {
-			order = append(order, x.ID)
+			rest = append(rest, x.ID)
 		}
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.wake(ctx, order)
+		s.wake(ctx, unfinished, true)
+		s.wake(ctx, rest, false)
 	}()
 	return done, nil
 }
 
-// wake wakes the sessions ids, wakeAtOnce at a time, until ctx ends;
-// one that cannot be woken now is woken by its next command.
-func (s Sessions) wake(ctx context.Context, ids []string) {
+// wake wakes the sessions ids (always, or only those whose workflow is
+// not running), wakeAtOnce at a time, until ctx ends; one that cannot be
+// woken now is woken by its next command.
+func (s Sessions) wake(ctx context.Context, ids []string, always bool) {
 	next := make(chan string)
 	var wg sync.WaitGroup
 	for range wakeAtOnce {
@@ -1011,6 +1014,9 @@ func (s Sessions) wake(ctx context.Context, ids []string) {
 		go func() {
 			defer wg.Done()
 			for id := range next {
+				if !always && s.running(ctx, id) {
+					continue
+				}
 				if waiting, err := s.awaitingStart(ctx, id); err != nil || waiting {
 					continue // not started: its workflow starts when the start is approved
 				}
@@ -1031,6 +1037,17 @@ func (s Sessions) wake(ctx context.Context, ids []string) {
 	}
 	close(next)
 	wg.Wait()
+}
+
+// running says session id's workflow runs, as Temporal says (an error
+// other than its absence counts as running: nothing is started twice).
+func (s Sessions) running(ctx context.Context, id string) bool {
+	d, err := s.Temporal.DescribeWorkflowExecution(ctx, session.WorkflowID(id), "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return false
+	}
+	return err != nil || d.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING
 }
 
 // started wakes a session just created, unless it waits at the door: a
