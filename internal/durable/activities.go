@@ -201,11 +201,11 @@ func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session, sp
 	if err != nil {
 		return "", "", "", err
 	}
-	if fi, err := os.Lstat(filepath.Join(dir, ".git")); err == nil && fi.IsDir() {
+	if fi, err := os.Lstat(filepath.Join(dir, ".git")); err == nil && fi.IsDir() && s.Workdir == dir && s.BaseCommit != "" {
 		base, err := workspace.Head(ctx, dir)
-		return dir, base, "working copy at " + clip.ID(base), err // a retried provision keeps the copy it made
+		return dir, base, "working copy at " + clip.ID(base), err // a retried provision keeps the copy it made and recorded
 	}
-	_ = os.RemoveAll(dir)
+	_ = os.RemoveAll(dir) // what an attempt cut short left half made, if anything
 	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
 		return "", "", "", err
 	}

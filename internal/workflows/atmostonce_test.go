@@ -57,3 +57,23 @@ func TestCallInterruptedByACrashRunsAtMostOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "a draft note\n", string(data), "the interrupted edit did not run again")
 }
+
+// TestProvisionAfterAnAttemptCutShort: an attempt cut short (its
+// heartbeat lapsed on a busy machine) may leave a working copy half made
+// and unrecorded; the next attempt makes it again, while a copy an
+// attempt made and recorded is kept.
+func TestProvisionAfterAnAttemptCutShort(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	f.create(t, "s1", "replay/demo", "")
+	half := filepath.Join(f.acts.Copies.WorkspaceDir, "s1")
+	require.NoError(t, os.MkdirAll(filepath.Join(half, ".git"), 0o700)) // git init's directory, no commit yet
+	require.NoError(t, f.acts.Lifecycle().Provision(ctx, "s1"))
+	x, err := f.store.GetSession(ctx, "s1")
+	require.NoError(t, err)
+	require.Equal(t, half, x.Workdir)
+	require.NotEmpty(t, x.BaseCommit)
+	require.NoError(t, os.WriteFile(filepath.Join(half, "kept.txt"), []byte("x"), 0o644))
+	require.NoError(t, f.acts.Lifecycle().Provision(ctx, "s1"), "a retried provision")
+	require.FileExists(t, filepath.Join(half, "kept.txt"), "the recorded copy is kept")
+}
