@@ -67,13 +67,10 @@ func BenchmarkIdleSessions(b *testing.B) {
 			b.Fatal(failed)
 		}
 		made := time.Since(start)
-		all := slices.Collect(func(yield func(string) bool) {
-			for id := range ids {
-				if !yield(id) {
-					return
-				}
-			}
-		})
+		var all []string
+		for id := range ids {
+			all = append(all, id)
+		}
 		count := func(status session.Status, each func(session.Session)) int {
 			count, before := 0, ""
 			for {
