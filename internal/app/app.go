@@ -172,6 +172,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	} else {
 		err = a.sandbox(ctx, acts, cfg)
 	}
+	if err == nil {
+		a.checkouts(acts.Copies, cfg.DataDir)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/internal/overlay"
 	"github.com/paddock-dev/paddock/internal/sandbox"
 	"github.com/paddock-dev/paddock/internal/volume"
 )
@@ -79,9 +81,6 @@ func (a *App) sandbox(ctx context.Context, acts *durable.Activities, cfg config.
 		}
 		v := &volume.Volumes{Dir: filepath.Join(cfg.DataDir, "volumes"), Size: size, Files: files, UID: acts.Copies.UID}
 		acts.Copies.Volumes = v
-		// No mount outlives the process; a session's volume is mounted
-		// again when it is next needed.
-		a.closers = append(a.closers, func() error { return v.UnmountAll(context.Background()) })
 	}
 	if len(limits.Missing) > 0 {
 		acts.LimitErr = limits
@@ -91,4 +90,18 @@ func (a *App) sandbox(ctx context.Context, acts *durable.Activities, cfg config.
 		a.logger.Warn("sandbox budgets differ from the defaults", "cpusPerCommand", box.MaxCPUs, "diskBytesPerSession", size)
 	}
 	return nil
+}
+
+// checkouts makes working copies overlays of shared checkouts when this
+// process can mount them (made in constant time, whatever the
+// repository's size), else clones. No mount outlives the process: a
+// session's volume and overlay are mounted again when next needed.
+func (a *App) checkouts(c *copies.Set, dataDir string) {
+	a.closers = append(a.closers, func() error { return c.UnmountAll(context.Background()) })
+	dir := filepath.Join(dataDir, "checkouts")
+	if err := overlay.Probe(dir); err != nil {
+		a.logger.Info("working copies are clones of their repositories", "reason", err)
+		return
+	}
+	c.Checkouts = &overlay.Checkouts{Dir: dir, UID: c.UID}
 }

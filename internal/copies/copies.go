@@ -17,6 +17,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/layer"
+	"github.com/paddock-dev/paddock/internal/overlay"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/volume"
 	"github.com/paddock-dev/paddock/internal/workspace"
@@ -41,6 +42,9 @@ type Set struct {
 	// Layers are the environment layers setup scripts leave; a session
 	// uses one until its copy is removed.
 	Layers *layer.Layers
+	// Checkouts, when set, are the shared checkouts a copy is an overlay
+	// of (made in constant time); nil: copies are clones.
+	Checkouts *overlay.Checkouts
 	// UID, when non-zero, is the sandbox user copies belong to.
 	UID int
 	// Remote, when set, keeps sessions' sandboxes away from the nodes
@@ -51,6 +55,8 @@ type Set struct {
 	// but for time.
 	HostWork workspace.Bound
 	busy     sandboxed
+	// mounting orders the mounts and unmounts of overlays.
+	mounting sync.Mutex
 }
 
 // Bounded is ctx with the bounds of the host's work on a copy.
@@ -91,7 +97,7 @@ func (c *Set) Discard(ctx context.Context, x session.Session) error {
 		}
 	}
 	if c.UID != 0 {
-		return ChownTree(x.Workdir, c.UID)
+		return workspace.Chown(x.Workdir, c.UID)
 	}
 	return nil
 }
@@ -118,6 +124,39 @@ func (c *Set) Dir(ctx context.Context, s session.Session, runsCommands bool) (st
 	return filepath.Join(mnt, "work"), nil
 }
 
+// Start is how session s's copy gets its repository's HEAD: an overlay
+// of the shared checkout of that commit when this node makes them, else a
+// clone.
+func (c *Set) Start(s session.Session) workspace.Start {
+	return func(ctx context.Context, from, head, dir string) error {
+		if c == nil || c.Checkouts == nil || head == "" {
+			return workspace.Clone(ctx, from, dir)
+		}
+		lower, err := c.Checkouts.Take(ctx, from, head, s.ID)
+		if errors.Is(err, overlay.ErrMoved) {
+			return workspace.Clone(ctx, from, dir) // the copy starts where the repository is now
+		}
+		if err != nil {
+			return fmt.Errorf("make the shared checkout: %w", err)
+		}
+		c.mounting.Lock()
+		defer c.mounting.Unlock()
+		return overlay.Copy{Lower: lower, Record: overlay.RecordOf(dir), Dir: dir}.Mount()
+	}
+}
+
+// Clear removes whatever stands at dir (a copy an attempt cut short left
+// half made), its overlay unmounted first.
+func (c *Set) Clear(dir string) error {
+	c.mounting.Lock()
+	err := overlay.Remove(dir)
+	c.mounting.Unlock()
+	if err != nil {
+		return err
+	}
+	return os.RemoveAll(dir)
+}
+
 // volumeOf says which session's volume holds dir, if any.
 func (c *Set) volumeOf(dir string) (string, bool) {
 	if c == nil || c.Volumes == nil || dir == "" {
@@ -126,25 +165,53 @@ func (c *Set) volumeOf(dir string) (string, bool) {
 	return c.Volumes.Owns(dir)
 }
 
-// Mount makes sure the volume holding a working copy is mounted: volumes
-// are unmounted when the process ends, and mounted again on demand.
+// Mount makes sure a working copy is mounted, its volume then its
+// overlay: both are unmounted when the process ends or the session
+// idles, and mounted again on demand.
 func (c *Set) Mount(ctx context.Context, workdir string) error {
 	if id, ok := c.volumeOf(workdir); ok {
 		if _, err := c.Volumes.Ensure(ctx, id); err != nil {
 			return fmt.Errorf("mount the working copy's volume: %w", err)
 		}
 	}
+	if o, ok := overlay.Load(workdir); ok {
+		c.mounting.Lock()
+		defer c.mounting.Unlock()
+		if err := o.Mount(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// Idle unmounts the volume of session x's copy, when this node holds it,
-// once its sandbox is quiet: an idle session holds no mount. Whatever
-// uses the copy next mounts it again (Mount, Dir), as after a restart;
-// until then its directory is an empty mount point, which no command
-// can run in.
+// UnmountAll unmounts every copy's overlay, then every volume: a process
+// that ends leaves no mount behind.
+func (c *Set) UnmountAll(ctx context.Context) error {
+	c.mounting.Lock()
+	defer c.mounting.Unlock()
+	dirs := []string{c.WorkspaceDir}
+	if c.Volumes != nil {
+		dirs = append(dirs, c.Volumes.Dir)
+	}
+	mounts, err := overlay.MountsUnder(dirs...)
+	errs := []error{err}
+	for _, m := range mounts {
+		errs = append(errs, overlay.Unmount(m))
+	}
+	if c.Volumes != nil {
+		errs = append(errs, c.Volumes.UnmountAll(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// Idle unmounts session x's copy (its overlay, its volume), when this
+// node holds it, once its sandbox is quiet: an idle session holds no
+// mount. Whatever uses the copy next mounts it again (Mount, Dir), as
+// after a restart; until then its directory is an empty mount point,
+// which no command can run in.
 func (c *Set) Idle(ctx context.Context, x session.Session) error {
-	id, ok := c.volumeOf(x.Workdir)
-	if !ok || !c.Holds(x) {
+	id, vol := c.volumeOf(x.Workdir)
+	if (!vol && !overlay.Mounted(x.Workdir)) || !c.Holds(x) {
 		return nil
 	}
 	release, err := c.Quiet(ctx, x.ID, time.Minute)
@@ -152,6 +219,12 @@ func (c *Set) Idle(ctx context.Context, x session.Session) error {
 		return err
 	}
 	defer release()
+	c.mounting.Lock()
+	err = overlay.Unmount(x.Workdir)
+	c.mounting.Unlock()
+	if err != nil || !vol {
+		return err
+	}
 	return c.Volumes.Unmount(ctx, id)
 }
 
@@ -196,7 +269,11 @@ func (c *Set) Usage(s session.Session) (used, budget int64, err error) {
 		u, err := c.Volumes.Usage(id) // an idle session's volume stays unmounted
 		return u.Used, u.Size, err
 	}
-	for _, d := range []string{s.Workdir, c.plainCache(s.ID)} {
+	dir := s.Workdir
+	if o, ok := overlay.Load(s.Workdir); ok {
+		dir = o.Upper() // what the session wrote, not the checkout it shares
+	}
+	for _, d := range []string{dir, c.plainCache(s.ID)} {
 		n, err := du(d)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return used, 0, err
@@ -238,10 +315,19 @@ func (c *Set) Remove(ctx context.Context, s session.Session) error {
 		return nil
 	}
 	c.Layers.Release(s.ID)
-	if id, ok := c.volumeOf(s.Workdir); ok {
-		return c.Volumes.Remove(ctx, id)
-	}
 	var errs []error
+	if s.Workdir != "" {
+		// The overlay goes first: its upper layer may be in the volume.
+		c.mounting.Lock()
+		errs = append(errs, overlay.Remove(s.Workdir))
+		c.mounting.Unlock()
+	}
+	if c.Checkouts != nil {
+		errs = append(errs, c.Checkouts.Release(s.ID))
+	}
+	if id, ok := c.volumeOf(s.Workdir); ok {
+		return errors.Join(append(errs, c.Volumes.Remove(ctx, id))...)
+	}
 	if s.Workdir != "" {
 		errs = append(errs, os.RemoveAll(s.Workdir))
 	}
@@ -386,22 +472,4 @@ func (c *Set) IDs() []string {
 		}
 	}
 	return out
-}
-
-// ChownTree gives a working copy to the sandbox user, except .git's hooks
-// and config, which stay Paddock's (and are bound read-only inside).
-func ChownTree(dir string, uid int) error {
-	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if rel == ".git/hooks" || rel == ".git/config" || strings.HasPrefix(rel, ".git/hooks/") {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		return os.Lchown(p, uid, uid)
-	})
 }

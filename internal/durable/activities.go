@@ -201,17 +201,25 @@ func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session, sp
 	if err != nil {
 		return "", "", "", err
 	}
-	if fi, err := os.Lstat(filepath.Join(dir, ".git")); err == nil && fi.IsDir() && s.Workdir == dir && s.BaseCommit != "" {
-		base, err := workspace.Head(ctx, dir)
-		return dir, base, "working copy at " + clip.ID(base), err // a retried provision keeps the copy it made and recorded
+	if s.Workdir == dir && s.BaseCommit != "" {
+		// A retried provision keeps the copy it made and recorded.
+		if err := a.Copies.Mount(ctx, dir); err != nil {
+			return "", "", "", err
+		}
+		if fi, err := os.Lstat(filepath.Join(dir, ".git")); err == nil && fi.IsDir() {
+			base, err := workspace.Head(ctx, dir)
+			return dir, base, "working copy at " + clip.ID(base), err
+		}
 	}
-	_ = os.RemoveAll(dir) // what an attempt cut short left half made, if anything
+	if err := a.Copies.Clear(dir); err != nil { // what an attempt cut short left half made, if anything
+		return "", "", "", err
+	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
 		return "", "", "", err
 	}
 	detail = "an empty working copy"
 	if s.Repo != "" {
-		o, err := workspace.CloneAsIs(ctx, s.Repo, dir, sp.Environment.IgnoredFiles)
+		o, err := workspace.AsIs(ctx, s.Repo, dir, sp.Environment.IgnoredFiles, a.Copies.Start(s))
 		if err != nil {
 			return "", "", "", err
 		}
@@ -225,7 +233,7 @@ func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session, sp
 		}
 	}
 	if a.Copies.UID != 0 {
-		if err := copies.ChownTree(dir, a.Copies.UID); err != nil {
+		if err := workspace.Chown(dir, a.Copies.UID); err != nil {
 			return "", "", "", fmt.Errorf("hand the working copy to the sandbox user: %w", err)
 		}
 	}

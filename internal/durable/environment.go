@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/clip"
-	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/egress"
 	"github.com/paddock-dev/paddock/internal/layer"
 	"github.com/paddock-dev/paddock/internal/sandbox"
@@ -145,7 +144,7 @@ func (a *Activities) environmentAgain(ctx context.Context, s session.Session, sp
 		return "", err
 	}
 	if a.Copies.UID != 0 {
-		if err := copies.ChownTree(s.Workdir, a.Copies.UID); err != nil {
+		if err := workspace.Chown(s.Workdir, a.Copies.UID); err != nil {
 			return "", err
 		}
 	}
@@ -216,7 +215,7 @@ func (a *Activities) buildLayer(ctx context.Context, s session.Session, sp spec.
 		return "", nonRetryable(fmt.Errorf("after setup: %w", err))
 	}
 	if len(changed) > 0 && a.Copies.UID != 0 {
-		if err := copies.ChownTree(s.Workdir, a.Copies.UID); err != nil {
+		if err := workspace.Chown(s.Workdir, a.Copies.UID); err != nil {
 			return "", err
 		}
 	}

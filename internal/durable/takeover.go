@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/paddock-dev/paddock/internal/copies"
@@ -98,12 +97,14 @@ func (a *Activities) ensureCopy(ctx context.Context, s *session.Session, sp spec
 	if err != nil {
 		return err
 	}
-	_ = os.RemoveAll(dir) // what a restore cut short left
+	if err := a.Copies.Clear(dir); err != nil { // what a restore cut short left
+		return err
+	}
 	if err := workspace.Restore(ctx, s.Repo, dir, s.BaseCommit, bundles, files); err != nil {
 		return fmt.Errorf("the working copy is not on this node and could not be made again: %w", err)
 	}
 	if a.Copies.UID != 0 {
-		if err := copies.ChownTree(dir, a.Copies.UID); err != nil {
+		if err := workspace.Chown(dir, a.Copies.UID); err != nil {
 			return fmt.Errorf("hand the restored working copy to the sandbox user: %w", err)
 		}
 	}

@@ -57,18 +57,26 @@ func listSome(xs []string, n int) string {
 	return strings.Join(xs[:n], ", ") + fmt.Sprintf(" and %d more", len(xs)-n)
 }
 
-// CloneAsIs makes the working copy at dir from the repository at src as
-// it is: its HEAD, then (when src has a working tree) every staged,
-// unstaged and untracked file that differs from it, ignored files left
-// out, committed in the copy as the base snapshot. Nothing is written in
-// src: git lists the changes without taking its optional locks (the
-// index is not refreshed), run as the repository's owner.
+// Start puts the repository at from, at its commit head ("" for a
+// repository without one), at dir: Clone does, and so does a node's
+// overlay of a shared checkout (which needs the commit to name it).
+type Start func(ctx context.Context, from, head, dir string) error
+
+// Cloned is the Start that clones.
+func Cloned(ctx context.Context, from, _, dir string) error { return Clone(ctx, from, dir) }
+
+// AsIs makes the working copy at dir from the repository at src as it
+// is: its HEAD (put at dir by start), then (when src has a working tree)
+// every staged, unstaged and untracked file that differs from it, ignored
+// files left out, committed in the copy as the base snapshot. Nothing is
+// written in src: git lists the changes without taking its optional locks
+// (the index is not refreshed), run as the repository's owner.
 //
 // ignored are git glob patterns of ignored files the copy takes all the
 // same (an agent's environment asks for them): they stand in the copy as
 // they do in the checkout, ignored there too, so neither the base nor the
 // diff holds them.
-func CloneAsIs(ctx context.Context, src, dir string, ignored []string) (Origin, error) {
+func AsIs(ctx context.Context, src, dir string, ignored []string, start Start) (Origin, error) {
 	fi, err := os.Stat(src)
 	if err != nil {
 		return Origin{}, err
@@ -80,8 +88,9 @@ func CloneAsIs(ctx context.Context, src, dir string, ignored []string) (Origin, 
 	if !bare {
 		from = top
 	}
-	// A repository with no commit yet clones as a copy without one.
-	if err := Clone(ctx, from, dir); err != nil {
+	// A repository with no commit yet starts a copy without one.
+	head, _ := ownerGit(ctx, from, fi, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+	if err := start(ctx, from, strings.TrimSpace(head), dir); err != nil {
 		return Origin{}, err
 	}
 	var o Origin

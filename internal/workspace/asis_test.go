@@ -55,7 +55,7 @@ func workInProgress(t *testing.T) (src, head string) {
 	return src, head
 }
 
-func TestCloneAsIsTakesTheCheckoutAsItIs(t *testing.T) {
+func TestAsIsTakesTheCheckoutAsItIs(t *testing.T) {
 	ctx := context.Background()
 	src, head := workInProgress(t)
 	index, err := os.ReadFile(filepath.Join(src, ".git", "index"))
@@ -63,7 +63,7 @@ func TestCloneAsIsTakesTheCheckoutAsItIs(t *testing.T) {
 	status := gitOut(t, src, "status", "--porcelain")
 
 	dir := filepath.Join(t.TempDir(), "copy")
-	o, err := CloneAsIs(ctx, src, dir, nil)
+	o, err := AsIs(ctx, src, dir, nil, Cloned)
 	require.NoError(t, err)
 	require.Equal(t, head, o.Head)
 	require.NotEqual(t, head, o.Base, "the work in progress is the base snapshot")
@@ -91,9 +91,9 @@ func TestCloneAsIsTakesTheCheckoutAsItIs(t *testing.T) {
 	require.Equal(t, status, gitOut(t, src, "status", "--porcelain"))
 }
 
-func TestCloneAsIsOfACleanCheckoutStartsAtHead(t *testing.T) {
+func TestAsIsOfACleanCheckoutStartsAtHead(t *testing.T) {
 	src, head := repo(t)
-	o, err := CloneAsIs(context.Background(), src, filepath.Join(t.TempDir(), "copy"), nil)
+	o, err := AsIs(context.Background(), src, filepath.Join(t.TempDir(), "copy"), nil, Cloned)
 	require.NoError(t, err)
 	require.Equal(t, head, o.Base)
 	require.Empty(t, o.Files)
@@ -104,7 +104,7 @@ func TestCloneAsIsOfACleanCheckoutStartsAtHead(t *testing.T) {
 func agentChanges(t *testing.T, src string) session.Diff {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "copy")
-	o, err := CloneAsIs(ctx, src, dir, nil)
+	o, err := AsIs(ctx, src, dir, nil, Cloned)
 	require.NoError(t, err)
 	write(t, dir, "notes.md", "one\ntwo\nTHREE\nfour\nfive\nsix\nseven\n")
 	write(t, dir, "new/untracked.txt", "draft\nfinished by the agent\n")
@@ -199,12 +199,12 @@ func TestSections(t *testing.T) {
 	require.Empty(t, sections(""))
 }
 
-// TestCloneAsIsTakesEveryShapeOfCheckout: what a person's checkout may
+// TestAsIsTakesEveryShapeOfCheckout: what a person's checkout may
 // look like mid-work starts a session, each taken as it stands: a tracked
 // directory replaced by a file, a tracked file by a directory, a tracked
 // directory by a link out of the repository (copied as the link, never
 // followed); a file this user cannot read is left out and named.
-func TestCloneAsIsTakesEveryShapeOfCheckout(t *testing.T) {
+func TestAsIsTakesEveryShapeOfCheckout(t *testing.T) {
 	src, _ := repo(t)
 	write(t, src, "d/f", "f\n")
 	write(t, src, "x", "x\n")
@@ -221,7 +221,7 @@ func TestCloneAsIsTakesEveryShapeOfCheckout(t *testing.T) {
 	require.NoError(t, os.Chmod(filepath.Join(src, "secret"), 0))
 
 	dir := filepath.Join(t.TempDir(), "copy")
-	o, err := CloneAsIs(context.Background(), src, dir, nil)
+	o, err := AsIs(context.Background(), src, dir, nil, Cloned)
 	require.NoError(t, err)
 	require.Equal(t, "now a file\n", read(t, dir, "d"))
 	require.Equal(t, "now a directory\n", read(t, dir, "x/y"))
@@ -233,29 +233,29 @@ func TestCloneAsIsTakesEveryShapeOfCheckout(t *testing.T) {
 	}
 }
 
-// TestCloneAsIsHonoursHiddenUntrackedFiles: a repository whose git shows
+// TestAsIsHonoursHiddenUntrackedFiles: a repository whose git shows
 // no untracked files (a home directory kept in git) gives none to the copy.
-func TestCloneAsIsHonoursHiddenUntrackedFiles(t *testing.T) {
+func TestAsIsHonoursHiddenUntrackedFiles(t *testing.T) {
 	src, _ := repo(t)
 	gitOut(t, src, "config", "status.showUntrackedFiles", "no")
 	write(t, src, ".ssh/id_ed25519", "key\n")
 	write(t, src, "main.go", "package main // edited\n")
 	dir := filepath.Join(t.TempDir(), "copy")
-	o, err := CloneAsIs(context.Background(), src, dir, nil)
+	o, err := AsIs(context.Background(), src, dir, nil, Cloned)
 	require.NoError(t, err)
 	require.Equal(t, []string{"main.go"}, o.Files)
 	require.NoFileExists(t, filepath.Join(dir, ".ssh/id_ed25519"))
 }
 
-// TestCloneAsIsTakesTheIgnoredFilesAskedFor: an ignored file the
+// TestAsIsTakesTheIgnoredFilesAskedFor: an ignored file the
 // environment names is in the copy, ignored there too (neither base nor
 // diff holds it); other ignored files stay out.
-func TestCloneAsIsTakesTheIgnoredFilesAskedFor(t *testing.T) {
+func TestAsIsTakesTheIgnoredFilesAskedFor(t *testing.T) {
 	src, head := repo(t) // .gitignore: *.log
 	write(t, src, "fixtures/big.log", "needed by the tests\n")
 	write(t, src, "debug.log", "not needed\n")
 	dir := filepath.Join(t.TempDir(), "copy")
-	o, err := CloneAsIs(context.Background(), src, dir, []string{"fixtures/**"})
+	o, err := AsIs(context.Background(), src, dir, []string{"fixtures/**"}, Cloned)
 	require.NoError(t, err)
 	require.Equal(t, []string{"fixtures/big.log"}, o.Ignored)
 	require.Empty(t, o.Files)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/errdefs"
+	"golang.org/x/sys/unix"
 )
 
 // A working copy is hostile input: the agent controlled every byte of it,
@@ -377,6 +378,62 @@ func hardenConfig(ctx context.Context, dir string) error {
 		}
 	}
 	return nil
+}
+
+// Settle makes the index of the copy at dir hold for every later git.
+// Git takes a file whose time is in the index's own second as "racily
+// clean" and hashes it again at every status, and the sandbox's git
+// cannot rewrite the index to stop it: those files' times are set a
+// second back and the index refreshed (its owner changed, say).
+func Settle(ctx context.Context, dir string) error {
+	fi, err := os.Stat(filepath.Join(dir, ".git", "index"))
+	if err != nil {
+		return nil // no commit, no index
+	}
+	cut := fi.ModTime().Truncate(time.Second)
+	back := unix.NsecToTimespec(cut.Add(-time.Second).UnixNano())
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p == filepath.Join(dir, ".git") {
+			return filepath.SkipDir
+		}
+		if fi, err := d.Info(); err != nil || fi.ModTime().Before(cut) {
+			return err
+		}
+		return unix.UtimesNanoAt(unix.AT_FDCWD, p, []unix.Timespec{back, back}, unix.AT_SYMLINK_NOFOLLOW)
+	})
+	if err != nil {
+		return err
+	}
+	_, err = gitRun(ctx, dir, nil, "update-index", "-q", "--refresh")
+	return err
+}
+
+// Chown gives a working copy to the sandbox user, except .git's hooks
+// and config, which stay Paddock's (and are bound read-only inside). What
+// the user owns already is left as it is: a copy that is an overlay copies
+// up only what changes.
+func Chown(dir string, uid int) error {
+	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == ".git/hooks" || rel == ".git/config" || strings.HasPrefix(rel, ".git/hooks/") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid && int(st.Gid) == uid {
+				return nil
+			}
+		}
+		return os.Lchown(p, uid, uid)
+	})
 }
 
 // Init makes an empty working copy at dir with one empty commit.
