@@ -128,6 +128,9 @@ func (c *Checkouts) release(key, dir, user string) error {
 		return err
 	}
 	left, err := os.ReadDir(filepath.Dir(user))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // released twice at once: the other removed it
+	}
 	if err != nil || len(left) > 0 {
 		return err
 	}

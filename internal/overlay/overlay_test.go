@@ -109,6 +109,7 @@ func TestCopiesShareOneCheckout(t *testing.T) {
 	require.NoError(t, Remove(b.Dir))
 	require.NoError(t, c.Release("b"))
 	require.NoDirExists(t, filepath.Dir(b.Lower), "the checkout goes with its last user")
+	require.NoError(t, c.Release("b"), "a session released twice (its end and the collector at once)")
 	require.NoDirExists(t, a.Dir)
 }
 
