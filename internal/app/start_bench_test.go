@@ -13,6 +13,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/wire"
+	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
 // BenchmarkSessionStart measures a session's start on the embedded server
@@ -122,6 +123,11 @@ func benchRepository(b *testing.B, n, size int) string {
 		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
 			b.Fatal(string(out))
 		}
+	}
+	// As a repository that has sat a while: git finds no file "racily
+	// clean", which it would hash again at every status.
+	if err := workspace.Settle(context.Background(), dir); err != nil {
+		b.Fatal(err)
 	}
 	return dir
 }

@@ -96,8 +96,22 @@ func (c *Set) Discard(ctx context.Context, x session.Session) error {
 			return fmt.Errorf("restore the environment layer: %w", err)
 		}
 	}
-	if c.UID != 0 {
-		return workspace.Chown(x.Workdir, c.UID)
+	return c.Hand(x.Workdir)
+}
+
+// Hand gives the copy at dir to the sandbox user, when there is one. Of
+// an overlay, only what was written on it (its upper layer) can be
+// another's: its checkout is the user's already.
+func (c *Set) Hand(dir string) error {
+	if c == nil || c.UID == 0 {
+		return nil
+	}
+	within := dir
+	if o, ok := overlay.Load(dir); ok && overlay.Mounted(dir) {
+		within = o.Upper()
+	}
+	if err := workspace.Chown(dir, within, c.UID); err != nil {
+		return fmt.Errorf("hand the working copy to the sandbox user: %w", err)
 	}
 	return nil
 }

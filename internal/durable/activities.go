@@ -232,10 +232,8 @@ func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session, sp
 			return "", "", "", err
 		}
 	}
-	if a.Copies.UID != 0 {
-		if err := workspace.Chown(dir, a.Copies.UID); err != nil {
-			return "", "", "", fmt.Errorf("hand the working copy to the sandbox user: %w", err)
-		}
+	if err := a.Copies.Hand(dir); err != nil {
+		return "", "", "", err
 	}
 	base, err = workspace.Head(ctx, dir)
 	return dir, base, detail, err

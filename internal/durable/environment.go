@@ -143,10 +143,8 @@ func (a *Activities) environmentAgain(ctx context.Context, s session.Session, sp
 	if err := workspace.WriteBack(s.Workdir, files); err != nil {
 		return "", err
 	}
-	if a.Copies.UID != 0 {
-		if err := workspace.Chown(s.Workdir, a.Copies.UID); err != nil {
-			return "", err
-		}
+	if err := a.Copies.Hand(s.Workdir); err != nil {
+		return "", err
 	}
 	return what, nil
 }
@@ -214,8 +212,8 @@ func (a *Activities) buildLayer(ctx context.Context, s session.Session, sp spec.
 	if err != nil {
 		return "", nonRetryable(fmt.Errorf("after setup: %w", err))
 	}
-	if len(changed) > 0 && a.Copies.UID != 0 {
-		if err := workspace.Chown(s.Workdir, a.Copies.UID); err != nil {
+	if len(changed) > 0 {
+		if err := a.Copies.Hand(s.Workdir); err != nil {
 			return "", err
 		}
 	}

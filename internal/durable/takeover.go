@@ -103,10 +103,8 @@ func (a *Activities) ensureCopy(ctx context.Context, s *session.Session, sp spec
 	if err := workspace.Restore(ctx, s.Repo, dir, s.BaseCommit, bundles, files); err != nil {
 		return fmt.Errorf("the working copy is not on this node and could not be made again: %w", err)
 	}
-	if a.Copies.UID != 0 {
-		if err := workspace.Chown(dir, a.Copies.UID); err != nil {
-			return fmt.Errorf("hand the restored working copy to the sandbox user: %w", err)
-		}
+	if err := a.Copies.Hand(dir); err != nil {
+		return err
 	}
 	here := *s
 	here.Workdir, here.Node = dir, a.Copies.Node

@@ -8,23 +8,29 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
 // Checkouts are the shared checkouts overlays start from: one per
-// repository, commit and owner, made on first use, kept while a session's
-// copy uses it and removed with its last user. A checkout is never written
+// repository, commit and owner, made on first use and kept while a
+// session's copy uses it; of those no copy uses, the Unused most recently
+// let go stay for the next session of theirs. A checkout is never written
 // once made: every session's writes go to its own upper directory.
 type Checkouts struct {
 	// Dir holds them, root's alone (0700): no sandbox sees it.
 	Dir string
 	// UID, when non-zero, owns the checkouts' files (the sandbox user), as
 	// it owns a cloned copy's.
-	UID   int
-	locks sync.Map // key → *sync.Mutex
+	UID int
+	// Unused is how many checkouts no copy uses are kept (0: 4).
+	Unused int
+	locks  sync.Map // key → *sync.Mutex
 }
 
 // ErrMoved says the repository's HEAD moved while its checkout was made:
@@ -89,7 +95,7 @@ func (c *Checkouts) make(ctx context.Context, from, head, dir, tree string) erro
 		return fmt.Errorf("%w: %.12s, not %.12s", ErrMoved, got, head)
 	}
 	if c.UID != 0 {
-		if err := workspace.Chown(tree, c.UID); err != nil {
+		if err := workspace.Chown(tree, tree, c.UID); err != nil {
 			return fmt.Errorf("hand the checkout to the sandbox user: %w", err)
 		}
 	}
@@ -107,32 +113,65 @@ func (c *Checkouts) make(ctx context.Context, from, head, dir, tree string) erro
 	return os.WriteFile(filepath.Join(dir, "ready"), nil, 0o600)
 }
 
-// Release lets session id go of the checkouts it uses; one left without a
-// user is removed.
+// Release lets session id go of the checkouts it uses; of those left
+// without a user, the least recently let go beyond Unused are removed.
 func (c *Checkouts) Release(id string) error {
 	held, err := filepath.Glob(filepath.Join(c.Dir, "*", "users", id))
 	if err != nil {
 		return err
 	}
-	var errs []error
+	now := time.Now() // to the nanosecond, which a directory's own times are not
 	for _, u := range held {
-		dir := filepath.Dir(filepath.Dir(u))
-		errs = append(errs, c.release(filepath.Base(dir), dir, u))
+		if err := os.Remove(u); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		_ = os.Chtimes(filepath.Dir(u), now, now)
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	return c.collect()
+}
+
+// collect removes the unused checkouts beyond the Unused most recently
+// let go (the time its users directory was last left).
+func (c *Checkouts) collect() error {
+	keep := c.Unused
+	if keep == 0 {
+		keep = 4
+	}
+	entries, err := os.ReadDir(c.Dir)
+	if err != nil {
+		return err
+	}
+	type unused struct {
+		key  string
+		left time.Time
+	}
+	var idle []unused
+	for _, e := range entries {
+		users, err := os.ReadDir(filepath.Join(c.Dir, e.Name(), "users"))
+		if err != nil || len(users) > 0 || !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(c.Dir, e.Name(), "users")); err == nil {
+			idle = append(idle, unused{e.Name(), fi.ModTime()})
+		}
+	}
+	slices.SortFunc(idle, func(a, b unused) int { return b.left.Compare(a.left) })
+	var errs []error
+	for _, u := range idle[min(keep, len(idle)):] {
+		errs = append(errs, c.remove(u.key))
 	}
 	return errors.Join(errs...)
 }
 
-func (c *Checkouts) release(key, dir, user string) error {
+// remove deletes the checkout key unless a session took it meanwhile.
+func (c *Checkouts) remove(key string) error {
 	defer c.lock(key)()
-	if err := os.Remove(user); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	left, err := os.ReadDir(filepath.Dir(user))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil // released twice at once: the other removed it
-	}
-	if err != nil || len(left) > 0 {
-		return err
+	dir := filepath.Join(c.Dir, key)
+	if users, err := os.ReadDir(filepath.Join(dir, "users")); err != nil || len(users) > 0 {
+		return nil
 	}
 	return os.RemoveAll(dir)
 }

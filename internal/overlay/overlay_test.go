@@ -108,9 +108,33 @@ func TestCopiesShareOneCheckout(t *testing.T) {
 	require.DirExists(t, b.Lower, "the checkout stays while a copy uses it")
 	require.NoError(t, Remove(b.Dir))
 	require.NoError(t, c.Release("b"))
-	require.NoDirExists(t, filepath.Dir(b.Lower), "the checkout goes with its last user")
 	require.NoError(t, c.Release("b"), "a session released twice (its end and the collector at once)")
 	require.NoDirExists(t, a.Dir)
+	require.DirExists(t, b.Lower, "an unused checkout is kept for the next session of its commit")
+	next := start(t, c, src, head, "c", filepath.Join(ws, "c"))
+	require.Equal(t, b.Lower, next.Lower)
+}
+
+// TestUnusedCheckoutsAreBounded: of the checkouts no copy uses, only the
+// most recently let go stay; one in use always stays.
+func TestUnusedCheckoutsAreBounded(t *testing.T) {
+	root := needRoot(t)
+	src, _ := repository(t, 3)
+	c := &Checkouts{Dir: filepath.Join(root, "checkouts"), Unused: 1}
+	var lowers []string
+	for i := range 4 {
+		git(t, src, "commit", "-q", "--allow-empty", "-m", fmt.Sprint(i))
+		o := start(t, c, src, git(t, src, "rev-parse", "HEAD"), fmt.Sprint(i), filepath.Join(root, "w", fmt.Sprint(i)))
+		lowers = append(lowers, o.Lower)
+	}
+	for _, i := range []int{0, 1, 2} { // 3 stays in use
+		require.NoError(t, Remove(filepath.Join(root, "w", fmt.Sprint(i))))
+		require.NoError(t, c.Release(fmt.Sprint(i)))
+	}
+	for i, want := range []bool{false, false, true, true} {
+		_, err := os.Stat(lowers[i])
+		require.Equal(t, want, err == nil, "checkout %d", i)
+	}
 }
 
 // TestCheckoutOwnedByTheSandboxUser: with a sandbox user, the checkout's

@@ -411,16 +411,17 @@ func Settle(ctx context.Context, dir string) error {
 	return err
 }
 
-// Chown gives a working copy to the sandbox user, except .git's hooks
-// and config, which stay Paddock's (and are bound read-only inside). What
-// the user owns already is left as it is: a copy that is an overlay copies
-// up only what changes.
-func Chown(dir string, uid int) error {
-	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+// Chown gives the working copy at dir to the sandbox user, except
+// .git's hooks and config, which stay Paddock's (and are bound read-only
+// inside). It walks within (dir, or the part of it that may belong to
+// another: an overlay's upper layer) and changes the same paths in dir;
+// what the user owns already is left as it is.
+func Chown(dir, within string, uid int) error {
+	return filepath.WalkDir(within, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(dir, p)
+		rel, _ := filepath.Rel(within, p)
 		if rel == ".git/hooks" || rel == ".git/config" || strings.HasPrefix(rel, ".git/hooks/") {
 			if d.IsDir() {
 				return filepath.SkipDir
@@ -432,7 +433,11 @@ func Chown(dir string, uid int) error {
 				return nil
 			}
 		}
-		return os.Lchown(p, uid, uid)
+		err = os.Lchown(filepath.Join(dir, rel), uid, uid)
+		if errors.Is(err, os.ErrNotExist) && within != dir {
+			return nil // what the upper layer holds of a removed file
+		}
+		return err
 	})
 }
 
