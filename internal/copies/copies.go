@@ -55,8 +55,17 @@ type Set struct {
 	// but for time.
 	HostWork workspace.Bound
 	busy     sandboxed
-	// mounting orders the mounts and unmounts of overlays.
-	mounting sync.Mutex
+	// mounting orders the mounts and unmounts of each copy (its
+	// directory → *sync.Mutex).
+	mounting sync.Map
+}
+
+// hold takes the lock ordering the mounts and unmounts of the copy at dir.
+func (c *Set) hold(dir string) func() {
+	m, _ := c.mounting.LoadOrStore(dir, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
 }
 
 // Bounded is ctx with the bounds of the host's work on a copy.
@@ -142,19 +151,18 @@ func (c *Set) Dir(ctx context.Context, s session.Session, runsCommands bool) (st
 // of the shared checkout of that commit when this node makes them, else a
 // clone.
 func (c *Set) Start(s session.Session) workspace.Start {
-	return func(ctx context.Context, from, head, dir string) error {
-		if c == nil || c.Checkouts == nil || head == "" {
+	return func(ctx context.Context, from string, tip workspace.Tip, dir string) error {
+		if c == nil || c.Checkouts == nil || tip.Commit == "" {
 			return workspace.Clone(ctx, from, dir)
 		}
-		lower, err := c.Checkouts.Take(ctx, from, head, s.ID)
+		lower, err := c.Checkouts.Take(ctx, from, tip, s.ID)
 		if errors.Is(err, overlay.ErrMoved) {
 			return workspace.Clone(ctx, from, dir) // the copy starts where the repository is now
 		}
 		if err != nil {
 			return fmt.Errorf("make the shared checkout: %w", err)
 		}
-		c.mounting.Lock()
-		defer c.mounting.Unlock()
+		defer c.hold(dir)()
 		return overlay.Copy{Lower: lower, Record: overlay.RecordOf(dir), Dir: dir}.Mount()
 	}
 }
@@ -162,10 +170,8 @@ func (c *Set) Start(s session.Session) workspace.Start {
 // Clear removes whatever stands at dir (a copy an attempt cut short left
 // half made), its overlay unmounted first.
 func (c *Set) Clear(dir string) error {
-	c.mounting.Lock()
-	err := overlay.Remove(dir)
-	c.mounting.Unlock()
-	if err != nil {
+	defer c.hold(dir)()
+	if err := overlay.Remove(dir); err != nil {
 		return err
 	}
 	return os.RemoveAll(dir)
@@ -182,18 +188,18 @@ func (c *Set) volumeOf(dir string) (string, bool) {
 // Mount makes sure a working copy is mounted, its volume then its
 // overlay: both are unmounted when the process ends or the session
 // idles, and mounted again on demand.
+//
+// Both are mounted under one lock, which Idle unmounts them under: an
+// overlay is never mounted again on a volume unmounted in between.
 func (c *Set) Mount(ctx context.Context, workdir string) error {
+	defer c.hold(workdir)()
 	if id, ok := c.volumeOf(workdir); ok {
 		if _, err := c.Volumes.Ensure(ctx, id); err != nil {
 			return fmt.Errorf("mount the working copy's volume: %w", err)
 		}
 	}
 	if o, ok := overlay.Load(workdir); ok {
-		c.mounting.Lock()
-		defer c.mounting.Unlock()
-		if err := o.Mount(); err != nil {
-			return err
-		}
+		return o.Remount()
 	}
 	return nil
 }
@@ -201,16 +207,19 @@ func (c *Set) Mount(ctx context.Context, workdir string) error {
 // UnmountAll unmounts every copy's overlay, then every volume: a process
 // that ends leaves no mount behind.
 func (c *Set) UnmountAll(ctx context.Context) error {
-	c.mounting.Lock()
-	defer c.mounting.Unlock()
 	dirs := []string{c.WorkspaceDir}
 	if c.Volumes != nil {
 		dirs = append(dirs, c.Volumes.Dir)
 	}
+	for i, d := range dirs {
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			dirs[i] = real // as the kernel lists mounts
+		}
+	}
 	mounts, err := overlay.MountsUnder(dirs...)
 	errs := []error{err}
 	for _, m := range mounts {
-		errs = append(errs, overlay.Unmount(m))
+		errs = append(errs, overlay.Unmount(m, true))
 	}
 	if c.Volumes != nil {
 		errs = append(errs, c.Volumes.UnmountAll(ctx))
@@ -233,11 +242,9 @@ func (c *Set) Idle(ctx context.Context, x session.Session) error {
 		return err
 	}
 	defer release()
-	c.mounting.Lock()
-	err = overlay.Unmount(x.Workdir)
-	c.mounting.Unlock()
-	if err != nil || !vol {
-		return err
+	defer c.hold(x.Workdir)()
+	if err := overlay.Unmount(x.Workdir, false); err != nil || !vol {
+		return err // a busy copy stays mounted, its volume with it
 	}
 	return c.Volumes.Unmount(ctx, id)
 }
@@ -332,9 +339,9 @@ func (c *Set) Remove(ctx context.Context, s session.Session) error {
 	var errs []error
 	if s.Workdir != "" {
 		// The overlay goes first: its upper layer may be in the volume.
-		c.mounting.Lock()
+		unlock := c.hold(s.Workdir)
 		errs = append(errs, overlay.Remove(s.Workdir))
-		c.mounting.Unlock()
+		unlock()
 	}
 	if c.Checkouts != nil {
 		errs = append(errs, c.Checkouts.Release(s.ID))

@@ -44,29 +44,26 @@ func (c *Checkouts) lock(key string) func() {
 	return mu.Unlock
 }
 
-// key names the checkout of the repository at from, at commit head.
-func (c *Checkouts) key(from, head string) string {
-	sum := sha256.Sum256([]byte(from + "\x00" + head + "\x00" + strconv.Itoa(c.UID)))
+// key names the checkout of the repository at from at tip.
+func (c *Checkouts) key(from string, tip workspace.Tip) string {
+	sum := sha256.Sum256([]byte(from + "\x00" + tip.Commit + "\x00" + tip.Refs + "\x00" + strconv.Itoa(c.UID)))
 	return hex.EncodeToString(sum[:16])
 }
 
-// Take returns the checkout of the repository at from at commit head,
-// making it first when there is none, and records session id as one of
-// its users.
-func (c *Checkouts) Take(ctx context.Context, from, head, id string) (string, error) {
-	key := c.key(from, head)
+// Take returns the checkout of the repository at from at tip (its HEAD's
+// commit and its refs as they are now), making it first when there is
+// none, and records session id as one of its users.
+func (c *Checkouts) Take(ctx context.Context, from string, tip workspace.Tip, id string) (string, error) {
+	key := c.key(from, tip)
 	defer c.lock(key)()
 	dir := filepath.Join(c.Dir, key)
 	tree := filepath.Join(dir, "tree")
+	users := filepath.Join(dir, "users")
 	if _, err := os.Lstat(filepath.Join(dir, "ready")); err != nil {
-		if err := c.make(ctx, from, head, dir, tree); err != nil {
+		if err := c.make(ctx, from, tip.Commit, dir, tree); err != nil {
 			_ = os.RemoveAll(dir)
 			return "", err
 		}
-	}
-	users := filepath.Join(dir, "users")
-	if err := os.MkdirAll(users, 0o700); err != nil {
-		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(users, id), nil, 0o600); err != nil {
 		return "", err
@@ -78,7 +75,9 @@ func (c *Checkouts) Take(ctx context.Context, from, head, id string) (string, er
 // hands it to UID; ready marks it whole.
 func (c *Checkouts) make(ctx context.Context, from, head, dir, tree string) error {
 	_ = os.RemoveAll(dir) // what a make cut short left
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Its users directory first: a checkout without one is a crash's
+	// leftover, which the collector removes.
+	if err := os.MkdirAll(filepath.Join(dir, "users"), 0o700); err != nil {
 		return err
 	}
 	if err := os.Chmod(c.Dir, 0o700); err != nil {
@@ -134,7 +133,8 @@ func (c *Checkouts) Release(id string) error {
 }
 
 // collect removes the unused checkouts beyond the Unused most recently
-// let go (the time its users directory was last left).
+// let go (the time its users directory was last left), a checkout a crash
+// left without users, and what a removal cut short left in the trash.
 func (c *Checkouts) collect() error {
 	keep := c.Unused
 	if keep == 0 {
@@ -149,29 +149,52 @@ func (c *Checkouts) collect() error {
 		left time.Time
 	}
 	var idle []unused
+	var errs []error
 	for _, e := range entries {
-		users, err := os.ReadDir(filepath.Join(c.Dir, e.Name(), "users"))
-		if err != nil || len(users) > 0 || !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+		name := filepath.Join(c.Dir, e.Name())
+		switch {
+		case strings.HasPrefix(e.Name(), trash):
+			errs = append(errs, os.RemoveAll(name))
+			continue
+		case !e.IsDir() || strings.HasPrefix(e.Name(), "."):
 			continue
 		}
-		if fi, err := os.Stat(filepath.Join(c.Dir, e.Name(), "users")); err == nil {
+		users, err := os.ReadDir(filepath.Join(name, "users"))
+		if errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, c.remove(e.Name())) // a crash's leftover, never kept
+			continue
+		}
+		if err != nil || len(users) > 0 {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(name, "users")); err == nil {
 			idle = append(idle, unused{e.Name(), fi.ModTime()})
 		}
 	}
 	slices.SortFunc(idle, func(a, b unused) int { return b.left.Compare(a.left) })
-	var errs []error
 	for _, u := range idle[min(keep, len(idle)):] {
 		errs = append(errs, c.remove(u.key))
 	}
 	return errors.Join(errs...)
 }
 
+// trash prefixes a checkout being removed: renamed first, so a removal
+// cut short never leaves a checkout that looks whole.
+const trash = ".trash-"
+
 // remove deletes the checkout key unless a session took it meanwhile.
 func (c *Checkouts) remove(key string) error {
 	defer c.lock(key)()
 	dir := filepath.Join(c.Dir, key)
-	if users, err := os.ReadDir(filepath.Join(dir, "users")); err != nil || len(users) > 0 {
-		return nil
+	if users, err := os.ReadDir(filepath.Join(dir, "users")); len(users) > 0 || (err != nil && !errors.Is(err, os.ErrNotExist)) {
+		return err
 	}
-	return os.RemoveAll(dir)
+	gone := filepath.Join(c.Dir, trash+key)
+	if err := os.Rename(dir, gone); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	return os.RemoveAll(gone)
 }

@@ -54,7 +54,7 @@ func probe(dir string) error {
 	if err := c.Mount(); err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	return c.Unmount()
+	return Unmount(c.Dir, true)
 }
 
 // Copy is one session's working copy as an overlay: Lower is the shared
@@ -86,54 +86,97 @@ func Load(dir string) (c Copy, ok bool) {
 // Upper is the directory holding what the session wrote.
 func (c Copy) Upper() string { return filepath.Join(c.Record, "upper") }
 
-// Mount records the copy and mounts it at c.Dir (made if missing).
+// Mount records the copy (its upper and work directories, the name of
+// its lower one, written whole or not at all) and mounts it at c.Dir.
 func (c Copy) Mount() error {
-	for _, p := range []string{c.Lower, c.Record, c.Dir} {
-		// The mount's options are a list separated by commas and colons.
-		if strings.ContainsAny(p, ",:\\\n") {
-			return fmt.Errorf("overlay: the path %q holds a character a mount's options cannot", p)
-		}
+	if err := c.check(); err != nil {
+		return err
 	}
-	work := filepath.Join(c.Record, "work")
-	for _, d := range []string{c.Upper(), work, c.Dir} {
+	for _, d := range []string{c.Upper(), c.work(), c.Dir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(c.Record, "lower"), []byte(c.Lower), 0o600); err != nil {
+	tmp := filepath.Join(c.Record, "lower.new")
+	if err := os.WriteFile(tmp, []byte(c.Lower), 0o600); err != nil {
 		return err
 	}
+	if err := os.Rename(tmp, filepath.Join(c.Record, "lower")); err != nil {
+		return err
+	}
+	return c.mount()
+}
+
+// Remount mounts a recorded copy again (after an idle period, a restart).
+// It makes nothing: a record whose directories are gone is an error, never
+// an empty copy on whatever disk is there now.
+func (c Copy) Remount() error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	for _, d := range []string{c.Lower, c.Upper(), c.work(), c.Dir} {
+		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+			return fmt.Errorf("%w: %s is missing", ErrLost, d)
+		}
+	}
+	return c.mount()
+}
+
+// ErrLost says a recorded copy cannot be mounted again: a part of it is
+// gone.
+var ErrLost = errors.New("the working copy's overlay cannot be mounted again")
+
+func (c Copy) work() string { return filepath.Join(c.Record, "work") }
+
+// check refuses paths that would split the mount's options, a list
+// separated by commas and colons.
+func (c Copy) check() error {
+	for _, p := range []string{c.Lower, c.Record, c.Dir} {
+		if strings.ContainsAny(p, ",:\\\n") {
+			return fmt.Errorf("overlay: the path %q holds a character a mount's options cannot", p)
+		}
+	}
+	return nil
+}
+
+func (c Copy) mount() error {
 	if Mounted(c.Dir) {
 		return nil
 	}
 	// redirect_dir: a directory of the checkout can be renamed (else
-	// EXDEV, which git mv and many programs do not get round).
-	opts := "lowerdir=" + c.Lower + ",upperdir=" + c.Upper() + ",workdir=" + work + ",redirect_dir=on"
+	// EXDEV, which git mv and many programs do not get round). index, xino
+	// and metacopy off whatever the kernel's defaults: the checkout's inode
+	// numbers stay those its settled index recorded, and a remount is not
+	// checked against a former one.
+	opts := "lowerdir=" + c.Lower + ",upperdir=" + c.Upper() + ",workdir=" + c.work() + ",redirect_dir=on,index=off,xino=off,metacopy=off"
 	if err := unix.Mount("overlay", c.Dir, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount the working copy's overlay at %s: %w", c.Dir, err)
 	}
 	return nil
 }
 
-// Unmount unmounts the copy, when mounted (detached lazily if busy, as a
-// process's end must leave no mount): its record stays, so it can be
-// mounted again.
+// Unmount unmounts the copy, when mounted; its record stays, so it can be
+// mounted again. A busy copy is an error and stays mounted.
 func (c Copy) Unmount() error {
-	return Unmount(c.Dir)
+	return Unmount(c.Dir, false)
 }
 
-// Unmount unmounts the overlay at dir, when one is mounted there.
-func Unmount(dir string) error {
+// Unmount unmounts the overlay at dir, when one is mounted there; when it
+// is busy, it is detached lazily if detach is set (a process's end, a
+// copy's removal), else left mounted with an error.
+func Unmount(dir string, detach bool) error {
 	if !Mounted(dir) {
 		return nil
 	}
-	if err := unix.Unmount(dir, 0); err != nil {
-		if !errors.Is(err, unix.EBUSY) {
-			return fmt.Errorf("unmount the working copy's overlay at %s: %w", dir, err)
-		}
-		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
-			return fmt.Errorf("detach the working copy's overlay at %s: %w", dir, err)
-		}
+	err := unix.Unmount(dir, 0)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, unix.EBUSY) || !detach {
+		return fmt.Errorf("unmount the working copy's overlay at %s: %w", dir, err)
+	}
+	if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach the working copy's overlay at %s: %w", dir, err)
 	}
 	return nil
 }
@@ -141,7 +184,7 @@ func Unmount(dir string) error {
 // Remove unmounts the copy at dir, if it is an overlay, and deletes its
 // record and its mount point; what is at dir otherwise stays.
 func Remove(dir string) error {
-	if err := Unmount(dir); err != nil {
+	if err := Unmount(dir, true); err != nil {
 		return err
 	}
 	rec := RecordOf(dir)
@@ -151,7 +194,10 @@ func Remove(dir string) error {
 	if err := os.RemoveAll(rec); err != nil {
 		return err
 	}
-	return os.Remove(dir)
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // Mounted says whether an overlay is mounted at dir.

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
 func git(t *testing.T, dir string, args ...string) string {
@@ -48,7 +50,7 @@ func needRoot(t *testing.T) string {
 // start makes session id's copy at dir as copies.Set.Start does.
 func start(t *testing.T, c *Checkouts, from, head, id, dir string) Copy {
 	t.Helper()
-	lower, err := c.Take(context.Background(), from, head, id)
+	lower, err := c.Take(context.Background(), from, workspace.Tip{Commit: head, Refs: "refs"}, id)
 	require.NoError(t, err)
 	o := Copy{Lower: lower, Record: RecordOf(dir), Dir: dir}
 	require.NoError(t, o.Mount())
@@ -97,7 +99,7 @@ func TestCopiesShareOneCheckout(t *testing.T) {
 	require.Empty(t, entries, "an unmounted copy leaves an empty mount point")
 	again, ok := Load(a.Dir)
 	require.True(t, ok)
-	require.NoError(t, again.Mount())
+	require.NoError(t, again.Remount())
 	data, err := os.ReadFile(filepath.Join(a.Dir, "d1", "f1.txt"))
 	require.NoError(t, err)
 	require.Equal(t, "changed\n", string(data))
@@ -113,6 +115,51 @@ func TestCopiesShareOneCheckout(t *testing.T) {
 	require.DirExists(t, b.Lower, "an unused checkout is kept for the next session of its commit")
 	next := start(t, c, src, head, "c", filepath.Join(ws, "c"))
 	require.Equal(t, b.Lower, next.Lower)
+
+	// A clone holds every ref: other refs, another checkout.
+	other, err := c.Take(context.Background(), src, workspace.Tip{Commit: head, Refs: "other refs"}, "d")
+	require.NoError(t, err)
+	require.NotEqual(t, next.Lower, other)
+}
+
+// TestRemountMakesNothing: a recorded copy whose upper directory is gone
+// (its volume not mounted, say) is not mounted again as an empty copy.
+func TestRemountMakesNothing(t *testing.T) {
+	root := needRoot(t)
+	src, head := repository(t, 2)
+	c := &Checkouts{Dir: filepath.Join(root, "checkouts")}
+	o := start(t, c, src, head, "a", filepath.Join(root, "w", "a"))
+	require.NoError(t, o.Unmount())
+	require.NoError(t, os.RemoveAll(o.Upper()))
+	again, ok := Load(o.Dir)
+	require.True(t, ok)
+	require.ErrorIs(t, again.Remount(), ErrLost)
+	require.False(t, Mounted(o.Dir))
+	require.NoDirExists(t, o.Upper())
+}
+
+// TestLeftoversAreCollected: a checkout a crash left without users, and
+// one whose removal was cut short (in the trash), go at the next
+// collection; a checkout in use stays.
+func TestLeftoversAreCollected(t *testing.T) {
+	root := needRoot(t)
+	src, head := repository(t, 2)
+	c := &Checkouts{Dir: filepath.Join(root, "checkouts")}
+	o := start(t, c, src, head, "a", filepath.Join(root, "w", "a"))
+	for _, name := range []string{"orphan/tree", trash + "cut/tree"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(c.Dir, name), 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(c.Dir, filepath.Dir(name), "ready"), nil, 0o600))
+	}
+	b := start(t, c, src, head, "b", filepath.Join(root, "w", "b"))
+	require.NoError(t, Remove(b.Dir))
+	require.NoError(t, c.Release("b"))
+	entries, err := os.ReadDir(c.Dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	require.Equal(t, []string{filepath.Base(filepath.Dir(o.Lower))}, names)
 }
 
 // TestUnusedCheckoutsAreBounded: of the checkouts no copy uses, only the
@@ -167,7 +214,7 @@ func TestCheckoutOfAMovedHead(t *testing.T) {
 	src, head := repository(t, 3)
 	git(t, src, "commit", "-q", "--allow-empty", "-m", "second")
 	c := &Checkouts{Dir: filepath.Join(root, "checkouts")}
-	_, err := c.Take(context.Background(), src, head, "s")
+	_, err := c.Take(context.Background(), src, workspace.Tip{Commit: head}, "s")
 	require.True(t, errors.Is(err, ErrMoved), "%v", err)
 	entries, err := os.ReadDir(c.Dir)
 	require.NoError(t, err)

@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -57,13 +59,31 @@ func listSome(xs []string, n int) string {
 	return strings.Join(xs[:n], ", ") + fmt.Sprintf(" and %d more", len(xs)-n)
 }
 
-// Start puts the repository at from, at its commit head ("" for a
-// repository without one), at dir: Clone does, and so does a node's
-// overlay of a shared checkout (which needs the commit to name it).
-type Start func(ctx context.Context, from, head, dir string) error
+// Start puts the repository at from, at its tip, at dir: Clone does, and
+// so does a node's overlay of a shared checkout (which the tip names).
+type Start func(ctx context.Context, from string, tip Tip, dir string) error
+
+// Tip is what a clone of a repository holds: its HEAD's commit ("" for a
+// repository without one) and a digest of all its refs (a clone takes
+// every branch and tag).
+type Tip struct {
+	Commit, Refs string
+}
 
 // Cloned is the Start that clones.
-func Cloned(ctx context.Context, from, _, dir string) error { return Clone(ctx, from, dir) }
+func Cloned(ctx context.Context, from string, _ Tip, dir string) error { return Clone(ctx, from, dir) }
+
+// tipOf reads the tip of the repository at from as its owner.
+func tipOf(ctx context.Context, from string, fi os.FileInfo) Tip {
+	out, err := ownerGit(ctx, from, fi, "show-ref", "--head")
+	head, _, _ := strings.Cut(out, "\n")
+	commit, name, _ := strings.Cut(head, " ")
+	if err != nil || name != "HEAD" || !isHash(commit) {
+		return Tip{} // no commit yet
+	}
+	sum := sha256.Sum256([]byte(out))
+	return Tip{Commit: commit, Refs: hex.EncodeToString(sum[:])}
+}
 
 // AsIs makes the working copy at dir from the repository at src as it
 // is: its HEAD (put at dir by start), then (when src has a working tree)
@@ -89,8 +109,7 @@ func AsIs(ctx context.Context, src, dir string, ignored []string, start Start) (
 		from = top
 	}
 	// A repository with no commit yet starts a copy without one.
-	head, _ := ownerGit(ctx, from, fi, "rev-parse", "--verify", "-q", "HEAD^{commit}")
-	if err := start(ctx, from, strings.TrimSpace(head), dir); err != nil {
+	if err := start(ctx, from, tipOf(ctx, from, fi), dir); err != nil {
 		return Origin{}, err
 	}
 	var o Origin
