@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -148,7 +149,20 @@ func (c Copy) mount() error {
 	// and metacopy off whatever the kernel's defaults: the checkout's inode
 	// numbers stay those its settled index recorded, and a remount is not
 	// checked against a former one.
-	opts := "lowerdir=" + c.Lower + ",upperdir=" + c.Upper() + ",workdir=" + c.work() + ",redirect_dir=on,index=off,xino=off,metacopy=off"
+	//
+	// The layers are named by descriptors (/proc/self/fd/N), which the
+	// kernel shows as given: a sandbox reading its mountinfo learns no
+	// host path, not which checkout its copy shares.
+	var layers [3]string
+	for i, dir := range []string{c.Lower, c.Upper(), c.work()} {
+		fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return fmt.Errorf("open the working copy's layer %s: %w", dir, err)
+		}
+		defer unix.Close(fd)
+		layers[i] = "/proc/self/fd/" + strconv.Itoa(fd)
+	}
+	opts := "lowerdir=" + layers[0] + ",upperdir=" + layers[1] + ",workdir=" + layers[2] + ",redirect_dir=on,index=off,xino=off,metacopy=off"
 	if err := unix.Mount("overlay", c.Dir, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount the working copy's overlay at %s: %w", c.Dir, err)
 	}

@@ -1,0 +1,135 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/overlay"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
+)
+
+// TestSessionsShareACheckout: two sessions of one repository and commit
+// are overlays of one checkout. One agent edits, removes, renames a
+// directory, commits in its copy and tries to reach below it (xattrs, a
+// hard link into .git, every mount it can see); the other session's copy,
+// the checkout and the repository see none of it, its own git works on
+// the copy's settled index, its diff shows exactly its changes, and its
+// stop lets the checkout stay for the session still using it.
+func TestSessionsShareACheckout(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("working copies are overlays only for a server running as root")
+	}
+	ctx := context.Background()
+	repo := gitRepo(t)
+	for _, f := range []string{"dir/b.txt", "dir/c.txt"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(repo, filepath.Dir(f)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(repo, f), []byte(f+"\n"), 0o644))
+	}
+	for _, args := range [][]string{{"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "dir"}} {
+		out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	probe := `echo changed > notes.txt
+rm dir/b.txt
+mv dir moved && echo renamed
+for x in trusted.overlay.opaque trusted.overlay.redirect; do
+  /usr/bin/python3 -c "import os,sys; os.setxattr('moved', sys.argv[1], b'y')" $x 2>/dev/null && echo XATTR-SET $x || echo xattr-refused $x
+done
+ln .git/HEAD head-link 2>/dev/null && echo LINKED || echo link-refused
+git status --porcelain
+grep -c overlay /proc/self/mountinfo || true
+cat /proc/self/mountinfo | grep -o 'lowerdir=[^,]*' || echo no-lower-named`
+	name := unique("sharer") + ".yaml"
+	require.NoError(t, os.MkdirAll(filepath.Join(sharedDir, "replay"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(sharedDir, "replay", name), []byte(fmt.Sprintf(`steps:
+  - text: "Probing."
+    toolCalls:
+      - name: run_command
+        args: {command: %q}
+  - text: "Done."
+`, probe)), 0o600))
+	sharer, idle := unique("sharer"), unique("bystander")
+	applyAgent(t, sharer, "replay/"+name, "tools: [run_command]\n")
+	applyAgent(t, idle, script(t, "empty.yaml"), "tools: [run_command]\n")
+
+	b, err := api.Sessions().Create(ctx, wire.CreateRequest{Agent: idle, Repo: repo, Message: "wait"})
+	require.NoError(t, err)
+	a, err := api.Sessions().Create(ctx, wire.CreateRequest{Agent: sharer, Repo: repo, Message: "probe"})
+	require.NoError(t, err)
+	waitFor(t, "the probe's turn", func() (bool, error) {
+		pending, err := api.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: a.ID, Status: session.ApprovalPending})
+		for _, ap := range pending {
+			if _, err := api.Gates().Decide(ctx, ap.ID, true, "probe"); err != nil {
+				return false, err
+			}
+		}
+		turns, terr := api.Sessions().Turns(ctx, a.ID)
+		return len(turns) == 1 && turns[0].Status.Settled(), errors.Join(err, terr)
+	})
+	waitStatus(t, b.ID, session.StatusAwaiting)
+	var out string
+	for _, c := range finalCalls(t, api, a.ID) {
+		out = c.Result + c.Error
+	}
+	require.Contains(t, out, "renamed", "a directory of the checkout renames (redirect_dir)")
+	require.Contains(t, out, "xattr-refused trusted.overlay.opaque")
+	require.Contains(t, out, "xattr-refused trusted.overlay.redirect")
+	require.NotContains(t, out, "XATTR-SET")
+	require.NotContains(t, out, "LINKED", "a hard link into the read-only .git")
+	require.Contains(t, out, " M notes.txt", "the agent's git reads the copy")
+	require.Contains(t, out, "lowerdir=/proc/self/fd/")
+	require.NotContains(t, out, "checkouts", "the sandbox learns nothing of the checkout its copy shares")
+
+	ax, err := api.Sessions().Get(ctx, a.ID)
+	require.NoError(t, err)
+	bx, err := api.Sessions().Get(ctx, b.ID)
+	require.NoError(t, err)
+	oa, ok := overlay.Load(ax.Workdir)
+	require.True(t, ok, "session A's copy is an overlay")
+	ob, ok := overlay.Load(bx.Workdir)
+	require.True(t, ok, "session B's copy is an overlay")
+	require.Equal(t, oa.Lower, ob.Lower, "one checkout for both")
+
+	d, err := api.Review().Diff(ctx, a.ID)
+	require.NoError(t, err)
+	var files []string
+	for _, f := range d.Files {
+		files = append(files, f.Status+" "+f.Path)
+	}
+	require.ElementsMatch(t, []string{"modified notes.txt", "deleted dir/b.txt", "deleted dir/c.txt", "added moved/c.txt"}, files)
+	d, err = api.Review().Diff(ctx, b.ID)
+	require.NoError(t, err)
+	require.Empty(t, d.Files, "the other session's copy is untouched")
+	for _, dir := range []string{bx.Workdir, oa.Lower, repo} {
+		data, err := os.ReadFile(filepath.Join(dir, "notes.txt"))
+		require.NoError(t, err)
+		require.Equal(t, "some notes\n", string(data), dir)
+		require.FileExists(t, filepath.Join(dir, "dir", "b.txt"))
+	}
+
+	send(t, a.ID, session.KindStop, session.StopPayload{Reason: "done"})
+	waitStatus(t, a.ID, session.StatusStopped)
+	waitFor(t, "session A's copy to go", func() (bool, error) { return !overlay.Mounted(ax.Workdir), nil })
+	require.DirExists(t, oa.Lower, "the checkout stays for the session still using it")
+	d, err = api.Review().Diff(ctx, b.ID)
+	require.NoError(t, err)
+	require.Empty(t, d.Files)
+	entries, err := os.ReadDir(filepath.Join(filepath.Dir(oa.Lower), "users"))
+	require.NoError(t, err)
+	var users []string
+	for _, e := range entries {
+		users = append(users, e.Name())
+	}
+	require.Equal(t, []string{b.ID}, users, "only the live session uses it: %s", strings.Join(users, ", "))
+	send(t, b.ID, session.KindStop, session.StopPayload{Reason: "done"})
+	waitStatus(t, b.ID, session.StatusStopped)
+}
