@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -148,14 +149,16 @@ func TestLimits(t *testing.T) {
 	require.Equal(t, int64(299000), res.Discarded)
 
 	start := time.Now()
-	res, err = c.Run(ctx, sandbox.Command{Script: "(sleep 300; echo late > ../late) & sleep 300", Timeout: time.Second}, nil)
+	// A duration of its own: another package's test may sleep 300 s too.
+	long := fmt.Sprintf("300.%06d", start.UnixNano()%1e6)
+	res, err = c.Run(ctx, sandbox.Command{Script: "(sleep " + long + "; echo late > ../late) & sleep " + long, Timeout: time.Second}, nil)
 	require.NoError(t, err)
 	require.True(t, res.TimedOut)
 	require.Equal(t, 124, res.ExitCode)
 	require.Less(t, time.Since(start), time.Minute)
 	// Nothing of the command's group outlives it.
 	out.Reset()
-	res, err = c.Run(ctx, sandbox.Command{Script: "pgrep -f 'sleep 3[0]0' || echo none", Stdout: &out}, nil)
+	res, err = c.Run(ctx, sandbox.Command{Script: "pgrep -f 'sleep 3[0]0." + long[4:] + "' || echo none", Stdout: &out}, nil)
 	require.NoError(t, err)
 	require.Equal(t, "none\n", out.String())
 }
