@@ -104,4 +104,5 @@ func (a *App) checkouts(c *copies.Set, dataDir string) {
 		return
 	}
 	c.Checkouts = &overlay.Checkouts{Dir: dir, UID: c.UID}
+	a.logger.Info("working copies are overlays of shared checkouts", "dir", dir)
 }
