@@ -30,18 +30,24 @@ type Checkouts struct {
 	UID int
 	// Unused is how many checkouts no copy uses are kept (0: 4).
 	Unused int
-	locks  sync.Map // key → *sync.Mutex
+	locks  sync.Map // key → chan struct{} (one slot)
 }
 
 // ErrMoved says the repository's HEAD moved while its checkout was made:
 // the checkout is not of the commit asked for.
 var ErrMoved = errors.New("the repository's HEAD moved while its checkout was made")
 
-func (c *Checkouts) lock(key string) func() {
-	m, _ := c.locks.LoadOrStore(key, &sync.Mutex{})
-	mu := m.(*sync.Mutex)
-	mu.Lock()
-	return mu.Unlock
+// lock takes checkout key's lock, or gives up when ctx ends (a wait
+// behind another session's long clone).
+func (c *Checkouts) lock(ctx context.Context, key string) (func(), error) {
+	m, _ := c.locks.LoadOrStore(key, make(chan struct{}, 1))
+	ch := m.(chan struct{})
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for the checkout another session is making: %w", ctx.Err())
+	}
 }
 
 // key names the checkout of the repository at from at tip.
@@ -55,7 +61,11 @@ func (c *Checkouts) key(from string, tip workspace.Tip) string {
 // none, and records session id as one of its users.
 func (c *Checkouts) Take(ctx context.Context, from string, tip workspace.Tip, id string) (string, error) {
 	key := c.key(from, tip)
-	defer c.lock(key)()
+	unlock, err := c.lock(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	dir := filepath.Join(c.Dir, key)
 	tree := filepath.Join(dir, "tree")
 	users := filepath.Join(dir, "users")
@@ -184,7 +194,11 @@ const trash = ".trash-"
 
 // remove deletes the checkout key unless a session took it meanwhile.
 func (c *Checkouts) remove(key string) error {
-	defer c.lock(key)()
+	unlock, err := c.lock(context.Background(), key)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	dir := filepath.Join(c.Dir, key)
 	if users, err := os.ReadDir(filepath.Join(dir, "users")); len(users) > 0 || (err != nil && !errors.Is(err, os.ErrNotExist)) {
 		return err

@@ -260,3 +260,18 @@ func TestMountRefusesOptionCharacters(t *testing.T) {
 		require.ErrorContains(t, err, "cannot", name)
 	}
 }
+
+// TestTakeGivesUpWithItsContext: a session waiting behind another's
+// making of the same checkout gives up when its context ends.
+func TestTakeGivesUpWithItsContext(t *testing.T) {
+	root := t.TempDir()
+	c := &Checkouts{Dir: filepath.Join(root, "checkouts")}
+	tip := workspace.Tip{Commit: "0123456789012345678901234567890123456789", Refs: "r"}
+	unlock, err := c.lock(context.Background(), c.key("/repo", tip))
+	require.NoError(t, err)
+	defer unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = c.Take(ctx, "/repo", tip, "s")
+	require.ErrorIs(t, err, context.Canceled)
+}
