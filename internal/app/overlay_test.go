@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -123,13 +122,11 @@ cat /proc/self/mountinfo | grep -o 'lowerdir=[^,]*' || echo no-lower-named`
 	d, err = api.Review().Diff(ctx, b.ID)
 	require.NoError(t, err)
 	require.Empty(t, d.Files)
-	entries, err := os.ReadDir(filepath.Join(filepath.Dir(oa.Lower), "users"))
-	require.NoError(t, err)
-	var users []string
-	for _, e := range entries {
-		users = append(users, e.Name())
-	}
-	require.Equal(t, []string{b.ID}, users, "only the live session uses it: %s", strings.Join(users, ", "))
+	// The copy goes, then its use of the checkout.
+	waitFor(t, "only the live session to use the checkout", func() (bool, error) {
+		entries, err := os.ReadDir(filepath.Join(filepath.Dir(oa.Lower), "users"))
+		return len(entries) == 1 && entries[0].Name() == b.ID, err
+	})
 	send(t, b.ID, session.KindStop, session.StopPayload{Reason: "done"})
 	waitStatus(t, b.ID, session.StatusStopped)
 }
