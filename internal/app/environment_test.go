@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -60,20 +59,7 @@ func envSession(t *testing.T, agent, repo string) (session.Session, map[session.
 	ctx := context.Background()
 	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Agent: agent, Repo: repo, Message: "test it"})
 	require.NoError(t, err)
-	waitFor(t, "the first turn of "+x.ID, func() (bool, error) {
-		pending, err := api.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
-		for _, ap := range pending {
-			if _, err := api.Gates().Decide(ctx, ap.ID, true, "run the tests"); err != nil {
-				return false, err
-			}
-		}
-		s, serr := api.Sessions().Get(ctx, x.ID)
-		if s.Status == session.StatusFailed {
-			return false, fmt.Errorf("session failed: %s", s.Error)
-		}
-		turns, terr := api.Sessions().Turns(ctx, x.ID)
-		return len(turns) == 1 && turns[0].Status.Settled(), errors.Join(err, serr, terr)
-	})
+	approveTurns(t, x.ID, 1, "run the tests")
 	events, err := api.Sessions().Events(ctx, x.ID, 0)
 	require.NoError(t, err)
 	phases := map[session.RuntimePhase]session.PhaseData{}

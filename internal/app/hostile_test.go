@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -75,17 +74,7 @@ touch %[1]s 2>/dev/null && echo MARKER-WRITABLE-IN-SANDBOX || echo planted`, mar
 	applyAgent(t, "planter", "replay/"+name, "tools: [run_command, search, read_file, write_file]\n")
 	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Agent: "planter", Repo: repo, Message: "go"})
 	require.NoError(t, err)
-	waitFor(t, "the turn", func() (bool, error) {
-		// The planting command is not free: a person approves it.
-		pending, err := api.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: x.ID, Status: session.ApprovalPending})
-		for _, ap := range pending {
-			if _, err := api.Gates().Decide(ctx, ap.ID, true, "let it plant"); err != nil {
-				return false, err
-			}
-		}
-		turns, terr := api.Sessions().Turns(ctx, x.ID)
-		return len(turns) == 1 && turns[0].Status.Settled(), errors.Join(err, terr)
-	})
+	approveTurns(t, x.ID, 1, "let it plant") // the planting command is not free: a person approves it
 	final := finalCalls(t, api, x.ID)
 	var results []string
 	for _, c := range final {

@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -64,16 +63,7 @@ cat /proc/self/mountinfo | grep -o 'lowerdir=[^,]*' || echo no-lower-named`
 	require.NoError(t, err)
 	a, err := api.Sessions().Create(ctx, wire.CreateRequest{Agent: sharer, Repo: repo, Message: "probe"})
 	require.NoError(t, err)
-	waitFor(t, "the probe's turn", func() (bool, error) {
-		pending, err := api.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: a.ID, Status: session.ApprovalPending})
-		for _, ap := range pending {
-			if _, err := api.Gates().Decide(ctx, ap.ID, true, "probe"); err != nil {
-				return false, err
-			}
-		}
-		turns, terr := api.Sessions().Turns(ctx, a.ID)
-		return len(turns) == 1 && turns[0].Status.Settled(), errors.Join(err, terr)
-	})
+	approveTurns(t, a.ID, 1, "probe")
 	waitStatus(t, b.ID, session.StatusAwaiting)
 	var out string
 	for _, c := range finalCalls(t, api, a.ID) {

@@ -37,6 +37,28 @@ func waitStatus(t *testing.T, id string, want session.Status) session.Session {
 	return x
 }
 
+// approveTurns approves, as a person would, every call of session id
+// that asks, with note, until it has turns settled turns; a session that
+// fails is an error at once.
+func approveTurns(t *testing.T, id string, turns int, note string) {
+	t.Helper()
+	ctx := context.Background()
+	waitFor(t, fmt.Sprintf("%d settled turn(s) of %s", turns, id), func() (bool, error) {
+		pending, err := api.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: id, Status: session.ApprovalPending})
+		for _, ap := range pending {
+			if _, err := api.Gates().Decide(ctx, ap.ID, true, note); err != nil {
+				return false, err
+			}
+		}
+		s, serr := api.Sessions().Get(ctx, id)
+		if s.Status == session.StatusFailed {
+			return false, fmt.Errorf("session failed: %s", s.Error)
+		}
+		all, terr := api.Sessions().Turns(ctx, id)
+		return len(all) == turns && all[turns-1].Status.Settled(), errors.Join(err, serr, terr)
+	})
+}
+
 func send(t *testing.T, id string, kind session.CommandKind, payload any) session.Command {
 	t.Helper()
 	data, _ := json.Marshal(payload)

@@ -151,9 +151,13 @@ func (c *Set) Dir(ctx context.Context, s session.Session, runsCommands bool) (st
 // of the shared checkout of that commit when this node makes them, else a
 // clone.
 func (c *Set) Start(s session.Session) workspace.Start {
-	return func(ctx context.Context, from string, tip workspace.Tip, dir string) error {
-		if c == nil || c.Checkouts == nil || tip.Commit == "" {
-			return workspace.Clone(ctx, from, dir)
+	if c == nil || c.Checkouts == nil {
+		return workspace.Clone
+	}
+	return func(ctx context.Context, from, dir string) error {
+		tip, err := workspace.TipOf(ctx, from)
+		if err != nil || tip.Commit == "" {
+			return workspace.Clone(ctx, from, dir) // a repository without a commit: nothing to share
 		}
 		lower, err := c.Checkouts.Take(ctx, from, tip, s.ID)
 		if errors.Is(err, overlay.ErrMoved) {
@@ -170,11 +174,17 @@ func (c *Set) Start(s session.Session) workspace.Start {
 // Clear removes whatever stands at dir (a copy an attempt cut short left
 // half made), its overlay unmounted first.
 func (c *Set) Clear(dir string) error {
-	defer c.hold(dir)()
-	if err := overlay.Remove(dir); err != nil {
+	if err := c.dropOverlay(dir); err != nil {
 		return err
 	}
 	return os.RemoveAll(dir)
+}
+
+// dropOverlay unmounts the overlay of the copy at dir, if it is one, and
+// removes its record.
+func (c *Set) dropOverlay(dir string) error {
+	defer c.hold(dir)()
+	return overlay.Remove(dir)
 }
 
 // volumeOf says which session's volume holds dir, if any.
@@ -339,9 +349,7 @@ func (c *Set) Remove(ctx context.Context, s session.Session) error {
 	var errs []error
 	if s.Workdir != "" {
 		// The overlay goes first: its upper layer may be in the volume.
-		unlock := c.hold(s.Workdir)
-		errs = append(errs, overlay.Remove(s.Workdir))
-		unlock()
+		errs = append(errs, c.dropOverlay(s.Workdir))
 	}
 	if c.Checkouts != nil {
 		errs = append(errs, c.Checkouts.Release(s.ID))

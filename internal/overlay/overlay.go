@@ -14,10 +14,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/paddock-dev/paddock/internal/volume"
 	"golang.org/x/sys/unix"
 )
 
@@ -217,14 +219,7 @@ func Remove(dir string) error {
 // Mounted says whether an overlay is mounted at dir.
 func Mounted(dir string) bool {
 	var st unix.Statfs_t
-	if unix.Statfs(dir, &st) != nil || st.Type != unix.OVERLAYFS_SUPER_MAGIC {
-		return false
-	}
-	var d, p unix.Stat_t
-	if unix.Stat(dir, &d) != nil || unix.Stat(filepath.Dir(dir), &p) != nil {
-		return false
-	}
-	return d.Dev != p.Dev
+	return unix.Statfs(dir, &st) == nil && st.Type == unix.OVERLAYFS_SUPER_MAGIC && volume.Mounted(dir)
 }
 
 // MountsUnder lists the overlays mounted at or under any of dirs, deepest
@@ -250,10 +245,7 @@ func MountsUnder(dirs ...string) ([]string, error) {
 			}
 		}
 	}
-	// Deeper mounts first: an overlay in a volume before the volume.
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
+	slices.Reverse(out) // deeper mounts first: an overlay in a volume before the volume
 	return out, nil
 }
 
@@ -265,8 +257,7 @@ func unescape(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		if s[i] == '\\' && i+3 < len(s) {
-			var n int
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &n); err == nil {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
 				b.WriteByte(byte(n))
 				i += 3
 				continue

@@ -59,9 +59,9 @@ func listSome(xs []string, n int) string {
 	return strings.Join(xs[:n], ", ") + fmt.Sprintf(" and %d more", len(xs)-n)
 }
 
-// Start puts the repository at from, at its tip, at dir: Clone does, and
-// so does a node's overlay of a shared checkout (which the tip names).
-type Start func(ctx context.Context, from string, tip Tip, dir string) error
+// Start puts the repository at from (its HEAD) at dir: Clone does, and
+// so does a node's overlay of a shared checkout.
+type Start func(ctx context.Context, from, dir string) error
 
 // Tip is what a clone of a repository holds: its HEAD's commit ("" for a
 // repository without one) and a digest of all its refs (a clone takes
@@ -70,19 +70,20 @@ type Tip struct {
 	Commit, Refs string
 }
 
-// Cloned is the Start that clones.
-func Cloned(ctx context.Context, from string, _ Tip, dir string) error { return Clone(ctx, from, dir) }
-
-// tipOf reads the tip of the repository at from as its owner.
-func tipOf(ctx context.Context, from string, fi os.FileInfo) Tip {
+// TipOf reads the tip of the repository at from, as its owner.
+func TipOf(ctx context.Context, from string) (Tip, error) {
+	fi, err := os.Stat(from)
+	if err != nil {
+		return Tip{}, err
+	}
 	out, err := ownerGit(ctx, from, fi, "show-ref", "--head")
 	head, _, _ := strings.Cut(out, "\n")
 	commit, name, _ := strings.Cut(head, " ")
 	if err != nil || name != "HEAD" || !isHash(commit) {
-		return Tip{} // no commit yet
+		return Tip{}, nil // no commit yet
 	}
 	sum := sha256.Sum256([]byte(out))
-	return Tip{Commit: commit, Refs: hex.EncodeToString(sum[:])}
+	return Tip{Commit: commit, Refs: hex.EncodeToString(sum[:])}, nil
 }
 
 // AsIs makes the working copy at dir from the repository at src as it
@@ -109,7 +110,7 @@ func AsIs(ctx context.Context, src, dir string, ignored []string, start Start) (
 		from = top
 	}
 	// A repository with no commit yet starts a copy without one.
-	if err := start(ctx, from, tipOf(ctx, from, fi), dir); err != nil {
+	if err := start(ctx, from, dir); err != nil {
 		return Origin{}, err
 	}
 	var o Origin

@@ -63,7 +63,7 @@ func TestAsIsTakesTheCheckoutAsItIs(t *testing.T) {
 	status := gitOut(t, src, "status", "--porcelain")
 
 	dir := filepath.Join(t.TempDir(), "copy")
-	o, err := AsIs(ctx, src, dir, nil, Cloned)
+	o, err := AsIs(ctx, src, dir, nil, Clone)
 	require.NoError(t, err)
 	require.Equal(t, head, o.Head)
 	require.NotEqual(t, head, o.Base, "the work in progress is the base snapshot")
@@ -93,7 +93,7 @@ func TestAsIsTakesTheCheckoutAsItIs(t *testing.T) {
 
 func TestAsIsOfACleanCheckoutStartsAtHead(t *testing.T) {
 	src, head := repo(t)
-	o, err := AsIs(context.Background(), src, filepath.Join(t.TempDir(), "copy"), nil, Cloned)
+	o, err := AsIs(context.Background(), src, filepath.Join(t.TempDir(), "copy"), nil, Clone)
 	require.NoError(t, err)
 	require.Equal(t, head, o.Base)
 	require.Empty(t, o.Files)
@@ -104,7 +104,7 @@ func TestAsIsOfACleanCheckoutStartsAtHead(t *testing.T) {
 func agentChanges(t *testing.T, src string) session.Diff {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "copy")
-	o, err := AsIs(ctx, src, dir, nil, Cloned)
+	o, err := AsIs(ctx, src, dir, nil, Clone)
 	require.NoError(t, err)
 	write(t, dir, "notes.md", "one\ntwo\nTHREE\nfour\nfive\nsix\nseven\n")
 	write(t, dir, "new/untracked.txt", "draft\nfinished by the agent\n")
@@ -221,7 +221,7 @@ func TestAsIsTakesEveryShapeOfCheckout(t *testing.T) {
 	require.NoError(t, os.Chmod(filepath.Join(src, "secret"), 0))
 
 	dir := filepath.Join(t.TempDir(), "copy")
-	o, err := AsIs(context.Background(), src, dir, nil, Cloned)
+	o, err := AsIs(context.Background(), src, dir, nil, Clone)
 	require.NoError(t, err)
 	require.Equal(t, "now a file\n", read(t, dir, "d"))
 	require.Equal(t, "now a directory\n", read(t, dir, "x/y"))
@@ -241,7 +241,7 @@ func TestAsIsHonoursHiddenUntrackedFiles(t *testing.T) {
 	write(t, src, ".ssh/id_ed25519", "key\n")
 	write(t, src, "main.go", "package main // edited\n")
 	dir := filepath.Join(t.TempDir(), "copy")
-	o, err := AsIs(context.Background(), src, dir, nil, Cloned)
+	o, err := AsIs(context.Background(), src, dir, nil, Clone)
 	require.NoError(t, err)
 	require.Equal(t, []string{"main.go"}, o.Files)
 	require.NoFileExists(t, filepath.Join(dir, ".ssh/id_ed25519"))
@@ -255,7 +255,7 @@ func TestAsIsTakesTheIgnoredFilesAskedFor(t *testing.T) {
 	write(t, src, "fixtures/big.log", "needed by the tests\n")
 	write(t, src, "debug.log", "not needed\n")
 	dir := filepath.Join(t.TempDir(), "copy")
-	o, err := AsIs(context.Background(), src, dir, []string{"fixtures/**"}, Cloned)
+	o, err := AsIs(context.Background(), src, dir, []string{"fixtures/**"}, Clone)
 	require.NoError(t, err)
 	require.Equal(t, []string{"fixtures/big.log"}, o.Ignored)
 	require.Empty(t, o.Files)
