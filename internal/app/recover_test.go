@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/wire"
@@ -31,8 +32,15 @@ func TestRecoverStartsOnlyWhatIsLost(t *testing.T) {
 	lost, kept := ids[0], ids[1]
 	tc := shared.Service.Temporal
 	require.NoError(t, tc.TerminateWorkflow(ctx, session.WorkflowID(lost), "", "as a cluster that lost its state"))
-	before, err := tc.DescribeWorkflowExecution(ctx, session.WorkflowID(kept), "")
-	require.NoError(t, err)
+	// The session's status is written by a local activity within a
+	// workflow task; its history grows when that task completes. Wait
+	// for the workflow to be at rest before counting.
+	var before *workflowservice.DescribeWorkflowExecutionResponse
+	waitFor(t, "the kept session's workflow at rest", func() (bool, error) {
+		var err error
+		before, err = tc.DescribeWorkflowExecution(ctx, session.WorkflowID(kept), "")
+		return err == nil && before.GetPendingWorkflowTask() == nil && len(before.GetPendingActivities()) == 0, err
+	})
 
 	woken, err := shared.Service.Sessions().Recover(ctx)
 	require.NoError(t, err)
