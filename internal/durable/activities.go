@@ -45,6 +45,9 @@ type Activities struct {
 	Store     store.Store
 	Providers *provider.Registry
 	Tools     tool.Set
+	// Peers is what a session's agent sees of its project's sessions
+	// (the sessions_* tools; nil: they are not available).
+	Peers func(from session.Session) tool.Sessions
 	Now       func() time.Time
 	// ContentKey opens sessions' credentials.
 	ContentKey Cipher

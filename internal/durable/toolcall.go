@@ -357,6 +357,9 @@ func (a Turns) RunTool(ctx context.Context, sessionID, turnID string, call provi
 		res, runErr = tool.CallMCP(ctx, server, a.mcpEnv(s, sp), name, call.Args)
 	} else {
 		env := tool.Env{Root: s.Workdir, Shell: a.Shell, Place: a.place(s, sp), Run: turnID + "/" + call.ID, DiskBudget: a.Copies.Budget(s.Workdir), Owner: a.Copies.UID, MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}
+		if a.Peers != nil {
+			env.Sessions = a.Peers(s)
+		}
 		var creds map[string]string
 		if call.Name == tool.RunCommand && len(sp.Environment.Credentials) > 0 {
 			// The requester's credentials, read here (never carried through

@@ -55,7 +55,7 @@ func (s Sessions) RevokeUser(ctx context.Context, p identity.Principal, name str
 	}
 	var stopped, problems []string
 	for _, x := range live {
-		if x.CreatedBy.Kind != session.SenderOperator || x.CreatedBy.ID != name {
+		if r := x.CreatedBy.Requester(); r.Kind != session.SenderOperator || r.ID != name {
 			continue
 		}
 		if err := s.Sessions().Revoke(ctx, p, x.ID); err != nil {
@@ -71,6 +71,7 @@ func (s Sessions) RevokeUser(ctx context.Context, p identity.Principal, name str
 // sessions need a member's approval to start; an agent whose commands act
 // with the requester's credentials waits for them (nil: it starts at once).
 func (s *Service) startGate(ctx context.Context, id, project string, by session.Sender, sp spec.Agent) (*session.Park, error) {
+	by = by.Requester()
 	guest, err := s.isGuest(ctx, project, by)
 	if err != nil {
 		return nil, err
@@ -156,13 +157,13 @@ func (s Gates) ApproveStart(ctx context.Context, caller identity.Principal, id s
 	if err != nil {
 		return p, err
 	}
-	if x.CreatedBy.ID == by.ID && x.CreatedBy.Kind == by.Kind {
+	if x.CreatedBy.Requester().Same(by) {
 		return p, fmt.Errorf("%w: %s requested session %s and cannot approve its start", errdefs.ErrDenied, by.ID, id)
 	}
 	if approve {
 		var sp spec.Agent
 		_ = json.Unmarshal(x.AgentSpec, &sp)
-		if next := identityGate(id, sp, x.CreatedBy); next != nil {
+		if next := identityGate(id, sp, x.CreatedBy.Requester()); next != nil {
 			return s.Store.PassPark(ctx, p.ID, &by, note, *next)
 		}
 		if sp.Identity == spec.IdentityService {
@@ -301,7 +302,7 @@ func (s Gates) ChooseIdentity(ctx context.Context, caller identity.Principal, id
 		}
 		return s.resolve(ctx, p, session.ParkGranted, by, "acting as project "+x.Project+"'s service identity")
 	case spec.IdentityRequester:
-		return s.Store.PassPark(ctx, p.ID, &by, "acting as "+by.ID, *credentialsPark(id, sp, x.CreatedBy))
+		return s.Store.PassPark(ctx, p.ID, &by, "acting as "+by.ID, *credentialsPark(id, sp, x.CreatedBy.Requester()))
 	}
 	return p, fmt.Errorf("%w: identity %q: want requester or service", errdefs.ErrInvalid, as)
 }
@@ -314,8 +315,8 @@ func (s *Service) requestedBy(ctx context.Context, caller identity.Principal, id
 	if err != nil {
 		return x, err
 	}
-	if by := caller.Sender(); x.CreatedBy.Kind != by.Kind || x.CreatedBy.ID != by.ID {
-		return session.Session{}, fmt.Errorf("%w: "+why, errdefs.ErrDenied, id, x.CreatedBy)
+	if r := x.CreatedBy.Requester(); !r.Same(caller.Sender()) {
+		return session.Session{}, fmt.Errorf("%w: "+why, errdefs.ErrDenied, id, r)
 	}
 	return x, nil
 }

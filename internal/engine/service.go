@@ -327,6 +327,7 @@ func (s *Service) mayCopy(ctx context.Context, repo, project string, by session.
 		return nil // checkRepo explains
 	}
 	refused := fmt.Errorf("%w: repository %s may not be copied by project %s's sessions", errdefs.ErrInvalid, clip.String(repo, 64), project)
+	by = by.Requester()
 	if s.DataDir != "" {
 		data := filepath.Clean(s.DataDir)
 		if real, err := filepath.EvalSymlinks(data); err == nil {

@@ -82,9 +82,31 @@ type Sender struct {
 	// Via is how an operator authenticated: "token:ID" (a Paddock token,
 	// minted by an administrator or by a directory login).
 	Via string `json:"via,omitempty"`
+	// OnBehalfOf is whom an agent acts for: the requester of the session
+	// that sent the command or spawned the session (its person, or the
+	// trigger that started it).
+	OnBehalfOf *Sender `json:"onBehalfOf,omitempty"`
 }
 
-func (s Sender) String() string { return string(s.Kind) + ":" + s.ID }
+func (s Sender) String() string {
+	if s.OnBehalfOf != nil {
+		return string(s.Kind) + ":" + s.ID + " for " + s.OnBehalfOf.String()
+	}
+	return string(s.Kind) + ":" + s.ID
+}
+
+// Requester is whom what s sent is for: s itself, or the one an agent
+// acts for. A session's requester gives its credentials, chooses its
+// identity, and bounds what its agent may read and start.
+func (s Sender) Requester() Sender {
+	if s.OnBehalfOf != nil {
+		return *s.OnBehalfOf
+	}
+	return s
+}
+
+// Same says s and o are the same sender (how they authenticated aside).
+func (s Sender) Same(o Sender) bool { return s.Kind == o.Kind && s.ID == o.ID }
 
 // Command is a durable row that brings work into a session.
 type Command struct {

@@ -51,6 +51,9 @@ type Env struct {
 	// Live, when set, receives a command's output as it happens (the
 	// result still carries all of it); its errors are ignored.
 	Live io.Writer
+	// Sessions is the project's sessions as the sessions_* tools see
+	// them (nil: those tools say they are not available).
+	Sessions Sessions
 }
 
 // Result is what a tool returns to the model. A question tool returns a
@@ -114,7 +117,9 @@ type Set map[string]Tool
 // Builtin returns all built-in tools.
 func Builtin() Set {
 	s := Set{}
-	for _, t := range []Tool{readFile, writeFile, editFile, listDir, search, askUser, archiveSession, runCommand} {
+	for _, t := range []Tool{readFile, writeFile, editFile, listDir, search, askUser, archiveSession, runCommand,
+		sessionsSummary, sessionsConversation, sessionsSearch, sessionsTools, sessionsTriggers, sessionsBindings, sessionsCommands,
+		sessionsSpawn, sessionsSend} {
 		s[t.Name] = t
 	}
 	return s
@@ -122,11 +127,21 @@ func Builtin() Set {
 
 // Idempotent says whether running a built-in tool twice has the effect of
 // running it once (reads, a whole-file write, a question keyed by its
-// call), so a call interrupted by a crash may simply run again. Commands,
-// edits and MCP calls are not: they run at most once.
+// call, a spawn or a message keyed by its call), so a call interrupted by
+// a crash may simply run again. Commands, edits and MCP calls are not:
+// they run at most once.
 func Idempotent(name string) bool {
 	switch name {
 	case readFile.Name, listDir.Name, search.Name, writeFile.Name, askUser.Name, archiveSession.Name:
+		return true
+	}
+	return Introspects(name) || name == SessionsSpawn || name == SessionsSend
+}
+
+// Introspects says whether a tool only reads the project's sessions.
+func Introspects(name string) bool {
+	switch name {
+	case SessionsSummary, SessionsConversation, SessionsSearch, SessionsTools, SessionsTriggers, SessionsBindings, SessionsCommands:
 		return true
 	}
 	return false
@@ -137,10 +152,10 @@ func Idempotent(name string) bool {
 // copy is checkpointed.
 func ReadOnly(name string) bool {
 	switch name {
-	case readFile.Name, listDir.Name, search.Name, askUser.Name, archiveSession.Name:
+	case readFile.Name, listDir.Name, search.Name, askUser.Name, archiveSession.Name, SessionsSpawn, SessionsSend:
 		return true
 	}
-	return false
+	return Introspects(name)
 }
 
 // Names lists the tool names, sorted.

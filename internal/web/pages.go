@@ -191,7 +191,7 @@ func (a *App) sessions(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		row := Row{Session: x, Park: waits[x.ID], CostUSD: costs[x.ID], Badge: string(x.Status), BadgeClass: "status-" + string(x.Status)}
-		mine := x.CreatedBy.ID == principal(r).User
+		mine := x.CreatedBy.Requester().Same(sender(r))
 		switch n := deciding[x.ID]; {
 		case n > 0:
 			row.Needs = fmt.Sprintf("%d %s to decide", n, plural(n, "call", "calls"))
@@ -586,7 +586,7 @@ func (a *App) requests(r *http.Request) ([]Request, error) {
 	me := sender(r)
 	var out []Request
 	for _, p := range parked {
-		if !own(p) || p.Session.CreatedBy.Kind != me.Kind || p.Session.CreatedBy.ID != me.ID {
+		if !own(p) || !p.Session.CreatedBy.Requester().Same(me) {
 			continue
 		}
 		var sp spec.Agent
