@@ -48,7 +48,7 @@ type Activities struct {
 	// Peers is what a session's agent sees of its project's sessions
 	// (the sessions_* tools; nil: they are not available).
 	Peers func(from session.Session) tool.Sessions
-	Now       func() time.Time
+	Now   func() time.Time
 	// ContentKey opens sessions' credentials.
 	ContentKey Cipher
 	// Copies is where sessions' working copies and caches live.

@@ -50,14 +50,14 @@ type Sessions interface {
 
 // SessionSummary is a session as another agent is shown it.
 type SessionSummary struct {
-	ID        string `json:"id"`
-	Agent     string `json:"agent"`
-	Status    string `json:"status"`
-	Phase     string `json:"runtimePhase,omitempty"`
-	Archived  bool   `json:"archived,omitempty"`
-	Title     string `json:"title"`
-	Ambient   string `json:"ambientStatus,omitempty"`
-	Error     string `json:"error,omitempty"`
+	ID         string `json:"id"`
+	Agent      string `json:"agent"`
+	Status     string `json:"status"`
+	Phase      string `json:"runtimePhase,omitempty"`
+	Archived   bool   `json:"archived,omitempty"`
+	Title      string `json:"title"`
+	Ambient    string `json:"ambientStatus,omitempty"`
+	Error      string `json:"error,omitempty"`
 	StopReason string `json:"stopReason,omitempty"`
 	// CreatedBy is who started it ("operator:ana", "agent:ID for
 	// operator:ana", "trigger:NAME").
