@@ -52,6 +52,8 @@ func ConsumptionOf(ctx context.Context, st store.Store, s session.Session, now t
 		}
 		c.Actions += d.Actions
 		c.Active += time.Duration(d.ActiveMs) * time.Millisecond
+		c.Tokens += d.Tokens
+		c.SpendUSD += d.SpendUSD
 		if d.Extension {
 			c.Extensions++
 		}
@@ -60,7 +62,8 @@ func ConsumptionOf(ctx context.Context, st store.Store, s session.Session, now t
 	if err != nil {
 		return c, err
 	}
-	c.Tokens, c.SpendUSD = int64(u.InputTokens+u.OutputTokens), u.CostUSD
+	c.Tokens += int64(u.InputTokens + u.OutputTokens)
+	c.SpendUSD += u.CostUSD
 	turns, err := st.ListTurns(ctx, s.ID)
 	if err != nil {
 		return c, err

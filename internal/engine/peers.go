@@ -245,18 +245,21 @@ func (p peers) by() session.Sender {
 	return session.Sender{Kind: session.SenderAgent, ID: p.from.ID, OnBehalfOf: &r}
 }
 
-func (p peers) Spawn(ctx context.Context, agent, message, key string) (session.Session, error) {
+func (p peers) Spawn(ctx context.Context, agent, message, call string) (session.Session, error) {
 	if err := p.may(ctx, identity.Start); err != nil {
 		return session.Session{}, err
 	}
 	// The same repository and the same people: the agent names neither a
 	// path on the host nor someone to act for.
-	req := wire.CreateRequest{Project: p.from.Project, Agent: agent, Message: message, Repo: p.from.Repo, IdempotencyKey: key,
+	req := wire.CreateRequest{Project: p.from.Project, Agent: agent, Message: message, Repo: p.from.Repo, IdempotencyKey: "spawn/" + call,
 		NonInteractive: !p.from.Interactive, Approver: p.from.Approver}
-	return p.s.createSession(ctx, req, p.by())
+	by := p.by()
+	_, callID, _ := strings.Cut(call, "/")
+	by.Via = session.ViaSpawn + callID
+	return p.s.createSession(ctx, req, by)
 }
 
-func (p peers) Send(ctx context.Context, id, message, key string) (session.Command, error) {
+func (p peers) Send(ctx context.Context, id, message, call string) (session.Command, error) {
 	if id == p.from.ID {
 		return session.Command{}, fmt.Errorf("%w: session %s is your own; say it in your turn instead", errdefs.ErrInvalid, id)
 	}
@@ -265,7 +268,7 @@ func (p peers) Send(ctx context.Context, id, message, key string) (session.Comma
 		return session.Command{}, err
 	}
 	payload, _ := json.Marshal(session.MessagePayload{Message: message})
-	return p.s.send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: payload, IdempotencyKey: key}, p.by())
+	return p.s.send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: payload, IdempotencyKey: "send/" + call}, p.by())
 }
 
 // specOf is a session's agent spec as snapshotted (the defaults when it

@@ -165,6 +165,22 @@ func (s Sessions) Create(ctx context.Context, caller identity.Principal, req wir
 
 // createSession is CreateSession for by, whoever it is (a trigger too).
 func (s *Service) createSession(ctx context.Context, req wire.CreateRequest, by session.Sender) (session.Session, error) {
+	return s.create(ctx, req, by, nil)
+}
+
+// delegation is what a delegated session is made with beyond a create
+// request: its agent as the delegating session narrowed it, the policy
+// it can only tighten (the delegating session's pinned one), and the
+// credentials it was given (sealed for the delegating session).
+type delegation struct {
+	spec        spec.Agent
+	floor       *policy.Policy
+	from        session.Session
+	credentials map[string][]byte
+}
+
+// create is createSession, for a delegated session when child is set.
+func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session.Sender, child *delegation) (session.Session, error) {
 	if req.Project == "" {
 		req.Project = spec.DefaultProject
 	}
@@ -178,9 +194,12 @@ func (s *Service) createSession(ctx context.Context, req wire.CreateRequest, by 
 		return session.Session{}, err
 	}
 	var sp spec.Agent
-	if req.Agent == "" {
+	switch {
+	case child != nil:
+		sp = child.spec
+	case req.Agent == "":
 		sp = spec.Agent{Name: "adhoc", Project: req.Project, Model: DefaultModel}
-	} else {
+	default:
 		rec, err := s.Store.GetAgent(ctx, req.Project, req.Agent)
 		if err != nil {
 			if errors.Is(err, errdefs.ErrNotFound) {
@@ -206,6 +225,12 @@ func (s *Service) createSession(ctx context.Context, req wire.CreateRequest, by 
 	if err != nil {
 		return session.Session{}, err
 	}
+	if child != nil {
+		// Never looser than the delegating session's, whatever the
+		// project's policy became since it was pinned.
+		eff, _ := policy.Pinned(pol.json)
+		pol = pin(policy.Stricter(child.floor, eff))
+	}
 	input := req.Message
 	if input == "" {
 		input = sp.InitialPrompt
@@ -216,9 +241,13 @@ func (s *Service) createSession(ctx context.Context, req wire.CreateRequest, by 
 		payload, _ = json.Marshal(session.MessagePayload{Message: input})
 	}
 	id := uuid.NewString()
-	gate, err := s.startGate(ctx, id, req.Project, by, sp)
-	if err != nil {
-		return session.Session{}, err
+	var gate *session.Park
+	if child == nil {
+		// (A delegated session starts with the credentials and the
+		// identity its delegating session was given.)
+		if gate, err = s.startGate(ctx, id, req.Project, by, sp); err != nil {
+			return session.Session{}, err
+		}
 	}
 	x, created, err := s.Store.CreateSession(ctx, store.NewSession{
 		ID: id, Project: req.Project, AwaitStart: gate, SpendCapUSD: sp.MaxPerSessionUSD, DisplayTitle: sp.Title(input),
@@ -236,6 +265,12 @@ func (s *Service) createSession(ctx context.Context, req wire.CreateRequest, by 
 		}
 		if what != "" {
 			return session.Session{}, &errdefs.KeyConflictError{Key: req.IdempotencyKey, SessionID: x.ID, Original: "session " + x.ID, What: what}
+		}
+	}
+	if child != nil && created && len(child.credentials) > 0 {
+		if err := s.inherit(ctx, child.from.ID, x.ID, child.credentials); err != nil {
+			_ = s.Store.FailSession(ctx, x.ID, err.Error())
+			return x, err
 		}
 	}
 	return s.started(ctx, x, created, gate, sp, kind)

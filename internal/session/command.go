@@ -80,7 +80,8 @@ type Sender struct {
 	// component's name.
 	ID string `json:"id"`
 	// Via is how an operator authenticated: "token:ID" (a Paddock token,
-	// minted by an administrator or by a directory login).
+	// minted by an administrator or by a directory login); for an agent,
+	// the call it acted through (ViaDelegate, ViaSpawn, then its ID).
 	Via string `json:"via,omitempty"`
 	// OnBehalfOf is whom an agent acts for: the requester of the session
 	// that sent the command or spawned the session (its person, or the

@@ -147,6 +147,11 @@ type NetworkData struct {
 type BudgetData struct {
 	Actions  int   `json:"actions,omitempty"`
 	ActiveMs int64 `json:"activeMs,omitempty"`
+	// Tokens and SpendUSD are a delegated session's, charged to the
+	// session that delegated when its work comes back (a session's own
+	// are its turns' usage).
+	Tokens   int64   `json:"tokens,omitempty"`
+	SpendUSD float64 `json:"spendUsd,omitempty"`
 	// Extension is set on a granted extension; SpendCapUSD on a raised cap.
 	Extension   bool    `json:"extension,omitempty"`
 	SpendCapUSD float64 `json:"spendCapUsd,omitempty"`

@@ -95,6 +95,27 @@ type Session struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
+// Delegated is the session that delegated this one its task and the
+// call it did so with ("" when it was not delegated): its creator is
+// that session's agent, through a delegate call.
+func (s Session) Delegated() (parent, call string) {
+	if s.CreatedBy.Kind != SenderAgent {
+		return "", ""
+	}
+	call, ok := strings.CutPrefix(s.CreatedBy.Via, ViaDelegate)
+	if !ok {
+		return "", ""
+	}
+	return s.CreatedBy.ID, call
+}
+
+// ViaDelegate begins the Via of an agent's session started by a delegate
+// call (then the call's ID); ViaSpawn, by a sessions_spawn call.
+const (
+	ViaDelegate = "delegate:"
+	ViaSpawn    = "sessions_spawn:"
+)
+
 // Deliveries of a session's diff.
 const (
 	DeliveryAccepted = "accepted"

@@ -65,6 +65,8 @@ type ToolCallData struct {
 	// one call (a retry after a crash, or while the first still runs),
 	// only the one whose run was recorded executes.
 	Run string `json:"run,omitempty"`
+	// Child is the session a delegate call started (from calling on).
+	Child string `json:"child,omitempty"`
 }
 
 // Question is a structured question the agent asks the user.

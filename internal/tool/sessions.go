@@ -41,11 +41,15 @@ type Sessions interface {
 	Bindings(ctx context.Context, id string) (Bindings, error)
 	Commands(ctx context.Context, id string, limit int) ([]session.Command, error)
 	// Spawn starts a session of agent with message, on behalf of the
-	// calling session's requester; key makes it once.
-	Spawn(ctx context.Context, agent, message, key string) (session.Session, error)
+	// calling session's requester, once for call (the calling session's
+	// TURN/CALL).
+	Spawn(ctx context.Context, agent, message, call string) (session.Session, error)
 	// Send sends message to live session id as the calling session's
-	// agent; key makes it once.
-	Send(ctx context.Context, id, message, key string) (session.Command, error)
+	// agent, once for call.
+	Send(ctx context.Context, id, message, call string) (session.Command, error)
+	// Delegate starts a session that does task d for the calling one,
+	// once for call: never with more rights or budget than it has.
+	Delegate(ctx context.Context, d Delegation, call string) (session.Session, error)
 }
 
 // SessionSummary is a session as another agent is shown it.
@@ -264,7 +268,7 @@ var sessionsSpawn = Tool{
 		if err := errors.Join(required("agent", a.Agent), required("message", a.Message)); err != nil {
 			return Result{}, err
 		}
-		x, err := env.Sessions.Spawn(ctx, a.Agent, a.Message, "spawn/"+env.Run)
+		x, err := env.Sessions.Spawn(ctx, a.Agent, a.Message, env.Run)
 		if err != nil {
 			return Result{}, err
 		}
@@ -288,7 +292,7 @@ var sessionsSend = Tool{
 		if err := errors.Join(required("session", a.Session), required("message", a.Message)); err != nil {
 			return Result{}, err
 		}
-		c, err := env.Sessions.Send(ctx, a.Session, a.Message, "send/"+env.Run)
+		c, err := env.Sessions.Send(ctx, a.Session, a.Message, env.Run)
 		if err != nil {
 			return Result{}, err
 		}

@@ -63,6 +63,9 @@ type Result struct {
 	Question *session.Question
 	// Archive asks the engine to archive the session (archive_session).
 	Archive *Archive
+	// Delegated is the session a delegate call started: the call ends
+	// when that session's work comes back.
+	Delegated string
 }
 
 // Tool is a built-in tool.
@@ -119,7 +122,7 @@ func Builtin() Set {
 	s := Set{}
 	for _, t := range []Tool{readFile, writeFile, editFile, listDir, search, askUser, archiveSession, runCommand,
 		sessionsSummary, sessionsConversation, sessionsSearch, sessionsTools, sessionsTriggers, sessionsBindings, sessionsCommands,
-		sessionsSpawn, sessionsSend} {
+		sessionsSpawn, sessionsSend, delegate} {
 		s[t.Name] = t
 	}
 	return s
@@ -135,7 +138,7 @@ func Idempotent(name string) bool {
 	case readFile.Name, listDir.Name, search.Name, writeFile.Name, askUser.Name, archiveSession.Name:
 		return true
 	}
-	return Introspects(name) || name == SessionsSpawn || name == SessionsSend
+	return Introspects(name) || name == SessionsSpawn || name == SessionsSend || name == Delegate
 }
 
 // Introspects says whether a tool only reads the project's sessions.

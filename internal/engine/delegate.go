@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/paddock-dev/paddock/internal/bound"
+	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/internal/errdefs"
+	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/policy"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
+	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/tool"
+	"github.com/paddock-dev/paddock/internal/wire"
+)
+
+// MaxDelegationDepth bounds how deep delegations nest: a session's
+// delegated session may delegate once more, and that one no further.
+const MaxDelegationDepth = 2
+
+// Delegate starts the session that does task d for the calling one. It
+// runs the calling session's agent narrowed: only tools the calling
+// session has (and that its policy does not exclude), a policy that is
+// its pinned one tightened by what d asks, a budget carved from what it
+// has left, the same requester, identity and credentials; its working
+// copy is the calling session's as it is now, and its changes go back
+// there, not to the person.
+func (p peers) Delegate(ctx context.Context, d tool.Delegation, call string) (session.Session, error) {
+	from := p.from
+	r := from.CreatedBy.Requester()
+	if r.Kind == session.SenderOperator {
+		if err := p.may(ctx, identity.Start); err != nil {
+			return session.Session{}, err
+		}
+	}
+	depth, err := p.depth(ctx)
+	if err != nil {
+		return session.Session{}, err
+	}
+	if depth >= MaxDelegationDepth {
+		return session.Session{}, fmt.Errorf("%w: this session is %d delegations deep, the most there may be: do the task yourself", errdefs.ErrInvalid, depth)
+	}
+	floor, err := policy.Pinned(from.Policy)
+	if err != nil {
+		return session.Session{}, err
+	}
+	sp := specOf(from)
+	child, err := narrowed(sp, floor, p.s.Tools, d, depth+1 < MaxDelegationDepth)
+	if err != nil {
+		return session.Session{}, err
+	}
+	limits, err := p.carve(ctx, sp, d.Budget)
+	if err != nil {
+		return session.Session{}, err
+	}
+	child.Session.MaxActions, child.Session.MaxTokens = limits.Actions, limits.Tokens
+	child.Session.MaxMinutes = int(limits.Active / time.Minute)
+	if limits.Active > 0 && child.Session.MaxMinutes < 1 {
+		return session.Session{}, fmt.Errorf("%w: less than a minute of active time is left to delegate", errdefs.ErrInvalid)
+	}
+	none := 0
+	child.Session.MaxExtensions = &none
+	child.MaxPerSessionUSD = limits.SpendUSD
+	creds, err := p.s.Store.Credentials(ctx, from.ID)
+	if err != nil {
+		return session.Session{}, err
+	}
+	if len(creds) > 0 {
+		child.Identity = spec.IdentityRequester // the values come with it; nothing is adopted again
+	}
+	_, callID, _ := strings.Cut(call, "/")
+	by := session.Sender{Kind: session.SenderAgent, ID: from.ID, Via: session.ViaDelegate + callID, OnBehalfOf: &r}
+	req := wire.CreateRequest{Project: from.Project, Message: d.Task, IdempotencyKey: "delegate/" + call, Policy: d.Policy,
+		NonInteractive: !from.Interactive, Approver: from.Approver}
+	return p.s.create(ctx, req, by, &delegation{spec: child, floor: floor, from: from, credentials: creds})
+}
+
+// depth is how many delegations the calling session is from a session
+// nobody delegated.
+func (p peers) depth(ctx context.Context) (int, error) {
+	n, cur := 0, p.from
+	for {
+		parent, _ := cur.Delegated()
+		if parent == "" {
+			return n, nil
+		}
+		n++
+		if n > MaxDelegationDepth {
+			return n, nil
+		}
+		next, err := p.s.Store.GetSession(ctx, parent)
+		if err != nil {
+			return n, err
+		}
+		cur = next
+	}
+}
+
+// narrowed is the agent a delegated session runs: sp with the tools d
+// keeps of those sp has and floor does not exclude (delegate itself only
+// when the delegated session may delegate again), its model, and
+// nothing that makes it a singleton, a trigger's target or a pool.
+func narrowed(sp spec.Agent, floor *policy.Policy, all tool.Set, d tool.Delegation, mayDelegate bool) (spec.Agent, error) {
+	var have []string
+	for _, n := range all.Only(sp.Tools).Names() {
+		if v, _ := floor.Tool(n); v != policy.Disabled && (n != tool.Delegate || mayDelegate) {
+			have = append(have, n)
+		}
+	}
+	servers := map[string]bool{}
+	for _, m := range sp.MCPServers {
+		servers[m.Name] = true
+	}
+	keep := have
+	if len(d.Tools) > 0 {
+		keep = nil
+		wantServers := map[string]bool{}
+		for _, n := range d.Tools {
+			if name, ok := strings.CutPrefix(n, "mcp__"); ok {
+				server, _, _ := strings.Cut(name, "__")
+				if !servers[server] {
+					return spec.Agent{}, fmt.Errorf("%w: tool %q: you have no MCP server %q", errdefs.ErrInvalid, n, server)
+				}
+				wantServers[server] = true
+				continue
+			}
+			if !slices.Contains(have, n) {
+				return spec.Agent{}, fmt.Errorf("%w: tool %q is not one of yours to give (you have %s)", errdefs.ErrInvalid, n, strings.Join(have, ", "))
+			}
+			keep = append(keep, n)
+		}
+		servers = wantServers
+		if len(keep) == 0 {
+			// An empty list would mean every tool: a child given only MCP
+			// tools still reads its copy.
+			keep = []string{"read_file"}
+		}
+	}
+	c := sp
+	c.Tools = keep
+	c.MCPServers = nil
+	for _, m := range sp.MCPServers {
+		if servers[m.Name] {
+			c.MCPServers = append(c.MCPServers, m)
+		}
+	}
+	if d.Model != "" {
+		c.Model = d.Model
+		c.FallbackModels = nil
+	}
+	c.Triggers, c.Concurrency, c.Replace, c.InitialPrompt, c.OnReplace = nil, 0, "manual", "", ""
+	return c, nil
+}
+
+// carve is the budget of a delegation from the calling session: what was
+// asked, within what it has left once what its live delegations hold is
+// taken off.
+func (p peers) carve(ctx context.Context, sp spec.Agent, asked *tool.Budget) (bound.Limits, error) {
+	from := p.from
+	used, err := durable.ConsumptionOf(ctx, p.s.Store, from, p.s.now())
+	if err != nil {
+		return bound.Limits{}, err
+	}
+	live, err := store.AllSessions(ctx, p.s.Store, session.Filter{Project: from.Project, IncludeArchived: true,
+		Statuses: []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting}})
+	if err != nil {
+		return bound.Limits{}, err
+	}
+	var held bound.Limits
+	for _, y := range live {
+		if parent, _ := y.Delegated(); parent == from.ID {
+			held = held.Add(specOf(y).Session.Limits(p.s.Defaults, y.SpendCapUSD))
+		}
+	}
+	var want bound.Limits
+	if asked != nil {
+		want = bound.Limits{Actions: asked.Actions, Active: time.Duration(asked.Minutes) * time.Minute, Tokens: asked.Tokens, SpendUSD: asked.SpendUSD}
+	}
+	l, err := bound.Carve(sp.Session.Limits(p.s.Defaults, from.SpendCapUSD), used, held, want)
+	if errors.Is(err, bound.ErrNothingLeft) {
+		return l, fmt.Errorf("%w: %w (this session %s)", errdefs.ErrInvalid, err, bound.Summary(sp.Session.Limits(p.s.Defaults, from.SpendCapUSD), used))
+	}
+	return l, err
+}
+
+// inherit gives session to the credentials of session from, sealed for it.
+func (s *Service) inherit(ctx context.Context, from, to string, sealed map[string][]byte) error {
+	out := make(map[string][]byte, len(sealed))
+	for name, v := range sealed {
+		plain, err := s.ContentKey.Decrypt(v, durable.CredentialAD(from, name))
+		if err != nil {
+			return fmt.Errorf("credential %s of session %s cannot be opened: %w", name, from, err)
+		}
+		out[name] = s.ContentKey.Encrypt(plain, durable.CredentialAD(to, name))
+	}
+	return s.Store.SetCredentials(ctx, to, out)
+}
