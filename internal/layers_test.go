@@ -28,7 +28,7 @@ import (
 var (
 	foundation = []string{"clip", "errdefs", "identity", "session"}
 	transports = []string{"api", "web", "kube", "cli", "terminal"}
-	core       = []string{"access", "auditlog", "engine", "workflows", "durable", "copies"}
+	core       = []string{"access", "agency", "auditlog", "engine", "workflows", "durable", "copies"}
 	upper      = []string{"api", "web", "kube", "cli", "terminal", "client", "app"}
 )
 

@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/paddock-dev/paddock/internal/access"
+	"github.com/paddock-dev/paddock/internal/agency"
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/bound"
@@ -201,7 +202,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		Now: time.Now, Defaults: acts.Budget, RepositoryRoots: cfg.RepositoryRoots, DataDir: cfg.DataDir, Logger: logger,
 		Access: &access.Service{Store: st, Now: time.Now, OIDC: access.NewOIDC(cfg.OIDCIssuer, cfg.OIDCClientID, cfg.OIDCUsernameClaim),
 			Guesses: &throttle.Failures{}, Logger: logger}}
-	acts.Peers = a.Service.Sessions().Peers
+	agents := &agency.Service{Store: st, Access: a.Service.Access, Platform: a.Service.Platform(), Tools: tools, Defaults: acts.Budget, Now: time.Now}
+	acts.Peers = agents.For
+	acts.Wake, acts.Returned = a.Service.Platform().Wake, a.Service.Platform().Returned
 	a.Service.Audit = &auditlog.Service{Store: st, Access: a.Service.Access, Sealer: sealer, ContentKey: contentKey, RetainFailed: cfg.RetainFailed,
 		SweepEvery: durable.SweepEvery, Now: time.Now}
 	if created, err := a.Service.Access.Bootstrap(ctx, cfg.DataDir, cfg.AdminUser); err != nil {

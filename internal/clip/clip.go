@@ -21,6 +21,19 @@ func String(s string, max int) string {
 	return s[:cut] + "…"
 }
 
+// Tail is the last max bytes of s at most, with "…" before them when it
+// was longer (the end of a report, of an output).
+func Tail(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := len(s) - max
+	for cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut++
+	}
+	return "…" + s[cut:]
+}
+
 // ID is the first twelve characters of an ID or hash.
 func ID(s string) string { return s[:min(12, len(s))] }
 

@@ -48,7 +48,13 @@ type Activities struct {
 	// Peers is what a session's agent sees of its project's sessions
 	// (the sessions_* tools; nil: they are not available).
 	Peers func(from session.Session) tool.Sessions
-	Now   func() time.Time
+	// Wake wakes session id's workflow for a command the platform
+	// recorded (the stop of a delegated session); Returned tells session
+	// id's workflow that child, a session it delegated, settled a turn or
+	// ended. Nil: the workflows find out at their next look.
+	Wake     func(ctx context.Context, id, commandID string, kind session.CommandKind) error
+	Returned func(ctx context.Context, id, child string) error
+	Now      func() time.Time
 	// ContentKey opens sessions' credentials.
 	ContentKey Cipher
 	// Copies is where sessions' working copies and caches live.
@@ -221,7 +227,11 @@ func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session, sp
 		return "", "", "", err
 	}
 	detail = "an empty working copy"
-	if s.Repo != "" {
+	if parent, _ := s.Delegated(); parent != "" {
+		if detail, err = a.fork(ctx, parent, dir); err != nil {
+			return "", "", "", err
+		}
+	} else if s.Repo != "" {
 		o, err := workspace.AsIs(ctx, s.Repo, dir, sp.Environment.IgnoredFiles, a.Copies.Start(s))
 		if err != nil {
 			return "", "", "", err
@@ -245,6 +255,10 @@ func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session, sp
 // Fail ends the session as failed; a replace: auto agent gets a successor.
 func (a Lifecycle) Fail(ctx context.Context, sessionID, reason string) error {
 	if err := a.Store.FailSession(ctx, sessionID, reason); err != nil {
+		return err
+	}
+	a.tellParent(ctx, sessionID)
+	if err := a.stopChildren(ctx, sessionID, session.Sender{Kind: session.SenderSystem, ID: "paddock"}, "session "+sessionID+", which delegated the task, failed"); err != nil {
 		return err
 	}
 	// Only a session that got work done is replaced: one that fails before
@@ -462,7 +476,11 @@ func (a Turns) SettleTurn(ctx context.Context, turnID string, status session.Tur
 	if parked, ok := a.parked(ctx, t.SessionID); ok {
 		ambient = parked
 	}
-	return a.Store.SetDisplay(ctx, t.SessionID, "", ambient)
+	if err := a.Store.SetDisplay(ctx, t.SessionID, "", ambient); err != nil {
+		return err
+	}
+	a.tellParent(ctx, t.SessionID)
+	return nil
 }
 
 // held says whether a session is held (nothing reaped or ended meanwhile).
@@ -750,6 +768,10 @@ func Heartbeat(ctx context.Context) func() {
 type ToolOutcome struct {
 	State    session.ToolCallState
 	Question bool
+	// Child is the session a delegate call started: the call ends when
+	// Collect collects it. By is the call's attribution, for then.
+	Child string               `json:"child,omitempty"`
+	By    *session.Attribution `json:"by,omitempty"`
 	// Node is where the call ran: the node holding the copy now.
 	Node string `json:"node,omitempty"`
 }
@@ -807,6 +829,10 @@ func (a Turns) Answer(ctx context.Context, cmd session.Command) (string, error) 
 // records that the assistant was cut off (unless the model step recorded
 // that itself while it streamed).
 func (a Lifecycle) Interrupted(ctx context.Context, sessionID, turnID, reason string) error {
+	// The interrupted turn's delegations go nowhere now.
+	if err := a.stopChildren(ctx, sessionID, session.Sender{Kind: session.SenderSystem, ID: "paddock"}, "the turn of session "+sessionID+" that delegated the task was interrupted"); err != nil {
+		return err
+	}
 	steps, err := a.Store.EventsByKey(ctx, sessionID, turnID+"/")
 	if err != nil {
 		return err
@@ -906,6 +932,10 @@ func (a *Activities) stopSession(ctx context.Context, cmd session.Command) error
 		}
 	}
 	if err := a.Store.SettleCommands(ctx, others, session.CommandAccepted, "the session was stopped by command "+cmd.ID); err != nil {
+		return err
+	}
+	a.tellParent(ctx, cmd.SessionID)
+	if err := a.stopChildren(ctx, cmd.SessionID, cmd.Sender, "session "+cmd.SessionID+", which delegated the task, was stopped"); err != nil {
 		return err
 	}
 	if p.Respawn {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/errdefs"
+	"github.com/paddock-dev/paddock/internal/liveoutput"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/secret"
@@ -385,7 +387,7 @@ func (a Turns) RunTool(ctx context.Context, sessionID, turnID string, call provi
 				env.Place.Egress = ep.Socket()
 			}
 		}
-		var live *liveOutput
+		var live *liveoutput.Live
 		if call.Name == tool.RunCommand {
 			live = a.startLive(ctx, sessionID, turnID, call.ID, calling.Run, creds)
 			env.Live = live
@@ -393,7 +395,7 @@ func (a Turns) RunTool(ctx context.Context, sessionID, turnID string, call provi
 		// The tool's own git on the copy (search) is bounded as a command is.
 		res, runErr = a.Tools.Only(sp.Tools)[call.Name].Run(a.Copies.Bounded(ctx), env, call.Args)
 		if live != nil {
-			live.close()
+			live.Close()
 		}
 		res.Output = secret.NewValues(creds).Mask(res.Output)
 		if ep != nil {
@@ -406,6 +408,17 @@ func (a Turns) RunTool(ctx context.Context, sessionID, turnID string, call provi
 	}
 	if runErr != nil {
 		return finish(session.CallErrored, "", runErr.Error())
+	}
+	if res.Delegated != "" {
+		// The call ends when the delegated session's work comes back
+		// (Collect); until then it is calling, naming that session.
+		d := calling
+		d.Child = res.Delegated
+		data, _ := json.Marshal(d)
+		if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventToolCall, Key: "call/" + call.ID + "/delegated", Data: data}); err != nil {
+			return ToolOutcome{}, err
+		}
+		return ToolOutcome{State: session.CallCalling, Child: res.Delegated, By: &by, Node: s.Node}, nil
 	}
 	if res.Archive != nil {
 		// A session that owes its work cannot declare itself done.
@@ -493,4 +506,14 @@ func (a *Activities) closeOpenCalls(ctx context.Context, sessionID, turnID strin
 		}
 	}
 	return nil
+}
+
+// startLive begins recording the output of call (run names this attempt,
+// so two attempts never share keys).
+func (a *Activities) startLive(ctx context.Context, sessionID, turnID, callID, run string, creds map[string]string) *liveoutput.Live {
+	return liveoutput.New(callID, creds, func(seq int, d session.OutputData) {
+		data, _ := json.Marshal(d)
+		_, _ = a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventOutput,
+			Key: "output/" + callID + "/" + run + "/" + strconv.Itoa(seq), Data: data})
+	})
 }

@@ -21,6 +21,15 @@ type Gates struct{ *Service }
 // replay, its service credentials' checks.
 type Projects struct{ *Service }
 
+// Platform is what the platform does on an agent's word, checking no
+// caller (package agency checks the requester the agent acts for):
+// start a session, send a command, wake a workflow, tell a delegating
+// session that its delegation returned.
+type Platform struct{ *Service }
+
+// Platform is the platform's own doors.
+func (s *Service) Platform() Platform { return Platform{s} }
+
 // Sessions is the session use cases.
 func (s *Service) Sessions() Sessions { return Sessions{s} }
 

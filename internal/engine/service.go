@@ -168,19 +168,8 @@ func (s *Service) createSession(ctx context.Context, req wire.CreateRequest, by 
 	return s.create(ctx, req, by, nil)
 }
 
-// delegation is what a delegated session is made with beyond a create
-// request: its agent as the delegating session narrowed it, the policy
-// it can only tighten (the delegating session's pinned one), and the
-// credentials it was given (sealed for the delegating session).
-type delegation struct {
-	spec        spec.Agent
-	floor       *policy.Policy
-	from        session.Session
-	credentials map[string][]byte
-}
-
 // create is createSession, for a delegated session when child is set.
-func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session.Sender, child *delegation) (session.Session, error) {
+func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session.Sender, child *Child) (session.Session, error) {
 	if req.Project == "" {
 		req.Project = spec.DefaultProject
 	}
@@ -196,7 +185,7 @@ func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session
 	var sp spec.Agent
 	switch {
 	case child != nil:
-		sp = child.spec
+		sp = child.Spec
 	case req.Agent == "":
 		sp = spec.Agent{Name: "adhoc", Project: req.Project, Model: DefaultModel}
 	default:
@@ -229,7 +218,7 @@ func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session
 		// Never looser than the delegating session's, whatever the
 		// project's policy became since it was pinned.
 		eff, _ := policy.Pinned(pol.json)
-		pol = pin(policy.Stricter(child.floor, eff))
+		pol = pin(policy.Stricter(child.Floor, eff))
 	}
 	input := req.Message
 	if input == "" {
@@ -267,8 +256,8 @@ func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session
 			return session.Session{}, &errdefs.KeyConflictError{Key: req.IdempotencyKey, SessionID: x.ID, Original: "session " + x.ID, What: what}
 		}
 	}
-	if child != nil && created && len(child.credentials) > 0 {
-		if err := s.inherit(ctx, child.from.ID, x.ID, child.credentials); err != nil {
+	if child != nil && created && len(child.Credentials) > 0 {
+		if err := s.inherit(ctx, child.From.ID, x.ID, child.Credentials); err != nil {
 			_ = s.Store.FailSession(ctx, x.ID, err.Error())
 			return x, err
 		}

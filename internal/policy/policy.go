@@ -133,14 +133,16 @@ var DefaultCommands = shellcheck.DefaultFree
 
 // DefaultTools are allowed without permission when no policy says
 // otherwise: they read the working copy or the project's sessions (as
-// the session's requester may), or talk to the user. Starting or
-// steering another session (sessions_spawn, sessions_send) asks.
+// the session's requester may), talk to the user, or delegate (a
+// delegated session never has more than its delegating one: its own
+// calls pass the same gate). Starting or steering another session
+// (sessions_spawn, sessions_send) asks.
 var DefaultTools = map[string]Value{"read_file": AllowedWithoutPermission, "list_dir": AllowedWithoutPermission,
 	"search": AllowedWithoutPermission, "ask_user": AllowedWithoutPermission, "archive_session": AllowedWithoutPermission,
 	"sessions_summary": AllowedWithoutPermission, "sessions_conversation": AllowedWithoutPermission,
 	"sessions_search": AllowedWithoutPermission, "sessions_tools": AllowedWithoutPermission,
 	"sessions_triggers": AllowedWithoutPermission, "sessions_bindings": AllowedWithoutPermission,
-	"sessions_commands": AllowedWithoutPermission}
+	"sessions_commands": AllowedWithoutPermission, "delegate": AllowedWithoutPermission}
 
 // Default is the policy of a project that has none: every tool that
 // changes something asks, tools that only read or talk to the user are

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-
 )
 
 // Delegate is the name of the tool an agent hands part of its task to a
@@ -81,4 +80,3 @@ func (r Report) Text() string {
 	data, _ := json.MarshalIndent(r, "", " ")
 	return string(data)
 }
-

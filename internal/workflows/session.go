@@ -36,6 +36,15 @@ const SignalCommand = "command"
 // SignalApproval wakes a call waiting for approval: its approval was decided.
 const SignalApproval = "approval"
 
+// SignalChild wakes a delegate call waiting for the session it
+// delegated (the payload: that session's ID), whose turn settled or which
+// ended.
+const SignalChild = "child"
+
+// childRecheck is how long a delegate call waits for its session's
+// signal before it looks anyway (a signal lost to a crash).
+const childRecheck = 2 * time.Minute
+
 // Notice is the payload of SignalCommand. The command itself is read from
 // the store; the notice only says which, so an interrupt or stop can abort
 // the turn in flight at once.
@@ -61,14 +70,22 @@ var (
 
 // SessionWorkflow is one session's durable dispatch loop.
 func SessionWorkflow(ctx workflow.Context, in Input) error {
-	w := &run{in: in, decided: map[string]bool{}, cut: map[string]bool{}, reaped: in.Reaped}
+	w := &run{in: in, decided: map[string]bool{}, returned: map[string]bool{}, cut: map[string]bool{}, reaped: in.Reaped}
 	sig := workflow.GetSignalChannel(ctx, SignalCommand)
 	approvals := workflow.GetSignalChannel(ctx, SignalApproval)
+	children := workflow.GetSignalChannel(ctx, SignalChild)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			var id string
 			approvals.Receive(ctx, &id)
 			w.decided[id] = true
+		}
+	})
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var id string
+			children.Receive(ctx, &id)
+			w.returned[id] = true
 		}
 	})
 	workflow.Go(ctx, func(ctx workflow.Context) {
@@ -251,9 +268,10 @@ type run struct {
 	// idle in between and nothing claimed with it runs.
 	stop string
 	// cut are the interrupts and stops that canceled a turn in flight.
-	cut     map[string]bool
-	decided map[string]bool // approvals whose decision was signaled
-	reaped  bool            // the idle sandbox was released
+	cut      map[string]bool
+	decided  map[string]bool // approvals whose decision was signaled
+	returned map[string]bool // delegated sessions that signaled
+	reaped   bool            // the idle sandbox was released
 	// home is the node holding the working copy, as last heard.
 	home string
 	// local says the store's steps of a turn run as local activities
@@ -509,6 +527,7 @@ func (w *run) steps(ctx workflow.Context, turnID string) (session.TurnStatus, se
 			return session.TurnCompleted, "", ""
 		}
 		asked := false
+		var delegated []pending
 		for _, call := range resp.ToolCalls {
 			out, stop, err := w.toolCall(ctx, turnID, call)
 			if err != nil {
@@ -521,9 +540,48 @@ func (w *run) steps(ctx workflow.Context, turnID string) (session.TurnStatus, se
 				return session.TurnFailed, session.ScopeTurn, stop
 			}
 			asked = asked || out.Question
+			if out.Child != "" {
+				delegated = append(delegated, pending{call, out})
+			}
+		}
+		// The step's delegations run at once; the turn goes on when each
+		// has come back.
+		for _, d := range delegated {
+			if err := w.collect(ctx, turnID, d); err != nil {
+				if silent(err) {
+					return session.TurnStale, "", "collecting delegated session " + d.out.Child + " made no progress: its heartbeats and retries ran out"
+				}
+				return session.TurnFailed, session.ScopeTurn, "delegation failed: " + reason(err)
+			}
 		}
 		if asked {
 			return session.TurnWaitingForInput, "", ""
+		}
+	}
+}
+
+// pending is a delegate call whose session works.
+type pending struct {
+	call provider.ToolCall
+	out  durable.ToolOutcome
+}
+
+// collect waits until the session a delegate call started is done, and
+// collects it (Collect): its signal wakes the wait, and the wait looks
+// anyway every childRecheck. An interrupt ends the wait.
+func (w *run) collect(ctx workflow.Context, turnID string, d pending) error {
+	by := session.Attribution{}
+	if d.out.By != nil {
+		by = *d.out.By
+	}
+	for {
+		delete(w.returned, d.out.Child)
+		var done bool
+		if err := w.onCopy(long(ctx), turns.Collect, w.in.SessionID, turnID, d.call, d.out.Child, by).Get(ctx, &done); err != nil || done {
+			return err
+		}
+		if _, err := workflow.AwaitWithTimeout(ctx, childRecheck, func() bool { return w.returned[d.out.Child] }); err != nil {
+			return err
 		}
 	}
 }

@@ -1,4 +1,9 @@
-package engine
+// Package agency is what an agent does to its project's sessions through
+// its tools: reads them (the sessions_* tools), starts and steers them
+// (sessions_spawn, sessions_send) and hands them part of its task
+// (delegate), always as the requester of the session it runs in, and
+// never with more than that requester or that session may.
+package agency
 
 import (
 	"context"
@@ -6,10 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
@@ -20,13 +28,26 @@ import (
 	"github.com/paddock-dev/paddock/internal/wire"
 )
 
-// Peers is what session from's agent sees of its project's sessions
-// through the sessions_* tools: the sessions of its own project, as its
-// requester may read them there, and what its requester may start and
-// steer there. Whatever the agent asks, nothing of another project is
-// found, and an agent never acts for anyone but its session's requester.
-func (s Sessions) Peers(from session.Session) tool.Sessions {
-	return peers{s: s.Service, from: from}
+// Service is what agents reach of their project's sessions.
+type Service struct {
+	Store    store.Store
+	Access   *access.Service
+	Platform engine.Platform
+	// Tools are the built-in tools (what a delegation may keep);
+	// Defaults the server's session budget.
+	Tools    tool.Set
+	Defaults bound.Limits
+	Now      func() time.Time
+}
+
+// For is what session from's agent sees of its project's sessions
+// through the sessions_* tools, and what it does to them: the sessions of
+// its own project, as its requester may read them there, and what its
+// requester may start and steer there. Whatever the agent asks, nothing
+// of another project is found, and an agent never acts for anyone but its
+// session's requester.
+func (s *Service) For(from session.Session) tool.Sessions {
+	return peers{s: s, from: from}
 }
 
 type peers struct {
@@ -90,7 +111,7 @@ func (p peers) Summary(ctx context.Context, id string) (tool.SessionSummary, err
 		return tool.SessionSummary{}, err
 	}
 	out := summaryOf(x)
-	c, err := durable.ConsumptionOf(ctx, p.s.Store, x, p.s.now())
+	c, err := durable.ConsumptionOf(ctx, p.s.Store, x, p.s.Now())
 	if err != nil {
 		return out, err
 	}
@@ -256,7 +277,7 @@ func (p peers) Spawn(ctx context.Context, agent, message, call string) (session.
 	by := p.by()
 	_, callID, _ := strings.Cut(call, "/")
 	by.Via = session.ViaSpawn + callID
-	return p.s.createSession(ctx, req, by)
+	return p.s.Platform.Create(ctx, req, by, nil)
 }
 
 func (p peers) Send(ctx context.Context, id, message, call string) (session.Command, error) {
@@ -268,7 +289,7 @@ func (p peers) Send(ctx context.Context, id, message, call string) (session.Comm
 		return session.Command{}, err
 	}
 	payload, _ := json.Marshal(session.MessagePayload{Message: message})
-	return p.s.send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: payload, IdempotencyKey: "send/" + call}, p.by())
+	return p.s.Platform.Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: payload, IdempotencyKey: "send/" + call}, p.by())
 }
 
 // specOf is a session's agent spec as snapshotted (the defaults when it

@@ -1,4 +1,4 @@
-package durable
+package liveoutput
 
 import (
 	"strings"
@@ -20,7 +20,7 @@ func TestLiveOutput(t *testing.T) {
 	var got []session.OutputData
 	var seqs []int
 	secret := "s3cr3t-value-123"
-	l := newLive("call_1", map[string]string{"TOKEN": secret}, func(seq int, d session.OutputData) {
+	l := New("call_1", map[string]string{"TOKEN": secret}, func(seq int, d session.OutputData) {
 		mu.Lock()
 		defer mu.Unlock()
 		got, seqs = append(got, d), append(seqs, seq)
@@ -36,7 +36,7 @@ func TestLiveOutput(t *testing.T) {
 	mu.Unlock()
 	_, _ = l.Write([]byte("half, then the token s3cr3t-"))
 	_, _ = l.Write([]byte("value-123 and no newline"))
-	l.close()
+	l.Close()
 	var all strings.Builder
 	for _, d := range got {
 		all.WriteString(d.Text)
@@ -47,7 +47,7 @@ func TestLiveOutput(t *testing.T) {
 	// A long line without an end goes out in pieces that never split the
 	// secret; past the bound nothing more is recorded, and Cut says so once.
 	got, seqs = nil, nil
-	l = newLive("call_2", map[string]string{"TOKEN": secret}, func(seq int, d session.OutputData) {
+	l = New("call_2", map[string]string{"TOKEN": secret}, func(seq int, d session.OutputData) {
 		mu.Lock()
 		defer mu.Unlock()
 		got, seqs = append(got, d), append(seqs, seq)
@@ -56,7 +56,7 @@ func TestLiveOutput(t *testing.T) {
 	for range 400 {
 		_, _ = l.Write([]byte(chunk))
 	}
-	l.close()
+	l.Close()
 	var total, cuts int
 	for _, d := range got {
 		require.NotContains(t, d.Text, secret)
@@ -89,7 +89,7 @@ func TestLiveOutputNeverSplitsAValue(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var mu sync.Mutex
 			var all strings.Builder
-			l := newLive("c", tc.creds, func(_ int, d session.OutputData) {
+			l := New("c", tc.creds, func(_ int, d session.OutputData) {
 				mu.Lock()
 				defer mu.Unlock()
 				all.WriteString(d.Text)
@@ -98,7 +98,7 @@ func TestLiveOutputNeverSplitsAValue(t *testing.T) {
 				_, _ = l.Write([]byte(w))
 				l.flush(false) // as the ticker would, between writes
 			}
-			l.close()
+			l.Close()
 			for _, leak := range tc.leak {
 				require.NotContains(t, all.String(), leak)
 			}

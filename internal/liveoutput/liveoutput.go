@@ -1,10 +1,12 @@
-package durable
+// Package liveoutput records a running command's output while it runs,
+// so a person watching sees it as it happens: whole lines (a very long
+// line in pieces), every quarter second, bounded, with the session's
+// credentials masked as they are in the result, never a value cut in
+// two.
+package liveoutput
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
-	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -19,12 +21,12 @@ const liveEvery = 250 * time.Millisecond
 // liveLine is the longest partial line held back waiting for its end.
 const liveLine = 4 << 10
 
-// liveOutput records a running command's output as output events while
+// Live records a running command's output as output events while
 // it runs, so a person watching sees it as it happens: whole lines (a
 // very long line in pieces), every liveEvery, at most
 // session.MaxLiveOutput per call, with the session's credentials masked
 // as they are in the result.
-type liveOutput struct {
+type Live struct {
 	mu      sync.Mutex
 	buf     []byte
 	sent    int
@@ -39,18 +41,10 @@ type liveOutput struct {
 	ended   sync.WaitGroup
 }
 
-// startLive begins recording the output of call (run names this attempt,
-// so two attempts never share keys).
-func (a *Activities) startLive(ctx context.Context, sessionID, turnID, callID, run string, creds map[string]string) *liveOutput {
-	return newLive(callID, creds, func(seq int, d session.OutputData) {
-		data, _ := json.Marshal(d)
-		_, _ = a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventOutput,
-			Key: "output/" + callID + "/" + run + "/" + strconv.Itoa(seq), Data: data})
-	})
-}
-
-func newLive(callID string, creds map[string]string, record func(int, session.OutputData)) *liveOutput {
-	l := &liveOutput{callID: callID, record: record, stopped: make(chan struct{}), mask: secret.NewValues(creds).Mask}
+// New begins recording call callID's output through record (seq counts
+// the pieces); creds are masked.
+func New(callID string, creds map[string]string, record func(seq int, d session.OutputData)) *Live {
+	l := &Live{callID: callID, record: record, stopped: make(chan struct{}), mask: secret.NewValues(creds).Mask}
 	for _, v := range creds {
 		l.values = append(l.values, v)
 	}
@@ -74,7 +68,7 @@ func newLive(callID string, creds map[string]string, record func(int, session.Ou
 
 // Write takes the command's output; what is past the bound is dropped
 // here (the result keeps it).
-func (l *liveOutput) Write(p []byte) (int, error) {
+func (l *Live) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if room := session.MaxLiveOutput - l.sent - len(l.buf); room > 0 {
@@ -87,7 +81,7 @@ func (l *liveOutput) Write(p []byte) (int, error) {
 }
 
 // flush records what is ready: whole lines, or everything when final.
-func (l *liveOutput) flush(final bool) {
+func (l *Live) flush(final bool) {
 	l.mu.Lock()
 	n := len(l.buf)
 	if !final {
@@ -130,7 +124,8 @@ func (l *liveOutput) flush(final bool) {
 }
 
 // close records the rest and ends the recording.
-func (l *liveOutput) close() {
+// Close records what is left and stops the recording.
+func (l *Live) Close() {
 	close(l.stopped)
 	l.ended.Wait()
 }
@@ -139,7 +134,7 @@ func (l *liveOutput) close() {
 // it: the start of a value at the end of b, which may go on, waits; and a
 // cut inside a whole occurrence moves before it (so a value whose end
 // starts itself or another value is masked whole, with what follows).
-func (l *liveOutput) safeCut(b []byte, n int) int {
+func (l *Live) safeCut(b []byte, n int) int {
 	for _, v := range l.values {
 		for k := min(len(v)-1, len(b)); k > 0; k-- {
 			if bytes.HasSuffix(b, []byte(v[:k])) {

@@ -1,4 +1,4 @@
-package engine
+package agency
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
@@ -78,7 +79,7 @@ func (p peers) Delegate(ctx context.Context, d tool.Delegation, call string) (se
 	by := session.Sender{Kind: session.SenderAgent, ID: from.ID, Via: session.ViaDelegate + callID, OnBehalfOf: &r}
 	req := wire.CreateRequest{Project: from.Project, Message: d.Task, IdempotencyKey: "delegate/" + call, Policy: d.Policy,
 		NonInteractive: !from.Interactive, Approver: from.Approver}
-	return p.s.create(ctx, req, by, &delegation{spec: child, floor: floor, from: from, credentials: creds})
+	return p.s.Platform.Create(ctx, req, by, &engine.Child{Spec: child, Floor: floor, From: from, Credentials: creds})
 }
 
 // depth is how many delegations the calling session is from a session
@@ -163,7 +164,7 @@ func narrowed(sp spec.Agent, floor *policy.Policy, all tool.Set, d tool.Delegati
 // taken off.
 func (p peers) carve(ctx context.Context, sp spec.Agent, asked *tool.Budget) (bound.Limits, error) {
 	from := p.from
-	used, err := durable.ConsumptionOf(ctx, p.s.Store, from, p.s.now())
+	used, err := durable.ConsumptionOf(ctx, p.s.Store, from, p.s.Now())
 	if err != nil {
 		return bound.Limits{}, err
 	}
@@ -187,17 +188,4 @@ func (p peers) carve(ctx context.Context, sp spec.Agent, asked *tool.Budget) (bo
 		return l, fmt.Errorf("%w: %w (this session %s)", errdefs.ErrInvalid, err, bound.Summary(sp.Session.Limits(p.s.Defaults, from.SpendCapUSD), used))
 	}
 	return l, err
-}
-
-// inherit gives session to the credentials of session from, sealed for it.
-func (s *Service) inherit(ctx context.Context, from, to string, sealed map[string][]byte) error {
-	out := make(map[string][]byte, len(sealed))
-	for name, v := range sealed {
-		plain, err := s.ContentKey.Decrypt(v, durable.CredentialAD(from, name))
-		if err != nil {
-			return fmt.Errorf("credential %s of session %s cannot be opened: %w", name, from, err)
-		}
-		out[name] = s.ContentKey.Encrypt(plain, durable.CredentialAD(to, name))
-	}
-	return s.Store.SetCredentials(ctx, to, out)
 }

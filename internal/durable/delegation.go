@@ -1,0 +1,215 @@
+package durable
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/paddock-dev/paddock/internal/copies"
+	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/tool"
+	"github.com/paddock-dev/paddock/internal/workspace"
+)
+
+// A delegated session (the delegate tool) works for the session that
+// delegated it: its copy is a fork of that session's copy (fork), it
+// tells that session's workflow when its turn settles or it ends
+// (tellParent), and that session's call collects it (Collect): its
+// changes written into the delegating copy, its consumption charged to
+// the delegating budget, its report returned as the call's result, and
+// the delegated session stopped. A stopped or interrupted delegating
+// session stops the sessions it delegated (stopChildren).
+
+// fork makes dir, the copy of session s delegated by parent, a fork of
+// parent's copy as it is now.
+func (a *Activities) fork(ctx context.Context, parentID, dir string) (string, error) {
+	p, err := a.Store.GetSession(ctx, parentID)
+	if err != nil {
+		return "", err
+	}
+	if p.Workdir == "" || p.BaseCommit == "" {
+		if err := workspace.Init(ctx, dir); err != nil {
+			return "", err
+		}
+		return "an empty working copy (session " + p.ID + ", which delegated the task, has none)", nil
+	}
+	if !a.Copies.Holds(p) {
+		return "", nonRetryable(fmt.Errorf("the working copy of session %s, which delegated the task, is on node %s: a delegated session is made on the node holding it", p.ID, p.Node))
+	}
+	if err := a.Copies.Mount(ctx, p.Workdir); err != nil {
+		return "", err
+	}
+	release, err := a.Copies.Sandboxed(ctx, p.ID)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	_, skipped, err := workspace.Fork(a.Copies.Bounded(ctx), p.Workdir, p.BaseCommit, dir)
+	if err != nil {
+		return "", fmt.Errorf("fork the working copy of session %s: %w", p.ID, err)
+	}
+	detail := "a fork of session " + p.ID + "'s working copy as it is"
+	if len(skipped) > 0 {
+		detail += " (without what it could not carry: " + strings.Join(skipped, "; ") + ")"
+	}
+	return detail, nil
+}
+
+// tellParent tells the session that delegated session id, if any, that
+// id's turn settled or it ended: its call may collect it. Best effort:
+// the delegating session also looks on its own.
+func (a *Activities) tellParent(ctx context.Context, id string) {
+	if a.Returned == nil {
+		return
+	}
+	s, err := a.Store.GetSession(ctx, id)
+	if err != nil {
+		return
+	}
+	if parent, _ := s.Delegated(); parent != "" {
+		_ = a.Returned(context.WithoutCancel(ctx), parent, id)
+	}
+}
+
+// stopChildren stops the live sessions session id delegated: their work
+// goes nowhere now. by is who ended id's work.
+func (a *Activities) stopChildren(ctx context.Context, id string, by session.Sender, why string) error {
+	x, err := a.Store.GetSession(ctx, id)
+	if err != nil {
+		return err
+	}
+	live, err := store.AllSessions(ctx, a.Store, session.Filter{Project: x.Project, IncludeArchived: true,
+		Statuses: []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting}})
+	if err != nil {
+		return err
+	}
+	for _, c := range live {
+		if parent, _ := c.Delegated(); parent == id {
+			if err := a.endChild(ctx, c, by, "stopped/"+id, why); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// endChild sends delegated session c a stop (once per key) and wakes it.
+func (a *Activities) endChild(ctx context.Context, c session.Session, by session.Sender, key, why string) error {
+	if c.Status.Terminal() {
+		return nil
+	}
+	payload, _ := json.Marshal(session.StopPayload{Reason: why})
+	cmd, created, err := a.Store.AppendCommand(ctx, store.NewCommand{ID: uuid.NewString(), SessionID: c.ID, Kind: session.KindStop,
+		Payload: payload, Sender: by, IdempotencyKey: key})
+	if err != nil || !created && cmd.State != session.CommandPending || a.Wake == nil {
+		return err
+	}
+	return a.Wake(context.WithoutCancel(ctx), c.ID, cmd.ID, session.KindStop)
+}
+
+// Collect collects the session a delegate call of session sessionID
+// started, once its work is done: done is false while it still works.
+func (a Turns) Collect(ctx context.Context, sessionID, turnID string, call provider.ToolCall, child string, by session.Attribution) (done bool, err error) {
+	if _, _, settled, err := SettledCall(ctx, a.Store, sessionID, call.ID); err != nil || settled {
+		return settled, err
+	}
+	c, err := a.Store.GetSession(ctx, child)
+	if err != nil {
+		return false, err
+	}
+	ended, text, err := a.returned(ctx, c)
+	if err != nil || !ended {
+		return false, err
+	}
+	s, sp, err := a.agentSpec(ctx, sessionID)
+	if err != nil {
+		return false, err
+	}
+	if err := a.ensureCopy(ctx, &s, sp); err != nil {
+		return false, err
+	}
+	rep := tool.Report{Session: c.ID, Status: string(c.Status), Report: text}
+	if s.Workdir != "" && c.Workdir != "" && c.BaseCommit != "" {
+		if err := a.deliver(ctx, s, c, &rep); err != nil {
+			return false, err
+		}
+		copies.RecordStep(a.Copies.Bounded(ctx), a.Store, a.ContentKey, s, call.ID, "")
+	}
+	used, err := ConsumptionOf(ctx, a.Store, c, a.Now())
+	if err != nil {
+		return false, err
+	}
+	if err := a.consume(ctx, sessionID, turnID, "delegate/"+call.ID, session.BudgetData{Actions: used.Actions, ActiveMs: used.Active.Milliseconds(),
+		Tokens: used.Tokens, SpendUSD: used.SpendUSD}); err != nil {
+		return false, err
+	}
+	r := s.CreatedBy.Requester()
+	agent := session.Sender{Kind: session.SenderAgent, ID: s.ID, Via: session.ViaDelegate + call.ID, OnBehalfOf: &r}
+	if err := a.endChild(ctx, c, agent, "delegated/"+c.ID, "its work went back to session "+s.ID); err != nil {
+		return false, err
+	}
+	d := session.ToolCallData{ID: call.ID, Name: call.Name, State: session.CallDone, Result: rep.Text(), Child: c.ID, By: &by}
+	return true, RecordCall(ctx, a.Store, sessionID, turnID, d)
+}
+
+// deliver writes delegated session c's work into s's copy (both here).
+func (a *Activities) deliver(ctx context.Context, s, c session.Session, rep *tool.Report) error {
+	if !a.Copies.Holds(c) {
+		rep.Problem = "its working copy is not on this node (it was stopped, or node " + c.Node + " holds it): none of its work was applied"
+		return nil
+	}
+	if err := a.Copies.Mount(ctx, c.Workdir); err != nil {
+		return err
+	}
+	into, err := a.Copies.Sandboxed(ctx, s.ID)
+	if err != nil {
+		return err
+	}
+	defer into()
+	from, err := a.Copies.Sandboxed(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	defer from()
+	applied, conflicts, skipped, err := workspace.Deliver(a.Copies.Bounded(ctx), c.Workdir, c.BaseCommit, s.Workdir)
+	if err != nil {
+		rep.Problem = "its work could not be applied: " + err.Error()
+		return nil
+	}
+	rep.Applied, rep.Conflicts = applied, conflicts
+	if len(skipped) > 0 {
+		rep.Problem = "not carried: " + strings.Join(skipped, "; ")
+	}
+	return a.Copies.Hand(s.Workdir)
+}
+
+// returned says whether delegated session c is done with its task, and
+// what it says (session.Returned).
+func (a *Activities) returned(ctx context.Context, c session.Session) (bool, string, error) {
+	if c.Status == session.StatusQueued || c.Status == session.StatusRunning {
+		return false, "", nil
+	}
+	turns, err := a.Store.ListTurns(ctx, c.ID)
+	if err != nil {
+		return false, "", err
+	}
+	open, err := a.Store.ListParks(ctx, c.ID, true)
+	if err != nil {
+		return false, "", err
+	}
+	cmds, err := a.Store.ListCommands(ctx, c.ID)
+	if err != nil {
+		return false, "", err
+	}
+	events, err := a.Store.ListEvents(ctx, c.ID, 0, 0)
+	if err != nil {
+		return false, "", err
+	}
+	done, text := session.Returned(c, turns, len(open), cmds, events, tool.MaxReport)
+	return done, text, nil
+}
