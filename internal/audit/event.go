@@ -56,6 +56,9 @@ func FromEvent(x session.Session, e session.Event) Entry {
 		if d.Approval != "" {
 			m["approval"] = d.Approval
 		}
+		if d.Child != "" {
+			m["child"] = d.Child // the session a delegate call started
+		}
 		if d.By != nil {
 			en.Identity = d.By.Kind + ":" + d.By.By + d.By.Rule
 			m["decision"] = d.By.Kind
@@ -115,6 +118,9 @@ func FromEvent(x session.Session, e session.Event) Entry {
 		m["instruction"] = Digest([]byte(x.Input))
 		m["interactive"] = strconv.FormatBool(x.Interactive)
 		m["createdBy"] = x.CreatedBy.String()
+		if parent, call := x.Delegated(); parent != "" {
+			m["parent"], m["delegatedBy"] = parent, call
+		}
 		m["createdVia"] = x.CreatedBy.Via
 		m["approver"] = x.Approver
 	}

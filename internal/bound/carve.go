@@ -9,10 +9,11 @@ import (
 // ErrNothingLeft: a session has no budget left to give a delegated one.
 var ErrNothingLeft = errors.New("no budget left to delegate")
 
-// Carve is the budget of a session delegated by another: what was asked
-// (zero: all that is left), never more than what the delegating session
-// has left of its own, once its consumption and what its other live
-// delegations hold are taken off. A bound the delegating session does not
+// Carve is the budget of a session delegated by another: what was asked,
+// never more than what the delegating session has left of its own, once
+// its consumption and what its other live delegations hold are taken
+// off; a bound not asked is half of what is left (the delegating session
+// keeps the rest for itself and its other delegations). A bound the delegating session does not
 // have (zero) is the asked one. Turns are not carved (a delegated
 // session's turns are not its delegating session's), nor extensions: a
 // person extends the session that delegated.
@@ -20,7 +21,7 @@ func Carve(parent Limits, used Consumption, held Limits, asked Limits) (Limits, 
 	e := parent.Effective(used.Extensions)
 	out := Limits{Lifetime: parent.Lifetime}
 	var err error
-	pick := func(name string, limit, spent, holding, want float64) float64 {
+	pick := func(name string, limit, spent, holding, want, unit float64) float64 {
 		if limit <= 0 {
 			return max(want, 0)
 		}
@@ -29,15 +30,18 @@ func Carve(parent Limits, used Consumption, held Limits, asked Limits) (Limits, 
 			err = errors.Join(err, fmt.Errorf("%w: %s", ErrNothingLeft, name))
 			return 0
 		}
-		if want <= 0 || want > left {
+		switch {
+		case want > left:
 			return left
+		case want <= 0:
+			return max(left/2, min(left, unit)) // a last action is not halved away
 		}
 		return want
 	}
-	out.Actions = int(pick("actions", float64(e.Actions), float64(used.Actions), float64(held.Actions), float64(asked.Actions)))
-	out.Active = time.Duration(pick("active time", float64(e.Active), float64(used.Active), float64(held.Active), float64(asked.Active)))
-	out.Tokens = int64(pick("tokens", float64(e.Tokens), float64(used.Tokens), float64(held.Tokens), float64(asked.Tokens)))
-	out.SpendUSD = pick("spend", e.SpendUSD, used.SpendUSD, held.SpendUSD, asked.SpendUSD)
+	out.Actions = int(pick("actions", float64(e.Actions), float64(used.Actions), float64(held.Actions), float64(asked.Actions), 1))
+	out.Active = time.Duration(pick("active time", float64(e.Active), float64(used.Active), float64(held.Active), float64(asked.Active), 0))
+	out.Tokens = int64(pick("tokens", float64(e.Tokens), float64(used.Tokens), float64(held.Tokens), float64(asked.Tokens), 1))
+	out.SpendUSD = pick("spend", e.SpendUSD, used.SpendUSD, held.SpendUSD, asked.SpendUSD, 0)
 	return out, err
 }
 

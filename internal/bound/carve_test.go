@@ -18,18 +18,21 @@ func TestCarve(t *testing.T) {
 		want        Limits
 		err         bool
 	}{
-		{name: "all that is left", parent: parent, used: used,
-			want: Limits{Actions: 60, Active: 40 * time.Minute, Tokens: 600, SpendUSD: 1.5}},
+		{name: "half of what is left", parent: parent, used: used,
+			want: Limits{Actions: 30, Active: 20 * time.Minute, Tokens: 300, SpendUSD: 0.75}},
+		{name: "a last action", parent: parent, used: Consumption{Actions: 99},
+			want: Limits{Actions: 1, Active: 30 * time.Minute, Tokens: 500, SpendUSD: 1}},
 		{name: "less than left", parent: parent, used: used, asked: Limits{Actions: 10, Active: time.Minute, Tokens: 5, SpendUSD: 0.1},
 			want: Limits{Actions: 10, Active: time.Minute, Tokens: 5, SpendUSD: 0.1}},
 		{name: "more than left is cut", parent: parent, used: used, asked: Limits{Actions: 1000, Active: 10 * time.Hour, Tokens: 1e6, SpendUSD: 100},
 			want: Limits{Actions: 60, Active: 40 * time.Minute, Tokens: 600, SpendUSD: 1.5}},
 		{name: "siblings hold their share", parent: parent, used: used, held: Limits{Actions: 30, Active: 30 * time.Minute, Tokens: 100, SpendUSD: 1},
+			asked: Limits{Actions: 100, Active: time.Hour, Tokens: 1000, SpendUSD: 10},
 			want: Limits{Actions: 30, Active: 10 * time.Minute, Tokens: 500, SpendUSD: 0.5}},
 		{name: "an extension granted counts", parent: parent, used: Consumption{Actions: 120, Extensions: 1},
-			want: Limits{Actions: 30, Active: 90 * time.Minute, Tokens: 1000, SpendUSD: 2}},
+			want: Limits{Actions: 15, Active: 45 * time.Minute, Tokens: 500, SpendUSD: 1}},
 		{name: "unbounded stays as asked", parent: Limits{Actions: 10}, asked: Limits{Tokens: 7},
-			want: Limits{Actions: 10, Tokens: 7}},
+			want: Limits{Actions: 5, Tokens: 7}},
 		{name: "nothing left", parent: parent, used: Consumption{Actions: 100}, err: true},
 		{name: "held takes the rest", parent: parent, held: Limits{SpendUSD: 2}, err: true},
 	}

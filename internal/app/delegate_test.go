@@ -1,0 +1,220 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/policy"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
+	"github.com/paddock-dev/paddock/internal/tool"
+	"github.com/paddock-dev/paddock/internal/wire"
+)
+
+// children are the sessions session id delegated.
+func children(t *testing.T, project, id string) []session.Session {
+	t.Helper()
+	all, err := api.Sessions().List(context.Background(), session.Filter{Project: project, IncludeArchived: true})
+	require.NoError(t, err)
+	var out []session.Session
+	for _, x := range all {
+		if parent, _ := x.Delegated(); parent == id {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// TestDelegationNeverWidensRights, end to end: a parent whose policy asks
+// for write_file delegates two tasks in one step. One child is handed a
+// policy that would allow write_file and still asks (a person approves
+// it through the API, the chain named); the other is narrowed to
+// read_file and edit_file, sees the parent's work in progress, and edits
+// it. Both report back; their changes land in the parent's copy, their
+// consumption in its budget; they are stopped; the person accepts one
+// diff holding all three sessions' work.
+func TestDelegationNeverWidensRights(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs sessions")
+	}
+	ctx := context.Background()
+	project := unique("deleg")
+	require.NoError(t, api.Access().CreateProject(ctx, project))
+	_, err := api.Projects().SetPolicy(ctx, project, []byte("default: allow\ntools:\n  write_file: ask\n  run_command: exclude\n"))
+	require.NoError(t, err)
+	repo := gitRepo(t)
+
+	a := scriptText(t, unique("child-a")+".yaml", `steps:
+  - toolCalls:
+      - name: write_file
+        args: {path: a.txt, content: "from child a\n"}
+  - text: "A wrote a.txt."
+`)
+	b := scriptText(t, unique("child-b")+".yaml", `steps:
+  - toolCalls:
+      - name: read_file
+        args: {path: parent.txt}
+  - toolCalls:
+      - name: edit_file
+        args: {path: parent.txt, old: "draft", new: "final"}
+  - text: "B finished parent.txt."
+`)
+	parent := scriptText(t, unique("parent")+".yaml", `steps:
+  - toolCalls:
+      - name: write_file
+        args: {path: parent.txt, content: "the parent's draft\n"}
+  - toolCalls:
+      - name: delegate
+        args:
+          task: "write a.txt"
+          model: `+a+`
+          policy: "default: allow\ntools:\n  write_file: allow\n"
+          budget: {actions: 5}
+      - name: delegate
+        args:
+          task: "finish parent.txt"
+          model: `+b+`
+          tools: [read_file, edit_file]
+      - name: delegate
+        args:
+          task: "run things"
+          tools: [run_command]
+  - text: "Both parts are in."
+`)
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Project: project, Model: parent, Message: "split the work", Repo: repo})
+	require.NoError(t, err)
+
+	// A person approves what asks: the parent's write, and the child's.
+	var childAsked session.Approval
+	waitFor(t, "the parent's turn", func() (bool, error) {
+		pending, err := api.Gates().Approvals(ctx, session.ApprovalFilter{Status: session.ApprovalPending})
+		if err != nil {
+			return false, err
+		}
+		for _, ap := range pending {
+			owner, err := api.Sessions().Get(ctx, ap.SessionID)
+			if err != nil {
+				return false, err
+			}
+			if p, _ := owner.Delegated(); owner.ID != x.ID && p != x.ID {
+				continue
+			}
+			if owner.ID != x.ID {
+				childAsked = ap
+			}
+			if _, err := api.Gates().Decide(ctx, ap.ID, true, "fine"); err != nil {
+				return false, err
+			}
+		}
+		turns, err := api.Sessions().Turns(ctx, x.ID)
+		return len(turns) == 1 && turns[0].Status.Settled(), err
+	})
+	turns, err := api.Sessions().Turns(ctx, x.ID)
+	require.NoError(t, err)
+	require.Equal(t, session.TurnCompleted, turns[0].Status, turns[0].Error)
+	require.Equal(t, "write_file", childAsked.Tool, "the child's write asked, whatever policy its delegation asked for")
+	require.Equal(t, "tools.write_file=ask", childAsked.Rule)
+
+	calls := finalCalls(t, api, x.ID)
+	var reports []tool.Report
+	for _, id := range []string{"call_1_0", "call_1_1"} {
+		require.Equal(t, session.CallDone, calls[id].State, "%s: %s", id, calls[id].Error)
+		require.NotEmpty(t, calls[id].Child)
+		var r tool.Report
+		require.NoError(t, json.Unmarshal([]byte(calls[id].Result), &r))
+		reports = append(reports, r)
+	}
+	require.Contains(t, reports[0].Report, "A wrote a.txt.")
+	require.Equal(t, []string{"a.txt"}, reports[0].Applied)
+	require.Contains(t, reports[1].Report, "B finished parent.txt.")
+	require.Equal(t, []string{"parent.txt"}, reports[1].Applied)
+	require.Empty(t, reports[0].Conflicts)
+	// A delegation asking for a tool the parent does not have is refused.
+	require.Equal(t, session.CallErrored, calls["call_1_2"].State)
+	require.Contains(t, calls["call_1_2"].Error, `"run_command" is not one of yours`)
+
+	kids := children(t, project, x.ID)
+	require.Len(t, kids, 2)
+	for _, k := range kids {
+		require.Equal(t, session.StatusStopped, k.Status, "collected, then stopped")
+		require.Contains(t, k.StopReason, "went back to session "+x.ID)
+		require.Equal(t, "agent:"+x.ID+" for operator:tester", k.CreatedBy.String())
+		var sp spec.Agent
+		require.NoError(t, json.Unmarshal(k.AgentSpec, &sp))
+		require.Zero(t, *sp.Session.MaxExtensions, "a child is never extended")
+		pinned, err := policy.Pinned(k.Policy)
+		require.NoError(t, err)
+		v, _ := pinned.Tool("write_file")
+		require.NotEqual(t, policy.AllowedWithoutPermission, v, "the child's policy is never looser than its parent's")
+		v, _ = pinned.Tool("run_command")
+		require.Equal(t, policy.Disabled, v)
+		if slices.Equal(sp.Tools, []string{"read_file", "edit_file"}) {
+			require.Empty(t, slices.DeleteFunc(slices.Clone(sp.Tools), func(n string) bool { return n == "read_file" || n == "edit_file" }))
+			bCalls := finalCalls(t, api, k.ID)
+			require.Contains(t, bCalls["call_0_0"].Result, "the parent's draft", "the child started from the parent's copy as it was")
+		} else {
+			require.Equal(t, 5, sp.Session.MaxActions, "the asked budget, within what the parent had left")
+			require.NotContains(t, sp.Tools, "run_command")
+		}
+	}
+
+	// The children's consumption is the parent's.
+	events, err := api.Sessions().Events(ctx, x.ID, 0)
+	require.NoError(t, err)
+	charged := 0
+	for _, e := range events {
+		var d session.BudgetData
+		if e.Kind == session.EventBudget && strings.Contains(e.Key, "delegate/") && json.Unmarshal(e.Data, &d) == nil {
+			charged += d.Actions
+		}
+	}
+	require.Equal(t, 3, charged, "child a's one call, child b's two")
+
+	// One deliverable: the parent's diff holds all three sessions' work.
+	d, err := api.Review().Diff(ctx, x.ID)
+	require.NoError(t, err)
+	var paths []string
+	for _, f := range d.Files {
+		paths = append(paths, f.Path)
+	}
+	require.ElementsMatch(t, []string{"a.txt", "parent.txt"}, paths)
+	code, out := paddock(t, "sessions", "accept", x.ID)
+	require.Equal(t, 0, code, out)
+	got, err := os.ReadFile(filepath.Join(repo, "parent.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "the parent's final\n", string(got))
+	got, err = os.ReadFile(filepath.Join(repo, "a.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "from child a\n", string(got))
+	status, err := exec.Command("git", "-C", repo, "status", "--porcelain").CombinedOutput()
+	require.NoError(t, err)
+	require.Empty(t, strings.TrimSpace(string(status)), "accepted as one commit")
+
+	// Both logs verify, and link the chain.
+	for _, id := range []string{x.ID, kids[0].ID, kids[1].ID} {
+		reports, err := api.Audit().Verify(ctx, id)
+		require.NoError(t, err)
+		require.Len(t, reports, 1)
+		require.True(t, reports[0].OK, "%s: %+v", id, reports[0])
+	}
+	entries, err := api.Audit().Log(ctx, kids[0].ID, false)
+	require.NoError(t, err)
+	require.Equal(t, x.ID, entries[0].Meta["parent"], "the child's frame names its parent")
+	entries, err = api.Audit().Log(ctx, x.ID, false)
+	require.NoError(t, err)
+	var named []string
+	for _, en := range entries {
+		if c := en.Meta["child"]; c != "" && !slices.Contains(named, c) {
+			named = append(named, c)
+		}
+	}
+	require.ElementsMatch(t, []string{kids[0].ID, kids[1].ID}, named, "the parent's log names its children")
+}
