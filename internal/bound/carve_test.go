@@ -28,7 +28,7 @@ func TestCarve(t *testing.T) {
 			want: Limits{Actions: 60, Active: 40 * time.Minute, Tokens: 600, SpendUSD: 1.5}},
 		{name: "siblings hold their share", parent: parent, used: used, held: Limits{Actions: 30, Active: 30 * time.Minute, Tokens: 100, SpendUSD: 1},
 			asked: Limits{Actions: 100, Active: time.Hour, Tokens: 1000, SpendUSD: 10},
-			want: Limits{Actions: 30, Active: 10 * time.Minute, Tokens: 500, SpendUSD: 0.5}},
+			want:  Limits{Actions: 30, Active: 10 * time.Minute, Tokens: 500, SpendUSD: 0.5}},
 		{name: "an extension granted counts", parent: parent, used: Consumption{Actions: 120, Extensions: 1},
 			want: Limits{Actions: 15, Active: 45 * time.Minute, Tokens: 500, SpendUSD: 1}},
 		{name: "unbounded stays as asked", parent: Limits{Actions: 10}, asked: Limits{Tokens: 7},

@@ -218,7 +218,7 @@ func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session
 		// Never looser than the delegating session's, whatever the
 		// project's policy became since it was pinned.
 		eff, _ := policy.Pinned(pol.json)
-		pol = pin(policy.Stricter(child.Floor, eff))
+		pol = pin(policy.Within(child.Floor, eff))
 	}
 	input := req.Message
 	if input == "" {

@@ -23,8 +23,23 @@ type Decision struct {
 // Evaluate decides a tool call. A disabled tool is refused; a shell command
 // is analyzed (refused pieces refuse whatever the tool's value; a command
 // whose every piece is free needs no permission); other tools get the
-// tool's value. An evaluation that cannot complete refuses.
+// tool's value. An evaluation that cannot complete refuses. A policy
+// with a Floor decides the stricter of its decision and its floor's (the
+// rule then names the floor's, "floor:RULE").
 func (p *Policy) Evaluate(tool string, args json.RawMessage) Decision {
+	d := p.evaluate(tool, args)
+	if p.Floor != nil {
+		if f := p.Floor.Evaluate(tool, args); f.Verdict > d.Verdict {
+			f.PolicyDigest = d.PolicyDigest
+			f.Rule = "floor:" + f.Rule
+			return f
+		}
+	}
+	return d
+}
+
+// evaluate is Evaluate by this policy alone.
+func (p *Policy) evaluate(tool string, args json.RawMessage) Decision {
 	d := Decision{PolicyDigest: p.Digest()}
 	v, rule := p.Tool(tool)
 	if v == Disabled {

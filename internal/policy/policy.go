@@ -79,6 +79,13 @@ type Policy struct {
 	ContinueAfterToolRejection bool `json:"continueAfterToolRejection,omitempty"`
 	// ApprovalTTL bounds how long an approval request waits.
 	ApprovalTTL time.Duration `json:"approvalTtl"`
+	// Floor is a policy this one is never looser than (a delegated
+	// session's is its delegating session's, Within): each decision is
+	// the stricter of this policy's and its floor's. Fewer free commands
+	// may make the analyzer read less of a command it then does not know
+	// (a refusal inside an awk program becomes a question); the floor
+	// keeps the refusal.
+	Floor *Policy `json:"floor,omitempty"`
 }
 
 // wirePolicy is Policy without its JSON methods (the TTL in nanoseconds).
@@ -290,6 +297,14 @@ func Stricter(a, b *Policy) *Policy {
 	out := &Policy{Default: stricter(a.Default, b.Default), Tools: map[string]Value{},
 		ContinueAfterToolRejection: a.ContinueAfterToolRejection && b.ContinueAfterToolRejection,
 		ApprovalTTL:                min(a.ApprovalTTL, b.ApprovalTTL)}
+	switch {
+	case a.Floor != nil && b.Floor != nil:
+		out.Floor = Stricter(a.Floor, b.Floor)
+	case a.Floor != nil:
+		out.Floor = a.Floor
+	case b.Floor != nil:
+		out.Floor = b.Floor
+	}
 	names := map[string]bool{}
 	for n := range a.Tools {
 		names[n] = true
@@ -311,6 +326,15 @@ func Stricter(a, b *Policy) *Policy {
 			out.Commands = append(out.Commands, c)
 		}
 	}
+	return out
+}
+
+// Within is the policy of a session delegated by one pinned to parent:
+// parent tightened by asked, and never looser than parent on any call
+// (its Floor), whatever asked says.
+func Within(parent, asked *Policy) *Policy {
+	out := Stricter(parent, asked)
+	out.Floor = parent
 	return out
 }
 
