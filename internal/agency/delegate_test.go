@@ -69,4 +69,3 @@ func TestNarrowed(t *testing.T) {
 		})
 	}
 }
-
