@@ -3,6 +3,8 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	apiserver "github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -109,6 +112,10 @@ func TestDelegationNeverWidensRights(t *testing.T) {
 			}
 			if owner.ID != x.ID {
 				childAsked = ap
+				// The person's inbox names the chain and the task.
+				inbox := page(t, "/inbox")
+				require.Contains(t, inbox, "Started by: <a href=\"/sessions/"+x.ID+"\">")
+				require.Contains(t, inbox, ", to write a.txt")
 			}
 			if _, err := api.Gates().Decide(ctx, ap.ID, true, "fine"); err != nil {
 				return false, err
@@ -166,6 +173,20 @@ func TestDelegationNeverWidensRights(t *testing.T) {
 		}
 	}
 
+	// The web app and the CLI show the tree.
+	require.Contains(t, page(t, "/sessions/"+kids[0].ID), "Delegated by</dt><dd><a href=\"/sessions/"+x.ID+"\">")
+	parentPage := page(t, "/sessions/"+x.ID)
+	require.Contains(t, parentPage, "Sessions it started")
+	require.Contains(t, parentPage, "/sessions/"+kids[1].ID)
+	code, listing := paddock(t, "sessions", "ls", "--tree", "--archived", "--limit", "1000")
+	require.Equal(t, 0, code, listing)
+	lines := strings.Split(listing, "\n")
+	at := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, x.ID) })
+	require.GreaterOrEqual(t, at, 0, listing)
+	for _, l := range lines[at+1 : at+3] {
+		require.True(t, strings.HasPrefix(l, "└ "+kids[0].ID) || strings.HasPrefix(l, "└ "+kids[1].ID), "a child under its parent: %q", l)
+	}
+
 	// The children's consumption is the parent's.
 	events, err := api.Sessions().Events(ctx, x.ID, 0)
 	require.NoError(t, err)
@@ -217,4 +238,19 @@ func TestDelegationNeverWidensRights(t *testing.T) {
 		}
 	}
 	require.ElementsMatch(t, []string{kids[0].ID, kids[1].ID}, named, "the parent's log names its children")
+}
+
+// page is a page of the web app as the administrator sees it.
+func page(t *testing.T, path string) string {
+	t.Helper()
+	req, err := http.NewRequest("GET", shared.URL+path, nil)
+	require.NoError(t, err)
+	req.AddCookie(&http.Cookie{Name: apiserver.TokenCookie, Value: adminToken})
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode, string(body))
+	return string(body)
 }

@@ -31,7 +31,7 @@ func newSessions(g *globals) *cobra.Command {
 	var f session.Filter
 	var status string
 	var limit int
-	var quiet, parked bool
+	var quiet, parked, tree bool
 	ls := &cobra.Command{
 		Use:   "ls",
 		Short: "List sessions (newest first; archived ones with --archived)",
@@ -61,12 +61,24 @@ func newSessions(g *globals) *cobra.Command {
 			}
 			tw := table(g.io.Out)
 			fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tTITLE\tACTIVITY\tCREATED")
-			for _, x := range list {
+			rows := make([]session.Nested, len(list))
+			for i, x := range list {
+				rows[i] = session.Nested{Session: x}
+			}
+			if tree {
+				rows = session.Forest(list)
+			}
+			for _, x := range rows {
 				st := string(x.Status)
 				if x.ArchivedAt != nil {
 					st += " (archived)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", x.ID, x.Agent, st, terminal.OneLine(x.DisplayTitle, 40), terminal.OneLine(x.AmbientStatus, 30), x.CreatedAt.Local().Format("2006-01-02 15:04"))
+				id := x.ID
+				if x.Depth > 0 {
+					// Started by the session above: delegated, or spawned.
+					id = strings.Repeat("  ", x.Depth-1) + "└ " + id
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", id, x.Agent, st, terminal.OneLine(x.DisplayTitle, 40), terminal.OneLine(x.AmbientStatus, 30), x.CreatedAt.Local().Format("2006-01-02 15:04"))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -82,6 +94,7 @@ func newSessions(g *globals) *cobra.Command {
 	ls.Flags().BoolVar(&f.IncludeArchived, "archived", false, "include archived sessions")
 	ls.Flags().IntVar(&limit, "limit", 50, "at most this many (the output says when there are more)")
 	ls.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the IDs, newest first")
+	ls.Flags().BoolVar(&tree, "tree", false, "show each session under the session whose agent started it (a delegation, a spawn)")
 	ls.Flags().BoolVar(&parked, "parked", false, "only sessions waiting on someone (an extension, an approval, an answer, credits, the provider) and what each needs")
 
 	get := &cobra.Command{

@@ -255,3 +255,23 @@ func (s Sessions) All(ctx context.Context, p identity.Principal, f session.Filte
 	}
 	return store.AllSessions(ctx, s.Store, f)
 }
+
+// Started are the sessions session id's agent started (delegated or
+// spawned), newest first, when p may read id.
+func (s Sessions) Started(ctx context.Context, p identity.Principal, id string) ([]session.Session, error) {
+	x, err := s.Sessions().Get(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	all, err := store.AllSessions(ctx, s.Store, session.Filter{Project: x.Project, IncludeArchived: true})
+	if err != nil {
+		return nil, err
+	}
+	var out []session.Session
+	for _, y := range all {
+		if y.StartedBy() == id {
+			out = append(out, y)
+		}
+	}
+	return out, nil
+}

@@ -48,3 +48,24 @@ func TestReturned(t *testing.T) {
 		t.Fatalf("a long report keeps its end, bounded: %q", r)
 	}
 }
+
+func TestForest(t *testing.T) {
+	by := func(id string) Sender { return Sender{Kind: SenderAgent, ID: id} }
+	list := []Session{
+		{ID: "c2", CreatedBy: by("p")},
+		{ID: "g", CreatedBy: by("c1")},
+		{ID: "other", CreatedBy: Sender{Kind: SenderOperator, ID: "ana"}},
+		{ID: "c1", CreatedBy: by("p")},
+		{ID: "orphan", CreatedBy: by("gone")},
+		{ID: "p", CreatedBy: Sender{Kind: SenderOperator, ID: "ana"}},
+		{ID: "loop", CreatedBy: by("loop")},
+	}
+	var got []string
+	for _, n := range Forest(list) {
+		got = append(got, strings.Repeat(">", n.Depth)+n.ID)
+	}
+	want := "other orphan p >c2 >c1 >>g loop"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("got %q, want %q", strings.Join(got, " "), want)
+	}
+}

@@ -60,3 +60,48 @@ type StepFile struct {
 	Mode string `json:"mode,omitempty"`
 	Blob string `json:"blob,omitempty"`
 }
+
+// Nested is a session of a forest, at its depth (0: a root).
+type Nested struct {
+	Session
+	Depth int
+}
+
+// Forest orders list (newest first) as trees: each session the agent of
+// another listed session started comes right after it, one level deeper,
+// in list order; the others are roots, in list order.
+func Forest(list []Session) []Nested {
+	listed := map[string]bool{}
+	for _, x := range list {
+		listed[x.ID] = true
+	}
+	kids := map[string][]Session{}
+	var roots []Session
+	for _, x := range list {
+		if p := x.StartedBy(); p != "" && listed[p] && p != x.ID {
+			kids[p] = append(kids[p], x)
+		} else {
+			roots = append(roots, x)
+		}
+	}
+	out := make([]Nested, 0, len(list))
+	seen := map[string]bool{}
+	var walk func(x Session, depth int)
+	walk = func(x Session, depth int) {
+		if seen[x.ID] {
+			return
+		}
+		seen[x.ID] = true
+		out = append(out, Nested{x, depth})
+		for _, k := range kids[x.ID] {
+			walk(k, depth+1)
+		}
+	}
+	for _, r := range roots {
+		walk(r, 0)
+	}
+	for _, x := range list { // a cycle no root reaches (never made, but listed)
+		walk(x, 0)
+	}
+	return out
+}

@@ -109,6 +109,15 @@ func (s Session) Delegated() (parent, call string) {
 	return s.CreatedBy.ID, call
 }
 
+// StartedBy is the session whose agent started this one (a delegation or
+// a sessions_spawn call); "" when a person, a trigger or the platform did.
+func (s Session) StartedBy() string {
+	if s.CreatedBy.Kind == SenderAgent {
+		return s.CreatedBy.ID
+	}
+	return ""
+}
+
 // ViaDelegate begins the Via of an agent's session started by a delegate
 // call (then the call's ID); ViaSpawn, by a sessions_spawn call.
 const (

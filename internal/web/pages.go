@@ -270,24 +270,47 @@ func plural(n int, one, many string) string {
 type Pending struct {
 	session.Approval
 	Pieces []shellcheck.Piece
+	// Chain are the sessions whose agents started the approval's session,
+	// the first first (none: a person or a trigger started it), and Task
+	// what it was given to do.
+	Chain []string
+	Task  string
 }
 
 // pending explains approvals: a command's pieces, as the gate saw them.
 func (a *App) pending(r *http.Request, aps []session.Approval) []Pending {
 	out := make([]Pending, len(aps))
 	sessions := map[string]session.Session{}
-	for i, ap := range aps {
-		out[i].Approval = ap
-		if ap.Tool != policy.ShellTool {
-			continue
-		}
-		x, ok := sessions[ap.SessionID]
+	get := func(id string) (session.Session, bool) {
+		x, ok := sessions[id]
 		if !ok {
 			var err error
-			if x, err = a.Service.Sessions().Get(r.Context(), principal(r), ap.SessionID); err != nil {
-				continue
+			if x, err = a.Service.Sessions().Get(r.Context(), principal(r), id); err != nil {
+				return x, false
 			}
-			sessions[ap.SessionID] = x
+			sessions[id] = x
+		}
+		return x, true
+	}
+	for i, ap := range aps {
+		out[i].Approval = ap
+		x, ok := get(ap.SessionID)
+		if !ok {
+			continue
+		}
+		// Who started it, up to a person: a delegated session's request
+		// names its chain and its task.
+		for up, n := x, 0; up.StartedBy() != "" && n < 4; n++ {
+			out[i].Chain = append([]string{up.StartedBy()}, out[i].Chain...)
+			if up, ok = get(up.StartedBy()); !ok {
+				break
+			}
+		}
+		if len(out[i].Chain) > 0 {
+			out[i].Task = clip.String(x.Input, 300)
+		}
+		if ap.Tool != policy.ShellTool {
+			continue
 		}
 		if p, err := policy.Pinned(x.Policy); err == nil {
 			out[i].Pieces = p.Evaluate(ap.Tool, ap.Args).Pieces
@@ -312,6 +335,12 @@ type Page struct {
 	Model  string
 	Usage  session.SessionUsage
 	Budget engine.BudgetUse
+	// Parent is the session whose agent started this one (Delegated: by
+	// a delegate call, else by sessions_spawn); Started the sessions this
+	// one's agent started.
+	Parent    string
+	Delegated bool
+	Started   []session.Session
 }
 
 // sessionFor loads session id for the caller, checking action a.
@@ -337,6 +366,10 @@ func (a *App) session(w http.ResponseWriter, r *http.Request) {
 	p.Question, _ = a.Service.Sessions().OpenQuestion(r.Context(), principal(r), x.ID)
 	p.Usage, _ = a.Service.Sessions().Usage(r.Context(), principal(r), x.ID)
 	p.Budget, _ = a.Service.Gates().Budget(r.Context(), principal(r), x.ID)
+	p.Parent = x.StartedBy()
+	parent, _ := x.Delegated()
+	p.Delegated = parent != ""
+	p.Started, _ = a.Service.Sessions().Started(r.Context(), principal(r), x.ID)
 	var sp spec.Agent
 	if json.Unmarshal(x.AgentSpec, &sp) == nil {
 		p.Model = sp.Model
