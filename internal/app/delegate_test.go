@@ -254,3 +254,32 @@ func page(t *testing.T, path string) string {
 	require.Equal(t, http.StatusOK, res.StatusCode, string(body))
 	return string(body)
 }
+
+// TestRunAsksForADelegatedSessionsCall: the person following a session
+// at the terminal (paddock run) is asked for the calls of the sessions it
+// delegated, named as such, and their answer decides them.
+func TestRunAsksForADelegatedSessionsCall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs sessions")
+	}
+	child := scriptText(t, unique("asking-child")+".yaml", `steps:
+  - toolCalls:
+      - name: write_file
+        args: {path: child.txt, content: "written by the child\n"}
+  - text: "Wrote child.txt."
+`)
+	name := unique("delegator")
+	applyAgent(t, name, scriptText(t, name+".yaml", `steps:
+  - toolCalls:
+      - name: delegate
+        args: {task: "write child.txt", model: `+child+`}
+  - text: "The child reported."
+`), "policy:\n  default: allow\n  tools:\n    write_file: ask\n")
+	code, out := paddockIn(t, "y\n", "run", "--agent", name, "--repo", gitRepo(t), "get it written")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "⇢ delegated session")
+	require.Contains(t, out, "(to write child.txt) waits for approval of write_file")
+	require.Contains(t, out, "allow this write_file call (tools.write_file=ask)? [y/N]")
+	require.Contains(t, out, "The child reported.")
+	require.Contains(t, out, "child.txt")
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -212,4 +213,34 @@ func (a *Activities) returned(ctx context.Context, c session.Session) (bool, str
 	}
 	done, text := session.Returned(c, turns, len(open), cmds, events, tool.MaxReport)
 	return done, text, nil
+}
+
+// askUpTheChain tells every session that delegated s, up to the first,
+// that s's call waits for a person's approval: whoever follows one of
+// them is asked for it too. Once per approval.
+func (a *Activities) askUpTheChain(ctx context.Context, s session.Session, call session.ToolCallData) error {
+	var chain []session.Session
+	for up, n := s, 0; n < 4; n++ {
+		parent, _ := up.Delegated()
+		if parent == "" {
+			break
+		}
+		p, err := a.Store.GetSession(ctx, parent)
+		if err != nil {
+			return err
+		}
+		chain = append([]session.Session{p}, chain...)
+		up = p
+	}
+	ids := make([]string, len(chain))
+	for i, p := range chain {
+		ids[i] = p.ID
+	}
+	data, _ := json.Marshal(session.ChildApproval{Session: s.ID, Chain: ids, Task: clip.String(s.Input, 300), Call: call})
+	for _, p := range chain {
+		if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: p.ID, Kind: session.EventChildApproval, Key: "child-approval/" + call.Approval, Data: data}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -235,6 +235,9 @@ func (a Turns) RequestApproval(ctx context.Context, sessionID, turnID string, ca
 	if err := RecordCall(ctx, a.Store, sessionID, turnID, ev); err != nil {
 		return ApprovalRequest{}, err
 	}
+	if err := a.askUpTheChain(ctx, s, ev); err != nil {
+		return ApprovalRequest{}, err
+	}
 	return ApprovalRequest{ID: ap.ID, WaitSeconds: ap.ExpiresAt.Sub(a.Now()).Seconds()}, nil
 }
 

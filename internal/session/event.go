@@ -30,7 +30,21 @@ const (
 	// EventCompaction is the middle of the conversation summarized so
 	// that it fits the model's context window (data: Compaction).
 	EventCompaction EventKind = "compaction"
+	// EventChildApproval is a call of a session this one delegated (at
+	// any depth) waiting for a person's approval: the person following
+	// this session is asked for it too (data: ChildApproval).
+	EventChildApproval EventKind = "child_approval"
 )
+
+// ChildApproval is the data of a child_approval event: the delegated
+// session, the chain of sessions that delegated it (the first first), its
+// task, and its call as it waits (its approval ID among it).
+type ChildApproval struct {
+	Session string       `json:"session"`
+	Chain   []string     `json:"chain"`
+	Task    string       `json:"task"`
+	Call    ToolCallData `json:"call"`
+}
 
 // Compaction is the data of a compaction event: it replaces the first
 // Messages messages of the full conversation (the task among them, which

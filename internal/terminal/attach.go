@@ -62,7 +62,7 @@ func (f *Follower) Attach(ctx context.Context) error {
 		for _, ap := range pending {
 			if d, ok := waiting[ap.ID]; ok {
 				asked = true
-				if err := f.approve(ctx, r, d); err != nil {
+				if err := f.approve(ctx, r, id, d); err != nil {
 					return err
 				}
 			}

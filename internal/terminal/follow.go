@@ -53,7 +53,7 @@ type Follower struct {
 
 	lines  chan string // lines read from In, by one reader
 	inErr  error
-	pinned *policy.Policy // the session's pinned policy, read once
+	pinned map[string]*policy.Policy // the pinned policy of each session asking, read once
 }
 
 // ExitError ends a command with an exit status and the reason printed for
@@ -163,8 +163,13 @@ func (f *Follower) Stream(ctx context.Context) error {
 			var d session.ToolCallData
 			_ = json.Unmarshal(e.Data, &d)
 			if d.State == session.CallAwaitingApproval {
-				return f.approve(ctx, r, d)
+				return f.approve(ctx, r, f.ID, d)
 			}
+		case session.EventChildApproval:
+			// A session this one delegated asks: the person here decides.
+			var d session.ChildApproval
+			_ = json.Unmarshal(e.Data, &d)
+			return f.approve(ctx, r, d.Session, d.Call)
 		case session.EventQuestion:
 			var q session.Question
 			_ = json.Unmarshal(e.Data, &q)
@@ -295,7 +300,7 @@ func (f *Follower) extend(ctx context.Context, r *Renderer, p session.Park) (boo
 
 // approve decides a call waiting for permission: at the terminal when
 // interactive, by the demo operator in the demo; otherwise it says how.
-func (f *Follower) approve(ctx context.Context, r *Renderer, d session.ToolCallData) error {
+func (f *Follower) approve(ctx context.Context, r *Renderer, id string, d session.ToolCallData) error {
 	yes := false
 	switch {
 	case f.AutoAnswer != nil:
@@ -309,17 +314,20 @@ func (f *Follower) approve(ctx context.Context, r *Renderer, d session.ToolCallD
 		// approves only what they can see.
 		r.Line("  %s asks to run:\n%s", Visible(d.Name, false), CallText(d.Name, d.Args))
 		if f.pinned == nil {
-			if x, err := f.Client.Sessions().Get(ctx, f.ID); err == nil {
-				f.pinned, _ = policy.Pinned(x.Policy)
+			f.pinned = map[string]*policy.Policy{}
+		}
+		if _, ok := f.pinned[id]; !ok {
+			if x, err := f.Client.Sessions().Get(ctx, id); err == nil {
+				f.pinned[id], _ = policy.Pinned(x.Policy)
 			}
 		}
-		if text := AnalysisText(f.pinned, d.Name, d.Args); text != "" {
+		if text := AnalysisText(f.pinned[id], d.Name, d.Args); text != "" {
 			r.Line("%s", text)
 		}
 		fmt.Fprintf(f.Out, "  allow this %s call (%s)? [y/N] ", Visible(d.Name, false), Visible(d.Rule, false))
 		r.midText = true
 		line, err := f.readLineWhile(ctx, func() bool {
-			pending, err := f.Client.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: f.ID, Status: session.ApprovalPending})
+			pending, err := f.Client.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: id, Status: session.ApprovalPending})
 			return err != nil || slices.ContainsFunc(pending, func(a session.Approval) bool { return a.ID == d.Approval })
 		})
 		if ctx.Err() != nil {

@@ -105,6 +105,10 @@ func (r *Renderer) Event(e session.Event) {
 			r.endLive(d.ID)
 			r.Line("    ✗ %s %s: %s", Visible(d.Name, false), d.State, OneLine(d.Error, 200))
 		}
+	case session.EventChildApproval:
+		var d session.ChildApproval
+		_ = json.Unmarshal(e.Data, &d)
+		r.Line("⇢ delegated session %s (to %s) waits for approval of %s", clip.ID(d.Session), OneLine(d.Task, 80), Visible(d.Call.Name, false))
 	case session.EventOutput:
 		var d session.OutputData
 		_ = json.Unmarshal(e.Data, &d)
