@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -282,4 +284,105 @@ func TestRunAsksForADelegatedSessionsCall(t *testing.T) {
 	require.Contains(t, out, "allow this write_file call (tools.write_file=ask)? [y/N]")
 	require.Contains(t, out, "The child reported.")
 	require.Contains(t, out, "child.txt")
+}
+
+// TestDelegationSurvivesSIGKILL: the server is killed with SIGKILL while
+// a parent waits on two delegated sessions, one of them in the middle of
+// its work; started again, both come back, each once, and the parent's
+// one diff holds their work.
+func TestDelegationSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and kills real servers")
+	}
+	ctx := context.Background()
+	dir := dataDir(t)
+	repo := gitRepo(t)
+	server, c := serveChild(t, dir)
+	_, err := c.Projects().SetPolicy(ctx, "default", []byte("default: allow\n"))
+	require.NoError(t, err)
+	write := func(name, text string) string {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "replay"), 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "replay", name), []byte(text), 0o600))
+		return "replay/" + name
+	}
+	slow := write("slow-child.yaml", `steps:
+  - toolCalls:
+      - name: write_file
+        args: {path: slow.txt, content: "slow\n"}
+  - delay: 5s
+    text: "Slow is done."
+`)
+	quick := write("quick-child.yaml", `steps:
+  - toolCalls:
+      - name: write_file
+        args: {path: quick.txt, content: "quick\n"}
+  - text: "Quick is done."
+`)
+	parent := write("crash-parent.yaml", `steps:
+  - toolCalls:
+      - name: delegate
+        args: {task: "the slow part", model: `+slow+`}
+      - name: delegate
+        args: {task: "the quick part", model: `+quick+`}
+  - text: "Both parts are back."
+`)
+	x, err := c.Sessions().Create(ctx, wire.CreateRequest{Model: parent, Message: "split it", Repo: repo})
+	require.NoError(t, err)
+	var slowID string
+	waitFor(t, "the slow child's write", func() (bool, error) {
+		all, err := c.Sessions().List(ctx, session.Filter{IncludeArchived: true})
+		for _, k := range all {
+			if p, _ := k.Delegated(); p == x.ID && strings.Contains(k.Input, "slow") {
+				slowID = k.ID
+			}
+		}
+		if slowID == "" || err != nil {
+			return false, err
+		}
+		events, err := c.Sessions().Events(ctx, slowID, 0)
+		return slices.ContainsFunc(events, func(e session.Event) bool { return e.Key == "call/call_0_0/done" }), err
+	})
+	require.NoError(t, server.Process.Signal(syscall.SIGKILL))
+	_ = server.Wait()
+
+	_, c = serveChild(t, dir)
+	deadline := time.Now().Add(6 * time.Minute) // a lost signal is made up for within childRecheck
+	for {
+		turns, err := c.Sessions().Turns(ctx, x.ID)
+		require.NoError(t, err)
+		if len(turns) == 1 && turns[0].Status.Settled() {
+			require.Equal(t, session.TurnCompleted, turns[0].Status, turns[0].Error)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the parent's turn never settled after the restart")
+		time.Sleep(100 * time.Millisecond)
+	}
+	calls := finalCalls(t, c, x.ID)
+	for id, want := range map[string]string{"call_0_0": "Slow is done.", "call_0_1": "Quick is done."} {
+		require.Equal(t, session.CallDone, calls[id].State, "%s: %s", id, calls[id].Error)
+		require.Contains(t, calls[id].Result, want)
+	}
+	all, err := c.Sessions().List(ctx, session.Filter{IncludeArchived: true})
+	require.NoError(t, err)
+	kids := 0
+	for _, k := range all {
+		if p, _ := k.Delegated(); p == x.ID {
+			kids++
+			require.Equal(t, session.StatusStopped, k.Status)
+			turns, err := c.Sessions().Turns(ctx, k.ID)
+			require.NoError(t, err)
+			require.Len(t, turns, 1, "its task ran once")
+		}
+	}
+	require.Equal(t, 2, kids, "each delegation made once")
+	d, err := c.Review().Diff(ctx, x.ID)
+	require.NoError(t, err)
+	var paths []string
+	for _, f := range d.Files {
+		paths = append(paths, f.Path)
+	}
+	require.ElementsMatch(t, []string{"slow.txt", "quick.txt"}, paths)
+	reports, err := c.Audit().Verify(ctx, x.ID)
+	require.NoError(t, err)
+	require.True(t, reports[0].OK, "%+v", reports[0])
 }
