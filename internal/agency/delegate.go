@@ -23,7 +23,11 @@ import (
 
 // MaxDelegationDepth bounds how deep delegations nest: a session's
 // delegated session may delegate once more, and that one no further.
-const MaxDelegationDepth = 2
+// MaxDelegations bounds how many of a session's delegations work at once.
+const (
+	MaxDelegationDepth = 2
+	MaxDelegations     = 4
+)
 
 // Delegate starts the session that does task d for the calling one. It
 // runs the calling session's agent narrowed: only tools the calling
@@ -56,7 +60,7 @@ func (p peers) Delegate(ctx context.Context, d tool.Delegation, call string) (se
 	if err != nil {
 		return session.Session{}, err
 	}
-	limits, err := p.carve(ctx, sp, d.Budget)
+	limits, err := p.carve(ctx, sp, d.Budget, call)
 	if err != nil {
 		return session.Session{}, err
 	}
@@ -75,8 +79,7 @@ func (p peers) Delegate(ctx context.Context, d tool.Delegation, call string) (se
 	if len(creds) > 0 {
 		child.Identity = spec.IdentityRequester // the values come with it; nothing is adopted again
 	}
-	_, callID, _ := strings.Cut(call, "/")
-	by := session.Sender{Kind: session.SenderAgent, ID: from.ID, Via: session.ViaDelegate + callID, OnBehalfOf: &r}
+	by := session.Sender{Kind: session.SenderAgent, ID: from.ID, Via: session.ViaDelegate + call, OnBehalfOf: &r}
 	req := wire.CreateRequest{Project: from.Project, Message: d.Task, IdempotencyKey: "delegate/" + call, Policy: d.Policy,
 		NonInteractive: !from.Interactive, Approver: from.Approver}
 	return p.s.Platform.Create(ctx, req, by, &engine.Child{Spec: child, Floor: floor, From: from, Credentials: creds})
@@ -162,7 +165,7 @@ func narrowed(sp spec.Agent, floor *policy.Policy, all tool.Set, d tool.Delegati
 // carve is the budget of a delegation from the calling session: what was
 // asked, within what it has left once what its live delegations hold is
 // taken off.
-func (p peers) carve(ctx context.Context, sp spec.Agent, asked *tool.Budget) (bound.Limits, error) {
+func (p peers) carve(ctx context.Context, sp spec.Agent, asked *tool.Budget, call string) (bound.Limits, error) {
 	from := p.from
 	used, err := durable.ConsumptionOf(ctx, p.s.Store, from, p.s.Now())
 	if err != nil {
@@ -174,10 +177,17 @@ func (p peers) carve(ctx context.Context, sp spec.Agent, asked *tool.Budget) (bo
 		return bound.Limits{}, err
 	}
 	var held bound.Limits
+	n := 0
 	for _, y := range live {
-		if parent, _ := y.Delegated(); parent == from.ID {
+		// (One this very call made, before a crash, is its own: the
+		// create returns it again.)
+		if parent, by := y.Delegated(); parent == from.ID && by != call {
 			held = held.Add(specOf(y).Session.Limits(p.s.Defaults, y.SpendCapUSD))
+			n++
 		}
+	}
+	if n >= MaxDelegations {
+		return bound.Limits{}, fmt.Errorf("%w: %d delegations of this session still work, the most at once: wait for their reports", errdefs.ErrInvalid, n)
 	}
 	var want bound.Limits
 	if asked != nil {

@@ -275,8 +275,7 @@ func (p peers) Spawn(ctx context.Context, agent, message, call string) (session.
 	req := wire.CreateRequest{Project: p.from.Project, Agent: agent, Message: message, Repo: p.from.Repo, IdempotencyKey: "spawn/" + call,
 		NonInteractive: !p.from.Interactive, Approver: p.from.Approver}
 	by := p.by()
-	_, callID, _ := strings.Cut(call, "/")
-	by.Via = session.ViaSpawn + callID
+	by.Via = session.ViaSpawn + call
 	return p.s.Platform.Create(ctx, req, by, nil)
 }
 

@@ -150,7 +150,7 @@ func (a Turns) Collect(ctx context.Context, sessionID, turnID string, call provi
 		return false, err
 	}
 	r := s.CreatedBy.Requester()
-	agent := session.Sender{Kind: session.SenderAgent, ID: s.ID, Via: session.ViaDelegate + call.ID, OnBehalfOf: &r}
+	agent := session.Sender{Kind: session.SenderAgent, ID: s.ID, Via: session.ViaDelegate + turnID + "/" + call.ID, OnBehalfOf: &r}
 	if err := a.endChild(ctx, c, agent, "delegated/"+c.ID, "its work went back to session "+s.ID); err != nil {
 		return false, err
 	}

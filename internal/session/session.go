@@ -119,7 +119,7 @@ func (s Session) StartedBy() string {
 }
 
 // ViaDelegate begins the Via of an agent's session started by a delegate
-// call (then the call's ID); ViaSpawn, by a sessions_spawn call.
+// call (then the call's TURN/CALL); ViaSpawn, by a sessions_spawn call.
 const (
 	ViaDelegate = "delegate:"
 	ViaSpawn    = "sessions_spawn:"
