@@ -108,14 +108,19 @@ func (p peers) depth(ctx context.Context) (int, error) {
 
 // narrowed is the agent a delegated session runs: sp with the tools d
 // keeps of those sp has and floor does not exclude (delegate itself only
-// when the delegated session may delegate again), its model, and
-// nothing that makes it a singleton, a trigger's target or a pool.
+// when the delegated session may delegate again; never sessions_spawn,
+// a way out of the tree), a model of the same provider, and nothing that
+// makes it a singleton, a trigger's target or a pool. Its tool list is
+// never empty: an empty list means every tool.
 func narrowed(sp spec.Agent, floor *policy.Policy, all tool.Set, d tool.Delegation, mayDelegate bool) (spec.Agent, error) {
 	var have []string
 	for _, n := range all.Only(sp.Tools).Names() {
-		if v, _ := floor.Tool(n); v != policy.Disabled && (n != tool.Delegate || mayDelegate) {
+		if v, _ := floor.Tool(n); v != policy.Disabled && (n != tool.Delegate || mayDelegate) && n != tool.SessionsSpawn {
 			have = append(have, n)
 		}
+	}
+	if len(have) == 0 {
+		return spec.Agent{}, fmt.Errorf("%w: you have no built-in tool to give a delegated session", errdefs.ErrInvalid)
 	}
 	servers := map[string]bool{}
 	for _, m := range sp.MCPServers {
@@ -141,9 +146,7 @@ func narrowed(sp spec.Agent, floor *policy.Policy, all tool.Set, d tool.Delegati
 		}
 		servers = wantServers
 		if len(keep) == 0 {
-			// An empty list would mean every tool: a child given only MCP
-			// tools still reads its copy.
-			keep = []string{"read_file"}
+			return spec.Agent{}, fmt.Errorf("%w: tools: name at least one built-in tool of yours (you have %s)", errdefs.ErrInvalid, strings.Join(have, ", "))
 		}
 	}
 	c := sp
@@ -155,6 +158,11 @@ func narrowed(sp spec.Agent, floor *policy.Policy, all tool.Set, d tool.Delegati
 		}
 	}
 	if d.Model != "" {
+		// The copy goes to no provider the agent does not already use.
+		theirs, _, _ := strings.Cut(sp.Model, "/")
+		if p, _, _ := strings.Cut(d.Model, "/"); p != theirs && !slices.Contains(sp.FallbackModels, d.Model) {
+			return spec.Agent{}, fmt.Errorf("%w: model %q: a delegated session uses a model of your provider (%s/…) or one of your fallbacks", errdefs.ErrInvalid, d.Model, theirs)
+		}
 		c.Model = d.Model
 		c.FallbackModels = nil
 	}
@@ -171,20 +179,39 @@ func (p peers) carve(ctx context.Context, sp spec.Agent, asked *tool.Budget, cal
 	if err != nil {
 		return bound.Limits{}, err
 	}
-	live, err := store.AllSessions(ctx, p.s.Store, session.Filter{Project: from.Project, IncludeArchived: true,
-		Statuses: []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting}})
+	all, err := store.AllSessions(ctx, p.s.Store, session.Filter{Project: from.Project, IncludeArchived: true})
 	if err != nil {
 		return bound.Limits{}, err
 	}
+	charged, err := p.s.Store.EventsByKey(ctx, from.ID, durable.BudgetPrefix+durable.DelegatedKey)
+	if err != nil {
+		return bound.Limits{}, err
+	}
+	collected := map[string]bool{}
+	for _, e := range charged {
+		collected[strings.TrimPrefix(e.Key, durable.BudgetPrefix+durable.DelegatedKey)] = true
+	}
+	// What its delegations not yet collected hold: a live one all it may
+	// use, an ended one what it used (not yet charged to this session).
 	var held bound.Limits
 	n := 0
-	for _, y := range live {
+	for _, y := range all {
+		parent, by := y.Delegated()
 		// (One this very call made, before a crash, is its own: the
 		// create returns it again.)
-		if parent, by := y.Delegated(); parent == from.ID && by != call {
+		if parent != from.ID || by == call || collected[by] {
+			continue
+		}
+		if !y.Status.Terminal() {
 			held = held.Add(specOf(y).Session.Limits(p.s.Defaults, y.SpendCapUSD))
 			n++
+			continue
 		}
+		c, err := durable.ConsumptionOf(ctx, p.s.Store, y, p.s.Now())
+		if err != nil {
+			return bound.Limits{}, err
+		}
+		held = held.Add(bound.Limits{Actions: c.Actions, Active: c.Active, Tokens: c.Tokens, SpendUSD: c.SpendUSD})
 	}
 	if n >= MaxDelegations {
 		return bound.Limits{}, fmt.Errorf("%w: %d delegations of this session still work, the most at once: wait for their reports", errdefs.ErrInvalid, n)

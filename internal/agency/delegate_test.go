@@ -37,7 +37,9 @@ func TestNarrowed(t *testing.T) {
 		{name: "a tool it lacks is refused", d: tool.Delegation{Tools: []string{"run_command"}}, err: `"run_command" is not one of yours`},
 		{name: "delegate at the last depth is refused", d: tool.Delegation{Tools: []string{"delegate"}}, err: `"delegate" is not one of yours`},
 		{name: "an MCP server it lacks is refused", d: tool.Delegation{Tools: []string{"mcp__web__get"}}, err: `no MCP server "web"`},
-		{name: "only MCP tools still read", d: tool.Delegation{Tools: []string{"mcp__db__q"}}, tools: []string{"read_file"}, servers: []string{"db"}},
+		{name: "only MCP tools is refused", d: tool.Delegation{Tools: []string{"mcp__db__q"}}, err: "name at least one built-in tool"},
+		{name: "a model of another provider is refused", d: tool.Delegation{Model: "anthropic/claude"}, err: "a model of your provider"},
+		{name: "a model of its provider", d: tool.Delegation{Model: "replay/other"}, mayDelegate: true, tools: []string{"delegate", "edit_file", "read_file"}, servers: []string{"calc", "db"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -267,6 +267,11 @@ func (p peers) by() session.Sender {
 }
 
 func (p peers) Spawn(ctx context.Context, agent, message, call string) (session.Session, error) {
+	if parent, _ := p.from.Delegated(); parent != "" {
+		// Its budget, policy and depth are its delegating session's
+		// share: a session it spawned would have none of those bounds.
+		return session.Session{}, fmt.Errorf("%w: a delegated session does not spawn sessions; session %s, which delegated your task, can", errdefs.ErrInvalid, parent)
+	}
 	if err := p.may(ctx, identity.Start); err != nil {
 		return session.Session{}, err
 	}

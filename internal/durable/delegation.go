@@ -26,6 +26,19 @@ import (
 // the delegated session stopped. A stopped or interrupted delegating
 // session stops the sessions it delegated (stopChildren).
 
+// DelegatedKey begins the key of a delegated session's consumption charged
+// to its delegating session (budget/delegate/TURN/CALL): a delegation
+// whose charge is there is collected.
+const DelegatedKey = "delegate/"
+
+// The keys of the stops the platform sends a delegated session: its
+// work collected (then its ID), its delegating session ended (then that
+// session's ID). Reserved: no caller's command may take them first.
+const (
+	CollectedKey = "delegated/"
+	StoppedKey   = "stopped/"
+)
+
 // fork makes dir, the copy of session s delegated by parent, a fork of
 // parent's copy as it is now.
 func (a *Activities) fork(ctx context.Context, parentID, dir string) (string, error) {
@@ -91,7 +104,7 @@ func (a *Activities) stopChildren(ctx context.Context, id string, by session.Sen
 	}
 	for _, c := range live {
 		if parent, _ := c.Delegated(); parent == id {
-			if err := a.endChild(ctx, c, by, "stopped/"+id, why); err != nil {
+			if err := a.endChild(ctx, c, by, StoppedKey+id, why); err != nil {
 				return err
 			}
 		}
@@ -145,13 +158,13 @@ func (a Turns) Collect(ctx context.Context, sessionID, turnID string, call provi
 	if err != nil {
 		return false, err
 	}
-	if err := a.consume(ctx, sessionID, turnID, "delegate/"+call.ID, session.BudgetData{Actions: used.Actions, ActiveMs: used.Active.Milliseconds(),
+	if err := a.consume(ctx, sessionID, turnID, DelegatedKey+turnID+"/"+call.ID, session.BudgetData{Actions: used.Actions, ActiveMs: used.Active.Milliseconds(),
 		Tokens: used.Tokens, SpendUSD: used.SpendUSD}); err != nil {
 		return false, err
 	}
 	r := s.CreatedBy.Requester()
 	agent := session.Sender{Kind: session.SenderAgent, ID: s.ID, Via: session.ViaDelegate + turnID + "/" + call.ID, OnBehalfOf: &r}
-	if err := a.endChild(ctx, c, agent, "delegated/"+c.ID, "its work went back to session "+s.ID); err != nil {
+	if err := a.endChild(ctx, c, agent, CollectedKey+c.ID, "its work went back to session "+s.ID); err != nil {
 		return false, err
 	}
 	d := session.ToolCallData{ID: call.ID, Name: call.Name, State: session.CallDone, Result: rep.Text(), Child: c.ID, By: &by}
@@ -178,14 +191,14 @@ func (a *Activities) deliver(ctx context.Context, s, c session.Session, rep *too
 	}
 	defer from()
 	applied, conflicts, skipped, err := workspace.Deliver(a.Copies.Bounded(ctx), c.Workdir, c.BaseCommit, s.Workdir)
-	if err != nil {
-		rep.Problem = "its work could not be applied: " + err.Error()
-		return nil
-	}
 	rep.Applied, rep.Conflicts = applied, conflicts
-	if len(skipped) > 0 {
+	switch {
+	case err != nil:
+		rep.Problem = "its work could not all be applied: " + err.Error()
+	case len(skipped) > 0:
 		rep.Problem = "not carried: " + strings.Join(skipped, "; ")
 	}
+	// What was written, even in part, is the sandbox user's.
 	return a.Copies.Hand(s.Workdir)
 }
 

@@ -333,7 +333,7 @@ func callerKey(key string, by session.Sender) error {
 	if by.Kind != session.SenderOperator && by.Kind != session.SenderAgent {
 		return nil // the platform's own (triggers, the system)
 	}
-	for _, prefix := range []string{"retry:", "successor:", reservedTrigger, reservedDelivery, "flush:", "recover-", revokeKey} {
+	for _, prefix := range []string{"retry:", "successor:", reservedTrigger, reservedDelivery, "flush:", "recover-", revokeKey, durable.CollectedKey, durable.StoppedKey} {
 		if strings.HasPrefix(key, prefix) {
 			return fmt.Errorf("%w: idempotencyKey %q: keys starting with %q are reserved for the platform", errdefs.ErrInvalid, clip.String(key, 64), prefix)
 		}

@@ -68,6 +68,13 @@ func Deliver(ctx context.Context, from, fromBase, into string) (applied, conflic
 	defer root.Close()
 	var write []Change
 	for _, c := range state.Files {
+		// A path into's own links would send elsewhere, or one no
+		// checkpoint may name, is not written: WriteBack would refuse
+		// it midway.
+		if !safePath(c.Path) || throughDirs(root, c.Path) != nil {
+			conflicts = append(conflicts, c.Path)
+			continue
+		}
 		was, err := baseVersion(ctx, from, fromBase, c.Path)
 		if err != nil {
 			return nil, nil, nil, err
