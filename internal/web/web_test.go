@@ -641,6 +641,57 @@ func TestWebAppEndToEnd(t *testing.T) {
 		return err
 	}))
 
+	// A delegation: the parent's transcript links its child and says
+	// when the child waits; the inbox names the chain; approved there,
+	// the child's report comes back to the parent's call.
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "replay"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "replay", "child.yaml"), []byte(`steps:
+  - toolCalls:
+      - name: write_file
+        args: {path: from-child.txt, content: "child\n"}
+  - text: "The child wrote it."
+`), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "replay", "parent.yaml"), []byte(`steps:
+  - toolCalls:
+      - name: delegate
+        args: {task: "write from-child.txt", model: replay/child.yaml}
+  - text: "Delegated and back."
+`), 0o600))
+	px, err := admin.Sessions().Create(ctx, wire.CreateRequest{Model: "replay/parent.yaml", Repo: repo(t), Message: "delegate it"})
+	require.NoError(t, err)
+	run("the parent's transcript says its child waits",
+		chromedp.Navigate(a.URL+"/sessions/"+px.ID),
+		chromedp.WaitVisible(chromedp.Search(`//ol[@id="transcript"]/li[contains(@class, "child-approval") and contains(., "write_file waits for approval in a delegated session")]`)),
+		chromedp.WaitVisible(chromedp.Search(`//ol[@id="transcript"]//p[contains(@class, "call-child")]/a`)),
+		shot("delegating"),
+	)
+	run("the inbox names the chain; approve the child's call",
+		chromedp.Navigate(a.URL+"/inbox"),
+		chromedp.WaitVisible(chromedp.Search(`//article[.//p[@class="chain" and contains(., "to write from-child.txt")]//a[@href="/sessions/`+px.ID+`"]]`)),
+		shot("inbox-chain"),
+		chromedp.Click(chromedp.Search(`//article[.//p[@class="chain"]//a[@href="/sessions/`+px.ID+`"]]//button[@value="approve"]`)),
+	)
+	deadline = time.Now().Add(2 * time.Minute)
+	for {
+		turns, err := admin.Sessions().Turns(ctx, px.ID)
+		require.NoError(t, err)
+		if len(turns) == 1 && turns[0].Status.Settled() {
+			require.Equal(t, session.TurnCompleted, turns[0].Status, turns[0].Error)
+			break
+		}
+		if time.Now().After(deadline) {
+			pending, _ := admin.Gates().Approvals(ctx, session.ApprovalFilter{Status: session.ApprovalPending})
+			t.Fatalf("the parent's turn never settled; pending approvals: %+v", pending)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	run("the child's report comes back to the parent",
+		chromedp.Navigate(a.URL+"/sessions/"+px.ID),
+		chromedp.WaitVisible(chromedp.Search(`//ol[@id="transcript"]/li[@data-state="done" and contains(., "The child wrote it.")]`)),
+		chromedp.WaitVisible(chromedp.Search(`//section[.//h2[@id="started-h"]]//a`)),
+		shot("delegated"),
+	)
+
 	// Another project's user: none of it.
 	run("log in as another project's user",
 		chromedp.Click(chromedp.CSS(`.logout button`)),

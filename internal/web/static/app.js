@@ -275,12 +275,21 @@ function transcript(list) {
     if (d.approvedBy && d.approvedBy.note) li.append(el("p", "call-note", "“" + d.approvedBy.note + "” — " + d.approvedBy.by));
     const what = describe(d.name, parseArgs(d.args ?? argsOf.get(d.id)));
     if (what) li.append(what);
+    if (d.child) li.append(sessionLink("call-child", "delegated to session ", d.child));
     if (d.error) li.append(el("p", "call-error", d.error));
     if (d.result) li.append(output(d.result));
   };
+  // sessionLink is a line naming another session, linked to its page.
+  const sessionLink = (cls, words, sid) => {
+    const p = el("p", cls, words);
+    const a = el("a", "", String(sid).slice(0, 12));
+    a.href = "/sessions/" + encodeURIComponent(sid);
+    p.append(a);
+    return p;
+  };
   const src = new EventSource("/v1/sessions/" + encodeURIComponent(id) + "/events");
   src.onmessage = (m) => handle(m);
-  for (const kind of ["status", "user_message", "assistant_text", "assistant_message", "tool_call", "question", "answer", "notice", "park", "budget", "network", "phase", "turn", "command", "compaction"]) {
+  for (const kind of ["status", "user_message", "assistant_text", "assistant_message", "tool_call", "question", "answer", "notice", "park", "budget", "network", "phase", "turn", "command", "compaction", "child_approval"]) {
     src.addEventListener(kind, (m) => handle(m, kind));
   }
   src.addEventListener("end", () => src.close());
@@ -350,6 +359,12 @@ function transcript(list) {
         if (data.park) add("park", "park", data.park.reason + (data.park.resolution ? ": " + data.park.resolution : ": " + data.park.needs));
         if (live) refresh();
         break;
+      case "child_approval": {
+        // A session this one delegated waits for a person: the inbox decides it.
+        const li = add("child-approval", "⇢", (data.call && data.call.name || "a call") + " waits for approval in a delegated session, to " + (data.task || ""));
+        li.append(sessionLink("call-child", "see session ", data.session));
+        break;
+      }
       case "network":
         add("network", data.allowed ? "⇄" : "⛔", (data.host || "") + ":" + (data.port || "") + (data.reason ? " " + data.reason : ""));
         break;
