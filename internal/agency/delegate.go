@@ -179,7 +179,7 @@ func (p peers) carve(ctx context.Context, sp spec.Agent, asked *tool.Budget, cal
 	if err != nil {
 		return bound.Limits{}, err
 	}
-	all, err := store.AllSessions(ctx, p.s.Store, session.Filter{Project: from.Project, IncludeArchived: true})
+	started, err := store.Started(ctx, p.s.Store, from)
 	if err != nil {
 		return bound.Limits{}, err
 	}
@@ -195,7 +195,7 @@ func (p peers) carve(ctx context.Context, sp spec.Agent, asked *tool.Budget, cal
 	// use, an ended one what it used (not yet charged to this session).
 	var held bound.Limits
 	n := 0
-	for _, y := range all {
+	for _, y := range started {
 		parent, by := y.Delegated()
 		// (One this very call made, before a crash, is its own: the
 		// create returns it again.)

@@ -228,14 +228,12 @@ func (p peers) Bindings(ctx context.Context, id string) (tool.Bindings, error) {
 	if x.CreatedBy.Kind == session.SenderAgent {
 		out.StartedBy = x.CreatedBy.ID
 	}
-	all, err := store.AllSessions(ctx, p.s.Store, session.Filter{Project: x.Project, IncludeArchived: true})
+	started, err := store.Started(ctx, p.s.Store, x)
 	if err != nil {
 		return out, err
 	}
-	for _, y := range all {
-		if y.CreatedBy.Kind == session.SenderAgent && y.CreatedBy.ID == x.ID {
-			out.Started = append(out.Started, y.ID)
-		}
+	for _, y := range started {
+		out.Started = append(out.Started, y.ID)
 	}
 	sp := specOf(x)
 	if !x.Status.Terminal() {

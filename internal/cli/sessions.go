@@ -61,10 +61,7 @@ func newSessions(g *globals) *cobra.Command {
 			}
 			tw := table(g.io.Out)
 			fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tTITLE\tACTIVITY\tCREATED")
-			rows := make([]session.Nested, len(list))
-			for i, x := range list {
-				rows[i] = session.Nested{Session: x}
-			}
+			rows := session.Flat(list)
 			if tree {
 				rows = session.Forest(list)
 			}

@@ -502,3 +502,59 @@ func (c *Set) IDs() []string {
 	}
 	return out
 }
+
+// ErrNotHere says a session's working copy is not on this node.
+var ErrNotHere = errors.New("the working copy is not on this node")
+
+// Fork makes dir a fork of parent's working copy as it is now
+// (workspace.Fork), holding parent's sandbox quiet meanwhile; detail
+// says what it made. A parent without a copy gives an empty one.
+func (c *Set) Fork(ctx context.Context, parent session.Session, dir string) (detail string, err error) {
+	if parent.Workdir == "" || parent.BaseCommit == "" {
+		if err := workspace.Init(ctx, dir); err != nil {
+			return "", err
+		}
+		return "an empty working copy (session " + parent.ID + ", which delegated the task, has none)", nil
+	}
+	if !c.Holds(parent) {
+		return "", fmt.Errorf("%w: session %s, which delegated the task, has its copy on node %s, where a delegated session is made", ErrNotHere, parent.ID, parent.Node)
+	}
+	if err := c.Mount(ctx, parent.Workdir); err != nil {
+		return "", err
+	}
+	release, err := c.Sandboxed(ctx, parent.ID)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	_, skipped, err := workspace.Fork(c.Bounded(ctx), parent.Workdir, parent.BaseCommit, dir)
+	if err != nil {
+		return "", fmt.Errorf("fork the working copy of session %s: %w", parent.ID, err)
+	}
+	detail = "a fork of session " + parent.ID + "'s working copy as it is"
+	if len(skipped) > 0 {
+		detail += " (without what it could not carry: " + strings.Join(skipped, "; ") + ")"
+	}
+	return detail, nil
+}
+
+// Deliver writes the work of child, a fork of into's copy, into into's
+// copy (workspace.Deliver), both sandboxes held quiet; what it wrote,
+// even in part, is handed to the sandbox user.
+func (c *Set) Deliver(ctx context.Context, child, into session.Session) (applied, conflicts, skipped []string, err error) {
+	if !c.Holds(child) {
+		return nil, nil, nil, fmt.Errorf("%w: session %s's (it was stopped, or node %s holds it)", ErrNotHere, child.ID, child.Node)
+	}
+	if err := c.Mount(ctx, child.Workdir); err != nil {
+		return nil, nil, nil, err
+	}
+	for _, id := range []string{into.ID, child.ID} {
+		release, err := c.Sandboxed(ctx, id)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		defer release()
+	}
+	applied, conflicts, skipped, err = workspace.Deliver(c.Bounded(ctx), child.Workdir, child.BaseCommit, into.Workdir)
+	return applied, conflicts, skipped, errors.Join(err, c.Hand(into.Workdir))
+}

@@ -3,7 +3,7 @@ package durable
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"strings"
 
 	"github.com/google/uuid"
@@ -14,7 +14,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/tool"
-	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
 // A delegated session (the delegate tool) works for the session that
@@ -39,39 +38,18 @@ const (
 	StoppedKey   = "stopped/"
 )
 
-// fork makes dir, the copy of session s delegated by parent, a fork of
-// parent's copy as it is now.
+// fork makes dir, the copy of a session delegated by parentID, a fork
+// of that session's copy as it is now (copies.Set.Fork).
 func (a *Activities) fork(ctx context.Context, parentID, dir string) (string, error) {
 	p, err := a.Store.GetSession(ctx, parentID)
 	if err != nil {
 		return "", err
 	}
-	if p.Workdir == "" || p.BaseCommit == "" {
-		if err := workspace.Init(ctx, dir); err != nil {
-			return "", err
-		}
-		return "an empty working copy (session " + p.ID + ", which delegated the task, has none)", nil
+	detail, err := a.Copies.Fork(ctx, p, dir)
+	if errors.Is(err, copies.ErrNotHere) {
+		return "", nonRetryable(err)
 	}
-	if !a.Copies.Holds(p) {
-		return "", nonRetryable(fmt.Errorf("the working copy of session %s, which delegated the task, is on node %s: a delegated session is made on the node holding it", p.ID, p.Node))
-	}
-	if err := a.Copies.Mount(ctx, p.Workdir); err != nil {
-		return "", err
-	}
-	release, err := a.Copies.Sandboxed(ctx, p.ID)
-	if err != nil {
-		return "", err
-	}
-	defer release()
-	_, skipped, err := workspace.Fork(a.Copies.Bounded(ctx), p.Workdir, p.BaseCommit, dir)
-	if err != nil {
-		return "", fmt.Errorf("fork the working copy of session %s: %w", p.ID, err)
-	}
-	detail := "a fork of session " + p.ID + "'s working copy as it is"
-	if len(skipped) > 0 {
-		detail += " (without what it could not carry: " + strings.Join(skipped, "; ") + ")"
-	}
-	return detail, nil
+	return detail, err
 }
 
 // tellParent tells the session that delegated session id, if any, that
@@ -97,19 +75,13 @@ func (a *Activities) stopChildren(ctx context.Context, id string, by session.Sen
 	if err != nil {
 		return err
 	}
-	live, err := store.AllSessions(ctx, a.Store, session.Filter{Project: x.Project, IncludeArchived: true,
-		Statuses: []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting}})
-	if err != nil {
-		return err
-	}
-	for _, c := range live {
-		if parent, _ := c.Delegated(); parent == id {
-			if err := a.endChild(ctx, c, by, StoppedKey+id, why); err != nil {
-				return err
-			}
+	started, err := store.Started(ctx, a.Store, x)
+	for _, c := range started {
+		if parent, _ := c.Delegated(); parent == id && err == nil {
+			err = a.endChild(ctx, c, by, StoppedKey+id, why)
 		}
 	}
-	return nil
+	return err
 }
 
 // endChild sends delegated session c a stop (once per key) and wakes it.
@@ -171,35 +143,20 @@ func (a Turns) Collect(ctx context.Context, sessionID, turnID string, call provi
 	return true, RecordCall(ctx, a.Store, sessionID, turnID, d)
 }
 
-// deliver writes delegated session c's work into s's copy (both here).
+// deliver writes delegated session c's work into s's copy
+// (copies.Set.Deliver), saying in rep what it applied and what not.
 func (a *Activities) deliver(ctx context.Context, s, c session.Session, rep *tool.Report) error {
-	if !a.Copies.Holds(c) {
-		rep.Problem = "its working copy is not on this node (it was stopped, or node " + c.Node + " holds it): none of its work was applied"
-		return nil
-	}
-	if err := a.Copies.Mount(ctx, c.Workdir); err != nil {
-		return err
-	}
-	into, err := a.Copies.Sandboxed(ctx, s.ID)
-	if err != nil {
-		return err
-	}
-	defer into()
-	from, err := a.Copies.Sandboxed(ctx, c.ID)
-	if err != nil {
-		return err
-	}
-	defer from()
-	applied, conflicts, skipped, err := workspace.Deliver(a.Copies.Bounded(ctx), c.Workdir, c.BaseCommit, s.Workdir)
+	applied, conflicts, skipped, err := a.Copies.Deliver(ctx, c, s)
 	rep.Applied, rep.Conflicts = applied, conflicts
 	switch {
+	case errors.Is(err, copies.ErrNotHere):
+		rep.Problem = err.Error() + ": none of its work was applied"
 	case err != nil:
 		rep.Problem = "its work could not all be applied: " + err.Error()
 	case len(skipped) > 0:
 		rep.Problem = "not carried: " + strings.Join(skipped, "; ")
 	}
-	// What was written, even in part, is the sandbox user's.
-	return a.Copies.Hand(s.Workdir)
+	return nil
 }
 
 // returned says whether delegated session c is done with its task, and
@@ -208,20 +165,11 @@ func (a *Activities) returned(ctx context.Context, c session.Session) (bool, str
 	if c.Status == session.StatusQueued || c.Status == session.StatusRunning {
 		return false, "", nil
 	}
-	turns, err := a.Store.ListTurns(ctx, c.ID)
-	if err != nil {
-		return false, "", err
-	}
-	open, err := a.Store.ListParks(ctx, c.ID, true)
-	if err != nil {
-		return false, "", err
-	}
-	cmds, err := a.Store.ListCommands(ctx, c.ID)
-	if err != nil {
-		return false, "", err
-	}
-	events, err := a.Store.ListEvents(ctx, c.ID, 0, 0)
-	if err != nil {
+	turns, err1 := a.Store.ListTurns(ctx, c.ID)
+	open, err2 := a.Store.ListParks(ctx, c.ID, true)
+	cmds, err3 := a.Store.ListCommands(ctx, c.ID)
+	events, err4 := a.Store.ListEvents(ctx, c.ID, 0, 0)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return false, "", err
 	}
 	done, text := session.Returned(c, turns, len(open), cmds, events, tool.MaxReport)

@@ -263,15 +263,5 @@ func (s Sessions) Started(ctx context.Context, p identity.Principal, id string) 
 	if err != nil {
 		return nil, err
 	}
-	all, err := store.AllSessions(ctx, s.Store, session.Filter{Project: x.Project, IncludeArchived: true})
-	if err != nil {
-		return nil, err
-	}
-	var out []session.Session
-	for _, y := range all {
-		if y.StartedBy() == id {
-			out = append(out, y)
-		}
-	}
-	return out, nil
+	return store.Started(ctx, s.Store, x)
 }

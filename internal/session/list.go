@@ -67,6 +67,15 @@ type Nested struct {
 	Depth int
 }
 
+// Flat is list as it is, every session a root.
+func Flat(list []Session) []Nested {
+	out := make([]Nested, len(list))
+	for i, x := range list {
+		out[i] = Nested{Session: x}
+	}
+	return out
+}
+
 // Forest orders list (newest first) as trees: each session the agent of
 // another listed session started comes right after it, one level deeper,
 // in list order; the others are roots, in list order.

@@ -93,6 +93,21 @@ func AllSessions(ctx context.Context, st interface {
 	}
 }
 
+// Started are the sessions of x's project that x's agent started (it
+// delegated them or spawned them), newest first, whatever their status.
+func Started(ctx context.Context, st interface {
+	ListSessions(context.Context, session.Filter) ([]session.Session, error)
+}, x session.Session) ([]session.Session, error) {
+	all, err := AllSessions(ctx, st, session.Filter{Project: x.Project, IncludeArchived: true})
+	var out []session.Session
+	for _, y := range all {
+		if y.StartedBy() == x.ID {
+			out = append(out, y)
+		}
+	}
+	return out, err
+}
+
 // Store is the system of record: every role below, in one database.
 // Code that needs only some of it declares the roles it uses.
 type Store interface {
