@@ -152,3 +152,59 @@ func nodeOf(t testing.TB, dataDir string) string {
 	require.NoError(t, err)
 	return strings.TrimSpace(string(data))
 }
+
+// TestDelegationOnTwoNodes: a delegated session's copy is a fork of its
+// parent's, so it is made on the node holding the parent's copy, whichever
+// node's worker picks its workflow up; three delegations (each with about
+// even odds of landing elsewhere) all fork there and all come back.
+func TestDelegationOnTwoNodes(t *testing.T) {
+	ownCluster(t)
+	if testing.Short() {
+		t.Skip("starts real servers")
+	}
+	ctx := context.Background()
+	env := []string{"PADDOCK_DATABASE_URL=" + pgtest.URL(t), "PADDOCK_ENCRYPTION_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
+	dirs := []string{dataDir(t), dataDir(t)}
+	const child = "steps:\n  - toolCalls:\n      - name: write_file\n        args: {path: %s.txt, content: \"%s\\n\"}\n  - text: \"%s is written.\"\n"
+	const parent = "steps:\n  - toolCalls:\n" +
+		"      - {name: delegate, args: {task: one, model: replay/one.yaml}}\n" +
+		"      - {name: delegate, args: {task: two, model: replay/two.yaml}}\n" +
+		"      - {name: delegate, args: {task: three, model: replay/three.yaml}}\n" +
+		"  - text: \"All three are back.\"\n"
+	for _, d := range dirs {
+		require.NoError(t, os.MkdirAll(filepath.Join(d, "replay"), 0o700))
+		for _, n := range []string{"one", "two", "three"} {
+			require.NoError(t, os.WriteFile(filepath.Join(d, "replay", n+".yaml"), []byte(fmt.Sprintf(child, n, n, n)), 0o600))
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(d, "replay", "parent.yaml"), []byte(parent), 0o600))
+		t.Cleanup(func() { _ = (&volume.Volumes{Dir: filepath.Join(d, "volumes")}).UnmountAll(context.Background()) })
+	}
+	_, a := serveChild(t, dirs[0], env...)
+	_, _ = serveChild(t, dirs[1], append(env, "PADDOCK_TOKEN="+readToken(dirs[0]))...)
+	_, err := a.Projects().SetPolicy(ctx, "default", []byte("default: allow\n"))
+	require.NoError(t, err)
+	x, err := a.Sessions().Create(ctx, wire.CreateRequest{Model: "replay/parent.yaml", Message: "split it", Repo: gitRepo(t)})
+	require.NoError(t, err)
+	waitFor(t, "the parent's turn", func() (bool, error) {
+		turns, err := a.Sessions().Turns(ctx, x.ID)
+		return len(turns) == 1 && turns[0].Status.Settled(), err
+	})
+	calls := finalCalls(t, a, x.ID)
+	for _, id := range []string{"call_0_0", "call_0_1", "call_0_2"} {
+		require.Equal(t, session.CallDone, calls[id].State, "%s: %s", id, calls[id].Error)
+		require.Contains(t, calls[id].Result, "is written.")
+		require.NotContains(t, calls[id].Result, "problem")
+	}
+	x, err = a.Sessions().Get(ctx, x.ID)
+	require.NoError(t, err)
+	all, err := a.Sessions().List(ctx, session.Filter{IncludeArchived: true})
+	require.NoError(t, err)
+	for _, k := range all {
+		if p, _ := k.Delegated(); p == x.ID {
+			require.Equal(t, x.Node, k.Node, "a delegated session's copy is made on its parent's node")
+		}
+	}
+	d, err := a.Review().Diff(ctx, x.ID)
+	require.NoError(t, err)
+	require.Len(t, d.Files, 3)
+}

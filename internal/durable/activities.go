@@ -25,6 +25,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/errdefs"
+	"github.com/paddock-dev/paddock/internal/inflight"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -89,7 +90,7 @@ type Activities struct {
 	CommandMaxOutput int64
 
 	// flights are the tool calls running in this process.
-	flights inflight
+	flights inflight.Runs
 }
 
 // nonRetryable wraps an error the workflow must see at once; an attempt

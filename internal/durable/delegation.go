@@ -47,9 +47,36 @@ func (a *Activities) fork(ctx context.Context, parentID, dir string) (string, er
 	}
 	detail, err := a.Copies.Fork(ctx, p, dir)
 	if errors.Is(err, copies.ErrNotHere) {
+		if alive, aerr := a.nodeAlive(ctx, p.Node); aerr == nil && alive {
+			return "", copies.Elsewhere(p.Node) // the work goes there
+		}
 		return "", nonRetryable(err)
 	}
 	return detail, err
+}
+
+// nodeAlive says whether node serves now.
+func (a *Activities) nodeAlive(ctx context.Context, node string) (bool, error) {
+	if node == "" || node == a.Copies.Node || a.Copies.Alive == nil {
+		return false, nil
+	}
+	return a.Copies.Alive(ctx, node)
+}
+
+// CopyHome is the node session id's copy is to be made on: a delegated
+// session's is its delegating session's node (its copy is forked from
+// that one's), "" (any node) for every other.
+func (a Lifecycle) CopyHome(ctx context.Context, id string) (string, error) {
+	s, err := a.Store.GetSession(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	parent, _ := s.Delegated()
+	if parent == "" {
+		return "", nil
+	}
+	p, err := a.Store.GetSession(ctx, parent)
+	return p.Node, err
 }
 
 // tellParent tells the session that delegated session id, if any, that

@@ -327,7 +327,7 @@ func (a Turns) RunTool(ctx context.Context, sessionID, turnID string, call provi
 	if json.Unmarshal(recorded.Data, &owner) != nil || owner.Run != calling.Run {
 		// An earlier attempt still running here (Temporal gave up on it
 		// on a busy machine) is waited for; its outcome stands.
-		if a.flights.await(ctx, owner.Run) {
+		if a.flights.Await(ctx, owner.Run) {
 			if st, q, settled, err := SettledCall(ctx, a.Store, sessionID, call.ID); err != nil || settled {
 				return ToolOutcome{State: st, Question: q, Node: s.Node}, err
 			}
@@ -341,7 +341,7 @@ func (a Turns) RunTool(ctx context.Context, sessionID, turnID string, call provi
 	defer stop()
 	// The call runs to its end unless it is canceled: an attempt Temporal
 	// gave up on still records its outcome, for the next attempt.
-	ctx, landed := a.flights.start(ctx, calling.Run)
+	ctx, landed := a.flights.Start(ctx, calling.Run)
 	defer landed()
 	start := a.Now()
 	defer func() {

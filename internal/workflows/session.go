@@ -108,7 +108,7 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 	})
 	workflow.Go(ctx, w.lane)
 	if !in.Provisioned {
-		if err := workflow.ExecuteActivity(provisioning(ctx), life.Provision, in.SessionID).Get(ctx, nil); err != nil {
+		if err := w.provision(ctx); err != nil {
 			return w.fail(ctx, "provisioning failed: "+reason(err))
 		}
 	}
@@ -153,6 +153,24 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 			return err
 		}
 	}
+}
+
+// copyHome names the change that provisions a session on the node its
+// copy is to be made on (CopyHome: a delegated session's is its
+// delegating session's, whose copy it forks). Histories recorded before
+// the change provisioned on any node, and replay so.
+const copyHome = "provision-on-copy-home"
+
+// provision makes the session's copy and environment (Provision), on
+// the node the copy is to be made on when it has one.
+func (w *run) provision(ctx workflow.Context) error {
+	if workflow.GetVersion(ctx, copyHome, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return workflow.ExecuteActivity(provisioning(ctx), life.Provision, w.in.SessionID).Get(ctx, nil)
+	}
+	if err := w.store(ctx, life.CopyHome, w.in.SessionID).Get(ctx, &w.home); err != nil {
+		return err
+	}
+	return w.onCopy(provisioning(ctx), life.Provision, w.in.SessionID).Get(ctx, nil)
 }
 
 // sleep waits, holding no process, until a command arrives or the first

@@ -1,4 +1,8 @@
-package durable
+// Package inflight holds the tool calls running in this process, by run,
+// so that a second attempt at a call Temporal gave up on (its heartbeat
+// lapsed on a busy machine) waits for the first instead of calling its
+// work interrupted.
+package inflight
 
 import (
 	"context"
@@ -8,14 +12,14 @@ import (
 	"go.temporal.io/api/serviceerror"
 )
 
-// inflight are the tool calls running in this process, by run (the ID
+// Runs are the tool calls running in this process, by run (the ID
 // recorded with the call's calling event). When a busy machine delays a
 // call's heartbeats past HeartbeatTimeout, Temporal gives up on that
 // attempt and starts another while the first still runs: the second waits
 // for the first here and reports what it did, instead of calling finished
 // work "interrupted by a restart". Only a run this process does not hold
 // (its process died) is interrupted.
-type inflight struct {
+type Runs struct {
 	mu   sync.Mutex
 	runs map[string]*flight
 }
@@ -25,12 +29,12 @@ type flight struct {
 	cancel context.CancelCauseFunc
 }
 
-// start registers run and returns the context the call runs under: it
+// Start registers run and returns the context the call runs under: it
 // ends when the activity is canceled (an interrupt, a stop, the worker
 // stopping), but not when Temporal merely gave up on the attempt (its
 // Heartbeat lapsed), so the work goes on and a later attempt collects it.
 // end unregisters the run once its outcome is recorded.
-func (f *inflight) start(ctx context.Context, run string) (context.Context, func()) {
+func (f *Runs) Start(ctx context.Context, run string) (context.Context, func()) {
 	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	fl := &flight{done: make(chan struct{}), cancel: cancel}
 	f.mu.Lock()
@@ -54,10 +58,10 @@ func (f *inflight) start(ctx context.Context, run string) (context.Context, func
 	}
 }
 
-// await waits for run when this process holds it, and says whether it
+// Await waits for run when this process holds it, and says whether it
 // did. A wait canceled by an interrupt or stop cancels the run too (and
 // still waits for it to end, so its outcome is recorded).
-func (f *inflight) await(ctx context.Context, run string) bool {
+func (f *Runs) Await(ctx context.Context, run string) bool {
 	f.mu.Lock()
 	fl := f.runs[run]
 	f.mu.Unlock()

@@ -1,4 +1,4 @@
-package durable
+package inflight
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 // finds the attempt gone) keeps running, and the next attempt waits for
 // it; an interrupt or stop (any other cause) ends the run.
 func TestInflightOutlivesALapsedAttempt(t *testing.T) {
-	var f inflight
+	var f Runs
 	first, give := context.WithCancelCause(context.Background())
-	rctx, landed := f.start(first, "run-1")
+	rctx, landed := f.Start(first, "run-1")
 	give(serviceerror.NewNotFound("activity task not found"))
 	select {
 	case <-rctx.Done():
@@ -25,7 +25,7 @@ func TestInflightOutlivesALapsedAttempt(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	waited := make(chan bool)
-	go func() { waited <- f.await(context.Background(), "run-1") }()
+	go func() { waited <- f.Await(context.Background(), "run-1") }()
 	select {
 	case <-waited:
 		t.Fatal("the next attempt returned while the run still ran")
@@ -33,11 +33,11 @@ func TestInflightOutlivesALapsedAttempt(t *testing.T) {
 	}
 	landed()
 	require.True(t, <-waited, "the next attempt waited for the run")
-	require.False(t, f.await(context.Background(), "run-1"), "an ended run is no longer held")
+	require.False(t, f.Await(context.Background(), "run-1"), "an ended run is no longer held")
 
 	// A stop cancels the attempt's context: the run ends with it.
 	second, stop := context.WithCancelCause(context.Background())
-	rctx, landed = f.start(second, "run-2")
+	rctx, landed = f.Start(second, "run-2")
 	defer landed()
 	stop(errors.New("canceled by a stop"))
 	select {
@@ -50,9 +50,9 @@ func TestInflightOutlivesALapsedAttempt(t *testing.T) {
 	// A stop reaching the waiting attempt ends the run it waits for.
 	third, end := context.WithCancelCause(context.Background())
 	defer end(nil)
-	rctx, landed3 := f.start(third, "run-3")
+	rctx, landed3 := f.Start(third, "run-3")
 	waiting, stopWait := context.WithCancelCause(context.Background())
-	go func() { waited <- f.await(waiting, "run-3") }()
+	go func() { waited <- f.Await(waiting, "run-3") }()
 	stopWait(errors.New("canceled by a stop"))
 	<-rctx.Done()
 	landed3()
