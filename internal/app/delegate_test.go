@@ -286,6 +286,56 @@ func TestRunAsksForADelegatedSessionsCall(t *testing.T) {
 	require.Contains(t, out, "child.txt")
 }
 
+// TestAttachAsksADelegatedSessionsPendingCall: a person who attaches to
+// a session after one of its delegated sessions asked is asked that call
+// at once (nothing else would ask it again), and their answer decides it.
+func TestAttachAsksADelegatedSessionsPendingCall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs sessions")
+	}
+	ctx := context.Background()
+	child := scriptText(t, unique("attach-child")+".yaml", `steps:
+  - toolCalls:
+      - name: write_file
+        args: {path: late.txt, content: "approved late\n"}
+  - text: "Wrote late.txt."
+`)
+	name := unique("attach-delegator")
+	applyAgent(t, name, scriptText(t, name+".yaml", `steps:
+  - toolCalls:
+      - name: delegate
+        args: {task: "write late.txt", model: `+child+`}
+  - text: "The late child reported."
+`), "policy:\n  default: allow\n  tools:\n    write_file: ask\n")
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Agent: name, Message: "get it written", Repo: gitRepo(t)})
+	require.NoError(t, err)
+	var childID string
+	waitFor(t, "the delegated session's call waiting", func() (bool, error) {
+		all, err := api.Sessions().List(ctx, session.Filter{IncludeArchived: true})
+		for _, k := range all {
+			if p, _ := k.Delegated(); p == x.ID {
+				childID = k.ID
+			}
+		}
+		if childID == "" || err != nil {
+			return false, err
+		}
+		pending, err := api.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: childID, Status: session.ApprovalPending})
+		return len(pending) == 1, err
+	})
+	code, out := paddockIn(t, "y\n", "attach", x.ID)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "allow this write_file call (tools.write_file=ask)? [y/N]")
+	waitFor(t, "the parent's turn", func() (bool, error) {
+		turns, err := api.Sessions().Turns(ctx, x.ID)
+		return len(turns) == 1 && turns[0].Status == session.TurnCompleted, err
+	})
+	d, err := api.Review().Diff(ctx, x.ID)
+	require.NoError(t, err)
+	require.Len(t, d.Files, 1)
+	require.Equal(t, "late.txt", d.Files[0].Path)
+}
+
 // TestDelegationSurvivesSIGKILL: the server is killed with SIGKILL while
 // a parent waits on two delegated sessions, one of them in the middle of
 // its work; started again, both come back, each once, and the parent's

@@ -25,6 +25,7 @@ func (f *Follower) Attach(ctx context.Context) error {
 	f.Interactive, f.Converse = true, true
 	waiting := map[string]session.ToolCallData{} // by approval
 	open := map[string]session.Question{}        // by call
+	var children []session.ChildApproval         // the calls its delegated sessions asked
 	for _, e := range events {
 		r.Event(e)
 		f.After = e.Seq
@@ -33,6 +34,11 @@ func (f *Follower) Attach(ctx context.Context) error {
 			var d session.ToolCallData
 			if json.Unmarshal(e.Data, &d) == nil && d.State == session.CallAwaitingApproval {
 				waiting[d.Approval] = d
+			}
+		case session.EventChildApproval:
+			var d session.ChildApproval
+			if json.Unmarshal(e.Data, &d) == nil {
+				children = append(children, d)
 			}
 		case session.EventQuestion:
 			var q session.Question
@@ -55,6 +61,10 @@ func (f *Follower) Attach(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	delegated, err := stillPending(ctx, f, children)
+	if err != nil {
+		return err
+	}
 	// What the session waits on now is asked first, Ctrl-C already
 	// handled as everywhere in attach.
 	return f.Follow(ctx, func(ctx context.Context) error {
@@ -65,6 +75,12 @@ func (f *Follower) Attach(ctx context.Context) error {
 				if err := f.approve(ctx, r, id, d); err != nil {
 					return err
 				}
+			}
+		}
+		for _, d := range delegated {
+			asked = true
+			if err := f.approve(ctx, r, d.Session, d.Call); err != nil {
+				return err
 			}
 		}
 		for _, q := range open {
@@ -80,4 +96,32 @@ func (f *Follower) Attach(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// stillPending keeps, of the calls the session's delegated sessions
+// asked (in the order they asked), those still waiting for a decision.
+func stillPending(ctx context.Context, f *Follower, asked []session.ChildApproval) ([]session.ChildApproval, error) {
+	pending := map[string]bool{} // approval IDs
+	seen := map[string]bool{}    // sessions asked about
+	for _, d := range asked {
+		if seen[d.Session] {
+			continue
+		}
+		seen[d.Session] = true
+		list, err := f.Client.Gates().Approvals(ctx, session.ApprovalFilter{SessionID: d.Session, Status: session.ApprovalPending})
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range list {
+			pending[a.ID] = true
+		}
+	}
+	var out []session.ChildApproval
+	for _, d := range asked {
+		if pending[d.Call.Approval] {
+			out = append(out, d)
+			delete(pending, d.Call.Approval)
+		}
+	}
+	return out, nil
 }
