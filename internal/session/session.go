@@ -68,6 +68,9 @@ type Session struct {
 	AmbientStatus string          `json:"ambientStatus,omitempty"`
 	Input         string          `json:"input,omitempty"`
 	Repo          string          `json:"repo,omitempty"`
+	// Remote, for a session on a remote repository, is where its copy
+	// comes from (Repo is then the repository's address).
+	Remote *Remote `json:"remote,omitempty"`
 	// Node is the node holding the working copy (empty on a lone node).
 	Node           string `json:"node,omitempty"`
 	Workdir        string `json:"workdir,omitempty"`
@@ -93,6 +96,18 @@ type Session struct {
 	CreatedBy Sender    `json:"createdBy"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// Remote is a remote repository a session works on, as its project's
+// connection grants it, at the commit its ref named at creation.
+type Remote struct {
+	Connection string `json:"connection"`
+	URL        string `json:"url"`
+	Path       string `json:"path"`
+	// Ref is the ref as asked (a branch, tag, commit or pull request);
+	// Commit is what it resolved to when the session was created.
+	Ref    string `json:"ref,omitempty"`
+	Commit string `json:"commit"`
 }
 
 // Delegated is the session that delegated this one its task and the

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/paddock-dev/paddock/internal/audit"
+	"github.com/paddock-dev/paddock/internal/forge"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -30,8 +31,10 @@ type NewSession struct {
 	DisplayTitle string
 	Input        string
 	Repo         string
-	RetryOf      string
-	CreatedBy    session.Sender
+	// Remote is the remote repository of a session on one (nil: none).
+	Remote    *session.Remote
+	RetryOf   string
+	CreatedBy session.Sender
 	// Policy is the effective policy pinned on the session.
 	Policy       json.RawMessage
 	PolicyDigest string
@@ -118,6 +121,7 @@ type Store interface {
 	Commands
 	Turns
 	Parks
+	Connections
 	Identity
 	Audit
 	History
@@ -273,6 +277,21 @@ type Parks interface {
 	// recovery command, and opens next (the next gate) on the same command,
 	// in one transaction.
 	PassPark(ctx context.Context, id string, by *session.Sender, note string, next session.Park) (session.Park, error)
+}
+
+// Connections are projects' connections to their forges (package
+// forge), each with its credential sealed by the caller.
+type Connections interface {
+	// AddConnection records a connection and its sealed credential
+	// (errdefs.ErrConflict while a live one has its name; a revoked one
+	// of that name is replaced). ListConnections lists a project's, the
+	// revoked ones too; Connection reads one with its sealed credential.
+	AddConnection(ctx context.Context, c forge.Connection, sealed []byte) (forge.Connection, error)
+	ListConnections(ctx context.Context, project string) ([]forge.Connection, error)
+	Connection(ctx context.Context, project, name string) (forge.Connection, []byte, error)
+	// RevokeConnection marks a connection revoked by by and deletes its
+	// credential (errdefs.ErrConflict when it was revoked already).
+	RevokeConnection(ctx context.Context, project, name, by string) (forge.Connection, error)
 }
 
 // Identity is users, tokens, projects and their members.

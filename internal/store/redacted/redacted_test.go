@@ -148,7 +148,9 @@ func TestStoreMethodsReviewed(t *testing.T) {
 		// Sealed values, names; PassPark's next park is the platform's text.
 		"SetCredentials": true, "AppendAccess": true, "ServerSecret": true,
 		// Paths, modes, hashes; file contents arrive sealed.
-		"SaveStep": true, "Steps": true, "LastStep": true, "DeleteSteps": true, "Blob": true, "SetProjectCredentials": true, "ProjectCredentials": true, "Credentials": true, "PassPark": true}
+		"SaveStep": true, "Steps": true, "LastStep": true, "DeleteSteps": true, "Blob": true, "SetProjectCredentials": true, "ProjectCredentials": true, "Credentials": true, "PassPark": true,
+		// Validated names, kinds, addresses and patterns; the credential arrives sealed.
+		"AddConnection": true, "ListConnections": true, "Connection": true, "RevokeConnection": true}
 	typ := reflect.TypeFor[store.Store]()
 	for i := range typ.NumMethod() {
 		if name := typ.Method(i).Name; !redacted[name] && !noFreeText[name] {

@@ -15,15 +15,15 @@ import (
 
 const sessionCols = `id, project, agent, agent_spec, agent_version, spend_cap_usd, status, runtime_phase, archived_at,
 	error, failure_reason, display_title, ambient_status, input, repo, workdir, base_commit, retry_of, handoff,
-	stop_reason, respawn, policy, policy_digest, interactive, approver, delivery, hold, created_by, created_at, updated_at, node`
+	stop_reason, respawn, policy, policy_digest, interactive, approver, delivery, hold, created_by, created_at, updated_at, node, remote`
 
 func scanSession(row scanner) (session.Session, error) {
 	var x session.Session
-	var spec, policy, hold, createdBy, created, updated string
+	var spec, policy, hold, createdBy, created, updated, remote string
 	var archived sql.NullString
 	err := row.Scan(&x.ID, &x.Project, &x.Agent, &spec, &x.AgentVersion, &x.SpendCapUSD, &x.Status, &x.RuntimePhase, &archived,
 		&x.Error, &x.FailureReason, &x.DisplayTitle, &x.AmbientStatus, &x.Input, &x.Repo, &x.Workdir, &x.BaseCommit, &x.RetryOf, &x.Handoff,
-		&x.StopReason, &x.RespawnRequest, &policy, &x.PolicyDigest, &x.Interactive, &x.Approver, &x.Delivery, &hold, &createdBy, &created, &updated, &x.Node)
+		&x.StopReason, &x.RespawnRequest, &policy, &x.PolicyDigest, &x.Interactive, &x.Approver, &x.Delivery, &hold, &createdBy, &created, &updated, &x.Node, &remote)
 	if err != nil {
 		return x, err
 	}
@@ -36,6 +36,12 @@ func scanSession(row scanner) (session.Session, error) {
 		var h session.Hold
 		if json.Unmarshal([]byte(hold), &h) == nil {
 			x.Hold = &h
+		}
+	}
+	if remote != "" {
+		var r session.Remote
+		if json.Unmarshal([]byte(remote), &r) == nil {
+			x.Remote = &r
 		}
 	}
 	x.CreatedAt, x.UpdatedAt = parseTime(created), parseTime(updated)
@@ -154,11 +160,11 @@ func (s Sessions) CreateSession(ctx context.Context, in store.NewSession) (sessi
 			key = in.IdempotencyKey
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, project, agent, agent_spec, agent_version, spend_cap_usd, status, display_title,
-			input, repo, retry_of, policy, policy_digest, interactive, approver, created_by, idempotency_key, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			input, repo, retry_of, policy, policy_digest, interactive, approver, created_by, idempotency_key, created_at, updated_at, remote)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			in.ID, in.Project, in.Agent.Name, string(in.Agent.Spec), in.Agent.Digest, in.SpendCapUSD, session.StatusQueued,
 			session.TrimRunes(in.DisplayTitle, session.MaxDisplayTitle), in.Input, in.Repo, in.RetryOf, string(in.Policy), in.PolicyDigest,
-			in.Interactive, in.Approver, string(createdBy), key, now, now)
+			in.Interactive, in.Approver, string(createdBy), key, now, now, remoteJSON(in.Remote))
 		if err != nil {
 			return err
 		}
@@ -421,4 +427,13 @@ func (s Sessions) Deliver(ctx context.Context, id, base, next, delivery string, 
 		}
 		return s.appendJSON(ctx, tx, id, "", session.EventNotice, "delivery/"+base+"/"+delivery, session.TextData{Text: text, Sender: &by})
 	})
+}
+
+// remoteJSON is a session's remote repository as stored ("" for none).
+func remoteJSON(r *session.Remote) string {
+	if r == nil {
+		return ""
+	}
+	b, _ := json.Marshal(r)
+	return string(b)
 }

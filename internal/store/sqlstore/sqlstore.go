@@ -33,6 +33,7 @@ type Store struct {
 	Commands
 	Turns
 	Parks
+	Connections
 	Identity
 	Audit
 	History
@@ -61,21 +62,22 @@ var _ store.Store = (*Store)(nil)
 
 // newStore is the store whose roles all share b.
 func newStore(b *base) *Store {
-	return &Store{base: b, Agents: Agents{b}, Approvals: Approvals{b}, Sessions: Sessions{b}, Commands: Commands{b}, Turns: Turns{b}, Parks: Parks{b}, Identity: Identity{b}, Audit: Audit{b}, History: History{b}, Events: Events{b}}
+	return &Store{base: b, Agents: Agents{b}, Approvals: Approvals{b}, Sessions: Sessions{b}, Commands: Commands{b}, Turns: Turns{b}, Parks: Parks{b}, Connections: Connections{b}, Identity: Identity{b}, Audit: Audit{b}, History: History{b}, Events: Events{b}}
 }
 
 // The store's roles (package store), each over the one base.
 type (
-	Agents    struct{ *base }
-	Approvals struct{ *base }
-	Sessions  struct{ *base }
-	Commands  struct{ *base }
-	Turns     struct{ *base }
-	Parks     struct{ *base }
-	Identity  struct{ *base }
-	Audit     struct{ *base }
-	History   struct{ *base }
-	Events    struct{ *base }
+	Agents      struct{ *base }
+	Approvals   struct{ *base }
+	Sessions    struct{ *base }
+	Commands    struct{ *base }
+	Turns       struct{ *base }
+	Parks       struct{ *base }
+	Connections struct{ *base }
+	Identity    struct{ *base }
+	Audit       struct{ *base }
+	History     struct{ *base }
+	Events      struct{ *base }
 )
 
 // Encrypter seals content bound to associated data (vault.Key).

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/paddock-dev/paddock/internal/errdefs"
+	"github.com/paddock-dev/paddock/internal/forge"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
@@ -43,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		"Deliveries":            testDeliveries,
 		"Unfinished":            testUnfinished,
 		"RepairAndHold":         testRepairAndHold,
+		"Connections":           testConnections,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -685,4 +687,46 @@ func testRepairAndHold(t *testing.T, s store.Store) {
 	require.Equal(t, "inspect", x.Hold.Reason)
 	require.NoError(t, s.SetHold(ctx, "s", nil))
 	require.ErrorIs(t, s.SetHold(ctx, "s", nil), errdefs.ErrConflict)
+}
+
+func testConnections(t *testing.T, s store.Store) {
+	require.NoError(t, s.EnsureProject(ctx, "p"))
+	c := forge.Connection{Project: "p", Name: "forge", Kind: forge.Gitea, URL: "https://git.example.com", Repositories: []string{"team/*"}, CreatedBy: "ana"}
+	added, err := s.AddConnection(ctx, c, []byte("sealed-1"))
+	require.NoError(t, err)
+	require.False(t, added.CreatedAt.IsZero())
+	_, err = s.AddConnection(ctx, c, []byte("sealed-2"))
+	require.ErrorIs(t, err, errdefs.ErrConflict, "a live connection's name is taken")
+	_, err = s.AddConnection(ctx, forge.Connection{Project: "nowhere", Name: "x", Kind: forge.Git, URL: "https://h", Repositories: []string{"*"}}, []byte("s"))
+	require.ErrorIs(t, err, errdefs.ErrNotFound, "a project that does not exist")
+	got, sealed, err := s.Connection(ctx, "p", "forge")
+	require.NoError(t, err)
+	require.Equal(t, []byte("sealed-1"), sealed)
+	require.Equal(t, []string{"team/*"}, got.Repositories)
+	require.True(t, got.Live())
+	revoked, err := s.RevokeConnection(ctx, "p", "forge", "bo")
+	require.NoError(t, err)
+	require.False(t, revoked.Live())
+	require.Equal(t, "bo", revoked.RevokedBy)
+	_, sealed, err = s.Connection(ctx, "p", "forge")
+	require.NoError(t, err)
+	require.Empty(t, sealed, "a revoked connection's credential is gone")
+	_, err = s.RevokeConnection(ctx, "p", "forge", "bo")
+	require.ErrorIs(t, err, errdefs.ErrConflict)
+	_, err = s.RevokeConnection(ctx, "p", "none", "bo")
+	require.ErrorIs(t, err, errdefs.ErrNotFound)
+	_, err = s.AddConnection(ctx, c, []byte("sealed-3"))
+	require.NoError(t, err, "a revoked connection's name may be given again")
+	list, err := s.ListConnections(ctx, "p")
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.True(t, list[0].Live())
+
+	r := &session.Remote{Connection: "forge", URL: "https://git.example.com/team/app", Path: "team/app", Ref: "main", Commit: "0123456789abcdef0123456789abcdef01234567"}
+	x, _, err := s.CreateSession(ctx, store.NewSession{ID: "remote", Project: "p", Agent: agent("a", 0), CreatedBy: operator, StartKind: session.KindStart, Repo: r.URL, Remote: r})
+	require.NoError(t, err)
+	require.Equal(t, r, x.Remote)
+	x, err = s.GetSession(ctx, "remote")
+	require.NoError(t, err)
+	require.Equal(t, r, x.Remote)
 }
