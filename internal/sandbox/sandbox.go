@@ -77,6 +77,9 @@ type Command struct {
 	MaxOutput int64
 	// Stdout and Stderr receive the output (up to MaxOutput in all).
 	Stdout, Stderr io.Writer
+	// Stdin, when set, is the command's standard input (else none): how a
+	// secret reaches one command without a command line or a file.
+	Stdin io.Reader
 }
 
 // Result is how a command ended.
@@ -133,7 +136,7 @@ func run(ctx context.Context, c Command, spawn func(wire func(*exec.Cmd) error) 
 	cmd, err := spawn(func(cmd *exec.Cmd) error {
 		cmd.Stdout = capWriter{&mu, c.Stdout, &left, &discarded}
 		cmd.Stderr = capWriter{&mu, c.Stderr, &left, &discarded}
-		cmd.Stdin = nil
+		cmd.Stdin = c.Stdin
 		return nil
 	})
 	if err != nil {

@@ -1,0 +1,336 @@
+// Package mirror keeps the remote repositories a project's sessions work
+// on: one bare mirror per repository, shared by the project's sessions,
+// fetched incrementally. Paddock fetches, never the agent, and not on the
+// host's network either: git runs in a sandbox whose only way out is the
+// forge (an egress proxy allowing its HOST:PORT alone), and the
+// connection's credential reaches that git on its standard input, never
+// on a command line, in a file or in the environment of anything else.
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/paddock-dev/paddock/internal/egress"
+	"github.com/paddock-dev/paddock/internal/forge"
+	"github.com/paddock-dev/paddock/internal/sandbox"
+)
+
+// Cache is a node's mirrors, under Dir/PROJECT/CONNECTION/PATH.git.
+type Cache struct {
+	Dir string
+	// Box runs git; EgressDir holds the proxies' sockets; UID is the
+	// sandbox user's (the mirrors are its).
+	Box       *sandbox.Bwrap
+	EgressDir string
+	UID       int
+	// Permit: see egress.Config.Permit.
+	Permit []netip.Prefix
+	// TestingAllowLoopback lets tests fetch from a forge on loopback.
+	TestingAllowLoopback bool
+	// Timeout bounds one fetch (DefaultTimeout when zero).
+	Timeout time.Duration
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+// DefaultTimeout bounds one fetch.
+const DefaultTimeout = 10 * time.Minute
+
+// Source is a repository to fetch and what to fetch it with.
+type Source struct {
+	Project    string
+	Connection forge.Connection
+	Repository forge.Repository
+	// Credential is the connection's token or password, in clear: it goes
+	// to the sandboxed git's standard input only.
+	Credential []byte
+}
+
+// ErrUnreachable says the forge did not answer (down, or unreachable):
+// worth trying again later, unlike a refusal.
+var ErrUnreachable = errors.New("the forge did not answer")
+
+// ErrUnknownRef says the ref names nothing in the repository.
+var ErrUnknownRef = errors.New("no such ref")
+
+var (
+	refText = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._/+-]{0,199}$`)
+	hexID   = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+	prRef   = regexp.MustCompile(`^(?:#|pr/|pull/|!)?([0-9]{1,9})$`)
+)
+
+// CheckRef checks a ref as a person or a trigger gives it: a branch, a
+// tag, a full commit ID, or a pull request (#N, pr/N, !N or N).
+func CheckRef(ref string) error {
+	if ref == "" {
+		return nil
+	}
+	if !refText.MatchString(strings.TrimPrefix(ref, "#")) || strings.Contains(ref, "..") || strings.Contains(ref, "//") ||
+		strings.HasSuffix(ref, "/") || strings.HasSuffix(ref, ".lock") || strings.HasSuffix(ref, ".") {
+		return fmt.Errorf("ref %q: want a branch, a tag, a full commit ID or a pull request number (#N)", ref)
+	}
+	return nil
+}
+
+// Resolve fetches src (incrementally) and says what commit ref names in
+// it: the default branch's head for "", a branch, a tag, a full commit
+// ID, or a pull request's head. Fetched, the commit stays in the mirror
+// for Clone.
+func (c *Cache) Resolve(ctx context.Context, src Source, ref string) (commit string, took time.Duration, err error) {
+	if err := CheckRef(ref); err != nil {
+		return "", 0, err
+	}
+	dir, err := c.path(src)
+	if err != nil {
+		return "", 0, err
+	}
+	unlock := c.lock(dir)
+	defer unlock()
+	if err := c.ensure(ctx, dir); err != nil {
+		return "", 0, err
+	}
+	refspecs := []string{"+HEAD:refs/paddock/head", "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"}
+	pr := ""
+	if m := prRef.FindStringSubmatch(ref); m != nil && !hexID.MatchString(ref) {
+		pr = m[1]
+		remote := "refs/pull/" + pr + "/head"
+		if src.Connection.Kind == forge.GitLab {
+			remote = "refs/merge-requests/" + pr + "/head"
+		}
+		refspecs = append(refspecs, "+"+remote+":refs/paddock/pull/"+pr)
+	}
+	start := time.Now()
+	if err := c.fetch(ctx, dir, src, refspecs); err != nil {
+		return "", time.Since(start), err
+	}
+	took = time.Since(start)
+	var candidates []string
+	switch {
+	case ref == "":
+		candidates = []string{"refs/paddock/head"}
+	case pr != "":
+		candidates = []string{"refs/paddock/pull/" + pr}
+	case hexID.MatchString(ref):
+		candidates = []string{ref}
+	default:
+		candidates = []string{"refs/heads/" + ref, "refs/tags/" + ref}
+	}
+	for _, cand := range candidates {
+		out, err := git(ctx, dir, "rev-parse", "--verify", "--quiet", "--end-of-options", cand+"^{commit}")
+		if err == nil {
+			return strings.TrimSpace(out), took, nil
+		}
+	}
+	what := "ref " + ref
+	if ref == "" {
+		what = "a default branch"
+	}
+	return "", took, fmt.Errorf("repository %s has no %s: %w", src.Repository.URL, what, ErrUnknownRef)
+}
+
+// Mirror is the directory of src's mirror, holding every commit Resolve
+// named in it (a session's copy is cloned from it), fetched again when it
+// lacks commit (a node that did not resolve it, a mirror collected):
+// commit is what ref resolved to.
+func (c *Cache) Mirror(ctx context.Context, src Source, ref, commit string) (string, error) {
+	dir, err := c.path(src)
+	if err != nil {
+		return "", err
+	}
+	if !hexID.MatchString(commit) {
+		return "", fmt.Errorf("mirror: commit %q: want a full commit ID", commit)
+	}
+	unlock := c.lock(dir)
+	has := func() bool {
+		_, err := git(ctx, dir, "cat-file", "-e", commit+"^{commit}")
+		return err == nil
+	}
+	ok := has()
+	unlock()
+	if ok {
+		return dir, nil
+	}
+	if _, _, err := c.Resolve(ctx, src, ref); err != nil {
+		return "", err
+	}
+	unlock = c.lock(dir)
+	defer unlock()
+	if !has() {
+		return "", fmt.Errorf("repository %s no longer holds commit %s (ref %q moved and the commit was dropped): %w", src.Repository.URL, commit, ref, ErrUnknownRef)
+	}
+	return dir, nil
+}
+
+// path is src's mirror directory.
+func (c *Cache) path(src Source) (string, error) {
+	if src.Project == "" || src.Connection.Name == "" || src.Repository.Path == "" {
+		return "", fmt.Errorf("mirror: incomplete source")
+	}
+	return filepath.Join(c.Dir, src.Project, src.Connection.Name, filepath.FromSlash(src.Repository.Path)+".git"), nil
+}
+
+func (c *Cache) lock(dir string) func() {
+	c.mu.Lock()
+	if c.locks == nil {
+		c.locks = map[string]*sync.Mutex{}
+	}
+	l := c.locks[dir]
+	if l == nil {
+		l = &sync.Mutex{}
+		c.locks[dir] = l
+	}
+	c.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// ensure makes the bare mirror at dir, once: Paddock's own config (no
+// hooks), the sandbox user's to write.
+func (c *Cache) ensure(ctx context.Context, dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
+		return nil
+	}
+	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
+		if err := os.MkdirAll(p, 0o711); err != nil {
+			return err
+		}
+		_ = os.Chmod(p, 0o711)
+		if p == c.Dir || p == filepath.Dir(p) {
+			break
+		}
+	}
+	tmp := dir + ".new"
+	_ = os.RemoveAll(tmp)
+	if _, err := git(ctx, "", "init", "--quiet", "--bare", "--template=", tmp); err != nil {
+		return err
+	}
+	for _, kv := range [][2]string{{"core.hooksPath", "/dev/null"}, {"core.fsmonitor", "false"}, {"gc.auto", "0"}, {"fetch.recurseSubmodules", "false"}} {
+		if _, err := git(ctx, tmp, "config", kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	if os.Getuid() == 0 {
+		if err := filepath.WalkDir(tmp, func(p string, d os.DirEntry, err error) error {
+			if err != nil || p == filepath.Join(tmp, "config") {
+				return err
+			}
+			return os.Lchown(p, c.UID, c.UID)
+		}); err != nil {
+			return err
+		}
+	}
+	return os.Rename(tmp, dir)
+}
+
+// fetch runs git fetch of refspecs from src into the mirror at dir, in
+// the sandbox.
+func (c *Cache) fetch(ctx context.Context, dir string, src Source, refspecs []string) error {
+	u, err := url.Parse(src.Repository.CloneURL())
+	if err != nil {
+		return err
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+	}
+	host := u.Hostname()
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	ep, err := egress.Open(c.EgressDir, c.UID, egress.Config{Allow: []string{host + ":" + port}, Permit: c.Permit, TestingAllowLoopback: c.TestingAllowLoopback})
+	if err != nil {
+		return fmt.Errorf("egress proxy for the fetch: %w", err)
+	}
+	defer ep.Close()
+	args := append([]string{"git", "-c", "credential.helper=", "-c", "core.askPass=", "-c", "protocol.allow=never", "-c", "protocol.https.allow=always",
+		"-c", "protocol.http.allow=always", "-c", "http.followRedirects=false", "fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", "--", src.Repository.CloneURL()}, refspecs...)
+	// The header is read from standard input into git's own environment:
+	// it is on no command line, in no file, in no other process.
+	script := `IFS= read -r h || exit 97; export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=http.extraHeader GIT_CONFIG_VALUE_0="$h"; unset h; ` +
+		`unset NO_PROXY no_proxy; export GIT_TERMINAL_PROMPT=0 GIT_ASKPASS=/bin/false; exec ` + sandbox.Quote(args)
+	header := "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(src.Connection.User()+":"+string(src.Credential)))
+	var out bytes.Buffer
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	res, err := c.Box.Run(ctx, sandbox.Command{
+		Place:  sandbox.Place{Session: "mirror", Workdir: dir, Egress: ep.Socket},
+		Script: script, Timeout: timeout, MaxOutput: 64 << 10,
+		Stdin: strings.NewReader(header + "\n"), Stdout: &out, Stderr: &out,
+	})
+	if err != nil {
+		return fmt.Errorf("fetch %s: %w", src.Repository.URL, err)
+	}
+	if res.ExitCode == 0 {
+		return nil
+	}
+	text := strings.TrimSpace(strings.ReplaceAll(out.String(), string(src.Credential), "[credential]"))
+	if res.TimedOut {
+		return fmt.Errorf("fetch %s: no answer within %s: %w", src.Repository.URL, timeout, ErrUnreachable)
+	}
+	return classify(src.Repository.URL, text)
+}
+
+// classify says what a failed fetch's output means.
+func classify(repo, text string) error {
+	low := strings.ToLower(text)
+	switch {
+	case strings.Contains(low, "authentication failed") || strings.Contains(low, "401") || strings.Contains(low, "403") || strings.Contains(low, "could not read username"):
+		return fmt.Errorf("fetch %s: the forge refused the connection's credential (revoked or without access to this repository): %s", repo, lastLine(text))
+	case strings.Contains(low, "not found") || strings.Contains(low, "404") || strings.Contains(low, "does not appear to be a git repository"):
+		return fmt.Errorf("fetch %s: the forge has no such repository (or hides it from this credential): %s", repo, lastLine(text))
+	case strings.Contains(low, "couldn't find remote ref"):
+		return fmt.Errorf("fetch %s: %s: %w", repo, lastLine(text), ErrUnknownRef)
+	case strings.Contains(low, "could not resolve") || strings.Contains(low, "failed to connect") || strings.Contains(low, "connection refused") ||
+		strings.Contains(low, "timed out") || strings.Contains(low, " 502") || strings.Contains(low, " 503") || strings.Contains(low, " 504") ||
+		strings.Contains(low, "empty reply") || strings.Contains(low, "recv failure"):
+		return fmt.Errorf("fetch %s: %s: %w", repo, lastLine(text), ErrUnreachable)
+	}
+	return fmt.Errorf("fetch %s: %s", repo, lastLine(text))
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	if s == "" {
+		return "git failed without a word"
+	}
+	return s
+}
+
+// git runs the host's git on a mirror Paddock made (its config Paddock's).
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	full := append([]string{"-c", "safe.directory=*"}, args...)
+	if dir != "" {
+		full = append([]string{"-C", dir}, full...)
+	}
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=/nonexistent", "GIT_TERMINAL_PROMPT=0"}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
+	}
+	return string(out), nil
+}

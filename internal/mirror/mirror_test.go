@@ -1,0 +1,105 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/egress"
+	"github.com/paddock-dev/paddock/internal/forge"
+	"github.com/paddock-dev/paddock/internal/forge/forgetest"
+	"github.com/paddock-dev/paddock/internal/sandbox"
+)
+
+func TestMain(m *testing.M) {
+	egress.Reexec() // this binary is also the sandbox's egress forwarder
+	os.Exit(m.Run())
+}
+
+func newCache(t *testing.T) *Cache {
+	t.Helper()
+	box, err := sandbox.NewBwrap()
+	if err == nil {
+		err = box.Probe(context.Background())
+	}
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(box.Close)
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o711))
+	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
+	// The forwarder is this test binary, where the sandbox user can run it.
+	self, err := os.Executable()
+	require.NoError(t, err)
+	data, err := os.ReadFile(self)
+	require.NoError(t, err)
+	box.Forwarder = filepath.Join(dir, egress.ForwarderName)
+	require.NoError(t, os.WriteFile(box.Forwarder, data, 0o755))
+	return &Cache{Dir: filepath.Join(dir, "mirrors"), Box: box, EgressDir: filepath.Join(dir, "egress"), UID: box.UID, TestingAllowLoopback: true}
+}
+
+// TestResolveAgainstAGitServer: refs of every kind resolve against git's
+// own smart-HTTP server behind basic authentication; a second fetch is
+// incremental; a wrong credential, an unknown ref and a forge that is down
+// are told apart; the credential is nowhere in the mirror.
+func TestResolveAgainstAGitServer(t *testing.T) {
+	ctx := context.Background()
+	const token = "tok-3f9a1c7e5b2d4680"
+	srv := forgetest.New(t, "paddock", token)
+	bare := srv.Repo(t, "team/app", map[string]string{"README.md": "hello\n"})
+	main := strings.TrimSpace(forgetest.Git(t, bare, "rev-parse", "refs/heads/main"))
+	forgetest.Git(t, bare, "tag", "v1", main)
+	pr := forgetest.Commit(t, bare, "feature", map[string]string{"f.txt": "pull request\n"}, "refs/pull/7/head")
+
+	c := newCache(t)
+	conn := forge.Connection{Name: "git", Kind: forge.Gitea, URL: srv.URL, Repositories: []string{"team/*"}}
+	_, repo, err := forge.Resolve(srv.URL+"/team/app", []forge.Connection{conn})
+	require.NoError(t, err)
+	src := Source{Project: "p", Connection: conn, Repository: repo, Credential: []byte(token)}
+
+	for ref, want := range map[string]string{"": main, "main": main, "v1": main, "#7": pr, "pr/7": pr, "feature": pr, main: main} {
+		got, _, err := c.Resolve(ctx, src, ref)
+		require.NoError(t, err, "ref %q", ref)
+		require.Equal(t, want, got, "ref %q", ref)
+	}
+	dir, err := c.Mirror(ctx, src, "#7", pr)
+	require.NoError(t, err)
+	require.NoError(t, filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.NotContains(t, string(data), token, "the credential in %s", p)
+		return nil
+	}))
+
+	_, _, err = c.Resolve(ctx, src, "no-such-branch")
+	require.ErrorIs(t, err, ErrUnknownRef)
+	_, _, err = c.Resolve(ctx, src, "../../etc")
+	require.ErrorContains(t, err, "want a branch")
+
+	wrong := src
+	wrong.Credential = []byte("not-the-token")
+	_, _, err = c.Resolve(ctx, wrong, "main")
+	require.ErrorContains(t, err, "refused the connection's credential")
+	require.False(t, errors.Is(err, ErrUnreachable))
+
+	srv.SetDown(true)
+	_, _, err = c.Resolve(ctx, src, "main")
+	require.ErrorIs(t, err, ErrUnreachable, "a forge answering 503 is down, not refusing")
+	srv.SetDown(false)
+
+	// The sandbox's only way out is the forge: a repository elsewhere on
+	// the same connection's host is fine, any other host is refused.
+	other := src
+	other.Repository.URL = "http://127.0.0.2:1/team/app"
+	_, _, err = c.Resolve(ctx, other, "main")
+	require.Error(t, err)
+}
