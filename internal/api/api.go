@@ -97,6 +97,9 @@ func (s *Server) Handler() http.Handler {
 	h("POST /v1/sessions/{id}/credentials", onSession(read), s.setCredentials) // the requester's own
 	h("POST /v1/sessions/{id}/identity", onSession(read), s.chooseIdentity)    // the requester's choice
 	h("PUT /v1/projects/{name}/credentials", onProject("name", manage), s.setProjectCredentials)
+	h("GET /v1/projects/{name}/connections", onProject("name", read), s.listConnections)
+	h("POST /v1/projects/{name}/connections", onProject("name", manage), s.addConnection)
+	h("POST /v1/projects/{name}/connections/{connection}/revoke", onProject("name", manage), s.revokeConnection)
 	h("GET /v1/approvals", caller, s.listApprovals, "session", "status")
 	h("GET /v1/approvals/{id}", onApproval(read), s.getApproval)
 	h("POST /v1/approvals/{id}/approve", onApproval(approve), s.decide(true))
@@ -264,7 +267,7 @@ func StatusOf(err error) (int, string) {
 		return http.StatusUnauthorized, "unauthenticated"
 	case errors.Is(err, errGone):
 		return http.StatusGone, "gone"
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, errdefs.ErrUnavailable):
 		return http.StatusServiceUnavailable, "unavailable"
 	}
 	return http.StatusInternalServerError, "internal"
@@ -285,7 +288,12 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.As(err, &throttled) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(throttled.Wait.Seconds())+1))
 	}
-	if code >= 500 {
+	switch {
+	case errors.Is(err, errdefs.ErrUnavailable):
+		// A service Paddock depends on is down: the caller is told which,
+		// and to try again.
+		s.Logger.Warn("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	case code >= 500:
 		s.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		body.Error = "internal error; the server log has the details"
 	}

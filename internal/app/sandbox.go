@@ -10,6 +10,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/internal/mirror"
 	"github.com/paddock-dev/paddock/internal/overlay"
 	"github.com/paddock-dev/paddock/internal/sandbox"
 	"github.com/paddock-dev/paddock/internal/volume"
@@ -56,6 +57,8 @@ func (a *App) sandbox(ctx context.Context, acts *durable.Activities, cfg config.
 	if box.Forwarder, err = forwarder(filepath.Join(cfg.DataDir, "bin")); err != nil {
 		return fmt.Errorf("egress forwarder: %w", err)
 	}
+	acts.Mirrors = &mirror.Cache{Dir: filepath.Join(cfg.DataDir, "mirrors"), Box: box, EgressDir: acts.Egress.Dir, UID: acts.Copies.UID,
+		Permit: cfg.EgressPermit, TestingAllowLoopback: cfg.TestingForgeLoopback}
 	if limits == nil {
 		limits = &sandbox.LimitError{}
 	}

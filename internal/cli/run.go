@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddock-dev/paddock/internal/client"
+	"github.com/paddock-dev/paddock/internal/forge"
 	"github.com/paddock-dev/paddock/internal/poll"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/terminal"
@@ -25,7 +26,7 @@ func newRun(g *globals) *cobra.Command {
 	var policyFile string
 	var empty bool
 	cmd := &cobra.Command{
-		Use:   `run [--agent NAME] [--model PROVIDER/MODEL] [--repo DIR | --empty] "PROMPT"`,
+		Use:   `run [--agent NAME] [--model PROVIDER/MODEL] [--repo DIR | --repo URL [--ref REF] | --empty] "PROMPT"`,
 		Short: "Run a session and stream it to the terminal",
 		Long: "Run a session and stream its transcript. Without --server (or PADDOCK_SERVER) it starts an " +
 			"in-process server on the data directory. The session works on a copy of the git repository you are in, as it is " +
@@ -70,7 +71,8 @@ func newRun(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&req.Project, "project", "", "project the session belongs to (its agents, policy and members; default $PADDOCK_PROJECT, else default)")
 	cmd.Flags().StringVar(&req.Agent, "agent", "", "applied agent to run (default: an ad-hoc agent)")
 	cmd.Flags().StringVar(&req.Model, "model", "", "model as PROVIDER/MODEL (default: the agent's, or replay/demo)")
-	cmd.Flags().StringVar(&req.Repo, "repo", "", "repository the session works on, a copy of it as it is (default: the one you are in)")
+	cmd.Flags().StringVar(&req.Repo, "repo", "", "repository the session works on: a directory, copied as it is (default: the one you are in), or a remote repository a connection of the project grants (https://FORGE/OWNER/NAME or OWNER/NAME)")
+	cmd.Flags().StringVar(&req.Ref, "ref", "", "with a remote --repo: the branch, tag, commit or pull request (#N) the copy starts from (default: its default branch)")
 	cmd.Flags().BoolVar(&empty, "empty", false, "start from an empty working copy instead of a repository")
 	cmd.Flags().BoolVar(&req.NonInteractive, "non-interactive", false, "never prompt: a question stops the run; a call needing permission is rejected unless --approver")
 	cmd.Flags().StringVar(&req.Approver, "approver", "", "identity who approves this run's calls (with paddock approvals approve)")
@@ -90,9 +92,21 @@ func (g *globals) runRepo(req *wire.CreateRequest, empty bool) error {
 		return nil
 	}
 	if req.Repo != "" {
+		if strings.Contains(req.Repo, "://") {
+			return nil // a remote repository, on a connection of the project
+		}
+		if _, err := os.Stat(req.Repo); err != nil && forge.IsRemote(req.Repo) {
+			return nil // OWNER/NAME on a connection of the project
+		}
+		if req.Ref != "" {
+			return &exitError{Code: 2, Msg: "--ref names where a remote repository's copy starts (--repo https://FORGE/OWNER/NAME or OWNER/NAME); a local repository is copied as it is"}
+		}
 		abs, err := filepath.Abs(req.Repo)
 		req.Repo = abs
 		return err
+	}
+	if req.Ref != "" {
+		return &exitError{Code: 2, Msg: "--ref goes with a remote repository: --repo https://FORGE/OWNER/NAME (or OWNER/NAME) --ref " + req.Ref}
 	}
 	if g.cfg.Server != "" {
 		return nil // a remote server cannot read this machine's files

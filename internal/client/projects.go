@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/paddock-dev/paddock/internal/forge"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/wire"
@@ -65,5 +66,28 @@ func (c Projects) ReplayPolicy(ctx context.Context, project string, yamlText []b
 	}
 	q.Set("examples", strconv.Itoa(examples))
 	err := c.do(ctx, http.MethodPost, "/v1/projects/"+url.PathEscape(project)+"/policy/replay?"+q.Encode(), bytes.NewReader(yamlText), "application/yaml", &out)
+	return out, err
+}
+
+// Connections lists a project's connections to its forges.
+func (c Projects) Connections(ctx context.Context, project string) ([]forge.Connection, error) {
+	var out struct {
+		Connections []forge.Connection `json:"connections"`
+	}
+	err := c.json(ctx, http.MethodGet, "/v1/projects/"+url.PathEscape(project)+"/connections", nil, &out)
+	return out.Connections, err
+}
+
+// AddConnection adds a connection to a project's forge.
+func (c Projects) AddConnection(ctx context.Context, project string, req wire.ConnectionRequest) (forge.Connection, error) {
+	var out forge.Connection
+	err := c.json(ctx, http.MethodPost, "/v1/projects/"+url.PathEscape(project)+"/connections", req, &out)
+	return out, err
+}
+
+// RevokeConnection revokes a project's connection.
+func (c Projects) RevokeConnection(ctx context.Context, project, name string) (forge.Connection, error) {
+	var out forge.Connection
+	err := c.json(ctx, http.MethodPost, "/v1/projects/"+url.PathEscape(project)+"/connections/"+url.PathEscape(name)+"/revoke", nil, &out)
 	return out, err
 }

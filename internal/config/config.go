@@ -103,6 +103,10 @@ type Config struct {
 	// although they are documentation, benchmarking or this node's own
 	// addresses.
 	EgressPermit []netip.Prefix
+	// TestingForgeLoopback lets Paddock's fetches reach a forge on
+	// loopback: for tests, whose forges listen on 127.0.0.1; no variable
+	// sets it.
+	TestingForgeLoopback bool
 	// RetainFailed is how long a failed session's working copy is kept.
 	RetainFailed time.Duration
 	// LayersMax bounds the environment layers kept (bytes).

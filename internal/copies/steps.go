@@ -88,8 +88,9 @@ func RecordStep(ctx context.Context, st store.Store, key Encrypter, s session.Se
 		}
 		// A base the repository of origin lacks travels as a bundle: the
 		// snapshot of an acceptance, or the first commit of a copy made
-		// without a repository.
-		from, bundled := "", first && s.Repo == ""
+		// without a repository or from a remote one (whose mirror another
+		// node may lack).
+		from, bundled := "", first && (s.Repo == "" || s.Remote != nil)
 		if prevBase != "" && prevBase != s.BaseCommit {
 			from, bundled = prevBase, true
 		}

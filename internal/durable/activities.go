@@ -58,6 +58,8 @@ type Activities struct {
 	Now      func() time.Time
 	// ContentKey opens sessions' credentials.
 	ContentKey Cipher
+	// Mirrors fetch remote repositories (nil: sessions on them fail).
+	Mirrors Mirrors
 	// Copies is where sessions' working copies and caches live.
 	Copies *copies.Set
 	// Spawner replaces ended sessions of replace: auto agents; nil disables it.
@@ -230,6 +232,10 @@ func (a *Activities) prepareWorkspace(ctx context.Context, s session.Session, sp
 	detail = "an empty working copy"
 	if parent, _ := s.Delegated(); parent != "" {
 		if detail, err = a.fork(ctx, parent, dir); err != nil {
+			return "", "", "", err
+		}
+	} else if s.Remote != nil {
+		if detail, err = a.cloneRemote(ctx, s, dir); err != nil {
 			return "", "", "", err
 		}
 	} else if s.Repo != "" {

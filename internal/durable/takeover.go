@@ -100,7 +100,11 @@ func (a *Activities) ensureCopy(ctx context.Context, s *session.Session, sp spec
 	if err := a.Copies.Clear(dir); err != nil { // what a restore cut short left
 		return err
 	}
-	if err := workspace.Restore(ctx, s.Repo, dir, s.BaseCommit, bundles, files); err != nil {
+	origin := s.Repo
+	if s.Remote != nil {
+		origin = "" // its base travels as a bundle
+	}
+	if err := workspace.Restore(ctx, origin, dir, s.BaseCommit, bundles, files); err != nil {
 		return fmt.Errorf("the working copy is not on this node and could not be made again: %w", err)
 	}
 	if err := a.Copies.Hand(dir); err != nil {

@@ -30,6 +30,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/errdefs"
+	"github.com/paddock-dev/paddock/internal/forge"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
@@ -58,6 +59,9 @@ type Service struct {
 	// Sealer seals audit logs before their sessions are reaped, and
 	// verifies the seals.
 	Sealer *auditlog.Sealer
+	// Mirrors fetch the remote repositories sessions work on (nil: none
+	// is fetched, and sessions on them are refused).
+	Mirrors durable.Mirrors
 	// ContentKey seals and opens content at rest (audit content projects
 	// retain, sessions' credentials).
 	ContentKey durable.Cipher
@@ -176,11 +180,23 @@ func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session
 	if err := errors.Join(validateCreate(req), callerKey(req.IdempotencyKey, by)); err != nil {
 		return session.Session{}, err
 	}
-	if err := s.mayCopy(ctx, req.Repo, req.Project, by); err != nil {
-		return session.Session{}, err
-	}
-	if err := s.checkRepo(req.Repo, req.Project); err != nil {
-		return session.Session{}, err
+	var remote *session.Remote
+	if forge.IsRemote(req.Repo) {
+		var err error
+		if remote, err = s.remoteRepo(ctx, req.Project, req.Repo, req.Ref); err != nil {
+			return session.Session{}, err
+		}
+		req.Repo = remote.URL
+	} else {
+		if req.Ref != "" {
+			return session.Session{}, fmt.Errorf("%w: ref %q: a ref names where a remote repository's copy starts; a local repository is copied as it is", errdefs.ErrInvalid, clip.String(req.Ref, 64))
+		}
+		if err := s.mayCopy(ctx, req.Repo, req.Project, by); err != nil {
+			return session.Session{}, err
+		}
+		if err := s.checkRepo(req.Repo, req.Project); err != nil {
+			return session.Session{}, err
+		}
 	}
 	var sp spec.Agent
 	switch {
@@ -241,7 +257,7 @@ func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session
 	x, created, err := s.Store.CreateSession(ctx, store.NewSession{
 		ID: id, Project: req.Project, AwaitStart: gate, SpendCapUSD: sp.MaxPerSessionUSD, DisplayTitle: sp.Title(input),
 		Agent: spec.Record{Project: sp.Project, Name: sp.Name, Spec: sp.JSON(), Digest: sp.Digest(), Concurrency: sp.Concurrency},
-		Input: input, Repo: req.Repo, CreatedBy: by, StartKind: kind, StartPayload: payload, IdempotencyKey: scopedKey(req.IdempotencyKey, req.Project, by),
+		Input: input, Repo: req.Repo, Remote: remote, CreatedBy: by, StartKind: kind, StartPayload: payload, IdempotencyKey: scopedKey(req.IdempotencyKey, req.Project, by),
 		Policy: pol.json, PolicyDigest: pol.digest, Interactive: !req.NonInteractive, Approver: req.Approver,
 	})
 	if err != nil {
@@ -263,6 +279,25 @@ func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session
 		}
 	}
 	return s.started(ctx, x, created, gate, sp, kind)
+}
+
+// repoAgain checks old's repository again for a session that takes its
+// place, as for any new session (the rules, roots, the data directory, or
+// the project's connections, may have changed since): a remote one must
+// still be granted by a live connection, and the new session starts at
+// the same commit.
+func (s *Service) repoAgain(ctx context.Context, old session.Session, by session.Sender) (*session.Remote, error) {
+	if old.Remote == nil {
+		return nil, errors.Join(s.mayCopy(ctx, old.Repo, old.Project, by), s.checkRepo(old.Repo, old.Project))
+	}
+	conns, err := s.Store.ListConnections(ctx, old.Project)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := forge.Resolve(old.Repo, conns); err != nil {
+		return nil, fmt.Errorf("%w: project %s: %w", errdefs.ErrDenied, old.Project, err)
+	}
+	return old.Remote, nil
 }
 
 // sameSession reports what differs between an existing session and a
@@ -306,7 +341,7 @@ func validateCreate(req wire.CreateRequest) error {
 		}
 	}
 	err := errors.Join(session.Limit("model", req.Model, MaxName), session.Limit("message", req.Message, session.MaxMessage),
-		session.Limit("repo", req.Repo, MaxPath), session.Limit("idempotencyKey", req.IdempotencyKey, MaxName),
+		session.Limit("repo", req.Repo, MaxPath), session.Limit("ref", req.Ref, MaxName), session.Limit("idempotencyKey", req.IdempotencyKey, MaxName),
 		session.Limit("policy", req.Policy, MaxPolicy), session.Limit("approver", req.Approver, MaxName))
 	if err != nil {
 		return fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
@@ -695,14 +730,15 @@ func (s Sessions) SpawnSuccessor(ctx context.Context, old session.Session) (sess
 	// The repository is checked again, as for any new session: the
 	// rules (roots, the data directory) may have changed since.
 	successor := session.Sender{Kind: session.SenderSystem, ID: "replacement-of-" + old.ID}
-	if err := errors.Join(s.mayCopy(ctx, old.Repo, old.Project, successor), s.checkRepo(old.Repo, old.Project)); err != nil {
+	remote, err := s.repoAgain(ctx, old, successor)
+	if err != nil {
 		return session.Session{}, err
 	}
 	x, _, err := s.Store.CreateSession(ctx, store.NewSession{
 		Policy: pol.json, PolicyDigest: pol.digest, Interactive: old.Interactive, Approver: old.Approver,
 		ID: uuid.NewString(), Project: old.Project, SpendCapUSD: sp.MaxPerSessionUSD, DisplayTitle: sp.Title(msg),
 		Agent: spec.Record{Project: sp.Project, Name: sp.Name, Spec: sp.JSON(), Digest: sp.Digest(), Concurrency: sp.Concurrency},
-		Input: msg, Repo: old.Repo, CreatedBy: successor,
+		Input: msg, Repo: old.Repo, Remote: remote, CreatedBy: successor,
 		StartKind: session.KindStartWithMessage, StartPayload: payload, IdempotencyKey: "successor:" + old.ID,
 	})
 	if err != nil {
@@ -751,7 +787,8 @@ func (s Sessions) Retry(ctx context.Context, caller identity.Principal, id strin
 		kind = session.KindStartWithMessage
 		payload, _ = json.Marshal(session.MessagePayload{Message: old.Input})
 	}
-	if err := errors.Join(s.mayCopy(ctx, old.Repo, old.Project, by), s.checkRepo(old.Repo, old.Project)); err != nil {
+	remote, err := s.repoAgain(ctx, old, by)
+	if err != nil {
 		return session.Session{}, err
 	}
 	newID := uuid.NewString()
@@ -762,7 +799,7 @@ func (s Sessions) Retry(ctx context.Context, caller identity.Principal, id strin
 	x, created, err := s.Store.CreateSession(ctx, store.NewSession{
 		ID: newID, Project: old.Project, SpendCapUSD: old.SpendCapUSD, DisplayTitle: old.DisplayTitle, AwaitStart: gate,
 		Agent: spec.Record{Project: old.Project, Name: old.Agent, Spec: agentSpec, Digest: agentVersion, Concurrency: sp.Concurrency},
-		Input: old.Input, Repo: old.Repo, RetryOf: old.ID, CreatedBy: by, StartKind: kind, StartPayload: payload,
+		Input: old.Input, Repo: old.Repo, Remote: remote, RetryOf: old.ID, CreatedBy: by, StartKind: kind, StartPayload: payload,
 		IdempotencyKey: "retry:" + old.ID + "/" + string(by.Kind) + ":" + by.ID, Policy: pinned, PolicyDigest: digest, Interactive: old.Interactive, Approver: old.Approver,
 	})
 	if err != nil {

@@ -23,6 +23,9 @@ var (
 	ErrDenied = errors.New("denied")
 	// ErrUnauthenticated is a caller without a valid credential (401).
 	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrUnavailable is a service Paddock depends on that did not answer
+	// (a forge that is down): worth trying again later (503).
+	ErrUnavailable = errors.New("unavailable")
 )
 
 // SlotConflictError says a concurrency-1 agent's singleton slot is held.

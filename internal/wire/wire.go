@@ -190,7 +190,14 @@ type CreateRequest struct {
 	// Model overrides the agent's model for this session (PROVIDER/MODEL).
 	Model   string `json:"model,omitempty"`
 	Message string `json:"message,omitempty"`
-	Repo    string `json:"repo,omitempty"`
+	// Repo is the repository the session works on: an absolute path on
+	// the server, or a remote repository a connection of the project
+	// grants (https://FORGE/OWNER/NAME, or OWNER/NAME).
+	Repo string `json:"repo,omitempty"`
+	// Ref, for a remote repository, is where its copy starts: a branch, a
+	// tag, a full commit ID or a pull request (#N); its default branch
+	// when empty.
+	Ref string `json:"ref,omitempty"`
 	// IdempotencyKey makes creation idempotent.
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 	// Policy (YAML) tightens the project's and agent's policy for this session.
@@ -199,6 +206,17 @@ type CreateRequest struct {
 	// unless Approver names who will decide them.
 	NonInteractive bool   `json:"nonInteractive,omitempty"`
 	Approver       string `json:"approver,omitempty"`
+}
+
+// ConnectionRequest adds a connection to a project's forge; Credential
+// (a token or password) is sealed and never shown again.
+type ConnectionRequest struct {
+	Name         string   `json:"name"`
+	Kind         string   `json:"kind"`
+	URL          string   `json:"url"`
+	Repositories []string `json:"repositories"`
+	Username     string   `json:"username,omitempty"`
+	Credential   string   `json:"credential"`
 }
 
 // SendRequest is a command from a caller.

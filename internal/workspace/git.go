@@ -337,6 +337,21 @@ func (e *GitError) ExitCode() int {
 // root server, a user's checkout): git of this age honours safe.directory
 // only from a global file, so the clone gets one of its own saying so.
 func Clone(ctx context.Context, src, dir string) error {
+	err := anyOwner(func(env []string) error {
+		_, err := gitRun(ctx, "", env, "-c", "protocol.file.allow=always", "clone", "--quiet", "--no-hardlinks", "--no-local", "--template=", "--", src, dir)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return hardenConfig(ctx, dir)
+}
+
+// anyOwner runs fn with a global git configuration of its own that lets
+// git read a repository whoever owns it (a user's checkout, a mirror the
+// sandbox user fetched): git of this age honours safe.directory only from
+// a global file, not in the processes it starts (upload-pack).
+func anyOwner(fn func(env []string) error) error {
 	global, err := os.CreateTemp("", "paddock-gitconfig-")
 	if err != nil {
 		return err
@@ -349,8 +364,26 @@ func Clone(ctx context.Context, src, dir string) error {
 	if err != nil {
 		return err
 	}
-	_, err = gitRun(ctx, "", []string{"GIT_CONFIG_GLOBAL=" + global.Name()}, "-c", "protocol.file.allow=always", "clone", "--quiet", "--no-hardlinks", "--no-local", "--template=", "--", src, dir)
+	return fn([]string{"GIT_CONFIG_GLOBAL=" + global.Name()})
+}
+
+// CloneAt makes a working copy at dir of commit from mirror, a bare
+// mirror of a remote repository (package mirror) that Paddock made: every
+// ref of it fetched (a pull request's head is no branch), then commit
+// checked out, detached. The copy's .git/config is Paddock's.
+func CloneAt(ctx context.Context, mirror, commit, dir string) error {
+	if _, err := gitRun(ctx, "", nil, "init", "--quiet", "--template=", "--", dir); err != nil {
+		return err
+	}
+	err := anyOwner(func(env []string) error {
+		_, err := gitRun(ctx, dir, env, "-c", "protocol.file.allow=always", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", mirror,
+			"+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*", "+refs/paddock/*:refs/paddock/*")
+		return err
+	})
 	if err != nil {
+		return err
+	}
+	if _, err := gitRun(ctx, dir, nil, "-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit, "--"); err != nil {
 		return err
 	}
 	return hardenConfig(ctx, dir)

@@ -1,0 +1,39 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/paddock-dev/paddock/internal/wire"
+)
+
+func (s *Server) listConnections(w http.ResponseWriter, r *http.Request) {
+	cs, err := s.Service.Projects().Connections(r.Context(), principal(r), r.PathValue("name"))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"connections": nonNil(cs)})
+}
+
+func (s *Server) addConnection(w http.ResponseWriter, r *http.Request) {
+	var in wire.ConnectionRequest
+	if err := decode(w, r, &in); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	c, err := s.Service.Projects().AddConnection(r.Context(), principal(r), r.PathValue("name"), in)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, c)
+}
+
+func (s *Server) revokeConnection(w http.ResponseWriter, r *http.Request) {
+	c, err := s.Service.Projects().RevokeConnection(r.Context(), principal(r), r.PathValue("name"), r.PathValue("connection"))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}

@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/internal/errdefs"
+	"github.com/paddock-dev/paddock/internal/forge"
+	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/mirror"
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/wire"
+)
+
+// AddConnection registers a connection of project to a forge (its
+// admins only): the repositories it grants, its credential sealed and
+// never shown again.
+func (s Projects) AddConnection(ctx context.Context, p identity.Principal, project string, req wire.ConnectionRequest) (forge.Connection, error) {
+	if err := s.Access.Allow(ctx, p, project, identity.Manage, fmt.Sprintf("project %q", project)); err != nil {
+		return forge.Connection{}, err
+	}
+	c := forge.Connection{Project: project, Name: req.Name, Kind: forge.Kind(req.Kind), URL: strings.TrimRight(req.URL, "/"),
+		Repositories: req.Repositories, Username: req.Username, CreatedBy: p.Sender().String()}
+	err := c.Validate()
+	if req.Credential == "" || len(req.Credential) > MaxCredential || strings.ContainsAny(req.Credential, "\x00\r\n") {
+		err = errors.Join(err, fmt.Errorf("credential: want the forge's token or password, 1 to %d bytes on one line", MaxCredential))
+	}
+	if err != nil {
+		return forge.Connection{}, fmt.Errorf("%w: connection: %w", errdefs.ErrInvalid, err)
+	}
+	base, _ := forge.ParseBase(c.URL)
+	c.URL = base.String()
+	sealed := s.ContentKey.Encrypt([]byte(req.Credential), durable.ConnectionAD(project, c.Name))
+	out, err := s.Store.AddConnection(ctx, c, sealed)
+	if err != nil {
+		return out, err
+	}
+	return out, s.Access.Record(ctx, p, "connection_added", map[string]string{"project": project, "connection": c.Name, "url": c.URL,
+		"repositories": strings.Join(c.Repositories, ",")})
+}
+
+// Connections lists a project's connections, the revoked ones too.
+func (s Projects) Connections(ctx context.Context, p identity.Principal, project string) ([]forge.Connection, error) {
+	if err := s.Access.Allow(ctx, p, project, identity.Read, fmt.Sprintf("project %q", project)); err != nil {
+		return nil, err
+	}
+	return s.Store.ListConnections(ctx, project)
+}
+
+// RevokeConnection revokes a connection (its project's admins only): its
+// credential is deleted, nothing is fetched with it again, and no new
+// session names its repositories; live sessions keep their copies.
+func (s Projects) RevokeConnection(ctx context.Context, p identity.Principal, project, name string) (forge.Connection, error) {
+	if err := s.Access.Allow(ctx, p, project, identity.Manage, fmt.Sprintf("project %q", project)); err != nil {
+		return forge.Connection{}, err
+	}
+	c, err := s.Store.RevokeConnection(ctx, project, name, p.Sender().String())
+	if err != nil {
+		return c, err
+	}
+	return c, s.Access.Record(ctx, p, "connection_revoked", map[string]string{"project": project, "connection": name})
+}
+
+// remoteRepo checks a remote repository as a session is created on it:
+// a live connection of the project grants it, and ref resolves (fetched
+// into the project's mirror now, so the session starts from it). A
+// refusal says why, at once.
+func (s *Service) remoteRepo(ctx context.Context, project, repo, ref string) (*session.Remote, error) {
+	conns, err := s.Store.ListConnections(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	c, r, err := forge.Resolve(repo, conns)
+	if errors.Is(err, forge.ErrNotGranted) {
+		return nil, fmt.Errorf("%w: project %s: %w", errdefs.ErrDenied, project, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
+	}
+	if err := mirror.CheckRef(ref); err != nil {
+		return nil, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
+	}
+	if s.Mirrors == nil {
+		return nil, fmt.Errorf("%w: this server fetches no remote repositories (its sandbox is unavailable)", errdefs.ErrUnavailable)
+	}
+	rem := session.Remote{Connection: c.Name, URL: r.URL, Path: r.Path, Ref: ref}
+	src, err := durable.RemoteSource(ctx, s.Store, s.ContentKey, project, rem)
+	if err != nil {
+		return nil, err
+	}
+	commit, _, err := s.Mirrors.Resolve(ctx, src, ref)
+	switch {
+	case errors.Is(err, mirror.ErrUnknownRef):
+		return nil, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
+	case errors.Is(err, mirror.ErrUnreachable):
+		return nil, fmt.Errorf("%w: %w; try again when it answers", errdefs.ErrUnavailable, err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", errdefs.ErrDenied, err)
+	}
+	rem.Commit = commit
+	return &rem, nil
+}
