@@ -41,6 +41,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/provider/anthropic"
 	"github.com/paddock-dev/paddock/internal/provider/openai"
 	"github.com/paddock-dev/paddock/internal/provider/replay"
+	"github.com/paddock-dev/paddock/internal/pulls"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store/redacted"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
@@ -199,7 +200,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	}
 	acts.Sealer = sealer
 	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools, Copies: acts.Copies, RetainFailed: cfg.RetainFailed, Sealer: sealer, ContentKey: contentKey,
-		Mirrors: acts.Mirrors, Now: time.Now, Defaults: acts.Budget, RepositoryRoots: cfg.RepositoryRoots, DataDir: cfg.DataDir, Logger: logger,
+		Mirrors: acts.Mirrors, Pulls: pulls.Forges{}, Now: time.Now, Defaults: acts.Budget, RepositoryRoots: cfg.RepositoryRoots, DataDir: cfg.DataDir, Logger: logger,
 		Access: &access.Service{Store: st, Now: time.Now, OIDC: access.NewOIDC(cfg.OIDCIssuer, cfg.OIDCClientID, cfg.OIDCUsernameClaim),
 			Guesses: &throttle.Failures{}, Logger: logger}}
 	agents := &agency.Service{Store: st, Access: a.Service.Access, Platform: a.Service.Platform(), Tools: tools, Defaults: acts.Budget, Now: time.Now}

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -149,4 +150,105 @@ func statusOf(err error) int {
 		return e.Status
 	}
 	return 0
+}
+
+// TestAcceptOpensAPullRequestOnGitea: a session on a repository of a real
+// Gitea (built from the Go module proxy, on loopback, its own SQLite) is
+// accepted by a person: Paddock, not the agent, pushes the accepted
+// snapshot as branch paddock/ID and opens a pull request from it into the
+// ref's branch, its commit carrying the Paddock-Session and Accepted-By
+// trailers; the session records the pull request. A second acceptance of
+// later work moves the same branch forward and finds the same pull
+// request open.
+func TestAcceptOpensAPullRequestOnGitea(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs sessions")
+	}
+	ctx := context.Background()
+	g := forgetest.NewGitea(t)
+	g.API(t, http.MethodPost, "/user/repos", map[string]any{"name": "app", "auto_init": true, "default_branch": "main"}, nil)
+
+	project := unique("gitea")
+	require.NoError(t, api.Access().CreateProject(ctx, project))
+	_, err := api.Projects().SetPolicy(ctx, project, []byte("default: allow\n"))
+	require.NoError(t, err)
+	_, err = api.Projects().AddConnection(ctx, project, wire.ConnectionRequest{Name: "gitea", Kind: "gitea", URL: g.URL, Repositories: []string{g.User + "/*"}, Credential: g.Token})
+	require.NoError(t, err)
+
+	model := scriptText(t, unique("gitea-work")+".yaml", `steps:
+  - toolCalls:
+      - name: write_file
+        args: {path: feature.txt, content: "a feature\n"}
+  - text: "Wrote feature.txt."
+  - toolCalls:
+      - name: write_file
+        args: {path: more.txt, content: "more\n"}
+  - text: "Wrote more.txt."
+`)
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Project: project, Model: model, Message: "add a feature", Repo: g.User + "/app", Ref: "main"})
+	require.NoError(t, err)
+	accept := func(turns int) session.Session {
+		t.Helper()
+		waitFor(t, "the turn", func() (bool, error) {
+			ts, err := api.Sessions().Turns(ctx, x.ID)
+			return len(ts) == turns && ts[turns-1].Status.Settled(), err
+		})
+		d, err := api.Review().Diff(ctx, x.ID)
+		require.NoError(t, err)
+		require.Len(t, d.Files, 1)
+		got, err := api.Review().Accept(ctx, x.ID, wire.AcceptRequest{Mode: session.AsCommit, Base: d.Base, Tree: d.Tree})
+		require.NoError(t, err)
+		return got
+	}
+	accept(1)
+	var prs []struct {
+		Number int64  `json:"number"`
+		State  string `json:"state"`
+		Body   string `json:"body"`
+		Head   struct {
+			Ref string `json:"ref"`
+			Sha string `json:"sha"`
+		} `json:"head"`
+		Base struct {
+			Ref string `json:"ref"`
+		} `json:"base"`
+	}
+	g.API(t, http.MethodGet, "/repos/"+g.User+"/app/pulls?state=all", nil, &prs)
+	require.Len(t, prs, 1)
+	require.Equal(t, "paddock/"+x.ID, prs[0].Head.Ref)
+	require.Equal(t, "main", prs[0].Base.Ref)
+	require.Contains(t, prs[0].Body, "Paddock-Session: "+x.ID)
+	var commit struct {
+		Commit struct {
+			Message string `json:"message"`
+		} `json:"commit"`
+	}
+	g.API(t, http.MethodGet, "/repos/"+g.User+"/app/git/commits/"+prs[0].Head.Sha, nil, &commit)
+	require.Contains(t, commit.Commit.Message, "Paddock-Session: "+x.ID)
+	require.Contains(t, commit.Commit.Message, "Accepted-By: operator:tester")
+	events, err := api.Sessions().Events(ctx, x.ID, 0)
+	require.NoError(t, err)
+	require.Contains(t, eventText(events), fmt.Sprintf("pull request #%d", prs[0].Number), "the session records the pull request")
+
+	// Later work, accepted again: the same branch moves forward, the same
+	// pull request stays the one.
+	send(t, x.ID, session.KindMessage, session.MessagePayload{Message: "more"})
+	accept(2)
+	g.API(t, http.MethodGet, "/repos/"+g.User+"/app/pulls?state=all", nil, &prs)
+	require.Len(t, prs, 1)
+	var files []struct {
+		Filename string `json:"filename"`
+	}
+	g.API(t, http.MethodGet, fmt.Sprintf("/repos/%s/app/pulls/%d/files", g.User, prs[0].Number), nil, &files)
+	require.Len(t, files, 2, "both acceptances are on the pull request")
+}
+
+// eventText is every event's data, for a search.
+func eventText(events []session.Event) string {
+	var b strings.Builder
+	for _, e := range events {
+		b.Write(e.Data)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

@@ -20,6 +20,8 @@ import (
 type Mirrors interface {
 	Resolve(ctx context.Context, src mirror.Source, ref string) (commit string, took time.Duration, err error)
 	Mirror(ctx context.Context, src mirror.Source, ref, commit string) (string, error)
+	Push(ctx context.Context, src mirror.Source, branch string) error
+	IsBranch(ctx context.Context, src mirror.Source, name string) bool
 }
 
 // ConnectionAD binds a connection's sealed credential to the connection.

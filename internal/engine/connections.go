@@ -11,8 +11,10 @@ import (
 	"github.com/paddock-dev/paddock/internal/forge"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/mirror"
+	"github.com/paddock-dev/paddock/internal/pulls"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/wire"
+	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
 // AddConnection registers a connection of project to a forge (its
@@ -102,4 +104,72 @@ func (s *Service) remoteRepo(ctx context.Context, project, repo, ref string) (*s
 	}
 	rem.Commit = commit
 	return &rem, nil
+}
+
+// PullRequests open pull requests on forges (package pulls).
+type PullRequests interface {
+	Open(ctx context.Context, src mirror.Source, r pulls.Request) (pulls.PullRequest, error)
+}
+
+// toForge delivers an accepted snapshot of a session on a remote
+// repository: its commit (the accepted one, with its Paddock-Session and
+// Accepted-By trailers) becomes branch paddock/ID of the project's
+// mirror, which is pushed to the forge (never forced), and a pull request
+// from it is opened, or the one open already found. The agent pushes
+// nothing: Paddock does, with the connection's credential, once a person
+// accepted. It says where the snapshot went.
+func (s *Service) toForge(ctx context.Context, by session.Sender) func(x session.Session, next string) (string, error) {
+	return func(x session.Session, next string) (string, error) {
+		if s.Mirrors == nil {
+			return "", fmt.Errorf("%w: this server fetches no remote repositories (its sandbox is unavailable)", errdefs.ErrUnavailable)
+		}
+		src, err := durable.RemoteSource(ctx, s.Store, s.ContentKey, x.Project, *x.Remote)
+		if err != nil {
+			return "", fmt.Errorf("nothing was accepted: %w", err)
+		}
+		dir, err := s.Mirrors.Mirror(ctx, src, x.Remote.Ref, x.Remote.Commit)
+		if err != nil {
+			return "", forgeErr(err)
+		}
+		branch := "paddock/" + x.ID
+		if err := workspace.Branch(s.Copies.Bounded(ctx), x.Workdir, x.BaseCommit, next, dir, branch); err != nil {
+			return "", fmt.Errorf("%w: nothing was accepted: %w", errdefs.ErrConflict, err)
+		}
+		if err := s.Mirrors.Push(ctx, src, branch); err != nil {
+			return "", forgeErr(err)
+		}
+		where := fmt.Sprintf("commit %s on branch %s of %s", next, branch, x.Remote.URL)
+		if s.Pulls == nil {
+			return where, nil
+		}
+		base := ""
+		if x.Remote.Ref != "" && s.Mirrors.IsBranch(ctx, src, x.Remote.Ref) {
+			base = x.Remote.Ref
+		}
+		title := x.DisplayTitle
+		if title == "" {
+			title = "Changes of Paddock session " + x.ID
+		}
+		body := fmt.Sprintf("Opened by Paddock for session %s, accepted by %s.\n\nThe session's transcript: `paddock attach %s`; its audit log: `paddock audit show %s`.\n\nPaddock-Session: %s\nAccepted-By: %s\n",
+			x.ID, by.String(), x.ID, x.ID, x.ID, by.String())
+		pr, err := s.Pulls.Open(ctx, src, pulls.Request{Head: branch, Base: base, Title: title, Body: body})
+		switch {
+		case errors.Is(err, pulls.ErrNone):
+			return where, nil
+		case err != nil:
+			// The branch is pushed: the acceptance stands, and says why
+			// no pull request came of it.
+			return where + "; no pull request: " + err.Error(), nil
+		}
+		return fmt.Sprintf("pull request #%d %s (%s)", pr.Number, pr.URL, where), nil
+	}
+}
+
+// forgeErr says what a fetch or a push to the forge that failed means to
+// the caller: a forge that is down, or a refusal.
+func forgeErr(err error) error {
+	if errors.Is(err, mirror.ErrUnreachable) {
+		return fmt.Errorf("%w: nothing was accepted: %w; try again when it answers", errdefs.ErrUnavailable, err)
+	}
+	return fmt.Errorf("%w: nothing was accepted: %w", errdefs.ErrConflict, err)
 }

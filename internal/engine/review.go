@@ -212,7 +212,7 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 		}
 	}
 	message := "accepted by " + by.String()
-	if land != nil {
+	if land != nil || x.Remote != nil {
 		title := x.DisplayTitle
 		if title == "" {
 			title = "Changes of Paddock session " + id
@@ -229,6 +229,10 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 	note := string(req.Mode)
 	if req.Commit != "" {
 		note += " " + req.Commit
+	}
+	if x.Remote != nil {
+		// Nobody applied it to a checkout: it goes to the forge.
+		land = s.toForge(ctx, by)
 	}
 	if land != nil {
 		if note, err = land(x, next); err != nil {

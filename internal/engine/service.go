@@ -62,6 +62,9 @@ type Service struct {
 	// Mirrors fetch the remote repositories sessions work on (nil: none
 	// is fetched, and sessions on them are refused).
 	Mirrors durable.Mirrors
+	// Pulls open the pull requests of accepted sessions on remote
+	// repositories (package pulls).
+	Pulls PullRequests
 	// ContentKey seals and opens content at rest (audit content projects
 	// retain, sessions' credentials).
 	ContentKey durable.Cipher

@@ -239,6 +239,39 @@ func (c *Cache) ensure(ctx context.Context, dir string) error {
 // fetch runs git fetch of refspecs from src into the mirror at dir, in
 // the sandbox.
 func (c *Cache) fetch(ctx context.Context, dir string, src Source, refspecs []string) error {
+	return c.remote(ctx, dir, src, append([]string{"fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", "--", src.Repository.CloneURL()}, refspecs...))
+}
+
+// Push pushes branch of src's mirror (an accepted snapshot delivered
+// there) to the forge as the same branch: never forced, so a branch that
+// exists there moves only forward.
+func (c *Cache) Push(ctx context.Context, src Source, branch string) error {
+	if err := CheckRef(branch); err != nil || prRef.MatchString(branch) || hexID.MatchString(branch) {
+		return fmt.Errorf("mirror: branch %q: not a branch name", branch)
+	}
+	dir, err := c.path(src)
+	if err != nil {
+		return err
+	}
+	unlock := c.lock(dir)
+	defer unlock()
+	ref := "refs/heads/" + branch
+	return c.remote(ctx, dir, src, []string{"push", "--quiet", "--no-verify", "--", src.Repository.CloneURL(), ref + ":" + ref})
+}
+
+// IsBranch says the mirror of src holds branch name (as last fetched).
+func (c *Cache) IsBranch(ctx context.Context, src Source, name string) bool {
+	dir, err := c.path(src)
+	if err != nil || CheckRef(name) != nil {
+		return false
+	}
+	_, err = git(ctx, dir, "rev-parse", "--verify", "--quiet", "--end-of-options", "refs/heads/"+name)
+	return err == nil
+}
+
+// remote runs git (args after its options) on the mirror at dir against
+// src's forge, in the sandbox.
+func (c *Cache) remote(ctx context.Context, dir string, src Source, gitArgs []string) error {
 	u, err := url.Parse(src.Repository.CloneURL())
 	if err != nil {
 		return err
@@ -257,7 +290,7 @@ func (c *Cache) fetch(ctx context.Context, dir string, src Source, refspecs []st
 	}
 	defer ep.Close()
 	args := append([]string{"git", "-c", "credential.helper=", "-c", "core.askPass=", "-c", "protocol.allow=never", "-c", "protocol.https.allow=always",
-		"-c", "protocol.http.allow=always", "-c", "http.followRedirects=false", "fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", "--", src.Repository.CloneURL()}, refspecs...)
+		"-c", "protocol.http.allow=always", "-c", "http.followRedirects=false"}, gitArgs...)
 	// The header is read from standard input into git's own environment:
 	// it is on no command line, in no file, in no other process.
 	script := `IFS= read -r h || exit 97; export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=http.extraHeader GIT_CONFIG_VALUE_0="$h"; unset h; ` +
@@ -274,34 +307,34 @@ func (c *Cache) fetch(ctx context.Context, dir string, src Source, refspecs []st
 		Stdin: strings.NewReader(header + "\n"), Stdout: &out, Stderr: &out,
 	})
 	if err != nil {
-		return fmt.Errorf("fetch %s: %w", src.Repository.URL, err)
+		return fmt.Errorf("%s %s: %w", gitArgs[0], src.Repository.URL, err)
 	}
 	if res.ExitCode == 0 {
 		return nil
 	}
 	text := strings.TrimSpace(strings.ReplaceAll(out.String(), string(src.Credential), "[credential]"))
 	if res.TimedOut {
-		return fmt.Errorf("fetch %s: no answer within %s: %w", src.Repository.URL, timeout, ErrUnreachable)
+		return fmt.Errorf("%s %s: no answer within %s: %w", gitArgs[0], src.Repository.URL, timeout, ErrUnreachable)
 	}
-	return classify(src.Repository.URL, text)
+	return classify(gitArgs[0], src.Repository.URL, text)
 }
 
 // classify says what a failed fetch's output means.
-func classify(repo, text string) error {
+func classify(verb, repo, text string) error {
 	low := strings.ToLower(text)
 	switch {
 	case strings.Contains(low, "authentication failed") || strings.Contains(low, "401") || strings.Contains(low, "403") || strings.Contains(low, "could not read username"):
-		return fmt.Errorf("fetch %s: the forge refused the connection's credential (revoked or without access to this repository): %s", repo, lastLine(text))
+		return fmt.Errorf("%s %s: the forge refused the connection's credential (revoked or without access to this repository): %s", verb, repo, lastLine(text))
 	case strings.Contains(low, "not found") || strings.Contains(low, "404") || strings.Contains(low, "does not appear to be a git repository"):
-		return fmt.Errorf("fetch %s: the forge has no such repository (or hides it from this credential): %s", repo, lastLine(text))
+		return fmt.Errorf("%s %s: the forge has no such repository (or hides it from this credential): %s", verb, repo, lastLine(text))
 	case strings.Contains(low, "couldn't find remote ref"):
-		return fmt.Errorf("fetch %s: %s: %w", repo, lastLine(text), ErrUnknownRef)
+		return fmt.Errorf("%s %s: %s: %w", verb, repo, lastLine(text), ErrUnknownRef)
 	case strings.Contains(low, "could not resolve") || strings.Contains(low, "failed to connect") || strings.Contains(low, "connection refused") ||
 		strings.Contains(low, "timed out") || strings.Contains(low, " 502") || strings.Contains(low, " 503") || strings.Contains(low, " 504") ||
 		strings.Contains(low, "empty reply") || strings.Contains(low, "recv failure"):
-		return fmt.Errorf("fetch %s: %s: %w", repo, lastLine(text), ErrUnreachable)
+		return fmt.Errorf("%s %s: %s: %w", verb, repo, lastLine(text), ErrUnreachable)
 	}
-	return fmt.Errorf("fetch %s: %s", repo, lastLine(text))
+	return fmt.Errorf("%s %s: %s", verb, repo, lastLine(text))
 }
 
 func lastLine(s string) string {
