@@ -113,7 +113,14 @@ func TestTwoNodes(t *testing.T) {
 		return len(turns) > 0 && turns[0].Status == session.TurnCompleted, err
 	})
 	fmt.Fprintf(os.Stderr, "two nodes: turn one completed %s after its node was killed\n", time.Since(killed).Round(10*time.Millisecond))
-	send(c, "m1", "m2", "m3") // m1 and m2 again: retried by a client unsure of them, they change nothing
+	send(c, "m1", "m2") // again: retried by a client unsure of them, they change nothing
+	// m3 is a turn of its own: sent once m1 and m2's turn has begun (sent
+	// before, on a busy machine, it would join their batch).
+	waitFor(t, "m1 and m2's turn to begin", func() (bool, error) {
+		turns, err := c.Sessions().Turns(ctx, x.ID)
+		return len(turns) >= 2, err
+	})
+	send(c, "m3")
 	waitFor(t, "all three turns to complete", func() (bool, error) {
 		turns, err := c.Sessions().Turns(ctx, x.ID)
 		if err != nil || len(turns) != 3 {

@@ -113,10 +113,19 @@ func TestDiffAcceptReject(t *testing.T) {
 	// diff against the accepted snapshot, and deliverable in turn.
 	s, err := api.Sessions().Get(ctx, x.ID)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(s.Workdir, "later.txt"), []byte("later\n"), 0o644))
-	d, err = api.Review().Diff(ctx, x.ID)
-	require.NoError(t, err)
-	require.Len(t, d.Files, 1)
+	// The session idles out in 2 s, and its volume is unmounted then: a
+	// diff mounts it again, so the file is written right after one, and
+	// again should the reap have come in between.
+	waitFor(t, "later.txt in the diff", func() (bool, error) {
+		if _, err := api.Review().Diff(ctx, x.ID); err != nil {
+			return false, err
+		}
+		if err := os.WriteFile(filepath.Join(s.Workdir, "later.txt"), []byte("later\n"), 0o644); err != nil {
+			return false, err
+		}
+		d, err = api.Review().Diff(ctx, x.ID)
+		return err == nil && len(d.Files) == 1, err
+	})
 	require.Equal(t, "later.txt", d.Files[0].Path)
 	code, out = paddock(t, "sessions", "accept", x.ID)
 	require.Equal(t, 0, code, out)
