@@ -1,13 +1,19 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -251,4 +257,126 @@ func eventText(events []session.Event) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// TestGitHubPullRequestFlow: the GitHub path, with go-github against
+// GitHub's API as its documentation records it (a GitHub Enterprise
+// Server's /api/v3 beside git's own smart HTTP): a signed pull_request
+// webhook spawns a session on the pull request's head (its ref templated
+// from the payload); accepting it pushes branch paddock/ID, opens a pull
+// request into the head's branch and comments on the pull request the
+// session worked on.
+func TestGitHubPullRequestFlow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs sessions")
+	}
+	ctx := context.Background()
+	const token = "ghs_recordedFlowToken0123456789"
+	srv := forgetest.New(t, "x-access-token", token)
+	bare := srv.Repo(t, "octo/app", map[string]string{"README.md": "# App\n"})
+	head := forgetest.Commit(t, bare, "feature", map[string]string{"feature.txt": "the contributor's change\n"}, "refs/pull/7/head")
+
+	var mu sync.Mutex
+	var created map[string]any
+	var comment string
+	srv.API = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"message":"Bad credentials","documentation_url":"https://docs.github.com/rest"}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/api/v3/repos/octo/app/pulls/7":
+			_, _ = fmt.Fprintf(w, `{"number":7,"state":"open","html_url":"%s/octo/app/pull/7","head":{"ref":"feature","sha":"%s","repo":{"full_name":"octo/app"}},"base":{"ref":"main","repo":{"full_name":"octo/app"}}}`, srv.URL, head)
+		case r.Method == http.MethodGet && r.URL.Path == "/api/v3/repos/octo/app/pulls":
+			require.Equal(t, "open", r.URL.Query().Get("state"))
+			require.True(t, strings.HasPrefix(r.URL.Query().Get("head"), "octo:paddock/"), r.URL.RawQuery)
+			_, _ = w.Write([]byte(`[]`))
+		case r.Method == http.MethodPost && r.URL.Path == "/api/v3/repos/octo/app/pulls":
+			require.NoError(t, json.NewDecoder(r.Body).Decode(&created))
+			w.WriteHeader(http.StatusCreated)
+			_, _ = fmt.Fprintf(w, `{"number":8,"state":"open","html_url":"%s/octo/app/pull/8"}`, srv.URL)
+		case r.Method == http.MethodPost && r.URL.Path == "/api/v3/repos/octo/app/issues/7/comments":
+			var c struct {
+				Body string `json:"body"`
+			}
+			require.NoError(t, json.NewDecoder(r.Body).Decode(&c))
+			comment = c.Body
+			w.WriteHeader(http.StatusCreated)
+			_, _ = fmt.Fprintf(w, `{"id":1,"body":%q}`, c.Body)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"message":"Not Found"}`))
+		}
+	})
+
+	require.NoError(t, api.Access().CreateProject(ctx, "ghflow"))
+	_, err := api.Projects().SetPolicy(ctx, "ghflow", []byte("default: allow\n"))
+	require.NoError(t, err)
+	_, err = api.Projects().AddConnection(ctx, "ghflow", wire.ConnectionRequest{Name: "ghe", Kind: "github", URL: srv.URL, Repositories: []string{"octo/app"}, Credential: token})
+	require.NoError(t, err)
+	model := scriptText(t, unique("gh-review")+".yaml", `steps:
+  - toolCalls:
+      - name: write_file
+        args: {path: review.txt, content: "reviewed\n"}
+  - text: "Reviewed the pull request."
+`)
+	res, err := api.Projects().Apply(ctx, []byte(`name: reviewer
+project: ghflow
+model: `+model+`
+triggers:
+  - name: gh-pr
+    routing: spawn
+    events: [github.pull_request.opened, github.pull_request.synchronize]
+    repo: `+srv.URL+`/octo/app
+    ref: "#{{.payload.pull_request.number}}"
+    message: "Review pull request #{{.payload.pull_request.number}}: {{.payload.pull_request.title}}"
+`))
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	body := []byte(`{"action":"opened","number":7,"pull_request":{"number":7,"title":"Add a feature","head":{"ref":"feature","sha":"` + head + `"}},"repository":{"full_name":"octo/app"}}`)
+	req, err := http.NewRequest(http.MethodPost, shared.URL+"/v1/projects/ghflow/triggers/gh-pr", bytes.NewReader(body))
+	require.NoError(t, err)
+	mac := hmac.New(sha256.New, []byte(triggerSecret))
+	mac.Write(body)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	req.Header.Set("X-GitHub-Event", "pull_request")
+	req.Header.Set("X-GitHub-Delivery", "gh-delivery-1")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	var tr wire.TriggerResult
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&tr))
+	resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, "%+v", tr)
+	require.NotEmpty(t, tr.SessionID)
+
+	x, err := api.Sessions().Get(ctx, tr.SessionID)
+	require.NoError(t, err)
+	require.NotNil(t, x.Remote)
+	require.Equal(t, "#7", x.Remote.Ref)
+	require.Equal(t, head, x.Remote.Commit, "the session starts from the pull request's head")
+	waitFor(t, "the review turn", func() (bool, error) {
+		ts, err := api.Sessions().Turns(ctx, x.ID)
+		return len(ts) == 1 && ts[0].Status.Settled(), err
+	})
+	d, err := api.Review().Diff(ctx, x.ID)
+	require.NoError(t, err)
+	require.Len(t, d.Files, 1)
+	_, err = api.Review().Accept(ctx, x.ID, wire.AcceptRequest{Mode: session.AsCommit, Base: d.Base, Tree: d.Tree})
+	require.NoError(t, err)
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, "paddock/"+x.ID, created["head"])
+	require.Equal(t, "feature", created["base"], "into the pull request's own branch")
+	require.Contains(t, created["body"], "Accepted-By: operator:tester")
+	require.Contains(t, comment, srv.URL+"/octo/app/pull/8", "the pull request worked on links the new one")
+	pushed := strings.TrimSpace(forgetest.Git(t, bare, "rev-parse", "refs/heads/paddock/"+x.ID))
+	msg := forgetest.Git(t, bare, "log", "-1", "--format=%B", pushed)
+	require.Contains(t, msg, "Paddock-Session: "+x.ID)
+	require.Equal(t, head, strings.TrimSpace(forgetest.Git(t, bare, "rev-parse", pushed+"^")), "the accepted commit sits on the pull request's head")
 }

@@ -152,7 +152,8 @@ func (s *Service) toForge(ctx context.Context, by session.Sender) func(x session
 		}
 		body := fmt.Sprintf("Opened by Paddock for session %s, accepted by %s.\n\nThe session's transcript: `paddock attach %s`; its audit log: `paddock audit show %s`.\n\nPaddock-Session: %s\nAccepted-By: %s\n",
 			x.ID, by.String(), x.ID, x.ID, x.ID, by.String())
-		pr, err := s.Pulls.Open(ctx, src, pulls.Request{Head: branch, Base: base, Title: title, Body: body})
+		pr, err := s.Pulls.Open(ctx, src, pulls.Request{Head: branch, Base: base, Title: title, Body: body, From: mirror.PullNumber(x.Remote.Ref),
+			Comment: fmt.Sprintf("Paddock session %s worked on this pull request; its changes, accepted by %s, are in", x.ID, by.String())})
 		switch {
 		case errors.Is(err, pulls.ErrNone):
 			return where, nil

@@ -148,7 +148,11 @@ func (s *Service) deliver(ctx context.Context, project, name, event, key string,
 			return route(live[0].ID)
 		}
 	}
-	x, err := s.createSession(ctx, wire.CreateRequest{Project: sp.Project, Agent: sp.Name, Message: text, Repo: t.Repo,
+	gitRef, err := t.RenderRef(event, payload)
+	if err != nil {
+		return wire.TriggerResult{}, fmt.Errorf("%w: trigger %s: rendering its ref: %w", errdefs.ErrInvalid, ref, err)
+	}
+	x, err := s.createSession(ctx, wire.CreateRequest{Project: sp.Project, Agent: sp.Name, Message: text, Repo: t.Repo, Ref: gitRef,
 		IdempotencyKey: reservedTrigger + ref + ":" + key, NonInteractive: true}, by)
 	var slot *errdefs.SlotConflictError
 	if errors.As(err, &slot) && t.Route(&sp) == spec.RouteSession {

@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -84,6 +85,16 @@ func CheckRef(ref string) error {
 		return fmt.Errorf("ref %q: want a branch, a tag, a full commit ID or a pull request number (#N)", ref)
 	}
 	return nil
+}
+
+// PullNumber is the pull request ref names (#N, pr/N, !N or N), or 0.
+func PullNumber(ref string) int64 {
+	m := prRef.FindStringSubmatch(ref)
+	if m == nil || hexID.MatchString(ref) {
+		return 0
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n
 }
 
 // Resolve fetches src (incrementally) and says what commit ref names in

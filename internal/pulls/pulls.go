@@ -15,6 +15,7 @@ import (
 
 	"code.gitea.io/sdk/gitea"
 
+	"github.com/google/go-github/v84/github"
 	"github.com/paddock-dev/paddock/internal/forge"
 	"github.com/paddock-dev/paddock/internal/mirror"
 )
@@ -24,6 +25,13 @@ import (
 type Request struct {
 	Head, Base  string
 	Title, Body string
+	// From is the pull request the session started from (0: none): the
+	// new one goes into its head branch (when Base is empty), and a
+	// comment on it links the new one.
+	From int64
+	// Comment is that comment's text; the new pull request's address is
+	// added to it.
+	Comment string
 }
 
 // PullRequest is one opened (or found open already, Existing).
@@ -58,10 +66,12 @@ func (f Forges) Open(ctx context.Context, src mirror.Source, r Request) (PullReq
 	switch src.Connection.Kind {
 	case forge.Gitea:
 		return f.gitea(ctx, src, r)
+	case forge.GitHub:
+		return f.github(ctx, src, r)
 	case forge.Git:
 		return PullRequest{}, ErrNone
 	}
-	return PullRequest{}, fmt.Errorf("pull requests on %s are not built yet: the branch %s was pushed; open the pull request on the forge", src.Connection.Kind, r.Head)
+	return PullRequest{}, fmt.Errorf("pull requests on %s are not built yet: open one from branch %s on the forge", src.Connection.Kind, r.Head)
 }
 
 // ownerName splits a repository's path into its owner and name.
@@ -78,6 +88,15 @@ func (f Forges) gitea(ctx context.Context, src mirror.Source, r Request) (PullRe
 		return PullRequest{}, fmt.Errorf("gitea at %s: %w", src.Connection.URL, err)
 	}
 	owner, name := ownerName(src.Repository.Path)
+	if r.Base == "" && r.From != 0 {
+		from, _, err := c.GetPullRequest(owner, name, r.From)
+		if err != nil {
+			return PullRequest{}, fmt.Errorf("gitea: pull request #%d: %w", r.From, err)
+		}
+		if from.Head != nil && from.Head.Repository != nil && from.Head.Repository.FullName == src.Repository.Path {
+			r.Base = from.Head.Ref
+		}
+	}
 	if r.Base == "" {
 		repo, _, err := c.GetRepo(owner, name)
 		if err != nil {
@@ -92,5 +111,59 @@ func (f Forges) gitea(ctx context.Context, src mirror.Source, r Request) (PullRe
 	if err != nil {
 		return PullRequest{}, fmt.Errorf("gitea: open a pull request from %s into %s: %w", r.Head, r.Base, err)
 	}
-	return PullRequest{Number: pr.Index, URL: pr.HTMLURL, Base: r.Base}, nil
+	out := PullRequest{Number: pr.Index, URL: pr.HTMLURL, Base: r.Base}
+	if r.From != 0 {
+		if _, _, err := c.CreateIssueComment(owner, name, r.From, gitea.CreateIssueCommentOption{Body: r.Comment + " " + pr.HTMLURL}); err != nil {
+			return out, fmt.Errorf("gitea: comment on pull request #%d: %w", r.From, err)
+		}
+	}
+	return out, nil
+}
+
+// github opens it through GitHub's API (api.github.com for github.com,
+// URL/api/v3 for GitHub Enterprise Server).
+func (f Forges) github(ctx context.Context, src mirror.Source, r Request) (PullRequest, error) {
+	c := github.NewClient(f.client()).WithAuthToken(string(src.Credential))
+	if base, _ := forge.ParseBase(src.Connection.URL); base != nil && base.Host != "github.com" {
+		var err error
+		if c, err = c.WithEnterpriseURLs(src.Connection.URL+"/api/v3/", src.Connection.URL+"/api/uploads/"); err != nil {
+			return PullRequest{}, fmt.Errorf("github at %s: %w", src.Connection.URL, err)
+		}
+	}
+	owner, name := ownerName(src.Repository.Path)
+	if r.Base == "" && r.From != 0 {
+		from, _, err := c.PullRequests.Get(ctx, owner, name, int(r.From))
+		if err != nil {
+			return PullRequest{}, fmt.Errorf("github: pull request #%d: %w", r.From, err)
+		}
+		if from.GetHead().GetRepo().GetFullName() == src.Repository.Path {
+			r.Base = from.GetHead().GetRef()
+		}
+	}
+	if r.Base == "" {
+		repo, _, err := c.Repositories.Get(ctx, owner, name)
+		if err != nil {
+			return PullRequest{}, fmt.Errorf("github: repository %s: %w", src.Repository.Path, err)
+		}
+		r.Base = repo.GetDefaultBranch()
+	}
+	open, _, err := c.PullRequests.List(ctx, owner, name, &github.PullRequestListOptions{State: "open", Head: owner + ":" + r.Head, Base: r.Base})
+	if err != nil {
+		return PullRequest{}, fmt.Errorf("github: pull requests from %s: %w", r.Head, err)
+	}
+	if len(open) > 0 {
+		return PullRequest{Number: int64(open[0].GetNumber()), URL: open[0].GetHTMLURL(), Base: r.Base, Existing: true}, nil
+	}
+	pr, _, err := c.PullRequests.Create(ctx, owner, name, &github.NewPullRequest{Title: &r.Title, Head: &r.Head, Base: &r.Base, Body: &r.Body})
+	if err != nil {
+		return PullRequest{}, fmt.Errorf("github: open a pull request from %s into %s: %w", r.Head, r.Base, err)
+	}
+	out := PullRequest{Number: int64(pr.GetNumber()), URL: pr.GetHTMLURL(), Base: r.Base}
+	if r.From != 0 {
+		body := r.Comment + " " + pr.GetHTMLURL()
+		if _, _, err := c.Issues.CreateComment(ctx, owner, name, int(r.From), &github.IssueComment{Body: &body}); err != nil {
+			return out, fmt.Errorf("github: comment on pull request #%d: %w", r.From, err)
+		}
+	}
+	return out, nil
 }

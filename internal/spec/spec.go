@@ -148,8 +148,14 @@ type TriggerSpec struct {
 	// Schedule is a cron schedule ("*/15 * * * *") that fires the
 	// trigger without any HTTP delivery.
 	Schedule string `yaml:"schedule" json:"schedule,omitempty"`
-	// Repo is the local repository spawned sessions work on.
+	// Repo is the repository spawned sessions work on: a directory on the
+	// server, or a remote repository a connection of the project grants.
 	Repo string `yaml:"repo" json:"repo,omitempty"`
+	// Ref, with a remote Repo, is a Go template of where the spawned
+	// session's copy starts, over .event and .payload
+	// ({{.payload.pull_request.head.sha}}); a ref that does not resolve
+	// refuses the delivery.
+	Ref string `yaml:"ref" json:"ref,omitempty"`
 }
 
 // Trigger routings.
@@ -171,7 +177,17 @@ func (t TriggerSpec) Route(a *Agent) string {
 
 // Render renders the trigger's message for an event.
 func (t TriggerSpec) Render(event string, payload any) (string, error) {
-	tpl, err := template.New(t.Name).Option("missingkey=zero").Parse(t.Message)
+	return t.render(t.Message, event, payload)
+}
+
+// RenderRef renders the trigger's ref for an event.
+func (t TriggerSpec) RenderRef(event string, payload any) (string, error) {
+	ref, err := t.render(t.Ref, event, payload)
+	return strings.TrimSpace(ref), err
+}
+
+func (t TriggerSpec) render(text, event string, payload any) (string, error) {
+	tpl, err := template.New(t.Name).Option("missingkey=zero").Parse(text)
 	if err != nil {
 		return "", err
 	}

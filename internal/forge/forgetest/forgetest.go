@@ -25,6 +25,9 @@ type Server struct {
 	User, Token string
 	// Requests counts the requests it answered with a repository's data.
 	Requests atomic.Int64
+	// API, when set, answers every request under /api/ (a forge's API
+	// beside its git), checking the credential itself.
+	API http.Handler
 
 	mu   sync.Mutex
 	down bool
@@ -49,6 +52,10 @@ func New(t testing.TB, user, token string) *Server {
 		s.mu.Unlock()
 		if down {
 			http.Error(w, "the forge is down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		if s.API != nil && strings.HasPrefix(r.URL.Path, "/api/") {
+			s.API.ServeHTTP(w, r)
 			return
 		}
 		u, p, ok := r.BasicAuth()
