@@ -235,6 +235,9 @@ func (p peers) Bindings(ctx context.Context, id string) (tool.Bindings, error) {
 	for _, y := range started {
 		out.Started = append(out.Started, y.ID)
 	}
+	if out.PullRequests, err = p.s.Store.Bindings(ctx, x.ID); err != nil {
+		return out, err
+	}
 	sp := specOf(x)
 	if !x.Status.Terminal() {
 		for _, t := range sp.Triggers {

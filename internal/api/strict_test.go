@@ -53,8 +53,8 @@ func TestBodiesReadOneWay(t *testing.T) {
 		// A relative repository would be relative to the server's directory.
 		{"POST", "/v1/sessions", js, `{"message":"x","repo":"."}`, 400, "absolute path"},
 		{"POST", "/v1/sessions", js, `{"message":"x","repo":"../x"}`, 400, "absolute path"},
-		{"POST", "/v1/sessions", js, `{"message":"x","repo":"https://169.254.169.254/x.git"}`, 400, "local repositories only"},
-		{"POST", "/v1/sessions", js, `{"message":"x","repo":"ext::sh -c id"}`, 400, "local repositories only"},
+		{"POST", "/v1/sessions", js, `{"message":"x","repo":"https://169.254.169.254/x.git"}`, 400, "no connection grants it"},
+		{"POST", "/v1/sessions", js, `{"message":"x","repo":"ext::sh -c id"}`, 400, "not a remote repository Paddock fetches"},
 		// Accept's fields have length limits.
 		{"POST", "/v1/sessions/s/accept", js, `{"mode":"commit","base":"b","tree":"t","commit":"` + repeat("c", 201) + `"}`, 400, "commit"},
 		// Project and agent names are checked wherever they are taken.

@@ -114,7 +114,7 @@ func TestSessionsOnARemoteRepository(t *testing.T) {
 		require.Contains(t, err.Error(), says)
 		require.NotContains(t, err.Error(), token)
 	}
-	refused(wire.CreateRequest{Repo: srv.URL + "/other/secret"}, http.StatusForbidden, "no connection grants it")
+	refused(wire.CreateRequest{Repo: srv.URL + "/other/secret"}, http.StatusBadRequest, "no connection grants it")
 	refused(wire.CreateRequest{Repo: "team/app", Ref: "no-such-branch"}, http.StatusBadRequest, "no ref no-such-branch")
 	refused(wire.CreateRequest{Repo: "team/app", Ref: "../../etc/passwd"}, http.StatusBadRequest, "want a branch")
 	refused(wire.CreateRequest{Repo: "https://paddock:" + token + "@" + strings.TrimPrefix(srv.URL, "http://") + "/team/app"}, http.StatusBadRequest, "holds a user or password")
@@ -124,7 +124,7 @@ func TestSessionsOnARemoteRepository(t *testing.T) {
 
 	code, out = paddockIn(t, "", "connections", "revoke", "git", "--project", project)
 	require.Equal(t, 0, code, out)
-	refused(wire.CreateRequest{Repo: srv.URL + "/team/app"}, http.StatusForbidden, "revoked")
+	refused(wire.CreateRequest{Repo: srv.URL + "/team/app"}, http.StatusBadRequest, "revoked")
 	// The live session keeps its copy and goes on.
 	send(t, x.ID, session.KindMessage, session.MessagePayload{Message: "go on"})
 	waitFor(t, "the live session's next turn", func() (bool, error) {
@@ -334,24 +334,32 @@ triggers:
     repo: `+srv.URL+`/octo/app
     ref: "#{{.payload.pull_request.number}}"
     message: "Review pull request #{{.payload.pull_request.number}}: {{.payload.pull_request.title}}"
+  - name: gh-closed
+    events: [github.pull_request.closed]
+    repo: `+srv.URL+`/octo/app
+    release: true
 `))
 	require.NoError(t, err)
 	require.Len(t, res, 1)
-	body := []byte(`{"action":"opened","number":7,"pull_request":{"number":7,"title":"Add a feature","head":{"ref":"feature","sha":"` + head + `"}},"repository":{"full_name":"octo/app"}}`)
-	req, err := http.NewRequest(http.MethodPost, shared.URL+"/v1/projects/ghflow/triggers/gh-pr", bytes.NewReader(body))
-	require.NoError(t, err)
-	mac := hmac.New(sha256.New, []byte(triggerSecret))
-	mac.Write(body)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
-	req.Header.Set("X-GitHub-Event", "pull_request")
-	req.Header.Set("X-GitHub-Delivery", "gh-delivery-1")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	var tr wire.TriggerResult
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&tr))
-	resp.Body.Close()
-	require.Equal(t, http.StatusAccepted, resp.StatusCode, "%+v", tr)
+	webhook := func(trigger, delivery string, body []byte) wire.TriggerResult {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, shared.URL+"/v1/projects/ghflow/triggers/"+trigger, bytes.NewReader(body))
+		require.NoError(t, err)
+		mac := hmac.New(sha256.New, []byte(triggerSecret))
+		mac.Write(body)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+		req.Header.Set("X-GitHub-Event", "pull_request")
+		req.Header.Set("X-GitHub-Delivery", delivery)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var tr wire.TriggerResult
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&tr))
+		require.Less(t, resp.StatusCode, 300, "%+v", tr)
+		return tr
+	}
+	tr := webhook("gh-pr", "gh-delivery-1", []byte(`{"action":"opened","number":7,"pull_request":{"number":7,"title":"Add a feature","head":{"ref":"feature","sha":"`+head+`"}},"repository":{"full_name":"octo/app"}}`))
 	require.NotEmpty(t, tr.SessionID)
 
 	x, err := api.Sessions().Get(ctx, tr.SessionID)
@@ -379,4 +387,35 @@ triggers:
 	msg := forgetest.Git(t, bare, "log", "-1", "--format=%B", pushed)
 	require.Contains(t, msg, "Paddock-Session: "+x.ID)
 	require.Equal(t, head, strings.TrimSpace(forgetest.Git(t, bare, "rev-parse", pushed+"^")), "the accepted commit sits on the pull request's head")
+
+	mu.Unlock()
+
+	// Bound, held, to the pull request it started from and to the one it
+	// delivered; the forge's "closed" delivery of the second releases it.
+	bound := func() map[int64]bool {
+		t.Helper()
+		out := map[int64]bool{}
+		evs, err := api.Sessions().Events(ctx, x.ID, 0)
+		require.NoError(t, err)
+		for _, e := range evs {
+			var d session.TextData
+			if e.Kind == session.EventNotice && json.Unmarshal(e.Data, &d) == nil {
+				for _, n := range []int64{7, 8} {
+					if strings.HasPrefix(d.Text, fmt.Sprintf("bound to pull request #%d ", n)) {
+						out[n] = true
+					}
+					if strings.HasPrefix(d.Text, fmt.Sprintf("pull request #%d of octo/app is closed", n)) {
+						out[n] = false
+					}
+				}
+			}
+		}
+		return out
+	}
+	require.Equal(t, map[int64]bool{7: true, 8: true}, bound())
+	rel := webhook("gh-closed", "gh-delivery-2", []byte(`{"action":"closed","number":8,"pull_request":{"number":8,"merged":true},"repository":{"full_name":"octo/app"}}`))
+	require.Equal(t, "released", rel.Routed)
+	require.Equal(t, 1, rel.Released)
+	require.Equal(t, map[int64]bool{7: true, 8: false}, bound())
+	mu.Lock()
 }

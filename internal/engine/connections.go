@@ -13,6 +13,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/mirror"
 	"github.com/paddock-dev/paddock/internal/pulls"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/wire"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
@@ -76,11 +77,8 @@ func (s *Service) remoteRepo(ctx context.Context, project, repo, ref string) (*s
 		return nil, err
 	}
 	c, r, err := forge.Resolve(repo, conns)
-	if errors.Is(err, forge.ErrNotGranted) {
-		return nil, fmt.Errorf("%w: project %s: %w", errdefs.ErrDenied, project, err)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: project %s: %w", errdefs.ErrInvalid, project, err)
 	}
 	if err := mirror.CheckRef(ref); err != nil {
 		return nil, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
@@ -162,6 +160,10 @@ func (s *Service) toForge(ctx context.Context, by session.Sender) func(x session
 			// no pull request came of it.
 			return where + "; no pull request: " + err.Error(), nil
 		}
+		if _, err := s.Store.Bind(ctx, session.Binding{SessionID: x.ID, Project: x.Project, Kind: session.BindPullRequest, Connection: x.Remote.Connection,
+			Repo: x.Remote.Path, Number: pr.Number, URL: pr.URL, Held: true}); err != nil {
+			return "", err
+		}
 		return fmt.Sprintf("pull request #%d %s (%s)", pr.Number, pr.URL, where), nil
 	}
 }
@@ -173,4 +175,62 @@ func forgeErr(err error) error {
 		return fmt.Errorf("%w: nothing was accepted: %w; try again when it answers", errdefs.ErrUnavailable, err)
 	}
 	return fmt.Errorf("%w: nothing was accepted: %w", errdefs.ErrConflict, err)
+}
+
+// bindStart binds a session started on a pull request (its ref #N) to
+// it, held: it works on that pull request until the forge says it closed.
+func (s *Service) bindStart(ctx context.Context, x session.Session) error {
+	n := mirror.PullNumber(x.Remote.Ref)
+	if n == 0 {
+		return nil
+	}
+	c, _, err := s.Store.Connection(ctx, x.Project, x.Remote.Connection)
+	if err != nil {
+		return err
+	}
+	_, err = s.Store.Bind(ctx, session.Binding{SessionID: x.ID, Project: x.Project, Kind: session.BindPullRequest, Connection: c.Name,
+		Repo: x.Remote.Path, Number: n, URL: forge.PullURL(c.Kind, x.Remote.URL, n), Held: true})
+	return err
+}
+
+// release releases the bindings of a project's sessions to the pull
+// request a delivery of trigger t (release: true) names: its payload's
+// pull_request.number (or number, GitLab's object_attributes.iid) on the
+// trigger's repository.
+func (s *Service) release(ctx context.Context, project string, t spec.TriggerSpec, payload any, by session.Sender) (int, error) {
+	conns, err := s.Store.ListConnections(ctx, project)
+	if err != nil {
+		return 0, err
+	}
+	c, r, err := forge.Resolve(t.Repo, conns)
+	if err != nil {
+		return 0, fmt.Errorf("%w: trigger %s releases bindings to %s: %w", errdefs.ErrInvalid, t.Name, t.Repo, err)
+	}
+	n := pullNumberOf(payload)
+	if n == 0 {
+		return 0, fmt.Errorf("%w: trigger %s releases bindings, but the delivery names no pull request (pull_request.number, number or object_attributes.iid)", errdefs.ErrInvalid, t.Name)
+	}
+	return s.Store.ReleaseBindings(ctx, project, c.Name, r.Path, n, by.String())
+}
+
+// pullNumberOf reads the pull request a forge's delivery is about.
+func pullNumberOf(payload any) int64 {
+	m, _ := payload.(map[string]any)
+	num := func(v any) int64 {
+		if f, ok := v.(float64); ok && f > 0 && f == float64(int64(f)) {
+			return int64(f)
+		}
+		return 0
+	}
+	if pr, ok := m["pull_request"].(map[string]any); ok {
+		if n := num(pr["number"]); n != 0 {
+			return n
+		}
+	}
+	if oa, ok := m["object_attributes"].(map[string]any); ok {
+		if n := num(oa["iid"]); n != 0 {
+			return n
+		}
+	}
+	return num(m["number"])
 }

@@ -275,6 +275,12 @@ func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session
 			return session.Session{}, &errdefs.KeyConflictError{Key: req.IdempotencyKey, SessionID: x.ID, Original: "session " + x.ID, What: what}
 		}
 	}
+	if remote != nil && created {
+		if err := s.bindStart(ctx, x); err != nil {
+			_ = s.Store.FailSession(ctx, x.ID, err.Error())
+			return x, err
+		}
+	}
 	if child != nil && created && len(child.Credentials) > 0 {
 		if err := s.inherit(ctx, child.From.ID, x.ID, child.Credentials); err != nil {
 			_ = s.Store.FailSession(ctx, x.ID, err.Error())
@@ -298,7 +304,7 @@ func (s *Service) repoAgain(ctx context.Context, old session.Session, by session
 		return nil, err
 	}
 	if _, _, err := forge.Resolve(old.Repo, conns); err != nil {
-		return nil, fmt.Errorf("%w: project %s: %w", errdefs.ErrDenied, old.Project, err)
+		return nil, fmt.Errorf("%w: project %s: %w", errdefs.ErrInvalid, old.Project, err)
 	}
 	return old.Remote, nil
 }
@@ -454,8 +460,8 @@ func (s *Service) checkRepo(repo, project string) error {
 	if repo == "" {
 		return nil
 	}
-	if strings.Contains(repo, "://") || strings.HasPrefix(repo, "ext::") {
-		return fmt.Errorf("%w: repository %q: a remote URL; Paddock copies local repositories only: clone it where the server runs and give its absolute path", errdefs.ErrInvalid, clip.String(repo, 64))
+	if strings.Contains(repo, "://") || strings.Contains(repo, "::") {
+		return fmt.Errorf("%w: repository %q: not a path, and not a remote repository Paddock fetches: name one by its https address (or OWNER/NAME) on a connection of the project (paddock connections add)", errdefs.ErrInvalid, clip.String(repo, 64))
 	}
 	if !filepath.IsAbs(repo) {
 		// Relative to what? The server's working directory is not the

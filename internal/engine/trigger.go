@@ -119,6 +119,13 @@ func (s *Service) deliver(ctx context.Context, project, name, event, key string,
 	if len(t.Events) > 0 && !slices.Contains(t.Events, event) {
 		return wire.TriggerResult{Routed: "ignored"}, nil
 	}
+	if t.Release {
+		n, err := s.release(ctx, project, t, payload, session.Sender{Kind: session.SenderTrigger, ID: name})
+		if err != nil {
+			return wire.TriggerResult{}, err
+		}
+		return wire.TriggerResult{Routed: "released", Released: n}, nil
+	}
 	text, err := t.Render(event, payload)
 	if err != nil {
 		return wire.TriggerResult{}, fmt.Errorf("%w: trigger %s: rendering its message: %w", errdefs.ErrInvalid, ref, err)

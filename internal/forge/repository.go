@@ -128,3 +128,15 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// PullURL is the address of pull (merge) request n of the repository at
+// repoURL on a forge of kind k.
+func PullURL(k Kind, repoURL string, n int64) string {
+	switch k {
+	case GitHub:
+		return fmt.Sprintf("%s/pull/%d", repoURL, n)
+	case GitLab:
+		return fmt.Sprintf("%s/-/merge_requests/%d", repoURL, n)
+	}
+	return fmt.Sprintf("%s/pulls/%d", repoURL, n)
+}

@@ -110,6 +110,28 @@ type Remote struct {
 	Commit string `json:"commit"`
 }
 
+// Binding ties a session to what it works on outside it: a pull request
+// (Kind BindPullRequest) it started from or delivered. A held binding
+// keeps the session from declaring itself done until the forge's closing
+// delivery (a trigger with release: true) or its archiving releases it.
+type Binding struct {
+	ID         string     `json:"id"`
+	SessionID  string     `json:"sessionId"`
+	Project    string     `json:"project"`
+	Kind       string     `json:"kind"`
+	Connection string     `json:"connection"`
+	Repo       string     `json:"repo"`
+	Number     int64      `json:"number"`
+	URL        string     `json:"url"`
+	Held       bool       `json:"held"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	ReleasedAt *time.Time `json:"releasedAt,omitempty"`
+	ReleasedBy string     `json:"releasedBy,omitempty"`
+}
+
+// BindPullRequest is the kind of a binding to a pull (merge) request.
+const BindPullRequest = "pull_request"
+
 // Delegated is the session that delegated this one its task and the
 // call it did so with ("" when it was not delegated): its creator is
 // that session's agent, through a delegate call.

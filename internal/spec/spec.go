@@ -156,6 +156,10 @@ type TriggerSpec struct {
 	// ({{.payload.pull_request.head.sha}}); a ref that does not resolve
 	// refuses the delivery.
 	Ref string `yaml:"ref" json:"ref,omitempty"`
+	// Release makes the trigger's deliveries release the bindings of the
+	// project's sessions to the pull request each names on Repo (the
+	// forge's "closed" or "merged" event), instead of routing a message.
+	Release bool `yaml:"release" json:"release,omitempty"`
 }
 
 // Trigger routings.
@@ -534,11 +538,19 @@ func (a *Agent) Validate(known Known) error {
 		if t.Routing == RouteSession && a.Concurrency != 1 {
 			return bad(path+".routing", "session routing needs a singleton agent (concurrency: 1): which live session would it reach?")
 		}
-		if strings.TrimSpace(t.Message) == "" {
+		switch {
+		case t.Release && (t.Message != "" || t.Schedule != "" || t.Routing != "" || t.Ref != ""):
+			return bad(path+".release", "a releasing trigger releases bindings and routes nothing: leave out message, schedule, routing and ref")
+		case t.Release && t.Repo == "":
+			return bad(path+".repo", "required with release: the remote repository whose pull requests' closing releases the bindings")
+		case !t.Release && strings.TrimSpace(t.Message) == "":
 			return bad(path+".message", "required: the instruction each delivery brings (a template over .event and .payload)")
 		}
 		if _, err := template.New("m").Parse(t.Message); err != nil {
 			return bad(path+".message", "not a valid template: "+err.Error())
+		}
+		if _, err := template.New("r").Parse(t.Ref); err != nil {
+			return bad(path+".ref", "not a valid template: "+err.Error())
 		}
 		if t.Schedule != "" {
 			if _, err := cron.ParseStandard(t.Schedule); err != nil {

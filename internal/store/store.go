@@ -292,6 +292,14 @@ type Connections interface {
 	// RevokeConnection marks a connection revoked by by and deletes its
 	// credential (errdefs.ErrConflict when it was revoked already).
 	RevokeConnection(ctx context.Context, project, name, by string) (forge.Connection, error)
+	// Bind records a binding of a session (once: binding the same thing
+	// again returns the first); Bindings lists a session's, the released
+	// ones too; ReleaseBindings releases every live binding of the
+	// project's sessions to that pull request, saying how many. Archiving
+	// a session releases its bindings too.
+	Bind(ctx context.Context, b session.Binding) (session.Binding, error)
+	Bindings(ctx context.Context, sessionID string) ([]session.Binding, error)
+	ReleaseBindings(ctx context.Context, project, connection, repo string, number int64, by string) (int, error)
 }
 
 // Identity is users, tokens, projects and their members.

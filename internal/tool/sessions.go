@@ -119,6 +119,9 @@ type Bindings struct {
 	StartedBy string   `json:"startedBy,omitempty"`
 	Started   []string `json:"started,omitempty"`
 	Routed    []string `json:"routedTriggers,omitempty"`
+	// PullRequests are the pull requests it is bound to (started from or
+	// delivered), released ones too.
+	PullRequests []session.Binding `json:"pullRequests,omitempty"`
 }
 
 // Bounds of what the sessions_* tools return.

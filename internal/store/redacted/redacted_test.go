@@ -150,7 +150,8 @@ func TestStoreMethodsReviewed(t *testing.T) {
 		// Paths, modes, hashes; file contents arrive sealed.
 		"SaveStep": true, "Steps": true, "LastStep": true, "DeleteSteps": true, "Blob": true, "SetProjectCredentials": true, "ProjectCredentials": true, "Credentials": true, "PassPark": true,
 		// Validated names, kinds, addresses and patterns; the credential arrives sealed.
-		"AddConnection": true, "ListConnections": true, "Connection": true, "RevokeConnection": true}
+		"AddConnection": true, "ListConnections": true, "Connection": true, "RevokeConnection": true,
+		"Bind": true, "Bindings": true, "ReleaseBindings": true}
 	typ := reflect.TypeFor[store.Store]()
 	for i := range typ.NumMethod() {
 		if name := typ.Method(i).Name; !redacted[name] && !noFreeText[name] {

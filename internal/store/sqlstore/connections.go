@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/forge"
+	"github.com/paddock-dev/paddock/internal/session"
 )
 
 const connectionCols = `project, name, kind, url, repositories, username, created_by, created_at, revoked_at, revoked_by`
@@ -102,4 +104,83 @@ func (s Connections) RevokeConnection(ctx context.Context, project, name, by str
 		return nil
 	})
 	return out, err
+}
+
+const bindingCols = `id, session_id, project, kind, connection, repo, number, url, held, created_at, released_at, released_by`
+
+func scanBinding(r scanner) (session.Binding, error) {
+	var b session.Binding
+	var created string
+	var released sql.NullString
+	if err := r.Scan(&b.ID, &b.SessionID, &b.Project, &b.Kind, &b.Connection, &b.Repo, &b.Number, &b.URL, &b.Held, &created, &released, &b.ReleasedBy); err != nil {
+		return b, err
+	}
+	b.CreatedAt = parseTime(created)
+	if released.Valid {
+		t := parseTime(released.String)
+		b.ReleasedAt = &t
+	}
+	return b, nil
+}
+
+// Bind implements store.Store.
+func (s Connections) Bind(ctx context.Context, b session.Binding) (session.Binding, error) {
+	var out session.Binding
+	err := s.tx(ctx, func(tx *txn) error {
+		var err error
+		out, err = scanBinding(tx.QueryRowContext(ctx, `SELECT `+bindingCols+` FROM bindings WHERE session_id = ? AND kind = ? AND connection = ? AND repo = ? AND number = ?`,
+			b.SessionID, b.Kind, b.Connection, b.Repo, b.Number))
+		if err == nil {
+			return nil
+		}
+		if err != sql.ErrNoRows {
+			return err
+		}
+		b.ID, b.CreatedAt, b.ReleasedAt, b.ReleasedBy = uuid.NewString(), s.now().UTC(), nil, ""
+		if _, err := tx.ExecContext(ctx, `INSERT INTO bindings (id, session_id, project, kind, connection, repo, number, url, held, created_at, released_by)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '')`, b.ID, b.SessionID, b.Project, b.Kind, b.Connection, b.Repo, b.Number, b.URL, b.Held, b.CreatedAt.Format(timeFormat)); err != nil {
+			return err
+		}
+		out = b
+		return s.appendJSON(ctx, tx, b.SessionID, "", session.EventNotice, "", session.TextData{Text: fmt.Sprintf("bound to pull request #%d of %s (%s)", b.Number, b.Repo, b.URL)})
+	})
+	if err == nil {
+		s.notify(out.SessionID)
+	}
+	return out, err
+}
+
+// Bindings implements store.Store.
+func (s Connections) Bindings(ctx context.Context, sessionID string) ([]session.Binding, error) {
+	return queryAll(ctx, s.db, scanBinding, `SELECT `+bindingCols+` FROM bindings WHERE session_id = ? ORDER BY created_at, id`, sessionID)
+}
+
+// ReleaseBindings implements store.Store.
+func (s Connections) ReleaseBindings(ctx context.Context, project, connection, repo string, number int64, by string) (int, error) {
+	n := 0
+	var sessions []string
+	err := s.tx(ctx, func(tx *txn) error {
+		rows, err := queryAll(ctx, tx, scanBinding, `SELECT `+bindingCols+` FROM bindings WHERE project = ? AND connection = ? AND repo = ? AND number = ? AND released_at IS NULL`,
+			project, connection, repo, number)
+		if err != nil {
+			return err
+		}
+		for _, b := range rows {
+			if _, err := tx.ExecContext(ctx, `UPDATE bindings SET released_at = ?, released_by = ? WHERE id = ?`, s.ts(), by, b.ID); err != nil {
+				return err
+			}
+			if err := s.appendJSON(ctx, tx, b.SessionID, "", session.EventNotice, "", session.TextData{Text: fmt.Sprintf("pull request #%d of %s is closed: its binding is released by %s", b.Number, b.Repo, by)}); err != nil {
+				return err
+			}
+			sessions = append(sessions, b.SessionID)
+			n++
+		}
+		return nil
+	})
+	if err == nil {
+		for _, id := range sessions {
+			s.notify(id)
+		}
+	}
+	return n, err
 }

@@ -401,6 +401,10 @@ func (s Sessions) Archive(ctx context.Context, id string, by session.Sender, han
 		if n, _ := res.RowsAffected(); n == 0 {
 			return nil
 		}
+		// Archiving releases the session's bindings, in the same transaction.
+		if _, err := tx.ExecContext(ctx, `UPDATE bindings SET released_at = ?, released_by = ? WHERE session_id = ? AND released_at IS NULL`, s.ts(), by.String(), id); err != nil {
+			return err
+		}
 		if sealed, err := s.sealed(ctx, tx, id); err != nil || sealed {
 			return err // filing away an ended session adds nothing to its sealed log
 		}
