@@ -239,7 +239,16 @@ func TestAcceptOpensAPullRequestOnGitea(t *testing.T) {
 	// Later work, accepted again: the same branch moves forward, the same
 	// pull request stays the one.
 	send(t, x.ID, session.KindMessage, session.MessagePayload{Message: "more"})
-	accept(2)
+	waitFor(t, "the second turn", func() (bool, error) {
+		ts, err := api.Sessions().Turns(ctx, x.ID)
+		return len(ts) == 2 && ts[1].Status.Settled(), err
+	})
+	code, out := paddock(t, "sessions", "accept", x.ID, "-m", "mine")
+	require.Equal(t, 2, code, out)
+	require.Contains(t, out, "goes to the forge")
+	code, out = paddock(t, "sessions", "accept", x.ID)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, fmt.Sprintf("accepted 1 file(s) of session %s: pull request #%d", x.ID, prs[0].Number), "the terminal says where it went")
 	g.API(t, http.MethodGet, "/repos/"+g.User+"/app/pulls?state=all", nil, &prs)
 	require.Len(t, prs, 1)
 	var files []struct {

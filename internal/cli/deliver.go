@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/terminal"
@@ -57,7 +60,7 @@ func newAccept(g *globals) *cobra.Command {
 	var uncommitted bool
 	cmd := &cobra.Command{
 		Use:   "accept ID [--tree TREE] [--repo DIR] [--uncommitted | -m MESSAGE]",
-		Short: "Apply a session's diff to your repository (a commit under your git identity, or uncommitted changes)",
+		Short: "Apply a session's diff to your repository (a commit under your git identity, or uncommitted changes); a session on a remote repository's goes to its forge as a pull request",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c := g.remote()
@@ -82,6 +85,9 @@ func newAccept(g *globals) *cobra.Command {
 					what = "nothing since its last diff was " + d.Delivery
 				}
 				return &exitError{Code: 1, Msg: fmt.Sprintf("session %s changed %s: there is no diff to accept", args[0], what)}
+			}
+			if x, err := c.Sessions().Get(cmd.Context(), args[0]); err == nil && x.Remote != nil && repo == "" {
+				return g.acceptRemote(cmd.Context(), c, x, d, uncommitted, message)
 			}
 			if repo == "" {
 				repo = d.Repo
@@ -142,4 +148,32 @@ func newReject(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// acceptRemote accepts the diff of x, a session on a remote repository:
+// Paddock pushes it to the forge as branch paddock/ID and opens a pull
+// request (nothing is applied here). It prints where it went.
+func (g *globals) acceptRemote(ctx context.Context, c *client.Client, x session.Session, d wire.DiffResponse, uncommitted bool, message string) error {
+	if uncommitted || message != "" {
+		return &exitError{Code: 2, Msg: fmt.Sprintf("session %s works on %s: its diff goes to the forge as a commit of its own (titled after the session) on a pull request; leave out --uncommitted and -m, or apply it here with --repo DIR", x.ID, x.Repo)}
+	}
+	for _, f := range d.Flagged() {
+		fmt.Fprintf(g.io.Out, "⚑ %s changes %s\n", f.Path, f.Reason)
+	}
+	if _, err := c.Review().Accept(ctx, x.ID, wire.AcceptRequest{Mode: session.AsCommit, Base: d.Base, Tree: d.Tree}); err != nil {
+		return err
+	}
+	where := "its forge"
+	if events, err := c.Sessions().Events(ctx, x.ID, 0); err == nil {
+		for _, e := range events {
+			var t session.TextData
+			if e.Kind == session.EventNotice && json.Unmarshal(e.Data, &t) == nil && strings.HasPrefix(t.Text, "diff accepted by ") {
+				if _, rest, ok := strings.Cut(t.Text, ": "); ok {
+					where = rest
+				}
+			}
+		}
+	}
+	fmt.Fprintf(g.io.Out, "accepted %d file(s) of session %s: %s\n", len(d.Files), x.ID, where)
+	return nil
 }
