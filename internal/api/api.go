@@ -80,6 +80,7 @@ func (s *Server) Handler() http.Handler {
 	h("POST /v1/sessions/{id}/extend", onSession(approve), s.extend)
 	h("POST /v1/sessions/{id}/unpark", onSession(approve), s.unpark)
 	h("GET /v1/sessions/{id}/parks", onSession(read), s.listParks)
+	h("GET /v1/sessions/{id}/bindings", onSession(read), s.listBindings)
 	h("GET /v1/sessions/{id}/history", onSession(read), s.history)
 	h("GET /v1/parked", caller, s.parked, "project", "agent")
 	h("GET /v1/sessions/{id}/audit", onSession(audit), s.auditLog, "content")

@@ -37,3 +37,12 @@ func (s *Server) revokeConnection(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, c)
 }
+
+func (s *Server) listBindings(w http.ResponseWriter, r *http.Request) {
+	bs, err := s.Service.Sessions().Bindings(r.Context(), principal(r), r.PathValue("id"))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"bindings": nonNil(bs)})
+}

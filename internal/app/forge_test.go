@@ -84,6 +84,14 @@ func TestSessionsOnARemoteRepository(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, d.Files, 1, "the pull request's own change is the base, not the agent's diff")
 	require.Equal(t, "agent.txt", d.Files[0].Path)
+	// The web app names the repository, the ref, and the pull request the
+	// session is bound to; the project's page lists the connection.
+	html := page(t, "/sessions/"+x.ID)
+	require.Contains(t, html, srv.URL+"/team/app</code> at <code>#3</code>")
+	require.Contains(t, html, ">pull request #3</a> (held)")
+	html = page(t, "/admin/projects/"+project)
+	require.Contains(t, html, "<code>"+srv.URL+"</code>")
+	require.NotContains(t, html, token)
 
 	// A second session on the same repository fetches into the same
 	// mirror, and nothing new comes.

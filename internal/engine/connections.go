@@ -234,3 +234,13 @@ func pullNumberOf(payload any) int64 {
 	}
 	return num(m["number"])
 }
+
+// Bindings lists what session id is bound to (pull requests), released
+// ones too.
+func (s Sessions) Bindings(ctx context.Context, caller identity.Principal, id string) ([]session.Binding, error) {
+	x, err := s.For(ctx, caller, id, identity.Read)
+	if err != nil {
+		return nil, err
+	}
+	return s.Store.Bindings(ctx, x.ID)
+}

@@ -12,8 +12,10 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/paddock-dev/paddock/internal/errdefs"
+	"github.com/paddock-dev/paddock/internal/forge"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
+	"github.com/paddock-dev/paddock/internal/wire"
 )
 
 // Console is the administration page: the caller's projects, their own
@@ -164,6 +166,9 @@ type ProjectPage struct {
 	Candidate, Since string
 	Replay           *policy.ReplayReport
 	Problem, Notice  string
+	// Connections are its connections to forges (credentials never shown).
+	Connections []forge.Connection
+	Kinds       []forge.Kind
 }
 
 func (a *App) project(w http.ResponseWriter, r *http.Request) {
@@ -178,6 +183,11 @@ func (a *App) renderProject(w http.ResponseWriter, r *http.Request, status int, 
 		return
 	}
 	pg.CanManage = a.can(r, pg.Name, identity.Manage)
+	if pg.Connections, err = a.Service.Projects().Connections(r.Context(), principal(r), pg.Name); err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	pg.Kinds = forge.Kinds
 	pol, err := a.Service.Projects().Policy(r.Context(), principal(r), pg.Name)
 	if err != nil {
 		a.problem(w, r, err)
@@ -230,6 +240,31 @@ func (a *App) setMember(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	done(w, r, "/admin/projects/"+url.PathEscape(name), fmt.Sprintf("%s is %s of %s", user, role, name))
+}
+
+func (a *App) addConnection(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	req := wire.ConnectionRequest{Name: strings.TrimSpace(r.PostFormValue("connection")), Kind: r.PostFormValue("kind"), URL: strings.TrimSpace(r.PostFormValue("url")),
+		Repositories: strings.Fields(r.PostFormValue("repositories")), Username: strings.TrimSpace(r.PostFormValue("username")), Credential: r.PostFormValue("credential")}
+	c, err := a.Service.Projects().AddConnection(r.Context(), principal(r), name, req)
+	if errors.Is(err, errdefs.ErrInvalid) || errors.Is(err, errdefs.ErrConflict) {
+		a.renderProject(w, r, http.StatusBadRequest, ProjectPage{Problem: err.Error()})
+		return
+	}
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	done(w, r, "/admin/projects/"+url.PathEscape(name), fmt.Sprintf("connection %s added: %s grants %s (its credential is kept encrypted and never shown again)", c.Name, c.URL, strings.Join(c.Repositories, ", ")))
+}
+
+func (a *App) revokeConnection(w http.ResponseWriter, r *http.Request) {
+	name, conn := r.PathValue("name"), r.PathValue("connection")
+	if _, err := a.Service.Projects().RevokeConnection(r.Context(), principal(r), name, conn); err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	done(w, r, "/admin/projects/"+url.PathEscape(name), "connection "+conn+" revoked: its credential is deleted, and nothing more is fetched with it")
 }
 
 func (a *App) removeMember(w http.ResponseWriter, r *http.Request) {
