@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"code.gitea.io/sdk/gitea"
+	gitlab "gitlab.com/gitlab-org/api/client-go/v2"
 
 	"github.com/google/go-github/v84/github"
 	"github.com/paddock-dev/paddock/internal/forge"
@@ -68,10 +69,59 @@ func (f Forges) Open(ctx context.Context, src mirror.Source, r Request) (PullReq
 		return f.gitea(ctx, src, r)
 	case forge.GitHub:
 		return f.github(ctx, src, r)
+	case forge.GitLab:
+		return f.gitlab(ctx, src, r)
 	case forge.Git:
 		return PullRequest{}, ErrNone
 	}
-	return PullRequest{}, fmt.Errorf("pull requests on %s are not built yet: open one from branch %s on the forge", src.Connection.Kind, r.Head)
+	return PullRequest{}, fmt.Errorf("%s: a kind of forge without pull requests here: open one from branch %s on the forge", src.Connection.Kind, r.Head)
+}
+
+// gitlab opens a merge request through GitLab's API (URL/api/v4).
+func (f Forges) gitlab(ctx context.Context, src mirror.Source, r Request) (PullRequest, error) {
+	c, err := gitlab.NewClient(string(src.Credential), gitlab.WithBaseURL(src.Connection.URL+"/api/v4"), gitlab.WithHTTPClient(f.client()))
+	if err != nil {
+		return PullRequest{}, fmt.Errorf("gitlab at %s: %w", src.Connection.URL, err)
+	}
+	pid := src.Repository.Path
+	in := gitlab.WithContext(ctx)
+	if r.Base == "" && r.From != 0 {
+		from, _, err := c.MergeRequests.GetMergeRequest(pid, r.From, nil, in)
+		if err != nil {
+			return PullRequest{}, fmt.Errorf("gitlab: merge request !%d: %w", r.From, err)
+		}
+		if from.SourceProjectID == from.TargetProjectID {
+			r.Base = from.SourceBranch
+		}
+	}
+	if r.Base == "" {
+		p, _, err := c.Projects.GetProject(pid, nil, in)
+		if err != nil {
+			return PullRequest{}, fmt.Errorf("gitlab: project %s: %w", pid, err)
+		}
+		r.Base = p.DefaultBranch
+	}
+	open, _, err := c.MergeRequests.ListProjectMergeRequests(pid, &gitlab.ListProjectMergeRequestsOptions{State: gitlab.Ptr("opened"),
+		SourceBranch: gitlab.Ptr(r.Head), TargetBranch: gitlab.Ptr(r.Base)}, in)
+	if err != nil {
+		return PullRequest{}, fmt.Errorf("gitlab: merge requests from %s: %w", r.Head, err)
+	}
+	if len(open) > 0 {
+		return PullRequest{Number: open[0].IID, URL: open[0].WebURL, Base: r.Base, Existing: true}, nil
+	}
+	mr, _, err := c.MergeRequests.CreateMergeRequest(pid, &gitlab.CreateMergeRequestOptions{Title: &r.Title, Description: &r.Body,
+		SourceBranch: &r.Head, TargetBranch: &r.Base}, in)
+	if err != nil {
+		return PullRequest{}, fmt.Errorf("gitlab: open a merge request from %s into %s: %w", r.Head, r.Base, err)
+	}
+	out := PullRequest{Number: mr.IID, URL: mr.WebURL, Base: r.Base}
+	if r.From != 0 {
+		body := r.Comment + " " + mr.WebURL
+		if _, _, err := c.Notes.CreateMergeRequestNote(pid, r.From, &gitlab.CreateMergeRequestNoteOptions{Body: &body}, in); err != nil {
+			return out, fmt.Errorf("gitlab: comment on merge request !%d: %w", r.From, err)
+		}
+	}
+	return out, nil
 }
 
 // ownerName splits a repository's path into its owner and name.

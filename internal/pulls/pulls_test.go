@@ -1,0 +1,85 @@
+package pulls
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/forge"
+	"github.com/paddock-dev/paddock/internal/mirror"
+)
+
+// TestGitLabMergeRequest: against GitLab's API as its documentation
+// records it, a session that started from merge request !5 delivers a
+// merge request into !5's source branch and notes it on !5; asked again
+// with the same branch, the open one is found.
+func TestGitLabMergeRequest(t *testing.T) {
+	const token = "glpat-recorded0123456789"
+	var created map[string]any
+	var note string
+	open := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("PRIVATE-TOKEN") != token {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"message":"401 Unauthorized"}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		base := "/api/v4/projects/group%2Fsub%2Fapp/merge_requests"
+		switch p := r.URL.EscapedPath(); {
+		case r.Method == http.MethodGet && p == base+"/5":
+			_, _ = w.Write([]byte(`{"id":105,"iid":5,"project_id":9,"source_project_id":9,"target_project_id":9,"source_branch":"topic","target_branch":"main","state":"opened","web_url":"https://lab.example.com/group/sub/app/-/merge_requests/5"}`))
+		case r.Method == http.MethodGet && p == base:
+			require.Equal(t, "opened", r.URL.Query().Get("state"))
+			require.Equal(t, "paddock/s1", r.URL.Query().Get("source_branch"))
+			if open {
+				_, _ = w.Write([]byte(`[{"id":106,"iid":6,"source_branch":"paddock/s1","target_branch":"topic","state":"opened","web_url":"https://lab.example.com/group/sub/app/-/merge_requests/6"}]`))
+				return
+			}
+			_, _ = w.Write([]byte(`[]`))
+		case r.Method == http.MethodPost && p == base:
+			require.NoError(t, json.NewDecoder(r.Body).Decode(&created))
+			open = true
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(`{"id":106,"iid":6,"source_branch":"paddock/s1","target_branch":"topic","state":"opened","web_url":"https://lab.example.com/group/sub/app/-/merge_requests/6"}`))
+		case r.Method == http.MethodPost && p == base+"/5/notes":
+			var n struct {
+				Body string `json:"body"`
+			}
+			require.NoError(t, json.NewDecoder(r.Body).Decode(&n))
+			note = n.Body
+			w.WriteHeader(http.StatusCreated)
+			_, _ = fmt.Fprintf(w, `{"id":1,"body":%q}`, n.Body)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"message":"404 Not Found"}`))
+		}
+	}))
+	defer srv.Close()
+	src := mirror.Source{Project: "p", Connection: forge.Connection{Name: "lab", Kind: forge.GitLab, URL: srv.URL},
+		Repository: forge.Repository{Connection: "lab", URL: srv.URL + "/group/sub/app", Path: "group/sub/app"}, Credential: []byte(token)}
+	req := Request{Head: "paddock/s1", Title: "Fix it", Body: "Paddock-Session: s1", From: 5, Comment: "Paddock's changes are in"}
+	pr, err := Forges{}.Open(context.Background(), src, req)
+	require.NoError(t, err)
+	require.Equal(t, PullRequest{Number: 6, URL: "https://lab.example.com/group/sub/app/-/merge_requests/6", Base: "topic"}, pr)
+	require.Equal(t, "topic", created["target_branch"], "into the merge request's own branch")
+	require.Equal(t, "paddock/s1", created["source_branch"])
+	require.Equal(t, "Paddock's changes are in https://lab.example.com/group/sub/app/-/merge_requests/6", note)
+
+	again, err := Forges{}.Open(context.Background(), src, req)
+	require.NoError(t, err)
+	require.True(t, again.Existing)
+	require.Equal(t, int64(6), again.Number)
+
+	src.Credential = []byte("wrong")
+	_, err = Forges{}.Open(context.Background(), src, req)
+	require.ErrorContains(t, err, "401")
+
+	_, err = Forges{}.Open(context.Background(), mirror.Source{Connection: forge.Connection{Kind: forge.Git}}, req)
+	require.ErrorIs(t, err, ErrNone)
+}
