@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -18,8 +17,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/forge/forgetest"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/wire"
 )
@@ -56,6 +55,14 @@ func TestSessionsOnARemoteRepository(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "team/*")
 	require.NotContains(t, out, token)
+	// A member who is not the project's admin neither adds nor revokes one.
+	dev := unique("dev")
+	member(t, project, dev, identity.Member)
+	_, asDev := tokenOf(t, dev)
+	_, err = asDev.Projects().AddConnection(ctx, project, wire.ConnectionRequest{Name: "mine", Kind: "git", URL: srv.URL, Repositories: []string{"*"}, Credential: "x"})
+	require.Equal(t, http.StatusForbidden, apiStatus(t, err), "%v", err)
+	_, err = asDev.Projects().RevokeConnection(ctx, project, "git")
+	require.Equal(t, http.StatusForbidden, apiStatus(t, err), "%v", err)
 
 	model := scriptText(t, unique("remote-work")+".yaml", `steps:
   - toolCalls:
@@ -118,7 +125,7 @@ func TestSessionsOnARemoteRepository(t *testing.T) {
 		req.Project, req.Model, req.Message = project, model, "x"
 		_, err := api.Sessions().Create(ctx, req)
 		require.Error(t, err)
-		require.Equal(t, status, statusOf(err), "%v", err)
+		require.Equal(t, status, apiStatus(t, err), "%v", err)
 		require.Contains(t, err.Error(), says)
 		require.NotContains(t, err.Error(), token)
 	}
@@ -139,6 +146,17 @@ func TestSessionsOnARemoteRepository(t *testing.T) {
 		turns, err := api.Sessions().Turns(ctx, x.ID)
 		return len(turns) == 2 && turns[1].Status.Settled(), err
 	})
+	// The name given again, to a narrower grant: the live session's work
+	// is not pushed with it.
+	_, err = api.Projects().AddConnection(ctx, project, wire.ConnectionRequest{Name: "git", Kind: "gitea", URL: srv.URL, Repositories: []string{"other/*"}, Credential: token})
+	require.NoError(t, err)
+	d, err = api.Review().Diff(ctx, x.ID)
+	require.NoError(t, err)
+	_, err = api.Review().Accept(ctx, x.ID, wire.AcceptRequest{Mode: session.AsCommit, Base: d.Base, Tree: d.Tree})
+	require.Error(t, err)
+	require.Equal(t, http.StatusForbidden, apiStatus(t, err), "%v", err)
+	require.Contains(t, err.Error(), "no longer grants")
+	require.NotContains(t, forgetest.Git(t, bare, "branch", "--list", "paddock/*"), x.ID, "nothing was pushed")
 
 	files := 0
 	require.NoError(t, filepath.WalkDir(sharedDir, func(p string, d os.DirEntry, err error) error {
@@ -155,15 +173,6 @@ func TestSessionsOnARemoteRepository(t *testing.T) {
 		return nil
 	}))
 	require.Greater(t, files, 3)
-}
-
-// statusOf is the HTTP status an API error carries.
-func statusOf(err error) int {
-	var e *client.Error
-	if errors.As(err, &e) {
-		return e.Status
-	}
-	return 0
 }
 
 // TestAcceptOpensAPullRequestOnGitea: a session on a repository of a real
@@ -430,6 +439,9 @@ triggers:
 		return out
 	}
 	require.Equal(t, map[int64]bool{7: true, 8: true}, bound())
+	other := webhook("gh-closed", "gh-delivery-other", []byte(`{"action":"closed","number":8,"pull_request":{"number":8},"repository":{"full_name":"octo/other"}}`))
+	require.Equal(t, "released", other.Routed)
+	require.Zero(t, other.Released, "another repository's pull request #8 releases nothing")
 	rel := webhook("gh-closed", "gh-delivery-2", []byte(`{"action":"closed","number":8,"pull_request":{"number":8,"merged":true},"repository":{"full_name":"octo/app"}}`))
 	require.Equal(t, "released", rel.Routed)
 	require.Equal(t, 1, rel.Released)

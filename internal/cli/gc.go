@@ -20,6 +20,10 @@ func newGC(g *globals) *cobra.Command {
 			var total int64
 			for _, c := range out {
 				total += c.Bytes
+				if c.Mirror != "" {
+					fmt.Fprintf(g.io.Out, "removed the mirror of %s (%s): %s\n", c.Mirror, c.Reason, clip.Bytes(c.Bytes))
+					continue
+				}
 				fmt.Fprintf(g.io.Out, "removed %s's working copy (%s): %s\n", c.SessionID, c.Reason, clip.Bytes(c.Bytes))
 			}
 			fmt.Fprintf(g.io.Out, "%d working copies removed, %s freed\n", len(out), clip.Bytes(total))

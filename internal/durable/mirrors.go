@@ -20,8 +20,9 @@ import (
 type Mirrors interface {
 	Resolve(ctx context.Context, src mirror.Source, ref string) (commit string, took time.Duration, err error)
 	Mirror(ctx context.Context, src mirror.Source, ref, commit string) (string, error)
-	Push(ctx context.Context, src mirror.Source, branch string) error
+	Deliver(ctx context.Context, src mirror.Source, commit, branch string, write func(dir string) error) error
 	IsBranch(ctx context.Context, src mirror.Source, name string) bool
+	Collect(keep func(project, connection string) bool) ([]mirror.Collected, error)
 }
 
 // ConnectionAD binds a connection's sealed credential to the connection.
@@ -39,6 +40,12 @@ func RemoteSource(ctx context.Context, st store.Connections, key Cipher, project
 	}
 	if !c.Live() {
 		return mirror.Source{}, fmt.Errorf("%w: connection %s of project %s was revoked by %s: it fetches nothing more", errdefs.ErrDenied, c.Name, project, c.RevokedBy)
+	}
+	// The name may have been given since to another connection: it serves
+	// only if it still points where the session's repository is and still
+	// grants it, or its credential would go to another host.
+	if base, err := forge.ParseBase(c.URL); err != nil || r.URL != base.String()+"/"+r.Path || !c.Grants(r.Path) {
+		return mirror.Source{}, fmt.Errorf("%w: connection %s of project %s no longer grants %s (it was revoked and given again, elsewhere or narrower)", errdefs.ErrDenied, c.Name, project, r.URL)
 	}
 	cred, err := key.Decrypt(sealed, ConnectionAD(project, c.Name))
 	if err != nil {

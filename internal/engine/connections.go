@@ -97,8 +97,10 @@ func (s *Service) remoteRepo(ctx context.Context, project, repo, ref string) (*s
 		return nil, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	case errors.Is(err, mirror.ErrUnreachable):
 		return nil, fmt.Errorf("%w: %w; try again when it answers", errdefs.ErrUnavailable, err)
-	case err != nil:
+	case errors.Is(err, mirror.ErrRefused):
 		return nil, fmt.Errorf("%w: %w", errdefs.ErrDenied, err)
+	case err != nil:
+		return nil, err
 	}
 	rem.Commit = commit
 	return &rem, nil
@@ -125,15 +127,20 @@ func (s *Service) toForge(ctx context.Context, by session.Sender) func(x session
 		if err != nil {
 			return "", fmt.Errorf("nothing was accepted: %w", err)
 		}
-		dir, err := s.Mirrors.Mirror(ctx, src, x.Remote.Ref, x.Remote.Commit)
-		if err != nil {
+		// The mirror holds the session's base (fetched again if not).
+		if _, err := s.Mirrors.Mirror(ctx, src, x.Remote.Ref, x.Remote.Commit); err != nil {
 			return "", forgeErr(err)
 		}
 		branch := "paddock/" + x.ID
-		if err := workspace.Branch(s.Copies.Bounded(ctx), x.Workdir, x.BaseCommit, next, dir, branch); err != nil {
-			return "", fmt.Errorf("%w: nothing was accepted: %w", errdefs.ErrConflict, err)
+		var local error
+		err = s.Mirrors.Deliver(ctx, src, next, branch, func(dir string) error {
+			local = workspace.Branch(s.Copies.Bounded(ctx), x.Workdir, x.BaseCommit, next, dir, branch)
+			return local
+		})
+		if local != nil {
+			return "", fmt.Errorf("%w: nothing was accepted: %w", errdefs.ErrConflict, local)
 		}
-		if err := s.Mirrors.Push(ctx, src, branch); err != nil {
+		if err != nil {
 			return "", forgeErr(err)
 		}
 		where := fmt.Sprintf("commit %s on branch %s of %s", next, branch, x.Remote.URL)
@@ -160,21 +167,29 @@ func (s *Service) toForge(ctx context.Context, by session.Sender) func(x session
 			// no pull request came of it.
 			return where + "; no pull request: " + err.Error(), nil
 		}
+		// The address is made from the connection's, not taken from the
+		// forge's answer.
+		link := forge.PullURL(src.Connection.Kind, x.Remote.URL, pr.Number)
 		if _, err := s.Store.Bind(ctx, session.Binding{SessionID: x.ID, Project: x.Project, Kind: session.BindPullRequest, Connection: x.Remote.Connection,
-			Repo: x.Remote.Path, Number: pr.Number, URL: pr.URL, Held: true}); err != nil {
+			Repo: x.Remote.Path, Number: pr.Number, URL: link, Held: true}); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("pull request #%d %s (%s)", pr.Number, pr.URL, where), nil
+		return fmt.Sprintf("pull request #%d %s (%s)", pr.Number, link, where), nil
 	}
 }
 
 // forgeErr says what a fetch or a push to the forge that failed means to
 // the caller: a forge that is down, or a refusal.
 func forgeErr(err error) error {
-	if errors.Is(err, mirror.ErrUnreachable) {
+	switch {
+	case errors.Is(err, mirror.ErrUnreachable):
 		return fmt.Errorf("%w: nothing was accepted: %w; try again when it answers", errdefs.ErrUnavailable, err)
+	case errors.Is(err, mirror.ErrRefused), errors.Is(err, errdefs.ErrDenied):
+		return fmt.Errorf("%w: nothing was accepted: %w", errdefs.ErrDenied, err)
+	case strings.Contains(err.Error(), "rejected"), strings.Contains(err.Error(), "non-fast-forward"):
+		return fmt.Errorf("%w: nothing was accepted: the forge's branch moved (%w)", errdefs.ErrConflict, err)
 	}
-	return fmt.Errorf("%w: nothing was accepted: %w", errdefs.ErrConflict, err)
+	return fmt.Errorf("nothing was accepted: %w", err)
 }
 
 // bindStart binds a session started on a pull request (its ref #N) to
@@ -206,11 +221,32 @@ func (s *Service) release(ctx context.Context, project string, t spec.TriggerSpe
 	if err != nil {
 		return 0, fmt.Errorf("%w: trigger %s releases bindings to %s: %w", errdefs.ErrInvalid, t.Name, t.Repo, err)
 	}
+	if named := repositoryOf(payload); named != "" && named != r.Path {
+		return 0, nil // another repository's pull request (a webhook for many)
+	}
 	n := pullNumberOf(payload)
 	if n == 0 {
 		return 0, fmt.Errorf("%w: trigger %s releases bindings, but the delivery names no pull request (pull_request.number, number or object_attributes.iid)", errdefs.ErrInvalid, t.Name)
 	}
 	return s.Store.ReleaseBindings(ctx, project, c.Name, r.Path, n, by.String())
+}
+
+// repositoryOf reads the repository a forge's delivery names (GitHub's
+// and Gitea's repository.full_name, GitLab's project.path_with_namespace),
+// "" when it names none.
+func repositoryOf(payload any) string {
+	m, _ := payload.(map[string]any)
+	if r, ok := m["repository"].(map[string]any); ok {
+		if n, ok := r["full_name"].(string); ok {
+			return n
+		}
+	}
+	if p, ok := m["project"].(map[string]any); ok {
+		if n, ok := p["path_with_namespace"].(string); ok {
+			return n
+		}
+	}
+	return ""
 }
 
 // pullNumberOf reads the pull request a forge's delivery is about.

@@ -64,6 +64,31 @@ func (s Review) GC(ctx context.Context, caller identity.Principal, now time.Time
 		}
 		out = append(out, wire.Collected{SessionID: x.ID, Reason: reason, Bytes: used})
 	}
+	// Mirrors of connections revoked or gone: nothing fetches into them
+	// again.
+	if s.Mirrors != nil {
+		live := map[string]bool{}
+		projects, err := s.Store.ListProjects(ctx)
+		if err != nil {
+			return out, err
+		}
+		for _, p := range projects {
+			conns, err := s.Store.ListConnections(ctx, p)
+			if err != nil {
+				return out, err
+			}
+			for _, c := range conns {
+				live[p+"/"+c.Name] = c.Live()
+			}
+		}
+		gone, err := s.Mirrors.Collect(func(project, connection string) bool { return live[project+"/"+connection] })
+		for _, m := range gone {
+			out = append(out, wire.Collected{Mirror: m.Project + "/" + m.Connection + "/" + m.Path, Reason: "its connection " + m.Connection + " is revoked", Bytes: m.Bytes})
+		}
+		if err != nil {
+			return out, err
+		}
+	}
 	// Leftovers: a directory or volume whose session does not exist, or
 	// whose session another node took over (this copy is stale) more
 	// than staleAfter ago.

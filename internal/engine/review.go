@@ -212,7 +212,7 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 		}
 	}
 	message := "accepted by " + by.String()
-	if land != nil || x.Remote != nil {
+	if land != nil || (x.Remote != nil && req.Commit == "" && req.Mode == session.AsCommit) {
 		title := x.DisplayTitle
 		if title == "" {
 			title = "Changes of Paddock session " + id
@@ -230,8 +230,9 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 	if req.Commit != "" {
 		note += " " + req.Commit
 	}
-	if x.Remote != nil {
-		// Nobody applied it to a checkout: it goes to the forge.
+	if x.Remote != nil && req.Commit == "" && req.Mode == session.AsCommit {
+		// Nobody applied it to a checkout (a terminal's accept --repo
+		// names the commit it made there): it goes to the forge.
 		land = s.toForge(ctx, by)
 	}
 	if land != nil {

@@ -303,7 +303,11 @@ func (s *Service) repoAgain(ctx context.Context, old session.Session, by session
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := forge.Resolve(old.Repo, conns); err != nil {
+	c, _, err := forge.Resolve(old.Repo, conns)
+	if err == nil && c.Name != old.Remote.Connection {
+		err = fmt.Errorf("repository %s: connection %s that granted it is gone (%s grants it now: start a new session)", old.Repo, old.Remote.Connection, c.Name)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: project %s: %w", errdefs.ErrInvalid, old.Project, err)
 	}
 	return old.Remote, nil
@@ -325,6 +329,8 @@ func sameSession(x session.Session, sp spec.Agent, input string, req wire.Create
 		return "message"
 	case x.Repo != req.Repo:
 		return "repo"
+	case x.Remote != nil && x.Remote.Ref != req.Ref:
+		return "ref"
 	case x.Interactive == req.NonInteractive:
 		return "nonInteractive"
 	case x.Approver != req.Approver:

@@ -68,6 +68,7 @@ func TestResolve(t *testing.T) {
 		{repo: "group/sub/svc", conn: "lab", url: "https://lab.example.com/gitlab/group/sub/svc"},
 		{repo: "nobody/app", err: "no connection grants it"},
 		{repo: "team/app.lock", err: "want an absolute path"},
+		{repo: "team/sub.git/app", err: "want an absolute path"}, // a mirror inside another's
 	} {
 		t.Run(tc.repo, func(t *testing.T) {
 			c, r, err := Resolve(tc.repo, conns)

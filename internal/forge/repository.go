@@ -115,7 +115,7 @@ func validPath(p string) bool {
 		return false
 	}
 	for _, s := range strings.Split(p, "/") {
-		if s == "." || s == ".." || path.Ext(s) == ".lock" {
+		if s == "." || s == ".." || path.Ext(s) == ".lock" || path.Ext(s) == ".git" {
 			return false
 		}
 	}

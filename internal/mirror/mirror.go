@@ -65,6 +65,10 @@ type Source struct {
 // worth trying again later, unlike a refusal.
 var ErrUnreachable = errors.New("the forge did not answer")
 
+// ErrRefused says the forge refused the connection's credential (or
+// hides the repository from it).
+var ErrRefused = errors.New("the forge refused the credential")
+
 // ErrUnknownRef says the ref names nothing in the repository.
 var ErrUnknownRef = errors.New("no such ref")
 
@@ -253,12 +257,17 @@ func (c *Cache) fetch(ctx context.Context, dir string, src Source, refspecs []st
 	return c.remote(ctx, dir, src, append([]string{"fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", "--", src.Repository.CloneURL()}, refspecs...))
 }
 
-// Push pushes branch of src's mirror (an accepted snapshot delivered
-// there) to the forge as the same branch: never forced, so a branch that
-// exists there moves only forward.
-func (c *Cache) Push(ctx context.Context, src Source, branch string) error {
+// Deliver pushes commit to the forge as branch (never forced: a branch
+// that exists there moves only forward). write puts commit into the
+// mirror at dir first (a bundle of the accepted snapshot); both run under
+// the mirror's lock, so no fetch comes between, and the commit pushed is
+// the one named, whatever the mirror's refs say.
+func (c *Cache) Deliver(ctx context.Context, src Source, commit, branch string, write func(dir string) error) error {
 	if err := CheckRef(branch); err != nil || prRef.MatchString(branch) || hexID.MatchString(branch) {
 		return fmt.Errorf("mirror: branch %q: not a branch name", branch)
+	}
+	if !hexID.MatchString(commit) {
+		return fmt.Errorf("mirror: commit %q: want a full commit ID", commit)
 	}
 	dir, err := c.path(src)
 	if err != nil {
@@ -266,8 +275,10 @@ func (c *Cache) Push(ctx context.Context, src Source, branch string) error {
 	}
 	unlock := c.lock(dir)
 	defer unlock()
-	ref := "refs/heads/" + branch
-	return c.remote(ctx, dir, src, []string{"push", "--quiet", "--no-verify", "--", src.Repository.CloneURL(), ref + ":" + ref})
+	if err := write(dir); err != nil {
+		return err
+	}
+	return c.remote(ctx, dir, src, []string{"push", "--quiet", "--no-verify", "--", src.Repository.CloneURL(), commit + ":refs/heads/" + branch})
 }
 
 // IsBranch says the mirror of src holds branch name (as last fetched).
@@ -278,6 +289,69 @@ func (c *Cache) IsBranch(ctx context.Context, src Source, name string) bool {
 	}
 	_, err = git(ctx, dir, "rev-parse", "--verify", "--quiet", "--end-of-options", "refs/heads/"+name)
 	return err == nil
+}
+
+// Collected is a mirror Collect removed.
+type Collected struct {
+	Project, Connection, Path string
+	Bytes                     int64
+}
+
+// Collect removes the mirrors whose connection keep refuses (revoked, or
+// gone): nothing may fetch into them again, and what they hold is the
+// forge's. Mirrors of live connections stay, shared by the sessions.
+func (c *Cache) Collect(keep func(project, connection string) bool) ([]Collected, error) {
+	var out []Collected
+	projects, err := os.ReadDir(c.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range projects {
+		conns, err := os.ReadDir(filepath.Join(c.Dir, p.Name()))
+		if err != nil || !p.IsDir() {
+			continue
+		}
+		for _, cn := range conns {
+			if !cn.IsDir() || keep(p.Name(), cn.Name()) {
+				continue
+			}
+			root := filepath.Join(c.Dir, p.Name(), cn.Name())
+			var repos []Collected
+			_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+				if err != nil || !d.IsDir() || !strings.HasSuffix(path, ".git") {
+					return nil
+				}
+				rel, _ := filepath.Rel(root, path)
+				repos = append(repos, Collected{Project: p.Name(), Connection: cn.Name(), Path: strings.TrimSuffix(filepath.ToSlash(rel), ".git"), Bytes: size(path)})
+				return filepath.SkipDir
+			})
+			unlock := c.lock(root)
+			err = os.RemoveAll(root)
+			unlock()
+			if err != nil {
+				return out, err
+			}
+			out = append(out, repos...)
+		}
+	}
+	return out, nil
+}
+
+// size is the bytes of the files under dir.
+func size(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // remote runs git (args after its options) on the mirror at dir against
@@ -323,7 +397,13 @@ func (c *Cache) remote(ctx context.Context, dir string, src Source, gitArgs []st
 	if res.ExitCode == 0 {
 		return nil
 	}
-	text := strings.TrimSpace(strings.ReplaceAll(out.String(), string(src.Credential), "[credential]"))
+	text := out.String()
+	for _, secret := range []string{string(src.Credential), base64.StdEncoding.EncodeToString([]byte(src.Connection.User() + ":" + string(src.Credential))), url.QueryEscape(string(src.Credential))} {
+		if secret != "" {
+			text = strings.ReplaceAll(text, secret, "[credential]")
+		}
+	}
+	text = strings.TrimSpace(text)
 	if res.TimedOut {
 		return fmt.Errorf("%s %s: no answer within %s: %w", gitArgs[0], src.Repository.URL, timeout, ErrUnreachable)
 	}
@@ -335,9 +415,9 @@ func classify(verb, repo, text string) error {
 	low := strings.ToLower(text)
 	switch {
 	case strings.Contains(low, "authentication failed") || strings.Contains(low, "401") || strings.Contains(low, "403") || strings.Contains(low, "could not read username"):
-		return fmt.Errorf("%s %s: the forge refused the connection's credential (revoked or without access to this repository): %s", verb, repo, lastLine(text))
+		return fmt.Errorf("%s %s: the forge refused the connection's credential (revoked or without access to this repository): %s: %w", verb, repo, lastLine(text), ErrRefused)
 	case strings.Contains(low, "not found") || strings.Contains(low, "404") || strings.Contains(low, "does not appear to be a git repository"):
-		return fmt.Errorf("%s %s: the forge has no such repository (or hides it from this credential): %s", verb, repo, lastLine(text))
+		return fmt.Errorf("%s %s: the forge has no such repository (or hides it from this credential): %s: %w", verb, repo, lastLine(text), ErrRefused)
 	case strings.Contains(low, "couldn't find remote ref"):
 		return fmt.Errorf("%s %s: %s: %w", verb, repo, lastLine(text), ErrUnknownRef)
 	case strings.Contains(low, "could not resolve") || strings.Contains(low, "failed to connect") || strings.Contains(low, "connection refused") ||

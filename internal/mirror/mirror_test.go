@@ -102,4 +102,15 @@ func TestResolveAgainstAGitServer(t *testing.T) {
 	other.Repository.URL = "http://127.0.0.2:1/team/app"
 	_, _, err = c.Resolve(ctx, other, "main")
 	require.Error(t, err)
+
+	// Collected once its connection is revoked; kept while it lives.
+	gone, err := c.Collect(func(project, connection string) bool { return true })
+	require.NoError(t, err)
+	require.Empty(t, gone)
+	gone, err = c.Collect(func(project, connection string) bool { return !(project == "p" && connection == "git") })
+	require.NoError(t, err)
+	require.Len(t, gone, 1)
+	require.Equal(t, "team/app", gone[0].Path)
+	require.Positive(t, gone[0].Bytes)
+	require.NoDirExists(t, dir)
 }

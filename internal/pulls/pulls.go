@@ -58,7 +58,9 @@ func (f Forges) client() *http.Client {
 	if f.HTTP != nil {
 		return f.HTTP
 	}
-	return &http.Client{Timeout: 30 * time.Second}
+	// No redirect is followed: the SDKs would send the token along to
+	// wherever a forge (or what answers for it) points.
+	return &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 // Open opens a pull request on src's repository, or finds the one open

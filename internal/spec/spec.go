@@ -543,6 +543,8 @@ func (a *Agent) Validate(known Known) error {
 			return bad(path+".release", "a releasing trigger releases bindings and routes nothing: leave out message, schedule, routing and ref")
 		case t.Release && t.Repo == "":
 			return bad(path+".repo", "required with release: the remote repository whose pull requests' closing releases the bindings")
+		case t.Release && len(t.Events) == 0:
+			return bad(path+".events", "required with release: the forge's closing events (github.pull_request.closed), or any delivery (an opened one too) would release")
 		case !t.Release && strings.TrimSpace(t.Message) == "":
 			return bad(path+".message", "required: the instruction each delivery brings (a template over .event and .payload)")
 		}

@@ -80,6 +80,7 @@ func TestParseErrors(t *testing.T) {
 		{"name: a\nmodel: replay/x\nenvironment:\n  setup: git clone https://bob:s3cr3tPa55@git.example.com/x.git\n", "environment.setup: holds a secret (url-password)"},
 		{"name: a\nmodel: replay/x\ntriggers:\n  - name: closed\n    release: true\n    message: hi\n    repo: team/app\n", "triggers[0].release: a releasing trigger releases bindings and routes nothing"},
 		{"name: a\nmodel: replay/x\ntriggers:\n  - name: closed\n    release: true\n", "triggers[0].repo: required with release"},
+		{"name: a\nmodel: replay/x\ntriggers:\n  - name: closed\n    release: true\n    repo: team/app\n", "triggers[0].events: required with release"},
 		{"name: a\nmodel: replay/x\ntriggers:\n  - name: pr\n    message: hi\n    ref: \"{{.payload.x\"\n", "triggers[0].ref: not a valid template"},
 		{"name: [\n", "not valid YAML"},
 		{"", "no agent spec found"},

@@ -149,8 +149,11 @@ type Parked struct {
 // Collected is one working copy the collector removed, and why.
 type Collected struct {
 	SessionID string `json:"sessionId"`
-	Reason    string `json:"reason"`
-	Bytes     int64  `json:"bytes"`
+	// Mirror, instead, is a remote repository's mirror collected
+	// (PROJECT/CONNECTION/PATH).
+	Mirror string `json:"mirror,omitempty"`
+	Reason string `json:"reason"`
+	Bytes  int64  `json:"bytes"`
 }
 
 // AuditReport is one session's audit log verified.
