@@ -27,7 +27,11 @@ const (
 
 var (
 	deepModules = map[string]bool{"shellcheck": true}
-	overLines   = map[string]int{}
+	// #32 (remote repositories) grew these two past the bound: the CLI
+	// by the connections commands, the store by the connections and
+	// bindings role. To be split: the store's roles into files of
+	// packages of their own over a shared base, the CLI's command groups.
+	overLines   = map[string]int{"cli": 3137, "store/sqlstore": 3187}
 	overMethods = map[string]int{}
 )
 

@@ -7,7 +7,7 @@ import (
 )
 
 func (s *Server) listConnections(w http.ResponseWriter, r *http.Request) {
-	cs, err := s.Service.Projects().Connections(r.Context(), principal(r), r.PathValue("name"))
+	cs, err := s.Service.Remotes.Connections(r.Context(), principal(r), r.PathValue("name"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -21,7 +21,7 @@ func (s *Server) addConnection(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	c, err := s.Service.Projects().AddConnection(r.Context(), principal(r), r.PathValue("name"), in)
+	c, err := s.Service.Remotes.AddConnection(r.Context(), principal(r), r.PathValue("name"), in)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -30,7 +30,7 @@ func (s *Server) addConnection(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) revokeConnection(w http.ResponseWriter, r *http.Request) {
-	c, err := s.Service.Projects().RevokeConnection(r.Context(), principal(r), r.PathValue("name"), r.PathValue("connection"))
+	c, err := s.Service.Remotes.RevokeConnection(r.Context(), principal(r), r.PathValue("name"), r.PathValue("connection"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -39,7 +39,7 @@ func (s *Server) revokeConnection(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listBindings(w http.ResponseWriter, r *http.Request) {
-	bs, err := s.Service.Sessions().Bindings(r.Context(), principal(r), r.PathValue("id"))
+	bs, err := s.Service.Remotes.Bindings(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		s.error(w, r, err)
 		return

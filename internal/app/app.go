@@ -36,12 +36,14 @@ import (
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/kube"
+	"github.com/paddock-dev/paddock/internal/mirror"
 	"github.com/paddock-dev/paddock/internal/poll"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/provider/anthropic"
 	"github.com/paddock-dev/paddock/internal/provider/openai"
 	"github.com/paddock-dev/paddock/internal/provider/replay"
 	"github.com/paddock-dev/paddock/internal/pulls"
+	"github.com/paddock-dev/paddock/internal/remote"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store/redacted"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
@@ -200,9 +202,13 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	}
 	acts.Sealer = sealer
 	a.Service = &engine.Service{Store: st, Temporal: a.client, Providers: reg, Tools: tools, Copies: acts.Copies, RetainFailed: cfg.RetainFailed, Sealer: sealer, ContentKey: contentKey,
-		Mirrors: acts.Mirrors, Pulls: pulls.Forges{}, Now: time.Now, Defaults: acts.Budget, RepositoryRoots: cfg.RepositoryRoots, DataDir: cfg.DataDir, Logger: logger,
+		Now: time.Now, Defaults: acts.Budget, RepositoryRoots: cfg.RepositoryRoots, DataDir: cfg.DataDir, Logger: logger,
 		Access: &access.Service{Store: st, Now: time.Now, OIDC: access.NewOIDC(cfg.OIDCIssuer, cfg.OIDCClientID, cfg.OIDCUsernameClaim),
 			Guesses: &throttle.Failures{}, Logger: logger}}
+	a.Service.Remotes = &remote.Service{Store: st, Access: a.Service.Access, Key: contentKey, Pulls: pulls.Forges{}, Bounded: acts.Copies.Bounded}
+	if c, ok := acts.Mirrors.(*mirror.Cache); ok {
+		a.Service.Remotes.Mirrors = c // none on pods
+	}
 	agents := &agency.Service{Store: st, Access: a.Service.Access, Platform: a.Service.Platform(), Tools: tools, Defaults: acts.Budget, Now: time.Now}
 	acts.Peers = agents.For
 	acts.Wake, acts.Returned = a.Service.Platform().Wake, a.Service.Platform().Returned

@@ -66,7 +66,7 @@ func (s Review) GC(ctx context.Context, caller identity.Principal, now time.Time
 	}
 	// Mirrors of connections revoked or gone: nothing fetches into them
 	// again.
-	if s.Mirrors != nil {
+	if s.Remotes != nil && s.Remotes.Mirrors != nil {
 		live := map[string]bool{}
 		projects, err := s.Store.ListProjects(ctx)
 		if err != nil {
@@ -81,7 +81,7 @@ func (s Review) GC(ctx context.Context, caller identity.Principal, now time.Time
 				live[p+"/"+c.Name] = c.Live()
 			}
 		}
-		gone, err := s.Mirrors.Collect(func(project, connection string) bool { return live[project+"/"+connection] })
+		gone, err := s.Remotes.Mirrors.Collect(func(project, connection string) bool { return live[project+"/"+connection] })
 		for _, m := range gone {
 			out = append(out, wire.Collected{Mirror: m.Project + "/" + m.Connection + "/" + m.Path, Reason: "its connection " + m.Connection + " is revoked", Bytes: m.Bytes})
 		}

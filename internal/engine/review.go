@@ -233,7 +233,7 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 	if x.Remote != nil && req.Commit == "" && req.Mode == session.AsCommit {
 		// Nobody applied it to a checkout (a terminal's accept --repo
 		// names the commit it made there): it goes to the forge.
-		land = s.toForge(ctx, by)
+		land = s.Remotes.Deliver(ctx, by)
 	}
 	if land != nil {
 		if note, err = land(x, next); err != nil {

@@ -34,6 +34,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/remote"
 	"github.com/paddock-dev/paddock/internal/secret"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -59,12 +60,9 @@ type Service struct {
 	// Sealer seals audit logs before their sessions are reaped, and
 	// verifies the seals.
 	Sealer *auditlog.Sealer
-	// Mirrors fetch the remote repositories sessions work on (nil: none
-	// is fetched, and sessions on them are refused).
-	Mirrors durable.Mirrors
-	// Pulls open the pull requests of accepted sessions on remote
-	// repositories (package pulls).
-	Pulls PullRequests
+	// Remotes are the sessions' remote repositories: connections, the
+	// check at creation, delivery to the forge, bindings.
+	Remotes *remote.Service
 	// ContentKey seals and opens content at rest (audit content projects
 	// retain, sessions' credentials).
 	ContentKey durable.Cipher
@@ -186,7 +184,7 @@ func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session
 	var remote *session.Remote
 	if forge.IsRemote(req.Repo) {
 		var err error
-		if remote, err = s.remoteRepo(ctx, req.Project, req.Repo, req.Ref); err != nil {
+		if remote, err = s.Remotes.Check(ctx, req.Project, req.Repo, req.Ref); err != nil {
 			return session.Session{}, err
 		}
 		req.Repo = remote.URL
@@ -276,7 +274,7 @@ func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session
 		}
 	}
 	if remote != nil && created {
-		if err := s.bindStart(ctx, x); err != nil {
+		if err := s.Remotes.BindStart(ctx, x); err != nil {
 			_ = s.Store.FailSession(ctx, x.ID, err.Error())
 			return x, err
 		}
@@ -292,25 +290,12 @@ func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session
 
 // repoAgain checks old's repository again for a session that takes its
 // place, as for any new session (the rules, roots, the data directory, or
-// the project's connections, may have changed since): a remote one must
-// still be granted by a live connection, and the new session starts at
-// the same commit.
+// the project's connections, may have changed since).
 func (s *Service) repoAgain(ctx context.Context, old session.Session, by session.Sender) (*session.Remote, error) {
-	if old.Remote == nil {
-		return nil, errors.Join(s.mayCopy(ctx, old.Repo, old.Project, by), s.checkRepo(old.Repo, old.Project))
+	if old.Remote != nil {
+		return s.Remotes.Again(ctx, old)
 	}
-	conns, err := s.Store.ListConnections(ctx, old.Project)
-	if err != nil {
-		return nil, err
-	}
-	c, _, err := forge.Resolve(old.Repo, conns)
-	if err == nil && c.Name != old.Remote.Connection {
-		err = fmt.Errorf("repository %s: connection %s that granted it is gone (%s grants it now: start a new session)", old.Repo, old.Remote.Connection, c.Name)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: project %s: %w", errdefs.ErrInvalid, old.Project, err)
-	}
-	return old.Remote, nil
+	return nil, errors.Join(s.mayCopy(ctx, old.Repo, old.Project, by), s.checkRepo(old.Repo, old.Project))
 }
 
 // sameSession reports what differs between an existing session and a

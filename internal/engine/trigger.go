@@ -120,7 +120,7 @@ func (s *Service) deliver(ctx context.Context, project, name, event, key string,
 		return wire.TriggerResult{Routed: "ignored"}, nil
 	}
 	if t.Release {
-		n, err := s.release(ctx, project, t, payload, session.Sender{Kind: session.SenderTrigger, ID: name})
+		n, err := s.Remotes.Release(ctx, project, t, payload, session.Sender{Kind: session.SenderTrigger, ID: name})
 		if err != nil {
 			return wire.TriggerResult{}, err
 		}

@@ -183,7 +183,7 @@ func (a *App) renderProject(w http.ResponseWriter, r *http.Request, status int, 
 		return
 	}
 	pg.CanManage = a.can(r, pg.Name, identity.Manage)
-	if pg.Connections, err = a.Service.Projects().Connections(r.Context(), principal(r), pg.Name); err != nil {
+	if pg.Connections, err = a.Service.Remotes.Connections(r.Context(), principal(r), pg.Name); err != nil {
 		a.problem(w, r, err)
 		return
 	}
@@ -246,7 +246,7 @@ func (a *App) addConnection(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	req := wire.ConnectionRequest{Name: strings.TrimSpace(r.PostFormValue("connection")), Kind: r.PostFormValue("kind"), URL: strings.TrimSpace(r.PostFormValue("url")),
 		Repositories: strings.Fields(r.PostFormValue("repositories")), Username: strings.TrimSpace(r.PostFormValue("username")), Credential: r.PostFormValue("credential")}
-	c, err := a.Service.Projects().AddConnection(r.Context(), principal(r), name, req)
+	c, err := a.Service.Remotes.AddConnection(r.Context(), principal(r), name, req)
 	if errors.Is(err, errdefs.ErrInvalid) || errors.Is(err, errdefs.ErrConflict) {
 		a.renderProject(w, r, http.StatusBadRequest, ProjectPage{Problem: err.Error()})
 		return
@@ -260,7 +260,7 @@ func (a *App) addConnection(w http.ResponseWriter, r *http.Request) {
 
 func (a *App) revokeConnection(w http.ResponseWriter, r *http.Request) {
 	name, conn := r.PathValue("name"), r.PathValue("connection")
-	if _, err := a.Service.Projects().RevokeConnection(r.Context(), principal(r), name, conn); err != nil {
+	if _, err := a.Service.Remotes.RevokeConnection(r.Context(), principal(r), name, conn); err != nil {
 		a.problem(w, r, err)
 		return
 	}

@@ -1,12 +1,18 @@
-package engine
+// Package remote is the core's part of sessions on remote repositories:
+// a project's connections (added, listed, revoked by its admins), a
+// remote repository checked as a session is created on it, the
+// deliverable pushed to its forge as a pull request, and the bindings
+// to pull requests, released by the forge's closing deliveries.
+package remote
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
-	"github.com/paddock-dev/paddock/internal/durable"
+	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/forge"
 	"github.com/paddock-dev/paddock/internal/identity"
@@ -14,29 +20,84 @@ import (
 	"github.com/paddock-dev/paddock/internal/pulls"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
+	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/wire"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
+// Service is the remote repositories' use cases.
+type Service struct {
+	Store  store.Store
+	Access *access.Service
+	// Key seals and opens the connections' credentials.
+	Key interface {
+		Encrypt(plain, ad []byte) []byte
+		Decrypt(sealed, ad []byte) ([]byte, error)
+	}
+	// Mirrors fetch and push (nil: none is fetched, and sessions on
+	// remote repositories are refused); Pulls open pull requests.
+	Mirrors Mirrors
+	Pulls   PullRequests
+	// Bounded bounds host-side git on a session's copy (copies.Set.Bounded).
+	Bounded func(context.Context) context.Context
+}
+
+// Mirrors fetch the remote repositories sessions work on (package
+// mirror).
+type Mirrors interface {
+	Resolve(ctx context.Context, src mirror.Source, ref string) (commit string, took time.Duration, err error)
+	Mirror(ctx context.Context, src mirror.Source, ref, commit string) (string, error)
+	Deliver(ctx context.Context, src mirror.Source, commit, branch string, write func(dir string) error) error
+	IsBranch(ctx context.Context, src mirror.Source, name string) bool
+	Collect(keep func(project, connection string) bool) ([]mirror.Collected, error)
+}
+
+// PullRequests open pull requests on forges (package pulls).
+type PullRequests interface {
+	Open(ctx context.Context, src mirror.Source, r pulls.Request) (pulls.PullRequest, error)
+}
+
+// engineMaxCredential bounds a credential, as the engine bounds a
+// session's (engine.MaxCredential).
+const engineMaxCredential = 16 << 10
+
+// Again checks old's remote repository for a session that takes its
+// place: still granted, by the connection that granted it; the new
+// session starts at the same commit.
+func (s *Service) Again(ctx context.Context, old session.Session) (*session.Remote, error) {
+	conns, err := s.Store.ListConnections(ctx, old.Project)
+	if err != nil {
+		return nil, err
+	}
+	c, _, err := forge.Resolve(old.Repo, conns)
+	if err == nil && c.Name != old.Remote.Connection {
+		err = fmt.Errorf("repository %s: connection %s that granted it is gone (%s grants it now: start a new session)", old.Repo, old.Remote.Connection, c.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: project %s: %w", errdefs.ErrInvalid, old.Project, err)
+	}
+	return old.Remote, nil
+}
+
 // AddConnection registers a connection of project to a forge (its
 // admins only): the repositories it grants, its credential sealed and
 // never shown again.
-func (s Projects) AddConnection(ctx context.Context, p identity.Principal, project string, req wire.ConnectionRequest) (forge.Connection, error) {
+func (s *Service) AddConnection(ctx context.Context, p identity.Principal, project string, req wire.ConnectionRequest) (forge.Connection, error) {
 	if err := s.Access.Allow(ctx, p, project, identity.Manage, fmt.Sprintf("project %q", project)); err != nil {
 		return forge.Connection{}, err
 	}
 	c := forge.Connection{Project: project, Name: req.Name, Kind: forge.Kind(req.Kind), URL: strings.TrimRight(req.URL, "/"),
 		Repositories: req.Repositories, Username: req.Username, CreatedBy: p.Sender().String()}
 	err := c.Validate()
-	if req.Credential == "" || len(req.Credential) > MaxCredential || strings.ContainsAny(req.Credential, "\x00\r\n") {
-		err = errors.Join(err, fmt.Errorf("credential: want the forge's token or password, 1 to %d bytes on one line", MaxCredential))
+	if req.Credential == "" || len(req.Credential) > engineMaxCredential || strings.ContainsAny(req.Credential, "\x00\r\n") {
+		err = errors.Join(err, fmt.Errorf("credential: want the forge's token or password, 1 to %d bytes on one line", engineMaxCredential))
 	}
 	if err != nil {
 		return forge.Connection{}, fmt.Errorf("%w: connection: %w", errdefs.ErrInvalid, err)
 	}
 	base, _ := forge.ParseBase(c.URL)
 	c.URL = base.String()
-	sealed := s.ContentKey.Encrypt([]byte(req.Credential), durable.ConnectionAD(project, c.Name))
+	sealed := s.Key.Encrypt([]byte(req.Credential), mirror.ConnectionAD(project, c.Name))
 	out, err := s.Store.AddConnection(ctx, c, sealed)
 	if err != nil {
 		return out, err
@@ -46,7 +107,7 @@ func (s Projects) AddConnection(ctx context.Context, p identity.Principal, proje
 }
 
 // Connections lists a project's connections, the revoked ones too.
-func (s Projects) Connections(ctx context.Context, p identity.Principal, project string) ([]forge.Connection, error) {
+func (s *Service) Connections(ctx context.Context, p identity.Principal, project string) ([]forge.Connection, error) {
 	if err := s.Access.Allow(ctx, p, project, identity.Read, fmt.Sprintf("project %q", project)); err != nil {
 		return nil, err
 	}
@@ -56,7 +117,7 @@ func (s Projects) Connections(ctx context.Context, p identity.Principal, project
 // RevokeConnection revokes a connection (its project's admins only): its
 // credential is deleted, nothing is fetched with it again, and no new
 // session names its repositories; live sessions keep their copies.
-func (s Projects) RevokeConnection(ctx context.Context, p identity.Principal, project, name string) (forge.Connection, error) {
+func (s *Service) RevokeConnection(ctx context.Context, p identity.Principal, project, name string) (forge.Connection, error) {
 	if err := s.Access.Allow(ctx, p, project, identity.Manage, fmt.Sprintf("project %q", project)); err != nil {
 		return forge.Connection{}, err
 	}
@@ -67,11 +128,11 @@ func (s Projects) RevokeConnection(ctx context.Context, p identity.Principal, pr
 	return c, s.Access.Record(ctx, p, "connection_revoked", map[string]string{"project": project, "connection": name})
 }
 
-// remoteRepo checks a remote repository as a session is created on it:
+// Check checks a remote repository as a session is created on it:
 // a live connection of the project grants it, and ref resolves (fetched
 // into the project's mirror now, so the session starts from it). A
 // refusal says why, at once.
-func (s *Service) remoteRepo(ctx context.Context, project, repo, ref string) (*session.Remote, error) {
+func (s *Service) Check(ctx context.Context, project, repo, ref string) (*session.Remote, error) {
 	conns, err := s.Store.ListConnections(ctx, project)
 	if err != nil {
 		return nil, err
@@ -87,7 +148,7 @@ func (s *Service) remoteRepo(ctx context.Context, project, repo, ref string) (*s
 		return nil, fmt.Errorf("%w: this server fetches no remote repositories (its sandbox is unavailable)", errdefs.ErrUnavailable)
 	}
 	rem := session.Remote{Connection: c.Name, URL: r.URL, Path: r.Path, Ref: ref}
-	src, err := durable.RemoteSource(ctx, s.Store, s.ContentKey, project, rem)
+	src, err := mirror.SourceOf(ctx, s.Store, s.Key, project, rem)
 	if err != nil {
 		return nil, err
 	}
@@ -106,24 +167,19 @@ func (s *Service) remoteRepo(ctx context.Context, project, repo, ref string) (*s
 	return &rem, nil
 }
 
-// PullRequests open pull requests on forges (package pulls).
-type PullRequests interface {
-	Open(ctx context.Context, src mirror.Source, r pulls.Request) (pulls.PullRequest, error)
-}
-
-// toForge delivers an accepted snapshot of a session on a remote
+// Deliver delivers an accepted snapshot of a session on a remote
 // repository: its commit (the accepted one, with its Paddock-Session and
 // Accepted-By trailers) becomes branch paddock/ID of the project's
 // mirror, which is pushed to the forge (never forced), and a pull request
 // from it is opened, or the one open already found. The agent pushes
 // nothing: Paddock does, with the connection's credential, once a person
 // accepted. It says where the snapshot went.
-func (s *Service) toForge(ctx context.Context, by session.Sender) func(x session.Session, next string) (string, error) {
+func (s *Service) Deliver(ctx context.Context, by session.Sender) func(x session.Session, next string) (string, error) {
 	return func(x session.Session, next string) (string, error) {
 		if s.Mirrors == nil {
 			return "", fmt.Errorf("%w: this server fetches no remote repositories (its sandbox is unavailable)", errdefs.ErrUnavailable)
 		}
-		src, err := durable.RemoteSource(ctx, s.Store, s.ContentKey, x.Project, *x.Remote)
+		src, err := mirror.SourceOf(ctx, s.Store, s.Key, x.Project, *x.Remote)
 		if err != nil {
 			return "", fmt.Errorf("nothing was accepted: %w", err)
 		}
@@ -134,7 +190,7 @@ func (s *Service) toForge(ctx context.Context, by session.Sender) func(x session
 		branch := "paddock/" + x.ID
 		var local error
 		err = s.Mirrors.Deliver(ctx, src, next, branch, func(dir string) error {
-			local = workspace.Branch(s.Copies.Bounded(ctx), x.Workdir, x.BaseCommit, next, dir, branch)
+			local = workspace.Branch(s.Bounded(ctx), x.Workdir, x.BaseCommit, next, dir, branch)
 			return local
 		})
 		if local != nil {
@@ -192,9 +248,9 @@ func forgeErr(err error) error {
 	return fmt.Errorf("nothing was accepted: %w", err)
 }
 
-// bindStart binds a session started on a pull request (its ref #N) to
+// BindStart binds a session started on a pull request (its ref #N) to
 // it, held: it works on that pull request until the forge says it closed.
-func (s *Service) bindStart(ctx context.Context, x session.Session) error {
+func (s *Service) BindStart(ctx context.Context, x session.Session) error {
 	n := mirror.PullNumber(x.Remote.Ref)
 	if n == 0 {
 		return nil
@@ -208,11 +264,11 @@ func (s *Service) bindStart(ctx context.Context, x session.Session) error {
 	return err
 }
 
-// release releases the bindings of a project's sessions to the pull
+// Release releases the bindings of a project's sessions to the pull
 // request a delivery of trigger t (release: true) names: its payload's
 // pull_request.number (or number, GitLab's object_attributes.iid) on the
 // trigger's repository.
-func (s *Service) release(ctx context.Context, project string, t spec.TriggerSpec, payload any, by session.Sender) (int, error) {
+func (s *Service) Release(ctx context.Context, project string, t spec.TriggerSpec, payload any, by session.Sender) (int, error) {
 	conns, err := s.Store.ListConnections(ctx, project)
 	if err != nil {
 		return 0, err
@@ -273,9 +329,12 @@ func pullNumberOf(payload any) int64 {
 
 // Bindings lists what session id is bound to (pull requests), released
 // ones too.
-func (s Sessions) Bindings(ctx context.Context, caller identity.Principal, id string) ([]session.Binding, error) {
-	x, err := s.For(ctx, caller, id, identity.Read)
+func (s *Service) Bindings(ctx context.Context, caller identity.Principal, id string) ([]session.Binding, error) {
+	x, err := s.Store.GetSession(ctx, id)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.Access.Allow(ctx, caller, x.Project, identity.Read, fmt.Sprintf("session %q", id)); err != nil {
 		return nil, err
 	}
 	return s.Store.Bindings(ctx, x.ID)
