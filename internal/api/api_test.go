@@ -21,6 +21,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/datadir"
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/remote"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
@@ -36,6 +37,7 @@ func server(t *testing.T) *httptest.Server {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	svc := &engine.Service{Store: st, Access: &access.Service{Store: st}}
+	svc.Remotes = &remote.Service{Store: st, Access: svc.Access}
 	svc.Audit = &auditlog.Service{Store: st, Access: svc.Access, Sealer: svc.Sealer}
 	dir := t.TempDir()
 	_, err = svc.Access.Bootstrap(context.Background(), dir, "tester")

@@ -230,7 +230,7 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 	if req.Commit != "" {
 		note += " " + req.Commit
 	}
-	if x.Remote != nil && req.Commit == "" && req.Mode == session.AsCommit {
+	if x.Remote != nil && req.Commit == "" && req.Mode == session.AsCommit && s.Remotes != nil {
 		// Nobody applied it to a checkout (a terminal's accept --repo
 		// names the commit it made there): it goes to the forge.
 		land = s.Remotes.Deliver(ctx, by)

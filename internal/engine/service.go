@@ -183,6 +183,9 @@ func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session
 	}
 	var remote *session.Remote
 	if forge.IsRemote(req.Repo) {
+		if s.Remotes == nil {
+			return session.Session{}, fmt.Errorf("%w: repository %s: this server takes no remote repositories", errdefs.ErrInvalid, clip.String(req.Repo, 64))
+		}
 		var err error
 		if remote, err = s.Remotes.Check(ctx, req.Project, req.Repo, req.Ref); err != nil {
 			return session.Session{}, err

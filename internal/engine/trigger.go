@@ -119,6 +119,9 @@ func (s *Service) deliver(ctx context.Context, project, name, event, key string,
 	if len(t.Events) > 0 && !slices.Contains(t.Events, event) {
 		return wire.TriggerResult{Routed: "ignored"}, nil
 	}
+	if t.Release && s.Remotes == nil {
+		return wire.TriggerResult{}, fmt.Errorf("%w: trigger %s releases bindings, but this server takes no remote repositories", errdefs.ErrInvalid, ref)
+	}
 	if t.Release {
 		n, err := s.Remotes.Release(ctx, project, t, payload, session.Sender{Kind: session.SenderTrigger, ID: name})
 		if err != nil {

@@ -183,9 +183,11 @@ func (a *App) renderProject(w http.ResponseWriter, r *http.Request, status int, 
 		return
 	}
 	pg.CanManage = a.can(r, pg.Name, identity.Manage)
-	if pg.Connections, err = a.Service.Remotes.Connections(r.Context(), principal(r), pg.Name); err != nil {
-		a.problem(w, r, err)
-		return
+	if a.Service.Remotes != nil {
+		if pg.Connections, err = a.Service.Remotes.Connections(r.Context(), principal(r), pg.Name); err != nil {
+			a.problem(w, r, err)
+			return
+		}
 	}
 	pg.Kinds = forge.Kinds
 	pol, err := a.Service.Projects().Policy(r.Context(), principal(r), pg.Name)

@@ -372,7 +372,9 @@ func (a *App) session(w http.ResponseWriter, r *http.Request) {
 	parent, _ := x.Delegated()
 	p.Delegated = parent != ""
 	p.Started, _ = a.Service.Sessions().Started(r.Context(), principal(r), x.ID)
-	p.Bindings, _ = a.Service.Remotes.Bindings(r.Context(), principal(r), x.ID)
+	if a.Service.Remotes != nil {
+		p.Bindings, _ = a.Service.Remotes.Bindings(r.Context(), principal(r), x.ID)
+	}
 	var sp spec.Agent
 	if json.Unmarshal(x.AgentSpec, &sp) == nil {
 		p.Model = sp.Model
