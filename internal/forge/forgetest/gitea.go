@@ -28,15 +28,11 @@ type Gitea struct {
 	URL, User, Token string
 }
 
-// NewGitea starts Gitea for the test (its binary from PADDOCK_TEST_GITEA,
-// else GiteaDir): the test skips when there is none, naming the script
-// that builds it.
+// NewGitea starts Gitea for the test (its binary in GiteaDir): the test
+// skips when there is none, naming the script that builds it.
 func NewGitea(t testing.TB) *Gitea {
 	t.Helper()
-	bin := os.Getenv("PADDOCK_TEST_GITEA")
-	if bin == "" {
-		bin = filepath.Join(GiteaDir, "gitea-"+GiteaVersion)
-	}
+	bin := filepath.Join(GiteaDir, "gitea-"+GiteaVersion)
 	if _, err := os.Stat(bin); err != nil {
 		t.Skipf("no Gitea at %s: build it with test/forge/build.sh %s", bin, GiteaDir)
 	}
