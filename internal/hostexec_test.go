@@ -31,10 +31,11 @@ var inSandbox = map[string]bool{"egress/forwarder.go": true, "executor/server.go
 
 // testOnly are packages only tests import (the PostgreSQL test cluster
 // starts initdb and pg_ctl; podtest runs the simulated pods' executors;
-// durabletest makes a git repository for the durable session's tests);
+// durabletest makes a git repository for the durable session's tests;
+// forgetest serves git over HTTP and runs a Gitea for the forge tests);
 // TestOnlyStartersStartPrograms checks that no production file imports
 // them.
-var testOnly = map[string]bool{"pgtest": true, "podtest": true, "durabletest": true}
+var testOnly = map[string]bool{"pgtest": true, "podtest": true, "durabletest": true, "forgetest": true}
 
 // TestOnlyStartersStartPrograms fails when production code outside those
 // packages calls os/exec (or os.StartProcess, syscall.Exec).

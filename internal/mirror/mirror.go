@@ -16,7 +16,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -27,6 +26,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/egress"
 	"github.com/paddock-dev/paddock/internal/forge"
 	"github.com/paddock-dev/paddock/internal/sandbox"
+	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
 // Cache is a node's mirrors, under Dir/PROJECT/CONNECTION/PATH.git.
@@ -145,9 +145,8 @@ func (c *Cache) Resolve(ctx context.Context, src Source, ref string) (commit str
 		candidates = []string{"refs/heads/" + ref, "refs/tags/" + ref}
 	}
 	for _, cand := range candidates {
-		out, err := git(ctx, dir, "rev-parse", "--verify", "--quiet", "--end-of-options", cand+"^{commit}")
-		if err == nil {
-			return strings.TrimSpace(out), took, nil
+		if commit, err := workspace.MirrorCommit(ctx, dir, cand); err == nil {
+			return commit, took, nil
 		}
 	}
 	what := "ref " + ref
@@ -171,7 +170,7 @@ func (c *Cache) Mirror(ctx context.Context, src Source, ref, commit string) (str
 	}
 	unlock := c.lock(dir)
 	has := func() bool {
-		_, err := git(ctx, dir, "cat-file", "-e", commit+"^{commit}")
+		_, err := workspace.MirrorCommit(ctx, dir, commit)
 		return err == nil
 	}
 	ok := has()
@@ -230,13 +229,8 @@ func (c *Cache) ensure(ctx context.Context, dir string) error {
 	}
 	tmp := dir + ".new"
 	_ = os.RemoveAll(tmp)
-	if _, err := git(ctx, "", "init", "--quiet", "--bare", "--template=", tmp); err != nil {
+	if err := workspace.InitMirror(ctx, tmp); err != nil {
 		return err
-	}
-	for _, kv := range [][2]string{{"core.hooksPath", "/dev/null"}, {"core.fsmonitor", "false"}, {"gc.auto", "0"}, {"fetch.recurseSubmodules", "false"}} {
-		if _, err := git(ctx, tmp, "config", kv[0], kv[1]); err != nil {
-			return err
-		}
 	}
 	if os.Getuid() == 0 {
 		if err := filepath.WalkDir(tmp, func(p string, d os.DirEntry, err error) error {
@@ -287,7 +281,7 @@ func (c *Cache) IsBranch(ctx context.Context, src Source, name string) bool {
 	if err != nil || CheckRef(name) != nil {
 		return false
 	}
-	_, err = git(ctx, dir, "rev-parse", "--verify", "--quiet", "--end-of-options", "refs/heads/"+name)
+	_, err = workspace.MirrorCommit(ctx, dir, "refs/heads/"+name)
 	return err == nil
 }
 
@@ -440,21 +434,4 @@ func lastLine(s string) string {
 		return "git failed without a word"
 	}
 	return s
-}
-
-// git runs the host's git on a mirror Paddock made (its config Paddock's).
-func git(ctx context.Context, dir string, args ...string) (string, error) {
-	full := append([]string{"-c", "safe.directory=*"}, args...)
-	if dir != "" {
-		full = append([]string{"-C", dir}, full...)
-	}
-	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=/nonexistent", "GIT_TERMINAL_PROMPT=0"}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
-	}
-	return string(out), nil
 }

@@ -389,6 +389,33 @@ func CloneAt(ctx context.Context, mirror, commit, dir string) error {
 	return hardenConfig(ctx, dir)
 }
 
+// InitMirror makes the bare repository at dir that mirrors a remote
+// repository (package mirror): Paddock's configuration, no hooks, no
+// fsmonitor, no automatic gc, no submodules.
+func InitMirror(ctx context.Context, dir string) error {
+	if _, err := gitRun(ctx, "", nil, "init", "--quiet", "--bare", "--template=", "--", dir); err != nil {
+		return err
+	}
+	for _, kv := range [][2]string{{"core.hooksPath", "/dev/null"}, {"core.fsmonitor", "false"}, {"gc.auto", "0"}, {"fetch.recurseSubmodules", "false"}} {
+		if _, err := gitRun(ctx, "", nil, "config", "--file", filepath.Join(dir, "config"), kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MirrorCommit is the commit rev names in the bare mirror at dir (which
+// the sandbox user owns), or an error when it names none.
+func MirrorCommit(ctx context.Context, dir, rev string) (string, error) {
+	var out string
+	err := anyOwner(func(env []string) error {
+		var err error
+		out, err = gitRun(ctx, "", env, "--git-dir="+dir, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+		return err
+	})
+	return strings.TrimSpace(out), err
+}
+
 // sandboxConfig is what the copy's own .git/config says for the agent's
 // git in the sandbox (which reads only that file): no fsmonitor, no hooks,
 // and submodules never entered, so that a submodule's .git, which lives
