@@ -407,20 +407,26 @@ func (c *Cache) remote(ctx context.Context, dir string, src Source, gitArgs []st
 // classify says what a failed fetch's output means.
 func classify(verb, repo, text string) error {
 	low := strings.ToLower(text)
+	status := ""
+	if m := httpStatus.FindStringSubmatch(low); m != nil {
+		status = m[1] // what the forge (or the proxy) answered; not a port in an address
+	}
 	switch {
-	case strings.Contains(low, "authentication failed") || strings.Contains(low, "401") || strings.Contains(low, "403") || strings.Contains(low, "could not read username"):
+	case status == "401" || status == "403" || strings.Contains(low, "authentication failed") || strings.Contains(low, "could not read username"):
 		return fmt.Errorf("%s %s: the forge refused the connection's credential (revoked or without access to this repository): %s: %w", verb, repo, lastLine(text), ErrRefused)
-	case strings.Contains(low, "not found") || strings.Contains(low, "404") || strings.Contains(low, "does not appear to be a git repository"):
+	case status == "404" || strings.Contains(low, "does not appear to be a git repository") || strings.Contains(low, "repository not found"):
 		return fmt.Errorf("%s %s: the forge has no such repository (or hides it from this credential): %s: %w", verb, repo, lastLine(text), ErrRefused)
 	case strings.Contains(low, "couldn't find remote ref"):
 		return fmt.Errorf("%s %s: %s: %w", verb, repo, lastLine(text), ErrUnknownRef)
-	case strings.Contains(low, "could not resolve") || strings.Contains(low, "failed to connect") || strings.Contains(low, "connection refused") ||
-		strings.Contains(low, "timed out") || strings.Contains(low, " 502") || strings.Contains(low, " 503") || strings.Contains(low, " 504") ||
-		strings.Contains(low, "empty reply") || strings.Contains(low, "recv failure"):
+	case strings.HasPrefix(status, "5") || strings.Contains(low, "could not resolve") || strings.Contains(low, "failed to connect") ||
+		strings.Contains(low, "connection refused") || strings.Contains(low, "timed out") || strings.Contains(low, "empty reply") || strings.Contains(low, "recv failure"):
 		return fmt.Errorf("%s %s: %s: %w", verb, repo, lastLine(text), ErrUnreachable)
 	}
 	return fmt.Errorf("%s %s: %s", verb, repo, lastLine(text))
 }
+
+// httpStatus finds the HTTP status in curl's message as git prints it.
+var httpStatus = regexp.MustCompile(`returned error: ([0-9]{3})`)
 
 func lastLine(s string) string {
 	s = strings.TrimSpace(s)

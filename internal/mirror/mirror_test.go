@@ -114,3 +114,19 @@ func TestResolveAgainstAGitServer(t *testing.T) {
 	require.Positive(t, gone[0].Bytes)
 	require.NoDirExists(t, dir)
 }
+
+// TestClassify: git's messages told apart by the status the forge
+// answered, never by digits of an address.
+func TestClassify(t *testing.T) {
+	for text, want := range map[string]error{
+		"fatal: unable to access 'http://127.0.0.1:40327/a.git/': The requested URL returned error: 503": ErrUnreachable,
+		"fatal: unable to access 'http://127.0.0.1:50327/a.git/': The requested URL returned error: 403": ErrRefused,
+		"fatal: unable to access 'http://h:4040/a.git/': The requested URL returned error: 401":          ErrRefused,
+		"fatal: unable to access 'http://h:5000/a.git/': The requested URL returned error: 404":          ErrRefused,
+		"fatal: unable to access 'http://h:4030/a.git/': Failed to connect to h port 4030":               ErrUnreachable,
+		"fatal: couldn't find remote ref refs/pull/9/head":                                               ErrUnknownRef,
+	} {
+		require.ErrorIs(t, classify("fetch", "r", text), want, text)
+	}
+	require.NotErrorIs(t, classify("fetch", "r", "fatal: 403 bottles of beer at http://h:5403/"), ErrRefused)
+}
