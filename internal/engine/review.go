@@ -211,8 +211,13 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 			return x, fmt.Errorf("%w: tree %.12s is not a diff of session %s against %.12s: accept the base and tree GET …/diff gives", errdefs.ErrInvalid, req.Tree, id, req.Base)
 		}
 	}
+	if x.Remote != nil && req.Commit == "" && req.Mode == session.AsCommit && s.Remotes != nil {
+		// Nobody applied it to a checkout (a terminal's accept --repo
+		// names the commit it made there): it goes to the forge.
+		land = s.Remotes.Deliver(ctx, by)
+	}
 	message := "accepted by " + by.String()
-	if land != nil || (x.Remote != nil && req.Commit == "" && req.Mode == session.AsCommit) {
+	if land != nil {
 		title := x.DisplayTitle
 		if title == "" {
 			title = "Changes of Paddock session " + id
@@ -229,11 +234,6 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 	note := string(req.Mode)
 	if req.Commit != "" {
 		note += " " + req.Commit
-	}
-	if x.Remote != nil && req.Commit == "" && req.Mode == session.AsCommit && s.Remotes != nil {
-		// Nobody applied it to a checkout (a terminal's accept --repo
-		// names the commit it made there): it goes to the forge.
-		land = s.Remotes.Deliver(ctx, by)
 	}
 	if land != nil {
 		if note, err = land(x, next); err != nil {
