@@ -11,10 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -29,6 +31,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/bound"
+	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/copies"
 	"github.com/paddock-dev/paddock/internal/datadir"
@@ -47,6 +50,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store/redacted"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
+	"github.com/paddock-dev/paddock/internal/telemetry"
 	"github.com/paddock-dev/paddock/internal/temporalserver"
 	"github.com/paddock-dev/paddock/internal/throttle"
 	"github.com/paddock-dev/paddock/internal/tool"
@@ -57,13 +61,17 @@ import (
 
 // App is a running Paddock process.
 type App struct {
-	URL      string
-	Service  *engine.Service
-	temporal *temporalserver.Server
-	client   client.Client
-	worker   *workflows.Worker
-	http     *http.Server
-	closers  []func() error
+	URL     string
+	Service *engine.Service
+	// Metrics are this node's; MetricsURL is where they are served ("":
+	// nowhere).
+	Metrics    *telemetry.Metrics
+	MetricsURL string
+	temporal   *temporalserver.Server
+	client     client.Client
+	worker     *workflows.Worker
+	http       *http.Server
+	closers    []func() error
 	// temporalAddress is the Temporal frontend in use.
 	temporalAddress string
 	logger          *slog.Logger
@@ -85,16 +93,18 @@ func (a *App) Lost() <-chan error { return a.lost }
 // read their own variables (ANTHROPIC_API_KEY, OPENAI_BASE_URL, ...) when a
 // session starts, so a missing key is reported then. Replay scripts come
 // from the built-in scripts and the data directory's replay folder only.
-func Providers(dataDir string) *provider.Registry {
+// Every provider's calls are counted in m.
+func Providers(dataDir string, m *telemetry.Metrics) *provider.Registry {
 	r := provider.NewRegistry()
-	r.Register("replay", replay.Dir(filepath.Join(dataDir, "replay")))
-	r.Register("anthropic", anthropic.Factory(os.Getenv))
-	r.Register("openai", openai.Factory(os.Getenv))
+	r.Register("replay", m.Factory("replay", replay.Dir(filepath.Join(dataDir, "replay"))))
+	r.Register("anthropic", m.Factory("anthropic", anthropic.Factory(os.Getenv)))
+	r.Register("openai", m.Factory("openai", openai.Factory(os.Getenv)))
 	return r
 }
 
 // Start brings up everything and returns once the API answers.
 func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App, err error) {
+	logger = telemetry.Logger(logger) // no secret in a log line
 	a := &App{logger: logger}
 	defer func() {
 		if err != nil {
@@ -134,8 +144,16 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	if err != nil {
 		return nil, err
 	}
-	db.Content = contentKey         // audit content projects retain, sealed
-	st := redacted.Store{Store: db} // no detected secret is written in clear text
+	db.Content = contentKey // audit content projects retain, sealed
+	tools := tool.Builtin()
+	metrics := telemetry.New(telemetry.Options{Node: node, Version: cli.Version, Census: db, Tools: slices.Collect(maps.Keys(tools)), Logger: logger})
+	a.Metrics = metrics
+	db.Appended = metrics.Event
+	// No detected secret is written in clear text; what is written is counted.
+	st := redacted.Store{Store: telemetry.Store{Store: db, M: metrics}}
+	if err := a.operators(cfg); err != nil {
+		return nil, err
+	}
 
 	hostPort := cfg.TemporalAddress
 	var temporalTLS *tls.Config // nil: an external cluster, as configured there
@@ -159,13 +177,12 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		hostPort = a.temporal.HostPort()
 	}
 	a.temporalAddress = hostPort
-	a.client, err = dial(ctx, hostPort, temporalTLS, vault.Codec{Key: contentKey}, logger)
+	a.client, err = dial(ctx, hostPort, temporalTLS, vault.Codec{Key: contentKey}, logger, metrics)
 	if err != nil {
 		return nil, err
 	}
-	reg := Providers(cfg.DataDir)
-	tools := tool.Builtin()
-	acts := &durable.Activities{Store: st, Providers: reg, Tools: tools, Now: time.Now, ContentKey: contentKey,
+	reg := Providers(cfg.DataDir, metrics)
+	acts := &durable.Activities{Meter: metrics, Store: st, Providers: reg, Tools: tools, Now: time.Now, ContentKey: contentKey,
 		Copies: &copies.Set{Node: node, Alive: db.NodeAlive, WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces"), CacheDir: filepath.Join(cfg.DataDir, "caches")}, CommandMax: cfg.CommandMax, CommandMaxOutput: cfg.CommandMaxOutput, Prices: cfg.Prices, Budget: cfg.Budget}
 	if cfg.Budget.Actions == 0 {
 		acts.Budget = config.DefaultBudget() // a Config not from Load
@@ -213,7 +230,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	acts.Peers = agents.For
 	acts.Wake, acts.Returned = a.Service.Platform().Wake, a.Service.Platform().Returned
 	a.Service.Audit = &auditlog.Service{Store: st, Access: a.Service.Access, Sealer: sealer, ContentKey: contentKey, RetainFailed: cfg.RetainFailed,
-		SweepEvery: durable.SweepEvery, Now: time.Now}
+		SweepEvery: durable.SweepEvery, Now: time.Now, Broken: metrics.AuditBroken}
 	if created, err := a.Service.Access.Bootstrap(ctx, cfg.DataDir, cfg.AdminUser); err != nil {
 		return nil, fmt.Errorf("first administrator: %w", err)
 	} else if created {
@@ -240,7 +257,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		return nil, err
 	}
 	a.lastRequest.Store(time.Now().UnixNano())
-	a.http = &http.Server{Handler: a.touching(routes(srv.Handler(), ui.Handler())), ReadHeaderTimeout: 10 * time.Second}
+	a.http = &http.Server{Handler: metrics.HTTP(logger, a.touching(routes(srv.Handler(), ui.Handler()))), ReadHeaderTimeout: 10 * time.Second}
 	a.URL = clientURL(ln.Addr(), cfg.TLSCert != "")
 	lock.Record(a.URL, cfg.Background)
 	go func() {
@@ -311,7 +328,7 @@ func (a *App) collect() {
 }
 
 // dial connects to Temporal, waiting for a just-started server to answer.
-func dial(ctx context.Context, hostPort string, tlsConfig *tls.Config, codec vault.Codec, logger *slog.Logger) (client.Client, error) {
+func dial(ctx context.Context, hostPort string, tlsConfig *tls.Config, codec vault.Codec, logger *slog.Logger, metrics *telemetry.Metrics) (client.Client, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, err := client.DialContext(ctx, client.Options{
@@ -319,6 +336,7 @@ func dial(ctx context.Context, hostPort string, tlsConfig *tls.Config, codec vau
 			Namespace:         temporalserver.Namespace,
 			ConnectionOptions: client.ConnectionOptions{TLS: tlsConfig},
 			Logger:            tlog.NewStructuredLogger(quiet(logger)),
+			MetricsHandler:    metrics.Temporal(),
 			// Payloads and failure messages are encrypted before they reach
 			// workflow history.
 			DataConverter:    codec.DataConverter(),
@@ -576,4 +594,29 @@ func nodeName(dataDir string) (string, error) {
 		return "", fmt.Errorf("node name: %w", err)
 	}
 	return name, nil
+}
+
+// operators serves the metrics and profiles on their own listener
+// (PADDOCK_METRICS_LISTEN), until Stop. Where the default address is
+// taken (another server on this machine), the node says so and serves
+// without; an address the operator chose must be served.
+func (a *App) operators(cfg config.Config) error {
+	addr := cfg.MetricsListen
+	if addr == "" || addr == "off" || cfg.Background && !cfg.MetricsExplicit {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil && !cfg.MetricsExplicit {
+		a.logger.Warn("metrics not served: the default address is taken (set PADDOCK_METRICS_LISTEN)", "address", addr, "err", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("PADDOCK_METRICS_LISTEN=%s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: a.Metrics.Handler(cfg.MetricsToken), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	a.closers = append(a.closers, srv.Close)
+	a.MetricsURL = "http://" + ln.Addr().String()
+	a.logger.Info("metrics and profiles served", "url", a.MetricsURL+"/metrics")
+	return nil
 }

@@ -106,6 +106,11 @@ func (s *Service) VerifyAudit(ctx context.Context, p identity.Principal, id stri
 		}
 		out = append(out, r)
 	}
+	for _, r := range out {
+		if !r.OK && s.Broken != nil {
+			s.Broken()
+		}
+	}
 	return out, nil
 }
 

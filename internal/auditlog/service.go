@@ -30,6 +30,8 @@ type Service struct {
 	RetainFailed, SweepEvery time.Duration
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Broken, when set, is told of every log a verification found broken.
+	Broken func()
 }
 
 func (s *Service) now() time.Time {

@@ -58,6 +58,17 @@ type Config struct {
 	// Temporal services listen on (0: free ports, chosen at each start).
 	TemporalPort int
 	LogLevel     slog.Level
+	// LogFormat is "json" or "text" ("": JSON unless standard error is a
+	// terminal).
+	LogFormat string
+	// MetricsListen is where /metrics and the profiles are served ("" or
+	// "off": nowhere; Load's default is DefaultMetricsListen, which a
+	// background server leaves); MetricsToken is the bearer token they
+	// need, required beyond loopback. MetricsExplicit says the variable
+	// was set.
+	MetricsListen   string
+	MetricsToken    string
+	MetricsExplicit bool
 	// AdminUser names the first administrator, created on first start.
 	AdminUser string
 	// Token is the API token client commands send (PADDOCK_TOKEN).
@@ -229,6 +240,10 @@ func ExecutorCA(getenv func(string) string) string {
 	return getenv("PADDOCK_EXECUTOR_CA")
 }
 
+// DefaultMetricsListen is where paddock serve serves its metrics unless
+// told otherwise.
+const DefaultMetricsListen = "127.0.0.1:9464"
+
 // Var documents one environment variable; the README table lists them all.
 type Var struct {
 	Name, Default, Meaning string
@@ -250,6 +265,9 @@ var Vars = []Var{
 	{"PADDOCK_KUBE_USERS", "(none)", "Kubernetes users the controller acts for as a Paddock user of another name, such as a CI job's service account: `system:serviceaccount:ci:deployer=ci-bot,alice@example.com=alice` (KUBERNETES_USER=PADDOCK_USER, comma-separated); these come before PADDOCK_KUBE_USER_PREFIX, and other `system:` users are refused"},
 	{"PADDOCK_KUBE_USER_PREFIX", "(none)", "what the cluster's user names carry before the Paddock user's name (its OIDC prefix, such as `oidc:`): the controller acts for the Paddock user named as the Kubernetes user who created a Session or applied an Agent, less this prefix"},
 	{"PADDOCK_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"PADDOCK_LOG_FORMAT", "json (text on a terminal)", "json: one JSON object per line (`time`, `level`, `msg`, `request_id` and the record's own fields), for a log collector; text: key=value lines"},
+	{"PADDOCK_METRICS_LISTEN", "127.0.0.1:9464 (a background server: off)", "address of the operators' listener: Prometheus metrics at `/metrics`, Go profiles under `/debug/pprof/`; `off` for none; beyond loopback it needs PADDOCK_METRICS_TOKEN"},
+	{"PADDOCK_METRICS_TOKEN", "(none)", "bearer token the metrics listener requires (`Authorization: Bearer TOKEN`); required when PADDOCK_METRICS_LISTEN is not a loopback address"},
 	{"PADDOCK_TOKEN", "(none)", "API token client commands send; otherwise the one `paddock login` saved for the server, else DATA_DIR/admin.token"},
 	{"PADDOCK_ADMIN_USER", "the OS user name", "name of the first administrator, created on first start with a token in DATA_DIR/admin.token (mode 600)"},
 	{"PADDOCK_OIDC_ISSUER", "(none: API tokens only)", "issuer URL of the organization's OpenID Connect directory, for `paddock login`"},
@@ -603,6 +621,25 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if (c.OIDCIssuer == "") != (c.OIDCClientID == "") {
 		return c, fmt.Errorf("PADDOCK_OIDC_ISSUER and PADDOCK_OIDC_CLIENT_ID go together: set both or neither")
+	}
+	switch c.LogFormat = getenv("PADDOCK_LOG_FORMAT"); c.LogFormat {
+	case "", "json", "text":
+	default:
+		return c, fmt.Errorf("PADDOCK_LOG_FORMAT=%q: want json or text", c.LogFormat)
+	}
+	c.MetricsListen, c.MetricsToken = getenv("PADDOCK_METRICS_LISTEN"), getenv("PADDOCK_METRICS_TOKEN")
+	c.MetricsExplicit = c.MetricsListen != ""
+	if c.MetricsListen == "" {
+		c.MetricsListen = DefaultMetricsListen
+	}
+	if c.MetricsListen != "" && c.MetricsListen != "off" {
+		host, port, err := net.SplitHostPort(c.MetricsListen)
+		if err != nil || !validPort(port) {
+			return c, fmt.Errorf("PADDOCK_METRICS_LISTEN=%q: want HOST:PORT (127.0.0.1:9464) or off", c.MetricsListen)
+		}
+		if ip := net.ParseIP(host); c.MetricsToken == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return c, fmt.Errorf("PADDOCK_METRICS_LISTEN=%s is beyond loopback: set PADDOCK_METRICS_TOKEN (a long random string Prometheus sends as a bearer token), or listen on 127.0.0.1", c.MetricsListen)
+		}
 	}
 	switch lvl := strings.ToLower(getenv("PADDOCK_LOG_LEVEL")); lvl {
 	case "", "info":

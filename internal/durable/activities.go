@@ -28,6 +28,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/inflight"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/sandbox"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
@@ -76,6 +77,10 @@ type Activities struct {
 	// at start with that message: there is no unsandboxed fallback.
 	Shell      tool.Shell
 	SandboxErr error
+	// Meter, when set, is told of every command an agent's call ran.
+	Meter interface {
+		Command(sandbox.Result, error)
+	}
 	// LimitErr, when set, says which limit (disk, CPU) this machine cannot
 	// enforce and the operator has not accepted unenforced: sessions that
 	// run commands then fail at start with it.

@@ -89,6 +89,29 @@ type Result struct {
 	Discarded int64
 	TimedOut  bool
 	Duration  time.Duration
+	// Use is what the command's processes used, as the kernel counted
+	// them when they were reaped (zero where it could not say).
+	Use Use
+}
+
+// Use is the resources a command's processes used.
+type Use struct {
+	// CPU is user and system time of every process together.
+	CPU time.Duration
+	// PeakMemory is the largest resident set of any one of them, in bytes.
+	PeakMemory int64
+	// Written is what they wrote to block devices, in bytes.
+	Written int64
+}
+
+// use reads what the waited process and every descendant it reaped used
+// (wait4 reports both).
+func use(ps *os.ProcessState) Use {
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok || ru == nil {
+		return Use{}
+	}
+	return Use{CPU: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), PeakMemory: ru.Maxrss << 10, Written: ru.Oublock * 512}
 }
 
 // ErrUnavailable says the sandbox cannot run here; the message says what
@@ -159,6 +182,9 @@ func run(ctx context.Context, c Command, spawn func(wire func(*exec.Cmd) error) 
 		return Result{}, ctx.Err()
 	}
 	res.Duration = time.Since(start)
+	if cmd.ProcessState != nil {
+		res.Use = use(cmd.ProcessState)
+	}
 	mu.Lock()
 	res.Discarded = discarded
 	mu.Unlock()

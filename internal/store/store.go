@@ -63,6 +63,17 @@ type NewCommand struct {
 	Held bool
 }
 
+// Census counts what the whole deployment holds now, for operators: the
+// sessions not archived by status, the open parks by reason, the
+// approvals pending, and the nodes holding the database (1 for a lone
+// node on SQLite).
+type Census struct {
+	Sessions  map[session.Status]int
+	Parked    map[string]int
+	Approvals int
+	Nodes     int
+}
+
 // AuditLeaf is one leaf of the audit tree as stored: the entry's session,
 // seq and stored JSON (the leaf's data).
 type AuditLeaf struct {
@@ -195,6 +206,8 @@ type Sessions interface {
 	Archive(ctx context.Context, id string, by session.Sender, handoff string) error
 	// RaiseSpendCap sets a live session's spend cap.
 	RaiseSpendCap(ctx context.Context, id string, usd float64) error
+	// Census counts sessions, parks, pending approvals and nodes.
+	Census(ctx context.Context) (Census, error)
 }
 
 // Commands are the messages sent to sessions, their batches, and the

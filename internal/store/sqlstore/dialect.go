@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/paddock-dev/paddock/internal/session"
 )
 
 // dialect is what differs between SQLite and PostgreSQL; every query is
@@ -130,6 +132,8 @@ func (c *conn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.
 type txn struct {
 	*sql.Tx
 	d *dialect
+	// appended are the events written in it.
+	appended []session.Event
 }
 
 func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {

@@ -53,6 +53,7 @@ func (s *base) appendEvent(ctx context.Context, tx *txn, e session.Event) (sessi
 		e.SessionID, e.Seq, e.TurnID, e.Kind, e.Key, string(e.Data), now); err != nil {
 		return e, err
 	}
+	tx.appended = append(tx.appended, e)
 	return e, s.appendAudit(ctx, tx, e)
 }
 

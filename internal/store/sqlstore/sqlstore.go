@@ -21,6 +21,7 @@ import (
 	_ "modernc.org/sqlite"             // database/sql driver "sqlite"
 
 	"github.com/paddock-dev/paddock/internal/errdefs"
+	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 )
 
@@ -49,6 +50,9 @@ type base struct {
 	// Content seals the audit content of projects that retain it; nil
 	// retains none.
 	Content Encrypter
+	// Appended, when set, is told of every event written, once its
+	// transaction committed (an event found by its key is not written).
+	Appended func(session.Event)
 
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]struct{}
@@ -247,7 +251,15 @@ func (s *base) tx(ctx context.Context, fn func(*txn) error) error {
 		_ = tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	for _, e := range tx.appended {
+		if s.Appended != nil {
+			s.Appended(e)
+		}
+	}
+	return nil
 }
 
 func notFound(what, id string, err error) error {
@@ -510,3 +522,34 @@ func nodeKey(node string) int32 {
 
 // nodeCheck is how often a node checks it still holds the database.
 const nodeCheck = 3 * time.Second
+
+// Census implements store.Store: four counting queries, no row read.
+func (s *Store) Census(ctx context.Context) (store.Census, error) {
+	c := store.Census{Sessions: map[session.Status]int{}, Parked: map[string]int{}, Nodes: 1}
+	type count struct {
+		key string
+		n   int
+	}
+	scan := func(r scanner) (c count, err error) { err = r.Scan(&c.key, &c.n); return c, err }
+	statuses, err := queryAll(ctx, s.db, scan, `SELECT status, count(*) FROM sessions WHERE archived_at IS NULL GROUP BY status`)
+	var parked []count
+	if err == nil {
+		parked, err = queryAll(ctx, s.db, scan, `SELECT reason, count(*) FROM parks WHERE resolved_at IS NULL GROUP BY reason`)
+	}
+	if err == nil {
+		err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM approvals WHERE status = ?`, session.ApprovalPending).Scan(&c.Approvals)
+	}
+	if err == nil && s.d == postgresDialect {
+		err = s.db.QueryRowContext(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objsubid = 2 AND granted", int64(nodeLock)).Scan(&c.Nodes)
+	}
+	if err != nil {
+		return c, fmt.Errorf("census: %w", err)
+	}
+	for _, x := range statuses {
+		c.Sessions[session.Status(x.key)] = x.n
+	}
+	for _, x := range parked {
+		c.Parked[x.key] = x.n
+	}
+	return c, nil
+}

@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		"Unfinished":            testUnfinished,
 		"RepairAndHold":         testRepairAndHold,
 		"Connections":           testConnections,
+		"Census":                testCensus,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -755,4 +756,28 @@ func testConnections(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Len(t, bound, 2)
 	require.NotNil(t, bound[1].ReleasedAt, "archiving releases the session's bindings")
+}
+
+func testCensus(t *testing.T, s store.Store) {
+	c, err := s.Census(ctx)
+	require.NoError(t, err)
+	require.Empty(t, c.Sessions, "nothing yet")
+	newSession(t, s, "s1", agent("a", 0))
+	newSession(t, s, "s2", agent("a", 0))
+	newSession(t, s, "s3", agent("a", 0))
+	require.NoError(t, s.StopSession(ctx, "s2", session.StopPayload{Reason: "done"}))
+	require.NoError(t, s.Archive(ctx, "s3", operator, ""))
+	first, err := s.ClaimBatch(ctx, "s1")
+	require.NoError(t, err)
+	require.NoError(t, s.SettleCommands(ctx, ids(first), session.CommandAccepted, ""))
+	_, _, err = s.OpenPark(ctx, session.Park{ID: "p1", SessionID: "s1", Reason: "awaiting_extension"},
+		store.NewCommand{ID: "r1", SessionID: "s1", Kind: session.KindMessage, Payload: json.RawMessage(`{"message":"go on"}`), Sender: operator})
+	require.NoError(t, err)
+	_, err = s.CreateApproval(ctx, session.Approval{ID: "ap1", SessionID: "s1", TurnID: "t", ToolCallID: "c", Tool: "write_file", Digest: "sha256:x", ExpiresAt: time.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	c, err = s.Census(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[session.Status]int{session.StatusQueued: 1, session.StatusStopped: 1}, c.Sessions, "the archived session is not counted")
+	require.Equal(t, map[string]int{"awaiting_extension": 1}, c.Parked)
+	require.Equal(t, 1, c.Approvals)
 }

@@ -1,0 +1,126 @@
+package telemetry
+
+import (
+	"bufio"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// RequestHeader carries a request's ID: a caller's own is kept when it
+// is a sane one (up to 64 letters, digits, '-', '_' or '.'), else one is
+// made; the response names it.
+const RequestHeader = "X-Request-Id"
+
+// HTTP serves next with a request ID in the request's context and the
+// response's header, counts and times every request by its route (the
+// pattern that served it, never its path), and logs it (the access log:
+// method, route, path, status, bytes, duration and the ID; never the
+// query, which may carry what a person typed).
+func (m *Metrics) HTTP(logger *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started := time.Now()
+		id := r.Header.Get(RequestHeader)
+		if !saneID(id) {
+			id = uuid.NewString()
+		}
+		w.Header().Set(RequestHeader, id)
+		r = r.WithContext(WithRequestID(r.Context(), id))
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		route := r.Pattern
+		if route == "" || route == "/" {
+			route = "unmatched"
+		}
+		took := time.Since(started)
+		m.httpRequests.WithLabelValues(route, strconv.Itoa(rec.status/100)+"xx").Inc()
+		m.httpSeconds.WithLabelValues(route).Observe(took.Seconds())
+		logger.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method), slog.String("route", route),
+			slog.String("path", r.URL.Path), slog.Int("status", rec.status), slog.Int64("bytes", rec.bytes),
+			slog.Duration("duration", took), slog.String("remote", r.RemoteAddr))
+	})
+}
+
+func saneID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// recorder notes a response's status and size, and passes on flushes
+// (the event stream) and hijacks.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+	wrote  bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	r.wrote = true
+	n, err := r.ResponseWriter.Write(p)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if h, ok := r.ResponseWriter.(http.Hijacker); ok {
+		return h.Hijack()
+	}
+	return nil, nil, errors.New("hijacking is not supported")
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Handler serves the metrics at /metrics and the Go profiles under
+// /debug/pprof/. With a token, every request must carry it as a bearer
+// token (the listener is beyond loopback).
+func (m *Metrics) Handler(token string) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	if token == "" {
+		return mux
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="paddock metrics"`)
+			http.Error(w, "metrics: send PADDOCK_METRICS_TOKEN as a bearer token (Authorization: Bearer TOKEN)", http.StatusUnauthorized)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,77 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/sandbox"
+)
+
+// Command counts one sandboxed command.
+func (m *Metrics) Command(res sandbox.Result, err error) {
+	outcome := "ok"
+	switch {
+	case err != nil:
+		outcome = "error"
+	case res.TimedOut:
+		outcome = "timed_out"
+	case res.ExitCode != 0:
+		outcome = "failed"
+	}
+	m.commands.WithLabelValues(outcome).Inc()
+	if err != nil {
+		return
+	}
+	m.commandSeconds.Observe(res.Duration.Seconds())
+	m.commandCPU.Add(res.Use.CPU.Seconds())
+	if res.Use.PeakMemory > 0 {
+		m.commandMemory.Observe(float64(res.Use.PeakMemory))
+	}
+	m.commandWritten.Add(float64(res.Use.Written))
+}
+
+// Factory meters the providers f makes, as name's.
+func (m *Metrics) Factory(name string, f provider.Factory) provider.Factory {
+	return func(model string) (provider.Provider, error) {
+		p, err := f(model)
+		if err != nil {
+			return nil, err
+		}
+		return metered{Provider: p, m: m, provider: name, model: label(model)}, nil
+	}
+}
+
+// metered counts, times and weighs one provider's calls.
+type metered struct {
+	provider.Provider
+	m               *Metrics
+	provider, model string
+}
+
+func (p metered) Stream(ctx context.Context, req provider.Request, sink func(provider.Delta)) (provider.Response, error) {
+	started := time.Now()
+	var first sync.Once
+	resp, err := p.Provider.Stream(ctx, req, func(d provider.Delta) {
+		first.Do(func() { p.m.modelFirst.WithLabelValues(p.provider, p.model).Observe(time.Since(started).Seconds()) })
+		sink(d)
+	})
+	p.m.modelSeconds.WithLabelValues(p.provider, p.model).Observe(time.Since(started).Seconds())
+	outcome := "ok"
+	if f := provider.Classify(err); err != nil {
+		switch {
+		case errors.Is(err, context.Canceled):
+			outcome = "canceled"
+		case f != "":
+			outcome = string(f)
+		default:
+			outcome = "error"
+		}
+	}
+	p.m.modelCalls.WithLabelValues(p.provider, p.model, outcome).Inc()
+	p.m.modelTokens.WithLabelValues(p.provider, p.model, "input").Add(float64(max(resp.Usage.InputTokens, 0)))
+	p.m.modelTokens.WithLabelValues(p.provider, p.model, "output").Add(float64(max(resp.Usage.OutputTokens, 0)))
+	return resp, err
+}

@@ -1,0 +1,180 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/tool"
+)
+
+// Store counts approvals asked and decided and model spend as they are
+// written, and times the store's busiest operations. (The transcript's
+// events are counted by Event, which the store tells of each one it
+// commits.) A write the store found already made (a retried activity's,
+// by its idempotency key) is not counted again.
+type Store struct {
+	store.Store
+	M *Metrics
+}
+
+// fresh says whether a row the store returned was made by this call, not
+// found from an earlier one: made no earlier than a second before it.
+func fresh(started, created time.Time) bool {
+	return !created.Before(started.Add(-time.Second))
+}
+
+func (s Store) timed(op string, started time.Time) {
+	s.M.storeSeconds.WithLabelValues(op).Observe(time.Since(started).Seconds())
+}
+
+func (s Store) CreateApproval(ctx context.Context, a session.Approval) (session.Approval, error) {
+	started := time.Now()
+	out, err := s.Store.CreateApproval(ctx, a)
+	s.timed("create_approval", started)
+	if err == nil && fresh(started, out.CreatedAt) {
+		s.M.approvals.WithLabelValues("asked").Inc()
+	}
+	return out, err
+}
+
+func (s Store) DecideApproval(ctx context.Context, id string, st session.ApprovalStatus, by *session.Sender, note string) (session.Approval, error) {
+	started := time.Now()
+	out, err := s.Store.DecideApproval(ctx, id, st, by, note)
+	s.timed("decide_approval", started)
+	if err == nil && out.DecidedAt != nil {
+		s.M.approvals.WithLabelValues(string(out.Status)).Inc()
+		s.M.decision.WithLabelValues(string(out.Status)).Observe(out.DecidedAt.Sub(out.CreatedAt).Seconds())
+	}
+	return out, err
+}
+
+func (s Store) RecordUsage(ctx context.Context, sessionID, turnID string, step int, model string, u session.Usage) error {
+	started := time.Now()
+	err := s.Store.RecordUsage(ctx, sessionID, turnID, step, model, u)
+	s.timed("record_usage", started)
+	if err == nil && u.CostUSD > 0 {
+		s.M.cost.WithLabelValues(label(model)).Add(u.CostUSD)
+	}
+	return err
+}
+
+func (s Store) ClaimBatch(ctx context.Context, sessionID string) ([]session.Command, error) {
+	defer s.timed("claim_batch", time.Now())
+	return s.Store.ClaimBatch(ctx, sessionID)
+}
+
+func (s Store) AppendCommand(ctx context.Context, c store.NewCommand) (session.Command, bool, error) {
+	defer s.timed("append_command", time.Now())
+	return s.Store.AppendCommand(ctx, c)
+}
+
+// Event counts one transcript event newly written: by kind, as an audit
+// entry, and what it says of turns, the gate's decisions, tool calls'
+// ends, parks, extensions, egress and provisioning phases.
+func (m *Metrics) Event(e session.Event) {
+	m.events.WithLabelValues(string(e.Kind)).Inc()
+	m.auditEntries.Inc()
+	switch e.Kind {
+	case session.EventTurn:
+		var d session.TurnData
+		if json.Unmarshal(e.Data, &d) == nil && d.Status != "" {
+			m.turns.WithLabelValues(string(d.Status)).Inc()
+		}
+	case session.EventToolCall:
+		var d session.ToolCallData
+		if json.Unmarshal(e.Data, &d) != nil {
+			return
+		}
+		name := m.toolLabel(d.Name)
+		// The gate decides once: asking, refusing, or letting a call
+		// through unasked. A call a person approved or rejected after
+		// being asked was counted when it was asked.
+		byGate := d.By == nil || d.By.Kind == session.ByAutomation
+		verdict := map[session.ToolCallState]string{session.CallAwaitingApproval: "ask", session.CallCalling: "allow", session.CallRejected: "refuse"}[d.State]
+		if verdict != "" && (d.State == session.CallAwaitingApproval || byGate) {
+			if d.Verdict != "" {
+				verdict = label(d.Verdict)
+			}
+			rule := d.Rule
+			if rule == "" && d.By != nil {
+				rule = d.By.Rule
+			}
+			m.gate.WithLabelValues(name, verdict, RuleFamily(rule)).Inc()
+		}
+		if d.State.Final() {
+			m.outcomes.WithLabelValues(name, string(d.State)).Inc()
+		}
+	case session.EventPark:
+		var d session.ParkData
+		if json.Unmarshal(e.Data, &d) == nil && d.Park.ResolvedAt == nil && d.Park.Reason != "" {
+			m.parks.WithLabelValues(label(d.Park.Reason)).Inc()
+		}
+	case session.EventBudget:
+		var d session.BudgetData
+		if json.Unmarshal(e.Data, &d) == nil && d.Extension {
+			m.extensions.Inc()
+		}
+	case session.EventNetwork:
+		var d session.NetworkData
+		if json.Unmarshal(e.Data, &d) == nil {
+			allowed := "false"
+			if d.Allowed {
+				allowed = "true"
+			}
+			m.egress.WithLabelValues(label(d.Phase), allowed).Inc()
+			m.egressBytes.WithLabelValues("up").Add(float64(max(d.BytesUp, 0)))
+			m.egressBytes.WithLabelValues("down").Add(float64(max(d.BytesDown, 0)))
+		}
+	case session.EventPhase:
+		var d session.PhaseData
+		if json.Unmarshal(e.Data, &d) == nil && d.Phase != "" {
+			m.phases.WithLabelValues(string(d.Phase)).Observe(float64(d.DurationMs) / 1000)
+		}
+	}
+}
+
+// toolLabel is a tool's name as a label: a known tool's own, "mcp" for
+// any MCP server's tool, "other" for a name the model made up.
+func (m *Metrics) toolLabel(name string) string {
+	switch {
+	case m.knownTools[name]:
+		return name
+	case strings.HasPrefix(name, tool.MCPPrefix):
+		return "mcp"
+	}
+	return "other"
+}
+
+// RuleFamily is the family of a policy rule, as a bounded label: what
+// comes before its first ':' (floor:..., command:...), else before its
+// first '.' or '=' (tools.write_file, default=ask).
+func RuleFamily(rule string) string {
+	if rule == "" {
+		return "none"
+	}
+	if i := strings.IndexByte(rule, ':'); i > 0 {
+		return label(rule[:i])
+	}
+	if i := strings.IndexAny(rule, ".="); i > 0 {
+		return label(rule[:i])
+	}
+	return label(rule)
+}
+
+// label bounds a value people or models chose: 48 characters of
+// [a-z0-9_.-/], else "other".
+func label(v string) string {
+	if v == "" || len(v) > 48 {
+		return "other"
+	}
+	for _, r := range v {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_.-/", r)) {
+			return "other"
+		}
+	}
+	return v
+}

@@ -1,0 +1,67 @@
+package telemetry
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/client"
+)
+
+// Temporal is the Temporal SDK's metrics handler: of what the SDK
+// reports, this node's task queue lag (schedule to start), task
+// execution time and failures, and its sticky cache's size; the rest,
+// and every tag, is dropped (a workflow type or task queue per series
+// is not an operator's concern, and their number is not bounded here).
+func (m *Metrics) Temporal() client.MetricsHandler { return temporalHandler{m} }
+
+type temporalHandler struct{ m *Metrics }
+
+func (h temporalHandler) WithTags(map[string]string) client.MetricsHandler { return h }
+
+func (h temporalHandler) Counter(name string) client.MetricsCounter {
+	kind := map[string]string{
+		"temporal_workflow_task_execution_failed":  "workflow",
+		"temporal_activity_execution_failed":       "activity",
+		"temporal_local_activity_execution_failed": "local_activity",
+	}[name]
+	if kind == "" {
+		return client.MetricsNopHandler.Counter(name)
+	}
+	c := h.m.taskFailures.WithLabelValues(kind)
+	return counterFunc(func(n int64) { c.Add(float64(n)) })
+}
+
+func (h temporalHandler) Gauge(name string) client.MetricsGauge {
+	if name != "temporal_sticky_cache_size" {
+		return client.MetricsNopHandler.Gauge(name)
+	}
+	return gaugeFunc(h.m.stickyCache.Set)
+}
+
+func (h temporalHandler) Timer(name string) client.MetricsTimer {
+	if kind := map[string]string{
+		"temporal_workflow_task_schedule_to_start_latency": "workflow",
+		"temporal_activity_schedule_to_start_latency":      "activity",
+	}[name]; kind != "" {
+		o := h.m.queueLag.WithLabelValues(kind)
+		return timerFunc(func(d time.Duration) { o.Observe(d.Seconds()) })
+	}
+	if kind := map[string]string{
+		"temporal_workflow_task_execution_latency":  "workflow",
+		"temporal_activity_execution_latency":       "activity",
+		"temporal_local_activity_execution_latency": "local_activity",
+	}[name]; kind != "" {
+		o := h.m.taskSeconds.WithLabelValues(kind)
+		return timerFunc(func(d time.Duration) { o.Observe(d.Seconds()) })
+	}
+	return client.MetricsNopHandler.Timer(name)
+}
+
+type (
+	counterFunc func(int64)
+	gaugeFunc   func(float64)
+	timerFunc   func(time.Duration)
+)
+
+func (f counterFunc) Inc(n int64)          { f(n) }
+func (f gaugeFunc) Update(v float64)       { f(v) }
+func (f timerFunc) Record(d time.Duration) { f(d) }
