@@ -12,7 +12,6 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
@@ -183,13 +182,8 @@ func (g *globals) project(p string) string {
 	return g.cfg.Project
 }
 
-// logger writes JSON lines, or text ones on a terminal or when asked.
 func (g *globals) logger() *slog.Logger {
-	opts := &slog.HandlerOptions{Level: g.cfg.LogLevel}
-	if f, ok := g.io.Err.(*os.File); g.cfg.LogFormat == "text" || g.cfg.LogFormat == "" && ok && term.IsTerminal(int(f.Fd())) {
-		return slog.New(slog.NewTextHandler(g.io.Err, opts))
-	}
-	return slog.New(slog.NewJSONHandler(g.io.Err, opts))
+	return g.cfg.Logger(g.io.Err)
 }
 
 // remote returns a client for the configured server. With none

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/term"
 
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/bound"
@@ -654,6 +656,16 @@ func Load(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("PADDOCK_LOG_LEVEL=%q: want debug, info, warn or error", lvl)
 	}
 	return c, nil
+}
+
+// Logger writes w the log at LogLevel: JSON lines, or text ones where
+// LogFormat says so or, by default, when w is a terminal.
+func (c Config) Logger(w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: c.LogLevel}
+	if f, ok := w.(*os.File); c.LogFormat == "text" || c.LogFormat == "" && ok && term.IsTerminal(int(f.Fd())) {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
 // validPort says whether s is a TCP port (0: any free one).

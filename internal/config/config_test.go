@@ -1,10 +1,12 @@
 package config
 
 import (
+	"bytes"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +28,8 @@ func TestLoad(t *testing.T) {
 		"PADDOCK_COMMAND_MAX_OUTPUT_BYTES": "lots", "PADDOCK_COMMAND_MAX_CPUS": "two", "PADDOCK_SESSION_MAX_DISK_BYTES": "1000", "PADDOCK_SESSION_MAX_FILES": "12",
 		"PADDOCK_UNENFORCED_LIMITS": "disk,gpu", "PADDOCK_SANDBOX_READ_ONLY_PATHS": "opt/sdk", "PADDOCK_RETAIN_FAILED": "a week",
 		"PADDOCK_SESSION_MAX_ACTIONS": "lots", "PADDOCK_SESSION_MAX_MINUTES": "0", "PADDOCK_SESSION_MAX_EXTENSIONS": "-1",
-		"PADDOCK_SESSION_MAX_LIFETIME": "forever", "PADDOCK_LAYERS_MAX_BYTES": "big", "PADDOCK_TEMPORAL_PORT": "40000"} {
+		"PADDOCK_SESSION_MAX_LIFETIME": "forever", "PADDOCK_LAYERS_MAX_BYTES": "big", "PADDOCK_TEMPORAL_PORT": "40000",
+		"PADDOCK_LOG_FORMAT": "xml", "PADDOCK_METRICS_LISTEN": "0.0.0.0:9464"} {
 		bad := map[string]string{"PADDOCK_DATA_DIR": "/d", k: v}
 		_, err = Load(func(k string) string { return bad[k] })
 		require.ErrorContains(t, err, k)
@@ -58,6 +61,21 @@ func TestLoad(t *testing.T) {
 	require.Equal(t, 20, c.Budget.Actions)
 	require.Equal(t, 10*time.Minute, c.Budget.Active)
 	require.Zero(t, c.Budget.Extensions)
+	require.Equal(t, DefaultMetricsListen, c.MetricsListen)
+	require.False(t, c.MetricsExplicit)
+	env["PADDOCK_METRICS_LISTEN"], env["PADDOCK_METRICS_TOKEN"] = "0.0.0.0:9464", "t"
+	c, err = Load(func(k string) string { return env[k] })
+	require.NoError(t, err, "beyond loopback with a token")
+	require.True(t, c.MetricsExplicit)
+}
+
+func TestLoggerFormat(t *testing.T) {
+	var out bytes.Buffer
+	Config{}.Logger(&out).Info("hello", "k", "v")
+	require.JSONEq(t, `{"level":"INFO","msg":"hello","k":"v"}`, regexp.MustCompile(`"time":"[^"]*",`).ReplaceAllString(out.String(), ""))
+	out.Reset()
+	Config{LogFormat: "text"}.Logger(&out).Info("hello", "k", "v")
+	require.Contains(t, out.String(), "msg=hello k=v")
 }
 
 func TestPrices(t *testing.T) {

@@ -28,7 +28,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/inflight"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
-	"github.com/paddock-dev/paddock/internal/sandbox"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
@@ -78,9 +77,7 @@ type Activities struct {
 	Shell      tool.Shell
 	SandboxErr error
 	// Meter, when set, is told of every command an agent's call ran.
-	Meter interface {
-		Command(sandbox.Result, error)
-	}
+	Meter tool.Meter
 	// LimitErr, when set, says which limit (disk, CPU) this machine cannot
 	// enforce and the operator has not accepted unenforced: sessions that
 	// run commands then fail at start with it.

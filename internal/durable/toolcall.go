@@ -20,7 +20,6 @@ import (
 	"github.com/paddock-dev/paddock/internal/liveoutput"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
-	"github.com/paddock-dev/paddock/internal/sandbox"
 	"github.com/paddock-dev/paddock/internal/secret"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/shellcheck"
@@ -362,7 +361,7 @@ func (a Turns) RunTool(ctx context.Context, sessionID, turnID string, call provi
 	if isMCP {
 		res, runErr = tool.CallMCP(ctx, server, a.mcpEnv(s, sp), name, call.Args)
 	} else {
-		env := tool.Env{Root: s.Workdir, Shell: a.metered(), Place: a.place(s, sp), Run: turnID + "/" + call.ID, DiskBudget: a.Copies.Budget(s.Workdir), Owner: a.Copies.UID, MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}
+		env := tool.Env{Root: s.Workdir, Shell: tool.Metered(a.Shell, a.Meter), Place: a.place(s, sp), Run: turnID + "/" + call.ID, DiskBudget: a.Copies.Budget(s.Workdir), Owner: a.Copies.UID, MaxDuration: a.CommandMax, MaxOutput: a.CommandMaxOutput}
 		if a.Peers != nil {
 			env.Sessions = a.Peers(s)
 		}
@@ -520,29 +519,4 @@ func (a *Activities) startLive(ctx context.Context, sessionID, turnID, callID, r
 		_, _ = a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventOutput,
 			Key: "output/" + callID + "/" + run + "/" + strconv.Itoa(seq), Data: data})
 	})
-}
-
-// metered is the shell of agents' calls, telling the meter of every
-// command (nil: no sandbox).
-func (a *Activities) metered() tool.Shell {
-	if a.Shell == nil || a.Meter == nil {
-		return a.Shell
-	}
-	return metered{a.Shell, a.Meter}
-}
-
-// metered tells its meter of every command its shell runs.
-type metered struct {
-	tool.Shell
-	meter interface {
-		Command(sandbox.Result, error)
-	}
-}
-
-func (m metered) Run(ctx context.Context, c sandbox.Command) (sandbox.Result, error) {
-	res, err := m.Shell.Run(ctx, c)
-	if m.meter != nil {
-		m.meter.Command(res, err)
-	}
-	return res, err
 }

@@ -21,6 +21,31 @@ type Shell interface {
 	Run(ctx context.Context, c sandbox.Command) (sandbox.Result, error)
 }
 
+// Meter is told of every command a metered shell runs.
+type Meter interface {
+	Command(sandbox.Result, error)
+}
+
+// Metered is shell telling meter of every command it runs (shell itself
+// without a meter; nil without a shell).
+func Metered(shell Shell, meter Meter) Shell {
+	if shell == nil || meter == nil {
+		return shell
+	}
+	return metered{shell, meter}
+}
+
+type metered struct {
+	Shell
+	meter Meter
+}
+
+func (m metered) Run(ctx context.Context, c sandbox.Command) (sandbox.Result, error) {
+	res, err := m.Shell.Run(ctx, c)
+	m.meter.Command(res, err)
+	return res, err
+}
+
 // ErrNoSandbox says a command cannot run because no sandbox is available.
 var ErrNoSandbox = errors.New("no sandbox available to run commands")
 

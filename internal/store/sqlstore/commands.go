@@ -233,7 +233,7 @@ func (s Commands) SettleCommands(ctx context.Context, ids []string, state sessio
 
 // HeldDeliveries implements store.Store.
 func (s Commands) HeldDeliveries(ctx context.Context, sessionID string) ([]session.Command, error) {
-	out, err := s.queryCommands(ctx, s.db, `session_id = ? AND state = 'held' AND `+s.d.jsonText("sender", "kind")+` = 'trigger'`, sessionID)
+	out, err := s.queryCommands(ctx, s.db, `session_id = ? AND state = 'held' AND `+s.d.JSONText("sender", "kind")+` = 'trigger'`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("held deliveries: %w", err)
 	}

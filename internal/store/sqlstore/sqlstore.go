@@ -23,6 +23,8 @@ import (
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore/dialect"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore/migrations"
 )
 
 // Store is a store.Store on a SQLite file or a PostgreSQL database.
@@ -45,7 +47,7 @@ type Store struct {
 // dialect, the clock, the subscriptions.
 type base struct {
 	db  *conn
-	d   *dialect
+	d   *dialect.Dialect
 	now func() time.Time
 	// Content seals the audit content of projects that retain it; nil
 	// retains none.
@@ -117,7 +119,7 @@ func openPostgres(ctx context.Context, dsn string, now func() time.Time) (*Store
 		_ = db.Close()
 		return nil, fmt.Errorf("the PostgreSQL database cannot be reached (PADDOCK_DATABASE_URL): %w", redactURL(err, dsn))
 	}
-	s := newStore(&base{db: &conn{DB: db, d: postgresDialect}, d: postgresDialect, now: now, subs: map[string]map[chan struct{}]struct{}{}})
+	s := newStore(&base{db: &conn{DB: db, d: dialect.Postgres}, d: dialect.Postgres, now: now, subs: map[string]map[chan struct{}]struct{}{}})
 	if err := s.migrate(ctx); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -157,7 +159,7 @@ func openSQLite(ctx context.Context, path string, now func() time.Time) (*Store,
 	// One connection: SQLite has one writer, and a single connection makes
 	// every transaction serial without "database is locked" retries.
 	db.SetMaxOpenConns(1)
-	s := newStore(&base{db: &conn{DB: db, d: sqliteDialect}, d: sqliteDialect, now: now, subs: map[string]map[chan struct{}]struct{}{}})
+	s := newStore(&base{db: &conn{DB: db, d: dialect.SQLite}, d: dialect.SQLite, now: now, subs: map[string]map[chan struct{}]struct{}{}})
 	if err := s.migrate(ctx); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -181,7 +183,7 @@ func (s *Store) Close() error {
 // own transaction (under the store's lock on PostgreSQL: nodes starting
 // together migrate one after the other).
 func (s *base) migrate(ctx context.Context) error {
-	if s.d == postgresDialect {
+	if s.d == dialect.Postgres {
 		// Stores opening a new database together create its first table
 		// one after the other too.
 		c, err := s.db.Conn(ctx)
@@ -194,22 +196,22 @@ func (s *base) migrate(ctx context.Context) error {
 		}
 		defer c.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrateLock)) //nolint:errcheck
 	}
-	if _, err := s.db.ExecContext(ctx, s.d.ddl(`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`)); err != nil {
+	if _, err := s.db.ExecContext(ctx, s.d.DDL(`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`)); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	for v := 1; v <= len(migrations); v++ {
+	for v := 1; v <= len(migrations.All); v++ {
 		err := s.tx(ctx, func(tx *txn) error {
 			var have int
 			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
 				return err
 			}
-			if have > len(migrations) {
-				return fmt.Errorf("database schema version %d is newer than this binary knows (%d); upgrade paddock", have, len(migrations))
+			if have > len(migrations.All) {
+				return fmt.Errorf("database schema version %d is newer than this binary knows (%d); upgrade paddock", have, len(migrations.All))
 			}
 			if have >= v {
 				return nil
 			}
-			if _, err := tx.ExecContext(ctx, s.d.ddl(migrations[v-1])); err != nil {
+			if _, err := tx.ExecContext(ctx, s.d.DDL(migrations.All[v-1])); err != nil {
 				return err
 			}
 			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, s.ts())
@@ -241,8 +243,8 @@ func (s *base) tx(ctx context.Context, fn func(*txn) error) error {
 		return err
 	}
 	tx := &txn{Tx: raw, d: s.d}
-	if s.d.txLock != "" {
-		if _, err := tx.ExecContext(ctx, s.d.txLock); err != nil {
+	if s.d.TxLock != "" {
+		if _, err := tx.ExecContext(ctx, s.d.TxLock); err != nil {
 			_ = tx.Rollback()
 			return err
 		}
@@ -423,7 +425,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 }
 
 // Dialect names the database: sqlite or postgres.
-func (s *Store) Dialect() string { return s.d.name }
+func (s *Store) Dialect() string { return s.d.Name }
 
 // migrateLock is the advisory lock migrations run under ("migr").
 const migrateLock = 0x6d696772
@@ -443,7 +445,7 @@ const nodeLock = 0x6e6f6465
 // pg_terminate_backend), another process may take the name, so lost is
 // told and this node must stop serving.
 func (s *Store) HoldNode(ctx context.Context, node string, lost func(error)) (release func() error, err error) {
-	if s.d != postgresDialect {
+	if s.d != dialect.Postgres {
 		return func() error { return nil }, nil
 	}
 	key := nodeKey(node)
@@ -504,7 +506,7 @@ func (s *Store) HoldNode(ctx context.Context, node string, lost func(error)) (re
 // holds the name's lock. On SQLite, false: one process serves a SQLite
 // store, and it is the caller.
 func (s *Store) NodeAlive(ctx context.Context, node string) (bool, error) {
-	if s.d != postgresDialect {
+	if s.d != dialect.Postgres {
 		return false, nil
 	}
 	var alive bool
@@ -539,7 +541,7 @@ func (s *Store) Census(ctx context.Context) (store.Census, error) {
 	if err == nil {
 		err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM approvals WHERE status = ?`, session.ApprovalPending).Scan(&c.Approvals)
 	}
-	if err == nil && s.d == postgresDialect {
+	if err == nil && s.d == dialect.Postgres {
 		err = s.db.QueryRowContext(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objsubid = 2 AND granted", int64(nodeLock)).Scan(&c.Nodes)
 	}
 	if err != nil {

@@ -1,0 +1,112 @@
+// Package dialect is what differs between the store's two databases,
+// SQLite and PostgreSQL: placeholders, column types, values, the
+// transaction lock and JSON fields.
+package dialect
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// Dialect is what differs between SQLite and PostgreSQL; every query is
+// written once, in SQLite's spelling with ? placeholders, and rebound.
+type Dialect struct {
+	Name string
+	// Numbered turns ? placeholders into $1, $2, … (PostgreSQL).
+	Numbered bool
+	// DDL rewrites a migration's column types.
+	DDL func(string) string
+	// TxLock is run first in every transaction: PostgreSQL's nodes and
+	// connections take one lock so that transactions apply one at a time,
+	// as SQLite's single writer does (every read-then-write stays atomic).
+	TxLock string
+	// JSONText is the text of a JSON column's top-level field.
+	JSONText func(col, field string) string
+
+	cache sync.Map // query → rebound query
+}
+
+// SQLite is the embedded default's dialect.
+var SQLite = &Dialect{
+	Name: "sqlite",
+	DDL:  func(s string) string { return s },
+	JSONText: func(col, field string) string {
+		return "json_extract(" + col + ", '$." + field + "')"
+	},
+}
+
+var (
+	pgInteger = regexp.MustCompile(`\bINTEGER\b`)
+	pgReal    = regexp.MustCompile(`\bREAL\b`)
+	pgBlob    = regexp.MustCompile(`\bBLOB\b`)
+)
+
+// txLockKey is the advisory lock every PostgreSQL transaction of the store
+// holds ("paddock" in ASCII).
+const txLockKey = 0x7061646465636b
+
+// Postgres is PostgreSQL's dialect.
+var Postgres = &Dialect{
+	Name:     "postgres",
+	Numbered: true,
+	DDL: func(s string) string {
+		s = pgInteger.ReplaceAllString(s, "BIGINT")
+		s = pgReal.ReplaceAllString(s, "DOUBLE PRECISION")
+		return pgBlob.ReplaceAllString(s, "BYTEA")
+	},
+	TxLock: "SELECT pg_advisory_xact_lock(" + strconv.Itoa(txLockKey) + ")",
+	JSONText: func(col, field string) string {
+		return "(" + col + "::jsonb ->> '" + field + "')"
+	},
+}
+
+// Rebind writes query in the dialect's placeholders.
+func (d *Dialect) Rebind(query string) string {
+	if !d.Numbered {
+		return query
+	}
+	if q, ok := d.cache.Load(query); ok {
+		return q.(string)
+	}
+	var b strings.Builder
+	n, quoted := 0, false
+	for _, r := range query {
+		switch {
+		case r == '\'':
+			quoted = !quoted
+		case r == '?' && !quoted:
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	d.cache.Store(query, b.String())
+	return b.String()
+}
+
+// Values writes args as the dialect stores them: booleans are 0 and 1
+// (INTEGER columns, as SQLite has no boolean).
+func (d *Dialect) Values(args []any) []any {
+	if !d.Numbered {
+		return args
+	}
+	for i, a := range args {
+		switch v := a.(type) {
+		case bool:
+			if args[i] = int64(0); v {
+				args[i] = int64(1)
+			}
+		case string:
+			// PostgreSQL's text holds valid UTF-8 without NUL; SQLite's any
+			// bytes. What a model or a provider wrote is kept, marked.
+			if !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+				args[i] = strings.ReplaceAll(strings.ToValidUTF8(v, "\uFFFD"), "\x00", "\uFFFD")
+			}
+		}
+	}
+	return args
+}
