@@ -15,7 +15,7 @@ import (
 //   - the foundation (clip, errdefs, identity, session): words every
 //     layer shares, importing none of the others;
 //   - the store: the system of record, knowing nothing of who calls it;
-//   - the core (access, auditlog, engine; beneath them the durable
+//   - the core (access, auditlog, engine, health; beneath them the durable
 //     session: workflows, durable, copies): the one door, where every use case
 //     checks its caller;
 //   - the transports (api, web, kube, cli, and terminal, what the CLI
@@ -28,7 +28,7 @@ import (
 var (
 	foundation = []string{"clip", "errdefs", "identity", "session"}
 	transports = []string{"api", "web", "kube", "cli", "terminal"}
-	core       = []string{"access", "agency", "auditlog", "engine", "remote", "workflows", "durable", "copies"}
+	core       = []string{"access", "agency", "auditlog", "engine", "health", "remote", "workflows", "durable", "copies"}
 	upper      = []string{"api", "web", "kube", "cli", "terminal", "client", "app"}
 )
 

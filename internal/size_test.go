@@ -33,7 +33,7 @@ var (
 	// packages of their own over a shared base, the CLI's command groups.
 	// #33 moved the store's dialect and migrations into packages of their
 	// own (3,187 → 3,102 with its census and event observer).
-	overLines   = map[string]int{"cli": 3137, "store/sqlstore": 3102}
+	overLines   = map[string]int{"cli": 3135, "store/sqlstore": 3102}
 	overMethods = map[string]int{}
 )
 

@@ -75,6 +75,7 @@ func (s *Server) Handler() http.Handler {
 	h("GET /v1/sessions/{id}/usage", onSession(read), s.usage)
 	h("GET /v1/sessions/{id}/disk", onSession(read), s.disk)
 	h("POST /v1/gc", admin, s.gc)
+	h("GET /v1/status", admin, s.status)
 	h("POST /v1/sessions/{id}/accept", onSession(steer), s.accept)
 	h("POST /v1/sessions/{id}/reject", onSession(steer), s.reject)
 	h("POST /v1/sessions/{id}/extend", onSession(approve), s.extend)
@@ -776,6 +777,15 @@ func (s *Server) gc(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"collected": out})
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	st, err := s.Service.Health.Status(r.Context(), principal(r))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
 func (s *Server) usage(w http.ResponseWriter, r *http.Request) {

@@ -37,6 +37,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/datadir"
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/engine"
+	"github.com/paddock-dev/paddock/internal/health"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/kube"
 	"github.com/paddock-dev/paddock/internal/mirror"
@@ -222,6 +223,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		Now: time.Now, Defaults: acts.Budget, RepositoryRoots: cfg.RepositoryRoots, DataDir: cfg.DataDir, Logger: logger,
 		Access: &access.Service{Store: st, Now: time.Now, OIDC: access.NewOIDC(cfg.OIDCIssuer, cfg.OIDCClientID, cfg.OIDCUsernameClaim),
 			Guesses: &throttle.Failures{}, Logger: logger}}
+	a.Service.Health = &health.Service{Store: st, Node: node, Version: cli.Version, DataDir: cfg.DataDir, QueueLag: metrics.QueueLag}
 	a.Service.Remotes = &remote.Service{Store: st, Access: a.Service.Access, Key: contentKey, Pulls: pulls.Forges{}, Bounded: acts.Copies.Bounded}
 	if c, ok := acts.Mirrors.(*mirror.Cache); ok {
 		a.Service.Remotes.Mirrors = c // none on pods

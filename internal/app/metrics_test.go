@@ -19,7 +19,9 @@ import (
 	"github.com/paddock-dev/paddock/internal/app"
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
+	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/terminal"
 	"github.com/paddock-dev/paddock/internal/wire"
 )
 
@@ -169,6 +171,20 @@ func TestMetricsFollowASession(t *testing.T) {
 		}
 	}
 
+	// paddock status says the same, to the server's administrators.
+	st, err := c.Status(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Nodes)
+	require.Equal(t, 1, st.Sessions[session.StatusAwaiting])
+	require.Zero(t, st.ApprovalsWaiting)
+	require.GreaterOrEqual(t, st.QueueLagMs, int64(0), "tasks ran")
+	require.Positive(t, st.Disk.FreeBytes)
+	require.Equal(t, dir, st.Disk.Path)
+	var shown bytes.Buffer
+	terminal.Status(&shown, st)
+	require.Contains(t, shown.String(), "sessions   1 awaiting (not archived)")
+	require.Contains(t, shown.String(), "approvals  0 approvals waiting")
+
 	// The profiles are on the same listener, behind the same token.
 	req, err := http.NewRequest(http.MethodGet, a.MetricsURL+"/debug/pprof/goroutine?debug=1", nil)
 	require.NoError(t, err)
@@ -192,4 +208,17 @@ func TestMetricsFollowASession(t *testing.T) {
 		}
 	}
 	require.True(t, found, "the session's creation is in the access log")
+}
+
+// TestStatusIsForAdministrators: a project's member may not read the
+// server's health.
+func TestStatusIsForAdministrators(t *testing.T) {
+	user := unique("status-member")
+	member(t, unique("status"), user, identity.Admin)
+	_, c := tokenOf(t, user)
+	_, err := c.Status(context.Background())
+	require.Equal(t, http.StatusForbidden, apiStatus(t, err))
+	st, err := api.Status(context.Background())
+	require.NoError(t, err)
+	require.NotEmpty(t, st.Node)
 }

@@ -3,10 +3,10 @@ package cli
 import (
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/paddock-dev/paddock/internal/terminal"
 	"github.com/paddock-dev/paddock/internal/wire"
 )
 
@@ -49,20 +49,7 @@ func newConnections(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if len(cs) == 0 {
-				fmt.Fprintf(g.io.Out, "project %s has no connections; an admin adds one with: paddock connections add NAME --kind KIND --url URL --repo 'OWNER/*'\n", g.project(project))
-				return nil
-			}
-			tw := tabwriter.NewWriter(g.io.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tKIND\tURL\tREPOSITORIES\tADDED BY\tSTATE")
-			for _, c := range cs {
-				state := "live"
-				if !c.Live() {
-					state = "revoked by " + c.RevokedBy + " " + c.RevokedAt.Format("2006-01-02 15:04")
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Kind, c.URL, strings.Join(c.Repositories, ","), c.CreatedBy, state)
-			}
-			return tw.Flush()
+			return terminal.Connections(g.io.Out, g.project(project), cs)
 		},
 	}
 	revoke := &cobra.Command{

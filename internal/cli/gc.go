@@ -1,10 +1,12 @@
 package cli
 
 import (
-	"fmt"
+	"cmp"
+	"encoding/json"
 
-	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/spf13/cobra"
+
+	"github.com/paddock-dev/paddock/internal/terminal"
 )
 
 func newGC(g *globals) *cobra.Command {
@@ -14,20 +16,29 @@ func newGC(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out, err := g.remote().Review().GC(cmd.Context())
-			if err != nil {
-				return err
+			if err == nil {
+				terminal.Collected(g.io.Out, out)
 			}
-			var total int64
-			for _, c := range out {
-				total += c.Bytes
-				if c.Mirror != "" {
-					fmt.Fprintf(g.io.Out, "removed the mirror of %s (%s): %s\n", c.Mirror, c.Reason, clip.Bytes(c.Bytes))
-					continue
-				}
-				fmt.Fprintf(g.io.Out, "removed %s's working copy (%s): %s\n", c.SessionID, c.Reason, clip.Bytes(c.Bytes))
+			return err
+		},
+	}
+}
+
+func newStatus(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "The server's health at a glance (its administrators): nodes, sessions by status, parks, approvals waiting, queue lag, disk",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := g.remote().Status(cmd.Context())
+			if err != nil || asJSON {
+				return cmp.Or(err, json.NewEncoder(g.io.Out).Encode(st))
 			}
-			fmt.Fprintf(g.io.Out, "%d working copies removed, %s freed\n", len(out), clip.Bytes(total))
+			terminal.Status(g.io.Out, st)
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print it as JSON")
+	return cmd
 }

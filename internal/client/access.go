@@ -110,3 +110,10 @@ func (c Access) LoginOIDC(ctx context.Context, in wire.OIDCLogin) (wire.NewToken
 	err := c.json(ctx, http.MethodPost, "/v1/login/oidc", in, &out)
 	return out, err
 }
+
+// Status is the node's and its cluster's health (server administrators).
+func (c *Client) Status(ctx context.Context) (wire.Status, error) {
+	var out wire.Status
+	err := c.json(ctx, http.MethodGet, "/v1/status", nil, &out)
+	return out, err
+}

@@ -31,6 +31,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/durable"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/forge"
+	"github.com/paddock-dev/paddock/internal/health"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
@@ -87,6 +88,8 @@ type Service struct {
 	// DataDir is the server's data directory: never a repository, nor
 	// inside or around one a session copies.
 	DataDir string
+	// Health is the node's health, for its administrators.
+	Health *health.Service
 
 	// answerMu makes checking an answer and recording it one step, so two
 	// concurrent answers to one question cannot both be recorded.

@@ -3,6 +3,8 @@ package telemetry
 import (
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"go.temporal.io/sdk/client"
 )
 
@@ -65,3 +67,30 @@ type (
 func (f counterFunc) Inc(n int64)          { f(n) }
 func (f gaugeFunc) Update(v float64)       { f(v) }
 func (f timerFunc) Record(d time.Duration) { f(d) }
+
+// QueueLag is how long tasks waited in this node's Temporal task queues
+// at the 99th percentile since it started (the upper bound of the bucket
+// holding it), workflow and activity tasks together; false before any.
+func (m *Metrics) QueueLag() (time.Duration, bool) {
+	var count uint64
+	cumulative := map[float64]uint64{}
+	for _, kind := range []string{"workflow", "activity"} {
+		var d dto.Metric
+		if err := m.queueLag.WithLabelValues(kind).(prometheus.Histogram).Write(&d); err != nil {
+			continue
+		}
+		count += d.Histogram.GetSampleCount()
+		for _, b := range d.Histogram.Bucket {
+			cumulative[b.GetUpperBound()] += b.GetCumulativeCount()
+		}
+	}
+	if count == 0 {
+		return 0, false
+	}
+	for _, bound := range secondsBuckets {
+		if float64(cumulative[bound]) >= 0.99*float64(count) {
+			return time.Duration(bound * float64(time.Second)), true
+		}
+	}
+	return time.Duration(secondsBuckets[len(secondsBuckets)-1] * float64(time.Second)), true
+}

@@ -156,6 +156,32 @@ type Collected struct {
 	Bytes  int64  `json:"bytes"`
 }
 
+// Status is a node's and its cluster's health at a glance: what the
+// deployment holds (from the store), and this node's own figures.
+type Status struct {
+	Node    string `json:"node"`
+	Version string `json:"version"`
+	// Nodes hold the database now (1 for a lone node).
+	Nodes int `json:"nodes"`
+	// Sessions not archived, by status; Parked, by park reason.
+	Sessions         map[session.Status]int `json:"sessions"`
+	Parked           map[string]int         `json:"parked"`
+	ApprovalsWaiting int                    `json:"approvalsWaiting"`
+	// QueueLagMs is how long tasks waited in this node's Temporal task
+	// queues, at the 99th percentile since it started (-1: no task yet).
+	QueueLagMs int64 `json:"queueLagMs"`
+	// Disk is the data directory's filesystem.
+	Disk Disk `json:"disk"`
+}
+
+// Disk is a filesystem's use.
+type Disk struct {
+	Path       string `json:"path"`
+	UsedBytes  int64  `json:"usedBytes"`
+	FreeBytes  int64  `json:"freeBytes"`
+	TotalBytes int64  `json:"totalBytes"`
+}
+
 // AuditReport is one session's audit log verified.
 type AuditReport struct {
 	SessionID string `json:"sessionId"`
