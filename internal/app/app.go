@@ -147,7 +147,17 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	}
 	db.Content = contentKey // audit content projects retain, sealed
 	tools := tool.Builtin()
-	metrics := telemetry.New(telemetry.Options{Node: node, Version: cli.Version, Census: db, Tools: slices.Collect(maps.Keys(tools)), Logger: logger})
+	tracer, err := telemetry.Tracing(ctx, cfg.TracesProtocol, node, cli.Version)
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return tracer.Shutdown(ctx) // what is still held goes out
+	})
+	metrics := telemetry.New(telemetry.Options{Node: node, Version: cli.Version, Census: db, Tools: slices.Collect(maps.Keys(tools)), Logger: logger,
+		Tracer: tracer.Tracer, Turns: db})
 	a.Metrics = metrics
 	db.Appended = metrics.Event
 	// No detected secret is written in clear text; what is written is counted.
@@ -183,7 +193,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		return nil, err
 	}
 	reg := Providers(cfg.DataDir, metrics)
-	acts := &durable.Activities{Meter: metrics, Store: st, Providers: reg, Tools: tools, Now: time.Now, ContentKey: contentKey,
+	acts := &durable.Activities{Meter: metrics, Tracer: tracer.Tracer, Store: st, Providers: reg, Tools: tools, Now: time.Now, ContentKey: contentKey,
 		Copies: &copies.Set{Node: node, Alive: db.NodeAlive, WorkspaceDir: filepath.Join(cfg.DataDir, "workspaces"), CacheDir: filepath.Join(cfg.DataDir, "caches")}, CommandMax: cfg.CommandMax, CommandMaxOutput: cfg.CommandMaxOutput, Prices: cfg.Prices, Budget: cfg.Budget}
 	if cfg.Budget.Actions == 0 {
 		acts.Budget = config.DefaultBudget() // a Config not from Load

@@ -71,6 +71,9 @@ type Config struct {
 	MetricsListen   string
 	MetricsToken    string
 	MetricsExplicit bool
+	// TracesProtocol is how spans go to the OTLP endpoint OpenTelemetry's
+	// own variables name ("grpc" or "http/protobuf"; "": no traces).
+	TracesProtocol string
 	// AdminUser names the first administrator, created on first start.
 	AdminUser string
 	// Token is the API token client commands send (PADDOCK_TOKEN).
@@ -642,6 +645,18 @@ func Load(getenv func(string) string) (Config, error) {
 		if ip := net.ParseIP(host); c.MetricsToken == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 			return c, fmt.Errorf("PADDOCK_METRICS_LISTEN=%s is beyond loopback: set PADDOCK_METRICS_TOKEN (a long random string Prometheus sends as a bearer token), or listen on 127.0.0.1", c.MetricsListen)
 		}
+	}
+	// OpenTelemetry's own variables: traces go to the OTLP endpoint they
+	// name (the exporter reads the rest of them).
+	switch exp := getenv("OTEL_TRACES_EXPORTER"); {
+	case exp == "none":
+	case exp == "otlp" || getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "":
+		c.TracesProtocol = cmp.Or(getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), getenv("OTEL_EXPORTER_OTLP_PROTOCOL"), "http/protobuf")
+		if c.TracesProtocol != "grpc" && c.TracesProtocol != "http/protobuf" {
+			return c, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: Paddock sends traces over grpc or http/protobuf", c.TracesProtocol)
+		}
+	case exp != "":
+		return c, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: want otlp or none", exp)
 	}
 	switch lvl := strings.ToLower(getenv("PADDOCK_LOG_LEVEL")); lvl {
 	case "", "info":

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spans"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/tool"
@@ -76,8 +78,10 @@ type Activities struct {
 	// at start with that message: there is no unsandboxed fallback.
 	Shell      tool.Shell
 	SandboxErr error
-	// Meter, when set, is told of every command an agent's call ran.
-	Meter tool.Meter
+	// Meter, when set, runs and watches every command of agents' calls;
+	// Tracer traces turns' model steps and tool calls (spans).
+	Meter  tool.Meter
+	Tracer trace.Tracer
 	// LimitErr, when set, says which limit (disk, CPU) this machine cannot
 	// enforce and the operator has not accepted unenforced: sessions that
 	// run commands then fail at start with it.
@@ -510,6 +514,7 @@ func (a *Activities) parked(ctx context.Context, sessionID string) (string, bool
 // ModelStep runs one model step of a turn. A step already recorded (the
 // activity retried after a crash) is returned as recorded.
 func (a Turns) ModelStep(ctx context.Context, sessionID, turnID string, step int) (_ provider.Response, err error) {
+	ctx = spans.InTurn(ctx, turnID) // the model call's span is the turn's
 	events, err := a.Store.ListEvents(ctx, sessionID, 0, 0)
 	if err != nil {
 		return provider.Response{}, err

@@ -10,9 +10,10 @@ import (
 	"maps"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/copies"
@@ -23,6 +24,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/secret"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/shellcheck"
+	"github.com/paddock-dev/paddock/internal/spans"
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/tool"
@@ -104,6 +106,15 @@ func SettledCall(ctx context.Context, rec store.Store, sessionID, callID string)
 // unknown tool errors (the model is told which exist); a refusal is
 // recorded as rejected with the deciding rule.
 func (a Turns) Gate(ctx context.Context, sessionID, turnID string, call provider.ToolCall) (GateResult, error) {
+	ctx, span := spans.Start(ctx, a.Tracer, turnID, "gate "+clip.String(call.Name, 64), trace.WithAttributes(attribute.String("gen_ai.tool.call.id", call.ID)))
+	out, err := a.gate(ctx, sessionID, turnID, call)
+	span.SetAttributes(attribute.String("paddock.gate.verdict", out.Decision.Verdict.String()), attribute.String("paddock.gate.rule", out.Decision.Rule),
+		attribute.String("paddock.tool_call.state", string(out.Settled)))
+	spans.End(span, err)
+	return out, err
+}
+
+func (a Turns) gate(ctx context.Context, sessionID, turnID string, call provider.ToolCall) (GateResult, error) {
 	s, sp, err := a.agentSpec(ctx, sessionID)
 	if err != nil {
 		return GateResult{}, err
@@ -143,7 +154,7 @@ func (a Turns) Gate(ctx context.Context, sessionID, turnID string, call provider
 		out.Settled = d.State
 		return out, RecordCall(ctx, a.Store, sessionID, turnID, d)
 	}
-	if problem := argsProblem(call); problem != "" {
+	if problem := call.ArgsProblem(); problem != "" {
 		d := base
 		d.State, d.Error = session.CallErrored, "invalid arguments: "+problem
 		out.Settled = d.State
@@ -158,40 +169,6 @@ func (a Turns) Gate(ctx context.Context, sessionID, turnID string, call provider
 		return out, RecordCall(ctx, a.Store, sessionID, turnID, d)
 	}
 	return out, nil
-}
-
-// argsProblem says what is wrong with a call's argument text, for the
-// model to correct: too large, not UTF-8, not JSON (with the parser's
-// error), or JSON that is not an object.
-func argsProblem(call provider.ToolCall) string {
-	switch {
-	case call.Dropped > 0:
-		return fmt.Sprintf("%d bytes, at most %d; split the work into smaller calls", call.Dropped, provider.MaxArgs)
-	case !utf8.Valid(call.Args):
-		return "not valid UTF-8; send one complete JSON object"
-	}
-	var v any
-	if err := json.Unmarshal(call.Args, &v); err != nil {
-		return fmt.Sprintf("not valid JSON (%v); send one complete JSON object", err)
-	}
-	if _, ok := v.(map[string]any); !ok {
-		return fmt.Sprintf("want a JSON object, got %s", jsonKind(v))
-	}
-	return ""
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	}
-	return "null"
 }
 
 // ApprovalRequest is a parked call's approval, or its immediate rejection.
@@ -264,6 +241,15 @@ func (a Turns) Reject(ctx context.Context, sessionID, turnID string, call provid
 // approval only counts for the exact call it was given for. Errors go back
 // to the model as an errored call; they never stop the session.
 func (a Turns) RunTool(ctx context.Context, sessionID, turnID string, call provider.ToolCall, first policy.Decision, by session.Attribution) (ToolOutcome, error) {
+	ctx, span := spans.Start(ctx, a.Tracer, turnID, "execute_tool "+clip.String(call.Name, 64), trace.WithAttributes(attribute.String("gen_ai.operation.name", "execute_tool"),
+		attribute.String("gen_ai.tool.call.id", call.ID), attribute.String("paddock.approved_by", by.Kind)))
+	out, err := a.runTool(ctx, sessionID, turnID, call, first, by)
+	span.SetAttributes(attribute.String("paddock.tool_call.state", string(out.State)))
+	spans.End(span, err)
+	return out, err
+}
+
+func (a Turns) runTool(ctx context.Context, sessionID, turnID string, call provider.ToolCall, first policy.Decision, by session.Attribution) (ToolOutcome, error) {
 	st, q, settled, err := SettledCall(ctx, a.Store, sessionID, call.ID)
 	if err != nil {
 		return ToolOutcome{}, err
@@ -443,7 +429,9 @@ func (a Turns) RunTool(ctx context.Context, sessionID, turnID string, call provi
 		return ToolOutcome{State: session.CallCalling, Question: true, Node: s.Node}, nil
 	}
 	if !tool.ReadOnly(call.Name) {
+		_, span := spans.Start(ctx, a.Tracer, turnID, "checkpoint")
 		copies.RecordStep(a.Copies.Bounded(ctx), a.Store, a.ContentKey, s, call.ID, "")
+		span.End()
 	}
 	return finish(session.CallDone, res.Output, "")
 }

@@ -207,3 +207,37 @@ func ContextWindow(name string) int {
 	}
 	return 128_000
 }
+
+// ArgsProblem says what is wrong with a call's argument text, for the
+// model to correct: too large, not UTF-8, not JSON (with the parser's
+// error), or JSON that is not an object.
+func (call ToolCall) ArgsProblem() string {
+	switch {
+	case call.Dropped > 0:
+		return fmt.Sprintf("%d bytes, at most %d; split the work into smaller calls", call.Dropped, MaxArgs)
+	case !utf8.Valid(call.Args):
+		return "not valid UTF-8; send one complete JSON object"
+	}
+	var v any
+	if err := json.Unmarshal(call.Args, &v); err != nil {
+		return fmt.Sprintf("not valid JSON (%v); send one complete JSON object", err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return fmt.Sprintf("want a JSON object, got %s", jsonKind(v))
+	}
+	return ""
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "null"
+}

@@ -13,6 +13,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // RequestHeader carries a request's ID: a caller's own is kept when it
@@ -33,13 +37,23 @@ func (m *Metrics) HTTP(logger *slog.Logger, next http.Handler) http.Handler {
 			id = uuid.NewString()
 		}
 		w.Header().Set(RequestHeader, id)
-		r = r.WithContext(WithRequestID(r.Context(), id))
+		// A caller's trace goes on through the request (W3C traceparent).
+		ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := m.tracer.Start(WithRequestID(ctx, id), r.Method, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path), attribute.String("paddock.request_id", id)))
+		r = r.WithContext(ctx)
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
 		route := r.Pattern
 		if route == "" || route == "/" {
 			route = "unmatched"
 		}
+		span.SetName(route)
+		span.SetAttributes(attribute.String("http.route", route), attribute.Int("http.response.status_code", rec.status))
+		if rec.status >= 500 {
+			span.SetStatus(codes.Error, http.StatusText(rec.status))
+		}
+		span.End()
 		took := time.Since(started)
 		m.httpRequests.WithLabelValues(route, strconv.Itoa(rec.status/100)+"xx").Inc()
 		m.httpSeconds.WithLabelValues(route).Observe(took.Seconds())

@@ -6,12 +6,13 @@ import (
 	"log/slog"
 
 	"github.com/paddock-dev/paddock/internal/secret"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Logger is logger whose records never carry a detected secret (their
 // message and every string or error in them redacted, as the record of
-// sessions is) and carry the request ID of the context they were logged
-// in.
+// sessions is) and carry the request ID and trace ID of the context they
+// were logged in.
 func Logger(logger *slog.Logger) *slog.Logger {
 	if _, ok := logger.Handler().(redacting); ok {
 		return logger
@@ -31,6 +32,9 @@ func (h redacting) Handle(ctx context.Context, r slog.Record) error {
 	})
 	if id := RequestID(ctx); id != "" {
 		out.AddAttrs(slog.String("request_id", id))
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		out.AddAttrs(slog.String("trace_id", sc.TraceID().String()))
 	}
 	return h.next.Handle(ctx, out)
 }

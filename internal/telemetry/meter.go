@@ -8,10 +8,27 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/sandbox"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
-// Command counts one sandboxed command.
-func (m *Metrics) Command(res sandbox.Result, err error) {
+// Command runs one sandboxed command in a span of its own, and counts it.
+func (m *Metrics) Command(ctx context.Context, run func(context.Context) (sandbox.Result, error)) (sandbox.Result, error) {
+	ctx, span := m.tracer.Start(ctx, "command")
+	res, err := run(ctx)
+	span.SetAttributes(attribute.Int("process.exit.code", res.ExitCode), attribute.Bool("paddock.command.timed_out", res.TimedOut),
+		attribute.Float64("paddock.command.cpu_seconds", res.Use.CPU.Seconds()), attribute.Int64("paddock.command.peak_memory_bytes", res.Use.PeakMemory))
+	if err != nil {
+		span.SetStatus(codes.Error, "not run")
+	}
+	span.End()
+	m.count(res, err)
+	return res, err
+}
+
+// count counts one sandboxed command.
+func (m *Metrics) count(res sandbox.Result, err error) {
 	outcome := "ok"
 	switch {
 	case err != nil:
@@ -53,6 +70,11 @@ type metered struct {
 
 func (p metered) Stream(ctx context.Context, req provider.Request, sink func(provider.Delta)) (provider.Response, error) {
 	started := time.Now()
+	// GenAI semantic conventions: the operation, the provider, the model,
+	// the tokens; never the messages.
+	ctx, span := p.m.tracer.Start(ctx, "chat "+p.model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", p.provider), attribute.String("gen_ai.request.model", p.model)))
+	defer span.End()
 	var first sync.Once
 	resp, err := p.Provider.Stream(ctx, req, func(d provider.Delta) {
 		first.Do(func() { p.m.modelFirst.WithLabelValues(p.provider, p.model).Observe(time.Since(started).Seconds()) })
@@ -71,6 +93,13 @@ func (p metered) Stream(ctx context.Context, req provider.Request, sink func(pro
 		}
 	}
 	p.m.modelCalls.WithLabelValues(p.provider, p.model, outcome).Inc()
+	span.SetAttributes(attribute.Int("gen_ai.usage.input_tokens", resp.Usage.InputTokens), attribute.Int("gen_ai.usage.output_tokens", resp.Usage.OutputTokens))
+	if resp.StopReason != "" {
+		span.SetAttributes(attribute.StringSlice("gen_ai.response.finish_reasons", []string{resp.StopReason}))
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, outcome)
+	}
 	p.m.modelTokens.WithLabelValues(p.provider, p.model, "input").Add(float64(max(resp.Usage.InputTokens, 0)))
 	p.m.modelTokens.WithLabelValues(p.provider, p.model, "output").Add(float64(max(resp.Usage.OutputTokens, 0)))
 	return resp, err

@@ -7,8 +7,11 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spans"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/tool"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Store counts approvals asked and decided and model spend as they are
@@ -46,6 +49,10 @@ func (s Store) DecideApproval(ctx context.Context, id string, st session.Approva
 	out, err := s.Store.DecideApproval(ctx, id, st, by, note)
 	s.timed("decide_approval", started)
 	if err == nil && out.DecidedAt != nil {
+		// The wait is a span of its turn's trace, from the ask to the word.
+		_, span := spans.Start(ctx, s.M.tracer, out.TurnID, "approval "+s.M.toolLabel(out.Tool), trace.WithTimestamp(out.CreatedAt))
+		span.SetAttributes(attribute.String("paddock.approval.outcome", string(out.Status)), attribute.String("gen_ai.tool.name", s.M.toolLabel(out.Tool)))
+		span.End(trace.WithTimestamp(*out.DecidedAt))
 		s.M.approvals.WithLabelValues(string(out.Status)).Inc()
 		s.M.decision.WithLabelValues(string(out.Status)).Observe(out.DecidedAt.Sub(out.CreatedAt).Seconds())
 	}
@@ -83,6 +90,9 @@ func (m *Metrics) Event(e session.Event) {
 		var d session.TurnData
 		if json.Unmarshal(e.Data, &d) == nil && d.Status != "" {
 			m.turns.WithLabelValues(string(d.Status)).Inc()
+			if d.Status == session.TurnCompleted || d.Status == session.TurnFailed || d.Status == session.TurnStale {
+				m.turnRoot(e, d)
+			}
 		}
 	case session.EventToolCall:
 		var d session.ToolCallData
@@ -177,4 +187,19 @@ func label(v string) string {
 		}
 	}
 	return v
+}
+
+// turnRoot writes an ended turn's root span, from its start to its end.
+func (m *Metrics) turnRoot(e session.Event, d session.TurnData) {
+	if m.turnReader == nil || e.TurnID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	t, err := m.turnReader.GetTurn(ctx, e.TurnID)
+	if err != nil {
+		return
+	}
+	spans.Root(ctx, m.tracer, e.TurnID, "turn", t.CreatedAt, e.CreatedAt, attribute.String("paddock.session_id", e.SessionID),
+		attribute.String("paddock.turn_id", e.TurnID), attribute.String("paddock.turn.status", string(d.Status)))
 }

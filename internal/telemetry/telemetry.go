@@ -15,7 +15,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
 )
 
@@ -65,6 +68,13 @@ type Metrics struct {
 	knownTools     map[string]bool
 	censusTimeout  time.Duration
 	logger         *slog.Logger
+	tracer         trace.Tracer
+	turnReader     Turns
+}
+
+// Turns reads a turn (its start, for its trace's root span).
+type Turns interface {
+	GetTurn(ctx context.Context, id string) (session.Turn, error)
 }
 
 // Options configure New.
@@ -81,6 +91,10 @@ type Options struct {
 	Tools []string
 	// Logger is told when a census fails (nil: not told).
 	Logger *slog.Logger
+	// Tracer traces API requests, model calls, commands, approval waits
+	// and turns (nil: nothing is traced); Turns reads a turn's start.
+	Tracer trace.Tracer
+	Turns  Turns
 }
 
 // secondsBuckets spans a fast store write to a long command.
@@ -89,7 +103,11 @@ var secondsBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1
 // New makes a node's metrics in a registry of their own, with the Go
 // runtime's and the process's collectors.
 func New(o Options) *Metrics {
-	m := &Metrics{Registry: prometheus.NewRegistry(), knownTools: map[string]bool{}, censusTimeout: 5 * time.Second, logger: o.Logger}
+	m := &Metrics{Registry: prometheus.NewRegistry(), knownTools: map[string]bool{}, censusTimeout: 5 * time.Second, logger: o.Logger,
+		tracer: o.Tracer, turnReader: o.Turns}
+	if m.tracer == nil {
+		m.tracer = noop.NewTracerProvider().Tracer("")
+	}
 	for _, t := range o.Tools {
 		m.knownTools[t] = true
 	}

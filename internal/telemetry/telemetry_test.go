@@ -67,7 +67,9 @@ func exercised(t *testing.T) *Metrics {
 	m.cost.WithLabelValues("replay/x").Add(0.01)
 	m.approvals.WithLabelValues("approved").Inc()
 	m.decision.WithLabelValues("approved").Observe(3)
-	m.Command(sandbox.Result{ExitCode: 1, Duration: time.Second, Use: sandbox.Use{CPU: time.Second, PeakMemory: 1 << 20, Written: 4096}}, nil)
+	_, _ = m.Command(context.Background(), func(context.Context) (sandbox.Result, error) {
+		return sandbox.Result{ExitCode: 1, Duration: time.Second, Use: sandbox.Use{CPU: time.Second, PeakMemory: 1 << 20, Written: 4096}}, nil
+	})
 	m.AuditBroken()
 	p, err := m.Factory("replay", func(string) (provider.Provider, error) { return failing{}, nil })("x")
 	require.NoError(t, err)

@@ -21,13 +21,13 @@ type Shell interface {
 	Run(ctx context.Context, c sandbox.Command) (sandbox.Result, error)
 }
 
-// Meter is told of every command a metered shell runs.
+// Meter runs every command a metered shell runs (run), and watches it.
 type Meter interface {
-	Command(sandbox.Result, error)
+	Command(ctx context.Context, run func(context.Context) (sandbox.Result, error)) (sandbox.Result, error)
 }
 
-// Metered is shell telling meter of every command it runs (shell itself
-// without a meter; nil without a shell).
+// Metered is shell whose every command meter runs and watches (shell
+// itself without a meter; nil without a shell).
 func Metered(shell Shell, meter Meter) Shell {
 	if shell == nil || meter == nil {
 		return shell
@@ -41,9 +41,7 @@ type metered struct {
 }
 
 func (m metered) Run(ctx context.Context, c sandbox.Command) (sandbox.Result, error) {
-	res, err := m.Shell.Run(ctx, c)
-	m.meter.Command(res, err)
-	return res, err
+	return m.meter.Command(ctx, func(ctx context.Context) (sandbox.Result, error) { return m.Shell.Run(ctx, c) })
 }
 
 // ErrNoSandbox says a command cannot run because no sandbox is available.
