@@ -35,7 +35,7 @@ var inSandbox = map[string]bool{"egress/forwarder.go": true, "executor/server.go
 // forgetest serves git over HTTP and runs a Gitea for the forge tests);
 // TestOnlyStartersStartPrograms checks that no production file imports
 // them.
-var testOnly = map[string]bool{"pgtest": true, "podtest": true, "durabletest": true, "forgetest": true}
+var testOnly = map[string]bool{"pgtest": true, "podtest": true, "durabletest": true, "forgetest": true, "jaegertest": true}
 
 // TestOnlyStartersStartPrograms fails when production code outside those
 // packages calls os/exec (or os.StartProcess, syscall.Exec).
