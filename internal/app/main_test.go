@@ -83,6 +83,11 @@ func TestMain(m *testing.M) {
 		}
 	}
 	liveDSN = cfg.StoreDSN()
+	// With an OTLP endpoint named (a benchmark with tracing on), the
+	// shared server sends its spans there.
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" {
+		cfg.TracesProtocol = "http/protobuf"
+	}
 	shared, err = app.Start(context.Background(), cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start embedded server:", err)

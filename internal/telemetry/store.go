@@ -14,34 +14,18 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Store counts approvals asked and decided and model spend as they are
-// written, and times the store's busiest operations. (The transcript's
-// events are counted by Event, which the store tells of each one it
-// commits.) A write the store found already made (a retried activity's,
-// by its idempotency key) is not counted again.
+// Store counts approvals decided (each is decided once) and model spend
+// as they are written, and times the store's busiest operations. The
+// transcript's events are counted by Event, which the store tells of each
+// one it commits: a write the store found already made (a retried
+// activity's, by its idempotency key) is not counted again.
 type Store struct {
 	store.Store
 	M *Metrics
 }
 
-// fresh says whether a row the store returned was made by this call, not
-// found from an earlier one: made no earlier than a second before it.
-func fresh(started, created time.Time) bool {
-	return !created.Before(started.Add(-time.Second))
-}
-
 func (s Store) timed(op string, started time.Time) {
 	s.M.storeSeconds.WithLabelValues(op).Observe(time.Since(started).Seconds())
-}
-
-func (s Store) CreateApproval(ctx context.Context, a session.Approval) (session.Approval, error) {
-	started := time.Now()
-	out, err := s.Store.CreateApproval(ctx, a)
-	s.timed("create_approval", started)
-	if err == nil && fresh(started, out.CreatedAt) {
-		s.M.approvals.WithLabelValues("asked").Inc()
-	}
-	return out, err
 }
 
 func (s Store) DecideApproval(ctx context.Context, id string, st session.ApprovalStatus, by *session.Sender, note string) (session.Approval, error) {
@@ -103,9 +87,13 @@ func (m *Metrics) Event(e session.Event) {
 		// The gate decides once: asking, refusing, or letting a call
 		// through unasked. A call a person approved or rejected after
 		// being asked was counted when it was asked.
+		// A person's rejection carries no verdict; the gate's refusal does.
 		byGate := d.By == nil || d.By.Kind == session.ByAutomation
 		verdict := map[session.ToolCallState]string{session.CallAwaitingApproval: "ask", session.CallCalling: "allow", session.CallRejected: "refuse"}[d.State]
-		if verdict != "" && (d.State == session.CallAwaitingApproval || byGate) {
+		if d.State == session.CallAwaitingApproval {
+			m.approvals.WithLabelValues("asked").Inc()
+		}
+		if d.State == session.CallAwaitingApproval || d.State == session.CallCalling && byGate || d.State == session.CallRejected && d.Verdict != "" {
 			if d.Verdict != "" {
 				verdict = label(d.Verdict)
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -56,7 +57,8 @@ func exercised(t *testing.T) *Metrics {
 	}
 	event(session.EventTurn, session.TurnData{Status: session.TurnCompleted})
 	event(session.EventToolCall, session.ToolCallData{Name: "run_command", State: session.CallAwaitingApproval, Verdict: "ask", Rule: "default=ask"})
-	event(session.EventToolCall, session.ToolCallData{Name: "made_up_tool_" + strings.Repeat("x", 10), State: session.CallRejected, Rule: "tools.x"})
+	event(session.EventToolCall, session.ToolCallData{Name: "made_up_tool_" + strings.Repeat("x", 10), State: session.CallRejected, Verdict: "refuse", Rule: "tools.x"})
+	event(session.EventToolCall, session.ToolCallData{Name: "run_command", State: session.CallRejected}) // a person's rejection
 	event(session.EventToolCall, session.ToolCallData{Name: "mcp__calc__add", State: session.CallDone})
 	event(session.EventPark, session.ParkData{Park: session.Park{Reason: "awaiting_extension"}})
 	event(session.EventBudget, session.BudgetData{Extension: true})
@@ -124,6 +126,7 @@ func TestLabelsAreBounded(t *testing.T) {
 	}
 	require.True(t, seen["paddock_tool_call_outcomes_total"]["tool=mcp"], "an MCP tool counts as mcp")
 	require.True(t, seen["paddock_tool_calls_total"]["tool=other"], "a name the model made up counts as other")
+	require.Equal(t, 1.0, gateCount(t, m, "run_command"), "asked once; the person's rejection is not the gate's")
 	require.True(t, seen["paddock_model_calls_total"]["outcome=outage"])
 	require.True(t, seen["paddock_temporal_queue_lag_seconds"]["kind=workflow"])
 	require.True(t, seen["paddock_http_requests_total"]["route=unmatched"])
@@ -238,4 +241,43 @@ func TestDashboardAndAlertsNameMetricsThatExist(t *testing.T) {
 	out, err := exec.Command(promtool, "check", "rules", "../../deploy/prometheus/alerts.yaml").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "SUCCESS")
+}
+
+// gateCount is the gate's decisions on tool.
+func gateCount(t *testing.T, m *Metrics, tool string) float64 {
+	families, err := m.Registry.Gather()
+	require.NoError(t, err)
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "paddock_tool_calls_total" {
+			continue
+		}
+		for _, s := range f.Metric {
+			for _, l := range s.Label {
+				if l.GetName() == "tool" && l.GetValue() == tool {
+					total += s.Counter.GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+// BenchmarkRequest is what the telemetry adds to one API request: its
+// ID, span (no exporter), counters and access-log line through the
+// redacting JSON logger, against the bare handler.
+func BenchmarkRequest(b *testing.B) {
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux := http.NewServeMux()
+	mux.Handle("GET /v1/sessions/{id}", handler)
+	for name, h := range map[string]http.Handler{
+		"bare":     mux,
+		"observed": New(Options{}).HTTP(Logger(slog.New(slog.NewJSONHandler(io.Discard, nil))), mux),
+	} {
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/v1/sessions/01JABCDEF", nil))
+			}
+		})
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/store/pgtest"
 	"github.com/paddock-dev/paddock/internal/store/redacted"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
+	"github.com/paddock-dev/paddock/internal/telemetry"
 	"github.com/paddock-dev/paddock/internal/vault"
 )
 
@@ -22,13 +23,17 @@ import (
 // transaction on a real SQLite file: p50 and p90 per append. "redacted" is
 // the path every process takes (secrets looked for first); "retained"
 // also seals the event's content (a project that keeps audit content);
-// "postgres" is "redacted" on a local PostgreSQL (pgtest's, without fsync).
+// "postgres" is "redacted" on a local PostgreSQL (pgtest's, without fsync);
+// "counted" is "redacted" with the node's metrics counting every event
+// committed (what every process does since #33).
 func BenchmarkAppendEvent(b *testing.B) {
 	for _, v := range []struct {
 		name              string
 		redact, retention bool
 		postgres          bool
-	}{{"store", false, false, false}, {"redacted", true, false, false}, {"retained", true, true, false}, {"postgres", true, false, true}} {
+		counted           bool
+	}{{"store", false, false, false, false}, {"redacted", true, false, false, false}, {"counted", true, false, false, true},
+		{"retained", true, true, false, false}, {"postgres", true, false, true, false}} {
 		b.Run(v.name, func(b *testing.B) {
 			ctx := context.Background()
 			dsn := filepath.Join(b.TempDir(), "paddock.db")
@@ -43,6 +48,11 @@ func BenchmarkAppendEvent(b *testing.B) {
 			var s store.Store = db
 			if v.redact {
 				s = redacted.Store{Store: db}
+			}
+			if v.counted {
+				m := telemetry.New(telemetry.Options{Census: db, Tools: []string{"read_file"}})
+				db.Appended = m.Event
+				s = redacted.Store{Store: telemetry.Store{Store: db, M: m}}
 			}
 			if v.retention {
 				key, err := vault.NewKey(make([]byte, 32))
