@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -72,6 +73,17 @@ func TestTraceOfATurnAcrossTwoNodes(t *testing.T) {
 	})
 
 	traceID, rootID := spans.Turn(turns[0].ID)
+	events, err := a.Sessions().Events(ctx, x.ID, 0)
+	require.NoError(t, err)
+	named := 0
+	for _, e := range events {
+		var d session.TurnData
+		if e.Kind == session.EventTurn && json.Unmarshal(e.Data, &d) == nil {
+			require.Equal(t, traceID.String(), d.TraceID, "the transcript names the turn's trace")
+			named++
+		}
+	}
+	require.Positive(t, named)
 	var tr jaegertest.Trace
 	count := func(name string) int {
 		n := 0

@@ -102,6 +102,8 @@ type TurnData struct {
 	Status       TurnStatus   `json:"status"`
 	FailureScope FailureScope `json:"failureScope,omitempty"`
 	Error        string       `json:"error,omitempty"`
+	// TraceID is the turn's OpenTelemetry trace (derived from its ID).
+	TraceID string `json:"traceId,omitempty"`
 }
 
 // CommandData is the data of a command event.

@@ -33,6 +33,12 @@ func Turn(turnID string) (trace.TraceID, trace.SpanID) {
 	return t, s
 }
 
+// TraceID is a turn's trace ID, as backends show it (hex).
+func TraceID(turnID string) string {
+	t, _ := Turn(turnID)
+	return t.String()
+}
+
 // InTurn is ctx whose spans are children of the turn's root (unless ctx
 // holds a span of this turn already).
 func InTurn(ctx context.Context, turnID string) context.Context {

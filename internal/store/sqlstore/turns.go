@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spans"
 )
 
 const turnCols = `id, session_id, seq, status, failure_scope, error, command_ids, created_at, updated_at`
@@ -24,8 +25,7 @@ func scanTurn(row scanner) (session.Turn, error) {
 }
 
 func (s *base) turnEvent(ctx context.Context, tx *txn, t session.Turn) error {
-	return s.appendJSON(ctx, tx, t.SessionID, t.ID, session.EventTurn, "turn/"+t.ID+"/"+string(t.Status),
-		session.TurnData{Status: t.Status, FailureScope: t.FailureScope, Error: t.Error})
+	return s.appendJSON(ctx, tx, t.SessionID, t.ID, session.EventTurn, "turn/"+t.ID+"/"+string(t.Status), session.TurnData{Status: t.Status, FailureScope: t.FailureScope, Error: t.Error, TraceID: spans.TraceID(t.ID)})
 }
 
 // OpenTurn implements store.Store.
