@@ -11,12 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -147,7 +145,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	}
 	db.Content = contentKey // audit content projects retain, sealed
 	tools := tool.Builtin()
-	tracer, err := telemetry.Tracing(ctx, cfg.TracesProtocol, node, cli.Version)
+	tracer, err := telemetry.Tracing(ctx, cfg.TracesProtocol, cfg.TracesRatio, node, cli.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +154,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		defer cancel()
 		return tracer.Shutdown(ctx) // what is still held goes out
 	})
-	metrics := telemetry.New(telemetry.Options{Node: node, Version: cli.Version, Census: db, Tools: slices.Collect(maps.Keys(tools)), Logger: logger,
+	metrics := telemetry.New(telemetry.Options{Node: node, Version: cli.Version, Census: db, Tools: tools, Logger: logger,
 		Tracer: tracer.Tracer, Turns: db})
 	a.Metrics = metrics
 	db.Appended = metrics.Event

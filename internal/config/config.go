@@ -72,8 +72,10 @@ type Config struct {
 	MetricsToken    string
 	MetricsExplicit bool
 	// TracesProtocol is how spans go to the OTLP endpoint OpenTelemetry's
-	// own variables name ("grpc" or "http/protobuf"; "": no traces).
+	// own variables name ("grpc" or "http/protobuf"; "": no traces);
+	// TracesRatio the share of traces kept (OTEL_TRACES_SAMPLER).
 	TracesProtocol string
+	TracesRatio    float64
 	// AdminUser names the first administrator, created on first start.
 	AdminUser string
 	// Token is the API token client commands send (PADDOCK_TOKEN).
@@ -657,6 +659,22 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 	case exp != "":
 		return c, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: want otlp or none", exp)
+	}
+	c.TracesRatio = 1
+	switch v := getenv("OTEL_TRACES_SAMPLER"); v {
+	case "", "always_on", "parentbased_always_on":
+	case "always_off", "parentbased_always_off":
+		c.TracesRatio = 0
+	case "traceidratio", "parentbased_traceidratio":
+		if arg := getenv("OTEL_TRACES_SAMPLER_ARG"); arg != "" {
+			r, err := strconv.ParseFloat(arg, 64)
+			if err != nil || r < 0 || r > 1 {
+				return c, fmt.Errorf("OTEL_TRACES_SAMPLER_ARG=%q: want the share of traces kept, from 0 to 1", arg)
+			}
+			c.TracesRatio = r
+		}
+	default:
+		return c, fmt.Errorf("OTEL_TRACES_SAMPLER=%q: want always_on, always_off, traceidratio or their parentbased_ forms", v)
 	}
 	switch lvl := strings.ToLower(getenv("PADDOCK_LOG_LEVEL")); lvl {
 	case "", "info":

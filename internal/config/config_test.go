@@ -29,7 +29,7 @@ func TestLoad(t *testing.T) {
 		"PADDOCK_UNENFORCED_LIMITS": "disk,gpu", "PADDOCK_SANDBOX_READ_ONLY_PATHS": "opt/sdk", "PADDOCK_RETAIN_FAILED": "a week",
 		"PADDOCK_SESSION_MAX_ACTIONS": "lots", "PADDOCK_SESSION_MAX_MINUTES": "0", "PADDOCK_SESSION_MAX_EXTENSIONS": "-1",
 		"PADDOCK_SESSION_MAX_LIFETIME": "forever", "PADDOCK_LAYERS_MAX_BYTES": "big", "PADDOCK_TEMPORAL_PORT": "40000",
-		"PADDOCK_LOG_FORMAT": "xml", "PADDOCK_METRICS_LISTEN": "0.0.0.0:9464"} {
+		"PADDOCK_LOG_FORMAT": "xml", "PADDOCK_METRICS_LISTEN": "0.0.0.0:9464", "OTEL_TRACES_SAMPLER": "sometimes", "OTEL_TRACES_EXPORTER": "zipkin"} {
 		bad := map[string]string{"PADDOCK_DATA_DIR": "/d", k: v}
 		_, err = Load(func(k string) string { return bad[k] })
 		require.ErrorContains(t, err, k)

@@ -106,10 +106,13 @@ func SettledCall(ctx context.Context, rec store.Store, sessionID, callID string)
 // unknown tool errors (the model is told which exist); a refusal is
 // recorded as rejected with the deciding rule.
 func (a Turns) Gate(ctx context.Context, sessionID, turnID string, call provider.ToolCall) (GateResult, error) {
-	ctx, span := spans.Start(ctx, a.Tracer, turnID, "gate "+clip.String(call.Name, 64), trace.WithAttributes(attribute.String("gen_ai.tool.call.id", call.ID)))
+	// Names as operators see them: a name the model made up may carry anything.
+	ctx, span := spans.Start(ctx, a.Tracer, turnID, "gate "+a.Tools.Label(call.Name), trace.WithAttributes(attribute.String("gen_ai.tool.call.id", call.ID)))
 	out, err := a.gate(ctx, sessionID, turnID, call)
-	span.SetAttributes(attribute.String("paddock.gate.verdict", out.Decision.Verdict.String()), attribute.String("paddock.gate.rule", out.Decision.Rule),
-		attribute.String("paddock.tool_call.state", string(out.Settled)))
+	if out.Decision.Rule != "" { // the policy judged it
+		span.SetAttributes(attribute.String("paddock.gate.verdict", out.Decision.Verdict.String()), attribute.String("paddock.gate.rule", out.Decision.Rule))
+	}
+	span.SetAttributes(attribute.String("paddock.tool_call.state", string(out.Settled)))
 	spans.End(span, err)
 	return out, err
 }
@@ -241,7 +244,7 @@ func (a Turns) Reject(ctx context.Context, sessionID, turnID string, call provid
 // approval only counts for the exact call it was given for. Errors go back
 // to the model as an errored call; they never stop the session.
 func (a Turns) RunTool(ctx context.Context, sessionID, turnID string, call provider.ToolCall, first policy.Decision, by session.Attribution) (ToolOutcome, error) {
-	ctx, span := spans.Start(ctx, a.Tracer, turnID, "execute_tool "+clip.String(call.Name, 64), trace.WithAttributes(attribute.String("gen_ai.operation.name", "execute_tool"),
+	ctx, span := spans.Start(ctx, a.Tracer, turnID, "execute_tool "+a.Tools.Label(call.Name), trace.WithAttributes(attribute.String("gen_ai.operation.name", "execute_tool"),
 		attribute.String("gen_ai.tool.call.id", call.ID), attribute.String("paddock.approved_by", by.Kind)))
 	out, err := a.runTool(ctx, sessionID, turnID, call, first, by)
 	span.SetAttributes(attribute.String("paddock.tool_call.state", string(out.State)))

@@ -43,6 +43,9 @@ func (s *Service) Status(ctx context.Context, caller identity.Principal) (wire.S
 	}
 	out := wire.Status{Node: s.Node, Version: s.Version, Nodes: c.Nodes, Sessions: c.Sessions, Parked: c.Parked, ApprovalsWaiting: c.Approvals, QueueLagMs: -1,
 		Disk: wire.Disk{Path: s.DataDir}}
+	if !c.OldestApproval.IsZero() {
+		out.OldestApprovalSeconds = int64(time.Since(c.OldestApproval).Seconds())
+	}
 	if s.QueueLag != nil {
 		if lag, ok := s.QueueLag(); ok {
 			out.QueueLagMs = lag.Milliseconds()

@@ -49,7 +49,17 @@ func InTurn(ctx context.Context, turnID string) context.Context {
 	if cur := trace.SpanContextFromContext(ctx); cur.IsValid() && cur.TraceID() == t {
 		return ctx
 	}
+	ctx = context.WithValue(ctx, turned{}, true)
 	return trace.ContextWithRemoteSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{TraceID: t, SpanID: s, TraceFlags: trace.FlagsSampled, Remote: true}))
+}
+
+type turned struct{}
+
+// InATurn says whether spans started in ctx are a turn's (InTurn, Root):
+// a sampler keeps or drops them together, by their trace ID.
+func InATurn(ctx context.Context) bool {
+	_, root := ctx.Value(forced{}).([2][]byte)
+	return root || ctx.Value(turned{}) != nil
 }
 
 // Start starts a span of the turn's trace with tracer (nil: a no-op).

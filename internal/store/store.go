@@ -65,13 +65,16 @@ type NewCommand struct {
 
 // Census counts what the whole deployment holds now, for operators: the
 // sessions not archived by status, the open parks by reason, the
-// approvals pending, and the nodes holding the database (1 for a lone
-// node on SQLite).
+// approvals pending (and the oldest's age), and the nodes holding the
+// database (1 for a lone node on SQLite).
 type Census struct {
 	Sessions  map[session.Status]int
 	Parked    map[string]int
 	Approvals int
-	Nodes     int
+	// OldestApproval is when the oldest approval pending was asked (zero:
+	// none pending).
+	OldestApproval time.Time
+	Nodes          int
 }
 
 // AuditLeaf is one leaf of the audit tree as stored: the entry's session,

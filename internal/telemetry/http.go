@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,30 +38,51 @@ func (m *Metrics) HTTP(logger *slog.Logger, next http.Handler) http.Handler {
 			id = uuid.NewString()
 		}
 		w.Header().Set(RequestHeader, id)
-		// A caller's trace goes on through the request (W3C traceparent).
-		ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := m.tracer.Start(WithRequestID(ctx, id), r.Method, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path), attribute.String("paddock.request_id", id)))
+		// Each request is a trace of its own, before anyone is
+		// authenticated: a caller's traceparent is linked, never continued
+		// (it could name any trace, a turn's among them).
+		opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindServer)}
+		if caller := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))); caller.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: caller}))
+		}
+		path := clipped(r.URL.Path)
+		ctx, span := m.tracer.Start(WithRequestID(r.Context(), id), r.Method, append(opts, trace.WithAttributes(
+			attribute.String("http.request.method", r.Method), attribute.String("url.path", path), attribute.String("paddock.request_id", id)))...)
 		r = r.WithContext(ctx)
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		defer func() { // after a panic too (the server recovers it)
+			route := r.Pattern
+			if route == "" || route == "/" {
+				route = "unmatched"
+			}
+			span.SetName(route)
+			span.SetAttributes(attribute.String("http.route", route), attribute.Int("http.response.status_code", rec.status))
+			if rec.status >= 500 {
+				span.SetStatus(codes.Error, http.StatusText(rec.status))
+			}
+			span.End()
+			took := time.Since(started)
+			m.httpRequests.WithLabelValues(route, strconv.Itoa(rec.status/100)+"xx").Inc()
+			m.httpSeconds.WithLabelValues(route).Observe(took.Seconds())
+			level := slog.LevelInfo
+			if route == "GET /healthz" {
+				level = slog.LevelDebug // a probe every few seconds
+			}
+			logger.LogAttrs(r.Context(), level, "request", slog.String("method", r.Method), slog.String("route", route),
+				slog.String("path", path), slog.Int("status", rec.status), slog.Int64("bytes", rec.bytes),
+				slog.Duration("duration", took), slog.String("remote", r.RemoteAddr))
+		}()
 		next.ServeHTTP(rec, r)
-		route := r.Pattern
-		if route == "" || route == "/" {
-			route = "unmatched"
-		}
-		span.SetName(route)
-		span.SetAttributes(attribute.String("http.route", route), attribute.Int("http.response.status_code", rec.status))
-		if rec.status >= 500 {
-			span.SetStatus(codes.Error, http.StatusText(rec.status))
-		}
-		span.End()
-		took := time.Since(started)
-		m.httpRequests.WithLabelValues(route, strconv.Itoa(rec.status/100)+"xx").Inc()
-		m.httpSeconds.WithLabelValues(route).Observe(took.Seconds())
-		logger.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method), slog.String("route", route),
-			slog.String("path", r.URL.Path), slog.Int("status", rec.status), slog.Int64("bytes", rec.bytes),
-			slog.Duration("duration", took), slog.String("remote", r.RemoteAddr))
 	})
+}
+
+// clipped is a request's path as logs and spans keep it: its first 256
+// bytes (a path is the caller's to make as long as headers allow).
+func clipped(path string) string {
+	if len(path) <= 256 {
+		return path
+	}
+	return strings.ToValidUTF8(path[:256], "") + "…"
 }
 
 func saneID(id string) bool {
@@ -119,7 +141,8 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 // token (the listener is beyond loopback).
 func (m *Metrics) Handler(token string) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	// One scrape at a time (each asks the store for a census), bounded.
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{MaxRequestsInFlight: 2, Timeout: 15 * time.Second}))
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 
@@ -69,6 +70,15 @@ func redactAttr(a slog.Attr) slog.Attr {
 	case slog.KindAny:
 		if err, ok := v.Any().(error); ok {
 			return slog.String(a.Key, redact(err.Error()))
+		}
+		switch x := v.Any().(type) {
+		case []byte:
+			return slog.String(a.Key, redact(string(x)))
+		case json.RawMessage:
+			return slog.String(a.Key, redact(string(x)))
+		}
+		if data, err := json.Marshal(v.Any()); err == nil {
+			return slog.String(a.Key, redact(string(data)))
 		}
 		return slog.String(a.Key, redact(fmt.Sprint(v.Any())))
 	}

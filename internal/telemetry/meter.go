@@ -57,7 +57,7 @@ func (m *Metrics) Factory(name string, f provider.Factory) provider.Factory {
 		if err != nil {
 			return nil, err
 		}
-		return metered{Provider: p, m: m, provider: name, model: label(model)}, nil
+		return metered{Provider: p, m: m, provider: name, model: m.models.of(model)}, nil
 	}
 }
 

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spans"
 	"github.com/paddock-dev/paddock/internal/store"
-	"github.com/paddock-dev/paddock/internal/tool"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -48,7 +48,8 @@ func (s Store) RecordUsage(ctx context.Context, sessionID, turnID string, step i
 	err := s.Store.RecordUsage(ctx, sessionID, turnID, step, model, u)
 	s.timed("record_usage", started)
 	if err == nil && u.CostUSD > 0 {
-		s.M.cost.WithLabelValues(label(model)).Add(u.CostUSD)
+		provider, name, _ := strings.Cut(model, "/")
+		s.M.cost.WithLabelValues(label(provider), s.M.models.of(name)).Add(u.CostUSD)
 	}
 	return err
 }
@@ -135,16 +136,36 @@ func (m *Metrics) Event(e session.Event) {
 	}
 }
 
-// toolLabel is a tool's name as a label: a known tool's own, "mcp" for
-// any MCP server's tool, "other" for a name the model made up.
-func (m *Metrics) toolLabel(name string) string {
-	switch {
-	case m.knownTools[name]:
-		return name
-	case strings.HasPrefix(name, tool.MCPPrefix):
-		return "mcp"
+// toolLabel is a tool's name as a label (tool.Set.Label).
+func (m *Metrics) toolLabel(name string) string { return m.tools.Label(name) }
+
+// maxModels bounds the models counted by name: a session may name any
+// model, so past the first 64 a node has seen, the rest count as "other".
+const maxModels = 64
+
+// capped is a label's values, the first max of them kept.
+type capped struct {
+	mu   sync.Mutex
+	max  int
+	seen map[string]bool
+}
+
+// of is v as a label: itself while there is room, else "other".
+func (c *capped) of(v string) string {
+	v = label(v)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen[v] {
+		return v
 	}
-	return "other"
+	if len(c.seen) >= c.max {
+		return "other"
+	}
+	if c.seen == nil {
+		c.seen = map[string]bool{}
+	}
+	c.seen[v] = true
+	return v
 }
 
 // RuleFamily is the family of a policy rule, as a bounded label: what
@@ -163,8 +184,9 @@ func RuleFamily(rule string) string {
 	return label(rule)
 }
 
-// label bounds a value people or models chose: 48 characters of
-// [a-z0-9_.-/], else "other".
+// label bounds the length and letters of a value people or models chose:
+// 48 characters of [A-Za-z0-9_.-/], else "other" (how many values there
+// are is bounded by the caller: capped).
 func label(v string) string {
 	if v == "" || len(v) > 48 {
 		return "other"

@@ -11,6 +11,7 @@ package telemetry
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/tool"
 )
 
 // Namespace prefixes every Paddock metric.
@@ -65,7 +67,8 @@ type Metrics struct {
 	taskSeconds    *prometheus.HistogramVec
 	stickyCache    prometheus.Gauge
 	censusFailures prometheus.Counter
-	knownTools     map[string]bool
+	tools          tool.Set
+	models         *capped
 	censusTimeout  time.Duration
 	logger         *slog.Logger
 	tracer         trace.Tracer
@@ -86,9 +89,9 @@ type Options struct {
 	// Census, when set, is asked at every scrape for the sessions by
 	// status, the open parks, the approvals waiting and the nodes.
 	Census Census
-	// Tools are the tool names counted by name; any other is "other"
-	// (MCP tools count as "mcp").
-	Tools []string
+	// Tools are the tools counted by name (tool.Set.Label: MCP tools
+	// count as "mcp", any other name as "other").
+	Tools tool.Set
 	// Logger is told when a census fails (nil: not told).
 	Logger *slog.Logger
 	// Tracer traces API requests, model calls, commands, approval waits
@@ -103,13 +106,10 @@ var secondsBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1
 // New makes a node's metrics in a registry of their own, with the Go
 // runtime's and the process's collectors.
 func New(o Options) *Metrics {
-	m := &Metrics{Registry: prometheus.NewRegistry(), knownTools: map[string]bool{}, censusTimeout: 5 * time.Second, logger: o.Logger,
+	m := &Metrics{Registry: prometheus.NewRegistry(), tools: o.Tools, models: &capped{max: maxModels}, censusTimeout: 5 * time.Second, logger: o.Logger,
 		tracer: o.Tracer, turnReader: o.Turns}
 	if m.tracer == nil {
 		m.tracer = noop.NewTracerProvider().Tracer("")
-	}
-	for _, t := range o.Tools {
-		m.knownTools[t] = true
 	}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
@@ -128,7 +128,7 @@ func New(o Options) *Metrics {
 	m.egress = counter("egress_connections_total", "Connections sandboxed processes made through the egress proxy, by phase and whether they were allowed.", "phase", "allowed")
 	m.egressBytes = counter("egress_bytes_total", "Bytes through the egress proxy, by direction.", "direction")
 	m.phases = histogram("provision_phase_seconds", "Provisioning phases of sessions, by phase.", secondsBuckets, "phase")
-	m.cost = counter("model_cost_usd_total", "Model spend recorded, in US dollars, by model.", "model")
+	m.cost = counter("model_cost_usd_total", "Model spend recorded, in US dollars, by provider and model.", "provider", "model")
 	m.storeSeconds = histogram("store_seconds", "Latency of the store's operations, by operation.", secondsBuckets, "op")
 	m.auditEntries = prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "audit_entries_total", Help: "Audit entries written (one per transcript event)."})
 	m.auditBroken = prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "audit_verification_failures_total", Help: "Audit logs a verification found broken."})
@@ -170,16 +170,22 @@ func (m *Metrics) AuditBroken() {
 	}
 }
 
-// census is the collector asking the store at every scrape.
+// census is the collector asking the store, at most every 5 seconds
+// (scrapes in between, from several Prometheus servers say, are given
+// the last answer).
 type census struct {
-	m *Metrics
-	c Census
+	m    *Metrics
+	c    Census
+	mu   sync.Mutex
+	at   time.Time
+	last store.Census
 }
 
 var (
 	sessionsDesc  = prometheus.NewDesc(Namespace+"_sessions", "Sessions not archived, by status.", []string{"status"}, nil)
 	parkedDesc    = prometheus.NewDesc(Namespace+"_sessions_parked", "Sessions parked now, by reason.", []string{"reason"}, nil)
 	approvalsDesc = prometheus.NewDesc(Namespace+"_approvals_waiting", "Approvals waiting for a person.", nil, nil)
+	oldestDesc    = prometheus.NewDesc(Namespace+"_approval_oldest_waiting_seconds", "How long the oldest approval waiting has waited (0: none waits).", nil, nil)
 	nodesDesc     = prometheus.NewDesc(Namespace+"_cluster_nodes", "Nodes holding the database (1 for a lone node).", nil, nil)
 )
 
@@ -187,20 +193,27 @@ func (c *census) Describe(ch chan<- *prometheus.Desc) {
 	ch <- sessionsDesc
 	ch <- parkedDesc
 	ch <- approvalsDesc
+	ch <- oldestDesc
 	ch <- nodesDesc
 }
 
 func (c *census) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.m.censusTimeout)
-	defer cancel()
-	n, err := c.c.Census(ctx)
-	if err != nil {
-		c.m.censusFailures.Inc()
-		if c.m.logger != nil {
-			c.m.logger.Warn("metrics: the store's census failed", "err", err)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.at) >= 5*time.Second {
+		ctx, cancel := context.WithTimeout(context.Background(), c.m.censusTimeout)
+		defer cancel()
+		n, err := c.c.Census(ctx)
+		if err != nil {
+			c.m.censusFailures.Inc()
+			if c.m.logger != nil {
+				c.m.logger.Warn("metrics: the store's census failed", "err", err)
+			}
+			return
 		}
-		return
+		c.at, c.last = time.Now(), n
 	}
+	n := c.last
 	for status, count := range n.Sessions {
 		ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(count), string(status))
 	}
@@ -208,5 +221,10 @@ func (c *census) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(parkedDesc, prometheus.GaugeValue, float64(count), reason)
 	}
 	ch <- prometheus.MustNewConstMetric(approvalsDesc, prometheus.GaugeValue, float64(n.Approvals))
+	oldest := 0.0
+	if !n.OldestApproval.IsZero() {
+		oldest = time.Since(n.OldestApproval).Seconds()
+	}
+	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, oldest)
 	ch <- prometheus.MustNewConstMetric(nodesDesc, prometheus.GaugeValue, float64(n.Nodes))
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,11 +18,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/sandbox"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spans"
 	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/tool"
 )
 
 type fakeCensus struct{ err error }
@@ -49,7 +54,7 @@ func TestRuleFamily(t *testing.T) {
 // exercised is a node's metrics after one of everything, so that every
 // family has a series.
 func exercised(t *testing.T) *Metrics {
-	m := New(Options{Node: "n1", Version: "test", Census: fakeCensus{}, Tools: []string{"run_command"}})
+	m := New(Options{Node: "n1", Version: "test", Census: fakeCensus{}, Tools: tool.Set{"run_command": {}}})
 	event := func(kind session.EventKind, v any) {
 		data, err := json.Marshal(v)
 		require.NoError(t, err)
@@ -66,7 +71,7 @@ func exercised(t *testing.T) *Metrics {
 	event(session.EventPhase, session.PhaseData{Phase: session.RuntimePhase("cloning"), DurationMs: 30})
 	s := Store{M: m}
 	s.timed("claim_batch", time.Now())
-	m.cost.WithLabelValues("replay/x").Add(0.01)
+	m.cost.WithLabelValues("replay", "x").Add(0.01)
 	m.approvals.WithLabelValues("approved").Inc()
 	m.decision.WithLabelValues("approved").Observe(3)
 	_, _ = m.Command(context.Background(), func(context.Context) (sandbox.Result, error) {
@@ -170,7 +175,8 @@ func TestLogsNeverCarryASecret(t *testing.T) {
 	logger := Logger(slog.New(slog.NewJSONHandler(&out, nil)))
 	const key = "ghp_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
 	ctx := WithRequestID(context.Background(), "req-1")
-	logger.With("token", key).InfoContext(ctx, "pushing with "+key, "err", errors.New("auth failed for "+key), slog.Group("g", "k", key), "args", []string{key})
+	logger.With("token", key).InfoContext(ctx, "pushing with "+key, "err", errors.New("auth failed for "+key), slog.Group("g", "k", key), "args", []string{key},
+		"raw", json.RawMessage(`{"t":"`+key+`"}`), "bytes", []byte(key), "struct", struct{ T string }{key})
 	require.NotContains(t, out.String(), key[4:])
 	require.Contains(t, out.String(), `"request_id":"req-1"`)
 	require.Same(t, logger, Logger(logger), "redacted once")
@@ -279,5 +285,74 @@ func BenchmarkRequest(b *testing.B) {
 				h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/v1/sessions/01JABCDEF", nil))
 			}
 		})
+	}
+}
+
+// TestModelLabelsAreCapped: a session may name any model; past the
+// first maxModels a node has seen, the rest count as other.
+func TestModelLabelsAreCapped(t *testing.T) {
+	m := New(Options{})
+	f := m.Factory("openai", func(string) (provider.Provider, error) { return failing{}, nil })
+	for i := range maxModels + 50 {
+		p, err := f(fmt.Sprintf("made-up-%d", i))
+		require.NoError(t, err)
+		_, _ = p.Stream(context.Background(), provider.Request{}, func(provider.Delta) {})
+	}
+	families, err := m.Registry.Gather()
+	require.NoError(t, err)
+	for _, fam := range families {
+		if fam.GetName() == "paddock_model_calls_total" {
+			require.Len(t, fam.Metric, maxModels+1, "the first %d and other", maxModels)
+		}
+	}
+}
+
+// TestRequestsAreTracesOfTheirOwn: a caller's traceparent is linked, not
+// continued (it could name a turn's trace); a long path is clipped.
+func TestRequestsAreTracesOfTheirOwn(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	m := New(Options{Tracer: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("t")})
+	var logs bytes.Buffer
+	h := m.HTTP(slog.New(slog.NewJSONHandler(&logs, nil)), http.NotFoundHandler())
+	r := httptest.NewRequest(http.MethodGet, "/"+strings.Repeat("a", 5000), nil)
+	const caller = "4bf92f3577b34da6a3ce929d0e0e4736"
+	r.Header.Set("traceparent", "00-"+caller+"-00f067aa0ba902b7-01")
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	spans := rec.Ended()
+	require.Len(t, spans, 1)
+	require.NotEqual(t, caller, spans[0].SpanContext().TraceID().String(), "not continued")
+	require.False(t, spans[0].Parent().IsValid())
+	require.Len(t, spans[0].Links(), 1)
+	require.Equal(t, caller, spans[0].Links()[0].SpanContext.TraceID().String(), "linked")
+	require.Less(t, logs.Len(), 1000, "the path is clipped in the log")
+}
+
+// TestTurnsAreSampledWhole: with a ratio, a turn's root and the spans of
+// its work are kept or dropped together.
+func TestTurnsAreSampledWhole(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	byID := sdktrace.TraceIDRatioBased(0.5)
+	tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithIDGenerator(spans.IDs{}),
+		sdktrace.WithSampler(turnSampler{base: sdktrace.ParentBased(byID), byID: byID})).Tracer("t")
+	for i := range 200 {
+		turn := fmt.Sprintf("turn-%d", i)
+		ctx, tool := spans.Start(context.Background(), tracer, turn, "execute_tool")
+		_, command := tracer.Start(ctx, "command")
+		command.End()
+		tool.End()
+		spans.Root(context.Background(), tracer, turn, "turn", time.Now().Add(-time.Second), time.Now())
+	}
+	kept := map[string]map[string]bool{}
+	for _, s := range rec.Ended() {
+		id := s.SpanContext().TraceID().String()
+		if kept[id] == nil {
+			kept[id] = map[string]bool{}
+		}
+		kept[id][s.Name()] = true
+	}
+	require.Greater(t, len(kept), 50, "about half the turns")
+	require.Less(t, len(kept), 150)
+	for id, names := range kept {
+		require.Equal(t, map[string]bool{"turn": true, "execute_tool": true, "command": true}, names, "trace %s is whole", id)
 	}
 }

@@ -17,14 +17,28 @@ func (m *Metrics) Temporal() client.MetricsHandler { return temporalHandler{m} }
 
 type temporalHandler struct{ m *Metrics }
 
-func (h temporalHandler) WithTags(map[string]string) client.MetricsHandler { return h }
-
-func (h temporalHandler) Counter(name string) client.MetricsCounter {
-	kind := map[string]string{
+// The SDK's metrics kept, by the kind of task each is about.
+var (
+	failures = map[string]string{
 		"temporal_workflow_task_execution_failed":  "workflow",
 		"temporal_activity_execution_failed":       "activity",
 		"temporal_local_activity_execution_failed": "local_activity",
-	}[name]
+	}
+	lags = map[string]string{
+		"temporal_workflow_task_schedule_to_start_latency": "workflow",
+		"temporal_activity_schedule_to_start_latency":      "activity",
+	}
+	executions = map[string]string{
+		"temporal_workflow_task_execution_latency":  "workflow",
+		"temporal_activity_execution_latency":       "activity",
+		"temporal_local_activity_execution_latency": "local_activity",
+	}
+)
+
+func (h temporalHandler) WithTags(map[string]string) client.MetricsHandler { return h }
+
+func (h temporalHandler) Counter(name string) client.MetricsCounter {
+	kind := failures[name]
 	if kind == "" {
 		return client.MetricsNopHandler.Counter(name)
 	}
@@ -40,18 +54,11 @@ func (h temporalHandler) Gauge(name string) client.MetricsGauge {
 }
 
 func (h temporalHandler) Timer(name string) client.MetricsTimer {
-	if kind := map[string]string{
-		"temporal_workflow_task_schedule_to_start_latency": "workflow",
-		"temporal_activity_schedule_to_start_latency":      "activity",
-	}[name]; kind != "" {
+	if kind := lags[name]; kind != "" {
 		o := h.m.queueLag.WithLabelValues(kind)
 		return timerFunc(func(d time.Duration) { o.Observe(d.Seconds()) })
 	}
-	if kind := map[string]string{
-		"temporal_workflow_task_execution_latency":  "workflow",
-		"temporal_activity_execution_latency":       "activity",
-		"temporal_local_activity_execution_latency": "local_activity",
-	}[name]; kind != "" {
+	if kind := executions[name]; kind != "" {
 		o := h.m.taskSeconds.WithLabelValues(kind)
 		return timerFunc(func(d time.Duration) { o.Observe(d.Seconds()) })
 	}

@@ -22,11 +22,11 @@ type Tracer struct {
 
 // Tracing sends the node's spans to an OTLP endpoint over protocol
 // ("grpc" or "http/protobuf"), as OpenTelemetry's standard variables
-// (OTEL_EXPORTER_OTLP_ENDPOINT, …_HEADERS, …_INSECURE, OTEL_TRACES_SAMPLER)
-// configure it; protocol "" traces nothing. Its spans name the service
-// paddock, this node and the version; turns' roots get their IDs from
-// spans.IDs.
-func Tracing(ctx context.Context, protocol, node, version string) (Tracer, error) {
+// (OTEL_EXPORTER_OTLP_ENDPOINT, …_HEADERS, …_INSECURE) configure it;
+// protocol "" traces nothing. It keeps ratio of the traces (turnSampler);
+// its spans name the service paddock, this node and the version; turns'
+// roots get their IDs from spans.IDs.
+func Tracing(ctx context.Context, protocol string, ratio float64, node, version string) (Tracer, error) {
 	if protocol == "" {
 		return Tracer{Shutdown: func(context.Context) error { return nil }}, nil
 	}
@@ -46,6 +46,24 @@ func Tracing(ctx context.Context, protocol, node, version string) (Tracer, error
 	if err != nil {
 		return Tracer{}, fmt.Errorf("OpenTelemetry resource: %w", err)
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res), sdktrace.WithIDGenerator(spans.IDs{}))
+	byID := sdktrace.TraceIDRatioBased(ratio)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res), sdktrace.WithIDGenerator(spans.IDs{}),
+		sdktrace.WithSampler(turnSampler{base: sdktrace.ParentBased(byID), byID: byID}))
 	return Tracer{Tracer: tp.Tracer("github.com/paddock-dev/paddock"), Shutdown: tp.Shutdown}, nil
 }
+
+// turnSampler keeps or drops a turn's trace whole: its root (written at
+// its end by spans.Root) and the spans of its work (under the parent
+// spans.InTurn derives, which says "sampled" to any parent-based
+// sampler) are decided alike, by the trace ID; any other span as base
+// decides.
+type turnSampler struct{ base, byID sdktrace.Sampler }
+
+func (s turnSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	if spans.InATurn(p.ParentContext) {
+		return s.byID.ShouldSample(p)
+	}
+	return s.base.ShouldSample(p)
+}
+
+func (s turnSampler) Description() string { return "turns whole, by trace ID; " + s.base.Description() }

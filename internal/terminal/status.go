@@ -38,7 +38,7 @@ func Status(w io.Writer, st wire.Status) {
 	}
 	approvals := count(st.ApprovalsWaiting, "approval") + " waiting"
 	if st.ApprovalsWaiting > 0 {
-		approvals += " (paddock approvals ls)"
+		approvals += fmt.Sprintf(", the oldest for %s (paddock approvals ls)", (time.Duration(st.OldestApprovalSeconds) * time.Second).String())
 	}
 	fmt.Fprintf(w, "approvals  %s\n", approvals)
 	lag := "no task yet"

@@ -128,6 +128,19 @@ func Builtin() Set {
 	return s
 }
 
+// Label is a tool's name as operators see it (metric labels, span
+// names): a tool of s by its name, "mcp" for any MCP server's tool,
+// "other" for a name a model made up (which may carry anything).
+func (s Set) Label(name string) string {
+	switch _, ok := s[name]; {
+	case ok:
+		return name
+	case strings.HasPrefix(name, MCPPrefix):
+		return "mcp"
+	}
+	return "other"
+}
+
 // Idempotent says whether running a built-in tool twice has the effect of
 // running it once (reads, a whole-file write, a question keyed by its
 // call, a spawn or a message keyed by its call), so a call interrupted by

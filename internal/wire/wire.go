@@ -167,6 +167,8 @@ type Status struct {
 	Sessions         map[session.Status]int `json:"sessions"`
 	Parked           map[string]int         `json:"parked"`
 	ApprovalsWaiting int                    `json:"approvalsWaiting"`
+	// OldestApprovalSeconds is how long the oldest of them has waited.
+	OldestApprovalSeconds int64 `json:"oldestApprovalSeconds,omitempty"`
 	// QueueLagMs is how long tasks waited in this node's Temporal task
 	// queues, at the 99th percentile since it started (-1: no task yet).
 	QueueLagMs int64 `json:"queueLagMs"`

@@ -15,6 +15,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/store/redacted"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 	"github.com/paddock-dev/paddock/internal/telemetry"
+	"github.com/paddock-dev/paddock/internal/tool"
 	"github.com/paddock-dev/paddock/internal/vault"
 )
 
@@ -50,7 +51,7 @@ func BenchmarkAppendEvent(b *testing.B) {
 				s = redacted.Store{Store: db}
 			}
 			if v.counted {
-				m := telemetry.New(telemetry.Options{Census: db, Tools: []string{"read_file"}})
+				m := telemetry.New(telemetry.Options{Census: db, Tools: tool.Set{"read_file": {}}})
 				db.Appended = m.Event
 				s = redacted.Store{Store: telemetry.Store{Store: db, M: m}}
 			}

@@ -253,15 +253,13 @@ func (s *base) tx(ctx context.Context, fn func(*txn) error) error {
 		_ = tx.Rollback()
 		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
+	err = tx.Commit()
 	for _, e := range tx.appended {
-		if s.Appended != nil {
+		if err == nil && s.Appended != nil {
 			s.Appended(e)
 		}
 	}
-	return nil
+	return err
 }
 
 func notFound(what, id string, err error) error {
@@ -510,7 +508,7 @@ func (s *Store) NodeAlive(ctx context.Context, node string) (bool, error) {
 		return false, nil
 	}
 	var alive bool
-	err := s.db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objid = $2 AND objsubid = 2 AND granted)",
+	err := s.db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objid = $2 AND objsubid = 2 AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))",
 		int64(nodeLock), int64(uint32(nodeKey(node)))).Scan(&alive)
 	return alive, err
 }
@@ -535,14 +533,15 @@ func (s *Store) Census(ctx context.Context) (store.Census, error) {
 	scan := func(r scanner) (c count, err error) { err = r.Scan(&c.key, &c.n); return c, err }
 	statuses, err := queryAll(ctx, s.db, scan, `SELECT status, count(*) FROM sessions WHERE archived_at IS NULL GROUP BY status`)
 	var parked []count
+	var oldest string
 	if err == nil {
 		parked, err = queryAll(ctx, s.db, scan, `SELECT reason, count(*) FROM parks WHERE resolved_at IS NULL GROUP BY reason`)
 	}
 	if err == nil {
-		err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM approvals WHERE status = ?`, session.ApprovalPending).Scan(&c.Approvals)
+		err = s.db.QueryRowContext(ctx, `SELECT count(*), COALESCE(min(created_at), '') FROM approvals WHERE status = ?`, session.ApprovalPending).Scan(&c.Approvals, &oldest)
 	}
 	if err == nil && s.d == dialect.Postgres {
-		err = s.db.QueryRowContext(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objsubid = 2 AND granted", int64(nodeLock)).Scan(&c.Nodes)
+		err = s.db.QueryRowContext(ctx, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objsubid = 2 AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())", int64(nodeLock)).Scan(&c.Nodes)
 	}
 	if err != nil {
 		return c, fmt.Errorf("census: %w", err)
@@ -553,5 +552,6 @@ func (s *Store) Census(ctx context.Context) (store.Census, error) {
 	for _, x := range parked {
 		c.Parked[x.key] = x.n
 	}
+	c.OldestApproval = parseTime(oldest)
 	return c, nil
 }
