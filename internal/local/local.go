@@ -80,7 +80,9 @@ func Connect(ctx context.Context, exe, dir string, getenv func(string) string) (
 		}
 		select {
 		case err := <-exited:
-			if !held {
+			// Looked at again: the other command's server may have taken
+			// the lock since the look above (ours then ended on it).
+			if _, held = datadir.Holder(dir); !held {
 				return "", false, fmt.Errorf("the background paddock server ended at start (%v): %s", err, lastLines(logPath, 5))
 			}
 			exited = nil // another command's server holds the lock: wait for its address
