@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -47,10 +49,9 @@ func (s *Server) trigger(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		secret = noSecret // verified the same way, then refused
 	}
-	var payload any
-	if err := json.Unmarshal(body, &payload); err != nil {
-		payload = string(body)
-	}
+	// Numbers stay as the sender wrote them (json.Number): a pull
+	// request numbered 1,000,000 renders as 1000000 in a template.
+	payload := jsonOrText(body)
 	var event, key string
 	if r.Header.Get(standardwebhooks.HeaderWebhookSignature) != "" {
 		err := verifyStandard(secret, body, r.Header)
@@ -193,4 +194,19 @@ func githubEvent(header string, payload any) (string, error) {
 		event += "." + a
 	}
 	return event, nil
+}
+
+// jsonOrText is a delivery's body as JSON, its numbers as written, or as
+// text when it is not one JSON value.
+func jsonOrText(body []byte) any {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var payload any
+	if err := dec.Decode(&payload); err != nil {
+		return string(body)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return string(body)
+	}
+	return payload
 }

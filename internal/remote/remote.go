@@ -7,6 +7,7 @@ package remote
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -309,8 +310,15 @@ func repositoryOf(payload any) string {
 func pullNumberOf(payload any) int64 {
 	m, _ := payload.(map[string]any)
 	num := func(v any) int64 {
-		if f, ok := v.(float64); ok && f > 0 && f == float64(int64(f)) {
-			return int64(f)
+		switch x := v.(type) {
+		case json.Number:
+			if n, err := x.Int64(); err == nil && n > 0 {
+				return n
+			}
+		case float64:
+			if x > 0 && x == float64(int64(x)) {
+				return int64(x)
+			}
 		}
 		return 0
 	}
