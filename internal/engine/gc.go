@@ -64,28 +64,10 @@ func (s Review) GC(ctx context.Context, caller identity.Principal, now time.Time
 		}
 		out = append(out, wire.Collected{SessionID: x.ID, Reason: reason, Bytes: used})
 	}
-	// Mirrors of connections revoked or gone: nothing fetches into them
-	// again.
-	if s.Remotes != nil && s.Remotes.Mirrors != nil {
-		live := map[string]bool{}
-		projects, err := s.Store.ListProjects(ctx)
-		if err != nil {
-			return out, err
-		}
-		for _, p := range projects {
-			conns, err := s.Store.ListConnections(ctx, p)
-			if err != nil {
-				return out, err
-			}
-			for _, c := range conns {
-				live[p+"/"+c.Name] = c.Live()
-			}
-		}
-		gone, err := s.Remotes.Mirrors.Collect(func(project, connection string) bool { return live[project+"/"+connection] })
-		for _, m := range gone {
-			out = append(out, wire.Collected{Mirror: m.Project + "/" + m.Connection + "/" + m.Path, Reason: "its connection " + m.Connection + " is revoked", Bytes: m.Bytes})
-		}
-		if err != nil {
+	// Mirrors of connections revoked, and mirrors nobody uses.
+	if s.Remotes != nil {
+		gone, err := s.Remotes.CollectMirrors(ctx, now)
+		if out = append(out, gone...); err != nil {
 			return out, err
 		}
 	}

@@ -133,6 +133,7 @@ func (c *Cache) Resolve(ctx context.Context, src Source, ref string) (commit str
 		return "", time.Since(start), err
 	}
 	took = time.Since(start)
+	used(dir)
 	var candidates []string
 	switch {
 	case ref == "":
@@ -174,6 +175,9 @@ func (c *Cache) Mirror(ctx context.Context, src Source, ref, commit string) (str
 		return err == nil
 	}
 	ok := has()
+	if ok {
+		used(dir) // cloned from now: not collected as unused
+	}
 	unlock()
 	if ok {
 		return dir, nil
@@ -272,6 +276,7 @@ func (c *Cache) Deliver(ctx context.Context, src Source, commit, branch string, 
 	if err := write(dir); err != nil {
 		return err
 	}
+	used(dir)
 	return c.remote(ctx, dir, src, []string{"push", "--quiet", "--no-verify", "--", src.Repository.CloneURL(), commit + ":refs/heads/" + branch})
 }
 
@@ -332,6 +337,50 @@ func (c *Cache) Collect(keep func(project, connection string) bool) ([]Collected
 		}
 	}
 	return out, nil
+}
+
+// used marks the mirror at dir used now (its directory's time): Unused
+// spares a mirror used lately.
+func used(dir string) {
+	now := time.Now()
+	_ = os.Chtimes(dir, now, now)
+}
+
+// Unused removes the mirrors keep does not name (PROJECT, CONNECTION,
+// PATH) that were last used (fetched, cloned from, pushed through) before
+// before; a mirror in use now is waited for under its lock, and then it
+// was used now.
+func (c *Cache) Unused(keep func(project, connection, path string) bool, before time.Time) ([]Collected, error) {
+	var out []Collected
+	err := filepath.WalkDir(c.Dir, func(dir string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || !strings.HasSuffix(dir, ".git") {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		rel, err := filepath.Rel(c.Dir, dir)
+		parts := strings.SplitN(filepath.ToSlash(rel), "/", 3)
+		if err != nil || len(parts) < 3 {
+			return filepath.SkipDir
+		}
+		m := Collected{Project: parts[0], Connection: parts[1], Path: strings.TrimSuffix(parts[2], ".git")}
+		if keep(m.Project, m.Connection, m.Path) {
+			return filepath.SkipDir
+		}
+		unlock := c.lock(dir)
+		defer unlock()
+		if fi, err := os.Stat(dir); err != nil || !fi.ModTime().Before(before) {
+			return filepath.SkipDir
+		}
+		m.Bytes = size(dir)
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+		out = append(out, m)
+		return filepath.SkipDir
+	})
+	return out, err
 }
 
 // size is the bytes of the files under dir.

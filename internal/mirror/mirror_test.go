@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -103,8 +104,34 @@ func TestResolveAgainstAGitServer(t *testing.T) {
 	_, _, err = c.Resolve(ctx, other, "main")
 	require.Error(t, err)
 
+	// Unused: kept while a live session names it or it was used lately;
+	// removed once neither holds. A clone from it counts as a use.
+	keepNone := func(string, string, string) bool { return false }
+	gone, err := c.Unused(keepNone, time.Now().Add(-time.Hour))
+	require.NoError(t, err)
+	require.Empty(t, gone, "used a moment ago")
+	old := time.Now().Add(-8 * 24 * time.Hour)
+	require.NoError(t, os.Chtimes(dir, old, old))
+	gone, err = c.Unused(func(p, conn, path string) bool { return p == "p" && conn == "git" && path == "team/app" }, time.Now().Add(-7*24*time.Hour))
+	require.NoError(t, err)
+	require.Empty(t, gone, "a live session names it")
+	_, err = c.Mirror(ctx, src, "#7", pr)
+	require.NoError(t, err)
+	gone, err = c.Unused(keepNone, time.Now().Add(-7*24*time.Hour))
+	require.NoError(t, err)
+	require.Empty(t, gone, "cloned from just now")
+	require.NoError(t, os.Chtimes(dir, old, old))
+	gone, err = c.Unused(keepNone, time.Now().Add(-7*24*time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, []Collected{{Project: "p", Connection: "git", Path: "team/app", Bytes: gone[0].Bytes}}, gone)
+	require.Positive(t, gone[0].Bytes)
+	require.NoDirExists(t, dir)
+	_, _, err = c.Resolve(ctx, src, "main") // fetched again, whole, by the next session
+	require.NoError(t, err)
+	require.DirExists(t, dir)
+
 	// Collected once its connection is revoked; kept while it lives.
-	gone, err := c.Collect(func(project, connection string) bool { return true })
+	gone, err = c.Collect(func(project, connection string) bool { return true })
 	require.NoError(t, err)
 	require.Empty(t, gone)
 	gone, err = c.Collect(func(project, connection string) bool { return !(project == "p" && connection == "git") })

@@ -51,6 +51,57 @@ type Mirrors interface {
 	Deliver(ctx context.Context, src mirror.Source, commit, branch string, write func(dir string) error) error
 	IsBranch(ctx context.Context, src mirror.Source, name string) bool
 	Collect(keep func(project, connection string) bool) ([]mirror.Collected, error)
+	Unused(keep func(project, connection, path string) bool, before time.Time) ([]mirror.Collected, error)
+}
+
+// MirrorIdle is how long a mirror no live session names is kept after it
+// was last used.
+const MirrorIdle = 7 * 24 * time.Hour
+
+// CollectMirrors removes the mirrors of connections revoked or gone
+// (nothing fetches into them again), and those no live session names
+// that nothing used for MirrorIdle (a later session fetches again).
+func (s *Service) CollectMirrors(ctx context.Context, now time.Time) ([]wire.Collected, error) {
+	var out []wire.Collected
+	if s.Mirrors == nil {
+		return out, nil
+	}
+	live, used := map[string]bool{}, map[string]bool{}
+	projects, err := s.Store.ListProjects(ctx)
+	if err != nil {
+		return out, err
+	}
+	for _, p := range projects {
+		conns, err := s.Store.ListConnections(ctx, p)
+		if err != nil {
+			return out, err
+		}
+		for _, c := range conns {
+			live[p+"/"+c.Name] = c.Live()
+		}
+	}
+	sessions, err := store.AllSessions(ctx, s.Store, session.Filter{IncludeArchived: true,
+		Statuses: []session.Status{session.StatusQueued, session.StatusRunning, session.StatusAwaiting}})
+	if err != nil {
+		return out, err
+	}
+	for _, x := range sessions {
+		if x.Remote != nil {
+			used[x.Project+"/"+x.Remote.Connection+"/"+x.Remote.Path] = true
+		}
+	}
+	gone, err := s.Mirrors.Collect(func(project, connection string) bool { return live[project+"/"+connection] })
+	for _, m := range gone {
+		out = append(out, wire.Collected{Mirror: m.Project + "/" + m.Connection + "/" + m.Path, Reason: "its connection " + m.Connection + " is revoked", Bytes: m.Bytes})
+	}
+	if err != nil {
+		return out, err
+	}
+	idle, err := s.Mirrors.Unused(func(project, connection, path string) bool { return used[project+"/"+connection+"/"+path] }, now.Add(-MirrorIdle))
+	for _, m := range idle {
+		out = append(out, wire.Collected{Mirror: m.Project + "/" + m.Connection + "/" + m.Path, Reason: "no live session uses it, and it was not used for 7 days", Bytes: m.Bytes})
+	}
+	return out, err
 }
 
 // PullRequests open pull requests on forges (package pulls).
