@@ -35,19 +35,10 @@ func TestTwoNodes(t *testing.T) {
 		t.Skip("starts and kills real servers")
 	}
 	ctx := context.Background()
-	url := pgtest.URL(t)
-	env := []string{"PADDOCK_DATABASE_URL=" + url, "PADDOCK_ENCRYPTION_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
-	dirs := []string{dataDir(t), dataDir(t)}
-	for _, d := range dirs {
-		scriptIn(t, d, "crash.yaml") // the model, on either node
-		// A node killed leaves its sessions' volumes mounted.
-		t.Cleanup(func() { _ = (&volume.Volumes{Dir: filepath.Join(d, "volumes")}).UnmountAll(context.Background()) })
-	}
-	childA, a := serveChild(t, dirs[0], env...)
-	token := readToken(dirs[0])
-	childB, b := serveChild(t, dirs[1], append(env, "PADDOCK_TOKEN="+token)...)
-	children := map[string]*os.Process{nodeOf(t, dirs[0]): childA.Process, nodeOf(t, dirs[1]): childB.Process}
-	clients := map[string]*client.Client{nodeOf(t, dirs[0]): a, nodeOf(t, dirs[1]): b}
+	nodes := twoNodes(t, func(d string) { scriptIn(t, d, "crash.yaml") }) // the model, on either node
+	a, b := nodes[0].client, nodes[1].client
+	children := map[string]*os.Process{nodes[0].name: nodes[0].proc, nodes[1].name: nodes[1].proc}
+	clients := map[string]*client.Client{nodes[0].name: a, nodes[1].name: b}
 
 	_, err := a.Projects().SetPolicy(ctx, "default", []byte("default: allow\n"))
 	require.NoError(t, err)
@@ -154,6 +145,37 @@ func TestTwoNodes(t *testing.T) {
 }
 
 // nodeOf is the name of the node serving dataDir.
+// node is one `paddock serve` process of a test's cluster.
+type node struct {
+	name   string
+	proc   *os.Process
+	client *client.Client
+}
+
+// twoNodes starts two `paddock serve` nodes on a new PostgreSQL database
+// (one Temporal cluster), env added to both's; prepare readies each data
+// directory first (its replay scripts). A node killed leaves its
+// sessions' volumes mounted: they are unmounted when the test ends.
+func twoNodes(t *testing.T, prepare func(dataDir string), env ...string) [2]node {
+	env = append([]string{"PADDOCK_DATABASE_URL=" + pgtest.URL(t), "PADDOCK_ENCRYPTION_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}, env...)
+	var out [2]node
+	first := ""
+	for i := range out {
+		d := dataDir(t)
+		prepare(d)
+		t.Cleanup(func() { _ = (&volume.Volumes{Dir: filepath.Join(d, "volumes")}).UnmountAll(context.Background()) })
+		e := env
+		if i == 0 {
+			first = d
+		} else {
+			e = append(slices.Clone(env), "PADDOCK_TOKEN="+readToken(first)) // the first node's administrator
+		}
+		cmd, c := serveChild(t, d, e...)
+		out[i] = node{name: nodeOf(t, d), proc: cmd.Process, client: c}
+	}
+	return out
+}
+
 func nodeOf(t testing.TB, dataDir string) string {
 	data, err := os.ReadFile(filepath.Join(dataDir, "node"))
 	require.NoError(t, err)
@@ -170,24 +192,19 @@ func TestDelegationOnTwoNodes(t *testing.T) {
 		t.Skip("starts real servers")
 	}
 	ctx := context.Background()
-	env := []string{"PADDOCK_DATABASE_URL=" + pgtest.URL(t), "PADDOCK_ENCRYPTION_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
-	dirs := []string{dataDir(t), dataDir(t)}
 	const child = "steps:\n  - toolCalls:\n      - name: write_file\n        args: {path: %s.txt, content: \"%s\\n\"}\n  - text: \"%s is written.\"\n"
 	const parent = "steps:\n  - toolCalls:\n" +
 		"      - {name: delegate, args: {task: one, model: replay/one.yaml}}\n" +
 		"      - {name: delegate, args: {task: two, model: replay/two.yaml}}\n" +
 		"      - {name: delegate, args: {task: three, model: replay/three.yaml}}\n" +
 		"  - text: \"All three are back.\"\n"
-	for _, d := range dirs {
+	a := twoNodes(t, func(d string) {
 		require.NoError(t, os.MkdirAll(filepath.Join(d, "replay"), 0o700))
 		for _, n := range []string{"one", "two", "three"} {
 			require.NoError(t, os.WriteFile(filepath.Join(d, "replay", n+".yaml"), []byte(fmt.Sprintf(child, n, n, n)), 0o600))
 		}
 		require.NoError(t, os.WriteFile(filepath.Join(d, "replay", "parent.yaml"), []byte(parent), 0o600))
-		t.Cleanup(func() { _ = (&volume.Volumes{Dir: filepath.Join(d, "volumes")}).UnmountAll(context.Background()) })
-	}
-	_, a := serveChild(t, dirs[0], env...)
-	_, _ = serveChild(t, dirs[1], append(env, "PADDOCK_TOKEN="+readToken(dirs[0]))...)
+	})[0].client
 	_, err := a.Projects().SetPolicy(ctx, "default", []byte("default: allow\n"))
 	require.NoError(t, err)
 	x, err := a.Sessions().Create(ctx, wire.CreateRequest{Model: "replay/parent.yaml", Message: "split it", Repo: gitRepo(t)})

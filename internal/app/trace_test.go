@@ -4,17 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spans"
-	"github.com/paddock-dev/paddock/internal/store/pgtest"
 	"github.com/paddock-dev/paddock/internal/telemetry/jaegertest"
-	"github.com/paddock-dev/paddock/internal/volume"
 	"github.com/paddock-dev/paddock/internal/wire"
 )
 
@@ -33,18 +31,10 @@ func TestTraceOfATurnAcrossTwoNodes(t *testing.T) {
 	}
 	j := jaegertest.Start(t)
 	ctx := context.Background()
-	env := []string{"PADDOCK_DATABASE_URL=" + pgtest.URL(t), "PADDOCK_ENCRYPTION_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
-		"OTEL_EXPORTER_OTLP_ENDPOINT=" + j.OTLP, "OTEL_BSP_SCHEDULE_DELAY=100", "PADDOCK_METRICS_LISTEN=off"}
-	dirs := []string{dataDir(t), dataDir(t)}
-	for _, d := range dirs {
-		scriptIn(t, d, "gated.yaml")
-		t.Cleanup(func() { _ = (&volume.Volumes{Dir: filepath.Join(d, "volumes")}).UnmountAll(context.Background()) })
-	}
-	_, a := serveChild(t, dirs[0], env...)
-	_, b := serveChild(t, dirs[1], append(env, "PADDOCK_TOKEN="+readToken(dirs[0]))...)
-	clients := map[string]interface {
-		Decide(context.Context, string, bool, string) (session.Approval, error)
-	}{nodeOf(t, dirs[0]): a.Gates(), nodeOf(t, dirs[1]): b.Gates()}
+	nodes := twoNodes(t, func(d string) { scriptIn(t, d, "gated.yaml") },
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+j.OTLP, "OTEL_BSP_SCHEDULE_DELAY=100", "PADDOCK_METRICS_LISTEN=off")
+	a := nodes[0].client
+	clients := map[string]*client.Client{nodes[0].name: a, nodes[1].name: nodes[1].client}
 
 	_, err := a.Projects().SetPolicy(ctx, "default", []byte("default: ask\ncommands:\n  allow: [ls]\ncontinueAfterToolRejection: true\n"))
 	require.NoError(t, err)
@@ -64,7 +54,7 @@ func TestTraceOfATurnAcrossTwoNodes(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, other, "the copy is on one of the two nodes")
-	_, err = clients[other].Decide(ctx, pending[0].ID, true, "fine")
+	_, err = clients[other].Gates().Decide(ctx, pending[0].ID, true, "fine")
 	require.NoError(t, err)
 	var turns []session.Turn
 	waitFor(t, "the turn to complete", func() (bool, error) {

@@ -85,17 +85,7 @@ func clipped(path string) string {
 	return strings.ToValidUTF8(path[:256], "") + "…"
 }
 
-func saneID(id string) bool {
-	if id == "" || len(id) > 64 {
-		return false
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
-			return false
-		}
-	}
-	return true
-}
+func saneID(id string) bool { return identifier(id, 64, "-_.") }
 
 // recorder notes a response's status and size, and passes on flushes
 // (the event stream) and hijacks.

@@ -188,15 +188,23 @@ func RuleFamily(rule string) string {
 // 48 characters of [A-Za-z0-9_.-/], else "other" (how many values there
 // are is bounded by the caller: capped).
 func label(v string) string {
-	if v == "" || len(v) > 48 {
+	if !identifier(v, 48, "_.-/") {
 		return "other"
 	}
+	return v
+}
+
+// identifier says v is 1 to max letters, digits or punctuation of extra.
+func identifier(v string, max int, extra string) bool {
+	if v == "" || len(v) > max {
+		return false
+	}
 	for _, r := range v {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_.-/", r)) {
-			return "other"
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(extra, r)) {
+			return false
 		}
 	}
-	return v
+	return true
 }
 
 // turnRoot writes an ended turn's root span, from its start to its end.
