@@ -15,6 +15,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/paddock-dev/paddock/internal/audit"
+	"github.com/paddock-dev/paddock/internal/chat"
 	"github.com/paddock-dev/paddock/internal/forge"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -136,6 +137,7 @@ type Store interface {
 	Turns
 	Parks
 	Connections
+	Chats
 	Identity
 	Audit
 	History
@@ -437,4 +439,44 @@ type Events interface {
 	// Subscribe returns a channel that receives (without blocking the
 	// writer) after any event of the session is appended by this process.
 	Subscribe(sessionID string) (ch <-chan struct{}, cancel func())
+}
+
+// Chats are projects' Slack apps, the Slack users linked to Paddock
+// users, and the threads sessions are bound to (package chat).
+type Chats interface {
+	// SetChatApp records a project's app and its sealed credentials,
+	// replacing the one it had; ChatApp reads one with them (ErrNotFound:
+	// none); ChatApps lists every project's; RemoveChatApp deletes one.
+	SetChatApp(ctx context.Context, a chat.App, sealed []byte) (chat.App, error)
+	ChatApp(ctx context.Context, project string) (chat.App, []byte, error)
+	ChatApps(ctx context.Context) ([]chat.App, error)
+	RemoveChatApp(ctx context.Context, project string) error
+	// AddChatCode keeps a linking code's digest for a Slack user until
+	// it expires; UseChatCode takes it (once: ErrNotFound after, or
+	// once expired), and LinkChatUser links that Slack user to a Paddock
+	// user, replacing an earlier link. ChatUser is the Paddock user a
+	// Slack user is linked to (ErrNotFound: none); ChatLinks a user's
+	// links; UnlinkChatUser removes one of them.
+	AddChatCode(ctx context.Context, digest, team, slackUser string, expires time.Time) error
+	UseChatCode(ctx context.Context, digest string) (team, slackUser string, err error)
+	LinkChatUser(ctx context.Context, l chat.Link) (chat.Link, error)
+	ChatUser(ctx context.Context, team, slackUser string) (string, error)
+	ChatLinks(ctx context.Context, user string) ([]chat.Link, error)
+	UnlinkChatUser(ctx context.Context, team, slackUser, user string) error
+	// BindThread binds a session to a thread (the same binding again is
+	// no change; another session's thread, or another thread of the
+	// session, is ErrConflict); ThreadOf and ThreadAt find one
+	// (ErrNotFound: none); OpenThreads are those not done.
+	BindThread(ctx context.Context, t chat.Thread) (chat.Thread, error)
+	ThreadOf(ctx context.Context, sessionID string) (chat.Thread, error)
+	ThreadAt(ctx context.Context, team, channel, ts string) (chat.Thread, error)
+	OpenThreads(ctx context.Context) ([]chat.Thread, error)
+	// LeaseThread gives owner the thread's relaying until until, unless
+	// another owner holds an unexpired lease; SaveThread records what was
+	// relayed (cursor, state, done) while owner holds the lease.
+	LeaseThread(ctx context.Context, sessionID, owner string, until time.Time) (bool, error)
+	SaveThread(ctx context.Context, t chat.Thread, owner string) error
+	// SeenDelivery records a delivery's digest and says whether it was
+	// seen before; digests older than keep are forgotten.
+	SeenDelivery(ctx context.Context, digest string, keep time.Duration) (bool, error)
 }

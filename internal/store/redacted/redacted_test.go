@@ -151,7 +151,12 @@ func TestStoreMethodsReviewed(t *testing.T) {
 		"SaveStep": true, "Steps": true, "LastStep": true, "DeleteSteps": true, "Blob": true, "SetProjectCredentials": true, "ProjectCredentials": true, "Credentials": true, "PassPark": true,
 		// Validated names, kinds, addresses and patterns; the credential arrives sealed.
 		"AddConnection": true, "ListConnections": true, "Connection": true, "RevokeConnection": true,
-		"Bind": true, "Bindings": true, "ReleaseBindings": true}
+		"Bind": true, "Bindings": true, "ReleaseBindings": true,
+		// Slack IDs, validated channel mappings, digests, message
+		// timestamps; the app's credentials arrive sealed.
+		"SetChatApp": true, "ChatApp": true, "ChatApps": true, "RemoveChatApp": true, "AddChatCode": true, "UseChatCode": true, "LinkChatUser": true,
+		"ChatUser": true, "ChatLinks": true, "UnlinkChatUser": true, "BindThread": true, "ThreadOf": true, "ThreadAt": true, "OpenThreads": true,
+		"LeaseThread": true, "SaveThread": true, "SeenDelivery": true}
 	typ := reflect.TypeFor[store.Store]()
 	for i := range typ.NumMethod() {
 		if name := typ.Method(i).Name; !redacted[name] && !noFreeText[name] {

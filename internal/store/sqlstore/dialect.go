@@ -9,22 +9,7 @@ import (
 )
 
 // conn is the database in the dialect's spelling.
-type conn struct {
-	*sql.DB
-	d *dialect.Dialect
-}
-
-func (c *conn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return c.DB.ExecContext(ctx, c.d.Rebind(q), c.d.Values(args)...)
-}
-
-func (c *conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return c.DB.QueryContext(ctx, c.d.Rebind(q), c.d.Values(args)...)
-}
-
-func (c *conn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return c.DB.QueryRowContext(ctx, c.d.Rebind(q), c.d.Values(args)...)
-}
+type conn = dialect.DB
 
 // txn is a transaction in the dialect's spelling.
 type txn struct {

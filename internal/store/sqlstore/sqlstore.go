@@ -23,6 +23,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore/chats"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore/dialect"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore/migrations"
 )
@@ -37,6 +38,7 @@ type Store struct {
 	Turns
 	Parks
 	Connections
+	chats.Chats
 	Identity
 	Audit
 	History
@@ -68,7 +70,7 @@ var _ store.Store = (*Store)(nil)
 
 // newStore is the store whose roles all share b.
 func newStore(b *base) *Store {
-	return &Store{base: b, Agents: Agents{b}, Approvals: Approvals{b}, Sessions: Sessions{b}, Commands: Commands{b}, Turns: Turns{b}, Parks: Parks{b}, Connections: Connections{b}, Identity: Identity{b}, Audit: Audit{b}, History: History{b}, Events: Events{b}}
+	return &Store{base: b, Agents: Agents{b}, Approvals: Approvals{b}, Sessions: Sessions{b}, Commands: Commands{b}, Turns: Turns{b}, Parks: Parks{b}, Connections: Connections{b}, Chats: chats.Chats{DB: b.db, Now: b.now}, Identity: Identity{b}, Audit: Audit{b}, History: History{b}, Events: Events{b}}
 }
 
 // The store's roles (package store), each over the one base.
@@ -119,7 +121,7 @@ func openPostgres(ctx context.Context, dsn string, now func() time.Time) (*Store
 		_ = db.Close()
 		return nil, fmt.Errorf("the PostgreSQL database cannot be reached (PADDOCK_DATABASE_URL): %w", redactURL(err, dsn))
 	}
-	s := newStore(&base{db: &conn{DB: db, d: dialect.Postgres}, d: dialect.Postgres, now: now, subs: map[string]map[chan struct{}]struct{}{}})
+	s := newStore(&base{db: &conn{DB: db, Dialect: dialect.Postgres}, d: dialect.Postgres, now: now, subs: map[string]map[chan struct{}]struct{}{}})
 	if err := s.migrate(ctx); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -159,7 +161,7 @@ func openSQLite(ctx context.Context, path string, now func() time.Time) (*Store,
 	// One connection: SQLite has one writer, and a single connection makes
 	// every transaction serial without "database is locked" retries.
 	db.SetMaxOpenConns(1)
-	s := newStore(&base{db: &conn{DB: db, d: dialect.SQLite}, d: dialect.SQLite, now: now, subs: map[string]map[chan struct{}]struct{}{}})
+	s := newStore(&base{db: &conn{DB: db, Dialect: dialect.SQLite}, d: dialect.SQLite, now: now, subs: map[string]map[chan struct{}]struct{}{}})
 	if err := s.migrate(ctx); err != nil {
 		_ = db.Close()
 		return nil, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/chat"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/forge"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -46,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		"RepairAndHold":         testRepairAndHold,
 		"Connections":           testConnections,
 		"Census":                testCensus,
+		"Chats":                 testChats,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -780,4 +782,89 @@ func testCensus(t *testing.T, s store.Store) {
 	require.Equal(t, map[session.Status]int{session.StatusQueued: 1, session.StatusStopped: 1}, c.Sessions, "the archived session is not counted")
 	require.Equal(t, map[string]int{"awaiting_extension": 1}, c.Parked)
 	require.Equal(t, 1, c.Approvals)
+}
+
+// testChats: a project's app replaced whole, a code used once, links
+// per Slack user, a thread bound once each way, a lease held by one
+// owner, a delivery seen twice is told.
+func testChats(t *testing.T, s store.Store) {
+	require.NoError(t, s.CreateProject(ctx, "p"))
+	app := chat.App{Project: "p", Team: "T1", Channels: []chat.Channel{{ID: "C1", Agent: "fixer", Repo: "team/app"}}, CreatedBy: "ana"}
+	_, err := s.SetChatApp(ctx, app, []byte("sealed-1"))
+	require.NoError(t, err)
+	app.Channels[0].Agent = "other"
+	_, err = s.SetChatApp(ctx, app, []byte("sealed-2"))
+	require.NoError(t, err)
+	got, sealed, err := s.ChatApp(ctx, "p")
+	require.NoError(t, err)
+	require.Equal(t, "other", got.Channels[0].Agent)
+	require.Equal(t, "sealed-2", string(sealed))
+	_, _, err = s.ChatApp(ctx, "q")
+	require.ErrorIs(t, err, errdefs.ErrNotFound)
+	_, err = s.SetChatApp(ctx, chat.App{Project: "missing", Team: "T1"}, []byte("x"))
+	require.ErrorIs(t, err, errdefs.ErrNotFound)
+
+	_, digest := chat.NewCode()
+	require.NoError(t, s.AddChatCode(ctx, digest, "T1", "U1", time.Now().Add(time.Minute)))
+	team, user, err := s.UseChatCode(ctx, digest)
+	require.NoError(t, err)
+	require.Equal(t, [2]string{"T1", "U1"}, [2]string{team, user})
+	_, _, err = s.UseChatCode(ctx, digest)
+	require.ErrorIs(t, err, errdefs.ErrNotFound, "a code is used once")
+	_, old := chat.NewCode()
+	require.NoError(t, s.AddChatCode(ctx, old, "T1", "U2", time.Now().Add(-time.Minute)))
+	_, _, err = s.UseChatCode(ctx, old)
+	require.ErrorIs(t, err, errdefs.ErrNotFound, "an expired code is refused")
+
+	_, err = s.ChatUser(ctx, "T1", "U1")
+	require.ErrorIs(t, err, errdefs.ErrNotFound)
+	_, err = s.LinkChatUser(ctx, chat.Link{Team: "T1", SlackUser: "U1", User: "ana"})
+	require.NoError(t, err)
+	who, err := s.ChatUser(ctx, "T1", "U1")
+	require.NoError(t, err)
+	require.Equal(t, "ana", who)
+	links, err := s.ChatLinks(ctx, "ana")
+	require.NoError(t, err)
+	require.Len(t, links, 1)
+	require.ErrorIs(t, s.UnlinkChatUser(ctx, "T1", "U1", "bob"), errdefs.ErrNotFound, "only one's own link")
+	require.NoError(t, s.UnlinkChatUser(ctx, "T1", "U1", "ana"))
+
+	x := newSession(t, s, "s1", agent("a", 0))
+	y := newSession(t, s, "s2", agent("b", 0))
+	th := chat.Thread{SessionID: x.ID, Project: "default", Team: "T1", Channel: "C1", TS: "1.0"}
+	_, err = s.BindThread(ctx, th)
+	require.NoError(t, err)
+	_, err = s.BindThread(ctx, th)
+	require.NoError(t, err, "the same binding again")
+	_, err = s.BindThread(ctx, chat.Thread{SessionID: y.ID, Project: "default", Team: "T1", Channel: "C1", TS: "1.0"})
+	require.ErrorIs(t, err, errdefs.ErrConflict, "a thread has one session")
+	_, err = s.BindThread(ctx, chat.Thread{SessionID: x.ID, Project: "default", Team: "T1", Channel: "C1", TS: "2.0"})
+	require.ErrorIs(t, err, errdefs.ErrConflict, "a session has one thread")
+	at, err := s.ThreadAt(ctx, "T1", "C1", "1.0")
+	require.NoError(t, err)
+	require.Equal(t, x.ID, at.SessionID)
+
+	ok, err := s.LeaseThread(ctx, x.ID, "node-a", time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = s.LeaseThread(ctx, x.ID, "node-b", time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	require.False(t, ok, "held by another")
+	at.Cursor, at.State.StatusTS, at.Done = 7, "9.9", true
+	require.ErrorIs(t, s.SaveThread(ctx, at, "node-b"), errdefs.ErrConflict)
+	require.NoError(t, s.SaveThread(ctx, at, "node-a"))
+	open, err := s.OpenThreads(ctx)
+	require.NoError(t, err)
+	require.Empty(t, open, "a thread done is not open")
+	back, err := s.ThreadOf(ctx, x.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(7), back.Cursor)
+	require.Equal(t, "9.9", back.State.StatusTS)
+
+	seen, err := s.SeenDelivery(ctx, "d1", time.Minute)
+	require.NoError(t, err)
+	require.False(t, seen)
+	seen, err = s.SeenDelivery(ctx, "d1", time.Minute)
+	require.NoError(t, err)
+	require.True(t, seen)
 }

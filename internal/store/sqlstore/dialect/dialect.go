@@ -4,6 +4,8 @@
 package dialect
 
 import (
+	"context"
+	"database/sql"
 	"regexp"
 	"strconv"
 	"strings"
@@ -109,4 +111,27 @@ func (d *Dialect) Values(args []any) []any {
 		}
 	}
 	return args
+}
+
+// DB is a database in its dialect's spelling: every query written once,
+// with ? placeholders, rebound and its values written as the dialect
+// stores them. The store's roles share one.
+type DB struct {
+	*sql.DB
+	Dialect *Dialect
+}
+
+// ExecContext runs q in the dialect.
+func (c *DB) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return c.DB.ExecContext(ctx, c.Dialect.Rebind(q), c.Dialect.Values(args)...)
+}
+
+// QueryContext runs q in the dialect.
+func (c *DB) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return c.DB.QueryContext(ctx, c.Dialect.Rebind(q), c.Dialect.Values(args)...)
+}
+
+// QueryRowContext runs q in the dialect.
+func (c *DB) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return c.DB.QueryRowContext(ctx, c.Dialect.Rebind(q), c.Dialect.Values(args)...)
 }
