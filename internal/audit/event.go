@@ -62,6 +62,9 @@ func FromEvent(x session.Session, e session.Event) Entry {
 		if d.By != nil {
 			en.Identity = d.By.Kind + ":" + d.By.By + d.By.Rule
 			m["decision"] = d.By.Kind
+			if d.By.Via != "" {
+				m["authenticatedBy"] = d.By.Via
+			}
 		}
 		if len(d.Args) > 0 {
 			m["args"] = Digest(d.Args)

@@ -51,8 +51,11 @@ type Approval struct {
 type Attribution struct {
 	Kind string `json:"kind"` // "human" or "automation"
 	// By is the human's identity; Rule the automation's rule.
-	By       string `json:"by,omitempty"`
-	Rule     string `json:"rule,omitempty"`
+	By   string `json:"by,omitempty"`
+	Rule string `json:"rule,omitempty"`
+	// Via is how the human authenticated when deciding ("token:ID",
+	// "slack:TEAM/USER").
+	Via      string `json:"via,omitempty"`
 	Approval string `json:"approval,omitempty"` // the approval's ID, for humans
 	// Note is what the human wrote when approving (as the approval
 	// records it), shown with the call.

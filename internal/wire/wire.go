@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 
 	"github.com/paddock-dev/paddock/internal/audit"
+	"github.com/paddock-dev/paddock/internal/chat"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -277,4 +278,22 @@ type TriggerResult struct {
 	Released  int    `json:"released,omitempty"`
 	// Error is why a delivery was refused (recorded, never answered).
 	Error string `json:"error,omitempty"`
+}
+
+// SlackAppRequest configures a project's Slack app: its workspace, the
+// channels mapped to agents, and its credentials (the bot token, the
+// signing secret, and for Socket Mode an app-level token), sealed and
+// never shown again.
+type SlackAppRequest struct {
+	Team          string         `json:"team"`
+	Channels      []chat.Channel `json:"channels"`
+	BotToken      string         `json:"botToken"`
+	SigningSecret string         `json:"signingSecret"`
+	AppToken      string         `json:"appToken,omitempty"`
+}
+
+// SlackLinkRequest confirms, as the caller, the one-time code the Slack
+// app gave a Slack user: that Slack user acts as the caller from then on.
+type SlackLinkRequest struct {
+	Code string `json:"code"`
 }

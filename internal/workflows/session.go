@@ -686,7 +686,7 @@ func (w *run) toolCall(ctx workflow.Context, turnID string, call provider.ToolCa
 			}
 			return rejected(why)
 		}
-		by = session.Attribution{Kind: session.ByHuman, By: ap.DecidedBy.ID, Approval: ap.ID}
+		by = session.Attribution{Kind: session.ByHuman, By: ap.DecidedBy.ID, Via: ap.DecidedBy.Via, Approval: ap.ID}
 	}
 	err = w.onCopy(long(ctx), turns.RunTool, w.in.SessionID, turnID, call, g.Decision, by).Get(ctx, &out)
 	if out.Node != "" {
