@@ -27,9 +27,9 @@ import (
 //     server.
 var (
 	foundation = []string{"clip", "errdefs", "identity", "session"}
-	transports = []string{"api", "web", "kube", "cli", "terminal"}
-	core       = []string{"access", "agency", "auditlog", "engine", "health", "remote", "workflows", "durable", "copies"}
-	upper      = []string{"api", "web", "kube", "cli", "terminal", "client", "app"}
+	transports = []string{"api", "web", "kube", "cli", "terminal", "slackbot"}
+	core       = []string{"access", "agency", "auditlog", "chatdesk", "engine", "health", "remote", "workflows", "durable", "copies"}
+	upper      = []string{"api", "web", "kube", "cli", "terminal", "slackbot", "client", "app"}
 )
 
 // rule is one import rule: the packages who (by their path under
@@ -44,7 +44,7 @@ type rule struct {
 
 var rules = []rule{
 	{who: transports, mayNot: []string{"store/..."}, why: "the store belongs to the core: a transport calls the service, which checks its caller"},
-	{who: []string{"client"}, only: []string{"clip", "errdefs", "identity", "session", "spec", "audit", "policy", "bound", "forge", "wire"},
+	{who: []string{"client"}, only: []string{"clip", "errdefs", "identity", "session", "spec", "audit", "policy", "bound", "forge", "chat", "wire"},
 		why: "the client speaks the API's wire types and links nothing of the server (no engine, no Temporal SDK)"},
 	{who: []string{"..."}, mayNot: []string{"temporalserver"}, why: "only app starts the embedded Temporal server"},
 	{who: foundation, only: foundation, why: "the foundation's words import nothing above them"},

@@ -21,6 +21,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/paddock-dev/paddock/internal/chatdesk"
 	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/errdefs"
@@ -39,6 +40,10 @@ type Server struct {
 	Logger  *slog.Logger
 	// TriggerSecrets are the HMAC secrets of triggers, by PROJECT/NAME.
 	TriggerSecrets map[string]string
+	// Chat is the chat use cases; Slack takes Slack deliveries (nil:
+	// refused).
+	Chat  *chatdesk.Service
+	Slack Slack
 	// Ready reports whether /healthz should answer 200.
 	Ready func() bool
 	// BodyTimeout bounds reading a request body (default DefaultBodyTimeout).
@@ -58,6 +63,7 @@ func (s *Server) Handler() http.Handler {
 	h("GET /v1/login/oidc", public, s.oidcConfig)
 	h("POST /v1/projects/{project}/triggers/{name}", public, s.trigger) // signed with the trigger's secret
 	h("POST /v1/triggers/{name}", public, s.triggerMoved)
+	h("POST /v1/projects/{project}/slack/{kind}", public, s.slack) // signed with the app's signing secret
 	h("GET /v1/whoami", caller, s.whoami)
 	h("POST /v1/agents", caller, s.applyAgents) // each agent's project: manage
 	h("GET /v1/agents", onProjectQuery(read), s.listAgents, "project")
@@ -102,6 +108,12 @@ func (s *Server) Handler() http.Handler {
 	h("GET /v1/projects/{name}/connections", onProject("name", read), s.listConnections)
 	h("POST /v1/projects/{name}/connections", onProject("name", manage), s.addConnection)
 	h("POST /v1/projects/{name}/connections/{connection}/revoke", onProject("name", manage), s.revokeConnection)
+	h("GET /v1/projects/{name}/slack", onProject("name", read), s.slackApp)
+	h("PUT /v1/projects/{name}/slack", onProject("name", manage), s.setSlackApp)
+	h("DELETE /v1/projects/{name}/slack", onProject("name", manage), s.removeSlackApp)
+	h("POST /v1/slack/links", caller, s.linkSlack)
+	h("GET /v1/slack/links", caller, s.slackLinks)
+	h("DELETE /v1/slack/links/{team}/{user}", caller, s.unlinkSlack)
 	h("GET /v1/approvals", caller, s.listApprovals, "session", "status")
 	h("GET /v1/approvals/{id}", onApproval(read), s.getApproval)
 	h("POST /v1/approvals/{id}/approve", onApproval(approve), s.decide(true))

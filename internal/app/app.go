@@ -29,6 +29,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/api"
 	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/bound"
+	"github.com/paddock-dev/paddock/internal/chatdesk"
 	"github.com/paddock-dev/paddock/internal/cli"
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/copies"
@@ -47,6 +48,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/pulls"
 	"github.com/paddock-dev/paddock/internal/remote"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/slackbot"
 	"github.com/paddock-dev/paddock/internal/store/redacted"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 	"github.com/paddock-dev/paddock/internal/telemetry"
@@ -66,11 +68,13 @@ type App struct {
 	// nowhere).
 	Metrics    *telemetry.Metrics
 	MetricsURL string
-	temporal   *temporalserver.Server
-	client     client.Client
-	worker     *workflows.Worker
-	http       *http.Server
-	closers    []func() error
+	// Chat is the chat use cases (Slack apps, links, threads).
+	Chat     *chatdesk.Service
+	temporal *temporalserver.Server
+	client   client.Client
+	worker   *workflows.Worker
+	http     *http.Server
+	closers  []func() error
 	// temporalAddress is the Temporal frontend in use.
 	temporalAddress string
 	logger          *slog.Logger
@@ -261,14 +265,17 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		return nil, err
 	}
 	var ready atomic.Bool
-	srv := &api.Server{Service: a.Service, Logger: logger, Ready: ready.Load, TriggerSecrets: cfg.TriggerSecrets}
+	a.Chat = &chatdesk.Service{Store: st, Access: a.Service.Access, Key: contentKey, Now: time.Now}
+	a.URL = clientURL(ln.Addr(), cfg.TLSCert != "")
+	bot := &slackbot.Bot{Desk: a.Chat, Engine: a.Service, Logger: logger, Web: cmp.Or(cfg.PublicURL, webURL(a.URL)), APIURL: cfg.SlackAPIURL}
+	srv := &api.Server{Service: a.Service, Logger: logger, Ready: ready.Load, TriggerSecrets: cfg.TriggerSecrets, Chat: a.Chat, Slack: bot}
 	ui, err := web.New(a.Service, logger, uiKey)
 	if err != nil {
 		return nil, err
 	}
 	a.lastRequest.Store(time.Now().UnixNano())
 	a.http = &http.Server{Handler: metrics.HTTP(logger, a.touching(routes(srv.Handler(), ui.Handler()))), ReadHeaderTimeout: 10 * time.Second}
-	a.URL = clientURL(ln.Addr(), cfg.TLSCert != "")
+	a.relay(&slackbot.Relay{Bot: bot, Node: node})
 	lock.Record(a.URL, cfg.Background)
 	go func() {
 		serve := func() error { return a.http.Serve(ln) }
@@ -308,6 +315,24 @@ func (a *App) controller(cfg config.Config) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.closers = append(a.closers, func() error { cancel(); return nil })
 	return kube.Start(ctx, rc, a.Service, kube.Options{Admin: cfg.AdminUser, UserPrefix: cfg.KubeUserPrefix, Users: cfg.KubeUsers, LeaderNamespace: namespace, Logger: a.logger})
+}
+
+// relay posts bound sessions' progress into their Slack threads until
+// Stop.
+func (a *App) relay(r *slackbot.Relay) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	a.closers = append(a.closers, func() error { cancel(); <-done; return nil })
+	go func() { defer close(done); r.Run(ctx) }()
+}
+
+// webURL is the server's address as a browser opens it ("" for a Unix
+// socket).
+func webURL(u string) string {
+	if strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://") {
+		return u
+	}
+	return ""
 }
 
 // collector is the server collecting copies on its own schedule.

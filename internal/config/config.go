@@ -14,6 +14,7 @@ import (
 	"maps"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -83,6 +84,11 @@ type Config struct {
 	// OIDC is login through the organization's directory (empty Issuer:
 	// API tokens only).
 	OIDCIssuer, OIDCClientID, OIDCUsernameClaim string
+	// PublicURL is the web app's address as people open it, for the
+	// links Paddock posts in chat (empty: the server's own address).
+	PublicURL string
+	// SlackAPIURL is Slack's Web API (empty: slack.com's).
+	SlackAPIURL string
 	// TLSCert and TLSKey serve HTTPS; InsecureListen allows a plain-HTTP
 	// listener beyond loopback (behind a proxy terminating TLS).
 	TLSCert, TLSKey string
@@ -280,6 +286,8 @@ var Vars = []Var{
 	{"PADDOCK_OIDC_ISSUER", "(none: API tokens only)", "issuer URL of the organization's OpenID Connect directory, for `paddock login`"},
 	{"PADDOCK_OIDC_CLIENT_ID", "(none)", "Paddock's client ID at the directory (a public client allowing loopback redirects)"},
 	{"PADDOCK_OIDC_USERNAME_CLAIM", "preferred_username", "the ID token claim a user is named after on their first login"},
+	{"PADDOCK_PUBLIC_URL", "(the server's own address)", "the web app's address as people open it (https://paddock.example.com): the links Paddock posts in Slack threads point there"},
+	{"PADDOCK_SLACK_API_URL", "https://slack.com/api/", "Slack's Web API, for a proxy in between (projects' Slack apps post through it)"},
 	{"PADDOCK_TLS_CERT", "(none)", "PEM certificate file: serve HTTPS (with PADDOCK_TLS_KEY)"},
 	{"PADDOCK_TLS_KEY", "(none)", "PEM private key file of PADDOCK_TLS_CERT"},
 	{"PADDOCK_INSECURE_LISTEN", "false", "true allows plain HTTP on an address beyond loopback (only behind a proxy that terminates TLS)"},
@@ -333,6 +341,8 @@ func Load(getenv func(string) string) (Config, error) {
 		OIDCIssuer:        getenv("PADDOCK_OIDC_ISSUER"),
 		OIDCClientID:      getenv("PADDOCK_OIDC_CLIENT_ID"),
 		OIDCUsernameClaim: getenv("PADDOCK_OIDC_USERNAME_CLAIM"),
+		PublicURL:         getenv("PADDOCK_PUBLIC_URL"),
+		SlackAPIURL:       getenv("PADDOCK_SLACK_API_URL"),
 		EncryptionKey:     getenv("PADDOCK_ENCRYPTION_KEY"),
 	}
 	if c.DataDir == "" && os.Getuid() == 0 {
@@ -625,6 +635,11 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
 		return c, fmt.Errorf("PADDOCK_DATABASE_URL: want a postgres:// URL (unset it to keep the store in SQLite under PADDOCK_DATA_DIR)")
+	}
+	for name, v := range map[string]string{"PADDOCK_PUBLIC_URL": c.PublicURL, "PADDOCK_SLACK_API_URL": c.SlackAPIURL} {
+		if u, err := url.Parse(v); v != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "") {
+			return c, fmt.Errorf("%s=%q: want an http(s):// address", name, v)
+		}
 	}
 	if (c.OIDCIssuer == "") != (c.OIDCClientID == "") {
 		return c, fmt.Errorf("PADDOCK_OIDC_ISSUER and PADDOCK_OIDC_CLIENT_ID go together: set both or neither")
