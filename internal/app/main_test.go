@@ -38,6 +38,8 @@ var (
 	sharedDir string
 	// adminToken is the shared server's first administrator's.
 	adminToken string
+	// ws is the Slack workspace the shared server's Slack apps post to.
+	ws *slackWorkspace
 	// toolsDir is a read-only path of the sandbox's view (see TestMain).
 	toolsDir string
 )
@@ -72,7 +74,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	_ = os.Chmod(toolsDir, 0o755)
-	cfg := config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "tester", LogLevel: slog.LevelWarn, ReadOnlyPaths: []string{toolsDir},
+	ws = newSlackWorkspace()
+	cfg := config.Config{DataDir: dir, SlackAPIURL: ws.GetAPIURL(), Listen: "127.0.0.1:0", AdminUser: "tester", LogLevel: slog.LevelWarn, ReadOnlyPaths: []string{toolsDir},
 		TriggerSecrets: map[string]string{"default/gh-push": triggerSecret, "default/steer": triggerSecret, "default/unowned": triggerSecret, "ghflow/gh-pr": triggerSecret, "ghflow/gh-closed": triggerSecret},
 		EgressPermit:   labRegistries(), TestingForgeLoopback: true}
 	// PADDOCK_TEST_STORE=postgres runs the suite on a private PostgreSQL.

@@ -184,6 +184,9 @@ type ThreadState struct {
 	// Asks are the messages asking for a decision: "approval:ID",
 	// "park:ID", "question:CALL" → the message's ts.
 	Asks map[string]string `json:"asks,omitempty"`
+	// Calls are the approvals asked for, by the call they are for (a
+	// call's later states do not name its approval).
+	Calls map[string]string `json:"calls,omitempty"`
 	// Dropped counts posts given up on while Slack did not answer.
 	Dropped int `json:"dropped,omitempty"`
 }

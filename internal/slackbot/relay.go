@@ -148,6 +148,9 @@ func (t *thread) step(ctx context.Context) (more bool, err error) {
 	if t.State.Asks == nil {
 		t.State.Asks = map[string]string{}
 	}
+	if t.State.Calls == nil {
+		t.State.Calls = map[string]string{}
+	}
 	if t.State.StatusTS == "" {
 		m := statusMessage(t.x, t.bot.Web)
 		ts, err := t.post(ctx, "status", m)
@@ -228,7 +231,13 @@ func (t *thread) event(ctx context.Context, e session.Event) error {
 		return err
 	case session.EventToolCall:
 		var d session.ToolCallData
-		if json.Unmarshal(e.Data, &d) != nil || d.Approval == "" {
+		if json.Unmarshal(e.Data, &d) != nil {
+			return nil
+		}
+		if d.Approval == "" {
+			d.Approval = t.State.Calls[d.ID]
+		}
+		if d.Approval == "" {
 			return nil
 		}
 		key := "approval:" + d.Approval
@@ -237,7 +246,7 @@ func (t *thread) event(ctx context.Context, e session.Event) error {
 		case d.State == session.CallAwaitingApproval && !asked:
 			ts, err := t.post(ctx, key, approvalMessage(t.x, d, t.pinned, t.bot.Web))
 			if ts != "" {
-				t.State.Asks[key] = ts
+				t.State.Asks[key], t.State.Calls[d.ID] = ts, d.Approval
 			}
 			return err
 		case d.State != session.CallAwaitingApproval && asked:
@@ -247,6 +256,7 @@ func (t *thread) event(ctx context.Context, e session.Event) error {
 			}
 			t.edit(ctx, key, ts, decidedMessage(d, ap))
 			delete(t.State.Asks, key)
+			delete(t.State.Calls, d.ID)
 		}
 	case session.EventPark:
 		var d session.ParkData
