@@ -238,11 +238,19 @@ func TestSlackThreadDrivesASession(t *testing.T) {
 		t.Helper()
 		mention(slackUser, ts, "", "hello")
 		m := ws.find(t, "the linking notice for "+user, true, func(m slackMessage) bool { return m.User == slackUser && linkCode.MatchString(m.Text) })
+		code := linkCode.FindStringSubmatch(m.Text)[1]
 		_, as := tokenOf(t, user)
-		l, err := as.Access().LinkSlack(ctx, linkCode.FindStringSubmatch(m.Text)[1])
-		require.NoError(t, err)
-		require.Equal(t, chat.Link{Team: slackTeam, SlackUser: slackUser, User: user}, chat.Link{Team: l.Team, SlackUser: l.SlackUser, User: l.User})
-		_, err = as.Access().LinkSlack(ctx, linkCode.FindStringSubmatch(m.Text)[1])
+		if user == "tester" {
+			// As a person types it, with the command line.
+			status, out := paddock(t, "slack", "link", strings.ToLower(code))
+			require.Equal(t, 0, status, out)
+			require.Contains(t, out, "Slack user "+slackUser+" of workspace "+slackTeam+" is linked to you (tester)")
+		} else {
+			l, err := as.Access().LinkSlack(ctx, code)
+			require.NoError(t, err)
+			require.Equal(t, chat.Link{Team: slackTeam, SlackUser: slackUser, User: user}, chat.Link{Team: l.Team, SlackUser: l.SlackUser, User: l.User})
+		}
+		_, err = as.Access().LinkSlack(ctx, code)
 		require.Equal(t, http.StatusNotFound, apiStatus(t, err), "a code links once: %v", err)
 	}
 	link("U0TESTER", "tester", "1699999990.000100")

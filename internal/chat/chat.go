@@ -61,6 +61,18 @@ func (a App) Channel(id string) (Channel, bool) {
 	return Channel{}, false
 }
 
+// ParseChannel reads a channel's mapping as an admin writes it on the
+// command line: CHANNEL_ID=AGENT@REPO[#REF] (no agent: ad hoc).
+func ParseChannel(s string) (Channel, error) {
+	id, rest, ok := strings.Cut(s, "=")
+	agent, repo, ok2 := strings.Cut(rest, "@")
+	if !ok || !ok2 || repo == "" {
+		return Channel{}, fmt.Errorf("--channel %q: want CHANNEL_ID=AGENT@REPO[#REF] (C0456EFGH=fixer@team/app#main)", s)
+	}
+	repo, ref, _ := strings.Cut(repo, "#")
+	return Channel{ID: id, Agent: agent, Repo: repo, Ref: ref}, nil
+}
+
 // Secrets are an app's credentials, sealed at rest under its project.
 type Secrets struct {
 	BotToken      string `json:"botToken"`

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/paddock-dev/paddock/internal/audit"
+	"github.com/paddock-dev/paddock/internal/auditexport"
 	"github.com/paddock-dev/paddock/internal/terminal"
 )
 
@@ -112,20 +113,20 @@ func newAudit(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	var x exporter
+	var x auditexport.Exporter
 	export := &cobra.Command{
 		Use:   "export [--format jsonl|cef] [--since TIME] [--follow] [--output FILE | --syslog tcp://HOST:PORT]",
 		Short: "Export every session's audit entries, in the order written, for a SIEM: JSON lines (each verifiable) or Common Event Format, to standard output, a file or syslog over TCP; --follow goes on with new entries",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return x.run(cmd.Context(), g)
+			return x.Run(cmd.Context(), g.remote().Audit().Export, g.io.Out, g.io.Err)
 		},
 	}
-	export.Flags().StringVar(&x.format, "format", "jsonl", "jsonl or cef")
-	export.Flags().StringVar(&x.since, "since", "", "only entries written since this time (RFC 3339) or this long ago (24h)")
-	export.Flags().StringVar(&x.output, "output", "", "write to this file (mode 600; appended to when following) instead of standard output")
-	export.Flags().StringVar(&x.syslog, "syslog", "", "send each entry to this syslog server over TCP (RFC 5424, octet counting), e.g. tcp://siem.example.com:6514")
-	export.Flags().BoolVar(&x.follow, "follow", false, "keep exporting entries as they are written, reconnecting to the server and the syslog server when they drop, until interrupted")
+	export.Flags().StringVar(&x.Format, "format", "jsonl", "jsonl or cef")
+	export.Flags().StringVar(&x.Since, "since", "", "only entries written since this time (RFC 3339) or this long ago (24h)")
+	export.Flags().StringVar(&x.Output, "output", "", "write to this file (mode 600; appended to when following) instead of standard output")
+	export.Flags().StringVar(&x.Syslog, "syslog", "", "send each entry to this syslog server over TCP (RFC 5424, octet counting), e.g. tcp://siem.example.com:6514")
+	export.Flags().BoolVar(&x.Follow, "follow", false, "keep exporting entries as they are written, reconnecting to the server and the syslog server when they drop, until interrupted")
 	retain := &cobra.Command{
 		Use:   "retain PROJECT [DURATION|off]",
 		Short: "Show or set how long a project keeps its sessions' audit content (instructions, messages, outputs), encrypted and apart from the log; off keeps none (the default)",

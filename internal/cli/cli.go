@@ -119,7 +119,7 @@ func newRoot(stdio IO) (*cobra.Command, *globals) {
 	}
 	root.PersistentFlags().StringVar(&g.server, "server", "", "URL of the paddock server (default $PADDOCK_SERVER)")
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data directory (default $PADDOCK_DATA_DIR or ~/.paddock)")
-	root.AddCommand(newServe(g), newRun(g), newAttach(g), newDemo(g), newApply(g), newSessions(g), newAgents(g), newPolicy(g), newApprovals(g), newSandbox(g), newGC(g), newStatus(g), newAudit(g), newWhoami(g), newLogin(g), newProjects(g), newMembers(g), newConnections(g), newUsers(g), newTokens(g), newAdmin(g), newVersion(g), newMigrate(g), newKube(g), newServer(g))
+	root.AddCommand(newServe(g), newRun(g), newAttach(g), newDemo(g), newApply(g), newSessions(g), newAgents(g), newPolicy(g), newApprovals(g), newSandbox(g), newGC(g), newStatus(g), newAudit(g), newWhoami(g), newLogin(g), newProjects(g), newMembers(g), newConnections(g), newSlack(g), newUsers(g), newTokens(g), newAdmin(g), newVersion(g), newMigrate(g), newKube(g), newServer(g))
 	root.SetVersionTemplate("paddock {{.Version}}\n")
 	// paddock sesions ls: a mistyped command is a usage error (2), as
 	// it is for every command group.
