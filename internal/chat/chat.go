@@ -18,15 +18,12 @@ import (
 )
 
 // App is a project's Slack app: the workspace it answers in and the
-// channels mapped to the project's agents. Its bot token, signing secret
-// and app-level token are sealed apart (Secrets) and never shown again.
+// channels mapped to the project's agents. Its bot token and signing
+// secret are sealed apart (Secrets) and never shown again.
 type App struct {
-	Project  string    `json:"project"`
-	Team     string    `json:"team"`
-	Channels []Channel `json:"channels"`
-	// Socket says it has an app-level token: its deliveries come over
-	// Socket Mode rather than to the Events API address.
-	Socket    bool      `json:"socket,omitempty"`
+	Project   string    `json:"project"`
+	Team      string    `json:"team"`
+	Channels  []Channel `json:"channels"`
 	CreatedBy string    `json:"createdBy"`
 	CreatedAt time.Time `json:"createdAt"`
 }
@@ -77,7 +74,6 @@ func ParseChannel(s string) (Channel, error) {
 type Secrets struct {
 	BotToken      string `json:"botToken"`
 	SigningSecret string `json:"signingSecret"`
-	AppToken      string `json:"appToken,omitempty"`
 }
 
 var (
@@ -96,9 +92,6 @@ func Check(a App, s Secrets) error {
 	}
 	if len(s.SigningSecret) < 16 {
 		problems = append(problems, "signing secret: give the app's Signing Secret (Basic Information → App Credentials)")
-	}
-	if s.AppToken != "" && !strings.HasPrefix(s.AppToken, "xapp-") {
-		problems = append(problems, "app token: an app-level token for Socket Mode starts xapp-")
 	}
 	if len(a.Channels) == 0 {
 		problems = append(problems, "channels: map at least one channel to an agent and a repository (--channel C0123=AGENT@REPO)")

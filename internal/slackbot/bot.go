@@ -1,6 +1,6 @@
 // Package slackbot is Paddock in Slack, a transport: a project's Slack
 // app takes deliveries (the Events API's, signed with the app's signing
-// secret; or over Socket Mode), starts a session from a mention in a
+// secret), starts a session from a mention in a
 // mapped channel, steers it from its thread, and takes decisions from
 // the buttons of its messages, each as the Paddock user the Slack user is
 // linked to, through the engine's use cases (which check them as for any
