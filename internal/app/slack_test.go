@@ -384,6 +384,13 @@ func TestSlackThreadDrivesASession(t *testing.T) {
 		require.NoError(t, err)
 		r2.Body.Close()
 		require.Equal(t, http.StatusOK, r1.StatusCode)
+		req3, _ := http.NewRequest("POST", req.URL.String(), bytes.NewReader(body1))
+		req3.Header = req.Header.Clone()
+		req3.Header.Set("X-Slack-Retry-Num", "1")
+		r3, err := http.DefaultClient.Do(req3)
+		require.NoError(t, err)
+		r3.Body.Close()
+		require.Equal(t, http.StatusOK, r3.StatusCode, "Slack's own retry is answered, and does nothing again")
 		return r2.StatusCode
 	}
 	require.Equal(t, http.StatusUnauthorized, replay(), "the same signed delivery twice")

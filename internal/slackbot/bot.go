@@ -85,7 +85,9 @@ const noSecret = "paddock-no-slack-app-is-configured"
 // "events" (JSON) or "interactions" (a form with the payload). It is
 // verified with the app's signing secret (HMAC of v0:TIMESTAMP:BODY,
 // within five minutes) and refused if seen before; then handled as the
-// linked user. The answer is the body to send back (nil: none).
+// linked user. The answer is the body to send back (nil: none). The
+// same signed delivery again is a replay (401), unless Slack marks it as
+// its own retry: then it is answered and nothing is done again.
 func (b *Bot) Deliver(ctx context.Context, project, kind string, h http.Header, body []byte) ([]byte, error) {
 	app, sec, err := b.Desk.Open(ctx, project)
 	secret := sec.SigningSecret
@@ -106,6 +108,11 @@ func (b *Bot) Deliver(ctx context.Context, project, kind string, h http.Header, 
 	if seen, err := b.Desk.Seen(ctx, hex.EncodeToString(sum[:])); err != nil {
 		return nil, err
 	} else if seen {
+		if h.Get("X-Slack-Retry-Num") != "" {
+			// Slack delivering again what it sent before: it was taken,
+			// and nothing is done twice.
+			return nil, nil
+		}
 		b.log().Warn("Slack delivery refused", "project", project, "reason", "replayed")
 		return nil, fmt.Errorf("%w: this signed delivery was received before (a replay)", ErrUnverified)
 	}
