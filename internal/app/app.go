@@ -275,7 +275,8 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	}
 	a.lastRequest.Store(time.Now().UnixNano())
 	a.http = &http.Server{Handler: metrics.HTTP(logger, a.touching(routes(srv.Handler(), ui.Handler()))), ReadHeaderTimeout: 10 * time.Second}
-	a.relay(&slackbot.Relay{Bot: bot, Node: node})
+	a.background((&slackbot.Relay{Bot: bot, Node: node}).Run)
+	a.background((&slackbot.Sockets{Bot: bot}).Run)
 	lock.Record(a.URL, cfg.Background)
 	go func() {
 		serve := func() error { return a.http.Serve(ln) }
@@ -317,13 +318,13 @@ func (a *App) controller(cfg config.Config) error {
 	return kube.Start(ctx, rc, a.Service, kube.Options{Admin: cfg.AdminUser, UserPrefix: cfg.KubeUserPrefix, Users: cfg.KubeUsers, LeaderNamespace: namespace, Logger: a.logger})
 }
 
-// relay posts bound sessions' progress into their Slack threads until
-// Stop.
-func (a *App) relay(r *slackbot.Relay) {
+// background runs run until Stop: the Slack relay, its Socket Mode
+// connections.
+func (a *App) background(run func(context.Context)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	a.closers = append(a.closers, func() error { cancel(); <-done; return nil })
-	go func() { defer close(done); r.Run(ctx) }()
+	go func() { defer close(done); run(ctx) }()
 }
 
 // webURL is the server's address as a browser opens it ("" for a Unix

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/slack-go/slack/slacktest"
 	"github.com/stretchr/testify/require"
 
@@ -43,10 +44,14 @@ type slackWorkspace struct {
 	n         int
 	messages  []*slackMessage
 	ephemeral []*slackMessage
+	// socket is the Socket Mode connection open (nil: none), acks the
+	// envelopes it acknowledged.
+	socket *websocket.Conn
+	acks   map[string]bool
 }
 
 func newSlackWorkspace() *slackWorkspace {
-	w := &slackWorkspace{}
+	w := &slackWorkspace{acks: map[string]bool{}}
 	form := func(r *http.Request) url.Values {
 		body, _ := io.ReadAll(r.Body)
 		v, _ := url.ParseQuery(string(body))
@@ -75,6 +80,7 @@ func newSlackWorkspace() *slackWorkspace {
 			}
 			_ = json.NewEncoder(rw).Encode(map[string]any{"ok": false, "error": "message_not_found"})
 		})
+		w.socketMode(c, socketToken)
 		c.Handle("/chat.postEphemeral", func(rw http.ResponseWriter, r *http.Request) {
 			v := form(r)
 			w.mu.Lock()
@@ -87,6 +93,66 @@ func newSlackWorkspace() *slackWorkspace {
 	})
 	w.Start()
 	return w
+}
+
+// socketMode answers apps.connections.open for app token appToken with
+// a Socket Mode connection the test pushes envelopes on.
+func (w *slackWorkspace) socketMode(c slacktest.Customize, appToken string) {
+	c.Handle("/apps.connections.open", func(rw http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+appToken {
+			_ = json.NewEncoder(rw).Encode(map[string]any{"ok": false, "error": "invalid_auth"})
+			return
+		}
+		_ = json.NewEncoder(rw).Encode(map[string]any{"ok": true, "url": "ws://" + r.Host + "/socket"})
+	})
+	c.Handle("/socket", func(rw http.ResponseWriter, r *http.Request) {
+		up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+		conn, err := up.Upgrade(rw, r, nil)
+		if err != nil {
+			return
+		}
+		if conn.WriteJSON(map[string]any{"type": "hello", "num_connections": 1, "connection_info": map[string]any{"app_id": "A0SOCK"}}) != nil {
+			return
+		}
+		w.mu.Lock()
+		w.socket = conn
+		w.mu.Unlock()
+		for {
+			var ack struct {
+				EnvelopeID string `json:"envelope_id"`
+			}
+			if conn.ReadJSON(&ack) != nil {
+				return
+			}
+			w.mu.Lock()
+			w.acks[ack.EnvelopeID] = true
+			w.mu.Unlock()
+		}
+	})
+}
+
+var envelopeN int
+
+// push sends an envelope over the Socket Mode connection, once there is
+// one, and waits for its acknowledgement.
+func (w *slackWorkspace) push(t *testing.T, kind string, payload json.RawMessage) {
+	t.Helper()
+	envelopeN++
+	id := fmt.Sprintf("env-%d", envelopeN)
+	waitFor(t, "a Socket Mode connection", func() (bool, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.socket != nil, nil
+	})
+	w.mu.Lock()
+	err := w.socket.WriteJSON(map[string]any{"envelope_id": id, "type": kind, "accepts_response_payload": false, "payload": payload})
+	w.mu.Unlock()
+	require.NoError(t, err)
+	waitFor(t, "the envelope's acknowledgement", func() (bool, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.acks[id], nil
+	})
 }
 
 // find waits for a message of the thread (ephemeral: shown to user
@@ -128,6 +194,7 @@ func (w *slackWorkspace) all() string {
 }
 
 const (
+	socketToken  = "xapp-1-A0SOCK-test"
 	slackTeam    = "T0PADDOCK"
 	slackChannel = "C0DEV"
 	slackBot     = "U0BOT"
@@ -161,10 +228,12 @@ func slackSign(secret string) func(ts string, body []byte) string {
 var eventN int
 
 // event is an Events API callback of the workspace.
-func event(inner map[string]any) []byte {
+func event(inner map[string]any) []byte { return eventOf(slackTeam, inner) }
+
+func eventOf(team string, inner map[string]any) []byte {
 	eventN++
-	b, _ := json.Marshal(map[string]any{"type": "event_callback", "team_id": slackTeam, "api_app_id": "A0APP", "event_id": fmt.Sprintf("Ev%d", eventN),
-		"event_time": time.Now().Unix(), "authorizations": []map[string]any{{"team_id": slackTeam, "user_id": slackBot, "is_bot": true}}, "event": inner})
+	b, _ := json.Marshal(map[string]any{"type": "event_callback", "team_id": team, "api_app_id": "A0APP", "event_id": fmt.Sprintf("Ev%d", eventN),
+		"event_time": time.Now().Unix(), "authorizations": []map[string]any{{"team_id": team, "user_id": slackBot, "is_bot": true}}, "event": inner})
 	return b
 }
 
@@ -438,4 +507,57 @@ func approvalOf(t *testing.T, sessionID, id string) session.Approval {
 	}
 	t.Fatalf("no approval %s", id)
 	return session.Approval{}
+}
+
+// TestSlackOverSocketMode: an app given an app-level token takes its
+// deliveries over Socket Mode (no address Slack reaches): a mention
+// there starts a session as the linked user, and a button decides its
+// approval, each acknowledged.
+func TestSlackOverSocketMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a session")
+	}
+	ctx := context.Background()
+	const project, team, channel = "chatsock", "T0SOCKET", "C0SOCK"
+	member(t, project, "tester", identity.Admin)
+	_, err := api.Projects().SetPolicy(ctx, project, []byte("default: ask\ncommands:\n  allow: [ls]\n"))
+	require.NoError(t, err)
+	model := scriptText(t, "socket.yaml", `steps:
+  - text: "Trying."
+    toolCalls:
+      - {name: run_command, args: {command: "echo sock > sock.txt"}}
+  - text: "Socket done."
+`)
+	_, err = api.Projects().Apply(ctx, []byte("name: sock\nproject: "+project+"\nmodel: "+model+"\n"))
+	require.NoError(t, err)
+	app, err := api.Projects().SetSlackApp(ctx, project, wire.SlackAppRequest{Team: team, BotToken: "xoxb-sock", SigningSecret: slackSecret, AppToken: socketToken,
+		Channels: []chat.Channel{{ID: channel, Agent: "sock", Repo: gitRepo(t)}}})
+	require.NoError(t, err)
+	require.True(t, app.Socket)
+	mention := func(ts string) {
+		t.Helper()
+		ws.push(t, "events_api", eventOf(team, map[string]any{"type": "app_mention", "user": "U0SOCKER", "text": "<@" + slackBot + "> run it", "ts": ts, "channel": channel}))
+	}
+	mention("1699999995.000100")
+	m := ws.find(t, "the linking notice", true, func(m slackMessage) bool { return m.User == "U0SOCKER" && m.Channel == channel && linkCode.MatchString(m.Text) })
+	status, out := paddock(t, "slack", "link", linkCode.FindStringSubmatch(m.Text)[1])
+	require.Equal(t, 0, status, out)
+
+	const root = "1699999995.000200"
+	mention(root)
+	ask := ws.find(t, "the approval message", false, func(m slackMessage) bool {
+		return m.Channel == channel && m.Thread == root && strings.Contains(m.Blocks, `"action_id":"reject"`) && strings.Contains(m.Blocks, "echo sock")
+	})
+	var value string
+	if mm := regexp.MustCompile(`"action_id":"reject","value":"([^"]+)"`).FindStringSubmatch(ask.Blocks); mm != nil {
+		value = mm[1]
+	}
+	require.NotEmpty(t, value)
+	payload, _ := json.Marshal(map[string]any{"type": "block_actions", "team": map[string]any{"id": team}, "user": map[string]any{"id": "U0SOCKER"},
+		"channel": map[string]any{"id": channel}, "container": map[string]any{"type": "message", "message_ts": ask.TS, "thread_ts": root},
+		"message": map[string]any{"ts": ask.TS, "thread_ts": root}, "actions": []map[string]any{{"block_id": "b", "action_id": "reject", "value": value, "type": "button"}}})
+	ws.push(t, "interactive", payload)
+	ws.find(t, "the approval message edited", false, func(m slackMessage) bool {
+		return m.TS == ask.TS && strings.Contains(m.Text, "Rejected by tester in Slack")
+	})
 }

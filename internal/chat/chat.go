@@ -18,12 +18,16 @@ import (
 )
 
 // App is a project's Slack app: the workspace it answers in and the
-// channels mapped to the project's agents. Its bot token and signing
-// secret are sealed apart (Secrets) and never shown again.
+// channels mapped to the project's agents. Its bot token, signing secret
+// and app-level token are sealed apart (Secrets) and never shown again.
 type App struct {
-	Project   string    `json:"project"`
-	Team      string    `json:"team"`
-	Channels  []Channel `json:"channels"`
+	Project  string    `json:"project"`
+	Team     string    `json:"team"`
+	Channels []Channel `json:"channels"`
+	// Socket says it has an app-level token: its deliveries come over
+	// Socket Mode (no address Slack reaches is needed), as well as to the
+	// Events API's request URLs.
+	Socket    bool      `json:"socket,omitempty"`
 	CreatedBy string    `json:"createdBy"`
 	CreatedAt time.Time `json:"createdAt"`
 }
@@ -74,6 +78,7 @@ func ParseChannel(s string) (Channel, error) {
 type Secrets struct {
 	BotToken      string `json:"botToken"`
 	SigningSecret string `json:"signingSecret"`
+	AppToken      string `json:"appToken,omitempty"`
 }
 
 var (
@@ -92,6 +97,9 @@ func Check(a App, s Secrets) error {
 	}
 	if len(s.SigningSecret) < 16 {
 		problems = append(problems, "signing secret: give the app's Signing Secret (Basic Information → App Credentials)")
+	}
+	if s.AppToken != "" && !strings.HasPrefix(s.AppToken, "xapp-") {
+		problems = append(problems, "app token: Socket Mode takes an app-level token (xapp-…, Basic Information → App-Level Tokens, scope connections:write)")
 	}
 	if len(a.Channels) == 0 {
 		problems = append(problems, "channels: map at least one channel to an agent and a repository (--channel C0123=AGENT@REPO)")

@@ -31,8 +31,8 @@ func TestCheck(t *testing.T) {
 	sec := Secrets{BotToken: "xoxb-1", SigningSecret: "0123456789abcdef0123"}
 	require.NoError(t, Check(good, sec))
 	bad := App{Team: "acme", Channels: []Channel{{ID: "#dev", Repo: "x"}, {ID: "C0123"}, {ID: "C0123", Repo: "y"}}}
-	err := Check(bad, Secrets{BotToken: "xoxp-1", SigningSecret: "short"})
-	for _, want := range []string{"team", "bot token", "signing secret", `channel "#dev"`, "channel C0123: name the repository", "mapped twice"} {
+	err := Check(bad, Secrets{BotToken: "xoxp-1", SigningSecret: "short", AppToken: "nope"})
+	for _, want := range []string{"team", "bot token", "signing secret", "app token", `channel "#dev"`, "channel C0123: name the repository", "mapped twice"} {
 		require.ErrorContains(t, err, want)
 	}
 	c, err := ParseChannel("C0456=fixer@team/app#main")

@@ -64,8 +64,8 @@ func (s *Service) Configure(ctx context.Context, p identity.Principal, project s
 	if err := s.Access.Allow(ctx, p, project, identity.Manage, fmt.Sprintf("project %q", project)); err != nil {
 		return chat.App{}, err
 	}
-	a := chat.App{Project: project, Team: req.Team, Channels: req.Channels, CreatedBy: p.User}
-	sec := chat.Secrets{BotToken: req.BotToken, SigningSecret: req.SigningSecret}
+	a := chat.App{Project: project, Team: req.Team, Channels: req.Channels, Socket: req.AppToken != "", CreatedBy: p.User}
+	sec := chat.Secrets{BotToken: req.BotToken, SigningSecret: req.SigningSecret, AppToken: req.AppToken}
 	if err := chat.Check(a, sec); err != nil {
 		return a, fmt.Errorf("%w: Slack app of project %s: %w", errdefs.ErrInvalid, project, err)
 	}
@@ -94,7 +94,8 @@ func (s *Service) Configure(ctx context.Context, p identity.Principal, project s
 	for i, c := range a.Channels {
 		ids[i] = c.ID
 	}
-	return a, s.Access.Record(ctx, p, "slack_app_set", map[string]string{"project": project, "team": a.Team, "channels": strings.Join(ids, ",")})
+	return a, s.Access.Record(ctx, p, "slack_app_set", map[string]string{"project": project, "team": a.Team, "channels": strings.Join(ids, ","),
+		"socketMode": fmt.Sprint(a.Socket)})
 }
 
 // App is a project's Slack app as its members may read it (never its

@@ -13,10 +13,11 @@ import (
 func newSlack(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "slack", Short: "Sessions in Slack: a project's Slack app, and your Slack account linked to you"}
 	var project, approver string
+	var socket bool
 	var channels []string
 	configure := &cobra.Command{
-		Use:   "configure --team T… --channel C…=AGENT@REPO[#REF]... [--approver requester|members|USER]",
-		Short: "Set the project's Slack app (its admins): a mention in a mapped channel starts a session of its agent bound to the thread; the bot token and the signing secret are read from standard input, kept encrypted and never shown again",
+		Use:   "configure --team T… --channel C…=AGENT@REPO[#REF]... [--approver requester|members|USER] [--socket-mode]",
+		Short: "Set the project's Slack app (its admins): a mention in a mapped channel starts a session of its agent bound to the thread; the bot token, the signing secret (and with --socket-mode the app-level token) are read from standard input, kept encrypted and never shown again",
 		Example: "  paddock slack configure --project web --team T0123ABCD --channel C0456EFGH=fixer@/srv/repos/web/app\n" +
 			"  (Slack app: Event Subscriptions → Request URL https://PADDOCK/v1/projects/web/slack/events; Interactivity → https://PADDOCK/v1/projects/web/slack/interactions)",
 		Args: cobra.NoArgs,
@@ -32,11 +33,17 @@ func newSlack(g *globals) *cobra.Command {
 				req.Channels = append(req.Channels, ch)
 			}
 			names := []string{"bot token (xoxb-…)", "signing secret"}
+			if socket {
+				names = append(names, "app-level token (xapp-…)")
+			}
 			values, err := readSecrets(g, names)
 			if err != nil {
 				return err
 			}
 			req.BotToken, req.SigningSecret = values[names[0]], values[names[1]]
+			if socket {
+				req.AppToken = values[names[2]]
+			}
 			a, err := g.remote().Projects().SetSlackApp(cmd.Context(), g.project(project), req)
 			if err != nil {
 				return err
@@ -48,6 +55,7 @@ func newSlack(g *globals) *cobra.Command {
 	}
 	configure.Flags().String("team", "", "the Slack workspace's ID (T…)")
 	configure.Flags().StringArrayVar(&channels, "channel", nil, "CHANNEL_ID=AGENT@REPO[#REF]: a mention there starts AGENT (empty: ad hoc) on REPO (repeat for more)")
+	configure.Flags().BoolVar(&socket, "socket-mode", false, "also read an app-level token: the app's deliveries come over Socket Mode, no address Slack reaches needed")
 	configure.Flags().StringVar(&approver, "approver", chat.ApproverRequester, "who decides the sessions' approvals: requester (who mentioned the app), members (any member who may approve) or a user's name")
 	show := &cobra.Command{
 		Use:   "show",

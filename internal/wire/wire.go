@@ -282,12 +282,14 @@ type TriggerResult struct {
 
 // SlackAppRequest configures a project's Slack app: its workspace, the
 // channels mapped to agents, and its credentials (the bot token, the
-// signing secret), sealed and never shown again.
+// signing secret, and for Socket Mode an app-level token), sealed and
+// never shown again.
 type SlackAppRequest struct {
 	Team          string         `json:"team"`
 	Channels      []chat.Channel `json:"channels"`
 	BotToken      string         `json:"botToken"`
 	SigningSecret string         `json:"signingSecret"`
+	AppToken      string         `json:"appToken,omitempty"`
 }
 
 // SlackLinkRequest confirms, as the caller, the one-time code the Slack

@@ -59,12 +59,13 @@ func all[T any](ctx context.Context, db *dialect.DB, scan func(scanner) (T, erro
 	return out, rows.Err()
 }
 
-const appCols = `project, team, channels, created_by, created_at`
+const appCols = `project, team, channels, socket, created_by, created_at`
 
 func scanApp(r scanner, sealed *[]byte) (chat.App, error) {
 	var a chat.App
 	var channels, created string
-	dest := []any{&a.Project, &a.Team, &channels, &a.CreatedBy, &created}
+	var socket int64
+	dest := []any{&a.Project, &a.Team, &channels, &socket, &a.CreatedBy, &created}
 	if sealed != nil {
 		dest = append(dest, sealed)
 	}
@@ -72,7 +73,7 @@ func scanApp(r scanner, sealed *[]byte) (chat.App, error) {
 		return a, err
 	}
 	_ = json.Unmarshal([]byte(channels), &a.Channels)
-	a.CreatedAt = parse(created)
+	a.Socket, a.CreatedAt = socket != 0, parse(created)
 	return a, nil
 }
 
@@ -80,10 +81,10 @@ func scanApp(r scanner, sealed *[]byte) (chat.App, error) {
 func (s Chats) SetChatApp(ctx context.Context, a chat.App, sealed []byte) (chat.App, error) {
 	channels, _ := json.Marshal(a.Channels)
 	a.CreatedAt = s.Now().UTC()
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO chat_apps (project, team, channels, sealed, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (project) DO UPDATE SET team = excluded.team, channels = excluded.channels, sealed = excluded.sealed,
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO chat_apps (project, team, channels, socket, sealed, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (project) DO UPDATE SET team = excluded.team, channels = excluded.channels, socket = excluded.socket, sealed = excluded.sealed,
 		created_by = excluded.created_by, created_at = excluded.created_at`,
-		a.Project, a.Team, string(channels), sealed, a.CreatedBy, s.at(a.CreatedAt))
+		a.Project, a.Team, string(channels), a.Socket, sealed, a.CreatedBy, s.at(a.CreatedAt))
 	if err != nil && strings.Contains(strings.ToLower(err.Error()), "foreign key") {
 		return a, fmt.Errorf("project %q: %w", a.Project, errdefs.ErrNotFound)
 	}

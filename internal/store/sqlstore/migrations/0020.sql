@@ -6,6 +6,7 @@ CREATE TABLE chat_apps (
 project    TEXT PRIMARY KEY REFERENCES projects(name),
 team       TEXT NOT NULL,
 channels   TEXT NOT NULL,
+socket     INTEGER NOT NULL,
 sealed     BLOB NOT NULL,
 created_by TEXT NOT NULL,
 created_at TEXT NOT NULL
