@@ -273,6 +273,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	if err != nil {
 		return nil, err
 	}
+	ui.Chat = a.Chat
 	a.lastRequest.Store(time.Now().UnixNano())
 	a.http = &http.Server{Handler: metrics.HTTP(logger, a.touching(routes(srv.Handler(), ui.Handler()))), ReadHeaderTimeout: 10 * time.Second}
 	a.background((&slackbot.Relay{Bot: bot, Node: node}).Run)

@@ -309,12 +309,21 @@ func TestSlackThreadDrivesASession(t *testing.T) {
 		m := ws.find(t, "the linking notice for "+user, true, func(m slackMessage) bool { return m.User == slackUser && linkCode.MatchString(m.Text) })
 		code := linkCode.FindStringSubmatch(m.Text)[1]
 		_, as := tokenOf(t, user)
-		if user == "tester" {
+		switch user {
+		case "tester":
 			// As a person types it, with the command line.
 			status, out := paddock(t, "slack", "link", strings.ToLower(code))
 			require.Equal(t, 0, status, out)
 			require.Contains(t, out, "Slack user "+slackUser+" of workspace "+slackTeam+" is linked to you (tester)")
-		} else {
+		case "bob":
+			// In the web app.
+			secret, _ := tokenOf(t, user)
+			where := webForm(t, secret, "/admin", "/admin/slack/link", url.Values{"code": {code}})
+			require.Contains(t, where, "linked+to+you")
+			links, err := as.Access().SlackLinks(ctx)
+			require.NoError(t, err)
+			require.Len(t, links, 1)
+		default:
 			l, err := as.Access().LinkSlack(ctx, code)
 			require.NoError(t, err)
 			require.Equal(t, chat.Link{Team: slackTeam, SlackUser: slackUser, User: user}, chat.Link{Team: l.Team, SlackUser: l.SlackUser, User: l.User})
@@ -417,7 +426,7 @@ func TestSlackThreadDrivesASession(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, pending, 1)
 	aliceToken, _ := tokenOf(t, "alice")
-	webDecide(t, aliceToken, pending[0].ID)
+	webForm(t, aliceToken, "/inbox", "/approvals/"+pending[0].ID, url.Values{"decision": {"approve"}})
 	ws.find(t, "the second approval message edited", false, func(m slackMessage) bool {
 		return m.TS == ask2.TS && strings.Contains(m.Text, "Approved by alice") && !strings.Contains(m.Text, "in Slack")
 	})
@@ -470,30 +479,31 @@ func TestSlackThreadDrivesASession(t *testing.T) {
 	require.NotContains(t, ws.all(), slackSecret)
 }
 
-// webDecide approves a call in the web app, as a person does: the inbox
-// page, then its form.
-func webDecide(t *testing.T, token, approval string) {
+// webForm sends a form of the web app as a person does: the page it is
+// on (for its token), then the form; it answers 303.
+func webForm(t *testing.T, token, page, action string, form url.Values) string {
 	t.Helper()
-	get, err := http.NewRequest("GET", shared.URL+"/inbox", nil)
+	get, err := http.NewRequest("GET", shared.URL+page, nil)
 	require.NoError(t, err)
 	get.AddCookie(&http.Cookie{Name: apiserver.TokenCookie, Value: token})
 	res, err := http.DefaultClient.Do(get)
 	require.NoError(t, err)
-	page, _ := io.ReadAll(res.Body)
+	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
-	require.NotNil(t, m, "the inbox carries its form's token")
-	form := url.Values{"decision": {"approve"}, "csrf": {string(m[1])}}
-	post, err := http.NewRequest("POST", shared.URL+"/approvals/"+approval, strings.NewReader(form.Encode()))
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(body)
+	require.NotNil(t, m, "the page carries its form's token")
+	form.Set("csrf", string(m[1]))
+	post, err := http.NewRequest("POST", shared.URL+action, strings.NewReader(form.Encode()))
 	require.NoError(t, err)
 	post.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	post.AddCookie(&http.Cookie{Name: apiserver.TokenCookie, Value: token})
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	res, err = client.Do(post)
 	require.NoError(t, err)
-	body, _ := io.ReadAll(res.Body)
+	body, _ = io.ReadAll(res.Body)
 	res.Body.Close()
 	require.Equal(t, http.StatusSeeOther, res.StatusCode, string(body))
+	return res.Header.Get("Location")
 }
 
 func approvalOf(t *testing.T, sessionID, id string) session.Approval {
@@ -539,7 +549,9 @@ func TestSlackOverSocketMode(t *testing.T) {
 		ws.push(t, "events_api", eventOf(team, map[string]any{"type": "app_mention", "user": "U0SOCKER", "text": "<@" + slackBot + "> run it", "ts": ts, "channel": channel}))
 	}
 	mention("1699999995.000100")
-	m := ws.find(t, "the linking notice", true, func(m slackMessage) bool { return m.User == "U0SOCKER" && m.Channel == channel && linkCode.MatchString(m.Text) })
+	m := ws.find(t, "the linking notice", true, func(m slackMessage) bool {
+		return m.User == "U0SOCKER" && m.Channel == channel && linkCode.MatchString(m.Text)
+	})
 	status, out := paddock(t, "slack", "link", linkCode.FindStringSubmatch(m.Text)[1])
 	require.Equal(t, 0, status, out)
 

@@ -267,7 +267,7 @@ func (b *Bot) refuse(ctx context.Context, app chat.App, sec chat.Secrets, channe
 		if err != nil {
 			return err
 		}
-		return b.tell(ctx, sec, channel, thread, user, linkHelp(code))
+		return b.tell(ctx, sec, channel, thread, user, linkHelp(code, b.Web))
 	}
 	var kind string
 	switch {

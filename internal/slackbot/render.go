@@ -387,7 +387,11 @@ func idleMessage(x session.Session, web string) message {
 }
 
 // linkHelp is told to a Slack user no Paddock user confirmed.
-func linkHelp(code string) string {
+func linkHelp(code, web string) string {
+	where := "in the Paddock web app's Administration page"
+	if l := linkTo(web, "/admin#slack-h", "the Paddock web app"); l != "" {
+		where = "in " + l
+	}
 	return fmt.Sprintf("You are not linked to a Paddock user yet, so nothing was done. To link this Slack account, run "+
-		"`paddock slack link %s` as yourself (or confirm it in the Paddock web app) within %d minutes, then try again.", code, int(chat.CodeTTL.Minutes()))
+		"`paddock slack link %s` as yourself, or enter the code %s, within %d minutes; then try again.", code, where, int(chat.CodeTTL.Minutes()))
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/paddock-dev/paddock/internal/chat"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/forge"
 	"github.com/paddock-dev/paddock/internal/identity"
@@ -31,6 +32,10 @@ type Console struct {
 	Minted *Minted
 	// Notice says what the last action did.
 	Notice string
+	// Slack are the caller's linked Slack accounts; SlackOn says the
+	// server links them.
+	Slack   []chat.Link
+	SlackOn bool
 }
 
 // Minted is a new token's text, shown once.
@@ -66,7 +71,28 @@ func (a *App) renderConsole(w http.ResponseWriter, r *http.Request, status int, 
 		a.problem(w, r, err)
 		return
 	}
+	if c.SlackOn = a.Chat != nil; c.SlackOn {
+		if c.Slack, err = a.Chat.Links(r.Context(), p); err != nil {
+			a.problem(w, r, err)
+			return
+		}
+	}
 	a.render(w, r, status, "console", "Administration", c)
+}
+
+// linkSlack confirms, as the person logged in, the code a Slack app
+// gave a Slack user: that Slack user acts as them from then on.
+func (a *App) linkSlack(w http.ResponseWriter, r *http.Request) {
+	if a.Chat == nil {
+		a.problem(w, r, fmt.Errorf("%w: this server links no Slack accounts", errdefs.ErrNotFound))
+		return
+	}
+	l, err := a.Chat.Link(r.Context(), principal(r), r.PostFormValue("code"))
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	done(w, r, "/admin", fmt.Sprintf("Slack user %s of workspace %s is linked to you: what it does in Slack is done as you", l.SlackUser, l.Team))
 }
 
 // done returns to the console saying what was done.

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/api"
+	"github.com/paddock-dev/paddock/internal/chatdesk"
 	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/engine"
 	"github.com/paddock-dev/paddock/internal/errdefs"
@@ -48,6 +49,8 @@ const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 type App struct {
 	Service *engine.Service
 	Logger  *slog.Logger
+	// Chat links Slack accounts (nil: the console offers none).
+	Chat *chatdesk.Service
 	// csrfKey binds forms to their login, and signs the directory login's
 	// cookie: shared by the nodes of one database, else random per
 	// process (a form served before a restart is refused after it, and
@@ -194,6 +197,7 @@ func (a *App) Handler() http.Handler {
 	mux.HandleFunc("POST /admin/users", a.authed(a.form(a.createUser)))
 	mux.HandleFunc("POST /admin/users/{user}/revoke", a.authed(a.form(a.revokeUser)))
 	mux.HandleFunc("POST /admin/tokens", a.authed(a.form(a.mintToken)))
+	mux.HandleFunc("POST /admin/slack/link", a.authed(a.form(a.linkSlack)))
 	mux.HandleFunc("POST /admin/tokens/{id}/revoke", a.authed(a.form(a.revokeToken)))
 	mux.HandleFunc("POST /admin/sessions/revoke", a.authed(a.form(a.revokeSession)))
 	mux.HandleFunc("GET /admin/projects/{name}", a.authed(a.project))
