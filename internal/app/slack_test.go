@@ -239,7 +239,11 @@ func eventOf(team string, inner map[string]any) []byte {
 
 // click is a button pressed by user on message m.
 func click(user string, m slackMessage, action, value string) []byte {
-	payload, _ := json.Marshal(map[string]any{"type": "block_actions", "team": map[string]any{"id": slackTeam}, "user": map[string]any{"id": user},
+	return clickIn(slackTeam, user, m, action, value)
+}
+
+func clickIn(team, user string, m slackMessage, action, value string) []byte {
+	payload, _ := json.Marshal(map[string]any{"type": "block_actions", "team": map[string]any{"id": team}, "user": map[string]any{"id": user},
 		"channel": map[string]any{"id": m.Channel}, "container": map[string]any{"type": "message", "message_ts": m.TS, "thread_ts": m.Thread},
 		"message": map[string]any{"ts": m.TS, "thread_ts": m.Thread}, "actions": []map[string]any{{"block_id": "b", "action_id": action, "value": value, "type": "button"}}})
 	return []byte(url.Values{"payload": {string(payload)}}.Encode())
@@ -571,5 +575,62 @@ func TestSlackOverSocketMode(t *testing.T) {
 	ws.push(t, "interactive", payload)
 	ws.find(t, "the approval message edited", false, func(m slackMessage) bool {
 		return m.TS == ask.TS && strings.Contains(m.Text, "Rejected by tester in Slack")
+	})
+}
+
+// TestSlackAsksADelegatedSessionsCall: a call of a session the bound one
+// delegated is asked in the thread too, named as such; its Approve
+// button decides it, and the message says so once decided.
+func TestSlackAsksADelegatedSessionsCall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs sessions")
+	}
+	ctx := context.Background()
+	const project, team, channel = "chatdeleg", "T0DELEG", "C0DELEG"
+	member(t, project, "tester", identity.Admin)
+	child := scriptText(t, unique("slack-child")+".yaml", `steps:
+  - toolCalls:
+      - name: write_file
+        args: {path: child.txt, content: "written by the child\n"}
+  - text: "Wrote child.txt."
+`)
+	name := unique("slack-delegator")
+	_, err := api.Projects().Apply(ctx, []byte("name: "+name+"\nproject: "+project+"\nmodel: "+scriptText(t, name+".yaml", `steps:
+  - toolCalls:
+      - name: delegate
+        args: {task: "write child.txt", model: `+child+`}
+  - text: "The child reported."
+`)+"\npolicy:\n  default: allow\n  tools:\n    write_file: ask\n"))
+	require.NoError(t, err)
+	_, err = api.Projects().SetSlackApp(ctx, project, wire.SlackAppRequest{Team: team, BotToken: "xoxb-deleg", SigningSecret: slackSecret,
+		Channels: []chat.Channel{{ID: channel, Agent: name, Repo: gitRepo(t)}}})
+	require.NoError(t, err)
+	signed := slackSign(slackSecret)
+	mention := func(ts string) {
+		t.Helper()
+		code, body := deliver(t, project, "events", "application/json", eventOf(team, map[string]any{"type": "app_mention", "user": "U0DELEG",
+			"text": "<@" + slackBot + "> get it written", "ts": ts, "channel": channel}), signed)
+		require.Equal(t, http.StatusOK, code, body)
+	}
+	mention("1699999996.000100")
+	m := ws.find(t, "the linking notice", true, func(m slackMessage) bool { return m.User == "U0DELEG" && linkCode.MatchString(m.Text) })
+	status, out := paddock(t, "slack", "link", linkCode.FindStringSubmatch(m.Text)[1])
+	require.Equal(t, 0, status, out)
+
+	const root = "1699999996.000200"
+	mention(root)
+	ask := ws.find(t, "the delegated call's approval", false, func(m slackMessage) bool {
+		return m.Channel == channel && m.Thread == root && strings.Contains(m.Blocks, "A session this one delegated") && strings.Contains(m.Blocks, `"action_id":"approve"`)
+	})
+	require.Contains(t, ask.Blocks, "child.txt")
+	value := regexp.MustCompile(`"action_id":"approve","value":"([^"]+)"`).FindStringSubmatch(ask.Blocks)
+	require.NotNil(t, value)
+	code, body := deliver(t, project, "interactions", "application/x-www-form-urlencoded", clickIn(team, "U0DELEG", ask, "approve", value[1]), signed)
+	require.Equal(t, http.StatusOK, code, body)
+	ws.find(t, "the delegated call's message edited", false, func(m slackMessage) bool {
+		return m.TS == ask.TS && strings.Contains(m.Text, "Approved by tester in Slack")
+	})
+	ws.find(t, "the parent's turn", false, func(m slackMessage) bool {
+		return m.Thread == root && strings.Contains(m.Blocks, "The child reported.")
 	})
 }

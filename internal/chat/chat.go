@@ -200,6 +200,10 @@ type ThreadState struct {
 	// Calls are the approvals asked for, by the call they are for (a
 	// call's later states do not name its approval).
 	Calls map[string]string `json:"calls,omitempty"`
+	// Children are the delegated sessions' approvals asked for here, by
+	// approval (→ the call's tool): their decisions are read again until
+	// taken.
+	Children map[string]string `json:"children,omitempty"`
 	// Dropped counts posts given up on while Slack did not answer.
 	Dropped int `json:"dropped,omitempty"`
 }

@@ -247,14 +247,28 @@ func (t Threads) Events(ctx context.Context, id string, after int64, limit int) 
 // Subscribe wakes the caller when a bound session's transcript grows.
 func (t Threads) Subscribe(id string) (<-chan struct{}, func()) { return t.s.Store.Subscribe(id) }
 
-// Approval is one of a bound session's approvals.
+// Approval is one of a bound session's approvals, or of a session it
+// delegated (at any depth), whose calls its thread is asked for too.
 func (t Threads) Approval(ctx context.Context, sessionID, id string) (session.Approval, error) {
 	a, err := t.s.Store.GetApproval(ctx, id)
-	if err == nil && a.SessionID != sessionID {
-		return session.Approval{}, fmt.Errorf("approval %s: %w", id, errdefs.ErrNotFound)
+	if err != nil {
+		return a, err
 	}
-	return a, err
+	for at, depth := a.SessionID, 0; at != "" && depth <= maxDepth; depth++ {
+		if at == sessionID {
+			return a, nil
+		}
+		x, err := t.s.Store.GetSession(ctx, at)
+		if err != nil {
+			return session.Approval{}, err
+		}
+		at = x.StartedBy()
+	}
+	return session.Approval{}, fmt.Errorf("approval %s: %w", id, errdefs.ErrNotFound)
 }
+
+// maxDepth bounds the walk from a delegated session up to its thread's.
+const maxDepth = 16
 
 // Park is one of a bound session's parks.
 func (t Threads) Park(ctx context.Context, sessionID, id string) (session.Park, error) {

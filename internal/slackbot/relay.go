@@ -8,10 +8,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slack-go/slack"
+
 	"github.com/paddock-dev/paddock/internal/chat"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/policy"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/terminal"
 )
 
 // Relay posts what each bound session does into its thread: the status
@@ -151,6 +154,9 @@ func (t *thread) step(ctx context.Context) (more bool, err error) {
 	if t.State.Calls == nil {
 		t.State.Calls = map[string]string{}
 	}
+	if t.State.Children == nil {
+		t.State.Children = map[string]string{}
+	}
 	if t.State.StatusTS == "" {
 		m := statusMessage(t.x, t.bot.Web)
 		ts, err := t.post(ctx, "status", m)
@@ -170,6 +176,9 @@ func (t *thread) step(ctx context.Context) (more bool, err error) {
 		t.Cursor = e.Seq
 	}
 	if err := t.status(ctx); err != nil {
+		return false, err
+	}
+	if err := t.children(ctx); err != nil {
 		return false, err
 	}
 	if len(events) == batch {
@@ -276,6 +285,28 @@ func (t *thread) event(ctx context.Context, e session.Event) error {
 			t.edit(ctx, key, ts, resolvedPark(d.Park))
 			delete(t.State.Asks, key)
 		}
+	case session.EventChildApproval:
+		var d session.ChildApproval
+		if json.Unmarshal(e.Data, &d) != nil || d.Call.Approval == "" {
+			return nil
+		}
+		key := "approval:" + d.Call.Approval
+		if _, asked := t.State.Asks[key]; asked {
+			return nil
+		}
+		child, err := t.bot.Desk.Threads().Session(ctx, d.Session)
+		if err != nil {
+			return err
+		}
+		pinned, _ := policy.Pinned(child.Policy)
+		m := approvalMessage(child, d.Call, pinned, t.bot.Web)
+		m.Blocks = append([]slack.Block{note(fmt.Sprintf("A session this one delegated (`%s`: %s) asks:", d.Session, mrkdwn(terminal.OneLine(d.Task, 200))))}, m.Blocks...)
+		ts, err := t.post(ctx, key, m)
+		if ts != "" {
+			t.State.Asks[key] = ts
+			t.State.Children[d.Call.Approval] = d.Call.Name
+		}
+		return err
 	case session.EventQuestion:
 		var q session.Question
 		if json.Unmarshal(e.Data, &q) != nil {
@@ -283,6 +314,26 @@ func (t *thread) event(ctx context.Context, e session.Event) error {
 		}
 		_, err := t.post(ctx, "question:"+q.ToolCallID, questionMessage(q))
 		return err
+	}
+	return nil
+}
+
+// children edits the messages asking for delegated sessions' calls once
+// decided: their states are in the children's transcripts, so their
+// approvals are read again at each step.
+func (t *thread) children(ctx context.Context) error {
+	for id, tool := range t.State.Children {
+		ap, err := t.bot.Desk.Threads().Approval(ctx, t.SessionID, id)
+		if err != nil {
+			return err
+		}
+		if ap.Status == session.ApprovalPending {
+			continue
+		}
+		key := "approval:" + id
+		t.edit(ctx, key, t.State.Asks[key], decidedMessage(session.ToolCallData{Name: tool, Args: ap.Args}, ap))
+		delete(t.State.Asks, key)
+		delete(t.State.Children, id)
 	}
 	return nil
 }
