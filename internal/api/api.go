@@ -113,7 +113,7 @@ func (s *Server) Handler() http.Handler {
 	h("DELETE /v1/projects/{name}/slack", onProject("name", manage), s.removeSlackApp)
 	h("POST /v1/slack/links", caller, s.linkSlack)
 	h("GET /v1/slack/links", caller, s.slackLinks)
-	h("DELETE /v1/slack/links/{team}/{user}", caller, s.unlinkSlack)
+	h("DELETE /v1/slack/links/{project}/{team}/{user}", caller, s.unlinkSlack)
 	h("GET /v1/approvals", caller, s.listApprovals, "session", "status")
 	h("GET /v1/approvals/{id}", onApproval(read), s.getApproval)
 	h("POST /v1/approvals/{id}/approve", onApproval(approve), s.decide(true))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/paddock-dev/paddock/internal/chat"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/wire"
 )
@@ -95,7 +96,8 @@ func (s *Server) slackLinks(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) unlinkSlack(w http.ResponseWriter, r *http.Request) {
-	if err := s.Chat.Unlink(r.Context(), principal(r), r.PathValue("team"), r.PathValue("user")); err != nil {
+	l := chat.Link{Project: r.PathValue("project"), Team: r.PathValue("team"), SlackUser: r.PathValue("user")}
+	if err := s.Chat.Unlink(r.Context(), principal(r), l); err != nil {
 		s.error(w, r, err)
 		return
 	}

@@ -243,9 +243,10 @@ func click(user string, m slackMessage, action, value string) []byte {
 }
 
 func clickIn(team, user string, m slackMessage, action, value string) []byte {
+	eventN++
 	payload, _ := json.Marshal(map[string]any{"type": "block_actions", "team": map[string]any{"id": team}, "user": map[string]any{"id": user},
 		"channel": map[string]any{"id": m.Channel}, "container": map[string]any{"type": "message", "message_ts": m.TS, "thread_ts": m.Thread},
-		"message": map[string]any{"ts": m.TS, "thread_ts": m.Thread}, "actions": []map[string]any{{"block_id": "b", "action_id": action, "value": value, "type": "button"}}})
+		"message": map[string]any{"ts": m.TS, "thread_ts": m.Thread}, "actions": []map[string]any{{"block_id": "b", "action_id": action, "value": value, "type": "button", "action_ts": fmt.Sprintf("1700000000.%06d", eventN)}}})
 	return []byte(url.Values{"payload": {string(payload)}}.Encode())
 }
 
@@ -318,7 +319,7 @@ func TestSlackThreadDrivesASession(t *testing.T) {
 			// As a person types it, with the command line.
 			status, out := paddock(t, "slack", "link", strings.ToLower(code))
 			require.Equal(t, 0, status, out)
-			require.Contains(t, out, "Slack user "+slackUser+" of workspace "+slackTeam+" is linked to you (tester)")
+			require.Contains(t, out, "Slack user "+slackUser+" of workspace "+slackTeam+" is linked to you (tester) for project "+project+"'s app")
 		case "bob":
 			// In the web app.
 			secret, _ := tokenOf(t, user)
@@ -330,7 +331,7 @@ func TestSlackThreadDrivesASession(t *testing.T) {
 		default:
 			l, err := as.Access().LinkSlack(ctx, code)
 			require.NoError(t, err)
-			require.Equal(t, chat.Link{Team: slackTeam, SlackUser: slackUser, User: user}, chat.Link{Team: l.Team, SlackUser: l.SlackUser, User: l.User})
+			require.Equal(t, chat.Link{Project: project, Team: slackTeam, SlackUser: slackUser, User: user}, chat.Link{Project: l.Project, Team: l.Team, SlackUser: l.SlackUser, User: l.User})
 		}
 		_, err = as.Access().LinkSlack(ctx, code)
 		require.Equal(t, http.StatusNotFound, apiStatus(t, err), "a code links once: %v", err)
@@ -380,14 +381,14 @@ func TestSlackThreadDrivesASession(t *testing.T) {
 	})
 	press("U0CAROL", ask, "approve", apID)
 	ws.find(t, "carol told to link first", true, func(m slackMessage) bool { return m.User == "U0CAROL" && linkCode.MatchString(m.Text) })
-	ap := approvalOf(t, x.ID, apID)
+	ap := approvalOf(t, apID)
 	require.Equal(t, session.ApprovalPending, ap.Status, "neither decided")
 
 	press("U0ALICE", ask, "approve", apID)
 	ws.find(t, "the approval message edited", false, func(m slackMessage) bool {
 		return m.TS == ask.TS && strings.Contains(m.Text, "Approved by alice in Slack") && !strings.Contains(m.Blocks, `"action_id":"approve"`)
 	})
-	ap = approvalOf(t, x.ID, apID)
+	ap = approvalOf(t, apID)
 	require.Equal(t, "alice", ap.DecidedBy.ID)
 	require.Equal(t, "slack:"+slackTeam+"/U0ALICE", ap.DecidedBy.Via)
 	entries, err := api.Audit().Log(ctx, x.ID, false)
@@ -510,9 +511,9 @@ func webForm(t *testing.T, token, page, action string, form url.Values) string {
 	return res.Header.Get("Location")
 }
 
-func approvalOf(t *testing.T, sessionID, id string) session.Approval {
+func approvalOf(t *testing.T, id string) session.Approval {
 	t.Helper()
-	all, err := api.Gates().Approvals(context.Background(), session.ApprovalFilter{SessionID: sessionID})
+	all, err := api.Gates().Approvals(context.Background(), session.ApprovalFilter{})
 	require.NoError(t, err)
 	for _, a := range all {
 		if a.ID == id {
@@ -625,7 +626,21 @@ func TestSlackAsksADelegatedSessionsCall(t *testing.T) {
 	require.Contains(t, ask.Blocks, "child.txt")
 	value := regexp.MustCompile(`"action_id":"approve","value":"([^"]+)"`).FindStringSubmatch(ask.Blocks)
 	require.NotNil(t, value)
-	code, body := deliver(t, project, "interactions", "application/x-www-form-urlencoded", clickIn(team, "U0DELEG", ask, "approve", value[1]), signed)
+	// Another project's app in the same workspace decides nothing here,
+	// whoever its admins sign as.
+	member(t, project+"-other", "tester", identity.Admin)
+	_, err = api.Projects().SetSlackApp(ctx, project+"-other", wire.SlackAppRequest{Team: team, BotToken: "xoxb-other", SigningSecret: "another-signing-secret-0123",
+		Channels: []chat.Channel{{ID: channel, Repo: gitRepo(t)}}})
+	require.NoError(t, err)
+	code, body := deliver(t, project+"-other", "interactions", "application/x-www-form-urlencoded", clickIn(team, "U0DELEG", ask, "approve", value[1]),
+		slackSign("another-signing-secret-0123"))
+	require.Equal(t, http.StatusOK, code, body)
+	ws.find(t, "the other app's refusal", true, func(m slackMessage) bool {
+		return m.User == "U0DELEG" && strings.Contains(m.Text, "belongs to no Paddock session of this app")
+	})
+	require.Equal(t, session.ApprovalPending, approvalOf(t, value[1]).Status)
+
+	code, body = deliver(t, project, "interactions", "application/x-www-form-urlencoded", clickIn(team, "U0DELEG", ask, "approve", value[1]), signed)
 	require.Equal(t, http.StatusOK, code, body)
 	ws.find(t, "the delegated call's message edited", false, func(m slackMessage) bool {
 		return m.TS == ask.TS && strings.Contains(m.Text, "Approved by tester in Slack")

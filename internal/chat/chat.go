@@ -129,8 +129,11 @@ func clip(s string) string {
 	return s
 }
 
-// Link is a Slack user known as a Paddock user.
+// Link is a Slack user known as a Paddock user through one project's
+// app: the app's admins hold its signing secret, so a link made through
+// it is good for it alone.
 type Link struct {
+	Project   string    `json:"project"`
 	Team      string    `json:"team"`
 	SlackUser string    `json:"slackUser"`
 	User      string    `json:"user"`

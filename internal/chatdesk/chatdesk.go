@@ -137,11 +137,11 @@ func (s *Service) Open(ctx context.Context, project string) (chat.App, chat.Secr
 // Apps are every project's apps (without credentials).
 func (s *Service) Apps(ctx context.Context) ([]chat.App, error) { return s.Store.ChatApps(ctx) }
 
-// NewCode is a one-time code for a Slack user of team to link
-// themselves with (chat.CodeTTL).
-func (s *Service) NewCode(ctx context.Context, team, slackUser string) (string, error) {
+// NewCode is a one-time code for a Slack user of a project's app to
+// link themselves with (chat.CodeTTL).
+func (s *Service) NewCode(ctx context.Context, project, team, slackUser string) (string, error) {
 	code, digest := chat.NewCode()
-	return code, s.Store.AddChatCode(ctx, digest, team, slackUser, s.now().Add(chat.CodeTTL))
+	return code, s.Store.AddChatCode(ctx, digest, chat.Link{Project: project, Team: team, SlackUser: slackUser}, s.now().Add(chat.CodeTTL))
 }
 
 // Link confirms a code as the caller: the Slack user it was given to
@@ -150,15 +150,15 @@ func (s *Service) Link(ctx context.Context, p identity.Principal, code string) (
 	if p.User == "" {
 		return chat.Link{}, fmt.Errorf("%w: a link is made by a user", errdefs.ErrDenied)
 	}
-	team, slackUser, err := s.Store.UseChatCode(ctx, chat.CodeDigest(code))
+	l, err := s.Store.UseChatCode(ctx, chat.CodeDigest(code))
 	if err != nil {
 		return chat.Link{}, err
 	}
-	l, err := s.Store.LinkChatUser(ctx, chat.Link{Team: team, SlackUser: slackUser, User: p.User})
-	if err != nil {
+	l.User = p.User
+	if l, err = s.Store.LinkChatUser(ctx, l); err != nil {
 		return l, err
 	}
-	return l, s.Access.Record(ctx, p, "slack_user_linked", map[string]string{"user": p.User, "team": team, "slackUser": slackUser})
+	return l, s.Access.Record(ctx, p, "slack_user_linked", map[string]string{"user": p.User, "project": l.Project, "team": l.Team, "slackUser": l.SlackUser})
 }
 
 // Links are the caller's links.
@@ -167,21 +167,22 @@ func (s *Service) Links(ctx context.Context, p identity.Principal) ([]chat.Link,
 }
 
 // Unlink removes one of the caller's links.
-func (s *Service) Unlink(ctx context.Context, p identity.Principal, team, slackUser string) error {
-	if err := s.Store.UnlinkChatUser(ctx, team, slackUser, p.User); err != nil {
+func (s *Service) Unlink(ctx context.Context, p identity.Principal, l chat.Link) error {
+	l.User = p.User
+	if err := s.Store.UnlinkChatUser(ctx, l); err != nil {
 		return err
 	}
-	return s.Access.Record(ctx, p, "slack_user_unlinked", map[string]string{"user": p.User, "team": team, "slackUser": slackUser})
+	return s.Access.Record(ctx, p, "slack_user_unlinked", map[string]string{"user": p.User, "project": l.Project, "team": l.Team, "slackUser": l.SlackUser})
 }
 
 // ErrUnlinked is a Slack user no Paddock user confirmed.
 var ErrUnlinked = errors.New("this Slack user is not linked to a Paddock user")
 
-// Who is the Paddock user a Slack user acts as (authenticated by
-// "slack:TEAM/USER"): ErrUnlinked when none, ErrDenied when that user was
-// revoked.
-func (s *Service) Who(ctx context.Context, team, slackUser string) (identity.Principal, error) {
-	u, err := s.Store.ChatUser(ctx, team, slackUser)
+// Who is the Paddock user a Slack user of a project's app acts as
+// (authenticated by "slack:TEAM/USER"): ErrUnlinked when none, ErrDenied
+// when that user was revoked.
+func (s *Service) Who(ctx context.Context, project, team, slackUser string) (identity.Principal, error) {
+	u, err := s.Store.ChatUser(ctx, project, team, slackUser)
 	if errors.Is(err, errdefs.ErrNotFound) {
 		return identity.Principal{}, ErrUnlinked
 	}

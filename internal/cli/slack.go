@@ -97,7 +97,8 @@ func newSlack(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.io.Out, "Slack user %s of workspace %s is linked to you (%s); undo with: paddock slack unlink %s %s\n", l.SlackUser, l.Team, l.User, l.Team, l.SlackUser)
+			fmt.Fprintf(g.io.Out, "Slack user %s of workspace %s is linked to you (%s) for project %s's app; undo with: paddock slack unlink %s %s %s\n",
+				l.SlackUser, l.Team, l.User, l.Project, l.Project, l.Team, l.SlackUser)
 			return nil
 		},
 	}
@@ -114,20 +115,20 @@ func newSlack(g *globals) *cobra.Command {
 				fmt.Fprintln(g.io.Out, "no Slack account is linked to you: mention a project's Slack app to get a code")
 			}
 			for _, l := range ls {
-				fmt.Fprintf(g.io.Out, "%s %s (since %s)\n", l.Team, l.SlackUser, l.CreatedAt.Format("2006-01-02"))
+				fmt.Fprintf(g.io.Out, "%s %s %s (since %s)\n", l.Project, l.Team, l.SlackUser, l.CreatedAt.Format("2006-01-02"))
 			}
 			return nil
 		},
 	}
 	unlink := &cobra.Command{
-		Use:   "unlink TEAM SLACK_USER",
+		Use:   "unlink PROJECT TEAM SLACK_USER",
 		Short: "Unlink one of your Slack accounts: nothing it does in Slack is done as you any more",
-		Args:  cobra.ExactArgs(2),
+		Args:  cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := g.remote().Access().UnlinkSlack(cmd.Context(), args[0], args[1]); err != nil {
+			if err := g.remote().Access().UnlinkSlack(cmd.Context(), chat.Link{Project: args[0], Team: args[1], SlackUser: args[2]}); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.io.Out, "Slack user %s of %s unlinked\n", args[1], args[0])
+			fmt.Fprintf(g.io.Out, "Slack user %s of %s unlinked from project %s's app\n", args[2], args[1], args[0])
 			return nil
 		},
 	}

@@ -45,6 +45,6 @@ func (c Access) SlackLinks(ctx context.Context) ([]chat.Link, error) {
 }
 
 // UnlinkSlack removes one of the caller's links.
-func (c Access) UnlinkSlack(ctx context.Context, team, slackUser string) error {
-	return c.json(ctx, http.MethodDelete, "/v1/slack/links/"+url.PathEscape(team)+"/"+url.PathEscape(slackUser), nil, nil)
+func (c Access) UnlinkSlack(ctx context.Context, l chat.Link) error {
+	return c.json(ctx, http.MethodDelete, "/v1/slack/links/"+url.PathEscape(l.Project)+"/"+url.PathEscape(l.Team)+"/"+url.PathEscape(l.SlackUser), nil, nil)
 }

@@ -10,6 +10,7 @@ package slackbot
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -20,6 +21,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -59,6 +61,30 @@ type Bot struct {
 	HTTP     *http.Client
 
 	poster *poster
+	// told is when each Slack user was last given a linking code.
+	toldMu sync.Mutex
+	told   map[string]time.Time
+}
+
+// codeDue says a Slack user may be given a new linking code: at most
+// one a minute each, however often they write.
+func (b *Bot) codeDue(project, team, user string) bool {
+	b.toldMu.Lock()
+	defer b.toldMu.Unlock()
+	key, now := project+"/"+team+"/"+user, time.Now()
+	if b.told == nil {
+		b.told = map[string]time.Time{}
+	}
+	if now.Sub(b.told[key]) < time.Minute {
+		return false
+	}
+	for k, t := range b.told {
+		if now.Sub(t) > time.Minute {
+			delete(b.told, k)
+		}
+	}
+	b.told[key] = now
+	return true
 }
 
 func (b *Bot) post() *poster {
@@ -78,8 +104,13 @@ func (b *Bot) post() *poster {
 var ErrUnverified = fmt.Errorf("%w: Slack delivery not verified", errdefs.ErrUnauthenticated)
 
 // noSecret verifies deliveries to a project without an app, the same
-// way, so the answer's time says nothing of which projects have one.
-const noSecret = "paddock-no-slack-app-is-configured"
+// way, so neither the answer nor its time says which projects have one:
+// random, so that no delivery can be signed with it.
+var noSecret = func() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}()
 
 // Deliver takes a delivery to project's app over the Events API: kind
 // "events" (JSON) or "interactions" (a form with the payload). It is
@@ -97,14 +128,17 @@ func (b *Bot) Deliver(ctx context.Context, project, kind string, h http.Header, 
 		}
 		secret = noSecret
 	}
-	if err := verify(h, body, secret); err != nil {
+	err = verify(h, body, secret)
+	if err == nil && secret == noSecret {
+		err = slack.ErrInvalidSignature // (no delivery is signed with it)
+	}
+	if err != nil {
 		b.log().Warn("Slack delivery refused", "project", project, "reason", err)
 		return nil, fmt.Errorf("%w: %w; sign it as Slack does (X-Slack-Signature: v0=HMAC-SHA256 of v0:TIMESTAMP:BODY with the app's signing secret, X-Slack-Request-Timestamp within 5 minutes)", ErrUnverified, err)
 	}
-	if secret == noSecret {
-		return nil, fmt.Errorf("%w: project %s has no Slack app", ErrUnverified, project)
-	}
-	sum := sha256.Sum256([]byte(h.Get("X-Slack-Request-Timestamp") + ":" + h.Get("X-Slack-Signature")))
+	// What was signed, not how the signature is spelled (its hex in
+	// another case verifies too), is what a replay repeats.
+	sum := sha256.Sum256(append([]byte(h.Get("X-Slack-Request-Timestamp")+":"), body...))
 	if seen, err := b.Desk.Seen(ctx, hex.EncodeToString(sum[:])); err != nil {
 		return nil, err
 	} else if seen {
@@ -221,7 +255,7 @@ func (b *Bot) said(ctx context.Context, app chat.App, sec chat.Secrets, m said) 
 	if bound && th.Project != app.Project {
 		return nil
 	}
-	who, err := b.Desk.Who(ctx, app.Team, m.user)
+	who, err := b.Desk.Who(ctx, app.Project, app.Team, m.user)
 	if err != nil {
 		return b.refuse(ctx, app, sec, m.channel, root, m.user, err)
 	}
@@ -263,7 +297,10 @@ func (b *Bot) said(ctx context.Context, app chat.App, sec chat.Secrets, m said) 
 // reason the engine gave.
 func (b *Bot) refuse(ctx context.Context, app chat.App, sec chat.Secrets, channel, thread, user string, why error) error {
 	if errors.Is(why, chatdesk.ErrUnlinked) {
-		code, err := b.Desk.NewCode(ctx, app.Team, user)
+		if !b.codeDue(app.Project, app.Team, user) {
+			return nil // told a minute ago: the code given then still holds
+		}
+		code, err := b.Desk.NewCode(ctx, app.Project, app.Team, user)
 		if err != nil {
 			return err
 		}
@@ -309,10 +346,13 @@ func (b *Bot) interaction(ctx context.Context, app chat.App, sec chat.Secrets, c
 		thread = cb.Container.ThreadTs
 	}
 	th, err := b.Desk.Threads().At(ctx, app.Team, cb.Channel.ID, thread)
+	if err == nil && th.Project != app.Project {
+		err = errdefs.ErrNotFound // another project's thread: its own app decides there
+	}
 	if err != nil {
 		return b.tell(ctx, sec, cb.Channel.ID, thread, cb.User.ID, "This message belongs to no Paddock session of this app.")
 	}
-	who, err := b.Desk.Who(ctx, app.Team, cb.User.ID)
+	who, err := b.Desk.Who(ctx, app.Project, app.Team, cb.User.ID)
 	if err == nil {
 		err = b.act(ctx, who, th, act)
 	}
@@ -326,7 +366,11 @@ func (b *Bot) interaction(ctx context.Context, app chat.App, sec chat.Secrets, c
 const decidedIn = "decided in Slack"
 
 func (b *Bot) act(ctx context.Context, who identity.Principal, th chat.Thread, act *slack.BlockAction) error {
-	switch act.ActionID {
+	action := act.ActionID
+	if strings.HasPrefix(action, actionAnswer+"-") {
+		action = actionAnswer // answer-Q-O: one action ID per button, as Slack wants
+	}
+	switch action {
 	case actionApprove, actionReject:
 		if _, err := b.Desk.Threads().Approval(ctx, th.SessionID, act.Value); err != nil {
 			return err
@@ -354,7 +398,7 @@ func (b *Bot) act(ctx context.Context, who identity.Principal, th chat.Thread, a
 		if err != nil {
 			return err
 		}
-		if q >= len(question.Questions) || o >= len(question.Questions[q].Options) {
+		if q < 0 || o < 0 || q >= len(question.Questions) || o >= len(question.Questions[q].Options) {
 			return fmt.Errorf("%w: no such option", errdefs.ErrInvalid)
 		}
 		item := question.Questions[q]

@@ -1,6 +1,7 @@
 package slackbot
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -100,12 +101,12 @@ func (r *Relay) follow(ctx context.Context, id string, every time.Duration) erro
 		if err != nil {
 			return err
 		}
-		t := &thread{Thread: th, bot: r.Bot, app: app, token: sec.BotToken}
+		t := &thread{Thread: th, bot: r.Bot, app: app, token: sec.BotToken, node: r.Node}
 		more, err := t.step(ctx)
 		if err != nil {
 			return err
 		}
-		if err := r.Bot.Desk.Threads().Save(ctx, t.Thread, r.Node); err != nil || t.Done {
+		if err := t.save(ctx); err != nil || t.Done {
 			return err
 		}
 		if more {
@@ -133,8 +134,22 @@ type thread struct {
 	bot    *Bot
 	app    chat.App
 	token  string
+	node   string
 	x      session.Session
 	pinned *policy.Policy
+	// posted says something was posted or edited since the last save.
+	posted bool
+}
+
+// save records what was relayed, renewing this node's lease first: a
+// node that lost it stops (another relays the thread now).
+func (t *thread) save(ctx context.Context) error {
+	d := t.bot.Desk.Threads()
+	if ok, err := d.Lease(ctx, t.SessionID, t.node, leaseFor); err != nil || !ok {
+		return cmp.Or(err, fmt.Errorf("thread of session %s: the lease passed to another node", t.SessionID))
+	}
+	t.posted = false
+	return d.Save(ctx, t.Thread, t.node)
 }
 
 // batch bounds the events dealt with between two saves.
@@ -164,6 +179,9 @@ func (t *thread) step(ctx context.Context) (more bool, err error) {
 			return false, err
 		}
 		t.State.StatusTS, t.State.StatusText, t.State.StatusAt = ts, m.Text, time.Now()
+		if err := t.save(ctx); err != nil || t.Done {
+			return false, err
+		}
 	}
 	events, err := d.Events(ctx, t.SessionID, t.Cursor, batch)
 	if err != nil {
@@ -174,6 +192,13 @@ func (t *thread) step(ctx context.Context) (more bool, err error) {
 			return false, err
 		}
 		t.Cursor = e.Seq
+		// Each post is recorded at once with the event that made it: a
+		// node that dies posts at most that one again.
+		if t.posted || t.Done {
+			if err := t.save(ctx); err != nil || t.Done {
+				return false, err
+			}
+		}
 	}
 	if err := t.status(ctx); err != nil {
 		return false, err
@@ -368,6 +393,7 @@ func (t *thread) turnEvents(ctx context.Context, turn string, upTo int64) ([]ses
 func (t *thread) post(ctx context.Context, key string, m message) (string, error) {
 	ts, err := t.bot.post().post(ctx, t.token, t.Channel, t.TS, m)
 	if err == nil || ctx.Err() != nil {
+		t.posted = t.posted || err == nil
 		return ts, ctx.Err()
 	}
 	return "", t.dropped(ctx, key, err)
@@ -375,14 +401,28 @@ func (t *thread) post(ctx context.Context, key string, m message) (string, error
 
 // edit edits a message of the thread, dropped likewise.
 func (t *thread) edit(ctx context.Context, key, ts string, m message) {
-	if err := t.bot.post().edit(ctx, t.token, t.Channel, ts, m); err != nil && ctx.Err() == nil {
+	err := t.bot.post().edit(ctx, t.token, t.Channel, ts, m)
+	t.posted = t.posted || err == nil
+	if err != nil && ctx.Err() == nil {
 		_ = t.dropped(ctx, key+":edit", err)
 	}
 }
 
+// closed are Slack's refusals that no later post in the thread escapes:
+// the app is out of the channel, the channel is gone, the token is dead.
+var closed = map[string]bool{"channel_not_found": true, "not_in_channel": true, "is_archived": true, "invalid_auth": true,
+	"account_inactive": true, "token_revoked": true, "token_expired": true, "not_authed": true, "missing_scope": true, "team_access_not_granted": true}
+
 func (t *thread) dropped(ctx context.Context, key string, err error) error {
 	t.State.Dropped++
 	t.bot.log().Warn("Slack post dropped", "session", t.SessionID, "what", key, "err", err)
-	return t.bot.Desk.Threads().Note(ctx, t.SessionID, fmt.Sprintf("dropped:%d:%s", t.Cursor, key),
-		fmt.Sprintf("A message to this session's Slack thread was dropped (%s): %v", key, err))
+	var refusal slack.SlackErrorResponse
+	if errors.As(err, &refusal) && closed[refusal.Err] {
+		// Posting on would fail the same way at every step: the thread
+		// is given up, and the transcript says why.
+		t.Done = true
+		return t.bot.Desk.Threads().Note(ctx, t.SessionID, "closed",
+			fmt.Sprintf("Slack refuses this session's thread (%s): nothing more is posted there; follow it in Paddock", refusal.Err))
+	}
+	return t.bot.Desk.Threads().Note(ctx, t.SessionID, "dropped:"+key, fmt.Sprintf("A message to this session's Slack thread was dropped (%s): %v", key, err))
 }

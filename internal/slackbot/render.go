@@ -155,7 +155,7 @@ func approvalMessage(x session.Session, d session.ToolCallData, pinned *policy.P
 	default:
 		blocks = append(blocks, slack.NewActionBlock("approval", button(actionReject, d.Approval, "Reject", "danger")))
 	}
-	return message{Text: fmt.Sprintf("%s asks to run a call: approval needed", d.Name), Blocks: blocks}
+	return message{Text: fmt.Sprintf("%s asks to run a call: approval needed", mrkdwn(d.Name)), Blocks: blocks}
 }
 
 // decidedMessage is an approval message once decided, anywhere: the
@@ -235,6 +235,10 @@ func resolvedPark(p session.Park) message {
 func questionMessage(q session.Question) message {
 	var blocks []slack.Block
 	for qi, item := range q.Questions {
+		if len(blocks) >= maxBlocks-3 {
+			blocks = append(blocks, note("More questions wait in the web app."))
+			break
+		}
 		blocks = append(blocks, section(":question: "+mrkdwn(item.Question)))
 		var buttons []slack.BlockElement
 		for oi, o := range item.Options {
@@ -242,7 +246,11 @@ func questionMessage(q session.Question) message {
 				break
 			}
 			label := terminal.OneLine(o, 70)
-			buttons = append(buttons, button(actionAnswer, fmt.Sprintf("%s|%d|%d", q.ToolCallID, qi, oi), label, ""))
+			value := fmt.Sprintf("%s|%d|%d", q.ToolCallID, qi, oi)
+			if len(value) > 2000 || len(blocks) >= maxBlocks-2 {
+				break // Slack takes no longer value, no more blocks: the web app shows the rest
+			}
+			buttons = append(buttons, button(fmt.Sprintf("%s-%d-%d", actionAnswer, qi, oi), value, label, ""))
 		}
 		if len(buttons) > 0 {
 			blocks = append(blocks, slack.NewActionBlock("", buttons...))

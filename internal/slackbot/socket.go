@@ -3,6 +3,7 @@ package slackbot
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"sync"
 	"time"
 
@@ -113,8 +114,9 @@ func (s *Sockets) serve(ctx context.Context, app chat.App, sec chat.Secrets) {
 }
 
 // deliveries acknowledges each delivery of the connection, then handles
-// it as a delivery of the Events API.
-func (s *Sockets) deliveries(ctx context.Context, client *socketmode.Client, app chat.App, sec chat.Secrets) {
+// it as a delivery of the Events API, under the app as it is set now (its
+// channels, their agents and approvers).
+func (s *Sockets) deliveries(ctx context.Context, client *socketmode.Client, app chat.App, _ chat.Secrets) {
 	for {
 		var evt socketmode.Event
 		select {
@@ -122,27 +124,39 @@ func (s *Sockets) deliveries(ctx context.Context, client *socketmode.Client, app
 			return
 		case evt = <-client.Events:
 		}
-		var err error
-		switch evt.Type {
-		case socketmode.EventTypeEventsAPI:
-			ev, ok := evt.Data.(slackevents.EventsAPIEvent)
-			if !ok || evt.Request == nil {
-				continue
+		if evt.Type == socketmode.EventTypeEventsAPI || evt.Type == socketmode.EventTypeInteractive {
+			if evt.Request != nil {
+				_ = client.Ack(*evt.Request)
 			}
-			_ = client.Ack(*evt.Request)
-			err = s.Bot.callback(ctx, app, sec, ev)
-		case socketmode.EventTypeInteractive:
-			cb, ok := evt.Data.(slack.InteractionCallback)
-			if !ok || evt.Request == nil {
-				continue
-			}
-			_ = client.Ack(*evt.Request)
-			err = s.Bot.interaction(ctx, app, sec, cb)
-		case socketmode.EventTypeInvalidAuth:
-			s.Bot.log().Warn("Slack Socket Mode: the app-level token is refused; set the app again (paddock slack configure --socket-mode)", "project", app.Project)
 		}
-		if err != nil {
+		if err := s.deliver(ctx, app.Project, evt); err != nil {
 			s.Bot.log().Warn("Slack Socket Mode delivery", "project", app.Project, "err", err)
 		}
 	}
+}
+
+// deliver handles one delivery; a panic is its failure alone.
+func (s *Sockets) deliver(ctx context.Context, project string, evt socketmode.Event) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	app, sec, err := s.Bot.Desk.Open(ctx, project)
+	if err != nil {
+		return err
+	}
+	switch evt.Type {
+	case socketmode.EventTypeEventsAPI:
+		if ev, ok := evt.Data.(slackevents.EventsAPIEvent); ok {
+			return s.Bot.callback(ctx, app, sec, ev)
+		}
+	case socketmode.EventTypeInteractive:
+		if cb, ok := evt.Data.(slack.InteractionCallback); ok {
+			return s.Bot.interaction(ctx, app, sec, cb)
+		}
+	case socketmode.EventTypeInvalidAuth:
+		s.Bot.log().Warn("Slack Socket Mode: the app-level token is refused; set the app again (paddock slack configure --socket-mode)", "project", app.Project)
+	}
+	return nil
 }

@@ -451,18 +451,19 @@ type Chats interface {
 	ChatApp(ctx context.Context, project string) (chat.App, []byte, error)
 	ChatApps(ctx context.Context) ([]chat.App, error)
 	RemoveChatApp(ctx context.Context, project string) error
-	// AddChatCode keeps a linking code's digest for a Slack user until
-	// it expires; UseChatCode takes it (once: ErrNotFound after, or
-	// once expired), and LinkChatUser links that Slack user to a Paddock
-	// user, replacing an earlier link. ChatUser is the Paddock user a
-	// Slack user is linked to (ErrNotFound: none); ChatLinks a user's
-	// links; UnlinkChatUser removes one of them.
-	AddChatCode(ctx context.Context, digest, team, slackUser string, expires time.Time) error
-	UseChatCode(ctx context.Context, digest string) (team, slackUser string, err error)
+	// AddChatCode keeps a linking code's digest for a Slack user of a
+	// project's app until it expires; UseChatCode takes it (once:
+	// ErrNotFound after, or once expired), and LinkChatUser links that
+	// Slack user to a Paddock user for that project's app, replacing an
+	// earlier link. ChatUser is the Paddock user a Slack user is linked
+	// to there (ErrNotFound: none); ChatLinks a user's links;
+	// UnlinkChatUser removes one of them.
+	AddChatCode(ctx context.Context, digest string, l chat.Link, expires time.Time) error
+	UseChatCode(ctx context.Context, digest string) (chat.Link, error)
 	LinkChatUser(ctx context.Context, l chat.Link) (chat.Link, error)
-	ChatUser(ctx context.Context, team, slackUser string) (string, error)
+	ChatUser(ctx context.Context, project, team, slackUser string) (string, error)
 	ChatLinks(ctx context.Context, user string) ([]chat.Link, error)
-	UnlinkChatUser(ctx context.Context, team, slackUser, user string) error
+	UnlinkChatUser(ctx context.Context, l chat.Link) error
 	// BindThread binds a session to a thread (the same binding again is
 	// no change; another session's thread, or another thread of the
 	// session, is ErrConflict); ThreadOf and ThreadAt find one

@@ -92,7 +92,7 @@ func (a *App) linkSlack(w http.ResponseWriter, r *http.Request) {
 		a.problem(w, r, err)
 		return
 	}
-	done(w, r, "/admin", fmt.Sprintf("Slack user %s of workspace %s is linked to you: what it does in Slack is done as you", l.SlackUser, l.Team))
+	done(w, r, "/admin", fmt.Sprintf("Slack user %s of workspace %s is linked to you for project %s's app: what it does there is done as you", l.SlackUser, l.Team, l.Project))
 }
 
 // done returns to the console saying what was done.

@@ -116,34 +116,35 @@ func (s Chats) RemoveChatApp(ctx context.Context, project string) error {
 }
 
 // AddChatCode implements store.Chats.
-func (s Chats) AddChatCode(ctx context.Context, digest, team, slackUser string, expires time.Time) error {
+func (s Chats) AddChatCode(ctx context.Context, digest string, l chat.Link, expires time.Time) error {
 	// Codes expired are forgotten as new ones come.
 	if _, err := s.DB.ExecContext(ctx, `DELETE FROM chat_codes WHERE expires_at < ?`, s.at(s.Now())); err != nil {
 		return err
 	}
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO chat_codes (digest, team, slack_user, expires_at) VALUES (?, ?, ?, ?)`, digest, team, slackUser, s.at(expires))
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO chat_codes (digest, project, team, slack_user, expires_at) VALUES (?, ?, ?, ?, ?)`,
+		digest, l.Project, l.Team, l.SlackUser, s.at(expires))
 	return err
 }
 
 // UseChatCode implements store.Chats.
-func (s Chats) UseChatCode(ctx context.Context, digest string) (string, string, error) {
-	var team, user string
-	err := s.DB.QueryRowContext(ctx, `DELETE FROM chat_codes WHERE digest = ? AND expires_at >= ? RETURNING team, slack_user`, digest, s.at(s.Now())).Scan(&team, &user)
-	return team, user, notFound("no such linking code, or it expired or was used: mention the app in Slack again for a new one", err)
+func (s Chats) UseChatCode(ctx context.Context, digest string) (chat.Link, error) {
+	var l chat.Link
+	err := s.DB.QueryRowContext(ctx, `DELETE FROM chat_codes WHERE digest = ? AND expires_at >= ? RETURNING project, team, slack_user`, digest, s.at(s.Now())).Scan(&l.Project, &l.Team, &l.SlackUser)
+	return l, notFound("no such linking code, or it expired or was used: mention the app in Slack again for a new one", err)
 }
 
 // LinkChatUser implements store.Chats.
 func (s Chats) LinkChatUser(ctx context.Context, l chat.Link) (chat.Link, error) {
 	l.CreatedAt = s.Now().UTC()
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO chat_links (team, slack_user, user_name, created_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (team, slack_user) DO UPDATE SET user_name = excluded.user_name, created_at = excluded.created_at`, l.Team, l.SlackUser, l.User, s.at(l.CreatedAt))
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO chat_links (project, team, slack_user, user_name, created_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (project, team, slack_user) DO UPDATE SET user_name = excluded.user_name, created_at = excluded.created_at`, l.Project, l.Team, l.SlackUser, l.User, s.at(l.CreatedAt))
 	return l, err
 }
 
 // ChatUser implements store.Chats.
-func (s Chats) ChatUser(ctx context.Context, team, slackUser string) (string, error) {
+func (s Chats) ChatUser(ctx context.Context, project, team, slackUser string) (string, error) {
 	var u string
-	err := s.DB.QueryRowContext(ctx, `SELECT user_name FROM chat_links WHERE team = ? AND slack_user = ?`, team, slackUser).Scan(&u)
+	err := s.DB.QueryRowContext(ctx, `SELECT user_name FROM chat_links WHERE project = ? AND team = ? AND slack_user = ?`, project, team, slackUser).Scan(&u)
 	return u, notFound("Slack user "+slackUser+" is not linked", err)
 }
 
@@ -152,20 +153,20 @@ func (s Chats) ChatLinks(ctx context.Context, user string) ([]chat.Link, error) 
 	return all(ctx, s.DB, func(r scanner) (chat.Link, error) {
 		var l chat.Link
 		var created string
-		err := r.Scan(&l.Team, &l.SlackUser, &l.User, &created)
+		err := r.Scan(&l.Project, &l.Team, &l.SlackUser, &l.User, &created)
 		l.CreatedAt = parse(created)
 		return l, err
-	}, `SELECT team, slack_user, user_name, created_at FROM chat_links WHERE user_name = ? ORDER BY team, slack_user`, user)
+	}, `SELECT project, team, slack_user, user_name, created_at FROM chat_links WHERE user_name = ? ORDER BY project, team, slack_user`, user)
 }
 
 // UnlinkChatUser implements store.Chats.
-func (s Chats) UnlinkChatUser(ctx context.Context, team, slackUser, user string) error {
-	res, err := s.DB.ExecContext(ctx, `DELETE FROM chat_links WHERE team = ? AND slack_user = ? AND user_name = ?`, team, slackUser, user)
+func (s Chats) UnlinkChatUser(ctx context.Context, l chat.Link) error {
+	res, err := s.DB.ExecContext(ctx, `DELETE FROM chat_links WHERE project = ? AND team = ? AND slack_user = ? AND user_name = ?`, l.Project, l.Team, l.SlackUser, l.User)
 	if err != nil {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("%s has no link to Slack user %s of %s: %w", user, slackUser, team, errdefs.ErrNotFound)
+		return fmt.Errorf("%s has no link to Slack user %s of %s in project %s: %w", l.User, l.SlackUser, l.Team, l.Project, errdefs.ErrNotFound)
 	}
 	return nil
 }

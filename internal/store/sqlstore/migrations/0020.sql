@@ -1,6 +1,6 @@
 -- Chat: a project's Slack app (its credentials sealed), the Slack users
--- linked to Paddock users (and the one-time codes that link them, as
--- digests), the threads sessions are bound to with what was posted in
+-- linked to Paddock users through one project's app (and the one-time
+-- codes that link them, as digests), the threads sessions are bound to with what was posted in
 -- them, and the signatures of deliveries seen (a replay is refused).
 CREATE TABLE chat_apps (
 project    TEXT PRIMARY KEY REFERENCES projects(name),
@@ -12,15 +12,17 @@ created_by TEXT NOT NULL,
 created_at TEXT NOT NULL
 );
 CREATE TABLE chat_links (
+project    TEXT NOT NULL,
 team       TEXT NOT NULL,
 slack_user TEXT NOT NULL,
 user_name  TEXT NOT NULL,
 created_at TEXT NOT NULL,
-PRIMARY KEY (team, slack_user)
+PRIMARY KEY (project, team, slack_user)
 );
 CREATE INDEX chat_links_user ON chat_links (user_name);
 CREATE TABLE chat_codes (
 digest     TEXT PRIMARY KEY,
+project    TEXT NOT NULL,
 team       TEXT NOT NULL,
 slack_user TEXT NOT NULL,
 expires_at TEXT NOT NULL
