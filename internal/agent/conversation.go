@@ -81,7 +81,7 @@ func Full(events []session.Event) []provider.Message {
 			flush()
 			var d AssistantMessage
 			if json.Unmarshal(e.Data, &d) == nil {
-				msgs = append(msgs, provider.Message{Role: provider.RoleAssistant, Text: d.Response.Text, ToolCalls: d.Response.ToolCalls})
+				msgs = append(msgs, provider.Message{Role: provider.RoleAssistant, Text: d.Response.Text, Thinking: d.Response.Thinking, ToolCalls: d.Response.ToolCalls})
 				for _, c := range d.Response.ToolCalls {
 					pending = append(pending, c.ID)
 				}

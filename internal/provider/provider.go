@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -88,8 +89,10 @@ const MaxArgs = 256 << 10
 
 // Message is one message of the conversation.
 type Message struct {
-	Role       Role       `json:"role"`
-	Text       string     `json:"text,omitempty"`
+	Role Role   `json:"role"`
+	Text string `json:"text,omitempty"`
+	// Thinking is an assistant message's reasoning, given back as it came.
+	Thinking   []Thinking `json:"thinking,omitempty"`
 	ToolCalls  []ToolCall `json:"toolCalls,omitempty"`
 	ToolCallID string     `json:"toolCallId,omitempty"` // for RoleTool
 	IsError    bool       `json:"isError,omitempty"`    // for RoleTool
@@ -108,20 +111,77 @@ type Request struct {
 	System   string     `json:"system,omitempty"`
 	Messages []Message  `json:"messages"`
 	Tools    []ToolSpec `json:"tools,omitempty"`
+	// ReasoningEffort is how much the model reasons before it answers,
+	// one of Efforts(model) ("": the model's default).
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
 }
 
-// Usage counts tokens of one call.
+// Usage counts tokens of one call. OutputTokens include the reasoning
+// tokens; ThinkingTokens are those of them the provider reports apart.
 type Usage struct {
-	InputTokens  int `json:"inputTokens"`
-	OutputTokens int `json:"outputTokens"`
+	InputTokens    int `json:"inputTokens"`
+	OutputTokens   int `json:"outputTokens"`
+	ThinkingTokens int `json:"thinkingTokens,omitempty"`
+}
+
+// Thinking is a model's reasoning as its provider returned it (Text and
+// its Signature; or, encrypted by the provider, Redacted): given back
+// unchanged with the message it came with, as the provider requires.
+type Thinking struct {
+	Text      string `json:"text,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Redacted  string `json:"redacted,omitempty"`
 }
 
 // Response is the complete assistant message of one call.
 type Response struct {
 	Text       string     `json:"text,omitempty"`
+	Thinking   []Thinking `json:"thinking,omitempty"`
 	ToolCalls  []ToolCall `json:"toolCalls,omitempty"`
 	StopReason string     `json:"stopReason,omitempty"`
 	Usage      Usage      `json:"usage"`
+}
+
+// Reasoning efforts, from the least to the most.
+const (
+	EffortMinimal = "minimal"
+	EffortLow     = "low"
+	EffortMedium  = "medium"
+	EffortHigh    = "high"
+)
+
+// Efforts are the reasoning efforts a model takes, as its vendor
+// documents them (nil: it has no such setting): Anthropic's models with
+// extended thinking (a budget of thinking tokens per level), OpenAI's
+// reasoning models (reasoning_effort; GPT-5 also minimal). A scripted
+// model takes them all.
+func Efforts(name string) []string {
+	p, model, _ := strings.Cut(name, "/")
+	three := []string{EffortLow, EffortMedium, EffortHigh}
+	switch {
+	case p == "replay":
+		return append([]string{EffortMinimal}, three...)
+	case strings.HasPrefix(model, "claude-3-7"), strings.HasPrefix(model, "claude-sonnet-4"), strings.HasPrefix(model, "claude-opus-4"),
+		strings.HasPrefix(model, "claude-haiku-4"):
+		return three
+	case strings.HasPrefix(model, "gpt-5"):
+		return append([]string{EffortMinimal}, three...)
+	case strings.HasPrefix(model, "o1"), strings.HasPrefix(model, "o3"), strings.HasPrefix(model, "o4"):
+		return three
+	}
+	return nil
+}
+
+// CheckEffort says why a model does not take a reasoning effort ("" is
+// always taken).
+func CheckEffort(name, effort string) error {
+	if effort == "" || slices.Contains(Efforts(name), effort) {
+		return nil
+	}
+	if levels := Efforts(name); len(levels) > 0 {
+		return fmt.Errorf("reasoning effort %q: model %s takes %s", effort, name, strings.Join(levels, ", "))
+	}
+	return fmt.Errorf("reasoning effort %q: model %s has no reasoning setting; leave reasoningEffort out, or choose a reasoning model", effort, name)
 }
 
 // DeltaKind types a streamed fragment.

@@ -17,8 +17,13 @@ import (
 	"github.com/paddock-dev/paddock/internal/provider"
 )
 
-// MaxTokens bounds one response.
+// MaxTokens bounds one response's answer (its thinking has a budget of
+// its own on top).
 const MaxTokens = 8192
+
+// ThinkingBudget is the extended thinking's budget of tokens for each
+// reasoning effort (provider.Efforts).
+var ThinkingBudget = map[string]int64{provider.EffortLow: 2048, provider.EffortMedium: 8192, provider.EffortHigh: 24576}
 
 // Factory returns the provider factory, reading its settings through
 // getenv. A missing key is an error when a session starts, not mid-turn.
@@ -47,6 +52,14 @@ var _ provider.Provider = (*Provider)(nil)
 // Stream implements provider.Provider.
 func (p *Provider) Stream(ctx context.Context, req provider.Request, sink func(provider.Delta)) (provider.Response, error) {
 	params := sdk.MessageNewParams{Model: sdk.Model(p.model), MaxTokens: MaxTokens, Messages: messages(req.Messages), Tools: tools(req.Tools)}
+	if req.ReasoningEffort != "" {
+		budget, ok := ThinkingBudget[req.ReasoningEffort]
+		if !ok {
+			return provider.Response{}, fmt.Errorf("anthropic: reasoning effort %q: want low, medium or high", req.ReasoningEffort)
+		}
+		params.Thinking = sdk.ThinkingConfigParamOfEnabled(budget)
+		params.MaxTokens = MaxTokens + budget
+	}
 	if req.System != "" {
 		params.System = []sdk.TextBlockParam{{Text: req.System}}
 	}
@@ -97,6 +110,10 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, sink func(p
 		switch b.Type {
 		case "text":
 			resp.Text += b.Text
+		case "thinking":
+			resp.Thinking = append(resp.Thinking, provider.Thinking{Text: b.Thinking, Signature: b.Signature})
+		case "redacted_thinking":
+			resp.Thinking = append(resp.Thinking, provider.Thinking{Redacted: b.Data})
 		case "tool_use":
 			raw := json.RawMessage(`{}`) // a call without arguments streams none
 			if a := args[int64(i)]; a != nil {
@@ -128,6 +145,14 @@ func messages(in []provider.Message) []sdk.MessageParam {
 		case provider.RoleAssistant:
 			flush()
 			var blocks []sdk.ContentBlockParamUnion
+			for _, t := range m.Thinking {
+				// Given back first, unchanged: the API checks them.
+				if t.Redacted != "" {
+					blocks = append(blocks, sdk.NewRedactedThinkingBlock(t.Redacted))
+				} else {
+					blocks = append(blocks, sdk.NewThinkingBlock(t.Signature, t.Text))
+				}
+			}
 			if m.Text != "" {
 				blocks = append(blocks, sdk.NewTextBlock(m.Text))
 			}

@@ -1,6 +1,8 @@
 package anthropic
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,4 +24,46 @@ func TestConformance(t *testing.T) {
 func TestMissingKeyIsAClearError(t *testing.T) {
 	_, err := Factory(func(string) string { return "" })("claude-test")
 	require.ErrorContains(t, err, "ANTHROPIC_API_KEY is not set")
+}
+
+// TestReasoningEffortIsExtendedThinking: an effort becomes the thinking
+// budget on top of the answer's tokens; the thinking streamed back (with
+// its signature) is in the response, and given back unchanged with its
+// message in the next call.
+func TestReasoningEffortIsExtendedThinking(t *testing.T) {
+	thinking := strings.Join([]string{
+		`event: message_start` + "\n" + `data: {"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}`,
+		`event: content_block_start` + "\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
+		`event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Let me weigh it."}}`,
+		`event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c2lnbmVk"}}`,
+		`event: content_block_stop` + "\n" + `data: {"type":"content_block_stop","index":0}`,
+		`event: content_block_start` + "\n" + `data: {"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`,
+		`event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Weighed."}}`,
+		`event: content_block_stop` + "\n" + `data: {"type":"content_block_stop","index":1}`,
+		`event: message_delta` + "\n" + `data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":40}}`,
+		`event: message_stop` + "\n" + `data: {"type":"message_stop"}`,
+	}, "\n\n") + "\n\n"
+	srv := providertest.NewServer(t, "", providertest.Reply{SSE: thinking}, providertest.Reply{SSE: providertest.AnthropicStream("Again.")})
+	p, err := Factory(func(k string) string {
+		return map[string]string{"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": srv.URL}[k]
+	})("claude-sonnet-4-5")
+	require.NoError(t, err)
+	ask := provider.Message{Role: provider.RoleUser, Text: "weigh it"}
+	resp, err := p.Stream(t.Context(), provider.Request{Messages: []provider.Message{ask}, ReasoningEffort: provider.EffortHigh}, func(provider.Delta) {})
+	require.NoError(t, err)
+	require.Equal(t, "Weighed.", resp.Text)
+	require.Equal(t, []provider.Thinking{{Text: "Let me weigh it.", Signature: "c2lnbmVk"}}, resp.Thinking)
+	first := srv.Requests[0]
+	require.Equal(t, map[string]any{"type": "enabled", "budget_tokens": float64(ThinkingBudget[provider.EffortHigh])}, first["thinking"])
+	require.Equal(t, float64(MaxTokens+ThinkingBudget[provider.EffortHigh]), first["max_tokens"])
+
+	back := provider.Message{Role: provider.RoleAssistant, Text: resp.Text, Thinking: resp.Thinking}
+	_, err = p.Stream(t.Context(), provider.Request{Messages: []provider.Message{ask, back, {Role: provider.RoleUser, Text: "again"}}, ReasoningEffort: provider.EffortLow}, func(provider.Delta) {})
+	require.NoError(t, err)
+	second, _ := json.Marshal(srv.Requests[1]["messages"])
+	require.Contains(t, string(second), `{"signature":"c2lnbmVk","thinking":"Let me weigh it.","type":"thinking"}`)
+	require.Equal(t, map[string]any{"type": "enabled", "budget_tokens": float64(ThinkingBudget[provider.EffortLow])}, srv.Requests[1]["thinking"])
+
+	_, err = p.Stream(t.Context(), provider.Request{Messages: []provider.Message{ask}, ReasoningEffort: "extreme"}, func(provider.Delta) {})
+	require.ErrorContains(t, err, `reasoning effort "extreme"`)
 }

@@ -48,7 +48,7 @@ var _ provider.Provider = (*Provider)(nil)
 // Stream implements provider.Provider.
 func (p *Provider) Stream(ctx context.Context, req provider.Request, sink func(provider.Delta)) (provider.Response, error) {
 	params := sdk.ChatCompletionNewParams{Model: shared.ChatModel(p.model), Messages: messages(req), Tools: tools(req.Tools),
-		StreamOptions: sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)}}
+		StreamOptions: sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)}, ReasoningEffort: shared.ReasoningEffort(req.ReasoningEffort)}
 	stream := p.client.Chat.Completions.NewStreaming(ctx, params)
 	defer stream.Close()
 	acc := sdk.ChatCompletionAccumulator{}
@@ -87,7 +87,8 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, sink func(p
 	}
 	choice := acc.Choices[0]
 	resp := provider.Response{Text: choice.Message.Content, StopReason: string(choice.FinishReason),
-		Usage: provider.Usage{InputTokens: int(acc.Usage.PromptTokens), OutputTokens: int(acc.Usage.CompletionTokens)}}
+		Usage: provider.Usage{InputTokens: int(acc.Usage.PromptTokens), OutputTokens: int(acc.Usage.CompletionTokens),
+			ThinkingTokens: int(acc.Usage.CompletionTokensDetails.ReasoningTokens)}}
 	for _, tc := range choice.Message.ToolCalls {
 		args := json.RawMessage(tc.Function.Arguments)
 		if len(args) == 0 {
