@@ -103,3 +103,21 @@ func Full(events []session.Event) []provider.Message {
 	// called again until they are final.
 	return msgs
 }
+
+// Effort is the reasoning effort of a turn's model steps: the one the
+// turn's last message asked for that model takes, else the agent's
+// (dflt) where that model takes it, else none (a fallback model without
+// the setting is called without it).
+func Effort(events []session.Event, turnID, dflt, model string) string {
+	effort := dflt
+	for _, e := range events {
+		var d session.TextData
+		if e.Kind == session.EventUserMessage && e.TurnID == turnID && json.Unmarshal(e.Data, &d) == nil && d.ReasoningEffort != "" {
+			effort = d.ReasoningEffort
+		}
+	}
+	if provider.CheckEffort(model, effort) != nil {
+		return ""
+	}
+	return effort
+}

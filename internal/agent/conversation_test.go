@@ -39,3 +39,15 @@ func TestConversation(t *testing.T) {
 		{Role: provider.RoleUser, Text: "never mind"},
 	}, got)
 }
+
+func TestEffortOfATurn(t *testing.T) {
+	msg := func(turn, effort string) session.Event {
+		data, _ := json.Marshal(session.TextData{Text: "x", ReasoningEffort: effort})
+		return session.Event{Kind: session.EventUserMessage, TurnID: turn, Data: data}
+	}
+	events := []session.Event{msg("t1", "high"), msg("t2", ""), msg("t3", "low"), msg("t3", "")}
+	require.Equal(t, "high", Effort(events, "t1", "medium", "anthropic/claude-sonnet-4-5"))
+	require.Equal(t, "medium", Effort(events, "t2", "medium", "anthropic/claude-sonnet-4-5"), "the agent's when the message names none")
+	require.Equal(t, "low", Effort(events, "t3", "", "openai/o3"), "the turn's messages, the last that names one")
+	require.Equal(t, "", Effort(events, "t1", "", "openai/gpt-4.1"), "a model without the setting is called without it")
+}

@@ -70,6 +70,7 @@ func newRun(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&req.Project, "project", "", "project the session belongs to (its agents, policy and members; default $PADDOCK_PROJECT, else default)")
 	cmd.Flags().StringVar(&req.Agent, "agent", "", "applied agent to run (default: an ad-hoc agent)")
+	cmd.Flags().StringVar(&req.ReasoningEffort, "reasoning-effort", "", effortHelp)
 	cmd.Flags().StringVar(&req.Model, "model", "", "model as PROVIDER/MODEL (default: the agent's, or replay/demo)")
 	cmd.Flags().StringVar(&req.Repo, "repo", "", "repository the session works on: a directory, copied as it is (default: the one you are in), or a remote repository a connection of the project grants (https://FORGE/OWNER/NAME or OWNER/NAME)")
 	cmd.Flags().StringVar(&req.Ref, "ref", "", "with a remote --repo: the branch, tag, commit or pull request (#N) the copy starts from (default: its default branch)")
@@ -247,3 +248,5 @@ func newAttach(g *globals) *cobra.Command {
 		},
 	}
 }
+
+const effortHelp = "how much the model reasons on this turn: minimal, low, medium or high, as the model takes them (default: the agent's reasoningEffort)"

@@ -157,14 +157,16 @@ func newSessions(g *globals) *cobra.Command {
 			return nil
 		}
 	}
+	var effort string
 	sendCmd := &cobra.Command{
-		Use:   "send ID MESSAGE",
+		Use:   "send ID MESSAGE [--reasoning-effort LEVEL]",
 		Short: "Send a message to a session",
 		Args:  cobra.ExactArgs(2),
 		RunE: send(session.KindMessage, func(a []string) (any, error) {
-			return session.MessagePayload{Message: a[1]}, nil
+			return session.MessagePayload{Message: a[1], ReasoningEffort: effort}, nil
 		}),
 	}
+	sendCmd.Flags().StringVar(&effort, "reasoning-effort", "", effortHelp)
 	answer := &cobra.Command{
 		Use:   "answer ID TOOL_CALL_ID [QUESTION_ID=OPTION ...] [--response TEXT]",
 		Short: "Answer a session's structured question",

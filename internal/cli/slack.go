@@ -40,10 +40,7 @@ func newSlack(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req.BotToken, req.SigningSecret = values[names[0]], values[names[1]]
-			if socket {
-				req.AppToken = values[names[2]]
-			}
+			req.BotToken, req.SigningSecret, req.AppToken = values[names[0]], values[names[1]], values["app-level token (xapp-…)"]
 			a, err := g.remote().Projects().SetSlackApp(cmd.Context(), g.project(project), req)
 			if err != nil {
 				return err

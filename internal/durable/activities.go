@@ -456,7 +456,7 @@ func (a Turns) OpenTurn(ctx context.Context, turnID string, cmds []session.Comma
 		if c.Kind == session.KindStartWithMessage {
 			sender = s.CreatedBy // the platform creates the start; its message is the creator's
 		}
-		data, _ := json.Marshal(session.TextData{Text: text, Sender: &sender})
+		data, _ := json.Marshal(session.TextData{Text: text, Sender: &sender, ReasoningEffort: p.ReasoningEffort})
 		if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventUserMessage, Key: "message/" + c.ID, Data: data}); err != nil {
 			return err
 		}
@@ -572,7 +572,7 @@ func (a Turns) ModelStep(ctx context.Context, sessionID, turnID string, step int
 			lastErr = err
 			continue
 		}
-		req := provider.Request{Model: model, System: sp.Instructions, Messages: messages, Tools: tools}
+		req := provider.Request{Model: model, System: sp.Instructions, Messages: messages, Tools: tools, ReasoningEffort: agent.Effort(events, turnID, sp.ReasoningEffort, name)}
 		variant := ""
 		if i > 0 {
 			variant = fmt.Sprintf("/fallback%d", i)
@@ -583,8 +583,8 @@ func (a Turns) ModelStep(ctx context.Context, sessionID, turnID string, step int
 			History: agent.Full(events)}, a.Now)
 		if err == nil {
 			a.clearProviderParks(ctx, sessionID)
-			u := session.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
-				CostUSD: a.Prices.Of(name).Cost(resp.Usage.InputTokens, resp.Usage.OutputTokens)}
+			u := session.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, ThinkingTokens: resp.Usage.ThinkingTokens,
+				ReasoningEffort: req.ReasoningEffort, CostUSD: a.Prices.Of(name).Cost(resp.Usage.InputTokens, resp.Usage.OutputTokens)}
 			return resp, a.Store.RecordUsage(ctx, sessionID, turnID, step, name, u)
 		}
 		if ctx.Err() != nil {

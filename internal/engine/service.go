@@ -102,7 +102,7 @@ type Service struct {
 
 // Known returns the name checks specs are validated with.
 func (s Projects) Known() spec.Known {
-	return spec.Known{Tool: func(n string) bool { _, ok := s.Tools[n]; return ok }, Provider: s.Providers.Has, Secret: secret.Rule}
+	return spec.Known{Tool: func(n string) bool { _, ok := s.Tools[n]; return ok }, Provider: s.Providers.Has, Secret: secret.Rule, Effort: provider.CheckEffort}
 }
 
 // ApplyAgents parses and validates every spec in the YAML, then applies all
@@ -247,10 +247,13 @@ func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session
 	if input == "" {
 		input = sp.InitialPrompt
 	}
+	if err := provider.CheckEffort(sp.Model, req.ReasoningEffort); err != nil {
+		return session.Session{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
+	}
 	kind, payload := session.KindStart, json.RawMessage(`{}`)
 	if strings.TrimSpace(input) != "" {
 		kind = session.KindStartWithMessage
-		payload, _ = json.Marshal(session.MessagePayload{Message: input})
+		payload, _ = json.Marshal(session.MessagePayload{Message: input, ReasoningEffort: req.ReasoningEffort})
 	}
 	id := uuid.NewString()
 	var gate *session.Park
@@ -834,6 +837,9 @@ func (s *Service) send(ctx context.Context, sessionID string, req wire.SendReque
 	if err := session.ValidatePayload(req.Kind, req.Payload); err != nil {
 		return session.Command{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
+	if err := s.checkEffort(ctx, sessionID, req.Kind, req.Payload); err != nil {
+		return session.Command{}, err
+	}
 	if len(req.Payload) == 0 {
 		req.Payload = json.RawMessage(`{}`)
 	}
@@ -853,7 +859,7 @@ func (s *Service) send(ctx context.Context, sessionID string, req wire.SendReque
 		}
 	}
 	c, created, err := s.Store.AppendCommand(ctx, store.NewCommand{ID: id, SessionID: sessionID, Kind: req.Kind, Payload: req.Payload, Sender: by, IdempotencyKey: key})
-	if err == nil && !created && (c.Kind != req.Kind || !sameJSON(c.Payload, req.Payload)) {
+	if err == nil && !created && (c.Kind != req.Kind || !session.SameJSON(c.Payload, req.Payload)) {
 		what := "payload"
 		if c.Kind != req.Kind {
 			what = "kind (" + string(c.Kind) + ")"
@@ -872,15 +878,23 @@ func (s *Service) send(ctx context.Context, sessionID string, req wire.SendReque
 	return c, s.notify(ctx, sessionID, n)
 }
 
-// sameJSON compares two JSON documents ignoring formatting and key order.
-func sameJSON(a, b json.RawMessage) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return bytes.Equal(a, b)
+// checkEffort refuses, when it is sent, a message's reasoning effort
+// that its session's model does not take.
+func (s *Service) checkEffort(ctx context.Context, sessionID string, kind session.CommandKind, payload json.RawMessage) error {
+	var p session.MessagePayload
+	if kind != session.KindMessage || json.Unmarshal(payload, &p) != nil || p.ReasoningEffort == "" {
+		return nil
 	}
-	ca, _ := json.Marshal(x)
-	cb, _ := json.Marshal(y)
-	return bytes.Equal(ca, cb)
+	x, err := s.Store.GetSession(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	var sp spec.Agent
+	_ = json.Unmarshal(x.AgentSpec, &sp)
+	if err := provider.CheckEffort(sp.Model, p.ReasoningEffort); err != nil {
+		return fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
+	}
+	return nil
 }
 
 // checkAnswer refuses an answer that cannot be delivered: no question of

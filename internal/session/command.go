@@ -130,6 +130,9 @@ type MessagePayload struct {
 	Message  string            `json:"message"`
 	Model    string            `json:"model,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// ReasoningEffort is how much the model reasons on the turn this
+	// message opens (one of the levels its model takes; "": the agent's).
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
 	// Handoff is the predecessor's note attached to a successor's kickoff.
 	Handoff string `json:"handoff,omitempty"`
 	// Deliveries are the trigger deliveries a message carries (one, or
@@ -214,7 +217,7 @@ func ValidatePayload(kind CommandKind, raw json.RawMessage) error {
 				return err
 			}
 		}
-		return errors.Join(Limit("payload.message", p.Message, MaxMessage), Limit("payload.model", p.Model, MaxShort),
+		return errors.Join(Limit("payload.message", p.Message, MaxMessage), Limit("payload.model", p.Model, MaxShort), Limit("payload.reasoningEffort", p.ReasoningEffort, MaxShort),
 			Limit("payload.handoff", p.Handoff, MaxHandoff))
 	case KindAnswer:
 		var p AnswerPayload

@@ -95,6 +95,8 @@ type StatusData struct {
 type TextData struct {
 	Text   string  `json:"text"`
 	Sender *Sender `json:"sender,omitempty"`
+	// ReasoningEffort is the one a message asked its turn for.
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
 }
 
 // TurnData is the data of a turn event.

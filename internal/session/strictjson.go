@@ -208,3 +208,14 @@ func jsonFields(v any) map[string]bool {
 	walk(t)
 	return out
 }
+
+// SameJSON compares two JSON documents ignoring formatting and key order.
+func SameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	ca, _ := json.Marshal(x)
+	cb, _ := json.Marshal(y)
+	return bytes.Equal(ca, cb)
+}

@@ -1,6 +1,9 @@
 package session
 
-import "time"
+import (
+	"cmp"
+	"time"
+)
 
 // TurnStatus is a turn's place on its ladder.
 type TurnStatus string
@@ -64,14 +67,21 @@ func StatusAfterTurn(current Status, turn TurnStatus, scope FailureScope) Status
 
 // Usage is what model calls consumed.
 type Usage struct {
-	InputTokens  int     `json:"inputTokens"`
-	OutputTokens int     `json:"outputTokens"`
-	CostUSD      float64 `json:"costUsd"`
+	InputTokens  int `json:"inputTokens"`
+	OutputTokens int `json:"outputTokens"`
+	// ThinkingTokens are the output tokens the model spent reasoning,
+	// where its provider reports them apart (priced as output).
+	ThinkingTokens int     `json:"thinkingTokens,omitempty"`
+	CostUSD        float64 `json:"costUsd"`
+	// ReasoningEffort is the one a step was called with (a step's usage;
+	// of a sum, the last step's).
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
 }
 
 // Add sums usage.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{u.InputTokens + o.InputTokens, u.OutputTokens + o.OutputTokens, u.CostUSD + o.CostUSD}
+	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens, ThinkingTokens: u.ThinkingTokens + o.ThinkingTokens,
+		CostUSD: u.CostUSD + o.CostUSD, ReasoningEffort: cmp.Or(o.ReasoningEffort, u.ReasoningEffort)}
 }
 
 // SessionUsage is a session's usage, in all and per turn.

@@ -41,6 +41,9 @@ type Agent struct {
 	FallbackModels []string `yaml:"fallbackModels" json:"fallbackModels,omitempty"`
 	Instructions   string   `yaml:"instructions" json:"instructions,omitempty"`
 	InitialPrompt  string   `yaml:"initialPrompt" json:"initialPrompt,omitempty"`
+	// ReasoningEffort is how much the model reasons on each turn unless
+	// a message says otherwise: one of the levels its model takes.
+	ReasoningEffort string `yaml:"reasoningEffort" json:"reasoningEffort,omitempty"`
 	// Tools lists the built-in tools the agent may use; empty means all.
 	Tools []string `yaml:"tools" json:"tools,omitempty"`
 	// Concurrency 1 makes the agent a singleton: one live session at a time.
@@ -345,6 +348,9 @@ type Known struct {
 	Tool     func(name string) bool
 	Provider func(name string) bool
 	Secret   func(value string) (rule string)
+	// Effort says why a model does not take a reasoning effort (nil:
+	// any is taken).
+	Effort func(model, effort string) error
 }
 
 // Parse reads every YAML document in r as an agent spec, applies defaults
@@ -446,6 +452,11 @@ func (a *Agent) Validate(known Known) error {
 	}
 	if err := checkModel(a.Model, known); err != nil {
 		return bad("model", err.Error())
+	}
+	if known.Effort != nil {
+		if err := known.Effort(a.Model, a.ReasoningEffort); err != nil {
+			return bad("reasoningEffort", err.Error())
+		}
 	}
 	for i, m := range a.FallbackModels {
 		if err := checkModel(m, known); err != nil {

@@ -216,7 +216,10 @@ type Applied struct {
 
 // CreateRequest asks for a new session.
 type CreateRequest struct {
-	Project string `json:"project,omitempty"`
+	// ReasoningEffort is how much the model reasons on the first turn
+	// (one of the levels its model takes; "": the agent's).
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
+	Project         string `json:"project,omitempty"`
 	// Agent names an applied agent. Empty runs an ad-hoc agent on Model.
 	Agent string `json:"agent,omitempty"`
 	// Model overrides the agent's model for this session (PROVIDER/MODEL).

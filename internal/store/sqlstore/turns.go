@@ -136,8 +136,8 @@ func (s Turns) ListTurns(ctx context.Context, sessionID string) ([]session.Turn,
 
 // RecordUsage implements store.Store.
 func (s Turns) RecordUsage(ctx context.Context, sessionID, turnID string, step int, model string, u session.Usage) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO usage (session_id, turn_id, step, model, input_tokens, output_tokens, cost_usd, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, sessionID, turnID, step, model, u.InputTokens, u.OutputTokens, u.CostUSD, s.ts())
+	_, err := s.db.ExecContext(ctx, `INSERT INTO usage (session_id, turn_id, step, model, input_tokens, output_tokens, thinking_tokens, cost_usd, reasoning_effort, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, sessionID, turnID, step, model, u.InputTokens, u.OutputTokens, u.ThinkingTokens, u.CostUSD, u.ReasoningEffort, s.ts())
 	if err != nil {
 		return fmt.Errorf("record usage: %w", err)
 	}
@@ -147,7 +147,9 @@ func (s Turns) RecordUsage(ctx context.Context, sessionID, turnID string, step i
 // SessionUsage implements store.Store.
 func (s Turns) SessionUsage(ctx context.Context, sessionID string) (session.SessionUsage, error) {
 	out := session.SessionUsage{Turns: map[string]session.Usage{}}
-	rows, err := s.db.QueryContext(ctx, `SELECT turn_id, SUM(input_tokens), SUM(output_tokens), SUM(cost_usd) FROM usage WHERE session_id = ? GROUP BY turn_id`, sessionID)
+	// Step by step, in order: a turn's effort is its last step's.
+	rows, err := s.db.QueryContext(ctx, `SELECT turn_id, input_tokens, output_tokens, thinking_tokens, cost_usd, reasoning_effort FROM usage
+		WHERE session_id = ? ORDER BY created_at, step`, sessionID)
 	if err != nil {
 		return out, fmt.Errorf("session usage: %w", err)
 	}
@@ -155,10 +157,10 @@ func (s Turns) SessionUsage(ctx context.Context, sessionID string) (session.Sess
 	for rows.Next() {
 		var turn string
 		var u session.Usage
-		if err := rows.Scan(&turn, &u.InputTokens, &u.OutputTokens, &u.CostUSD); err != nil {
+		if err := rows.Scan(&turn, &u.InputTokens, &u.OutputTokens, &u.ThinkingTokens, &u.CostUSD, &u.ReasoningEffort); err != nil {
 			return out, fmt.Errorf("session usage: %w", err)
 		}
-		out.Turns[turn] = u
+		out.Turns[turn] = out.Turns[turn].Add(u)
 		out.Usage = out.Usage.Add(u)
 	}
 	return out, rows.Err()
