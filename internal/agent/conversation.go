@@ -104,6 +104,19 @@ func Full(events []session.Event) []provider.Message {
 	return msgs
 }
 
+// Model is the model of a turn's steps: the one the turn's last message
+// naming one asked for, else the agent's (dflt).
+func Model(events []session.Event, turnID, dflt string) string {
+	model := dflt
+	for _, e := range events {
+		var d session.TextData
+		if e.Kind == session.EventUserMessage && e.TurnID == turnID && json.Unmarshal(e.Data, &d) == nil && d.Model != "" {
+			model = d.Model
+		}
+	}
+	return model
+}
+
 // Effort is the reasoning effort of a turn's model steps: the one the
 // turn's last message asked for that model takes, else the agent's
 // (dflt) where that model takes it, else none (a fallback model without

@@ -51,3 +51,13 @@ func TestEffortOfATurn(t *testing.T) {
 	require.Equal(t, "low", Effort(events, "t3", "", "openai/o3"), "the turn's messages, the last that names one")
 	require.Equal(t, "", Effort(events, "t1", "", "openai/gpt-4.1"), "a model without the setting is called without it")
 }
+
+func TestModelOfATurn(t *testing.T) {
+	msg := func(turn, model string) session.Event {
+		data, _ := json.Marshal(session.TextData{Text: "x", Model: model})
+		return session.Event{Kind: session.EventUserMessage, TurnID: turn, Data: data}
+	}
+	events := []session.Event{msg("t1", "openai/o3"), msg("t2", "")}
+	require.Equal(t, "openai/o3", Model(events, "t1", "openai/gpt-5"))
+	require.Equal(t, "openai/gpt-5", Model(events, "t2", "openai/gpt-5"))
+}

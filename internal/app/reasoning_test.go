@@ -27,7 +27,8 @@ func TestReasoningEffortReachesTheModel(t *testing.T) {
 	ctx := context.Background()
 	reasoned := strings.Replace(providertest.OpenAIStream("Thought it through."), `"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}`,
 		`"usage":{"prompt_tokens":10,"completion_tokens":50,"total_tokens":60,"completion_tokens_details":{"reasoning_tokens":45}}`, 1)
-	srv := providertest.NewServer(t, "", providertest.Reply{SSE: reasoned}, providertest.Reply{SSE: providertest.OpenAIStream("Again.")})
+	srv := providertest.NewServer(t, "", providertest.Reply{SSE: reasoned}, providertest.Reply{SSE: providertest.OpenAIStream("Again.")},
+		providertest.Reply{SSE: providertest.OpenAIStream("On another model.")})
 	t.Setenv("OPENAI_API_KEY", "test-key")
 	t.Setenv("OPENAI_BASE_URL", srv.URL)
 
@@ -49,7 +50,6 @@ func TestReasoningEffortReachesTheModel(t *testing.T) {
 		turns, err := api.Sessions().Turns(ctx, x.ID)
 		return len(turns) == 2 && turns[1].Status == session.TurnCompleted, err
 	})
-	require.Len(t, srv.Requests, 2)
 	require.Equal(t, "high", srv.Requests[0]["reasoning_effort"], "the message's effort")
 	require.Equal(t, "medium", srv.Requests[1]["reasoning_effort"], "the agent's, when the message names none")
 	u, err := api.Sessions().Usage(ctx, x.ID)
@@ -60,6 +60,22 @@ func TestReasoningEffortReachesTheModel(t *testing.T) {
 	require.Equal(t, "high", u.Turns[turns[0].ID].ReasoningEffort)
 	require.Equal(t, "medium", u.Turns[turns[1].ID].ReasoningEffort)
 	require.Equal(t, 45, u.Usage.ThinkingTokens)
+
+	// A message may name its turn's model too: the turn runs on it.
+	payload, _ = json.Marshal(session.MessagePayload{Message: "now on o3", Model: "openai/gpt-4.1", ReasoningEffort: "low"})
+	_, err = api.Sessions().Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: payload})
+	require.Equal(t, http.StatusBadRequest, apiStatus(t, err), "the message's model decides which levels it takes: %v", err)
+	payload, _ = json.Marshal(session.MessagePayload{Message: "now on o3", Model: "nowhere/model"})
+	_, err = api.Sessions().Send(ctx, x.ID, wire.SendRequest{Kind: session.KindMessage, Payload: payload})
+	require.Equal(t, http.StatusBadRequest, apiStatus(t, err), "a model that cannot be called: %v", err)
+	send(t, x.ID, session.KindMessage, session.MessagePayload{Message: "now on o3", Model: "openai/o3", ReasoningEffort: "low"})
+	waitFor(t, "the third turn", func() (bool, error) {
+		turns, err := api.Sessions().Turns(ctx, x.ID)
+		return len(turns) == 3 && turns[2].Status == session.TurnCompleted, err
+	})
+	require.Equal(t, "o3", srv.Requests[2]["model"])
+	require.Equal(t, "low", srv.Requests[2]["reasoning_effort"])
+	require.Equal(t, "gpt-5", srv.Requests[1]["model"], "the agent's model otherwise")
 
 	_, err = api.Sessions().Create(ctx, wire.CreateRequest{Model: "openai/gpt-4.1", Repo: gitRepo(t), Message: "think", ReasoningEffort: "low"})
 	require.Equal(t, http.StatusBadRequest, apiStatus(t, err), "refused at the start: %v", err)

@@ -456,7 +456,7 @@ func (a Turns) OpenTurn(ctx context.Context, turnID string, cmds []session.Comma
 		if c.Kind == session.KindStartWithMessage {
 			sender = s.CreatedBy // the platform creates the start; its message is the creator's
 		}
-		data, _ := json.Marshal(session.TextData{Text: text, Sender: &sender, ReasoningEffort: p.ReasoningEffort})
+		data, _ := json.Marshal(session.TextData{Text: text, Sender: &sender, Model: p.Model, ReasoningEffort: p.ReasoningEffort})
 		if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventUserMessage, Key: "message/" + c.ID, Data: data}); err != nil {
 			return err
 		}
@@ -566,7 +566,7 @@ func (a Turns) ModelStep(ctx context.Context, sessionID, turnID string, step int
 	// The agent's model, then its fallbacks in order when a model fails
 	// after its own retries (429s and 5xx are retried inside the SDKs).
 	var lastErr error
-	for i, name := range append([]string{sp.Model}, sp.FallbackModels...) {
+	for i, name := range append([]string{agent.Model(events, turnID, sp.Model)}, sp.FallbackModels...) {
 		p, model, err := a.Providers.Resolve(name)
 		if err != nil {
 			lastErr = err

@@ -7,6 +7,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -878,12 +879,15 @@ func (s *Service) send(ctx context.Context, sessionID string, req wire.SendReque
 	return c, s.notify(ctx, sessionID, n)
 }
 
-// checkEffort refuses, when it is sent, a message's reasoning effort
-// that its session's model does not take.
+// checkEffort refuses, when it is sent, a message's model that cannot be
+// called, or an effort its model (else its session's) does not take.
 func (s *Service) checkEffort(ctx context.Context, sessionID string, kind session.CommandKind, payload json.RawMessage) error {
 	var p session.MessagePayload
-	if kind != session.KindMessage || json.Unmarshal(payload, &p) != nil || p.ReasoningEffort == "" {
+	if kind != session.KindMessage || json.Unmarshal(payload, &p) != nil || (p.Model == "" && p.ReasoningEffort == "") {
 		return nil
+	}
+	if _, _, err := s.Providers.Resolve(p.Model); p.Model != "" && err != nil {
+		return fmt.Errorf("%w: payload.model: %w", errdefs.ErrInvalid, err)
 	}
 	x, err := s.Store.GetSession(ctx, sessionID)
 	if err != nil {
@@ -891,7 +895,7 @@ func (s *Service) checkEffort(ctx context.Context, sessionID string, kind sessio
 	}
 	var sp spec.Agent
 	_ = json.Unmarshal(x.AgentSpec, &sp)
-	if err := provider.CheckEffort(sp.Model, p.ReasoningEffort); err != nil {
+	if err := provider.CheckEffort(cmp.Or(p.Model, sp.Model), p.ReasoningEffort); err != nil {
 		return fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	return nil

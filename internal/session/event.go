@@ -95,7 +95,8 @@ type StatusData struct {
 type TextData struct {
 	Text   string  `json:"text"`
 	Sender *Sender `json:"sender,omitempty"`
-	// ReasoningEffort is the one a message asked its turn for.
+	// Model and ReasoningEffort are those a message asked its turn for.
+	Model           string `json:"model,omitempty"`
 	ReasoningEffort string `json:"reasoningEffort,omitempty"`
 }
 
