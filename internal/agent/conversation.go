@@ -129,8 +129,5 @@ func Effort(events []session.Event, turnID, dflt, model string) string {
 			effort = d.ReasoningEffort
 		}
 	}
-	if provider.CheckEffort(model, effort) != nil {
-		return ""
-	}
-	return effort
+	return provider.Taken(model, effort)
 }

@@ -585,6 +585,7 @@ func (a Turns) ModelStep(ctx context.Context, sessionID, turnID string, step int
 			a.clearProviderParks(ctx, sessionID)
 			u := session.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, ThinkingTokens: resp.Usage.ThinkingTokens,
 				ReasoningEffort: req.ReasoningEffort, CostUSD: a.Prices.Of(name).Cost(resp.Usage.InputTokens, resp.Usage.OutputTokens)}
+			resp.Thinking = nil // in the transcript: the workflow's history does without it
 			return resp, a.Store.RecordUsage(ctx, sessionID, turnID, step, name, u)
 		}
 		if ctx.Err() != nil {

@@ -224,8 +224,8 @@ func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session
 			return session.Session{}, fmt.Errorf("agent %q: stored spec unreadable: %w", req.Agent, err)
 		}
 	}
-	if req.Model != "" {
-		sp.Model = req.Model
+	if req.Model != "" { // the agent's effort goes where the model takes it
+		sp.Model, sp.ReasoningEffort = req.Model, provider.Taken(req.Model, sp.ReasoningEffort)
 	}
 	sp.Defaults()
 	if err := sp.Validate(s.Projects().Known()); err != nil {

@@ -131,6 +131,8 @@ type Thinking struct {
 	Text      string `json:"text,omitempty"`
 	Signature string `json:"signature,omitempty"`
 	Redacted  string `json:"redacted,omitempty"`
+	// Model made it: its signature holds for that model alone.
+	Model string `json:"model,omitempty"`
 }
 
 // Response is the complete assistant message of one call.
@@ -161,15 +163,25 @@ func Efforts(name string) []string {
 	switch {
 	case p == "replay":
 		return append([]string{EffortMinimal}, three...)
-	case strings.HasPrefix(model, "claude-3-7"), strings.HasPrefix(model, "claude-sonnet-4"), strings.HasPrefix(model, "claude-opus-4"),
-		strings.HasPrefix(model, "claude-haiku-4"):
+	case p == "anthropic" && (strings.HasPrefix(model, "claude-3-7") || strings.HasPrefix(model, "claude-sonnet-4") ||
+		strings.HasPrefix(model, "claude-opus-4") || strings.HasPrefix(model, "claude-haiku-4")):
 		return three
+	case p != "openai", strings.HasPrefix(model, "o1-mini"), strings.HasPrefix(model, "o1-preview"), strings.Contains(model, "-chat"):
+		return nil
 	case strings.HasPrefix(model, "gpt-5"):
 		return append([]string{EffortMinimal}, three...)
 	case strings.HasPrefix(model, "o1"), strings.HasPrefix(model, "o3"), strings.HasPrefix(model, "o4"):
 		return three
 	}
 	return nil
+}
+
+// Taken is effort if the model takes it, else none.
+func Taken(name, effort string) string {
+	if CheckEffort(name, effort) != nil {
+		return ""
+	}
+	return effort
 }
 
 // CheckEffort says why a model does not take a reasoning effort ("" is
@@ -192,6 +204,7 @@ const (
 	DeltaText      DeltaKind = iota // Text is a piece of assistant text
 	DeltaToolStart                  // a tool call ToolCallID/ToolName begins (state generating)
 	DeltaToolArgs                   // Text is a fragment of the call's argument JSON
+	DeltaThinking                   // the model is reasoning (nothing to show: progress only)
 )
 
 // Delta is one streamed fragment.

@@ -15,11 +15,15 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/secret"
 )
 
 // MaxTokens bounds one response's answer (its thinking has a budget of
-// its own on top).
-const MaxTokens = 8192
+// its own on top, within maxOutput, the most every model answers).
+const (
+	MaxTokens = 8192
+	maxOutput = 32000
+)
 
 // ThinkingBudget is the extended thinking's budget of tokens for each
 // reasoning effort (provider.Efforts).
@@ -51,14 +55,18 @@ var _ provider.Provider = (*Provider)(nil)
 
 // Stream implements provider.Provider.
 func (p *Provider) Stream(ctx context.Context, req provider.Request, sink func(provider.Delta)) (provider.Response, error) {
-	params := sdk.MessageNewParams{Model: sdk.Model(p.model), MaxTokens: MaxTokens, Messages: messages(req.Messages), Tools: tools(req.Tools)}
-	if req.ReasoningEffort != "" {
-		budget, ok := ThinkingBudget[req.ReasoningEffort]
-		if !ok {
-			return provider.Response{}, fmt.Errorf("anthropic: reasoning effort %q: want low, medium or high", req.ReasoningEffort)
-		}
+	budget, ok := ThinkingBudget[req.ReasoningEffort]
+	if req.ReasoningEffort != "" && !ok {
+		return provider.Response{}, fmt.Errorf("anthropic: reasoning effort %q: want low, medium or high", req.ReasoningEffort)
+	}
+	// Within a tool loop the model's message must open with its thinking
+	// when thinking is on: one that had none (thinking off, or its
+	// blocks dropped) keeps it off until the loop ends.
+	thinking := ok && !midLoopWithout(req.Messages, p.model)
+	params := sdk.MessageNewParams{Model: sdk.Model(p.model), MaxTokens: MaxTokens, Messages: messages(req.Messages, p.model, thinking), Tools: tools(req.Tools)}
+	if thinking {
 		params.Thinking = sdk.ThinkingConfigParamOfEnabled(budget)
-		params.MaxTokens = MaxTokens + budget
+		params.MaxTokens = min(MaxTokens+budget, maxOutput) // Opus 4 answers at most 32,000
 	}
 	if req.System != "" {
 		params.System = []sdk.TextBlockParam{{Text: req.System}}
@@ -83,6 +91,8 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, sink func(p
 			}
 		case "content_block_delta":
 			switch ev.Delta.Type {
+			case "thinking_delta", "signature_delta":
+				sink(provider.Delta{Kind: provider.DeltaThinking})
 			case "text_delta":
 				sink(provider.Delta{Kind: provider.DeltaText, Text: ev.Delta.Text})
 			case "input_json_delta":
@@ -111,9 +121,9 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, sink func(p
 		case "text":
 			resp.Text += b.Text
 		case "thinking":
-			resp.Thinking = append(resp.Thinking, provider.Thinking{Text: b.Thinking, Signature: b.Signature})
+			resp.Thinking = append(resp.Thinking, provider.Thinking{Text: b.Thinking, Signature: b.Signature, Model: p.model})
 		case "redacted_thinking":
-			resp.Thinking = append(resp.Thinking, provider.Thinking{Redacted: b.Data})
+			resp.Thinking = append(resp.Thinking, provider.Thinking{Redacted: b.Data, Model: p.model})
 		case "tool_use":
 			raw := json.RawMessage(`{}`) // a call without arguments streams none
 			if a := args[int64(i)]; a != nil {
@@ -125,9 +135,37 @@ func (p *Provider) Stream(ctx context.Context, req provider.Request, sink func(p
 	return resp, nil
 }
 
+// kept are the thinking blocks of a message that model can be given
+// back: its own, unchanged (a block the store redacted no longer matches
+// its signature).
+func kept(m provider.Message, model string) []provider.Thinking {
+	var out []provider.Thinking
+	for _, t := range m.Thinking {
+		if t.Model == model && !strings.Contains(t.Text, secret.Marker) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// midLoopWithout says the conversation ends in a tool loop whose last
+// model message has no thinking model can be given back.
+func midLoopWithout(in []provider.Message, model string) bool {
+	if len(in) == 0 || in[len(in)-1].Role != provider.RoleTool {
+		return false
+	}
+	for i := len(in) - 1; i >= 0; i-- {
+		if in[i].Role == provider.RoleAssistant {
+			return len(kept(in[i], model)) == 0
+		}
+	}
+	return false
+}
+
 // messages converts the conversation; consecutive user-side content (tool
-// results, then text) goes in one user message, as the API wants.
-func messages(in []provider.Message) []sdk.MessageParam {
+// results, then text) goes in one user message, as the API wants. With
+// thinking on, a model message opens with its thinking given back.
+func messages(in []provider.Message, model string, thinking bool) []sdk.MessageParam {
 	var out []sdk.MessageParam
 	var user []sdk.ContentBlockParamUnion
 	flush := func() {
@@ -145,7 +183,10 @@ func messages(in []provider.Message) []sdk.MessageParam {
 		case provider.RoleAssistant:
 			flush()
 			var blocks []sdk.ContentBlockParamUnion
-			for _, t := range m.Thinking {
+			for _, t := range kept(m, model) {
+				if !thinking {
+					break
+				}
 				// Given back first, unchanged: the API checks them.
 				if t.Redacted != "" {
 					blocks = append(blocks, sdk.NewRedactedThinkingBlock(t.Redacted))

@@ -52,10 +52,10 @@ func TestReasoningEffortIsExtendedThinking(t *testing.T) {
 	resp, err := p.Stream(t.Context(), provider.Request{Messages: []provider.Message{ask}, ReasoningEffort: provider.EffortHigh}, func(provider.Delta) {})
 	require.NoError(t, err)
 	require.Equal(t, "Weighed.", resp.Text)
-	require.Equal(t, []provider.Thinking{{Text: "Let me weigh it.", Signature: "c2lnbmVk"}}, resp.Thinking)
+	require.Equal(t, []provider.Thinking{{Text: "Let me weigh it.", Signature: "c2lnbmVk", Model: "claude-sonnet-4-5"}}, resp.Thinking)
 	first := srv.Requests[0]
 	require.Equal(t, map[string]any{"type": "enabled", "budget_tokens": float64(ThinkingBudget[provider.EffortHigh])}, first["thinking"])
-	require.Equal(t, float64(MaxTokens+ThinkingBudget[provider.EffortHigh]), first["max_tokens"])
+	require.Equal(t, float64(maxOutput), first["max_tokens"], "within what every model answers")
 
 	back := provider.Message{Role: provider.RoleAssistant, Text: resp.Text, Thinking: resp.Thinking}
 	_, err = p.Stream(t.Context(), provider.Request{Messages: []provider.Message{ask, back, {Role: provider.RoleUser, Text: "again"}}, ReasoningEffort: provider.EffortLow}, func(provider.Delta) {})
@@ -66,4 +66,41 @@ func TestReasoningEffortIsExtendedThinking(t *testing.T) {
 
 	_, err = p.Stream(t.Context(), provider.Request{Messages: []provider.Message{ask}, ReasoningEffort: "extreme"}, func(provider.Delta) {})
 	require.ErrorContains(t, err, `reasoning effort "extreme"`)
+}
+
+// TestThinkingIsGivenBackOnlyWhereItHolds: a tool loop whose model
+// message has no thinking it can be given back (none, another model's,
+// or one the store redacted) continues with thinking off, as the API
+// requires; max_tokens stays within what every model answers.
+func TestThinkingIsGivenBackOnlyWhereItHolds(t *testing.T) {
+	replies := make([]providertest.Reply, 4)
+	for i := range replies {
+		replies[i] = providertest.Reply{SSE: providertest.AnthropicStream("ok")}
+	}
+	srv := providertest.NewServer(t, "", replies...)
+	p, err := Factory(func(k string) string {
+		return map[string]string{"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": srv.URL}[k]
+	})("claude-opus-4-1")
+	require.NoError(t, err)
+	loop := func(th ...provider.Thinking) []provider.Message {
+		return []provider.Message{{Role: provider.RoleUser, Text: "go"},
+			{Role: provider.RoleAssistant, Thinking: th, ToolCalls: []provider.ToolCall{{ID: "c1", Name: "list_dir", Args: json.RawMessage(`{}`)}}},
+			{Role: provider.RoleTool, ToolCallID: "c1", Text: "a.txt"}}
+	}
+	for i, msgs := range [][]provider.Message{
+		loop(),
+		loop(provider.Thinking{Text: "mine", Signature: "s", Model: "claude-sonnet-4-5"}),
+		loop(provider.Thinking{Text: "the key is [REDACTED:aws-access-token]", Signature: "s", Model: "claude-opus-4-1"}),
+	} {
+		_, err := p.Stream(t.Context(), provider.Request{Messages: msgs, ReasoningEffort: provider.EffortHigh}, func(provider.Delta) {})
+		require.NoError(t, err)
+		require.NotContains(t, srv.Requests[i], "thinking", "case %d: thinking stays off in this loop", i)
+		sent, _ := json.Marshal(srv.Requests[i]["messages"])
+		require.NotContains(t, string(sent), `"type":"thinking"`, "case %d", i)
+	}
+	_, err = p.Stream(t.Context(), provider.Request{Messages: loop(provider.Thinking{Text: "mine", Signature: "s", Model: "claude-opus-4-1"}),
+		ReasoningEffort: provider.EffortHigh}, func(provider.Delta) {})
+	require.NoError(t, err)
+	require.Contains(t, srv.Requests[3], "thinking", "its own thinking: on, and given back")
+	require.Equal(t, float64(32000), srv.Requests[3]["max_tokens"])
 }
