@@ -32,8 +32,9 @@ var (
 	// bindings role. To be split: the store's roles into files of
 	// packages of their own over a shared base, the CLI's command groups.
 	// #33 moved the store's dialect and migrations into packages of their
-	// own (3,187 → 3,102 with its census and event observer).
-	overLines   = map[string]int{"cli": 3135, "store/sqlstore": 3102}
+	// own (3,187 → 3,102 with its census and event observer); #34 put the
+	// chat role in a package of its own over dialect.DB and dialect.QueryAll.
+	overLines   = map[string]int{"cli": 3135, "store/sqlstore": 3075}
 	overMethods = map[string]int{}
 )
 

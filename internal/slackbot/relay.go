@@ -222,11 +222,8 @@ func (t *thread) step(ctx context.Context) (more bool, err error) {
 // every chat.StatusEvery.
 func (t *thread) status(ctx context.Context) error {
 	m := statusMessage(t.x, t.bot.Web)
-	if m.Text == t.State.StatusText && !t.State.StatusDue {
-		return nil
-	}
 	if m.Text == t.State.StatusText {
-		t.State.StatusDue = false
+		t.State.StatusDue = false // (back to what it says)
 		return nil
 	}
 	if time.Since(t.State.StatusAt) < chat.StatusEvery && !t.x.Status.Terminal() {

@@ -392,29 +392,13 @@ func (s *base) wake(sessionID string) {
 }
 
 // scanner is one row: *sql.Row or *sql.Rows.
-type scanner interface{ Scan(...any) error }
+type (
+	scanner = dialect.Scanner
+	queryer = dialect.Queryer
+)
 
-// queryer runs queries: the database or a transaction.
-type queryer interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}
-
-// queryAll runs a query and scans every row it returns.
 func queryAll[T any](ctx context.Context, q queryer, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return dialect.QueryAll(ctx, q, scan, query, args...)
 }
 
 // SchemaVersion is the last migration applied.

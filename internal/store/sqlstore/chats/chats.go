@@ -40,24 +40,7 @@ func notFound(what string, err error) error {
 	return err
 }
 
-type scanner interface{ Scan(...any) error }
-
-func all[T any](ctx context.Context, db *dialect.DB, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
-	rows, err := db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
-}
+type scanner = dialect.Scanner
 
 const appCols = `project, team, channels, socket, created_by, created_at`
 
@@ -100,7 +83,7 @@ func (s Chats) ChatApp(ctx context.Context, project string) (chat.App, []byte, e
 
 // ChatApps implements store.Chats.
 func (s Chats) ChatApps(ctx context.Context) ([]chat.App, error) {
-	return all(ctx, s.DB, func(r scanner) (chat.App, error) { return scanApp(r, nil) }, `SELECT `+appCols+` FROM chat_apps ORDER BY project`)
+	return dialect.QueryAll(ctx, s.DB, func(r scanner) (chat.App, error) { return scanApp(r, nil) }, `SELECT `+appCols+` FROM chat_apps ORDER BY project`)
 }
 
 // RemoveChatApp implements store.Chats.
@@ -150,7 +133,7 @@ func (s Chats) ChatUser(ctx context.Context, project, team, slackUser string) (s
 
 // ChatLinks implements store.Chats.
 func (s Chats) ChatLinks(ctx context.Context, user string) ([]chat.Link, error) {
-	return all(ctx, s.DB, func(r scanner) (chat.Link, error) {
+	return dialect.QueryAll(ctx, s.DB, func(r scanner) (chat.Link, error) {
 		var l chat.Link
 		var created string
 		err := r.Scan(&l.Project, &l.Team, &l.SlackUser, &l.User, &created)
@@ -217,7 +200,7 @@ func (s Chats) ThreadAt(ctx context.Context, team, channel, ts string) (chat.Thr
 
 // OpenThreads implements store.Chats.
 func (s Chats) OpenThreads(ctx context.Context) ([]chat.Thread, error) {
-	return all(ctx, s.DB, scanThread, `SELECT `+threadCols+` FROM chat_threads WHERE done = 0 ORDER BY session_id`)
+	return dialect.QueryAll(ctx, s.DB, scanThread, `SELECT `+threadCols+` FROM chat_threads WHERE done = 0 ORDER BY session_id`)
 }
 
 // LeaseThread implements store.Chats.

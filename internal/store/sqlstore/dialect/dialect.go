@@ -113,6 +113,32 @@ func (d *Dialect) Values(args []any) []any {
 	return args
 }
 
+// Scanner is one row: *sql.Row or *sql.Rows.
+type Scanner interface{ Scan(...any) error }
+
+// Queryer runs queries: the database or a transaction.
+type Queryer interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}
+
+// QueryAll runs a query and scans every row it returns.
+func QueryAll[T any](ctx context.Context, q Queryer, scan func(Scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 // DB is a database in its dialect's spelling: every query written once,
 // with ? placeholders, rebound and its values written as the dialect
 // stores them. The store's roles share one.
