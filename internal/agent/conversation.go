@@ -75,7 +75,11 @@ func Full(events []session.Event) []provider.Message {
 			flush()
 			var d session.TextData
 			if json.Unmarshal(e.Data, &d) == nil {
-				msgs = append(msgs, provider.Message{Role: provider.RoleUser, Text: d.Text})
+				m := provider.Message{Role: provider.RoleUser, Text: d.Text}
+				for _, a := range d.Attachments {
+					m.Attachments = append(m.Attachments, provider.Attachment{AttachmentRef: a})
+				}
+				msgs = append(msgs, m)
 			}
 		case session.EventAssistantMessage:
 			flush()

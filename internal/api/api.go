@@ -89,6 +89,9 @@ func (s *Server) Handler() http.Handler {
 	h("GET /v1/sessions/{id}/parks", onSession(read), s.listParks)
 	h("GET /v1/sessions/{id}/bindings", onSession(read), s.listBindings)
 	h("GET /v1/sessions/{id}/history", onSession(read), s.history)
+	h("GET /v1/sessions/{id}/attachments", onSession(read), s.listAttachments)
+	h("GET /v1/sessions/{id}/attachments/{attachment}", onSession(read), s.attachmentContent)
+	h("POST /v1/projects/{name}/attachments", onProject("name", start), s.upload, "name") // the body is the file
 	h("GET /v1/parked", caller, s.parked, "project", "agent")
 	h("GET /v1/sessions/{id}/audit", onSession(audit), s.auditLog, "content")
 	h("GET /v1/audit/verify", caller, s.verifyAudit, "session") // scoped to what the caller may audit
@@ -193,7 +196,7 @@ func (s *Server) checked(acc guard, fn http.HandlerFunc, params []string) http.H
 				return
 			}
 		}
-		for _, name := range []string{"id", "name", "user"} {
+		for _, name := range []string{"id", "name", "user", "attachment"} {
 			if err := field(name, r.PathValue(name), MaxField); err != nil {
 				s.error(w, r, err)
 				return
@@ -248,7 +251,6 @@ func boolParam(r *http.Request, name string) (bool, error) {
 // Errors of the request itself, beside the store's sentinels.
 var (
 	errMethod      = errors.New("method not allowed")
-	errMediaType   = errors.New("unsupported media type")
 	errBodyTimeout = errors.New("request body timeout")
 )
 
@@ -261,11 +263,11 @@ func StatusOf(err error) (int, string) {
 	switch {
 	case errors.As(err, &throttled):
 		return http.StatusTooManyRequests, "too_many_failures"
-	case errors.As(err, &maxErr):
+	case errors.As(err, &maxErr), errors.Is(err, errdefs.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge, "too_large"
 	case errors.Is(err, errMethod):
 		return http.StatusMethodNotAllowed, "method_not_allowed"
-	case errors.Is(err, errMediaType):
+	case errors.Is(err, errdefs.ErrMediaType):
 		return http.StatusUnsupportedMediaType, "unsupported_media_type"
 	case errors.Is(err, errBodyTimeout):
 		return http.StatusRequestTimeout, "timeout"
@@ -379,12 +381,12 @@ func readBody(w http.ResponseWriter, r *http.Request, types []string) ([]byte, e
 		return nil, nil
 	}
 	if n := len(r.Header.Values("Content-Type")); n > 1 {
-		return nil, fmt.Errorf("%w: Content-Type given %d times: give it once", errMediaType, n)
+		return nil, fmt.Errorf("%w: Content-Type given %d times: give it once", errdefs.ErrMediaType, n)
 	}
 	ct := r.Header.Get("Content-Type")
 	mt, _, perr := mime.ParseMediaType(ct)
 	if ct == "" || perr != nil || !slices.Contains(types, mt) && !(slices.Contains(types, "application/json") && strings.HasSuffix(mt, "+json")) {
-		return nil, fmt.Errorf("%w: Content-Type %q: this route takes %s", errMediaType, clip.String(ct, 40), strings.Join(types, ", "))
+		return nil, fmt.Errorf("%w: Content-Type %q: this route takes %s", errdefs.ErrMediaType, clip.String(ct, 40), strings.Join(types, ", "))
 	}
 	if !utf8.Valid(body) {
 		return nil, fmt.Errorf("%w: request body is not valid UTF-8", errdefs.ErrInvalid)

@@ -27,6 +27,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/access"
 	"github.com/paddock-dev/paddock/internal/agency"
 	"github.com/paddock-dev/paddock/internal/api"
+	"github.com/paddock-dev/paddock/internal/attachdesk"
 	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/chatdesk"
@@ -235,6 +236,8 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		Now: time.Now, Defaults: acts.Budget, RepositoryRoots: cfg.RepositoryRoots, DataDir: cfg.DataDir, Logger: logger,
 		Access: &access.Service{Store: st, Now: time.Now, OIDC: access.NewOIDC(cfg.OIDCIssuer, cfg.OIDCClientID, cfg.OIDCUsernameClaim),
 			Guesses: &throttle.Failures{}, Logger: logger}}
+	a.Service.Attachments = &attachdesk.Service{Store: st, Key: contentKey, Access: a.Service.Access, Sessions: a.Service.Sessions(), Allow: cfg.AttachmentTypes, Now: time.Now}
+	acts.Attachments = a.Service.Attachments
 	a.Service.Health = &health.Service{Store: st, Node: node, Version: cli.Version, DataDir: cfg.DataDir, QueueLag: metrics.QueueLag}
 	a.Service.Remotes = &remote.Service{Store: st, Access: a.Service.Access, Key: contentKey, Pulls: pulls.Forges{}, Bounded: acts.Copies.Bounded}
 	if c, ok := acts.Mirrors.(*mirror.Cache); ok {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/paddock-dev/paddock/internal/session"
 )
@@ -44,6 +45,14 @@ func FromEvent(x session.Session, e session.Event) Entry {
 		var d session.TextData
 		_ = json.Unmarshal(e.Data, &d)
 		sender(d.Sender)
+		// A message's files by their digests alone.
+		var files []string
+		for _, a := range d.Attachments {
+			files = append(files, "sha256:"+a.Digest)
+		}
+		if len(files) > 0 {
+			m["attachments"] = strings.Join(files, ",")
+		}
 	case session.EventToolCall:
 		var d session.ToolCallData
 		_ = json.Unmarshal(e.Data, &d)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 
 	"github.com/paddock-dev/paddock/internal/session"
@@ -33,7 +32,7 @@ func newHistory(g *globals) *cobra.Command {
 				if a.Base != "" && b.Base != "" && a.Base != b.Base {
 					fmt.Fprintf(g.io.Out, "an acceptance moved the base between steps %s and %s (%.12s, then %.12s): each file below is compared as it stood against its own step's base\n", args[1], args[2], a.Base, b.Base)
 				}
-				changes := StepDiff(a, b)
+				changes := session.StepDiff(a, b)
 				if len(changes) == 0 {
 					fmt.Fprintf(g.io.Out, "no file differs between step %s and step %s\n", args[1], args[2])
 				}
@@ -79,44 +78,4 @@ func stepsOf(steps []session.Step, a, b string) (session.Step, session.Step, err
 	}
 	y, err := find(b)
 	return x, y, err
-}
-
-// FileChange is a file whose state differs between two steps.
-type FileChange struct {
-	Path   string
-	Status string // changed, deleted, created (again, after a deletion), reverted (to the base)
-}
-
-// StepDiff lists the files whose state differs between checkpoints a and
-// b. A checkpoint names every file that differs from the base; one it does
-// not name is as in the base.
-func StepDiff(a, b session.Step) []FileChange {
-	state := func(c session.Step) map[string]session.StepFile {
-		m := map[string]session.StepFile{}
-		for _, f := range c.Files {
-			m[f.Path] = f
-		}
-		return m
-	}
-	sa, sb := state(a), state(b)
-	var out []FileChange
-	for p, fb := range sb {
-		fa, ina := sa[p]
-		switch {
-		case ina && fa == fb:
-		case fb.Mode == "":
-			out = append(out, FileChange{p, "deleted"})
-		case ina && fa.Mode == "":
-			out = append(out, FileChange{p, "created"})
-		default:
-			out = append(out, FileChange{p, "changed"})
-		}
-	}
-	for p := range sa {
-		if _, inb := sb[p]; !inb {
-			out = append(out, FileChange{p, "reverted"})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out
 }

@@ -24,9 +24,10 @@ import (
 func newRun(g *globals) *cobra.Command {
 	var req wire.CreateRequest
 	var policyFile string
+	var attach []string
 	var empty bool
 	cmd := &cobra.Command{
-		Use:   `run [--agent NAME] [--model PROVIDER/MODEL] [--repo DIR | --repo URL [--ref REF] | --empty] "PROMPT"`,
+		Use:   `run [--agent NAME] [--model PROVIDER/MODEL] [--repo DIR | --repo URL [--ref REF] | --empty] [--attach FILE ...] "PROMPT"`,
 		Short: "Run a session and stream it to the terminal",
 		Long: "Run a session and stream its transcript. Without --server (or PADDOCK_SERVER) it starts an " +
 			"in-process server on the data directory. The session works on a copy of the git repository you are in, as it is " +
@@ -58,6 +59,9 @@ func newRun(g *globals) *cobra.Command {
 			if req.Repo == "" {
 				fmt.Fprintln(g.io.Err, "the agent works in an empty working copy")
 			}
+			if req.Attachments, err = c.Attach(cmd.Context(), req.Project, attach); err != nil {
+				return err
+			}
 			x, err := c.Sessions().Create(cmd.Context(), req)
 			if err != nil {
 				return serverEnvHint(g, err)
@@ -71,6 +75,7 @@ func newRun(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&req.Project, "project", "", "project the session belongs to (its agents, policy and members; default $PADDOCK_PROJECT, else default)")
 	cmd.Flags().StringVar(&req.Agent, "agent", "", "applied agent to run (default: an ad-hoc agent)")
 	cmd.Flags().StringVar(&req.ReasoningEffort, "reasoning-effort", "", effortHelp)
+	cmd.Flags().StringArrayVar(&attach, "attach", nil, attachHelp)
 	cmd.Flags().StringVar(&req.Model, "model", "", "model as PROVIDER/MODEL (default: the agent's, or replay/demo)")
 	cmd.Flags().StringVar(&req.Repo, "repo", "", "repository the session works on: a directory, copied as it is (default: the one you are in), or a remote repository a connection of the project grants (https://FORGE/OWNER/NAME or OWNER/NAME)")
 	cmd.Flags().StringVar(&req.Ref, "ref", "", "with a remote --repo: the branch, tag, commit or pull request (#N) the copy starts from (default: its default branch)")
@@ -250,3 +255,5 @@ func newAttach(g *globals) *cobra.Command {
 }
 
 const effortHelp = "how much the model reasons on this turn: minimal, low, medium or high, as the model takes them (default: the agent's reasoningEffort)"
+
+const attachHelp = "a file to give with the message (repeatable): an image, a PDF or a text file, at most 10 MiB; the agent also finds it read-only at .paddock/attachments/NAME"

@@ -158,15 +158,18 @@ func newSessions(g *globals) *cobra.Command {
 		}
 	}
 	var effort string
+	var attach []string
 	sendCmd := &cobra.Command{
-		Use:   "send ID MESSAGE [--reasoning-effort LEVEL]",
+		Use:   "send ID MESSAGE [--reasoning-effort LEVEL] [--attach FILE ...]",
 		Short: "Send a message to a session",
 		Args:  cobra.ExactArgs(2),
 		RunE: send(session.KindMessage, func(a []string) (any, error) {
-			return session.MessagePayload{Message: a[1], ReasoningEffort: effort}, nil
+			files, err := g.remote().AttachTo(context.Background(), a[0], attach)
+			return session.MessagePayload{Message: a[1], ReasoningEffort: effort, Attachments: files}, err
 		}),
 	}
 	sendCmd.Flags().StringVar(&effort, "reasoning-effort", "", effortHelp)
+	sendCmd.Flags().StringArrayVar(&attach, "attach", nil, attachHelp)
 	answer := &cobra.Command{
 		Use:   "answer ID TOOL_CALL_ID [QUESTION_ID=OPTION ...] [--response TEXT]",
 		Short: "Answer a session's structured question",

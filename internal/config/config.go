@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"mime"
 	"net"
 	"net/netip"
 	"net/url"
@@ -87,6 +88,9 @@ type Config struct {
 	// PublicURL is the web app's address as people open it, for the
 	// links Paddock posts in chat (empty: the server's own address).
 	PublicURL string
+	// AttachmentTypes are the media types messages' files may have beyond
+	// images, PDF and text (archives).
+	AttachmentTypes []string
 	// SlackAPIURL is Slack's Web API (empty: slack.com's).
 	SlackAPIURL string
 	// TLSCert and TLSKey serve HTTPS; InsecureListen allows a plain-HTTP
@@ -287,6 +291,7 @@ var Vars = []Var{
 	{"PADDOCK_OIDC_CLIENT_ID", "(none)", "Paddock's client ID at the directory (a public client allowing loopback redirects)"},
 	{"PADDOCK_OIDC_USERNAME_CLAIM", "preferred_username", "the ID token claim a user is named after on their first login"},
 	{"PADDOCK_PUBLIC_URL", "(the server's own address)", "the web app's address as people open it (https://paddock.example.com): the links Paddock posts in Slack threads point there"},
+	{"PADDOCK_ATTACHMENT_TYPES", "(none: images, PDF and UTF-8 text only)", "comma-separated media types messages' files may also have, by their sniffed content (application/zip, application/gzip): placed in the working copy, never given to the model"},
 	{"PADDOCK_SLACK_API_URL", "https://slack.com/api/", "Slack's Web API, for a proxy in between (projects' Slack apps post through it)"},
 	{"PADDOCK_TLS_CERT", "(none)", "PEM certificate file: serve HTTPS (with PADDOCK_TLS_KEY)"},
 	{"PADDOCK_TLS_KEY", "(none)", "PEM private key file of PADDOCK_TLS_CERT"},
@@ -537,6 +542,15 @@ func Load(getenv func(string) string) (Config, error) {
 				return c, fmt.Errorf("PADDOCK_SANDBOX_READ_ONLY_PATHS=%q: %q must be an absolute path other than /", v, p)
 			}
 			c.ReadOnlyPaths = append(c.ReadOnlyPaths, filepath.Clean(p))
+		}
+	}
+	if v := getenv("PADDOCK_ATTACHMENT_TYPES"); v != "" {
+		for _, t := range strings.Split(v, ",") {
+			t = strings.ToLower(strings.TrimSpace(t))
+			if mt, _, err := mime.ParseMediaType(t); err != nil || mt != t || !strings.Contains(t, "/") {
+				return c, fmt.Errorf("PADDOCK_ATTACHMENT_TYPES=%q: %q is not a media type (application/zip)", v, t)
+			}
+			c.AttachmentTypes = append(c.AttachmentTypes, t)
 		}
 	}
 	if v := getenv("PADDOCK_REPOSITORY_ROOTS"); v != "" {

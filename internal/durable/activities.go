@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/paddock-dev/paddock/internal/agent"
+	"github.com/paddock-dev/paddock/internal/attachdesk"
 	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/clip"
@@ -60,6 +61,8 @@ type Activities struct {
 	Now      func() time.Time
 	// ContentKey opens sessions' credentials.
 	ContentKey Cipher
+	// Attachments give messages' files to the model and the copy.
+	Attachments *attachdesk.Service
 	// Mirrors fetch remote repositories (nil: sessions on them fail).
 	Mirrors Mirrors
 	// Copies is where sessions' working copies and caches live.
@@ -456,7 +459,7 @@ func (a Turns) OpenTurn(ctx context.Context, turnID string, cmds []session.Comma
 		if c.Kind == session.KindStartWithMessage {
 			sender = s.CreatedBy // the platform creates the start; its message is the creator's
 		}
-		data, _ := json.Marshal(session.TextData{Text: text, Sender: &sender, Model: p.Model, ReasoningEffort: p.ReasoningEffort})
+		data, _ := json.Marshal(session.TextData{Text: text, Sender: &sender, Model: p.Model, ReasoningEffort: p.ReasoningEffort, Attachments: p.Attachments})
 		if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: sessionID, TurnID: turnID, Kind: session.EventUserMessage, Key: "message/" + c.ID, Data: data}); err != nil {
 			return err
 		}
@@ -553,6 +556,10 @@ func (a Turns) ModelStep(ctx context.Context, sessionID, turnID string, step int
 	// The conversation and the tools on offer are the same for every model
 	// tried (listing MCP tools is I/O: once per step).
 	messages, tools := a.compacted(ctx, sessionID, turnID, step, sp, events), a.offered(ctx, s, sp, turnID, step)
+	given, err := a.Attachments.Give(ctx, s, messages) // placed in the copy, given as each model takes them
+	if err != nil {
+		return provider.Response{}, err
+	}
 	stop := Heartbeat(ctx)
 	defer stop()
 	// The watchdog: a step whose model streams nothing for the agent's
@@ -572,7 +579,7 @@ func (a Turns) ModelStep(ctx context.Context, sessionID, turnID string, step int
 			lastErr = err
 			continue
 		}
-		req := provider.Request{Model: model, System: sp.Instructions, Messages: messages, Tools: tools, ReasoningEffort: agent.Effort(events, turnID, sp.ReasoningEffort, name)}
+		req := provider.Request{Model: model, System: sp.Instructions, Messages: given(name), Tools: tools, ReasoningEffort: agent.Effort(events, turnID, sp.ReasoningEffort, name)}
 		variant := ""
 		if i > 0 {
 			variant = fmt.Sprintf("/fallback%d", i)

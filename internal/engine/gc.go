@@ -49,6 +49,9 @@ func (s Review) GC(ctx context.Context, caller identity.Principal, now time.Time
 		if _, err := s.Store.DeleteSteps(ctx, x.ID); err != nil {
 			return out, fmt.Errorf("collect session %s's steps: %w", x.ID, err)
 		}
+		if _, err := s.Attachments.Collect(ctx, x.ID); err != nil {
+			return out, fmt.Errorf("collect session %s's attachments: %w", x.ID, err)
+		}
 		if err := s.Copies.Release(ctx, x.ID); err != nil {
 			return out, fmt.Errorf("collect session %s: %w", x.ID, err)
 		}
@@ -63,6 +66,9 @@ func (s Review) GC(ctx context.Context, caller identity.Principal, now time.Time
 			return out, fmt.Errorf("collect session %s's working copy: %w", x.ID, err)
 		}
 		out = append(out, wire.Collected{SessionID: x.ID, Reason: reason, Bytes: used})
+	}
+	if _, err := s.Attachments.Expire(ctx); err != nil {
+		return out, fmt.Errorf("collect attachments never sent: %w", err)
 	}
 	// Mirrors of connections revoked, and mirrors nobody uses.
 	if s.Remotes != nil {

@@ -182,7 +182,7 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 	if req.Base == "" || req.Tree == "" {
 		return session.Session{}, fmt.Errorf("%w: base and tree are required: send those of the diff you applied (GET …/diff)", errdefs.ErrInvalid)
 	}
-	if err := errors.Join(session.Limit("base", req.Base, MaxName), session.Limit("tree", req.Tree, MaxName), session.Limit("commit", req.Commit, MaxName)); err != nil {
+	if err := errors.Join(session.Limit("base", req.Base, session.MaxShort), session.Limit("tree", req.Tree, session.MaxShort), session.Limit("commit", req.Commit, session.MaxShort)); err != nil {
 		return session.Session{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	x, err := s.Store.GetSession(ctx, id)

@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/paddock-dev/paddock/internal/access"
+	"github.com/paddock-dev/paddock/internal/attachdesk"
 	"github.com/paddock-dev/paddock/internal/auditlog"
 	"github.com/paddock-dev/paddock/internal/bound"
 	"github.com/paddock-dev/paddock/internal/clip"
@@ -68,6 +69,8 @@ type Service struct {
 	// ContentKey seals and opens content at rest (audit content projects
 	// retain, sessions' credentials).
 	ContentKey durable.Cipher
+	// Attachments are the files messages give.
+	Attachments *attachdesk.Service
 	// Access says who may do what; every use case asks it first.
 	Access *access.Service
 	// Audit is the audit log's use cases.
@@ -182,7 +185,7 @@ func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session
 	if req.Project == "" {
 		req.Project = spec.DefaultProject
 	}
-	if err := errors.Join(validateCreate(req), callerKey(req.IdempotencyKey, by)); err != nil {
+	if err := errors.Join(req.Check(), callerKey(req.IdempotencyKey, by)); err != nil {
 		return session.Session{}, err
 	}
 	var remote *session.Remote
@@ -251,10 +254,14 @@ func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session
 	if err := provider.CheckEffort(sp.Model, req.ReasoningEffort); err != nil {
 		return session.Session{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
+	files, err := s.Attachments.Resolve(ctx, attachdesk.Message{Project: req.Project, By: by, Model: sp.Model, Refs: req.Attachments, Retry: req.IdempotencyKey != ""})
+	if err != nil {
+		return session.Session{}, err
+	}
 	kind, payload := session.KindStart, json.RawMessage(`{}`)
 	if strings.TrimSpace(input) != "" {
 		kind = session.KindStartWithMessage
-		payload, _ = json.Marshal(session.MessagePayload{Message: input, ReasoningEffort: req.ReasoningEffort})
+		payload, _ = json.Marshal(session.MessagePayload{Message: input, ReasoningEffort: req.ReasoningEffort, Attachments: files.Refs})
 	}
 	id := uuid.NewString()
 	var gate *session.Park
@@ -288,6 +295,10 @@ func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session
 			_ = s.Store.FailSession(ctx, x.ID, err.Error())
 			return x, err
 		}
+	}
+	if err := s.Attachments.Bind(ctx, x.ID, files); err != nil && created {
+		_ = s.Store.FailSession(ctx, x.ID, err.Error())
+		return x, err
 	}
 	if child != nil && created && len(child.Credentials) > 0 {
 		if err := s.inherit(ctx, child.From.ID, x.ID, child.Credentials); err != nil {
@@ -334,35 +345,6 @@ func sameSession(x session.Session, sp spec.Agent, input string, req wire.Create
 	return ""
 }
 
-// Length limits of request fields, in bytes.
-const (
-	MaxName   = 200
-	MaxPath   = 4096
-	MaxPolicy = 64 << 10
-)
-
-func validateCreate(req wire.CreateRequest) error {
-	if err := identity.CheckName(identity.ProjectName, req.Project); err != nil {
-		return err
-	}
-	if req.Agent != "" {
-		if err := identity.CheckName(identity.AgentName, req.Agent); err != nil {
-			return err
-		}
-	}
-	err := errors.Join(session.Limit("model", req.Model, MaxName), session.Limit("message", req.Message, session.MaxMessage),
-		session.Limit("repo", req.Repo, MaxPath), session.Limit("ref", req.Ref, MaxName), session.Limit("idempotencyKey", req.IdempotencyKey, MaxName),
-		session.Limit("policy", req.Policy, MaxPolicy), session.Limit("approver", req.Approver, MaxName))
-	if err != nil {
-		return fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
-	}
-	return nil
-}
-
-// callerKey refuses an idempotency key a caller gives (of a session or a
-// command) in the namespaces the platform keeps for its own: retries,
-// successors, trigger spawns and deliveries, their flushes and parks'
-// recoveries. A caller's key there could pre-empt the platform's.
 // scopedKey is the session idempotency key as stored: a caller's keys are
 // theirs in their project (another's same key is another session, and no
 // answer ever names a session of a project the caller cannot see); the
@@ -374,6 +356,10 @@ func scopedKey(key, project string, by session.Sender) string {
 	return "caller:" + project + "/" + string(by.Kind) + ":" + by.ID + "/" + key
 }
 
+// callerKey refuses an idempotency key a caller gives (of a session or a
+// command) in the namespaces the platform keeps for its own: retries,
+// successors, trigger spawns and deliveries, their flushes and parks'
+// recoveries. A caller's key there could pre-empt the platform's.
 func callerKey(key string, by session.Sender) error {
 	if by.Kind != session.SenderOperator && by.Kind != session.SenderAgent {
 		return nil // the platform's own (triggers, the system)
@@ -838,13 +824,13 @@ func (s *Service) send(ctx context.Context, sessionID string, req wire.SendReque
 	if err := session.ValidatePayload(req.Kind, req.Payload); err != nil {
 		return session.Command{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
-	if err := s.checkEffort(ctx, sessionID, req.Kind, req.Payload); err != nil {
+	if err := s.checkMessage(ctx, sessionID, by, &req); err != nil {
 		return session.Command{}, err
 	}
 	if len(req.Payload) == 0 {
 		req.Payload = json.RawMessage(`{}`)
 	}
-	if err := session.Limit("idempotencyKey", req.IdempotencyKey, MaxName); err != nil {
+	if err := session.Limit("idempotencyKey", req.IdempotencyKey, session.MaxShort); err != nil {
 		return session.Command{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	id := uuid.NewString()
@@ -879,11 +865,13 @@ func (s *Service) send(ctx context.Context, sessionID string, req wire.SendReque
 	return c, s.notify(ctx, sessionID, n)
 }
 
-// checkEffort refuses, when it is sent, a message's model that cannot be
-// called, or an effort its model (else its session's) does not take.
-func (s *Service) checkEffort(ctx context.Context, sessionID string, kind session.CommandKind, payload json.RawMessage) error {
+// checkMessage refuses, when it is sent, a message's model that cannot be
+// called, an effort its model (else its session's) does not take, or
+// attachments that cannot be given to it; it binds the attachments to
+// the session and fills in what the transcript shows of them.
+func (s *Service) checkMessage(ctx context.Context, sessionID string, by session.Sender, req *wire.SendRequest) error {
 	var p session.MessagePayload
-	if kind != session.KindMessage || json.Unmarshal(payload, &p) != nil || (p.Model == "" && p.ReasoningEffort == "") {
+	if req.Kind != session.KindMessage || json.Unmarshal(req.Payload, &p) != nil || (p.Model == "" && p.ReasoningEffort == "" && len(p.Attachments) == 0) {
 		return nil
 	}
 	if _, _, err := s.Providers.Resolve(p.Model); p.Model != "" && err != nil {
@@ -898,7 +886,13 @@ func (s *Service) checkEffort(ctx context.Context, sessionID string, kind sessio
 	if err := provider.CheckEffort(cmp.Or(p.Model, sp.Model), p.ReasoningEffort); err != nil {
 		return fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
-	return nil
+	files, err := s.Attachments.Resolve(ctx, attachdesk.Message{Project: x.Project, Session: x.ID, By: by, Model: cmp.Or(p.Model, sp.Model), Refs: p.Attachments})
+	if err != nil || len(p.Attachments) == 0 {
+		return err
+	}
+	p.Attachments = files.Refs
+	req.Payload, _ = json.Marshal(p)
+	return s.Attachments.Bind(ctx, x.ID, files)
 }
 
 // checkAnswer refuses an answer that cannot be delivered: no question of
@@ -959,20 +953,8 @@ func (s *Service) checkAnswer(ctx context.Context, sessionID, key string, payloa
 			return fmt.Errorf("question %s is no longer open (its call is %s): %w", p.ToolCallID, d.State, errdefs.ErrConflict)
 		}
 	}
-	items := map[string]session.QuestionItem{}
-	var ids []string
-	for _, it := range q.Questions {
-		items[it.ID] = it
-		ids = append(ids, it.ID)
-	}
-	for id, v := range p.Answers {
-		it, ok := items[id]
-		if !ok {
-			return fmt.Errorf("%w: question %s has no item %q (it has %s)", errdefs.ErrInvalid, p.ToolCallID, clip.String(id, 64), strings.Join(ids, ", "))
-		}
-		if len(it.Options) > 0 && !it.AllowOther && !slices.Contains(it.Options, v) {
-			return fmt.Errorf("%w: %s=%q: want one of %s (or send a free-text response)", errdefs.ErrInvalid, id, clip.String(v, 64), strings.Join(it.Options, ", "))
-		}
+	if err := q.Check(p.Answers); err != nil {
+		return fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	return nil
 }

@@ -26,6 +26,10 @@ var (
 	// ErrUnavailable is a service Paddock depends on that did not answer
 	// (a forge that is down): worth trying again later (503).
 	ErrUnavailable = errors.New("unavailable")
+	// ErrTooLarge is content beyond a documented limit (413).
+	ErrTooLarge = errors.New("too large")
+	// ErrMediaType is content of a type the route does not take (415).
+	ErrMediaType = errors.New("unsupported media type")
 )
 
 // SlotConflictError says a concurrency-1 agent's singleton slot is held.

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/paddock-dev/paddock/internal/session"
 )
 
 // Role says who speaks a message.
@@ -96,6 +98,50 @@ type Message struct {
 	ToolCalls  []ToolCall `json:"toolCalls,omitempty"`
 	ToolCallID string     `json:"toolCallId,omitempty"` // for RoleTool
 	IsError    bool       `json:"isError,omitempty"`    // for RoleTool
+	// Attachments are a user message's files, after its text.
+	Attachments []Attachment `json:"attachments,omitempty"`
+}
+
+// Attachment is a file given with a user message: an image or a PDF
+// is given as such to a model that takes it (Input), text inline; the
+// rest is Text, a note saying where it is in the working copy.
+type Attachment struct {
+	session.AttachmentRef
+	// Data is an image's or a PDF's content (never serialized).
+	Data []byte `json:"-"`
+	// Text is what the model reads instead of Data (a text file inline,
+	// or the note of a file not given as content).
+	Text string `json:"-"`
+}
+
+// Input says why a model does not take a kind of attachment as content
+// (nil: it does). Text is taken by every model; images by the vision
+// models of Anthropic (Claude 3 and later but 3.5 Haiku) and OpenAI
+// (GPT-4o, GPT-4.1, GPT-5, o1, o3, o4-mini); PDF documents by Claude 3.5
+// Sonnet and later and by the same OpenAI models; a scripted model takes
+// them all.
+func Input(name string, kind session.AttachmentKind) error {
+	p, model, _ := strings.Cut(name, "/")
+	if kind == session.AttachmentText || kind == session.AttachmentFile || p == "replay" {
+		return nil
+	}
+	claude4 := strings.HasPrefix(model, "claude-sonnet-4") || strings.HasPrefix(model, "claude-opus-4") || strings.HasPrefix(model, "claude-haiku-4")
+	oa := strings.HasPrefix(model, "gpt-4o") || strings.HasPrefix(model, "chatgpt-4o") || strings.HasPrefix(model, "gpt-4.1") || strings.HasPrefix(model, "gpt-5") ||
+		strings.HasPrefix(model, "o3") || strings.HasPrefix(model, "o4-mini") || model == "o1" || strings.HasPrefix(model, "o1-2")
+	var takes bool
+	switch {
+	case p == "anthropic" && kind == session.AttachmentImage:
+		takes = claude4 || strings.HasPrefix(model, "claude-3") && !strings.HasPrefix(model, "claude-3-5-haiku")
+	case p == "anthropic" && kind == session.AttachmentPDF:
+		takes = claude4 || strings.HasPrefix(model, "claude-3-5-sonnet") || strings.HasPrefix(model, "claude-3-7")
+	case p == "openai":
+		takes = oa
+	}
+	if takes {
+		return nil
+	}
+	what := map[session.AttachmentKind]string{session.AttachmentImage: "images", session.AttachmentPDF: "PDF documents"}[kind]
+	return fmt.Errorf("model %s does not take %s: send it to a model that does (payload.model), or as text", name, what)
 }
 
 // ToolSpec describes a tool to the model.

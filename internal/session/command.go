@@ -133,6 +133,9 @@ type MessagePayload struct {
 	// ReasoningEffort is how much the model reasons on the turn this
 	// message opens (one of the levels its model takes; "": the agent's).
 	ReasoningEffort string `json:"reasoningEffort,omitempty"`
+	// Attachments are files uploaded to the session's project, named by
+	// ID; the platform fills in the rest of each when the message is sent.
+	Attachments []AttachmentRef `json:"attachments,omitempty"`
 	// Handoff is the predecessor's note attached to a successor's kickoff.
 	Handoff string `json:"handoff,omitempty"`
 	// Deliveries are the trigger deliveries a message carries (one, or
@@ -208,6 +211,17 @@ func ValidatePayload(kind CommandKind, raw json.RawMessage) error {
 		}
 		if len(p.Metadata) > 32 {
 			return fmt.Errorf("payload.metadata: %d entries, at most 32", len(p.Metadata))
+		}
+		if len(p.Attachments) > MaxAttachments {
+			return fmt.Errorf("payload.attachments: %d, at most %d per message", len(p.Attachments), MaxAttachments)
+		}
+		for i, a := range p.Attachments {
+			if a.ID == "" {
+				return fmt.Errorf("payload.attachments[%d].id: required (the ID the upload returned)", i)
+			}
+			if err := Limit(fmt.Sprintf("payload.attachments[%d].id", i), a.ID, MaxShort); err != nil {
+				return err
+			}
 		}
 		for k, v := range p.Metadata {
 			if err := Limit("payload.metadata key", k, MaxShort); err != nil {

@@ -98,6 +98,8 @@ type TextData struct {
 	// Model and ReasoningEffort are those a message asked its turn for.
 	Model           string `json:"model,omitempty"`
 	ReasoningEffort string `json:"reasoningEffort,omitempty"`
+	// Attachments are the files a message gave (never their content).
+	Attachments []AttachmentRef `json:"attachments,omitempty"`
 }
 
 // TurnData is the data of a turn event.

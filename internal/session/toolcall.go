@@ -3,6 +3,10 @@ package session
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/paddock-dev/paddock/internal/clip"
 )
 
 // ToolCallState is where a tool call is in its life.
@@ -73,6 +77,28 @@ type ToolCallData struct {
 type Question struct {
 	ToolCallID string         `json:"toolCallId"`
 	Questions  []QuestionItem `json:"questions"`
+}
+
+// Check says what is wrong with answers (item ID → choice) to q: an item
+// it does not have, or a choice outside an item's options where it
+// offers only options.
+func (q Question) Check(answers map[string]string) error {
+	items := map[string]QuestionItem{}
+	var ids []string
+	for _, it := range q.Questions {
+		items[it.ID] = it
+		ids = append(ids, it.ID)
+	}
+	for id, v := range answers {
+		it, ok := items[id]
+		if !ok {
+			return fmt.Errorf("question %s has no item %q (it has %s)", q.ToolCallID, clip.String(id, 64), strings.Join(ids, ", "))
+		}
+		if len(it.Options) > 0 && !it.AllowOther && !slices.Contains(it.Options, v) {
+			return fmt.Errorf("%s=%q: want one of %s (or send a free-text response)", id, clip.String(v, 64), strings.Join(it.Options, ", "))
+		}
+	}
+	return nil
 }
 
 // QuestionItem is one question with its options. Where it offers options,

@@ -138,6 +138,7 @@ type Store interface {
 	Parks
 	Connections
 	Chats
+	Attachments
 	Identity
 	Audit
 	History
@@ -439,6 +440,31 @@ type Events interface {
 	// Subscribe returns a channel that receives (without blocking the
 	// writer) after any event of the session is appended by this process.
 	Subscribe(sessionID string) (ch <-chan struct{}, cancel func())
+}
+
+// Attachments are the files given with messages: uploaded to a project
+// (staged, their uploader's), bound to the session whose message names
+// them, their content kept once by digest, sealed by the caller.
+type Attachments interface {
+	// AddAttachment keeps a staged attachment and its sealed content;
+	// Attachment reads one (ErrNotFound: none); AttachmentContent reads
+	// the sealed content of a digest.
+	AddAttachment(ctx context.Context, a session.Attachment, sealed []byte) error
+	Attachment(ctx context.Context, id string) (session.Attachment, error)
+	AttachmentContent(ctx context.Context, digest string) ([]byte, error)
+	// SessionAttachments lists a session's, oldest first;
+	// StagedAttachmentBytes sums a user's staged ones in a project.
+	SessionAttachments(ctx context.Context, sessionID string) ([]session.Attachment, error)
+	StagedAttachmentBytes(ctx context.Context, project, user string) (int64, error)
+	// BindAttachments binds attachments (ID → the name they take, when
+	// staged) to a session, all or none: one bound to another session
+	// meanwhile is ErrConflict.
+	BindAttachments(ctx context.Context, sessionID string, names map[string]string) error
+	// DeleteAttachments forgets a session's (it is collected);
+	// ExpireAttachments the staged ones uploaded before a time; both the
+	// content no attachment names any more, and say how many went.
+	DeleteAttachments(ctx context.Context, sessionID string) (int64, error)
+	ExpireAttachments(ctx context.Context, before time.Time) (int64, error)
 }
 
 // Chats are projects' Slack apps, the Slack users linked to Paddock

@@ -73,6 +73,9 @@ func (r *Renderer) Event(e session.Event) {
 			who = d.Sender.String()
 		}
 		r.Line("› %s: %s", Visible(who, false), Visible(d.Text, true))
+		for _, a := range d.Attachments {
+			r.Line("  attached %s (%s, %s, sha256 %s) at %s", Visible(a.Name, false), Visible(a.Type, false), clip.Bytes(a.Size), clip.ID(a.Digest), Visible(a.Path(), false))
+		}
 	case session.EventAssistantText:
 		var d session.TextData
 		_ = json.Unmarshal(e.Data, &d)

@@ -5,9 +5,12 @@ package wire
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 
 	"github.com/paddock-dev/paddock/internal/audit"
 	"github.com/paddock-dev/paddock/internal/chat"
+	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/spec"
@@ -225,6 +228,9 @@ type CreateRequest struct {
 	// Model overrides the agent's model for this session (PROVIDER/MODEL).
 	Model   string `json:"model,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Attachments are files uploaded to the project, given with the
+	// first message (by ID).
+	Attachments []session.AttachmentRef `json:"attachments,omitempty"`
 	// Repo is the repository the session works on: an absolute path on
 	// the server, or a remote repository a connection of the project
 	// grants (https://FORGE/OWNER/NAME, or OWNER/NAME).
@@ -241,6 +247,31 @@ type CreateRequest struct {
 	// unless Approver names who will decide them.
 	NonInteractive bool   `json:"nonInteractive,omitempty"`
 	Approver       string `json:"approver,omitempty"`
+}
+
+// Length limits of a request's paths and policies, in bytes.
+const (
+	MaxPath   = 4096
+	MaxPolicy = 64 << 10
+)
+
+// Check says what is wrong with a request's names and lengths.
+func (req CreateRequest) Check() error {
+	if err := identity.CheckName(identity.ProjectName, req.Project); err != nil {
+		return err
+	}
+	if req.Agent != "" {
+		if err := identity.CheckName(identity.AgentName, req.Agent); err != nil {
+			return err
+		}
+	}
+	err := errors.Join(session.Limit("model", req.Model, session.MaxShort), session.Limit("message", req.Message, session.MaxMessage),
+		session.Limit("repo", req.Repo, MaxPath), session.Limit("ref", req.Ref, session.MaxShort), session.Limit("idempotencyKey", req.IdempotencyKey, session.MaxShort),
+		session.Limit("policy", req.Policy, MaxPolicy), session.Limit("approver", req.Approver, session.MaxShort))
+	if err != nil {
+		return fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
+	}
+	return nil
 }
 
 // ConnectionRequest adds a connection to a project's forge; Credential

@@ -108,7 +108,9 @@ func stage(ctx context.Context, dir, base string) (tree string, skipped, env []s
 		return "", nil, nil, nil, err
 	}
 	skipped = describe(left)
-	spec := strings.Join(append([]string{"."}, excludes(left)...), "\x00")
+	// A session's attachments are in the copy for its commands to read,
+	// never in its diff.
+	spec := strings.Join(append([]string{".", ":(exclude,literal)" + session.AttachmentsDir}, excludes(left)...), "\x00")
 	if _, err := gitRunIn(ctx, dir, env, []byte(spec), "add", "-A", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
 		var ge *GitError
 		if !errors.As(err, &ge) || ge.ExitCode() != 1 {

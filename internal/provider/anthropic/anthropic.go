@@ -6,6 +6,7 @@ package anthropic
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/secret"
+	"github.com/paddock-dev/paddock/internal/session"
 )
 
 // MaxTokens bounds one response's answer (its thinking has a budget of
@@ -178,6 +180,18 @@ func messages(in []provider.Message, model string, thinking bool) []sdk.MessageP
 		switch m.Role {
 		case provider.RoleUser:
 			user = append(user, sdk.NewTextBlock(m.Text))
+			for _, a := range m.Attachments {
+				if a.Text != "" {
+					user = append(user, sdk.NewTextBlock(a.Text))
+				}
+				switch {
+				case a.Data == nil:
+				case a.Kind == session.AttachmentImage:
+					user = append(user, sdk.NewImageBlockBase64(a.Type, base64.StdEncoding.EncodeToString(a.Data)))
+				case a.Kind == session.AttachmentPDF:
+					user = append(user, sdk.NewDocumentBlock(sdk.Base64PDFSourceParam{Data: base64.StdEncoding.EncodeToString(a.Data)}))
+				}
+			}
 		case provider.RoleTool:
 			user = append(user, sdk.NewToolResultBlock(m.ToolCallID, m.Text, m.IsError))
 		case provider.RoleAssistant:

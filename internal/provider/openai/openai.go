@@ -7,6 +7,7 @@ package openai
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/session"
 )
 
 // Factory returns the provider factory, reading its settings through
@@ -107,7 +109,25 @@ func messages(req provider.Request) []sdk.ChatCompletionMessageParamUnion {
 	for _, m := range req.Messages {
 		switch m.Role {
 		case provider.RoleUser:
-			out = append(out, sdk.UserMessage(m.Text))
+			if len(m.Attachments) == 0 {
+				out = append(out, sdk.UserMessage(m.Text))
+				break
+			}
+			parts := []sdk.ChatCompletionContentPartUnionParam{sdk.TextContentPart(m.Text)}
+			for _, a := range m.Attachments {
+				if a.Text != "" {
+					parts = append(parts, sdk.TextContentPart(a.Text))
+				}
+				data := "data:" + a.Type + ";base64," + base64.StdEncoding.EncodeToString(a.Data)
+				switch {
+				case a.Data == nil:
+				case a.Kind == session.AttachmentImage:
+					parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: data}))
+				case a.Kind == session.AttachmentPDF:
+					parts = append(parts, sdk.FileContentPart(sdk.ChatCompletionContentPartFileFileParam{FileData: sdk.String(data), Filename: sdk.String(a.Name)}))
+				}
+			}
+			out = append(out, sdk.UserMessage(parts))
 		case provider.RoleTool:
 			out = append(out, sdk.ToolMessage(m.Text, m.ToolCallID))
 		case provider.RoleAssistant:

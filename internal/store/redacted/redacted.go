@@ -115,3 +115,10 @@ func (s Store) CreateToken(ctx context.Context, t identity.Token) (identity.Toke
 	t.Label = text(t.Label)
 	return s.Store.CreateToken(ctx, t)
 }
+
+// AddAttachment redacts the file's name (its text content arrives
+// redacted, and sealed).
+func (s Store) AddAttachment(ctx context.Context, a session.Attachment, sealed []byte) error {
+	a.Name = text(a.Name)
+	return s.Store.AddAttachment(ctx, a, sealed)
+}

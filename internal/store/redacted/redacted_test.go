@@ -135,7 +135,7 @@ func scanDir(t *testing.T, dir string, needles ...string) {
 func TestStoreMethodsReviewed(t *testing.T) {
 	redacted := map[string]bool{"CreateSession": true, "AppendCommand": true, "AbsorbDeliveries": true, "AppendEvent": true, "CreateApproval": true,
 		"DecideApproval": true, "SetDisplay": true, "FailSession": true, "StopSession": true, "Deliver": true, "Archive": true, "SettleCommands": true,
-		"SetTurnStatus": true, "OpenPark": true, "ResolvePark": true, "SetHold": true, "CreateToken": true}
+		"SetTurnStatus": true, "OpenPark": true, "ResolvePark": true, "SetHold": true, "CreateToken": true, "AddAttachment": true}
 	noFreeText := map[string]bool{"Close": true, "Census": true, "EnsureProject": true, "SetProjectPolicy": true, "GetProjectPolicy": true, "GetApproval": true, "ListApprovals": true,
 		"ApplyAgents": true, // specs are refused with a detected secret before they get here (spec.Scan)
 		"GetAgent":    true, "ListAgents": true, "GetSession": true, "ListSessions": true, "SetRuntimePhase": true, "SetWorkspace": true, "MarkStarted": true,
@@ -156,7 +156,10 @@ func TestStoreMethodsReviewed(t *testing.T) {
 		// timestamps; the app's credentials arrive sealed.
 		"SetChatApp": true, "ChatApp": true, "ChatApps": true, "RemoveChatApp": true, "AddChatCode": true, "UseChatCode": true, "LinkChatUser": true,
 		"ChatUser": true, "ChatLinks": true, "UnlinkChatUser": true, "BindThread": true, "ThreadOf": true, "ThreadAt": true, "OpenThreads": true,
-		"LeaseThread": true, "SaveThread": true, "SeenDelivery": true}
+		"LeaseThread": true, "SaveThread": true, "SeenDelivery": true,
+		// IDs, digests, sizes; names given redacted to AddAttachment.
+		"Attachment": true, "AttachmentContent": true, "SessionAttachments": true, "StagedAttachmentBytes": true, "BindAttachments": true,
+		"DeleteAttachments": true, "ExpireAttachments": true}
 	typ := reflect.TypeFor[store.Store]()
 	for i := range typ.NumMethod() {
 		if name := typ.Method(i).Name; !redacted[name] && !noFreeText[name] {

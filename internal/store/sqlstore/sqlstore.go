@@ -23,6 +23,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore/attachments"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore/chats"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore/dialect"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore/migrations"
@@ -39,6 +40,7 @@ type Store struct {
 	Parks
 	Connections
 	chats.Chats
+	attachments.Attachments
 	Identity
 	Audit
 	History
@@ -70,7 +72,7 @@ var _ store.Store = (*Store)(nil)
 
 // newStore is the store whose roles all share b.
 func newStore(b *base) *Store {
-	return &Store{base: b, Agents: Agents{b}, Approvals: Approvals{b}, Sessions: Sessions{b}, Commands: Commands{b}, Turns: Turns{b}, Parks: Parks{b}, Connections: Connections{b}, Chats: chats.Chats{DB: b.db, Now: b.now}, Identity: Identity{b}, Audit: Audit{b}, History: History{b}, Events: Events{b}}
+	return &Store{base: b, Agents: Agents{b}, Approvals: Approvals{b}, Sessions: Sessions{b}, Commands: Commands{b}, Turns: Turns{b}, Parks: Parks{b}, Connections: Connections{b}, Chats: chats.Chats{DB: b.db, Now: b.now}, Attachments: attachments.Attachments{DB: b.db, Now: b.now}, Identity: Identity{b}, Audit: Audit{b}, History: History{b}, Events: Events{b}}
 }
 
 // The store's roles (package store), each over the one base.

@@ -161,3 +161,40 @@ func (c *DB) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows
 func (c *DB) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
 	return c.DB.QueryRowContext(ctx, c.Dialect.Rebind(q), c.Dialect.Values(args)...)
 }
+
+// Tx is a transaction in its dialect's spelling.
+type Tx struct {
+	*sql.Tx
+	Dialect *Dialect
+}
+
+// ExecContext runs q in the dialect.
+func (t *Tx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return t.Tx.ExecContext(ctx, t.Dialect.Rebind(q), t.Dialect.Values(args)...)
+}
+
+// QueryRowContext runs q in the dialect.
+func (t *Tx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return t.Tx.QueryRowContext(ctx, t.Dialect.Rebind(q), t.Dialect.Values(args)...)
+}
+
+// InTx runs fn in a transaction holding the dialect's lock, committed
+// when fn returns nil.
+func (c *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
+	raw, err := c.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	tx := &Tx{Tx: raw, Dialect: c.Dialect}
+	if c.Dialect.TxLock != "" {
+		if _, err := tx.ExecContext(ctx, c.Dialect.TxLock); err != nil {
+			_ = raw.Rollback()
+			return err
+		}
+	}
+	if err := fn(tx); err != nil {
+		_ = raw.Rollback()
+		return err
+	}
+	return raw.Commit()
+}

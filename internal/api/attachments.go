@@ -1,0 +1,102 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/paddock-dev/paddock/internal/attachment"
+	"github.com/paddock-dev/paddock/internal/clip"
+	"github.com/paddock-dev/paddock/internal/errdefs"
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+// upload stages the request body as a file for a message: at most
+// attachment.MaxFile (413 beyond), its type sniffed from its content
+// whatever Content-Type says (415 for a type not allowed).
+func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("name")
+	if name == "" {
+		s.error(w, r, fmt.Errorf("%w: query parameter name: required (the file's name, as the session will see it)", errdefs.ErrInvalid))
+		return
+	}
+	limit := bodyTimeout(r)
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(limit))
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, attachment.MaxFile))
+	var netErr net.Error
+	switch {
+	case errors.As(err, &netErr) && netErr.Timeout():
+		err = fmt.Errorf("%w: the file did not arrive within %s", errBodyTimeout, limit)
+	case err != nil && !errors.Is(err, errdefs.ErrTooLarge):
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			err = fmt.Errorf("%w: %s: more than %s, the most one attachment holds", errdefs.ErrTooLarge, clip.String(name, 80), clip.Bytes(attachment.MaxFile))
+		} else {
+			err = fmt.Errorf("%w: request body: incomplete or unreadable (%v)", errdefs.ErrInvalid, err)
+		}
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	a, err := s.Service.Attachments.Upload(r.Context(), principal(r), r.PathValue("name"), name, data)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, a)
+}
+
+// listAttachments lists a session's attachments.
+func (s *Server) listAttachments(w http.ResponseWriter, r *http.Request) {
+	list, err := s.Service.Attachments.List(r.Context(), principal(r), r.PathValue("id"))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if list == nil {
+		list = []session.Attachment{}
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// attachmentContent serves one of a session's attachments: an image as
+// itself, anything else as a download; never sniffed or run by the
+// browser.
+func (s *Server) attachmentContent(w http.ResponseWriter, r *http.Request) {
+	a, data, err := s.Service.Attachments.Open(r.Context(), principal(r), r.PathValue("id"), r.PathValue("attachment"))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	ServeAttachment(w, a, data)
+}
+
+// ServeAttachment writes an attachment's content (the web app serves
+// thumbnails the same way).
+func ServeAttachment(w http.ResponseWriter, a session.Attachment, data []byte) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	h.Set("Cache-Control", "private, max-age=3600")
+	h.Set("ETag", `"`+a.Digest+`"`)
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	switch a.Kind {
+	case session.AttachmentImage:
+		h.Set("Content-Type", a.Type)
+		h.Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": a.Name}))
+	case session.AttachmentText:
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": a.Name}))
+	default:
+		h.Set("Content-Type", "application/octet-stream")
+		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": a.Name}))
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+}

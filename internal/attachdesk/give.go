@@ -1,0 +1,73 @@
+package attachdesk
+
+import (
+	"context"
+
+	"github.com/paddock-dev/paddock/internal/attachment"
+	"github.com/paddock-dev/paddock/internal/provider"
+	"github.com/paddock-dev/paddock/internal/session"
+)
+
+// Give readies a model step's conversation: every attachment of session
+// x placed in its working copy (when it has one), and, for each model
+// tried, the conversation with each message's attachments as that model
+// takes them: images and PDF as content where it takes them (else a note
+// of where they are), text inline, other files a note.
+func (s *Service) Give(ctx context.Context, x session.Session, msgs []provider.Message) (func(model string) []provider.Message, error) {
+	same := func(string) []provider.Message { return msgs }
+	if s == nil {
+		return same, nil
+	}
+	named := false
+	for _, m := range msgs {
+		named = named || len(m.Attachments) > 0
+	}
+	all, err := s.Store.SessionAttachments(ctx, x.ID)
+	if err != nil || len(all) == 0 && !named {
+		return same, err
+	}
+	data := map[string][]byte{}
+	var files []attachment.File
+	for _, a := range all {
+		if data[a.Digest] == nil {
+			if data[a.Digest], err = s.content(ctx, a.Digest); err != nil {
+				return nil, err
+			}
+		}
+		files = append(files, attachment.File{Name: a.Name, Data: data[a.Digest]})
+	}
+	if x.Workdir != "" {
+		if err := attachment.Place(x.Workdir, files); err != nil {
+			return nil, err
+		}
+	}
+	return func(model string) []provider.Message {
+		out := make([]provider.Message, len(msgs))
+		for i, m := range msgs {
+			out[i] = m
+			out[i].Attachments = make([]provider.Attachment, len(m.Attachments))
+			for j, a := range m.Attachments {
+				out[i].Attachments[j] = given(model, a.AttachmentRef, data[a.Digest])
+			}
+		}
+		return out
+	}, nil
+}
+
+// given is one attachment as model takes it.
+func given(model string, r session.AttachmentRef, data []byte) provider.Attachment {
+	a := provider.Attachment{AttachmentRef: r}
+	switch err := provider.Input(model, r.Kind); {
+	case data == nil:
+		a.Text = attachment.Note(r, "its content is no longer kept")
+	case r.Kind == session.AttachmentText:
+		a.Text = attachment.Inline(r, data)
+	case r.Kind == session.AttachmentFile:
+		a.Text = attachment.Note(r, "")
+	case err != nil:
+		a.Text = attachment.Note(r, err.Error())
+	default:
+		a.Text, a.Data = attachment.Note(r, ""), data
+	}
+	return a
+}
