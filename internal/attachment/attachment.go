@@ -95,6 +95,9 @@ func Sniff(data []byte, allow []string) (Sniffed, error) {
 			return Sniffed{session.AttachmentFile, typ}, nil
 		}
 	}
+	if strings.HasPrefix(typ, "text/") {
+		return Sniffed{}, fmt.Errorf("its content is text but not UTF-8 (or holds control bytes): convert it to UTF-8")
+	}
 	hint := ""
 	if slices.Contains(Archives, typ) {
 		hint = "; archives are refused unless the server allows them (PADDOCK_ATTACHMENT_TYPES)"

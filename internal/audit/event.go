@@ -48,7 +48,7 @@ func FromEvent(x session.Session, e session.Event) Entry {
 		// A message's files by their digests alone.
 		var files []string
 		for _, a := range d.Attachments {
-			files = append(files, "sha256:"+a.Digest)
+			files = append(files, a.Digest)
 		}
 		if len(files) > 0 {
 			m["attachments"] = strings.Join(files, ",")

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/paddock-dev/paddock/internal/session"
 )
 
 // TestToolCallCarriesArgumentsVerbatim: any argument text survives JSON
@@ -40,4 +42,30 @@ func TestEffortsAreKnownPerModel(t *testing.T) {
 	require.NoError(t, CheckEffort("openai/gpt-4.1", ""))
 	require.ErrorContains(t, CheckEffort("openai/gpt-4.1", EffortHigh), "has no reasoning setting")
 	require.ErrorContains(t, CheckEffort("anthropic/claude-opus-4-1", EffortMinimal), "takes low, medium, high")
+}
+
+// TestInputIsKnownPerModel: images and PDF documents go to the models
+// that take them; text to every model; the refusal names the model.
+func TestInputIsKnownPerModel(t *testing.T) {
+	for _, c := range []struct {
+		model      string
+		image, pdf bool
+	}{
+		{"anthropic/claude-sonnet-4-5", true, true},
+		{"anthropic/claude-3-5-sonnet-latest", true, true},
+		{"anthropic/claude-3-haiku-20240307", true, false},
+		{"anthropic/claude-3-5-haiku-latest", false, false},
+		{"openai/gpt-4o", true, true},
+		{"openai/gpt-5-mini", true, true},
+		{"openai/o3", true, true},
+		{"openai/gpt-3.5-turbo", false, false},
+		{"openai/o1-mini", false, false},
+		{"openai/llama-3-local", false, false},
+		{"replay/demo", true, true},
+	} {
+		require.Equal(t, c.image, Input(c.model, session.AttachmentImage) == nil, "%s images", c.model)
+		require.Equal(t, c.pdf, Input(c.model, session.AttachmentPDF) == nil, "%s PDF", c.model)
+		require.NoError(t, Input(c.model, session.AttachmentText), c.model)
+	}
+	require.ErrorContains(t, Input("openai/gpt-3.5-turbo", session.AttachmentImage), "model openai/gpt-3.5-turbo does not take images")
 }

@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/provider/providertest"
+	"github.com/paddock-dev/paddock/internal/session"
 )
 
 func TestConformance(t *testing.T) {
@@ -103,4 +105,29 @@ func TestThinkingIsGivenBackOnlyWhereItHolds(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, srv.Requests[3], "thinking", "its own thinking: on, and given back")
 	require.Equal(t, float64(32000), srv.Requests[3]["max_tokens"])
+}
+
+// TestAttachmentsAreContent: a user message's image goes as an image
+// block and its PDF as a document block (base64, with the media type
+// sniffed), each after its note; a text file goes inline as text.
+func TestAttachmentsAreContent(t *testing.T) {
+	srv := providertest.NewServer(t, "", providertest.Reply{SSE: providertest.AnthropicStream("Seen.")})
+	p, err := Factory(func(k string) string {
+		return map[string]string{"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": srv.URL}[k]
+	})("claude-sonnet-4-5")
+	require.NoError(t, err)
+	png := []byte("\x89PNG-bytes")
+	msg := provider.Message{Role: provider.RoleUser, Text: "look", Attachments: []provider.Attachment{
+		{AttachmentRef: session.AttachmentRef{Name: "shot.png", Kind: session.AttachmentImage, Type: "image/png"}, Text: "Attached file shot.png", Data: png},
+		{AttachmentRef: session.AttachmentRef{Name: "spec.pdf", Kind: session.AttachmentPDF, Type: "application/pdf"}, Text: "Attached file spec.pdf", Data: []byte("%PDF-1.7")},
+		{AttachmentRef: session.AttachmentRef{Name: "log.txt", Kind: session.AttachmentText, Type: "text/plain"}, Text: "<attachment>line one</attachment>"},
+	}}
+	_, err = p.Stream(t.Context(), provider.Request{Messages: []provider.Message{msg}}, func(provider.Delta) {})
+	require.NoError(t, err)
+	content := srv.Requests[0]["messages"].([]any)[0].(map[string]any)["content"].([]any)
+	require.Len(t, content, 6)
+	require.Equal(t, map[string]any{"type": "text", "text": "look"}, content[0])
+	require.Equal(t, map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": base64.StdEncoding.EncodeToString(png)}}, content[2])
+	require.Equal(t, map[string]any{"type": "document", "source": map[string]any{"type": "base64", "media_type": "application/pdf", "data": base64.StdEncoding.EncodeToString([]byte("%PDF-1.7"))}}, content[4])
+	require.Equal(t, map[string]any{"type": "text", "text": "<attachment>line one</attachment>"}, content[5])
 }

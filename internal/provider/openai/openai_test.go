@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/provider/providertest"
+	"github.com/paddock-dev/paddock/internal/session"
 )
 
 func TestConformance(t *testing.T) {
@@ -42,4 +44,31 @@ func TestReasoningEffortIsReasoningEffort(t *testing.T) {
 	_, err = p.Stream(t.Context(), provider.Request{Messages: ask}, func(provider.Delta) {})
 	require.NoError(t, err)
 	require.NotContains(t, srv.Requests[1], "reasoning_effort")
+}
+
+// TestAttachmentsAreContentParts: a user message with files becomes
+// content parts: an image as an image_url data URL, a PDF as a file
+// part, a text file inline as text.
+func TestAttachmentsAreContentParts(t *testing.T) {
+	srv := providertest.NewServer(t, "", providertest.Reply{SSE: providertest.OpenAIStream("Seen.")})
+	p, err := Factory(func(k string) string {
+		return map[string]string{"OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": srv.URL}[k]
+	})("gpt-4o")
+	require.NoError(t, err)
+	jpeg := []byte("\xff\xd8\xffjpeg")
+	msg := provider.Message{Role: provider.RoleUser, Text: "look", Attachments: []provider.Attachment{
+		{AttachmentRef: session.AttachmentRef{Name: "shot.jpg", Kind: session.AttachmentImage, Type: "image/jpeg"}, Text: "Attached file shot.jpg", Data: jpeg},
+		{AttachmentRef: session.AttachmentRef{Name: "spec.pdf", Kind: session.AttachmentPDF, Type: "application/pdf"}, Data: []byte("%PDF-1.7")},
+		{AttachmentRef: session.AttachmentRef{Name: "log.txt", Kind: session.AttachmentText, Type: "text/plain"}, Text: "<attachment>line one</attachment>"},
+	}}
+	_, err = p.Stream(t.Context(), provider.Request{Messages: []provider.Message{msg}}, func(provider.Delta) {})
+	require.NoError(t, err)
+	user := srv.Requests[0]["messages"].([]any)[0].(map[string]any)
+	require.Equal(t, "user", user["role"])
+	parts := user["content"].([]any)
+	require.Len(t, parts, 5)
+	require.Equal(t, map[string]any{"type": "text", "text": "look"}, parts[0])
+	require.Equal(t, map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/jpeg;base64," + base64.StdEncoding.EncodeToString(jpeg)}}, parts[2])
+	require.Equal(t, map[string]any{"type": "file", "file": map[string]any{"file_data": "data:application/pdf;base64," + base64.StdEncoding.EncodeToString([]byte("%PDF-1.7")), "filename": "spec.pdf"}}, parts[3])
+	require.Equal(t, map[string]any{"type": "text", "text": "<attachment>line one</attachment>"}, parts[4])
 }

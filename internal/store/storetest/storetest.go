@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		"Connections":           testConnections,
 		"Census":                testCensus,
 		"Chats":                 testChats,
+		"Attachments":           testAttachments,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
