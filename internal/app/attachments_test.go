@@ -282,3 +282,56 @@ func TestAttachmentsReachClaude(t *testing.T) {
 	require.Contains(t, string(content), `"media_type":"image/png","type":"base64"},"type":"image"}`)
 	send(t, x.ID, session.KindStop, session.StopPayload{})
 }
+
+// TestAttachFromTheCLI: paddock run --attach and paddock sessions send
+// --attach upload the files and name them in the message; the
+// transcript printed shows each with its path in the working copy; a
+// file of a type not allowed stops the command with the reason.
+func TestAttachFromTheCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a session")
+	}
+	ctx := context.Background()
+	srv := providertest.NewServer(t, "", providertest.Reply{SSE: providertest.OpenAIStream("Seen the screenshot.")},
+		providertest.Reply{SSE: providertest.OpenAIStream("Seen the notes.")})
+	t.Setenv("OPENAI_API_KEY", "test-key")
+	t.Setenv("OPENAI_BASE_URL", srv.URL)
+	dir := t.TempDir()
+	shot, notes, bad := filepath.Join(dir, "shot.png"), filepath.Join(dir, "notes.md"), filepath.Join(dir, "tool.txt")
+	require.NoError(t, os.WriteFile(shot, pngImage(t), 0o644))
+	require.NoError(t, os.WriteFile(notes, []byte("# Notes\nthe page is blank\n"), 0o644))
+	require.NoError(t, os.WriteFile(bad, append([]byte("\x7fELF\x02\x01\x01"), make([]byte, 64)...), 0o644))
+
+	env := map[string]string{"PADDOCK_SERVER": shared.URL, "PADDOCK_TOKEN": adminToken, "OPENAI_API_KEY": "test-key", "OPENAI_BASE_URL": srv.URL}
+	code, out := paddockEnv(t, env, "run", "--model", "openai/gpt-4o", "--repo", gitRepo(t), "--attach", shot, "why is the page blank?")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "attached shot.png (image/png,")
+	require.Contains(t, out, "at .paddock/attachments/shot.png")
+	require.Contains(t, out, "Seen the screenshot.")
+	list, err := api.Sessions().List(ctx, session.Filter{})
+	require.NoError(t, err)
+	var id string
+	for _, x := range list {
+		if x.DisplayTitle != "" && strings.Contains(x.Input, "why is the page blank?") {
+			id = x.ID
+		}
+	}
+	require.NotEmpty(t, id)
+	code, out = paddockEnv(t, env, "sessions", "send", id, "and the notes?", "--attach", notes)
+	require.Equal(t, 0, code, out)
+	approveTurns(t, id, 2, "")
+	files, err := api.Attachments(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, files, 2)
+	require.Equal(t, "notes.md", files[1].Name)
+	require.Equal(t, session.AttachmentText, files[1].Kind)
+	require.Contains(t, func() string { b, _ := json.Marshal(srv.Requests[1]); return string(b) }(), "the page is blank")
+
+	code, out = paddockEnv(t, env, "sessions", "send", id, "and this?", "--attach", bad)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, out, "tool.txt: its content is application/x-elf, not an allowed type")
+	code, out = paddockEnv(t, env, "sessions", "send", id, "and this?", "--attach", filepath.Join(dir, "missing.txt"))
+	require.NotEqual(t, 0, code)
+	require.Contains(t, out, "missing.txt: no such file or directory")
+	send(t, id, session.KindStop, session.StopPayload{})
+}

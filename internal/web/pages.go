@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"os"
@@ -533,13 +535,45 @@ func (a *App) rawPatch(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(p.Diff.Patch))
 }
 
+// message sends the composer's message with the files picked or dropped
+// on it, each uploaded to the session's project first.
 func (a *App) message(w http.ResponseWriter, r *http.Request) {
 	text := strings.TrimSpace(r.PostFormValue("message"))
 	if text == "" {
 		a.back(w, r)
 		return
 	}
-	a.send(w, r, session.KindMessage, session.MessagePayload{Message: text})
+	p := session.MessagePayload{Message: text}
+	if r.MultipartForm != nil && len(r.MultipartForm.File["attach"]) > 0 {
+		x, err := a.sessionFor(r, r.PathValue("id"), identity.Steer)
+		if err != nil {
+			a.problem(w, r, err)
+			return
+		}
+		for _, fh := range r.MultipartForm.File["attach"] {
+			data, err := readPart(fh)
+			if err == nil {
+				var up session.Attachment
+				up, err = a.Service.Attachments.Upload(r.Context(), principal(r), x.Project, fh.Filename, data)
+				p.Attachments = append(p.Attachments, session.AttachmentRef{ID: up.ID})
+			}
+			if err != nil {
+				a.problem(w, r, err)
+				return
+			}
+		}
+	}
+	a.send(w, r, session.KindMessage, p)
+}
+
+// readPart reads an uploaded file of a form.
+func readPart(fh *multipart.FileHeader) ([]byte, error) {
+	f, err := fh.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 func (a *App) stop(w http.ResponseWriter, r *http.Request) {

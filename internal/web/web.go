@@ -19,6 +19,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"math"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/api"
+	"github.com/paddock-dev/paddock/internal/attachment"
 	"github.com/paddock-dev/paddock/internal/chatdesk"
 	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/engine"
@@ -133,7 +135,7 @@ func (a *App) Handler() http.Handler {
 	mux.HandleFunc("POST /logout", a.authed(a.form(a.logout)))
 	mux.HandleFunc("GET /{$}", a.authed(a.sessions))
 	mux.HandleFunc("GET /sessions/{id}", a.authed(a.session))
-	mux.HandleFunc("POST /sessions/{id}/message", a.authed(a.form(a.message)))
+	mux.HandleFunc("POST /sessions/{id}/message", a.authed(a.formOf(session.MaxAttachments*attachment.MaxFile+1<<20, a.message)))
 	mux.HandleFunc("POST /sessions/{id}/stop", a.authed(a.form(a.stop)))
 	mux.HandleFunc("POST /sessions/{id}/interrupt", a.authed(a.form(a.interrupt)))
 	mux.HandleFunc("POST /sessions/{id}/answer", a.authed(a.form(a.answer)))
@@ -272,10 +274,29 @@ func (a *App) csrf(r *http.Request) string {
 
 // form checks a state-changing request: same origin, and the CSRF token
 // of the caller's login.
-func (a *App) form(h http.HandlerFunc) http.HandlerFunc {
+func (a *App) form(h http.HandlerFunc) http.HandlerFunc { return a.formOf(1<<20, h) }
+
+// formOf is form for a form of up to limit bytes, which may carry files
+// (multipart, kept in memory up to 32 MiB, on disk beyond while the
+// request lasts).
+func (a *App) formOf(limit int64, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
-		if err := r.ParseForm(); err != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		err := r.ParseForm()
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "multipart/form-data" && limit > 1<<20 {
+			err = r.ParseMultipartForm(32 << 20)
+			defer func() {
+				if r.MultipartForm != nil {
+					_ = r.MultipartForm.RemoveAll()
+				}
+			}()
+		}
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			a.fail(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("the form is larger than %s: send fewer or smaller files", clip.Bytes(limit)))
+			return
+		}
+		if err != nil {
 			a.fail(w, r, http.StatusBadRequest, "the form could not be read: "+err.Error())
 			return
 		}

@@ -205,6 +205,57 @@ function output(text) {
   return wrap;
 }
 
+const sizeOf = (n) => n < 1024 ? n + " B" : n < 1048576 ? (n / 1024).toFixed(1) + " KiB" : (n / 1048576).toFixed(1) + " MiB";
+
+// attachments lists a message's files: each by name, type, size and
+// digest, linked to its content; an image also as a thumbnail.
+function attachments(sid, files) {
+  const ul = el("ul", "attachments");
+  for (const f of files) {
+    const li = el("li", "attachment");
+    const href = "/v1/sessions/" + encodeURIComponent(sid) + "/attachments/" + encodeURIComponent(f.id);
+    if (f.kind === "image") {
+      const a = el("a", "thumb");
+      a.href = href;
+      const img = el("img");
+      img.src = href;
+      img.alt = f.name;
+      img.loading = "lazy";
+      a.append(img);
+      li.append(a);
+    }
+    const name = el("a", "name", f.name);
+    name.href = href;
+    li.append(name, el("span", "meta", " " + f.type + ", " + sizeOf(f.size || 0) + ", sha256 " + String(f.digest || "").slice(0, 12)));
+    li.title = ".paddock/attachments/" + f.name + " in the working copy";
+    ul.append(li);
+  }
+  return ul;
+}
+
+// composer lets files be dropped on the message form: they join those
+// picked, and every file chosen is listed before it is sent.
+function composer(form) {
+  const input = form.querySelector("input[type=file]");
+  const shown = document.getElementById("attached");
+  const show = () => {
+    shown.replaceChildren();
+    for (const f of input.files) shown.append(el("li", "", f.name + " (" + sizeOf(f.size) + ")"));
+  };
+  input.addEventListener("change", show);
+  form.addEventListener("dragover", (e) => { e.preventDefault(); form.classList.add("dropping"); });
+  form.addEventListener("dragleave", () => form.classList.remove("dropping"));
+  form.addEventListener("drop", (e) => {
+    e.preventDefault();
+    form.classList.remove("dropping");
+    const all = new DataTransfer();
+    for (const f of input.files) all.items.add(f);
+    for (const f of e.dataTransfer.files) all.items.add(f);
+    input.files = all.files;
+    show();
+  });
+}
+
 function transcript(list) {
   const id = list.dataset.session;
   const seen = Number(list.dataset.seen || 0);
@@ -306,10 +357,12 @@ function transcript(list) {
         header();
         if (live) refresh();
         break;
-      case "user_message":
-        add("user", (data.sender && data.sender.id) || "you", data.text);
+      case "user_message": {
+        const li = add("user", (data.sender && data.sender.id) || "you", data.text);
+        if (data.attachments && data.attachments.length) li.append(attachments(id, data.attachments));
         assistant = message = null;
         break;
+      }
       case "assistant_text":
         if (!assistant) message = assistant = add("assistant", "agent", "");
         assistant.querySelector(".text").append(visibleText(data.text));
@@ -472,6 +525,8 @@ function livePart(part) {
 document.addEventListener("DOMContentLoaded", () => {
   const t = document.getElementById("transcript");
   if (t) transcript(t);
+  const c = document.getElementById("composer");
+  if (c) composer(c);
   const form = document.getElementById("filters");
   const list = document.getElementById("list");
   if (form && list) filters(form, list);
