@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/chat"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/provider/providertest"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -334,4 +335,65 @@ func TestAttachFromTheCLI(t *testing.T) {
 	require.NotEqual(t, 0, code)
 	require.Contains(t, out, "missing.txt: no such file or directory")
 	send(t, id, session.KindStop, session.StopPayload{})
+}
+
+// TestSlackFilesAreAttachments: a file shared with the mention that
+// starts a session, and one shared in its thread, are fetched with the
+// app's bot token and given to the model with their messages; a file
+// Slack does not hold (a link elsewhere) is refused with the reason,
+// and the token never leaves for it.
+func TestSlackFilesAreAttachments(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a session")
+	}
+	ctx := context.Background()
+	srv := providertest.NewServer(t, "", providertest.Reply{SSE: providertest.OpenAIStream("I see the screenshot.")},
+		providertest.Reply{SSE: providertest.OpenAIStream("And the log.")})
+	t.Setenv("OPENAI_API_KEY", "test-key")
+	t.Setenv("OPENAI_BASE_URL", srv.URL)
+	const project, team, channel, user = "chatfiles", "T0FILES", "C0FILES", "U0FILES"
+	member(t, project, "tester", identity.Admin)
+	_, err := api.Projects().Apply(ctx, []byte("name: looker\nproject: "+project+"\nmodel: openai/gpt-4o\n"))
+	require.NoError(t, err)
+	_, err = api.Projects().SetSlackApp(ctx, project, wire.SlackAppRequest{Team: team, BotToken: "xoxb-files", SigningSecret: slackSecret,
+		Channels: []chat.Channel{{ID: channel, Agent: "looker", Repo: gitRepo(t)}}})
+	require.NoError(t, err)
+	shot := pngImage(t)
+	ws.mu.Lock()
+	ws.files["/files/F1/shot.png"] = shot
+	ws.files["/files/F2/build.log"] = []byte("step 3 failed\n")
+	ws.mu.Unlock()
+	file := func(id, name, url string, size int) map[string]any {
+		return map[string]any{"id": id, "name": name, "size": size, "url_private_download": url}
+	}
+	signed := slackSign(slackSecret)
+	say := func(inner map[string]any) {
+		t.Helper()
+		code, body := deliver(t, project, "events", "application/json", eventOf(team, inner), signed)
+		require.Equal(t, http.StatusOK, code, body)
+	}
+	say(map[string]any{"type": "app_mention", "user": user, "text": "<@" + slackBot + "> hello", "ts": "1699999995.000100", "channel": channel})
+	m := ws.find(t, "the linking notice", true, func(m slackMessage) bool { return m.User == user && linkCode.MatchString(m.Text) })
+	status, out := paddock(t, "slack", "link", linkCode.FindStringSubmatch(m.Text)[1])
+	require.Equal(t, 0, status, out)
+
+	const root = "1699999995.000200"
+	say(map[string]any{"type": "app_mention", "user": user, "text": "<@" + slackBot + "> why is the page blank?", "ts": root, "channel": channel,
+		"files": []map[string]any{file("F1", "shot.png", ws.GetAPIURL()+"files/F1/shot.png", len(shot))}})
+	ws.find(t, "the first turn's reply", false, func(m slackMessage) bool { return m.Thread == root && strings.Contains(m.Blocks, "I see the screenshot.") })
+	body, _ := json.Marshal(srv.Requests[0])
+	require.Contains(t, string(body), "data:image/png;base64,"+base64.StdEncoding.EncodeToString(shot))
+
+	say(map[string]any{"type": "message", "subtype": "file_share", "user": user, "text": "", "ts": "1699999995.000300", "thread_ts": root, "channel": channel,
+		"files": []map[string]any{file("F2", "build.log", ws.GetAPIURL()+"files/F2/build.log", 14)}})
+	ws.find(t, "the second turn's reply", false, func(m slackMessage) bool { return m.Thread == root && strings.Contains(m.Blocks, "And the log.") })
+	body, _ = json.Marshal(srv.Requests[1])
+	require.Contains(t, string(body), "step 3 failed")
+
+	say(map[string]any{"type": "message", "subtype": "file_share", "user": user, "text": "and this", "ts": "1699999995.000400", "thread_ts": root, "channel": channel,
+		"files": []map[string]any{file("F3", "leak.txt", "https://evil.example/files/F3/leak.txt", 10)}})
+	ws.find(t, "the refusal", true, func(m slackMessage) bool { return m.User == user && strings.Contains(m.Text, "leak.txt is not a file Slack holds") })
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	require.Equal(t, []string{"Bearer xoxb-files", "Bearer xoxb-files"}, ws.fetched, "the two files fetched with the app's token, nothing else")
 }

@@ -48,10 +48,14 @@ type slackWorkspace struct {
 	// envelopes it acknowledged.
 	socket *websocket.Conn
 	acks   map[string]bool
+	// files are the files shared in the workspace, by path; fetched the
+	// bearer tokens their downloads were asked with.
+	files   map[string][]byte
+	fetched []string
 }
 
 func newSlackWorkspace() *slackWorkspace {
-	w := &slackWorkspace{acks: map[string]bool{}}
+	w := &slackWorkspace{acks: map[string]bool{}, files: map[string][]byte{}}
 	form := func(r *http.Request) url.Values {
 		body, _ := io.ReadAll(r.Body)
 		v, _ := url.ParseQuery(string(body))
@@ -81,6 +85,17 @@ func newSlackWorkspace() *slackWorkspace {
 			_ = json.NewEncoder(rw).Encode(map[string]any{"ok": false, "error": "message_not_found"})
 		})
 		w.socketMode(c, socketToken)
+		c.Handle("/files/", func(rw http.ResponseWriter, r *http.Request) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.fetched = append(w.fetched, r.Header.Get("Authorization"))
+			data, ok := w.files[r.URL.Path]
+			if !ok {
+				http.NotFound(rw, r)
+				return
+			}
+			_, _ = rw.Write(data)
+		})
 		c.Handle("/chat.postEphemeral", func(rw http.ResponseWriter, r *http.Request) {
 			v := form(r)
 			w.mu.Lock()

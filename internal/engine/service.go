@@ -296,7 +296,10 @@ func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session
 			return x, err
 		}
 	}
-	if err := s.Attachments.Bind(ctx, x.ID, files); err != nil && created {
+	if !created {
+		files = attachdesk.Binding{} // a retry's were bound the first time
+	}
+	if err := s.Attachments.Bind(ctx, x.ID, files); err != nil {
 		_ = s.Store.FailSession(ctx, x.ID, err.Error())
 		return x, err
 	}

@@ -218,15 +218,19 @@ func (b *Bot) callback(ctx context.Context, app chat.App, sec chat.Secrets, ev s
 		if e.BotID != "" || e.User == "" {
 			return nil
 		}
-		return b.said(ctx, app, sec, said{user: e.User, channel: e.Channel, ts: e.TimeStamp, thread: e.ThreadTimeStamp, text: chat.Text(e.Text, bot), mention: true})
+		return b.said(ctx, app, sec, said{user: e.User, channel: e.Channel, ts: e.TimeStamp, thread: e.ThreadTimeStamp, text: chat.Text(e.Text, bot), mention: true, files: e.Files})
 	case *slackevents.MessageEvent:
-		if e.BotID != "" || e.SubType != "" || e.User == "" || e.ThreadTimeStamp == "" || e.User == bot {
+		if e.BotID != "" || e.SubType != "" && e.SubType != "file_share" || e.User == "" || e.ThreadTimeStamp == "" || e.User == bot {
 			return nil
 		}
 		if bot != "" && strings.Contains(e.Text, "<@"+bot+">") {
 			return nil // its app_mention says it
 		}
-		return b.said(ctx, app, sec, said{user: e.User, channel: e.Channel, ts: e.TimeStamp, thread: e.ThreadTimeStamp, text: chat.Text(e.Text, bot)})
+		var files []slack.File
+		if e.Message != nil {
+			files = e.Message.Files
+		}
+		return b.said(ctx, app, sec, said{user: e.User, channel: e.Channel, ts: e.TimeStamp, thread: e.ThreadTimeStamp, text: chat.Text(e.Text, bot), files: files})
 	}
 	return nil
 }
@@ -235,6 +239,8 @@ func (b *Bot) callback(ctx context.Context, app chat.App, sec chat.Secrets, ev s
 type said struct {
 	user, channel, ts, thread, text string
 	mention                         bool
+	// files are those shared with it: given with the message.
+	files []slack.File
 }
 
 // said handles a message: in a bound thread it steers the session; a
@@ -260,9 +266,20 @@ func (b *Bot) said(ctx context.Context, app chat.App, sec chat.Secrets, m said) 
 		return b.refuse(ctx, app, sec, m.channel, root, m.user, err)
 	}
 	if bound {
-		payload, _ := json.Marshal(session.MessagePayload{Message: m.text})
-		_, err := b.Engine.Sessions().Send(ctx, who, th.SessionID, wire.SendRequest{Kind: session.KindMessage, Payload: payload,
+		if strings.TrimSpace(m.text) == "" && len(m.files) > 0 {
+			m.text = "(files attached)"
+		}
+		refs, err := b.attach(ctx, sec, who, app.Project, m.files)
+		if err != nil {
+			return b.refuse(ctx, app, sec, m.channel, root, m.user, err)
+		}
+		payload, _ := json.Marshal(session.MessagePayload{Message: m.text, Attachments: refs})
+		_, err = b.Engine.Sessions().Send(ctx, who, th.SessionID, wire.SendRequest{Kind: session.KindMessage, Payload: payload,
 			IdempotencyKey: "slack:" + m.channel + ":" + m.ts})
+		var again *errdefs.KeyConflictError
+		if errors.As(err, &again) {
+			return nil // Slack delivered it again: sent the first time
+		}
 		if err != nil {
 			return b.refuse(ctx, app, sec, m.channel, root, m.user, err)
 		}
@@ -276,7 +293,11 @@ func (b *Bot) said(ctx context.Context, app chat.App, sec chat.Secrets, m said) 
 	if strings.TrimSpace(m.text) == "" {
 		return b.tell(ctx, sec, m.channel, root, m.user, "Say what the agent should do, after the mention.")
 	}
-	req := wire.CreateRequest{Project: app.Project, Agent: c.Agent, Repo: c.Repo, Ref: c.Ref, Message: m.text,
+	refs, err := b.attach(ctx, sec, who, app.Project, m.files)
+	if err != nil {
+		return b.refuse(ctx, app, sec, m.channel, root, m.user, err)
+	}
+	req := wire.CreateRequest{Project: app.Project, Agent: c.Agent, Repo: c.Repo, Ref: c.Ref, Message: m.text, Attachments: refs,
 		IdempotencyKey: "slack:" + m.channel + ":" + root}
 	switch c.Approver {
 	case chat.ApproverRequester, "":
