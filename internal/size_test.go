@@ -34,7 +34,7 @@ var (
 	// #33 moved the store's dialect and migrations into packages of their
 	// own (3,187 → 3,102 with its census and event observer); #34 put the
 	// chat role in a package of its own over dialect.DB and dialect.QueryAll.
-	overLines   = map[string]int{"cli": 3135, "store/sqlstore": 3075}
+	overLines   = map[string]int{"cli": 3104, "store/sqlstore": 3073}
 	overMethods = map[string]int{}
 )
 

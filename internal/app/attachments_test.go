@@ -380,7 +380,9 @@ func TestSlackFilesAreAttachments(t *testing.T) {
 	const root = "1699999995.000200"
 	say(map[string]any{"type": "app_mention", "user": user, "text": "<@" + slackBot + "> why is the page blank?", "ts": root, "channel": channel,
 		"files": []map[string]any{file("F1", "shot.png", ws.GetAPIURL()+"files/F1/shot.png", len(shot))}})
-	ws.find(t, "the first turn's reply", false, func(m slackMessage) bool { return m.Thread == root && strings.Contains(m.Blocks, "I see the screenshot.") })
+	ws.find(t, "the first turn's reply", false, func(m slackMessage) bool {
+		return m.Thread == root && strings.Contains(m.Blocks, "I see the screenshot.")
+	})
 	body, _ := json.Marshal(srv.Requests[0])
 	require.Contains(t, string(body), "data:image/png;base64,"+base64.StdEncoding.EncodeToString(shot))
 
@@ -392,7 +394,9 @@ func TestSlackFilesAreAttachments(t *testing.T) {
 
 	say(map[string]any{"type": "message", "subtype": "file_share", "user": user, "text": "and this", "ts": "1699999995.000400", "thread_ts": root, "channel": channel,
 		"files": []map[string]any{file("F3", "leak.txt", "https://evil.example/files/F3/leak.txt", 10)}})
-	ws.find(t, "the refusal", true, func(m slackMessage) bool { return m.User == user && strings.Contains(m.Text, "leak.txt is not a file Slack holds") })
+	ws.find(t, "the refusal", true, func(m slackMessage) bool {
+		return m.User == user && strings.Contains(m.Text, "leak.txt is not a file Slack holds")
+	})
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	require.Equal(t, []string{"Bearer xoxb-files", "Bearer xoxb-files"}, ws.fetched, "the two files fetched with the app's token, nothing else")

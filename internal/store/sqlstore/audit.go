@@ -14,6 +14,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore/dialect"
 )
 
 // appendAudit chains the audit entry of event e, in e's transaction: an
@@ -61,9 +62,7 @@ func (s *base) appendAudit(ctx context.Context, tx *txn, e session.Event) error 
 // treeReader reads the audit tree's stored hashes (in a transaction, or
 // from the database).
 type treeReader struct {
-	q interface {
-		QueryRowContext(context.Context, string, ...any) *sql.Row
-	}
+	q dialect.RowQueryer
 }
 
 // ReadHashes implements tlog.HashReader.

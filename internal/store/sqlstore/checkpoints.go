@@ -2,13 +2,13 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore/dialect"
 )
 
 const checkpointCols = `session_id, step, base, tree, call_id, files, skipped, bundle, created_at`
@@ -26,9 +26,7 @@ func scanCheckpoint(r scanner) (session.Step, error) {
 	return c, json.Unmarshal([]byte(skipped), &c.Skipped)
 }
 
-func lastCheckpoint(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, sessionID string) (session.Step, error) {
+func lastCheckpoint(ctx context.Context, q dialect.RowQueryer, sessionID string) (session.Step, error) {
 	c, err := scanCheckpoint(q.QueryRowContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE session_id = ? ORDER BY step DESC LIMIT 1`, sessionID))
 	return c, notFound("checkpoint of session", sessionID, err)
 }

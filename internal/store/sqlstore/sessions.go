@@ -11,6 +11,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore/dialect"
 )
 
 const sessionCols = `id, project, agent, agent_spec, agent_version, spend_cap_usd, status, runtime_phase, archived_at,
@@ -52,9 +53,7 @@ func scanSession(row scanner) (session.Session, error) {
 	return x, nil
 }
 
-func (s *base) getSession(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, id string) (session.Session, error) {
+func (s *base) getSession(ctx context.Context, q dialect.RowQueryer, id string) (session.Session, error) {
 	x, err := scanSession(q.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
 	if err != nil {
 		return x, notFound("session", id, err)

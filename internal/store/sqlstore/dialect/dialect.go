@@ -121,6 +121,11 @@ type Queryer interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
 }
 
+// RowQueryer reads one row: the database or a transaction.
+type RowQueryer interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}
+
 // QueryAll runs a query and scans every row it returns.
 func QueryAll[T any](ctx context.Context, q Queryer, scan func(Scanner) (T, error), query string, args ...any) ([]T, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
