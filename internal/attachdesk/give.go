@@ -26,20 +26,38 @@ func (s *Service) Give(ctx context.Context, x session.Session, msgs []provider.M
 	if err != nil || len(all) == 0 && !named {
 		return same, err
 	}
+	// The content read is what the conversation gives the model and what
+	// the copy lacks: a file already in place is not read again.
+	want := map[string]bool{}
+	for _, m := range msgs {
+		for _, a := range m.Attachments {
+			want[a.Digest] = want[a.Digest] || a.Kind != session.AttachmentFile
+		}
+	}
+	sizes := map[string]int64{}
+	for _, a := range all {
+		sizes[a.Name] = a.Size
+	}
+	stale := map[string]bool{}
+	if x.Workdir != "" {
+		for _, name := range attachment.Stale(x.Workdir, sizes) {
+			stale[name] = true
+		}
+	}
 	data := map[string][]byte{}
 	var files []attachment.File
 	for _, a := range all {
-		if data[a.Digest] == nil {
+		if (want[a.Digest] || stale[a.Name]) && data[a.Digest] == nil {
 			if data[a.Digest], err = s.content(ctx, a.Digest); err != nil {
 				return nil, err
 			}
 		}
-		files = append(files, attachment.File{Name: a.Name, Data: data[a.Digest]})
-	}
-	if x.Workdir != "" {
-		if err := attachment.Place(x.Workdir, files); err != nil {
-			return nil, err
+		if stale[a.Name] {
+			files = append(files, attachment.File{Name: a.Name, Data: data[a.Digest]})
 		}
+	}
+	if err := attachment.Place(x.Workdir, files); err != nil {
+		return nil, err
 	}
 	return func(model string) []provider.Message {
 		out := make([]provider.Message, len(msgs))

@@ -154,6 +154,9 @@ func TestPlaceStaysInTheCopy(t *testing.T) {
 	fi, _ := os.Stat(filepath.Join(dir, session.AttachmentsDir))
 	require.Equal(t, os.FileMode(0o555), fi.Mode().Perm())
 	require.NoError(t, Place(dir, files), "again: nothing to do")
+	sizes := map[string]int64{"a.txt": 1, "b.png": 1, "c.pdf": 3}
+	require.Equal(t, []string{"c.pdf"}, Stale(dir, sizes), "only what is missing")
+	require.Equal(t, []string{"a.txt", "b.png", "c.pdf"}, Stale(t.TempDir(), sizes))
 
 	// A pipe where a file goes: replaced, never opened (that would block).
 	fifo := filepath.Join(dir, session.AttachmentsDir, "a.txt")

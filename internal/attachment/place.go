@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
+	"slices"
 
 	"github.com/paddock-dev/paddock/internal/session"
 )
@@ -58,4 +60,24 @@ func Place(dir string, files []File) error {
 		}
 	}
 	return nil
+}
+
+// Stale lists the files of files (name → size) that Place would write in
+// the working copy at dir: absent, or not a read-only regular file of
+// their size there.
+func Stale(dir string, files map[string]int64) []string {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return slices.Sorted(maps.Keys(files))
+	}
+	defer root.Close()
+	var out []string
+	for name, size := range files {
+		fi, err := root.Lstat(path.Join(session.AttachmentsDir, name))
+		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o444 || fi.Size() != size {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
