@@ -182,3 +182,15 @@ func TestPlaceStaysInTheCopy(t *testing.T) {
 	left, _ = os.ReadDir(outside)
 	require.Empty(t, left)
 }
+
+// BenchmarkSniffText is the check of the largest text file an upload
+// takes (10 MiB of log lines); its redaction is the secret package's.
+func BenchmarkSniffText(b *testing.B) {
+	data := bytes.Repeat([]byte("2026-12-05T06:00:00Z INFO build step 3 of 12 finished in 1.2s\n"), MaxFile/64)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Sniff(data, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
