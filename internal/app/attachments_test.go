@@ -262,7 +262,7 @@ func TestAttachmentsReachClaude(t *testing.T) {
 	srv := providertest.NewServer(t, "", providertest.Reply{SSE: providertest.AnthropicStream("Read the spec.")})
 	t.Setenv("ANTHROPIC_API_KEY", "test-key")
 	t.Setenv("ANTHROPIC_BASE_URL", srv.URL)
-	pdf := []byte("%PDF-1.7\n1 0 obj\n<< /Type /Catalog >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n")
+	pdf := []byte("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n")
 	doc := upload(t, "default", "spec.pdf", pdf)
 	require.Equal(t, session.AttachmentPDF, doc.Kind)
 	shot := upload(t, "default", "shot.png", pngImage(t))

@@ -80,7 +80,10 @@ func (s *Service) Upload(ctx context.Context, p identity.Principal, project, nam
 	}
 	redacted := 0
 	if kind.Kind == session.AttachmentText {
-		text, rules := secret.Redact(string(data))
+		text, rules, err := redact(ctx, name, string(data))
+		if err != nil {
+			return session.Attachment{}, err
+		}
 		data, redacted = []byte(text), len(rules)
 	}
 	by := p.Sender().String()
@@ -99,6 +102,33 @@ func (s *Service) Upload(ctx context.Context, p identity.Principal, project, nam
 		return session.Attachment{}, err
 	}
 	return a, nil
+}
+
+// MaxRedaction bounds the look for secrets in one text file: text made
+// to be slow to look at (a credential-like value on every line) is
+// refused rather than let take a core for minutes.
+const MaxRedaction = 20 * time.Second
+
+// redacting lets one text file at a time be looked at in this process
+// (uploads beyond wait their turn, within MaxRedaction).
+var redacting = make(chan struct{}, 1)
+
+// redact is a text file's content with its secrets redacted, within
+// MaxRedaction of its arrival.
+func redact(ctx context.Context, name, text string) (string, []string, error) {
+	ctx, cancel := context.WithTimeout(ctx, MaxRedaction)
+	defer cancel()
+	select {
+	case redacting <- struct{}{}:
+		defer func() { <-redacting }()
+	case <-ctx.Done():
+		return "", nil, fmt.Errorf("%w: %s: other files are being checked for secrets: send it again in a moment", errdefs.ErrUnavailable, name)
+	}
+	out, rules, err := secret.RedactWithin(ctx, text)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: %s: its text could not be checked for secrets within %s: send a smaller file, or split it", errdefs.ErrTooLarge, name, MaxRedaction)
+	}
+	return out, rules, nil
 }
 
 // Binding is what a message's attachments become once checked: the

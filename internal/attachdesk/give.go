@@ -56,9 +56,9 @@ func (s *Service) Give(ctx context.Context, x session.Session, msgs []provider.M
 			files = append(files, attachment.File{Name: a.Name, Data: data[a.Digest]})
 		}
 	}
-	if err := attachment.Place(x.Workdir, files); err != nil {
-		return nil, err
-	}
+	// A copy the session made unfit for them (a directory of its own
+	// where a file goes) goes without: the model has their content.
+	_ = attachment.Place(x.Workdir, files)
 	return func(model string) []provider.Message {
 		out := make([]provider.Message, len(msgs))
 		for i, m := range msgs {

@@ -82,7 +82,9 @@ func Sniff(data []byte, allow []string) (Sniffed, error) {
 			return Sniffed{}, fmt.Errorf("%s image of %d×%d pixels: at most %d on a side", typ, cfg.Width, cfg.Height, MaxPixels)
 		}
 		return Sniffed{session.AttachmentImage, typ}, nil
-	case typ == "application/pdf":
+	case typ == "application/pdf" && !isText(data):
+		// A "PDF" that is text throughout is text: its secrets are
+		// redacted as any text's (a real one holds binary).
 		return Sniffed{session.AttachmentPDF, typ}, nil
 	case isText(data):
 		if strings.HasPrefix(typ, "image/") || !m.Is("text/plain") && !strings.HasPrefix(typ, "text/") && !strings.HasPrefix(typ, "application/") {
@@ -138,7 +140,11 @@ func Name(raw string) string {
 			b.WriteByte('_')
 		}
 	}
-	name := strings.TrimSpace(strings.TrimLeft(b.String(), "."))
+	name := b.String()
+	for trimmed := ""; trimmed != name; {
+		trimmed = name
+		name = strings.TrimLeft(strings.TrimSpace(name), ".")
+	}
 	if name == "" {
 		name = "attachment"
 	}
@@ -167,14 +173,17 @@ func Unique(name string, taken map[string]bool) string {
 
 // Inline is what the model reads of a text attachment: a header naming
 // it and where it is, then its text (the first MaxInline bytes of it,
-// the rest left to the working copy).
+// the rest left to the working copy) fenced by its digest.
 func Inline(r session.AttachmentRef, text []byte) string {
 	head := fmt.Sprintf("Attached file %s (%s, %s), also at %s in the working copy", r.Name, r.Type, clip.Bytes(r.Size), r.Path())
 	if len(text) > MaxInline {
 		text = []byte(strings.ToValidUTF8(string(text[:MaxInline]), ""))
 		head += fmt.Sprintf("; the first %s of it follow, read the rest there", clip.Bytes(int64(len(text))))
 	}
-	return head + ":\n<attachment name=\"" + r.Name + "\">\n" + string(text) + "\n</attachment>"
+	// The fence names the file's digest, which its text cannot hold: no
+	// line of the file can close it.
+	fence := "attachment sha256:" + r.Digest
+	return head + ":\n<" + fence + ">\n" + string(text) + "\n</" + fence + ">"
 }
 
 // Note is what the model reads of an attachment it is not given as

@@ -7,6 +7,7 @@ package secret
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -498,6 +499,48 @@ func Redact(s string) (string, []string) {
 		return s, nil
 	}
 	return replace(s, found), rulesOf(found)
+}
+
+// Windows of a large text RedactWithin looks at one at a time, each
+// overlapping the one before by overlap bytes (a private key block, the
+// longest secret, lies whole in one).
+const (
+	chunk   = 64 << 10
+	overlap = 8 << 10
+)
+
+// RedactWithin is Redact for a large text, within ctx: the text is looked
+// at in windows (cut after a newline where one is near), ctx checked
+// between them; ctx ending is the error, and nothing is returned.
+func RedactWithin(ctx context.Context, s string) (string, []string, error) {
+	var found []Found
+	for start := 0; ; {
+		if err := ctx.Err(); err != nil {
+			return "", nil, err
+		}
+		end := min(len(s), start+chunk)
+		if i := strings.LastIndexByte(s[start:end], '\n'); end < len(s) && i > chunk/2 {
+			end = start + i + 1
+		}
+		for _, f := range Find(s[start:end]) {
+			if !slices.Contains(found, f) {
+				found = append(found, f)
+			}
+		}
+		if end == len(s) {
+			break
+		}
+		next := end - overlap
+		if i := strings.IndexByte(s[next:end], '\n'); i >= 0 {
+			next += i + 1
+		}
+		start = next
+	}
+	if len(found) == 0 {
+		return s, nil, nil
+	}
+	sort.SliceStable(found, func(i, j int) bool { return len(found[i].Secret) > len(found[j].Secret) })
+	return replace(s, found), rulesOf(found), nil
 }
 
 func replace(s string, found []Found) string {

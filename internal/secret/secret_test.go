@@ -1,6 +1,7 @@
 package secret
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -229,5 +230,38 @@ func BenchmarkRedactLargeText(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		Redact(data)
+	}
+}
+
+// TestRedactWithinLooksAtEveryWindow: a large text is looked at window by
+// window, and a secret anywhere (on either side of a cut, a private key
+// block across one) is redacted as Redact would; an ended context stops
+// it with its error and no text.
+func TestRedactWithinLooksAtEveryWindow(t *testing.T) {
+	filler := strings.Repeat("2026-12-05T06:00:00Z INFO build step finished\n", 2000) // ~90 KiB
+	for _, at := range []int{0, chunk/2 + 17, chunk - 30, chunk - overlap + 5, len(filler) - 10} {
+		for _, planted := range []string{"export AWS_ACCESS_KEY_ID=" + awsKey + "\n", "key:\n" + pemKey + "\n"} {
+			text := filler[:at] + "\n" + planted + filler[at:]
+			out, rules, err := RedactWithin(t.Context(), text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(out, awsKey) || strings.Contains(out, "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0") || len(rules) == 0 {
+				t.Errorf("a secret at %d was not redacted (rules %v)", at, rules)
+			}
+			want, _ := Redact(text)
+			if out != want {
+				t.Errorf("at %d: RedactWithin differs from Redact", at)
+			}
+		}
+	}
+	out, rules, err := RedactWithin(t.Context(), filler)
+	if err != nil || out != filler || rules != nil {
+		t.Errorf("plain text came back changed: %v %v", rules, err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if out, _, err := RedactWithin(ctx, filler); err == nil || out != "" {
+		t.Errorf("an ended context: %q, %v", out[:min(len(out), 20)], err)
 	}
 }
