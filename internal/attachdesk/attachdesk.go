@@ -13,6 +13,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -49,6 +51,8 @@ type Service struct {
 	Allow []string
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+
+	redactions redactions
 }
 
 func (s *Service) now() time.Time {
@@ -80,62 +84,79 @@ func (s *Service) Upload(ctx context.Context, p identity.Principal, project, nam
 	}
 	redacted := 0
 	if kind.Kind == session.AttachmentText {
-		text, rules, err := redact(ctx, name, string(data))
+		text, rules, err := s.redact(ctx, p.Sender().String(), name, string(data))
 		if err != nil {
 			return session.Attachment{}, err
 		}
 		data, redacted = []byte(text), len(rules)
 	}
 	by := p.Sender().String()
-	staged, err := s.Store.StagedAttachmentBytes(ctx, project, by)
-	if err != nil {
-		return session.Attachment{}, err
-	}
-	if staged+int64(len(data)) > attachment.MaxStaged {
-		return session.Attachment{}, fmt.Errorf("%w: %s: you have %s of attachments not yet sent in project %s, and at most %s may wait (send them, or wait %s for them to be collected)",
-			errdefs.ErrTooLarge, name, clip.Bytes(staged), project, clip.Bytes(attachment.MaxStaged), attachment.StagedFor)
-	}
 	sum := sha256.Sum256(data)
 	a := session.Attachment{ID: "att_" + uuid.NewString(), Project: project, Redacted: redacted, CreatedBy: by, CreatedAt: s.now().UTC(),
 		AttachmentRef: session.AttachmentRef{Name: name, Kind: kind.Kind, Type: kind.Type, Size: int64(len(data)), Digest: hex.EncodeToString(sum[:])}}
-	if err := s.Store.AddAttachment(ctx, a, s.Key.Encrypt(data, contentAD(a.Digest))); err != nil {
+	err = s.Store.AddAttachment(ctx, a, s.Key.Encrypt(data, contentAD(a.Digest)), attachment.MaxStaged)
+	if errors.Is(err, errdefs.ErrTooLarge) {
+		return session.Attachment{}, fmt.Errorf("%w: %s: with it your attachments not yet sent in project %s would hold more than %s (send them, or wait %s for them to be collected)",
+			errdefs.ErrTooLarge, name, project, clip.Bytes(attachment.MaxStaged), attachment.StagedFor)
+	}
+	if err != nil {
 		return session.Attachment{}, err
 	}
 	return a, nil
 }
 
-// MaxRedaction bounds the look for secrets in one text file: text made
-// to be slow to look at (a credential-like value on every line) is
-// refused rather than let take a core for minutes.
+// MaxRedaction bounds the look for secrets in one text file, and the
+// wait for a turn to look: text made to be slow to look at (a
+// credential-like value on every line) is refused rather than let take a
+// core for minutes.
 const MaxRedaction = 20 * time.Second
 
-// redacting lets one text file at a time be looked at in this process
-// (uploads beyond wait their turn, within MaxRedaction).
-var redacting = make(chan struct{}, 1)
+// Redactions is how many text files a process looks at for secrets at
+// once; each person has one at a time of them.
+const Redactions = 2
 
-// redact is a text file's content with its secrets redacted, within
-// MaxRedaction of its arrival.
-func redact(ctx context.Context, name, text string) (string, []string, error) {
-	ctx, cancel := context.WithTimeout(ctx, MaxRedaction)
+// redactions are the turns to look at a text file, and whose file each is.
+type redactions struct {
+	once  sync.Once
+	slots chan struct{}
+	busy  sync.Map // sender → struct{}
+}
+
+// redact is a text file's content with its secrets redacted, looked at
+// within MaxRedaction of a turn, itself within MaxRedaction.
+func (s *Service) redact(ctx context.Context, by, name, text string) (string, []string, error) {
+	r := &s.redactions
+	r.once.Do(func() { r.slots = make(chan struct{}, Redactions) })
+	if _, mine := r.busy.LoadOrStore(by, struct{}{}); mine {
+		return "", nil, fmt.Errorf("%w: %s: another text file of yours is being checked for secrets: send this one once it is done", errdefs.ErrUnavailable, name)
+	}
+	defer r.busy.Delete(by)
+	wait, cancel := context.WithTimeout(ctx, MaxRedaction)
 	defer cancel()
 	select {
-	case redacting <- struct{}{}:
-		defer func() { <-redacting }()
-	case <-ctx.Done():
+	case r.slots <- struct{}{}:
+		defer func() { <-r.slots }()
+	case <-wait.Done():
 		return "", nil, fmt.Errorf("%w: %s: other files are being checked for secrets: send it again in a moment", errdefs.ErrUnavailable, name)
 	}
-	out, rules, err := secret.RedactWithin(ctx, text)
-	if err != nil {
+	work, cancel := context.WithTimeout(ctx, MaxRedaction)
+	defer cancel()
+	out, rules, err := secret.RedactWithin(work, text)
+	switch {
+	case errors.Is(err, secret.ErrUnbroken):
+		return "", nil, fmt.Errorf("%w: %s: its text has %w, which cannot be checked for secrets: break its lines, or send it as an archive where the server allows them", errdefs.ErrTooLarge, name, err)
+	case err != nil:
 		return "", nil, fmt.Errorf("%w: %s: its text could not be checked for secrets within %s: send a smaller file, or split it", errdefs.ErrTooLarge, name, MaxRedaction)
 	}
 	return out, rules, nil
 }
 
 // Binding is what a message's attachments become once checked: the
-// references it carries, and the staged ones to bind to its session.
+// references it carries (named as they will be in a new session), the
+// attachments to bind to its session, in order.
 type Binding struct {
-	Refs  []session.AttachmentRef
-	names map[string]string
+	Refs []session.AttachmentRef
+	ids  []string
 }
 
 // Message is a message naming attachments, to check.
@@ -148,15 +169,16 @@ type Message struct {
 	Model string
 	Refs  []session.AttachmentRef
 	// Retry says a session is created under an idempotency key: its
-	// attachments may be bound already, to the session the key names.
+	// sender's attachments may be bound already, to the session the key
+	// names (which binds nothing again).
 	Retry bool
 }
 
 // Resolve checks the attachments message m names: each uploaded by its
 // sender to its project and not sent with another session's message (or
 // already its session's), of a kind its model takes, the session's
-// attachments within attachment.MaxSession. Each new one takes a name
-// no other of the session's has.
+// attachments within attachment.MaxSession (Bind checks again, with the
+// names they take, in one transaction).
 func (s *Service) Resolve(ctx context.Context, m Message) (Binding, error) {
 	project, sessionID, refs := m.Project, m.Session, m.Refs
 	if len(refs) == 0 {
@@ -176,7 +198,7 @@ func (s *Service) Resolve(ctx context.Context, m Message) (Binding, error) {
 	for _, a := range have {
 		taken[a.Name], total = true, total+a.Size
 	}
-	b := Binding{names: map[string]string{}}
+	var b Binding
 	for i, r := range refs {
 		a, err := s.Store.Attachment(ctx, r.ID)
 		switch {
@@ -185,9 +207,9 @@ func (s *Service) Resolve(ctx context.Context, m Message) (Binding, error) {
 				errdefs.ErrInvalid, i, clip.String(r.ID, 64), project, project)
 		case err != nil:
 			return Binding{}, err
-		case a.SessionID != "" && a.SessionID != sessionID && !(sessionID == "" && m.Retry):
+		case a.SessionID != "" && a.SessionID != sessionID && !(sessionID == "" && m.Retry && a.CreatedBy == m.By.String()):
 			return Binding{}, fmt.Errorf("%w: payload.attachments[%d]: attachment %s was sent with another session's message: upload the file again for this one", errdefs.ErrInvalid, i, a.ID)
-		case b.names[a.ID] != "":
+		case slices.Contains(b.ids, a.ID):
 			return Binding{}, fmt.Errorf("%w: payload.attachments[%d]: attachment %s is named twice", errdefs.ErrInvalid, i, a.ID)
 		}
 		if err := provider.Input(m.Model, a.Kind); err != nil {
@@ -196,7 +218,7 @@ func (s *Service) Resolve(ctx context.Context, m Message) (Binding, error) {
 		if a.SessionID == "" {
 			a.Name, total = attachment.Unique(a.Name, taken), total+a.Size
 		}
-		b.names[a.ID] = a.Name
+		b.ids = append(b.ids, a.ID)
 		b.Refs = append(b.Refs, a.AttachmentRef)
 		b.Refs[i].ID = a.ID
 	}
@@ -206,12 +228,23 @@ func (s *Service) Resolve(ctx context.Context, m Message) (Binding, error) {
 	return b, nil
 }
 
-// Bind binds a resolved message's new attachments to its session.
-func (s *Service) Bind(ctx context.Context, sessionID string, b Binding) error {
-	if s == nil || len(b.names) == 0 {
-		return nil
+// Bind binds a resolved message's attachments to its session, and says
+// what the message names: each as bound (a new one named apart from the
+// session's others).
+func (s *Service) Bind(ctx context.Context, sessionID string, b Binding) ([]session.AttachmentRef, error) {
+	if s == nil || len(b.ids) == 0 {
+		return nil, nil
 	}
-	return s.Store.BindAttachments(ctx, sessionID, b.names)
+	bound, err := s.Store.BindAttachments(ctx, sessionID, b.ids, attachment.MaxSession)
+	if errors.Is(err, errdefs.ErrTooLarge) {
+		return nil, fmt.Errorf("%w: the session's attachments would hold more than %s", errdefs.ErrTooLarge, clip.Bytes(attachment.MaxSession))
+	}
+	refs := make([]session.AttachmentRef, len(bound))
+	for i, a := range bound {
+		refs[i] = a.AttachmentRef
+		refs[i].ID = a.ID
+	}
+	return refs, err
 }
 
 // List is a session's attachments, for one who may read it.

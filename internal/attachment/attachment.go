@@ -160,12 +160,14 @@ func Name(raw string) string {
 }
 
 // Unique is name made distinct from taken (which it joins): "a.png",
-// then "a-2.png", "a-3.png", ...
+// then "a-2.png", "a-3.png", ..., within MaxName.
 func Unique(name string, taken map[string]bool) string {
 	out := name
 	ext := path.Ext(name)
+	stem := strings.TrimSuffix(name, ext)
 	for i := 2; taken[out]; i++ {
-		out = fmt.Sprintf("%s-%d%s", strings.TrimSuffix(name, ext), i, ext)
+		suffix := fmt.Sprintf("-%d%s", i, ext)
+		out = strings.ToValidUTF8(stem[:min(len(stem), MaxName-len(suffix))], "") + suffix
 	}
 	taken[out] = true
 	return out

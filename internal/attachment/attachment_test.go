@@ -121,6 +121,11 @@ func TestNameIsOneSafeElement(t *testing.T) {
 	require.True(t, strings.HasSuffix(long, ".txt"), long)
 	taken := map[string]bool{}
 	require.Equal(t, []string{"a.png", "a-2.png", "a-3.png", "b"}, []string{Unique("a.png", taken), Unique("a.png", taken), Unique("a.png", taken), Unique("b", taken)})
+	full := Name(strings.Repeat("x", 200) + ".log")
+	second := Unique(full, map[string]bool{full: true})
+	require.LessOrEqual(t, len(second), MaxName)
+	require.Equal(t, second, Name(second), "a name Place takes")
+	require.True(t, strings.HasSuffix(second, "-2.log"), second)
 }
 
 // TestInlineKeepsTheModelsShareOfText: a text file is given whole up to
@@ -192,7 +197,11 @@ func TestPlaceStaysInTheCopy(t *testing.T) {
 		left, _ = os.ReadDir(filepath.Join(planted, ".git"))
 		require.Empty(t, left, c.at)
 	}
-	require.Error(t, Place(dir, []File{{Name: "../x", Data: []byte("x")}}), "only names of Name's")
+	err = Place(dir, []File{{Name: "../x", Data: []byte("x")}, {Name: "c.txt", Data: []byte("C")}})
+	require.ErrorContains(t, err, "../x", "only names of Name's")
+	data, err = os.ReadFile(filepath.Join(dir, session.AttachmentsDir, "c.txt"))
+	require.NoError(t, err, "the others are placed all the same")
+	require.Equal(t, "C", string(data))
 }
 
 // BenchmarkSniffText is the check of the largest text file an upload

@@ -33,11 +33,6 @@ func Place(dir string, files []File) error {
 	if len(files) == 0 {
 		return nil
 	}
-	for _, f := range files {
-		if f.Name != Name(f.Name) {
-			return fmt.Errorf("attachment name %q is not one of Name's", f.Name)
-		}
-	}
 	att, err := openAttachments(dir, true)
 	if err != nil {
 		return fmt.Errorf("place attachments in the working copy: %w", err)
@@ -47,30 +42,40 @@ func Place(dir string, files []File) error {
 		return err
 	}
 	defer func() { _ = unix.Fchmod(att, 0o555) }()
+	var errs []error
 	for _, f := range files {
-		if same(att, f.Name, f.Data) {
-			continue
-		}
-		if err := removeAt(att, f.Name); err != nil {
-			return fmt.Errorf("place attachment %s: %w", f.Name, err)
-		}
-		fd, err := unix.Openat(att, f.Name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o444)
-		if err != nil {
-			return fmt.Errorf("place attachment %s: %w", f.Name, err)
-		}
-		out := os.NewFile(uintptr(fd), f.Name)
-		_, err = out.Write(f.Data)
-		if err == nil {
-			err = out.Chmod(0o444)
-		}
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("place attachment %s: %w", f.Name, err)
+		if err := placeOne(att, f); err != nil {
+			errs = append(errs, fmt.Errorf("place attachment %s: %w", f.Name, err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// placeOne writes f in directory att (each file on its own: one that
+// cannot be placed leaves the others be).
+func placeOne(att int, f File) error {
+	if f.Name != Name(f.Name) {
+		return fmt.Errorf("not a name of Name's")
+	}
+	if same(att, f.Name, f.Data) {
+		return nil
+	}
+	if err := removeAt(att, f.Name); err != nil {
+		return err
+	}
+	fd, err := unix.Openat(att, f.Name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o444)
+	if err != nil {
+		return err
+	}
+	out := os.NewFile(uintptr(fd), f.Name)
+	_, err = out.Write(f.Data)
+	if err == nil {
+		err = out.Chmod(0o444)
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Stale lists the files of files (name → size) that Place would write in

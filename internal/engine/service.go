@@ -299,9 +299,9 @@ func (s *Service) create(ctx context.Context, req wire.CreateRequest, by session
 	if !created {
 		files = attachdesk.Binding{} // a retry's were bound the first time
 	}
-	if err := s.Attachments.Bind(ctx, x.ID, files); err != nil {
+	if _, err := s.Attachments.Bind(ctx, x.ID, files); err != nil {
 		_ = s.Store.FailSession(ctx, x.ID, err.Error())
-		return x, err
+		return session.Session{}, err
 	}
 	if child != nil && created && len(child.Credentials) > 0 {
 		if err := s.inherit(ctx, child.From.ID, x.ID, child.Credentials); err != nil {
@@ -827,14 +827,14 @@ func (s *Service) send(ctx context.Context, sessionID string, req wire.SendReque
 	if err := session.ValidatePayload(req.Kind, req.Payload); err != nil {
 		return session.Command{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
+	if err := session.Limit("idempotencyKey", req.IdempotencyKey, session.MaxShort); err != nil {
+		return session.Command{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
+	}
 	if err := s.checkMessage(ctx, sessionID, by, &req); err != nil {
 		return session.Command{}, err
 	}
 	if len(req.Payload) == 0 {
 		req.Payload = json.RawMessage(`{}`)
-	}
-	if err := session.Limit("idempotencyKey", req.IdempotencyKey, session.MaxShort); err != nil {
-		return session.Command{}, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	id := uuid.NewString()
 	key := req.IdempotencyKey
@@ -893,9 +893,11 @@ func (s *Service) checkMessage(ctx context.Context, sessionID string, by session
 	if err != nil || len(p.Attachments) == 0 {
 		return err
 	}
-	p.Attachments = files.Refs
+	if p.Attachments, err = s.Attachments.Bind(ctx, x.ID, files); err != nil {
+		return err
+	}
 	req.Payload, _ = json.Marshal(p)
-	return s.Attachments.Bind(ctx, x.ID, files)
+	return nil
 }
 
 // checkAnswer refuses an answer that cannot be delivered: no question of

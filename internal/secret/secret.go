@@ -503,24 +503,65 @@ func Redact(s string) (string, []string) {
 
 // Windows of a large text RedactWithin looks at one at a time, each
 // overlapping the one before by overlap bytes (a private key block, the
-// longest secret, lies whole in one).
+// longest secret, lies whole in one); a window is cut only between runs
+// of the characters encodings are written in, and a run longer than
+// maxRun is not looked into (ErrUnbroken).
 const (
 	chunk   = 64 << 10
 	overlap = 8 << 10
+	maxRun  = 1 << 20
 )
 
+// ErrUnbroken is a text with a run of encoded-looking characters longer
+// than RedactWithin looks at whole.
+var ErrUnbroken = fmt.Errorf("a run of more than %d KiB without a space, a newline or punctuation", maxRun>>10)
+
+// encodedChar says c may be part of an encoded secret (base64, base64url,
+// hex, percent-encoding, a JWT's parts).
+func encodedChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("+/=_-%.", c) >= 0
+}
+
+// cutAfter is where a window of s beginning at start ends: after the
+// last newline in its second half, else after the last character no
+// encoding uses, else (one run fills it) after the run, however long,
+// within maxRun.
+func cutAfter(s string, start int) (int, error) {
+	end := min(len(s), start+chunk)
+	if end == len(s) {
+		return end, nil
+	}
+	if i := strings.LastIndexByte(s[start+chunk/2:end], '\n'); i >= 0 {
+		return start + chunk/2 + i + 1, nil
+	}
+	for i := end - 1; i > start+chunk/2; i-- {
+		if !encodedChar(s[i]) {
+			return i + 1, nil
+		}
+	}
+	for i := end; i < len(s); i++ {
+		if !encodedChar(s[i]) {
+			return i + 1, nil
+		}
+		if i-start > maxRun {
+			return 0, ErrUnbroken
+		}
+	}
+	return len(s), nil
+}
+
 // RedactWithin is Redact for a large text, within ctx: the text is looked
-// at in windows (cut after a newline where one is near), ctx checked
-// between them; ctx ending is the error, and nothing is returned.
+// at in windows, ctx checked between them; ctx ending (or ErrUnbroken) is
+// the error, and nothing is returned.
 func RedactWithin(ctx context.Context, s string) (string, []string, error) {
 	var found []Found
 	for start := 0; ; {
 		if err := ctx.Err(); err != nil {
 			return "", nil, err
 		}
-		end := min(len(s), start+chunk)
-		if i := strings.LastIndexByte(s[start:end], '\n'); end < len(s) && i > chunk/2 {
-			end = start + i + 1
+		end, err := cutAfter(s, start)
+		if err != nil {
+			return "", nil, err
 		}
 		for _, f := range Find(s[start:end]) {
 			if !slices.Contains(found, f) {
@@ -530,9 +571,15 @@ func RedactWithin(ctx context.Context, s string) (string, []string, error) {
 		if end == len(s) {
 			break
 		}
-		next := end - overlap
+		// The next window starts within the last overlap bytes, after a
+		// newline or else a character no encoding uses.
+		next := max(start+1, end-overlap)
 		if i := strings.IndexByte(s[next:end], '\n'); i >= 0 {
 			next += i + 1
+		} else {
+			for next < end && encodedChar(s[next]) {
+				next++
+			}
 		}
 		start = next
 	}

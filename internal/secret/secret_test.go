@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/url"
 	"slices"
 	"strings"
@@ -254,6 +255,28 @@ func TestRedactWithinLooksAtEveryWindow(t *testing.T) {
 				t.Errorf("at %d: RedactWithin differs from Redact", at)
 			}
 		}
+	}
+	// An encoded secret deep in one long line of base64: no window cuts
+	// the run it is in.
+	noise := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("pad ", 30000)))
+	encoded := base64.StdEncoding.EncodeToString([]byte("aws_access_key_id = " + awsKey + "\n"))
+	for _, at := range []int{chunk - 10, chunk + 3, 3 * chunk / 2} {
+		text := "data: " + noise[:at] + " " + encoded + " " + noise[at:] + "\n"
+		out, _, err := RedactWithin(t.Context(), text)
+		if err != nil || strings.Contains(out, encoded) {
+			t.Errorf("an encoded secret at %d in a long line was kept (%v)", at, err)
+		}
+	}
+	// A text whose base64 holds the key deep inside, on one line.
+	lines := strings.Repeat("the build step printed this line and carried on\n", 2000)
+	for _, prefix := range []string{"blob: ", "blob:  ", "blob:   "} {
+		text := prefix + base64.StdEncoding.EncodeToString([]byte(lines+"aws_access_key_id = "+awsKey+"\n"+lines)) + "\n"
+		if out, _, err := RedactWithin(t.Context(), text); err != nil || out == text {
+			t.Errorf("prefix %q: the key encoded in a long line was kept (%v)", prefix, err)
+		}
+	}
+	if _, _, err := RedactWithin(t.Context(), strings.Repeat("A", maxRun+chunk)); !errors.Is(err, ErrUnbroken) {
+		t.Errorf("a run longer than maxRun: %v", err)
 	}
 	out, rules, err := RedactWithin(t.Context(), filler)
 	if err != nil || out != filler || rules != nil {

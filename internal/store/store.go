@@ -446,20 +446,22 @@ type Events interface {
 // (staged, their uploader's), bound to the session whose message names
 // them, their content kept once by digest, sealed by the caller.
 type Attachments interface {
-	// AddAttachment keeps a staged attachment and its sealed content;
-	// Attachment reads one (ErrNotFound: none); AttachmentContent reads
-	// the sealed content of a digest.
-	AddAttachment(ctx context.Context, a session.Attachment, sealed []byte) error
+	// AddAttachment keeps a staged attachment and its sealed content,
+	// unless its uploader's staged attachments in its project would hold
+	// more than maxStaged bytes (ErrTooLarge); Attachment reads one
+	// (ErrNotFound: none); AttachmentContent reads the sealed content of a
+	// digest.
+	AddAttachment(ctx context.Context, a session.Attachment, sealed []byte, maxStaged int64) error
 	Attachment(ctx context.Context, id string) (session.Attachment, error)
 	AttachmentContent(ctx context.Context, digest string) ([]byte, error)
-	// SessionAttachments lists a session's, oldest first;
-	// StagedAttachmentBytes sums a user's staged ones in a project.
+	// SessionAttachments lists a session's, oldest first.
 	SessionAttachments(ctx context.Context, sessionID string) ([]session.Attachment, error)
-	StagedAttachmentBytes(ctx context.Context, project, user string) (int64, error)
-	// BindAttachments binds attachments (ID → the name they take, when
-	// staged) to a session, all or none: one bound to another session
-	// meanwhile is ErrConflict.
-	BindAttachments(ctx context.Context, sessionID string, names map[string]string) error
+	// BindAttachments binds attachments to a session, all or none, in
+	// order: each staged one takes a name no other of the session's has
+	// (attachment.Unique); one bound to another session meanwhile is
+	// ErrConflict, a session whose attachments would hold more than
+	// maxTotal bytes ErrTooLarge. It returns them as bound.
+	BindAttachments(ctx context.Context, sessionID string, ids []string, maxTotal int64) ([]session.Attachment, error)
 	// DeleteAttachments forgets a session's (it is collected);
 	// ExpireAttachments the staged ones uploaded before a time; both the
 	// content no attachment names any more, and say how many went.

@@ -118,7 +118,7 @@ func (s Store) CreateToken(ctx context.Context, t identity.Token) (identity.Toke
 
 // AddAttachment redacts the file's name (its text content arrives
 // redacted, and sealed).
-func (s Store) AddAttachment(ctx context.Context, a session.Attachment, sealed []byte) error {
+func (s Store) AddAttachment(ctx context.Context, a session.Attachment, sealed []byte, maxStaged int64) error {
 	a.Name = text(a.Name)
-	return s.Store.AddAttachment(ctx, a, sealed)
+	return s.Store.AddAttachment(ctx, a, sealed, maxStaged)
 }

@@ -158,7 +158,7 @@ func TestStoreMethodsReviewed(t *testing.T) {
 		"ChatUser": true, "ChatLinks": true, "UnlinkChatUser": true, "BindThread": true, "ThreadOf": true, "ThreadAt": true, "OpenThreads": true,
 		"LeaseThread": true, "SaveThread": true, "SeenDelivery": true,
 		// IDs, digests, sizes; names given redacted to AddAttachment.
-		"Attachment": true, "AttachmentContent": true, "SessionAttachments": true, "StagedAttachmentBytes": true, "BindAttachments": true,
+		"Attachment": true, "AttachmentContent": true, "SessionAttachments": true, "BindAttachments": true,
 		"DeleteAttachments": true, "ExpireAttachments": true}
 	typ := reflect.TypeFor[store.Store]()
 	for i := range typ.NumMethod() {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/paddock-dev/paddock/internal/attachment"
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore/dialect"
@@ -36,8 +37,16 @@ func scan(r dialect.Scanner) (session.Attachment, error) {
 }
 
 // AddAttachment implements store.Attachments.
-func (s Attachments) AddAttachment(ctx context.Context, a session.Attachment, sealed []byte) error {
+func (s Attachments) AddAttachment(ctx context.Context, a session.Attachment, sealed []byte, maxStaged int64) error {
 	return s.DB.InTx(ctx, func(tx *dialect.Tx) error {
+		var staged int64
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(size), 0) FROM attachments WHERE project = ? AND created_by = ? AND session_id IS NULL`,
+			a.Project, a.CreatedBy).Scan(&staged); err != nil {
+			return err
+		}
+		if staged+a.Size > maxStaged {
+			return fmt.Errorf("%d bytes of attachments not yet sent, at most %d: %w", staged, maxStaged, errdefs.ErrTooLarge)
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO attachment_content (digest, sealed) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING`, a.Digest, sealed); err != nil {
 			return fmt.Errorf("save attachment: %w", err)
 		}
@@ -74,28 +83,43 @@ func (s Attachments) SessionAttachments(ctx context.Context, sessionID string) (
 	return dialect.QueryAll(ctx, s.DB, scan, `SELECT `+cols+` FROM attachments WHERE session_id = ? ORDER BY created_at, id`, sessionID)
 }
 
-// StagedAttachmentBytes implements store.Attachments.
-func (s Attachments) StagedAttachmentBytes(ctx context.Context, project, user string) (int64, error) {
-	var n int64
-	err := s.DB.QueryRowContext(ctx, `SELECT COALESCE(SUM(size), 0) FROM attachments WHERE project = ? AND created_by = ? AND session_id IS NULL`, project, user).Scan(&n)
-	return n, err
-}
-
 // BindAttachments implements store.Attachments.
-func (s Attachments) BindAttachments(ctx context.Context, sessionID string, names map[string]string) error {
-	return s.DB.InTx(ctx, func(tx *dialect.Tx) error {
-		for id, name := range names {
-			res, err := tx.ExecContext(ctx, `UPDATE attachments SET session_id = ?, name = CASE WHEN session_id IS NULL THEN ? ELSE name END
-				WHERE id = ? AND (session_id IS NULL OR session_id = ?)`, sessionID, name, id, sessionID)
-			if err != nil {
+func (s Attachments) BindAttachments(ctx context.Context, sessionID string, ids []string, maxTotal int64) ([]session.Attachment, error) {
+	var out []session.Attachment
+	err := s.DB.InTx(ctx, func(tx *dialect.Tx) error {
+		out = nil
+		taken, total := map[string]bool{}, int64(0)
+		have, err := dialect.QueryAll(ctx, tx, scan, `SELECT `+cols+` FROM attachments WHERE session_id = ?`, sessionID)
+		if err != nil {
+			return err
+		}
+		for _, a := range have {
+			taken[a.Name], total = true, total+a.Size
+		}
+		for _, id := range ids {
+			a, err := scan(tx.QueryRowContext(ctx, `SELECT `+cols+` FROM attachments WHERE id = ?`, id))
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				return fmt.Errorf("attachment %q: %w", id, errdefs.ErrNotFound)
+			case err != nil:
 				return err
-			}
-			if n, _ := res.RowsAffected(); n != 1 {
+			case a.SessionID == sessionID:
+			case a.SessionID != "":
 				return fmt.Errorf("attachment %s was sent with another session's message meanwhile: %w", id, errdefs.ErrConflict)
+			default:
+				a.SessionID, a.Name, total = sessionID, attachment.Unique(a.Name, taken), total+a.Size
+				if _, err := tx.ExecContext(ctx, `UPDATE attachments SET session_id = ?, name = ? WHERE id = ? AND session_id IS NULL`, sessionID, a.Name, id); err != nil {
+					return err
+				}
 			}
+			out = append(out, a)
+		}
+		if total > maxTotal {
+			return fmt.Errorf("the session's attachments would hold %d bytes, at most %d: %w", total, maxTotal, errdefs.ErrTooLarge)
 		}
 		return nil
 	})
+	return out, err
 }
 
 // DeleteAttachments implements store.Attachments.

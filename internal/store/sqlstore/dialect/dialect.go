@@ -178,6 +178,11 @@ func (t *Tx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result
 	return t.Tx.ExecContext(ctx, t.Dialect.Rebind(q), t.Dialect.Values(args)...)
 }
 
+// QueryContext runs q in the dialect.
+func (t *Tx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return t.Tx.QueryContext(ctx, t.Dialect.Rebind(q), t.Dialect.Values(args)...)
+}
+
 // QueryRowContext runs q in the dialect.
 func (t *Tx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
 	return t.Tx.QueryRowContext(ctx, t.Dialect.Rebind(q), t.Dialect.Values(args)...)

@@ -14,7 +14,7 @@ redacted   INTEGER NOT NULL,
 created_by TEXT NOT NULL,
 created_at TEXT NOT NULL
 );
-CREATE INDEX attachments_session ON attachments (session_id);
+CREATE UNIQUE INDEX attachments_session_name ON attachments (session_id, name);
 CREATE INDEX attachments_staged ON attachments (project, created_by, session_id);
 CREATE INDEX attachments_digest ON attachments (digest);
 CREATE TABLE attachment_content (
