@@ -248,6 +248,16 @@ func TestAttachmentsAreRefusedWithTheReason(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, apiStatus(t, err), "not through another session")
 	send(t, x.ID, session.KindStop, session.StopPayload{})
 	send(t, y.ID, session.KindStop, session.StopPayload{})
+
+	// Collected with the session.
+	waitStatus(t, x.ID, session.StatusStopped)
+	_, err = api.Review().GC(ctx)
+	require.NoError(t, err)
+	a, err = api.Attachments(ctx, x.ID)
+	require.NoError(t, err)
+	require.Empty(t, a, "gone with the stopped session's copy")
+	err = api.AttachmentContent(ctx, x.ID, mine.ID, &out)
+	require.Equal(t, http.StatusNotFound, apiStatus(t, err))
 }
 
 // TestAttachmentsReachClaude: on the Anthropic wire (the official SDK
