@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -212,7 +211,7 @@ func TestHeldAccessAndServing(t *testing.T) {
 	_, err = v.Upload(ctx, "default", "a.txt", strings.NewReader("x"))
 	require.Equal(t, http.StatusForbidden, apiStatus(t, err), "%v", err)
 
-	for _, name := range []string{"%ff%fe", url.QueryEscape(strings.Repeat("é", 20000)), "%00", url.QueryEscape("ghp_8kT3zQw9XvLm2RbN7cYp4HsJd6FgA1eUoK5i.txt")} {
+	for _, name := range []string{"%ff%fe", url.QueryEscape(strings.Repeat("é", 20000)), "%00", url.QueryEscape(plantedGitHub + ".txt")} {
 		resp, err := authed("POST", shared.URL+"/v1/projects/default/attachments?name="+name, "application/octet-stream", strings.NewReader("hello"))
 		require.NoError(t, err)
 		var a session.Attachment
@@ -269,48 +268,11 @@ func TestAttackConcurrentSendsShareAName(t *testing.T) {
 	}
 }
 
-// An upload's text is redacted in the request. Since 528d2596 the look
-// is windowed, bounded by 20 s and one at a time per process: a member
-// (or guest) who keeps two crafted 10 MiB text uploads going holds that
-// one slot, and everyone else's text upload (API, web, Slack) waits, then
-// fails with 503 or 413. (Before 528d2596: 512 KiB of "api_key = <hex>"
-// lines took 11 s to redact, 1 MiB 39 s, growing faster than the size.)
-func TestAttackRedactionSlotStarvesOthers(t *testing.T) {
-	ctx := context.Background()
-	const size = 10 << 20
-	var crafted strings.Builder
-	for i := 0; crafted.Len() < size-100; i++ {
-		crafted.WriteString(fmt.Sprintf("api_key = %x%x\n", uint64(i)*0x9e3779b97f4a7c15, uint64(i+7)*0xbf58476d1ce4e5b9))
-	}
-	heavy := unique("zzheavy")
-	member(t, "default", heavy, identity.Guest)
-	_, h := tokenOf(t, heavy)
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			start := time.Now()
-			_, err := h.Upload(ctx, "default", "crafted.txt", strings.NewReader(crafted.String()))
-			t.Logf("crafted 10 MiB upload: %v after %v", err, time.Since(start).Round(time.Millisecond))
-		}()
-	}
-	time.Sleep(2 * time.Second)
-	start := time.Now()
-	_, err := api.Upload(ctx, "default", "small.txt", strings.NewReader("a small note\n"))
-	t.Logf("someone else's 13-byte text upload: %v after %v", err, time.Since(start).Round(time.Millisecond))
-	assert.NoError(t, err, "another user's small text upload is refused while a guest's crafted uploads hold the redaction slot")
-	assert.Less(t, time.Since(start), 5*time.Second, "another user's small text upload waited for a guest's crafted uploads")
-	wg.Wait()
-}
-
-// Since 528d2596 a text upload is redacted window by window (64 KiB,
-// overlapping 8 KiB): a windows' start inside one long base64 line is
-// not on the run's 4-byte grid, so a credential encoded deep in a long
-// base64 line is not found (secret.Redact of the whole text finds it),
-// and is kept, placed and given to the model as it is.
+// A text upload is redacted window by window: a window starting inside
+// one long base64 line would not be on the run's 4-byte grid, and a
+// credential encoded deep in it would be kept; no window cuts a run.
 func TestAttackEncodedSecretDeepInALongLineIsKept(t *testing.T) {
-	key := "AKIA" + "Z7Q3VJ5LXKM2WPRT"
+	key := plantedAWS
 	filler := strings.Repeat("the build step printed this line and carried on with the next one\n", 1500)
 	text := "blob: " + base64.StdEncoding.EncodeToString([]byte(filler+"aws_access_key_id = "+key+"\n"+filler)) + "\n"
 	a := upload(t, "default", "blob.txt", []byte(text))

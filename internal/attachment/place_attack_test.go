@@ -145,14 +145,14 @@ func TestAttackPlaceSwapToPipeBlocks(t *testing.T) {
 		require.NoError(t, syscall.Mkfifo(pipe, 0o644))
 	}
 	defer func() { close(stop); wg.Wait() }()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(3 * time.Second)
 	for i := 0; time.Now().Before(deadline); i++ {
 		reset()
 		done := make(chan error, 1)
 		go func() { done <- Place(dir, files) }()
 		select {
 		case <-done:
-		case <-time.After(3 * time.Second):
+		case <-time.After(time.Minute):
 			// Release the blocked open: a writer on whichever path is the pipe.
 			mu.Lock()
 			for _, q := range []string{p, pipe} {
