@@ -364,18 +364,9 @@ var (
 // bytes, of one of the media types given, valid UTF-8 (U+FFFD substitution
 // would make different requests look alike).
 func readBody(w http.ResponseWriter, r *http.Request, types []string) ([]byte, error) {
-	limit := bodyTimeout(r)
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(limit))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
-	var maxErr *http.MaxBytesError
-	var netErr net.Error
-	switch {
-	case errors.As(err, &maxErr):
+	body, err := readRaw(w, r, MaxBody)
+	if err != nil {
 		return nil, err
-	case errors.As(err, &netErr) && netErr.Timeout():
-		return nil, fmt.Errorf("%w: the request body did not arrive within %s", errBodyTimeout, limit)
-	case err != nil:
-		return nil, fmt.Errorf("%w: request body: incomplete or unreadable (%v)", errdefs.ErrInvalid, err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, nil
@@ -390,6 +381,25 @@ func readBody(w http.ResponseWriter, r *http.Request, types []string) ([]byte, e
 	}
 	if !utf8.Valid(body) {
 		return nil, fmt.Errorf("%w: request body is not valid UTF-8", errdefs.ErrInvalid)
+	}
+	return body, nil
+}
+
+// readRaw reads a request body as it is: within BodyTimeout, at most max
+// bytes (an *http.MaxBytesError beyond).
+func readRaw(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	limit := bodyTimeout(r)
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(limit))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	var maxErr *http.MaxBytesError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &maxErr):
+		return nil, err
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return nil, fmt.Errorf("%w: the request body did not arrive within %s", errBodyTimeout, limit)
+	case err != nil:
+		return nil, fmt.Errorf("%w: request body: incomplete or unreadable (%v)", errdefs.ErrInvalid, err)
 	}
 	return body, nil
 }

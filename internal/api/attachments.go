@@ -3,12 +3,9 @@ package api
 import (
 	"errors"
 	"fmt"
-	"io"
 	"mime"
-	"net"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/paddock-dev/paddock/internal/attachment"
 	"github.com/paddock-dev/paddock/internal/clip"
@@ -25,20 +22,9 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, fmt.Errorf("%w: query parameter name: required (the file's name, as the session will see it)", errdefs.ErrInvalid))
 		return
 	}
-	limit := bodyTimeout(r)
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(limit))
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, attachment.MaxFile))
-	var netErr net.Error
-	switch {
-	case errors.As(err, &netErr) && netErr.Timeout():
-		err = fmt.Errorf("%w: the file did not arrive within %s", errBodyTimeout, limit)
-	case err != nil && !errors.Is(err, errdefs.ErrTooLarge):
-		var maxErr *http.MaxBytesError
-		if errors.As(err, &maxErr) {
-			err = fmt.Errorf("%w: %s: more than %s, the most one attachment holds", errdefs.ErrTooLarge, clip.String(name, 80), clip.Bytes(attachment.MaxFile))
-		} else {
-			err = fmt.Errorf("%w: request body: incomplete or unreadable (%v)", errdefs.ErrInvalid, err)
-		}
+	data, err := readRaw(w, r, attachment.MaxFile)
+	if maxErr := (*http.MaxBytesError)(nil); errors.As(err, &maxErr) {
+		err = fmt.Errorf("%w: %s: more than %s, the most one attachment holds", errdefs.ErrTooLarge, clip.String(name, 80), clip.Bytes(attachment.MaxFile))
 	}
 	if err != nil {
 		s.error(w, r, err)
@@ -74,12 +60,12 @@ func (s *Server) attachmentContent(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	ServeAttachment(w, a, data)
+	serveAttachment(w, a, data)
 }
 
-// ServeAttachment writes an attachment's content (the web app serves
-// thumbnails the same way).
-func ServeAttachment(w http.ResponseWriter, a session.Attachment, data []byte) {
+// serveAttachment writes an attachment's content (the web app's
+// thumbnails are served here too, the API taking its login cookie).
+func serveAttachment(w http.ResponseWriter, a session.Attachment, data []byte) {
 	h := w.Header()
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")

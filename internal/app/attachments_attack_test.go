@@ -35,10 +35,8 @@ import (
 // model step cannot place the session's files: the session breaks.
 func TestAttackDotDotNameEscapesIntoTheDiff(t *testing.T) {
 	ctx := context.Background()
-	srv := providertest.NewServer(t, "", providertest.Reply{SSE: providertest.OpenAIStream("Seen.")},
+	srv := openAIServer(t, providertest.Reply{SSE: providertest.OpenAIStream("Seen.")},
 		providertest.Reply{SSE: providertest.OpenAIStream("Seen again.")})
-	t.Setenv("OPENAI_API_KEY", "test-key")
-	t.Setenv("OPENAI_BASE_URL", srv.URL)
 	a := upload(t, "default", " ..", []byte("this file was an attachment\n"))
 	assert.NotEqual(t, "..", a.Name, "the name is a parent-directory reference")
 	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Model: "openai/gpt-4o", Repo: gitRepo(t), Message: "read it",

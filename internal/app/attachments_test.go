@@ -60,12 +60,10 @@ func TestAttachmentsReachTheModel(t *testing.T) {
 	}
 	ctx := context.Background()
 	args, _ := json.Marshal(map[string]string{"command": "cat .paddock/attachments/notes.txt"})
-	srv := providertest.NewServer(t, "",
+	srv := openAIServer(t,
 		providertest.Reply{SSE: providertest.OpenAIStream("Reading the log.", providertest.Call{ID: "call_1", Name: "run_command", Args: string(args)})},
 		providertest.Reply{SSE: providertest.OpenAIStream("The build failed on line two.")},
 		providertest.Reply{SSE: providertest.OpenAIStream("Second notes seen.")})
-	t.Setenv("OPENAI_API_KEY", "test-key")
-	t.Setenv("OPENAI_BASE_URL", srv.URL)
 
 	shot := pngImage(t)
 	notes := "build log\nline two: FAILED, token aws_access_key_id = " + plantedAWS + "\n"
@@ -303,10 +301,8 @@ func TestAttachFromTheCLI(t *testing.T) {
 		t.Skip("runs a session")
 	}
 	ctx := context.Background()
-	srv := providertest.NewServer(t, "", providertest.Reply{SSE: providertest.OpenAIStream("Seen the screenshot.")},
+	srv := openAIServer(t, providertest.Reply{SSE: providertest.OpenAIStream("Seen the screenshot.")},
 		providertest.Reply{SSE: providertest.OpenAIStream("Seen the notes.")})
-	t.Setenv("OPENAI_API_KEY", "test-key")
-	t.Setenv("OPENAI_BASE_URL", srv.URL)
 	dir := t.TempDir()
 	shot, notes, bad := filepath.Join(dir, "shot.png"), filepath.Join(dir, "notes.md"), filepath.Join(dir, "tool.txt")
 	require.NoError(t, os.WriteFile(shot, pngImage(t), 0o644))
@@ -357,10 +353,8 @@ func TestSlackFilesAreAttachments(t *testing.T) {
 		t.Skip("runs a session")
 	}
 	ctx := context.Background()
-	srv := providertest.NewServer(t, "", providertest.Reply{SSE: providertest.OpenAIStream("I see the screenshot.")},
+	srv := openAIServer(t, providertest.Reply{SSE: providertest.OpenAIStream("I see the screenshot.")},
 		providertest.Reply{SSE: providertest.OpenAIStream("And the log.")})
-	t.Setenv("OPENAI_API_KEY", "test-key")
-	t.Setenv("OPENAI_BASE_URL", srv.URL)
 	const project, team, channel, user = "chatfiles", "T0FILES", "C0FILES", "U0FILES"
 	member(t, project, "tester", identity.Admin)
 	_, err := api.Projects().Apply(ctx, []byte("name: looker\nproject: "+project+"\nmodel: openai/gpt-4o\n"))

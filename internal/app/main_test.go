@@ -26,6 +26,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/datadir"
 	"github.com/paddock-dev/paddock/internal/egress"
 	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/provider/providertest"
 	"github.com/paddock-dev/paddock/internal/store/pgtest"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore"
 	"github.com/paddock-dev/paddock/internal/wire"
@@ -167,6 +168,16 @@ func scriptIn(t testing.TB, dataDir, name string) string {
 		t.Fatal(err)
 	}
 	return "replay/" + name
+}
+
+// openAIServer serves replies on the OpenAI wire (the official SDK's
+// peer) and points the shared server's OpenAI models at it for the test.
+func openAIServer(t *testing.T, replies ...providertest.Reply) *providertest.Server {
+	t.Helper()
+	srv := providertest.NewServer(t, "", replies...)
+	t.Setenv("OPENAI_API_KEY", "test-key")
+	t.Setenv("OPENAI_BASE_URL", srv.URL)
+	return srv
 }
 
 // waitFor polls cond until it holds; the deadline is generous because the

@@ -27,10 +27,8 @@ func TestReasoningEffortReachesTheModel(t *testing.T) {
 	ctx := context.Background()
 	reasoned := strings.Replace(providertest.OpenAIStream("Thought it through."), `"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}`,
 		`"usage":{"prompt_tokens":10,"completion_tokens":50,"total_tokens":60,"completion_tokens_details":{"reasoning_tokens":45}}`, 1)
-	srv := providertest.NewServer(t, "", providertest.Reply{SSE: reasoned}, providertest.Reply{SSE: providertest.OpenAIStream("Again.")},
+	srv := openAIServer(t, providertest.Reply{SSE: reasoned}, providertest.Reply{SSE: providertest.OpenAIStream("Again.")},
 		providertest.Reply{SSE: providertest.OpenAIStream("On another model.")})
-	t.Setenv("OPENAI_API_KEY", "test-key")
-	t.Setenv("OPENAI_BASE_URL", srv.URL)
 
 	_, err := api.Projects().Apply(ctx, []byte("name: plain-thinker\nmodel: openai/gpt-4.1\nreasoningEffort: high\n"))
 	require.Equal(t, http.StatusBadRequest, apiStatus(t, err), "gpt-4.1 has no reasoning setting: %v", err)

@@ -18,14 +18,6 @@ func (s *Service) Give(ctx context.Context, x session.Session, msgs []provider.M
 	if s == nil {
 		return same, nil
 	}
-	named := false
-	for _, m := range msgs {
-		named = named || len(m.Attachments) > 0
-	}
-	all, err := s.Store.SessionAttachments(ctx, x.ID)
-	if err != nil || len(all) == 0 && !named {
-		return same, err
-	}
 	// The content read is what the conversation gives the model and what
 	// the copy lacks: a file already in place is not read again.
 	want := map[string]bool{}
@@ -33,6 +25,10 @@ func (s *Service) Give(ctx context.Context, x session.Session, msgs []provider.M
 		for _, a := range m.Attachments {
 			want[a.Digest] = want[a.Digest] || a.Kind != session.AttachmentFile
 		}
+	}
+	all, err := s.Store.SessionAttachments(ctx, x.ID)
+	if err != nil || len(all) == 0 && len(want) == 0 {
+		return same, err
 	}
 	sizes := map[string]int64{}
 	for _, a := range all {

@@ -886,10 +886,11 @@ func (s *Service) checkMessage(ctx context.Context, sessionID string, by session
 	}
 	var sp spec.Agent
 	_ = json.Unmarshal(x.AgentSpec, &sp)
-	if err := provider.CheckEffort(cmp.Or(p.Model, sp.Model), p.ReasoningEffort); err != nil {
+	model := cmp.Or(p.Model, sp.Model)
+	if err := provider.CheckEffort(model, p.ReasoningEffort); err != nil {
 		return fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
-	files, err := s.Attachments.Resolve(ctx, attachdesk.Message{Project: x.Project, Session: x.ID, By: by, Model: cmp.Or(p.Model, sp.Model), Refs: p.Attachments})
+	files, err := s.Attachments.Resolve(ctx, attachdesk.Message{Project: x.Project, Session: x.ID, By: by, Model: model, Refs: p.Attachments})
 	if err != nil || len(p.Attachments) == 0 {
 		return err
 	}

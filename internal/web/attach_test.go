@@ -6,7 +6,6 @@ import (
 	"image"
 	"image/color"
 	"image/png"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,10 +15,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/paddock-dev/paddock/internal/app"
-	"github.com/paddock-dev/paddock/internal/client"
-	"github.com/paddock-dev/paddock/internal/config"
-	"github.com/paddock-dev/paddock/internal/datadir"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/wire"
 )
@@ -31,17 +26,7 @@ import (
 // by name, type, size and digest); a file of a type not allowed is
 // refused with the reason.
 func TestComposerAttachesFiles(t *testing.T) {
-	exe := chromium(t)
-	dir := t.TempDir()
-	require.NoError(t, os.Chmod(dir, 0o711))
-	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
-	a, err := app.Start(context.Background(), config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "webtester", LogLevel: slog.LevelWarn},
-		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	require.NoError(t, err)
-	defer a.Stop()
-	token, err := os.ReadFile(filepath.Join(dir, datadir.AdminToken))
-	require.NoError(t, err)
-	admin := client.New(a.URL).WithToken(string(token))
+	a, _, token, admin := server(t)
 	ctx := context.Background()
 	x, err := admin.Sessions().Create(ctx, wire.CreateRequest{Model: "replay/demo", Repo: repo(t)})
 	require.NoError(t, err)
@@ -55,14 +40,7 @@ func TestComposerAttachesFiles(t *testing.T) {
 	require.NoError(t, os.WriteFile(shotPath, b.Bytes(), 0o644))
 	require.NoError(t, os.WriteFile(elfPath, append([]byte("\x7fELF\x02\x01\x01"), make([]byte, 64)...), 0o644))
 
-	actx, cancelA := chromedp.NewExecAllocator(ctx, chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 800), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck)
-	defer cancelA()
-	bctx, cancelB := chromedp.NewContext(actx)
-	defer cancelB()
-	bctx, cancelT := context.WithTimeout(bctx, 3*time.Minute)
-	defer cancelT()
-	require.NoError(t, chromedp.Do(bctx))
+	bctx := browser(t, 3*time.Minute)
 	run := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		sctx, cancel := context.WithTimeout(bctx, time.Minute)
@@ -84,7 +62,7 @@ func TestComposerAttachesFiles(t *testing.T) {
 	run("log in",
 		chromedp.Navigate(a.URL+"/"),
 		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), strings.TrimSpace(string(token))+"\r"),
+		chromedp.SendKeys(chromedp.ID("token"), strings.TrimSpace(token)+"\r"),
 		chromedp.WaitVisible(chromedp.ID("rows")),
 	)
 	run("pick a screenshot, drop a log, send",

@@ -68,6 +68,39 @@ func repo(t *testing.T) string {
 	return dir
 }
 
+// server starts a Paddock of its own for a test, on a data directory
+// under which the sandbox's user reaches working copies: it, the
+// directory, its first administrator's token and a client sending it.
+func server(t *testing.T) (*app.App, string, string, *client.Client) {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o711))
+	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
+	a, err := app.Start(context.Background(), config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "webtester", LogLevel: slog.LevelWarn},
+		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	require.NoError(t, err)
+	t.Cleanup(a.Stop)
+	token, err := os.ReadFile(filepath.Join(dir, datadir.AdminToken))
+	require.NoError(t, err)
+	return a, dir, string(token), client.New(a.URL).WithToken(string(token))
+}
+
+// browser starts headless Chromium at 1280×800 for the test, its tab
+// (opts: a listener) ending after limit. The browser starts on the test's
+// context: a step's own deadline, ending, must not close it.
+func browser(t *testing.T, limit time.Duration, opts ...chromedp.ContextOption) context.Context {
+	t.Helper()
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), chromedp.ExecPath(chromium(t)), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 800), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck)
+	t.Cleanup(cancelA)
+	bctx, cancelB := chromedp.NewContext(actx, opts...)
+	t.Cleanup(cancelB)
+	bctx, cancelT := context.WithTimeout(bctx, limit)
+	t.Cleanup(cancelT)
+	require.NoError(t, chromedp.Do(bctx))
+	return bctx
+}
+
 // TestWebAppEndToEnd drives the web app in real headless Chromium: log in
 // with a token, see the sessions list update without a reload, watch a
 // session's transcript stream in, approve its call from the inbox, answer
@@ -75,35 +108,21 @@ func repo(t *testing.T) string {
 // finish; every page keyboard-reachable, without console errors, and
 // screenshotted at 1280×800. A user of another project sees none of it.
 func TestWebAppEndToEnd(t *testing.T) {
-	exe := chromium(t)
-	dir := t.TempDir()
-	// The sandbox user reaches working copies under it.
-	require.NoError(t, os.Chmod(dir, 0o711))
-	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
-	a, err := app.Start(context.Background(), config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "webtester", LogLevel: slog.LevelWarn},
-		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	require.NoError(t, err)
-	defer a.Stop()
-	token, err := os.ReadFile(filepath.Join(dir, datadir.AdminToken))
-	require.NoError(t, err)
-	admin := client.New(a.URL).WithToken(string(token))
+	a, dir, token, admin := server(t)
 	ctx := context.Background()
 	origin := repo(t)
 
 	// Another project's user.
 	require.NoError(t, admin.Access().CreateProject(ctx, "elsewhere"))
-	_, err = admin.Access().CreateUser(ctx, "otto", false)
+	_, err := admin.Access().CreateUser(ctx, "otto", false)
 	require.NoError(t, err)
 	require.NoError(t, admin.Access().SetMember(ctx, "elsewhere", "otto", identity.Member))
 	otto, err := admin.Access().CreateToken(ctx, wire.NewToken{User: "otto"})
 	require.NoError(t, err)
 
-	actx, cancelA := chromedp.NewExecAllocator(ctx, chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 800), chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck)
-	defer cancelA()
 	var mu sync.Mutex
 	var consoleErrors []string
-	bctx, cancelB := chromedp.NewContext(actx, chromedp.WithListener(func(ev any) {
+	bctx := browser(t, 5*time.Minute, chromedp.WithListener(func(ev any) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch e := ev.(type) {
@@ -115,12 +134,6 @@ func TestWebAppEndToEnd(t *testing.T) {
 			consoleErrors = append(consoleErrors, e.ExceptionDetails.Text)
 		}
 	}))
-	defer cancelB()
-	bctx, cancelT := context.WithTimeout(bctx, 5*time.Minute)
-	defer cancelT()
-	// The browser starts on the test's context (a step's own deadline,
-	// ending, must not close it).
-	require.NoError(t, chromedp.Do(bctx))
 	out := artifacts(t)
 	shot := func(name string) chromedp.Action[chromedp.Void] {
 		return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
