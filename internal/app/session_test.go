@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -313,4 +314,32 @@ func waitQuestion(t *testing.T, id string) session.Question {
 		return false, err
 	})
 	return q
+}
+
+// TestSessionOnAWorktree: a checkout `git worktree add` made is copied at
+// its own branch, with its work in progress, like any checkout.
+func TestSessionOnAWorktree(t *testing.T) {
+	ctx := context.Background()
+	main := gitRepo(t)
+	wt := filepath.Join(t.TempDir(), "feature")
+	git := func(dir string, args ...string) {
+		out, err := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...).CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	git(main, "worktree", "add", "-q", "-b", "feature", wt)
+	require.NoError(t, os.WriteFile(filepath.Join(wt, "feature.txt"), []byte("only in the worktree\n"), 0o644))
+	git(wt, "add", "feature.txt")
+	git(wt, "commit", "-qm", "feature")
+	require.NoError(t, os.WriteFile(filepath.Join(wt, "notes.txt"), []byte("edited in the worktree\n"), 0o644))
+
+	x, err := api.Sessions().Create(ctx, wire.CreateRequest{Model: script(t, "empty.yaml"), Repo: wt, Message: "hi"})
+	require.NoError(t, err)
+	x = waitStatus(t, x.ID, session.StatusAwaiting)
+	for name, want := range map[string]string{"feature.txt": "only in the worktree\n", "notes.txt": "edited in the worktree\n"} {
+		got, err := os.ReadFile(filepath.Join(x.Workdir, name))
+		require.NoError(t, err)
+		require.Equal(t, want, string(got), name)
+	}
+	send(t, x.ID, session.KindStop, session.StopPayload{})
+	waitStatus(t, x.ID, session.StatusStopped)
 }

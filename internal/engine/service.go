@@ -391,7 +391,11 @@ func (s *Service) mayCopy(ctx context.Context, repo, project string, by session.
 		if real, err := filepath.EvalSymlinks(data); err == nil {
 			data = real
 		}
-		for _, path := range []string{filepath.Clean(repo), realPath(repo)} {
+		paths := []string{filepath.Clean(repo), realPath(repo)}
+		if dirs, err := workspace.Locate(repo); err == nil {
+			paths = append(paths, dirs.Paths()...) // a worktree's
+		}
+		for _, path := range paths {
 			if within(path, data) || within(data, path) {
 				return fmt.Errorf("%w (it holds or lies in the server's data directory)", refused)
 			}
@@ -476,21 +480,8 @@ func (s *Service) checkRepo(repo, project string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("%w: repository %s is not a directory", errdefs.ErrInvalid, repo)
 	}
-	gitDir := ""
-	if fi, err := os.Lstat(filepath.Join(repo, ".git")); err == nil {
-		// Git follows a .git that is a link or a "gitdir:" file to
-		// another repository, wherever it is: what would be copied is
-		// that one, which the checks above never saw.
-		if !fi.IsDir() {
-			return fmt.Errorf("%w: repository %s: its .git is a %s, which git follows to another repository (a worktree or a link); give the repository itself", errdefs.ErrInvalid, repo, workspace.Kind(fi.Mode()))
-		}
-		gitDir = filepath.Join(repo, ".git")
-	} else if _, err := os.Stat(filepath.Join(repo, "HEAD")); err == nil {
-		if _, err := os.Stat(filepath.Join(repo, "objects")); err == nil {
-			gitDir = repo // bare
-		}
-	}
-	if gitDir == "" {
+	dirs, err := workspace.Locate(repo)
+	if errors.Is(err, workspace.ErrNotGit) {
 		for dir := filepath.Dir(repo); dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
 			if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
 				return fmt.Errorf("%w: %s is a folder inside the git repository %s: name %s itself (sessions work on a whole repository)", errdefs.ErrInvalid, repo, dir, dir)
@@ -498,41 +489,18 @@ func (s *Service) checkRepo(repo, project string) error {
 		}
 		return fmt.Errorf("%w: %s is not a git repository (run `git init` there and commit, or name none for an empty working copy: paddock run --empty; in the web app, leave Repository empty)", errdefs.ErrInvalid, repo)
 	}
-	if entries, err := os.ReadDir(gitDir); err == nil {
-		for _, e := range entries {
-			if e.Type()&os.ModeSymlink != 0 {
-				return fmt.Errorf("%w: repository %s: %s in its git directory is a link, which git would follow elsewhere; give a repository whose git directory stands alone", errdefs.ErrInvalid, repo, e.Name())
-			}
-		}
+	if err != nil {
+		return fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
-	for _, p := range []string{"commondir", "objects/info/alternates", "objects/info/http-alternates"} {
-		if _, err := os.Lstat(filepath.Join(gitDir, p)); err == nil {
-			return fmt.Errorf("%w: repository %s borrows another repository (%s): give the repository it borrows from, or one that stands alone (git repack -a -d && rm %s)", errdefs.ErrInvalid, repo, p, filepath.Join(gitDir, p))
+	// A worktree's git directories lie elsewhere: the copy reads them,
+	// so they are the project's too.
+	for _, dir := range dirs.Paths() {
+		if len(s.RepositoryRoots) > 0 && !s.projectRepo(dir, project) {
+			return fmt.Errorf("%w: repository %s keeps its git data in %s, which is not one of project %s's repositories (under %s)",
+				errdefs.ErrInvalid, clip.String(repo, 64), dir, project, filepath.Join(s.RepositoryRoots[0], project))
 		}
-	}
-	if !hasCommit(gitDir) {
-		return fmt.Errorf("%w: repository %s has no commit yet: commit something first (git -C %s add -A && git -C %s commit -m init), or name none for an empty working copy (paddock run --empty; in the web app, leave Repository empty)", errdefs.ErrInvalid, repo, repo, repo)
 	}
 	return nil
-}
-
-// hasCommit says whether a git directory's HEAD names a commit: detached
-// at one, or on a branch that exists (loose or packed). A worktree's .git
-// file, or anything this cannot read, is left to git to judge.
-func hasCommit(gitDir string) bool {
-	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
-	if err != nil {
-		return true
-	}
-	ref, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: ")
-	if !ok || !strings.HasPrefix(ref, "refs/") || strings.Contains(ref, "..") {
-		return true // detached, or not ours to judge
-	}
-	if _, err := os.Stat(filepath.Join(gitDir, filepath.FromSlash(ref))); err == nil {
-		return true
-	}
-	packed, err := os.ReadFile(filepath.Join(gitDir, "packed-refs"))
-	return err == nil && strings.Contains(string(packed), " "+ref+"\n")
 }
 
 // projectRepo says path lies under ROOT/project/ of a repository root.
