@@ -24,6 +24,8 @@ func (g *globals) background(ctx context.Context, announce bool) (*client.Client
 	case started:
 		fmt.Fprintf(g.io.Err, "started a background paddock server on %s (it ends after %s unused; paddock server stop ends it now; log: %s)\n",
 			g.cfg.DataDir, local.Idle, filepath.Join(g.cfg.DataDir, local.Log))
+	case local.Outdated(g.io.Executable, g.cfg.DataDir) != "":
+		fmt.Fprintln(g.io.Err, local.Outdated(g.io.Executable, g.cfg.DataDir)) // after an upgrade or a rebuild
 	case announce:
 		fmt.Fprintf(g.io.Err, "using the paddock server at %s (it holds %s; it runs with the settings of the command that started it: "+
 			"paddock server stop, then this command again, to apply new ones)\n", url, g.cfg.DataDir)
@@ -38,15 +40,7 @@ func newServer(g *globals) *cobra.Command {
 		Short: "Say which server holds the data directory",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, held := datadir.Holder(g.cfg.DataDir)
-			switch {
-			case !held:
-				fmt.Fprintf(g.io.Out, "no paddock server holds %s; the next command starts one in the background\n", g.cfg.DataDir)
-			case h.Background:
-				fmt.Fprintf(g.io.Out, "a background paddock server (process %d) holds %s at %s; it ends after %s unused\n", h.PID, g.cfg.DataDir, h.URL, local.Idle)
-			default:
-				fmt.Fprintf(g.io.Out, "the paddock server (process %d) holds %s at %s\n", h.PID, g.cfg.DataDir, h.URL)
-			}
+			fmt.Fprintln(g.io.Out, local.Status(g.cfg.DataDir))
 			return nil
 		},
 	})

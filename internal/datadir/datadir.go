@@ -5,11 +5,13 @@
 package datadir
 
 import (
+	"debug/buildinfo"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,6 +29,9 @@ type InUseError struct {
 	PID int
 	// Background says a client command started it for itself.
 	Background bool
+	// Build is the holding program's build (see Build), when it
+	// recorded one.
+	Build string
 }
 
 func (e *InUseError) Error() string {
@@ -68,19 +73,23 @@ func Lock(dir string) (*Held, error) {
 		_ = f.Close()
 		lines := append(strings.Split(strings.TrimSpace(string(data)), "\n"), "", "", "")
 		n, _ := strconv.Atoi(strings.TrimSpace(lines[1]))
-		return nil, &InUseError{Dir: dir, URL: strings.TrimSpace(lines[0]), PID: n, Background: strings.TrimSpace(lines[2]) == "background"}
+		lines = append(lines, "")
+		return nil, &InUseError{Dir: dir, URL: strings.TrimSpace(lines[0]), PID: n, Background: strings.TrimSpace(lines[2]) == "background",
+			Build: strings.TrimSpace(lines[3])}
 	}
 	_ = f.Truncate(0)
 	return &Held{f: f}, nil
 }
 
-// Record writes the server's address and process in the lock file, so
-// clients find it; background marks a server a client command started.
+// Record writes the server's address, process and build in the lock
+// file, so clients find it; background marks a server a client command
+// started.
 func (h *Held) Record(url string, background bool) {
-	rec := url + "\n" + strconv.Itoa(os.Getpid()) + "\n"
+	kind := "serve"
 	if background {
-		rec += "background\n"
+		kind = "background"
 	}
+	rec := url + "\n" + strconv.Itoa(os.Getpid()) + "\n" + kind + "\n" + Build() + "\n"
 	_ = h.f.Truncate(0)
 	_, _ = h.f.WriteAt([]byte(rec), 0)
 }
@@ -89,4 +98,43 @@ func (h *Held) Record(url string, background bool) {
 func (h *Held) Unlock() error {
 	_ = h.f.Truncate(0)
 	return h.f.Close()
+}
+
+// Build names this program's build: its module version when it was
+// installed at one, else the commit it was built from ("+dirty" with
+// uncommitted changes); "" when the build recorded neither.
+func Build() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	return buildName(bi)
+}
+
+// BuildOf is Build of the program at path, read from the file.
+func BuildOf(path string) string {
+	bi, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return buildName(bi)
+}
+
+func buildName(bi *debug.BuildInfo) string {
+	if v := bi.Main.Version; v != "" && v != "(devel)" && !strings.Contains(v, "+dirty") {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision" && len(s.Value) >= 12:
+			rev = s.Value[:12]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "+dirty"
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	return rev + dirty
 }

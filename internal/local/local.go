@@ -48,6 +48,9 @@ func Connect(ctx context.Context, exe, dir string, getenv func(string) string) (
 	if h, ok := datadir.Holder(dir); ok && h.URL != "" {
 		return h.URL, false, nil
 	}
+	if err := matches(exe); err != nil {
+		return "", false, err
+	}
 	sock, err := SocketPath(getenv, dir)
 	if err != nil {
 		return "", false, err
@@ -203,6 +206,66 @@ type Running interface {
 	Stop()
 }
 
+// beside says program is installed beside this one.
+func beside(program string) bool {
+	self, err := os.Executable()
+	return err == nil && filepath.Dir(self) == filepath.Dir(program)
+}
+
+// matches refuses a server program found on PATH (not installed beside
+// this client) of another build than the client's: the two speak one
+// API only when built together. Installed side by side they are taken
+// as they are, and a build that recorded no version is not judged.
+func matches(program string) error {
+	if program == "" || beside(program) {
+		return nil
+	}
+	return mismatch(program, datadir.Build(), datadir.BuildOf(program))
+}
+
+// mismatch is matches' judgment of the builds of this client (mine) and
+// of the server program (theirs).
+func mismatch(program, mine, theirs string) error {
+	if mine == "" || theirs == "" || mine == theirs {
+		return nil
+	}
+	return fmt.Errorf("%s on PATH (%s) is build %s and this paddock is build %s: they speak one API only when built together; "+
+		"install both again (go build -o DIR ./cmd/paddock ./cmd/paddock-server), or talk to a running server with --server URL", ServerName, program, theirs, mine)
+}
+
+// Outdated says, when the background server holding data directory dir
+// is another build than program (the server program a client command
+// would start now: after an upgrade or a rebuild), what to do; else "".
+func Outdated(program, dir string) string {
+	h, held := datadir.Holder(dir)
+	if program == "" || !held || !h.Background || h.Build == "" {
+		return ""
+	}
+	b := datadir.BuildOf(program)
+	if b == "" || b == h.Build {
+		return ""
+	}
+	return fmt.Sprintf("the background paddock server holding %s runs build %s, not the build of %s (%s): "+
+		"paddock server stop, then this command again, runs the new one (sessions resume)", dir, h.Build, program, b)
+}
+
+// Status says which server holds data directory dir: its process,
+// build and address.
+func Status(dir string) string {
+	h, held := datadir.Holder(dir)
+	if !held {
+		return fmt.Sprintf("no paddock server holds %s; the next command starts one in the background", dir)
+	}
+	build := ""
+	if h.Build != "" {
+		build = ", build " + h.Build
+	}
+	if h.Background {
+		return fmt.Sprintf("a background paddock server (process %d%s) holds %s at %s; it ends after %s unused", h.PID, build, dir, h.URL, Idle)
+	}
+	return fmt.Sprintf("the paddock server (process %d%s) holds %s at %s", h.PID, build, dir, h.URL)
+}
+
 // ErrNoServerProgram says the client found no server program to start.
 var ErrNoServerProgram = errors.New(ServerName + ", the program that runs Paddock's server, is neither next to paddock nor on PATH: " +
 	"install both (go install ./cmd/paddock ./cmd/paddock-server, or go build -o DIR ./cmd/paddock ./cmd/paddock-server), " +
@@ -214,6 +277,9 @@ var ErrNoServerProgram = errors.New(ServerName + ", the program that runs Paddoc
 func Exec(program string, args []string) error {
 	if program == "" {
 		return ErrNoServerProgram
+	}
+	if err := matches(program); err != nil {
+		return err
 	}
 	return syscall.Exec(program, append([]string{program}, args...), os.Environ())
 }
