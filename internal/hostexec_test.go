@@ -17,7 +17,9 @@ import (
 // may open no file and runs as nobody when Paddock is root; see
 // shellcheck.BashParser), and the local server (the paddock binary
 // itself, started as a person's background server by their own command,
-// never on a working copy). A working copy is hostile input, so any other
+// never on a working copy). The volume's build cache (cachefs) mounts
+// through go-fuse, which starts the setuid fusermount3 on a mount point of
+// Paddock's, never on a working copy. A working copy is hostile input, so any other
 // package that starts a program is a path from it to the host.
 var starters = map[string]bool{"sandbox": true, "workspace": true, "volume": true, "shellcheck": true, "local": true}
 

@@ -24,6 +24,9 @@ const workstationScript = `steps:
   - text: "Running the tests."
     toolCalls:
       - {name: run_command, args: {command: "go test ./..."}}
+  - text: "Again, from the build cache cachefs serves."
+    toolCalls:
+      - {name: run_command, args: {command: "go test ./... && echo cache_mounts=$(grep -c ' - fuse.paddock-cache ' /proc/self/mountinfo)"}}
   - text: "Four busy loops."
     toolCalls:
       - name: run_command
@@ -157,6 +160,8 @@ func TestWorkstation(t *testing.T) {
 	for _, want := range []string{
 		"make Add commutative-looking", // the untracked file was in the copy
 		"ok  \tcalc",                   // go test ran with the workstation's toolchain
+		"(cached)",                     // and again from the session's build cache,
+		"cache_mounts=1",               // which cachefs serves in front of the volume
 		"memory_exit=137",              // killed past its memory
 		"Cannot fork",                  // refused past its processes
 		"No space left on device",      // refused past its disk

@@ -273,10 +273,10 @@ func (c *Set) Budget(workdir string) int64 {
 func (c *Set) Cache(s session.Session) string {
 	var dir string
 	switch id, ok := c.volumeOf(s.Workdir); {
-	case ok && !volume.Mounted(c.Volumes.Path(id)):
-		return "" // never on the bare mount point, on the host's disk
 	case ok:
-		dir = filepath.Join(c.Volumes.Path(id), "cache")
+		if dir, ok = c.Volumes.Cache(id); !ok {
+			return "" // never on a bare mount point, on the host's disk
+		}
 	case c != nil && c.CacheDir != "":
 		dir = filepath.Join(c.CacheDir, s.ID)
 		_ = os.MkdirAll(c.CacheDir, 0o711)

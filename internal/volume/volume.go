@@ -22,6 +22,10 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/paddock-dev/paddock/internal/cachefs"
 )
 
 // ErrUnavailable says volumes cannot be made here; the message says why.
@@ -44,6 +48,37 @@ type Volumes struct {
 	// mu serializes making, mounting and removing volumes (two callers
 	// must never mount one image twice).
 	mu sync.Mutex
+	// caches are the build caches this process serves (volume ID →
+	// server), on volumes fuse2fs serves (see cachefs).
+	caches map[string]*fuse.Server
+}
+
+// CacheName is the directory of a volume holding its session's build
+// cache; without root its files live in CacheStore instead, served by
+// cachefs at cachePath (outside the volume's mount, which the setuid
+// fusermount cannot enter: a FUSE mount is its user's alone).
+const (
+	CacheName  = "cache"
+	CacheStore = "cache-store"
+)
+
+// cachePath is where session id's build cache appears: its volume's
+// CacheName as root, else the cachefs mount point Ensure serves.
+func (v *Volumes) cachePath(id string) string {
+	if os.Getuid() == 0 {
+		return filepath.Join(v.Path(id), CacheName)
+	}
+	return filepath.Join(v.Dir+"-caches", id)
+}
+
+// Cache is session id's build cache when its volume is mounted and the
+// cache served: never the bare mount point, on the host's disk.
+func (v *Volumes) Cache(id string) (string, bool) {
+	dir := v.cachePath(id)
+	if !Mounted(v.Path(id)) || (os.Getuid() != 0 && !Mounted(dir)) {
+		return "", false
+	}
+	return dir, true
 }
 
 // Probe checks that this machine can make volumes: as root, a loop
@@ -154,7 +189,7 @@ func (v *Volumes) Ensure(ctx context.Context, id string) (string, error) {
 	defer v.mu.Unlock()
 	mnt := v.Path(id)
 	if Mounted(mnt) {
-		return mnt, nil
+		return mnt, v.serveCache(id, mnt)
 	}
 	if stale(mnt) {
 		// Its fuse2fs was killed: the dead mount is detached (its image is
@@ -182,7 +217,74 @@ func (v *Volumes) Ensure(ctx context.Context, id string) (string, error) {
 	if err := os.Chmod(mnt, 0o711); err != nil {
 		return "", err
 	}
-	return mnt, nil
+	return mnt, v.serveCache(id, mnt)
+}
+
+// serveCache serves the build cache of the volume mounted at mnt through
+// cachefs, on a volume fuse2fs serves (a loop-mounted one is as fast as
+// the host's disk): once per process, again after the process that
+// served it ended (its mount then answers ENOTCONN and is detached).
+func (v *Volumes) serveCache(id, mnt string) error {
+	if os.Getuid() == 0 {
+		return nil
+	}
+	dir, store := v.cachePath(id), filepath.Join(mnt, CacheStore)
+	if v.caches[id] != nil && Mounted(dir) {
+		return nil
+	}
+	if stale(dir) || Mounted(dir) {
+		if err := detach(dir); err != nil {
+			return fmt.Errorf("detach the session's dead build cache: %w", err)
+		}
+	}
+	if err := cachefs.Prepare(store, filepath.Join(mnt, CacheName)); err != nil {
+		return fmt.Errorf("the session's build cache: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	srv, err := cachefs.Mount(store, dir)
+	if err != nil {
+		return fmt.Errorf("serve the session's build cache: %w", err)
+	}
+	if v.caches == nil {
+		v.caches = map[string]*fuse.Server{}
+	}
+	v.caches[id] = srv
+	return nil
+}
+
+// stopCache unmounts the build cache of volume id before the volume
+// itself (lazily when lazy is set and it is busy).
+func (v *Volumes) stopCache(id string, lazy bool) error {
+	dir := v.cachePath(id)
+	srv := v.caches[id]
+	delete(v.caches, id)
+	if srv != nil && srv.Unmount() == nil {
+		return nil
+	}
+	if !Mounted(dir) && !stale(dir) {
+		return nil
+	}
+	if !lazy {
+		return fmt.Errorf("the session's build cache at %s is busy", dir)
+	}
+	// The volume's own lazy detach takes this mount along where this one
+	// fails (under a volume whose fuse2fs died, say).
+	_ = detach(dir)
+	return nil
+}
+
+// detach unmounts a FUSE mount lazily.
+func detach(dir string) error {
+	fm, err := fusermount()
+	if err != nil {
+		return err
+	}
+	return run(context.Background(), filepath.Base(fm), "-u", "-z", dir)
 }
 
 // mount mounts the image img at mnt: on a loop device as root, else
@@ -309,6 +411,9 @@ func (v *Volumes) unmount(ctx context.Context, mnt string, lazy bool) error {
 		}
 		return nil
 	}
+	if err := v.stopCache(filepath.Base(mnt), lazy); err != nil {
+		return err
+	}
 	fm, err := fusermount()
 	if err != nil {
 		return err
@@ -375,6 +480,12 @@ func (v *Volumes) Remove(ctx context.Context, id string) error {
 		}
 	}
 	_ = os.Remove(v.image(id) + ".pid")
+	if os.Getuid() != 0 {
+		_ = v.stopCache(id, true) // its volume unmounted by hand, say
+		if err := os.Remove(v.cachePath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
 	if err := os.Remove(mnt); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -436,6 +547,9 @@ func (v *Volumes) UnmountAll(ctx context.Context) error {
 		if mnt := v.Path(e.Name()); e.IsDir() && Mounted(mnt) {
 			errs = append(errs, v.unmount(ctx, mnt, true))
 		}
+	}
+	for id := range v.caches {
+		errs = append(errs, v.stopCache(id, true))
 	}
 	return errors.Join(errs...)
 }

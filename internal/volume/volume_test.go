@@ -217,3 +217,60 @@ func TestConcurrentEnsureMountsOnce(t *testing.T) {
 	require.NoError(t, run(ctx, "umount", v.Path("s3")))
 	require.False(t, Mounted(v.Path("s3")), "one umount leaves nothing mounted: it was mounted once")
 }
+
+// TestBuildCacheServedInFrontOfTheVolume: without root, a volume's build
+// cache is a filesystem of its own (cachefs) whose files live on the
+// volume: a write past the volume's budget through it fails with ENOSPC,
+// and what it holds outlives an unmount of the volume and a kill of its
+// fuse2fs.
+func TestBuildCacheServedInFrontOfTheVolume(t *testing.T) {
+	if os.Getuid() == 0 {
+		t.Skip("root mounts volumes on loop devices, as fast as the host's disk: no cachefs; run as another user (see .ci/run)")
+	}
+	ctx := context.Background()
+	v := setup(t, 64<<20)
+	mnt, err := v.Ensure(ctx, "s6")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = v.Remove(ctx, "s6") })
+	cache := v.cachePath("s6")
+	require.True(t, Mounted(cache), "the cache is a mount of its own")
+	require.NoError(t, os.WriteFile(filepath.Join(cache, "entry"), []byte("compiled"), 0o644))
+	got, err := os.ReadFile(filepath.Join(mnt, CacheStore, "entry"))
+	require.NoError(t, err)
+	require.Equal(t, "compiled", string(got), "its files live on the volume")
+
+	f, err := os.Create(filepath.Join(cache, "big"))
+	require.NoError(t, err)
+	buf := make([]byte, 1<<20)
+	for range 128 {
+		if _, err = f.Write(buf); err != nil {
+			break
+		}
+	}
+	f.Close()
+	require.ErrorIs(t, err, syscall.ENOSPC, "the volume's budget bounds the cache")
+	require.NoError(t, os.Remove(filepath.Join(cache, "big")))
+
+	require.NoError(t, v.Unmount(ctx, "s6"))
+	require.False(t, Mounted(cache))
+	require.False(t, Mounted(mnt))
+	_, err = v.Ensure(ctx, "s6")
+	require.NoError(t, err)
+	got, err = os.ReadFile(filepath.Join(cache, "entry"))
+	require.NoError(t, err)
+	require.Equal(t, "compiled", string(got))
+
+	// fuse2fs killed under the cache: both are served again.
+	data, err := os.ReadFile(v.image("s6") + ".pid")
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(string(data))
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	require.Eventually(t, func() bool { return stale(mnt) }, 30*time.Second, 10*time.Millisecond)
+	_, err = v.Ensure(ctx, "s6")
+	require.NoError(t, err)
+	require.True(t, Mounted(cache))
+	got, err = os.ReadFile(filepath.Join(cache, "entry"))
+	require.NoError(t, err)
+	require.Equal(t, "compiled", string(got))
+}
