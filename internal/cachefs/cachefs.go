@@ -28,6 +28,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // keep is how long the kernel keeps names and attributes: this
@@ -53,7 +54,13 @@ func Mount(store, mnt string) (*fuse.Server, error) {
 	k := keep
 	return fs.Mount(mnt, top, &fs.Options{EntryTimeout: &k, AttrTimeout: &k, NegativeTimeout: &k,
 		MountOptions: fuse.MountOptions{FsName: "paddock-cache", Name: "paddock-cache", Options: []string{"noatime"},
-			DisableXAttrs: true, ExplicitDataCacheControl: true}})
+			DisableXAttrs: true, ExplicitDataCacheControl: true,
+			// One request at a time, each with its change to the server's
+			// tree of names: a path built from the tree is the store's
+			// (concurrent renames could otherwise land a request in another
+			// directory, even make a directory its own parent in the tree).
+			// Warm, the kernel sends almost nothing.
+			SingleThreaded: true}})
 }
 
 // node is a file or directory of the cache: the loopback's, with every
@@ -158,6 +165,41 @@ func (n *node) Link(context.Context, fs.InodeEmbedder, string, *fuse.EntryOut) (
 
 func (n *node) Mknod(context.Context, string, uint32, uint32, *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	return nil, syscall.EPERM
+}
+
+// Rename moves or replaces (RENAME_NOREPLACE honoured): an exchange
+// would let the server's tree and the store disagree under racing
+// requests, and a whiteout is a special file.
+func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	if flags&^unix.RENAME_NOREPLACE != 0 {
+		return syscall.EINVAL
+	}
+	return n.LoopbackNode.Rename(ctx, name, newParent, newName, flags)
+}
+
+// Tmpfile is refused: an O_TMPFILE file would be a descriptor the
+// server holds for the kernel, which this filesystem never hands out.
+func (n *node) Tmpfile(context.Context, uint32, uint32, *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	return nil, nil, 0, syscall.EOPNOTSUPP
+}
+
+// Statx never follows a link at the node's path (the loopback's honours
+// the caller's flags).
+func (n *node) Statx(ctx context.Context, f fs.FileHandle, flags uint32, mask uint32, out *fuse.StatxOut) syscall.Errno {
+	return n.LoopbackNode.Statx(ctx, nil, flags|unix.AT_SYMLINK_NOFOLLOW, mask, out)
+}
+
+// Setattr changes a directory or a regular file only: the loopback's
+// chmod and truncate go by path and would follow a link.
+func (n *node) Setattr(ctx context.Context, _ fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(n.path(), &st); err != nil {
+		return fs.ToErrno(err)
+	}
+	if t := st.Mode & syscall.S_IFMT; t != syscall.S_IFDIR && t != syscall.S_IFREG {
+		return syscall.EPERM
+	}
+	return n.LoopbackNode.Setattr(ctx, nil, in, out)
 }
 
 // Prepare makes the store of a cache mounted at mnt: a cache directory
