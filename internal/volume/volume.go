@@ -261,17 +261,19 @@ func (v *Volumes) serveCache(id, mnt string) error {
 // itself (lazily when lazy is set and it is busy).
 func (v *Volumes) stopCache(id string, lazy bool) error {
 	dir := v.cachePath(id)
-	srv := v.caches[id]
-	delete(v.caches, id)
-	if srv != nil && srv.Unmount() == nil {
+	if srv := v.caches[id]; srv != nil && srv.Unmount() == nil {
+		delete(v.caches, id)
 		return nil
 	}
 	if !Mounted(dir) && !stale(dir) {
+		delete(v.caches, id)
 		return nil
 	}
 	if !lazy {
+		// Still mounted and served: kept, so a later Ensure uses it.
 		return fmt.Errorf("the session's build cache at %s is busy", dir)
 	}
+	delete(v.caches, id)
 	// The volume's own lazy detach takes this mount along where this one
 	// fails (under a volume whose fuse2fs died, say).
 	_ = detach(dir)
