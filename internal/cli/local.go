@@ -20,12 +20,16 @@ func (g *globals) background(ctx context.Context, announce bool) (*client.Client
 	if err != nil {
 		return nil, err
 	}
+	var outdated string // after an upgrade or a rebuild
+	if !started {
+		outdated = local.Outdated(g.io.Executable, g.cfg.DataDir)
+	}
 	switch {
 	case started:
 		fmt.Fprintf(g.io.Err, "started a background paddock server on %s (it ends after %s unused; paddock server stop ends it now; log: %s)\n",
 			g.cfg.DataDir, local.Idle, filepath.Join(g.cfg.DataDir, local.Log))
-	case local.Outdated(g.io.Executable, g.cfg.DataDir) != "":
-		fmt.Fprintln(g.io.Err, local.Outdated(g.io.Executable, g.cfg.DataDir)) // after an upgrade or a rebuild
+	case outdated != "":
+		fmt.Fprintln(g.io.Err, outdated)
 	case announce:
 		fmt.Fprintf(g.io.Err, "using the paddock server at %s (it holds %s; it runs with the settings of the command that started it: "+
 			"paddock server stop, then this command again, to apply new ones)\n", url, g.cfg.DataDir)
