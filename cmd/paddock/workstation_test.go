@@ -23,7 +23,7 @@ const workstationScript = `steps:
       - {name: read_file, args: {path: todo.txt}}
   - text: "Running the tests."
     toolCalls:
-      - {name: run_command, args: {command: "go test ./..."}}
+      - {name: run_command, args: {command: "go test ./... > /tmp/out; echo \"first go test: $(cat /tmp/out); stored=$(find $GOCACHE -type f | wc -l)\""}}
   - text: "Again, from the build cache cachefs serves."
     toolCalls:
       - {name: run_command, args: {command: "go test ./... && echo cache_mounts=$(grep -c ' - fuse.paddock-cache ' /proc/self/mountinfo)"}}
@@ -97,19 +97,24 @@ func TestWorkstation(t *testing.T) {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	tidy := exec.Command(goBin, "mod", "tidy")
-	tidy.Dir = repo
-	tidy.Env = []string{"HOME=" + home, "PATH=" + filepath.Dir(goBin) + ":/usr/bin:/bin", "GOPROXY=file://" + filepath.Join(home, "proxy"),
-		"GOSUMDB=off", "GOFLAGS=-modcacherw", "GOTOOLCHAIN=local", "GOCACHE=" + filepath.Join(home, ".cache", "go-build")}
-	if out, err := tidy.CombinedOutput(); err != nil {
-		t.Fatalf("go mod tidy: %v\n%s", err, out)
+	goRun := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(goBin, args...)
+		cmd.Dir = repo
+		cmd.Env = []string{"HOME=" + home, "PATH=" + filepath.Dir(goBin) + ":/usr/bin:/bin", "GOPROXY=file://" + filepath.Join(home, "proxy"),
+			"GOSUMDB=off", "GOFLAGS=-modcacherw", "GOTOOLCHAIN=local"}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %v: %v\n%s", args, err, out)
+		}
 	}
+	goRun("mod", "tidy")
 	git("init", "-q")
 	git("add", "-A")
 	git("commit", "-qm", "calc")
 	// Work in progress the agent must see.
 	writeT(t, filepath.Join(repo, "calc.go"), "package calc\n\n// Add adds two numbers.\nfunc Add(a, b int) int {\n\treturn a + b\n}\n")
 	writeT(t, filepath.Join(repo, "todo.txt"), "untracked: make Add commutative-looking\n")
+	goRun("test", "./...") // the person's own run, into their own Go build cache
 	writeT(t, filepath.Join(data, "replay", "ws.yaml"), workstationScript)
 	writeT(t, filepath.Join(home, "allow.yaml"), "default: allow\n")
 
@@ -159,9 +164,8 @@ func TestWorkstation(t *testing.T) {
 
 	for _, want := range []string{
 		"make Add commutative-looking", // the untracked file was in the copy
-		"ok  \tcalc",                   // go test ran with the workstation's toolchain
-		"(cached)",                     // and again from the session's build cache,
-		"cache_mounts=1",               // which cachefs serves in front of the volume
+		"first go test: ok  \tcalc",    // the workstation's toolchain
+		"cache_mounts=1",               // the session's own build cache, which cachefs serves in front of the volume
 		"memory_exit=137",              // killed past its memory
 		"Cannot fork",                  // refused past its processes
 		"No space left on device",      // refused past its disk
@@ -169,6 +173,14 @@ func TestWorkstation(t *testing.T) {
 		if !strings.Contains(all, want) {
 			t.Errorf("the session's transcript lacks %q:\n%s", want, all)
 		}
+	}
+	// The person's own Go build cache is lent: the session's first go
+	// test built only the working copy's package (about 16 files in its
+	// cache; about 1,040 when it builds the standard library too).
+	if m := regexp.MustCompile(`first go test: ok.*; stored=(\d+)`).FindStringSubmatch(all); m == nil {
+		t.Error("no count of the session's own build cache")
+	} else if n, _ := strconv.Atoi(m[1]); n > 100 {
+		t.Errorf("the session's first go test stored %d files: the person's Go build cache was not lent", n)
 	}
 	if strings.Contains(all, "│ forked every one") {
 		t.Error("200 processes were started under a limit of 64")

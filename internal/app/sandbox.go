@@ -82,7 +82,7 @@ func (a *App) sandbox(ctx context.Context, acts *durable.Activities, cfg config.
 		if files == 0 {
 			files = config.DefaultSessionMaxFiles
 		}
-		v := &volume.Volumes{Dir: filepath.Join(cfg.DataDir, "volumes"), Size: size, Files: files, UID: acts.Copies.UID}
+		v := &volume.Volumes{Dir: filepath.Join(cfg.DataDir, "volumes"), Size: size, Files: files, UID: acts.Copies.UID, Lend: box.Lent.Caches()}
 		acts.Copies.Volumes = v
 	}
 	if len(limits.Missing) > 0 {

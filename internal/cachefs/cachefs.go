@@ -16,13 +16,26 @@
 // It holds directories and regular files only: links (symbolic or hard)
 // and special files are refused, so a path it builds in the store never
 // leads elsewhere on the host.
+//
+// A top-level directory of the cache may be lent a directory of the host
+// (the developer's own Go build cache, on their machine): a name the
+// store lacks is looked up there, by that exact name, and read from
+// there, never listed (a listing shows the store's names only) and never
+// written: a lent file or directory is copied into the store at its first
+// change; one cannot be removed or renamed (EROFS), nor its times set
+// alone (Go's cache marks entries it uses that way, and ignores the
+// error). A Go build cache names its entries by hashes of their inputs,
+// so a command finds in the lent cache only what it could build itself,
+// without the build.
 package cachefs
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,8 +49,10 @@ import (
 const keep = time.Hour
 
 // Mount serves the store directory at mnt (both existing directories)
-// until Unmount, or until this process ends.
-func Mount(store, mnt string) (*fuse.Server, error) {
+// until Unmount, or until this process ends. lend maps top-level names
+// of the cache to the host directories lent to them (absolute paths of
+// directories; see the package's comment).
+func Mount(store, mnt string, lend map[string]string) (*fuse.Server, error) {
 	var st syscall.Stat_t
 	if err := syscall.Lstat(store, &st); err != nil {
 		return nil, err
@@ -45,9 +60,14 @@ func Mount(store, mnt string) (*fuse.Server, error) {
 	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return nil, fmt.Errorf("the cache's store %s is not a directory", store)
 	}
+	for name, dir := range lend {
+		if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." || !filepath.IsAbs(dir) {
+			return nil, fmt.Errorf("cache: cannot lend %q to %q: want a directory's absolute path to a name of the cache's top level", dir, name)
+		}
+	}
 	root := &fs.LoopbackRoot{Path: store, Dev: uint64(st.Dev)}
 	root.NewNode = func(r *fs.LoopbackRoot, _ *fs.Inode, _ string, _ *syscall.Stat_t) fs.InodeEmbedder {
-		return &node{LoopbackNode: fs.LoopbackNode{RootData: r}}
+		return &node{LoopbackNode: fs.LoopbackNode{RootData: r}, lend: lend}
 	}
 	top := root.NewNode(root, nil, "", &st)
 	root.RootNode = top
@@ -67,6 +87,8 @@ func Mount(store, mnt string) (*fuse.Server, error) {
 // file operation done by path (no handle is ever opened for the kernel).
 type node struct {
 	fs.LoopbackNode
+	// lend maps top-level names to the host directories lent to them.
+	lend map[string]string
 }
 
 var (
@@ -79,11 +101,188 @@ var (
 	_ fs.NodeSymlinker = (*node)(nil)
 	_ fs.NodeLinker    = (*node)(nil)
 	_ fs.NodeMknoder   = (*node)(nil)
+	_ fs.NodeLookuper  = (*node)(nil)
+	_ fs.NodeGetattrer = (*node)(nil)
+	_ fs.NodeReaddirer = (*node)(nil)
+	_ fs.NodeMkdirer   = (*node)(nil)
+	_ fs.NodeUnlinker  = (*node)(nil)
+	_ fs.NodeRmdirer   = (*node)(nil)
+
+	_ fs.NodeOpendirHandler = (*node)(nil)
 )
 
 // path is the node's path in the store.
 func (n *node) path() string {
 	return filepath.Join(n.RootData.Path, n.Path(n.Root()))
+}
+
+// lentPath is where a lent directory holds rel, a path of the cache
+// ("" where none is lent).
+func (n *node) lentPath(rel string) string {
+	first, rest, _ := strings.Cut(rel, "/")
+	if dir := n.lend[first]; dir != "" {
+		return filepath.Join(dir, rest)
+	}
+	return ""
+}
+
+// lent says whether the node is a lent directory's, not (yet) the
+// store's: the store lacks its path.
+func (n *node) lent() bool {
+	if len(n.lend) == 0 {
+		return false
+	}
+	var st syscall.Stat_t
+	return syscall.Lstat(n.path(), &st) == syscall.ENOENT && n.lentPath(n.Path(n.Root())) != ""
+}
+
+// where is where the node is read from: the store, or its lent directory.
+func (n *node) where() string {
+	if n.lent() {
+		return n.lentPath(n.Path(n.Root()))
+	}
+	return n.path()
+}
+
+// lentHas says whether a lent directory holds the child name of n (a
+// directory or a regular file, never through a link).
+func (n *node) lentHas(name string) (syscall.Stat_t, bool) {
+	var st syscall.Stat_t
+	p := n.lentPath(filepath.Join(n.Path(n.Root()), name))
+	if p == "" || syscall.Lstat(p, &st) != nil {
+		return st, false
+	}
+	t := st.Mode & syscall.S_IFMT
+	return st, t == syscall.S_IFDIR || t == syscall.S_IFREG
+}
+
+// Lookup finds name in the store, else in a lent directory.
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ch, errno := n.LoopbackNode.Lookup(ctx, name, out)
+	if errno != syscall.ENOENT || len(n.lend) == 0 {
+		return ch, errno
+	}
+	st, ok := n.lentHas(name)
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	out.Attr.FromStat(&st)
+	// Inode numbers as the loopback makes them: the device's mixed in,
+	// so a lent file's never equals a stored one's.
+	swap := func(d uint64) uint64 { return d<<32 | d>>32 }
+	child := &node{LoopbackNode: fs.LoopbackNode{RootData: n.RootData}, lend: n.lend}
+	return n.NewInode(ctx, child, fs.StableAttr{Mode: st.Mode, Gen: 1, Ino: swap(uint64(st.Dev)) ^ swap(n.RootData.Dev) ^ st.Ino}), 0
+}
+
+// own copies a lent node into the store before its first change (the
+// directories above it made as needed); empty leaves a file's contents
+// behind (it is being truncated).
+func (n *node) own(empty bool) syscall.Errno {
+	if !n.lent() {
+		return 0
+	}
+	src, dst := n.where(), n.path()
+	var st syscall.Stat_t
+	if err := syscall.Lstat(src, &st); err != nil {
+		return fs.ToErrno(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fs.ToErrno(err)
+	}
+	switch st.Mode & syscall.S_IFMT {
+	case syscall.S_IFDIR:
+		if err := syscall.Mkdir(dst, st.Mode&0o777|0o700); err != nil && err != syscall.EEXIST {
+			return fs.ToErrno(err)
+		}
+	case syscall.S_IFREG:
+		if err := copyFile(src, dst, st.Mode&0o777, empty); err != nil {
+			return fs.ToErrno(err)
+		}
+	default:
+		return syscall.EPERM
+	}
+	return 0
+}
+
+// copyFile copies the regular file src (not through a link) to dst, a
+// new file of the given mode.
+func copyFile(src, dst string, mode uint32, empty bool) error {
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return syscall.EPERM
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, os.FileMode(mode))
+	if err != nil {
+		return err
+	}
+	if !empty {
+		_, err = io.Copy(out, in)
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(dst)
+	}
+	return err
+}
+
+// readOnlyLent turns the store's ENOENT for name into EROFS where a lent
+// directory holds it: what is lent is never removed nor renamed.
+func (n *node) readOnlyLent(name string, errno syscall.Errno) syscall.Errno {
+	if errno == syscall.ENOENT {
+		if _, ok := n.lentHas(name); ok {
+			return syscall.EROFS
+		}
+	}
+	return errno
+}
+
+func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	errno := n.LoopbackNode.Getattr(ctx, f, out)
+	if errno != syscall.ENOENT || !n.lent() {
+		return errno
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(n.where(), &st); err != nil {
+		return fs.ToErrno(err)
+	}
+	out.FromStat(&st)
+	return 0
+}
+
+// A lent directory lists nothing: its names are found by lookup alone.
+func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	if n.lent() {
+		return fs.NewListDirStream(nil), 0
+	}
+	return n.LoopbackNode.Readdir(ctx)
+}
+
+func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if n.lent() {
+		return fs.NewListDirStream(nil), 0, 0
+	}
+	return n.LoopbackNode.OpendirHandle(ctx, flags)
+}
+
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if errno := n.own(false); errno != 0 {
+		return nil, errno
+	}
+	return n.LoopbackNode.Mkdir(ctx, name, mode, out)
+}
+
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	return n.readOnlyLent(name, n.LoopbackNode.Unlink(ctx, name))
+}
+
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	return n.readOnlyLent(name, n.LoopbackNode.Rmdir(ctx, name))
 }
 
 // Open asks the kernel for zero-message opens: ENOSYS once, and it opens
@@ -98,7 +297,7 @@ func (n *node) Flush(context.Context, fs.FileHandle) syscall.Errno { return sysc
 
 // file opens the node's file in the store, never through a link.
 func (n *node) file(flags int) (int, syscall.Errno) {
-	fd, err := syscall.Open(n.path(), flags|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	fd, err := syscall.Open(n.where(), flags|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, fs.ToErrno(err)
 	}
@@ -119,6 +318,9 @@ func (n *node) Read(_ context.Context, _ fs.FileHandle, dest []byte, off int64) 
 }
 
 func (n *node) Write(_ context.Context, _ fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	if errno := n.own(false); errno != 0 {
+		return 0, errno
+	}
 	fd, errno := n.file(syscall.O_WRONLY)
 	if errno != 0 {
 		return 0, errno
@@ -132,6 +334,9 @@ func (n *node) Write(_ context.Context, _ fs.FileHandle, data []byte, off int64)
 }
 
 func (n *node) Fsync(context.Context, fs.FileHandle, uint32) syscall.Errno {
+	if n.lent() {
+		return 0 // nothing of the store's to sync
+	}
 	fd, errno := n.file(syscall.O_RDONLY)
 	if errno != 0 {
 		return errno
@@ -143,6 +348,9 @@ func (n *node) Fsync(context.Context, fs.FileHandle, uint32) syscall.Errno {
 // Create makes the file (honouring O_EXCL and O_TRUNC) and answers as a
 // lookup of it would, with no handle: later reads and writes go by path.
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	if errno := n.own(false); errno != 0 {
+		return nil, nil, 0, errno
+	}
 	keep := int(flags) & (syscall.O_EXCL | syscall.O_TRUNC)
 	fd, err := syscall.Open(filepath.Join(n.path(), name), syscall.O_WRONLY|syscall.O_CREAT|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|keep, mode&0o777)
 	if err != nil {
@@ -174,6 +382,15 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if flags&^unix.RENAME_NOREPLACE != 0 {
 		return syscall.EINVAL
 	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(filepath.Join(n.path(), name), &st); err != nil {
+		return n.readOnlyLent(name, fs.ToErrno(err))
+	}
+	if to, ok := newParent.(*node); ok {
+		if errno := to.own(false); errno != 0 {
+			return errno
+		}
+	}
 	return n.LoopbackNode.Rename(ctx, name, newParent, newName, flags)
 }
 
@@ -185,13 +402,31 @@ func (n *node) Tmpfile(context.Context, uint32, uint32, *fuse.EntryOut) (*fs.Ino
 
 // Statx never follows a link at the node's path (the loopback's honours
 // the caller's flags).
-func (n *node) Statx(ctx context.Context, f fs.FileHandle, flags uint32, mask uint32, out *fuse.StatxOut) syscall.Errno {
-	return n.LoopbackNode.Statx(ctx, nil, flags|unix.AT_SYMLINK_NOFOLLOW, mask, out)
+func (n *node) Statx(_ context.Context, _ fs.FileHandle, flags uint32, mask uint32, out *fuse.StatxOut) syscall.Errno {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, n.where(), int(flags|unix.AT_SYMLINK_NOFOLLOW), int(mask), &st); err != nil {
+		return fs.ToErrno(err)
+	}
+	out.FromStatx(&st)
+	return 0
 }
 
 // Setattr changes a directory or a regular file only: the loopback's
-// chmod and truncate go by path and would follow a link.
+// chmod and truncate go by path and would follow a link. A lent node is
+// copied into the store first, unless only its times would change.
 func (n *node) Setattr(ctx context.Context, _ fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if n.lent() {
+		_, mode := in.GetMode()
+		_, uid := in.GetUID()
+		_, gid := in.GetGID()
+		size, sized := in.GetSize()
+		if !mode && !uid && !gid && !sized {
+			return syscall.EROFS
+		}
+		if errno := n.own(sized && size == 0); errno != 0 {
+			return errno
+		}
+	}
 	var st syscall.Stat_t
 	if err := syscall.Lstat(n.path(), &st); err != nil {
 		return fs.ToErrno(err)

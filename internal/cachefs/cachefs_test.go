@@ -2,10 +2,13 @@ package cachefs
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -19,7 +22,7 @@ func mount(t *testing.T) (store, mnt string) {
 	base := t.TempDir()
 	store, mnt = filepath.Join(base, "store"), filepath.Join(base, "cache")
 	require.NoError(t, Prepare(store, mnt))
-	srv, err := Mount(store, mnt)
+	srv, err := Mount(store, mnt, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, srv.Unmount()) })
 	return store, mnt
@@ -116,4 +119,144 @@ func TestPrepareEmptiesACacheOfTheOldLayout(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(store, "kept"), nil, 0o644))
 	require.NoError(t, Prepare(store, mnt))
 	require.FileExists(t, filepath.Join(store, "kept"))
+}
+
+// mountLending serves a fresh store with lent lent to the name "go-build".
+func mountLending(t *testing.T, lent string) (store, mnt string) {
+	t.Helper()
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skip("no /dev/fuse here")
+	}
+	base := t.TempDir()
+	store, mnt = filepath.Join(base, "store"), filepath.Join(base, "cache")
+	require.NoError(t, Prepare(store, mnt))
+	srv, err := Mount(store, mnt, map[string]string{"go-build": lent})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, srv.Unmount()) })
+	return store, mnt
+}
+
+// snapshot is every name under dir with its size, mode and modification time.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		out[p] = fmt.Sprint(fi.Size(), fi.Mode(), fi.ModTime().UnixNano())
+		return nil
+	}))
+	return out
+}
+
+// TestLentNamesAreReadNotListedNorWritten: a name of the lent directory
+// is found and read by that name; listings show the store's names only;
+// a change copies the file into the store first, the lent one untouched;
+// what is lent cannot be removed, renamed or have its times set, and a
+// link or special file in it is not there at all.
+func TestLentNamesAreReadNotListedNorWritten(t *testing.T) {
+	lent := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(lent, "ab"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(lent, "ab", "abcd-a"), []byte("action"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(lent, "ab", "abce-d"), []byte("output"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(lent, "README"), []byte("Go build system"), 0o644))
+	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(lent, "ab", "link")))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(lent, "ab", "fifo"), 0o644))
+	before := snapshot(t, lent)
+	store, mnt := mountLending(t, lent)
+	dir := filepath.Join(mnt, "go-build")
+
+	got, err := os.ReadFile(filepath.Join(dir, "ab", "abcd-a"))
+	require.NoError(t, err)
+	require.Equal(t, "action", string(got))
+	for _, name := range []string{"link", "fifo", "missing"} {
+		_, err := os.Lstat(filepath.Join(dir, "ab", name))
+		require.ErrorIs(t, err, os.ErrNotExist, name)
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "a lent directory lists nothing")
+	_, err = os.ReadFile(filepath.Join(mnt, "other", "README"))
+	require.ErrorIs(t, err, os.ErrNotExist, "only the lent name reads through")
+
+	// What is lent stays as it is.
+	require.ErrorIs(t, os.Remove(filepath.Join(dir, "ab", "abcd-a")), syscall.EROFS)
+	require.ErrorIs(t, os.Rename(filepath.Join(dir, "ab", "abcd-a"), filepath.Join(dir, "ab", "x")), syscall.EROFS)
+	require.ErrorIs(t, os.Chtimes(filepath.Join(dir, "ab", "abce-d"), time.Now(), time.Now()), syscall.EROFS)
+	require.ErrorIs(t, os.RemoveAll(filepath.Join(dir, "ab")), syscall.EROFS)
+
+	// A change goes to the store, after a copy.
+	f, err := os.OpenFile(filepath.Join(dir, "ab", "abce-d"), os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(" appended")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	got, err = os.ReadFile(filepath.Join(store, "go-build", "ab", "abce-d"))
+	require.NoError(t, err)
+	require.Equal(t, "output appended", string(got))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ab", "abcd-a"), []byte("new"), 0o644))
+	got, err = os.ReadFile(filepath.Join(dir, "ab", "abcd-a"))
+	require.NoError(t, err)
+	require.Equal(t, "new", string(got), "truncated and rewritten")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ab", "abcf-d"), []byte("made"), 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "cd"), 0o755))
+	require.NoError(t, os.Rename(filepath.Join(dir, "ab", "abcf-d"), filepath.Join(dir, "cd", "abcf-d")))
+	require.NoError(t, os.Remove(filepath.Join(dir, "cd", "abcf-d")), "the store's own names change freely")
+	entries, err = os.ReadDir(filepath.Join(dir, "ab"))
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	require.Equal(t, []string{"abcd-a", "abce-d"}, names, "the store's names, once copied")
+	require.Equal(t, before, snapshot(t, lent), "the lent directory is never written")
+
+	// A name the store holds hides the lent one.
+	require.NoError(t, os.WriteFile(filepath.Join(store, "go-build", "README"), []byte("mine"), 0o644))
+	got, err = os.ReadFile(filepath.Join(store, "go-build", "README"))
+	require.NoError(t, err)
+	require.Equal(t, "mine", string(got))
+}
+
+// TestGoBuildsFromTheLentCache: with the developer's own Go build cache
+// lent, a fresh session's first `go test` of what they tested is served
+// from it ("(cached)"), their cache unchanged; what the session builds
+// anew lands in its own store.
+func TestGoBuildsFromTheLentCache(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no Go toolchain")
+	}
+	base := t.TempDir()
+	mod, lent := filepath.Join(base, "m"), filepath.Join(base, "gocache")
+	require.NoError(t, os.MkdirAll(mod, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module example.com/m\n\ngo 1.21\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(mod, "m_test.go"), []byte("package m\n\nimport \"testing\"\n\nfunc TestM(t *testing.T) {}\n"), 0o644))
+	goTest := func(cache string) string {
+		cmd := exec.Command(goBin, "test", "./...")
+		cmd.Dir = mod
+		cmd.Env = append(os.Environ(), "GOCACHE="+cache, "GOFLAGS=", "GOTOOLCHAIN=local")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+		return string(out)
+	}
+	goTest(lent) // the developer's own run
+	before := snapshot(t, lent)
+	store, mnt := mountLending(t, lent)
+	require.Contains(t, goTest(filepath.Join(mnt, "go-build")), "(cached)")
+	require.Equal(t, before, snapshot(t, lent))
+
+	require.NoError(t, os.WriteFile(filepath.Join(mod, "n_test.go"), []byte("package m\n\nimport \"testing\"\n\nfunc TestN(t *testing.T) {}\n"), 0o644))
+	require.NotContains(t, goTest(filepath.Join(mnt, "go-build")), "(cached)")
+	require.Contains(t, goTest(filepath.Join(mnt, "go-build")), "(cached)")
+	require.Equal(t, before, snapshot(t, lent), "the session's build went to its own store")
+	var stored int
+	require.NoError(t, filepath.Walk(filepath.Join(store, "go-build"), func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			stored++
+		}
+		return err
+	}))
+	require.Positive(t, stored)
 }

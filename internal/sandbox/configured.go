@@ -34,6 +34,9 @@ func Configured(cfg config.Config) (*Bwrap, error) {
 	// sessions' copies.
 	if abs, err := filepath.Abs(cfg.DataDir); err == nil && cfg.DataDir != "" {
 		box.Hide = []string{abs}
+		if real, err := filepath.EvalSymlinks(abs); err == nil && overlaps(real, box.Lent.GoCache) {
+			box.Lent.GoCache = "" // read through by name, it would reach Paddock's files
+		}
 	}
 	if cfg.CommandMaxCPUs > 0 {
 		box.MaxCPUs = cfg.CommandMaxCPUs
@@ -79,4 +82,9 @@ func (e *LimitError) Error() string {
 		msg += m
 	}
 	return msg + "; accept running without with PADDOCK_UNENFORCED_LIMITS (a comma-separated list of disk, cpu, memory, processes)"
+}
+
+// overlaps says whether directories a and b are one another or one holds the other.
+func overlaps(a, b string) bool {
+	return a != "" && b != "" && (a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/"))
 }

@@ -27,7 +27,7 @@ func Environment(extra map[string]string) map[string]string {
 		"TMPDIR":      "/tmp",
 		"LANG":        "C.UTF-8",
 		"TERM":        "dumb",
-		"GOCACHE":     CacheMount + "/go-build",
+		"GOCACHE":     CacheMount + "/" + GoBuildCache,
 		"GOPATH":      CacheMount + "/go",
 		"GOTOOLCHAIN": "local",
 		"CI":          "1",

@@ -11,7 +11,9 @@ import (
 // (PADDOCK_EXECUTION=workstation, Paddock running as that developer):
 // the toolchains of their PATH that live in their home, and their Go
 // module cache, all read-only, so a command builds with what they build
-// with, offline.
+// with, offline; and their Go build cache, read by exact name through
+// each session's own (see cachefs), so a session's first build reuses
+// what they built.
 type Workstation struct {
 	// Paths are shown read-only at their own path (secrets and sockets in
 	// them masked, as for every read-only path).
@@ -20,6 +22,21 @@ type Workstation struct {
 	Bin []string
 	// ModCache is the Go module cache (GOMODCACHE), "" for none.
 	ModCache string
+	// GoCache is the Go build cache (GOCACHE), "" for none.
+	GoCache string
+}
+
+// GoBuildCache is the directory of a session's build cache that GOCACHE
+// names, and the developer's own Go build cache is lent to.
+const GoBuildCache = "go-build"
+
+// Caches are the host directories lent to the top-level names of each
+// session's build cache.
+func (w Workstation) Caches() map[string]string {
+	if w.GoCache == "" {
+		return nil
+	}
+	return map[string]string{GoBuildCache: w.GoCache}
 }
 
 // Lend finds what the machine of the user whose home is home lends:
@@ -71,7 +88,52 @@ func Lend(getenv func(string) string, home string) Workstation {
 		w.ModCache = mod
 		add(mod)
 	}
+	w.GoCache = goCache(getenv, home)
 	return w
+}
+
+// goCache is the developer's Go build cache as their go command finds
+// it (GOCACHE in their environment, else in their go env file, else
+// their user cache directory's go-build), resolved; "" when it is off or
+// is not one: a Go build cache holds Go's README, which says so.
+func goCache(getenv func(string) string, home string) string {
+	dir := getenv("GOCACHE")
+	if dir == "" {
+		envFile := getenv("GOENV")
+		if envFile == "" {
+			config := getenv("XDG_CONFIG_HOME")
+			if !filepath.IsAbs(config) {
+				config = filepath.Join(home, ".config")
+			}
+			envFile = filepath.Join(config, "go", "env")
+		}
+		if data, err := os.ReadFile(envFile); err == nil && filepath.IsAbs(envFile) {
+			for line := range strings.Lines(string(data)) {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(line), "GOCACHE="); ok {
+					dir = v
+				}
+			}
+		}
+	}
+	if dir == "" {
+		cache := getenv("XDG_CACHE_HOME")
+		if !filepath.IsAbs(cache) {
+			cache = filepath.Join(home, ".cache")
+		}
+		dir = filepath.Join(cache, "go-build")
+	}
+	if !filepath.IsAbs(dir) {
+		return "" // "off", or a path go itself refuses
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return ""
+	}
+	readme, err := os.ReadFile(filepath.Join(real, "README"))
+	if err != nil || !strings.Contains(string(readme), "Go build system") {
+		return ""
+	}
+	return real
 }
 
 // env adds what w lends to a command's variables: its toolchains after

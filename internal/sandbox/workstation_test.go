@@ -38,3 +38,42 @@ func TestLend(t *testing.T) {
 	require.Empty(t, Lend(func(k string) string { return env[k] }, home).ModCache)
 	require.Empty(t, Lend(func(string) string { return "" }, "/").Paths)
 }
+
+// TestLendsTheGoBuildCache: the developer's Go build cache is found as
+// their go command finds it, and lent only when it is one.
+func TestLendsTheGoBuildCache(t *testing.T) {
+	home := t.TempDir()
+	cache := func(dir string) string {
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "README"), []byte("This directory holds cached build artifacts from the Go build system.\n"), 0o644))
+		return dir
+	}
+	def, xdg, set, file := cache(filepath.Join(home, ".cache/go-build")), cache(filepath.Join(home, "xdg/go-build")),
+		cache(filepath.Join(home, "set")), cache(filepath.Join(home, "file"))
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".config/go"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(home, "goenv"), []byte("GOPRIVATE=x\nGOCACHE="+file+"\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(home, "plain"), 0o755))
+	require.NoError(t, os.Symlink(set, filepath.Join(home, "link")))
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{}, def},
+		{map[string]string{"XDG_CACHE_HOME": filepath.Join(home, "xdg")}, xdg},
+		{map[string]string{"GOCACHE": set}, set},
+		{map[string]string{"GOCACHE": filepath.Join(home, "link")}, set},
+		{map[string]string{"GOENV": filepath.Join(home, "goenv")}, file},
+		{map[string]string{"GOENV": filepath.Join(home, "goenv"), "GOCACHE": set}, set},
+		{map[string]string{"GOCACHE": "off"}, ""},
+		{map[string]string{"GOCACHE": filepath.Join(home, "plain")}, ""}, // not a Go build cache
+		{map[string]string{"GOCACHE": filepath.Join(home, "missing")}, ""},
+	} {
+		w := Lend(func(k string) string { return c.env[k] }, home)
+		require.Equal(t, c.want, w.GoCache, "%v", c.env)
+		if c.want != "" {
+			require.Equal(t, map[string]string{GoBuildCache: c.want}, w.Caches())
+		} else {
+			require.Nil(t, w.Caches())
+		}
+	}
+}

@@ -45,6 +45,10 @@ type Volumes struct {
 	Files int64
 	// UID owns the volume's root (the sandbox user), when non-zero.
 	UID int
+	// Lend are the host directories lent to the top-level names of every
+	// session's build cache, without root (see cachefs): the developer's
+	// own Go build cache on their machine.
+	Lend map[string]string
 	// mu serializes making, mounting and removing volumes (two callers
 	// must never mount one image twice).
 	mu sync.Mutex
@@ -246,7 +250,7 @@ func (v *Volumes) serveCache(id, mnt string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	srv, err := cachefs.Mount(store, dir)
+	srv, err := cachefs.Mount(store, dir, v.Lend)
 	if err != nil {
 		return fmt.Errorf("serve the session's build cache: %w", err)
 	}
