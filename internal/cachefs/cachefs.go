@@ -17,8 +17,8 @@
 // and special files are refused, so a path it builds in the store never
 // leads elsewhere on the host.
 //
-// A top-level directory of the cache may be lent a directory of the host
-// (the developer's own Go build cache, on their machine): a name the
+// A directory of the cache may be lent a directory of the host (the
+// developer's own Go build and npm caches, on their machine): a name the
 // store lacks is looked up there, by that exact name, and read from
 // there, never listed (a listing shows the store's names only) and never
 // written: a lent file or directory is copied into the store at its first
@@ -50,8 +50,9 @@ const keep = time.Hour
 
 // Mount serves the store directory at mnt (both existing directories)
 // until Unmount, or until this process ends. lend maps top-level names
-// of the cache to the host directories lent to them (absolute paths of
-// directories; see the package's comment).
+// of the cache (or paths below it: npm/_cacache) to the host directories
+// lent to them (absolute paths of directories; see the package's
+// comment). One must not hold another.
 func Mount(store, mnt string, lend map[string]string) (*fuse.Server, error) {
 	var st syscall.Stat_t
 	if err := syscall.Lstat(store, &st); err != nil {
@@ -61,8 +62,8 @@ func Mount(store, mnt string, lend map[string]string) (*fuse.Server, error) {
 		return nil, fmt.Errorf("the cache's store %s is not a directory", store)
 	}
 	for name, dir := range lend {
-		if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." || !filepath.IsAbs(dir) {
-			return nil, fmt.Errorf("cache: cannot lend %q to %q: want a directory's absolute path to a name of the cache's top level", dir, name)
+		if !filepath.IsLocal(name) || filepath.Clean(name) != name || strings.ContainsRune(name, 0) || !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
+			return nil, fmt.Errorf("cache: cannot lend %q to %q: want a clean absolute path lent to a clean relative path of the cache", dir, name)
 		}
 	}
 	root := &fs.LoopbackRoot{Path: store, Dev: uint64(st.Dev)}
@@ -119,9 +120,10 @@ func (n *node) path() string {
 // lentPath is where a lent directory holds rel, a path of the cache
 // ("" where none is lent).
 func (n *node) lentPath(rel string) string {
-	first, rest, _ := strings.Cut(rel, "/")
-	if dir := n.lend[first]; dir != "" {
-		return filepath.Join(dir, rest)
+	for name, dir := range n.lend {
+		if rest, ok := strings.CutPrefix(rel, name); ok && (rest == "" || rest[0] == '/') {
+			return dir + rest
+		}
 	}
 	return ""
 }

@@ -1,8 +1,16 @@
 package cachefs
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha1"
+	"crypto/sha512"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -259,4 +267,69 @@ func TestGoBuildsFromTheLentCache(t *testing.T) {
 		return err
 	}))
 	require.Positive(t, stored)
+}
+
+// TestNpmInstallsFromTheLentCache: with the developer's npm cache lent,
+// a session's npm installs offline what they installed (a package of a
+// registry served here, down by then), their cache unchanged.
+func TestNpmInstallsFromTheLentCache(t *testing.T) {
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skip("no npm")
+	}
+	var tgz bytes.Buffer
+	gz := gzip.NewWriter(&tgz)
+	tw := tar.NewWriter(gz)
+	for name, body := range map[string]string{"package/package.json": `{"name":"tiny","version":"1.0.0","main":"index.js"}`,
+		"package/index.js": "module.exports = 42\n"} {
+		require.NoError(t, tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}))
+		_, err := tw.Write([]byte(body))
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.Close())
+	require.NoError(t, gz.Close())
+	sum512, sum1 := sha512.Sum512(tgz.Bytes()), sha1.Sum(tgz.Bytes())
+	srv := httptest.NewServer(nil)
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/tiny":
+			fmt.Fprintf(w, `{"name":"tiny","dist-tags":{"latest":"1.0.0"},"versions":{"1.0.0":{"name":"tiny","version":"1.0.0",`+
+				`"dist":{"tarball":"%s/tiny/-/tiny-1.0.0.tgz","integrity":"sha512-%s","shasum":"%x"}}}}`,
+				srv.URL, base64.StdEncoding.EncodeToString(sum512[:]), sum1)
+		case "/tiny/-/tiny-1.0.0.tgz":
+			_, _ = w.Write(tgz.Bytes())
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	base := t.TempDir()
+	install := func(dir, cache string, args ...string) error {
+		t.Helper()
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"app","version":"1.0.0","dependencies":{"tiny":"1.0.0"}}`), 0o644))
+		cmd := exec.Command(npm, append([]string{"install", "--registry", srv.URL, "--cache", cache, "--no-audit", "--no-fund", "--no-update-notifier"}, args...)...)
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), "HOME="+base, "npm_config_logs_dir="+filepath.Join(base, "logs"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, "node_modules", "tiny", "index.js"))
+		require.NoError(t, err)
+		require.Equal(t, "module.exports = 42\n", string(got))
+		return nil
+	}
+	person := filepath.Join(base, "npm-cache")
+	require.NoError(t, install(filepath.Join(base, "theirs"), person)) // the developer's own install
+	srv.Close()
+	before := snapshot(t, person)
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skip("no /dev/fuse here")
+	}
+	store, mnt := filepath.Join(base, "store"), filepath.Join(base, "cache")
+	require.NoError(t, Prepare(store, mnt))
+	fsrv, err := Mount(store, mnt, map[string]string{"npm/_cacache": filepath.Join(person, "_cacache")})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, fsrv.Unmount()) })
+	require.Error(t, install(filepath.Join(base, "elsewhere"), filepath.Join(mnt, "other"), "--offline"), "the registry is down")
+	require.NoError(t, install(filepath.Join(base, "session"), filepath.Join(mnt, "npm"), "--prefer-offline"))
+	require.Equal(t, before, snapshot(t, person), "the developer's cache is never written")
 }

@@ -34,8 +34,12 @@ func Configured(cfg config.Config) (*Bwrap, error) {
 	// sessions' copies.
 	if abs, err := filepath.Abs(cfg.DataDir); err == nil && cfg.DataDir != "" {
 		box.Hide = []string{abs}
+		// Read through by name, a lent cache there would reach Paddock's files.
 		if real, err := filepath.EvalSymlinks(abs); err == nil && overlaps(real, box.Lent.GoCache) {
-			box.Lent.GoCache = "" // read through by name, it would reach Paddock's files
+			box.Lent.GoCache = ""
+		}
+		if real, err := filepath.EvalSymlinks(abs); err == nil && overlaps(real, box.Lent.NpmCache) {
+			box.Lent.NpmCache = ""
 		}
 	}
 	if cfg.CommandMaxCPUs > 0 {

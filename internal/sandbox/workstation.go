@@ -24,19 +24,33 @@ type Workstation struct {
 	ModCache string
 	// GoCache is the Go build cache (GOCACHE), "" for none.
 	GoCache string
+	// NpmCache is npm's content cache (the _cacache of its cache
+	// directory), "" for none.
+	NpmCache string
 }
 
-// GoBuildCache is the directory of a session's build cache that GOCACHE
-// names, and the developer's own Go build cache is lent to.
-const GoBuildCache = "go-build"
+// Directories of a session's build cache: GoBuildCache is the one GOCACHE
+// names, NpmCacheDir npm's cache (npm_config_cache, on a workstation
+// lending npm's); the developer's own are lent to them.
+const (
+	GoBuildCache = "go-build"
+	NpmCacheDir  = "npm"
+)
 
-// Caches are the host directories lent to the top-level names of each
-// session's build cache.
+// Caches are the host directories lent to paths of each session's build
+// cache.
 func (w Workstation) Caches() map[string]string {
-	if w.GoCache == "" {
+	lend := map[string]string{}
+	if w.GoCache != "" {
+		lend[GoBuildCache] = w.GoCache
+	}
+	if w.NpmCache != "" {
+		lend[NpmCacheDir+"/_cacache"] = w.NpmCache
+	}
+	if len(lend) == 0 {
 		return nil
 	}
-	return map[string]string{GoBuildCache: w.GoCache}
+	return lend
 }
 
 // Lend finds what the machine of the user whose home is home lends:
@@ -89,7 +103,44 @@ func Lend(getenv func(string) string, home string) Workstation {
 		add(mod)
 	}
 	w.GoCache = goCache(getenv, home)
+	w.NpmCache = npmCache(getenv, home)
 	return w
+}
+
+// npmCache is the content cache of the developer's npm cache directory
+// as npm finds it (npm_config_cache in their environment, else cache= in
+// their ~/.npmrc, else ~/.npm), resolved; "" when it holds none.
+func npmCache(getenv func(string) string, home string) string {
+	dir := getenv("npm_config_cache")
+	if dir == "" {
+		dir = getenv("NPM_CONFIG_CACHE")
+	}
+	if dir == "" {
+		if data, err := os.ReadFile(filepath.Join(home, ".npmrc")); err == nil {
+			for line := range strings.Lines(string(data)) {
+				if k, v, ok := strings.Cut(line, "="); ok && strings.TrimSpace(k) == "cache" {
+					dir = strings.TrimSpace(v)
+				}
+			}
+		}
+		if rest, ok := strings.CutPrefix(dir, "~/"); ok {
+			dir = filepath.Join(home, rest)
+		}
+	}
+	if dir == "" {
+		dir = filepath.Join(home, ".npm")
+	}
+	if !filepath.IsAbs(dir) {
+		return ""
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(dir, "_cacache"))
+	if err != nil {
+		return ""
+	}
+	if fi, err := os.Stat(filepath.Join(real, "index-v5")); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return real
 }
 
 // goCache is the developer's Go build cache as their go command finds
@@ -137,13 +188,22 @@ func goCache(getenv func(string) string, home string) string {
 }
 
 // env adds what w lends to a command's variables: its toolchains after
-// the system's on PATH, its module cache unless the session's own
-// dependency caches stand in.
+// the system's on PATH; unless the session's own dependency caches stand
+// in, its module cache, and npm's cache in the session's build cache
+// (where the developer's is lent), preferring what it holds to asking
+// the registry again.
 func (w Workstation) env(vars map[string]string, deps bool) {
 	if len(w.Bin) > 0 {
 		vars["PATH"] += ":" + strings.Join(w.Bin, ":")
 	}
-	if w.ModCache != "" && !deps {
+	if deps {
+		return
+	}
+	if w.ModCache != "" {
 		vars["GOMODCACHE"] = w.ModCache
+	}
+	if w.NpmCache != "" {
+		vars["npm_config_cache"] = CacheMount + "/" + NpmCacheDir
+		vars["npm_config_prefer_offline"] = "true"
 	}
 }

@@ -77,3 +77,44 @@ func TestLendsTheGoBuildCache(t *testing.T) {
 		}
 	}
 }
+
+// TestLendsTheNpmCache: the developer's npm content cache is found as
+// npm finds it, lent only when it is one, and commands then use npm's
+// cache in the session's build cache, preferring what it holds.
+func TestLendsTheNpmCache(t *testing.T) {
+	home := t.TempDir()
+	cache := func(dir string) string {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "_cacache", "index-v5"), 0o755))
+		return filepath.Join(dir, "_cacache")
+	}
+	def, set, rc := cache(filepath.Join(home, ".npm")), cache(filepath.Join(home, "set")), cache(filepath.Join(home, "rc"))
+	require.NoError(t, os.MkdirAll(filepath.Join(home, "plain", "_cacache"), 0o755))
+	for _, c := range []struct {
+		env    map[string]string
+		npmrc  string
+		want   string
+		caches map[string]string
+	}{
+		{map[string]string{}, "", def, map[string]string{"npm/_cacache": def}},
+		{map[string]string{"npm_config_cache": filepath.Join(home, "set")}, "", set, map[string]string{"npm/_cacache": set}},
+		{map[string]string{"NPM_CONFIG_CACHE": filepath.Join(home, "set")}, "cache=~/rc\n", set, map[string]string{"npm/_cacache": set}},
+		{map[string]string{}, "registry=https://example.com/\ncache = ~/rc\n", rc, map[string]string{"npm/_cacache": rc}},
+		{map[string]string{"npm_config_cache": filepath.Join(home, "plain")}, "", "", nil}, // no index: not npm's
+		{map[string]string{"npm_config_cache": "relative"}, "", "", nil},
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(home, ".npmrc"), []byte(c.npmrc), 0o644))
+		w := Lend(func(k string) string { return c.env[k] }, home)
+		require.Equal(t, c.want, w.NpmCache, "%v %q", c.env, c.npmrc)
+		require.Equal(t, c.caches, w.Caches())
+		vars := map[string]string{}
+		w.env(vars, false)
+		if c.want != "" {
+			require.Equal(t, map[string]string{"npm_config_cache": CacheMount + "/npm", "npm_config_prefer_offline": "true"}, vars)
+		} else {
+			require.Empty(t, vars)
+		}
+	}
+	vars := map[string]string{}
+	Lend(func(string) string { return "" }, home).env(vars, true)
+	require.Empty(t, vars, "the session's own dependency caches stand in")
+}
