@@ -117,16 +117,72 @@ func (n *node) path() string {
 	return filepath.Join(n.RootData.Path, n.Path(n.Root()))
 }
 
-// lentPath is where a lent directory holds rel, a path of the cache
-// ("" where none is lent).
-func (n *node) lentPath(rel string) string {
+// lentOf is the lent directory holding rel, a path of the cache, and
+// rel's path below it ("." for the directory itself); ok is false where
+// none is lent.
+func (n *node) lentOf(rel string) (dir, below string, ok bool) {
 	for name, dir := range n.lend {
-		if rest, ok := strings.CutPrefix(rel, name); ok && (rest == "" || rest[0] == '/') {
-			return dir + rest
+		if rest, found := strings.CutPrefix(rel, name); found && (rest == "" || rest[0] == '/') {
+			if rest = strings.TrimPrefix(rest, "/"); rest == "" {
+				rest = "."
+			}
+			return dir, rest, true
 		}
 	}
-	return ""
+	return "", "", false
 }
+
+// openLent opens rel in its lent directory, never through a link (nor a
+// mount point) anywhere below that directory, never blocking on a
+// special file: the developer's own tools write there while a session
+// runs.
+func (n *node) openLent(rel string, flags int) (int, error) {
+	root, below, ok := n.lentOf(rel)
+	if !ok {
+		return -1, syscall.ENOENT
+	}
+	dir, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(dir)
+	if flags&unix.O_PATH == 0 {
+		flags |= unix.O_NONBLOCK // openat2 refuses it beside O_PATH
+	}
+	return unix.Openat2(dir, below, &unix.OpenHow{Flags: uint64(flags | unix.O_NOFOLLOW | unix.O_CLOEXEC),
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV})
+}
+
+// pathLent is an O_PATH descriptor of rel in its lent directory, with
+// its attributes: a directory or a regular file, else ENOENT.
+func (n *node) pathLent(rel string) (int, syscall.Stat_t, error) {
+	var st syscall.Stat_t
+	fd, err := n.openLent(rel, unix.O_PATH)
+	if err != nil {
+		return -1, st, syscall.ENOENT
+	}
+	if err := syscall.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, st, err
+	}
+	if t := st.Mode & syscall.S_IFMT; t != syscall.S_IFDIR && t != syscall.S_IFREG {
+		unix.Close(fd)
+		return -1, st, syscall.ENOENT
+	}
+	return fd, st, nil
+}
+
+// statLent is rel's attributes in its lent directory (see pathLent).
+func (n *node) statLent(rel string) (syscall.Stat_t, error) {
+	fd, st, err := n.pathLent(rel)
+	if err == nil {
+		unix.Close(fd)
+	}
+	return st, err
+}
+
+// rel is the node's path in the cache.
+func (n *node) rel() string { return n.Path(n.Root()) }
 
 // lent says whether the node is a lent directory's, not (yet) the
 // store's: the store lacks its path.
@@ -134,28 +190,16 @@ func (n *node) lent() bool {
 	if len(n.lend) == 0 {
 		return false
 	}
+	_, _, ok := n.lentOf(n.rel())
 	var st syscall.Stat_t
-	return syscall.Lstat(n.path(), &st) == syscall.ENOENT && n.lentPath(n.Path(n.Root())) != ""
-}
-
-// where is where the node is read from: the store, or its lent directory.
-func (n *node) where() string {
-	if n.lent() {
-		return n.lentPath(n.Path(n.Root()))
-	}
-	return n.path()
+	return ok && syscall.Lstat(n.path(), &st) == syscall.ENOENT
 }
 
 // lentHas says whether a lent directory holds the child name of n (a
 // directory or a regular file, never through a link).
 func (n *node) lentHas(name string) (syscall.Stat_t, bool) {
-	var st syscall.Stat_t
-	p := n.lentPath(filepath.Join(n.Path(n.Root()), name))
-	if p == "" || syscall.Lstat(p, &st) != nil {
-		return st, false
-	}
-	t := st.Mode & syscall.S_IFMT
-	return st, t == syscall.S_IFDIR || t == syscall.S_IFREG
+	st, err := n.statLent(filepath.Join(n.rel(), name))
+	return st, err == nil
 }
 
 // Lookup finds name in the store, else in a lent directory.
@@ -177,53 +221,49 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 }
 
 // own copies a lent node into the store before its first change (the
-// directories above it made as needed); empty leaves a file's contents
-// behind (it is being truncated).
-func (n *node) own(empty bool) syscall.Errno {
+// directories above it made as needed), contents and all (a truncation
+// that then fails leaves the file as it was).
+func (n *node) own() syscall.Errno {
 	if !n.lent() {
 		return 0
 	}
-	src, dst := n.where(), n.path()
-	var st syscall.Stat_t
-	if err := syscall.Lstat(src, &st); err != nil {
+	dst := n.path()
+	st, err := n.statLent(n.rel())
+	if err != nil {
 		return fs.ToErrno(err)
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return fs.ToErrno(err)
 	}
-	switch st.Mode & syscall.S_IFMT {
-	case syscall.S_IFDIR:
+	if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
 		if err := syscall.Mkdir(dst, st.Mode&0o777|0o700); err != nil && err != syscall.EEXIST {
 			return fs.ToErrno(err)
 		}
-	case syscall.S_IFREG:
-		if err := copyFile(src, dst, st.Mode&0o777, empty); err != nil {
-			return fs.ToErrno(err)
-		}
-	default:
-		return syscall.EPERM
+		return 0
 	}
-	return 0
+	fd, err := n.openLent(n.rel(), unix.O_RDONLY)
+	if err != nil {
+		return fs.ToErrno(err)
+	}
+	in := os.NewFile(uintptr(fd), "lent")
+	defer in.Close()
+	return fs.ToErrno(copyFile(in, dst))
 }
 
-// copyFile copies the regular file src (not through a link) to dst, a
-// new file of the given mode.
-func copyFile(src, dst string, mode uint32, empty bool) error {
-	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+// copyFile copies the regular file in to dst, a new file of its mode.
+func copyFile(in *os.File, dst string) error {
+	fi, err := in.Stat()
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+	if !fi.Mode().IsRegular() {
 		return syscall.EPERM
 	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, os.FileMode(mode))
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, fi.Mode().Perm())
 	if err != nil {
 		return err
 	}
-	if !empty {
-		_, err = io.Copy(out, in)
-	}
+	_, err = io.Copy(out, in)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
@@ -249,8 +289,8 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	if errno != syscall.ENOENT || !n.lent() {
 		return errno
 	}
-	var st syscall.Stat_t
-	if err := syscall.Lstat(n.where(), &st); err != nil {
+	st, err := n.statLent(n.rel())
+	if err != nil {
 		return fs.ToErrno(err)
 	}
 	out.FromStat(&st)
@@ -273,7 +313,7 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if errno := n.own(false); errno != 0 {
+	if errno := n.own(); errno != 0 {
 		return nil, errno
 	}
 	return n.LoopbackNode.Mkdir(ctx, name, mode, out)
@@ -297,9 +337,13 @@ func (n *node) Open(context.Context, uint32) (fs.FileHandle, uint32, syscall.Err
 // stops the kernel sending one at each close.
 func (n *node) Flush(context.Context, fs.FileHandle) syscall.Errno { return syscall.ENOSYS }
 
-// file opens the node's file in the store, never through a link.
+// file opens the node's file in the store, never through a link, else
+// (to read) in its lent directory.
 func (n *node) file(flags int) (int, syscall.Errno) {
-	fd, err := syscall.Open(n.where(), flags|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	fd, err := syscall.Open(n.path(), flags|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err == syscall.ENOENT && flags == syscall.O_RDONLY && n.lent() {
+		fd, err = n.openLent(n.rel(), flags)
+	}
 	if err != nil {
 		return -1, fs.ToErrno(err)
 	}
@@ -320,7 +364,7 @@ func (n *node) Read(_ context.Context, _ fs.FileHandle, dest []byte, off int64) 
 }
 
 func (n *node) Write(_ context.Context, _ fs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
-	if errno := n.own(false); errno != 0 {
+	if errno := n.own(); errno != 0 {
 		return 0, errno
 	}
 	fd, errno := n.file(syscall.O_WRONLY)
@@ -350,7 +394,7 @@ func (n *node) Fsync(context.Context, fs.FileHandle, uint32) syscall.Errno {
 // Create makes the file (honouring O_EXCL and O_TRUNC) and answers as a
 // lookup of it would, with no handle: later reads and writes go by path.
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	if errno := n.own(false); errno != 0 {
+	if errno := n.own(); errno != 0 {
 		return nil, nil, 0, errno
 	}
 	keep := int(flags) & (syscall.O_EXCL | syscall.O_TRUNC)
@@ -388,12 +432,16 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if err := syscall.Lstat(filepath.Join(n.path(), name), &st); err != nil {
 		return n.readOnlyLent(name, fs.ToErrno(err))
 	}
-	if to, ok := newParent.(*node); ok {
-		if errno := to.own(false); errno != 0 {
-			return errno
-		}
+	to, ok := newParent.(*node)
+	if !ok {
+		return syscall.EXDEV
 	}
-	return n.LoopbackNode.Rename(ctx, name, newParent, newName, flags)
+	if errno := to.own(); errno != 0 {
+		return errno
+	}
+	// By path, as every operation here: the loopback's checks a
+	// directory's inode against the node's, which a copied one fails.
+	return fs.ToErrno(unix.Renameat2(unix.AT_FDCWD, filepath.Join(n.path(), name), unix.AT_FDCWD, filepath.Join(to.path(), newName), uint(flags)))
 }
 
 // Tmpfile is refused: an O_TMPFILE file would be a descriptor the
@@ -406,7 +454,15 @@ func (n *node) Tmpfile(context.Context, uint32, uint32, *fuse.EntryOut) (*fs.Ino
 // the caller's flags).
 func (n *node) Statx(_ context.Context, _ fs.FileHandle, flags uint32, mask uint32, out *fuse.StatxOut) syscall.Errno {
 	var st unix.Statx_t
-	if err := unix.Statx(unix.AT_FDCWD, n.where(), int(flags|unix.AT_SYMLINK_NOFOLLOW), int(mask), &st); err != nil {
+	err := unix.Statx(unix.AT_FDCWD, n.path(), int(flags|unix.AT_SYMLINK_NOFOLLOW), int(mask), &st)
+	if err == syscall.ENOENT && n.lent() {
+		var fd int
+		if fd, _, err = n.pathLent(n.rel()); err == nil {
+			err = unix.Statx(fd, "", int(flags|unix.AT_EMPTY_PATH), int(mask), &st)
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
 		return fs.ToErrno(err)
 	}
 	out.FromStatx(&st)
@@ -421,11 +477,11 @@ func (n *node) Setattr(ctx context.Context, _ fs.FileHandle, in *fuse.SetAttrIn,
 		_, mode := in.GetMode()
 		_, uid := in.GetUID()
 		_, gid := in.GetGID()
-		size, sized := in.GetSize()
+		_, sized := in.GetSize()
 		if !mode && !uid && !gid && !sized {
 			return syscall.EROFS
 		}
-		if errno := n.own(sized && size == 0); errno != 0 {
+		if errno := n.own(); errno != 0 {
 			return errno
 		}
 	}

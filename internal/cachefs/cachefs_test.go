@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // mount serves a fresh store at a fresh mount point for the test.
@@ -332,4 +333,82 @@ func TestNpmInstallsFromTheLentCache(t *testing.T) {
 	require.Error(t, install(filepath.Join(base, "elsewhere"), filepath.Join(mnt, "other"), "--offline"), "the registry is down")
 	require.NoError(t, install(filepath.Join(base, "session"), filepath.Join(mnt, "npm"), "--prefer-offline"))
 	require.Equal(t, before, snapshot(t, person), "the developer's cache is never written")
+}
+
+// TestLentDirectoryChangedUnderTheSession: the developer's own tools
+// write their cache while a session runs. A directory the kernel knows
+// replaced by a link to elsewhere leads nowhere; a file replaced by a
+// FIFO fails its read at once (the server answers one request at a
+// time, so a blocking open would stop the whole cache).
+func TestLentDirectoryChangedUnderTheSession(t *testing.T) {
+	lent := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(lent, "ab"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(lent, "ab", "abcd-a"), []byte("action"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(lent, "README"), []byte("Go build system"), 0o644))
+	_, mnt := mountLending(t, lent)
+	dir := filepath.Join(mnt, "go-build")
+	outside := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("host secret"), 0o644))
+
+	_, err := os.Stat(filepath.Join(dir, "ab", "abcd-a")) // known to the kernel from here on
+	require.NoError(t, err)
+	require.NoError(t, os.Rename(filepath.Join(lent, "ab"), filepath.Join(lent, "ab.old")))
+	require.NoError(t, os.Symlink(outside, filepath.Join(lent, "ab")))
+	_, err = os.ReadFile(filepath.Join(dir, "ab", "secret"))
+	require.Error(t, err, "read outside the lent directory through a link put there later")
+	require.NoError(t, os.Remove(filepath.Join(lent, "ab")))
+	require.NoError(t, os.Rename(filepath.Join(lent, "ab.old"), filepath.Join(lent, "ab")))
+
+	fifo := filepath.Join(lent, "ab", "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	require.NoError(t, os.Rename(fifo, filepath.Join(lent, "ab", "abcd-a")))
+	done := make(chan error, 1)
+	go func() { _, err := os.ReadFile(filepath.Join(dir, "ab", "abcd-a")); done <- err }()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+	case <-time.After(60 * time.Second):
+		// Let the server go before failing, or the test process hangs too.
+		if fd, err := syscall.Open(filepath.Join(lent, "ab", "abcd-a"), syscall.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			_ = syscall.Close(fd)
+		}
+		t.Fatal("the server blocked opening a FIFO of the lent directory")
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "README"))
+	require.NoError(t, err, "the cache still answers")
+	require.Equal(t, "Go build system", string(got))
+}
+
+// TestChangesToLentFilesKeepTheirContents: a truncation that fails (a
+// read-only file) leaves the contents as they were; a file moved with
+// RENAME_NOREPLACE into a lent directory lands (the directory copied on
+// the way); a store file renamed over a lent name reads as itself.
+func TestChangesToLentFilesKeepTheirContents(t *testing.T) {
+	lent := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(lent, "ab"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(lent, "ab", "abcd-a"), []byte("action"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(lent, "ab", "ro"), []byte("precious"), 0o444))
+	before := snapshot(t, lent)
+	_, mnt := mountLending(t, lent)
+	dir := filepath.Join(mnt, "go-build")
+
+	if f, err := os.OpenFile(filepath.Join(dir, "ab", "ro"), os.O_WRONLY|os.O_TRUNC, 0); err == nil {
+		require.NoError(t, f.Close()) // as root, no permission check stops it
+	} else {
+		got, err := os.ReadFile(filepath.Join(dir, "ab", "ro"))
+		require.NoError(t, err)
+		require.Equal(t, "precious", string(got), "a truncation that failed emptied the file")
+	}
+
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "cd"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cd", "f"), []byte("made"), 0o644))
+	require.NoError(t, unix.Renameat2(unix.AT_FDCWD, filepath.Join(dir, "cd", "f"), unix.AT_FDCWD, filepath.Join(dir, "ab", "f"), unix.RENAME_NOREPLACE))
+	require.ErrorIs(t, unix.Renameat2(unix.AT_FDCWD, filepath.Join(dir, "ab", "f"), unix.AT_FDCWD, filepath.Join(dir, "ab", "abcd-a"), unix.RENAME_NOREPLACE), syscall.EEXIST)
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ab", "tmp"), []byte("mine"), 0o644))
+	require.NoError(t, os.Rename(filepath.Join(dir, "ab", "tmp"), filepath.Join(dir, "ab", "abcd-a")))
+	got, err := os.ReadFile(filepath.Join(dir, "ab", "abcd-a"))
+	require.NoError(t, err)
+	require.Equal(t, "mine", string(got))
+	require.Equal(t, before, snapshot(t, lent))
 }
