@@ -183,7 +183,8 @@ func sandboxGoTest(b *testing.B) {
 		_ = os.Chmod(filepath.Dir(root), 0o711)
 		work, cache := filepath.Join(root, "work"), filepath.Join(root, "cache")
 		if currentUID() != 0 && volume.Probe() == nil {
-			v := &volume.Volumes{Dir: filepath.Join(root, "volumes"), Size: 1 << 30}
+			home, _ := os.UserHomeDir() // what a workstation lends, as there
+			v := &volume.Volumes{Dir: filepath.Join(root, "volumes"), Size: 1 << 30, Lend: Lend(os.Getenv, home).Caches()}
 			mnt, err := v.Ensure(context.Background(), "bench")
 			if err != nil {
 				b.Fatal(err)
