@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/paddock-dev/paddock/internal/npmtest"
 )
 
 // workstationScript is the agent of TestWorkstation: it reads the
@@ -27,6 +29,9 @@ const workstationScript = `steps:
   - text: "Again, from the build cache cachefs serves."
     toolCalls:
       - {name: run_command, args: {command: "go test ./... && echo cache_mounts=$(grep -c ' - fuse.paddock-cache ' /proc/self/mountinfo)"}}
+  - text: "The JavaScript side, offline."
+    toolCalls:
+      - {name: run_command, args: {command: "npm ci --no-audit --no-fund > /tmp/npm.log 2>&1; echo \"npm_exit=$? tiny=$(cat node_modules/tiny/index.js)\"; cat /tmp/npm.log"}}
   - text: "Four busy loops."
     toolCalls:
       - name: run_command
@@ -86,6 +91,8 @@ func TestWorkstation(t *testing.T) {
 		"greet_test.go": "package calc\n\nimport (\n\t\"testing\"\n\n\t\"example.com/greet\"\n)\n\nfunc TestGreet(t *testing.T) {\n\tif greet.Hello() != \"hello\" {\n\t\tt.Fatal(greet.Hello())\n\t}\n}\n",
 		"calc.go":       "package calc\n\n// Add adds.\nfunc Add(a, b int) int {\n\treturn a + b\n}\n",
 		"calc_test.go":  "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"2+3\")\n\t}\n}\n",
+		"package.json":  npmtest.PackageJSON,
+		".gitignore":    "node_modules/\n",
 	}
 	for name, text := range files {
 		writeT(t, filepath.Join(repo, name), text)
@@ -115,6 +122,19 @@ func TestWorkstation(t *testing.T) {
 	writeT(t, filepath.Join(repo, "calc.go"), "package calc\n\n// Add adds two numbers.\nfunc Add(a, b int) int {\n\treturn a + b\n}\n")
 	writeT(t, filepath.Join(repo, "todo.txt"), "untracked: make Add commutative-looking\n")
 	goRun("test", "./...") // the person's own run, into their own Go build cache
+	// The person's own npm install, into their npm cache, from a registry
+	// gone by the time the session runs (its package-lock.json untracked).
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		skip("no npm on this machine")
+	}
+	registry := npmtest.Registry(t)
+	install := exec.Command(npm, "install", "--registry", registry.URL, "--no-audit", "--no-fund", "--no-update-notifier")
+	install.Dir, install.Env = repo, []string{"HOME=" + home, "PATH=" + filepath.Dir(npm) + ":/usr/bin:/bin"}
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("npm install: %v\n%s", err, out)
+	}
+	registry.Close()
 	writeT(t, filepath.Join(data, "replay", "ws.yaml"), workstationScript)
 	writeT(t, filepath.Join(home, "allow.yaml"), "default: allow\n")
 
@@ -163,12 +183,13 @@ func TestWorkstation(t *testing.T) {
 	all := out + logs
 
 	for _, want := range []string{
-		"make Add commutative-looking", // the untracked file was in the copy
-		"first go test: ok  \tcalc",    // the workstation's toolchain
-		"cache_mounts=1",               // the session's own build cache, which cachefs serves in front of the volume
-		"memory_exit=137",              // killed past its memory
-		"Cannot fork",                  // refused past its processes
-		"No space left on device",      // refused past its disk
+		"make Add commutative-looking",        // the untracked file was in the copy
+		"first go test: ok  \tcalc",           // the workstation's toolchain
+		"cache_mounts=1",                      // the session's own build cache, which cachefs serves in front of the volume
+		"npm_exit=0 tiny=module.exports = 42", // npm installed offline from the person's npm cache, lent
+		"memory_exit=137",                     // killed past its memory
+		"Cannot fork",                         // refused past its processes
+		"No space left on device",             // refused past its disk
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the session's transcript lacks %q:\n%s", want, all)

@@ -1,16 +1,8 @@
 package cachefs
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
-	"crypto/sha1"
-	"crypto/sha512"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/internal/npmtest"
 )
 
 // mount serves a fresh store at a fresh mount point for the test.
@@ -278,36 +272,12 @@ func TestNpmInstallsFromTheLentCache(t *testing.T) {
 	if err != nil {
 		t.Skip("no npm")
 	}
-	var tgz bytes.Buffer
-	gz := gzip.NewWriter(&tgz)
-	tw := tar.NewWriter(gz)
-	for name, body := range map[string]string{"package/package.json": `{"name":"tiny","version":"1.0.0","main":"index.js"}`,
-		"package/index.js": "module.exports = 42\n"} {
-		require.NoError(t, tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}))
-		_, err := tw.Write([]byte(body))
-		require.NoError(t, err)
-	}
-	require.NoError(t, tw.Close())
-	require.NoError(t, gz.Close())
-	sum512, sum1 := sha512.Sum512(tgz.Bytes()), sha1.Sum(tgz.Bytes())
-	srv := httptest.NewServer(nil)
-	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/tiny":
-			fmt.Fprintf(w, `{"name":"tiny","dist-tags":{"latest":"1.0.0"},"versions":{"1.0.0":{"name":"tiny","version":"1.0.0",`+
-				`"dist":{"tarball":"%s/tiny/-/tiny-1.0.0.tgz","integrity":"sha512-%s","shasum":"%x"}}}}`,
-				srv.URL, base64.StdEncoding.EncodeToString(sum512[:]), sum1)
-		case "/tiny/-/tiny-1.0.0.tgz":
-			_, _ = w.Write(tgz.Bytes())
-		default:
-			http.NotFound(w, r)
-		}
-	})
+	srv := npmtest.Registry(t)
 	base := t.TempDir()
 	install := func(dir, cache string, args ...string) error {
 		t.Helper()
 		require.NoError(t, os.MkdirAll(dir, 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"app","version":"1.0.0","dependencies":{"tiny":"1.0.0"}}`), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "package.json"), []byte(npmtest.PackageJSON), 0o644))
 		cmd := exec.Command(npm, append([]string{"install", "--registry", srv.URL, "--cache", cache, "--no-audit", "--no-fund", "--no-update-notifier"}, args...)...)
 		cmd.Dir, cmd.Env = dir, append(os.Environ(), "HOME="+base, "npm_config_logs_dir="+filepath.Join(base, "logs"))
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -315,7 +285,7 @@ func TestNpmInstallsFromTheLentCache(t *testing.T) {
 		}
 		got, err := os.ReadFile(filepath.Join(dir, "node_modules", "tiny", "index.js"))
 		require.NoError(t, err)
-		require.Equal(t, "module.exports = 42\n", string(got))
+		require.Equal(t, npmtest.Index, string(got))
 		return nil
 	}
 	person := filepath.Join(base, "npm-cache")
