@@ -71,10 +71,13 @@ func (c Connection) User() string {
 	return "paddock"
 }
 
+// Names' shapes; their lengths are checked apart (a bounded repetition
+// compiles into as many states, which every program linking this
+// package, the client included, would pay for at its start).
 var (
-	connectionName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
-	segment        = regexp.MustCompile(`^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,99}$`)
-	userName       = regexp.MustCompile(`^[A-Za-z0-9_.@+-]{1,100}$`)
+	connectionName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+	segment        = regexp.MustCompile(`^[A-Za-z0-9_.][A-Za-z0-9_.-]*$`)
+	userName       = regexp.MustCompile(`^[A-Za-z0-9_.@+-]+$`)
 )
 
 // MaxRepositories bounds a connection's grant list.
@@ -83,7 +86,7 @@ const MaxRepositories = 200
 // Validate checks a connection as an admin gives it, saying what is wrong.
 func (c Connection) Validate() error {
 	var errs []error
-	if !connectionName.MatchString(c.Name) {
+	if len(c.Name) > 63 || !connectionName.MatchString(c.Name) {
 		errs = append(errs, fmt.Errorf("name %q: want 1 to 63 lower-case letters, digits and dashes, not starting or ending with a dash", c.Name))
 	}
 	switch c.Kind {
@@ -105,7 +108,7 @@ func (c Connection) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if c.Username != "" && !userName.MatchString(c.Username) {
+	if c.Username != "" && (len(c.Username) > 100 || !userName.MatchString(c.Username)) {
 		errs = append(errs, fmt.Errorf("username %q: want 1 to 100 letters, digits and _.@+-", c.Username))
 	}
 	return errors.Join(errs...)
@@ -179,7 +182,7 @@ func ParseBase(raw string) (*url.URL, error) {
 	u.Path = strings.TrimRight(path.Clean("/"+u.Path), "/")
 	u.RawPath = ""
 	for _, s := range strings.Split(strings.Trim(u.Path, "/"), "/") {
-		if s != "" && !segment.MatchString(s) {
+		if s != "" && (len(s) > 100 || !segment.MatchString(s)) {
 			return nil, fmt.Errorf("url %q: path segment %q: want letters, digits and _.-", raw, s)
 		}
 	}

@@ -12,6 +12,12 @@ func TestValidate(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	longest := ok
+	longest.Name, longest.Username = "a"+strings.Repeat("-", 61)+"z", strings.Repeat("u", 100)
+	longest.URL = "https://git.example.com/" + strings.Repeat("s", 100)
+	if err := longest.Validate(); err != nil {
+		t.Fatalf("the longest names allowed: %v", err)
+	}
 	for name, tc := range map[string]struct {
 		edit func(*Connection)
 		want string
@@ -27,6 +33,11 @@ func TestValidate(t *testing.T) {
 		"dot-dot pattern":    {func(c *Connection) { c.Repositories = []string{"team/.."} }, "no . or .."},
 		"bad glob":           {func(c *Connection) { c.Repositories = []string{"team/[a"} }, "repository pattern"},
 		"bad username":       {func(c *Connection) { c.Username = "a b" }, "username"},
+		"long name":          {func(c *Connection) { c.Name = strings.Repeat("a", 64) }, "want 1 to 63"},
+		"dash-ended name":    {func(c *Connection) { c.Name = "gitea-" }, "not starting or ending with a dash"},
+		"long username":      {func(c *Connection) { c.Username = strings.Repeat("u", 101) }, "username"},
+		"long segment":       {func(c *Connection) { c.URL = "https://h/" + strings.Repeat("s", 101) }, "path segment"},
+		"dash segment":       {func(c *Connection) { c.URL = "https://h/-x" }, "path segment"},
 		"bad prefix segment": {func(c *Connection) { c.URL = "https://h/a%20b" }, "path segment"},
 	} {
 		t.Run(name, func(t *testing.T) {
