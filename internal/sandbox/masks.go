@@ -65,8 +65,8 @@ func (t *tree) changed() bool {
 func (t *tree) walk() {
 	t.dirs, t.masks, t.walked = map[string]time.Time{}, nil, time.Now()
 	_ = filepath.WalkDir(t.root, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return nil
+		if err != nil || d.Type()&os.ModeSymlink != 0 {
+			return nil // a link is shown as a link: where it leads is masked there (/etc/alternatives holds hundreds)
 		}
 		fi, err := d.Info()
 		if err != nil {
