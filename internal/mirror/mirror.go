@@ -318,22 +318,30 @@ func (c *Cache) Collect(keep func(project, connection string) bool) ([]Collected
 				continue
 			}
 			root := filepath.Join(c.Dir, p.Name(), cn.Name())
-			var repos []Collected
-			_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			// Each mirror removed under its own lock, as a fetch into it
+			// holds it: one under way finishes first.
+			err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 				if err != nil || !d.IsDir() || !strings.HasSuffix(path, ".git") {
 					return nil
 				}
 				rel, _ := filepath.Rel(root, path)
-				repos = append(repos, Collected{Project: p.Name(), Connection: cn.Name(), Path: strings.TrimSuffix(filepath.ToSlash(rel), ".git"), Bytes: size(path)})
+				unlock := c.lock(path)
+				defer unlock()
+				m := Collected{Project: p.Name(), Connection: cn.Name(), Path: strings.TrimSuffix(filepath.ToSlash(rel), ".git"), Bytes: size(path)}
+				if err := os.RemoveAll(path); err != nil {
+					return err
+				}
+				out = append(out, m)
 				return filepath.SkipDir
 			})
-			unlock := c.lock(root)
-			err = os.RemoveAll(root)
-			unlock()
+			if err == nil {
+				unlock := c.lock(root)
+				err = os.RemoveAll(root)
+				unlock()
+			}
 			if err != nil {
 				return out, err
 			}
-			out = append(out, repos...)
 		}
 	}
 	return out, nil
