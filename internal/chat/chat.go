@@ -81,15 +81,24 @@ type Secrets struct {
 	AppToken      string `json:"appToken,omitempty"`
 }
 
-var (
-	teamID    = regexp.MustCompile(`^[TE][A-Z0-9]{2,20}$`)
-	channelID = regexp.MustCompile(`^[CGD][A-Z0-9]{2,20}$`)
-)
+// slackID says whether s is a Slack ID of a kind its first letter, one
+// of kinds, says: 2 to 20 upper-case letters and digits follow.
+func slackID(s, kinds string) bool {
+	if len(s) < 3 || len(s) > 21 || !strings.ContainsRune(kinds, rune(s[0])) {
+		return false
+	}
+	for _, c := range s[1:] {
+		if (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
 
 // Check says what is wrong with an app and its secrets, for its admin.
 func Check(a App, s Secrets) error {
 	var problems []string
-	if !teamID.MatchString(a.Team) {
+	if !slackID(a.Team, "TE") {
 		problems = append(problems, fmt.Sprintf("team %q: give the workspace's ID (T… as Slack shows it in the app's settings)", clip(a.Team)))
 	}
 	if !strings.HasPrefix(s.BotToken, "xoxb-") {
@@ -107,7 +116,7 @@ func Check(a App, s Secrets) error {
 	seen := map[string]bool{}
 	for _, c := range a.Channels {
 		switch {
-		case !channelID.MatchString(c.ID):
+		case !slackID(c.ID, "CGD"):
 			problems = append(problems, fmt.Sprintf("channel %q: give the channel's ID (C…), not its name", clip(c.ID)))
 		case seen[c.ID]:
 			problems = append(problems, fmt.Sprintf("channel %s: mapped twice", c.ID))

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -40,4 +41,15 @@ func TestCheck(t *testing.T) {
 	require.Equal(t, Channel{ID: "C0456", Agent: "fixer", Repo: "team/app", Ref: "main"}, c)
 	_, err = ParseChannel("C0456=fixer")
 	require.Error(t, err)
+}
+
+// TestSlackID: an ID's kind letter, then 2 to 20 upper-case letters and digits.
+func TestSlackID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"T01": true, "E0123ABC": true, "T" + strings.Repeat("A", 20): true,
+		"T0": false, "T" + strings.Repeat("A", 21): false, "C0123": false, "t0123": false, "T01a": false, "T01-": false, "": false, "Té1": false,
+	} {
+		require.Equal(t, want, slackID(id, "TE"), id)
+	}
+	require.True(t, slackID("G0123", "CGD"))
 }
