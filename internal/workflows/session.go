@@ -45,6 +45,16 @@ const SignalChild = "child"
 // signal before it looks anyway (a signal lost to a crash).
 const childRecheck = 2 * time.Minute
 
+// heldRecheck is how often a held session's workflow claims again: its
+// release is recorded, then signaled, and a crash between the two would
+// otherwise leave it frozen until its next command (a hold is rare, so
+// the timer costs next to nothing).
+const heldRecheck = time.Hour
+
+// heldRecheckChange versions the recheck (histories before it await the
+// signal alone).
+const heldRecheckChange = "held-recheck"
+
 // Notice is the payload of SignalCommand. The command itself is read from
 // the store; the notice only says which, so an interrupt or stop can abort
 // the turn in flight at once.
@@ -124,7 +134,16 @@ func SessionWorkflow(ctx workflow.Context, in Input) error {
 		}
 		if claim.Frozen {
 			// (A release signaled while Claim ran has set wake already.)
-			if err := workflow.Await(ctx, func() bool { return w.wake }); err != nil {
+			// A release whose signal a crash lost is found by claiming
+			// again after heldRecheck.
+			released := func() bool { return w.wake }
+			var err error
+			if workflow.GetVersion(ctx, heldRecheckChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+				err = workflow.Await(ctx, released) // a history from before the recheck
+			} else {
+				_, err = workflow.AwaitWithTimeout(ctx, heldRecheck, released)
+			}
+			if err != nil {
 				return err
 			}
 			continue

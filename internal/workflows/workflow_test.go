@@ -357,3 +357,32 @@ func TestStopWhileATurnOpens(t *testing.T) {
 		})
 	}
 }
+
+// TestReleaseLostToACrashIsFound: a hold released in the store whose
+// signal never came (a crash between the two) is found at the next
+// recheck; the session then idles as any other.
+func TestReleaseLostToACrashIsFound(t *testing.T) {
+	f := setup(t)
+	f.create(t, "s-held", "replay/testdata/script.yaml", "")
+	ctx := context.Background()
+	f.env.RegisterDelayedCallback(func() {
+		require.NoError(t, f.store.SetHold(ctx, "s-held", &session.Hold{By: session.Sender{Kind: session.SenderOperator, ID: "t"}, Reason: "look", At: time.Now()}))
+		f.env.SignalWorkflow(SignalCommand, Notice{}) // as Hold does
+	}, time.Minute)
+	f.env.RegisterDelayedCallback(func() {
+		require.NoError(t, f.store.SetHold(ctx, "s-held", nil)) // released; the signal lost
+	}, 2*time.Minute)
+	f.env.RegisterDelayedCallback(func() {
+		x, err := f.store.GetSession(ctx, "s-held")
+		require.NoError(t, err)
+		require.NotEqual(t, "idle (sandbox released)", x.AmbientStatus, "held, no timer runs")
+	}, 30*time.Minute)
+	f.env.RegisterDelayedCallback(func() {
+		x, err := f.store.GetSession(ctx, "s-held")
+		require.NoError(t, err)
+		require.Equal(t, "idle (sandbox released)", x.AmbientStatus, "claimed again after the recheck, then idle after 15 minutes")
+		f.send(t, "s-held", session.KindStop, session.StopPayload{})
+	}, heldRecheck+time.Minute+20*time.Minute)
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s-held"})
+	require.NoError(t, f.env.GetWorkflowError())
+}
