@@ -183,6 +183,7 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 		temporalTLS = pki.ClientTLS()
 		// With PADDOCK_DATABASE_URL the embedded server keeps its state in
 		// PostgreSQL too, and every node on that URL joins one cluster.
+		workflows.BoundCache() // before the server's own workers make the SDK's cache
 		a.temporal, err = temporalserver.Start(ctx, temporalserver.Options{SQLite: filepath.Join(cfg.DataDir, "temporal.db"), Postgres: cfg.DatabaseURL,
 			Broadcast: cfg.TemporalBroadcast, Port: cfg.TemporalPort, PKI: pki, Logger: logger})
 		if err != nil {

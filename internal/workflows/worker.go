@@ -31,10 +31,16 @@ type Worker struct {
 // history, which continue-as-new keeps short.
 const CachedSessions = 256
 
+// BoundCache sizes the SDK's cache (CachedSessions). The cache is one per
+// process, made with the size set when its first worker starts, and the
+// embedded Temporal server starts workers of its own: a process embedding
+// it calls this before starting it (else the cache keeps the SDK's
+// default, every idle session's workflow in memory).
+func BoundCache() { worker.SetStickyWorkflowCacheSize(CachedSessions) }
+
 // NewWorker returns a worker (not started).
 func NewWorker(c client.Client, acts *durable.Activities) *Worker {
-	// The SDK's cache is one per process, sized before a worker starts.
-	worker.SetStickyWorkflowCacheSize(CachedSessions)
+	BoundCache()
 	shared := worker.New(c, TaskQueue, worker.Options{
 		Interceptors: []interceptor.WorkerInterceptor{&liveness{}},
 		// A workflow task sent to a worker that died waits this long before
