@@ -184,15 +184,18 @@ func (n *node) statLent(rel string) (syscall.Stat_t, error) {
 // rel is the node's path in the cache.
 func (n *node) rel() string { return n.Path(n.Root()) }
 
+// lendable says whether a lent directory could hold the node: what the
+// store lacks is read from there.
+func (n *node) lendable() bool {
+	_, _, ok := n.lentOf(n.rel())
+	return ok
+}
+
 // lent says whether the node is a lent directory's, not (yet) the
 // store's: the store lacks its path.
 func (n *node) lent() bool {
-	if len(n.lend) == 0 {
-		return false
-	}
-	_, _, ok := n.lentOf(n.rel())
 	var st syscall.Stat_t
-	return ok && syscall.Lstat(n.path(), &st) == syscall.ENOENT
+	return n.lendable() && syscall.Lstat(n.path(), &st) == syscall.ENOENT
 }
 
 // lentHas says whether a lent directory holds the child name of n (a
@@ -286,7 +289,7 @@ func (n *node) readOnlyLent(name string, errno syscall.Errno) syscall.Errno {
 
 func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	errno := n.LoopbackNode.Getattr(ctx, f, out)
-	if errno != syscall.ENOENT || !n.lent() {
+	if errno != syscall.ENOENT || !n.lendable() {
 		return errno
 	}
 	st, err := n.statLent(n.rel())
@@ -341,7 +344,7 @@ func (n *node) Flush(context.Context, fs.FileHandle) syscall.Errno { return sysc
 // (to read) in its lent directory.
 func (n *node) file(flags int) (int, syscall.Errno) {
 	fd, err := syscall.Open(n.path(), flags|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	if err == syscall.ENOENT && flags == syscall.O_RDONLY && n.lent() {
+	if err == syscall.ENOENT && flags == syscall.O_RDONLY && n.lendable() {
 		fd, err = n.openLent(n.rel(), flags)
 	}
 	if err != nil {
@@ -455,7 +458,7 @@ func (n *node) Tmpfile(context.Context, uint32, uint32, *fuse.EntryOut) (*fs.Ino
 func (n *node) Statx(_ context.Context, _ fs.FileHandle, flags uint32, mask uint32, out *fuse.StatxOut) syscall.Errno {
 	var st unix.Statx_t
 	err := unix.Statx(unix.AT_FDCWD, n.path(), int(flags|unix.AT_SYMLINK_NOFOLLOW), int(mask), &st)
-	if err == syscall.ENOENT && n.lent() {
+	if err == syscall.ENOENT && n.lendable() {
 		var fd int
 		if fd, _, err = n.pathLent(n.rel()); err == nil {
 			err = unix.Statx(fd, "", int(flags|unix.AT_EMPTY_PATH), int(mask), &st)

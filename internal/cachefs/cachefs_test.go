@@ -16,8 +16,9 @@ import (
 	"github.com/paddock-dev/paddock/internal/npmtest"
 )
 
-// mount serves a fresh store at a fresh mount point for the test.
-func mount(t *testing.T) (store, mnt string) {
+// mount serves a fresh store at a fresh mount point for the test, with
+// lend (see Mount).
+func mount(t *testing.T, lend map[string]string) (store, mnt string) {
 	t.Helper()
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		t.Skip("no /dev/fuse here")
@@ -25,7 +26,7 @@ func mount(t *testing.T) (store, mnt string) {
 	base := t.TempDir()
 	store, mnt = filepath.Join(base, "store"), filepath.Join(base, "cache")
 	require.NoError(t, Prepare(store, mnt))
-	srv, err := Mount(store, mnt, nil)
+	srv, err := Mount(store, mnt, lend)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, srv.Unmount()) })
 	return store, mnt
@@ -36,7 +37,7 @@ func mount(t *testing.T) (store, mnt string) {
 // renames and removals (the kernel keeps contents and attributes across
 // opens, so every change must come through this filesystem correctly).
 func TestFilesReachTheStore(t *testing.T) {
-	store, mnt := mount(t)
+	store, mnt := mount(t, nil)
 	p := filepath.Join(mnt, "go-build", "ab", "abcd-d")
 	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o777))
 	require.NoError(t, os.WriteFile(p, []byte("hello, world"), 0o666))
@@ -90,7 +91,7 @@ func TestFilesReachTheStore(t *testing.T) {
 // hard) nor a special file in the cache, so no path the server builds in
 // the store leads out of it.
 func TestNoLinksNorSpecialFiles(t *testing.T) {
-	store, mnt := mount(t)
+	store, mnt := mount(t, nil)
 	require.NoError(t, os.WriteFile(filepath.Join(mnt, "f"), []byte("x"), 0o666))
 	for name, err := range map[string]error{
 		"symlink": os.Symlink("/etc", filepath.Join(mnt, "out")),
@@ -127,16 +128,7 @@ func TestPrepareEmptiesACacheOfTheOldLayout(t *testing.T) {
 // mountLending serves a fresh store with lent lent to the name "go-build".
 func mountLending(t *testing.T, lent string) (store, mnt string) {
 	t.Helper()
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skip("no /dev/fuse here")
-	}
-	base := t.TempDir()
-	store, mnt = filepath.Join(base, "store"), filepath.Join(base, "cache")
-	require.NoError(t, Prepare(store, mnt))
-	srv, err := Mount(store, mnt, map[string]string{"go-build": lent})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, srv.Unmount()) })
-	return store, mnt
+	return mount(t, map[string]string{"go-build": lent})
 }
 
 // snapshot is every name under dir with its size, mode and modification time.
@@ -292,14 +284,7 @@ func TestNpmInstallsFromTheLentCache(t *testing.T) {
 	require.NoError(t, install(filepath.Join(base, "theirs"), person)) // the developer's own install
 	srv.Close()
 	before := snapshot(t, person)
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skip("no /dev/fuse here")
-	}
-	store, mnt := filepath.Join(base, "store"), filepath.Join(base, "cache")
-	require.NoError(t, Prepare(store, mnt))
-	fsrv, err := Mount(store, mnt, map[string]string{"npm/_cacache": filepath.Join(person, "_cacache")})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, fsrv.Unmount()) })
+	_, mnt := mount(t, map[string]string{"npm/_cacache": filepath.Join(person, "_cacache")})
 	require.Error(t, install(filepath.Join(base, "elsewhere"), filepath.Join(mnt, "other"), "--offline"), "the registry is down")
 	require.NoError(t, install(filepath.Join(base, "session"), filepath.Join(mnt, "npm"), "--prefer-offline"))
 	require.Equal(t, before, snapshot(t, person), "the developer's cache is never written")

@@ -35,11 +35,12 @@ func Configured(cfg config.Config) (*Bwrap, error) {
 	if abs, err := filepath.Abs(cfg.DataDir); err == nil && cfg.DataDir != "" {
 		box.Hide = []string{abs}
 		// Read through by name, a lent cache there would reach Paddock's files.
-		if real, err := filepath.EvalSymlinks(abs); err == nil && overlaps(real, box.Lent.GoCache) {
-			box.Lent.GoCache = ""
-		}
-		if real, err := filepath.EvalSymlinks(abs); err == nil && overlaps(real, box.Lent.NpmCache) {
-			box.Lent.NpmCache = ""
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			for _, cache := range []*string{&box.Lent.GoCache, &box.Lent.NpmCache} {
+				if overlaps(real, *cache) {
+					*cache = ""
+				}
+			}
 		}
 	}
 	if cfg.CommandMaxCPUs > 0 {

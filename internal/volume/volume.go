@@ -45,9 +45,9 @@ type Volumes struct {
 	Files int64
 	// UID owns the volume's root (the sandbox user), when non-zero.
 	UID int
-	// Lend are the host directories lent to the top-level names of every
-	// session's build cache, without root (see cachefs): the developer's
-	// own Go build cache on their machine.
+	// Lend are the host directories lent to paths of every session's
+	// build cache, without root (see cachefs.Mount): the developer's own
+	// Go build and npm caches on their machine.
 	Lend map[string]string
 	// mu serializes making, mounting and removing volumes (two callers
 	// must never mount one image twice).
