@@ -111,6 +111,8 @@ func (s *Server) Handler() http.Handler {
 	h("GET /v1/projects/{name}/connections", onProject("name", read), s.listConnections)
 	h("POST /v1/projects/{name}/connections", onProject("name", manage), s.addConnection)
 	h("POST /v1/projects/{name}/connections/{connection}/revoke", onProject("name", manage), s.revokeConnection)
+	h("PUT /v1/projects/{name}/connections/{connection}/link", onProject("name", steer), s.linkForge)
+	h("DELETE /v1/projects/{name}/connections/{connection}/link", onProject("name", read), s.unlinkForge)
 	h("GET /v1/projects/{name}/slack", onProject("name", read), s.slackApp)
 	h("PUT /v1/projects/{name}/slack", onProject("name", manage), s.setSlackApp)
 	h("DELETE /v1/projects/{name}/slack", onProject("name", manage), s.removeSlackApp)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/forge/forgetest"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -273,6 +275,94 @@ func TestAcceptOpensAPullRequestOnGitea(t *testing.T) {
 	}
 	g.API(t, http.MethodGet, fmt.Sprintf("/repos/%s/app/pulls/%d/files", g.User, prs[0].Number), nil, &files)
 	require.Len(t, files, 2, "both acceptances are on the pull request")
+}
+
+// TestAcceptAsTheLinkedPerson: a person links their own Gitea account to
+// a project's connection (`paddock connections link`, the token checked
+// with Gitea, which names its holder); the pull request of what they
+// accept is then opened as them. A token the forge no longer takes
+// leaves the connection's to open it, and the answer says so; a token
+// Gitea refuses is never linked; revoking the connection deletes the
+// link; the token is never in the data directory in the clear.
+func TestAcceptAsTheLinkedPerson(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs sessions")
+	}
+	ctx := context.Background()
+	g := forgetest.NewGitea(t)
+	g.API(t, http.MethodPost, "/user/repos", map[string]any{"name": "app", "auto_init": true, "default_branch": "main"}, nil)
+	own := g.NewUser(t, "tessa", "app")
+
+	project := unique("linked")
+	require.NoError(t, api.Access().CreateProject(ctx, project))
+	_, err := api.Projects().SetPolicy(ctx, project, []byte("default: allow\n"))
+	require.NoError(t, err)
+	_, err = api.Projects().AddConnection(ctx, project, wire.ConnectionRequest{Name: "gitea", Kind: "gitea", URL: g.URL, Repositories: []string{g.User + "/*"}, Credential: g.Token})
+	require.NoError(t, err)
+
+	_, err = api.Projects().LinkForge(ctx, project, "gitea", "not-a-token")
+	var he *client.Error
+	require.ErrorAs(t, err, &he)
+	require.Equal(t, http.StatusBadRequest, he.Status, "Gitea refused the token: %v", err)
+	require.Contains(t, err.Error(), "did not take the credential")
+	code, out := paddockIn(t, own+"\n", "connections", "link", "gitea", "--project", project)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "opened as tessa on "+g.URL, "Gitea named the token's holder")
+	require.NotContains(t, out, own)
+
+	work := func(file string) session.Session {
+		t.Helper()
+		model := scriptText(t, unique("linked-work")+".yaml", "steps:\n  - toolCalls:\n      - name: write_file\n        args: {path: "+file+", content: \"x\\n\"}\n  - text: done\n")
+		x, err := api.Sessions().Create(ctx, wire.CreateRequest{Project: project, Model: model, Message: "add " + file, Repo: g.User + "/app", Ref: "main"})
+		require.NoError(t, err)
+		waitFor(t, "the turn", func() (bool, error) {
+			ts, err := api.Sessions().Turns(ctx, x.ID)
+			return len(ts) == 1 && ts[0].Status.Settled(), err
+		})
+		return x
+	}
+	poster := func(branch string) string {
+		t.Helper()
+		var prs []struct {
+			Head struct {
+				Ref string `json:"ref"`
+			} `json:"head"`
+			User struct {
+				Login string `json:"login"`
+			} `json:"user"`
+		}
+		g.API(t, http.MethodGet, "/repos/"+g.User+"/app/pulls?state=all", nil, &prs)
+		for _, pr := range prs {
+			if pr.Head.Ref == branch {
+				return pr.User.Login
+			}
+		}
+		t.Fatalf("no pull request from %s", branch)
+		return ""
+	}
+	x := work("mine.txt")
+	code, out = paddock(t, "sessions", "accept", x.ID)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "opened as tessa")
+	require.Equal(t, "tessa", poster("paddock/"+x.ID), "the pull request is the person's")
+
+	// Gitea no longer takes the person's token: the connection's opens
+	// the pull request, and the answer says why.
+	g.DeleteToken(t, "tessa")
+	y := work("theirs.txt")
+	code, out = paddock(t, "sessions", "accept", y.ID)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "your linked account tessa was refused")
+	require.Equal(t, g.User, poster("paddock/"+y.ID))
+
+	data, err := exec.Command("grep", "-rlF", own, sharedDir).CombinedOutput()
+	require.Empty(t, strings.TrimSpace(string(data)), "the person's token in the clear: %v", err)
+
+	_, err = api.Projects().RevokeConnection(ctx, project, "gitea")
+	require.NoError(t, err)
+	code, out = paddock(t, "connections", "unlink", "gitea", "--project", project)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "no link", "the revocation deleted the link")
 }
 
 // eventText is every event's data, for a search.

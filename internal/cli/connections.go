@@ -65,9 +65,39 @@ func newConnections(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	for _, c := range []*cobra.Command{add, ls, revoke} {
+	link := &cobra.Command{
+		Use:   "link NAME",
+		Short: "Link your own account on a connection's forge: the pull requests of what you accept on its repositories are opened as you; your token is read from standard input (not echoed on a terminal), checked with the forge, kept encrypted and never shown again",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			values, err := readSecrets(g, []string{"your token on " + args[0]})
+			if err != nil {
+				return err
+			}
+			l, err := g.remote().Projects().LinkForge(cmd.Context(), g.project(project), args[0], values["your token on "+args[0]])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "linked: pull requests of what you accept through connection %s of project %s are opened as %s on %s\n", l.Connection, l.Project, l.Login, l.URL)
+			fmt.Fprintf(g.io.Out, "undo it: paddock connections unlink %s --project %s\n", l.Connection, l.Project)
+			return nil
+		},
+	}
+	unlink := &cobra.Command{
+		Use:   "unlink NAME",
+		Short: "Delete your link to a connection: pull requests of what you accept are opened with the connection's credential again",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := g.remote().Projects().UnlinkForge(cmd.Context(), g.project(project), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.io.Out, "unlinked from connection %s of project %s; your token there is deleted\n", args[0], g.project(project))
+			return nil
+		},
+	}
+	for _, c := range []*cobra.Command{add, ls, revoke, link, unlink} {
 		c.Flags().StringVar(&project, "project", "", "the project (default $PADDOCK_PROJECT, else default)")
 	}
-	cmd.AddCommand(add, ls, revoke)
+	cmd.AddCommand(add, ls, revoke, link, unlink)
 	return cmd
 }

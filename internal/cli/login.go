@@ -15,6 +15,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/paddock-dev/paddock/internal/client"
+	"github.com/paddock-dev/paddock/internal/credentials"
 	"github.com/paddock-dev/paddock/internal/wire"
 )
 
@@ -52,7 +53,7 @@ func newLogin(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			path, err := saveCredentials(g.io.Getenv, credentials{Server: server, Token: t.Secret})
+			path, err := credentials.Save(g.io.Getenv, credentials.Saved{Server: server, Token: t.Secret})
 			if err != nil {
 				return fmt.Errorf("logged in, but the token could not be saved: %w", err)
 			}

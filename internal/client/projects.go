@@ -91,3 +91,17 @@ func (c Projects) RevokeConnection(ctx context.Context, project, name string) (f
 	err := c.json(ctx, http.MethodPost, "/v1/projects/"+url.PathEscape(project)+"/connections/"+url.PathEscape(name)+"/revoke", nil, &out)
 	return out, err
 }
+
+// LinkForge links the caller's own account on a project's connection:
+// pull requests of what they accept are opened as them.
+func (c Projects) LinkForge(ctx context.Context, project, connection, credential string) (forge.Link, error) {
+	var out forge.Link
+	err := c.json(ctx, http.MethodPut, "/v1/projects/"+url.PathEscape(project)+"/connections/"+url.PathEscape(connection)+"/link",
+		wire.LinkRequest{Credential: credential}, &out)
+	return out, err
+}
+
+// UnlinkForge deletes the caller's link to a project's connection.
+func (c Projects) UnlinkForge(ctx context.Context, project, connection string) error {
+	return c.json(ctx, http.MethodDelete, "/v1/projects/"+url.PathEscape(project)+"/connections/"+url.PathEscape(connection)+"/link", nil, nil)
+}

@@ -194,3 +194,20 @@ func redactUser(u *url.URL) string {
 	c.User = url.User("REDACTED")
 	return c.String()
 }
+
+// Link is a person's own account on a connection's forge: the pull
+// requests of what they accept on it are opened with their credential
+// (kept sealed elsewhere), so the forge shows them as the author. Without
+// one, the connection's credential opens them.
+type Link struct {
+	Project    string `json:"project"`
+	Connection string `json:"connection"`
+	User       string `json:"user"`
+	// URL is the connection's forge the link was made for: a name given
+	// again to a connection elsewhere never gets the person's credential.
+	URL string `json:"url"`
+	// Login is the forge's name for the person's account, as the forge
+	// answered when the link was made.
+	Login     string    `json:"login"`
+	CreatedAt time.Time `json:"createdAt"`
+}

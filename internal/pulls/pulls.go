@@ -79,11 +79,79 @@ func (f Forges) Open(ctx context.Context, src mirror.Source, r Request) (PullReq
 	return PullRequest{}, fmt.Errorf("%s: a kind of forge without pull requests here: open one from branch %s on the forge", src.Connection.Kind, r.Head)
 }
 
-// gitlab opens a merge request through GitLab's API (URL/api/v4).
-func (f Forges) gitlab(ctx context.Context, src mirror.Source, r Request) (PullRequest, error) {
+// Account is the forge's name for the holder of src's credential: a
+// person's link (forge.Link) is checked with it as it is made.
+func (f Forges) Account(ctx context.Context, src mirror.Source) (string, error) {
+	switch src.Connection.Kind {
+	case forge.Gitea:
+		c, err := f.giteaClient(ctx, src)
+		if err != nil {
+			return "", err
+		}
+		u, _, err := c.GetMyUserInfo()
+		if err != nil {
+			return "", fmt.Errorf("gitea: who the credential is: %w", err)
+		}
+		return u.UserName, nil
+	case forge.GitHub:
+		c, err := f.githubClient(src)
+		if err != nil {
+			return "", err
+		}
+		u, _, err := c.Users.Get(ctx, "")
+		if err != nil {
+			return "", fmt.Errorf("github: who the credential is: %w", err)
+		}
+		return u.GetLogin(), nil
+	case forge.GitLab:
+		c, err := f.gitlabClient(src)
+		if err != nil {
+			return "", err
+		}
+		u, _, err := c.Users.CurrentUser(gitlab.WithContext(ctx))
+		if err != nil {
+			return "", fmt.Errorf("gitlab: who the credential is: %w", err)
+		}
+		return u.Username, nil
+	}
+	return "", ErrNone
+}
+
+func (f Forges) gitlabClient(src mirror.Source) (*gitlab.Client, error) {
 	c, err := gitlab.NewClient(string(src.Credential), gitlab.WithBaseURL(src.Connection.URL+"/api/v4"), gitlab.WithHTTPClient(f.client()))
 	if err != nil {
-		return PullRequest{}, fmt.Errorf("gitlab at %s: %w", src.Connection.URL, err)
+		return nil, fmt.Errorf("gitlab at %s: %w", src.Connection.URL, err)
+	}
+	return c, nil
+}
+
+func (f Forges) giteaClient(ctx context.Context, src mirror.Source) (*gitea.Client, error) {
+	c, err := gitea.NewClient(src.Connection.URL, gitea.SetToken(string(src.Credential)), gitea.SetHTTPClient(f.client()), gitea.SetContext(ctx),
+		gitea.SetGiteaVersion("")) // Forgejo and builds of Gitea name versions the SDK does not parse
+	if err != nil {
+		return nil, fmt.Errorf("gitea at %s: %w", src.Connection.URL, err)
+	}
+	return c, nil
+}
+
+// githubClient speaks to api.github.com for github.com, URL/api/v3 for
+// GitHub Enterprise Server.
+func (f Forges) githubClient(src mirror.Source) (*github.Client, error) {
+	c := github.NewClient(f.client()).WithAuthToken(string(src.Credential))
+	if base, _ := forge.ParseBase(src.Connection.URL); base != nil && base.Host != "github.com" {
+		var err error
+		if c, err = c.WithEnterpriseURLs(src.Connection.URL+"/api/v3/", src.Connection.URL+"/api/uploads/"); err != nil {
+			return nil, fmt.Errorf("github at %s: %w", src.Connection.URL, err)
+		}
+	}
+	return c, nil
+}
+
+// gitlab opens a merge request through GitLab's API (URL/api/v4).
+func (f Forges) gitlab(ctx context.Context, src mirror.Source, r Request) (PullRequest, error) {
+	c, err := f.gitlabClient(src)
+	if err != nil {
+		return PullRequest{}, err
 	}
 	pid := src.Repository.Path
 	in := gitlab.WithContext(ctx)
@@ -134,10 +202,9 @@ func ownerName(path string) (string, string) {
 
 // gitea opens it through Gitea's (and Forgejo's) API.
 func (f Forges) gitea(ctx context.Context, src mirror.Source, r Request) (PullRequest, error) {
-	c, err := gitea.NewClient(src.Connection.URL, gitea.SetToken(string(src.Credential)), gitea.SetHTTPClient(f.client()), gitea.SetContext(ctx),
-		gitea.SetGiteaVersion("")) // Forgejo and builds of Gitea name versions the SDK does not parse
+	c, err := f.giteaClient(ctx, src)
 	if err != nil {
-		return PullRequest{}, fmt.Errorf("gitea at %s: %w", src.Connection.URL, err)
+		return PullRequest{}, err
 	}
 	owner, name := ownerName(src.Repository.Path)
 	if r.Base == "" && r.From != 0 {
@@ -172,15 +239,11 @@ func (f Forges) gitea(ctx context.Context, src mirror.Source, r Request) (PullRe
 	return out, nil
 }
 
-// github opens it through GitHub's API (api.github.com for github.com,
-// URL/api/v3 for GitHub Enterprise Server).
+// github opens it through GitHub's API.
 func (f Forges) github(ctx context.Context, src mirror.Source, r Request) (PullRequest, error) {
-	c := github.NewClient(f.client()).WithAuthToken(string(src.Credential))
-	if base, _ := forge.ParseBase(src.Connection.URL); base != nil && base.Host != "github.com" {
-		var err error
-		if c, err = c.WithEnterpriseURLs(src.Connection.URL+"/api/v3/", src.Connection.URL+"/api/uploads/"); err != nil {
-			return PullRequest{}, fmt.Errorf("github at %s: %w", src.Connection.URL, err)
-		}
+	c, err := f.githubClient(src)
+	if err != nil {
+		return PullRequest{}, err
 	}
 	owner, name := ownerName(src.Repository.Path)
 	if r.Base == "" && r.From != 0 {

@@ -83,3 +83,37 @@ func TestGitLabMergeRequest(t *testing.T) {
 	_, err = Forges{}.Open(context.Background(), mirror.Source{Connection: forge.Connection{Kind: forge.Git}}, req)
 	require.ErrorIs(t, err, ErrNone)
 }
+
+// TestAccount: GitHub (Enterprise Server's /api/v3) and GitLab name the
+// holder of a credential as their documentation records it; a credential
+// they refuse is an error, and a plain git server has no accounts.
+func TestAccount(t *testing.T) {
+	const token = "recorded-token"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization") == "Bearer "+token || r.Header.Get("PRIVATE-TOKEN") == token
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case !auth:
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"message":"Bad credentials"}`))
+		case r.Method == http.MethodGet && r.URL.Path == "/api/v3/user":
+			_, _ = w.Write([]byte(`{"login":"octocat","id":1,"type":"User"}`))
+		case r.Method == http.MethodGet && r.URL.Path == "/api/v4/user":
+			_, _ = w.Write([]byte(`{"id":1,"username":"john_smith","name":"John Smith","state":"active"}`))
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	for kind, want := range map[forge.Kind]string{forge.GitHub: "octocat", forge.GitLab: "john_smith"} {
+		src := mirror.Source{Project: "p", Connection: forge.Connection{Name: "f", Kind: kind, URL: srv.URL}, Credential: []byte(token)}
+		got, err := Forges{}.Account(context.Background(), src)
+		require.NoError(t, err, kind)
+		require.Equal(t, want, got)
+		src.Credential = []byte("wrong")
+		_, err = Forges{}.Account(context.Background(), src)
+		require.ErrorContains(t, err, "401", kind)
+	}
+	_, err := Forges{}.Account(context.Background(), mirror.Source{Connection: forge.Connection{Kind: forge.Git}})
+	require.ErrorIs(t, err, ErrNone)
+}

@@ -104,9 +104,11 @@ func (s *Service) CollectMirrors(ctx context.Context, now time.Time) ([]wire.Col
 	return out, err
 }
 
-// PullRequests open pull requests on forges (package pulls).
+// PullRequests open pull requests on forges (package pulls), and say
+// whose a credential is there.
 type PullRequests interface {
 	Open(ctx context.Context, src mirror.Source, r pulls.Request) (pulls.PullRequest, error)
+	Account(ctx context.Context, src mirror.Source) (string, error)
 }
 
 // engineMaxCredential bounds a credential, as the engine bounds a
@@ -140,10 +142,7 @@ func (s *Service) AddConnection(ctx context.Context, p identity.Principal, proje
 	}
 	c := forge.Connection{Project: project, Name: req.Name, Kind: forge.Kind(req.Kind), URL: strings.TrimRight(req.URL, "/"),
 		Repositories: req.Repositories, Username: req.Username, CreatedBy: p.Sender().String()}
-	err := c.Validate()
-	if req.Credential == "" || len(req.Credential) > engineMaxCredential || strings.ContainsAny(req.Credential, "\x00\r\n") {
-		err = errors.Join(err, fmt.Errorf("credential: want the forge's token or password, 1 to %d bytes on one line", engineMaxCredential))
-	}
+	err := errors.Join(c.Validate(), checkCredential(req.Credential))
 	if err != nil {
 		return forge.Connection{}, fmt.Errorf("%w: connection: %w", errdefs.ErrInvalid, err)
 	}
@@ -156,6 +155,88 @@ func (s *Service) AddConnection(ctx context.Context, p identity.Principal, proje
 	}
 	return out, s.Access.Record(ctx, p, "connection_added", map[string]string{"project": project, "connection": c.Name, "url": c.URL,
 		"repositories": strings.Join(c.Repositories, ",")})
+}
+
+// checkCredential checks a credential's shape: a token or password.
+func checkCredential(cred string) error {
+	if cred == "" || len(cred) > engineMaxCredential || strings.ContainsAny(cred, "\x00\r\n") {
+		return fmt.Errorf("credential: want the forge's token or password, 1 to %d bytes on one line", engineMaxCredential)
+	}
+	return nil
+}
+
+// linkAD binds a link's sealed credential to its connection and person.
+func linkAD(project, connection, user string) []byte {
+	return []byte("paddock-forge-link-v1\n" + project + "\n" + connection + "\n" + user)
+}
+
+// LinkForge links the caller's own account on a connection's forge (any
+// member who may accept sessions' changes): the pull requests of what
+// they accept on its repositories are then opened with their credential,
+// so that the forge names them as the author. The credential is checked
+// with the forge, which says whose it is, then sealed and never shown
+// again; linking again replaces it.
+func (s *Service) LinkForge(ctx context.Context, p identity.Principal, project, connection string, req wire.LinkRequest) (forge.Link, error) {
+	if err := s.Access.Allow(ctx, p, project, identity.Steer, fmt.Sprintf("project %q", project)); err != nil {
+		return forge.Link{}, err
+	}
+	if err := checkCredential(req.Credential); err != nil {
+		return forge.Link{}, fmt.Errorf("%w: link: %w", errdefs.ErrInvalid, err)
+	}
+	c, _, err := s.Store.Connection(ctx, project, connection)
+	if err != nil {
+		return forge.Link{}, err
+	}
+	switch {
+	case !c.Live():
+		return forge.Link{}, fmt.Errorf("%w: connection %s of project %s is revoked", errdefs.ErrConflict, c.Name, project)
+	case s.Pulls == nil || c.Kind == forge.Git:
+		return forge.Link{}, fmt.Errorf("%w: connection %s is to a %s server, which has no pull requests to open as you", errdefs.ErrInvalid, c.Name, c.Kind)
+	}
+	login, err := s.Pulls.Account(ctx, mirror.Source{Project: project, Connection: c, Credential: []byte(req.Credential)})
+	if err != nil {
+		return forge.Link{}, fmt.Errorf("%w: %s did not take the credential: %w", errdefs.ErrInvalid, c.URL, err)
+	}
+	l := forge.Link{Project: project, Connection: c.Name, User: p.User, URL: c.URL, Login: login}
+	out, err := s.Store.LinkForge(ctx, l, s.Key.Encrypt([]byte(req.Credential), linkAD(project, c.Name, p.User)))
+	if err != nil {
+		return out, err
+	}
+	return out, s.Access.Record(ctx, p, "forge_linked", map[string]string{"project": project, "connection": c.Name, "login": login})
+}
+
+// UnlinkForge deletes the caller's link to a connection: pull requests
+// of what they accept are opened with the connection's credential again.
+func (s *Service) UnlinkForge(ctx context.Context, p identity.Principal, project, connection string) error {
+	if err := s.Access.Allow(ctx, p, project, identity.Read, fmt.Sprintf("project %q", project)); err != nil {
+		return err
+	}
+	if err := s.Store.UnlinkForge(ctx, project, connection, p.User); err != nil {
+		return err
+	}
+	return s.Access.Record(ctx, p, "forge_unlinked", map[string]string{"project": project, "connection": connection})
+}
+
+// personal is src with the credential of by's link to its connection,
+// when by is a person with one to the connection where it is now; else
+// ok is false.
+func (s *Service) personal(ctx context.Context, src mirror.Source, by session.Sender) (out mirror.Source, login string, ok bool, err error) {
+	if by.Kind != session.SenderOperator {
+		return src, "", false, nil
+	}
+	l, sealed, err := s.Store.ForgeLink(ctx, src.Project, src.Connection.Name, by.ID)
+	if errors.Is(err, errdefs.ErrNotFound) || (err == nil && l.URL != src.Connection.URL) {
+		return src, "", false, nil
+	}
+	if err != nil {
+		return src, "", false, err
+	}
+	cred, err := s.Key.Decrypt(sealed, linkAD(src.Project, src.Connection.Name, by.ID))
+	if err != nil {
+		return src, "", false, fmt.Errorf("%s's link to connection %s cannot be opened: %w", by.ID, src.Connection.Name, err)
+	}
+	src.Credential = cred
+	return src, l.Login, true, nil
 }
 
 // Connections lists a project's connections, the revoked ones too.
@@ -265,8 +346,26 @@ func (s *Service) Deliver(ctx context.Context, by session.Sender) func(x session
 		}
 		body := fmt.Sprintf("Opened by Paddock for session %s, accepted by %s.\n\nThe session's transcript: `paddock attach %s`; its audit log: `paddock audit show %s`.\n\nPaddock-Session: %s\nAccepted-By: %s\n",
 			x.ID, by.String(), x.ID, x.ID, x.ID, by.String())
-		pr, err := s.Pulls.Open(ctx, src, pulls.Request{Head: branch, Base: base, Title: title, Body: body, From: mirror.PullNumber(x.Remote.Ref),
-			Comment: fmt.Sprintf("Paddock session %s worked on this pull request; its changes, accepted by %s, are in", x.ID, by.String())})
+		req := pulls.Request{Head: branch, Base: base, Title: title, Body: body, From: mirror.PullNumber(x.Remote.Ref),
+			Comment: fmt.Sprintf("Paddock session %s worked on this pull request; its changes, accepted by %s, are in", x.ID, by.String())}
+		// As the person who accepted, where they linked their account;
+		// where the forge refuses their credential, the connection's
+		// opens it, and the answer says why.
+		own, login, linked, err := s.personal(ctx, src, by)
+		if err != nil {
+			return "", err
+		}
+		var pr pulls.PullRequest
+		if linked {
+			if pr, err = s.Pulls.Open(ctx, own, req); err == nil {
+				where += ", opened as " + login
+			} else if !errors.Is(err, pulls.ErrNone) {
+				where += fmt.Sprintf(" (your linked account %s was refused: %v; the connection's opened it)", login, err)
+			}
+		}
+		if !linked || (err != nil && !errors.Is(err, pulls.ErrNone)) {
+			pr, err = s.Pulls.Open(ctx, src, req)
+		}
 		switch {
 		case errors.Is(err, pulls.ErrNone):
 			return where, nil

@@ -138,6 +138,7 @@ type Store interface {
 	Parks
 	Connections
 	Chats
+	ForgeLinks
 	Attachments
 	Identity
 	Audit
@@ -319,6 +320,19 @@ type Connections interface {
 	Bind(ctx context.Context, b session.Binding) (session.Binding, error)
 	Bindings(ctx context.Context, sessionID string) ([]session.Binding, error)
 	ReleaseBindings(ctx context.Context, project, connection, repo string, number int64, by string) (int, error)
+}
+
+// ForgeLinks are people's own credentials on their projects'
+// connections (forge.Link), each sealed by the caller.
+type ForgeLinks interface {
+	// LinkForge records a person's link to a live connection at l.URL,
+	// replacing theirs (errdefs.ErrConflict when the connection is revoked
+	// or elsewhere now); ForgeLink reads one with its sealed credential
+	// (ErrNotFound: none); UnlinkForge deletes one. Revoking a
+	// connection deletes its links.
+	LinkForge(ctx context.Context, l forge.Link, sealed []byte) (forge.Link, error)
+	ForgeLink(ctx context.Context, project, connection, user string) (forge.Link, []byte, error)
+	UnlinkForge(ctx context.Context, project, connection, user string) error
 }
 
 // Identity is users, tokens, projects and their members.

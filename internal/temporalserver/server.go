@@ -169,6 +169,12 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		// far more often than that.
 		dynamicconfig.TransferProcessorMaxPollRPS.Key(): 1000,
 		dynamicconfig.TimerProcessorMaxPollRPS.Key():    1000,
+		// The history service keeps every workflow it touched within the
+		// hour in memory (up to 128,000, about 22 KiB each): idle sessions'
+		// memory grew with their count. A bounded cache costs an idle
+		// session's wake one read of its state. It must exceed the
+		// workflows in use at once (pinned entries cannot be evicted).
+		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): HistoryCacheSize,
 	}
 	tl := &slogLogger{l: o.Logger, stopping: new(atomic.Bool)}
 	srv, err := temporal.NewServer(
@@ -185,6 +191,10 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	return &Server{srv: srv, hostPort: hostPort, log: tl}, nil
 }
+
+// HistoryCacheSize bounds the workflows the history service keeps in
+// memory.
+const HistoryCacheSize = 2048
 
 // Stop shuts the server down. The services complain about each other while
 // they stop; those messages are dropped.

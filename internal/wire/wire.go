@@ -285,6 +285,12 @@ type ConnectionRequest struct {
 	Credential   string   `json:"credential"`
 }
 
+// LinkRequest links the caller's own account on a connection's forge:
+// Credential is their token there.
+type LinkRequest struct {
+	Credential string `json:"credential"`
+}
+
 // SendRequest is a command from a caller.
 type SendRequest struct {
 	Kind           session.CommandKind `json:"kind"`

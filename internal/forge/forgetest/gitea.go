@@ -159,3 +159,51 @@ func (g *Gitea) API(t testing.TB, method, path string, in, out any) {
 		}
 	}
 }
+
+// NewUser adds a user to Gitea with a token of theirs (all scopes), and
+// gives them write access to the administrator's repository repo.
+func (g *Gitea) NewUser(t testing.TB, name, repo string) (token string) {
+	t.Helper()
+	password := "paddock-Passw0rd!" + name
+	g.API(t, http.MethodPost, "/admin/users", map[string]any{"username": name, "email": name + "@example.com", "password": password,
+		"must_change_password": false}, nil)
+	g.API(t, http.MethodPut, "/repos/"+g.User+"/"+repo+"/collaborators/"+name, map[string]any{"permission": "write"}, nil)
+	// A token is made by its user alone, signed in with their password.
+	body, _ := json.Marshal(map[string]any{"name": "paddock-test", "scopes": []string{"all"}})
+	req, err := http.NewRequest(http.MethodPost, g.URL+"/api/v1/users/"+name+"/tokens", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth(name, password)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out struct {
+		SHA1 string `json:"sha1"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != http.StatusCreated || out.SHA1 == "" {
+		t.Fatalf("gitea: a token for %s: %d %v", name, res.StatusCode, err)
+	}
+	return out.SHA1
+}
+
+// DeleteToken deletes the token NewUser made for user name.
+func (g *Gitea) DeleteToken(t testing.TB, name string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodDelete, g.URL+"/api/v1/users/"+name+"/tokens/paddock-test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth(name, "paddock-Passw0rd!"+name)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNoContent {
+		t.Fatalf("gitea: deleting %s's token: %d", name, res.StatusCode)
+	}
+}

@@ -152,6 +152,8 @@ func TestStoreMethodsReviewed(t *testing.T) {
 		// Validated names, kinds, addresses and patterns; the credential arrives sealed.
 		"AddConnection": true, "ListConnections": true, "Connection": true, "RevokeConnection": true,
 		"Bind": true, "Bindings": true, "ReleaseBindings": true,
+		// Names, an address and the forge's login; the person's token arrives sealed.
+		"LinkForge": true, "ForgeLink": true, "UnlinkForge": true,
 		// Slack IDs, validated channel mappings, digests, message
 		// timestamps; the app's credentials arrive sealed.
 		"SetChatApp": true, "ChatApp": true, "ChatApps": true, "RemoveChatApp": true, "AddChatCode": true, "UseChatCode": true, "LinkChatUser": true,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore/dialect"
 )
 
 // SetProjectPolicy implements store.Store.
@@ -109,7 +110,7 @@ func (s Approvals) ListApprovals(ctx context.Context, f session.ApprovalFilter) 
 		where, args = append(where, "status = ?"), append(args, f.Status)
 	}
 	if f.Scoped {
-		w, a := within("(SELECT project FROM sessions WHERE sessions.id = approvals.session_id)", f.Within)
+		w, a := dialect.Within("(SELECT project FROM sessions WHERE sessions.id = approvals.session_id)", f.Within)
 		where, args = append(where, w), append(args, a...)
 	}
 	q := `SELECT ` + approvalCols + ` FROM approvals`

@@ -48,7 +48,7 @@ func (s Connections) AddConnection(ctx context.Context, c forge.Connection, seal
 			return fmt.Errorf("project %s already has a connection %s: revoke it first (paddock connections revoke %s --project %s): %w", c.Project, c.Name, c.Name, c.Project, errdefs.ErrConflict)
 		case err == nil:
 			// A revoked connection's name is given again: the new
-			// connection replaces it.
+			// connection replaces it (its links went with the revocation).
 			_, err = tx.ExecContext(ctx, `DELETE FROM connections WHERE project = ? AND name = ?`, c.Project, c.Name)
 		case err == sql.ErrNoRows:
 			err = nil
@@ -94,9 +94,13 @@ func (s Connections) RevokeConnection(ctx context.Context, project, name, by str
 			return fmt.Errorf("connection %s of project %s was revoked already: %w", name, project, errdefs.ErrConflict)
 		}
 		now := s.now().UTC()
-		// The credential goes with the revocation: nothing can use it again.
+		// The credential goes with the revocation, and people's own
+		// credentials on it: nothing can use them again.
 		if _, err := tx.ExecContext(ctx, `UPDATE connections SET revoked_at = ?, revoked_by = ?, sealed = ? WHERE project = ? AND name = ?`,
 			now.Format(timeFormat), by, []byte{}, project, name); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM forge_links WHERE project = ? AND connection = ?`, project, name); err != nil {
 			return err
 		}
 		c.RevokedAt, c.RevokedBy = &now, by

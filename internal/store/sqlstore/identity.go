@@ -10,6 +10,7 @@ import (
 
 	"github.com/paddock-dev/paddock/internal/errdefs"
 	"github.com/paddock-dev/paddock/internal/identity"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore/dialect"
 )
 
 func optTime(v sql.NullString) *time.Time {
@@ -29,7 +30,7 @@ func optTS(t *time.Time) any {
 
 // conflict maps a uniqueness violation to errdefs.ErrConflict.
 func conflict(err error, what string) error {
-	if isUnique(err) {
+	if dialect.IsUnique(err) {
 		return fmt.Errorf("%s already exists: %w", what, errdefs.ErrConflict)
 	}
 	return err

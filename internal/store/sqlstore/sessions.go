@@ -84,7 +84,7 @@ func (s Sessions) ListSessions(ctx context.Context, f session.Filter) ([]session
 		for i, x := range f.Statuses {
 			statuses[i] = string(x)
 		}
-		w, a := within("status", statuses)
+		w, a := dialect.Within("status", statuses)
 		where, args = append(where, w), append(args, a...)
 	}
 	if f.Before != "" {
@@ -94,7 +94,7 @@ func (s Sessions) ListSessions(ctx context.Context, f session.Filter) ([]session
 		cursor := "c.id = ?"
 		args = append(args, f.Before)
 		if f.Scoped {
-			w, a := within("c.project", f.Within)
+			w, a := dialect.Within("c.project", f.Within)
 			cursor, args = cursor+" AND "+w, append(args, a...)
 		}
 		where = append(where, "EXISTS (SELECT 1 FROM sessions c WHERE "+cursor+" AND (sessions.created_at < c.created_at OR (sessions.created_at = c.created_at AND sessions.id < c.id)))")
@@ -103,7 +103,7 @@ func (s Sessions) ListSessions(ctx context.Context, f session.Filter) ([]session
 		where = append(where, "archived_at IS NULL")
 	}
 	if f.Scoped {
-		w, a := within("project", f.Within)
+		w, a := dialect.Within("project", f.Within)
 		where, args = append(where, w), append(args, a...)
 	}
 	q := `SELECT ` + sessionCols + ` FROM sessions`

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	_ "modernc.org/sqlite"             // database/sql driver "sqlite"
 
@@ -26,6 +25,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/store/sqlstore/attachments"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore/chats"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore/dialect"
+	"github.com/paddock-dev/paddock/internal/store/sqlstore/forgelinks"
 	"github.com/paddock-dev/paddock/internal/store/sqlstore/migrations"
 )
 
@@ -40,6 +40,7 @@ type Store struct {
 	Parks
 	Connections
 	chats.Chats
+	forgelinks.ForgeLinks
 	attachments.Attachments
 	Identity
 	Audit
@@ -72,7 +73,7 @@ var _ store.Store = (*Store)(nil)
 
 // newStore is the store whose roles all share b.
 func newStore(b *base) *Store {
-	return &Store{base: b, Agents: Agents{b}, Approvals: Approvals{b}, Sessions: Sessions{b}, Commands: Commands{b}, Turns: Turns{b}, Parks: Parks{b}, Connections: Connections{b}, Chats: chats.Chats{DB: b.db, Now: b.now}, Attachments: attachments.Attachments{DB: b.db, Now: b.now}, Identity: Identity{b}, Audit: Audit{b}, History: History{b}, Events: Events{b}}
+	return &Store{base: b, Agents: Agents{b}, Approvals: Approvals{b}, Sessions: Sessions{b}, Commands: Commands{b}, Turns: Turns{b}, Parks: Parks{b}, Connections: Connections{b}, Chats: chats.Chats{DB: b.db, Now: b.now}, ForgeLinks: forgelinks.ForgeLinks{DB: b.db, Now: b.now}, Attachments: attachments.Attachments{DB: b.db, Now: b.now}, Identity: Identity{b}, Audit: Audit{b}, History: History{b}, Events: Events{b}}
 }
 
 // The store's roles (package store), each over the one base.
@@ -271,25 +272,6 @@ func notFound(what, id string, err error) error {
 		return fmt.Errorf("%s %q: %w", what, id, errdefs.ErrNotFound)
 	}
 	return err
-}
-
-// within is the condition "col is one of values" (false for none).
-func within(col string, values []string) (string, []any) {
-	if len(values) == 0 {
-		return "1 = 0", nil
-	}
-	args := make([]any, len(values))
-	for i, v := range values {
-		args[i] = v
-	}
-	return col + " IN (" + strings.TrimSuffix(strings.Repeat("?,", len(values)), ",") + ")", args
-}
-
-// isUnique says err is a violated uniqueness constraint (SQLite's words,
-// or PostgreSQL's code 23505).
-func isUnique(err error) bool {
-	var pe *pgconn.PgError
-	return err != nil && (strings.Contains(err.Error(), "UNIQUE constraint failed") || errors.As(err, &pe) && pe.Code == "23505")
 }
 
 // Subscribe implements store.Store.

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		"Unfinished":            testUnfinished,
 		"RepairAndHold":         testRepairAndHold,
 		"Connections":           testConnections,
+		"ForgeLinks":            testForgeLinks,
 		"Census":                testCensus,
 		"Chats":                 testChats,
 		"Attachments":           testAttachments,

@@ -1,16 +1,19 @@
 // Package dialect is what differs between the store's two databases,
 // SQLite and PostgreSQL: placeholders, column types, values, the
-// transaction lock and JSON fields.
+// transaction lock, JSON fields and uniqueness errors.
 package dialect
 
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Dialect is what differs between SQLite and PostgreSQL; every query is
@@ -207,4 +210,23 @@ func (c *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
 		return err
 	}
 	return raw.Commit()
+}
+
+// Within is the condition "col is one of values" (false for none).
+func Within(col string, values []string) (string, []any) {
+	if len(values) == 0 {
+		return "1 = 0", nil
+	}
+	args := make([]any, len(values))
+	for i, v := range values {
+		args[i] = v
+	}
+	return col + " IN (" + strings.TrimSuffix(strings.Repeat("?,", len(values)), ",") + ")", args
+}
+
+// IsUnique says err is a violated uniqueness constraint (SQLite's words,
+// or PostgreSQL's code 23505).
+func IsUnique(err error) bool {
+	var pe *pgconn.PgError
+	return err != nil && (strings.Contains(err.Error(), "UNIQUE constraint failed") || errors.As(err, &pe) && pe.Code == "23505")
 }
