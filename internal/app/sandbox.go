@@ -58,7 +58,7 @@ func (a *App) sandbox(ctx context.Context, acts *durable.Activities, cfg config.
 		return fmt.Errorf("egress forwarder: %w", err)
 	}
 	acts.Mirrors = &mirror.Cache{Dir: filepath.Join(cfg.DataDir, "mirrors"), Box: box, EgressDir: acts.Egress.Dir, UID: acts.Copies.UID,
-		Permit: cfg.EgressPermit, TestingAllowLoopback: cfg.TestingForgeLoopback}
+		Permit: cfg.EgressPermit, TestingAllowLoopback: cfg.TestingForgeLoopback, MaxBytes: cfg.MirrorsMax}
 	if limits == nil {
 		limits = &sandbox.LimitError{}
 	}

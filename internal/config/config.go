@@ -139,6 +139,8 @@ type Config struct {
 	RetainFailed time.Duration
 	// LayersMax bounds the environment layers kept (bytes).
 	LayersMax int64
+	// MirrorsMax bounds the remote repositories' mirrors kept (bytes).
+	MirrorsMax int64
 	// TriggerSecrets are the HMAC secrets of triggers, by PROJECT/NAME.
 	TriggerSecrets map[string]string
 	// Budget is the default session budget (agents may override it).
@@ -241,8 +243,12 @@ func DefaultBudget() bound.Limits {
 		Grant: bound.DefaultGrant, Lifetime: bound.DefaultLifetime}
 }
 
-// DefaultLayersMax bounds the environment layers kept unless configured.
-const DefaultLayersMax = 20 << 30
+// DefaultLayersMax bounds the environment layers kept unless configured;
+// DefaultMirrorsMax the mirrors.
+const (
+	DefaultLayersMax  = 20 << 30
+	DefaultMirrorsMax = 20 << 30
+)
 
 // Execution places.
 const (
@@ -317,6 +323,7 @@ var Vars = []Var{
 	{"PADDOCK_UNENFORCED_LIMITS", "(none)", "comma-separated limits (`disk`, `cpu`, `memory`, `processes`) the operator accepts unenforced where this machine cannot enforce them; otherwise sessions that run commands refuse to start"},
 	{"PADDOCK_SANDBOX_READ_ONLY_PATHS", "(none)", "colon-separated absolute host paths commands see read-only besides /usr, /etc and the libraries (toolchains elsewhere, e.g. /opt/sdk)"},
 	{"PADDOCK_LAYERS_MAX_BYTES", "21474836480", "most disk environment layers (what setup scripts leave) may take; the least recently used unused ones go first"},
+	{"PADDOCK_MIRRORS_MAX_BYTES", "21474836480", "most disk remote repositories' mirrors may take; past it the hourly collection removes the least recently used no live session names"},
 	{"PADDOCK_SESSION_MAX_ACTIONS", "150", "a session's action budget (each tool call and each compaction is one); an agent's session.maxActions overrides it"},
 	{"PADDOCK_SESSION_MAX_MINUTES", "45", "a session's active-time budget in minutes (time parked on a person or idle does not count); session.maxMinutes overrides it"},
 	{"PADDOCK_SESSION_MAX_EXTENSIONS", "5", "extensions a person may grant a session whose budget ran out, each +50 actions and +15 minutes; session.maxExtensions overrides it"},
@@ -617,6 +624,14 @@ func Load(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("PADDOCK_LAYERS_MAX_BYTES=%q: want a whole number of bytes (0 keeps only the layers live sessions use)", v)
 		}
 		c.LayersMax = n
+	}
+	c.MirrorsMax = DefaultMirrorsMax
+	if v := getenv("PADDOCK_MIRRORS_MAX_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return c, fmt.Errorf("PADDOCK_MIRRORS_MAX_BYTES=%q: want a whole number of bytes (0 keeps only the mirrors live sessions use)", v)
+		}
+		c.MirrorsMax = n
 	}
 	c.RetainFailed = 7 * 24 * time.Hour
 	if v := getenv("PADDOCK_RETAIN_FAILED"); v != "" {

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,8 @@ type Cache struct {
 	TestingAllowLoopback bool
 	// Timeout bounds one fetch (DefaultTimeout when zero).
 	Timeout time.Duration
+	// MaxBytes bounds the mirrors Unused leaves (0: only those kept).
+	MaxBytes int64
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -290,10 +293,12 @@ func (c *Cache) IsBranch(ctx context.Context, src Source, name string) bool {
 	return err == nil
 }
 
-// Collected is a mirror Collect removed.
+// Collected is a mirror Collect or Unused removed; Crowded says Unused
+// removed it to bring the mirrors within MaxBytes (not for its age).
 type Collected struct {
 	Project, Connection, Path string
 	Bytes                     int64
+	Crowded                   bool
 }
 
 // Collect removes the mirrors whose connection keep refuses (revoked, or
@@ -356,10 +361,19 @@ func used(dir string) {
 
 // Unused removes the mirrors keep does not name (PROJECT, CONNECTION,
 // PATH) that were last used (fetched, cloned from, pushed through) before
-// before; a mirror in use now is waited for under its lock, and then it
-// was used now.
+// before; then, while the mirrors hold more than MaxBytes, the least
+// recently used of the others that keep does not name (those it names,
+// a live session's, stay whatever their size). A mirror in use now is
+// waited for under its lock, and then it was used now: it stays.
 func (c *Cache) Unused(keep func(project, connection, path string) bool, before time.Time) ([]Collected, error) {
-	var out []Collected
+	type mirror struct {
+		dir  string
+		m    Collected
+		at   time.Time
+		kept bool
+	}
+	var all []mirror
+	var total int64
 	err := filepath.WalkDir(c.Dir, func(dir string, d os.DirEntry, err error) error {
 		if err != nil || !d.IsDir() || !strings.HasSuffix(dir, ".git") {
 			if errors.Is(err, os.ErrNotExist) {
@@ -372,23 +386,41 @@ func (c *Cache) Unused(keep func(project, connection, path string) bool, before 
 		if err != nil || len(parts) < 3 {
 			return filepath.SkipDir
 		}
-		m := Collected{Project: parts[0], Connection: parts[1], Path: strings.TrimSuffix(parts[2], ".git")}
-		if keep(m.Project, m.Connection, m.Path) {
+		fi, err := d.Info()
+		if err != nil {
 			return filepath.SkipDir
 		}
-		unlock := c.lock(dir)
-		defer unlock()
-		if fi, err := os.Stat(dir); err != nil || !fi.ModTime().Before(before) {
-			return filepath.SkipDir
-		}
-		m.Bytes = size(dir)
-		if err := os.RemoveAll(dir); err != nil {
-			return err
-		}
-		out = append(out, m)
+		x := mirror{dir: dir, m: Collected{Project: parts[0], Connection: parts[1], Path: strings.TrimSuffix(parts[2], ".git"), Bytes: size(dir)}, at: fi.ModTime()}
+		x.kept = keep(x.m.Project, x.m.Connection, x.m.Path)
+		total += x.m.Bytes
+		all = append(all, x)
 		return filepath.SkipDir
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(all, func(a, b mirror) int { return a.at.Compare(b.at) })
+	var out []Collected
+	for _, x := range all {
+		old := x.at.Before(before)
+		if x.kept || (!old && total <= c.MaxBytes) {
+			continue
+		}
+		unlock := c.lock(x.dir)
+		if fi, err := os.Stat(x.dir); err != nil || fi.ModTime().After(x.at) {
+			unlock()
+			continue
+		}
+		err := os.RemoveAll(x.dir)
+		unlock()
+		if err != nil {
+			return out, err
+		}
+		x.m.Crowded = !old
+		total -= x.m.Bytes
+		out = append(out, x.m)
+	}
+	return out, nil
 }
 
 // size is the bytes of the files under dir.

@@ -42,7 +42,7 @@ func newCache(t *testing.T) *Cache {
 	require.NoError(t, err)
 	box.Forwarder = filepath.Join(dir, egress.ForwarderName)
 	require.NoError(t, os.WriteFile(box.Forwarder, data, 0o755))
-	return &Cache{Dir: filepath.Join(dir, "mirrors"), Box: box, EgressDir: filepath.Join(dir, "egress"), UID: box.UID, TestingAllowLoopback: true}
+	return &Cache{Dir: filepath.Join(dir, "mirrors"), Box: box, EgressDir: filepath.Join(dir, "egress"), UID: box.UID, TestingAllowLoopback: true, MaxBytes: 1 << 40}
 }
 
 // TestResolveAgainstAGitServer: refs of every kind resolve against git's
@@ -156,4 +156,48 @@ func TestClassify(t *testing.T) {
 		require.ErrorIs(t, classify("fetch", "r", text), want, text)
 	}
 	require.NotErrorIs(t, classify("fetch", "r", "fatal: 403 bottles of beer at http://h:5403/"), ErrRefused)
+}
+
+// TestUnusedWithinMaxBytes: past MaxBytes, the least recently used
+// mirrors no live session names go, oldest first, until the rest fit; a
+// live session's stays whatever its size, and with MaxBytes 0 only those
+// stay.
+func TestUnusedWithinMaxBytes(t *testing.T) {
+	dir := t.TempDir()
+	made := func(path string, bytes int, age time.Duration) string {
+		m := filepath.Join(dir, "p", "forge", path+".git")
+		require.NoError(t, os.MkdirAll(filepath.Join(m, "objects", "pack"), 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(m, "objects", "pack", "pack-1.pack"), make([]byte, bytes), 0o600))
+		at := time.Now().Add(-age)
+		require.NoError(t, os.Chtimes(m, at, at))
+		return m
+	}
+	oldest := made("team/oldest", 400, 3*time.Hour)
+	live := made("team/live", 1000, 4*time.Hour)
+	middle := made("team/middle", 300, 2*time.Hour)
+	newest := made("team/newest", 200, time.Hour)
+	keep := func(p, conn, path string) bool { return path == "team/live" }
+	week := time.Now().Add(-7 * 24 * time.Hour)
+
+	c := &Cache{Dir: dir, MaxBytes: 1600}
+	gone, err := c.Unused(keep, week)
+	require.NoError(t, err)
+	require.Equal(t, []Collected{{Project: "p", Connection: "forge", Path: "team/oldest", Bytes: 400, Crowded: true}}, gone,
+		"1,900 bytes held: the least recently used unkept one goes, and 1,500 fit")
+	require.NoDirExists(t, oldest)
+	require.DirExists(t, live)
+
+	c.MaxBytes = 1 << 40
+	gone, err = c.Unused(keep, week)
+	require.NoError(t, err)
+	require.Empty(t, gone, "within the bound and used within the week")
+
+	c.MaxBytes = 0
+	gone, err = c.Unused(keep, week)
+	require.NoError(t, err)
+	require.Len(t, gone, 2)
+	require.Equal(t, "team/middle", gone[0].Path, "least recently used first")
+	require.NoDirExists(t, middle)
+	require.NoDirExists(t, newest)
+	require.DirExists(t, live, "a live session's mirror stays whatever its size")
 }

@@ -60,7 +60,8 @@ const MirrorIdle = 7 * 24 * time.Hour
 
 // CollectMirrors removes the mirrors of connections revoked or gone
 // (nothing fetches into them again), and those no live session names
-// that nothing used for MirrorIdle (a later session fetches again).
+// that nothing used for MirrorIdle, or, past the mirrors' bound, used
+// least recently (a later session fetches again).
 func (s *Service) CollectMirrors(ctx context.Context, now time.Time) ([]wire.Collected, error) {
 	var out []wire.Collected
 	if s.Mirrors == nil {
@@ -99,7 +100,11 @@ func (s *Service) CollectMirrors(ctx context.Context, now time.Time) ([]wire.Col
 	}
 	idle, err := s.Mirrors.Unused(func(project, connection, path string) bool { return used[project+"/"+connection+"/"+path] }, now.Add(-MirrorIdle))
 	for _, m := range idle {
-		out = append(out, wire.Collected{Mirror: m.Project + "/" + m.Connection + "/" + m.Path, Reason: "no live session uses it, and it was not used for 7 days", Bytes: m.Bytes})
+		why := "no live session uses it, and it was not used for 7 days"
+		if m.Crowded {
+			why = "no live session uses it, and the mirrors held more than PADDOCK_MIRRORS_MAX_BYTES: it was the least recently used"
+		}
+		out = append(out, wire.Collected{Mirror: m.Project + "/" + m.Connection + "/" + m.Path, Reason: why, Bytes: m.Bytes})
 	}
 	return out, err
 }
