@@ -63,8 +63,11 @@ type Activities struct {
 	ContentKey Cipher
 	// Attachments give messages' files to the model and the copy.
 	Attachments *attachdesk.Service
-	// Mirrors fetch remote repositories (nil: sessions on them fail).
-	Mirrors Mirrors
+	// Mirrors fetch remote repositories (nil: sessions on them fail);
+	// ForgeWait is how long a session's provisioning waits for a forge
+	// that does not answer (DefaultForgeWait when zero).
+	Mirrors   Mirrors
+	ForgeWait time.Duration
 	// Copies is where sessions' working copies and caches live.
 	Copies *copies.Set
 	// Spawner replaces ended sessions of replace: auto agents; nil disables it.

@@ -14,3 +14,8 @@ import (
 func (a Lifecycle) EnsureCopy(ctx context.Context, s *session.Session, sp spec.Agent) error {
 	return a.ensureCopy(ctx, s, sp)
 }
+
+// CloneRemote is cloneRemote.
+func (a *Activities) CloneRemote(ctx context.Context, s session.Session, dir string) (string, error) {
+	return a.cloneRemote(ctx, s, dir)
+}

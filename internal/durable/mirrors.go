@@ -1,9 +1,12 @@
 package durable
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/mirror"
@@ -17,9 +20,19 @@ type Mirrors interface {
 	Mirror(ctx context.Context, src mirror.Source, ref, commit string) (string, error)
 }
 
+// DefaultForgeWait is how long a session's provisioning waits for a
+// forge that does not answer before the session fails.
+const DefaultForgeWait = time.Hour
+
+// forgeRetry is the longest wait between two fetches from a forge that
+// does not answer (the first is a second, then each twice the last).
+const forgeRetry = time.Minute
+
 // cloneRemote makes session s's copy at dir from its remote repository,
 // at the commit its ref resolved to when it was created: from this
-// node's mirror, fetched first when it lacks the commit.
+// node's mirror, fetched first when it lacks the commit. A forge that
+// does not answer is waited for (ForgeWait, the transcript says so) and
+// tried again, as a provider's outage is; a refusal fails at once.
 func (a *Activities) cloneRemote(ctx context.Context, s session.Session, dir string) (string, error) {
 	if a.Mirrors == nil {
 		return "", nonRetryable(fmt.Errorf("this server fetches no remote repositories (its sandbox is unavailable)"))
@@ -28,11 +41,30 @@ func (a *Activities) cloneRemote(ctx context.Context, s session.Session, dir str
 	if err != nil {
 		return "", nonRetryable(err)
 	}
+	limit := cmp.Or(a.ForgeWait, DefaultForgeWait)
+	start := a.Now()
 	from, err := a.Mirrors.Mirror(ctx, src, s.Remote.Ref, s.Remote.Commit)
-	switch {
-	case errors.Is(err, mirror.ErrUnreachable):
-		return "", err // the forge may answer again: Temporal tries again
-	case err != nil:
+	for wait := time.Second; errors.Is(err, mirror.ErrUnreachable); wait = min(2*wait, forgeRetry) {
+		if a.Now().Sub(start) >= limit {
+			return "", nonRetryable(fmt.Errorf("%w; it did not answer for %s", err, limit))
+		}
+		if wait == time.Second {
+			text := fmt.Sprintf("%s does not answer (%v): waiting for it, up to %s, before the session starts", s.Remote.URL, err, limit)
+			data, _ := json.Marshal(session.TextData{Text: text})
+			if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: s.ID, Kind: session.EventNotice, Key: "forge-wait", Data: data}); err != nil {
+				return "", err
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", ctx.Err()
+		case <-t.C:
+		}
+		from, err = a.Mirrors.Mirror(ctx, src, s.Remote.Ref, s.Remote.Commit)
+	}
+	if err != nil {
 		return "", nonRetryable(err)
 	}
 	if err := workspace.CloneAt(ctx, from, s.Remote.Commit, dir); err != nil {
