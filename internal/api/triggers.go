@@ -91,13 +91,18 @@ func (s *Server) trigger(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err))
 		return
 	}
-	res, err := s.Service.Sessions().Trigger(r.Context(), project, name, clip.String(event, 40), key, payload)
+	// GitHub's longest kinds (github.pull_request_review_thread.unresolved)
+	// fit; an event a caller names past that is cut, and matches no list.
+	res, err := s.Service.Sessions().Trigger(r.Context(), project, name, clip.String(event, maxEvent), key, payload)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, res)
 }
+
+// maxEvent bounds a delivery's event kind.
+const maxEvent = 100
 
 // triggerMoved answers the route triggers had before they belonged to a
 // project.

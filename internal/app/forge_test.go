@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/forge/forgetest"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/session"
+	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/wire"
 )
 
@@ -454,10 +456,20 @@ triggers:
     events: [github.pull_request.closed]
     repo: `+srv.URL+`/octo/app
     release: true
+  - name: gh-review
+    routing: bound
+    events: [github.pull_request_review_comment.created, github.issue_comment.created, github.check_run.completed]
+    repo: `+srv.URL+`/octo/app
+    message: "{{.event}}: {{with .payload.comment}}{{.body}}{{end}}{{with .payload.check_run}}{{.conclusion}}{{end}}"
 `))
 	require.NoError(t, err)
 	require.Len(t, res, 1)
+	var webhookOf func(trigger, event, delivery string, body []byte) wire.TriggerResult
 	webhook := func(trigger, delivery string, body []byte) wire.TriggerResult {
+		t.Helper()
+		return webhookOf(trigger, "pull_request", delivery, body)
+	}
+	webhookOf = func(trigger, event, delivery string, body []byte) wire.TriggerResult {
 		t.Helper()
 		req, err := http.NewRequest(http.MethodPost, shared.URL+"/v1/projects/ghflow/triggers/"+trigger, bytes.NewReader(body))
 		require.NoError(t, err)
@@ -465,7 +477,7 @@ triggers:
 		mac.Write(body)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
-		req.Header.Set("X-GitHub-Event", "pull_request")
+		req.Header.Set("X-GitHub-Event", event)
 		req.Header.Set("X-GitHub-Delivery", delivery)
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
@@ -494,7 +506,6 @@ triggers:
 	require.NoError(t, err)
 
 	mu.Lock()
-	defer mu.Unlock()
 	require.Equal(t, "paddock/"+x.ID, created["head"])
 	require.Equal(t, "feature", created["base"], "into the pull request's own branch")
 	require.Contains(t, created["body"], "Accepted-By: operator:tester")
@@ -536,5 +547,21 @@ triggers:
 	require.Equal(t, "released", rel.Routed)
 	require.Equal(t, 1, rel.Released)
 	require.Equal(t, map[int64]bool{7: true, 8: false}, bound())
-	mu.Lock()
+
+	// Review comments and CI results on a bound pull request reach the
+	// session bound to it, through a trigger with bound routing; an
+	// issue's comment, or a check of a released pull request, none.
+	review := webhookOf("gh-review", "pull_request_review_comment", "gh-delivery-3", []byte(`{"action":"created","comment":{"id":1,"body":"please rename f"},"pull_request":{"number":7},"repository":{"full_name":"octo/app"}}`))
+	require.Equal(t, spec.RouteBound, review.Routed)
+	require.Equal(t, []string{x.ID}, review.Sessions)
+	cmds, err := api.Sessions().Commands(ctx, x.ID)
+	require.NoError(t, err)
+	i := slices.IndexFunc(cmds, func(c session.Command) bool { return c.ID == review.Commands[0] })
+	require.GreaterOrEqual(t, i, 0)
+	require.Contains(t, string(cmds[i].Payload), "github.pull_request_review_comment.created: please rename f")
+	issue := webhookOf("gh-review", "issue_comment", "gh-delivery-4", []byte(`{"action":"created","comment":{"id":2,"body":"an issue"},"issue":{"number":9},"repository":{"full_name":"octo/app"}}`))
+	require.Equal(t, spec.RouteBound, issue.Routed)
+	require.Empty(t, issue.Sessions, "an issue is no pull request")
+	check := webhookOf("gh-review", "check_run", "gh-delivery-5", []byte(`{"action":"completed","check_run":{"conclusion":"failure","pull_requests":[{"number":8}]},"repository":{"full_name":"octo/app"}}`))
+	require.Empty(t, check.Sessions, "pull request #8's binding is released")
 }

@@ -77,7 +77,7 @@ func TestMain(m *testing.M) {
 	_ = os.Chmod(toolsDir, 0o755)
 	ws = newSlackWorkspace()
 	cfg := config.Config{DataDir: dir, SlackAPIURL: ws.GetAPIURL(), Listen: "127.0.0.1:0", AdminUser: "tester", LogLevel: slog.LevelWarn, ReadOnlyPaths: []string{toolsDir},
-		TriggerSecrets: map[string]string{"default/gh-push": triggerSecret, "default/steer": triggerSecret, "default/unowned": triggerSecret, "ghflow/gh-pr": triggerSecret, "ghflow/gh-closed": triggerSecret},
+		TriggerSecrets: map[string]string{"default/gh-push": triggerSecret, "default/steer": triggerSecret, "default/unowned": triggerSecret, "ghflow/gh-pr": triggerSecret, "ghflow/gh-closed": triggerSecret, "ghflow/gh-review": triggerSecret},
 		EgressPermit:   labRegistries(), TestingForgeLoopback: true}
 	// PADDOCK_TEST_STORE=postgres runs the suite on a private PostgreSQL.
 	if os.Getenv("PADDOCK_TEST_STORE") == "postgres" {

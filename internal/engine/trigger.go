@@ -77,7 +77,8 @@ func (s *Service) checkTriggers(ctx context.Context, agents []spec.Agent) error 
 }
 
 // Trigger delivers an event (already authenticated) to the trigger's
-// agent: a new session (spawn), or its live session (session routing),
+// agent: a new session (spawn), its live session (session routing), the
+// live sessions bound to the pull request it names (bound routing),
 // where it waits in the held lane and flushes with the deliveries around
 // it (see bound.FlushAt). key identifies the delivery: a retried or
 // replayed delivery lands once, and is answered as the first time.
@@ -119,8 +120,8 @@ func (s *Service) deliver(ctx context.Context, project, name, event, key string,
 	if len(t.Events) > 0 && !slices.Contains(t.Events, event) {
 		return wire.TriggerResult{Routed: "ignored"}, nil
 	}
-	if t.Release && s.Remotes == nil {
-		return wire.TriggerResult{}, fmt.Errorf("%w: trigger %s releases bindings, but this server takes no remote repositories", errdefs.ErrInvalid, ref)
+	if (t.Release || t.Route(&sp) == spec.RouteBound) && s.Remotes == nil {
+		return wire.TriggerResult{}, fmt.Errorf("%w: trigger %s follows pull requests' bindings, but this server takes no remote repositories", errdefs.ErrInvalid, ref)
 	}
 	if t.Release {
 		n, err := s.Remotes.Release(ctx, project, t, payload, session.Sender{Kind: session.SenderTrigger, ID: name})
@@ -147,6 +148,26 @@ func (s *Service) deliver(ctx context.Context, project, name, event, key string,
 		}
 		return wire.TriggerResult{Routed: spec.RouteSession, SessionID: sessionID, CommandID: c.ID},
 			s.notify(ctx, sessionID, workflows.Notice{CommandID: c.ID, Kind: durable.NoticeDelivery})
+	}
+	if t.Route(&sp) == spec.RouteBound {
+		// Into every live session bound to the pull request the delivery
+		// names (none bound: nothing happens).
+		bound, err := s.Remotes.Bound(ctx, project, t, payload)
+		if err != nil {
+			return wire.TriggerResult{}, err
+		}
+		res := wire.TriggerResult{Routed: spec.RouteBound}
+		for _, b := range bound {
+			if x, err := s.Store.GetSession(ctx, b.SessionID); err != nil || x.Status.Terminal() {
+				continue
+			}
+			r, err := route(b.SessionID)
+			if err != nil {
+				return res, err
+			}
+			res.Sessions, res.Commands = append(res.Sessions, r.SessionID), append(res.Commands, r.CommandID)
+		}
+		return res, nil
 	}
 	if t.Route(&sp) == spec.RouteSession {
 		live, err := s.Store.ListSessions(ctx, session.Filter{Project: sp.Project, Agent: sp.Name, IncludeArchived: true, Limit: 1,

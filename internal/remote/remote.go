@@ -421,27 +421,58 @@ func (s *Service) BindStart(ctx context.Context, x session.Session) error {
 }
 
 // Release releases the bindings of a project's sessions to the pull
-// request a delivery of trigger t (release: true) names: its payload's
-// pull_request.number (or number, GitLab's object_attributes.iid) on the
-// trigger's repository.
+// request a delivery of trigger t (release: true) names on the trigger's
+// repository (pullNumberOf).
 func (s *Service) Release(ctx context.Context, project string, t spec.TriggerSpec, payload any, by session.Sender) (int, error) {
+	conn, repo, n, err := s.pullOf(ctx, project, t, payload, "releases bindings")
+	if errors.Is(err, errNoPull) {
+		return 0, fmt.Errorf("%w: trigger %s releases bindings, but %w", errdefs.ErrInvalid, t.Name, err)
+	}
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	return s.Store.ReleaseBindings(ctx, project, conn, repo, n, by.String())
+}
+
+// Bound lists the live bindings of a project's sessions to the pull
+// request a delivery of trigger t (routing: bound) names on the trigger's
+// repository: where its review comments and CI results go.
+func (s *Service) Bound(ctx context.Context, project string, t spec.TriggerSpec, payload any) ([]session.Binding, error) {
+	conn, repo, n, err := s.pullOf(ctx, project, t, payload, "routes to bound sessions")
+	if errors.Is(err, errNoPull) {
+		return nil, nil // an issue's comment, a check of a branch: no session is bound to it
+	}
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	return s.Store.BoundTo(ctx, project, conn, repo, n)
+}
+
+// pullOf is the pull request a delivery of trigger t names on the
+// trigger's repository: its connection, path and number (0: the delivery
+// is another repository's).
+func (s *Service) pullOf(ctx context.Context, project string, t spec.TriggerSpec, payload any, what string) (string, string, int64, error) {
 	conns, err := s.Store.ListConnections(ctx, project)
 	if err != nil {
-		return 0, err
+		return "", "", 0, err
 	}
 	c, r, err := forge.Resolve(t.Repo, conns)
 	if err != nil {
-		return 0, fmt.Errorf("%w: trigger %s releases bindings to %s: %w", errdefs.ErrInvalid, t.Name, t.Repo, err)
+		return "", "", 0, fmt.Errorf("%w: trigger %s %s on %s: %w", errdefs.ErrInvalid, t.Name, what, t.Repo, err)
 	}
 	if named := repositoryOf(payload); named != "" && named != r.Path {
-		return 0, nil // another repository's pull request (a webhook for many)
+		return "", "", 0, nil // another repository's pull request (a webhook for many)
 	}
 	n := pullNumberOf(payload)
 	if n == 0 {
-		return 0, fmt.Errorf("%w: trigger %s releases bindings, but the delivery names no pull request (pull_request.number, number or object_attributes.iid)", errdefs.ErrInvalid, t.Name)
+		return "", "", 0, errNoPull
 	}
-	return s.Store.ReleaseBindings(ctx, project, c.Name, r.Path, n, by.String())
+	return c.Name, r.Path, n, nil
 }
+
+// errNoPull says a delivery names no pull request.
+var errNoPull = errors.New("the delivery names no pull request (pull_request.number, a pull request's issue.number, " +
+	"merge_request.iid, object_attributes.iid, check_run or check_suite pull_requests, or number)")
 
 // repositoryOf reads the repository a forge's delivery names (GitHub's
 // and Gitea's repository.full_name, GitLab's project.path_with_namespace),
@@ -461,7 +492,8 @@ func repositoryOf(payload any) string {
 	return ""
 }
 
-// pullNumberOf reads the pull request a forge's delivery is about.
+// pullNumberOf reads the pull request a forge's delivery is about: a pull
+// request's event, a comment on one, a check's result.
 func pullNumberOf(payload any) int64 {
 	m, _ := payload.(map[string]any)
 	num := func(v any) int64 {
@@ -477,14 +509,33 @@ func pullNumberOf(payload any) int64 {
 		}
 		return 0
 	}
-	if pr, ok := m["pull_request"].(map[string]any); ok {
-		if n := num(pr["number"]); n != 0 {
-			return n
-		}
+	field := func(object, name string) int64 {
+		o, _ := m[object].(map[string]any)
+		return num(o[name])
 	}
-	if oa, ok := m["object_attributes"].(map[string]any); ok {
-		if n := num(oa["iid"]); n != 0 {
-			return n
+	if n := field("pull_request", "number"); n != 0 {
+		return n
+	}
+	// A comment on a merge request (GitLab's note: object_attributes is
+	// the note), before an event's own merge request or issue.
+	if n := field("merge_request", "iid"); n != 0 {
+		return n
+	}
+	if n := field("object_attributes", "iid"); n != 0 {
+		return n
+	}
+	// A comment on a pull request's conversation: an issue that is one
+	// (GitHub's issue.pull_request, Gitea's is_pull).
+	if issue, ok := m["issue"].(map[string]any); ok && (issue["pull_request"] != nil || m["is_pull"] == true) {
+		return num(issue["number"])
+	}
+	// A check's result: the first pull request it ran for.
+	for _, check := range []string{"check_run", "check_suite"} {
+		if c, ok := m[check].(map[string]any); ok {
+			if prs, ok := c["pull_requests"].([]any); ok && len(prs) > 0 {
+				pr, _ := prs[0].(map[string]any)
+				return num(pr["number"])
+			}
 		}
 	}
 	return num(m["number"])

@@ -28,3 +28,33 @@ func TestLargePullRequestNumbers(t *testing.T) {
 		require.Zero(t, pullNumberOf(map[string]any{"number": bad}), "%v", bad)
 	}
 }
+
+// TestPullNumberOfDeliveries: the pull request each forge's delivery is
+// about, in the shapes their documentation records: a pull request's
+// event, a review comment, a comment on its conversation (an issue that
+// is a pull request), a GitLab note on a merge request, a check's
+// result; an issue's comment names none.
+func TestPullNumberOfDeliveries(t *testing.T) {
+	for _, c := range []struct {
+		name, payload string
+		want          int64
+	}{
+		{"github pull_request", `{"action":"opened","number":5,"pull_request":{"number":5}}`, 5},
+		{"github pull_request_review_comment", `{"comment":{"id":1,"body":"nit"},"pull_request":{"number":6}}`, 6},
+		{"github issue_comment on a pull request", `{"issue":{"number":7,"pull_request":{"url":"https://api.github.com/repos/o/r/pulls/7"}},"comment":{"id":2}}`, 7},
+		{"github issue_comment on an issue", `{"issue":{"number":8},"comment":{"id":3}}`, 0},
+		{"gitea issue_comment on a pull request", `{"action":"created","issue":{"number":9},"comment":{"id":4},"is_pull":true}`, 9},
+		{"gitea issue_comment on an issue", `{"action":"created","issue":{"number":10},"comment":{"id":5},"is_pull":false}`, 0},
+		{"github check_run", `{"action":"completed","check_run":{"conclusion":"failure","pull_requests":[{"number":11}]}}`, 11},
+		{"github check_suite", `{"action":"completed","check_suite":{"conclusion":"success","pull_requests":[{"number":12}]}}`, 12},
+		{"github check_run on a branch", `{"action":"completed","check_run":{"conclusion":"failure","pull_requests":[]}}`, 0},
+		{"gitlab merge_request", `{"object_kind":"merge_request","object_attributes":{"iid":13}}`, 13},
+		{"gitlab note on a merge request", `{"object_kind":"note","object_attributes":{"id":99,"noteable_type":"MergeRequest"},"merge_request":{"iid":14}}`, 14},
+	} {
+		dec := json.NewDecoder(strings.NewReader(c.payload))
+		dec.UseNumber()
+		var payload any
+		require.NoError(t, dec.Decode(&payload))
+		require.Equal(t, c.want, pullNumberOf(payload), c.name)
+	}
+}

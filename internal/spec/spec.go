@@ -139,9 +139,11 @@ type TriggerSpec struct {
 	// /v1/projects/PROJECT/triggers/NAME, signed with the secret
 	// PADDOCK_TRIGGER_SECRETS gives PROJECT/NAME.
 	Name string `yaml:"name" json:"name"`
-	// Routing is "spawn" (a new session per delivery) or "session" (into
-	// the agent's live session, spawning one when none is live); default
-	// session for a singleton agent, spawn otherwise.
+	// Routing is "spawn" (a new session per delivery), "session" (into
+	// the agent's live session, spawning one when none is live) or
+	// "bound" (into the agent's live sessions bound to the pull request
+	// the delivery names on Repo: its review comments and CI results);
+	// default session for a singleton agent, spawn otherwise.
 	Routing string `yaml:"routing" json:"routing,omitempty"`
 	// Message is a Go template of the instruction, over .event (the
 	// event's kind) and .payload (its JSON body).
@@ -169,6 +171,7 @@ type TriggerSpec struct {
 const (
 	RouteSpawn   = "spawn"
 	RouteSession = "session"
+	RouteBound   = "bound"
 )
 
 // Route is the trigger's routing for agent a.
@@ -543,8 +546,8 @@ func (a *Agent) Validate(known Known) error {
 				return bad(path+".name", fmt.Sprintf("%q appears twice", t.Name))
 			}
 		}
-		if t.Routing != "" && t.Routing != RouteSpawn && t.Routing != RouteSession {
-			return bad(path+".routing", fmt.Sprintf("%q: want spawn or session", t.Routing))
+		if t.Routing != "" && t.Routing != RouteSpawn && t.Routing != RouteSession && t.Routing != RouteBound {
+			return bad(path+".routing", fmt.Sprintf("%q: want spawn, session or bound", t.Routing))
 		}
 		if t.Routing == RouteSession && a.Concurrency != 1 {
 			return bad(path+".routing", "session routing needs a singleton agent (concurrency: 1): which live session would it reach?")
@@ -554,6 +557,8 @@ func (a *Agent) Validate(known Known) error {
 			return bad(path+".release", "a releasing trigger releases bindings and routes nothing: leave out message, schedule, routing and ref")
 		case t.Release && t.Repo == "":
 			return bad(path+".repo", "required with release: the remote repository whose pull requests' closing releases the bindings")
+		case t.Routing == RouteBound && (t.Repo == "" || t.Schedule != "" || t.Ref != ""):
+			return bad(path+".routing", "bound routing reaches the sessions bound to the pull request a delivery names on repo: give repo (a remote repository), and no schedule or ref (it spawns nothing)")
 		case t.Release && len(t.Events) == 0:
 			return bad(path+".events", "required with release: the forge's closing events (github.pull_request.closed), or any delivery (an opened one too) would release")
 		case !t.Release && strings.TrimSpace(t.Message) == "":

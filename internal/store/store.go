@@ -319,6 +319,9 @@ type Connections interface {
 	// a session releases its bindings too.
 	Bind(ctx context.Context, b session.Binding) (session.Binding, error)
 	Bindings(ctx context.Context, sessionID string) ([]session.Binding, error)
+	// BoundTo lists the live bindings of a project's sessions to a pull
+	// request, oldest first.
+	BoundTo(ctx context.Context, project, connection, repo string, number int64) ([]session.Binding, error)
 	ReleaseBindings(ctx context.Context, project, connection, repo string, number int64, by string) (int, error)
 }
 

@@ -309,13 +309,16 @@ type AcceptRequest struct {
 
 // TriggerResult says where a delivery went.
 type TriggerResult struct {
-	// Routed is "spawn", "session", "ignored" (an event kind the
-	// trigger does not accept) or "released" (a trigger with release:
-	// true; Released bindings were).
-	Routed    string `json:"routed"`
-	SessionID string `json:"sessionId,omitempty"`
-	CommandID string `json:"commandId,omitempty"`
-	Released  int    `json:"released,omitempty"`
+	// Routed is "spawn", "session", "bound" (into the sessions bound to
+	// the delivery's pull request: Sessions, Commands; none bound: none),
+	// "ignored" (an event kind the trigger does not accept) or
+	// "released" (a trigger with release: true; Released bindings were).
+	Routed    string   `json:"routed"`
+	SessionID string   `json:"sessionId,omitempty"`
+	CommandID string   `json:"commandId,omitempty"`
+	Sessions  []string `json:"sessions,omitempty"`
+	Commands  []string `json:"commands,omitempty"`
+	Released  int      `json:"released,omitempty"`
 	// Error is why a delivery was refused (recorded, never answered).
 	Error string `json:"error,omitempty"`
 }

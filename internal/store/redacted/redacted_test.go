@@ -151,7 +151,7 @@ func TestStoreMethodsReviewed(t *testing.T) {
 		"SaveStep": true, "Steps": true, "LastStep": true, "DeleteSteps": true, "Blob": true, "SetProjectCredentials": true, "ProjectCredentials": true, "Credentials": true, "PassPark": true,
 		// Validated names, kinds, addresses and patterns; the credential arrives sealed.
 		"AddConnection": true, "ListConnections": true, "Connection": true, "RevokeConnection": true,
-		"Bind": true, "Bindings": true, "ReleaseBindings": true,
+		"Bind": true, "Bindings": true, "BoundTo": true, "ReleaseBindings": true,
 		// Names, an address and the forge's login; the person's token arrives sealed.
 		"LinkForge": true, "ForgeLink": true, "UnlinkForge": true,
 		// Slack IDs, validated channel mappings, digests, message

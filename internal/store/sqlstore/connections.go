@@ -159,6 +159,12 @@ func (s Connections) Bindings(ctx context.Context, sessionID string) ([]session.
 	return queryAll(ctx, s.db, scanBinding, `SELECT `+bindingCols+` FROM bindings WHERE session_id = ? ORDER BY created_at, id`, sessionID)
 }
 
+// BoundTo implements store.Store.
+func (s Connections) BoundTo(ctx context.Context, project, connection, repo string, number int64) ([]session.Binding, error) {
+	return queryAll(ctx, s.db, scanBinding, `SELECT `+bindingCols+` FROM bindings WHERE project = ? AND connection = ? AND repo = ? AND number = ?
+		AND released_at IS NULL ORDER BY created_at, id`, project, connection, repo, number)
+}
+
 // ReleaseBindings implements store.Store.
 func (s Connections) ReleaseBindings(ctx context.Context, project, connection, repo string, number int64, by string) (int, error) {
 	n := 0
