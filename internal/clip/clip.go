@@ -6,6 +6,8 @@ package clip
 
 import (
 	"strconv"
+	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -49,4 +51,37 @@ func Bytes(n int64) string {
 		exp++
 	}
 	return strconv.FormatFloat(float64(n)/float64(div), 'f', 1, 64) + " " + string("KMGTPE"[exp]) + "iB"
+}
+
+// TailWriter keeps the last Max bytes written to it (a command's output, say);
+// String is them as text, cut at a line when more was written.
+type TailWriter struct {
+	Max int
+	mu  sync.Mutex
+	buf []byte
+	cut bool
+}
+
+func (t *TailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.Max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+		t.cut = true
+	}
+	return len(p), nil
+}
+
+func (t *TailWriter) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := strings.ToValidUTF8(string(t.buf), "�")
+	if t.cut {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+		s = "[…]\n" + s
+	}
+	return strings.TrimRight(s, "\n")
 }

@@ -33,3 +33,28 @@ func TestBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestTailWriter: what was written, whole while it fits; past Max, the
+// last bytes from the first whole line, marked cut, invalid UTF-8 mended.
+func TestTailWriter(t *testing.T) {
+	for _, c := range []struct {
+		writes []string
+		max    int
+		want   string
+	}{
+		{[]string{"one\n", "two\n"}, 100, "one\ntwo"},
+		{[]string{"first line\n", "second\n", "third\n"}, 12, "[…]\nthird"},
+		{[]string{"ab\xffcd"}, 100, "ab\uFFFDcd"},
+		{nil, 10, ""},
+	} {
+		w := &TailWriter{Max: c.max}
+		for _, s := range c.writes {
+			if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
+				t.Fatalf("Write(%q) = %d, %v", s, n, err)
+			}
+		}
+		if got := w.String(); got != c.want {
+			t.Errorf("%q within %d = %q, want %q", c.writes, c.max, got, c.want)
+		}
+	}
+}

@@ -186,7 +186,7 @@ func (a *Activities) buildLayer(ctx context.Context, s session.Session, sp spec.
 		}
 		return "", err
 	}
-	out := &tail{max: 16 << 10}
+	out := &clip.TailWriter{Max: 16 << 10}
 	res, err := a.Shell.Run(ctx, sandbox.Command{Place: place, Script: env.Setup, Timeout: time.Duration(env.SetupTimeout),
 		MaxOutput: 1 << 40, Stdout: out, Stderr: out})
 	refused := ""
@@ -339,36 +339,4 @@ func (a *Activities) openEgress(ctx context.Context, sessionID, turnID, phase, c
 	}
 	run.ep = ep
 	return run, nil
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-	cut bool
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-		t.cut = true
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := strings.ToValidUTF8(string(t.buf), "�")
-	if t.cut {
-		if i := strings.IndexByte(s, '\n'); i >= 0 {
-			s = s[i+1:]
-		}
-		s = "[…]\n" + s
-	}
-	return strings.TrimRight(s, "\n")
 }

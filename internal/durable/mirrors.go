@@ -24,10 +24,6 @@ type Mirrors interface {
 // forge that does not answer before the session fails.
 const DefaultForgeWait = time.Hour
 
-// forgeRetry is the longest wait between two fetches from a forge that
-// does not answer (the first is a second, then each twice the last).
-const forgeRetry = time.Minute
-
 // cloneRemote makes session s's copy at dir from its remote repository,
 // at the commit its ref resolved to when it was created: from this
 // node's mirror, fetched first when it lacks the commit. A forge that
@@ -42,27 +38,13 @@ func (a *Activities) cloneRemote(ctx context.Context, s session.Session, dir str
 		return "", nonRetryable(err)
 	}
 	limit := cmp.Or(a.ForgeWait, DefaultForgeWait)
-	start := a.Now()
-	from, err := a.Mirrors.Mirror(ctx, src, s.Remote.Ref, s.Remote.Commit)
-	for wait := time.Second; errors.Is(err, mirror.ErrUnreachable); wait = min(2*wait, forgeRetry) {
-		if a.Now().Sub(start) >= limit {
-			return "", nonRetryable(fmt.Errorf("%w; it did not answer for %s", err, limit))
-		}
-		if wait == time.Second {
-			text := fmt.Sprintf("%s does not answer (%v): waiting for it, up to %s, before the session starts", s.Remote.URL, err, limit)
-			data, _ := json.Marshal(session.TextData{Text: text})
-			if _, err := a.Store.AppendEvent(ctx, session.Event{SessionID: s.ID, Kind: session.EventNotice, Key: "forge-wait", Data: data}); err != nil {
-				return "", err
-			}
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return "", ctx.Err()
-		case <-t.C:
-		}
-		from, err = a.Mirrors.Mirror(ctx, src, s.Remote.Ref, s.Remote.Commit)
+	from, err := mirror.Patiently(ctx, limit, a.Now, func(err error) error {
+		data, _ := json.Marshal(session.TextData{Text: fmt.Sprintf("%s does not answer (%v): waiting for it, up to %s, before the session starts", s.Remote.URL, err, limit)})
+		_, aerr := a.Store.AppendEvent(ctx, session.Event{SessionID: s.ID, Kind: session.EventNotice, Key: "forge-wait", Data: data})
+		return aerr
+	}, func() (string, error) { return a.Mirrors.Mirror(ctx, src, s.Remote.Ref, s.Remote.Commit) })
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return "", err
 	}
 	if err != nil {
 		return "", nonRetryable(err)
