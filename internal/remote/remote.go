@@ -358,7 +358,8 @@ func (s *Service) Deliver(ctx context.Context, by session.Sender) func(x session
 		// opens it, and the answer says why.
 		own, login, linked, err := s.personal(ctx, src, by)
 		if err != nil {
-			return "", err
+			// The branch is pushed: the connection's opens the pull request.
+			where += fmt.Sprintf(" (your linked account could not be used: %v; the connection's opened it)", err)
 		}
 		var pr pulls.PullRequest
 		if linked {
