@@ -26,11 +26,13 @@ import (
 )
 
 // Store is the part of the store access uses: users, tokens, projects
-// and their members, and the access log.
+// and their members, the access log, and the forge links a person's
+// access goes with.
 type Store interface {
 	store.Identity
 	store.Audit
 	store.Agents
+	ForgetForgeLinks(ctx context.Context, project, user string) error
 }
 
 // Service authenticates callers and keeps users, tokens, projects and
@@ -396,6 +398,10 @@ func (s *Service) RemoveMember(ctx context.Context, p identity.Principal, projec
 	if err := s.Store.RemoveMember(ctx, project, user); err != nil {
 		return err
 	}
+	// Their own forge credentials there go with their access.
+	if err := s.Store.ForgetForgeLinks(ctx, project, user); err != nil {
+		return err
+	}
 	return s.Record(ctx, p, "member_removed", map[string]string{"project": project, "user": user})
 }
 
@@ -516,6 +522,9 @@ func (s *Service) RevokeUser(ctx context.Context, p identity.Principal, name str
 		return fmt.Errorf("%w: you cannot revoke yourself", errdefs.ErrInvalid)
 	}
 	if err := s.Store.RevokeUser(ctx, name); err != nil {
+		return err
+	}
+	if err := s.Store.ForgetForgeLinks(ctx, "", name); err != nil {
 		return err
 	}
 	return s.Record(ctx, p, "user_revoked", map[string]string{"user": name})

@@ -562,6 +562,8 @@ triggers:
 	issue := webhookOf("gh-review", "issue_comment", "gh-delivery-4", []byte(`{"action":"created","comment":{"id":2,"body":"an issue"},"issue":{"number":9},"repository":{"full_name":"octo/app"}}`))
 	require.Equal(t, spec.RouteBound, issue.Routed)
 	require.Empty(t, issue.Sessions, "an issue is no pull request")
-	check := webhookOf("gh-review", "check_run", "gh-delivery-5", []byte(`{"action":"completed","check_run":{"conclusion":"failure","pull_requests":[{"number":8}]},"repository":{"full_name":"octo/app"}}`))
+	check := webhookOf("gh-review", "check_run", "gh-delivery-5", []byte(`{"action":"completed","check_run":{"conclusion":"failure","pull_requests":[{"number":8,"base":{"repo":{"url":"`+srv.URL+`/api/v3/repos/octo/app"}}}]},"repository":{"full_name":"octo/app"}}`))
 	require.Empty(t, check.Sessions, "pull request #8's binding is released")
+	check = webhookOf("gh-review", "check_run", "gh-delivery-6", []byte(`{"action":"completed","check_run":{"conclusion":"failure","pull_requests":[{"number":7,"base":{"repo":{"url":"`+srv.URL+`/api/v3/repos/octo/app"}}}]},"repository":{"full_name":"octo/app"}}`))
+	require.Equal(t, []string{x.ID}, check.Sessions, "a failed check of pull request #7")
 }

@@ -38,12 +38,13 @@ func (a *Activities) cloneRemote(ctx context.Context, s session.Session, dir str
 		return "", nonRetryable(err)
 	}
 	limit := cmp.Or(a.ForgeWait, DefaultForgeWait)
+	var noted error // the store failing: tried again, as any store step
 	from, err := mirror.Patiently(ctx, limit, a.Now, func(err error) error {
 		data, _ := json.Marshal(session.TextData{Text: fmt.Sprintf("%s does not answer (%v): waiting for it, up to %s, before the session starts", s.Remote.URL, err, limit)})
-		_, aerr := a.Store.AppendEvent(ctx, session.Event{SessionID: s.ID, Kind: session.EventNotice, Key: "forge-wait", Data: data})
-		return aerr
+		_, noted = a.Store.AppendEvent(ctx, session.Event{SessionID: s.ID, Kind: session.EventNotice, Key: "forge-wait", Data: data})
+		return noted
 	}, func() (string, error) { return a.Mirrors.Mirror(ctx, src, s.Remote.Ref, s.Remote.Commit) })
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if noted != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return "", err
 	}
 	if err != nil {

@@ -150,15 +150,15 @@ func (s *Service) deliver(ctx context.Context, project, name, event, key string,
 			s.notify(ctx, sessionID, workflows.Notice{CommandID: c.ID, Kind: durable.NoticeDelivery})
 	}
 	if t.Route(&sp) == spec.RouteBound {
-		// Into every live session bound to the pull request the delivery
-		// names (none bound: nothing happens).
+		// Into every live session of the trigger's agent bound to the pull
+		// request the delivery names (none bound: nothing happens).
 		bound, err := s.Remotes.Bound(ctx, project, t, payload)
 		if err != nil {
 			return wire.TriggerResult{}, err
 		}
 		res := wire.TriggerResult{Routed: spec.RouteBound}
 		for _, b := range bound {
-			if x, err := s.Store.GetSession(ctx, b.SessionID); err != nil || x.Status.Terminal() {
+			if x, err := s.Store.GetSession(ctx, b.SessionID); err != nil || x.Status.Terminal() || x.Agent != sp.Name {
 				continue
 			}
 			r, err := route(b.SessionID)

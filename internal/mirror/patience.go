@@ -13,7 +13,8 @@ const retryMax = time.Minute
 
 // Patiently runs fetch until it does not fail with ErrUnreachable, or
 // limit has passed since the first try (its error then says so), or ctx
-// ends. waiting is told the first time the forge does not answer.
+// ends; the last wait ends at the limit. waiting is told the first time
+// the forge does not answer (its error ends the wait, as it is).
 func Patiently(ctx context.Context, limit time.Duration, now func() time.Time, waiting func(error) error, fetch func() (string, error)) (string, error) {
 	start := now()
 	got, err := fetch()
@@ -26,7 +27,7 @@ func Patiently(ctx context.Context, limit time.Duration, now func() time.Time, w
 				return "", err
 			}
 		}
-		t := time.NewTimer(wait)
+		t := time.NewTimer(min(wait, limit-now().Sub(start)))
 		select {
 		case <-ctx.Done():
 			t.Stop()

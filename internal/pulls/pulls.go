@@ -7,9 +7,11 @@ package pulls
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	gitlab "gitlab.com/gitlab-org/api/client-go/v2"
 
 	"github.com/google/go-github/v84/github"
+	"github.com/paddock-dev/paddock/internal/clip"
 	"github.com/paddock-dev/paddock/internal/forge"
 	"github.com/paddock-dev/paddock/internal/mirror"
 )
@@ -66,6 +69,11 @@ func (f Forges) client() *http.Client {
 // Open opens a pull request on src's repository, or finds the one open
 // already from the same head.
 func (f Forges) Open(ctx context.Context, src mirror.Source, r Request) (PullRequest, error) {
+	pr, err := f.open(ctx, src, r)
+	return pr, scrubbed(err, src.Credential)
+}
+
+func (f Forges) open(ctx context.Context, src mirror.Source, r Request) (PullRequest, error) {
 	switch src.Connection.Kind {
 	case forge.Gitea:
 		return f.gitea(ctx, src, r)
@@ -80,42 +88,124 @@ func (f Forges) Open(ctx context.Context, src mirror.Source, r Request) (PullReq
 }
 
 // Account is the forge's name for the holder of src's credential: a
-// person's link (forge.Link) is checked with it as it is made.
+// person's link (forge.Link) is checked with it as it is made. A forge
+// that does not answer (a network error, a 5xx) or answers nonsense (not
+// its JSON, a name no account has) is ErrUnreachable.
 func (f Forges) Account(ctx context.Context, src mirror.Source) (string, error) {
+	login, status, err := f.account(ctx, src)
+	switch {
+	case err != nil && (status == 0 || status >= 500 || status/100 == 2):
+		return "", scrubbed(fmt.Errorf("%w: %w", ErrUnreachable, err), src.Credential)
+	case err != nil:
+		return "", scrubbed(err, src.Credential)
+	case !accountName(login):
+		return "", fmt.Errorf("%w: it named the credential's holder %q, which is no account name", ErrUnreachable, clip.String(login, 80))
+	}
+	return login, nil
+}
+
+// ErrUnreachable says a forge did not answer, or answered nonsense.
+var ErrUnreachable = errors.New("the forge did not answer as one")
+
+// accountName says login is a forge's account name: 1 to 255 letters,
+// digits, '.', '_', '-' (and '@' or '+' for a bot or an email-like
+// name), nothing a terminal or a trailer would read otherwise.
+func accountName(login string) bool {
+	if login == "" || len(login) > 255 {
+		return false
+	}
+	for _, r := range login {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-@+[]", r)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (f Forges) account(ctx context.Context, src mirror.Source) (string, int, error) {
+	status := func(r *http.Response) int {
+		if r == nil {
+			return 0
+		}
+		return r.StatusCode
+	}
 	switch src.Connection.Kind {
 	case forge.Gitea:
 		c, err := f.giteaClient(ctx, src)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
-		u, _, err := c.GetMyUserInfo()
+		u, resp, err := c.GetMyUserInfo()
 		if err != nil {
-			return "", fmt.Errorf("gitea: who the credential is: %w", err)
+			var r *http.Response
+			if resp != nil {
+				r = resp.Response
+			}
+			return "", status(r), fmt.Errorf("gitea: who the credential is: %w", err)
 		}
-		return u.UserName, nil
+		return u.UserName, 200, nil
 	case forge.GitHub:
 		c, err := f.githubClient(src)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
-		u, _, err := c.Users.Get(ctx, "")
+		u, resp, err := c.Users.Get(ctx, "")
 		if err != nil {
-			return "", fmt.Errorf("github: who the credential is: %w", err)
+			var r *http.Response
+			if resp != nil {
+				r = resp.Response
+			}
+			return "", status(r), fmt.Errorf("github: who the credential is: %w", err)
 		}
-		return u.GetLogin(), nil
+		return u.GetLogin(), 200, nil
 	case forge.GitLab:
 		c, err := f.gitlabClient(src)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
-		u, _, err := c.Users.CurrentUser(gitlab.WithContext(ctx))
+		u, resp, err := c.Users.CurrentUser(gitlab.WithContext(ctx))
 		if err != nil {
-			return "", fmt.Errorf("gitlab: who the credential is: %w", err)
+			var r *http.Response
+			if resp != nil {
+				r = resp.Response
+			}
+			return "", status(r), fmt.Errorf("gitlab: who the credential is: %w", err)
 		}
-		return u.Username, nil
+		return u.Username, 200, nil
 	}
-	return "", ErrNone
+	return "", 400, ErrNone
 }
+
+// scrubbed is err with cred cut from its text (a forge, or what answers
+// for it, may echo a request back), clipped; its kind (ErrNone,
+// ErrUnreachable) kept.
+func scrubbed(err error, cred []byte) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if len(cred) > 0 {
+		for _, form := range []string{string(cred), url.QueryEscape(string(cred)), base64.StdEncoding.EncodeToString(cred)} {
+			msg = strings.ReplaceAll(msg, form, "[credential]")
+		}
+	}
+	msg = clip.String(msg, 600)
+	for _, kind := range []error{ErrNone, ErrUnreachable} {
+		if errors.Is(err, kind) {
+			return &kindError{kind: kind, msg: msg}
+		}
+	}
+	return errors.New(msg)
+}
+
+// kindError is a scrubbed error that keeps its kind.
+type kindError struct {
+	kind error
+	msg  string
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }
 
 func (f Forges) gitlabClient(src mirror.Source) (*gitlab.Client, error) {
 	c, err := gitlab.NewClient(string(src.Credential), gitlab.WithBaseURL(src.Connection.URL+"/api/v4"), gitlab.WithHTTPClient(f.client()))

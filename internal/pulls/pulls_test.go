@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -116,4 +117,42 @@ func TestAccount(t *testing.T) {
 	}
 	_, err := Forges{}.Account(context.Background(), mirror.Source{Connection: forge.Connection{Kind: forge.Git}})
 	require.ErrorIs(t, err, ErrNone)
+}
+
+// TestForgesAnswersAreCheckedAndScrubbed: a forge that echoes the
+// credential back in its error has it cut from the error; one that does
+// not answer, or answers a name no account has, is ErrUnreachable, not a
+// refused credential.
+func TestForgesAnswersAreCheckedAndScrubbed(t *testing.T) {
+	const token = "0123456789abcdef0123456789abcdef01234567"
+	login := "tessa"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/api/v1/user" {
+			_ = json.NewEncoder(w).Encode(map[string]any{"id": 1, "login": login, "username": login})
+			return
+		}
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = fmt.Fprintf(w, `{"message":"request with token %s refused"}`, r.Header.Get("Authorization"))
+	}))
+	defer srv.Close()
+	src := mirror.Source{Project: "p", Connection: forge.Connection{Name: "g", Kind: forge.Gitea, URL: srv.URL},
+		Repository: forge.Repository{Connection: "g", URL: srv.URL + "/team/app", Path: "team/app"}, Credential: []byte(token)}
+	_, err := Forges{}.Open(context.Background(), src, Request{Head: "paddock/s", Base: "main", Title: "t"})
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), token)
+	require.Contains(t, err.Error(), "[credential]")
+
+	got, err := Forges{}.Account(context.Background(), src)
+	require.NoError(t, err)
+	require.Equal(t, "tessa", got)
+	for _, bad := range []string{"tessa\n\nAccepted-By: operator:root", "", strings.Repeat("a", 256), "\x1b[2Jx", "tes sa"} {
+		login = bad
+		_, err = Forges{}.Account(context.Background(), src)
+		require.ErrorIs(t, err, ErrUnreachable, "%q", bad)
+	}
+	srv.Close()
+	_, err = Forges{}.Account(context.Background(), src)
+	require.ErrorIs(t, err, ErrUnreachable, "a forge that does not answer")
+	require.NotContains(t, err.Error(), token)
 }

@@ -199,6 +199,9 @@ func (s *Service) LinkForge(ctx context.Context, p identity.Principal, project, 
 		return forge.Link{}, fmt.Errorf("%w: connection %s is to a %s server, which has no pull requests to open as you", errdefs.ErrInvalid, c.Name, c.Kind)
 	}
 	login, err := s.Pulls.Account(ctx, mirror.Source{Project: project, Connection: c, Credential: []byte(req.Credential)})
+	if errors.Is(err, pulls.ErrUnreachable) {
+		return forge.Link{}, fmt.Errorf("%w: %s: %w; nothing was linked: try again when it answers", errdefs.ErrUnavailable, c.URL, err)
+	}
 	if err != nil {
 		return forge.Link{}, fmt.Errorf("%w: %s did not take the credential: %w", errdefs.ErrInvalid, c.URL, err)
 	}
@@ -359,17 +362,22 @@ func (s *Service) Deliver(ctx context.Context, by session.Sender) func(x session
 		own, login, linked, err := s.personal(ctx, src, by)
 		if err != nil {
 			// The branch is pushed: the connection's opens the pull request.
-			where += fmt.Sprintf(" (your linked account could not be used: %v; the connection's opened it)", err)
+			where += fmt.Sprintf(" (your linked account could not be used: %v; the connection's credential was used)", err)
 		}
 		var pr pulls.PullRequest
 		if linked {
 			if pr, err = s.Pulls.Open(ctx, own, req); err == nil {
 				where += ", opened as " + login
-			} else if !errors.Is(err, pulls.ErrNone) {
-				where += fmt.Sprintf(" (your linked account %s was refused: %v; the connection's opened it)", login, err)
+			} else if pr.Number != 0 {
+				// Opened as them; only the comment on the pull request it
+				// started from failed.
+				where += fmt.Sprintf(", opened as %s; %v", login, err)
+				err = nil
+			} else {
+				where += fmt.Sprintf(" (your linked account %s was refused: %v; the connection's credential was used)", login, err)
 			}
 		}
-		if !linked || (err != nil && !errors.Is(err, pulls.ErrNone)) {
+		if !linked || err != nil {
 			pr, err = s.Pulls.Open(ctx, src, req)
 		}
 		switch {
@@ -464,7 +472,7 @@ func (s *Service) pullOf(ctx context.Context, project string, t spec.TriggerSpec
 	if named := repositoryOf(payload); named != "" && named != r.Path {
 		return "", "", 0, nil // another repository's pull request (a webhook for many)
 	}
-	n := pullNumberOf(payload)
+	n := pullNumberOf(payload, r.Path)
 	if n == 0 {
 		return "", "", 0, errNoPull
 	}
@@ -493,9 +501,13 @@ func repositoryOf(payload any) string {
 	return ""
 }
 
-// pullNumberOf reads the pull request a forge's delivery is about: a pull
-// request's event, a comment on one, a check's result.
-func pullNumberOf(payload any) int64 {
+// pullNumberOf reads the pull request on repository path (OWNER/NAME) a
+// forge's delivery is about: a pull request's event, a comment on one, a
+// check's result; 0 when it names none. A GitLab delivery (object_kind)
+// names a merge request as its object, or as the merge request a note or
+// pipeline is of: its issues, work items and branch pipelines, numbered
+// apart from merge requests, name none.
+func pullNumberOf(payload any, path string) int64 {
 	m, _ := payload.(map[string]any)
 	num := func(v any) int64 {
 		switch x := v.(type) {
@@ -514,30 +526,43 @@ func pullNumberOf(payload any) int64 {
 		o, _ := m[object].(map[string]any)
 		return num(o[name])
 	}
+	if kind, ok := m["object_kind"].(string); ok {
+		switch kind {
+		case "merge_request":
+			return field("object_attributes", "iid")
+		case "note", "pipeline":
+			return field("merge_request", "iid")
+		}
+		return 0
+	}
 	if n := field("pull_request", "number"); n != 0 {
-		return n
-	}
-	// A comment on a merge request (GitLab's note: object_attributes is
-	// the note), before an event's own merge request or issue.
-	if n := field("merge_request", "iid"); n != 0 {
-		return n
-	}
-	if n := field("object_attributes", "iid"); n != 0 {
 		return n
 	}
 	// A comment on a pull request's conversation: an issue that is one
 	// (GitHub's issue.pull_request, Gitea's is_pull).
-	if issue, ok := m["issue"].(map[string]any); ok && (issue["pull_request"] != nil || m["is_pull"] == true) {
-		return num(issue["number"])
+	if issue, ok := m["issue"].(map[string]any); ok {
+		if issue["pull_request"] != nil || m["is_pull"] == true {
+			return num(issue["number"])
+		}
+		return 0
 	}
-	// A check's result: the first pull request it ran for.
+	// A check's result: the first pull request it ran for into this
+	// repository (the list may hold other repositories' too).
 	for _, check := range []string{"check_run", "check_suite"} {
-		if c, ok := m[check].(map[string]any); ok {
-			if prs, ok := c["pull_requests"].([]any); ok && len(prs) > 0 {
-				pr, _ := prs[0].(map[string]any)
+		c, ok := m[check].(map[string]any)
+		if !ok {
+			continue
+		}
+		prs, _ := c["pull_requests"].([]any)
+		for _, x := range prs {
+			pr, _ := x.(map[string]any)
+			base, _ := pr["base"].(map[string]any)
+			repo, _ := base["repo"].(map[string]any)
+			if url, _ := repo["url"].(string); strings.HasSuffix(url, "/repos/"+path) {
 				return num(pr["number"])
 			}
 		}
+		return 0
 	}
 	return num(m["number"])
 }

@@ -19,13 +19,13 @@ func TestLargePullRequestNumbers(t *testing.T) {
 	dec.UseNumber()
 	var payload any
 	require.NoError(t, dec.Decode(&payload))
-	require.Equal(t, int64(1000000), pullNumberOf(payload))
+	require.Equal(t, int64(1000000), pullNumberOf(payload, "team/app"))
 	ref, err := spec.TriggerSpec{Name: "gh-pr", Ref: "#{{.payload.pull_request.number}}"}.RenderRef("github.pull_request.opened", payload)
 	require.NoError(t, err)
 	require.Equal(t, "#1000000", ref)
-	require.Equal(t, int64(7), pullNumberOf(map[string]any{"number": float64(7)}))
+	require.Equal(t, int64(7), pullNumberOf(map[string]any{"number": float64(7)}, "team/app"))
 	for _, bad := range []any{json.Number("1.5"), json.Number("-3"), float64(2.5), "7"} {
-		require.Zero(t, pullNumberOf(map[string]any{"number": bad}), "%v", bad)
+		require.Zero(t, pullNumberOf(map[string]any{"number": bad}, "team/app"), "%v", bad)
 	}
 }
 
@@ -45,16 +45,24 @@ func TestPullNumberOfDeliveries(t *testing.T) {
 		{"github issue_comment on an issue", `{"issue":{"number":8},"comment":{"id":3}}`, 0},
 		{"gitea issue_comment on a pull request", `{"action":"created","issue":{"number":9},"comment":{"id":4},"is_pull":true}`, 9},
 		{"gitea issue_comment on an issue", `{"action":"created","issue":{"number":10},"comment":{"id":5},"is_pull":false}`, 0},
-		{"github check_run", `{"action":"completed","check_run":{"conclusion":"failure","pull_requests":[{"number":11}]}}`, 11},
-		{"github check_suite", `{"action":"completed","check_suite":{"conclusion":"success","pull_requests":[{"number":12}]}}`, 12},
+		{"github check_run", `{"action":"completed","check_run":{"conclusion":"failure","pull_requests":[{"number":11,"base":{"repo":{"url":"https://api.github.com/repos/team/app"}}}]}}`, 11},
+		{"github check_suite", `{"action":"completed","check_suite":{"conclusion":"success","pull_requests":[{"number":12,"base":{"repo":{"url":"https://ghe.example.com/api/v3/repos/team/app"}}}]}}`, 12},
 		{"github check_run on a branch", `{"action":"completed","check_run":{"conclusion":"failure","pull_requests":[]}}`, 0},
+		{"github check_run of a fork's pull request first", `{"action":"completed","check_run":{"pull_requests":[{"number":14,"base":{"repo":{"url":"https://api.github.com/repos/x/other"}}},{"number":15,"base":{"repo":{"url":"https://api.github.com/repos/team/app"}}}]}}`, 15},
+		{"github check_run of another repository's alone", `{"action":"completed","check_run":{"pull_requests":[{"number":14,"base":{"repo":{"url":"https://api.github.com/repos/team/app2"}}}]}}`, 0},
 		{"gitlab merge_request", `{"object_kind":"merge_request","object_attributes":{"iid":13}}`, 13},
 		{"gitlab note on a merge request", `{"object_kind":"note","object_attributes":{"id":99,"noteable_type":"MergeRequest"},"merge_request":{"iid":14}}`, 14},
+		{"gitlab note on an issue", `{"object_kind":"note","object_attributes":{"id":98,"noteable_type":"Issue"},"issue":{"iid":14}}`, 0},
+		{"gitlab issue", `{"object_kind":"issue","object_attributes":{"iid":14}}`, 0},
+		{"gitlab work item", `{"object_kind":"work_item","object_attributes":{"iid":14}}`, 0},
+		{"gitlab milestone", `{"object_kind":"milestone","object_attributes":{"iid":14}}`, 0},
+		{"gitlab branch pipeline", `{"object_kind":"pipeline","object_attributes":{"iid":14,"source":"push"},"merge_request":null}`, 0},
+		{"gitlab merge request pipeline", `{"object_kind":"pipeline","object_attributes":{"iid":3,"source":"merge_request_event"},"merge_request":{"iid":16}}`, 16},
 	} {
 		dec := json.NewDecoder(strings.NewReader(c.payload))
 		dec.UseNumber()
 		var payload any
 		require.NoError(t, dec.Decode(&payload))
-		require.Equal(t, c.want, pullNumberOf(payload), c.name)
+		require.Equal(t, c.want, pullNumberOf(payload, "team/app"), c.name)
 	}
 }

@@ -331,11 +331,13 @@ type ForgeLinks interface {
 	// LinkForge records a person's link to a live connection at l.URL,
 	// replacing theirs (errdefs.ErrConflict when the connection is revoked
 	// or elsewhere now); ForgeLink reads one with its sealed credential
-	// (ErrNotFound: none); UnlinkForge deletes one. Revoking a
+	// (ErrNotFound: none); UnlinkForge deletes one; ForgetForgeLinks
+	// deletes a person's in a project (every project's for ""). Revoking a
 	// connection deletes its links.
 	LinkForge(ctx context.Context, l forge.Link, sealed []byte) (forge.Link, error)
 	ForgeLink(ctx context.Context, project, connection, user string) (forge.Link, []byte, error)
 	UnlinkForge(ctx context.Context, project, connection, user string) error
+	ForgetForgeLinks(ctx context.Context, project, user string) error
 }
 
 // Identity is users, tokens, projects and their members.

@@ -153,7 +153,7 @@ func TestStoreMethodsReviewed(t *testing.T) {
 		"AddConnection": true, "ListConnections": true, "Connection": true, "RevokeConnection": true,
 		"Bind": true, "Bindings": true, "BoundTo": true, "ReleaseBindings": true,
 		// Names, an address and the forge's login; the person's token arrives sealed.
-		"LinkForge": true, "ForgeLink": true, "UnlinkForge": true,
+		"LinkForge": true, "ForgeLink": true, "UnlinkForge": true, "ForgetForgeLinks": true,
 		// Slack IDs, validated channel mappings, digests, message
 		// timestamps; the app's credentials arrive sealed.
 		"SetChatApp": true, "ChatApp": true, "ChatApps": true, "RemoveChatApp": true, "AddChatCode": true, "UseChatCode": true, "LinkChatUser": true,

@@ -75,3 +75,9 @@ func (s ForgeLinks) UnlinkForge(ctx context.Context, project, connection, user s
 	}
 	return nil
 }
+
+// ForgetForgeLinks implements store.ForgeLinks.
+func (s ForgeLinks) ForgetForgeLinks(ctx context.Context, project, user string) error {
+	_, err := s.DB.ExecContext(ctx, `DELETE FROM forge_links WHERE user_name = ? AND (? = '' OR project = ?)`, user, project, project)
+	return err
+}
