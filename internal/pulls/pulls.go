@@ -122,13 +122,9 @@ func accountName(login string) bool {
 	return true
 }
 
-func (f Forges) account(ctx context.Context, src mirror.Source) (string, int, error) {
-	status := func(r *http.Response) int {
-		if r == nil {
-			return 0
-		}
-		return r.StatusCode
-	}
+// account asks the forge whose src's credential is; status is its
+// answer's HTTP status (0: none came).
+func (f Forges) account(ctx context.Context, src mirror.Source) (login string, status int, err error) {
 	switch src.Connection.Kind {
 	case forge.Gitea:
 		c, err := f.giteaClient(ctx, src)
@@ -136,44 +132,41 @@ func (f Forges) account(ctx context.Context, src mirror.Source) (string, int, er
 			return "", 0, err
 		}
 		u, resp, err := c.GetMyUserInfo()
-		if err != nil {
-			var r *http.Response
-			if resp != nil {
-				r = resp.Response
-			}
-			return "", status(r), fmt.Errorf("gitea: who the credential is: %w", err)
+		if resp != nil && resp.Response != nil {
+			status = resp.StatusCode
 		}
-		return u.UserName, 200, nil
+		if err != nil {
+			return "", status, fmt.Errorf("gitea: who the credential is: %w", err)
+		}
+		return u.UserName, status, nil
 	case forge.GitHub:
 		c, err := f.githubClient(src)
 		if err != nil {
 			return "", 0, err
 		}
 		u, resp, err := c.Users.Get(ctx, "")
-		if err != nil {
-			var r *http.Response
-			if resp != nil {
-				r = resp.Response
-			}
-			return "", status(r), fmt.Errorf("github: who the credential is: %w", err)
+		if resp != nil && resp.Response != nil {
+			status = resp.StatusCode
 		}
-		return u.GetLogin(), 200, nil
+		if err != nil {
+			return "", status, fmt.Errorf("github: who the credential is: %w", err)
+		}
+		return u.GetLogin(), status, nil
 	case forge.GitLab:
 		c, err := f.gitlabClient(src)
 		if err != nil {
 			return "", 0, err
 		}
 		u, resp, err := c.Users.CurrentUser(gitlab.WithContext(ctx))
-		if err != nil {
-			var r *http.Response
-			if resp != nil {
-				r = resp.Response
-			}
-			return "", status(r), fmt.Errorf("gitlab: who the credential is: %w", err)
+		if resp != nil && resp.Response != nil {
+			status = resp.StatusCode
 		}
-		return u.Username, 200, nil
+		if err != nil {
+			return "", status, fmt.Errorf("gitlab: who the credential is: %w", err)
+		}
+		return u.Username, status, nil
 	}
-	return "", 400, ErrNone
+	return "", http.StatusBadRequest, ErrNone
 }
 
 // scrubbed is err with cred cut from its text (a forge, or what answers
