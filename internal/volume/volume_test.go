@@ -169,11 +169,16 @@ func TestKilledFUSEServerIsRecovered(t *testing.T) {
 	mnt, err := v.Ensure(ctx, "s4")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = v.Remove(ctx, "s4") })
-	require.NoError(t, os.WriteFile(filepath.Join(mnt, "kept"), []byte("x"), 0o644))
-	f, err := os.Open(mnt)
+	// What was written is synced through the file itself: fuse2fs flushes
+	// its whole filesystem on a file's fsync, while a directory's fsync is
+	// not served and the kernel sends a closed file's release to fuse2fs
+	// after close has returned, so nothing else orders it before the kill.
+	f, err := os.Create(filepath.Join(mnt, "kept"))
+	require.NoError(t, err)
+	_, err = f.WriteString("x")
 	require.NoError(t, err)
 	require.NoError(t, f.Sync())
-	f.Close()
+	require.NoError(t, f.Close())
 	data, err := os.ReadFile(v.image("s4") + ".pid")
 	require.NoError(t, err)
 	pid, err := strconv.Atoi(string(data))
