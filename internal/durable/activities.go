@@ -35,6 +35,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/spec"
 	"github.com/paddock-dev/paddock/internal/store"
 	"github.com/paddock-dev/paddock/internal/tool"
+	"github.com/paddock-dev/paddock/internal/transcript"
 	"github.com/paddock-dev/paddock/internal/workspace"
 )
 
@@ -103,8 +104,10 @@ type Activities struct {
 	CommandMax       time.Duration
 	CommandMaxOutput int64
 
-	// flights are the tool calls running in this process.
-	flights inflight.Runs
+	// flights are the tool calls running in this process; transcripts
+	// the sessions' events read here, so a step reads only what is new.
+	flights     inflight.Runs
+	transcripts transcript.Cache
 }
 
 // nonRetryable wraps an error the workflow must see at once; an attempt
@@ -521,7 +524,7 @@ func (a *Activities) parked(ctx context.Context, sessionID string) (string, bool
 // activity retried after a crash) is returned as recorded.
 func (a Turns) ModelStep(ctx context.Context, sessionID, turnID string, step int) (_ provider.Response, err error) {
 	ctx = spans.InTurn(ctx, turnID) // the model call's span is the turn's
-	events, err := a.Store.ListEvents(ctx, sessionID, 0, 0)
+	events, err := a.transcripts.Events(ctx, a.Store, sessionID)
 	if err != nil {
 		return provider.Response{}, err
 	}

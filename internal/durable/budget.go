@@ -195,7 +195,7 @@ func (a *Activities) parkTimers(ctx context.Context, sessionID string) ([]ParkTi
 // FinalSummary asks the model, without tools, for a final summary of the
 // session whose budget ran out, and records it.
 func (a Budgets) FinalSummary(ctx context.Context, sessionID, turnID, why string) (string, error) {
-	events, err := a.Store.ListEvents(ctx, sessionID, 0, 0)
+	events, err := a.transcripts.Events(ctx, a.Store, sessionID)
 	if err != nil {
 		return "", err
 	}

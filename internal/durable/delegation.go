@@ -195,7 +195,7 @@ func (a *Activities) returned(ctx context.Context, c session.Session) (bool, str
 	turns, err1 := a.Store.ListTurns(ctx, c.ID)
 	open, err2 := a.Store.ListParks(ctx, c.ID, true)
 	cmds, err3 := a.Store.ListCommands(ctx, c.ID)
-	events, err4 := a.Store.ListEvents(ctx, c.ID, 0, 0)
+	events, err4 := a.transcripts.Events(ctx, a.Store, c.ID)
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return false, "", err
 	}
