@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -347,6 +348,18 @@ func TestAcceptAsTheLinkedPerson(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "opened as tessa")
 	require.Equal(t, "tessa", poster("paddock/"+x.ID), "the pull request is the person's")
+
+	// The web app shows the link, unlinks it and links again; a token
+	// Gitea refuses is a 400 that says so.
+	page := "/admin/projects/" + project
+	require.Contains(t, webPage(t, adminToken, page), "open as <strong>tessa</strong>")
+	require.Contains(t, webForm(t, adminToken, page, page+"/connections/gitea/unlink", url.Values{}), "unlinked")
+	require.Contains(t, webPage(t, adminToken, page), `aria-label="link your account on gitea"`)
+	status, body, _ := webPost(t, adminToken, page, page+"/connections/gitea/link", url.Values{"credential": {"not-a-token"}})
+	require.Equal(t, http.StatusBadRequest, status)
+	require.Contains(t, body, "did not take the credential")
+	require.Contains(t, webForm(t, adminToken, page, page+"/connections/gitea/link", url.Values{"credential": {own}}), "opened+as+tessa")
+	require.NotContains(t, webPage(t, adminToken, page), own)
 
 	// Gitea no longer takes the person's token: the connection's opens
 	// the pull request, and the answer says why.

@@ -503,6 +503,33 @@ func TestSlackThreadDrivesASession(t *testing.T) {
 // on (for its token), then the form; it answers 303.
 func webForm(t *testing.T, token, page, action string, form url.Values) string {
 	t.Helper()
+	status, body, where := webPost(t, token, page, action, form)
+	require.Equal(t, http.StatusSeeOther, status, body)
+	return where
+}
+
+// webPost sends a form as webForm does and gives the answer's status,
+// body and Location.
+func webPost(t *testing.T, token, page, action string, form url.Values) (int, string, string) {
+	t.Helper()
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(webPage(t, token, page))
+	require.NotNil(t, m, "the page carries its form's token")
+	form.Set("csrf", m[1])
+	post, err := http.NewRequest("POST", shared.URL+action, strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	post.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	post.AddCookie(&http.Cookie{Name: apiserver.TokenCookie, Value: token})
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := client.Do(post)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res.StatusCode, string(body), res.Header.Get("Location")
+}
+
+// webPage is a page of the web app as the holder of token sees it.
+func webPage(t *testing.T, token, page string) string {
+	t.Helper()
 	get, err := http.NewRequest("GET", shared.URL+page, nil)
 	require.NoError(t, err)
 	get.AddCookie(&http.Cookie{Name: apiserver.TokenCookie, Value: token})
@@ -510,20 +537,8 @@ func webForm(t *testing.T, token, page, action string, form url.Values) string {
 	require.NoError(t, err)
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(body)
-	require.NotNil(t, m, "the page carries its form's token")
-	form.Set("csrf", string(m[1]))
-	post, err := http.NewRequest("POST", shared.URL+action, strings.NewReader(form.Encode()))
-	require.NoError(t, err)
-	post.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	post.AddCookie(&http.Cookie{Name: apiserver.TokenCookie, Value: token})
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res, err = client.Do(post)
-	require.NoError(t, err)
-	body, _ = io.ReadAll(res.Body)
-	res.Body.Close()
-	require.Equal(t, http.StatusSeeOther, res.StatusCode, string(body))
-	return res.Header.Get("Location")
+	require.Equal(t, http.StatusOK, res.StatusCode, string(body))
+	return string(body)
 }
 
 func approvalOf(t *testing.T, id string) session.Approval {

@@ -225,6 +225,30 @@ func (s *Service) UnlinkForge(ctx context.Context, p identity.Principal, project
 	return s.Access.Record(ctx, p, "forge_unlinked", map[string]string{"project": project, "connection": connection})
 }
 
+// Links are the caller's own links to a project's connections, by
+// connection (credentials never shown); a link made for a connection
+// that is elsewhere now is left out, as it is never used.
+func (s *Service) Links(ctx context.Context, p identity.Principal, project string) (map[string]forge.Link, error) {
+	conns, err := s.Connections(ctx, p, project)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]forge.Link{}
+	for _, c := range conns {
+		l, _, err := s.Store.ForgeLink(ctx, project, c.Name, p.User)
+		if errors.Is(err, errdefs.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if l.URL == c.URL {
+			out[c.Name] = l
+		}
+	}
+	return out, nil
+}
+
 // personal is src with the credential of by's link to its connection,
 // when by is a person with one to the connection where it is now; else
 // ok is false.

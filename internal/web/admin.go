@@ -195,6 +195,10 @@ type ProjectPage struct {
 	// Connections are its connections to forges (credentials never shown).
 	Connections []forge.Connection
 	Kinds       []forge.Kind
+	// Links are the caller's own accounts linked on the connections'
+	// forges, by connection; CanLink says the caller may link one.
+	Links   map[string]forge.Link
+	CanLink bool
 }
 
 func (a *App) project(w http.ResponseWriter, r *http.Request) {
@@ -214,6 +218,11 @@ func (a *App) renderProject(w http.ResponseWriter, r *http.Request, status int, 
 			a.problem(w, r, err)
 			return
 		}
+		if pg.Links, err = a.Service.Remotes.Links(r.Context(), principal(r), pg.Name); err != nil {
+			a.problem(w, r, err)
+			return
+		}
+		pg.CanLink = a.can(r, pg.Name, identity.Steer)
 	}
 	pg.Kinds = forge.Kinds
 	pol, err := a.Service.Projects().Policy(r.Context(), principal(r), pg.Name)
@@ -293,6 +302,31 @@ func (a *App) revokeConnection(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	done(w, r, "/admin/projects/"+url.PathEscape(name), "connection "+conn+" revoked: its credential is deleted, and nothing more is fetched with it")
+}
+
+// linkForge links the caller's own account on a connection's forge: the
+// pull requests of what they accept there are opened as them.
+func (a *App) linkForge(w http.ResponseWriter, r *http.Request) {
+	name, conn := r.PathValue("name"), r.PathValue("connection")
+	l, err := a.Service.Remotes.LinkForge(r.Context(), principal(r), name, conn, wire.LinkRequest{Credential: r.PostFormValue("credential")})
+	if errors.Is(err, errdefs.ErrInvalid) || errors.Is(err, errdefs.ErrConflict) {
+		a.renderProject(w, r, http.StatusBadRequest, ProjectPage{Problem: err.Error()})
+		return
+	}
+	if err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	done(w, r, "/admin/projects/"+url.PathEscape(name), fmt.Sprintf("linked: pull requests of what you accept through connection %s are opened as %s on %s (your token is kept encrypted and never shown again)", l.Connection, l.Login, l.URL))
+}
+
+func (a *App) unlinkForge(w http.ResponseWriter, r *http.Request) {
+	name, conn := r.PathValue("name"), r.PathValue("connection")
+	if err := a.Service.Remotes.UnlinkForge(r.Context(), principal(r), name, conn); err != nil {
+		a.problem(w, r, err)
+		return
+	}
+	done(w, r, "/admin/projects/"+url.PathEscape(name), "unlinked from connection "+conn+": your token there is deleted, and its pull requests are opened with the connection's credential again")
 }
 
 func (a *App) removeMember(w http.ResponseWriter, r *http.Request) {

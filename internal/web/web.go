@@ -208,6 +208,8 @@ func (a *App) Handler() http.Handler {
 	mux.HandleFunc("POST /admin/projects/{name}/policy", a.authed(a.form(a.managed(a.setPolicy))))
 	mux.HandleFunc("POST /admin/projects/{name}/connections", a.authed(a.form(a.managed(a.addConnection))))
 	mux.HandleFunc("POST /admin/projects/{name}/connections/{connection}/revoke", a.authed(a.form(a.managed(a.revokeConnection))))
+	mux.HandleFunc("POST /admin/projects/{name}/connections/{connection}/link", a.authed(a.form(a.linkForge)))
+	mux.HandleFunc("POST /admin/projects/{name}/connections/{connection}/unlink", a.authed(a.form(a.unlinkForge)))
 	mux.HandleFunc("POST /admin/projects/{name}/replay", a.authed(a.form(a.managed(a.replay))))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		a.render(w, r, http.StatusNotFound, "notfound", "No page here", clip.String(r.URL.Path, 200))
