@@ -132,6 +132,17 @@ type Binding struct {
 // BindPullRequest is the kind of a binding to a pull (merge) request.
 const BindPullRequest = "pull_request"
 
+// Holding is the first of bindings that is held and not released: while
+// there is one, the session may not declare itself done.
+func Holding(bindings []Binding) (Binding, bool) {
+	for _, b := range bindings {
+		if b.Held && b.ReleasedAt == nil {
+			return b, true
+		}
+	}
+	return Binding{}, false
+}
+
 // Delegated is the session that delegated this one its task and the
 // call it did so with ("" when it was not delegated): its creator is
 // that session's agent, through a delegate call.

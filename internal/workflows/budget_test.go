@@ -324,6 +324,54 @@ func TestDeliveryRequirementHoldsCompletion(t *testing.T) {
 	require.True(t, archived, "after the waiver it completes")
 }
 
+// TestHeldBindingKeepsTheSessionFromArchivingItself: an agent bound to
+// an open pull request (a held binding) cannot declare itself done; once
+// the forge's closing delivery releases the binding, it can.
+func TestHeldBindingKeepsTheSessionFromArchivingItself(t *testing.T) {
+	f := setup(t)
+	f.tweak = func(a *spec.Agent) { a.Tools = append(a.Tools, "archive_session") }
+	f.create(t, "s1", "replay/testdata/deliver.yaml", "finish")
+	ctx := context.Background()
+	const pr = "https://git.example.com/team/app/pulls/7"
+	_, err := f.store.Bind(ctx, session.Binding{SessionID: "s1", Project: "default", Kind: session.BindPullRequest, Connection: "forge", Repo: "team/app", Number: 7, URL: pr, Held: true})
+	require.NoError(t, err)
+	f.env.RegisterDelayedCallback(func() {
+		x, err := f.store.GetSession(ctx, "s1")
+		require.NoError(t, err)
+		require.Nil(t, x.ArchivedAt, "bound to an open pull request, it may not archive itself")
+		bs, err := f.store.Bindings(ctx, "s1")
+		require.NoError(t, err)
+		require.Len(t, bs, 1)
+		require.Nil(t, bs[0].ReleasedAt, "the refused archive released nothing")
+		n, err := f.store.ReleaseBindings(ctx, "default", "forge", "team/app", 7, "trigger:closed")
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		f.send(t, "s1", session.KindMessage, session.MessagePayload{Message: "the pull request is merged"})
+	}, time.Minute)
+	f.env.RegisterDelayedCallback(func() {
+		f.send(t, "s1", session.KindStop, session.StopPayload{Reason: "done"})
+	}, time.Hour)
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1"})
+	require.NoError(t, f.env.GetWorkflowError())
+	events, err := f.store.ListEvents(ctx, "s1", 0, 0)
+	require.NoError(t, err)
+	var refused, archived bool
+	for _, e := range events {
+		if e.Kind != session.EventToolCall {
+			continue
+		}
+		var d session.ToolCallData
+		require.NoError(t, json.Unmarshal(e.Data, &d))
+		refused = refused || d.State == session.CallErrored && strings.Contains(d.Error, "bound to "+pr+" (held)")
+		archived = archived || d.State == session.CallDone && d.Name == "archive_session"
+	}
+	require.True(t, refused, "the first archive is refused, naming the pull request")
+	require.True(t, archived, "after the release it archives itself")
+	x, err := f.store.GetSession(ctx, "s1")
+	require.NoError(t, err)
+	require.NotNil(t, x.ArchivedAt)
+}
+
 // TestBillingParkExpiresAfterSevenDays: a session parked on credits is
 // not re-probed (a person says when credits were added); unresolved, its
 // park expires after 7 days and the session fails.
