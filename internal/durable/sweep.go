@@ -84,6 +84,9 @@ func (a Lifecycle) Sweep(ctx context.Context) (Swept, error) {
 		if _, parked := a.parked(ctx, x.ID); parked {
 			continue // it waits on someone: not done
 		}
+		if bs, err := a.Store.Bindings(ctx, x.ID); err != nil || session.Holding(bs) != nil {
+			continue // bound to an open pull request: it waits on the forge
+		}
 		if err := a.Store.Archive(ctx, x.ID, sweeper, ""); err != nil {
 			return out, err
 		}

@@ -422,7 +422,7 @@ func (a Turns) runTool(ctx context.Context, sessionID, turnID string, call provi
 		if err != nil {
 			return ToolOutcome{}, err
 		}
-		if b, held := session.Holding(bs); held {
+		if b := session.Holding(bs); b != nil {
 			return finish(session.CallErrored, "", "this session is bound to "+b.URL+" (held) and cannot archive itself while it is open: the forge's closing delivery (a trigger with release: true) frees it, or a person archives the session; say so and wait")
 		}
 		if err := a.Store.Archive(ctx, sessionID, session.Sender{Kind: session.SenderAgent, ID: sessionID}, res.Archive.Handoff); err != nil {

@@ -132,15 +132,16 @@ type Binding struct {
 // BindPullRequest is the kind of a binding to a pull (merge) request.
 const BindPullRequest = "pull_request"
 
-// Holding is the first of bindings that is held and not released: while
-// there is one, the session may not declare itself done.
-func Holding(bindings []Binding) (Binding, bool) {
-	for _, b := range bindings {
+// Holding is the first of bindings that is held and not released (nil:
+// none): while there is one, the session is not done, neither by its own
+// word nor for having been idle.
+func Holding(bindings []Binding) *Binding {
+	for i, b := range bindings {
 		if b.Held && b.ReleasedAt == nil {
-			return b, true
+			return &bindings[i]
 		}
 	}
-	return Binding{}, false
+	return nil
 }
 
 // Delegated is the session that delegated this one its task and the

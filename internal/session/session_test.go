@@ -149,9 +149,12 @@ func TestHolding(t *testing.T) {
 		{"not held", []Binding{{ID: "b1"}}, ""},
 		{"the live one among others", []Binding{{ID: "b0", Held: true, ReleasedAt: &now}, {ID: "bx"}, held}, "b1"},
 	} {
-		b, ok := Holding(c.bindings)
-		if ok != (c.want != "") || b.ID != c.want {
-			t.Errorf("%s: Holding = %q, %v; want %q", c.name, b.ID, ok, c.want)
+		got := ""
+		if b := Holding(c.bindings); b != nil {
+			got = b.ID
+		}
+		if got != c.want {
+			t.Errorf("%s: Holding = %q; want %q", c.name, got, c.want)
 		}
 	}
 }

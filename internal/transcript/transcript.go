@@ -48,7 +48,8 @@ type kept struct {
 
 // Events is the whole of session id's transcript as src has it now: what
 // was read before, and every event appended since, read after it. The
-// slice is the caller's own.
+// slice is the caller's own; the events' Data are shared, never to be
+// written.
 func (c *Cache) Events(ctx context.Context, src Source, id string) ([]session.Event, error) {
 	have := c.read(id)
 	var after int64
