@@ -68,6 +68,9 @@ func (c *Cache) Events(ctx context.Context, src Source, id string) ([]session.Ev
 		more = append(more, got...)
 		after = got[len(got)-1].Seq
 	}
+	if len(more) == 0 {
+		return have, nil
+	}
 	all := append(have, more...)
 	c.keep(id, all)
 	return all, nil

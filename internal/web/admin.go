@@ -284,15 +284,23 @@ func (a *App) addConnection(w http.ResponseWriter, r *http.Request) {
 	req := wire.ConnectionRequest{Name: strings.TrimSpace(r.PostFormValue("connection")), Kind: r.PostFormValue("kind"), URL: strings.TrimSpace(r.PostFormValue("url")),
 		Repositories: strings.Fields(r.PostFormValue("repositories")), Username: strings.TrimSpace(r.PostFormValue("username")), Credential: r.PostFormValue("credential")}
 	c, err := a.Service.Remotes.AddConnection(r.Context(), principal(r), name, req)
-	if errors.Is(err, errdefs.ErrInvalid) || errors.Is(err, errdefs.ErrConflict) {
+	a.typed(w, r, err, func() string {
+		return fmt.Sprintf("connection %s added: %s grants %s (its credential is kept encrypted and never shown again)", c.Name, c.URL, strings.Join(c.Repositories, ", "))
+	})
+}
+
+// typed answers a form of the project's page on what was typed in it: a
+// refusal of that is the page again saying why (400), another failure its
+// problem page, and success the page with note's notice.
+func (a *App) typed(w http.ResponseWriter, r *http.Request, err error, note func() string) {
+	switch {
+	case errors.Is(err, errdefs.ErrInvalid) || errors.Is(err, errdefs.ErrConflict):
 		a.renderProject(w, r, http.StatusBadRequest, ProjectPage{Problem: err.Error()})
-		return
-	}
-	if err != nil {
+	case err != nil:
 		a.problem(w, r, err)
-		return
+	default:
+		done(w, r, "/admin/projects/"+url.PathEscape(r.PathValue("name")), note())
 	}
-	done(w, r, "/admin/projects/"+url.PathEscape(name), fmt.Sprintf("connection %s added: %s grants %s (its credential is kept encrypted and never shown again)", c.Name, c.URL, strings.Join(c.Repositories, ", ")))
 }
 
 func (a *App) revokeConnection(w http.ResponseWriter, r *http.Request) {
@@ -309,15 +317,9 @@ func (a *App) revokeConnection(w http.ResponseWriter, r *http.Request) {
 func (a *App) linkForge(w http.ResponseWriter, r *http.Request) {
 	name, conn := r.PathValue("name"), r.PathValue("connection")
 	l, err := a.Service.Remotes.LinkForge(r.Context(), principal(r), name, conn, wire.LinkRequest{Credential: r.PostFormValue("credential")})
-	if errors.Is(err, errdefs.ErrInvalid) || errors.Is(err, errdefs.ErrConflict) {
-		a.renderProject(w, r, http.StatusBadRequest, ProjectPage{Problem: err.Error()})
-		return
-	}
-	if err != nil {
-		a.problem(w, r, err)
-		return
-	}
-	done(w, r, "/admin/projects/"+url.PathEscape(name), fmt.Sprintf("linked: pull requests of what you accept through connection %s are opened as %s on %s (your token is kept encrypted and never shown again)", l.Connection, l.Login, l.URL))
+	a.typed(w, r, err, func() string {
+		return fmt.Sprintf("linked: pull requests of what you accept through connection %s are opened as %s on %s (your token is kept encrypted and never shown again)", l.Connection, l.Login, l.URL)
+	})
 }
 
 func (a *App) unlinkForge(w http.ResponseWriter, r *http.Request) {

@@ -308,20 +308,28 @@ func TestDeliveryRequirementHoldsCompletion(t *testing.T) {
 	}, time.Hour)
 	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1"})
 	require.NoError(t, f.env.GetWorkflowError())
-	events, err := f.store.ListEvents(ctx, "s1", 0, 0)
+	refused, archived := archiveCalls(t, f, "s1", "cannot complete until its work is accepted")
+	require.True(t, refused, "the first archive is refused")
+	require.True(t, archived, "after the waiver it completes")
+}
+
+// archiveCalls says whether session id's transcript has an archive_session
+// call refused with an error containing refusal (or another call with
+// such an error), and one that archived.
+func archiveCalls(t *testing.T, f *fixture, id, refusal string) (refused, archived bool) {
+	t.Helper()
+	events, err := f.store.ListEvents(context.Background(), id, 0, 0)
 	require.NoError(t, err)
-	var refused, archived bool
 	for _, e := range events {
 		if e.Kind != session.EventToolCall {
 			continue
 		}
 		var d session.ToolCallData
 		require.NoError(t, json.Unmarshal(e.Data, &d))
-		refused = refused || d.State == session.CallErrored && strings.Contains(d.Error, "cannot complete until its work is accepted")
+		refused = refused || d.State == session.CallErrored && strings.Contains(d.Error, refusal)
 		archived = archived || d.State == session.CallDone && d.Name == "archive_session"
 	}
-	require.True(t, refused, "the first archive is refused")
-	require.True(t, archived, "after the waiver it completes")
+	return refused, archived
 }
 
 // TestHeldBindingKeepsTheSessionFromArchivingItself: an agent bound to
@@ -353,18 +361,7 @@ func TestHeldBindingKeepsTheSessionFromArchivingItself(t *testing.T) {
 	}, time.Hour)
 	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1"})
 	require.NoError(t, f.env.GetWorkflowError())
-	events, err := f.store.ListEvents(ctx, "s1", 0, 0)
-	require.NoError(t, err)
-	var refused, archived bool
-	for _, e := range events {
-		if e.Kind != session.EventToolCall {
-			continue
-		}
-		var d session.ToolCallData
-		require.NoError(t, json.Unmarshal(e.Data, &d))
-		refused = refused || d.State == session.CallErrored && strings.Contains(d.Error, "bound to "+pr+" (held)")
-		archived = archived || d.State == session.CallDone && d.Name == "archive_session"
-	}
+	refused, archived := archiveCalls(t, f, "s1", "bound to "+pr+" (held)")
 	require.True(t, refused, "the first archive is refused, naming the pull request")
 	require.True(t, archived, "after the release it archives itself")
 	x, err := f.store.GetSession(ctx, "s1")
