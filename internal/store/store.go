@@ -232,7 +232,9 @@ type Commands interface {
 	// between recording and waking leaves them.
 	Unfinished(ctx context.Context) ([]string, error)
 	// ClaimBatch returns the commands already dispatching (a claim that a
-	// crash interrupted) or else claims the next batch (session.NextBatch)
+	// crash interrupted), else those of a turn still open (one a crash
+	// kept its workflow from recording: its turn is resumed), or else
+	// claims the next batch (session.NextBatch)
 	// and marks it dispatching. A pending stop wins: every other pending
 	// command is canceled in the same transaction and the stop is claimed
 	// alone.

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -76,4 +79,37 @@ func TestProvisionAfterAnAttemptCutShort(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(half, "kept.txt"), []byte("x"), 0o644))
 	require.NoError(t, f.acts.Lifecycle().Provision(ctx, "s1"), "a retried provision")
 	require.FileExists(t, filepath.Join(half, "kept.txt"), "the recorded copy is kept")
+}
+
+// TestTurnOpenedByALostWorkflowTaskResumes: a workflow task that claimed
+// the start and opened its turn (local activities, recorded only when the
+// task completes) and then died with its worker leaves the command
+// accepted and the turn in progress, while the workflow, run again from
+// its history, claims again. That claim resumes the turn: it used to find
+// nothing pending, and the session slept with its turn open forever (a
+// delegated session so never returned to the one waiting on it).
+func TestTurnOpenedByALostWorkflowTaskResumes(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	f.create(t, "s1", "replay/testdata/runaway.yaml", "look around")
+	require.NoError(t, f.acts.Lifecycle().Provision(ctx, "s1"))
+	claimed, err := f.store.ClaimBatch(ctx, "s1")
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	require.NoError(t, f.acts.Turns().OpenTurn(ctx, "turn-"+claimed[0].ID, claimed))
+
+	f.env.RegisterDelayedCallback(func() {
+		f.send(t, "s1", session.KindStop, session.StopPayload{})
+	}, time.Hour)
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1", Provisioned: true})
+	require.NoError(t, f.env.GetWorkflowError())
+	turns, err := f.store.ListTurns(ctx, "s1")
+	require.NoError(t, err)
+	require.Len(t, turns, 1, "the open turn resumed, not another")
+	require.Equal(t, session.TurnCompleted, turns[0].Status, turns[0].Error)
+	events, err := f.store.ListEvents(ctx, "s1", 0, 0)
+	require.NoError(t, err)
+	require.True(t, slices.ContainsFunc(events, func(e session.Event) bool {
+		return e.Kind == session.EventAssistantText && strings.Contains(string(e.Data), "Summary: I listed the directory")
+	}), "the model was asked and answered to the end")
 }

@@ -78,8 +78,5 @@ func (s Agents) GetAgent(ctx context.Context, project, name string) (spec.Record
 // ListAgents implements store.Store.
 func (s Agents) ListAgents(ctx context.Context, project string) ([]spec.Record, error) {
 	out, err := queryAll(ctx, s.db, scanAgent, `SELECT `+agentCols+` FROM agents WHERE (? = '' OR project = ?) ORDER BY project, name`, project, project)
-	if err != nil {
-		return nil, fmt.Errorf("list agents: %w", err)
-	}
-	return out, nil
+	return out, wrap(err, "list agents")
 }

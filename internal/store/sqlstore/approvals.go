@@ -125,10 +125,7 @@ func (s Approvals) ListApprovals(ctx context.Context, f session.ApprovalFilter) 
 		q += ` LIMIT 1000`
 	}
 	out, err := queryAll(ctx, s.db, scanApproval, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list approvals: %w", err)
-	}
-	return out, nil
+	return out, wrap(err, "list approvals")
 }
 
 // DecideApproval implements store.Store.

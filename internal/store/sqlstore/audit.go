@@ -335,10 +335,7 @@ func (s Audit) AuditLeaves(ctx context.Context, after int64, limit int) ([]store
 		var l store.AuditLeaf
 		return l, r.Scan(&l.Leaf, &l.Session, &l.Seq, &l.Data)
 	}, `SELECT leaf, session_id, seq, entry FROM audit WHERE leaf > ? ORDER BY leaf LIMIT ?`, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("audit leaves: %w", err)
-	}
-	return out, nil
+	return out, wrap(err, "audit leaves")
 }
 
 // SaveAuditCheckpoint implements store.Store.

@@ -71,10 +71,7 @@ func (s History) SaveStep(ctx context.Context, c session.Step, blobs map[string]
 // Checkpoints implements store.Store.
 func (s History) Steps(ctx context.Context, sessionID string) ([]session.Step, error) {
 	out, err := queryAll(ctx, s.db, scanCheckpoint, `SELECT `+checkpointCols+` FROM checkpoints WHERE session_id = ? ORDER BY step`, sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoints: %w", err)
-	}
-	return out, nil
+	return out, wrap(err, "checkpoints")
 }
 
 // LastStep implements store.Store.

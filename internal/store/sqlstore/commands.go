@@ -114,10 +114,7 @@ func (s *base) queryCommands(ctx context.Context, q queryer, where string, args 
 // ListCommands implements store.Store.
 func (s Commands) ListCommands(ctx context.Context, sessionID string) ([]session.Command, error) {
 	out, err := s.queryCommands(ctx, s.db, `session_id = ?`, sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("list commands: %w", err)
-	}
-	return out, nil
+	return out, wrap(err, "list commands")
 }
 
 // Unfinished implements store.Store.
@@ -125,10 +122,7 @@ func (s Commands) Unfinished(ctx context.Context) ([]string, error) {
 	out, err := queryAll(ctx, s.db, func(r scanner) (id string, err error) { return id, r.Scan(&id) },
 		`SELECT DISTINCT c.session_id FROM commands c JOIN sessions x ON x.id = c.session_id
 		WHERE c.state IN ('pending', 'dispatching', 'held') AND x.status IN ('queued', 'running', 'awaiting') ORDER BY c.session_id`)
-	if err != nil {
-		return nil, fmt.Errorf("sessions with unfinished commands: %w", err)
-	}
-	return out, nil
+	return out, wrap(err, "sessions with unfinished commands")
 }
 
 // ClaimBatch implements store.Store.
@@ -146,6 +140,12 @@ func (s Commands) ClaimBatch(ctx context.Context, sessionID string) ([]session.C
 		}
 		if cur.Status.Terminal() {
 			return nil
+		}
+		// A turn opened by a claim whose workflow task a crash lost (its
+		// workflow claims again): the commands it accepted, resumed.
+		if batch, err = s.queryCommands(ctx, tx, `session_id = ? AND state = 'accepted' AND turn_id IN
+			(SELECT id FROM turns WHERE session_id = ? AND status IN ('accepted', 'in_progress'))`, sessionID, sessionID); err != nil || len(batch) > 0 {
+			return err
 		}
 		pending, err := s.queryCommands(ctx, tx, `session_id = ? AND state = 'pending' AND kind NOT IN ('pause', 'resume', 'cancel')`, sessionID)
 		if err != nil {
@@ -234,10 +234,7 @@ func (s Commands) SettleCommands(ctx context.Context, ids []string, state sessio
 // HeldDeliveries implements store.Store.
 func (s Commands) HeldDeliveries(ctx context.Context, sessionID string) ([]session.Command, error) {
 	out, err := s.queryCommands(ctx, s.db, `session_id = ? AND state = 'held' AND `+s.d.JSONText("sender", "kind")+` = 'trigger'`, sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("held deliveries: %w", err)
-	}
-	return out, nil
+	return out, wrap(err, "held deliveries")
 }
 
 // AbsorbDeliveries implements store.Store.

@@ -72,20 +72,14 @@ func (s Events) ListEvents(ctx context.Context, sessionID string, after int64, l
 		limit = 10000
 	}
 	out, err := queryAll(ctx, s.db, scanEvent, `SELECT `+eventCols+` FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list events: %w", err)
-	}
-	return out, nil
+	return out, wrap(err, "list events")
 }
 
 // EventsByKey implements store.Store: a range on the (session, key) index.
 func (s Events) EventsByKey(ctx context.Context, sessionID, prefix string) ([]session.Event, error) {
 	out, err := queryAll(ctx, s.db, scanEvent, `SELECT `+eventCols+` FROM events WHERE session_id = ? AND substr(key, 1, ?) = ? ORDER BY seq`,
 		sessionID, utf8.RuneCountInString(prefix), prefix)
-	if err != nil {
-		return nil, fmt.Errorf("events by key: %w", err)
-	}
-	return out, nil
+	return out, wrap(err, "events by key")
 }
 
 const eventCols = `session_id, seq, turn_id, kind, key, data, created_at`

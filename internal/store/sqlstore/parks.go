@@ -142,10 +142,7 @@ func (s Parks) ListParks(ctx context.Context, sessionID string, open bool) ([]se
 		where += ` AND resolved_at IS NULL`
 	}
 	out, err := queryAll(ctx, s.db, scanPark, `SELECT `+parkCols+` FROM parks WHERE `+where+` ORDER BY created_at, id`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list parks: %w", err)
-	}
-	return out, nil
+	return out, wrap(err, "list parks")
 }
 
 // RaiseSpendCap implements store.Store.

@@ -117,10 +117,7 @@ func (s Sessions) ListSessions(ctx context.Context, f session.Filter) ([]session
 	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
 	args = append(args, limit)
 	out, err := queryAll(ctx, s.db, scanSession, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
-	}
-	return out, nil
+	return out, wrap(err, "list sessions")
 }
 
 // CreateSession implements store.Store.

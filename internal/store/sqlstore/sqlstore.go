@@ -381,6 +381,14 @@ type (
 	queryer = dialect.Queryer
 )
 
+// wrap says what err was doing; nil stays nil.
+func wrap(err error, what string) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
 func queryAll[T any](ctx context.Context, q queryer, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
 	return dialect.QueryAll(ctx, q, scan, query, args...)
 }

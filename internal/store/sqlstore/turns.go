@@ -128,10 +128,7 @@ func (s Turns) GetTurn(ctx context.Context, id string) (session.Turn, error) {
 // ListTurns implements store.Store.
 func (s Turns) ListTurns(ctx context.Context, sessionID string) ([]session.Turn, error) {
 	out, err := queryAll(ctx, s.db, scanTurn, `SELECT `+turnCols+` FROM turns WHERE session_id = ? ORDER BY seq`, sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("list turns: %w", err)
-	}
-	return out, nil
+	return out, wrap(err, "list turns")
 }
 
 // RecordUsage implements store.Store.

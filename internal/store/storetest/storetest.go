@@ -238,7 +238,14 @@ func testClaimBatch(t *testing.T, s store.Store) {
 	}
 	_, _, err = s.AppendCommand(ctx, store.NewCommand{ID: "pause", SessionID: "s", Kind: session.KindPause, Sender: operator})
 	require.NoError(t, err)
+	// A crash after the turn opened, before its workflow recorded it:
+	// the open turn's commands come back, and the turn resumes.
 	b, err := s.ClaimBatch(ctx, "s")
+	require.NoError(t, err)
+	require.Equal(t, ids(first), ids(b))
+	require.Equal(t, session.CommandAccepted, b[0].State)
+	require.NoError(t, s.SetTurnStatus(ctx, "t1", session.TurnCompleted, "", ""))
+	b, err = s.ClaimBatch(ctx, "s")
 	require.NoError(t, err)
 	require.Len(t, b, session.MaxBatch)
 	require.Equal(t, "s-m00", b[0].ID)
