@@ -343,11 +343,32 @@ func TestAcceptAsTheLinkedPerson(t *testing.T) {
 		t.Fatalf("no pull request from %s", branch)
 		return ""
 	}
+	// pusher is who pushed branch, as Gitea's activity feed records it.
+	pusher := func(branch string) (who string) {
+		t.Helper()
+		waitFor(t, "Gitea's record of the push of "+branch, func() (bool, error) {
+			var feed []struct {
+				RefName string `json:"ref_name"`
+				ActUser struct {
+					Login string `json:"login"`
+				} `json:"act_user"`
+			}
+			g.API(t, http.MethodGet, "/repos/"+g.User+"/app/activities/feeds?limit=50", nil, &feed)
+			for _, a := range feed {
+				if strings.TrimPrefix(a.RefName, "refs/heads/") == branch {
+					who = a.ActUser.Login
+				}
+			}
+			return who != "", nil
+		})
+		return who
+	}
 	x := work("mine.txt")
 	code, out = paddock(t, "sessions", "accept", x.ID)
 	require.Equal(t, 0, code, out)
-	require.Contains(t, out, "opened as tessa")
+	require.Contains(t, out, "pushed as tessa, opened as tessa")
 	require.Equal(t, "tessa", poster("paddock/"+x.ID), "the pull request is the person's")
+	require.Equal(t, "tessa", pusher("paddock/"+x.ID), "the branch is the person's push")
 
 	// The web app shows the link, unlinks it and links again; a token
 	// Gitea refuses is a 400 that says so.
@@ -367,8 +388,10 @@ func TestAcceptAsTheLinkedPerson(t *testing.T) {
 	y := work("theirs.txt")
 	code, out = paddock(t, "sessions", "accept", y.ID)
 	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "your linked account tessa may not push it")
 	require.Contains(t, out, "your linked account tessa was refused")
 	require.Equal(t, g.User, poster("paddock/"+y.ID))
+	require.Equal(t, g.User, pusher("paddock/"+y.ID))
 
 	data, err := exec.Command("grep", "-rlF", own, sharedDir).CombinedOutput()
 	require.Empty(t, strings.TrimSpace(string(data)), "the person's token in the clear: %v", err)

@@ -337,8 +337,9 @@ func (s *Service) Check(ctx context.Context, project, repo, ref string) (*sessio
 // Accepted-By trailers) becomes branch paddock/ID of the project's
 // mirror, which is pushed to the forge (never forced), and a pull request
 // from it is opened, or the one open already found. The agent pushes
-// nothing: Paddock does, with the connection's credential, once a person
-// accepted. It says where the snapshot went.
+// nothing: Paddock does, once a person accepted, with their own linked
+// credential (Service.personal) where they linked one and the forge takes
+// it, else with the connection's. It says where the snapshot went.
 func (s *Service) Deliver(ctx context.Context, by session.Sender) func(x session.Session, next string) (string, error) {
 	return func(x session.Session, next string) (string, error) {
 		if s.Mirrors == nil {
@@ -352,19 +353,36 @@ func (s *Service) Deliver(ctx context.Context, by session.Sender) func(x session
 		if _, err := s.Mirrors.Mirror(ctx, src, x.Remote.Ref, x.Remote.Commit); err != nil {
 			return "", forgeErr(err)
 		}
+		// As the person who accepted, where they linked their account:
+		// their credential pushes the branch and opens the pull request;
+		// where the forge refuses it, the connection's does, saying why.
+		own, login, linked, perr := s.personal(ctx, src, by)
 		branch := "paddock/" + x.ID
 		var local error
-		err = s.Mirrors.Deliver(ctx, src, next, branch, func(dir string) error {
-			local = workspace.Branch(s.Bounded(ctx), x.Workdir, x.BaseCommit, next, dir, branch)
+		written := false
+		write := func(dir string) error {
+			if !written {
+				written, local = true, workspace.Branch(s.Bounded(ctx), x.Workdir, x.BaseCommit, next, dir, branch)
+			}
 			return local
-		})
+		}
+		where, pushed := fmt.Sprintf("commit %s on branch %s of %s", next, branch, x.Remote.URL), src
+		if linked {
+			pushed = own
+		}
+		err = s.Mirrors.Deliver(ctx, pushed, next, branch, write)
+		if linked && local == nil && errors.Is(err, mirror.ErrRefused) {
+			where += fmt.Sprintf(" (your linked account %s may not push it: %v; the connection's credential pushed it)", login, err)
+			err = s.Mirrors.Deliver(ctx, src, next, branch, write)
+		} else if linked && err == nil {
+			where += ", pushed as " + login
+		}
 		if local != nil {
 			return "", fmt.Errorf("%w: nothing was accepted: %w", errdefs.ErrConflict, local)
 		}
 		if err != nil {
 			return "", forgeErr(err)
 		}
-		where := fmt.Sprintf("commit %s on branch %s of %s", next, branch, x.Remote.URL)
 		if s.Pulls == nil {
 			return where, nil
 		}
@@ -380,13 +398,8 @@ func (s *Service) Deliver(ctx context.Context, by session.Sender) func(x session
 			x.ID, by.String(), x.ID, x.ID, x.ID, by.String())
 		req := pulls.Request{Head: branch, Base: base, Title: title, Body: body, From: mirror.PullNumber(x.Remote.Ref),
 			Comment: fmt.Sprintf("Paddock session %s worked on this pull request; its changes, accepted by %s, are in", x.ID, by.String())}
-		// As the person who accepted, where they linked their account;
-		// where the forge refuses their credential, the connection's
-		// opens it, and the answer says why.
-		own, login, linked, err := s.personal(ctx, src, by)
-		if err != nil {
-			// The branch is pushed: the connection's opens the pull request.
-			where += fmt.Sprintf(" (your linked account could not be used: %v; the connection's credential was used)", err)
+		if perr != nil {
+			where += fmt.Sprintf(" (your linked account could not be used: %v; the connection's credential was used)", perr)
 		}
 		var pr pulls.PullRequest
 		if linked {
