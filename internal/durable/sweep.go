@@ -3,6 +3,7 @@ package durable
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/session"
@@ -84,10 +85,10 @@ func (a Lifecycle) Sweep(ctx context.Context) (Swept, error) {
 		if _, parked := a.parked(ctx, x.ID); parked {
 			continue // it waits on someone: not done
 		}
-		if bs, err := a.Store.Bindings(ctx, x.ID); err != nil || session.Holding(bs) != nil {
+		var held *session.HeldError
+		if err := a.Store.Archive(ctx, x.ID, sweeper, ""); errors.As(err, &held) {
 			continue // bound to an open pull request: it waits on the forge
-		}
-		if err := a.Store.Archive(ctx, x.ID, sweeper, ""); err != nil {
+		} else if err != nil {
 			return out, err
 		}
 		out.Archived = append(out.Archived, x.ID)

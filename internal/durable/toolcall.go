@@ -418,14 +418,10 @@ func (a Turns) runTool(ctx context.Context, sessionID, turnID string, call provi
 			return finish(session.CallErrored, "", "this session cannot complete until its work is accepted: the person who started it reviews it "+
 				"(paddock sessions diff "+sessionID+", then accept) or waives the requirement (paddock sessions waive "+sessionID+"); say so and wait")
 		}
-		bs, err := a.Store.Bindings(ctx, sessionID)
-		if err != nil {
-			return ToolOutcome{}, err
-		}
-		if b := session.Holding(bs); b != nil {
-			return finish(session.CallErrored, "", "this session is bound to "+b.URL+" (held) and cannot archive itself while it is open: the forge's closing delivery (a trigger with release: true) frees it, or a person archives the session; say so and wait")
-		}
-		if err := a.Store.Archive(ctx, sessionID, session.Sender{Kind: session.SenderAgent, ID: sessionID}, res.Archive.Handoff); err != nil {
+		var held *session.HeldError
+		if err := a.Store.Archive(ctx, sessionID, session.Sender{Kind: session.SenderAgent, ID: sessionID}, res.Archive.Handoff); errors.As(err, &held) {
+			return finish(session.CallErrored, "", "this session is bound to "+held.URL+" (held) and cannot archive itself while it is open: the forge's closing delivery (a trigger with release: true) frees it, or a person archives the session; say so and wait")
+		} else if err != nil {
 			return ToolOutcome{}, err
 		}
 	}

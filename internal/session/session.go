@@ -132,16 +132,14 @@ type Binding struct {
 // BindPullRequest is the kind of a binding to a pull (merge) request.
 const BindPullRequest = "pull_request"
 
-// Holding is the first of bindings that is held and not released (nil:
-// none): while there is one, the session is not done, neither by its own
-// word nor for having been idle.
-func Holding(bindings []Binding) *Binding {
-	for i, b := range bindings {
-		if b.Held && b.ReleasedAt == nil {
-			return &bindings[i]
-		}
-	}
-	return nil
+// HeldError refuses to archive a session on anyone's word but a
+// person's while it is bound to an open pull request (a held binding
+// not released): it is not done, neither by its own word nor for having
+// been idle, until the forge says the pull request closed.
+type HeldError struct{ URL string }
+
+func (e *HeldError) Error() string {
+	return "the session is bound to " + e.URL + " (held) until the forge says it closed"
 }
 
 // Delegated is the session that delegated this one its task and the

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -133,28 +132,4 @@ func TestToolCallTransitions(t *testing.T) {
 func TestTrimRunes(t *testing.T) {
 	require.Equal(t, "héllo", TrimRunes("héllo", 5))
 	require.Equal(t, "hé…", TrimRunes("héllo", 3))
-}
-
-func TestHolding(t *testing.T) {
-	now := time.Now()
-	held := Binding{ID: "b1", Held: true}
-	for _, c := range []struct {
-		name     string
-		bindings []Binding
-		want     string
-	}{
-		{"none", nil, ""},
-		{"held and live", []Binding{held}, "b1"},
-		{"released", []Binding{{ID: "b1", Held: true, ReleasedAt: &now}}, ""},
-		{"not held", []Binding{{ID: "b1"}}, ""},
-		{"the live one among others", []Binding{{ID: "b0", Held: true, ReleasedAt: &now}, {ID: "bx"}, held}, "b1"},
-	} {
-		got := ""
-		if b := Holding(c.bindings); b != nil {
-			got = b.ID
-		}
-		if got != c.want {
-			t.Errorf("%s: Holding = %q; want %q", c.name, got, c.want)
-		}
-	}
 }

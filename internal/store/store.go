@@ -209,7 +209,9 @@ type Sessions interface {
 	// the session's (another delivery came first) is errdefs.ErrConflict.
 	Deliver(ctx context.Context, id, base, next, delivery string, by session.Sender, note string) error
 	// Archive sets archivedAt (a work-bringing command clears it) and, when
-	// handoff is not empty, persists the handoff note.
+	// handoff is not empty, persists the handoff note. It releases the
+	// session's bindings; while one is held, only a person may archive it
+	// (anyone else: *session.HeldError, nothing changed).
 	Archive(ctx context.Context, id string, by session.Sender, handoff string) error
 	// RaiseSpendCap sets a live session's spend cap.
 	RaiseSpendCap(ctx context.Context, id string, usd float64) error

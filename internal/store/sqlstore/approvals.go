@@ -17,10 +17,7 @@ import (
 func (s Agents) SetProjectPolicy(ctx context.Context, project string, policy json.RawMessage) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO projects (name, created_at, policy) VALUES (?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET policy = excluded.policy`, project, s.ts(), string(policy))
-	if err != nil {
-		return fmt.Errorf("set project policy: %w", err)
-	}
-	return nil
+	return wrap(err, "set project policy")
 }
 
 // GetProjectPolicy implements store.Store.
@@ -84,10 +81,7 @@ func (s Approvals) CreateApproval(ctx context.Context, a session.Approval) (sess
 		out, err = scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalCols+` FROM approvals WHERE id = ?`, a.ID))
 		return err
 	})
-	if err != nil {
-		return out, fmt.Errorf("create approval: %w", err)
-	}
-	return out, nil
+	return out, wrap(err, "create approval")
 }
 
 // GetApproval implements store.Store.
@@ -154,8 +148,5 @@ func (s Approvals) DecideApproval(ctx context.Context, id string, status session
 		out, err = scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalCols+` FROM approvals WHERE id = ?`, id))
 		return err
 	})
-	if err != nil {
-		return out, fmt.Errorf("decide approval: %w", err)
-	}
-	return out, nil
+	return out, wrap(err, "decide approval")
 }

@@ -212,10 +212,7 @@ func (s Audit) ExpireAuditContent(ctx context.Context, now time.Time) (int64, er
 func (s Audit) SetContentRetention(ctx context.Context, project string, d time.Duration) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO projects (name, created_at, content_retention_ns) VALUES (?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET content_retention_ns = excluded.content_retention_ns`, project, s.ts(), int64(d))
-	if err != nil {
-		return fmt.Errorf("set content retention: %w", err)
-	}
-	return nil
+	return wrap(err, "set content retention")
 }
 
 // ContentRetention implements store.Store.
@@ -341,10 +338,7 @@ func (s Audit) AuditLeaves(ctx context.Context, after int64, limit int) ([]store
 // SaveAuditCheckpoint implements store.Store.
 func (s Audit) SaveAuditCheckpoint(ctx context.Context, size int64, note string) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO audit_checkpoints (size, note, published_at) VALUES (?, ?, ?) ON CONFLICT (size) DO NOTHING`, size, note, s.ts())
-	if err != nil {
-		return fmt.Errorf("keep audit checkpoint: %w", err)
-	}
-	return nil
+	return wrap(err, "keep audit checkpoint")
 }
 
 // AuditCheckpoints implements store.Store.

@@ -330,10 +330,7 @@ func (s Sessions) SetHold(ctx context.Context, id string, h *session.Hold) error
 		}
 		return s.appendJSON(ctx, tx, id, "", session.EventNotice, "hold/"+s.ts(), session.TextData{Text: text})
 	})
-	if err != nil {
-		return fmt.Errorf("hold: %w", err)
-	}
-	return nil
+	return wrap(err, "hold")
 }
 
 // Repair implements store.Store.
@@ -396,6 +393,13 @@ func (s Sessions) Archive(ctx context.Context, id string, by session.Sender, han
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return nil
+		}
+		var url string
+		switch err := tx.QueryRowContext(ctx, `SELECT url FROM bindings WHERE session_id = ? AND held <> 0 AND released_at IS NULL`, id).Scan(&url); {
+		case err == nil && by.Kind != session.SenderOperator:
+			return &session.HeldError{URL: url}
+		case err != nil && !errors.Is(err, sql.ErrNoRows):
+			return err
 		}
 		// Archiving releases the session's bindings, in the same transaction.
 		if _, err := tx.ExecContext(ctx, `UPDATE bindings SET released_at = ?, released_by = ? WHERE session_id = ? AND released_at IS NULL`, s.ts(), by.String(), id); err != nil {

@@ -135,10 +135,7 @@ func (s Turns) ListTurns(ctx context.Context, sessionID string) ([]session.Turn,
 func (s Turns) RecordUsage(ctx context.Context, sessionID, turnID string, step int, model string, u session.Usage) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO usage (session_id, turn_id, step, model, input_tokens, output_tokens, thinking_tokens, cost_usd, reasoning_effort, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, sessionID, turnID, step, model, u.InputTokens, u.OutputTokens, u.ThinkingTokens, u.CostUSD, u.ReasoningEffort, s.ts())
-	if err != nil {
-		return fmt.Errorf("record usage: %w", err)
-	}
-	return nil
+	return wrap(err, "record usage")
 }
 
 // SessionUsage implements store.Store.

@@ -762,6 +762,17 @@ func testConnections(t *testing.T, s store.Store) {
 	b.Number = 9
 	_, err = s.Bind(ctx, b)
 	require.NoError(t, err)
+	// Held and live: neither its agent nor the sweeper archives it, and
+	// the refusal changes nothing; a person does, releasing it.
+	for _, by := range []session.Sender{{Kind: session.SenderAgent, ID: "remote"}, {Kind: session.SenderSystem, ID: "sweeper"}} {
+		var held *session.HeldError
+		require.ErrorAs(t, s.Archive(ctx, "remote", by, "done"), &held, by.String())
+		require.Equal(t, b.URL, held.URL)
+	}
+	x, err = s.GetSession(ctx, "remote")
+	require.NoError(t, err)
+	require.Nil(t, x.ArchivedAt)
+	require.Empty(t, x.Handoff, "a refused archive keeps no handoff")
 	require.NoError(t, s.Archive(ctx, "remote", operator, ""))
 	bound, err = s.Bindings(ctx, "remote")
 	require.NoError(t, err)
