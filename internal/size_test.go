@@ -36,7 +36,7 @@ var (
 	// chat role in a package of its own over dialect.DB and dialect.QueryAll;
 	// #32's forge links got one too, and the client's saved login moved to
 	// package credentials.
-	overLines   = map[string]int{"cli": 3057, "store/sqlstore": 3031}
+	overLines   = map[string]int{"cli": 3057, "store/sqlstore": 3054}
 	overMethods = map[string]int{}
 )
 

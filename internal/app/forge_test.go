@@ -388,7 +388,7 @@ func TestAcceptAsTheLinkedPerson(t *testing.T) {
 	y := work("theirs.txt")
 	code, out = paddock(t, "sessions", "accept", y.ID)
 	require.Equal(t, 0, code, out)
-	require.Contains(t, out, "your linked account tessa may not push it")
+	require.Contains(t, out, "your linked account tessa could not push it")
 	require.Contains(t, out, "your linked account tessa was refused")
 	require.Equal(t, g.User, poster("paddock/"+y.ID))
 	require.Equal(t, g.User, pusher("paddock/"+y.ID))

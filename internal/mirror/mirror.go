@@ -68,7 +68,7 @@ type Source struct {
 // worth trying again later, unlike a refusal.
 var ErrUnreachable = errors.New("the forge did not answer")
 
-// ErrRefused says the forge refused the connection's credential (or
+// ErrRefused says the forge refused the credential (or
 // hides the repository from it).
 var ErrRefused = errors.New("the forge refused the credential")
 
@@ -502,7 +502,7 @@ func classify(verb, repo, text string) error {
 	}
 	switch {
 	case status == "401" || status == "403" || strings.Contains(low, "authentication failed") || strings.Contains(low, "could not read username"):
-		return fmt.Errorf("%s %s: the forge refused the connection's credential (revoked or without access to this repository): %s: %w", verb, repo, lastLine(text), ErrRefused)
+		return fmt.Errorf("%s %s: the forge refused the credential (revoked, or without access to this repository): %s: %w", verb, repo, lastLine(text), ErrRefused)
 	case status == "404" || strings.Contains(low, "does not appear to be a git repository") || strings.Contains(low, "repository not found"):
 		return fmt.Errorf("%s %s: the forge has no such repository (or hides it from this credential): %s: %w", verb, repo, lastLine(text), ErrRefused)
 	case strings.Contains(low, "couldn't find remote ref"):

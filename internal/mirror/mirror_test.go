@@ -89,7 +89,7 @@ func TestResolveAgainstAGitServer(t *testing.T) {
 	wrong := src
 	wrong.Credential = []byte("not-the-token")
 	_, _, err = c.Resolve(ctx, wrong, "main")
-	require.ErrorContains(t, err, "refused the connection's credential")
+	require.ErrorContains(t, err, "the forge refused the credential")
 	require.False(t, errors.Is(err, ErrUnreachable))
 
 	srv.SetDown(true)

@@ -371,8 +371,11 @@ func (s *Service) Deliver(ctx context.Context, by session.Sender) func(x session
 			pushed = own
 		}
 		err = s.Mirrors.Deliver(ctx, pushed, next, branch, write)
-		if linked && local == nil && errors.Is(err, mirror.ErrRefused) {
-			where += fmt.Sprintf(" (your linked account %s may not push it: %v; the connection's credential pushed it)", login, err)
+		if linked && local == nil && err != nil && !errors.Is(err, mirror.ErrUnreachable) {
+			// Refused as them (their token revoked, no write access, a
+			// scope it lacks): the connection's pushes it, and its error,
+			// if it fails too, is the one told.
+			where += fmt.Sprintf(" (your linked account %s could not push it: %v; the connection's credential pushed it)", login, err)
 			err = s.Mirrors.Deliver(ctx, src, next, branch, write)
 		} else if linked && err == nil {
 			where += ", pushed as " + login

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/paddock-dev/paddock/internal/errdefs"
 )
 
 // Status is a session's one status at any time.
@@ -141,6 +143,9 @@ type HeldError struct{ URL string }
 func (e *HeldError) Error() string {
 	return "the session is bound to " + e.URL + " (held) until the forge says it closed"
 }
+
+// Is makes a HeldError a conflict (errdefs.ErrConflict: HTTP 409).
+func (e *HeldError) Is(target error) bool { return target == errdefs.ErrConflict }
 
 // Delegated is the session that delegated this one its task and the
 // call it did so with ("" when it was not delegated): its creator is

@@ -17,6 +17,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/provider"
 	"github.com/paddock-dev/paddock/internal/session"
 	"github.com/paddock-dev/paddock/internal/shellcheck"
+	"github.com/paddock-dev/paddock/internal/store"
 )
 
 // TestCallInterruptedByACrashRunsAtMostOnce: a call with side effects
@@ -112,4 +113,33 @@ func TestTurnOpenedByALostWorkflowTaskResumes(t *testing.T) {
 	require.True(t, slices.ContainsFunc(events, func(e session.Event) bool {
 		return e.Kind == session.EventAssistantText && strings.Contains(string(e.Data), "Summary: I listed the directory")
 	}), "the model was asked and answered to the end")
+}
+
+// TestStopWaitingEndsATurnALostWorkflowTaskOpened: a stop recorded while
+// such a turn was open, its signal lost, is not queued behind it: the
+// turn ends interrupted, the model is not asked again, the session stops.
+func TestStopWaitingEndsATurnALostWorkflowTaskOpened(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	f.create(t, "s1", "replay/testdata/runaway.yaml", "look around")
+	require.NoError(t, f.acts.Lifecycle().Provision(ctx, "s1"))
+	claimed, err := f.store.ClaimBatch(ctx, "s1")
+	require.NoError(t, err)
+	require.NoError(t, f.acts.Turns().OpenTurn(ctx, "turn-"+claimed[0].ID, claimed))
+	_, _, err = f.store.AppendCommand(ctx, store.NewCommand{ID: "stop", SessionID: "s1", Kind: session.KindStop, Sender: session.Sender{Kind: session.SenderOperator, ID: "t"}})
+	require.NoError(t, err)
+
+	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1", Provisioned: true})
+	require.NoError(t, f.env.GetWorkflowError())
+	x, err := f.store.GetSession(ctx, "s1")
+	require.NoError(t, err)
+	require.Equal(t, session.StatusStopped, x.Status)
+	turns, err := f.store.ListTurns(ctx, "s1")
+	require.NoError(t, err)
+	require.Len(t, turns, 1)
+	require.Equal(t, session.TurnFailed, turns[0].Status)
+	require.Contains(t, turns[0].Error, "interrupted (command stop)")
+	events, err := f.store.ListEvents(ctx, "s1", 0, 0)
+	require.NoError(t, err)
+	require.False(t, slices.ContainsFunc(events, func(e session.Event) bool { return e.Kind == session.EventAssistantText }), "the model was not asked")
 }

@@ -141,12 +141,6 @@ func (s Commands) ClaimBatch(ctx context.Context, sessionID string) ([]session.C
 		if cur.Status.Terminal() {
 			return nil
 		}
-		// A turn opened by a claim whose workflow task a crash lost (its
-		// workflow claims again): the commands it accepted, resumed.
-		if batch, err = s.queryCommands(ctx, tx, `session_id = ? AND state = 'accepted' AND turn_id IN
-			(SELECT id FROM turns WHERE session_id = ? AND status IN ('accepted', 'in_progress'))`, sessionID, sessionID); err != nil || len(batch) > 0 {
-			return err
-		}
 		pending, err := s.queryCommands(ctx, tx, `session_id = ? AND state = 'pending' AND kind NOT IN ('pause', 'resume', 'cancel')`, sessionID)
 		if err != nil {
 			return err
@@ -154,6 +148,32 @@ func (s Commands) ClaimBatch(ctx context.Context, sessionID string) ([]session.C
 		if cur.Held() {
 			// A held session runs nothing but a stop, which always goes through.
 			pending = slices.DeleteFunc(pending, func(c session.Command) bool { return c.Kind != session.KindStop })
+		}
+		// The session's last turn, still open: a claim whose workflow task a
+		// crash lost opened it, and its workflow claims again. It resumes,
+		// unless a hold freezes it, or a stop or an interrupt waits: that
+		// ends it, as it would have ended it running.
+		open, err := s.queryCommands(ctx, tx, `state = 'accepted' AND turn_id IN (SELECT id FROM turns t WHERE t.session_id = ?
+			AND t.status IN ('accepted', 'in_progress') AND t.seq = (SELECT MAX(seq) FROM turns WHERE session_id = t.session_id))`, sessionID)
+		if err != nil {
+			return err
+		}
+		end := slices.IndexFunc(pending, func(c session.Command) bool { return c.Kind == session.KindStop || c.Kind == session.KindInterrupt })
+		switch {
+		case len(open) > 0 && end < 0 && !cur.Held():
+			batch = open
+			return nil
+		case len(open) > 0 && end >= 0:
+			if _, err := s.settleTurn(ctx, tx, open[0].TurnID, session.TurnFailed, session.ScopeTurn, "interrupted (command "+pending[end].ID+")"); err != nil {
+				return err
+			}
+			if c := pending[end]; c.Kind == session.KindInterrupt {
+				c.State = session.CommandAccepted // what it interrupted is done
+				pending = slices.Delete(pending, end, end+1)
+				if err := s.setCommand(ctx, tx, c); err != nil {
+					return err
+				}
+			}
 		}
 		if i := slices.IndexFunc(pending, func(c session.Command) bool { return c.Kind == session.KindStop }); i >= 0 {
 			// A stop wins: nothing queued before or after it runs.
@@ -163,10 +183,7 @@ func (s Commands) ClaimBatch(ctx context.Context, sessionID string) ([]session.C
 					continue
 				}
 				c.State, c.Error = session.CommandCanceled, "the session was stopped (command "+stop.ID+")"
-				if _, err := tx.ExecContext(ctx, `UPDATE commands SET state = ?, error = ?, updated_at = ? WHERE id = ?`, c.State, c.Error, s.ts(), c.ID); err != nil {
-					return err
-				}
-				if err := s.commandEvent(ctx, tx, c); err != nil {
+				if err := s.setCommand(ctx, tx, c); err != nil {
 					return err
 				}
 			}
@@ -175,10 +192,7 @@ func (s Commands) ClaimBatch(ctx context.Context, sessionID string) ([]session.C
 		batch = session.NextBatch(pending)
 		for i := range batch {
 			batch[i].State = session.CommandDispatching
-			if _, err := tx.ExecContext(ctx, `UPDATE commands SET state = ?, updated_at = ? WHERE id = ?`, batch[i].State, s.ts(), batch[i].ID); err != nil {
-				return err
-			}
-			if err := s.commandEvent(ctx, tx, batch[i]); err != nil {
+			if err := s.setCommand(ctx, tx, batch[i]); err != nil {
 				return err
 			}
 		}
@@ -191,6 +205,15 @@ func (s Commands) ClaimBatch(ctx context.Context, sessionID string) ([]session.C
 		s.notify(sessionID)
 	}
 	return batch, nil
+}
+
+// setCommand writes command c's state, error and turn, and records the
+// change in its session's transcript.
+func (s *base) setCommand(ctx context.Context, tx *txn, c session.Command) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE commands SET state = ?, error = ?, turn_id = ?, updated_at = ? WHERE id = ?`, c.State, c.Error, c.TurnID, s.ts(), c.ID); err != nil {
+		return err
+	}
+	return s.commandEvent(ctx, tx, c)
 }
 
 // SettleCommands implements store.Store.
@@ -215,10 +238,7 @@ func (s Commands) SettleCommands(ctx context.Context, ids []string, state sessio
 				continue
 			}
 			c.State, c.Error = state, errMsg
-			if _, err := tx.ExecContext(ctx, `UPDATE commands SET state = ?, error = ?, updated_at = ? WHERE id = ?`, c.State, c.Error, s.ts(), c.ID); err != nil {
-				return err
-			}
-			if err := s.commandEvent(ctx, tx, c); err != nil {
+			if err := s.setCommand(ctx, tx, c); err != nil {
 				return err
 			}
 		}

@@ -64,10 +64,7 @@ func (s Turns) OpenTurn(ctx context.Context, turnID, sessionID string, commandID
 				return notFound("command", id, err)
 			}
 			c.State, c.TurnID = session.CommandAccepted, turnID
-			if _, err := tx.ExecContext(ctx, `UPDATE commands SET state = ?, turn_id = ?, updated_at = ? WHERE id = ?`, c.State, c.TurnID, now, id); err != nil {
-				return err
-			}
-			if err := s.commandEvent(ctx, tx, c); err != nil {
+			if err := s.setCommand(ctx, tx, c); err != nil {
 				return err
 			}
 		}
@@ -86,34 +83,40 @@ func (s Turns) OpenTurn(ctx context.Context, turnID, sessionID string, commandID
 // SetTurnStatus implements store.Store.
 func (s Turns) SetTurnStatus(ctx context.Context, turnID string, status session.TurnStatus, scope session.FailureScope, errMsg string) error {
 	var sessionID string
-	err := s.tx(ctx, func(tx *txn) error {
-		t, err := scanTurn(tx.QueryRowContext(ctx, `SELECT `+turnCols+` FROM turns WHERE id = ?`, turnID))
-		if err != nil {
-			return notFound("turn", turnID, err)
-		}
-		sessionID = t.SessionID
-		if t.Status == status {
-			return nil
-		}
-		t.Status, t.FailureScope, t.Error = status, scope, errMsg
-		if _, err := tx.ExecContext(ctx, `UPDATE turns SET status = ?, failure_scope = ?, error = ?, updated_at = ? WHERE id = ?`,
-			status, scope, errMsg, s.ts(), turnID); err != nil {
-			return err
-		}
-		if err := s.turnEvent(ctx, tx, t); err != nil {
-			return err
-		}
-		cur, err := s.getSession(ctx, tx, t.SessionID)
-		if err != nil {
-			return err
-		}
-		return s.setStatus(ctx, tx, t.SessionID, session.StatusAfterTurn(cur.Status, status, scope), "", errMsg)
+	err := s.tx(ctx, func(tx *txn) (err error) {
+		sessionID, err = s.settleTurn(ctx, tx, turnID, status, scope, errMsg)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("set turn status: %w", err)
 	}
 	s.notify(sessionID)
 	return nil
+}
+
+// settleTurn sets turn turnID's status, and its session's as the turn
+// leaves it; it says whose turn it is.
+func (s *base) settleTurn(ctx context.Context, tx *txn, turnID string, status session.TurnStatus, scope session.FailureScope, errMsg string) (string, error) {
+	t, err := scanTurn(tx.QueryRowContext(ctx, `SELECT `+turnCols+` FROM turns WHERE id = ?`, turnID))
+	if err != nil {
+		return "", notFound("turn", turnID, err)
+	}
+	if t.Status == status {
+		return t.SessionID, nil
+	}
+	t.Status, t.FailureScope, t.Error = status, scope, errMsg
+	if _, err := tx.ExecContext(ctx, `UPDATE turns SET status = ?, failure_scope = ?, error = ?, updated_at = ? WHERE id = ?`,
+		status, scope, errMsg, s.ts(), turnID); err != nil {
+		return "", err
+	}
+	if err := s.turnEvent(ctx, tx, t); err != nil {
+		return "", err
+	}
+	cur, err := s.getSession(ctx, tx, t.SessionID)
+	if err != nil {
+		return "", err
+	}
+	return t.SessionID, s.setStatus(ctx, tx, t.SessionID, session.StatusAfterTurn(cur.Status, status, scope), "", errMsg)
 }
 
 // GetTurn implements store.Store.

@@ -31,6 +31,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		"TerminalRejects":       testTerminalRejects,
 		"ArchiveRevive":         testArchiveRevive,
 		"ClaimBatch":            testClaimBatch,
+		"ClaimResumesOpenTurn":  testClaimResumesOpenTurn,
 		"TurnDerivesStatus":     testTurnDerivesStatus,
 		"StopWins":              testStopWins,
 		"EventsIdempotent":      testEventsIdempotent,
@@ -260,6 +261,71 @@ func testClaimBatch(t *testing.T, s store.Store) {
 	c, err := s.GetCommand(ctx, "pause")
 	require.NoError(t, err)
 	require.Equal(t, session.CommandPending, c.State)
+}
+
+// testClaimResumesOpenTurn: the session's last turn left open (a claim
+// whose workflow task a crash lost opened it) is claimed again, not an
+// older one; a hold freezes it; a stop or an interrupt waiting ends it.
+func testClaimResumesOpenTurn(t *testing.T, s store.Store) {
+	open := func(id string) {
+		t.Helper()
+		newSession(t, s, id, agent("a", 0))
+		b, err := s.ClaimBatch(ctx, id)
+		require.NoError(t, err)
+		_, err = s.OpenTurn(ctx, "t-"+id, id, ids(b))
+		require.NoError(t, err)
+	}
+	turn := func(id string) session.Turn {
+		t.Helper()
+		turn, err := s.GetTurn(ctx, "t-"+id)
+		require.NoError(t, err)
+		return turn
+	}
+
+	open("latest")
+	require.NoError(t, s.SetTurnStatus(ctx, "t-latest", session.TurnInProgress, "", ""))
+	b, err := s.ClaimBatch(ctx, "latest")
+	require.NoError(t, err)
+	require.Equal(t, []string{"latest-start"}, ids(b), "the open turn's command, to resume")
+	// An older turn a crash left open is not run again after later ones.
+	m := msg(t, s, "latest", "next")
+	b, err = s.ClaimBatch(ctx, "latest")
+	require.NoError(t, err)
+	require.Equal(t, []string{"latest-start"}, ids(b), "the open turn first")
+	_, err = s.OpenTurn(ctx, "t2", "latest", []string{m.ID})
+	require.NoError(t, err)
+	require.NoError(t, s.SetTurnStatus(ctx, "t2", session.TurnCompleted, "", ""))
+	b, err = s.ClaimBatch(ctx, "latest")
+	require.NoError(t, err)
+	require.Empty(t, b, "turn t-latest is not the last turn")
+
+	open("held")
+	require.NoError(t, s.SetHold(ctx, "held", &session.Hold{By: operator, Reason: "incident", At: time.Now()}))
+	b, err = s.ClaimBatch(ctx, "held")
+	require.NoError(t, err)
+	require.Empty(t, b, "a hold freezes the open turn")
+
+	open("stopped")
+	_, _, err = s.AppendCommand(ctx, store.NewCommand{ID: "stop", SessionID: "stopped", Kind: session.KindStop, Sender: operator})
+	require.NoError(t, err)
+	b, err = s.ClaimBatch(ctx, "stopped")
+	require.NoError(t, err)
+	require.Equal(t, []string{"stop"}, ids(b), "a waiting stop wins over the open turn")
+	require.Equal(t, session.TurnFailed, turn("stopped").Status)
+	require.Contains(t, turn("stopped").Error, "interrupted (command stop)")
+
+	open("cut")
+	_, _, err = s.AppendCommand(ctx, store.NewCommand{ID: "cut-it", SessionID: "cut", Kind: session.KindInterrupt, Sender: operator})
+	require.NoError(t, err)
+	after := msg(t, s, "cut", "after")
+	b, err = s.ClaimBatch(ctx, "cut")
+	require.NoError(t, err)
+	require.Equal(t, []string{after.ID}, ids(b), "the interrupt ended the open turn; what came after runs")
+	require.Equal(t, session.TurnFailed, turn("cut").Status)
+	c, err := s.GetCommand(ctx, "cut-it")
+	require.NoError(t, err)
+	require.Equal(t, session.CommandAccepted, c.State)
+	require.Empty(t, c.Error)
 }
 
 func ids(cs []session.Command) []string {
