@@ -235,18 +235,26 @@ func (s *Service) Links(ctx context.Context, p identity.Principal, project strin
 	}
 	out := map[string]forge.Link{}
 	for _, c := range conns {
-		l, _, err := s.Store.ForgeLink(ctx, project, c.Name, p.User)
-		if errors.Is(err, errdefs.ErrNotFound) {
-			continue
-		}
+		l, _, ok, err := s.link(ctx, project, c, p.User)
 		if err != nil {
 			return nil, err
 		}
-		if l.URL == c.URL {
+		if ok {
 			out[c.Name] = l
 		}
 	}
 	return out, nil
+}
+
+// link is user's link to connection c of project and its sealed
+// credential; ok is false when there is none, or only one made for the
+// connection where it was before (never used: it is another forge's).
+func (s *Service) link(ctx context.Context, project string, c forge.Connection, user string) (l forge.Link, sealed []byte, ok bool, err error) {
+	l, sealed, err = s.Store.ForgeLink(ctx, project, c.Name, user)
+	if errors.Is(err, errdefs.ErrNotFound) || err == nil && l.URL != c.URL {
+		return forge.Link{}, nil, false, nil
+	}
+	return l, sealed, err == nil, err
 }
 
 // personal is src with the credential of by's link to its connection,
@@ -256,11 +264,8 @@ func (s *Service) personal(ctx context.Context, src mirror.Source, by session.Se
 	if by.Kind != session.SenderOperator {
 		return src, "", false, nil
 	}
-	l, sealed, err := s.Store.ForgeLink(ctx, src.Project, src.Connection.Name, by.ID)
-	if errors.Is(err, errdefs.ErrNotFound) || (err == nil && l.URL != src.Connection.URL) {
-		return src, "", false, nil
-	}
-	if err != nil {
+	l, sealed, ok, err := s.link(ctx, src.Project, src.Connection, by.ID)
+	if !ok {
 		return src, "", false, err
 	}
 	cred, err := s.Key.Decrypt(sealed, linkAD(src.Project, src.Connection.Name, by.ID))

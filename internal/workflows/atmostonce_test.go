@@ -82,14 +82,12 @@ func TestProvisionAfterAnAttemptCutShort(t *testing.T) {
 	require.FileExists(t, filepath.Join(half, "kept.txt"), "the recorded copy is kept")
 }
 
-// TestTurnOpenedByALostWorkflowTaskResumes: a workflow task that claimed
-// the start and opened its turn (local activities, recorded only when the
-// task completes) and then died with its worker leaves the command
-// accepted and the turn in progress, while the workflow, run again from
-// its history, claims again. That claim resumes the turn: it used to find
-// nothing pending, and the session slept with its turn open forever (a
-// delegated session so never returned to the one waiting on it).
-func TestTurnOpenedByALostWorkflowTaskResumes(t *testing.T) {
+// lostTurn is a fixture whose session s1 is left as a workflow task
+// leaves it that claimed the start and opened its turn (local
+// activities, recorded only when the task completes), then died with its
+// worker: the command accepted, the turn open, nothing recorded.
+func lostTurn(t *testing.T) *fixture {
+	t.Helper()
 	f := setup(t)
 	ctx := context.Background()
 	f.create(t, "s1", "replay/testdata/runaway.yaml", "look around")
@@ -98,6 +96,19 @@ func TestTurnOpenedByALostWorkflowTaskResumes(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
 	require.NoError(t, f.acts.Turns().OpenTurn(ctx, "turn-"+claimed[0].ID, claimed))
+	return f
+}
+
+// TestTurnOpenedByALostWorkflowTaskResumes: a workflow task that claimed
+// the start and opened its turn (local activities, recorded only when the
+// task completes) and then died with its worker leaves the command
+// accepted and the turn in progress, while the workflow, run again from
+// its history, claims again. That claim resumes the turn: it used to find
+// nothing pending, and the session slept with its turn open forever (a
+// delegated session so never returned to the one waiting on it).
+func TestTurnOpenedByALostWorkflowTaskResumes(t *testing.T) {
+	f := lostTurn(t)
+	ctx := context.Background()
 
 	f.env.RegisterDelayedCallback(func() {
 		f.send(t, "s1", session.KindStop, session.StopPayload{})
@@ -119,14 +130,9 @@ func TestTurnOpenedByALostWorkflowTaskResumes(t *testing.T) {
 // such a turn was open, its signal lost, is not queued behind it: the
 // turn ends interrupted, the model is not asked again, the session stops.
 func TestStopWaitingEndsATurnALostWorkflowTaskOpened(t *testing.T) {
-	f := setup(t)
+	f := lostTurn(t)
 	ctx := context.Background()
-	f.create(t, "s1", "replay/testdata/runaway.yaml", "look around")
-	require.NoError(t, f.acts.Lifecycle().Provision(ctx, "s1"))
-	claimed, err := f.store.ClaimBatch(ctx, "s1")
-	require.NoError(t, err)
-	require.NoError(t, f.acts.Turns().OpenTurn(ctx, "turn-"+claimed[0].ID, claimed))
-	_, _, err = f.store.AppendCommand(ctx, store.NewCommand{ID: "stop", SessionID: "s1", Kind: session.KindStop, Sender: session.Sender{Kind: session.SenderOperator, ID: "t"}})
+	_, _, err := f.store.AppendCommand(ctx, store.NewCommand{ID: "stop", SessionID: "s1", Kind: session.KindStop, Sender: session.Sender{Kind: session.SenderOperator, ID: "t"}})
 	require.NoError(t, err)
 
 	f.env.ExecuteWorkflow(SessionWorkflow, Input{SessionID: "s1", Provisioned: true})

@@ -153,8 +153,8 @@ func (s Commands) ClaimBatch(ctx context.Context, sessionID string) ([]session.C
 		// crash lost opened it, and its workflow claims again. It resumes,
 		// unless a hold freezes it, or a stop or an interrupt waits: that
 		// ends it, as it would have ended it running.
-		open, err := s.queryCommands(ctx, tx, `state = 'accepted' AND turn_id IN (SELECT id FROM turns t WHERE t.session_id = ?
-			AND t.status IN ('accepted', 'in_progress') AND t.seq = (SELECT MAX(seq) FROM turns WHERE session_id = t.session_id))`, sessionID)
+		open, err := s.queryCommands(ctx, tx, `session_id = ? AND state = 'accepted' AND turn_id IN (SELECT id FROM turns t WHERE t.session_id = ?
+			AND t.status IN ('accepted', 'in_progress') AND t.seq = (SELECT MAX(seq) FROM turns WHERE session_id = t.session_id))`, sessionID, sessionID)
 		if err != nil {
 			return err
 		}
