@@ -28,7 +28,7 @@ const workstationScript = `steps:
       - {name: run_command, args: {command: "go test ./... > /tmp/out; echo \"first go test: $(cat /tmp/out); stored=$(find $GOCACHE -type f | wc -l)\""}}
   - text: "Again, from the build cache cachefs serves."
     toolCalls:
-      - {name: run_command, args: {command: "go test ./... && echo cache_mounts=$(grep -c ' - fuse.paddock-cache ' /proc/self/mountinfo)"}}
+      - {name: run_command, args: {command: "go test ./... && echo cache_mounts=$(grep -c ' - fuse.paddock-cache ' /proc/self/mountinfo) copy=$(awk -v d=$PWD '$5 == d {print $(NF-2)}' /proc/self/mountinfo)"}}
   - text: "The JavaScript side, offline."
     toolCalls:
       - {name: run_command, args: {command: "npm ci --no-audit --no-fund > /tmp/npm.log 2>&1; echo \"npm_exit=$? tiny=$(cat node_modules/tiny/index.js)\"; cat /tmp/npm.log"}}
@@ -62,7 +62,8 @@ const workstationScript = `steps:
 // TestWorkstation is Paddock on a developer's own machine, as a normal
 // user: a session on the repository they are in, with an uncommitted
 // change and an untracked file; a command running go test with the
-// workstation's toolchain; CPU, memory, processes and disk all enforced
+// workstation's toolchain, in a copy made without copying the repository
+// (fuse-overlayfs); CPU, memory, processes and disk all enforced
 // without root; and an accept onto a checkout the person edited meanwhile
 // that names the conflict and leaves their edit intact. .ci/run runs it
 // as a user it creates, with the cgroup delegation the README describes.
@@ -186,6 +187,7 @@ func TestWorkstation(t *testing.T) {
 		"make Add commutative-looking",        // the untracked file was in the copy
 		"first go test: ok  \tcalc",           // the workstation's toolchain
 		"cache_mounts=1",                      // the session's own build cache, which cachefs serves in front of the volume
+		"copy=fuse.fuse-overlayfs",            // the copy, an overlay of the shared checkout fuse-overlayfs serves
 		"npm_exit=0 tiny=module.exports = 42", // npm installed offline from the person's npm cache, lent
 		"memory_exit=137",                     // killed past its memory
 		"Cannot fork",                         // refused past its processes

@@ -82,9 +82,9 @@ cat /proc/self/mountinfo | grep -o 'lowerdir=[^,]*' || echo no-lower-named`
 	require.NoError(t, err)
 	bx, err := api.Sessions().Get(ctx, b.ID)
 	require.NoError(t, err)
-	oa, ok := overlay.Load(ax.Workdir)
+	oa, ok := overlay.Load(ax.Workdir, overlay.RecordOf(ax.Workdir))
 	require.True(t, ok, "session A's copy is an overlay")
-	ob, ok := overlay.Load(bx.Workdir)
+	ob, ok := overlay.Load(bx.Workdir, overlay.RecordOf(bx.Workdir))
 	require.True(t, ok, "session B's copy is an overlay")
 	require.Equal(t, oa.Lower, ob.Lower, "one checkout for both")
 

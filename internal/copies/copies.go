@@ -116,7 +116,7 @@ func (c *Set) Hand(dir string) error {
 		return nil
 	}
 	within := dir
-	if o, ok := overlay.Load(dir); ok && overlay.Mounted(dir) {
+	if o, ok := overlay.Load(dir, c.record(dir)); ok && overlay.Mounted(dir) {
 		within = o.Upper()
 	}
 	if err := workspace.Chown(dir, within, c.UID); err != nil {
@@ -135,7 +135,8 @@ func (c *Set) Scratch(s session.Session, name string) string {
 }
 
 // Dir is where session s's working copy goes, its volume made and
-// mounted first when it gets one.
+// mounted first when it gets one: in it, or, where FUSE serves the copy
+// (outside), at its own mount point beside the volumes.
 func (c *Set) Dir(ctx context.Context, s session.Session, runsCommands bool) (string, error) {
 	if c.Volumes == nil || !runsCommands {
 		return filepath.Join(c.WorkspaceDir, s.ID), nil
@@ -144,7 +145,30 @@ func (c *Set) Dir(ctx context.Context, s session.Session, runsCommands bool) (st
 	if err != nil {
 		return "", fmt.Errorf("make the session's volume: %w", err)
 	}
+	if c.outside() {
+		if err := os.MkdirAll(c.Volumes.CopiesDir(), 0o711); err != nil {
+			return "", err
+		}
+		return c.Volumes.CopyPath(s.ID), nil
+	}
 	return filepath.Join(mnt, "work"), nil
+}
+
+// outside says whether copies in volumes are seen outside them: overlays
+// without root, which fuse-overlayfs serves through a FUSE mount that the
+// setuid fusermount cannot make within another (the volume's).
+func (c *Set) outside() bool {
+	return c != nil && c.Checkouts != nil && c.Volumes != nil && os.Getuid() != 0
+}
+
+// record is where the layers of the overlay seen at dir lie: beside it,
+// or, for a copy seen outside its volume, in the volume (its budget
+// bounds what the session writes).
+func (c *Set) record(dir string) string {
+	if id, ok := c.volumeOf(dir); ok && c.outside() && dir == c.Volumes.CopyPath(id) {
+		return filepath.Join(c.Volumes.Path(id), ".work.overlay")
+	}
+	return overlay.RecordOf(dir)
 }
 
 // Start is how session s's copy gets its repository's HEAD: an overlay
@@ -167,24 +191,41 @@ func (c *Set) Start(s session.Session) workspace.Start {
 			return fmt.Errorf("make the shared checkout: %w", err)
 		}
 		defer c.hold(dir)()
-		return overlay.Copy{Lower: lower, Record: overlay.RecordOf(dir), Dir: dir}.Mount()
+		rec := c.record(dir)
+		if err := overlay.Remove(dir, rec); err != nil { // the empty one Clear left outside a volume
+			return err
+		}
+		return overlay.Copy{Lower: lower, Record: rec, Dir: dir}.Mount()
 	}
 }
 
 // Clear removes whatever stands at dir (a copy an attempt cut short left
-// half made), its overlay unmounted first.
+// half made), its overlay unmounted first. A copy seen outside its volume
+// is then an overlay of nothing (Checkouts.Empty), so whatever is cloned,
+// forked or made again there lands in the volume.
 func (c *Set) Clear(dir string) error {
 	if err := c.dropOverlay(dir); err != nil {
 		return err
 	}
-	return os.RemoveAll(dir)
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if id, ok := c.volumeOf(dir); !ok || !c.outside() || dir != c.Volumes.CopyPath(id) {
+		return nil
+	}
+	empty, err := c.Checkouts.Empty()
+	if err != nil {
+		return err
+	}
+	defer c.hold(dir)()
+	return overlay.Copy{Lower: empty, Record: c.record(dir), Dir: dir}.Mount()
 }
 
 // dropOverlay unmounts the overlay of the copy at dir, if it is one, and
 // removes its record.
 func (c *Set) dropOverlay(dir string) error {
 	defer c.hold(dir)()
-	return overlay.Remove(dir)
+	return overlay.Remove(dir, c.record(dir))
 }
 
 // volumeOf says which session's volume holds dir, if any.
@@ -200,15 +241,23 @@ func (c *Set) volumeOf(dir string) (string, bool) {
 // idles, and mounted again on demand.
 //
 // Both are mounted under one lock, which Idle unmounts them under: an
-// overlay is never mounted again on a volume unmounted in between.
+// overlay is never mounted again on a volume unmounted in between. An
+// overlay seen outside a volume that had to be mounted again (its fuse2fs
+// killed) is detached first: it served layers of the volume's dead mount.
 func (c *Set) Mount(ctx context.Context, workdir string) error {
 	defer c.hold(workdir)()
 	if id, ok := c.volumeOf(workdir); ok {
+		was := volume.Mounted(c.Volumes.Path(id))
 		if _, err := c.Volumes.Ensure(ctx, id); err != nil {
 			return fmt.Errorf("mount the working copy's volume: %w", err)
 		}
+		if !was && workdir == c.Volumes.CopyPath(id) {
+			if err := overlay.Unmount(workdir, true); err != nil {
+				return err
+			}
+		}
 	}
-	if o, ok := overlay.Load(workdir); ok {
+	if o, ok := overlay.Load(workdir, c.record(workdir)); ok {
 		return o.Remount()
 	}
 	return nil
@@ -219,7 +268,7 @@ func (c *Set) Mount(ctx context.Context, workdir string) error {
 func (c *Set) UnmountAll(ctx context.Context) error {
 	dirs := []string{c.WorkspaceDir}
 	if c.Volumes != nil {
-		dirs = append(dirs, c.Volumes.Dir)
+		dirs = append(dirs, c.Volumes.Dir, c.Volumes.CopiesDir())
 	}
 	for i, d := range dirs {
 		if real, err := filepath.EvalSymlinks(d); err == nil {
@@ -301,7 +350,7 @@ func (c *Set) Usage(s session.Session) (used, budget int64, err error) {
 		return u.Used, u.Size, err
 	}
 	dir := s.Workdir
-	if o, ok := overlay.Load(s.Workdir); ok {
+	if o, ok := overlay.Load(s.Workdir, c.record(s.Workdir)); ok {
 		dir = o.Upper() // what the session wrote, not the checkout it shares
 	}
 	for _, d := range []string{dir, c.plainCache(s.ID)} {
@@ -355,6 +404,12 @@ func (c *Set) Remove(ctx context.Context, s session.Session) error {
 		errs = append(errs, c.Checkouts.Release(s.ID))
 	}
 	if id, ok := c.volumeOf(s.Workdir); ok {
+		if s.Workdir == c.Volumes.CopyPath(id) {
+			// Its mount point, whose record an unmounted volume hid.
+			if err := os.Remove(s.Workdir); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
 		return errors.Join(append(errs, c.Volumes.Remove(ctx, id))...)
 	}
 	if s.Workdir != "" {

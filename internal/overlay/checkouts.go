@@ -81,6 +81,18 @@ func (c *Checkouts) Take(ctx context.Context, from string, tip workspace.Tip, id
 	return tree, nil
 }
 
+// Empty is an empty directory for the lower layer of a copy that shares
+// no checkout (one cloned, forked or made again), where the copy must
+// still be an overlay: without root, a copy seen outside its volume keeps
+// what it holds in its upper layer, in the volume, within its budget.
+func (c *Checkouts) Empty() (string, error) {
+	dir := filepath.Join(c.Dir, ".empty")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
 // make clones the repository at from into tree, as a copy is cloned, and
 // hands it to UID; ready marks it whole.
 func (c *Checkouts) make(ctx context.Context, from, head, dir, tree string) error {

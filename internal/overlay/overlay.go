@@ -6,18 +6,24 @@
 // what it writes and not what it was given. Making a copy is then a mount,
 // whatever the repository's size.
 //
-// Only root mounts overlays here (Probe): a user's copies are clones.
+// Root mounts the kernel's overlay; any other user (a developer's
+// workstation) has fuse-overlayfs serve the same layers through FUSE,
+// mounted by the setuid fusermount, in the host's own mount namespace, so
+// the host's git reads the copy as the sandbox sees it. Probe says which,
+// or what is missing.
 package overlay
 
 import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/paddock-dev/paddock/internal/volume"
 	"golang.org/x/sys/unix"
@@ -40,7 +46,12 @@ var (
 
 func probe(dir string) error {
 	if os.Getuid() != 0 {
-		return fmt.Errorf("%w: only root mounts them (a user's copies are clones)", ErrUnavailable)
+		if _, err := fuseOverlay(); err != nil {
+			return fmt.Errorf("%w: fuse-overlayfs is not installed, which makes a session's copy without copying its repository without root (Debian/Ubuntu: sudo apt-get install fuse-overlayfs)", ErrUnavailable)
+		}
+		if err := volume.ProbeFUSE(); err != nil {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -69,16 +80,15 @@ type Copy struct {
 	Lower, Record, Dir string
 }
 
-// RecordOf is where the record of the copy seen at dir lives: beside it,
-// hidden (a name starting with a dot is never a session's).
+// RecordOf is where the record of the copy seen at dir lives by default:
+// beside it, hidden (a name starting with a dot is never a session's).
 func RecordOf(dir string) string {
 	return filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".overlay")
 }
 
-// Load reads the record of the copy at dir; ok is false when the copy
+// Load reads the record rec of the copy at dir; ok is false when the copy
 // there is not an overlay (or its volume is not mounted).
-func Load(dir string) (c Copy, ok bool) {
-	rec := RecordOf(dir)
+func Load(dir, rec string) (c Copy, ok bool) {
 	lower, err := os.ReadFile(filepath.Join(rec, "lower"))
 	if err != nil {
 		return Copy{}, false
@@ -146,6 +156,15 @@ func (c Copy) mount() error {
 	if Mounted(c.Dir) {
 		return nil
 	}
+	if volume.Stale(c.Dir) {
+		// Its fuse-overlayfs was killed: the dead mount is detached first.
+		if err := volume.UnmountFUSE(c.Dir, true); err != nil {
+			return fmt.Errorf("detach the working copy's dead overlay at %s: %w", c.Dir, err)
+		}
+	}
+	if os.Getuid() != 0 {
+		return c.serve()
+	}
 	// redirect_dir: a directory of the checkout can be renamed (else
 	// EXDEV, which git mv and many programs do not get round). index, xino
 	// and metacopy off whatever the kernel's defaults: the checkout's inode
@@ -171,6 +190,45 @@ func (c Copy) mount() error {
 	return nil
 }
 
+// serve has fuse-overlayfs serve the copy (without root): the same
+// layers and rules as the kernel's overlay, with directories renamed by
+// copying them up (it has no redirect_dir), and whiteouts made as the
+// kernel's (a 0/0 character device, which any user may make). It runs
+// on as its own daemon once the mount is made, in its own process group
+// (a ^C at the terminal stops the server, which then unmounts it); a
+// server that dies leaves it serving, and the next one uses it.
+//
+// Paths go on its command line, which no sandbox sees (its own PID
+// namespace); the kernel's mountinfo names no layer.
+func (c Copy) serve() error {
+	prog, err := fuseOverlay()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return err
+	}
+	opts := "lowerdir=" + c.Lower + ",upperdir=" + c.Upper() + ",workdir=" + c.work() + ",noacl"
+	cmd := exec.Command(prog, "-o", opts, c.Dir)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "LC_ALL=C"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("mount the working copy's overlay at %s with fuse-overlayfs: %w: %s", c.Dir, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// fuseOverlay finds fuse-overlayfs among the system's programs.
+func fuseOverlay() (string, error) {
+	for _, dir := range []string{"/usr/bin", "/bin", "/usr/local/bin"} {
+		p := filepath.Join(dir, "fuse-overlayfs")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("fuse-overlayfs: %w", exec.ErrNotFound)
+}
+
 // Unmount unmounts the copy, when mounted; its record stays, so it can be
 // mounted again. A busy copy is an error and stays mounted.
 func (c Copy) Unmount() error {
@@ -181,7 +239,17 @@ func (c Copy) Unmount() error {
 // is busy, it is detached lazily if detach is set (a process's end, a
 // copy's removal), else left mounted with an error.
 func Unmount(dir string, detach bool) error {
-	if !Mounted(dir) {
+	if !Mounted(dir) && !volume.Stale(dir) {
+		return nil
+	}
+	if os.Getuid() != 0 {
+		err := volume.UnmountFUSE(dir, false)
+		if err != nil && detach {
+			err = volume.UnmountFUSE(dir, true)
+		}
+		if err != nil {
+			return fmt.Errorf("unmount the working copy's overlay at %s: %w", dir, err)
+		}
 		return nil
 	}
 	err := unix.Unmount(dir, 0)
@@ -198,12 +266,11 @@ func Unmount(dir string, detach bool) error {
 }
 
 // Remove unmounts the copy at dir, if it is an overlay, and deletes its
-// record and its mount point; what is at dir otherwise stays.
-func Remove(dir string) error {
+// record rec and its mount point; what is at dir otherwise stays.
+func Remove(dir, rec string) error {
 	if err := Unmount(dir, true); err != nil {
 		return err
 	}
-	rec := RecordOf(dir)
 	if _, err := os.Lstat(rec); err != nil {
 		return nil
 	}
@@ -216,10 +283,21 @@ func Remove(dir string) error {
 	return nil
 }
 
-// Mounted says whether an overlay is mounted at dir.
+// Mounted says whether an overlay is mounted at dir: the kernel's, or one
+// fuse-overlayfs serves.
 func Mounted(dir string) bool {
 	var st unix.Statfs_t
-	return unix.Statfs(dir, &st) == nil && st.Type == unix.OVERLAYFS_SUPER_MAGIC && volume.Mounted(dir)
+	if unix.Statfs(dir, &st) != nil || !volume.Mounted(dir) {
+		return false
+	}
+	switch st.Type {
+	case unix.OVERLAYFS_SUPER_MAGIC:
+		return true
+	case unix.FUSE_SUPER_MAGIC:
+		mounts, err := MountsUnder(dir)
+		return err == nil && slices.Contains(mounts, filepath.Clean(dir))
+	}
+	return false
 }
 
 // MountsUnder lists the overlays mounted at or under any of dirs, deepest
@@ -234,7 +312,7 @@ func MountsUnder(dirs ...string) ([]string, error) {
 		// "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER"
 		pre, post, ok := strings.Cut(line, " - ")
 		f := strings.Fields(pre)
-		if !ok || len(f) < 5 || !strings.HasPrefix(post, "overlay ") {
+		if !ok || len(f) < 5 || !(strings.HasPrefix(post, "overlay ") || strings.HasPrefix(post, "fuse.fuse-overlayfs ")) {
 			continue
 		}
 		mnt := unescape(f[4])

@@ -38,7 +38,9 @@ func repository(t *testing.T, n int) (dir, head string) {
 	return dir, git(t, dir, "rev-parse", "HEAD")
 }
 
-func needRoot(t *testing.T) string {
+// mountable is a directory for checkouts where this process mounts
+// overlays: the kernel's as root, fuse-overlayfs' as any other user.
+func mountable(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := Probe(dir); err != nil {
@@ -54,7 +56,7 @@ func start(t *testing.T, c *Checkouts, from, head, id, dir string) Copy {
 	require.NoError(t, err)
 	o := Copy{Lower: lower, Record: RecordOf(dir), Dir: dir}
 	require.NoError(t, o.Mount())
-	t.Cleanup(func() { _ = Remove(dir) })
+	t.Cleanup(func() { _ = Remove(dir, RecordOf(dir)) })
 	return o
 }
 
@@ -65,7 +67,7 @@ func start(t *testing.T, c *Checkouts, from, head, id, dir string) Copy {
 // keeps what was written and mounts again; the checkout goes with its
 // last user.
 func TestCopiesShareOneCheckout(t *testing.T) {
-	root := needRoot(t)
+	root := mountable(t)
 	src, head := repository(t, 50)
 	c := &Checkouts{Dir: filepath.Join(root, "checkouts")}
 	ws := filepath.Join(root, "workspaces")
@@ -80,7 +82,15 @@ func TestCopiesShareOneCheckout(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(filepath.Join(a.Dir, "d1", "f1.txt"), []byte("changed\n"), 0o644))
 	require.NoError(t, os.Remove(filepath.Join(a.Dir, "d2", "f2.txt")))
-	require.NoError(t, os.Rename(filepath.Join(a.Dir, "d3"), filepath.Join(a.Dir, "moved")))
+	if err := os.Rename(filepath.Join(a.Dir, "d3"), filepath.Join(a.Dir, "moved")); os.Getuid() == 0 {
+		require.NoError(t, err, "redirect_dir renames a directory of the checkout")
+	} else {
+		// fuse-overlayfs has no redirect_dir (nor has the kernel's overlay
+		// on user extended attributes): mv copies the directory instead.
+		require.ErrorIs(t, err, syscall.EXDEV)
+		out, err := exec.Command("mv", filepath.Join(a.Dir, "d3"), filepath.Join(a.Dir, "moved")).CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
 	status := git(t, a.Dir, "status", "--porcelain")
 	for _, want := range []string{"M d1/f1.txt", " D d2/f2.txt", " D d3/f3.txt", "?? moved/"} {
 		require.Contains(t, status, want)
@@ -97,7 +107,7 @@ func TestCopiesShareOneCheckout(t *testing.T) {
 	entries, err := os.ReadDir(a.Dir)
 	require.NoError(t, err)
 	require.Empty(t, entries, "an unmounted copy leaves an empty mount point")
-	again, ok := Load(a.Dir)
+	again, ok := Load(a.Dir, a.Record)
 	require.True(t, ok)
 	require.NoError(t, again.Remount())
 	data, err := os.ReadFile(filepath.Join(a.Dir, "d1", "f1.txt"))
@@ -105,10 +115,10 @@ func TestCopiesShareOneCheckout(t *testing.T) {
 	require.Equal(t, "changed\n", string(data))
 	require.DirExists(t, filepath.Join(a.Dir, "moved"))
 
-	require.NoError(t, Remove(a.Dir))
+	require.NoError(t, Remove(a.Dir, a.Record))
 	require.NoError(t, c.Release("a"))
 	require.DirExists(t, b.Lower, "the checkout stays while a copy uses it")
-	require.NoError(t, Remove(b.Dir))
+	require.NoError(t, Remove(b.Dir, b.Record))
 	require.NoError(t, c.Release("b"))
 	require.NoError(t, c.Release("b"), "a session released twice (its end and the collector at once)")
 	require.NoDirExists(t, a.Dir)
@@ -125,13 +135,13 @@ func TestCopiesShareOneCheckout(t *testing.T) {
 // TestRemountMakesNothing: a recorded copy whose upper directory is gone
 // (its volume not mounted, say) is not mounted again as an empty copy.
 func TestRemountMakesNothing(t *testing.T) {
-	root := needRoot(t)
+	root := mountable(t)
 	src, head := repository(t, 2)
 	c := &Checkouts{Dir: filepath.Join(root, "checkouts")}
 	o := start(t, c, src, head, "a", filepath.Join(root, "w", "a"))
 	require.NoError(t, o.Unmount())
 	require.NoError(t, os.RemoveAll(o.Upper()))
-	again, ok := Load(o.Dir)
+	again, ok := Load(o.Dir, o.Record)
 	require.True(t, ok)
 	require.ErrorIs(t, again.Remount(), ErrLost)
 	require.False(t, Mounted(o.Dir))
@@ -142,7 +152,7 @@ func TestRemountMakesNothing(t *testing.T) {
 // one whose removal was cut short (in the trash), go at the next
 // collection; a checkout in use stays.
 func TestLeftoversAreCollected(t *testing.T) {
-	root := needRoot(t)
+	root := mountable(t)
 	src, head := repository(t, 2)
 	c := &Checkouts{Dir: filepath.Join(root, "checkouts")}
 	o := start(t, c, src, head, "a", filepath.Join(root, "w", "a"))
@@ -151,7 +161,7 @@ func TestLeftoversAreCollected(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(c.Dir, filepath.Dir(name), "ready"), nil, 0o600))
 	}
 	b := start(t, c, src, head, "b", filepath.Join(root, "w", "b"))
-	require.NoError(t, Remove(b.Dir))
+	require.NoError(t, Remove(b.Dir, b.Record))
 	require.NoError(t, c.Release("b"))
 	entries, err := os.ReadDir(c.Dir)
 	require.NoError(t, err)
@@ -165,7 +175,7 @@ func TestLeftoversAreCollected(t *testing.T) {
 // TestUnusedCheckoutsAreBounded: of the checkouts no copy uses, only the
 // most recently let go stay; one in use always stays.
 func TestUnusedCheckoutsAreBounded(t *testing.T) {
-	root := needRoot(t)
+	root := mountable(t)
 	src, _ := repository(t, 3)
 	c := &Checkouts{Dir: filepath.Join(root, "checkouts"), Unused: 1}
 	var lowers []string
@@ -175,7 +185,7 @@ func TestUnusedCheckoutsAreBounded(t *testing.T) {
 		lowers = append(lowers, o.Lower)
 	}
 	for _, i := range []int{0, 1, 2} { // 3 stays in use
-		require.NoError(t, Remove(filepath.Join(root, "w", fmt.Sprint(i))))
+		require.NoError(t, Remove(filepath.Join(root, "w", fmt.Sprint(i)), RecordOf(filepath.Join(root, "w", fmt.Sprint(i)))))
 		require.NoError(t, c.Release(fmt.Sprint(i)))
 	}
 	for i, want := range []bool{false, false, true, true} {
@@ -189,7 +199,10 @@ func TestUnusedCheckoutsAreBounded(t *testing.T) {
 // but for .git's config and hooks, and its index was refreshed after:
 // git in a copy does not rewrite it.
 func TestCheckoutOwnedByTheSandboxUser(t *testing.T) {
-	root := needRoot(t)
+	if os.Getuid() != 0 {
+		t.Skip("only root hands files to another user")
+	}
+	root := mountable(t)
 	src, head := repository(t, 20)
 	c := &Checkouts{Dir: filepath.Join(root, "checkouts"), UID: 65533}
 	o := start(t, c, src, head, "s", filepath.Join(root, "w", "s"))
@@ -210,7 +223,7 @@ func TestCheckoutOwnedByTheSandboxUser(t *testing.T) {
 // for (the repository's HEAD moved meanwhile) is refused and left
 // nowhere.
 func TestCheckoutOfAMovedHead(t *testing.T) {
-	root := needRoot(t)
+	root := mountable(t)
 	src, head := repository(t, 3)
 	git(t, src, "commit", "-q", "--allow-empty", "-m", "second")
 	c := &Checkouts{Dir: filepath.Join(root, "checkouts")}
@@ -224,7 +237,7 @@ func TestCheckoutOfAMovedHead(t *testing.T) {
 // TestMountsUnder lists the overlays under some directories, deepest
 // first, whatever their names.
 func TestMountsUnder(t *testing.T) {
-	root := needRoot(t)
+	root := mountable(t)
 	src, head := repository(t, 1)
 	c := &Checkouts{Dir: filepath.Join(root, "checkouts")}
 	odd := filepath.Join(root, "w", "with space")

@@ -95,7 +95,13 @@ func Probe() error {
 		}
 	}
 	if os.Getuid() != 0 {
-		return probeFUSE()
+		if _, err := find("fuse2fs"); err != nil {
+			return fmt.Errorf("%w: fuse2fs is not installed, which serves a session's volume without root (Debian/Ubuntu: sudo apt-get install fuse2fs fuse3)", ErrUnavailable)
+		}
+		if err := ProbeFUSE(); err != nil {
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return nil
 	}
 	if _, err := os.Stat("/dev/loop-control"); err != nil {
 		return fmt.Errorf("%w: no loop device controller (/dev/loop-control): load the loop module (modprobe loop)", ErrUnavailable)
@@ -108,18 +114,15 @@ func Probe() error {
 	return nil
 }
 
-// probeFUSE checks what a user other than root needs to serve a volume
-// with fuse2fs.
-func probeFUSE() error {
-	if _, err := find("fuse2fs"); err != nil {
-		return fmt.Errorf("%w: fuse2fs is not installed, which serves a session's volume without root (Debian/Ubuntu: sudo apt-get install fuse2fs fuse3)", ErrUnavailable)
-	}
+// ProbeFUSE checks that this user (not root) can mount FUSE filesystems:
+// the setuid fusermount, and /dev/fuse open to them.
+func ProbeFUSE() error {
 	if _, err := fusermount(); err != nil {
-		return fmt.Errorf("%w: fusermount is not installed, which mounts a session's volume without root (Debian/Ubuntu: sudo apt-get install fuse3)", ErrUnavailable)
+		return errors.New("fusermount is not installed, which mounts FUSE filesystems without root (Debian/Ubuntu: sudo apt-get install fuse3)")
 	}
 	if err := syscall.Access("/dev/fuse", 6); err != nil {
-		return fmt.Errorf("%w: /dev/fuse cannot be opened by this user (%v), which a session's volume needs without root: sudo chmod 0666 /dev/fuse "+
-			"(what Debian's udev rules do; persist it with a udev rule KERNEL==\"fuse\", MODE=\"0666\")", ErrUnavailable, err)
+		return fmt.Errorf("/dev/fuse cannot be opened by this user (%v), which FUSE needs without root: sudo chmod 0666 /dev/fuse "+
+			"(what Debian's udev rules do; persist it with a udev rule KERNEL==\"fuse\", MODE=\"0666\")", err)
 	}
 	return nil
 }
@@ -137,15 +140,29 @@ func (v *Volumes) image(id string) string { return filepath.Join(v.Dir, id+".img
 // Path is where session id's volume is mounted.
 func (v *Volumes) Path(id string) string { return filepath.Join(v.Dir, id) }
 
-// Owns says whether dir lies in a volume of these, and whose.
+// Owns says whether dir lies in a volume of these (or is seen outside it,
+// at CopyPath), and whose.
 func (v *Volumes) Owns(dir string) (string, bool) {
-	rel, err := filepath.Rel(v.Dir, dir)
-	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
-		return "", false
+	for _, under := range []string{v.Dir, v.CopiesDir()} {
+		rel, err := filepath.Rel(under, dir)
+		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		id, _, _ := strings.Cut(rel, string(filepath.Separator))
+		return id, true
 	}
-	id, _, _ := strings.Cut(rel, string(filepath.Separator))
-	return id, true
+	return "", false
 }
+
+// CopiesDir holds, without root, the mount points of the sessions'
+// working copies served by FUSE over their volumes (CopyPath).
+func (v *Volumes) CopiesDir() string { return v.Dir + "-copies" }
+
+// CopyPath is where session id's working copy is seen when FUSE serves it
+// over its volume (an overlay, without root): outside the volume, which
+// the setuid fusermount cannot enter, while what the copy holds stays in
+// it, within its budget.
+func (v *Volumes) CopyPath(id string) string { return filepath.Join(v.CopiesDir(), id) }
 
 // find locates a system program in the system directories, whatever the
 // PATH of the process (root's tools live in sbin).
@@ -195,7 +212,7 @@ func (v *Volumes) Ensure(ctx context.Context, id string) (string, error) {
 	if Mounted(mnt) {
 		return mnt, v.serveCache(id, mnt)
 	}
-	if stale(mnt) {
+	if Stale(mnt) {
 		// Its fuse2fs was killed: the dead mount is detached (its image is
 		// checked before it is served again).
 		if err := v.unmount(ctx, mnt, true); err != nil {
@@ -236,7 +253,7 @@ func (v *Volumes) serveCache(id, mnt string) error {
 	if v.caches[id] != nil && Mounted(dir) {
 		return nil
 	}
-	if stale(dir) || Mounted(dir) {
+	if Stale(dir) || Mounted(dir) {
 		if err := detach(dir); err != nil {
 			return fmt.Errorf("detach the session's dead build cache: %w", err)
 		}
@@ -269,7 +286,7 @@ func (v *Volumes) stopCache(id string, lazy bool) error {
 		delete(v.caches, id)
 		return nil
 	}
-	if !Mounted(dir) && !stale(dir) {
+	if !Mounted(dir) && !Stale(dir) {
 		delete(v.caches, id)
 		return nil
 	}
@@ -286,11 +303,22 @@ func (v *Volumes) stopCache(id string, lazy bool) error {
 
 // detach unmounts a FUSE mount lazily.
 func detach(dir string) error {
+	return UnmountFUSE(dir, true)
+}
+
+// UnmountFUSE unmounts this user's FUSE mount at dir through the setuid
+// fusermount: at once, or lazily (detached now, gone once no one uses it)
+// when lazy is set.
+func UnmountFUSE(dir string, lazy bool) error {
 	fm, err := fusermount()
 	if err != nil {
 		return err
 	}
-	return run(context.Background(), filepath.Base(fm), "-u", "-z", dir)
+	args := []string{"-u", dir}
+	if lazy {
+		args = []string{"-u", "-z", dir}
+	}
+	return run(context.Background(), filepath.Base(fm), args...)
 }
 
 // mount mounts the image img at mnt: on a loop device as root, else
@@ -369,8 +397,9 @@ func fixed(err error) bool {
 	return errors.As(err, &ee) && (ee.ExitCode() == 1 || ee.ExitCode() == 2)
 }
 
-// stale says dir is a FUSE mount whose server is gone.
-func stale(dir string) bool {
+// Stale says dir is a FUSE mount whose server is gone (killed): the kernel
+// answers ENOTCONN until it is detached.
+func Stale(dir string) bool {
 	var st syscall.Stat_t
 	return errors.Is(syscall.Stat(dir, &st), syscall.ENOTCONN)
 }
@@ -480,7 +509,7 @@ func (v *Volumes) Remove(ctx context.Context, id string) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	mnt := v.Path(id)
-	if Mounted(mnt) || stale(mnt) {
+	if Mounted(mnt) || Stale(mnt) {
 		if err := v.unmount(ctx, mnt, true); err != nil {
 			return err
 		}
