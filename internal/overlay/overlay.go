@@ -127,7 +127,11 @@ func (c Copy) Remount() error {
 	if err := c.check(); err != nil {
 		return err
 	}
-	for _, d := range []string{c.Lower, c.Upper(), c.work(), c.Dir} {
+	parts := []string{c.Lower, c.Upper(), c.work()}
+	if !Mounted(c.Dir) { // a dead FUSE mount there is mounted again by mount
+		parts = append(parts, c.Dir)
+	}
+	for _, d := range parts {
 		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
 			return fmt.Errorf("%w: %s is missing", ErrLost, d)
 		}
@@ -154,12 +158,14 @@ func (c Copy) check() error {
 
 func (c Copy) mount() error {
 	if Mounted(c.Dir) {
-		return nil
-	}
-	if volume.Stale(c.Dir) {
-		// Its fuse-overlayfs was killed: the dead mount is detached first.
-		if err := volume.UnmountFUSE(c.Dir, true); err != nil {
-			return fmt.Errorf("detach the working copy's dead overlay at %s: %w", c.Dir, err)
+		var st unix.Statfs_t
+		if unix.Statfs(c.Dir, &st) == nil {
+			return nil
+		}
+		// Its fuse-overlayfs was killed, or serves layers on a volume
+		// whose own server died: detached, then mounted again.
+		if err := Unmount(c.Dir, true); err != nil {
+			return err
 		}
 	}
 	if os.Getuid() != 0 {
@@ -239,7 +245,7 @@ func (c Copy) Unmount() error {
 // is busy, it is detached lazily if detach is set (a process's end, a
 // copy's removal), else left mounted with an error.
 func Unmount(dir string, detach bool) error {
-	if !Mounted(dir) && !volume.Stale(dir) {
+	if !Mounted(dir) {
 		return nil
 	}
 	if os.Getuid() != 0 {
@@ -283,21 +289,21 @@ func Remove(dir, rec string) error {
 	return nil
 }
 
-// Mounted says whether an overlay is mounted at dir: the kernel's, or one
-// fuse-overlayfs serves.
+// Mounted says whether an overlay is mounted at dir: the kernel's (as
+// root), or one fuse-overlayfs serves, alive or not (as listed by the
+// kernel's mountinfo: a dead one answers no statfs).
 func Mounted(dir string) bool {
+	if os.Getuid() != 0 {
+		// As the kernel names it (a dead mount cannot be resolved itself).
+		real := filepath.Clean(dir)
+		if parent, err := filepath.EvalSymlinks(filepath.Dir(real)); err == nil {
+			real = filepath.Join(parent, filepath.Base(real))
+		}
+		mounts, err := MountsUnder(real)
+		return err == nil && slices.Contains(mounts, real)
+	}
 	var st unix.Statfs_t
-	if unix.Statfs(dir, &st) != nil || !volume.Mounted(dir) {
-		return false
-	}
-	switch st.Type {
-	case unix.OVERLAYFS_SUPER_MAGIC:
-		return true
-	case unix.FUSE_SUPER_MAGIC:
-		mounts, err := MountsUnder(dir)
-		return err == nil && slices.Contains(mounts, filepath.Clean(dir))
-	}
-	return false
+	return unix.Statfs(dir, &st) == nil && st.Type == unix.OVERLAYFS_SUPER_MAGIC && volume.Mounted(dir)
 }
 
 // MountsUnder lists the overlays mounted at or under any of dirs, deepest
