@@ -12,7 +12,8 @@ import (
 
 // starters are the only packages that start programs on the host: the
 // sandbox (bwrap), the workspace (hardened git, the only git on a working
-// copy), the volume (mkfs, mount) and the command analysis (a restricted
+// copy), the volume (mkfs, mount; without root fuse2fs, and fuse-overlayfs
+// serving the copies of package overlay) and the command analysis (a restricted
 // bash that prints its reading of a command with every command skipped,
 // may open no file and runs as nobody when Paddock is root; see
 // shellcheck.BashParser), and the local server (the paddock binary

@@ -17,13 +17,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/paddock-dev/paddock/internal/volume"
 	"golang.org/x/sys/unix"
@@ -46,10 +44,7 @@ var (
 
 func probe(dir string) error {
 	if os.Getuid() != 0 {
-		if _, err := fuseOverlay(); err != nil {
-			return fmt.Errorf("%w: fuse-overlayfs is not installed, which makes a session's copy without copying its repository without root (Debian/Ubuntu: sudo apt-get install fuse-overlayfs)", ErrUnavailable)
-		}
-		if err := volume.ProbeFUSE(); err != nil {
+		if err := volume.ProbeOverlay(); err != nil {
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 	}
@@ -196,43 +191,16 @@ func (c Copy) mount() error {
 	return nil
 }
 
-// serve has fuse-overlayfs serve the copy (without root): the same
-// layers and rules as the kernel's overlay, with directories renamed by
-// copying them up (it has no redirect_dir), and whiteouts made as the
-// kernel's (a 0/0 character device, which any user may make). It runs
-// on as its own daemon once the mount is made, in its own process group
-// (a ^C at the terminal stops the server, which then unmounts it); a
-// server that dies leaves it serving, and the next one uses it.
-//
-// Paths go on its command line, which no sandbox sees (its own PID
-// namespace); the kernel's mountinfo names no layer.
+// serve has fuse-overlayfs serve the copy, without root (see
+// volume.ServeOverlay).
 func (c Copy) serve() error {
-	prog, err := fuseOverlay()
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return err
 	}
-	opts := "lowerdir=" + c.Lower + ",upperdir=" + c.Upper() + ",workdir=" + c.work() + ",noacl"
-	cmd := exec.Command(prog, "-o", opts, c.Dir)
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "LC_ALL=C"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("mount the working copy's overlay at %s with fuse-overlayfs: %w: %s", c.Dir, err, strings.TrimSpace(string(out)))
+	if err := volume.ServeOverlay(c.Lower, c.Upper(), c.work(), c.Dir); err != nil {
+		return fmt.Errorf("mount the working copy's overlay at %s: %w", c.Dir, err)
 	}
 	return nil
-}
-
-// fuseOverlay finds fuse-overlayfs among the system's programs.
-func fuseOverlay() (string, error) {
-	for _, dir := range []string{"/usr/bin", "/bin", "/usr/local/bin"} {
-		p := filepath.Join(dir, "fuse-overlayfs")
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("fuse-overlayfs: %w", exec.ErrNotFound)
 }
 
 // Unmount unmounts the copy, when mounted; its record stays, so it can be

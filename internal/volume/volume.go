@@ -127,6 +127,39 @@ func ProbeFUSE() error {
 	return nil
 }
 
+// ProbeOverlay checks that this user (not root) can have fuse-overlayfs
+// serve a working copy (see ServeOverlay).
+func ProbeOverlay() error {
+	if _, err := find("fuse-overlayfs"); err != nil {
+		return errors.New("fuse-overlayfs is not installed, which makes a session's copy without copying its repository without root (Debian/Ubuntu: sudo apt-get install fuse-overlayfs)")
+	}
+	return ProbeFUSE()
+}
+
+// ServeOverlay has fuse-overlayfs serve at dir the overlay of lower with
+// upper and work (paths without commas or colons; see overlay.Copy): the
+// same layers and rules as the kernel's overlay, with whiteouts made as
+// the kernel's (a 0/0 character device, which any user may make), but no
+// directory of lower renamed (EXDEV: it has no redirect_dir). It runs on
+// as its own daemon once the mount is made, in its own process group (a
+// ^C at the terminal stops the server, which then unmounts it); a server
+// that dies leaves it serving, and the next one uses it. The layers' paths
+// go on its command line, which no sandbox sees (its own PID namespace);
+// the kernel's mountinfo names none of them.
+func ServeOverlay(lower, upper, work, dir string) error {
+	prog, err := find("fuse-overlayfs")
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(prog, "-o", "lowerdir="+lower+",upperdir="+upper+",workdir="+work+",noacl", dir)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("fuse-overlayfs: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
 // fusermount is the setuid helper that mounts FUSE filesystems for users.
 func fusermount() (string, error) {
 	if p, err := find("fusermount3"); err == nil {
