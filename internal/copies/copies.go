@@ -161,11 +161,20 @@ func (c *Set) outside() bool {
 	return c != nil && c.Checkouts != nil && c.Volumes != nil && os.Getuid() != 0
 }
 
+// seenOutside says the copy at dir is seen outside its volume (an overlay
+// fuse-overlayfs serves, which it must be: else it would be on the host's
+// disk, beyond its budget).
+func (c *Set) seenOutside(dir string) bool {
+	id, ok := c.volumeOf(dir)
+	return ok && c.outside() && dir == c.Volumes.CopyPath(id)
+}
+
 // record is where the layers of the overlay seen at dir lie: beside it,
 // or, for a copy seen outside its volume, in the volume (its budget
 // bounds what the session writes).
 func (c *Set) record(dir string) string {
-	if id, ok := c.volumeOf(dir); ok && c.outside() && dir == c.Volumes.CopyPath(id) {
+	if c.seenOutside(dir) {
+		id, _ := c.volumeOf(dir)
 		return filepath.Join(c.Volumes.Path(id), ".work.overlay")
 	}
 	return overlay.RecordOf(dir)
@@ -184,8 +193,12 @@ func (c *Set) Start(s session.Session) workspace.Start {
 			return workspace.Clone(ctx, from, dir) // a repository without a commit: nothing to share
 		}
 		lower, err := c.Checkouts.Take(ctx, from, tip, s.ID)
-		if errors.Is(err, overlay.ErrMoved) {
+		if errors.Is(err, overlay.ErrMoved) || (errors.Is(err, overlay.ErrWhiteouts) && !c.seenOutside(dir)) {
 			return workspace.Clone(ctx, from, dir) // the copy starts where the repository is now
+		}
+		if errors.Is(err, overlay.ErrWhiteouts) {
+			// A clone of it in an overlay of nothing has the same defect.
+			return fmt.Errorf("%w: without root a copy is served by fuse-overlayfs, so this repository needs a server running as root", err)
 		}
 		if err != nil {
 			return fmt.Errorf("make the shared checkout: %w", err)
@@ -210,7 +223,7 @@ func (c *Set) Clear(dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	if id, ok := c.volumeOf(dir); !ok || !c.outside() || dir != c.Volumes.CopyPath(id) {
+	if !c.seenOutside(dir) {
 		return nil
 	}
 	empty, err := c.Checkouts.Empty()
@@ -259,6 +272,10 @@ func (c *Set) Mount(ctx context.Context, workdir string) error {
 	}
 	if o, ok := overlay.Load(workdir, c.record(workdir)); ok {
 		return o.Remount()
+	}
+	if c.seenOutside(workdir) {
+		// Never its bare mount point, on the host's disk.
+		return fmt.Errorf("%w: the record of the working copy at %s is gone", overlay.ErrLost, workdir)
 	}
 	return nil
 }

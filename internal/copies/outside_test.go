@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/internal/overlay"
 	"github.com/paddock-dev/paddock/internal/session"
@@ -84,6 +85,29 @@ func TestCopiesOutsideTheirVolumes(t *testing.T) {
 	require.Equal(t, "from the repository\n", string(data))
 	require.NoFileExists(t, filepath.Join(dir, "left"))
 
+	// What a command plants for fuse-overlayfs to read as whiteouts at the
+	// next mount (hiding .git, so that a command could make another) is
+	// refused or scrubbed: the copy comes back whole.
+	err = unix.Setxattr(dir, "user.overlay.opaque", []byte("y"), 0)
+	require.Error(t, err, "an opaque marker set through the copy")
+	require.NoError(t, os.Mkdir(filepath.Join(dir, ".wh..git"), 0o755))
+	require.NoError(t, os.Symlink("x", filepath.Join(dir, ".wh.kept.txt")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "t"), nil, 0o644))
+	require.NoError(t, os.Rename(filepath.Join(dir, "t"), filepath.Join(dir, ".wh.HEAD")))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sub", ".wh..wh..opq"), 0o755))
+	require.NoError(t, c.Idle(ctx, s))
+	require.NoError(t, c.Mount(ctx, dir))
+	fi, err := os.Lstat(filepath.Join(dir, ".git"))
+	require.NoError(t, err, "the copy's .git after a remount")
+	require.True(t, fi.IsDir())
+	data, err = os.ReadFile(filepath.Join(dir, "kept.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "from the repository\n", string(data))
+	for _, planted := range []string{".wh..git", ".wh.kept.txt", ".wh.HEAD", "sub/.wh..wh..opq"} {
+		_, err := os.Lstat(filepath.Join(dir, planted))
+		require.ErrorIs(t, err, os.ErrNotExist, planted)
+	}
+
 	// The volume's budget bounds what is written through the overlay.
 	f, err := os.Create(filepath.Join(dir, "big"))
 	require.NoError(t, err)
@@ -135,6 +159,22 @@ func TestCopiesOutsideTheirVolumes(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, string(data))
 	}
+
+	// A repository holding names fuse-overlayfs takes for whiteouts has
+	// no copy here (it would lack those files), and says why.
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".wh.image"), []byte("a container image's whiteout\n"), 0o644))
+	for _, args := range [][]string{{"add", ".wh.image"}, {"commit", "-q", "-m", "whiteout"}} {
+		out, err := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...).CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	other := session.Session{ID: "s2", Node: "n1"}
+	other.Workdir, err = c.Dir(ctx, other, true)
+	require.NoError(t, err)
+	require.NoError(t, c.Clear(other.Workdir))
+	err = c.Start(other)(ctx, repo, other.Workdir)
+	require.ErrorIs(t, err, overlay.ErrWhiteouts)
+	require.ErrorContains(t, err, ".wh.image")
+	require.NoError(t, c.Remove(ctx, other))
 
 	// Removed: no mount, no mount point, no volume.
 	require.NoError(t, c.Idle(ctx, s))

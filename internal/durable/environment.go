@@ -248,7 +248,7 @@ func (a *Activities) buildLayer(ctx context.Context, s session.Session, sp spec.
 // cache, its environment's variables and read-only paths, and its
 // layer's dependency caches (read-only).
 func (a *Activities) place(s session.Session, sp spec.Agent) sandbox.Place {
-	p := sandbox.Place{Session: s.ID, Workdir: s.Workdir, Cache: a.Copies.Cache(s), Env: sp.Environment.Env, ReadOnly: sp.Environment.ReadOnlyPaths}
+	p := sandbox.Place{Session: s.ID, Workdir: s.Workdir, Repository: true, Cache: a.Copies.Cache(s), Env: sp.Environment.Env, ReadOnly: sp.Environment.ReadOnlyPaths}
 	if l, ok := a.Copies.Layers.Of(s.ID); ok {
 		p.Deps = l.Deps()
 	}

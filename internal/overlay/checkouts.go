@@ -37,6 +37,11 @@ type Checkouts struct {
 // the checkout is not of the commit asked for.
 var ErrMoved = errors.New("the repository's HEAD moved while its checkout was made")
 
+// ErrWhiteouts says the repository holds names fuse-overlayfs takes for
+// whiteouts (.wh.*, see Whiteout): without root, its checkout cannot be
+// shared (a copy of it would lack those files, and the files they name).
+var ErrWhiteouts = errors.New("the repository holds names starting with " + Whiteout + ", which fuse-overlayfs takes for whiteouts")
+
 // lock takes checkout key's lock, or gives up when ctx ends (a wait
 // behind another session's long clone).
 func (c *Checkouts) lock(ctx context.Context, key string) (func(), error) {
@@ -115,6 +120,11 @@ func (c *Checkouts) make(ctx context.Context, from, head, dir, tree string) erro
 	if got != head {
 		return fmt.Errorf("%w: %.12s, not %.12s", ErrMoved, got, head)
 	}
+	if os.Getuid() != 0 {
+		if name := whiteoutIn(tree); name != "" {
+			return fmt.Errorf("%w: %s", ErrWhiteouts, name)
+		}
+	}
 	if c.UID != 0 {
 		if err := workspace.Chown(tree, tree, c.UID); err != nil {
 			return fmt.Errorf("hand the checkout to the sandbox user: %w", err)
@@ -132,6 +142,19 @@ func (c *Checkouts) make(ctx context.Context, from, head, dir, tree string) erro
 		}
 	}
 	return os.WriteFile(filepath.Join(dir, "ready"), nil, 0o600)
+}
+
+// whiteoutIn names a path under tree, if any, whose name starts with
+// Whiteout.
+func whiteoutIn(tree string) (found string) {
+	_ = filepath.WalkDir(tree, func(path string, d os.DirEntry, err error) error {
+		if err == nil && path != tree && strings.HasPrefix(d.Name(), Whiteout) {
+			found, _ = filepath.Rel(tree, path)
+			return filepath.SkipAll
+		}
+		return err
+	})
+	return found
 }
 
 // Release lets session id go of the checkouts it uses; of those left

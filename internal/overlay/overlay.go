@@ -197,10 +197,63 @@ func (c Copy) serve() error {
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return err
 	}
+	if err := Scrub(c.Upper()); err != nil {
+		return fmt.Errorf("clean the working copy's upper layer: %w", err)
+	}
 	if err := volume.ServeOverlay(c.Lower, c.Upper(), c.work(), c.Dir); err != nil {
 		return fmt.Errorf("mount the working copy's overlay at %s: %w", c.Dir, err)
 	}
 	return nil
+}
+
+// Whiteout prefixes the names fuse-overlayfs takes, in any layer, for
+// whiteouts: .wh.NAME hides NAME, .wh..wh..opq every name of the
+// checkout in its directory. It refuses to create a file so named, but not
+// a directory, a link or a rename.
+const Whiteout = ".wh."
+
+// opaque marks a directory fuse-overlayfs made opaque itself (beside a
+// .wh..wh..opq file); no command can write it.
+const opaque = "user.fuseoverlayfs.opaque"
+
+// Scrub removes from the upper layer upper, not mounted, whatever a
+// command planted there that fuse-overlayfs would read as a whiteout at
+// its next mount (a directory, link or renamed file named .wh.*, an
+// opaque marker of its own, user.overlay.opaque), hiding the checkout's
+// files, .git first among them, from the copy. What fuse-overlayfs made
+// itself stays: its whiteouts are character devices, and a .wh..wh..opq
+// file stays only in a directory carrying its own opaque marker. Nothing
+// runs in the copy meanwhile: its sandbox sees only the mounted copy.
+func Scrub(upper string) error {
+	return filepath.WalkDir(upper, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() {
+			// Not settable through the copy (noxattrs), but read at a mount.
+			if err := unix.Lremovexattr(path, "user.overlay.opaque"); err != nil && !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.ENOTSUP) {
+				return err
+			}
+		}
+		if path == upper || !strings.HasPrefix(d.Name(), Whiteout) {
+			return nil
+		}
+		if d.Name() == Whiteout+Whiteout+".opq" && d.Type().IsRegular() {
+			if _, err := unix.Lgetxattr(filepath.Dir(path), opaque, nil); err == nil {
+				return nil
+			}
+		}
+		if err := os.RemoveAll(path); err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return filepath.SkipDir
+		}
+		return nil
+	})
 }
 
 // Unmount unmounts the copy, when mounted; its record stays, so it can be

@@ -225,7 +225,13 @@ func (b *Bwrap) Args(p Place) ([]string, error) {
 	args = append(args, "--bind", p.Workdir, p.Workdir)
 	for _, pr := range protected {
 		full := filepath.Join(p.Workdir, pr)
-		if fi, err := os.Lstat(full); err == nil && fi.Mode()&os.ModeSymlink == 0 {
+		fi, err := os.Lstat(full)
+		switch {
+		case err == nil && fi.IsDir():
+			args = append(args, "--ro-bind", full, full)
+		case p.Repository:
+			return nil, fmt.Errorf("sandbox: the working copy's %s is missing or not a directory: no command runs in it", pr)
+		case err == nil && fi.Mode()&os.ModeSymlink == 0:
 			args = append(args, "--ro-bind", full, full)
 		}
 	}

@@ -45,6 +45,11 @@ type Place struct {
 	// Workdir is the working copy: the only writable host directory, and
 	// the command's current directory.
 	Workdir string
+	// Repository says Workdir is a session's working copy, a git
+	// repository: no command runs there without its .git, bound
+	// read-only (one gone, say hidden by an overlay's whiteout, would let
+	// a command make another, whose config the host's git would read).
+	Repository bool
 	// Env adds variables to the allowlisted environment; code-carrying and
 	// Paddock-owned names are dropped (see CodeCarrying).
 	Env map[string]string

@@ -215,6 +215,31 @@ func TestMissingWorkdir(t *testing.T) {
 	require.ErrorContains(t, err, "not a directory")
 }
 
+// TestRepositoryWithoutItsGitDirectory: a session's copy runs no command
+// once its .git is gone or replaced by a link (a command could make
+// another, whose config the host's git would read); with one, .git is
+// read-only to the command.
+func TestRepositoryWithoutItsGitDirectory(t *testing.T) {
+	dir := workdir(t)
+	res, out := runIn(t, dir, "echo x >> .git/config", func(c *Command) { c.Repository = true })
+	require.NotEqual(t, 0, res.ExitCode, out)
+	data, err := os.ReadFile(filepath.Join(dir, ".git", "config"))
+	require.NoError(t, err)
+	require.Equal(t, "[core]\n", string(data))
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, ".git")))
+	for _, plant := range []func() error{
+		func() error { return nil },
+		func() error { return os.Symlink("/tmp", filepath.Join(dir, ".git")) },
+		func() error { return os.WriteFile(filepath.Join(dir, ".git"), []byte("gitdir: /tmp\n"), 0o644) },
+	} {
+		require.NoError(t, plant())
+		_, err := box.Run(context.Background(), Command{Place: Place{Workdir: dir, Repository: true}, Script: "mkdir .git", Timeout: 20 * time.Second})
+		require.ErrorContains(t, err, "the working copy's .git is missing or not a directory")
+		_ = os.Remove(filepath.Join(dir, ".git"))
+	}
+	require.NoDirExists(t, filepath.Join(dir, ".git"))
+}
+
 func TestUnreachableWorkdirIsAClearError(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("only root runs commands as another user")

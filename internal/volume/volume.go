@@ -140,8 +140,12 @@ func ProbeOverlay() error {
 // upper and work (paths without commas or colons; see overlay.Copy): the
 // same layers and rules as the kernel's overlay, with whiteouts made as
 // the kernel's (a 0/0 character device, which any user may make), but no
-// directory of lower renamed (EXDEV: it has no redirect_dir). It runs on
-// as its own daemon once the mount is made, in its own process group (a
+// directory of lower renamed (EXDEV: it has no redirect_dir). No extended
+// attribute is read or written through it (noxattrs): a command could
+// otherwise mark a directory opaque (user.overlay.opaque), hiding the
+// checkout's .git at the next mount. Names starting with .wh. are its
+// whiteouts in any layer: the caller keeps them out (see overlay). It runs
+// on as its own daemon once the mount is made, in its own process group (a
 // ^C at the terminal stops the server, which then unmounts it); a server
 // that dies leaves it serving, and the next one uses it. The layers' paths
 // go on its command line, which no sandbox sees (its own PID namespace);
@@ -151,7 +155,7 @@ func ServeOverlay(lower, upper, work, dir string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(prog, "-o", "lowerdir="+lower+",upperdir="+upper+",workdir="+work+",noacl", dir)
+	cmd := exec.Command(prog, "-o", "lowerdir="+lower+",upperdir="+upper+",workdir="+work+",noacl,noxattrs=1", dir)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if out, err := cmd.CombinedOutput(); err != nil {
