@@ -271,6 +271,18 @@ func (c *Set) Mount(ctx context.Context, workdir string) error {
 		}
 	}
 	if o, ok := overlay.Load(workdir, c.record(workdir)); ok {
+		if err := o.Remount(); err != nil || !c.seenOutside(workdir) {
+			return err
+		}
+		if fi, err := os.Lstat(filepath.Join(workdir, ".git")); err == nil && fi.IsDir() {
+			return nil
+		}
+		// A whiteout a command planted while it was mounted took effect
+		// once fuse-overlayfs forgot the name it hides (memory pressure):
+		// mounted again, scrubbed first (see overlay.Scrub).
+		if err := o.Unmount(); err != nil {
+			return err
+		}
 		return o.Remount()
 	}
 	if c.seenOutside(workdir) {
