@@ -154,27 +154,27 @@ func (c *Set) Dir(ctx context.Context, s session.Session, runsCommands bool) (st
 	return filepath.Join(mnt, "work"), nil
 }
 
-// outside says whether copies in volumes are seen outside them: overlays
-// without root, which fuse-overlayfs serves through a FUSE mount that the
-// setuid fusermount cannot make within another (the volume's).
+// outside says whether new copies in volumes are seen outside them:
+// overlays without root, which fuse-overlayfs serves through a FUSE mount
+// that the setuid fusermount cannot make within another (the volume's).
 func (c *Set) outside() bool {
 	return c != nil && c.Checkouts != nil && c.Volumes != nil && os.Getuid() != 0
 }
 
-// seenOutside says the copy at dir is seen outside its volume (an overlay
+// seenOutside says the copy at dir is seen outside volume id (an overlay
 // fuse-overlayfs serves, which it must be: else it would be on the host's
-// disk, beyond its budget).
-func (c *Set) seenOutside(dir string) bool {
-	id, ok := c.volumeOf(dir)
-	return ok && c.outside() && dir == c.Volumes.CopyPath(id)
+// disk, beyond its budget). Its path says so, whatever this process can
+// mount now.
+func (c *Set) seenOutside(dir string) (id string, ok bool) {
+	id, ok = c.volumeOf(dir)
+	return id, ok && dir == c.Volumes.CopyPath(id)
 }
 
 // record is where the layers of the overlay seen at dir lie: beside it,
 // or, for a copy seen outside its volume, in the volume (its budget
 // bounds what the session writes).
 func (c *Set) record(dir string) string {
-	if c.seenOutside(dir) {
-		id, _ := c.volumeOf(dir)
+	if id, ok := c.seenOutside(dir); ok {
 		return filepath.Join(c.Volumes.Path(id), ".work.overlay")
 	}
 	return overlay.RecordOf(dir)
@@ -193,7 +193,8 @@ func (c *Set) Start(s session.Session) workspace.Start {
 			return workspace.Clone(ctx, from, dir) // a repository without a commit: nothing to share
 		}
 		lower, err := c.Checkouts.Take(ctx, from, tip, s.ID)
-		if errors.Is(err, overlay.ErrMoved) || (errors.Is(err, overlay.ErrWhiteouts) && !c.seenOutside(dir)) {
+		_, outside := c.seenOutside(dir)
+		if errors.Is(err, overlay.ErrMoved) || (errors.Is(err, overlay.ErrWhiteouts) && !outside) {
 			return workspace.Clone(ctx, from, dir) // the copy starts where the repository is now
 		}
 		if errors.Is(err, overlay.ErrWhiteouts) {
@@ -223,7 +224,7 @@ func (c *Set) Clear(dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	if !c.seenOutside(dir) {
+	if _, ok := c.seenOutside(dir); !ok {
 		return nil
 	}
 	empty, err := c.Checkouts.Empty()
@@ -259,19 +260,20 @@ func (c *Set) volumeOf(dir string) (string, bool) {
 // killed) is detached first: it served layers of the volume's dead mount.
 func (c *Set) Mount(ctx context.Context, workdir string) error {
 	defer c.hold(workdir)()
+	_, outside := c.seenOutside(workdir)
 	if id, ok := c.volumeOf(workdir); ok {
 		was := volume.Mounted(c.Volumes.Path(id))
 		if _, err := c.Volumes.Ensure(ctx, id); err != nil {
 			return fmt.Errorf("mount the working copy's volume: %w", err)
 		}
-		if !was && workdir == c.Volumes.CopyPath(id) {
+		if !was && outside {
 			if err := overlay.Unmount(workdir, true); err != nil {
 				return err
 			}
 		}
 	}
 	if o, ok := overlay.Load(workdir, c.record(workdir)); ok {
-		if err := o.Remount(); err != nil || !c.seenOutside(workdir) {
+		if err := o.Remount(); err != nil || !outside {
 			return err
 		}
 		if fi, err := os.Lstat(filepath.Join(workdir, ".git")); err == nil && fi.IsDir() {
@@ -285,7 +287,7 @@ func (c *Set) Mount(ctx context.Context, workdir string) error {
 		}
 		return o.Remount()
 	}
-	if c.seenOutside(workdir) {
+	if outside {
 		// Never its bare mount point, on the host's disk.
 		return fmt.Errorf("%w: the record of the working copy at %s is gone", overlay.ErrLost, workdir)
 	}
@@ -433,7 +435,7 @@ func (c *Set) Remove(ctx context.Context, s session.Session) error {
 		errs = append(errs, c.Checkouts.Release(s.ID))
 	}
 	if id, ok := c.volumeOf(s.Workdir); ok {
-		if s.Workdir == c.Volumes.CopyPath(id) {
+		if _, outside := c.seenOutside(s.Workdir); outside {
 			// Its mount point, whose record an unmounted volume hid.
 			if err := os.Remove(s.Workdir); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)

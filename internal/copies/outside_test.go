@@ -2,6 +2,7 @@ package copies
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,7 +133,7 @@ func TestCopiesOutsideTheirVolumes(t *testing.T) {
 	n, err := strconv.Atoi(strings.TrimSpace(string(pid)))
 	require.NoError(t, err)
 	require.NoError(t, syscall.Kill(n, syscall.SIGKILL))
-	require.Eventually(t, func() bool { return volume.Stale(c.Volumes.Path("s1")) }, 30*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return dead(c.Volumes.Path("s1")) }, 30*time.Second, 10*time.Millisecond)
 	require.NoError(t, c.Mount(ctx, dir))
 	data, err = os.ReadFile(note)
 	require.NoError(t, err, "the copy after its volume was mounted again")
@@ -141,7 +142,7 @@ func TestCopiesOutsideTheirVolumes(t *testing.T) {
 
 	// fuse-overlayfs killed: the copy mounts again.
 	require.NoError(t, syscall.Kill(server(t, dir), syscall.SIGKILL))
-	require.Eventually(t, func() bool { return volume.Stale(dir) }, 30*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return dead(dir) }, 30*time.Second, 10*time.Millisecond)
 	require.NoError(t, c.Mount(ctx, dir))
 	data, err = os.ReadFile(filepath.Join(dir, "after.txt"))
 	require.NoError(t, err, "the copy after its overlay was mounted again")
@@ -184,6 +185,12 @@ func TestCopiesOutsideTheirVolumes(t *testing.T) {
 	mounts, err := overlay.MountsUnder(root)
 	require.NoError(t, err)
 	require.Empty(t, mounts)
+}
+
+// dead says dir is a FUSE mount whose server was killed.
+func dead(dir string) bool {
+	_, err := os.Stat(dir)
+	return errors.Is(err, syscall.ENOTCONN)
 }
 
 // server is the process of the fuse-overlayfs serving the copy at dir.

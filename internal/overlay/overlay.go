@@ -14,6 +14,7 @@
 package overlay
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -270,11 +271,7 @@ func Unmount(dir string, detach bool) error {
 		return nil
 	}
 	if os.Getuid() != 0 {
-		err := volume.UnmountFUSE(dir, false)
-		if err != nil && detach {
-			err = volume.UnmountFUSE(dir, true)
-		}
-		if err != nil {
+		if err := volume.UnmountFUSE(context.Background(), dir, detach); err != nil {
 			return fmt.Errorf("unmount the working copy's overlay at %s: %w", dir, err)
 		}
 		return nil

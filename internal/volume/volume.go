@@ -249,7 +249,7 @@ func (v *Volumes) Ensure(ctx context.Context, id string) (string, error) {
 	if Mounted(mnt) {
 		return mnt, v.serveCache(id, mnt)
 	}
-	if Stale(mnt) {
+	if stale(mnt) {
 		// Its fuse2fs was killed: the dead mount is detached (its image is
 		// checked before it is served again).
 		if err := v.unmount(ctx, mnt, true); err != nil {
@@ -290,7 +290,7 @@ func (v *Volumes) serveCache(id, mnt string) error {
 	if v.caches[id] != nil && Mounted(dir) {
 		return nil
 	}
-	if Stale(dir) || Mounted(dir) {
+	if stale(dir) || Mounted(dir) {
 		if err := detach(dir); err != nil {
 			return fmt.Errorf("detach the session's dead build cache: %w", err)
 		}
@@ -323,7 +323,7 @@ func (v *Volumes) stopCache(id string, lazy bool) error {
 		delete(v.caches, id)
 		return nil
 	}
-	if !Mounted(dir) && !Stale(dir) {
+	if !Mounted(dir) && !stale(dir) {
 		delete(v.caches, id)
 		return nil
 	}
@@ -340,22 +340,28 @@ func (v *Volumes) stopCache(id string, lazy bool) error {
 
 // detach unmounts a FUSE mount lazily.
 func detach(dir string) error {
-	return UnmountFUSE(dir, true)
-}
-
-// UnmountFUSE unmounts this user's FUSE mount at dir through the setuid
-// fusermount: at once, or lazily (detached now, gone once no one uses it)
-// when lazy is set.
-func UnmountFUSE(dir string, lazy bool) error {
 	fm, err := fusermount()
 	if err != nil {
 		return err
 	}
-	args := []string{"-u", dir}
-	if lazy {
-		args = []string{"-u", "-z", dir}
+	return run(context.Background(), filepath.Base(fm), "-u", "-z", dir)
+}
+
+// UnmountFUSE unmounts this user's FUSE mount at dir through the setuid
+// fusermount; when it is busy, it is detached lazily (gone once no one
+// uses it) if lazy is set, else left mounted with an error.
+func UnmountFUSE(ctx context.Context, dir string, lazy bool) error {
+	fm, err := fusermount()
+	if err != nil {
+		return err
 	}
-	return run(context.Background(), filepath.Base(fm), args...)
+	if err := run(ctx, filepath.Base(fm), "-u", dir); err != nil {
+		if !lazy {
+			return err
+		}
+		return detach(dir)
+	}
+	return nil
 }
 
 // mount mounts the image img at mnt: on a loop device as root, else
@@ -434,9 +440,8 @@ func fixed(err error) bool {
 	return errors.As(err, &ee) && (ee.ExitCode() == 1 || ee.ExitCode() == 2)
 }
 
-// Stale says dir is a FUSE mount whose server is gone (killed): the kernel
-// answers ENOTCONN until it is detached.
-func Stale(dir string) bool {
+// stale says dir is a FUSE mount whose server is gone.
+func stale(dir string) bool {
 	var st syscall.Stat_t
 	return errors.Is(syscall.Stat(dir, &st), syscall.ENOTCONN)
 }
@@ -486,17 +491,8 @@ func (v *Volumes) unmount(ctx context.Context, mnt string, lazy bool) error {
 	if err := v.stopCache(filepath.Base(mnt), lazy); err != nil {
 		return err
 	}
-	fm, err := fusermount()
-	if err != nil {
+	if err := UnmountFUSE(ctx, mnt, lazy); err != nil {
 		return err
-	}
-	if err := run(ctx, filepath.Base(fm), "-u", mnt); err != nil {
-		if !lazy {
-			return err
-		}
-		if err := run(ctx, filepath.Base(fm), "-u", "-z", mnt); err != nil {
-			return err
-		}
 	}
 	waitServer(v.image(filepath.Base(mnt)))
 	return nil
@@ -546,7 +542,7 @@ func (v *Volumes) Remove(ctx context.Context, id string) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	mnt := v.Path(id)
-	if Mounted(mnt) || Stale(mnt) {
+	if Mounted(mnt) || stale(mnt) {
 		if err := v.unmount(ctx, mnt, true); err != nil {
 			return err
 		}

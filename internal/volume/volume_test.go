@@ -184,7 +184,7 @@ func TestKilledFUSEServerIsRecovered(t *testing.T) {
 	pid, err := strconv.Atoi(string(data))
 	require.NoError(t, err)
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
-	require.Eventually(t, func() bool { return Stale(mnt) }, 30*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return stale(mnt) }, 30*time.Second, 10*time.Millisecond)
 	require.False(t, Mounted(mnt))
 
 	_, err = v.Ensure(ctx, "s4")
@@ -271,7 +271,7 @@ func TestBuildCacheServedInFrontOfTheVolume(t *testing.T) {
 	pid, err := strconv.Atoi(string(data))
 	require.NoError(t, err)
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
-	require.Eventually(t, func() bool { return Stale(mnt) }, 30*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return stale(mnt) }, 30*time.Second, 10*time.Millisecond)
 	_, err = v.Ensure(ctx, "s6")
 	require.NoError(t, err)
 	require.True(t, Mounted(cache))
