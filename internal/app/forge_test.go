@@ -295,6 +295,7 @@ func TestAcceptAsTheLinkedPerson(t *testing.T) {
 	g := forgetest.NewGitea(t)
 	g.API(t, http.MethodPost, "/user/repos", map[string]any{"name": "app", "auto_init": true, "default_branch": "main"}, nil)
 	own := g.NewUser(t, "tessa", "app")
+	g.API(t, http.MethodPatch, "/admin/users/tessa", map[string]any{"login_name": "tessa", "source_id": 0, "full_name": "Tessa Quinn"}, nil)
 
 	project := unique("linked")
 	require.NoError(t, api.Access().CreateProject(ctx, project))
@@ -363,12 +364,32 @@ func TestAcceptAsTheLinkedPerson(t *testing.T) {
 		})
 		return who
 	}
+	// author is who the commit at branch's head is by, and committed by.
+	author := func(branch string) (by, committer string) {
+		t.Helper()
+		var commits []struct {
+			Commit struct {
+				Author, Committer struct {
+					Name  string `json:"name"`
+					Email string `json:"email"`
+				}
+			} `json:"commit"`
+		}
+		g.API(t, http.MethodGet, "/repos/"+g.User+"/app/commits?limit=1&stat=false&sha="+url.QueryEscape(branch), nil, &commits)
+		require.NotEmpty(t, commits, branch)
+		c := commits[0].Commit
+		return c.Author.Name + " <" + c.Author.Email + ">", c.Committer.Name + " <" + c.Committer.Email + ">"
+	}
 	x := work("mine.txt")
 	code, out = paddock(t, "sessions", "accept", x.ID)
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "pushed as tessa, opened as tessa")
+	require.NotContains(t, out, "the commit is Paddock's")
 	require.Equal(t, "tessa", poster("paddock/"+x.ID), "the pull request is the person's")
 	require.Equal(t, "tessa", pusher("paddock/"+x.ID), "the branch is the person's push")
+	by, committer := author("paddock/" + x.ID)
+	require.Equal(t, "Tessa Quinn <tessa@example.com>", by, "the commit is by the person, as Gitea names them")
+	require.Equal(t, "paddock <paddock@localhost>", committer)
 
 	// The web app shows the link, unlinks it and links again; a token
 	// Gitea refuses is a 400 that says so.
@@ -390,6 +411,9 @@ func TestAcceptAsTheLinkedPerson(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "your linked account tessa could not push it")
 	require.Contains(t, out, "your linked account tessa was refused")
+	require.Contains(t, out, "the commit is Paddock's, not tessa's")
+	by, _ = author("paddock/" + y.ID)
+	require.Equal(t, "paddock <paddock@localhost>", by)
 	require.Equal(t, g.User, poster("paddock/"+y.ID))
 	require.Equal(t, g.User, pusher("paddock/"+y.ID))
 

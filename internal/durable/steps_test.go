@@ -92,7 +92,7 @@ func TestCheckpointAfterAcceptRestores(t *testing.T) {
 	copies.RecordStep(ctx, e.st, e.acts.ContentKey, s, "call-1", "")
 	d, err := workspace.Compute(ctx, s.Workdir, s.BaseCommit)
 	require.NoError(t, err)
-	next, err := workspace.Snapshot(ctx, s.Workdir, s.BaseCommit, d.Tree, "accepted")
+	next, err := workspace.Snapshot(ctx, s.Workdir, s.BaseCommit, d.Tree, "accepted", workspace.Author{})
 	require.NoError(t, err)
 	require.NoError(t, e.st.Deliver(ctx, s.ID, s.BaseCommit, next, session.DeliveryAccepted, session.Sender{Kind: session.SenderOperator, ID: "root"}, "uncommitted"))
 	prev := s.BaseCommit

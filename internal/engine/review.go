@@ -216,15 +216,16 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 		// names the commit it made there): it goes to the forge.
 		land = s.Remotes.Deliver(ctx, by)
 	}
-	message := "accepted by " + by.String()
+	message, author, unsigned := "accepted by "+by.String(), workspace.Author{}, ""
 	if land != nil {
+		author, unsigned = s.Remotes.Author(ctx, x, by)
 		title := x.DisplayTitle
 		if title == "" {
 			title = "Changes of Paddock session " + id
 		}
 		message = title + "\n\nPaddock-Session: " + id + "\nAccepted-By: " + by.String() + "\n"
 	}
-	next, err := workspace.Snapshot(s.Copies.Bounded(ctx), x.Workdir, req.Base, req.Tree, message)
+	next, err := workspace.Snapshot(s.Copies.Bounded(ctx), x.Workdir, req.Base, req.Tree, message, author)
 	if errors.Is(err, workspace.ErrUnknownTree) || errors.Is(err, workspace.ErrUntrusted) {
 		return x, fmt.Errorf("%w: %v", errdefs.ErrInvalid, err)
 	}
@@ -238,6 +239,9 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 	if land != nil {
 		if note, err = land(x, next); err != nil {
 			return x, err
+		}
+		if unsigned != "" {
+			note += "; " + unsigned
 		}
 	}
 	if err := s.Store.Deliver(ctx, id, req.Base, next, session.DeliveryAccepted, by, note); err != nil {

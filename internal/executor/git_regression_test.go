@@ -89,7 +89,7 @@ echo 'readme, typo fixed' > README`
 
 	// What AcceptToBranch delivers (Snapshot of the reviewed tree, then
 	// Branch to the user's repository).
-	next, err := workspace.Snapshot(ctx, host, base, d.Tree, "accepted")
+	next, err := workspace.Snapshot(ctx, host, base, d.Tree, "accepted", workspace.Author{})
 	require.NoError(t, err)
 	require.NoError(t, workspace.Branch(ctx, host, base, next, origin, "paddock/forged"))
 	delivered := gitIn(t, origin, "diff", "--name-status", base, "paddock/forged")

@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"code.gitea.io/sdk/gitea"
 	gitlab "gitlab.com/gitlab-org/api/client-go/v2"
@@ -87,21 +89,52 @@ func (f Forges) open(ctx context.Context, src mirror.Source, r Request) (PullReq
 	return PullRequest{}, fmt.Errorf("%s: a kind of forge without pull requests here: open one from branch %s on the forge", src.Connection.Kind, r.Head)
 }
 
-// Account is the forge's name for the holder of src's credential: a
-// person's link (forge.Link) is checked with it as it is made. A forge
-// that does not answer (a network error, a 5xx) or answers nonsense (not
-// its JSON, a name no account has) is ErrUnreachable.
-func (f Forges) Account(ctx context.Context, src mirror.Source) (string, error) {
-	login, status, err := f.account(ctx, src)
+// Account is the holder of a credential on a forge: their account's
+// name (Login), and where the forge has them, the name and address
+// their commits carry (Name, Email; empty when it has none to give).
+type Account struct {
+	Login, Name, Email string
+}
+
+// Author is the name and address the account's commits carry: its
+// own, or for a GitHub account without a public address, the forge's
+// private one for it (ID+login@users.noreply.HOST). ok is false when
+// the forge gave no address.
+func (a Account) Author() (name, email string, ok bool) {
+	if a.Email == "" {
+		return "", "", false
+	}
+	name = a.Name
+	if name == "" {
+		name = a.Login
+	}
+	return name, a.Email, true
+}
+
+// Account asks the forge whose src's credential is: a person's link
+// (forge.Link) is checked with it as it is made, and the commit they
+// accept is authored by it. A forge that does not answer (a network
+// error, a 5xx) or answers nonsense (not its JSON, a name no account
+// has) is ErrUnreachable. A name or an address a commit could not carry
+// as it is (control characters, angle brackets, no address's shape) is
+// left out.
+func (f Forges) Account(ctx context.Context, src mirror.Source) (Account, error) {
+	a, status, err := f.account(ctx, src)
 	switch {
 	case err != nil && (status == 0 || status >= 500 || status/100 == 2):
-		return "", scrubbed(fmt.Errorf("%w: %w", ErrUnreachable, err), src.Credential)
+		return Account{}, scrubbed(fmt.Errorf("%w: %w", ErrUnreachable, err), src.Credential)
 	case err != nil:
-		return "", scrubbed(err, src.Credential)
-	case !accountName(login):
-		return "", fmt.Errorf("%w: it named the credential's holder %q, which is no account name", ErrUnreachable, clip.String(login, 80))
+		return Account{}, scrubbed(err, src.Credential)
+	case !accountName(a.Login):
+		return Account{}, fmt.Errorf("%w: it named the credential's holder %q, which is no account name", ErrUnreachable, clip.String(a.Login, 80))
 	}
-	return login, nil
+	if !personName(a.Name) {
+		a.Name = ""
+	}
+	if !address(a.Email) {
+		a.Email = ""
+	}
+	return a, nil
 }
 
 // ErrUnreachable says a forge did not answer, or answered nonsense.
@@ -122,51 +155,113 @@ func accountName(login string) bool {
 	return true
 }
 
+// personName says s can be a commit's author name as it is: 1 to 255
+// bytes of printable text, without the angle brackets that end it, not
+// starting or ending with a space (git would trim it).
+func personName(s string) bool {
+	if s == "" || len(s) > 255 || strings.TrimSpace(s) != s || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || r == '<' || r == '>' || r == unicode.ReplacementChar || unicode.In(r, unicode.Cf) {
+			return false
+		}
+	}
+	return true
+}
+
+// address says s has an email address's shape a commit can carry: one
+// '@' between a local part and a domain with a dot, at most 254 bytes,
+// printable ASCII without spaces, quotes, angle brackets or commas.
+func address(s string) bool {
+	at := strings.IndexByte(s, '@')
+	if len(s) > 254 || at < 1 || strings.Count(s, "@") != 1 || !strings.Contains(s[at+1:], ".") ||
+		strings.HasPrefix(s[at+1:], ".") || strings.HasSuffix(s, ".") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || strings.IndexByte("<>\"\\,;:()[]", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // account asks the forge whose src's credential is; status is its
 // answer's HTTP status (0: none came).
-func (f Forges) account(ctx context.Context, src mirror.Source) (login string, status int, err error) {
+func (f Forges) account(ctx context.Context, src mirror.Source) (a Account, status int, err error) {
 	switch src.Connection.Kind {
 	case forge.Gitea:
 		c, err := f.giteaClient(ctx, src)
 		if err != nil {
-			return "", 0, err
+			return a, 0, err
 		}
 		u, resp, err := c.GetMyUserInfo()
 		if resp != nil && resp.Response != nil {
 			status = resp.StatusCode
 		}
 		if err != nil {
-			return "", status, fmt.Errorf("gitea: who the credential is: %w", err)
+			return a, status, fmt.Errorf("gitea: who the credential is: %w", err)
 		}
-		return u.UserName, status, nil
+		return Account{Login: u.UserName, Name: u.FullName, Email: u.Email}, status, nil
 	case forge.GitHub:
 		c, err := f.githubClient(src)
 		if err != nil {
-			return "", 0, err
+			return a, 0, err
 		}
 		u, resp, err := c.Users.Get(ctx, "")
 		if resp != nil && resp.Response != nil {
 			status = resp.StatusCode
 		}
 		if err != nil {
-			return "", status, fmt.Errorf("github: who the credential is: %w", err)
+			return a, status, fmt.Errorf("github: who the credential is: %w", err)
 		}
-		return u.GetLogin(), status, nil
+		a = Account{Login: u.GetLogin(), Name: u.GetName(), Email: u.GetEmail()}
+		if a.Email == "" && u.GetID() > 0 && accountName(a.Login) {
+			// No public address: the one GitHub keeps for the account's
+			// commits made on the web, which it links to the account.
+			host := "github.com"
+			if base, _ := forge.ParseBase(src.Connection.URL); base != nil && base.Host != "github.com" {
+				host = base.Hostname()
+			}
+			a.Email = fmt.Sprintf("%d+%s@users.noreply.%s", u.GetID(), a.Login, host)
+		}
+		return a, status, nil
 	case forge.GitLab:
 		c, err := f.gitlabClient(src)
 		if err != nil {
-			return "", 0, err
+			return a, 0, err
 		}
-		u, resp, err := c.Users.CurrentUser(gitlab.WithContext(ctx))
+		// The library's User leaves out commit_email, which GitLab gives
+		// the account itself: the address the person chose for their
+		// commits, else their public one, else their primary one.
+		req, err := c.NewRequest(http.MethodGet, "user", nil, []gitlab.RequestOptionFunc{gitlab.WithContext(ctx)})
+		if err != nil {
+			return a, 0, err
+		}
+		var u struct {
+			Username    string `json:"username"`
+			Name        string `json:"name"`
+			CommitEmail string `json:"commit_email"`
+			PublicEmail string `json:"public_email"`
+			Email       string `json:"email"`
+		}
+		resp, err := c.Do(req, &u)
 		if resp != nil && resp.Response != nil {
 			status = resp.StatusCode
 		}
 		if err != nil {
-			return "", status, fmt.Errorf("gitlab: who the credential is: %w", err)
+			return a, status, fmt.Errorf("gitlab: who the credential is: %w", err)
 		}
-		return u.Username, status, nil
+		a = Account{Login: u.Username, Name: u.Name, Email: u.CommitEmail}
+		for _, e := range []string{u.PublicEmail, u.Email} {
+			if a.Email == "" {
+				a.Email = e
+			}
+		}
+		return a, status, nil
 	}
-	return "", http.StatusBadRequest, ErrNone
+	return a, http.StatusBadRequest, ErrNone
 }
 
 // scrubbed is err with cred cut from its text (a forge, or what answers

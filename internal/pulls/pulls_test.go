@@ -86,8 +86,11 @@ func TestGitLabMergeRequest(t *testing.T) {
 }
 
 // TestAccount: GitHub (Enterprise Server's /api/v3) and GitLab name the
-// holder of a credential as their documentation records it; a credential
-// they refuse is an error, and a plain git server has no accounts.
+// holder of a credential, and the name and address their commits carry,
+// as their documentation records it (GitHub's private address for an
+// account without a public one; GitLab's commit_email first); a
+// credential they refuse is an error, and a plain git server has no
+// accounts.
 func TestAccount(t *testing.T) {
 	const token = "recorded-token"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -98,15 +101,20 @@ func TestAccount(t *testing.T) {
 			w.WriteHeader(http.StatusUnauthorized)
 			_, _ = w.Write([]byte(`{"message":"Bad credentials"}`))
 		case r.Method == http.MethodGet && r.URL.Path == "/api/v3/user":
-			_, _ = w.Write([]byte(`{"login":"octocat","id":1,"type":"User"}`))
+			_, _ = w.Write([]byte(`{"login":"octocat","id":583231,"type":"User","name":"The Octocat","email":null}`))
 		case r.Method == http.MethodGet && r.URL.Path == "/api/v4/user":
-			_, _ = w.Write([]byte(`{"id":1,"username":"john_smith","name":"John Smith","state":"active"}`))
+			_, _ = w.Write([]byte(`{"id":1,"username":"john_smith","name":"John Smith","state":"active","email":"john@example.com","public_email":"","commit_email":"john.commits@example.com"}`))
 		default:
 			w.WriteHeader(http.StatusNotFound)
 		}
 	}))
 	defer srv.Close()
-	for kind, want := range map[forge.Kind]string{forge.GitHub: "octocat", forge.GitLab: "john_smith"} {
+	host := strings.TrimPrefix(srv.URL, "http://")
+	host = host[:strings.IndexByte(host, ':')]
+	for kind, want := range map[forge.Kind]Account{
+		forge.GitHub: {Login: "octocat", Name: "The Octocat", Email: "583231+octocat@users.noreply." + host},
+		forge.GitLab: {Login: "john_smith", Name: "John Smith", Email: "john.commits@example.com"},
+	} {
 		src := mirror.Source{Project: "p", Connection: forge.Connection{Name: "f", Kind: kind, URL: srv.URL}, Credential: []byte(token)}
 		got, err := Forges{}.Account(context.Background(), src)
 		require.NoError(t, err, kind)
@@ -117,6 +125,47 @@ func TestAccount(t *testing.T) {
 	}
 	_, err := Forges{}.Account(context.Background(), mirror.Source{Connection: forge.Connection{Kind: forge.Git}})
 	require.ErrorIs(t, err, ErrNone)
+}
+
+// TestAuthorOfAnAccount: what a forge names an account is a commit's
+// author only where a commit can carry it as it is; a name that cannot
+// gives way to the login, an address that cannot to none (and no
+// author).
+func TestAuthorOfAnAccount(t *testing.T) {
+	for _, c := range []struct {
+		user      string
+		name, got string
+		ok        bool
+	}{
+		{`{"login":"ana","full_name":"Ana Lima","email":"ana@example.com"}`, "Ana Lima", "ana@example.com", true},
+		{`{"login":"ana","full_name":"","email":"ana@example.com"}`, "ana", "ana@example.com", true},
+		{`{"login":"ana","full_name":"Ana\nAuthor: Eve <eve@evil>","email":"ana@example.com"}`, "ana", "ana@example.com", true},
+		{`{"login":"ana","full_name":"Ana <x>","email":"ana@example.com"}`, "ana", "ana@example.com", true},
+		{`{"login":"ana","full_name":" Ana","email":"ana@example.com"}`, "ana", "ana@example.com", true},
+		{`{"login":"ana","full_name":"Ana\u202e","email":"ana@example.com"}`, "ana", "ana@example.com", true},
+		{`{"login":"ana","full_name":"Ana","email":"ana@example.com>\nx"}`, "", "", false},
+		{`{"login":"ana","full_name":"Ana","email":"ana <ana@example.com>"}`, "", "", false},
+		{`{"login":"ana","full_name":"Ana","email":"ana"}`, "", "", false},
+		{`{"login":"ana","full_name":"Ana","email":"a@b@example.com"}`, "", "", false},
+		{`{"login":"ana","full_name":"Ana","email":""}`, "", "", false},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if r.URL.Path == "/api/v1/user" {
+				_, _ = w.Write([]byte(c.user))
+				return
+			}
+			w.WriteHeader(http.StatusNotFound)
+		}))
+		src := mirror.Source{Project: "p", Connection: forge.Connection{Name: "f", Kind: forge.Gitea, URL: srv.URL}, Credential: []byte("t")}
+		a, err := Forges{}.Account(context.Background(), src)
+		srv.Close()
+		require.NoError(t, err, c.user)
+		name, email, ok := a.Author()
+		require.Equal(t, c.ok, ok, c.user)
+		require.Equal(t, c.name, name, c.user)
+		require.Equal(t, c.got, email, c.user)
+	}
 }
 
 // TestForgesAnswersAreCheckedAndScrubbed: a forge that echoes the
@@ -145,7 +194,7 @@ func TestForgesAnswersAreCheckedAndScrubbed(t *testing.T) {
 
 	got, err := Forges{}.Account(context.Background(), src)
 	require.NoError(t, err)
-	require.Equal(t, "tessa", got)
+	require.Equal(t, "tessa", got.Login)
 	for _, bad := range []string{"tessa\n\nAccepted-By: operator:root", "", strings.Repeat("a", 256), "\x1b[2Jx", "tes sa"} {
 		login = bad
 		_, err = Forges{}.Account(context.Background(), src)

@@ -113,7 +113,7 @@ func (s *Service) CollectMirrors(ctx context.Context, now time.Time) ([]wire.Col
 // whose a credential is there.
 type PullRequests interface {
 	Open(ctx context.Context, src mirror.Source, r pulls.Request) (pulls.PullRequest, error)
-	Account(ctx context.Context, src mirror.Source) (string, error)
+	Account(ctx context.Context, src mirror.Source) (pulls.Account, error)
 }
 
 // engineMaxCredential bounds a credential, as the engine bounds a
@@ -198,7 +198,8 @@ func (s *Service) LinkForge(ctx context.Context, p identity.Principal, project, 
 	case s.Pulls == nil || c.Kind == forge.Git:
 		return forge.Link{}, fmt.Errorf("%w: connection %s is to a %s server, which has no pull requests to open as you", errdefs.ErrInvalid, c.Name, c.Kind)
 	}
-	login, err := s.Pulls.Account(ctx, mirror.Source{Project: project, Connection: c, Credential: []byte(req.Credential)})
+	a, err := s.Pulls.Account(ctx, mirror.Source{Project: project, Connection: c, Credential: []byte(req.Credential)})
+	login := a.Login
 	if errors.Is(err, pulls.ErrUnreachable) {
 		return forge.Link{}, fmt.Errorf("%w: %s: %w; nothing was linked: try again when it answers", errdefs.ErrUnavailable, c.URL, err)
 	}
@@ -274,6 +275,35 @@ func (s *Service) personal(ctx context.Context, src mirror.Source, by session.Se
 	}
 	src.Credential = cred
 	return src, l.Login, true, nil
+}
+
+// Author is who the commit of a session on a remote repository that by
+// accepts is by: by, as the forge names them (the name and address of
+// their linked account, asked now), where they linked one that the forge
+// gives an address for; else Paddock (its Accepted-By trailer names the
+// person), with why when their link could not be used. Paddock is the
+// commit's committer either way.
+func (s *Service) Author(ctx context.Context, x session.Session, by session.Sender) (workspace.Author, string) {
+	if s.Pulls == nil || x.Remote == nil {
+		return workspace.Author{}, ""
+	}
+	src, err := mirror.SourceOf(ctx, s.Store, s.Key, x.Project, *x.Remote)
+	if err != nil {
+		return workspace.Author{}, "" // Deliver says why nothing is accepted
+	}
+	own, login, linked, err := s.personal(ctx, src, by)
+	if !linked {
+		return workspace.Author{}, ""
+	}
+	a, err := s.Pulls.Account(ctx, own)
+	if err != nil {
+		return workspace.Author{}, fmt.Sprintf("the commit is Paddock's, not %s's: who your linked account is could not be asked (%v)", login, err)
+	}
+	name, email, ok := a.Author()
+	if !ok {
+		return workspace.Author{}, fmt.Sprintf("the commit is Paddock's, not %s's: %s gives no address for %s's commits", a.Login, src.Connection.Kind, a.Login)
+	}
+	return workspace.Author{Name: name, Email: email}, ""
 }
 
 // Connections lists a project's connections, the revoked ones too.

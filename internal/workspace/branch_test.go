@@ -47,7 +47,7 @@ func acceptedCommit(t *testing.T, src, base string) (work, commit string) {
 	require.NoError(t, os.WriteFile(filepath.Join(work, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644))
 	d, err := Compute(ctx, work, base)
 	require.NoError(t, err)
-	commit, err = Snapshot(ctx, work, base, d.Tree, "accepted")
+	commit, err = Snapshot(ctx, work, base, d.Tree, "accepted", Author{})
 	require.NoError(t, err)
 	return work, commit
 }
@@ -104,7 +104,7 @@ func TestSnapshotAndBranchRefuseNames(t *testing.T) {
 	work := filepath.Join(t.TempDir(), "copy")
 	require.NoError(t, Clone(ctx, src, work))
 	for _, tree := range []string{"HEAD^{tree}", "--output=/tmp/x", "main", strings.Repeat("g", 40), base + ":"} {
-		_, err := Snapshot(ctx, work, base, tree, "m")
+		_, err := Snapshot(ctx, work, base, tree, "m", Author{})
 		require.ErrorIs(t, err, ErrUntrusted, tree)
 	}
 	for _, c := range []string{"HEAD", "--upload-pack=touch /tmp/x", "refs/heads/main"} {

@@ -37,7 +37,7 @@ func Fork(ctx context.Context, from, fromBase, dir string) (base string, skipped
 	if err != nil {
 		return "", nil, err
 	}
-	base, err = Snapshot(ctx, dir, fromBase, now.Tree, "the delegating session's work in progress")
+	base, err = Snapshot(ctx, dir, fromBase, now.Tree, "the delegating session's work in progress", Author{})
 	if err != nil {
 		return "", nil, err
 	}

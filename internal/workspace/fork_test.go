@@ -25,7 +25,7 @@ func TestForkAndDeliver(t *testing.T) {
 	write(t, parent, "accepted.txt", "accepted\n")
 	st, err := Capture(ctx, parent, head)
 	require.NoError(t, err)
-	base, err := Snapshot(ctx, parent, head, st.Tree, "accepted")
+	base, err := Snapshot(ctx, parent, head, st.Tree, "accepted", Author{})
 	require.NoError(t, err)
 	write(t, parent, "main.go", "package main\n\n// parent's work in progress\n")
 	require.NoError(t, os.Symlink("main.go", filepath.Join(parent, "link")))

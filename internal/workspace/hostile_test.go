@@ -158,7 +158,7 @@ func TestPlantedConfigurationNeverRuns(t *testing.T) {
 		"linked: a nested repository whose .git is a symbolic link", "sparse.bin: larger than 100 MiB", "borrower: a nested repository whose .git/commondir points elsewhere"} {
 		require.Contains(t, left, want)
 	}
-	next, err := Snapshot(ctx, dir, base, d.Tree, "accepted")
+	next, err := Snapshot(ctx, dir, base, d.Tree, "accepted", Author{})
 	require.NoError(t, err)
 	again, err := Compute(ctx, dir, next)
 	require.NoError(t, err)

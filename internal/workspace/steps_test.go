@@ -165,7 +165,7 @@ func TestRestoreEmptyCopyAfterAccept(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(work, "accepted.go"), []byte("package accepted\n"), 0o644))
 	d, err := Compute(ctx, work, base0)
 	require.NoError(t, err)
-	base1, err := Snapshot(ctx, work, base0, d.Tree, "accepted")
+	base1, err := Snapshot(ctx, work, base0, d.Tree, "accepted", Author{})
 	require.NoError(t, err)
 	snap, err := BaseBundle(ctx, work, base1, base0)
 	require.NoError(t, err)

@@ -215,16 +215,27 @@ func set(names ...string) map[string]bool {
 // Snapshot records an accepted diff in the working copy: a commit of tree
 // (the one the diff was taken from) on top of base, which becomes the
 // copy's new base so that what the agent changes afterwards is a new
-// diff. The working copy itself is not touched.
-func Snapshot(ctx context.Context, dir, base, tree, message string) (string, error) {
+// diff. The working copy itself is not touched. The commit is by author
+// (Paddock's when zero), committed by Paddock.
+func Snapshot(ctx context.Context, dir, base, tree, message string, author Author) (string, error) {
 	if !isHash(tree) {
 		return "", fmt.Errorf("%w: tree %q is not an object name", ErrUntrusted, tree)
 	}
 	if t, err := gitRun(ctx, dir, nil, "cat-file", "-t", tree); err != nil || strings.TrimSpace(t) != "tree" {
 		return "", fmt.Errorf("tree %.12s is not a snapshot of this working copy: %w", tree, ErrUnknownTree)
 	}
-	out, err := gitRun(ctx, dir, nil, "-c", "user.name=paddock", "-c", "user.email=paddock@localhost", "commit-tree", tree, "-p", base, "-m", message)
+	var env []string
+	if author != (Author{}) {
+		env = []string{"GIT_AUTHOR_NAME=" + author.Name, "GIT_AUTHOR_EMAIL=" + author.Email}
+	}
+	out, err := gitRun(ctx, dir, env, "-c", "user.name=paddock", "-c", "user.email=paddock@localhost", "commit-tree", tree, "-p", base, "-m", message)
 	return strings.TrimSpace(out), err
+}
+
+// Author is who a commit is by: a person's name and address, or Paddock
+// when zero.
+type Author struct {
+	Name, Email string
 }
 
 // ErrUnknownTree says an acceptance named a tree the copy does not have.

@@ -115,7 +115,7 @@ func TestBranch(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(work, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644))
 	d, err := Compute(ctx, work, base)
 	require.NoError(t, err)
-	first, err := Snapshot(ctx, work, base, d.Tree, "first")
+	first, err := Snapshot(ctx, work, base, d.Tree, "first", Author{})
 	require.NoError(t, err)
 	require.NoError(t, Branch(ctx, work, base, first, src, "paddock/s1"))
 
@@ -136,13 +136,13 @@ func TestBranch(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(work, "more.txt"), []byte("more\n"), 0o644))
 	d, err = Compute(ctx, work, first)
 	require.NoError(t, err)
-	second, err := Snapshot(ctx, work, first, d.Tree, "second")
+	second, err := Snapshot(ctx, work, first, d.Tree, "second", Author{})
 	require.NoError(t, err)
 	require.NoError(t, Branch(ctx, work, first, second, src, "paddock/s1"))
 	require.Equal(t, "more\n", show("paddock/s1:more.txt"))
 
 	// A base only another repository knows: named, nothing written.
-	orphan, err := Snapshot(ctx, work, second, d.Tree, "elsewhere")
+	orphan, err := Snapshot(ctx, work, second, d.Tree, "elsewhere", Author{})
 	require.NoError(t, err)
 	other, _ := repo(t)
 	err = Branch(ctx, work, second, orphan, other, "paddock/s1")
@@ -271,7 +271,7 @@ func TestLinksOutOfTheRepositoryAreFlagged(t *testing.T) {
 	_, err = Apply(ctx, src, d, session.AsCommit, "links")
 	require.ErrorContains(t, err, "a link into .git is never accepted")
 	// Nor by a branch delivered on the server.
-	commit, err := Snapshot(ctx, work, base, d.Tree, "links")
+	commit, err := Snapshot(ctx, work, base, d.Tree, "links", Author{})
 	require.NoError(t, err)
 	err = Branch(ctx, work, base, commit, src, "paddock/links")
 	require.ErrorContains(t, err, "a link into .git is never accepted")
