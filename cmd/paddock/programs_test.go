@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -128,6 +129,11 @@ func BenchmarkClient(b *testing.B) {
 	timed := func(name string, args ...string) time.Duration {
 		cmd := exec.Command(name, args...)
 		cmd.Env = env
+		if name == box.Path {
+			// As the sandbox user, as Paddock runs it (root's bubblewrap
+			// skips the user namespace's mapping a user's pays for).
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: sandbox.DefaultUID, Gid: sandbox.DefaultUID, Groups: []uint32{}}}
+		}
 		start := time.Now()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("%s %v: %v\n%s", name, args, err, out)

@@ -45,6 +45,9 @@ type Bwrap struct {
 	// them and in /etc.
 	readOnly []string
 	trees    []*tree
+	// MasksDir is where what the view hides in the read-only trees is
+	// kept between processes (empty: in this process only).
+	MasksDir string
 	// Forwarder is the host path of the program that, inside a sandbox
 	// with egress, listens on its loopback and relays to the proxy's
 	// socket (the paddock binary, see egress.ForwarderName).
@@ -312,7 +315,7 @@ func (b *Bwrap) masksOf(extra []string) []string {
 	}
 	var out []string
 	for _, t := range trees {
-		out = append(out, t.current()...)
+		out = append(out, t.current(b.MasksDir)...)
 	}
 	return out
 }

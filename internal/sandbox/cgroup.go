@@ -36,6 +36,8 @@ type cgroups struct {
 	// command with the same limits: making it is off the critical path.
 	mu    sync.Mutex
 	spare *group
+	// taken counts the groups taken.
+	taken atomic.Int64
 }
 
 // groupSeq numbers the groups this process makes: one sequence for every
@@ -51,7 +53,8 @@ type limits struct {
 }
 
 // take returns a group with the given limits: the spare one when it
-// matches, else a new one; another spare is then made in the background.
+// matches, else a new one; from the second on, another spare is then
+// made in the background.
 func (c *cgroups) take(maxProcs int, maxMemory int64, maxCPUs float64) *group {
 	if c == nil {
 		return &group{}
@@ -67,6 +70,11 @@ func (c *cgroups) take(maxProcs int, maxMemory int64, maxCPUs float64) *group {
 	}
 	if g == nil {
 		g = c.create(maxProcs, maxMemory, maxCPUs)
+	}
+	if c.taken.Add(1) == 1 {
+		// The first command of a process makes no spare: a process that
+		// runs one (sandbox exec) would make it only to remove it.
+		return g
 	}
 	c.pending.Add(1)
 	go func() {

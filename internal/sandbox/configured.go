@@ -34,6 +34,7 @@ func Configured(cfg config.Config) (*Bwrap, error) {
 	// sessions' copies.
 	if abs, err := filepath.Abs(cfg.DataDir); err == nil && cfg.DataDir != "" {
 		box.Hide = []string{abs}
+		box.MasksDir = filepath.Join(abs, "sandbox")
 		// Read through by name, a lent cache there would reach Paddock's files.
 		if real, err := filepath.EvalSymlinks(abs); err == nil {
 			for _, cache := range []*string{&box.Lent.GoCache, &box.Lent.NpmCache} {

@@ -1,6 +1,9 @@
 package sandbox
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +29,11 @@ var secretNames = map[string]bool{"shadow": true, "shadow-": true, "gshadow": tr
 // each start costs a stat per directory, a walk only after a change. What
 // changes while a command runs is seen by the next one; the system trees
 // (/usr and the like) are not walked (too large to stat at every start).
+//
+// A process that starts one sandbox and exits (paddock sandbox exec) would
+// walk at every start: the tree is kept in a file of Paddock's data
+// directory (kept), read by the next process, which checks its directories
+// as above and walks only after a change (or a reboot).
 type tree struct {
 	root string
 
@@ -41,14 +49,83 @@ type tree struct {
 // time as it was.
 const settled = 2 * time.Second // a filesystem's timestamps may be whole seconds
 
-// current returns the tree's masks as of now.
-func (t *tree) current() []string {
+// current returns the tree's masks as of now; dir (when not empty) is
+// where the tree is kept between processes.
+func (t *tree) current(dir string) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.dirs == nil && dir != "" {
+		t.load(dir)
+	}
 	if t.dirs == nil || t.changed() {
 		t.walk()
+		if dir != "" {
+			t.save(dir)
+		}
 	}
 	return t.masks
+}
+
+// kept is a tree as a file keeps it: for the boot it was walked in.
+type kept struct {
+	Root   string               `json:"root"`
+	Boot   string               `json:"boot"`
+	Walked time.Time            `json:"walked"`
+	Dirs   map[string]time.Time `json:"dirs"`
+	Masks  []string             `json:"masks"`
+}
+
+// keptPath is the file that keeps the tree of root in dir.
+func keptPath(dir, root string) string {
+	sum := sha256.Sum256([]byte(root))
+	return filepath.Join(dir, "masks-"+hex.EncodeToString(sum[:8])+".json")
+}
+
+// boot names this boot of the machine: a tree kept in another is walked
+// again.
+func boot() string {
+	id, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(id))
+}
+
+// load takes the tree kept in dir, if one is there for this root and boot
+// in a file of this user's that no one else may write; else nothing.
+func (t *tree) load(dir string) {
+	f, err := os.Open(keptPath(dir, t.root))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if err != nil || !ok || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o022 != 0 || int(st.Uid) != os.Geteuid() || fi.Size() > 16<<20 {
+		return
+	}
+	var k kept
+	if json.NewDecoder(f).Decode(&k) != nil || k.Root != t.root || k.Boot == "" || k.Boot != boot() || len(k.Dirs) == 0 || k.Dirs[t.root].IsZero() {
+		return
+	}
+	t.dirs, t.masks, t.walked = k.Dirs, k.Masks, k.Walked
+}
+
+// save keeps the tree in dir for the next process (best effort: a
+// process that cannot walks again).
+func (t *tree) save(dir string) {
+	b, err := json.Marshal(kept{Root: t.root, Boot: boot(), Walked: t.walked, Dirs: t.dirs, Masks: t.masks})
+	if err != nil || os.MkdirAll(dir, 0o700) != nil {
+		return
+	}
+	f, err := os.CreateTemp(dir, ".masks-*")
+	if err != nil {
+		return
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil && cerr == nil {
+		err = os.Rename(f.Name(), keptPath(dir, t.root))
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
 }
 
 // changed says whether a directory walked has changed (or gone) since.
