@@ -242,8 +242,9 @@ func Start(ctx context.Context, cfg config.Config, logger *slog.Logger) (_ *App,
 	a.Service.Health = &health.Service{Store: st, Node: node, Version: cli.Version, DataDir: cfg.DataDir, QueueLag: metrics.QueueLag}
 	a.Service.Remotes = &remote.Service{Store: st, Access: a.Service.Access, Key: contentKey, Pulls: pulls.Forges{}, Bounded: acts.Copies.Bounded}
 	if c, ok := acts.Mirrors.(*mirror.Cache); ok {
-		a.Service.Remotes.Mirrors = c // none on pods
+		a.Service.Remotes.Mirrors = c
 	}
+	a.Service.Remotes.FetchErr = acts.FetchErr
 	agents := &agency.Service{Store: st, Access: a.Service.Access, Platform: a.Service.Platform(), Tools: tools, Defaults: acts.Budget, Now: time.Now}
 	acts.Peers = agents.For
 	acts.Wake, acts.Returned = a.Service.Platform().Wake, a.Service.Platform().Returned

@@ -24,6 +24,7 @@ import (
 	"github.com/paddock-dev/paddock/internal/client"
 	"github.com/paddock-dev/paddock/internal/config"
 	"github.com/paddock-dev/paddock/internal/errdefs"
+	"github.com/paddock-dev/paddock/internal/forge/forgetest"
 	"github.com/paddock-dev/paddock/internal/identity"
 	"github.com/paddock-dev/paddock/internal/kube"
 	"github.com/paddock-dev/paddock/internal/pod"
@@ -392,7 +393,8 @@ func TestKubernetesSandboxes(t *testing.T) {
 	dir := dataDir(t)
 	model := scriptIn(t, dir, "pod.yaml")
 	a, err := app.Start(ctx, config.Config{DataDir: dir, Listen: "127.0.0.1:0", AdminUser: "platform", LogLevel: slog.LevelWarn, Kubeconfig: k.controller,
-		Execution: config.ExecutionServer, Pods: &config.Pods{Image: "registry.example/paddock-sandbox:test", Namespace: ns, RuntimeClass: "none", WarmPool: 1, Idle: 2 * time.Second, Egress: "127.0.0.1:0"}},
+		Execution: config.ExecutionServer, TestingForgeLoopback: true,
+		Pods: &config.Pods{Image: "registry.example/paddock-sandbox:test", Namespace: ns, RuntimeClass: "none", WarmPool: 1, Idle: 2 * time.Second, Egress: "127.0.0.1:0"}},
 		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	require.NoError(t, err)
 	defer a.Stop()
@@ -589,4 +591,26 @@ spec:
 	require.NoError(t, kc.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod.ClaimName(id)}, claim))
 	name, _, _ = unstructured.NestedString(claim.Object, "status", "sandbox", "name")
 	require.Contains(t, cluster.Log(name), `msg="process started"`, "the server ran in the session's pod")
+
+	// A session on a remote repository: this node fetches it in a
+	// bubblewrap sandbox of its own (its one way out the forge), and the
+	// session's pod gets the copy, never the credential.
+	forgeToken := unique("pod-forge-token") // made now: the test binary (the forwarder, in the data directory) holds no copy
+	forge := forgetest.New(t, "paddock", forgeToken)
+	forge.Repo(t, "team/app", map[string]string{"README.md": "fetched for the pod\n"})
+	_, err = pc.Projects().AddConnection(ctx, "team-a", wire.ConnectionRequest{Name: "git", Kind: "git", URL: forge.URL, Repositories: []string{"team/*"}, Credential: forgeToken})
+	require.NoError(t, err)
+	remote, err := pc.Sessions().Create(ctx, wire.CreateRequest{Project: "team-a", Model: scriptIn(t, dir, "podremote.yaml"), Message: "read it", Repo: "team/app", Ref: "main"})
+	require.NoError(t, err)
+	require.NotNil(t, remote.Remote)
+	id = remote.ID
+	waitFor(t, "the remote repository's session's turn done", func() (bool, error) {
+		turns, err := pc.Sessions().Turns(ctx, id)
+		return len(turns) == 1 && turns[0].Status.Settled(), err
+	})
+	require.Equal(t, []string{"fetched for the pod\n"}, results(), "the command read the fetched file in the session's pod")
+	for _, where := range []string{dir, volumes} {
+		found, err := exec.Command("grep", "-rlF", forgeToken, where).CombinedOutput()
+		require.Empty(t, strings.TrimSpace(string(found)), "the forge's credential in the clear under %s: %v", where, err)
+	}
 }

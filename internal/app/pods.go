@@ -93,6 +93,9 @@ func (a *App) pods(ctx context.Context, acts *durable.Activities, cfg config.Con
 	if err := environments(acts, cfg); err != nil {
 		return err
 	}
+	if err := a.fetches(ctx, acts, cfg); err != nil {
+		return err
+	}
 	cert := pki.ClientTLS().Certificates[0]
 	// The pods' egress gateway: commands allowed the network reach their
 	// run's proxy through it, and nothing else (the pods' network policy).

@@ -54,11 +54,11 @@ func (a *App) sandbox(ctx context.Context, acts *durable.Activities, cfg config.
 	if err := environments(acts, cfg); err != nil {
 		return err
 	}
-	if box.Forwarder, err = forwarder(filepath.Join(cfg.DataDir, "bin")); err != nil {
-		return fmt.Errorf("egress forwarder: %w", err)
+	m, err := mirrors(box, acts, cfg)
+	if err != nil {
+		return err
 	}
-	acts.Mirrors = &mirror.Cache{Dir: filepath.Join(cfg.DataDir, "mirrors"), Box: box, EgressDir: acts.Egress.Dir, UID: acts.Copies.UID,
-		Permit: cfg.EgressPermit, TestingAllowLoopback: cfg.TestingForgeLoopback, MaxBytes: cfg.MirrorsMax}
+	acts.Mirrors = m
 	if limits == nil {
 		limits = &sandbox.LimitError{}
 	}
@@ -92,6 +92,58 @@ func (a *App) sandbox(ctx context.Context, acts *durable.Activities, cfg config.
 	if box.MaxCPUs != sandbox.DefaultMaxCPUs || size != config.DefaultSessionMaxDisk {
 		a.logger.Warn("sandbox budgets differ from the defaults", "cpusPerCommand", box.MaxCPUs, "diskBytesPerSession", size)
 	}
+	return nil
+}
+
+// mirrors are the node's mirrors of remote repositories, fetched with
+// box: git in the sandbox as the sandbox user, its one way out the
+// forge's address (an egress proxy's socket, reached through the
+// forwarder), the credential on its standard input.
+func mirrors(box *sandbox.Bwrap, acts *durable.Activities, cfg config.Config) (*mirror.Cache, error) {
+	var err error
+	if box.Forwarder, err = forwarder(filepath.Join(cfg.DataDir, "bin")); err != nil {
+		return nil, fmt.Errorf("egress forwarder: %w", err)
+	}
+	uid := 0
+	if os.Getuid() == 0 {
+		uid = sandbox.DefaultUID
+	}
+	return &mirror.Cache{Dir: filepath.Join(cfg.DataDir, "mirrors"), Box: box, EgressDir: acts.Egress.Dir, UID: uid,
+		Permit: cfg.EgressPermit, TestingAllowLoopback: cfg.TestingForgeLoopback, MaxBytes: cfg.MirrorsMax}, nil
+}
+
+// fetches gives a node whose commands run in pods a bubblewrap sandbox
+// of its own for what it fetches from forges: the pods never hold a
+// forge's credential, and the fetch never runs unsandboxed. Where
+// bubblewrap cannot run (a restricted pod without user namespaces),
+// sessions on remote repositories are refused at creation, saying why.
+func (a *App) fetches(ctx context.Context, acts *durable.Activities, cfg config.Config) error {
+	box, err := sandbox.Configured(cfg)
+	var limits *sandbox.LimitError
+	if errors.As(err, &limits) {
+		err = nil // as a node's own fetches are where commands run here too
+	}
+	if err == nil && os.Getuid() == 0 {
+		// The sandbox user must traverse the data directory to the mirrors.
+		err = os.Chmod(cfg.DataDir, 0o711)
+	}
+	if err == nil {
+		err = box.Probe(ctx)
+	}
+	if err != nil {
+		if box != nil {
+			box.Close()
+		}
+		acts.FetchErr = fmt.Errorf("bubblewrap cannot sandbox this node's fetches from forges: %w", err)
+		a.logger.Warn("REMOTE REPOSITORIES UNAVAILABLE: sessions on them are refused", "reason", acts.FetchErr)
+		return nil
+	}
+	a.closers = append(a.closers, func() error { box.Close(); return nil })
+	m, err := mirrors(box, acts, cfg)
+	if err != nil {
+		return err
+	}
+	acts.Mirrors = m
 	return nil
 }
 

@@ -69,6 +69,8 @@ type Activities struct {
 	// that does not answer (DefaultForgeWait when zero).
 	Mirrors   Mirrors
 	ForgeWait time.Duration
+	// FetchErr says why there are no Mirrors, where it is known.
+	FetchErr error
 	// Copies is where sessions' working copies and caches live.
 	Copies *copies.Set
 	// Spawner replaces ended sessions of replace: auto agents; nil disables it.

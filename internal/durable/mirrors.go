@@ -31,7 +31,7 @@ const DefaultForgeWait = time.Hour
 // tried again, as a provider's outage is; a refusal fails at once.
 func (a *Activities) cloneRemote(ctx context.Context, s session.Session, dir string) (string, error) {
 	if a.Mirrors == nil {
-		return "", nonRetryable(fmt.Errorf("this server fetches no remote repositories (its sandbox is unavailable)"))
+		return "", nonRetryable(fmt.Errorf("this server fetches no remote repositories: %w", cmp.Or(a.FetchErr, errors.New("its sandbox is unavailable"))))
 	}
 	src, err := mirror.SourceOf(ctx, a.Store, a.ContentKey, s.Project, *s.Remote)
 	if err != nil {

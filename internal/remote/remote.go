@@ -39,6 +39,8 @@ type Service struct {
 	// remote repositories are refused); Pulls open pull requests.
 	Mirrors Mirrors
 	Pulls   PullRequests
+	// FetchErr says why there are no Mirrors, where it is known.
+	FetchErr error
 	// Bounded bounds host-side git on a session's copy (copies.Set.Bounded).
 	Bounded func(context.Context) context.Context
 }
@@ -345,7 +347,7 @@ func (s *Service) Check(ctx context.Context, project, repo, ref string) (*sessio
 		return nil, fmt.Errorf("%w: %w", errdefs.ErrInvalid, err)
 	}
 	if s.Mirrors == nil {
-		return nil, fmt.Errorf("%w: this server fetches no remote repositories (its sandbox is unavailable)", errdefs.ErrUnavailable)
+		return nil, s.noFetches()
 	}
 	rem := session.Remote{Connection: c.Name, URL: r.URL, Path: r.Path, Ref: ref}
 	src, err := mirror.SourceOf(ctx, s.Store, s.Key, project, rem)
@@ -378,7 +380,7 @@ func (s *Service) Check(ctx context.Context, project, repo, ref string) (*sessio
 func (s *Service) Deliver(ctx context.Context, by session.Sender) func(x session.Session, next string) (string, error) {
 	return func(x session.Session, next string) (string, error) {
 		if s.Mirrors == nil {
-			return "", fmt.Errorf("%w: this server fetches no remote repositories (its sandbox is unavailable)", errdefs.ErrUnavailable)
+			return "", s.noFetches()
 		}
 		src, err := mirror.SourceOf(ctx, s.Store, s.Key, x.Project, *x.Remote)
 		if err != nil {
@@ -472,6 +474,15 @@ func (s *Service) Deliver(ctx context.Context, by session.Sender) func(x session
 		}
 		return fmt.Sprintf("pull request #%d %s (%s)", pr.Number, link, where), nil
 	}
+}
+
+// noFetches says this server fetches no remote repositories, and why.
+func (s *Service) noFetches() error {
+	why := s.FetchErr
+	if why == nil {
+		why = errors.New("its sandbox is unavailable")
+	}
+	return fmt.Errorf("%w: this server fetches no remote repositories: %w", errdefs.ErrUnavailable, why)
 }
 
 // forgeErr says what a fetch or a push to the forge that failed means to
