@@ -46,6 +46,7 @@ func (a *App) sandbox(ctx context.Context, acts *durable.Activities, cfg config.
 		}
 		a.logger.Warn("SANDBOX UNAVAILABLE: sessions whose agents can run commands will fail at start", "reason", err)
 		acts.SandboxErr = err
+		acts.FetchErr = fmt.Errorf("bubblewrap cannot sandbox this node's fetches from forges: %w", err)
 		return nil
 	}
 	acts.Shell = box
@@ -121,7 +122,7 @@ func (a *App) fetches(ctx context.Context, acts *durable.Activities, cfg config.
 	box, err := sandbox.Configured(cfg)
 	var limits *sandbox.LimitError
 	if errors.As(err, &limits) {
-		err = nil // as a node's own fetches are where commands run here too
+		err = nil // the fetches run with the limits this machine enforces, as they do without pods
 	}
 	if err == nil && os.Getuid() == 0 {
 		// The sandbox user must traverse the data directory to the mirrors.

@@ -216,9 +216,9 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 		// names the commit it made there): it goes to the forge.
 		land = s.Remotes.Deliver(ctx, by)
 	}
-	message, author, unsigned := "accepted by "+by.String(), workspace.Author{}, ""
+	message, author, authorNote := "accepted by "+by.String(), workspace.Author{}, ""
 	if land != nil {
-		author, unsigned = s.Remotes.Author(ctx, x, by)
+		author, authorNote = s.Remotes.Author(ctx, x, by)
 		title := x.DisplayTitle
 		if title == "" {
 			title = "Changes of Paddock session " + id
@@ -240,8 +240,8 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 		if note, err = land(x, next); err != nil {
 			return x, err
 		}
-		if unsigned != "" {
-			note += "; " + unsigned
+		if authorNote != "" {
+			note += "; " + authorNote
 		}
 	}
 	if err := s.Store.Deliver(ctx, id, req.Base, next, session.DeliveryAccepted, by, note); err != nil {

@@ -99,7 +99,8 @@ type Account struct {
 // Author is the name and address the account's commits carry: its
 // own, or for a GitHub account without a public address, the forge's
 // private one for it (ID+login@users.noreply.HOST). ok is false when
-// the forge gave no address.
+// the forge gave no address, or neither a name nor a login a commit
+// could carry.
 func (a Account) Author() (name, email string, ok bool) {
 	if a.Email == "" {
 		return "", "", false
@@ -107,6 +108,9 @@ func (a Account) Author() (name, email string, ok bool) {
 	name = a.Name
 	if name == "" {
 		name = a.Login
+	}
+	if !personName(name) {
+		return "", "", false
 	}
 	return name, a.Email, true
 }
@@ -156,10 +160,12 @@ func accountName(login string) bool {
 }
 
 // personName says s can be a commit's author name as it is: 1 to 255
-// bytes of printable text, without the angle brackets that end it, not
-// starting or ending with a space (git would trim it).
+// bytes of printable text, without the angle brackets that end it, and
+// nothing git would strip from its ends (space, control characters and
+// . , : ; < > " \ ', which git drops there: a name of nothing else it
+// refuses).
 func personName(s string) bool {
-	if s == "" || len(s) > 255 || strings.TrimSpace(s) != s || !utf8.ValidString(s) {
+	if s == "" || len(s) > 255 || strings.Trim(s, gitCrud) != s || !utf8.ValidString(s) {
 		return false
 	}
 	for _, r := range s {
@@ -170,12 +176,15 @@ func personName(s string) bool {
 	return true
 }
 
+// gitCrud is what git strips from the ends of a commit's name and address.
+const gitCrud = " .,:;<>\"\\'\t\n\r\f\v"
+
 // address says s has an email address's shape a commit can carry: one
 // '@' between a local part and a domain with a dot, at most 254 bytes,
 // printable ASCII without spaces, quotes, angle brackets or commas.
 func address(s string) bool {
 	at := strings.IndexByte(s, '@')
-	if len(s) > 254 || at < 1 || strings.Count(s, "@") != 1 || !strings.Contains(s[at+1:], ".") ||
+	if len(s) > 254 || at < 1 || strings.Count(s, "@") != 1 || !strings.Contains(s[at+1:], ".") || strings.Trim(s, gitCrud) != s ||
 		strings.HasPrefix(s[at+1:], ".") || strings.HasSuffix(s, ".") {
 		return false
 	}

@@ -148,6 +148,12 @@ func TestAuthorOfAnAccount(t *testing.T) {
 		{`{"login":"ana","full_name":"Ana","email":"ana"}`, "", "", false},
 		{`{"login":"ana","full_name":"Ana","email":"a@b@example.com"}`, "", "", false},
 		{`{"login":"ana","full_name":"Ana","email":""}`, "", "", false},
+		// What git would strip from the ends: a name of nothing else it
+		// refuses, and one with some it would change.
+		{`{"login":"ana","full_name":".","email":"ana@example.com"}`, "ana", "ana@example.com", true},
+		{`{"login":"ana","full_name":"Ann ,","email":"ana@example.com"}`, "ana", "ana@example.com", true},
+		{`{"login":"..","full_name":"","email":"dots@example.com"}`, "", "", false},
+		{`{"login":"ana","full_name":"Ana","email":".ana@example.com"}`, "", "", false},
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")

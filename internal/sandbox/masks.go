@@ -66,14 +66,25 @@ func (t *tree) current(dir string) []string {
 	return t.masks
 }
 
-// kept is a tree as a file keeps it: for the boot it was walked in.
+// kept is a tree as a file keeps it: for the boot it was walked in, by
+// the rules of the walk that made it.
 type kept struct {
 	Root   string               `json:"root"`
+	Rules  string               `json:"rules"`
 	Boot   string               `json:"boot"`
 	Walked time.Time            `json:"walked"`
 	Dirs   map[string]time.Time `json:"dirs"`
 	Masks  []string             `json:"masks"`
 }
+
+// maskRules names the rules of walk: a tree kept by a Paddock whose walk
+// hid other things (an upgrade in place, a client and a server of two
+// versions on one data directory) is walked again. Change it with walk.
+const maskRules = "2026-12-06: sockets, pipes, devices; unreadable files and directories; shadow, shadow-, gshadow, gshadow-, sudoers, opasswd, krb5.keytab, master.passwd, machine-id, *_key, *.key, private/"
+
+// keptFor is how long a kept tree is taken: a file's mode changed
+// with its directory unchanged (chmod 600) is seen by the next walk.
+const keptFor = 10 * time.Minute
 
 // keptPath is the file that keeps the tree of root in dir.
 func keptPath(dir, root string) string {
@@ -97,12 +108,16 @@ func (t *tree) load(dir string) {
 	}
 	defer f.Close()
 	fi, err := f.Stat()
+	if err != nil {
+		return
+	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	if err != nil || !ok || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o022 != 0 || int(st.Uid) != os.Geteuid() || fi.Size() > 16<<20 {
+	if !ok || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o022 != 0 || int(st.Uid) != os.Geteuid() || fi.Size() > 16<<20 {
 		return
 	}
 	var k kept
-	if json.NewDecoder(f).Decode(&k) != nil || k.Root != t.root || k.Boot == "" || k.Boot != boot() || len(k.Dirs) == 0 || k.Dirs[t.root].IsZero() {
+	if json.NewDecoder(f).Decode(&k) != nil || k.Root != t.root || k.Rules != maskRules || k.Boot == "" || k.Boot != boot() ||
+		len(k.Dirs) == 0 || k.Dirs[t.root].IsZero() || time.Since(k.Walked).Abs() > keptFor {
 		return
 	}
 	t.dirs, t.masks, t.walked = k.Dirs, k.Masks, k.Walked
@@ -111,7 +126,7 @@ func (t *tree) load(dir string) {
 // save keeps the tree in dir for the next process (best effort: a
 // process that cannot walks again).
 func (t *tree) save(dir string) {
-	b, err := json.Marshal(kept{Root: t.root, Boot: boot(), Walked: t.walked, Dirs: t.dirs, Masks: t.masks})
+	b, err := json.Marshal(kept{Root: t.root, Rules: maskRules, Boot: boot(), Walked: t.walked, Dirs: t.dirs, Masks: t.masks})
 	if err != nil || os.MkdirAll(dir, 0o700) != nil {
 		return
 	}

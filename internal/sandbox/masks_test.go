@@ -11,6 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestMaskRulesNameTheSecrets: the rules a kept tree was walked by
+// change with the names it hides, so a tree kept before is walked again.
+func TestMaskRulesNameTheSecrets(t *testing.T) {
+	for name := range secretNames {
+		require.Contains(t, maskRules, name, "change maskRules with the walk's rules")
+	}
+}
+
 // TestMasksKeptBetweenProcesses: what a walk of a read-only tree found is
 // kept in the data directory, and the next process (a new tree) takes it
 // instead of walking while no directory of the tree changed; a socket
@@ -65,6 +73,25 @@ func TestMasksKeptBetweenProcesses(t *testing.T) {
 	defer ln.Close()
 	after := &tree{root: root}
 	require.Contains(t, after.current(kept), "f:"+filepath.Join(root, "run", "late.sock"))
+
+	// One older than keptFor: walked again.
+	raw["walked"] = k.Walked.Add(-keptFor - time.Minute)
+	data, err = json.Marshal(raw)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, data, 0o600))
+	old := &tree{root: root}
+	old.current(kept)
+	require.True(t, old.walked.After(k.Walked), "a kept tree older than %s was taken", keptFor)
+
+	// One by other rules (another version's walk): walked again.
+	raw["walked"], raw["rules"] = later, "another version's"
+	data, err = json.Marshal(raw)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, data, 0o600))
+	ruled := &tree{root: root}
+	ruled.current(kept)
+	require.False(t, ruled.walked.Equal(later))
+	raw["rules"] = maskRules
 
 	// Another boot's: walked again.
 	raw["boot"] = "another-boot"
