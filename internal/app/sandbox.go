@@ -29,21 +29,8 @@ func (a *App) sandbox(ctx context.Context, acts *durable.Activities, cfg config.
 		}
 		acts.Copies.UID = sandbox.DefaultUID
 	}
-	box, err := sandbox.Configured(cfg)
-	var limits *sandbox.LimitError
-	if errors.As(err, &limits) {
-		err = nil
-	}
-	if err == nil {
-		err = box.Probe(ctx)
-	}
-	if err == nil {
-		err = box.Reachable(filepath.Join(cfg.DataDir, "workspaces"))
-	}
+	box, limits, err := a.bwrap(ctx, cfg, filepath.Join(cfg.DataDir, "workspaces"))
 	if err != nil {
-		if box != nil {
-			box.Close()
-		}
 		a.logger.Warn("SANDBOX UNAVAILABLE: sessions whose agents can run commands will fail at start", "reason", err)
 		acts.SandboxErr = err
 		acts.FetchErr = fmt.Errorf("bubblewrap cannot sandbox this node's fetches from forges: %w", err)
@@ -51,7 +38,6 @@ func (a *App) sandbox(ctx context.Context, acts *durable.Activities, cfg config.
 	}
 	acts.Shell = box
 	acts.Copies.HostWork = box
-	a.closers = append(a.closers, func() error { box.Close(); return nil })
 	if err := environments(acts, cfg); err != nil {
 		return err
 	}
@@ -96,6 +82,32 @@ func (a *App) sandbox(ctx context.Context, acts *durable.Activities, cfg config.
 	return nil
 }
 
+// bwrap is the configured bubblewrap sandbox, probed (reachable, when
+// set, reached by its commands' user), closed with the app. limits are
+// what this machine cannot enforce and the operator did not accept
+// (nil: none); an error says why there is no sandbox.
+func (a *App) bwrap(ctx context.Context, cfg config.Config, reachable string) (*sandbox.Bwrap, *sandbox.LimitError, error) {
+	box, err := sandbox.Configured(cfg)
+	var limits *sandbox.LimitError
+	if errors.As(err, &limits) {
+		err = nil
+	}
+	if err == nil {
+		err = box.Probe(ctx)
+	}
+	if err == nil && reachable != "" {
+		err = box.Reachable(reachable)
+	}
+	if err != nil {
+		if box != nil {
+			box.Close()
+		}
+		return nil, nil, err
+	}
+	a.closers = append(a.closers, func() error { box.Close(); return nil })
+	return box, limits, nil
+}
+
 // mirrors are the node's mirrors of remote repositories, fetched with
 // box: git in the sandbox as the sandbox user, its one way out the
 // forge's address (an egress proxy's socket, reached through the
@@ -119,27 +131,22 @@ func mirrors(box *sandbox.Bwrap, acts *durable.Activities, cfg config.Config) (*
 // bubblewrap cannot run (a restricted pod without user namespaces),
 // sessions on remote repositories are refused at creation, saying why.
 func (a *App) fetches(ctx context.Context, acts *durable.Activities, cfg config.Config) error {
-	box, err := sandbox.Configured(cfg)
-	var limits *sandbox.LimitError
-	if errors.As(err, &limits) {
-		err = nil // the fetches run with the limits this machine enforces, as they do without pods
-	}
-	if err == nil && os.Getuid() == 0 {
+	// The fetches run with the limits this machine enforces, as they do
+	// without pods.
+	var err error
+	if os.Getuid() == 0 {
 		// The sandbox user must traverse the data directory to the mirrors.
 		err = os.Chmod(cfg.DataDir, 0o711)
 	}
+	var box *sandbox.Bwrap
 	if err == nil {
-		err = box.Probe(ctx)
+		box, _, err = a.bwrap(ctx, cfg, "")
 	}
 	if err != nil {
-		if box != nil {
-			box.Close()
-		}
 		acts.FetchErr = fmt.Errorf("bubblewrap cannot sandbox this node's fetches from forges: %w", err)
 		a.logger.Warn("REMOTE REPOSITORIES UNAVAILABLE: sessions on them are refused", "reason", acts.FetchErr)
 		return nil
 	}
-	a.closers = append(a.closers, func() error { box.Close(); return nil })
 	m, err := mirrors(box, acts, cfg)
 	if err != nil {
 		return err

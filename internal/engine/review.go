@@ -211,14 +211,15 @@ func (s *Service) accept(ctx context.Context, id string, req wire.AcceptRequest,
 			return x, fmt.Errorf("%w: tree %.12s is not a diff of session %s against %.12s: accept the base and tree GET …/diff gives", errdefs.ErrInvalid, req.Tree, id, req.Base)
 		}
 	}
+	var author workspace.Author
+	var authorNote string
 	if x.Remote != nil && req.Commit == "" && req.Mode == session.AsCommit && s.Remotes != nil {
 		// Nobody applied it to a checkout (a terminal's accept --repo
 		// names the commit it made there): it goes to the forge.
-		land = s.Remotes.Deliver(ctx, by)
+		author, authorNote, land = s.Remotes.Deliver(ctx, x, by)
 	}
-	message, author, authorNote := "accepted by "+by.String(), workspace.Author{}, ""
+	message := "accepted by " + by.String()
 	if land != nil {
-		author, authorNote = s.Remotes.Author(ctx, x, by)
 		title := x.DisplayTitle
 		if title == "" {
 			title = "Changes of Paddock session " + id

@@ -279,24 +279,11 @@ func (s *Service) personal(ctx context.Context, src mirror.Source, by session.Se
 	return src, l.Login, true, nil
 }
 
-// Author is who the commit of a session on a remote repository that by
-// accepts is by: by, as the forge names them (the name and address of
-// their linked account, asked now), where they linked one that the forge
-// gives an address for; else Paddock (its Accepted-By trailer names the
-// person), with why when their link could not be used. Paddock is the
-// commit's committer either way.
-func (s *Service) Author(ctx context.Context, x session.Session, by session.Sender) (workspace.Author, string) {
-	if s.Pulls == nil || x.Remote == nil {
-		return workspace.Author{}, ""
-	}
-	src, err := mirror.SourceOf(ctx, s.Store, s.Key, x.Project, *x.Remote)
-	if err != nil {
-		return workspace.Author{}, "" // Deliver says why nothing is accepted
-	}
-	own, login, linked, err := s.personal(ctx, src, by)
-	if !linked {
-		return workspace.Author{}, ""
-	}
+// author is who the commit by accepts is by, when they linked their
+// account (own, login): they, as the forge names them now, where it
+// gives an address for them; else Paddock (its Accepted-By trailer names
+// the person), with why. Paddock is the commit's committer either way.
+func (s *Service) author(ctx context.Context, src, own mirror.Source, login string) (workspace.Author, string) {
 	a, err := s.Pulls.Account(ctx, own)
 	if err != nil {
 		return workspace.Author{}, fmt.Sprintf("the commit is Paddock's, not %s's: who your linked account is could not be asked (%v)", login, err)
@@ -376,24 +363,38 @@ func (s *Service) Check(ctx context.Context, project, repo, ref string) (*sessio
 // from it is opened, or the one open already found. The agent pushes
 // nothing: Paddock does, once a person accepted, with their own linked
 // credential (Service.personal) where they linked one and the forge takes
-// it, else with the connection's. It says where the snapshot went.
-func (s *Service) Deliver(ctx context.Context, by session.Sender) func(x session.Session, next string) (string, error) {
-	return func(x session.Session, next string) (string, error) {
+// it, else with the connection's. It gives the accepted commit's author
+// (by, where their link allows: Service.author) with why it is Paddock
+// when their link could not be used, and land, which delivers the
+// commit once made and says where it went.
+func (s *Service) Deliver(ctx context.Context, x session.Session, by session.Sender) (workspace.Author, string, func(x session.Session, next string) (string, error)) {
+	src, srcErr := mirror.SourceOf(ctx, s.Store, s.Key, x.Project, *x.Remote)
+	// As the person who accepted, where they linked their account: their
+	// credential pushes the branch and opens the pull request; where the
+	// forge refuses it, the connection's does, saying why.
+	var own mirror.Source
+	var login string
+	var linked bool
+	var perr error
+	var author workspace.Author
+	var why string
+	if srcErr == nil {
+		own, login, linked, perr = s.personal(ctx, src, by)
+		if linked && s.Pulls != nil {
+			author, why = s.author(ctx, src, own, login)
+		}
+	}
+	return author, why, func(x session.Session, next string) (string, error) {
 		if s.Mirrors == nil {
 			return "", s.noFetches()
 		}
-		src, err := mirror.SourceOf(ctx, s.Store, s.Key, x.Project, *x.Remote)
-		if err != nil {
-			return "", fmt.Errorf("nothing was accepted: %w", err)
+		if srcErr != nil {
+			return "", fmt.Errorf("nothing was accepted: %w", srcErr)
 		}
 		// The mirror holds the session's base (fetched again if not).
 		if _, err := s.Mirrors.Mirror(ctx, src, x.Remote.Ref, x.Remote.Commit); err != nil {
 			return "", forgeErr(err)
 		}
-		// As the person who accepted, where they linked their account:
-		// their credential pushes the branch and opens the pull request;
-		// where the forge refuses it, the connection's does, saying why.
-		own, login, linked, perr := s.personal(ctx, src, by)
 		branch := "paddock/" + x.ID
 		var local error
 		written := false
@@ -407,7 +408,7 @@ func (s *Service) Deliver(ctx context.Context, by session.Sender) func(x session
 		if linked {
 			pushed = own
 		}
-		err = s.Mirrors.Deliver(ctx, pushed, next, branch, write)
+		err := s.Mirrors.Deliver(ctx, pushed, next, branch, write)
 		if linked && local == nil && err != nil && !errors.Is(err, mirror.ErrUnreachable) {
 			// Refused as them (their token revoked, no write access, a
 			// scope it lacks): the connection's pushes it, and its error,

@@ -50,24 +50,33 @@ func TestMasksKeptBetweenProcesses(t *testing.T) {
 	later := k.Walked.Add(time.Minute)
 	var raw map[string]any
 	require.NoError(t, json.Unmarshal(data, &raw))
+	// keep writes raw as the kept file, with mode perm.
+	keep := func(perm os.FileMode) {
+		t.Helper()
+		data, err := json.Marshal(raw)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(file, data, 0o600))
+		require.NoError(t, os.Chmod(file, perm))
+	}
+	// walked is when the tree a new process takes was walked.
+	walked := func() time.Time {
+		next := &tree{root: root}
+		next.current(kept)
+		return next.walked
+	}
 	raw["walked"] = later
-	data, err = json.Marshal(raw)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(file, data, 0o600))
+	keep(0o600)
 
 	next := &tree{root: root}
 	require.Equal(t, masks, next.current(kept))
 	require.True(t, next.walked.Equal(later), "the next process took the kept tree without walking")
 
 	// Anyone else may write the file: it is not taken.
-	require.NoError(t, os.Chmod(file, 0o622))
-	other := &tree{root: root}
-	other.current(kept)
-	require.False(t, other.walked.Equal(later), "a kept file others may write was taken")
+	keep(0o622)
+	require.False(t, walked().Equal(later), "a kept file others may write was taken")
 
 	// A socket made since: its directory changed, so the next walks.
-	require.NoError(t, os.WriteFile(file, data, 0o600))
-	require.NoError(t, os.Chmod(file, 0o600))
+	keep(0o600)
 	ln, err := net.Listen("unix", filepath.Join(root, "run", "late.sock"))
 	require.NoError(t, err)
 	defer ln.Close()
@@ -76,29 +85,17 @@ func TestMasksKeptBetweenProcesses(t *testing.T) {
 
 	// One older than keptFor: walked again.
 	raw["walked"] = k.Walked.Add(-keptFor - time.Minute)
-	data, err = json.Marshal(raw)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(file, data, 0o600))
-	old := &tree{root: root}
-	old.current(kept)
-	require.True(t, old.walked.After(k.Walked), "a kept tree older than %s was taken", keptFor)
+	keep(0o600)
+	require.True(t, walked().After(k.Walked), "a kept tree older than %s was taken", keptFor)
 
 	// One by other rules (another version's walk): walked again.
 	raw["walked"], raw["rules"] = later, "another version's"
-	data, err = json.Marshal(raw)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(file, data, 0o600))
-	ruled := &tree{root: root}
-	ruled.current(kept)
-	require.False(t, ruled.walked.Equal(later))
+	keep(0o600)
+	require.False(t, walked().Equal(later))
 	raw["rules"] = maskRules
 
 	// Another boot's: walked again.
 	raw["boot"] = "another-boot"
-	data, err = json.Marshal(raw)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(file, data, 0o600))
-	rebooted := &tree{root: root}
-	rebooted.current(kept)
-	require.False(t, rebooted.walked.Equal(later))
+	keep(0o600)
+	require.False(t, walked().Equal(later))
 }
