@@ -153,7 +153,8 @@ func TestDelegationNeverWidensRights(t *testing.T) {
 	kids := children(t, project, x.ID)
 	require.Len(t, kids, 2)
 	for _, k := range kids {
-		require.Equal(t, session.StatusStopped, k.Status, "collected, then stopped")
+		// The stop is a command the child's workflow takes in its own time.
+		k = waitStatus(t, k.ID, session.StatusStopped)
 		require.Contains(t, k.StopReason, "went back to session "+x.ID)
 		require.Equal(t, "agent:"+x.ID+" for operator:tester", k.CreatedBy.String())
 		var sp spec.Agent
@@ -418,7 +419,10 @@ func TestDelegationSurvivesSIGKILL(t *testing.T) {
 	for _, k := range all {
 		if p, _ := k.Delegated(); p == x.ID {
 			kids++
-			require.Equal(t, session.StatusStopped, k.Status)
+			waitFor(t, "child "+k.ID+" stopped", func() (bool, error) { // the stop is the child's command, taken in its own time
+				k, err = c.Sessions().Get(ctx, k.ID)
+				return k.Status == session.StatusStopped, err
+			})
 			turns, err := c.Sessions().Turns(ctx, k.ID)
 			require.NoError(t, err)
 			require.Len(t, turns, 1, "its task ran once")
