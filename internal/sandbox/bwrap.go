@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -546,12 +545,12 @@ func (b *Bwrap) Run(ctx context.Context, c Command) (Result, error) {
 // removes the cgroups once cmd has ended.
 func (b *Bwrap) StartBounded(cmd *exec.Cmd) (release func(), err error) {
 	group := b.cgroups.take(b.MaxProcs, b.MaxMemory, b.MaxCPUs)
-	release = func() { b.cgroups.release(group) }
-	if len(group.dirs) == 0 && (b.cgroups.cpuUsable() || b.cgroups.pidsUsable()) {
+	if group.err != nil {
 		// This machine bounds commands, but no group could be made now:
 		// the work waits for a later call rather than run unbounded.
-		return nil, errors.New("sandbox: no cgroup could be made to bound the host's work on the copy")
+		return nil, fmt.Errorf("bound the host's work on the copy: %w", group.err)
 	}
+	release = func() { b.cgroups.release(group) }
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -578,6 +577,9 @@ func (b *Bwrap) StartBounded(cmd *exec.Cmd) (release func(), err error) {
 // launcher, placed in the group before it goes on. wire sets up the
 // command's standard streams before it starts.
 func (b *Bwrap) spawn(p Place, argv []string, group *group, wire func(*exec.Cmd) error) (*exec.Cmd, error) {
+	if group.err != nil {
+		return nil, group.err
+	}
 	if group.pids {
 		cmd, err := b.command(p, argv, direct, 0, false)
 		if err != nil {

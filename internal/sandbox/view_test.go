@@ -217,6 +217,43 @@ func TestNoCgroupOutlivesTheCommand(t *testing.T) {
 	require.Zero(t, count(), "cgroups left behind")
 }
 
+// TestCgroupsThatCannotBeMadeRefuseTheCommand: where this machine's
+// cgroups bound commands, a group whose limits the kernel will not take
+// (here a negative process count) refuses the command, saying why,
+// rather than run it with fewer limits; nothing of the group is left.
+func TestCgroupsThatCannotBeMadeRefuseTheCommand(t *testing.T) {
+	if !box.cgroups.pidsUsable() {
+		t.Skip("no writable pids controller here")
+	}
+	groups := func() []string {
+		var out []string
+		for _, parent := range []string{box.cgroups.v2, box.cgroups.v1Pids, box.cgroups.v1Mem, box.cgroups.v1CPU} {
+			if entries, err := os.ReadDir(parent); parent != "" && err == nil {
+				for _, e := range entries {
+					if e.IsDir() && strings.HasPrefix(e.Name(), "cmd-") {
+						out = append(out, filepath.Join(parent, e.Name()))
+					}
+				}
+			}
+		}
+		return out
+	}
+	box.Close()
+	before := groups()
+	b, err := NewBwrap()
+	require.NoError(t, err)
+	b.MaxProcs = -3
+	dir := workdir(t)
+	_, err = b.Run(context.Background(), Command{Place: Place{Workdir: dir}, Script: "touch ran", Stdout: io.Discard, Stderr: io.Discard, Timeout: 20 * time.Second})
+	require.ErrorContains(t, err, "the command's cgroups could not be made")
+	require.NoFileExists(t, filepath.Join(dir, "ran"), "the command did not run")
+	p, err := b.Start(Place{Workdir: dir}, []string{"/bin/true"})
+	require.ErrorContains(t, err, "the command's cgroups could not be made")
+	require.Nil(t, p)
+	b.Close()
+	require.ElementsMatch(t, before, groups(), "no group is left behind")
+}
+
 // TestStaleCgroupsAreSwept: groups left by a Paddock that was killed are
 // removed by the next one.
 func TestStaleCgroupsAreSwept(t *testing.T) {
@@ -231,7 +268,7 @@ func TestStaleCgroupsAreSwept(t *testing.T) {
 	require.NoError(t, dead.Run())
 	stale := filepath.Join(parent, fmt.Sprintf("cmd-%d-1", dead.Process.Pid))
 	require.NoError(t, os.Mkdir(stale, 0o755))
-	newCgroups()
+	newCgroups().wait() // the sweep runs beside the first command
 	require.NoDirExists(t, stale)
 }
 

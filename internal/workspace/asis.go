@@ -109,14 +109,34 @@ func AsIs(ctx context.Context, src, dir string, ignored []string, start Start) (
 	if !bare {
 		from = top
 	}
+	// What the checkout changed is listed while its HEAD is put at dir:
+	// git reading a large checkout takes as long as the start or longer.
+	type listing struct {
+		entries []pending
+		err     error
+	}
+	listed := make(chan listing, 1)
+	if bare {
+		listed <- listing{}
+	} else {
+		go func() {
+			entries, err := changed(ctx, top, fi, ignored)
+			listed <- listing{entries, err}
+		}()
+	}
 	// A repository with no commit yet starts a copy without one.
-	if err := start(ctx, from, dir); err != nil {
-		return Origin{}, err
+	startErr := start(ctx, from, dir)
+	l := <-listed // no git of the listing outlives AsIs
+	if startErr != nil {
+		return Origin{}, startErr
+	}
+	if l.err != nil {
+		return Origin{}, fmt.Errorf("take the uncommitted changes of %s: %w", top, l.err)
 	}
 	var o Origin
 	o.Head, _ = Head(ctx, dir) // "" for a repository with no commit yet
 	if !bare {
-		if o.Files, o.Ignored, o.Skipped, err = overlay(ctx, top, fi, dir, ignored); err != nil {
+		if o.Files, o.Ignored, o.Skipped, err = overlay(top, dir, l.entries); err != nil {
 			return Origin{}, fmt.Errorf("take the uncommitted changes of %s: %w", top, err)
 		}
 	}
@@ -136,11 +156,17 @@ func AsIs(ctx context.Context, src, dir string, ignored []string, start Start) (
 	return o, nil
 }
 
-// overlay copies into the copy at dir every file of the checkout at top
-// that git says differs from HEAD (or is untracked and not ignored), and
-// removes those the checkout removed. It returns the paths taken and what
-// it left out.
-func overlay(ctx context.Context, top string, fi os.FileInfo, dir string, ignored []string) (files, taken, skipped []string, err error) {
+// pending is a path of the checkout git lists: changed from HEAD, or
+// untracked, or ignored and asked for.
+type pending struct {
+	path    string
+	ignored bool
+}
+
+// changed lists every path of the checkout at top that git says differs
+// from HEAD (or is untracked and not ignored), then the ignored files
+// asked for.
+func changed(ctx context.Context, top string, fi os.FileInfo, ignored []string) ([]pending, error) {
 	// Untracked files as the person's own git shows them: a repository
 	// that says status.showUntrackedFiles=no (a home directory's, say)
 	// keeps its untracked files out.
@@ -151,18 +177,13 @@ func overlay(ctx context.Context, top string, fi os.FileInfo, dir string, ignore
 	out, err := ownerGit(ctx, top, fi, "--no-optional-locks",
 		"status", "--porcelain=v1", "-z", untracked, "--no-renames", "--ignore-submodules=all")
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	// What to take: the paths status lists (after its "XY " code), then
-	// the ignored files asked for.
-	type entry struct {
-		path    string
-		ignored bool
-	}
-	var entries []entry
+	// The paths status lists (after its "XY " code).
+	var entries []pending
 	for _, e := range strings.Split(out, "\x00") {
 		if len(e) >= 4 {
-			entries = append(entries, entry{path: e[3:]})
+			entries = append(entries, pending{path: e[3:]})
 		}
 	}
 	if len(ignored) > 0 {
@@ -172,14 +193,21 @@ func overlay(ctx context.Context, top string, fi os.FileInfo, dir string, ignore
 		}
 		more, err := ownerGit(ctx, top, fi, args...)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("list the ignored files the environment asks for: %w", err)
+			return nil, fmt.Errorf("list the ignored files the environment asks for: %w", err)
 		}
 		for _, p := range strings.Split(more, "\x00") {
 			if p != "" {
-				entries = append(entries, entry{path: p, ignored: true})
+				entries = append(entries, pending{path: p, ignored: true})
 			}
 		}
 	}
+	return entries, nil
+}
+
+// overlay copies into the copy at dir the listed files of the checkout
+// at top, and removes those the checkout removed. It returns the paths
+// taken and what it left out.
+func overlay(top, dir string, entries []pending) (files, taken, skipped []string, err error) {
 	srcRoot, err := os.OpenRoot(top)
 	if err != nil {
 		return nil, nil, nil, err

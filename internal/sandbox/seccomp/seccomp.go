@@ -1,9 +1,13 @@
-package sandbox
+// Package seccomp assembles the system-call filter every sandboxed
+// command runs under (bubblewrap's --seccomp), with elastic's
+// go-seccomp-bpf. On amd64 the sandbox embeds the filter it assembles
+// (a test keeps the two equal), so that a program starting a command
+// does not initialise the library's tables of every architecture.
+package seccomp
 
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
@@ -30,11 +34,11 @@ var denied = []string{
 	"iopl", "ioperm", "lookup_dcookie", "vhangup",
 }
 
-// seccompProgram assembles the filter for bwrap's --seccomp: the raw
+// Program assembles the filter for bwrap's --seccomp: the raw
 // struct sock_filter array. A system call of another architecture (the
 // 32-bit entry points on x86-64) fails with ENOSYS, so the list cannot be
 // bypassed through them.
-func seccompProgram() ([]byte, error) {
+func Program() ([]byte, error) {
 	info, err := arch.GetInfo("")
 	if err != nil {
 		return nil, err
@@ -73,18 +77,4 @@ func seccompProgram() ([]byte, error) {
 		out = binary.NativeEndian.AppendUint32(out, r.K)
 	}
 	return out, nil
-}
-
-// seccompFile is a fresh read descriptor of the filter for one bwrap.
-func (b *Bwrap) seccompFile() (*os.File, error) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	defer w.Close()
-	if _, err := w.Write(b.seccomp); err != nil {
-		r.Close()
-		return nil, err
-	}
-	return r, nil
 }
