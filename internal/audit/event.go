@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/paddock-dev/paddock/internal/session"
 )
@@ -87,7 +88,7 @@ func FromEvent(x session.Session, e session.Event) Entry {
 		}
 		if d.State == session.CallDone && d.Name == "run_command" {
 			m["exit"] = "0"
-			if s := exitStatus.FindStringSubmatch(d.Result); s != nil {
+			if s := exitStatus().FindStringSubmatch(d.Result); s != nil {
 				m["exit"] = s[1]
 			}
 		}
@@ -144,4 +145,4 @@ func FromEvent(x session.Session, e session.Event) Entry {
 	return en
 }
 
-var exitStatus = regexp.MustCompile(`\[exit status (\d+)\]\s*$`)
+var exitStatus = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[exit status (\d+)\]\s*$`) })

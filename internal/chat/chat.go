@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -224,32 +225,32 @@ type ThreadState struct {
 const StatusEvery = 3 * time.Second
 
 var (
-	userMention = regexp.MustCompile(`<@([UW][A-Z0-9]+)(\|[^>]*)?>`)
-	link        = regexp.MustCompile(`<((?:https?|mailto):[^|>]+)(?:\|([^>]*))?>`)
-	special     = regexp.MustCompile(`<!([a-z]+)(?:\^[^|>]*)?(?:\|([^>]*))?>`)
-	channelRef  = regexp.MustCompile(`<#([CG][A-Z0-9]+)(?:\|([^>]*))?>`)
+	userMention = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<@([UW][A-Z0-9]+)(\|[^>]*)?>`) })
+	link        = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<((?:https?|mailto):[^|>]+)(?:\|([^>]*))?>`) })
+	special     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<!([a-z]+)(?:\^[^|>]*)?(?:\|([^>]*))?>`) })
+	channelRef  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<#([CG][A-Z0-9]+)(?:\|([^>]*))?>`) })
 )
 
 // Text is a Slack message's text as the person wrote it: the bot's own
 // mention taken out, other mentions, links and channels as text, and
 // Slack's three escapes undone.
 func Text(raw, bot string) string {
-	s := userMention.ReplaceAllStringFunc(raw, func(m string) string {
-		sub := userMention.FindStringSubmatch(m)
+	s := userMention().ReplaceAllStringFunc(raw, func(m string) string {
+		sub := userMention().FindStringSubmatch(m)
 		if sub[1] == bot {
 			return ""
 		}
 		return "@" + sub[1]
 	})
-	s = link.ReplaceAllString(s, "$1")
-	s = channelRef.ReplaceAllStringFunc(s, func(m string) string {
-		sub := channelRef.FindStringSubmatch(m)
+	s = link().ReplaceAllString(s, "$1")
+	s = channelRef().ReplaceAllStringFunc(s, func(m string) string {
+		sub := channelRef().FindStringSubmatch(m)
 		if sub[2] != "" {
 			return "#" + sub[2]
 		}
 		return "#" + sub[1]
 	})
-	s = special.ReplaceAllString(s, "@$1")
+	s = special().ReplaceAllString(s, "@$1")
 	s = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
 	return strings.TrimSpace(s)
 }

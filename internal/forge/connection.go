@@ -14,6 +14,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -75,9 +76,9 @@ func (c Connection) User() string {
 // compiles into as many states, which every program linking this
 // package, the client included, would pay for at its start).
 var (
-	connectionName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
-	segment        = regexp.MustCompile(`^[A-Za-z0-9_.][A-Za-z0-9_.-]*$`)
-	userName       = regexp.MustCompile(`^[A-Za-z0-9_.@+-]+$`)
+	connectionName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`) })
+	segment        = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.][A-Za-z0-9_.-]*$`) })
+	userName       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.@+-]+$`) })
 )
 
 // MaxRepositories bounds a connection's grant list.
@@ -86,7 +87,7 @@ const MaxRepositories = 200
 // Validate checks a connection as an admin gives it, saying what is wrong.
 func (c Connection) Validate() error {
 	var errs []error
-	if len(c.Name) > 63 || !connectionName.MatchString(c.Name) {
+	if len(c.Name) > 63 || !connectionName().MatchString(c.Name) {
 		errs = append(errs, fmt.Errorf("name %q: want 1 to 63 lower-case letters, digits and dashes, not starting or ending with a dash", c.Name))
 	}
 	switch c.Kind {
@@ -108,7 +109,7 @@ func (c Connection) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if c.Username != "" && (len(c.Username) > 100 || !userName.MatchString(c.Username)) {
+	if c.Username != "" && (len(c.Username) > 100 || !userName().MatchString(c.Username)) {
 		errs = append(errs, fmt.Errorf("username %q: want 1 to 100 letters, digits and _.@+-", c.Username))
 	}
 	return errors.Join(errs...)
@@ -182,7 +183,7 @@ func ParseBase(raw string) (*url.URL, error) {
 	u.Path = strings.TrimRight(path.Clean("/"+u.Path), "/")
 	u.RawPath = ""
 	for _, s := range strings.Split(strings.Trim(u.Path, "/"), "/") {
-		if s != "" && (len(s) > 100 || !segment.MatchString(s)) {
+		if s != "" && (len(s) > 100 || !segment().MatchString(s)) {
 			return nil, fmt.Errorf("url %q: path segment %q: want letters, digits and _.-", raw, s)
 		}
 	}

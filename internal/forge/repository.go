@@ -7,6 +7,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Repository is a remote repository a session works on, as a connection
@@ -29,12 +30,14 @@ var ErrNotGranted = errors.New("no connection grants it")
 
 // shortForm is OWNER/NAME (or GROUP/SUB/NAME), as a repository is named
 // on its project's connections.
-var shortForm = regexp.MustCompile(`^[A-Za-z0-9_.][A-Za-z0-9_.-]*(/[A-Za-z0-9_.][A-Za-z0-9_.-]*)+$`)
+var shortForm = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9_.][A-Za-z0-9_.-]*(/[A-Za-z0-9_.][A-Za-z0-9_.-]*)+$`)
+})
 
 // IsRemote says repo names a remote repository (an address with a
 // scheme, or OWNER/NAME) rather than a path on the server.
 func IsRemote(repo string) bool {
-	return strings.Contains(repo, "://") || (!strings.HasPrefix(repo, ".") && shortForm.MatchString(repo))
+	return strings.Contains(repo, "://") || (!strings.HasPrefix(repo, ".") && shortForm().MatchString(repo))
 }
 
 // Resolve finds the live connection of conns that grants repo (an
@@ -111,7 +114,7 @@ func resolveShort(repo string, conns []Connection) (Connection, Repository, erro
 
 // validPath says p is a repository path: two or more name segments.
 func validPath(p string) bool {
-	if !shortForm.MatchString(p) || len(p) > 300 {
+	if !shortForm().MatchString(p) || len(p) > 300 {
 		return false
 	}
 	for _, s := range strings.Split(p, "/") {

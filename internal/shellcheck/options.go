@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // optionSpec is what Paddock knows of a free command's options: the ones
@@ -329,7 +330,7 @@ var findTests = map[string]int{"-name": 1, "-iname": 1, "-path": 1, "-ipath": 1,
 	"-or": 0, "!": 0, "(": 0, ")": 0, ",": 0, "-fstype": 1, "-used": 1, "-context": 1, "-d": 0, "-help": 0, "--help": 0,
 	"-version": 0, "--version": 0, "-warn": 0, "-nowarn": 0, "-files0-from": 1}
 
-var findNewerXY = regexp.MustCompile(`^-newer[aBcmt][aBcmt]$`)
+var findNewerXY = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^-newer[aBcmt][aBcmt]$`) })
 
 // findOptions: find is free with its starting points and tests; any
 // action, unknown word or expansion is "ask".
@@ -360,7 +361,7 @@ func (c *checker) findOptions(args []arg) verdict {
 			return v
 		}
 		n, ok := findTests[a.s]
-		if !ok && findNewerXY.MatchString(a.s) {
+		if !ok && findNewerXY().MatchString(a.s) {
 			n, ok = 1, true
 		}
 		if !ok {
@@ -429,9 +430,9 @@ var goTestVal = map[string]func(string) bool{
 
 // gitSignaturePlaceholder: %G?, %GS, %GK, ... (also %+G, %-G, % G) make
 // git log verify signatures, which runs gpg (or gpg.program).
-var gitSignaturePlaceholder = regexp.MustCompile(`%[-+ ]?G`)
+var gitSignaturePlaceholder = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`%[-+ ]?G`) })
 
-func noSignature(s string) bool { return !gitSignaturePlaceholder.MatchString(s) }
+func noSignature(s string) bool { return !gitSignaturePlaceholder().MatchString(s) }
 
 // vetFlags are the flags of the standard vet tool (go tool vet -flags),
 // less -V and -fix (which rewrites the sources): an analyzer's name

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // verdict is a judgment with its rule and reason.
@@ -51,7 +52,7 @@ var (
 	interpreters = set("python", "python2", "python3", "perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua", "luajit",
 		"tclsh", "wish", "rscript", "r", "osascript", "irb", "jshell", "groovy", "scala", "elixir", "erl", "escript", "make", "gmake",
 		"bmake", "crontab", "at", "batch", "pwsh", "powershell", "cmd", "source", ".", "busybox", "expect", "gdb", "vim", "vi", "nvim", "emacs", "ed", "ex")
-	pythonRE = regexp.MustCompile(`^(python|pypy)[0-9.]*$`)
+	pythonRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(python|pypy)[0-9.]*$`) })
 )
 
 func set(names ...string) map[string]bool {
@@ -89,7 +90,7 @@ func refusedName(n string) bool {
 }
 
 func isInterpreter(n string) bool {
-	return shells[n] || interpreters[n] || pythonRE.MatchString(n)
+	return shells[n] || interpreters[n] || pythonRE().MatchString(n)
 }
 
 // judge decides on one command line (argv), adding pieces for code nested in
@@ -154,7 +155,7 @@ func (c *checker) judgeName(args []arg, depth int) verdict {
 			return v
 		}
 		for _, a := range args[1:] {
-			if m := diskInText.FindString(a.s); m != "" {
+			if m := diskInText().FindString(a.s); m != "" {
 				return refuse("device-write", n+" runs code that names the disk "+m+", which it may write")
 			}
 		}
@@ -306,21 +307,25 @@ func (c *checker) unknownDevice(a arg) (verdict, bool) {
 	if _, ok := descriptor(s); ok {
 		return verdict{}, false
 	}
-	if diskDevice.MatchString(clean(s)) {
+	if diskDevice().MatchString(clean(s)) {
 		return refuse("device-write", "a program whose options are not known is handed the device "+s+", which it may write"), true
 	}
 	return verdict{}, false
 }
 
 // diskInText: a disk device named inside code ("open('/dev/sda','w')").
-var diskInText = regexp.MustCompile(`/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme[0-9]|mmcblk[0-9]|md[0-9]|dm-[0-9]|mem\b|kmem\b|port\b)`)
+var diskInText = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme[0-9]|mmcblk[0-9]|md[0-9]|dm-[0-9]|mem\b|kmem\b|port\b)`)
+})
 
 // dataBuiltins are shell builtins that never run their words.
 var dataBuiltins = set("true", "false", ":", "echo", "printf", "test", "[", "type", "pwd", "cd", "shift", "return", "exit",
 	"break", "continue", "wait", "jobs", "dirs", "times", "umask", "ulimit", "help", "history", "logout")
 
 // diskDevice: disks, partitions, memory and the like.
-var diskDevice = regexp.MustCompile(`^/dev/(sd|hd|vd|xvd|nvme|mmcblk|md|dm-|loop|sr|nbd|rbd|zd|mapper/|disk/|mem$|kmem$|port$|root$|block/|mtd)`)
+var diskDevice = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^/dev/(sd|hd|vd|xvd|nvme|mmcblk|md|dm-|loop|sr|nbd|rbd|zd|mapper/|disk/|mem$|kmem$|port$|root$|block/|mtd)`)
+})
 
 // nameTokens splits a word where a program's name cannot continue.
 func nameTokens(s string) []string {
@@ -431,7 +436,7 @@ func refusedProgram(n string, args []arg) (verdict, bool) {
 		return refuse("disk-destruction", n+" formats or repartitions disks"), true
 	case n == "machinectl" && len(args) > 1 && (args[1].s == "shell" || args[1].s == "login"):
 		return refuse("privilege-escalation", "machinectl shell opens a shell as another user"), true
-	case (n == "start-process" || n == "saps" || n == "start") && verbRunAs.MatchString(strings.ToLower(strings.Join(strs(args[1:]), " "))):
+	case (n == "start-process" || n == "saps" || n == "start") && verbRunAs().MatchString(strings.ToLower(strings.Join(strs(args[1:]), " "))):
 		return refuse("privilege-escalation", "Start-Process -Verb RunAs elevates"), true
 	case n == "format" && len(args) > 1 && isWindowsPath(args[1].s+`\`):
 		return refuse("disk-destruction", "format erases a drive"), true
@@ -671,7 +676,7 @@ func uidZero(args []arg) bool {
 
 // verbRunAs: -Verb RunAs and its abbreviations (-V, -Ve, -Ver), with a
 // space or a colon, quoted or not.
-var verbRunAs = regexp.MustCompile(`(^|[\s;(])-v(e(r(b)?)?)?(\s+|\s*:\s*)['"]?runas\b`)
+var verbRunAs = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[\s;(])-v(e(r(b)?)?)?(\s+|\s*:\s*)['"]?runas\b`) })
 
 // lxcPrivileged: lxc config set C security.privileged true (or =true).
 func lxcPrivileged(args []arg) bool {
@@ -692,7 +697,7 @@ func sshRoot(args []arg) bool {
 	for i, a := range args[1:] {
 		s := strings.ToLower(a.s)
 		if strings.HasPrefix(s, "root@") || strings.Contains(s, "://root@") || s == "-lroot" || strings.Contains(s, "user=root") ||
-			userRoot.MatchString(s) {
+			userRoot().MatchString(s) {
 			return true
 		}
 		if s == "-l" && i+2 < len(args) && args[i+2].s == "root" {
@@ -702,7 +707,7 @@ func sshRoot(args []arg) bool {
 	return false
 }
 
-var userRoot = regexp.MustCompile(`(^|-o)\s*user\s*=?\s*root$`)
+var userRoot = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|-o)\s*user\s*=?\s*root$`) })
 
 var containerRuntimes = set("docker", "podman", "nerdctl", "ctr", "crictl", "lxc", "incus")
 

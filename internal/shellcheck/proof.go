@@ -3,6 +3,7 @@ package shellcheck
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -161,13 +162,13 @@ var inertEnv = set("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_COLLATE", "LC_M
 
 var goInertEnv = set("GOOS", "GOARCH")
 
-var lowerName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+var lowerName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z_][a-z0-9_]*$`) })
 
 // inertShellVar: a shell variable no free program or bash itself reads:
 // lower-case names (bash's own and the environment's are upper-case),
 // except the proxies some tools read.
 func inertShellVar(name string) bool {
-	return lowerName.MatchString(name) && !strings.HasSuffix(name, "_proxy") && name != "_"
+	return lowerName().MatchString(name) && !strings.HasSuffix(name, "_proxy") && name != "_"
 }
 
 // callAssigns: prefix assignments (NAME=v cmd) reach the command's
@@ -214,7 +215,7 @@ func firstWord(cmd []arg) string {
 // localeValue: a locale name (C, C.UTF-8, en_US.UTF-8@euro, fr:en). A
 // value with a slash is a path glibc and gettext load locale data and
 // message catalogs from, whose translated formats the program prints.
-var localeValue = regexp.MustCompile(`^[A-Za-z0-9_.@:+-]*$`)
+var localeValue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.@:+-]*$`) })
 
 func inertEnvFor(name string, value *syntax.Word, cmd []arg) bool {
 	if plainPager(name, value) || name == "IFS" && len(cmd) > 0 && cmd[0].s == "read" {
@@ -226,7 +227,7 @@ func inertEnvFor(name string, value *syntax.Word, cmd []arg) bool {
 				return true
 			}
 			v := literalOf(value)
-			return v != "" && localeValue.MatchString(v) && !strings.Contains(v, "..")
+			return v != "" && localeValue().MatchString(v) && !strings.Contains(v, "..")
 		}
 		return true
 	}
@@ -308,7 +309,7 @@ func (c *checker) arith(e syntax.ArithmExpr, src string) {
 	case *syntax.ParenArithm:
 		c.arith(x.X, src)
 	case *syntax.Word:
-		if l := x.Lit(); l != "" && arithNumber.MatchString(l) {
+		if l := x.Lit(); l != "" && arithNumber().MatchString(l) {
 			return
 		}
 		c.add(src, Ask, "arithmetic-variable", "arithmetic evaluates a variable's value or an expansion as an expression, which can run code")
@@ -317,7 +318,7 @@ func (c *checker) arith(e syntax.ArithmExpr, src string) {
 	}
 }
 
-var arithNumber = regexp.MustCompile(`^(0[xX][0-9a-fA-F]+|[0-9]+|[0-9]+#[0-9a-zA-Z@_]+)$`)
+var arithNumber = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(0[xX][0-9a-fA-F]+|[0-9]+|[0-9]+#[0-9a-zA-Z@_]+)$`) })
 
 func isArithAssign(op syntax.BinAritOperator) bool {
 	switch op {
@@ -339,7 +340,7 @@ func (c *checker) testExpr(e syntax.TestExpr, src string) {
 				if w, ok := side.(*syntax.Word); ok && resolve(w).number {
 					continue // $?, $#: always a number
 				}
-				if w, ok := side.(*syntax.Word); !ok || !arithNumber.MatchString(literalOf(w)) {
+				if w, ok := side.(*syntax.Word); !ok || !arithNumber().MatchString(literalOf(w)) {
 					c.add(src, Ask, "arithmetic-variable", "a numeric comparison in [[ ]] evaluates its operands as arithmetic, which can run code")
 					return
 				}

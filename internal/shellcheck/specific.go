@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 )
 
@@ -800,7 +801,7 @@ func powershell(args []arg) (verdict, bool) {
 // programs at the start of a statement.
 func powershellCode(code string, evals bool) (verdict, bool) {
 	l := strings.ToLower(code)
-	if verbRunAs.MatchString(l) || verbProperty.MatchString(l) {
+	if verbRunAs().MatchString(l) || verbProperty().MatchString(l) {
 		return refuse("privilege-escalation", "the PowerShell code elevates (-Verb RunAs)"), true
 	}
 	for _, w := range strings.FieldsFunc(l, func(r rune) bool { return !(r == '-' || r == '.' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') }) {
@@ -825,7 +826,9 @@ func powershellCode(code string, evals bool) (verdict, bool) {
 
 // verbProperty: elevation through ProcessStartInfo (Verb = 'runas') or
 // Shell.Application's ShellExecute(..., 'runas').
-var verbProperty = regexp.MustCompile(`verb\s*=\s*['"]?runas|shellexecute\s*\(.*['"]runas['"]`)
+var verbProperty = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`verb\s*=\s*['"]?runas|shellexecute\s*\(.*['"]runas['"]`)
+})
 
 // decodePowerShell decodes -EncodedCommand: base64 of UTF-16LE text.
 func decodePowerShell(s string) (string, bool) {

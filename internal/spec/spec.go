@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 
@@ -341,7 +342,7 @@ const (
 )
 
 var (
-	mcpNameRE = regexp.MustCompile(`^[a-z0-9](_?[a-z0-9-])*$`)
+	mcpNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9](_?[a-z0-9-])*$`) })
 )
 
 // Known are the things validation checks names against, and the
@@ -498,7 +499,7 @@ func (a *Agent) Validate(known Known) error {
 	seen := map[string]bool{}
 	for i, m := range a.MCPServers {
 		path := fmt.Sprintf("mcpServers[%d]", i)
-		if !mcpNameRE.MatchString(m.Name) || seen[m.Name] {
+		if !mcpNameRE().MatchString(m.Name) || seen[m.Name] {
 			return bad(path+".name", fmt.Sprintf("%q: want a unique name of lowercase letters, digits, - and _ (no __)", m.Name))
 		}
 		seen[m.Name] = true
@@ -608,7 +609,7 @@ func (e EnvironmentSpec) validate() error {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(e.Env)) {
-		if !envNameRE.MatchString(name) {
+		if !envNameRE().MatchString(name) {
 			return bad("env."+name, "want a variable name of letters, digits and _ not starting with a digit")
 		}
 		if why := sandbox.CodeCarrying(name, e.Env[name]); why != "" {
@@ -622,7 +623,7 @@ func (e EnvironmentSpec) validate() error {
 	for i, name := range e.Credentials {
 		where := fmt.Sprintf("credentials[%d]", i)
 		switch {
-		case !envNameRE.MatchString(name):
+		case !envNameRE().MatchString(name):
 			return bad(where, fmt.Sprintf("%q: want a variable name of letters, digits and _ not starting with a digit", name))
 		case sandbox.CodeCarrying(name, "") != "":
 			return bad(where, name+" refused: "+sandbox.CodeCarrying(name, ""))
@@ -658,7 +659,7 @@ func (e EnvironmentSpec) validate() error {
 // MaxIgnoredFiles bounds an environment's ignoredFiles patterns.
 const MaxIgnoredFiles = 50
 
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 func checkModel(m string, known Known) error {
 	provider, model, ok := strings.Cut(m, "/")

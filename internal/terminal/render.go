@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/paddock-dev/paddock/internal/clip"
@@ -197,7 +198,7 @@ func (r *Renderer) Event(e session.Event) {
 
 // failedRun: the line Paddock appends to a command's output when it did
 // not succeed.
-var failedRun = regexp.MustCompile(`\n\[(exit status \d+|timed out after [^\]]*)\]$`)
+var failedRun = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\n\[(exit status \d+|timed out after [^\]]*)\]$`) })
 
 // live prints a running command's output as it comes, each whole line
 // escaped; a line not yet ended waits for its end (or the call's).
@@ -236,7 +237,7 @@ func (r *Renderer) endLive(callID string) {
 func (r *Renderer) done(d session.ToolCallData) {
 	out := strings.TrimRight(d.Result, "\n")
 	mark, status := "✓", ""
-	if m := failedRun.FindStringSubmatch(out); m != nil && d.Name == "run_command" {
+	if m := failedRun().FindStringSubmatch(out); m != nil && d.Name == "run_command" {
 		mark, status = "✗", " ("+m[1]+")"
 		out = strings.TrimRight(out[:len(out)-len(m[0])], "\n")
 	}
