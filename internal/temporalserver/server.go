@@ -27,8 +27,10 @@ import (
 	"go.temporal.io/server/common/dynamicconfig"
 	tlog "go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/log/tag"
+	"go.temporal.io/server/common/membership/static"
 	"go.temporal.io/server/common/metrics"
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives"
 	"go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
 )
@@ -175,14 +177,30 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		// session's wake one read of its state. It must exceed the
 		// workflows in use at once (pinned entries cannot be evicted).
 		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): HistoryCacheSize,
+		// Each service reads every namespace again every 2 s by default;
+		// Paddock's one namespace is written before any service starts
+		// and never changes, and a name not yet known is read through.
+		dynamicconfig.NamespaceCacheRefreshInterval.Key(): time.Minute,
 	}
 	tl := &slogLogger{l: o.Logger, stopping: new(atomic.Bool)}
-	srv, err := temporal.NewServer(
+	opts := []temporal.ServerOption{
 		temporal.WithConfig(cfg),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithLogger(tl),
 		temporal.WithDynamicConfigClient(dc),
-	)
+	}
+	if o.Postgres == "" {
+		// One node: its four services know one another's addresses, so
+		// no ring gossips between them (ringpop's pings over TLS were a
+		// third of an idle node's processor time).
+		opts = append(opts, temporal.WithStaticHosts(map[primitives.ServiceName]static.Hosts{
+			primitives.FrontendService: static.SingleLocalHost(hostPort),
+			primitives.HistoryService:  static.SingleLocalHost(fmt.Sprintf("%s:%d", host, ports[2])),
+			primitives.MatchingService: static.SingleLocalHost(fmt.Sprintf("%s:%d", host, ports[4])),
+			primitives.WorkerService:   static.SingleLocalHost(fmt.Sprintf("%s:%d", host, ports[6])),
+		}))
+	}
+	srv, err := temporal.NewServer(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("temporal server: %w", err)
 	}
