@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -110,6 +111,9 @@ func (b *Bwrap) Probe(ctx context.Context) error {
 	}
 	var out bytes.Buffer
 	res, err := b.Run(ctx, Command{Place: Place{Workdir: probe}, Script: "true", Stdout: &out, Stderr: &out, Timeout: 30 * 1e9})
+	if errors.Is(err, errNoGroup) {
+		return fmt.Errorf("%w: %v; Paddock may write the cgroup hierarchies (%s) but not make a command's group with its limits there", ErrUnavailable, err, strings.Join(b.cgroups.parents(), ", "))
+	}
 	if err != nil || res.ExitCode != 0 {
 		return fmt.Errorf("%w: bubblewrap cannot create its namespaces here (%v %s); enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 or user.max_user_namespaces > 0)",
 			ErrUnavailable, err, out.String())

@@ -133,13 +133,19 @@ func newCgroups() *cgroups {
 	return c
 }
 
+// parents are the directories Paddock's groups go in, one per usable
+// hierarchy.
+func (c *cgroups) parents() []string {
+	if c == nil {
+		return nil
+	}
+	return slices.DeleteFunc([]string{c.v2, c.v1Pids, c.v1Mem, c.v1CPU}, func(p string) bool { return p == "" })
+}
+
 // sweep removes the groups of processes that are gone (a Paddock killed
 // with SIGKILL could not remove its own).
 func (c *cgroups) sweep() {
-	for _, parent := range []string{c.v2, c.v1Pids, c.v1Mem, c.v1CPU} {
-		if parent == "" {
-			continue
-		}
+	for _, parent := range c.parents() {
 		entries, _ := os.ReadDir(parent)
 		for _, e := range entries {
 			// cmd-PID-N (read without fmt.Sscanf: a hierarchy's directory
@@ -278,6 +284,10 @@ func (c *cgroups) cpuUsable() bool  { return c != nil && (c.v2CPU || c.v1CPU != 
 func (c *cgroups) memUsable() bool  { return c != nil && (c.v2Mem || c.v1Mem != "") }
 func (c *cgroups) pidsUsable() bool { return c != nil && (c.v2Pids || c.v1Pids != "") }
 
+// errNoGroup is a command's refusal when its cgroups could not be made
+// where this machine's cgroups bound commands.
+var errNoGroup = errors.New("sandbox: the command's cgroups could not be made")
+
 // group is one command's cgroups; pids and cpu say which limits hold.
 // err says why a limit this machine's cgroups enforce could not be set
 // for it: such a group has no directories, and no command runs in it.
@@ -334,7 +344,7 @@ func (c *cgroups) create(maxProcs int, maxMemory int64, maxCPUs float64) *group 
 		// All or nothing: a command never runs with fewer limits than
 		// this machine's cgroups enforce.
 		g.remove()
-		return &group{limits: g.limits, err: fmt.Errorf("sandbox: the command's cgroups could not be made: %w", errors.Join(errs...))}
+		return &group{limits: g.limits, err: fmt.Errorf("%w: %w", errNoGroup, errors.Join(errs...))}
 	}
 	return g
 }

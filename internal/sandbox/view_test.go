@@ -250,6 +250,11 @@ func TestCgroupsThatCannotBeMadeRefuseTheCommand(t *testing.T) {
 	p, err := b.Start(Place{Workdir: dir}, []string{"/bin/true"})
 	require.ErrorContains(t, err, "the command's cgroups could not be made")
 	require.Nil(t, p)
+	// A server's probe at start says so, naming where.
+	err = b.Probe(context.Background())
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.ErrorContains(t, err, "not make a command's group with its limits there")
+	require.ErrorContains(t, err, b.cgroups.parents()[0])
 	b.Close()
 	require.ElementsMatch(t, before, groups(), "no group is left behind")
 }
