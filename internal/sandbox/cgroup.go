@@ -327,12 +327,21 @@ func (c *cgroups) create(maxProcs int, maxMemory int64, maxCPUs float64) *group 
 		return true
 	}
 	if c.v2 != "" {
-		limits := [][2]string{{"pids.max", strconv.Itoa(maxProcs)}, {"memory.max", strconv.FormatInt(maxMemory, 10)}}
+		// The limits of the controllers enabled below Paddock's directory:
+		// one that is not is a limit Unenforced names, for the operator.
+		var limits [][2]string
+		if c.v2Pids {
+			limits = append(limits, [2]string{"pids.max", strconv.Itoa(maxProcs)})
+		}
+		if c.v2Mem {
+			limits = append(limits, [2]string{"memory.max", strconv.FormatInt(maxMemory, 10)})
+		}
 		if c.v2CPU && maxCPUs > 0 {
 			limits = append(limits, [2]string{"cpu.max", quota + " " + strconv.Itoa(cfsPeriod)})
 		}
-		g.pids = mk(c.v2, limits...)
-		g.cpu = g.pids && c.v2CPU && maxCPUs > 0
+		made := mk(c.v2, limits...)
+		g.pids = made && c.v2Pids
+		g.cpu = made && c.v2CPU && maxCPUs > 0
 	} else {
 		g.pids = mk(c.v1Pids, [2]string{"pids.max", strconv.Itoa(maxProcs)})
 		mk(c.v1Mem, [2]string{"memory.limit_in_bytes", strconv.FormatInt(maxMemory, 10)})
