@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/user"
@@ -44,6 +45,13 @@ type cgroups struct {
 // sandbox in it (two servers in one test process must not make one
 // name twice).
 var groupSeq atomic.Int64
+
+// incarnation tells this process's groups from those of an earlier one
+// with the same PID (a server killed and started again as a container's
+// PID 1 on a hierarchy the host shares): the sweep leaves groups named
+// with this process's PID alone, so without it a leftover name would
+// be taken again, and the command refused.
+var incarnation = strconv.FormatUint(rand.Uint64(), 36)
 
 // limits are what a group was made with.
 type limits struct {
@@ -148,7 +156,7 @@ func (c *cgroups) sweep() {
 	for _, parent := range c.parents() {
 		entries, _ := os.ReadDir(parent)
 		for _, e := range entries {
-			// cmd-PID-N (read without fmt.Sscanf: a hierarchy's directory
+			// cmd-PID-… (read without fmt.Sscanf: a hierarchy's directory
 			// holds dozens of control files, and this runs at every start)
 			rest, ok := strings.CutPrefix(e.Name(), "cmd-")
 			p, _, ok2 := strings.Cut(rest, "-")
@@ -303,7 +311,7 @@ func (c *cgroups) create(maxProcs int, maxMemory int64, maxCPUs float64) *group 
 	if c == nil {
 		return g
 	}
-	name := fmt.Sprintf("cmd-%d-%d", os.Getpid(), groupSeq.Add(1))
+	name := fmt.Sprintf("cmd-%d-%s-%d", os.Getpid(), incarnation, groupSeq.Add(1))
 	quota := strconv.Itoa(max(1000, int(maxCPUs*cfsPeriod)))
 	// mk makes the group under parent, a usable hierarchy ("": none),
 	// and writes its limits.
@@ -378,7 +386,9 @@ func (g *group) remove() {
 			for _, p := range pids {
 				// Never Paddock itself: on v1 a group lists the process of
 				// any member thread.
-				if n, err := strconv.Atoi(p); err == nil && n != os.Getpid() {
+				// 0 is a process outside this PID namespace: kill(0) would
+				// signal Paddock's own process group.
+				if n, err := strconv.Atoi(p); err == nil && n > 0 && n != os.Getpid() {
 					_ = syscall.Kill(n, syscall.SIGKILL)
 				}
 			}

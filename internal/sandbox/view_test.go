@@ -259,6 +259,37 @@ func TestCgroupsThatCannotBeMadeRefuseTheCommand(t *testing.T) {
 	require.ElementsMatch(t, before, groups(), "no group is left behind")
 }
 
+// TestGroupsOfAnEarlierProcessWithThisPID: a server killed and started
+// again with the same PID (a container's PID 1 on a hierarchy the host
+// shares) finds the groups its earlier self left, which no sweep removes
+// (they carry a live PID); its commands still run, in groups of their own.
+func TestGroupsOfAnEarlierProcessWithThisPID(t *testing.T) {
+	parent := box.cgroups.v2
+	if parent == "" {
+		parent = box.cgroups.v1Pids
+	}
+	if parent == "" {
+		t.Skip("no writable cgroup hierarchy here")
+	}
+	next := groupSeq.Load() + 1
+	var left []string
+	for _, name := range []string{fmt.Sprintf("cmd-%d-%d", os.Getpid(), next), fmt.Sprintf("cmd-%d-earlier-%d", os.Getpid(), next)} {
+		d := filepath.Join(parent, name)
+		require.NoError(t, os.Mkdir(d, 0o755))
+		left = append(left, d)
+	}
+	t.Cleanup(func() {
+		for _, d := range left {
+			_ = os.Remove(d)
+		}
+	})
+	for range 2 { // the spare made ahead, then the group named next
+		res, out := runIn(t, workdir(t), "echo ran")
+		require.Equal(t, 0, res.ExitCode, out)
+		require.Equal(t, "ran\n", out)
+	}
+}
+
 // TestStaleCgroupsAreSwept: groups left by a Paddock that was killed are
 // removed by the next one.
 func TestStaleCgroupsAreSwept(t *testing.T) {

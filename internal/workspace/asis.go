@@ -116,16 +116,21 @@ func AsIs(ctx context.Context, src, dir string, ignored []string, start Start) (
 		err     error
 	}
 	listed := make(chan listing, 1)
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	if bare {
 		listed <- listing{}
 	} else {
 		go func() {
-			entries, err := changed(ctx, top, fi, ignored)
+			entries, err := changed(lctx, top, fi, ignored)
 			listed <- listing{entries, err}
 		}()
 	}
 	// A repository with no commit yet starts a copy without one.
 	startErr := start(ctx, from, dir)
+	if startErr != nil {
+		cancel() // its listing is of no use now
+	}
 	l := <-listed // no git of the listing outlives AsIs
 	if startErr != nil {
 		return Origin{}, startErr
