@@ -6,6 +6,7 @@
 package pulls
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -262,13 +263,7 @@ func (f Forges) account(ctx context.Context, src mirror.Source) (a Account, stat
 		if err != nil {
 			return a, status, fmt.Errorf("gitlab: who the credential is: %w", err)
 		}
-		a = Account{Login: u.Username, Name: u.Name, Email: u.CommitEmail}
-		for _, e := range []string{u.PublicEmail, u.Email} {
-			if a.Email == "" {
-				a.Email = e
-			}
-		}
-		return a, status, nil
+		return Account{Login: u.Username, Name: u.Name, Email: cmp.Or(u.CommitEmail, u.PublicEmail, u.Email)}, status, nil
 	}
 	return a, http.StatusBadRequest, ErrNone
 }

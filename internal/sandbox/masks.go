@@ -92,12 +92,12 @@ func keptPath(dir, root string) string {
 	return filepath.Join(dir, "masks-"+hex.EncodeToString(sum[:8])+".json")
 }
 
-// boot names this boot of the machine: a tree kept in another is walked
-// again.
-func boot() string {
+// boot names this boot of the machine (read once a process): a tree
+// kept in another is walked again.
+var boot = sync.OnceValue(func() string {
 	id, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	return strings.TrimSpace(string(id))
-}
+})
 
 // load takes the tree kept in dir, if one is there for this root and boot
 // in a file of this user's that no one else may write; else nothing.

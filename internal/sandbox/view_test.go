@@ -193,10 +193,7 @@ func TestCPUIsBounded(t *testing.T) {
 func TestNoCgroupOutlivesTheCommand(t *testing.T) {
 	count := func() int {
 		n := 0
-		for _, d := range []string{box.cgroups.v2, box.cgroups.v1Pids, box.cgroups.v1Mem, box.cgroups.v1CPU} {
-			if d == "" {
-				continue
-			}
+		for _, d := range box.cgroups.parents() {
 			entries, _ := os.ReadDir(d)
 			for _, e := range entries {
 				if e.IsDir() && strings.HasPrefix(e.Name(), fmt.Sprintf("cmd-%d-", os.Getpid())) {
@@ -227,8 +224,8 @@ func TestCgroupsThatCannotBeMadeRefuseTheCommand(t *testing.T) {
 	}
 	groups := func() []string {
 		var out []string
-		for _, parent := range []string{box.cgroups.v2, box.cgroups.v1Pids, box.cgroups.v1Mem, box.cgroups.v1CPU} {
-			if entries, err := os.ReadDir(parent); parent != "" && err == nil {
+		for _, parent := range box.cgroups.parents() {
+			if entries, err := os.ReadDir(parent); err == nil {
 				for _, e := range entries {
 					if e.IsDir() && strings.HasPrefix(e.Name(), "cmd-") {
 						out = append(out, filepath.Join(parent, e.Name()))
@@ -259,18 +256,23 @@ func TestCgroupsThatCannotBeMadeRefuseTheCommand(t *testing.T) {
 	require.ElementsMatch(t, before, groups(), "no group is left behind")
 }
 
+// groupParent is where the shared sandbox makes its commands' groups:
+// the unified hierarchy's directory, else the v1 pids one.
+func groupParent(t *testing.T) string {
+	t.Helper()
+	parents := box.cgroups.parents()
+	if len(parents) == 0 {
+		t.Skip("no writable cgroup hierarchy here")
+	}
+	return parents[0]
+}
+
 // TestGroupsOfAnEarlierProcessWithThisPID: a server killed and started
 // again with the same PID (a container's PID 1 on a hierarchy the host
 // shares) finds the groups its earlier self left, which no sweep removes
 // (they carry a live PID); its commands still run, in groups of their own.
 func TestGroupsOfAnEarlierProcessWithThisPID(t *testing.T) {
-	parent := box.cgroups.v2
-	if parent == "" {
-		parent = box.cgroups.v1Pids
-	}
-	if parent == "" {
-		t.Skip("no writable cgroup hierarchy here")
-	}
+	parent := groupParent(t)
 	next := groupSeq.Load() + 1
 	var left []string
 	for _, name := range []string{fmt.Sprintf("cmd-%d-%d", os.Getpid(), next), fmt.Sprintf("cmd-%d-earlier-%d", os.Getpid(), next)} {
@@ -293,13 +295,7 @@ func TestGroupsOfAnEarlierProcessWithThisPID(t *testing.T) {
 // TestStaleCgroupsAreSwept: groups left by a Paddock that was killed are
 // removed by the next one.
 func TestStaleCgroupsAreSwept(t *testing.T) {
-	parent := box.cgroups.v2
-	if parent == "" {
-		parent = box.cgroups.v1Pids
-	}
-	if parent == "" {
-		t.Skip("no writable cgroup hierarchy here")
-	}
+	parent := groupParent(t)
 	dead := exec.Command("true")
 	require.NoError(t, dead.Run())
 	stale := filepath.Join(parent, fmt.Sprintf("cmd-%d-1", dead.Process.Pid))
